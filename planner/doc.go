@@ -1,0 +1,16 @@
+// Package planner is the deterministic scheduling core of ledgerd: per
+// resource timelines of free capacity kept as canonical lists of free blocks
+// (Schneider & Linnert), earliest-fit admission inside a booking window,
+// co-allocation over several resources at one common start, exact
+// book/release/modify, capacity changes over a window, and availability
+// reports.
+//
+// What it must not do: read a clock, draw random numbers, start goroutines,
+// do I/O, or depend on map iteration order. Time and capacity are int64;
+// the caller passes "now". It imports no time, os, net, sync, raft or
+// protobuf packages (deps_test.go enforces this), so that every replica of
+// the ledger reaches the same decision from the same log.
+//
+// Caller's duties: serialise access (nothing here is safe for concurrent
+// use) and call Advance with a non-decreasing now.
+package planner
