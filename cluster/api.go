@@ -1,0 +1,118 @@
+package cluster
+
+import (
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Sentinel errors. They are always wrapped with %w, so test them with errors.Is.
+var (
+	// ErrNoLeader means no leader became known within Config.LeaderWait.
+	ErrNoLeader = errors.New("cluster: no leader")
+	// ErrNotLeader means the operation must run on the leader and this node
+	// is not it (or lost leadership before the operation was queued).
+	ErrNotLeader = errors.New("cluster: not the leader")
+	// ErrShutdown means the node is shutting down or has shut down.
+	ErrShutdown = errors.New("cluster: node is shut down")
+	// ErrOutcomeUnknown means a write was handed to Raft but leadership was
+	// lost (or the forwarding connection broke) before the outcome was
+	// known: it may or may not have been committed. Retry with the same
+	// idempotency key.
+	ErrOutcomeUnknown = errors.New("cluster: outcome of write unknown")
+)
+
+// Config configures one node. Zero durations take the defaults documented
+// on each field; New validates the rest and names the offending field.
+type Config struct {
+	// NodeName is a human-readable name shown in Members; defaults to the
+	// host name. It is not the Raft server ID (see the node-id file).
+	NodeName string
+	// DataDir holds raft.db, snapshots/ and the node-id file. Required.
+	DataDir string
+	// RaftBind is the host:port the Raft transport listens on. Required.
+	RaftBind string
+	// RaftAdvertise is the host:port peers dial for Raft; defaults to the
+	// bound address (which must then not be unspecified).
+	RaftAdvertise string
+	// GossipBind is the host:port memberlist listens on (TCP and UDP). Required.
+	GossipBind string
+	// GossipAdvertise is the host:port peers reach memberlist at; defaults
+	// to the bound address.
+	GossipAdvertise string
+	// RPCAdvertise is the host:port of this node's HTTP API; carried in
+	// gossip meta and used by followers to forward writes. Required.
+	RPCAdvertise string
+	// RetryJoin lists gossip addresses (host:port) to join, retried with
+	// backoff until one answers.
+	RetryJoin []string
+	// BootstrapExpect is the number of servers to wait for before
+	// bootstrapping a new cluster. Zero means never bootstrap (join an
+	// existing cluster) unless Dev is set.
+	BootstrapExpect int
+	// Dev bootstraps a single-node cluster from this node alone.
+	Dev bool
+	// RaftTLS, when set, wraps the Raft transport in TLS; set ClientCAs and
+	// ClientAuth (and Certificates + RootCAs) for mutual TLS.
+	RaftTLS *tls.Config
+	// GossipKey (16, 24 or 32 bytes) enables gossip encryption.
+	GossipKey []byte
+	// DeadServerGrace is how long a server must be dead in gossip before the
+	// leader removes it from Raft. Default 30s.
+	DeadServerGrace time.Duration
+	// ForwardTimeout bounds one forwarded request. Default 10s.
+	ForwardTimeout time.Duration
+	// LeaderWait bounds how long Apply and ReadBarrier wait for a leader
+	// before failing with ErrNoLeader. Default 5s.
+	LeaderWait time.Duration
+	// Stamp, if set, is called on the leader with every command and the
+	// leader's wall clock in Unix milliseconds before the command enters
+	// the log; it returns the command to log.
+	Stamp func(cmd []byte, nowMillis int64) ([]byte, error)
+	// Tick, if set, produces the command the leader applies every
+	// TickInterval (default 1s), e.g. to expire holds.
+	Tick func() []byte
+	// TickInterval is the period of Tick. Default 1s.
+	TickInterval time.Duration
+	// Logger receives structured logs; raft and memberlist logs are routed
+	// into it at INFO and above. Default slog.Default().
+	Logger *slog.Logger
+	// Registerer, if set, receives the node's Prometheus metrics.
+	Registerer prometheus.Registerer
+
+	// Timing knobs, mainly for tests: zero means the hashicorp/raft default
+	// (HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout 1s/1s/500ms).
+	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout time.Duration
+	// SnapshotThreshold and SnapshotInterval control automatic snapshots;
+	// zero means the raft defaults. TrailingLogs is kept after a snapshot.
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+	TrailingLogs      uint64
+	// ReconcileInterval is how often the leader reconciles gossip membership
+	// with the Raft configuration. Default 5s.
+	ReconcileInterval time.Duration
+	// ServerStabilizationTime is how long a non-voter must stay healthy
+	// before it is promoted. Default 5s.
+	ServerStabilizationTime time.Duration
+	// MinQuorum is the number of voters dead-server cleanup never goes
+	// below. Default: a majority of BootstrapExpect (1 in Dev mode).
+	MinQuorum int
+}
+
+// Member is one server as seen from this node: the Raft configuration
+// joined with gossip health.
+type Member struct {
+	ID       string
+	Name     string
+	RaftAddr string
+	RPCAddr  string
+	// Role is "leader", "voter", "nonvoter" or "none" (known to gossip but
+	// not in the Raft configuration).
+	Role string
+	// Health is the gossip state: "alive", "suspect", "failed", "left" or
+	// "unknown".
+	Health string
+}
