@@ -1330,7 +1330,9 @@ type HistoryRequest struct {
 	// First version wanted (inclusive).
 	FromVersion uint64 `protobuf:"varint,1,opt,name=from_version,json=fromVersion,proto3" json:"from_version,omitempty"`
 	// At most this many events (default 100, max 1000).
-	Limit         int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	Limit int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Skip events of from_version whose index is below this.
+	FromIndex     uint32 `protobuf:"varint,3,opt,name=from_index,json=fromIndex,proto3" json:"from_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1379,13 +1381,22 @@ func (x *HistoryRequest) GetLimit() int32 {
 	return 0
 }
 
+func (x *HistoryRequest) GetFromIndex() uint32 {
+	if x != nil {
+		return x.FromIndex
+	}
+	return 0
+}
+
 // HistoryResponse is a batch of events.
 type HistoryResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Events in version order.
 	Events []*Event `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
-	// Version to ask for next.
-	NextVersion   uint64 `protobuf:"varint,2,opt,name=next_version,json=nextVersion,proto3" json:"next_version,omitempty"`
+	// Pass as from_version to continue.
+	NextVersion uint64 `protobuf:"varint,2,opt,name=next_version,json=nextVersion,proto3" json:"next_version,omitempty"`
+	// Pass as from_index to continue.
+	NextIndex     uint32 `protobuf:"varint,3,opt,name=next_index,json=nextIndex,proto3" json:"next_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1434,11 +1445,22 @@ func (x *HistoryResponse) GetNextVersion() uint64 {
 	return 0
 }
 
+func (x *HistoryResponse) GetNextIndex() uint32 {
+	if x != nil {
+		return x.NextIndex
+	}
+	return 0
+}
+
 // WatchRequest opens an event stream.
 type WatchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// First version wanted (inclusive); 0 means from the current version on.
-	FromVersion   uint64 `protobuf:"varint,1,opt,name=from_version,json=fromVersion,proto3" json:"from_version,omitempty"`
+	// First version wanted (inclusive); 0 means only events after the
+	// current version.
+	FromVersion uint64 `protobuf:"varint,1,opt,name=from_version,json=fromVersion,proto3" json:"from_version,omitempty"`
+	// Skip events of from_version whose index is below this. To resume after
+	// event (v, i) ask for from_version = v, from_index = i + 1.
+	FromIndex     uint32 `protobuf:"varint,2,opt,name=from_index,json=fromIndex,proto3" json:"from_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1480,12 +1502,20 @@ func (x *WatchRequest) GetFromVersion() uint64 {
 	return 0
 }
 
+func (x *WatchRequest) GetFromIndex() uint32 {
+	if x != nil {
+		return x.FromIndex
+	}
+	return 0
+}
+
 // WatchResponse carries one event, or a progress notice when event is unset.
 type WatchResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The event, if any.
 	Event *Event `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
-	// Every version below this one has been delivered.
+	// On progress notices: every event with a version below this one has been
+	// delivered.
 	ProgressVersion uint64 `protobuf:"varint,2,opt,name=progress_version,json=progressVersion,proto3" json:"progress_version,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
@@ -1623,15 +1653,21 @@ const file_ledgerd_v1_reservation_proto_rawDesc = "" +
 	"\x02to\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\"w\n" +
 	"\x14AvailabilityResponse\x120\n" +
 	"\bresource\x18\x01 \x01(\v2\x14.ledgerd.v1.ResourceR\bresource\x12-\n" +
-	"\x06blocks\x18\x02 \x03(\v2\x15.ledgerd.v1.FreeBlockR\x06blocks\"I\n" +
+	"\x06blocks\x18\x02 \x03(\v2\x15.ledgerd.v1.FreeBlockR\x06blocks\"h\n" +
 	"\x0eHistoryRequest\x12!\n" +
 	"\ffrom_version\x18\x01 \x01(\x04R\vfromVersion\x12\x14\n" +
-	"\x05limit\x18\x02 \x01(\x05R\x05limit\"_\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x1d\n" +
+	"\n" +
+	"from_index\x18\x03 \x01(\rR\tfromIndex\"~\n" +
 	"\x0fHistoryResponse\x12)\n" +
 	"\x06events\x18\x01 \x03(\v2\x11.ledgerd.v1.EventR\x06events\x12!\n" +
-	"\fnext_version\x18\x02 \x01(\x04R\vnextVersion\"1\n" +
+	"\fnext_version\x18\x02 \x01(\x04R\vnextVersion\x12\x1d\n" +
+	"\n" +
+	"next_index\x18\x03 \x01(\rR\tnextIndex\"P\n" +
 	"\fWatchRequest\x12!\n" +
-	"\ffrom_version\x18\x01 \x01(\x04R\vfromVersion\"c\n" +
+	"\ffrom_version\x18\x01 \x01(\x04R\vfromVersion\x12\x1d\n" +
+	"\n" +
+	"from_index\x18\x02 \x01(\rR\tfromIndex\"c\n" +
 	"\rWatchResponse\x12'\n" +
 	"\x05event\x18\x01 \x01(\v2\x11.ledgerd.v1.EventR\x05event\x12)\n" +
 	"\x10progress_version\x18\x02 \x01(\x04R\x0fprogressVersion2\xf8\x06\n" +

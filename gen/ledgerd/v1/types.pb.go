@@ -721,7 +721,8 @@ func (x *FreeBlock) GetFree() int64 {
 }
 
 // Event is one change in the ledger; version is the Raft index of the entry
-// that caused it. Several events may share one version.
+// that caused it. Several events may share one version; index tells them
+// apart.
 type Event struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Ledger version (Raft index).
@@ -735,7 +736,10 @@ type Event struct {
 	// Resource after the change (resource events).
 	Resource *Resource `protobuf:"bytes,5,opt,name=resource,proto3" json:"resource,omitempty"`
 	// Short description, e.g. "hold", "commit", "expire".
-	Action        string `protobuf:"bytes,6,opt,name=action,proto3" json:"action,omitempty"`
+	Action string `protobuf:"bytes,6,opt,name=action,proto3" json:"action,omitempty"`
+	// Position of this event among the events of the same version (0-based).
+	// (version, index) is unique and totally orders the ledger's events.
+	Index         uint32 `protobuf:"varint,7,opt,name=index,proto3" json:"index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -810,6 +814,13 @@ func (x *Event) GetAction() string {
 		return x.Action
 	}
 	return ""
+}
+
+func (x *Event) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
 }
 
 // Rejection is the machine-readable detail attached to a FailedPrecondition
@@ -930,14 +941,15 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"\tFreeBlock\x120\n" +
 	"\x05start\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
 	"\x03end\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12\x12\n" +
-	"\x04free\x18\x03 \x01(\x03R\x04free\"\x81\x02\n" +
+	"\x04free\x18\x03 \x01(\x03R\x04free\"\x97\x02\n" +
 	"\x05Event\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x04R\aversion\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12)\n" +
 	"\x04type\x18\x03 \x01(\x0e2\x15.ledgerd.v1.EventTypeR\x04type\x129\n" +
 	"\vreservation\x18\x04 \x01(\v2\x17.ledgerd.v1.ReservationR\vreservation\x120\n" +
 	"\bresource\x18\x05 \x01(\v2\x14.ledgerd.v1.ResourceR\bresource\x12\x16\n" +
-	"\x06action\x18\x06 \x01(\tR\x06action\"\x80\x01\n" +
+	"\x06action\x18\x06 \x01(\tR\x06action\x12\x14\n" +
+	"\x05index\x18\a \x01(\rR\x05index\"\x80\x01\n" +
 	"\tRejection\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12A\n" +

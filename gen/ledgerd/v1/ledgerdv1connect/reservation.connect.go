@@ -98,7 +98,8 @@ type ReservationServiceClient interface {
 	// History returns ledger events from a version on.
 	History(context.Context, *connect.Request[v1.HistoryRequest]) (*connect.Response[v1.HistoryResponse], error)
 	// Watch streams ledger events from a version on. Resume after a reconnect
-	// with from_version = last seen version + 1: no gap, no duplicate.
+	// from the last event seen (v, i) with from_version = v, from_index = i + 1:
+	// no gap, no duplicate.
 	Watch(context.Context, *connect.Request[v1.WatchRequest]) (*connect.ServerStreamForClient[v1.WatchResponse], error)
 }
 
@@ -310,7 +311,8 @@ type ReservationServiceHandler interface {
 	// History returns ledger events from a version on.
 	History(context.Context, *connect.Request[v1.HistoryRequest]) (*connect.Response[v1.HistoryResponse], error)
 	// Watch streams ledger events from a version on. Resume after a reconnect
-	// with from_version = last seen version + 1: no gap, no duplicate.
+	// from the last event seen (v, i) with from_version = v, from_index = i + 1:
+	// no gap, no duplicate.
 	Watch(context.Context, *connect.Request[v1.WatchRequest], *connect.ServerStream[v1.WatchResponse]) error
 }
 
