@@ -1,0 +1,704 @@
+package planner
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// ResourceInfo describes one resource of a Planner.
+type ResourceInfo struct {
+	Name string
+	// Capacity is the base capacity given to AddResource; windows changed
+	// with SetCapacity are not reflected here (see Availability and Usage).
+	Capacity int64
+}
+
+// Planner keeps one Timeline per resource plus the live bookings, and makes
+// admission decisions over them: earliest fit inside a booking window, the
+// same start on every requested resource (co-allocation), exact
+// book/release/modify, and capacity changes over a window.
+//
+// Every mutating method validates its arguments, checks that it can
+// succeed, and only then changes state: on error nothing has changed.
+// A Planner is not safe for concurrent use.
+type Planner struct {
+	factory TimelineFactory
+	// Invariant: origin only grows; every timeline's Origin() equals it.
+	origin int64
+	// resources by name; names holds the same keys, sorted.
+	resources map[string]*resource
+	names     []string
+	// bookings holds every live booking. A single-part booking is stored
+	// inline in its entry; the parts of a multi-part booking live in multi.
+	bookings map[string]entry
+	multi    map[string][]resPart
+	// expiry orders booking IDs by End so that Advance forgets finished
+	// bookings without scanning them all. It may hold stale entries (for
+	// released or modified bookings); they are skipped when popped.
+	expiry endHeap
+}
+
+// resource is one resource's state.
+type resource struct {
+	name string
+	base int64
+	// tl is the free-capacity timeline; free = capacity - booked.
+	tl Timeline
+	// capacity is the total-capacity profile (its Free is the capacity),
+	// changed by SetCapacity. It is always a small list.
+	capacity *ListTimeline
+	// maxCap is the largest capacity anywhere from the origin on: amounts
+	// above it can never fit and are rejected as invalid.
+	maxCap int64
+	// refs counts the live bookings that use this resource.
+	refs int
+}
+
+// resPart is a validated Part: the resource resolved.
+type resPart struct {
+	res    *resource
+	amount int64
+}
+
+// entry is a live booking in 32 bytes. res is nil for a multi-part
+// booking, whose parts are kept in Planner.multi.
+type entry struct {
+	res        *resource
+	amount     int64
+	start, end int64
+}
+
+// New returns an empty Planner whose resources use timelines made by f,
+// with origin 0. A nil f selects NewList.
+func New(f TimelineFactory) *Planner {
+	if f == nil {
+		f = NewList
+	}
+	return &Planner{
+		factory:   f,
+		resources: make(map[string]*resource),
+		bookings:  make(map[string]entry),
+		multi:     make(map[string][]resPart),
+	}
+}
+
+// Origin returns the earliest instant the planner still describes: the
+// largest now passed to Advance (0 initially).
+func (p *Planner) Origin() int64 { return p.origin }
+
+// Len returns the number of live bookings.
+func (p *Planner) Len() int { return len(p.bookings) }
+
+// AddResource adds a resource with the given capacity free from the
+// planner's origin on.
+func (p *Planner) AddResource(name string, capacity int64) error {
+	if name == "" {
+		return &FieldError{Field: "name", Reason: "must not be empty"}
+	}
+	if capacity < 0 {
+		return &FieldError{Field: "capacity", Reason: "must be >= 0"}
+	}
+	if _, ok := p.resources[name]; ok {
+		return fmt.Errorf("add resource %q: %w", name, ErrResourceExists)
+	}
+	r := &resource{
+		name:     name,
+		base:     capacity,
+		tl:       p.factory(capacity, p.origin),
+		capacity: newList(capacity, p.origin),
+		maxCap:   capacity,
+	}
+	p.resources[name] = r
+	i, _ := slices.BinarySearch(p.names, name)
+	p.names = slices.Insert(p.names, i, name)
+	return nil
+}
+
+// RemoveResource removes a resource that no live booking uses; otherwise
+// it returns an error wrapping ErrInUse.
+func (p *Planner) RemoveResource(name string) error {
+	r, err := p.lookup("name", name)
+	if err != nil {
+		return err
+	}
+	if r.refs > 0 {
+		return fmt.Errorf("remove resource %q: %d live booking(s): %w", name, r.refs, ErrInUse)
+	}
+	delete(p.resources, name)
+	if i, ok := slices.BinarySearch(p.names, name); ok {
+		p.names = slices.Delete(p.names, i, i+1)
+	}
+	return nil
+}
+
+// Resources lists the resources sorted by name.
+func (p *Planner) Resources() []ResourceInfo {
+	out := make([]ResourceInfo, 0, len(p.names))
+	for _, n := range p.names {
+		out = append(out, ResourceInfo{Name: n, Capacity: p.resources[n].base})
+	}
+	return out
+}
+
+// lookup resolves a resource name; field names the argument in errors.
+func (p *Planner) lookup(field, name string) (*resource, error) {
+	if name == "" {
+		return nil, &FieldError{Field: field, Reason: "must not be empty"}
+	}
+	r, ok := p.resources[name]
+	if !ok {
+		return nil, fmt.Errorf("%s %q: %w", field, name, ErrUnknownResource)
+	}
+	return r, nil
+}
+
+// SetCapacity makes the total capacity of resource over [from, to) equal
+// to capacity (to = MaxTime for a permanent change). Changes compose: each
+// one overwrites the capacity profile only inside its own window. A
+// decrease that would leave less capacity than is booked at some instant
+// returns a *CapacityConflictError naming, sorted, the bookings present at
+// those instants, and changes nothing.
+func (p *Planner) SetCapacity(resource string, from, to, capacity int64) error {
+	r, err := p.lookup("resource", resource)
+	if err != nil {
+		return err
+	}
+	if capacity < 0 {
+		return &FieldError{Field: "capacity", Reason: "must be >= 0"}
+	}
+	if from < p.origin {
+		return &FieldError{Field: "from", Reason: fmt.Sprintf("must be >= origin %d", p.origin)}
+	}
+	if to <= from {
+		return &FieldError{Field: "to", Reason: "must be after from"}
+	}
+	segs := r.capacity.Blocks(from, to)
+	// Check: where capacity drops by d, the free capacity must be >= d.
+	var short []Block
+	for _, s := range segs {
+		drop := s.Free - capacity
+		if drop <= 0 {
+			continue
+		}
+		for _, b := range r.tl.Blocks(s.Start, s.End) {
+			if b.Free < drop {
+				short = append(short, b)
+			}
+		}
+	}
+	if len(short) > 0 {
+		return &CapacityConflictError{Resource: resource, Violated: p.overlapping(r, short)}
+	}
+	// Apply segment by segment; undo on the (unexpected) failure of a
+	// timeline so that nothing is half-applied.
+	for i, s := range segs {
+		if err := p.shiftCapacity(r, s.Start, s.End, capacity-s.Free); err != nil {
+			for _, u := range slices.Backward(segs[:i]) {
+				_ = p.shiftCapacity(r, u.Start, u.End, u.Free-capacity)
+			}
+			return fmt.Errorf("set capacity of %q: %w", resource, err)
+		}
+	}
+	r.maxCap = profileMax(r.capacity)
+	return nil
+}
+
+// shiftCapacity adds delta to both the capacity profile and the free
+// timeline of r over [start, end).
+func (p *Planner) shiftCapacity(r *resource, start, end, delta int64) error {
+	switch {
+	case delta > 0:
+		if err := r.tl.Release(start, end, delta); err != nil {
+			return err
+		}
+		if err := r.capacity.Release(start, end, delta); err != nil {
+			_ = r.tl.Book(start, end, delta)
+			return err
+		}
+	case delta < 0:
+		if err := r.tl.Book(start, end, -delta); err != nil {
+			return err
+		}
+		if err := r.capacity.Book(start, end, -delta); err != nil {
+			_ = r.tl.Release(start, end, -delta)
+			return err
+		}
+	}
+	return nil
+}
+
+// overlapping returns, sorted, the IDs of the live bookings on r that
+// intersect one of the windows.
+func (p *Planner) overlapping(r *resource, windows []Block) []string {
+	var ids []string
+	for id, e := range p.bookings {
+		if e.end <= p.origin {
+			continue
+		}
+		if !p.uses(id, e, r) {
+			continue
+		}
+		s := max(e.start, p.origin)
+		for _, w := range windows {
+			if s < w.End && w.Start < e.end {
+				ids = append(ids, id)
+				break
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// uses reports whether the booking id (with entry e) has a part on r.
+func (p *Planner) uses(id string, e entry, r *resource) bool {
+	if e.res != nil {
+		return e.res == r
+	}
+	for _, rp := range p.multi[id] {
+		if rp.res == r {
+			return true
+		}
+	}
+	return false
+}
+
+// profileMax returns the largest capacity in a capacity profile.
+func profileMax(c *ListTimeline) int64 {
+	m := int64(0)
+	for _, b := range c.blocks {
+		m = max(m, b.Free)
+	}
+	return m
+}
+
+// Find returns the earliest start s inside the request's booking window at
+// which every part fits over [s, s+Duration). When none exists, Fits is
+// false and LaterOK/LaterStart give the earliest start after the window
+// (ignoring the deadline), if any. Find changes nothing.
+func (p *Planner) Find(req Request) (Decision, error) {
+	parts, latest, err := p.checkRequest(req)
+	if err != nil {
+		return Decision{}, err
+	}
+	return p.decide(parts, req.Duration, req.NotBefore, latest), nil
+}
+
+func (p *Planner) decide(parts []resPart, duration, notBefore, latest int64) Decision {
+	if s, ok := coEarliest(parts, duration, notBefore, latest); ok {
+		return Decision{Fits: true, Start: s}
+	}
+	var d Decision
+	// Nothing fits in [notBefore, latest]: searching on from latest+1 is
+	// the same as searching from notBefore without a deadline.
+	if latest < MaxTime-duration {
+		d.LaterStart, d.LaterOK = coEarliest(parts, duration, latest+1, MaxTime-duration)
+	}
+	return d
+}
+
+// coEarliest finds the earliest common start s in [notBefore, latest] on
+// all parts: ask each timeline for its earliest start from the current
+// candidate; when one answers later, move the candidate and keep asking
+// until every timeline accepts the same s. The candidate only grows, so
+// the loop ends.
+func coEarliest(parts []resPart, duration, notBefore, latest int64) (int64, bool) {
+	s := notBefore
+	// agreed counts the consecutive parts (cyclically) that accept s.
+	for i, agreed := 0, 0; agreed < len(parts); i = (i + 1) % len(parts) {
+		rp := parts[i]
+		e, ok := rp.res.tl.Earliest(rp.amount, duration, s, latest)
+		if !ok {
+			return 0, false
+		}
+		if e > s {
+			s, agreed = e, 1
+		} else {
+			agreed++
+		}
+	}
+	return s, true
+}
+
+// Offers returns up to k feasible starts of the request, ascending. The
+// candidate starts are NotBefore and every instant t >= NotBefore at which
+// the free capacity of one of the requested resources changes (a block
+// boundary of its timeline), restricted to the booking window
+// (t <= Deadline-Duration); Offers returns the first k candidates at which
+// every part fits. Every other feasible start s is a later point of the
+// same feasible stretch as a candidate, so these are the distinct choices.
+// Offers changes nothing.
+func (p *Planner) Offers(req Request, k int) ([]int64, error) {
+	parts, latest, err := p.checkRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	if k < 0 {
+		return nil, &FieldError{Field: "k", Reason: "must be >= 0"}
+	}
+	out := []int64{}
+	cur := req.NotBefore
+	for len(out) < k {
+		s, ok := coEarliest(parts, req.Duration, cur, latest)
+		if !ok {
+			break
+		}
+		out = append(out, s)
+		// The next candidate is the nearest change point after s; the
+		// earliest feasible start from there is again a candidate, since
+		// a feasible stretch can only begin where some profile changes.
+		next, found := int64(MaxTime), false
+		for _, rp := range parts {
+			if c, ok := nextChange(rp.res.tl, s); ok && c < next {
+				next, found = c, true
+			}
+		}
+		if !found || next > latest {
+			break
+		}
+		cur = next
+	}
+	return out, nil
+}
+
+// nextChanger is implemented by timelines that can report their next block
+// boundary directly.
+type nextChanger interface {
+	NextChange(t int64) (int64, bool)
+}
+
+// nextChange returns the first block boundary of tl after t.
+func nextChange(tl Timeline, t int64) (int64, bool) {
+	if n, ok := tl.(nextChanger); ok {
+		return n.NextChange(t)
+	}
+	// Widen a window after t until it holds a second block.
+	for w := int64(64); ; {
+		to := MaxTime
+		if t <= MaxTime-w {
+			to = t + w
+		}
+		if bs := tl.Blocks(t, to); len(bs) >= 2 {
+			return bs[1].Start, true
+		}
+		if to == MaxTime {
+			return 0, false
+		}
+		if w > MaxTime/2 {
+			w = MaxTime
+		} else {
+			w *= 2
+		}
+	}
+}
+
+// NextChange returns the first block boundary after t (t >= origin).
+func (l *ListTimeline) NextChange(t int64) (int64, bool) {
+	i := l.find(t)
+	if i+1 < len(l.blocks) {
+		return l.blocks[i+1].Start, true
+	}
+	return 0, false
+}
+
+// Reserve finds the earliest start for req and books it under id. When
+// nothing fits in the window it returns the Decision (with LaterOK and
+// LaterStart filled in) and an error wrapping ErrNoCapacity.
+func (p *Planner) Reserve(id string, req Request) (Decision, error) {
+	if err := p.checkNewID(id); err != nil {
+		return Decision{}, err
+	}
+	parts, latest, err := p.checkRequest(req)
+	if err != nil {
+		return Decision{}, err
+	}
+	d := p.decide(parts, req.Duration, req.NotBefore, latest)
+	if !d.Fits {
+		return d, fmt.Errorf("reserve %q: no start in window: %w", id, ErrNoCapacity)
+	}
+	if err := p.bookParts(parts, d.Start, d.Start+req.Duration); err != nil {
+		return Decision{}, fmt.Errorf("reserve %q: %w", id, err)
+	}
+	p.store(id, parts, d.Start, d.Start+req.Duration)
+	return d, nil
+}
+
+// Book books the exact rectangle b: every part over [b.Start, b.End), or
+// nothing (an error wrapping ErrNoCapacity) if one part does not fit.
+func (p *Planner) Book(b Booking) error {
+	if err := p.checkNewID(b.ID); err != nil {
+		return err
+	}
+	parts, err := p.checkRect(b.Parts, b.Start, b.End)
+	if err != nil {
+		return err
+	}
+	if err := p.bookParts(parts, b.Start, b.End); err != nil {
+		return fmt.Errorf("book %q: %w", b.ID, err)
+	}
+	p.store(b.ID, parts, b.Start, b.End)
+	return nil
+}
+
+// Release removes the booking id and frees its capacity; it returns the
+// booking as it was.
+func (p *Planner) Release(id string) (Booking, error) {
+	e, ok := p.bookings[id]
+	if !ok {
+		return Booking{}, fmt.Errorf("release %q: %w", id, ErrUnknownBooking)
+	}
+	b := p.booking(id, e)
+	parts := p.partsOf(id, e)
+	if err := p.releaseParts(parts, e.start, e.end); err != nil {
+		return Booking{}, fmt.Errorf("release %q: %w", id, err)
+	}
+	p.forget(id, e)
+	p.maybeCompact()
+	return b, nil
+}
+
+// Get returns the live booking id.
+func (p *Planner) Get(id string) (Booking, bool) {
+	e, ok := p.bookings[id]
+	if !ok {
+		return Booking{}, false
+	}
+	return p.booking(id, e), true
+}
+
+// Modify replaces the booking id by the rectangle parts × [start, end),
+// atomically: if the new shape does not fit (its own old capacity counts as
+// free) the booking and every timeline stay exactly as they were.
+func (p *Planner) Modify(id string, parts []Part, start, end int64) error {
+	if id == "" {
+		return &FieldError{Field: "id", Reason: "must not be empty"}
+	}
+	e, ok := p.bookings[id]
+	if !ok {
+		return fmt.Errorf("modify %q: %w", id, ErrUnknownBooking)
+	}
+	np, err := p.checkRect(parts, start, end)
+	if err != nil {
+		return err
+	}
+	old := p.partsOf(id, e)
+	if err := p.releaseParts(old, e.start, e.end); err != nil {
+		return fmt.Errorf("modify %q: %w", id, err)
+	}
+	if err := p.bookParts(np, start, end); err != nil {
+		// Booking back the rectangle just released restores the canonical
+		// timelines exactly.
+		if rerr := p.bookParts(old, e.start, e.end); rerr != nil {
+			return fmt.Errorf("modify %q: restoring old shape: %w", id, rerr)
+		}
+		return fmt.Errorf("modify %q: %w", id, err)
+	}
+	p.forget(id, e)
+	p.store(id, np, start, end)
+	p.maybeCompact()
+	return nil
+}
+
+// bookParts books every part over [start, end) or nothing.
+func (p *Planner) bookParts(parts []resPart, start, end int64) error {
+	start = max(start, p.origin)
+	if end <= start {
+		return nil
+	}
+	for _, rp := range parts {
+		if rp.res.tl.MinFree(start, end) < rp.amount {
+			return fmt.Errorf("resource %q over [%d,%d): %w", rp.res.name, start, end, ErrNoCapacity)
+		}
+	}
+	for i, rp := range parts {
+		if err := rp.res.tl.Book(start, end, rp.amount); err != nil {
+			for _, u := range slices.Backward(parts[:i]) {
+				_ = u.res.tl.Release(start, end, u.amount)
+			}
+			return fmt.Errorf("resource %q: %w", rp.res.name, err)
+		}
+	}
+	return nil
+}
+
+// releaseParts frees every part over [start, end) (the part still ahead
+// of the origin).
+func (p *Planner) releaseParts(parts []resPart, start, end int64) error {
+	start = max(start, p.origin)
+	if end <= start {
+		return nil
+	}
+	for i, rp := range parts {
+		if err := rp.res.tl.Release(start, end, rp.amount); err != nil {
+			for _, u := range slices.Backward(parts[:i]) {
+				_ = u.res.tl.Book(start, end, u.amount)
+			}
+			return fmt.Errorf("resource %q: %w", rp.res.name, err)
+		}
+	}
+	return nil
+}
+
+// store records a booking whose capacity is already booked.
+func (p *Planner) store(id string, parts []resPart, start, end int64) {
+	e := entry{start: start, end: end}
+	if len(parts) == 1 {
+		e.res, e.amount = parts[0].res, parts[0].amount
+	} else {
+		p.multi[id] = slices.Clone(parts)
+	}
+	for _, rp := range parts {
+		rp.res.refs++
+	}
+	p.bookings[id] = e
+	p.expiry.push(endItem{end: end, id: id})
+}
+
+// forget drops a booking from the tables (its capacity is handled by the
+// caller).
+func (p *Planner) forget(id string, e entry) {
+	for _, rp := range p.partsOf(id, e) {
+		rp.res.refs--
+	}
+	delete(p.bookings, id)
+	delete(p.multi, id)
+}
+
+// partsOf returns the resolved parts of a booking.
+func (p *Planner) partsOf(id string, e entry) []resPart {
+	if e.res != nil {
+		return []resPart{{res: e.res, amount: e.amount}}
+	}
+	return p.multi[id]
+}
+
+// booking materialises a Booking value.
+func (p *Planner) booking(id string, e entry) Booking {
+	rps := p.partsOf(id, e)
+	parts := make([]Part, len(rps))
+	for i, rp := range rps {
+		parts[i] = Part{Resource: rp.res.name, Amount: rp.amount}
+	}
+	return Booking{ID: id, Parts: parts, Start: e.start, End: e.end}
+}
+
+// maybeCompact rebuilds the expiry heap when stale entries dominate it.
+func (p *Planner) maybeCompact() {
+	if len(p.expiry) <= 2*len(p.bookings)+64 {
+		return
+	}
+	items := make([]endItem, 0, len(p.bookings))
+	for id, e := range p.bookings {
+		items = append(items, endItem{end: e.end, id: id})
+	}
+	// A sorted slice is a valid min-heap; sorting also makes the layout
+	// independent of map order.
+	slices.SortFunc(items, func(a, b endItem) int {
+		if c := cmp.Compare(a.end, b.end); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	p.expiry = items
+}
+
+// Advance moves the origin to now (it never moves back; now is capped at
+// MaxTime-1): every timeline, in resource-name order, forgets the past,
+// and bookings that end at or before now are forgotten.
+func (p *Planner) Advance(now int64) {
+	now = min(now, MaxTime-1)
+	if now <= p.origin {
+		return
+	}
+	p.origin = now
+	for _, n := range p.names {
+		r := p.resources[n]
+		r.tl.Advance(now)
+		r.capacity.Advance(now)
+		r.maxCap = profileMax(r.capacity)
+	}
+	for len(p.expiry) > 0 && p.expiry[0].end <= now {
+		it := p.expiry.pop()
+		if e, ok := p.bookings[it.id]; ok && e.end <= now {
+			p.forget(it.id, e)
+		}
+	}
+}
+
+// Availability returns the free blocks of resource over [from, to).
+func (p *Planner) Availability(resource string, from, to int64) ([]Block, error) {
+	r, err := p.lookup("resource", resource)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.checkWindow(from, to); err != nil {
+		return nil, err
+	}
+	return r.tl.Blocks(from, to), nil
+}
+
+// checkWindow validates a report window.
+func (p *Planner) checkWindow(from, to int64) error {
+	if from < p.origin {
+		return &FieldError{Field: "from", Reason: fmt.Sprintf("must be >= origin %d", p.origin)}
+	}
+	if to <= from {
+		return &FieldError{Field: "to", Reason: "must be after from"}
+	}
+	return nil
+}
+
+// endItem is an expiry-heap entry.
+type endItem struct {
+	end int64
+	id  string
+}
+
+// endHeap is a binary min-heap of endItems ordered by end, then id.
+type endHeap []endItem
+
+func (h endItem) less(o endItem) bool {
+	if h.end != o.end {
+		return h.end < o.end
+	}
+	return h.id < o.id
+}
+
+func (h *endHeap) push(it endItem) {
+	*h = append(*h, it)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !a[i].less(a[parent]) {
+			break
+		}
+		a[i], a[parent] = a[parent], a[i]
+		i = parent
+	}
+}
+
+func (h *endHeap) pop() endItem {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a[n] = endItem{}
+	a = a[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && a[l].less(a[m]) {
+			m = l
+		}
+		if r < n && a[r].less(a[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
+}

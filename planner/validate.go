@@ -1,0 +1,92 @@
+package planner
+
+import "fmt"
+
+// Argument validation. Checks run in a fixed order so that one bad input
+// always yields the same error:
+//
+//	id → parts (per part: resource, then amount) → duration / start →
+//	not_before / end → deadline
+//
+// and domain checks (duplicate or unknown booking id, capacity) come after
+// the field they concern.
+
+// checkNewID validates the ID of a booking about to be created.
+func (p *Planner) checkNewID(id string) error {
+	if id == "" {
+		return &FieldError{Field: "id", Reason: "must not be empty"}
+	}
+	if _, ok := p.bookings[id]; ok {
+		return fmt.Errorf("booking %q: %w", id, ErrDuplicateID)
+	}
+	return nil
+}
+
+// checkParts resolves and validates the parts of a request or booking.
+func (p *Planner) checkParts(parts []Part) ([]resPart, error) {
+	if len(parts) == 0 {
+		return nil, &FieldError{Field: "parts", Reason: "must not be empty"}
+	}
+	out := make([]resPart, 0, len(parts))
+	for i, pt := range parts {
+		field := fmt.Sprintf("parts[%d].resource", i)
+		r, err := p.lookup(field, pt.Resource)
+		if err != nil {
+			return nil, err
+		}
+		for _, prev := range out {
+			if prev.res == r {
+				return nil, &FieldError{Field: field, Reason: fmt.Sprintf("duplicate resource %q", pt.Resource)}
+			}
+		}
+		field = fmt.Sprintf("parts[%d].amount", i)
+		if pt.Amount <= 0 {
+			return nil, &FieldError{Field: field, Reason: "must be > 0"}
+		}
+		if pt.Amount > r.maxCap {
+			return nil, &FieldError{Field: field, Reason: fmt.Sprintf("exceeds the capacity %d of %q", r.maxCap, pt.Resource)}
+		}
+		out = append(out, resPart{res: r, amount: pt.Amount})
+	}
+	return out, nil
+}
+
+// checkRequest validates a request and returns its resolved parts and the
+// latest start its window allows.
+func (p *Planner) checkRequest(req Request) ([]resPart, int64, error) {
+	parts, err := p.checkParts(req.Parts)
+	if err != nil {
+		return nil, 0, err
+	}
+	if req.Duration <= 0 {
+		return nil, 0, &FieldError{Field: "duration", Reason: "must be > 0"}
+	}
+	if req.NotBefore < p.origin {
+		return nil, 0, &FieldError{Field: "not_before", Reason: fmt.Sprintf("must be >= origin %d", p.origin)}
+	}
+	if req.Duration > MaxTime-req.NotBefore {
+		return nil, 0, &FieldError{Field: "duration", Reason: "not_before + duration overflows"}
+	}
+	if req.Deadline < req.NotBefore {
+		return nil, 0, &FieldError{Field: "deadline", Reason: "must not be before not_before"}
+	}
+	if req.Deadline-req.NotBefore < req.Duration {
+		return nil, 0, &FieldError{Field: "deadline", Reason: "window shorter than duration"}
+	}
+	return parts, req.Deadline - req.Duration, nil
+}
+
+// checkRect validates an exact rectangle parts × [start, end).
+func (p *Planner) checkRect(parts []Part, start, end int64) ([]resPart, error) {
+	rp, err := p.checkParts(parts)
+	if err != nil {
+		return nil, err
+	}
+	if start < p.origin {
+		return nil, &FieldError{Field: "start", Reason: fmt.Sprintf("must be >= origin %d", p.origin)}
+	}
+	if end <= start {
+		return nil, &FieldError{Field: "end", Reason: "must be after start"}
+	}
+	return rp, nil
+}
