@@ -1,0 +1,379 @@
+package jepsen
+
+import (
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// OpKind names a client operation against the ledger.
+type OpKind string
+
+// The operations the workload issues and the model understands.
+const (
+	OpHold    OpKind = "hold"    // two-phase: prepare a reservation that must be committed
+	OpReserve OpKind = "reserve" // one-phase: hold and commit in one step
+	OpCommit  OpKind = "commit"  // HELD -> COMMITTED, or swap in a pending modification
+	OpAbort   OpKind = "abort"   // HELD -> ABORTED, or drop a pending modification
+	OpModify  OpKind = "modify"  // hold a new shape in addition to the old one
+	OpCancel  OpKind = "cancel"  // COMMITTED -> CANCELLED
+	OpGet     OpKind = "get"     // read one reservation
+	OpFind    OpKind = "find"    // read-only earliest-fit search
+)
+
+// Code is the coarse outcome of an operation, as the model predicts it and as
+// the client adapter classifies the server's answer.
+type Code string
+
+// Outcome codes. CodeUnknown marks an indeterminate operation (timeout,
+// broken connection, leadership lost): it may or may not have taken effect.
+const (
+	CodeOK       Code = "ok"
+	CodeRejected Code = "rejected"  // admission found no fitting start
+	CodeNotFound Code = "not_found" // no reservation with that ID
+	CodeConflict Code = "conflict"  // the reservation is in the wrong state
+	CodeInvalid  Code = "invalid"   // malformed request
+	CodeUnknown  Code = "unknown"   // indeterminate
+)
+
+// Status is a reservation's lifecycle state as seen by Get.
+type Status string
+
+// Lifecycle states the model tracks. Holds in the checked workload use TTLs
+// longer than the run, so EXPIRED never appears in a checked history; hold
+// expiry is verified separately by the invariant checker.
+const (
+	StatusHeld      Status = "HELD"
+	StatusCommitted Status = "COMMITTED"
+	StatusAborted   Status = "ABORTED"
+	StatusCancelled Status = "CANCELLED"
+	StatusExpired   Status = "EXPIRED"
+)
+
+// Part is one resource's share of a request.
+type Part struct {
+	Resource string `json:"resource"`
+	Amount   int64  `json:"amount"`
+}
+
+// Input is one invocation. ID is the reservation the operation creates or
+// addresses; for hold and reserve it is also the idempotency key, so a retry
+// reuses it. Times are integer milliseconds.
+type Input struct {
+	Op        OpKind `json:"op"`
+	ID        string `json:"id,omitempty"`
+	Parts     []Part `json:"parts,omitempty"`
+	Duration  int64  `json:"duration,omitempty"`
+	NotBefore int64  `json:"not_before,omitempty"`
+	Deadline  int64  `json:"deadline,omitempty"`
+}
+
+// Output is one completion. Start is the admitted start (hold, reserve,
+// modify, find) or the reservation's current start (get); Status is set by get.
+type Output struct {
+	Code   Code   `json:"code"`
+	Start  int64  `json:"start,omitempty"`
+	Status Status `json:"status,omitempty"`
+}
+
+// shape is the rectangle a reservation occupies: every part over [Start, End).
+type shape struct {
+	Parts []Part
+	Start int64
+	End   int64
+}
+
+// record is the model's view of one reservation.
+type record struct {
+	ID     string
+	Kind   OpKind // hold or reserve: what created it (for idempotent replays)
+	Req    Input  // the creating request, for replay comparison
+	First  Output // the first result, returned again to retries
+	Status Status // "" for a rejected request (remembered only for replays)
+	Shape  shape
+	// Pending is the new shape of a two-phase modify, held in addition to
+	// Shape until commit (swap) or abort (drop).
+	Pending *shape
+}
+
+// State is the model's immutable state: reservations sorted by ID. Step never
+// mutates a State; it returns a new one.
+type State struct {
+	recs []record
+}
+
+// Ledger is the sequential specification of ledgerd for one independent group
+// of resources: capacities are fixed for the run.
+type Ledger struct {
+	// Capacity of every resource the workload may name.
+	Capacity map[string]int64
+	// Decide answers earliest-fit admission for a request given the shapes
+	// currently occupying capacity. NewLedger wires the planner package.
+	Decide Decider
+}
+
+// Decider computes the earliest start of req given the booked shapes. It
+// returns ok=false when no start inside the window fits and an error only for
+// malformed requests (unknown resource, non-positive amount or duration).
+type Decider func(capacity map[string]int64, booked []shape, req Input) (start int64, ok bool, err error)
+
+func (s State) find(id string) (int, bool) {
+	i := sort.Search(len(s.recs), func(i int) bool { return s.recs[i].ID >= id })
+	return i, i < len(s.recs) && s.recs[i].ID == id
+}
+
+// with returns a copy of s with r inserted or replaced.
+func (s State) with(r record) State {
+	i, found := s.find(r.ID)
+	out := make([]record, 0, len(s.recs)+1)
+	out = append(out, s.recs[:i]...)
+	out = append(out, r)
+	if found {
+		out = append(out, s.recs[i+1:]...)
+	} else {
+		out = append(out, s.recs[i:]...)
+	}
+	return State{recs: out}
+}
+
+// booked lists the shapes that occupy capacity: held and committed
+// reservations and pending modifications.
+func (s State) booked() []shape {
+	var out []shape
+	for _, r := range s.recs {
+		if r.Status == StatusHeld || r.Status == StatusCommitted {
+			out = append(out, r.Shape)
+			if r.Pending != nil {
+				out = append(out, *r.Pending)
+			}
+		}
+	}
+	return out
+}
+
+// step applies in to s and returns the output the sequential ledger produces
+// and the new state.
+func (l *Ledger) step(s State, in Input) (Output, State) {
+	switch in.Op {
+	case OpHold, OpReserve:
+		if i, ok := s.find(in.ID); ok {
+			r := s.recs[i]
+			if r.Kind != in.Op || !sameRequest(r.Req, in) {
+				return Output{Code: CodeConflict}, s
+			}
+			return r.First, s
+		}
+		start, fits, err := l.Decide(l.Capacity, s.booked(), in)
+		if err != nil {
+			return Output{Code: CodeInvalid}, s
+		}
+		r := record{ID: in.ID, Kind: in.Op, Req: in}
+		if !fits {
+			r.First = Output{Code: CodeRejected}
+			return r.First, s.with(r)
+		}
+		r.First = Output{Code: CodeOK, Start: start}
+		r.Status = StatusHeld
+		if in.Op == OpReserve {
+			r.Status = StatusCommitted
+		}
+		r.Shape = shape{Parts: in.Parts, Start: start, End: start + in.Duration}
+		return r.First, s.with(r)
+	case OpCommit:
+		i, ok := s.find(in.ID)
+		if !ok || s.recs[i].Status == "" {
+			return Output{Code: CodeNotFound}, s
+		}
+		r := s.recs[i]
+		switch {
+		case r.Pending != nil:
+			r.Shape, r.Pending = *r.Pending, nil
+			r.Status = StatusCommitted
+		case r.Status == StatusHeld:
+			r.Status = StatusCommitted
+		case r.Status == StatusCommitted:
+			return Output{Code: CodeOK, Start: r.Shape.Start}, s
+		default:
+			return Output{Code: CodeConflict}, s
+		}
+		return Output{Code: CodeOK, Start: r.Shape.Start}, s.with(r)
+	case OpAbort:
+		i, ok := s.find(in.ID)
+		if !ok || s.recs[i].Status == "" {
+			return Output{Code: CodeNotFound}, s
+		}
+		r := s.recs[i]
+		switch {
+		case r.Pending != nil:
+			r.Pending = nil
+		case r.Status == StatusHeld:
+			r.Status = StatusAborted
+		case r.Status == StatusAborted:
+			return Output{Code: CodeOK}, s
+		default:
+			return Output{Code: CodeConflict}, s
+		}
+		return Output{Code: CodeOK}, s.with(r)
+	case OpCancel:
+		i, ok := s.find(in.ID)
+		if !ok || s.recs[i].Status == "" {
+			return Output{Code: CodeNotFound}, s
+		}
+		r := s.recs[i]
+		switch r.Status {
+		case StatusCommitted:
+			r.Status, r.Pending = StatusCancelled, nil
+		case StatusCancelled:
+			return Output{Code: CodeOK}, s
+		default:
+			return Output{Code: CodeConflict}, s
+		}
+		return Output{Code: CodeOK}, s.with(r)
+	case OpModify:
+		i, ok := s.find(in.ID)
+		if !ok || s.recs[i].Status == "" {
+			return Output{Code: CodeNotFound}, s
+		}
+		r := s.recs[i]
+		if (r.Status != StatusHeld && r.Status != StatusCommitted) || r.Pending != nil {
+			return Output{Code: CodeConflict}, s
+		}
+		start, fits, err := l.Decide(l.Capacity, s.booked(), in)
+		if err != nil {
+			return Output{Code: CodeInvalid}, s
+		}
+		if !fits {
+			return Output{Code: CodeRejected}, s
+		}
+		r.Pending = &shape{Parts: in.Parts, Start: start, End: start + in.Duration}
+		return Output{Code: CodeOK, Start: start}, s.with(r)
+	case OpGet:
+		i, ok := s.find(in.ID)
+		if !ok || s.recs[i].Status == "" {
+			return Output{Code: CodeNotFound}, s
+		}
+		r := s.recs[i]
+		return Output{Code: CodeOK, Start: r.Shape.Start, Status: r.Status}, s
+	case OpFind:
+		start, fits, err := l.Decide(l.Capacity, s.booked(), in)
+		switch {
+		case err != nil:
+			return Output{Code: CodeInvalid}, s
+		case !fits:
+			return Output{Code: CodeRejected}, s
+		}
+		return Output{Code: CodeOK, Start: start}, s
+	}
+	return Output{Code: CodeInvalid}, s
+}
+
+func sameRequest(a, b Input) bool {
+	return a.Duration == b.Duration && a.NotBefore == b.NotBefore && a.Deadline == b.Deadline &&
+		slices.Equal(a.Parts, b.Parts)
+}
+
+// Step is the porcupine step function: it accepts the transition when the
+// observed output matches the model's prediction, or when the output is
+// unknown (an indeterminate operation is linearized as having taken effect;
+// the checker may also place it after every other operation, which is the
+// world in which it never did).
+func (l *Ledger) Step(state any, input any, output any) (bool, any) {
+	s := state.(State)
+	in := input.(Input)
+	out := output.(Output)
+	want, next := l.step(s, in)
+	if out.Code == CodeUnknown {
+		return true, next
+	}
+	if want.Code != CodeOK {
+		return want.Code == out.Code, next
+	}
+	return want == out, next
+}
+
+// Equal reports whether two states hold the same reservations.
+func Equal(a, b any) bool {
+	x, y := a.(State), b.(State)
+	if len(x.recs) != len(y.recs) {
+		return false
+	}
+	for i := range x.recs {
+		if !recordEqual(x.recs[i], y.recs[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func recordEqual(a, b record) bool {
+	if a.ID != b.ID || a.Kind != b.Kind || a.Status != b.Status || a.First != b.First ||
+		!sameRequest(a.Req, b.Req) || !shapeEqual(a.Shape, b.Shape) {
+		return false
+	}
+	if (a.Pending == nil) != (b.Pending == nil) {
+		return false
+	}
+	return a.Pending == nil || shapeEqual(*a.Pending, *b.Pending)
+}
+
+func shapeEqual(a, b shape) bool {
+	return a.Start == b.Start && a.End == b.End && slices.Equal(a.Parts, b.Parts)
+}
+
+// Hash is consistent with Equal (equal states hash alike).
+func Hash(state any) uint64 {
+	h := fnv.New64a()
+	for _, r := range state.(State).recs {
+		fmt.Fprintf(h, "%s|%s|%d|%d;", r.ID, r.Status, r.Shape.Start, r.Shape.End)
+		if r.Pending != nil {
+			fmt.Fprintf(h, "p%d|%d;", r.Pending.Start, r.Pending.End)
+		}
+	}
+	return h.Sum64()
+}
+
+// DescribeState renders a state for the HTML visualization.
+func DescribeState(state any) string {
+	var b strings.Builder
+	for _, r := range state.(State).recs {
+		if r.Status == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s:%s@[%d,%d)", r.ID, r.Status, r.Shape.Start, r.Shape.End)
+		if r.Pending != nil {
+			fmt.Fprintf(&b, "+[%d,%d)", r.Pending.Start, r.Pending.End)
+		}
+	}
+	return "{" + b.String() + "}"
+}
+
+// DescribeOperation renders one operation for the HTML visualization.
+func DescribeOperation(input any, output any) string {
+	in, out := input.(Input), output.(Output)
+	var b strings.Builder
+	b.WriteString(string(in.Op))
+	b.WriteString("(")
+	if in.ID != "" {
+		b.WriteString(in.ID)
+	}
+	for _, p := range in.Parts {
+		fmt.Fprintf(&b, " %s=%d", p.Resource, p.Amount)
+	}
+	if in.Duration != 0 {
+		fmt.Fprintf(&b, " len=%d in [%d,%d]", in.Duration, in.NotBefore, in.Deadline)
+	}
+	b.WriteString(") -> ")
+	b.WriteString(string(out.Code))
+	if out.Code == CodeOK && (in.Op != OpCommit && in.Op != OpAbort && in.Op != OpCancel) {
+		fmt.Fprintf(&b, " @%d", out.Start)
+	}
+	if out.Status != "" {
+		b.WriteString(" " + string(out.Status))
+	}
+	return b.String()
+}
