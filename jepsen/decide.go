@@ -5,8 +5,9 @@ import (
 	"slices"
 )
 
-// DefaultDecide is the admission function models use unless told otherwise.
-var DefaultDecide Decider = ReferenceDecide
+// DefaultDecide is the admission function models use unless told otherwise:
+// the product planner. ReferenceDecide cross-checks it in tests.
+var DefaultDecide Decider = PlannerDecide
 
 // ReferenceDecide is a deliberately plain earliest-fit search used to
 // cross-check the planner-backed decider: it tries every candidate start (the
