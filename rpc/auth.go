@@ -1,0 +1,242 @@
+package rpc
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+
+	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+)
+
+// Principal is an authenticated caller.
+type Principal struct {
+	// Tenant owns the reservations the caller makes and is the only tenant
+	// whose reservations it sees.
+	Tenant string
+	// Operator may manage resources and the cluster and see every tenant.
+	Operator bool
+}
+
+// TokenEntry is one line of the tokens file.
+type TokenEntry struct {
+	// Token is the bearer token in clear text, or "sha256:<hex>" of it.
+	Token string `json:"token"`
+	// Tenant the token maps to; required.
+	Tenant string `json:"tenant"`
+	// Operator grants the operator role.
+	Operator bool `json:"operator,omitempty"`
+}
+
+// CertEntry maps a verified client certificate's subject common name to a
+// principal (mutual TLS without a bearer token).
+type CertEntry struct {
+	CommonName string `json:"common_name"`
+	Tenant     string `json:"tenant"`
+	Operator   bool   `json:"operator,omitempty"`
+}
+
+// AuthFile is the JSON layout of the tokens file:
+//
+//	{"tokens": [{"token": "s3cret", "tenant": "acme"},
+//	            {"token": "sha256:9f86...", "tenant": "ops", "operator": true}],
+//	 "certs":  [{"common_name": "broker-1", "tenant": "acme"}]}
+type AuthFile struct {
+	Tokens []TokenEntry `json:"tokens"`
+	Certs  []CertEntry  `json:"certs,omitempty"`
+}
+
+// Authenticator maps credentials to principals. A nil *Authenticator means
+// authentication is off: every caller is the operator of tenant "default"
+// (the -dev default, see README.md).
+type Authenticator struct {
+	byHash map[[32]byte]Principal
+	byCN   map[string]Principal
+}
+
+// LoadAuthFile reads a tokens file (see AuthFile).
+func LoadAuthFile(path string) (*Authenticator, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("auth: read tokens file: %w", err)
+	}
+	var f AuthFile
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("auth: parse tokens file %s: %w", path, err)
+	}
+	return NewAuthenticator(f)
+}
+
+// NewAuthenticator builds an Authenticator, checking every entry.
+func NewAuthenticator(f AuthFile) (*Authenticator, error) {
+	a := &Authenticator{byHash: map[[32]byte]Principal{}, byCN: map[string]Principal{}}
+	for i, t := range f.Tokens {
+		if t.Tenant == "" {
+			return nil, fmt.Errorf("auth: tokens[%d].tenant: required", i)
+		}
+		var h [32]byte
+		switch {
+		case strings.HasPrefix(t.Token, "sha256:"):
+			raw, err := hex.DecodeString(strings.TrimPrefix(t.Token, "sha256:"))
+			if err != nil || len(raw) != 32 {
+				return nil, fmt.Errorf("auth: tokens[%d].token: sha256: needs 64 hex digits", i)
+			}
+			copy(h[:], raw)
+		case len(t.Token) < 8:
+			return nil, fmt.Errorf("auth: tokens[%d].token: at least 8 characters required", i)
+		default:
+			h = sha256.Sum256([]byte(t.Token))
+		}
+		if _, dup := a.byHash[h]; dup {
+			return nil, fmt.Errorf("auth: tokens[%d].token: duplicate token", i)
+		}
+		a.byHash[h] = Principal{Tenant: t.Tenant, Operator: t.Operator}
+	}
+	for i, c := range f.Certs {
+		if c.CommonName == "" || c.Tenant == "" {
+			return nil, fmt.Errorf("auth: certs[%d]: common_name and tenant are required", i)
+		}
+		a.byCN[c.CommonName] = Principal{Tenant: c.Tenant, Operator: c.Operator}
+	}
+	return a, nil
+}
+
+// devPrincipal is everyone when authentication is off.
+var devPrincipal = Principal{Tenant: "default", Operator: true}
+
+// errUnauthenticated is returned for a missing or unknown credential.
+var errUnauthenticated = errors.New("missing or unknown bearer token")
+
+// authenticate maps the request's credentials to a principal. Tokens are
+// compared by SHA-256 digest, so lookups do not leak the token through timing.
+func (a *Authenticator) authenticate(h http.Header, peerCN string) (Principal, error) {
+	if a == nil {
+		return devPrincipal, nil
+	}
+	if v := h.Get("Authorization"); v != "" {
+		tok, ok := strings.CutPrefix(v, "Bearer ")
+		if !ok {
+			return Principal{}, errUnauthenticated
+		}
+		if p, ok := a.byHash[sha256.Sum256([]byte(strings.TrimSpace(tok)))]; ok {
+			return p, nil
+		}
+		return Principal{}, errUnauthenticated
+	}
+	if peerCN != "" {
+		if p, ok := a.byCN[peerCN]; ok {
+			return p, nil
+		}
+	}
+	return Principal{}, errUnauthenticated
+}
+
+type principalKey struct{}
+
+// PrincipalFrom returns the caller authenticated by the server's interceptor.
+func PrincipalFrom(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
+
+// peerCNKey carries the verified client certificate's common name from the
+// HTTP layer (which sees the TLS state) to the interceptor.
+type peerCNKey struct{}
+
+// withPeerCN is HTTP middleware recording the verified client certificate.
+func withPeerCN(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
+			cn := r.TLS.VerifiedChains[0][0].Subject.CommonName
+			r = r.WithContext(context.WithValue(r.Context(), peerCNKey{}, cn))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authInterceptor authenticates unary and streaming calls alike and puts
+// the principal into the context; it also applies the rate limit per
+// principal.
+type authInterceptor struct {
+	auth  *Authenticator
+	limit *rateLimiter
+}
+
+func (i *authInterceptor) admit(ctx context.Context, h http.Header) (context.Context, error) {
+	cn, _ := ctx.Value(peerCNKey{}).(string)
+	p, err := i.auth.authenticate(h, cn)
+	if err != nil {
+		e := connect.NewError(connect.CodeUnauthenticated, err)
+		addDetail(e, &errdetails.ErrorInfo{Reason: ReasonUnauthenticted, Domain: ErrorDomain})
+		return ctx, e
+	}
+	if i.limit != nil {
+		if wait, ok := i.limit.allow(p.Tenant); !ok {
+			e := connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("rate limit exceeded for tenant %q", p.Tenant))
+			addDetail(e, &errdetails.ErrorInfo{Reason: ReasonRateLimited, Domain: ErrorDomain})
+			addDetail(e, &errdetails.RetryInfo{RetryDelay: durationProto(wait)})
+			return ctx, e
+		}
+	}
+	return context.WithValue(ctx, principalKey{}, p), nil
+}
+
+// WrapUnary implements connect.Interceptor.
+func (i *authInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		if req.Spec().IsClient {
+			return next(ctx, req)
+		}
+		ctx, err := i.admit(ctx, req.Header())
+		if err != nil {
+			return nil, err
+		}
+		return next(ctx, req)
+	}
+}
+
+// WrapStreamingClient implements connect.Interceptor; clients pass through.
+func (i *authInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+// WrapStreamingHandler implements connect.Interceptor.
+func (i *authInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		ctx, err := i.admit(ctx, conn.RequestHeader())
+		if err != nil {
+			return err
+		}
+		return next(ctx, conn)
+	}
+}
+
+// callerOf returns the principal; handlers only run behind the interceptor,
+// so a missing principal is an internal error.
+func callerOf(ctx context.Context) (Principal, error) {
+	p, ok := PrincipalFrom(ctx)
+	if !ok {
+		return Principal{}, connect.NewError(connect.CodeInternal, errors.New("no principal in context"))
+	}
+	return p, nil
+}
+
+// requireOperator refuses non-operators with PermissionDenied.
+func requireOperator(ctx context.Context) (Principal, error) {
+	p, err := callerOf(ctx)
+	if err != nil {
+		return p, err
+	}
+	if !p.Operator {
+		return p, toConnect(fmt.Errorf("operator role required: %w", ErrPermission))
+	}
+	return p, nil
+}

@@ -1,0 +1,149 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+)
+
+// ErrorDomain is the google.rpc.ErrorInfo domain of every ledgerd error.
+const ErrorDomain = "ledgerd.io"
+
+// Reasons carried in google.rpc.ErrorInfo.reason.
+const (
+	ReasonNoCapacity     = "NO_CAPACITY"
+	ReasonInvalid        = "INVALID_ARGUMENT"
+	ReasonNotFound       = "NOT_FOUND"
+	ReasonExists         = "ALREADY_EXISTS"
+	ReasonWrongState     = "WRONG_STATE"
+	ReasonInUse          = "RESOURCE_IN_USE"
+	ReasonNoLeader       = "NO_LEADER"
+	ReasonOutcomeUnknown = "OUTCOME_UNKNOWN"
+	ReasonPermission     = "PERMISSION_DENIED"
+	ReasonUnauthenticted = "UNAUTHENTICATED"
+	ReasonRateLimited    = "RATE_LIMITED"
+)
+
+// toConnect maps an outcome error to a *connect.Error with details:
+//
+//   - *FieldError            → InvalidArgument + BadRequest{field} + ErrorInfo
+//   - *RejectedError         → FailedPrecondition + ledgerd.v1.Rejection + ErrorInfo{NO_CAPACITY, earliest_start}
+//   - ErrNotFound            → NotFound
+//   - ErrExists              → AlreadyExists
+//   - ErrWrongState/ErrInUse → FailedPrecondition
+//   - ErrUnavailable         → Unavailable (no leader; retry is safe)
+//   - ErrOutcomeUnknown      → Unavailable (retry with the same idempotency key)
+//   - ErrPermission          → PermissionDenied
+//   - context errors         → Canceled / DeadlineExceeded
+//   - anything else          → Internal
+func toConnect(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		return ce
+	}
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return fieldErr(fe)
+	}
+	var re *RejectedError
+	if errors.As(err, &re) {
+		e := connect.NewError(connect.CodeFailedPrecondition, err)
+		rej := &ledgerdv1.Rejection{Reason: re.Reason, Message: re.Message}
+		meta := map[string]string{}
+		if re.LaterOK {
+			rej.EarliestStart = timestamppb.New(msTime(re.LaterStart))
+			meta["earliest_start"] = msTime(re.LaterStart).Format(timeFormat)
+			meta["earliest_start_unix_ms"] = strconv.FormatInt(re.LaterStart, 10)
+		}
+		addDetail(e, rej)
+		addDetail(e, &errdetails.ErrorInfo{Reason: re.Reason, Domain: ErrorDomain, Metadata: meta})
+		return e
+	}
+	code, reason := connect.CodeInternal, ""
+	switch {
+	case errors.Is(err, ErrNotFound):
+		code, reason = connect.CodeNotFound, ReasonNotFound
+	case errors.Is(err, ErrExists):
+		code, reason = connect.CodeAlreadyExists, ReasonExists
+	case errors.Is(err, ErrWrongState):
+		code, reason = connect.CodeFailedPrecondition, ReasonWrongState
+	case errors.Is(err, ErrInUse):
+		code, reason = connect.CodeFailedPrecondition, ReasonInUse
+	case errors.Is(err, ErrUnavailable):
+		code, reason = connect.CodeUnavailable, ReasonNoLeader
+	case errors.Is(err, ErrOutcomeUnknown):
+		code, reason = connect.CodeUnavailable, ReasonOutcomeUnknown
+	case errors.Is(err, ErrPermission):
+		code, reason = connect.CodePermissionDenied, ReasonPermission
+	case errors.Is(err, context.Canceled):
+		return connect.NewError(connect.CodeCanceled, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return connect.NewError(connect.CodeDeadlineExceeded, err)
+	}
+	e := connect.NewError(code, err)
+	if reason != "" {
+		addDetail(e, &errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain})
+	}
+	return e
+}
+
+// fieldErr is InvalidArgument with google.rpc.BadRequest naming the field.
+func fieldErr(fe *FieldError) *connect.Error {
+	e := connect.NewError(connect.CodeInvalidArgument, fe)
+	addDetail(e, &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: fe.Field, Description: fe.Reason}}})
+	addDetail(e, &errdetails.ErrorInfo{Reason: ReasonInvalid, Domain: ErrorDomain, Metadata: map[string]string{"field": fe.Field}})
+	return e
+}
+
+func addDetail(e *connect.Error, m proto.Message) {
+	if d, err := connect.NewErrorDetail(m); err == nil {
+		e.AddDetail(d)
+	}
+}
+
+// Rejection extracts the rejection detail from an error returned by a
+// ledgerd server (or a client wrapping one); ok is false for other errors.
+func Rejection(err error) (r *ledgerdv1.Rejection, ok bool) {
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return nil, false
+	}
+	for _, d := range ce.Details() {
+		v, derr := d.Value()
+		if derr != nil {
+			continue
+		}
+		if r, ok := v.(*ledgerdv1.Rejection); ok {
+			return r, true
+		}
+	}
+	return nil, false
+}
+
+// BadField returns the first field named by a BadRequest detail of err.
+func BadField(err error) (field string, ok bool) {
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return "", false
+	}
+	for _, d := range ce.Details() {
+		v, derr := d.Value()
+		if derr != nil {
+			continue
+		}
+		if br, ok := v.(*errdetails.BadRequest); ok && len(br.FieldViolations) > 0 {
+			return br.FieldViolations[0].Field, true
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,420 @@
+package rpc
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"connectrpc.com/connect"
+
+	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/gen/ledgerd/v1/ledgerdv1connect"
+)
+
+// reservations implements ReservationService.
+type reservations struct {
+	ledgerdv1connect.UnimplementedReservationServiceHandler
+	s *Server
+}
+
+// newKey returns a random idempotency key for callers that sent none.
+func newKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "srv-" + hex.EncodeToString(b[:])
+}
+
+// write builds the common write arguments for the caller.
+func (s *Server) write(ctx context.Context, key string) (Write, Principal, error) {
+	p, err := callerOf(ctx)
+	if err != nil {
+		return Write{}, p, err
+	}
+	if err := checkKey("idempotency_key", key); err != nil {
+		return Write{}, p, toConnect(err)
+	}
+	if key == "" {
+		key = newKey()
+	}
+	return Write{Tenant: p.Tenant, IdempotencyKey: key}, p, nil
+}
+
+func (s *Server) ttl(field string, d interface {
+	AsDuration() time.Duration
+}, set bool) (int64, error) {
+	if !set {
+		return s.opts.DefaultHoldTTL.Milliseconds(), nil
+	}
+	ms := d.AsDuration().Milliseconds()
+	if ms <= 0 {
+		return 0, &FieldError{Field: field, Reason: "must be > 0"}
+	}
+	if ms > s.opts.MaxHoldTTL.Milliseconds() {
+		return 0, &FieldError{Field: field, Reason: fmt.Sprintf("must be at most %s", s.opts.MaxHoldTTL)}
+	}
+	return ms, nil
+}
+
+// own checks that the caller may act on reservation id and returns it. A
+// reservation's tenant never changes, so checking before the write is safe.
+func (s *Server) own(ctx context.Context, p Principal, id string, stale bool) (*ledgerdv1.Reservation, error) {
+	if err := checkID("id", id); err != nil {
+		return nil, err
+	}
+	r, err := s.opts.Ledger.Get(ctx, id, stale)
+	if err != nil {
+		return nil, err
+	}
+	if !p.Operator && r.Tenant != p.Tenant {
+		return nil, fmt.Errorf("reservation %q belongs to another tenant: %w", id, ErrPermission)
+	}
+	return r, nil
+}
+
+func (h *reservations) hold(ctx context.Context, shape *ledgerdv1.Shape, labels map[string]string, key string, ttl int64, commit bool) (*ledgerdv1.Reservation, error) {
+	w, _, err := h.s.write(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	sh, err := shapeFromProto("shape", shape, h.s.nowMs())
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	if err := checkLabels("labels", labels); err != nil {
+		return nil, toConnect(err)
+	}
+	r, err := h.s.opts.Ledger.Hold(ctx, HoldArgs{Write: w, Shape: sh, TTL: ttl, Labels: labels, Commit: commit})
+	return r, toConnect(err)
+}
+
+// Hold implements ReservationService.Hold.
+func (h *reservations) Hold(ctx context.Context, req *connect.Request[ledgerdv1.HoldRequest]) (*connect.Response[ledgerdv1.HoldResponse], error) {
+	m := req.Msg
+	ttl, err := h.s.ttl("hold_ttl", m.HoldTtl, m.HoldTtl != nil)
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	r, err := h.hold(ctx, m.Shape, m.Labels, m.IdempotencyKey, ttl, false)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&ledgerdv1.HoldResponse{Reservation: r}), nil
+}
+
+// Reserve implements ReservationService.Reserve.
+func (h *reservations) Reserve(ctx context.Context, req *connect.Request[ledgerdv1.ReserveRequest]) (*connect.Response[ledgerdv1.ReserveResponse], error) {
+	m := req.Msg
+	r, err := h.hold(ctx, m.Shape, m.Labels, m.IdempotencyKey, h.s.opts.DefaultHoldTTL.Milliseconds(), true)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&ledgerdv1.ReserveResponse{Reservation: r}), nil
+}
+
+// transition runs one id-based lifecycle write after the ownership check.
+func (h *reservations) transition(ctx context.Context, id, key string, op func(context.Context, Write, string) (*ledgerdv1.Reservation, error)) (*ledgerdv1.Reservation, error) {
+	w, p, err := h.s.write(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := h.s.own(ctx, p, id, false); err != nil {
+		return nil, toConnect(err)
+	}
+	r, err := op(ctx, w, id)
+	return r, toConnect(err)
+}
+
+// Commit implements ReservationService.Commit.
+func (h *reservations) Commit(ctx context.Context, req *connect.Request[ledgerdv1.CommitRequest]) (*connect.Response[ledgerdv1.CommitResponse], error) {
+	r, err := h.transition(ctx, req.Msg.Id, req.Msg.IdempotencyKey, h.s.opts.Ledger.Commit)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&ledgerdv1.CommitResponse{Reservation: r}), nil
+}
+
+// Abort implements ReservationService.Abort.
+func (h *reservations) Abort(ctx context.Context, req *connect.Request[ledgerdv1.AbortRequest]) (*connect.Response[ledgerdv1.AbortResponse], error) {
+	r, err := h.transition(ctx, req.Msg.Id, req.Msg.IdempotencyKey, h.s.opts.Ledger.Abort)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&ledgerdv1.AbortResponse{Reservation: r}), nil
+}
+
+// Cancel implements ReservationService.Cancel.
+func (h *reservations) Cancel(ctx context.Context, req *connect.Request[ledgerdv1.CancelRequest]) (*connect.Response[ledgerdv1.CancelResponse], error) {
+	r, err := h.transition(ctx, req.Msg.Id, req.Msg.IdempotencyKey, h.s.opts.Ledger.Cancel)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&ledgerdv1.CancelResponse{Reservation: r}), nil
+}
+
+// Modify implements ReservationService.Modify.
+func (h *reservations) Modify(ctx context.Context, req *connect.Request[ledgerdv1.ModifyRequest]) (*connect.Response[ledgerdv1.ModifyResponse], error) {
+	m := req.Msg
+	w, p, err := h.s.write(ctx, m.IdempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	sh, err := shapeFromProto("shape", m.Shape, h.s.nowMs())
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	ttl, err := h.s.ttl("hold_ttl", m.HoldTtl, m.HoldTtl != nil)
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	if _, err := h.s.own(ctx, p, m.Id, false); err != nil {
+		return nil, toConnect(err)
+	}
+	r, err := h.s.opts.Ledger.Modify(ctx, ModifyArgs{Write: w, ID: m.Id, Shape: sh, TTL: ttl})
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	return connect.NewResponse(&ledgerdv1.ModifyResponse{Reservation: r}), nil
+}
+
+// Get implements ReservationService.Get.
+func (h *reservations) Get(ctx context.Context, req *connect.Request[ledgerdv1.GetRequest]) (*connect.Response[ledgerdv1.GetResponse], error) {
+	p, err := callerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, err := h.s.own(ctx, p, req.Msg.Id, req.Msg.Stale)
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	return connect.NewResponse(&ledgerdv1.GetResponse{Reservation: r}), nil
+}
+
+const (
+	defaultPage = 100
+	maxPage     = 1000
+)
+
+// List implements ReservationService.List.
+func (h *reservations) List(ctx context.Context, req *connect.Request[ledgerdv1.ListRequest]) (*connect.Response[ledgerdv1.ListResponse], error) {
+	p, err := callerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := req.Msg
+	q := ListQuery{Resource: m.Resource, Tenant: m.Tenant, States: m.States, Stale: m.Stale, Limit: defaultPage}
+	if !p.Operator {
+		if m.Tenant != "" && m.Tenant != p.Tenant {
+			return nil, toConnect(fmt.Errorf("tenant %q may not list tenant %q: %w", p.Tenant, m.Tenant, ErrPermission))
+		}
+		q.Tenant = p.Tenant
+	}
+	switch {
+	case m.PageSize < 0:
+		return nil, toConnect(&FieldError{Field: "page_size", Reason: "must be >= 0"})
+	case m.PageSize > maxPage:
+		q.Limit = maxPage
+	case m.PageSize > 0:
+		q.Limit = int(m.PageSize)
+	}
+	for i, st := range m.States {
+		if _, ok := ledgerdv1.ReservationState_name[int32(st)]; !ok || st == ledgerdv1.ReservationState_RESERVATION_STATE_UNSPECIFIED {
+			return nil, toConnect(&FieldError{Field: fmt.Sprintf("states[%d]", i), Reason: "unknown state"})
+		}
+	}
+	if m.From != nil {
+		if q.From, err = tsMs("from", m.From); err != nil {
+			return nil, toConnect(err)
+		}
+	}
+	if m.To != nil {
+		if q.To, err = tsMs("to", m.To); err != nil {
+			return nil, toConnect(err)
+		}
+		if q.To <= q.From {
+			return nil, toConnect(&FieldError{Field: "to", Reason: "must be after from"})
+		}
+	}
+	if m.PageToken != "" {
+		after, err := base64.RawURLEncoding.DecodeString(m.PageToken)
+		if err != nil {
+			return nil, toConnect(&FieldError{Field: "page_token", Reason: "malformed"})
+		}
+		q.After = string(after)
+	}
+	rs, more, err := h.s.opts.Ledger.List(ctx, q)
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	resp := &ledgerdv1.ListResponse{Reservations: rs}
+	if more && len(rs) > 0 {
+		resp.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(rs[len(rs)-1].Id))
+	}
+	return connect.NewResponse(resp), nil
+}
+
+// Find implements ReservationService.Find.
+func (h *reservations) Find(ctx context.Context, req *connect.Request[ledgerdv1.FindRequest]) (*connect.Response[ledgerdv1.FindResponse], error) {
+	sh, err := shapeFromProto("shape", req.Msg.Shape, h.s.nowMs())
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	f, err := h.s.opts.Ledger.Find(ctx, sh)
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	resp := &ledgerdv1.FindResponse{Fits: f.Fits}
+	if f.Fits {
+		resp.Start = MsToTimestamp(f.Start)
+	} else if f.LaterOK {
+		resp.LaterStart = MsToTimestamp(f.LaterStart)
+	}
+	return connect.NewResponse(resp), nil
+}
+
+// Offers implements ReservationService.Offers.
+func (h *reservations) Offers(ctx context.Context, req *connect.Request[ledgerdv1.OffersRequest]) (*connect.Response[ledgerdv1.OffersResponse], error) {
+	sh, err := shapeFromProto("shape", req.Msg.Shape, h.s.nowMs())
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	k := int(req.Msg.MaxOffers)
+	switch {
+	case k < 0 || k > 100:
+		return nil, toConnect(&FieldError{Field: "max_offers", Reason: "must be between 0 and 100"})
+	case k == 0:
+		k = 5
+	}
+	starts, err := h.s.opts.Ledger.Offers(ctx, sh, k)
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	resp := &ledgerdv1.OffersResponse{}
+	for _, st := range starts {
+		resp.Offers = append(resp.Offers, &ledgerdv1.Offer{Start: MsToTimestamp(st), End: MsToTimestamp(st + sh.Duration)})
+	}
+	return connect.NewResponse(resp), nil
+}
+
+// Availability implements ReservationService.Availability.
+func (h *reservations) Availability(ctx context.Context, req *connect.Request[ledgerdv1.AvailabilityRequest]) (*connect.Response[ledgerdv1.AvailabilityResponse], error) {
+	m := req.Msg
+	if err := checkName("resource", m.Resource); err != nil {
+		return nil, toConnect(err)
+	}
+	from := h.s.nowMs()
+	var err error
+	if m.From != nil {
+		if from, err = tsMs("from", m.From); err != nil {
+			return nil, toConnect(err)
+		}
+	}
+	if m.To == nil {
+		return nil, toConnect(&FieldError{Field: "to", Reason: "required"})
+	}
+	to, err := tsMs("to", m.To)
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	if to <= from {
+		return nil, toConnect(&FieldError{Field: "to", Reason: "must be after from"})
+	}
+	res, blocks, err := h.s.opts.Ledger.Availability(ctx, m.Resource, from, to)
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	return connect.NewResponse(&ledgerdv1.AvailabilityResponse{Resource: res, Blocks: blocks}), nil
+}
+
+// visible reports whether p may see event e: resource events are public,
+// reservation events only to their tenant (and operators).
+func visible(p Principal, e *ledgerdv1.Event) bool {
+	return p.Operator || e.Reservation == nil || e.Reservation.Tenant == p.Tenant
+}
+
+// History implements ReservationService.History.
+func (h *reservations) History(ctx context.Context, req *connect.Request[ledgerdv1.HistoryRequest]) (*connect.Response[ledgerdv1.HistoryResponse], error) {
+	p, err := callerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := req.Msg
+	limit := defaultPage
+	switch {
+	case m.Limit < 0:
+		return nil, toConnect(&FieldError{Field: "limit", Reason: "must be >= 0"})
+	case m.Limit > maxPage:
+		limit = maxPage
+	case m.Limit > 0:
+		limit = int(m.Limit)
+	}
+	evs, err := h.s.opts.Ledger.History(ctx, m.FromVersion, m.FromIndex, limit)
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	resp := &ledgerdv1.HistoryResponse{NextVersion: m.FromVersion, NextIndex: m.FromIndex}
+	for _, e := range evs {
+		resp.NextVersion, resp.NextIndex = e.Version, e.Index+1
+		if visible(p, e) {
+			resp.Events = append(resp.Events, e)
+		}
+	}
+	return connect.NewResponse(resp), nil
+}
+
+// watchBatch is how many events Watch reads from the ledger at a time.
+const watchBatch = 256
+
+// Watch implements ReservationService.Watch: it replays history from the
+// requested position, then follows the ledger as it applies entries. The
+// position advances by (version, index), so a client resuming after the
+// last event it saw gets neither a gap nor a duplicate.
+func (h *reservations) Watch(ctx context.Context, req *connect.Request[ledgerdv1.WatchRequest], stream *connect.ServerStream[ledgerdv1.WatchResponse]) error {
+	p, err := callerOf(ctx)
+	if err != nil {
+		return err
+	}
+	led := h.s.opts.Ledger
+	v, idx := req.Msg.FromVersion, req.Msg.FromIndex
+	if v == 0 {
+		v, idx = led.Version()+1, 0
+	}
+	progress := time.NewTicker(h.s.opts.WatchProgress)
+	defer progress.Stop()
+	for {
+		applied := led.Version()
+		changed := led.Notify(applied)
+		evs, err := led.History(ctx, v, idx, watchBatch)
+		if err != nil {
+			return toConnect(err)
+		}
+		for _, e := range evs {
+			v, idx = e.Version, e.Index+1
+			if !visible(p, e) {
+				continue
+			}
+			if err := stream.Send(&ledgerdv1.WatchResponse{Event: e}); err != nil {
+				return fmt.Errorf("watch: send: %w", err)
+			}
+		}
+		if len(evs) == watchBatch {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		case <-progress.C:
+			// Every event up to version applied has been read (the batch
+			// was short), so only later versions remain.
+			if applied+1 > v {
+				v, idx = applied+1, 0
+			}
+			if err := stream.Send(&ledgerdv1.WatchResponse{ProgressVersion: applied + 1}); err != nil {
+				return fmt.Errorf("watch: send progress: %w", err)
+			}
+		}
+	}
+}

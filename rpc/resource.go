@@ -1,0 +1,122 @@
+package rpc
+
+import (
+	"context"
+	"fmt"
+
+	"connectrpc.com/connect"
+
+	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/gen/ledgerd/v1/ledgerdv1connect"
+)
+
+// resources implements ResourceService.
+type resources struct {
+	ledgerdv1connect.UnimplementedResourceServiceHandler
+	s *Server
+}
+
+// operatorWrite checks the operator role and builds the write arguments.
+func (s *Server) operatorWrite(ctx context.Context, key string) (Write, error) {
+	if _, err := requireOperator(ctx); err != nil {
+		return Write{}, err
+	}
+	w, _, err := s.write(ctx, key)
+	return w, err
+}
+
+// Create implements ResourceService.Create.
+func (h *resources) Create(ctx context.Context, req *connect.Request[ledgerdv1.CreateRequest]) (*connect.Response[ledgerdv1.CreateResponse], error) {
+	w, err := h.s.operatorWrite(ctx, req.Msg.IdempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	r := req.Msg.Resource
+	if r == nil {
+		return nil, toConnect(&FieldError{Field: "resource", Reason: "required"})
+	}
+	if err := checkName("resource.name", r.Name); err != nil {
+		return nil, toConnect(err)
+	}
+	if r.Capacity < 0 {
+		return nil, toConnect(&FieldError{Field: "resource.capacity", Reason: "must be >= 0"})
+	}
+	if len(r.Unit) > maxNameLen {
+		return nil, toConnect(&FieldError{Field: "resource.unit", Reason: fmt.Sprintf("longer than %d bytes", maxNameLen)})
+	}
+	if err := checkLabels("resource.labels", r.Labels); err != nil {
+		return nil, toConnect(err)
+	}
+	if _, ok := ledgerdv1.Policy_name[int32(r.Policy)]; !ok {
+		return nil, toConnect(&FieldError{Field: "resource.policy", Reason: "unknown policy"})
+	}
+	out, err := h.s.opts.Ledger.CreateResource(ctx, w, r)
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	return connect.NewResponse(&ledgerdv1.CreateResponse{Resource: out}), nil
+}
+
+// UpdateCapacity implements ResourceService.UpdateCapacity.
+func (h *resources) UpdateCapacity(ctx context.Context, req *connect.Request[ledgerdv1.UpdateCapacityRequest]) (*connect.Response[ledgerdv1.UpdateCapacityResponse], error) {
+	m := req.Msg
+	w, err := h.s.operatorWrite(ctx, m.IdempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkName("name", m.Name); err != nil {
+		return nil, toConnect(err)
+	}
+	if m.Capacity < 0 {
+		return nil, toConnect(&FieldError{Field: "capacity", Reason: "must be >= 0"})
+	}
+	a := CapacityArgs{Write: w, Name: m.Name, Capacity: m.Capacity}
+	if m.From != nil || m.To != nil {
+		a.From, a.To = h.s.nowMs(), NoDeadline
+		if m.From != nil {
+			if a.From, err = tsMs("from", m.From); err != nil {
+				return nil, toConnect(err)
+			}
+		}
+		if m.To != nil {
+			if a.To, err = tsMs("to", m.To); err != nil {
+				return nil, toConnect(err)
+			}
+		}
+		if a.To <= a.From {
+			return nil, toConnect(&FieldError{Field: "to", Reason: "must be after from"})
+		}
+	}
+	out, err := h.s.opts.Ledger.UpdateCapacity(ctx, a)
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	return connect.NewResponse(&ledgerdv1.UpdateCapacityResponse{Resource: out}), nil
+}
+
+// Delete implements ResourceService.Delete.
+func (h *resources) Delete(ctx context.Context, req *connect.Request[ledgerdv1.DeleteRequest]) (*connect.Response[ledgerdv1.DeleteResponse], error) {
+	w, err := h.s.operatorWrite(ctx, req.Msg.IdempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkName("name", req.Msg.Name); err != nil {
+		return nil, toConnect(err)
+	}
+	if err := h.s.opts.Ledger.DeleteResource(ctx, w, req.Msg.Name, req.Msg.Force); err != nil {
+		return nil, toConnect(err)
+	}
+	return connect.NewResponse(&ledgerdv1.DeleteResponse{}), nil
+}
+
+// List implements ResourceService.List; every authenticated caller may list.
+func (h *resources) List(ctx context.Context, req *connect.Request[ledgerdv1.ResourceServiceListRequest]) (*connect.Response[ledgerdv1.ResourceServiceListResponse], error) {
+	if _, err := callerOf(ctx); err != nil {
+		return nil, err
+	}
+	rs, err := h.s.opts.Ledger.Resources(ctx, req.Msg.Stale)
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	return connect.NewResponse(&ledgerdv1.ResourceServiceListResponse{Resources: rs}), nil
+}

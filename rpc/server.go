@@ -1,0 +1,189 @@
+package rpc
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"connectrpc.com/connect"
+	"connectrpc.com/grpchealth"
+	"connectrpc.com/grpcreflect"
+
+	"github.com/ledgerd/ledgerd/gen/ledgerd/v1/ledgerdv1connect"
+)
+
+// Options configures a Server. Ledger is required; zero values elsewhere
+// take the documented defaults.
+type Options struct {
+	// Ledger serves reservations and resources. Required.
+	Ledger Ledger
+	// Cluster serves ClusterService; nil makes those calls Unimplemented.
+	Cluster Cluster
+	// Auth maps credentials to principals; nil turns authentication off
+	// (every caller is operator of tenant "default"; for -dev only).
+	Auth *Authenticator
+	// MaxRequestBytes caps one request message (default 4 MiB); larger
+	// messages get ResourceExhausted.
+	MaxRequestBytes int
+	// RateLimit is the sustained calls per second allowed per tenant; 0
+	// disables rate limiting. RateBurst is the bucket size (default RateLimit).
+	RateLimit float64
+	RateBurst int
+	// CORSOrigins lists browser origins allowed to call the API ("*" for any);
+	// empty disables CORS.
+	CORSOrigins []string
+	// DefaultHoldTTL applies when a Hold or Modify has no hold_ttl (default
+	// 5m); MaxHoldTTL bounds it (default 24h).
+	DefaultHoldTTL, MaxHoldTTL time.Duration
+	// WatchProgress is how often an idle Watch stream gets a progress notice
+	// (default 10s).
+	WatchProgress time.Duration
+	// Now is the clock used for defaults such as not_before; default time.Now.
+	// The ledger stamps its own clock into every write.
+	Now func() time.Time
+	// Logger receives request errors; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Server is the public API of one ledgerd node.
+type Server struct {
+	opts Options
+}
+
+// New checks opts and builds a Server.
+func New(opts Options) (*Server, error) {
+	if opts.Ledger == nil {
+		return nil, errors.New("rpc: Options.Ledger is required")
+	}
+	if opts.MaxRequestBytes == 0 {
+		opts.MaxRequestBytes = 4 << 20
+	}
+	if opts.MaxRequestBytes < 0 {
+		return nil, fmt.Errorf("rpc: Options.MaxRequestBytes: must be >= 0, got %d", opts.MaxRequestBytes)
+	}
+	if opts.RateLimit < 0 {
+		return nil, fmt.Errorf("rpc: Options.RateLimit: must be >= 0, got %g", opts.RateLimit)
+	}
+	if opts.DefaultHoldTTL == 0 {
+		opts.DefaultHoldTTL = 5 * time.Minute
+	}
+	if opts.MaxHoldTTL == 0 {
+		opts.MaxHoldTTL = 24 * time.Hour
+	}
+	if opts.DefaultHoldTTL < time.Millisecond || opts.DefaultHoldTTL > opts.MaxHoldTTL {
+		return nil, fmt.Errorf("rpc: Options.DefaultHoldTTL: must lie in [1ms, MaxHoldTTL], got %s", opts.DefaultHoldTTL)
+	}
+	if opts.WatchProgress <= 0 {
+		opts.WatchProgress = 10 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Server{opts: opts}, nil
+}
+
+func (s *Server) nowMs() int64 { return s.opts.Now().UnixMilli() }
+
+// ServiceNames are the fully-qualified names of the served services.
+var ServiceNames = []string{
+	ledgerdv1connect.ReservationServiceName,
+	ledgerdv1connect.ResourceServiceName,
+	ledgerdv1connect.ClusterServiceName,
+}
+
+// Mount registers the three services, gRPC health (grpc.health.v1) and
+// gRPC reflection (v1 and v1alpha) on mux. Health and reflection need no
+// credentials; everything else goes through authentication, rate limiting
+// and the request size limit. Wrap the mux with Server.Wrap for CORS and
+// client-certificate identities.
+func (s *Server) Mount(mux *http.ServeMux) {
+	var limiter *rateLimiter
+	if s.opts.RateLimit > 0 {
+		limiter = newRateLimiter(s.opts.RateLimit, s.opts.RateBurst, s.opts.Now)
+	}
+	opts := []connect.HandlerOption{
+		connect.WithInterceptors(&authInterceptor{auth: s.opts.Auth, limit: limiter}),
+		connect.WithReadMaxBytes(s.opts.MaxRequestBytes),
+	}
+	mux.Handle(ledgerdv1connect.NewReservationServiceHandler(&reservations{s: s}, opts...))
+	mux.Handle(ledgerdv1connect.NewResourceServiceHandler(&resources{s: s}, opts...))
+	mux.Handle(ledgerdv1connect.NewClusterServiceHandler(&clusterSvc{s: s}, opts...))
+	mux.Handle(grpchealth.NewHandler(grpchealth.NewStaticChecker(ServiceNames...)))
+	reflector := grpcreflect.NewStaticReflector(ServiceNames...)
+	mux.Handle(grpcreflect.NewHandlerV1(reflector))
+	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
+}
+
+// Wrap adds the HTTP-level middleware every API request needs: CORS for the
+// configured origins and the client-certificate identity for mutual TLS.
+func (s *Server) Wrap(h http.Handler) http.Handler {
+	return withCORS(s.opts.CORSOrigins, withPeerCN(h))
+}
+
+// Handler returns a complete handler: a fresh mux with Mount, wrapped by Wrap.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	s.Mount(mux)
+	return s.Wrap(mux)
+}
+
+// ServeProtocols is what an http.Server needs to serve Connect, gRPC and
+// gRPC-Web on one port: HTTP/1.1, HTTP/2 over TLS and HTTP/2 without TLS (h2c).
+func ServeProtocols() *http.Protocols {
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	p.SetHTTP2(true)
+	p.SetUnencryptedHTTP2(true)
+	return p
+}
+
+// TLSFiles names the PEM files of a server's TLS setup.
+type TLSFiles struct {
+	CertFile, KeyFile string
+	// ClientCAFile, when set, enables mutual TLS: clients must present a
+	// certificate signed by one of these CAs.
+	ClientCAFile string
+}
+
+// ServerTLS loads the files into a tls.Config for the API listener
+// (TLS 1.2+, HTTP/2 and HTTP/1.1 via ALPN).
+func ServerTLS(f TLSFiles) (*tls.Config, error) {
+	if f.CertFile == "" || f.KeyFile == "" {
+		return nil, errors.New("rpc: TLS needs both a certificate and a key file")
+	}
+	cert, err := tls.LoadX509KeyPair(f.CertFile, f.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("rpc: load TLS key pair: %w", err)
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
+	if f.ClientCAFile != "" {
+		pool, err := loadPool(f.ClientCAFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.ClientCAs = pool
+		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	return cfg, nil
+}
+
+// loadPool reads a PEM bundle of CA certificates.
+func loadPool(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("rpc: read CA file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("rpc: CA file %s holds no PEM certificate", path)
+	}
+	return pool, nil
+}
