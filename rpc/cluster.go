@@ -86,7 +86,7 @@ func (h *clusterSvc) RemoveServer(ctx context.Context, req *connect.Request[ledg
 
 // chunkWriter sends everything written to it as SaveSnapshot chunks.
 type chunkWriter struct {
-	stream  *connect.ServerStream[ledgerdv1.SaveSnapshotResponse]
+	stream *connect.ServerStream[ledgerdv1.SaveSnapshotResponse]
 	buf    []byte
 }
 

@@ -190,15 +190,3 @@ func shapeFromProto(field string, p *ledgerdv1.Shape, now int64) (Shape, error) 
 	}
 	return s, nil
 }
-
-// shapeToProto is the inverse of shapeFromProto, for clients.
-func shapeToProto(s Shape) *ledgerdv1.Shape {
-	p := &ledgerdv1.Shape{Duration: MsToDuration(s.Duration), NotBefore: MsToTimestamp(s.NotBefore)}
-	for _, part := range s.Parts {
-		p.Parts = append(p.Parts, &ledgerdv1.ResourceAmount{Resource: part.Resource, Amount: part.Amount})
-	}
-	if s.Deadline != NoDeadline {
-		p.Deadline = MsToTimestamp(s.Deadline)
-	}
-	return p
-}

@@ -31,8 +31,12 @@ const NoDeadline int64 = 1<<63 - 1
 
 // Write carries what every mutating call has in common.
 type Write struct {
-	// Tenant performing the call; "" for operators acting on every tenant.
+	// Tenant performing the call; it owns what it creates.
 	Tenant string
+	// Operator may act on every tenant's reservations. Otherwise the Ledger
+	// must refuse (ErrPermission), atomically with the write, to touch a
+	// reservation owned by another tenant.
+	Operator bool
 	// IdempotencyKey deduplicates retries; never empty (the server fills
 	// one in when the caller did not).
 	IdempotencyKey string

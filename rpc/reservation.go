@@ -39,7 +39,7 @@ func (s *Server) write(ctx context.Context, key string) (Write, Principal, error
 	if key == "" {
 		key = newKey()
 	}
-	return Write{Tenant: p.Tenant, IdempotencyKey: key}, p, nil
+	return Write{Tenant: p.Tenant, Operator: p.Operator, IdempotencyKey: key}, p, nil
 }
 
 func (s *Server) ttl(field string, d interface {
@@ -58,8 +58,7 @@ func (s *Server) ttl(field string, d interface {
 	return ms, nil
 }
 
-// own checks that the caller may act on reservation id and returns it. A
-// reservation's tenant never changes, so checking before the write is safe.
+// own returns reservation id if the caller may see it.
 func (s *Server) own(ctx context.Context, p Principal, id string, stale bool) (*ledgerdv1.Reservation, error) {
 	if err := checkID("id", id); err != nil {
 		return nil, err
@@ -114,13 +113,14 @@ func (h *reservations) Reserve(ctx context.Context, req *connect.Request[ledgerd
 	return connect.NewResponse(&ledgerdv1.ReserveResponse{Reservation: r}), nil
 }
 
-// transition runs one id-based lifecycle write after the ownership check.
+// transition runs one id-based lifecycle write; the Ledger checks
+// ownership atomically with the write.
 func (h *reservations) transition(ctx context.Context, id, key string, op func(context.Context, Write, string) (*ledgerdv1.Reservation, error)) (*ledgerdv1.Reservation, error) {
-	w, p, err := h.s.write(ctx, key)
+	w, _, err := h.s.write(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := h.s.own(ctx, p, id, false); err != nil {
+	if err := checkID("id", id); err != nil {
 		return nil, toConnect(err)
 	}
 	r, err := op(ctx, w, id)
@@ -157,9 +157,12 @@ func (h *reservations) Cancel(ctx context.Context, req *connect.Request[ledgerdv
 // Modify implements ReservationService.Modify.
 func (h *reservations) Modify(ctx context.Context, req *connect.Request[ledgerdv1.ModifyRequest]) (*connect.Response[ledgerdv1.ModifyResponse], error) {
 	m := req.Msg
-	w, p, err := h.s.write(ctx, m.IdempotencyKey)
+	w, _, err := h.s.write(ctx, m.IdempotencyKey)
 	if err != nil {
 		return nil, err
+	}
+	if err := checkID("id", m.Id); err != nil {
+		return nil, toConnect(err)
 	}
 	sh, err := shapeFromProto("shape", m.Shape, h.s.nowMs())
 	if err != nil {
@@ -167,9 +170,6 @@ func (h *reservations) Modify(ctx context.Context, req *connect.Request[ledgerdv
 	}
 	ttl, err := h.s.ttl("hold_ttl", m.HoldTtl, m.HoldTtl != nil)
 	if err != nil {
-		return nil, toConnect(err)
-	}
-	if _, err := h.s.own(ctx, p, m.Id, false); err != nil {
 		return nil, toConnect(err)
 	}
 	r, err := h.s.opts.Ledger.Modify(ctx, ModifyArgs{Write: w, ID: m.Id, Shape: sh, TTL: ttl})
