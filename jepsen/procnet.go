@@ -1,0 +1,106 @@
+package jepsen
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// SocketOwner finds which of the given processes owns the local end of a
+// loopback TCP connection whose peer address a proxy sees as remote. It
+// reads /proc/net/tcp{,6} to turn the address into a socket inode and then
+// looks for that inode among each process's file descriptors: no root
+// needed for our own child processes. It returns "" when no process
+// matches (a client connection, or a process that has already exited).
+//
+// This is how a single proxy in front of a node can still apply per-link
+// faults: hashicorp/raft dials peers with a plain net.Dial, so the source
+// port is ephemeral and only the kernel knows which process owns it.
+func SocketOwner(remote net.Addr, pids map[string]int) string {
+	ta, ok := remote.(*net.TCPAddr)
+	if !ok {
+		return ""
+	}
+	inode := socketInode(ta)
+	if inode == "" {
+		return ""
+	}
+	want := "socket:[" + inode + "]"
+	for name, pid := range pids {
+		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			l, err := os.Readlink(filepath.Join(fmt.Sprintf("/proc/%d/fd", pid), fd.Name()))
+			if err == nil && l == want {
+				return name
+			}
+		}
+	}
+	return ""
+}
+
+// socketInode returns the inode of the TCP socket whose local address is a.
+func socketInode(a *net.TCPAddr) string {
+	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		if in := scanTCPTable(file, a); in != "" {
+			return in
+		}
+	}
+	return ""
+}
+
+func scanTCPTable(file string, a *net.TCPAddr) string {
+	f, err := os.Open(file)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Scan() // header
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 10 {
+			continue
+		}
+		ip, port, ok := parseProcAddr(fields[1])
+		if ok && port == a.Port && ip.Equal(a.IP) {
+			return fields[9]
+		}
+	}
+	return ""
+}
+
+// parseProcAddr decodes "0100007F:1F90" (IPv4, little-endian words) or the
+// 32-hex-digit IPv6 form.
+func parseProcAddr(s string) (net.IP, int, bool) {
+	h, p, ok := strings.Cut(s, ":")
+	if !ok {
+		return nil, 0, false
+	}
+	port, err := strconv.ParseUint(p, 16, 16)
+	if err != nil {
+		return nil, 0, false
+	}
+	if len(h) != 8 && len(h) != 32 {
+		return nil, 0, false
+	}
+	ip := make(net.IP, len(h)/2)
+	for w := 0; w < len(h)/8; w++ {
+		v, err := strconv.ParseUint(h[w*8:w*8+8], 16, 32)
+		if err != nil {
+			return nil, 0, false
+		}
+		// Each 32-bit word is printed in host (little-endian) order.
+		ip[w*4+0] = byte(v)
+		ip[w*4+1] = byte(v >> 8)
+		ip[w*4+2] = byte(v >> 16)
+		ip[w*4+3] = byte(v >> 24)
+	}
+	return ip, int(port), true
+}
