@@ -2,39 +2,701 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
+	autopilot "github.com/hashicorp/raft-autopilot"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
 
-// Node is one ledgerd server: a Raft replica plus its gossip member.
+// Version is announced in gossip meta so operators can see mixed versions.
+const Version = "0.1.0"
+
+// Node is one ledgerd server: a Raft replica plus its gossip member. All
+// methods are safe for concurrent use.
 type Node struct {
 	cfg Config
-	fsm raft.FSM
+	id  string
+	log *slog.Logger
+
+	fsm    *trackedFSM
+	store  *raftboltdb.BoltStore
+	snaps  *raft.FileSnapshotStore
+	trans  *raft.NetworkTransport
+	raft   *raft.Raft
+	gossip *gossip
+	ap     *autopilot.Autopilot
+	client *http.Client
+	m      *metrics
+
+	hadState bool      // raft state existed on disk at start
+	started  time.Time // process start, for "unknown to gossip" grace
+
+	// readable is the term in which this node, as leader, completed a
+	// barrier; reads on the leader wait for it so the FSM reflects every
+	// entry committed by earlier leaders.
+	readable atomic.Uint64
+	// leaderSince is when this node last became leader (UnixNano).
+	leaderSince atomic.Int64
+	ready       atomic.Bool
+
+	removeCh chan string // failed servers autopilot wants removed
+
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	closed   atomic.Bool
+	shutOnce sync.Once
+	shutErr  error
 }
 
-// New starts a node.
+// New opens (or creates) the node's data under cfg.DataDir, starts Raft,
+// the transport and gossip, and begins joining or bootstrapping. It returns
+// once the node runs; use Leader or Ready to learn when the cluster is
+// usable. fsm.Apply must return []byte, an error, or nil.
 func New(cfg Config, fsm raft.FSM) (*Node, error) {
-	return nil, fmt.Errorf("cluster: not implemented yet: %w", ErrShutdown)
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if fsm == nil {
+		return nil, fmt.Errorf("cluster: fsm is nil")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("cluster: create data dir: %w", err)
+	}
+	id, err := loadOrCreateNodeID(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n := &Node{
+		cfg:      cfg,
+		id:       id,
+		log:      cfg.Logger.With("node", cfg.NodeName, "id", id),
+		fsm:      newTrackedFSM(fsm),
+		client:   &http.Client{Timeout: cfg.ForwardTimeout},
+		removeCh: make(chan string, 16),
+		ctx:      ctx,
+		cancel:   cancel,
+		started:  time.Now(),
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			n.closeResources()
+			cancel()
+		}
+	}()
+	if err := n.createRaft(); err != nil {
+		return nil, err
+	}
+	if err := n.createGossip(); err != nil {
+		return nil, err
+	}
+	n.m = newMetrics(n)
+	if cfg.Registerer != nil {
+		if err := n.m.register(cfg.Registerer); err != nil {
+			return nil, err
+		}
+	}
+	n.ap = autopilot.New(n.raft, &apDelegate{n: n},
+		autopilot.WithLogger(newHclog(n.log, "autopilot")),
+		autopilot.WithReconcileInterval(cfg.ReconcileInterval),
+		autopilot.WithUpdateInterval(max(cfg.ReconcileInterval/2, 100*time.Millisecond)))
+	ok = true
+	n.startLoops()
+	n.log.Info("node started", "raft", n.trans.LocalAddr(), "gossip", n.gossipAddr(),
+		"rpc", cfg.RPCAdvertise, "existing_state", n.hadState)
+	return n, nil
 }
 
-// Apply replicates cmd and returns the FSM's result.
-func (n *Node) Apply(ctx context.Context, cmd []byte) ([]byte, error) {
-	return nil, ErrShutdown
+// ID returns this node's Raft server ID (persisted in DataDir/node-id).
+func (n *Node) ID() string { return n.id }
+
+// RaftAddr returns the address peers use for this node's Raft transport.
+func (n *Node) RaftAddr() string { return string(n.trans.LocalAddr()) }
+
+// GossipAddr returns the host:port peers can join this node's gossip at.
+func (n *Node) GossipAddr() string { return n.gossipAddr() }
+
+func (n *Node) gossipAddr() string {
+	ln := n.gossip.ml.LocalNode()
+	return ln.Address()
 }
 
-// ReadBarrier waits until the local FSM reflects every acknowledged write.
-func (n *Node) ReadBarrier(ctx context.Context) error { return ErrShutdown }
+func (n *Node) createRaft() error {
+	cfg := n.cfg
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(n.id)
+	rc.Logger = newHclog(n.log, "raft")
+	if cfg.HeartbeatTimeout > 0 {
+		rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	}
+	if cfg.ElectionTimeout > 0 {
+		rc.ElectionTimeout = cfg.ElectionTimeout
+	}
+	if cfg.LeaderLeaseTimeout > 0 {
+		rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	}
+	if cfg.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = cfg.SnapshotThreshold
+	}
+	if cfg.SnapshotInterval > 0 {
+		rc.SnapshotInterval = cfg.SnapshotInterval
+	}
+	if cfg.TrailingLogs > 0 {
+		rc.TrailingLogs = cfg.TrailingLogs
+	}
+	if err := raft.ValidateConfig(rc); err != nil {
+		return fmt.Errorf("cluster: raft config: %w", err)
+	}
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")})
+	if err != nil {
+		return fmt.Errorf("cluster: open raft.db: %w", err)
+	}
+	n.store = store
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, newHclog(n.log, "snapshot"))
+	if err != nil {
+		return fmt.Errorf("cluster: open snapshot store: %w", err)
+	}
+	n.snaps = snaps
+	stream, err := newStreamLayer(cfg.RaftBind, cfg.RaftAdvertise, cfg.RaftTLS)
+	if err != nil {
+		return err
+	}
+	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  stream,
+		MaxPool: 3,
+		Timeout: 10 * time.Second,
+		Logger:  newHclog(n.log, "transport"),
+	})
+	n.hadState, err = raft.HasExistingState(store, store, snaps)
+	if err != nil {
+		return fmt.Errorf("cluster: inspect raft state: %w", err)
+	}
+	r, err := raft.NewRaft(rc, n.fsm, store, store, snaps, n.trans)
+	if err != nil {
+		return fmt.Errorf("cluster: start raft: %w", err)
+	}
+	n.raft = r
+	return nil
+}
 
-// Handler serves the internal endpoints.
-func (n *Node) Handler() http.Handler { return http.NotFoundHandler() }
+func (n *Node) createGossip() error {
+	meta, err := nodeMeta{
+		ID: n.id, Name: n.cfg.NodeName, Raft: string(n.trans.LocalAddr()), RPC: n.cfg.RPCAdvertise,
+		Expect: n.cfg.BootstrapExpect, Version: Version,
+	}.encode()
+	if err != nil {
+		return err
+	}
+	g := &gossip{meta: meta, kick: make(chan struct{}, 1), peers: map[string]*peer{}}
+	mc, err := n.cfg.gossipConfig(n.id, g)
+	if err != nil {
+		return err
+	}
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		return fmt.Errorf("cluster: start gossip on %s: %w", n.cfg.GossipBind, err)
+	}
+	g.ml = ml
+	n.gossip = g
+	return nil
+}
 
-// Leader returns the leader's server ID and RPC address.
-func (n *Node) Leader() (id, rpcAddr string) { return "", "" }
+// closeResources releases whatever New managed to open.
+func (n *Node) closeResources() {
+	if n.gossip != nil && n.gossip.ml != nil {
+		_ = n.gossip.ml.Shutdown()
+	}
+	if n.raft != nil {
+		_ = n.raft.Shutdown().Error()
+	}
+	if n.trans != nil {
+		_ = n.trans.Close()
+	}
+	if n.store != nil {
+		_ = n.store.Close()
+	}
+}
 
-// Members lists the servers.
-func (n *Node) Members() []Member { return nil }
+func (n *Node) startLoops() {
+	n.goLoop(n.joinLoop)
+	n.goLoop(n.bootstrapLoop)
+	n.goLoop(n.leadershipLoop)
+	n.goLoop(n.readyLoop)
+}
 
-// Shutdown stops the node.
-func (n *Node) Shutdown(ctx context.Context) error { return nil }
+func (n *Node) goLoop(f func()) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+}
+
+// sleep waits d or until shutdown; it reports whether the node still runs.
+func (n *Node) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-n.ctx.Done():
+		return false
+	}
+}
+
+// joinLoop joins the RetryJoin addresses, retrying with capped exponential
+// backoff until at least one answers.
+func (n *Node) joinLoop() {
+	if len(n.cfg.RetryJoin) == 0 {
+		return
+	}
+	backoff := 200 * time.Millisecond
+	for {
+		joined, err := n.gossip.ml.Join(n.cfg.RetryJoin)
+		if joined > 0 {
+			n.log.Info("joined gossip", "contacted", joined)
+			return
+		}
+		n.log.Warn("gossip join failed; retrying", "addrs", n.cfg.RetryJoin, "err", err, "in", backoff)
+		if !n.sleep(backoff) {
+			return
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+// bootstrapLoop bootstraps a brand-new cluster: at once in Dev mode, or
+// once BootstrapExpect servers with the same expectation are alive in
+// gossip and none of them has Raft state or knows a leader.
+func (n *Node) bootstrapLoop() {
+	if n.hadState {
+		return
+	}
+	if n.cfg.Dev || n.cfg.BootstrapExpect == 1 {
+		n.bootstrap([]raft.Server{{ID: raft.ServerID(n.id), Address: n.trans.LocalAddr()}})
+		return
+	}
+	if n.cfg.BootstrapExpect == 0 {
+		return
+	}
+	for n.sleep(200 * time.Millisecond) {
+		if id, _ := n.Leader(); id != "" {
+			return // joined an existing cluster
+		}
+		var servers []raft.Server
+		for _, p := range n.gossip.snapshot() {
+			if p.status == statusAlive && p.meta.Expect == n.cfg.BootstrapExpect {
+				servers = append(servers, raft.Server{ID: raft.ServerID(p.meta.ID), Address: raft.ServerAddress(p.meta.Raft)})
+			}
+		}
+		if len(servers) < n.cfg.BootstrapExpect {
+			continue
+		}
+		peers := n.gossip.snapshot()
+		abort := false
+		for _, s := range servers {
+			if string(s.ID) == n.id {
+				continue
+			}
+			st, err := n.fetchStatus(n.ctx, peers[string(s.ID)].meta.RPC)
+			if err != nil {
+				n.log.Info("bootstrap: peer status unavailable; waiting", "peer", s.ID, "err", err)
+				abort = true
+				break
+			}
+			if st.HasState || st.LeaderID != "" {
+				n.log.Info("bootstrap: a peer already has raft state; joining instead", "peer", s.ID)
+				return
+			}
+		}
+		if abort {
+			continue
+		}
+		sort.Slice(servers, func(i, j int) bool { return servers[i].ID < servers[j].ID })
+		n.bootstrap(servers)
+		return
+	}
+}
+
+func (n *Node) bootstrap(servers []raft.Server) {
+	err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+	if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		n.log.Error("bootstrap failed", "err", err)
+		return
+	}
+	n.log.Info("bootstrapped cluster", "servers", len(servers))
+}
+
+// leadershipLoop starts the leader's duties when this node wins an
+// election and stops them when it loses leadership.
+func (n *Node) leadershipLoop() {
+	var stop func()
+	var done chan struct{}
+	end := func() {
+		if stop != nil {
+			stop()
+			<-done
+			stop = nil
+		}
+	}
+	defer end()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case isLeader := <-n.raft.LeaderCh():
+			end()
+			n.readable.Store(0)
+			if !isLeader {
+				n.log.Info("lost leadership")
+				continue
+			}
+			n.log.Info("became leader")
+			n.leaderSince.Store(time.Now().UnixNano())
+			ctx, cancel := context.WithCancel(n.ctx)
+			stop = cancel
+			done = make(chan struct{})
+			go func() {
+				defer close(done)
+				n.leaderDuties(ctx)
+			}()
+		}
+	}
+}
+
+// leaderDuties runs while this node leads: it makes reads safe (barrier),
+// runs autopilot, reconciles gossip with the Raft configuration from this
+// one goroutine, and applies the periodic tick.
+func (n *Node) leaderDuties(ctx context.Context) {
+	term := n.currentTerm()
+	for {
+		err := n.raft.Barrier(n.cfg.LeaderWait).Error()
+		if err == nil {
+			break
+		}
+		n.log.Warn("leader barrier failed", "err", err)
+		if n.raft.State() != raft.Leader || ctx.Err() != nil {
+			return
+		}
+	}
+	n.readable.Store(term)
+	n.ap.Start(ctx)
+	defer func() { <-n.ap.Stop() }()
+
+	reconcile := time.NewTicker(n.cfg.ReconcileInterval)
+	defer reconcile.Stop()
+	var tickC <-chan time.Time
+	if n.cfg.Tick != nil {
+		t := time.NewTicker(n.cfg.TickInterval)
+		defer t.Stop()
+		tickC = t.C
+	}
+	n.reconcile()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.gossip.kick:
+			n.reconcile()
+		case <-reconcile.C:
+			n.reconcile()
+		case id := <-n.removeCh:
+			n.removeFailed(id)
+		case <-tickC:
+			tctx, cancel := context.WithTimeout(ctx, n.cfg.TickInterval)
+			if _, err := n.applyLocal(tctx, n.cfg.Tick()); err != nil && ctx.Err() == nil {
+				n.log.Warn("tick failed", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+func (n *Node) currentTerm() uint64 {
+	var t uint64
+	_, _ = fmt.Sscan(n.raft.Stats()["term"], &t)
+	return t
+}
+
+// reconcile adds alive gossip servers missing from the Raft configuration
+// as non-voters (autopilot promotes them once healthy and stable). A new
+// server that reuses the Raft address of a configured one (a wiped node
+// back under a new ID) replaces it.
+func (n *Node) reconcile() {
+	if n.raft.State() != raft.Leader {
+		return
+	}
+	fut := n.raft.GetConfiguration()
+	if err := fut.Error(); err != nil {
+		n.log.Warn("reconcile: get configuration", "err", err)
+		return
+	}
+	conf := fut.Configuration()
+	byID := map[raft.ServerID]raft.Server{}
+	byAddr := map[raft.ServerAddress]raft.Server{}
+	for _, s := range conf.Servers {
+		byID[s.ID] = s
+		byAddr[s.Address] = s
+	}
+	peers := n.gossip.snapshot()
+	ids := make([]string, 0, len(peers))
+	for id := range peers {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		p := peers[id]
+		if p.status != statusAlive {
+			continue
+		}
+		sid, addr := raft.ServerID(p.meta.ID), raft.ServerAddress(p.meta.Raft)
+		if s, ok := byID[sid]; ok && s.Address == addr {
+			continue
+		}
+		if old, ok := byAddr[addr]; ok && old.ID != sid {
+			n.log.Info("replacing server that reused an address", "old", old.ID, "new", sid, "addr", addr)
+			if err := n.raft.RemoveServer(old.ID, 0, 0).Error(); err != nil {
+				n.log.Warn("remove replaced server", "id", old.ID, "err", err)
+				continue
+			}
+		}
+		if err := n.raft.AddNonvoter(sid, addr, 0, 0).Error(); err != nil {
+			n.log.Warn("add non-voter", "id", sid, "err", err)
+			continue
+		}
+		n.log.Info("added non-voter", "id", sid, "addr", addr, "name", p.meta.Name)
+	}
+}
+
+// removeFailed removes a server autopilot found failed, once it has left
+// gracefully or been dead (or unknown to gossip) for DeadServerGrace.
+// Autopilot has already checked that the removal keeps a quorum and
+// respects MinQuorum.
+func (n *Node) removeFailed(id string) {
+	if id == n.id || n.raft.State() != raft.Leader {
+		return
+	}
+	p, known := n.gossip.snapshot()[id]
+	switch {
+	case known && p.status == statusLeft:
+	case known && p.status == statusFailed && time.Since(p.since) >= n.cfg.DeadServerGrace:
+	case !known && time.Since(time.Unix(0, n.leaderSince.Load())) >= n.cfg.DeadServerGrace:
+	default:
+		return
+	}
+	if err := n.raft.RemoveServer(raft.ServerID(id), 0, 0).Error(); err != nil {
+		n.log.Warn("remove failed server", "id", id, "err", err)
+		return
+	}
+	n.log.Info("removed server", "id", id, "gossip", p.status)
+}
+
+// readyLoop marks the node ready once a leader is known and the local FSM
+// has applied everything the leader had committed when we asked.
+func (n *Node) readyLoop() {
+	for n.sleep(100 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
+		err := n.ReadBarrier(ctx)
+		cancel()
+		if err == nil {
+			n.ready.Store(true)
+			n.log.Info("node ready", "applied", n.fsm.Applied())
+			return
+		}
+	}
+}
+
+// Ready reports whether the node has seen a leader and caught up with the
+// leader's commit index as of startup. It backs /readyz.
+func (n *Node) Ready() bool { return n.ready.Load() && !n.closed.Load() }
+
+// Leader returns the current leader's server ID and RPC address, or empty
+// strings when no leader is known.
+func (n *Node) Leader() (id, rpcAddr string) {
+	_, lid := n.raft.LeaderWithID()
+	if lid == "" {
+		return "", ""
+	}
+	if string(lid) == n.id {
+		return n.id, n.cfg.RPCAdvertise
+	}
+	if p, ok := n.gossip.snapshot()[string(lid)]; ok {
+		return string(lid), p.meta.RPC
+	}
+	return string(lid), ""
+}
+
+// IsLeader reports whether this node is the Raft leader right now.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// AppliedIndex returns the index of the last log entry the FSM applied.
+func (n *Node) AppliedIndex() uint64 { return n.fsm.Applied() }
+
+// Members lists the servers in the Raft configuration, plus servers known
+// to gossip but not (yet) in it, sorted by ID.
+func (n *Node) Members() []Member {
+	peers := n.gossip.snapshot()
+	leaderID, _ := n.Leader()
+	var out []Member
+	seen := map[string]bool{}
+	fut := n.raft.GetConfiguration()
+	if fut.Error() == nil {
+		for _, s := range fut.Configuration().Servers {
+			id := string(s.ID)
+			seen[id] = true
+			m := Member{ID: id, RaftAddr: string(s.Address), Role: "nonvoter", Health: "unknown"}
+			if s.Suffrage == raft.Voter {
+				m.Role = "voter"
+			}
+			if id == leaderID {
+				m.Role = "leader"
+			}
+			if p, ok := peers[id]; ok {
+				m.Name, m.RPCAddr, m.Health = p.meta.Name, p.meta.RPC, string(p.status)
+			}
+			out = append(out, m)
+		}
+	}
+	for id, p := range peers {
+		if !seen[id] {
+			out = append(out, Member{ID: id, Name: p.meta.Name, RaftAddr: p.meta.Raft, RPCAddr: p.meta.RPC,
+				Role: "none", Health: string(p.status)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// TransferLeadership hands leadership to another voter. Only the leader
+// may call it.
+func (n *Node) TransferLeadership(ctx context.Context) error {
+	if n.closed.Load() {
+		return ErrShutdown
+	}
+	if n.raft.State() != raft.Leader {
+		return fmt.Errorf("cluster: transfer leadership: %w", ErrNotLeader)
+	}
+	return n.waitFuture(ctx, "transfer leadership", n.raft.LeadershipTransfer())
+}
+
+// RemoveServer removes a server from the Raft configuration. Only the
+// leader may call it; it refuses to remove the leader itself (transfer
+// leadership first).
+func (n *Node) RemoveServer(ctx context.Context, id string) error {
+	if n.closed.Load() {
+		return ErrShutdown
+	}
+	if n.raft.State() != raft.Leader {
+		return fmt.Errorf("cluster: remove server: %w", ErrNotLeader)
+	}
+	if id == n.id {
+		return fmt.Errorf("cluster: remove server: %q is the leader; transfer leadership first", id)
+	}
+	return n.waitFuture(ctx, "remove server", n.raft.RemoveServer(raft.ServerID(id), 0, 0))
+}
+
+func (n *Node) waitFuture(ctx context.Context, what string, f raft.Future) error {
+	ch := make(chan error, 1)
+	go func() { ch <- f.Error() }()
+	select {
+	case err := <-ch:
+		if err != nil {
+			return fmt.Errorf("cluster: %s: %w", what, mapRaftErr(err))
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: %s: %w", what, ctx.Err())
+	}
+}
+
+// mapRaftErr turns hashicorp/raft errors into this package's sentinels,
+// keeping the original in the chain.
+func mapRaftErr(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout):
+		return fmt.Errorf("%w: %w", ErrNotLeader, err)
+	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return fmt.Errorf("%w: %w", ErrShutdown, err)
+	}
+	return err
+}
+
+// Shutdown stops the node gracefully: a leader first hands leadership to
+// another voter, then the node leaves gossip (so the new leader removes it
+// from the configuration) and stops Raft. Safe to call more than once.
+func (n *Node) Shutdown(ctx context.Context) error {
+	n.shutOnce.Do(func() {
+		n.closed.Store(true)
+		if n.raft.State() == raft.Leader && n.otherVoters() > 0 {
+			if err := n.waitFuture(ctx, "transfer leadership", n.raft.LeadershipTransfer()); err != nil {
+				n.log.Warn("leadership transfer before shutdown failed", "err", err)
+			}
+		}
+		leave := 2 * time.Second
+		if d, ok := ctx.Deadline(); ok {
+			leave = max(min(leave, time.Until(d)), 100*time.Millisecond)
+		}
+		if err := n.gossip.ml.Leave(leave); err != nil {
+			n.log.Warn("gossip leave", "err", err)
+		}
+		n.shutErr = n.stop()
+		n.log.Info("node stopped")
+	})
+	return n.shutErr
+}
+
+// stop tears everything down without leaving gossip or handing over
+// leadership: what a crash looks like to the rest of the cluster.
+func (n *Node) stop() error {
+	n.closed.Store(true)
+	n.cancel()
+	var errs []error
+	if err := n.gossip.ml.Shutdown(); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: gossip shutdown: %w", err))
+	}
+	if err := n.raft.Shutdown().Error(); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: raft shutdown: %w", err))
+	}
+	n.wg.Wait()
+	if err := n.trans.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: transport close: %w", err))
+	}
+	if err := n.store.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: close raft.db: %w", err))
+	}
+	n.client.CloseIdleConnections()
+	if n.m != nil && n.cfg.Registerer != nil {
+		n.m.unregister(n.cfg.Registerer)
+	}
+	return errors.Join(errs...)
+}
+
+func (n *Node) otherVoters() int {
+	fut := n.raft.GetConfiguration()
+	if fut.Error() != nil {
+		return 0
+	}
+	c := 0
+	for _, s := range fut.Configuration().Servers {
+		if s.Suffrage == raft.Voter && string(s.ID) != n.id {
+			c++
+		}
+	}
+	return c
+}

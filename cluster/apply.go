@@ -1,0 +1,215 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// ApplyError carries an error the FSM returned from Apply (as opposed to a
+// replication failure): the entry is committed, the FSM refused it.
+type ApplyError struct{ Msg string }
+
+func (e *ApplyError) Error() string { return "cluster: fsm: " + e.Msg }
+
+// Apply replicates cmd through the Raft log and returns the FSM's result.
+// It works on any node: a follower forwards the command to the leader. When
+// no leader is known it waits up to Config.LeaderWait, then fails with
+// ErrNoLeader. ErrOutcomeUnknown means the command may or may not have been
+// committed; retry it with the same idempotency key.
+func (n *Node) Apply(ctx context.Context, cmd []byte) ([]byte, error) {
+	start := time.Now()
+	res, path, err := n.apply(ctx, cmd)
+	n.m.observeApply(path, start, err)
+	return res, err
+}
+
+func (n *Node) apply(ctx context.Context, cmd []byte) ([]byte, string, error) {
+	deadline := time.Now().Add(n.cfg.LeaderWait)
+	var lastErr error
+	for {
+		if n.closed.Load() {
+			return nil, "local", fmt.Errorf("cluster: apply: %w", ErrShutdown)
+		}
+		if n.raft.State() == raft.Leader {
+			res, err := n.applyLocal(ctx, cmd)
+			if err == nil || !errors.Is(err, ErrNotLeader) {
+				return res, "local", err
+			}
+			lastErr = err
+		} else if id, rpc := n.Leader(); id != "" && rpc != "" {
+			res, err := n.forwardApply(ctx, rpc, cmd)
+			if err == nil || !(errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNoLeader)) {
+				return res, "forwarded", err
+			}
+			lastErr = err
+		}
+		if err := n.waitLeaderChange(ctx, deadline); err != nil {
+			if lastErr != nil {
+				return nil, "local", fmt.Errorf("cluster: apply: %w (last attempt: %w)", err, lastErr)
+			}
+			return nil, "local", fmt.Errorf("cluster: apply: %w", err)
+		}
+	}
+}
+
+// waitLeaderChange sleeps briefly before the next attempt, failing with
+// ErrNoLeader once the deadline passes.
+func (n *Node) waitLeaderChange(ctx context.Context, deadline time.Time) error {
+	if time.Now().After(deadline) {
+		return fmt.Errorf("no leader within %s: %w", n.cfg.LeaderWait, ErrNoLeader)
+	}
+	t := time.NewTimer(min(25*time.Millisecond, time.Until(deadline)+time.Millisecond))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.ctx.Done():
+		return ErrShutdown
+	}
+}
+
+// applyLocal stamps cmd with this leader's clock and applies it. It never
+// forwards.
+func (n *Node) applyLocal(ctx context.Context, cmd []byte) ([]byte, error) {
+	if n.raft.State() != raft.Leader {
+		return nil, fmt.Errorf("cluster: apply: %w", ErrNotLeader)
+	}
+	if n.cfg.Stamp != nil {
+		stamped, err := n.cfg.Stamp(cmd, time.Now().UnixMilli())
+		if err != nil {
+			return nil, fmt.Errorf("cluster: stamp command: %w", err)
+		}
+		cmd = stamped
+	}
+	var timeout time.Duration
+	if d, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(d), time.Millisecond)
+	}
+	f := n.raft.Apply(cmd, timeout)
+	ch := make(chan error, 1)
+	go func() { ch <- f.Error() }()
+	select {
+	case err := <-ch:
+		if err != nil {
+			return nil, fmt.Errorf("cluster: apply: %w", mapRaftErr(err))
+		}
+	case <-ctx.Done():
+		return nil, fmt.Errorf("cluster: apply: %w: %w", ErrOutcomeUnknown, ctx.Err())
+	}
+	switch r := f.Response().(type) {
+	case nil:
+		return nil, nil
+	case []byte:
+		return r, nil
+	case error:
+		return nil, &ApplyError{Msg: r.Error()}
+	default:
+		return nil, fmt.Errorf("cluster: fsm returned %T, want []byte or error", r)
+	}
+}
+
+// ReadBarrier makes the next local read linearizable: when it returns nil
+// the local FSM reflects every write acknowledged before the call. On the
+// leader it uses the read-index recipe (barrier once per term, then note
+// the commit index, confirm leadership with a heartbeat round, wait for the
+// FSM to apply that index); a follower asks the leader for that index over
+// HTTP and waits until it has applied it locally. Callers that accept stale
+// data simply skip it.
+func (n *Node) ReadBarrier(ctx context.Context) error {
+	deadline := time.Now().Add(n.cfg.LeaderWait)
+	var lastErr error
+	for {
+		if n.closed.Load() {
+			return fmt.Errorf("cluster: read barrier: %w", ErrShutdown)
+		}
+		var index uint64
+		var err error
+		if n.raft.State() == raft.Leader {
+			index, err = n.readIndex(ctx)
+		} else if id, rpc := n.Leader(); id != "" && rpc != "" {
+			index, err = n.fetchReadIndex(ctx, rpc)
+		} else {
+			err = ErrNoLeader
+		}
+		if err == nil {
+			if err := n.waitIndex(ctx, index); err != nil {
+				return fmt.Errorf("cluster: read barrier: %w", err)
+			}
+			return nil
+		}
+		if !(errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNoLeader)) {
+			return fmt.Errorf("cluster: read barrier: %w", err)
+		}
+		lastErr = err
+		if err := n.waitLeaderChange(ctx, deadline); err != nil {
+			return fmt.Errorf("cluster: read barrier: %w (last attempt: %w)", err, lastErr)
+		}
+	}
+}
+
+// readIndex returns an index such that, once applied locally, the FSM
+// reflects every write acknowledged before the call. Leader only.
+func (n *Node) readIndex(ctx context.Context) (uint64, error) {
+	// Wait for this term's barrier: until it completes, the commit index
+	// may not yet cover entries committed by earlier leaders.
+	for n.readable.Load() == 0 || n.readable.Load() != n.currentTerm() {
+		if n.raft.State() != raft.Leader {
+			return 0, ErrNotLeader
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-n.ctx.Done():
+			return 0, ErrShutdown
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	index := n.raft.CommitIndex()
+	if err := n.waitFuture(ctx, "verify leader", n.raft.VerifyLeader()); err != nil {
+		return 0, err
+	}
+	return index, nil
+}
+
+// waitIndex waits until the local FSM reflects every entry up to index.
+// Only commands reach the FSM, so it first waits for Raft to hand index to
+// the FSM goroutine, then for the FSM to apply the last command at or
+// below index (entries already compacted are covered by a snapshot the
+// FSM holds).
+func (n *Node) waitIndex(ctx context.Context, index uint64) error {
+	sleep := 500 * time.Microsecond
+	for n.raft.AppliedIndex() < index {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for index %d (raft applied %d): %w", index, n.raft.AppliedIndex(), ctx.Err())
+		case <-n.ctx.Done():
+			return ErrShutdown
+		case <-time.After(sleep):
+		}
+		sleep = min(2*sleep, 10*time.Millisecond)
+	}
+	return n.fsm.waitApplied(ctx, n.lastCommandAtOrBelow(index))
+}
+
+func (n *Node) lastCommandAtOrBelow(index uint64) uint64 {
+	first, err := n.store.FirstIndex()
+	if err != nil {
+		return index
+	}
+	var l raft.Log
+	for i := index; i >= first && i > 0; i-- {
+		if err := n.store.GetLog(i, &l); err != nil {
+			return 0 // compacted into a snapshot the FSM has restored or taken
+		}
+		if l.Type == raft.LogCommand {
+			return i
+		}
+	}
+	return 0
+}

@@ -1,0 +1,122 @@
+package cluster
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// snapMagic starts every snapshot the wrapper writes; the 8 bytes after it
+// are the index of the last entry the FSM had applied, so a follower that
+// restores a snapshot knows exactly what it now reflects.
+var snapMagic = [8]byte{'l', 'd', 'g', 'r', 's', 'n', 'p', '1'}
+
+// trackedFSM wraps the application FSM to record the index of the last
+// entry it has actually applied. raft.AppliedIndex counts entries handed to
+// the FSM goroutine, not entries applied, so read barriers wait on this
+// instead.
+type trackedFSM struct {
+	inner raft.FSM
+
+	mu      sync.Mutex
+	applied uint64
+	changed chan struct{} // closed and replaced whenever applied grows
+}
+
+func newTrackedFSM(inner raft.FSM) *trackedFSM {
+	return &trackedFSM{inner: inner, changed: make(chan struct{})}
+}
+
+func (f *trackedFSM) setApplied(index uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if index > f.applied {
+		f.applied = index
+		close(f.changed)
+		f.changed = make(chan struct{})
+	}
+}
+
+// Applied returns the last index applied to the FSM.
+func (f *trackedFSM) Applied() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.applied
+}
+
+// waitApplied blocks until the FSM has applied index or ctx ends.
+func (f *trackedFSM) waitApplied(ctx context.Context, index uint64) error {
+	for {
+		f.mu.Lock()
+		applied, ch := f.applied, f.changed
+		f.mu.Unlock()
+		if applied >= index {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: wait for index %d (applied %d): %w", index, applied, ctx.Err())
+		}
+	}
+}
+
+// Apply implements raft.FSM.
+func (f *trackedFSM) Apply(l *raft.Log) any {
+	r := f.inner.Apply(l)
+	f.setApplied(l.Index)
+	return r
+}
+
+// Snapshot implements raft.FSM. It runs on the FSM goroutine, so applied is
+// exactly the state the inner snapshot captures.
+func (f *trackedFSM) Snapshot() (raft.FSMSnapshot, error) {
+	s, err := f.inner.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return &trackedSnapshot{inner: s, index: f.Applied()}, nil
+}
+
+// Restore implements raft.FSM.
+func (f *trackedFSM) Restore(rc io.ReadCloser) error {
+	var hdr [16]byte
+	if _, err := io.ReadFull(rc, hdr[:]); err != nil {
+		rc.Close()
+		return fmt.Errorf("cluster: read snapshot header: %w", err)
+	}
+	if [8]byte(hdr[:8]) != snapMagic {
+		rc.Close()
+		return fmt.Errorf("cluster: not a ledgerd snapshot (bad magic %q)", hdr[:8])
+	}
+	index := binary.BigEndian.Uint64(hdr[8:])
+	if err := f.inner.Restore(rc); err != nil {
+		return err
+	}
+	// Never move backwards: after an operator restore the restored state
+	// stands in for every entry this node had applied before.
+	f.setApplied(index)
+	return nil
+}
+
+type trackedSnapshot struct {
+	inner raft.FSMSnapshot
+	index uint64
+}
+
+func (s *trackedSnapshot) Persist(sink raft.SnapshotSink) error {
+	var hdr [16]byte
+	copy(hdr[:8], snapMagic[:])
+	binary.BigEndian.PutUint64(hdr[8:], s.index)
+	if _, err := sink.Write(hdr[:]); err != nil {
+		sink.Cancel()
+		return fmt.Errorf("cluster: write snapshot header: %w", err)
+	}
+	return s.inner.Persist(sink)
+}
+
+func (s *trackedSnapshot) Release() { s.inner.Release() }

@@ -1,0 +1,256 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Internal endpoints, served by Handler under /internal/.
+const (
+	pathApply     = "/internal/apply"
+	pathReadIndex = "/internal/readindex"
+	pathStatus    = "/internal/status"
+)
+
+// errHeader carries the error class of a failed internal call.
+const errHeader = "Ledgerd-Error"
+
+// Error classes on the wire.
+const (
+	errClassNotLeader = "not-leader"
+	errClassNoLeader  = "no-leader"
+	errClassShutdown  = "shutdown"
+	errClassUnknown   = "outcome-unknown"
+	errClassFSM       = "fsm"
+	errClassOther     = "other"
+)
+
+// maxCommandSize bounds a forwarded command.
+const maxCommandSize = 8 << 20
+
+// status is what /internal/status reports; bootstrap and autopilot use it.
+type status struct {
+	ID          string `json:"id"`
+	HasState    bool   `json:"has_state"`
+	LeaderID    string `json:"leader_id,omitempty"`
+	State       string `json:"state"`
+	Term        uint64 `json:"term"`
+	LastIndex   uint64 `json:"last_index"`
+	LastTerm    uint64 `json:"last_term"`
+	CommitIndex uint64 `json:"commit_index"`
+	Applied     uint64 `json:"applied"`
+	// LastContactNanos is the time since the last contact with the leader;
+	// -1 when never.
+	LastContactNanos int64 `json:"last_contact_ns"`
+}
+
+// Handler serves the internal endpoints peers call on each other
+// (forwarded apply, read index, status). Mount it under /internal/ on the
+// HTTP server at Config.RPCAdvertise. It never forwards: a request that
+// reaches a non-leader is answered with a not-leader error.
+func (n *Node) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+pathApply, n.serveApply)
+	mux.HandleFunc("GET "+pathReadIndex, n.serveReadIndex)
+	mux.HandleFunc("GET "+pathStatus, n.serveStatus)
+	return mux
+}
+
+func (n *Node) serveApply(w http.ResponseWriter, r *http.Request) {
+	cmd, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCommandSize))
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, errClassOther, fmt.Errorf("read command: %w", err))
+		return
+	}
+	res, err := n.applyLocal(r.Context(), cmd)
+	if err != nil {
+		writeClusterErr(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	_, _ = w.Write(res)
+}
+
+func (n *Node) serveReadIndex(w http.ResponseWriter, r *http.Request) {
+	if n.raft.State() != raft.Leader {
+		writeErr(w, http.StatusConflict, errClassNotLeader, ErrNotLeader)
+		return
+	}
+	index, err := n.readIndex(r.Context())
+	if err != nil {
+		writeClusterErr(w, err)
+		return
+	}
+	_, _ = io.WriteString(w, strconv.FormatUint(index, 10))
+}
+
+func (n *Node) serveStatus(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(n.localStatus())
+}
+
+func (n *Node) localStatus() status {
+	st := n.raft.Stats()
+	u := func(k string) uint64 { v, _ := strconv.ParseUint(st[k], 10, 64); return v }
+	lc := int64(-1)
+	if d, err := time.ParseDuration(st["last_contact"]); err == nil {
+		lc = int64(d)
+	} else if st["last_contact"] == "0" {
+		lc = 0
+	}
+	if n.raft.State() == raft.Leader {
+		lc = 0
+	}
+	leader, _ := n.Leader()
+	hasState := n.hadState || u("last_log_index") > 0 || leader != ""
+	return status{
+		ID: n.id, HasState: hasState, LeaderID: leader, State: n.raft.State().String(),
+		Term: u("term"), LastIndex: u("last_log_index"), LastTerm: u("last_log_term"),
+		CommitIndex: n.raft.CommitIndex(), Applied: n.fsm.Applied(), LastContactNanos: lc,
+	}
+}
+
+func writeErr(w http.ResponseWriter, code int, class string, err error) {
+	w.Header().Set(errHeader, class)
+	http.Error(w, err.Error(), code)
+}
+
+func writeClusterErr(w http.ResponseWriter, err error) {
+	var ae *ApplyError
+	switch {
+	case errors.As(err, &ae):
+		writeErr(w, http.StatusUnprocessableEntity, errClassFSM, errors.New(ae.Msg))
+	case errors.Is(err, ErrNotLeader):
+		writeErr(w, http.StatusConflict, errClassNotLeader, err)
+	case errors.Is(err, ErrNoLeader):
+		writeErr(w, http.StatusServiceUnavailable, errClassNoLeader, err)
+	case errors.Is(err, ErrShutdown):
+		writeErr(w, http.StatusServiceUnavailable, errClassShutdown, err)
+	case errors.Is(err, ErrOutcomeUnknown):
+		writeErr(w, http.StatusGatewayTimeout, errClassUnknown, err)
+	default:
+		writeErr(w, http.StatusInternalServerError, errClassOther, err)
+	}
+}
+
+// decodeErr maps an internal error response back to the sentinels.
+func decodeErr(resp *http.Response) error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	msg := string(bytes.TrimSpace(body))
+	switch resp.Header.Get(errHeader) {
+	case errClassFSM:
+		return &ApplyError{Msg: msg}
+	case errClassNotLeader:
+		return fmt.Errorf("leader answered: %s: %w", msg, ErrNotLeader)
+	case errClassNoLeader:
+		return fmt.Errorf("leader answered: %s: %w", msg, ErrNoLeader)
+	case errClassShutdown:
+		// The peer is going away; for a forwarded write it was refused
+		// before reaching raft, so treat it like a leader change.
+		return fmt.Errorf("leader answered: %s: %w", msg, ErrNotLeader)
+	case errClassUnknown:
+		return fmt.Errorf("leader answered: %s: %w", msg, ErrOutcomeUnknown)
+	}
+	return fmt.Errorf("leader answered %s: %s", resp.Status, msg)
+}
+
+// isDialErr reports whether err happened before the request was sent, so a
+// retry cannot duplicate it.
+func isDialErr(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// forwardApply sends cmd to the leader at rpcAddr.
+func (n *Node) forwardApply(ctx context.Context, rpcAddr string, cmd []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.ForwardTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+rpcAddr+pathApply, bytes.NewReader(cmd))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: forward apply: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	n.m.forwarded.Inc()
+	resp, err := n.client.Do(req)
+	if err != nil {
+		if isDialErr(err) {
+			return nil, fmt.Errorf("cluster: forward apply to %s: %w: %w", rpcAddr, ErrNotLeader, err)
+		}
+		return nil, fmt.Errorf("cluster: forward apply to %s: %w: %w", rpcAddr, ErrOutcomeUnknown, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		err := decodeErr(resp)
+		var ae *ApplyError
+		if errors.As(err, &ae) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("cluster: forward apply to %s: %w", rpcAddr, err)
+	}
+	res, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: forward apply to %s: read result: %w: %w", rpcAddr, ErrOutcomeUnknown, err)
+	}
+	return res, nil
+}
+
+// fetchReadIndex asks the leader at rpcAddr for its read index.
+func (n *Node) fetchReadIndex(ctx context.Context, rpcAddr string) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.ForwardTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+rpcAddr+pathReadIndex, nil)
+	if err != nil {
+		return 0, fmt.Errorf("cluster: read index: %w", err)
+	}
+	resp, err := n.client.Do(req)
+	if err != nil {
+		// A read is safe to retry whatever happened.
+		return 0, fmt.Errorf("cluster: read index from %s: %w: %w", rpcAddr, ErrNotLeader, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("cluster: read index from %s: %w", rpcAddr, decodeErr(resp))
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 32))
+	if err != nil {
+		return 0, fmt.Errorf("cluster: read index from %s: %w: %w", rpcAddr, ErrNotLeader, err)
+	}
+	index, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("cluster: read index from %s: bad answer %q: %w", rpcAddr, b, err)
+	}
+	return index, nil
+}
+
+// fetchStatus asks the node at rpcAddr for its status.
+func (n *Node) fetchStatus(ctx context.Context, rpcAddr string) (status, error) {
+	var st status
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+rpcAddr+pathStatus, nil)
+	if err != nil {
+		return st, fmt.Errorf("cluster: status: %w", err)
+	}
+	resp, err := n.client.Do(req)
+	if err != nil {
+		return st, fmt.Errorf("cluster: status of %s: %w", rpcAddr, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("cluster: status of %s: %s", rpcAddr, resp.Status)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&st); err != nil {
+		return st, fmt.Errorf("cluster: status of %s: %w", rpcAddr, err)
+	}
+	return st, nil
+}

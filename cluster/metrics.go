@@ -1,0 +1,102 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the node's Prometheus series.
+type metrics struct {
+	all              []prometheus.Collector
+	applyDur         *prometheus.HistogramVec
+	applyErrs        *prometheus.CounterVec
+	forwarded        prometheus.Counter
+	failureTolerance prometheus.Gauge
+}
+
+func newMetrics(n *Node) *metrics {
+	m := &metrics{
+		applyDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "ledgerd_apply_duration_seconds",
+			Help:    "Latency of Apply, from call to FSM result, by path (local on the leader, or forwarded).",
+			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
+		}, []string{"path"}),
+		applyErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ledgerd_apply_errors_total",
+			Help: "Failed Apply calls by error class.",
+		}, []string{"class"}),
+		forwarded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ledgerd_forwarded_writes_total",
+			Help: "Writes this node forwarded to the leader.",
+		}),
+		failureTolerance: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ledgerd_autopilot_failure_tolerance",
+			Help: "Voters that can fail without losing quorum (leader only).",
+		}),
+	}
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+	}
+	m.all = []prometheus.Collector{m.applyDur, m.applyErrs, m.forwarded, m.failureTolerance,
+		gauge("ledgerd_raft_state", "Raft state: 0 follower, 1 candidate, 2 leader, 3 shutdown.",
+			func() float64 { return float64(n.raft.State()) }),
+		gauge("ledgerd_raft_is_leader", "1 if this node is the Raft leader.", func() float64 {
+			if n.raft.State() == raft.Leader {
+				return 1
+			}
+			return 0
+		}),
+		gauge("ledgerd_raft_commit_index", "Raft commit index.", func() float64 { return float64(n.raft.CommitIndex()) }),
+		gauge("ledgerd_raft_last_index", "Last Raft log index.", func() float64 { return float64(n.raft.LastIndex()) }),
+		gauge("ledgerd_fsm_applied_index", "Last index the FSM applied.", func() float64 { return float64(n.fsm.Applied()) }),
+		gauge("ledgerd_ready", "1 once the node caught up with the leader at startup.", func() float64 {
+			if n.Ready() {
+				return 1
+			}
+			return 0
+		}),
+	}
+	return m
+}
+
+func (m *metrics) register(r prometheus.Registerer) error {
+	for _, c := range m.all {
+		if err := r.Register(c); err != nil {
+			return fmt.Errorf("cluster: register metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+func (m *metrics) unregister(r prometheus.Registerer) {
+	for _, c := range m.all {
+		r.Unregister(c)
+	}
+}
+
+func (m *metrics) observeApply(path string, start time.Time, err error) {
+	if err == nil {
+		m.applyDur.WithLabelValues(path).Observe(time.Since(start).Seconds())
+		return
+	}
+	var ae *ApplyError
+	class := "other"
+	switch {
+	case errors.As(err, &ae):
+		m.applyDur.WithLabelValues(path).Observe(time.Since(start).Seconds())
+		class = "fsm"
+	case errors.Is(err, ErrOutcomeUnknown):
+		class = "outcome_unknown"
+	case errors.Is(err, ErrNoLeader):
+		class = "no_leader"
+	case errors.Is(err, ErrNotLeader):
+		class = "not_leader"
+	case errors.Is(err, ErrShutdown):
+		class = "shutdown"
+	}
+	m.applyErrs.WithLabelValues(class).Inc()
+}
