@@ -1,0 +1,18 @@
+// Package client is the Go client of ledgerd for brokers and tools.
+//
+// A Client talks to one ledgerd cluster through any of its nodes (writes are
+// forwarded to the leader by the server). It fills in an idempotency key for
+// every mutating call that has none and retries calls that failed with
+// Unavailable — no leader during an election, a node down, an outcome left
+// unknown by a lost leadership — on the next node with exponential backoff
+// and jitter. Because a retry carries the same key, a write is applied at
+// most once however often it is retried.
+//
+// CoAllocate (coalloc.go) books one request on several ledgerd clusters
+// (sites) with the hold → commit / abort protocol of HARC and PluS; see its
+// documentation for the guarantees.
+//
+// What it must not do: retry non-idempotent work without a key, hide a
+// rejection (errors keep their Connect code and details), or keep state
+// beyond the node list and the round-robin position.
+package client
