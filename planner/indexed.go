@@ -1,0 +1,705 @@
+package planner
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Layout of the indexed timeline.
+//
+// The canonical free-block list is cut into chunks of at most chunkCap
+// consecutive blocks. A chunk keeps its blocks as two flat int64 slices
+// (start times and free amounts; a block ends where the next one starts, the
+// last block of the timeline ends at MaxTime). Over the chunks sits an
+// implicit segment tree holding, per subtree, the minimum and maximum free
+// amount.
+//
+// Why this shape rather than a balanced tree of blocks:
+//   - Memory: a block costs 16 bytes plus chunk slack (chunks are at least a
+//     quarter full except the last few), and a reservation adds at most two
+//     blocks, so the timeline stays far below 128 bytes per live reservation.
+//     A pointer-based treap or AVL node would need 40–64 bytes per block
+//     before allocator overhead and would scatter blocks over the heap.
+//   - Speed: locating a time is a binary search over the chunk heads and then
+//     inside one chunk; skipping a run of blocks with too little (or enough)
+//     free capacity is one descent of the segment tree plus a scan of one
+//     contiguous chunk, which the CPU prefetches well. Inserting or deleting
+//     a block moves at most chunkCap elements inside one chunk.
+//   - Structural changes (a chunk splits, empties or is merged) rebuild the
+//     segment tree in O(number of chunks); they happen at most once every
+//     chunkCap/2 insertions or deletions, so the amortised cost is small.
+//
+// Searches therefore cost O(log n + chunkCap) per skipped run instead of the
+// list's O(n) walk from the head, and Book/Release cost O(log n + chunkCap +
+// blocks touched).
+const (
+	// chunkCap is the most blocks a chunk holds; a full chunk splits in two.
+	chunkCap = 512
+	// chunkMerge: a chunk that falls below this size is merged with a
+	// neighbour when the two together stay at most half full.
+	chunkMerge = chunkCap / 8
+)
+
+// chunk is a run of consecutive canonical blocks.
+//
+// Invariant: len(start) == len(free) >= 1; start is strictly increasing.
+type chunk struct {
+	start []int64
+	free  []int64
+}
+
+// IndexedTimeline is a Timeline that keeps the canonical free-block list in
+// chunked flat arrays under a min/max segment tree (see the layout comment
+// above), so that Earliest jumps to notBefore in O(log n) and skips runs of
+// unsuitable blocks without visiting them. It makes exactly the decisions of
+// the plain list timeline.
+//
+// An IndexedTimeline is not safe for concurrent use.
+type IndexedTimeline struct {
+	// origin is the earliest instant described.
+	// Invariant: chunks[0].start[0] == origin.
+	origin int64
+	// chunks holds the canonical blocks in order.
+	// Invariant: non-empty; neighbouring blocks (also across chunks) differ
+	// in free.
+	chunks []*chunk
+	// firsts mirrors the first start of every chunk for binary search.
+	// Invariant: len(firsts) == len(chunks), firsts[i] == chunks[i].start[0].
+	firsts []int64
+	// seg summarises the free amounts of every chunk.
+	// Invariant: leaf i holds the min and max of chunks[i].free.
+	seg segTree
+	// n is the total number of blocks.
+	n int
+}
+
+var _ Timeline = (*IndexedTimeline)(nil)
+
+// NewIndexed returns an IndexedTimeline with capacity free from origin to
+// MaxTime. It has the TimelineFactory signature. The caller (the Planner)
+// validates capacity; a negative one is stored as given. An origin of
+// MaxTime is moved back by one so that the timeline is never empty (as the
+// list timeline does).
+func NewIndexed(capacity, origin int64) Timeline {
+	if origin >= MaxTime {
+		origin = MaxTime - 1
+	}
+	t := &IndexedTimeline{
+		origin: origin,
+		chunks: []*chunk{{start: []int64{origin}, free: []int64{capacity}}},
+		firsts: []int64{origin},
+		n:      1,
+	}
+	t.seg.build(t.chunks)
+	return t
+}
+
+// Origin returns the earliest instant the timeline still describes.
+func (t *IndexedTimeline) Origin() int64 { return t.origin }
+
+// Len returns the number of canonical free blocks.
+func (t *IndexedTimeline) Len() int { return t.n }
+
+// locate returns the position of the block containing instant x, which must
+// not lie before the origin.
+func (t *IndexedTimeline) locate(x int64) (ci, bi int) {
+	// Last chunk whose first start is <= x.
+	lo, hi := 0, len(t.firsts)
+	for hi-lo > 1 {
+		mid := int(uint(lo+hi) >> 1)
+		if t.firsts[mid] <= x {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	st := t.chunks[lo].start
+	l, h := 0, len(st)
+	for h-l > 1 {
+		mid := int(uint(l+h) >> 1)
+		if st[mid] <= x {
+			l = mid
+		} else {
+			h = mid
+		}
+	}
+	return lo, l
+}
+
+// blockEnd returns the end of the block at (ci, bi).
+func (t *IndexedTimeline) blockEnd(ci, bi int) int64 {
+	c := t.chunks[ci]
+	if bi+1 < len(c.start) {
+		return c.start[bi+1]
+	}
+	if ci+1 < len(t.chunks) {
+		return t.firsts[ci+1]
+	}
+	return MaxTime
+}
+
+// nextAtLeast returns the first block at or after position (ci, bi) whose
+// free is >= amount. bi may equal the chunk length.
+func (t *IndexedTimeline) nextAtLeast(ci, bi int, amount int64) (int, int, bool) {
+	fr := t.chunks[ci].free
+	for j := bi; j < len(fr); j++ {
+		if fr[j] >= amount {
+			return ci, j, true
+		}
+	}
+	k := t.seg.firstMaxAtLeast(ci+1, amount)
+	if k < 0 {
+		return 0, 0, false
+	}
+	fr = t.chunks[k].free
+	for j, f := range fr {
+		if f >= amount {
+			return k, j, true
+		}
+	}
+	// Unreachable while the segment tree invariant holds.
+	return 0, 0, false
+}
+
+// nextBelowBefore returns the first block at or after position (ci, bi) that
+// starts before limit and whose free is < amount.
+func (t *IndexedTimeline) nextBelowBefore(ci, bi int, amount, limit int64) (int, int, bool) {
+	c := t.chunks[ci]
+	for j := bi; j < len(c.start); j++ {
+		if c.start[j] >= limit {
+			return 0, 0, false
+		}
+		if c.free[j] < amount {
+			return ci, j, true
+		}
+	}
+	k := t.seg.firstMinBelow(ci+1, amount)
+	if k < 0 || t.firsts[k] >= limit {
+		return 0, 0, false
+	}
+	c = t.chunks[k]
+	for j := range c.start {
+		if c.start[j] >= limit {
+			return 0, 0, false
+		}
+		if c.free[j] < amount {
+			return k, j, true
+		}
+	}
+	return 0, 0, false
+}
+
+// Earliest returns the earliest start s in [notBefore, latestStart] such that
+// free >= amount over [s, s+duration). A notBefore before the origin is
+// treated as the origin. Invalid arguments yield ok == false.
+func (t *IndexedTimeline) Earliest(amount, duration, notBefore, latestStart int64) (int64, bool) {
+	if amount <= 0 || duration <= 0 {
+		return 0, false
+	}
+	if notBefore < t.origin {
+		notBefore = t.origin
+	}
+	if notBefore > latestStart || latestStart > MaxTime-duration {
+		return 0, false
+	}
+	cand := notBefore
+	ci, bi := t.locate(cand)
+	for {
+		if t.chunks[ci].free[bi] < amount {
+			var ok bool
+			ci, bi, ok = t.nextAtLeast(ci, bi+1, amount)
+			if !ok {
+				return 0, false
+			}
+			cand = t.chunks[ci].start[bi]
+			if cand > latestStart {
+				return 0, false
+			}
+		}
+		// The block at (ci, bi) contains cand and has enough free: look
+		// for the first short block before cand+duration.
+		nci, nbi, found := t.nextBelowBefore(ci, bi+1, amount, cand+duration)
+		if !found {
+			return cand, true
+		}
+		ci, bi = nci, nbi
+	}
+}
+
+// MinFree returns the smallest free capacity over [start, end), clipped to
+// the origin. For an empty window it returns the free capacity at start
+// (math.MaxInt64 at MaxTime), as the list timeline does.
+func (t *IndexedTimeline) MinFree(start, end int64) int64 {
+	if start < t.origin {
+		start = t.origin
+	}
+	if end <= start {
+		if start >= MaxTime {
+			return math.MaxInt64
+		}
+		ci, bi := t.locate(start)
+		return t.chunks[ci].free[bi]
+	}
+	mn, _ := t.rangeMinMax(start, end)
+	return mn
+}
+
+// rangeMinMax returns the min and max free over [start, end) clipped to the
+// origin; (MaxInt64, MinInt64) for an empty window.
+func (t *IndexedTimeline) rangeMinMax(start, end int64) (mn, mx int64) {
+	mn, mx = math.MaxInt64, math.MinInt64
+	if start < t.origin {
+		start = t.origin
+	}
+	if start >= end {
+		return mn, mx
+	}
+	ci, bi := t.locate(start)
+	ce, be := t.locate(end - 1)
+	scan := func(fr []int64) {
+		for _, f := range fr {
+			mn = min(mn, f)
+			mx = max(mx, f)
+		}
+	}
+	if ci == ce {
+		scan(t.chunks[ci].free[bi : be+1])
+		return mn, mx
+	}
+	scan(t.chunks[ci].free[bi:])
+	smn, smx := t.seg.rangeMinMax(ci+1, ce)
+	mn, mx = min(mn, smn), max(mx, smx)
+	scan(t.chunks[ce].free[:be+1])
+	return mn, mx
+}
+
+// Blocks returns the canonical blocks intersecting [from, to), clipped to
+// that window and to the origin. The result is freshly allocated and never
+// nil.
+func (t *IndexedTimeline) Blocks(from, to int64) []Block {
+	if from < t.origin {
+		from = t.origin
+	}
+	out := []Block{}
+	if from >= to {
+		return out
+	}
+	ci, bi := t.locate(from)
+	for ; ci < len(t.chunks); ci, bi = ci+1, 0 {
+		c := t.chunks[ci]
+		for j := bi; j < len(c.start); j++ {
+			s := c.start[j]
+			if s >= to {
+				return out
+			}
+			e := t.blockEnd(ci, j)
+			out = append(out, Block{Start: max(s, from), End: min(e, to), Free: c.free[j]})
+		}
+	}
+	return out
+}
+
+// checkWindow validates a Book/Release window and clips it to the origin.
+// ok is false when there is nothing to do: the window is empty after
+// clipping or the amount is zero (both are no-ops, as in the list
+// timeline). A negative amount is an error.
+func (t *IndexedTimeline) checkWindow(op string, start, end, amount int64) (s int64, ok bool, err error) {
+	if start < t.origin {
+		// The past is forgotten; only the part from the origin on counts.
+		start = t.origin
+	}
+	if end <= start || amount == 0 {
+		return start, false, nil
+	}
+	if amount < 0 {
+		return 0, false, fmt.Errorf("indexed timeline: %s: %w", op, &FieldError{Field: "amount", Reason: "must be >= 0"})
+	}
+	return start, true, nil
+}
+
+// Book subtracts amount over [start, end). The part of the window before the
+// origin is ignored; an empty window or a zero amount is a no-op. It returns an error wrapping ErrNoCapacity, and changes
+// nothing, if free < amount anywhere in the window.
+func (t *IndexedTimeline) Book(start, end, amount int64) error {
+	s, ok, err := t.checkWindow("book", start, end, amount)
+	if err != nil || !ok {
+		return err
+	}
+	if mn := t.MinFree(s, end); mn < amount {
+		return fmt.Errorf("indexed timeline: book %d over [%d,%d): only %d free: %w", amount, start, end, mn, ErrNoCapacity)
+	}
+	t.add(s, end, -amount)
+	return nil
+}
+
+// Release adds amount over [start, end). The part of the window before the
+// origin is ignored; an empty window or a zero amount is a no-op. It fails, changing nothing, if a free amount would
+// overflow int64.
+func (t *IndexedTimeline) Release(start, end, amount int64) error {
+	s, ok, err := t.checkWindow("release", start, end, amount)
+	if err != nil || !ok {
+		return err
+	}
+	if _, mx := t.rangeMinMax(s, end); mx > math.MaxInt64-amount {
+		return fmt.Errorf("indexed timeline: release %d over [%d,%d): %w", amount, start, end,
+			&FieldError{Field: "amount", Reason: "free capacity would overflow int64"})
+	}
+	t.add(s, end, amount)
+	return nil
+}
+
+// add adds delta (non-zero) to the free amount over [start, end), with
+// origin <= start < end, and restores canonical form.
+func (t *IndexedTimeline) add(start, end, delta int64) {
+	t.splitAt(start)
+	if end < MaxTime {
+		t.splitAt(end)
+	}
+	ci, bi := t.locate(start)
+	for ci < len(t.chunks) {
+		c := t.chunks[ci]
+		j := bi
+		for ; j < len(c.start) && c.start[j] < end; j++ {
+			c.free[j] += delta
+		}
+		t.refresh(ci)
+		if j < len(c.start) {
+			break
+		}
+		ci, bi = ci+1, 0
+	}
+	// Only the two edges of the window can have become equal to their
+	// outer neighbours: inside, all blocks moved by the same delta.
+	if end < MaxTime {
+		t.mergeAt(end)
+	}
+	t.mergeAt(start)
+}
+
+// splitAt makes x a block boundary (x >= origin).
+func (t *IndexedTimeline) splitAt(x int64) {
+	ci, bi := t.locate(x)
+	c := t.chunks[ci]
+	if c.start[bi] == x {
+		return
+	}
+	t.insertAt(ci, bi+1, x, c.free[bi])
+}
+
+// mergeAt removes the boundary at x if the blocks on both sides have the same
+// free amount. x must be a block boundary or lie inside a block.
+func (t *IndexedTimeline) mergeAt(x int64) {
+	if x <= t.origin {
+		return
+	}
+	ci, bi := t.locate(x)
+	c := t.chunks[ci]
+	if c.start[bi] != x {
+		return
+	}
+	var prev int64
+	if bi > 0 {
+		prev = c.free[bi-1]
+	} else {
+		p := t.chunks[ci-1]
+		prev = p.free[len(p.free)-1]
+	}
+	if prev == c.free[bi] {
+		t.removeAt(ci, bi)
+	}
+}
+
+// insertAt inserts block (s, f) before position bi of chunk ci.
+func (t *IndexedTimeline) insertAt(ci, bi int, s, f int64) {
+	if len(t.chunks[ci].start) >= chunkCap {
+		t.splitChunk(ci)
+		if half := len(t.chunks[ci].start); bi > half {
+			ci, bi = ci+1, bi-half
+		}
+	}
+	c := t.chunks[ci]
+	c.start = slices.Insert(c.start, bi, s)
+	c.free = slices.Insert(c.free, bi, f)
+	if bi == 0 {
+		t.firsts[ci] = s
+	}
+	t.n++
+	t.refresh(ci)
+}
+
+// removeAt deletes the block at (ci, bi); the caller guarantees it is not
+// the first block of the timeline.
+func (t *IndexedTimeline) removeAt(ci, bi int) {
+	c := t.chunks[ci]
+	c.start = slices.Delete(c.start, bi, bi+1)
+	c.free = slices.Delete(c.free, bi, bi+1)
+	t.n--
+	if len(c.start) == 0 {
+		t.chunks = slices.Delete(t.chunks, ci, ci+1)
+		t.firsts = slices.Delete(t.firsts, ci, ci+1)
+		t.seg.build(t.chunks)
+		return
+	}
+	if bi == 0 {
+		t.firsts[ci] = c.start[0]
+	}
+	if len(c.start) < chunkMerge && t.mergeChunks(ci) {
+		return
+	}
+	t.refresh(ci)
+}
+
+// splitChunk cuts chunk ci into two halves, each allocated with room to
+// grow to chunkCap without reallocating.
+func (t *IndexedTimeline) splitChunk(ci int) {
+	c := t.chunks[ci]
+	half := len(c.start) / 2
+	right := &chunk{
+		start: append(make([]int64, 0, chunkCap), c.start[half:]...),
+		free:  append(make([]int64, 0, chunkCap), c.free[half:]...),
+	}
+	c.start = c.start[:half:cap(c.start)]
+	c.free = c.free[:half:cap(c.free)]
+	t.chunks = slices.Insert(t.chunks, ci+1, right)
+	t.firsts = slices.Insert(t.firsts, ci+1, right.start[0])
+	t.seg.build(t.chunks)
+}
+
+// mergeChunks joins the small chunk ci with a neighbour when the result is at
+// most half full, so that deletions do not leave many tiny chunks behind. It
+// reports whether it merged (and rebuilt the index).
+func (t *IndexedTimeline) mergeChunks(ci int) bool {
+	l := -1
+	switch {
+	case ci+1 < len(t.chunks) && len(t.chunks[ci].start)+len(t.chunks[ci+1].start) <= chunkCap/2:
+		l = ci
+	case ci > 0 && len(t.chunks[ci-1].start)+len(t.chunks[ci].start) <= chunkCap/2:
+		l = ci - 1
+	default:
+		return false
+	}
+	a, b := t.chunks[l], t.chunks[l+1]
+	a.start = append(a.start, b.start...)
+	a.free = append(a.free, b.free...)
+	t.chunks = slices.Delete(t.chunks, l+1, l+2)
+	t.firsts = slices.Delete(t.firsts, l+1, l+2)
+	t.seg.build(t.chunks)
+	return true
+}
+
+// refresh recomputes the summary of chunk ci.
+func (t *IndexedTimeline) refresh(ci int) {
+	mn, mx := minMax(t.chunks[ci].free)
+	t.seg.set(ci, mn, mx)
+}
+
+// Advance forgets every block that ends at or before now; the block that
+// contains now is clipped to start at now.
+func (t *IndexedTimeline) Advance(now int64) {
+	if now <= t.origin {
+		return
+	}
+	if now >= MaxTime {
+		now = MaxTime - 1
+	}
+	ci, bi := t.locate(now)
+	if ci > 0 {
+		for _, c := range t.chunks[:ci] {
+			t.n -= len(c.start)
+		}
+		t.chunks = slices.Delete(t.chunks, 0, ci)
+		t.firsts = slices.Delete(t.firsts, 0, ci)
+	}
+	c := t.chunks[0]
+	if bi > 0 {
+		c.start = slices.Delete(c.start, 0, bi)
+		c.free = slices.Delete(c.free, 0, bi)
+		t.n -= bi
+	}
+	c.start[0] = now
+	t.firsts[0] = now
+	t.origin = now
+	if ci > 0 {
+		t.seg.build(t.chunks)
+	} else {
+		t.refresh(0)
+	}
+}
+
+// checkInvariants verifies every structural invariant; tests call it after
+// each operation.
+func (t *IndexedTimeline) checkInvariants() error {
+	if len(t.chunks) == 0 || len(t.chunks) != len(t.firsts) {
+		return fmt.Errorf("chunks: %d chunks, %d heads", len(t.chunks), len(t.firsts))
+	}
+	if t.chunks[0].start[0] != t.origin {
+		return fmt.Errorf("first block starts at %d, origin is %d", t.chunks[0].start[0], t.origin)
+	}
+	n := 0
+	havePrev := false
+	var prevStart, prevFree int64
+	for i, c := range t.chunks {
+		if len(c.start) == 0 || len(c.start) != len(c.free) || len(c.start) > chunkCap {
+			return fmt.Errorf("chunk %d: %d starts, %d frees", i, len(c.start), len(c.free))
+		}
+		if t.firsts[i] != c.start[0] {
+			return fmt.Errorf("chunk %d: head %d, first start %d", i, t.firsts[i], c.start[0])
+		}
+		mn, mx := minMax(c.free)
+		if lmn, lmx := t.seg.leaf(i); lmn != mn || lmx != mx {
+			return fmt.Errorf("chunk %d: summary (%d,%d), actual (%d,%d)", i, lmn, lmx, mn, mx)
+		}
+		for j := range c.start {
+			if havePrev && c.start[j] <= prevStart {
+				return fmt.Errorf("chunk %d block %d: start %d not after %d", i, j, c.start[j], prevStart)
+			}
+			if havePrev && c.free[j] == prevFree {
+				return fmt.Errorf("chunk %d block %d: free %d equals its predecessor's", i, j, c.free[j])
+			}
+			havePrev, prevStart, prevFree = true, c.start[j], c.free[j]
+			n++
+		}
+	}
+	if n != t.n {
+		return fmt.Errorf("block count %d, recorded %d", n, t.n)
+	}
+	return t.seg.check()
+}
+
+func minMax(fr []int64) (mn, mx int64) {
+	mn, mx = math.MaxInt64, math.MinInt64
+	for _, f := range fr {
+		mn = min(mn, f)
+		mx = max(mx, f)
+	}
+	return mn, mx
+}
+
+// segTree is an implicit binary tree over chunk summaries: node 1 is the
+// root, node i has children 2i and 2i+1, leaf k is node size+k. Leaves past
+// the last chunk hold the neutral (MaxInt64, MinInt64) so that no search
+// ever selects them.
+type segTree struct {
+	size   int
+	mn, mx []int64
+}
+
+// build recomputes the tree for the given chunks, reusing storage.
+func (s *segTree) build(chunks []*chunk) {
+	size := 1
+	for size < len(chunks) {
+		size <<= 1
+	}
+	s.size = size
+	if cap(s.mn) < 2*size {
+		s.mn = make([]int64, 2*size)
+		s.mx = make([]int64, 2*size)
+	}
+	s.mn, s.mx = s.mn[:2*size], s.mx[:2*size]
+	for i := range size {
+		if i < len(chunks) {
+			s.mn[size+i], s.mx[size+i] = minMax(chunks[i].free)
+		} else {
+			s.mn[size+i], s.mx[size+i] = math.MaxInt64, math.MinInt64
+		}
+	}
+	for i := size - 1; i >= 1; i-- {
+		s.mn[i] = min(s.mn[2*i], s.mn[2*i+1])
+		s.mx[i] = max(s.mx[2*i], s.mx[2*i+1])
+	}
+}
+
+// set stores the summary of leaf k and updates its ancestors.
+func (s *segTree) set(k int, mn, mx int64) {
+	i := s.size + k
+	s.mn[i], s.mx[i] = mn, mx
+	for i >>= 1; i >= 1; i >>= 1 {
+		nmn := min(s.mn[2*i], s.mn[2*i+1])
+		nmx := max(s.mx[2*i], s.mx[2*i+1])
+		if nmn == s.mn[i] && nmx == s.mx[i] {
+			return
+		}
+		s.mn[i], s.mx[i] = nmn, nmx
+	}
+}
+
+func (s *segTree) leaf(k int) (mn, mx int64) { return s.mn[s.size+k], s.mx[s.size+k] }
+
+// rangeMinMax returns the min and max over leaves [l, r).
+func (s *segTree) rangeMinMax(l, r int) (mn, mx int64) {
+	mn, mx = math.MaxInt64, math.MinInt64
+	for l, r = l+s.size, r+s.size; l < r; l, r = l>>1, r>>1 {
+		if l&1 == 1 {
+			mn, mx = min(mn, s.mn[l]), max(mx, s.mx[l])
+			l++
+		}
+		if r&1 == 1 {
+			r--
+			mn, mx = min(mn, s.mn[r]), max(mx, s.mx[r])
+		}
+	}
+	return mn, mx
+}
+
+// firstMaxAtLeast returns the first leaf >= from whose max is >= v, or -1.
+func (s *segTree) firstMaxAtLeast(from int, v int64) int {
+	if from >= s.size {
+		return -1
+	}
+	i := from + s.size
+	for {
+		if s.mx[i] >= v {
+			for i < s.size {
+				i <<= 1
+				if s.mx[i] < v {
+					i++
+				}
+			}
+			return i - s.size
+		}
+		for i&1 == 1 {
+			i >>= 1
+		}
+		if i == 0 {
+			return -1
+		}
+		i++
+	}
+}
+
+// firstMinBelow returns the first leaf >= from whose min is < v, or -1.
+func (s *segTree) firstMinBelow(from int, v int64) int {
+	if from >= s.size {
+		return -1
+	}
+	i := from + s.size
+	for {
+		if s.mn[i] < v {
+			for i < s.size {
+				i <<= 1
+				if s.mn[i] >= v {
+					i++
+				}
+			}
+			return i - s.size
+		}
+		for i&1 == 1 {
+			i >>= 1
+		}
+		if i == 0 {
+			return -1
+		}
+		i++
+	}
+}
+
+// check verifies that every inner node summarises its children.
+func (s *segTree) check() error {
+	for i := s.size - 1; i >= 1; i-- {
+		if s.mn[i] != min(s.mn[2*i], s.mn[2*i+1]) || s.mx[i] != max(s.mx[2*i], s.mx[2*i+1]) {
+			return fmt.Errorf("segment tree node %d is stale", i)
+		}
+	}
+	return nil
+}

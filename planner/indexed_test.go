@@ -1,0 +1,691 @@
+package planner
+
+import (
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// indexedSeed replays one randomized run: go test -run TestIndexedDifferential -indexed.seed=N
+var indexedSeed = flag.Uint64("indexed.seed", 0, "replay the indexed-timeline differential tests with this seed only")
+
+// profileRef is the obviously-correct model: one free amount per time unit
+// over [0, horizon) and a single tail value for [horizon, MaxTime).
+type profileRef struct {
+	origin int64
+	cells  []int64
+	tail   int64
+}
+
+func newProfileRef(capacity, horizon int64) *profileRef {
+	r := &profileRef{cells: make([]int64, horizon), tail: capacity}
+	for i := range r.cells {
+		r.cells[i] = capacity
+	}
+	return r
+}
+
+func (r *profileRef) horizon() int64 { return int64(len(r.cells)) }
+
+func (r *profileRef) at(x int64) int64 {
+	if x < r.horizon() {
+		return r.cells[x]
+	}
+	return r.tail
+}
+
+// minOver is the minimum over [s, e) with origin <= s < e.
+func (r *profileRef) minOver(s, e int64) int64 {
+	m := int64(math.MaxInt64)
+	for x := s; x < e && x < r.horizon(); x++ {
+		m = min(m, r.cells[x])
+	}
+	if e > r.horizon() {
+		m = min(m, r.tail)
+	}
+	return m
+}
+
+// add applies delta over [s, e); e is <= horizon or MaxTime.
+func (r *profileRef) add(s, e, delta int64) {
+	for x := s; x < e && x < r.horizon(); x++ {
+		r.cells[x] += delta
+	}
+	if e > r.horizon() {
+		r.tail += delta
+	}
+}
+
+func (r *profileRef) Earliest(amount, duration, notBefore, latestStart int64) (int64, bool) {
+	notBefore = max(notBefore, r.origin)
+	if amount <= 0 || duration <= 0 || notBefore > latestStart || latestStart > MaxTime-duration {
+		return 0, false
+	}
+	for s := notBefore; s <= latestStart; s++ {
+		if r.minOver(s, s+duration) >= amount {
+			return s, true
+		}
+		if s >= r.horizon() {
+			// The profile is constant from here on.
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+func (r *profileRef) Book(start, end, amount int64) error {
+	start = max(start, r.origin)
+	if end <= start || amount == 0 {
+		return nil
+	}
+	if amount < 0 {
+		return ErrInvalid
+	}
+	if r.minOver(start, end) < amount {
+		return ErrNoCapacity
+	}
+	r.add(start, end, -amount)
+	return nil
+}
+
+func (r *profileRef) Release(start, end, amount int64) error {
+	start = max(start, r.origin)
+	if end <= start || amount == 0 {
+		return nil
+	}
+	if amount < 0 {
+		return ErrInvalid
+	}
+	r.add(start, end, amount)
+	return nil
+}
+
+func (r *profileRef) MinFree(start, end int64) int64 {
+	start = max(start, r.origin)
+	if end <= start {
+		if start >= MaxTime {
+			return math.MaxInt64
+		}
+		return r.at(start)
+	}
+	return r.minOver(start, end)
+}
+
+func (r *profileRef) Blocks(from, to int64) []Block {
+	var all []Block
+	for x := r.origin; x < r.horizon(); x++ {
+		if n := len(all); n > 0 && all[n-1].Free == r.cells[x] {
+			all[n-1].End = x + 1
+			continue
+		}
+		all = append(all, Block{Start: x, End: x + 1, Free: r.cells[x]})
+	}
+	s := max(r.origin, r.horizon())
+	if n := len(all); n > 0 && all[n-1].Free == r.tail {
+		all[n-1].End = MaxTime
+	} else {
+		all = append(all, Block{Start: s, End: MaxTime, Free: r.tail})
+	}
+	from = max(from, r.origin)
+	out := []Block{}
+	if to <= from {
+		return out
+	}
+	for _, b := range all {
+		if b.End <= from || b.Start >= to {
+			continue
+		}
+		out = append(out, Block{Start: max(b.Start, from), End: min(b.End, to), Free: b.Free})
+	}
+	return out
+}
+
+func (r *profileRef) Advance(now int64) {
+	r.origin = max(r.origin, min(now, MaxTime-1))
+}
+
+// tlOp is one timeline operation; the meaning of a..d depends on kind.
+type tlOp struct {
+	kind       opKind
+	a, b, c, d int64
+}
+
+type opKind uint8
+
+const (
+	opBook     opKind = iota // [a, b) amount c
+	opRelease                // [a, b) amount c
+	opEarliest               // amount a, duration b, notBefore c, latestStart d
+	opMinFree                // [a, b)
+	opBlocks                 // [a, b)
+	opAdvance                // now a
+	numOpKinds
+)
+
+func (o tlOp) String() string {
+	switch o.kind {
+	case opBook:
+		return fmt.Sprintf("Book(%d, %d, %d)", o.a, o.b, o.c)
+	case opRelease:
+		return fmt.Sprintf("Release(%d, %d, %d)", o.a, o.b, o.c)
+	case opEarliest:
+		return fmt.Sprintf("Earliest(%d, %d, %d, %d)", o.a, o.b, o.c, o.d)
+	case opMinFree:
+		return fmt.Sprintf("MinFree(%d, %d)", o.a, o.b)
+	case opBlocks:
+		return fmt.Sprintf("Blocks(%d, %d)", o.a, o.b)
+	default:
+		return fmt.Sprintf("Advance(%d)", o.a)
+	}
+}
+
+// diffRun drives the indexed timeline, the list timeline and the profile
+// model with the same operations and compares every answer and the full
+// block list after every step.
+type diffRun struct {
+	ref     *profileRef
+	list    Timeline
+	indexed *IndexedTimeline
+	// fullCheckEvery: compare against the profile model every this many
+	// steps (the model is O(horizon) per comparison); list and indexed are
+	// compared after every step.
+	fullCheckEvery int
+	step           int
+}
+
+func newDiffRun(capacity, horizon int64) *diffRun {
+	return &diffRun{
+		ref:            newProfileRef(capacity, horizon),
+		list:           NewList(capacity, 0),
+		indexed:        NewIndexed(capacity, 0).(*IndexedTimeline),
+		fullCheckEvery: 1,
+	}
+}
+
+func sameErr(a, b error) bool {
+	return errors.Is(a, ErrNoCapacity) == errors.Is(b, ErrNoCapacity) &&
+		errors.Is(a, ErrInvalid) == errors.Is(b, ErrInvalid) &&
+		(a == nil) == (b == nil)
+}
+
+// apply runs op everywhere and returns a description of the first
+// disagreement, or nil.
+func (d *diffRun) apply(op tlOp) error {
+	d.step++
+	withRef := d.ref != nil && d.fullCheckEvery > 0 && d.step%d.fullCheckEvery == 0
+	switch op.kind {
+	case opBook, opRelease:
+		var el, ei, er error
+		if op.kind == opBook {
+			el, ei = d.list.Book(op.a, op.b, op.c), d.indexed.Book(op.a, op.b, op.c)
+			if d.ref != nil {
+				er = d.ref.Book(op.a, op.b, op.c)
+			}
+		} else {
+			el, ei = d.list.Release(op.a, op.b, op.c), d.indexed.Release(op.a, op.b, op.c)
+			if d.ref != nil {
+				er = d.ref.Release(op.a, op.b, op.c)
+			}
+		}
+		if !sameErr(el, ei) || (d.ref != nil && !sameErr(er, ei)) {
+			return fmt.Errorf("%v: list error %v, indexed error %v, model error %v", op, el, ei, er)
+		}
+	case opEarliest:
+		sl, okl := d.list.Earliest(op.a, op.b, op.c, op.d)
+		si, oki := d.indexed.Earliest(op.a, op.b, op.c, op.d)
+		if sl != si || okl != oki {
+			return fmt.Errorf("%v: list (%d, %v), indexed (%d, %v)", op, sl, okl, si, oki)
+		}
+		if withRef {
+			if sr, okr := d.ref.Earliest(op.a, op.b, op.c, op.d); sr != si || okr != oki {
+				return fmt.Errorf("%v: model (%d, %v), indexed (%d, %v)", op, sr, okr, si, oki)
+			}
+		}
+	case opMinFree:
+		ml, mi := d.list.MinFree(op.a, op.b), d.indexed.MinFree(op.a, op.b)
+		mr := mi
+		if d.ref != nil {
+			mr = d.ref.MinFree(op.a, op.b)
+		}
+		if ml != mi || mr != mi {
+			return fmt.Errorf("%v: list %d, indexed %d, model %d", op, ml, mi, mr)
+		}
+	case opBlocks:
+		bl, bi := d.list.Blocks(op.a, op.b), d.indexed.Blocks(op.a, op.b)
+		if !slices.Equal(bl, bi) {
+			return fmt.Errorf("%v: list %v, indexed %v", op, bl, bi)
+		}
+		if withRef {
+			if br := d.ref.Blocks(op.a, op.b); !slices.Equal(br, bi) {
+				return fmt.Errorf("%v: model %v, indexed %v", op, br, bi)
+			}
+		}
+	case opAdvance:
+		d.list.Advance(op.a)
+		d.indexed.Advance(op.a)
+		if d.ref != nil {
+			d.ref.Advance(op.a)
+		}
+	}
+	return d.compareState(withRef)
+}
+
+func (d *diffRun) compareState(withRef bool) error {
+	if err := d.indexed.checkInvariants(); err != nil {
+		return fmt.Errorf("indexed invariant: %w", err)
+	}
+	if d.list.Origin() != d.indexed.Origin() || d.list.Len() != d.indexed.Len() {
+		return fmt.Errorf("origin/len: list %d/%d, indexed %d/%d",
+			d.list.Origin(), d.list.Len(), d.indexed.Origin(), d.indexed.Len())
+	}
+	bi := d.indexed.Blocks(math.MinInt64, MaxTime)
+	if bl := d.list.Blocks(math.MinInt64, MaxTime); !slices.Equal(bl, bi) {
+		return fmt.Errorf("blocks: list %v, indexed %v", bl, bi)
+	}
+	if withRef {
+		if d.ref.origin != d.indexed.Origin() {
+			return fmt.Errorf("origin: model %d, indexed %d", d.ref.origin, d.indexed.Origin())
+		}
+		if br := d.ref.Blocks(math.MinInt64, MaxTime); !slices.Equal(br, bi) {
+			return fmt.Errorf("blocks: model %v, indexed %v", br, bi)
+		}
+	}
+	return nil
+}
+
+// opGen draws operations over a horizon, biased towards releasing what was
+// booked so that the timeline both fragments and heals.
+type opGen struct {
+	rng      *rand.Rand
+	horizon  int64
+	capacity int64
+	maxLen   int64
+	// maxAmount bounds booked amounts (capacity/2 when zero).
+	maxAmount int64
+	// grow makes bookings four times as likely as releases of live ones.
+	grow   bool
+	live   []tlOp
+	origin int64
+}
+
+func (g *opGen) window() (int64, int64) {
+	s := g.origin - 2 + g.rng.Int64N(g.horizon-g.origin+3)
+	if g.rng.IntN(20) == 0 {
+		return s, MaxTime
+	}
+	e := s + 1 + g.rng.Int64N(g.maxLen)
+	return s, min(e, g.horizon)
+}
+
+func (g *opGen) next() tlOp {
+	k := g.rng.IntN(100)
+	if g.grow && k >= 35 && k < 60 && g.rng.IntN(4) != 0 {
+		k = 0
+	}
+	switch {
+	case k < 35:
+		s, e := g.window()
+		maxAmount := g.maxAmount
+		if maxAmount == 0 {
+			maxAmount = g.capacity/2 + 1
+		}
+		op := tlOp{kind: opBook, a: s, b: e, c: 1 + g.rng.Int64N(maxAmount)}
+		if g.rng.IntN(30) == 0 {
+			op.c = g.rng.Int64N(3) - 1 // zero and negative amounts
+		}
+		g.live = append(g.live, op)
+		return op
+	case k < 60 && len(g.live) > 0:
+		i := g.rng.IntN(len(g.live))
+		op := g.live[i]
+		g.live = slices.Delete(g.live, i, i+1)
+		op.kind = opRelease
+		return op
+	case k < 62:
+		s, e := g.window()
+		return tlOp{kind: opRelease, a: s, b: e, c: 1 + g.rng.Int64N(3)}
+	case k < 85:
+		nb := g.origin - 2 + g.rng.Int64N(g.horizon-g.origin+4)
+		ls := nb + g.rng.Int64N(g.horizon+2)
+		dur := 1 + g.rng.Int64N(g.maxLen+2)
+		if g.rng.IntN(15) == 0 {
+			ls = MaxTime - dur
+		}
+		return tlOp{kind: opEarliest, a: 1 + g.rng.Int64N(g.capacity+1), b: dur, c: nb, d: ls}
+	case k < 91:
+		s, e := g.window()
+		if g.rng.IntN(8) == 0 {
+			e = s - g.rng.Int64N(2)
+		}
+		return tlOp{kind: opMinFree, a: s, b: e}
+	case k < 97:
+		s, e := g.window()
+		return tlOp{kind: opBlocks, a: s, b: e}
+	default:
+		if g.origin < g.horizon-g.horizon/4 && g.rng.IntN(3) == 0 {
+			g.origin += g.rng.Int64N(g.horizon/16 + 1)
+		}
+		return tlOp{kind: opAdvance, a: g.origin}
+	}
+}
+
+func seeds(n int) []uint64 {
+	if *indexedSeed != 0 {
+		return []uint64{*indexedSeed}
+	}
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = uint64(i+1)*0x9e3779b97f4a7c15 ^ 0x5eed
+	}
+	return out
+}
+
+// TestIndexedDifferentialSmall compares indexed, list and the per-unit
+// profile on a short horizon with many seeds; every answer and the whole
+// block list must agree after every step.
+func TestIndexedDifferentialSmall(t *testing.T) {
+	for _, seed := range seeds(300) {
+		const capacity, horizon = 8, 40
+		d := newDiffRun(capacity, horizon)
+		g := &opGen{rng: rand.New(rand.NewPCG(seed, 1)), horizon: horizon, capacity: capacity, maxLen: 12}
+		for range 400 {
+			op := g.next()
+			if err := d.apply(op); err != nil {
+				t.Fatalf("seed %d step %d: %v (replay with -indexed.seed=%d)", seed, d.step, err, seed)
+			}
+		}
+	}
+}
+
+// TestIndexedDifferentialLarge grows timelines to thousands of blocks so
+// that chunks split, empty and merge and the segment tree is rebuilt many
+// times; the model is checked every few steps.
+func TestIndexedDifferentialLarge(t *testing.T) {
+	n := 4
+	if testing.Short() {
+		n = 1
+	}
+	for _, seed := range seeds(n) {
+		const capacity, horizon = 1000, 6000
+		d := newDiffRun(capacity, horizon)
+		d.fullCheckEvery = 97
+		g := &opGen{rng: rand.New(rand.NewPCG(seed, 2)), horizon: horizon, capacity: capacity, maxLen: 40, maxAmount: 60, grow: true}
+		maxLen := 0
+		for i := range 5000 {
+			if i == 3000 {
+				// Drain: release everything so that chunks shrink
+				// and merge.
+				for _, op := range g.live {
+					op.kind = opRelease
+					if err := d.apply(op); err != nil {
+						t.Fatalf("seed %d step %d: %v (replay with -indexed.seed=%d)", seed, d.step, err, seed)
+					}
+				}
+				g.live = g.live[:0]
+				g.grow = false
+				if err := d.compareState(true); err != nil {
+					t.Fatalf("seed %d after drain: %v", seed, err)
+				}
+			}
+			op := g.next()
+			if op.kind == opAdvance && i < 3000 {
+				continue // keep the far past until the timeline is large
+			}
+			if err := d.apply(op); err != nil {
+				t.Fatalf("seed %d step %d: %v (replay with -indexed.seed=%d)", seed, d.step, err, seed)
+			}
+			maxLen = max(maxLen, d.indexed.Len())
+		}
+		if maxLen < 3*chunkCap {
+			t.Fatalf("seed %d: timeline peaked at %d blocks, want >= %d to exercise chunk splits", seed, maxLen, 3*chunkCap)
+		}
+		t.Logf("seed %d: peak %d blocks, final %d blocks in %d chunks", seed, maxLen, d.indexed.Len(), len(d.indexed.chunks))
+	}
+}
+
+// TestIndexedTable pins down individual behaviours with expected block lists.
+func TestIndexedTable(t *testing.T) {
+	type step struct {
+		op      tlOp
+		wantErr error
+	}
+	tests := []struct {
+		name   string
+		steps  []step
+		blocks []Block
+	}{
+		{
+			name:   "fresh",
+			blocks: []Block{{0, MaxTime, 10}},
+		},
+		{
+			name:   "book splits both ends",
+			steps:  []step{{op: tlOp{kind: opBook, a: 5, b: 9, c: 3}}},
+			blocks: []Block{{0, 5, 10}, {5, 9, 7}, {9, MaxTime, 10}},
+		},
+		{
+			name: "release merges back to one block",
+			steps: []step{
+				{op: tlOp{kind: opBook, a: 5, b: 9, c: 3}},
+				{op: tlOp{kind: opRelease, a: 5, b: 9, c: 3}},
+			},
+			blocks: []Block{{0, MaxTime, 10}},
+		},
+		{
+			name: "adjacent equal bookings merge",
+			steps: []step{
+				{op: tlOp{kind: opBook, a: 5, b: 9, c: 3}},
+				{op: tlOp{kind: opBook, a: 9, b: 12, c: 3}},
+			},
+			blocks: []Block{{0, 5, 10}, {5, 12, 7}, {12, MaxTime, 10}},
+		},
+		{
+			name: "overbooking is refused and changes nothing",
+			steps: []step{
+				{op: tlOp{kind: opBook, a: 5, b: 9, c: 8}},
+				{op: tlOp{kind: opBook, a: 0, b: 6, c: 3}, wantErr: ErrNoCapacity},
+			},
+			blocks: []Block{{0, 5, 10}, {5, 9, 2}, {9, MaxTime, 10}},
+		},
+		{
+			name:   "negative amount is invalid",
+			steps:  []step{{op: tlOp{kind: opBook, a: 1, b: 2, c: -1}, wantErr: ErrInvalid}},
+			blocks: []Block{{0, MaxTime, 10}},
+		},
+		{
+			name:   "release overflow is invalid",
+			steps:  []step{{op: tlOp{kind: opRelease, a: 1, b: 2, c: math.MaxInt64}, wantErr: ErrInvalid}},
+			blocks: []Block{{0, MaxTime, 10}},
+		},
+		{
+			name: "open-ended booking",
+			steps: []step{
+				{op: tlOp{kind: opBook, a: 3, b: MaxTime, c: 10}},
+			},
+			blocks: []Block{{0, 3, 10}, {3, MaxTime, 0}},
+		},
+		{
+			name: "advance clips the past and later bookings ignore it",
+			steps: []step{
+				{op: tlOp{kind: opBook, a: 2, b: 6, c: 4}},
+				{op: tlOp{kind: opAdvance, a: 4}},
+				{op: tlOp{kind: opRelease, a: 2, b: 6, c: 4}},
+			},
+			blocks: []Block{{4, MaxTime, 10}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := NewIndexed(10, 0).(*IndexedTimeline)
+			for i, s := range tc.steps {
+				var err error
+				switch s.op.kind {
+				case opBook:
+					err = tl.Book(s.op.a, s.op.b, s.op.c)
+				case opRelease:
+					err = tl.Release(s.op.a, s.op.b, s.op.c)
+				case opAdvance:
+					tl.Advance(s.op.a)
+				}
+				if (s.wantErr == nil) != (err == nil) || (s.wantErr != nil && !errors.Is(err, s.wantErr)) {
+					t.Fatalf("step %d %v: error %v, want %v", i, s.op, err, s.wantErr)
+				}
+				if err := tl.checkInvariants(); err != nil {
+					t.Fatalf("step %d %v: %v", i, s.op, err)
+				}
+			}
+			if got := tl.Blocks(math.MinInt64, MaxTime); !slices.Equal(got, tc.blocks) {
+				t.Fatalf("blocks %v, want %v", got, tc.blocks)
+			}
+		})
+	}
+}
+
+// TestIndexedEarliestTable checks Earliest on a fixed profile:
+// [0,5):10 [5,9):2 [9,12):6 [12,MaxTime):10.
+func TestIndexedEarliestTable(t *testing.T) {
+	tl := NewIndexed(10, 0)
+	for _, b := range [][3]int64{{5, 9, 8}, {9, 12, 4}} {
+		if err := tl.Book(b[0], b[1], b[2]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		amount, duration, notBefore, latestStart int64
+		want                                     int64
+		ok                                       bool
+	}{
+		{1, 100, 0, 0, 0, true},
+		{3, 5, 0, MaxTime - 5, 0, true},
+		{3, 6, 0, MaxTime - 6, 9, true},
+		{7, 6, 0, MaxTime - 6, 12, true},
+		{7, 6, 0, 11, 0, false},
+		{6, 3, 7, 20, 9, true},
+		{6, 4, 7, 20, 9, true},
+		{2, 1, 6, 6, 6, true},
+		{11, 1, 0, MaxTime - 1, 0, false},
+		{0, 1, 0, 10, 0, false},
+		{1, 0, 0, 10, 0, false},
+		{1, 1, 5, 4, 0, false},
+		{1, 2, 0, MaxTime - 1, 0, false},
+	}
+	for _, tc := range tests {
+		got, ok := tl.Earliest(tc.amount, tc.duration, tc.notBefore, tc.latestStart)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("Earliest(%d, %d, %d, %d) = (%d, %v), want (%d, %v)",
+				tc.amount, tc.duration, tc.notBefore, tc.latestStart, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// decodeOps turns fuzz bytes into operations over a 32-unit horizon, five
+// bytes per operation.
+func decodeOps(data []byte) []tlOp {
+	const horizon = 32
+	var ops []tlOp
+	origin := int64(0)
+	for len(data) >= 5 {
+		k := opKind(data[0] % uint8(numOpKinds))
+		x, y, z, w := int64(data[1]), int64(data[2]), int64(data[3]), int64(data[4])
+		data = data[5:]
+		s := x % (horizon + 2)
+		e := s + 1 + y%12
+		if y >= 250 {
+			e = MaxTime
+		}
+		switch k {
+		case opBook, opRelease:
+			ops = append(ops, tlOp{kind: k, a: s, b: e, c: z%7 - 1})
+		case opEarliest:
+			ls := s + w%(horizon+4)
+			if w >= 250 {
+				ls = MaxTime - (1 + y%12)
+			}
+			ops = append(ops, tlOp{kind: k, a: z%12 - 1, b: 1 + y%12, c: s, d: ls})
+		case opMinFree, opBlocks:
+			ops = append(ops, tlOp{kind: k, a: s, b: s + int64(int8(y))%8})
+		case opAdvance:
+			origin = max(origin, x%horizon)
+			ops = append(ops, tlOp{kind: k, a: origin})
+		}
+	}
+	return ops
+}
+
+// FuzzIndexedVsList decodes bytes into an operation sequence and runs it on
+// the indexed timeline, the list timeline and the profile model, comparing
+// every answer and the block list after every step.
+func FuzzIndexedVsList(f *testing.F) {
+	f.Add([]byte{0, 5, 4, 4, 0, 2, 0, 11, 4, 40, 1, 5, 4, 4, 0})
+	f.Add([]byte{0, 1, 255, 9, 0, 5, 3, 0, 0, 0, 2, 0, 6, 3, 255, 4, 0, 200, 0, 0})
+	seed := make([]byte, 0, 200)
+	for i := range 40 {
+		seed = binary.LittleEndian.AppendUint32(seed, uint32(i)*2654435761)
+		seed = append(seed, byte(i))
+	}
+	f.Add(seed)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d := newDiffRun(6, 64)
+		for _, op := range decodeOps(data) {
+			if err := d.apply(op); err != nil {
+				t.Fatalf("step %d: %v", d.step, err)
+			}
+		}
+	})
+}
+
+// TestIndexedExtremes compares the list and indexed timelines at the edges
+// of time, where clamping rules decide the outcome.
+func TestIndexedExtremes(t *testing.T) {
+	// Negative origins are left out: the list computes End-start, which
+	// overflows for an open-ended block and a negative start; see
+	// TestIndexedNegativeTime for the indexed answers there.
+	for _, origin := range []int64{0, 1, MaxTime - 2, MaxTime} {
+		d := &diffRun{
+			list:    NewList(5, origin),
+			indexed: NewIndexed(5, origin).(*IndexedTimeline),
+		}
+		o := d.list.Origin()
+		ops := []tlOp{
+			{kind: opMinFree, a: MaxTime, b: MaxTime},
+			{kind: opMinFree, a: o, b: o},
+			{kind: opBook, a: o, b: MaxTime, c: 2},
+			{kind: opEarliest, a: 3, b: 1, c: o, d: MaxTime - 1},
+			{kind: opEarliest, a: 4, b: 1, c: o, d: MaxTime - 1},
+			{kind: opRelease, a: o, b: MaxTime, c: math.MaxInt64},
+			{kind: opBlocks, a: math.MinInt64, b: MaxTime},
+			{kind: opAdvance, a: MaxTime},
+			{kind: opBook, a: math.MinInt64, b: MaxTime, c: 3},
+			{kind: opBlocks, a: math.MinInt64, b: MaxTime},
+		}
+		for _, op := range ops {
+			if err := d.apply(op); err != nil {
+				t.Fatalf("origin %d: %v", origin, err)
+			}
+		}
+	}
+}
+
+// TestIndexedNegativeTime checks that negative instants work (no End-start
+// overflow against the open-ended last block).
+func TestIndexedNegativeTime(t *testing.T) {
+	tl := NewIndexed(5, math.MinInt64)
+	if err := tl.Book(-10, -4, 4); err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := tl.Earliest(2, 1, math.MinInt64, MaxTime-1); !ok || s != math.MinInt64 {
+		t.Fatalf("Earliest(2, 1, min, ..) = (%d, %v), want (%d, true)", s, ok, int64(math.MinInt64))
+	}
+	if s, ok := tl.Earliest(3, 7, -12, MaxTime-7); !ok || s != -4 {
+		t.Fatalf("Earliest(3, 7, -12, ..) = (%d, %v), want (-4, true)", s, ok)
+	}
+	want := []Block{{math.MinInt64, -10, 5}, {-10, -4, 1}, {-4, MaxTime, 5}}
+	if got := tl.Blocks(math.MinInt64, MaxTime); !slices.Equal(got, want) {
+		t.Fatalf("blocks %v, want %v", got, want)
+	}
+}
