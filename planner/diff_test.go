@@ -39,6 +39,7 @@ var factories = []struct {
 	f    TimelineFactory
 }{
 	{"list", NewList},
+	{"indexed", NewIndexed},
 }
 
 // chooser is the source of the generator's choices: a seeded PRNG, or the
