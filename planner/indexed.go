@@ -139,6 +139,23 @@ func (t *IndexedTimeline) blockEnd(ci, bi int) int64 {
 	return MaxTime
 }
 
+// NextChange returns the first block boundary after x (x is clipped to the
+// origin); ok is false when x lies in the last, open-ended block. The
+// Planner uses it to enumerate candidate starts.
+func (t *IndexedTimeline) NextChange(x int64) (int64, bool) {
+	if x < t.origin {
+		x = t.origin
+	}
+	ci, bi := t.locate(x)
+	if bi+1 < len(t.chunks[ci].start) {
+		return t.chunks[ci].start[bi+1], true
+	}
+	if ci+1 < len(t.chunks) {
+		return t.firsts[ci+1], true
+	}
+	return 0, false
+}
+
 // nextAtLeast returns the first block at or after position (ci, bi) whose
 // free is >= amount. bi may equal the chunk length.
 func (t *IndexedTimeline) nextAtLeast(ci, bi int, amount int64) (int, int, bool) {

@@ -158,12 +158,13 @@ type tlOp struct {
 type opKind uint8
 
 const (
-	opBook     opKind = iota // [a, b) amount c
-	opRelease                // [a, b) amount c
-	opEarliest               // amount a, duration b, notBefore c, latestStart d
-	opMinFree                // [a, b)
-	opBlocks                 // [a, b)
-	opAdvance                // now a
+	opBook       opKind = iota // [a, b) amount c
+	opRelease                  // [a, b) amount c
+	opEarliest                 // amount a, duration b, notBefore c, latestStart d
+	opMinFree                  // [a, b)
+	opBlocks                   // [a, b)
+	opAdvance                  // now a
+	opNextChange               // after a
 	numOpKinds
 )
 
@@ -179,6 +180,8 @@ func (o tlOp) String() string {
 		return fmt.Sprintf("MinFree(%d, %d)", o.a, o.b)
 	case opBlocks:
 		return fmt.Sprintf("Blocks(%d, %d)", o.a, o.b)
+	case opNextChange:
+		return fmt.Sprintf("NextChange(%d)", o.a)
 	default:
 		return fmt.Sprintf("Advance(%d)", o.a)
 	}
@@ -264,6 +267,13 @@ func (d *diffRun) apply(op tlOp) error {
 			if br := d.ref.Blocks(op.a, op.b); !slices.Equal(br, bi) {
 				return fmt.Errorf("%v: model %v, indexed %v", op, br, bi)
 			}
+		}
+	case opNextChange:
+		type nextChanger interface{ NextChange(int64) (int64, bool) }
+		cl, okl := d.list.(nextChanger).NextChange(op.a)
+		ci, oki := d.indexed.NextChange(op.a)
+		if cl != ci || okl != oki {
+			return fmt.Errorf("%v: list (%d, %v), indexed (%d, %v)", op, cl, okl, ci, oki)
 		}
 	case opAdvance:
 		d.list.Advance(op.a)
@@ -363,9 +373,12 @@ func (g *opGen) next() tlOp {
 			e = s - g.rng.Int64N(2)
 		}
 		return tlOp{kind: opMinFree, a: s, b: e}
-	case k < 97:
+	case k < 95:
 		s, e := g.window()
 		return tlOp{kind: opBlocks, a: s, b: e}
+	case k < 97:
+		s, _ := g.window()
+		return tlOp{kind: opNextChange, a: s}
 	default:
 		if g.origin < g.horizon-g.horizon/4 && g.rng.IntN(3) == 0 {
 			g.origin += g.rng.Int64N(g.horizon/16 + 1)
@@ -607,6 +620,8 @@ func decodeOps(data []byte) []tlOp {
 				ls = MaxTime - (1 + y%12)
 			}
 			ops = append(ops, tlOp{kind: k, a: z%12 - 1, b: 1 + y%12, c: s, d: ls})
+		case opNextChange:
+			ops = append(ops, tlOp{kind: k, a: s})
 		case opMinFree, opBlocks:
 			ops = append(ops, tlOp{kind: k, a: s, b: s + int64(int8(y))%8})
 		case opAdvance:
@@ -659,6 +674,8 @@ func TestIndexedExtremes(t *testing.T) {
 			{kind: opEarliest, a: 4, b: 1, c: o, d: MaxTime - 1},
 			{kind: opRelease, a: o, b: MaxTime, c: math.MaxInt64},
 			{kind: opBlocks, a: math.MinInt64, b: MaxTime},
+			{kind: opNextChange, a: math.MinInt64},
+			{kind: opNextChange, a: MaxTime},
 			{kind: opAdvance, a: MaxTime},
 			{kind: opBook, a: math.MinInt64, b: MaxTime, c: 3},
 			{kind: opBlocks, a: math.MinInt64, b: MaxTime},
