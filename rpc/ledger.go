@@ -65,9 +65,10 @@ type ListQuery struct {
 	Tenant   string
 	States   []ledgerdv1.ReservationState
 	From, To int64 // To == 0 means no upper bound
-	After    string
-	Limit    int
-	Stale    bool
+	// PageToken continues a previous List; Limit is the page size.
+	PageToken string
+	Limit     int
+	Stale     bool
 }
 
 // FindResult is the answer of Ledger.Find.
@@ -102,9 +103,9 @@ type Ledger interface {
 	Cancel(ctx context.Context, w Write, id string) (*ledgerdv1.Reservation, error)
 
 	Get(ctx context.Context, id string, stale bool) (*ledgerdv1.Reservation, error)
-	// List returns reservations matching q ordered by id, starting after
-	// q.After, at most q.Limit of them, and whether more exist.
-	List(ctx context.Context, q ListQuery) (rs []*ledgerdv1.Reservation, more bool, err error)
+	// List returns one page of reservations matching q ordered by id and
+	// the token of the next page ("" on the last one).
+	List(ctx context.Context, q ListQuery) (rs []*ledgerdv1.Reservation, next string, err error)
 	Find(ctx context.Context, s Shape) (FindResult, error)
 	// Offers returns up to k feasible starts, earliest first.
 	Offers(ctx context.Context, s Shape, k int) ([]int64, error)

@@ -3,7 +3,6 @@ package rpc
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"time"
@@ -237,21 +236,15 @@ func (h *reservations) List(ctx context.Context, req *connect.Request[ledgerdv1.
 			return nil, toConnect(&FieldError{Field: "to", Reason: "must be after from"})
 		}
 	}
-	if m.PageToken != "" {
-		after, err := base64.RawURLEncoding.DecodeString(m.PageToken)
-		if err != nil {
-			return nil, toConnect(&FieldError{Field: "page_token", Reason: "malformed"})
-		}
-		q.After = string(after)
+	if len(m.PageToken) > 256 {
+		return nil, toConnect(&FieldError{Field: "page_token", Reason: "malformed"})
 	}
-	rs, more, err := h.s.opts.Ledger.List(ctx, q)
+	q.PageToken = m.PageToken
+	rs, next, err := h.s.opts.Ledger.List(ctx, q)
 	if err != nil {
 		return nil, toConnect(err)
 	}
-	resp := &ledgerdv1.ListResponse{Reservations: rs}
-	if more && len(rs) > 0 {
-		resp.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(rs[len(rs)-1].Id))
-	}
+	resp := &ledgerdv1.ListResponse{Reservations: rs, NextPageToken: next}
 	return connect.NewResponse(resp), nil
 }
 
