@@ -1,0 +1,292 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// tnode is one server of a test cluster, with its own HTTP server for the
+// internal endpoints and fixed loopback ports so it can be restarted.
+type tnode struct {
+	name                 string
+	dir                  string
+	raftAddr, gossipAddr string
+	rpcAddr              string
+	fsm                  *kvFSM
+	node                 *Node
+	srv                  *http.Server
+	expect               int
+	join                 []string
+	tweak                func(*Config)
+	running              bool
+}
+
+type tcluster struct {
+	t     *testing.T
+	nodes []*tnode
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("LEDGERD_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// newCluster starts n servers that bootstrap together with
+// BootstrapExpect n, each joining the first one's gossip address.
+func newCluster(t *testing.T, n int, tweak func(*Config)) *tcluster {
+	t.Helper()
+	c := &tcluster{t: t}
+	for i := 0; i < n; i++ {
+		c.add(n, tweak)
+	}
+	for _, tn := range c.nodes {
+		c.start(tn)
+	}
+	t.Cleanup(c.stopAll)
+	return c
+}
+
+// add creates (without starting) a server expecting `expect` peers.
+func (c *tcluster) add(expect int, tweak func(*Config)) *tnode {
+	tn := &tnode{
+		name:       fmt.Sprintf("n%d", len(c.nodes)),
+		dir:        filepath.Join(c.t.TempDir(), "data"),
+		raftAddr:   freeAddr(c.t),
+		gossipAddr: freeAddr(c.t),
+		rpcAddr:    freeAddr(c.t),
+		fsm:        newKVFSM(),
+		expect:     expect,
+		tweak:      tweak,
+	}
+	if len(c.nodes) > 0 {
+		tn.join = []string{c.nodes[0].gossipAddr}
+	} else if expect > 1 {
+		tn.join = nil
+	}
+	c.nodes = append(c.nodes, tn)
+	return tn
+}
+
+func testConfig(tn *tnode) Config {
+	cfg := Config{
+		NodeName:                tn.name,
+		DataDir:                 tn.dir,
+		RaftBind:                tn.raftAddr,
+		GossipBind:              tn.gossipAddr,
+		RPCAdvertise:            tn.rpcAddr,
+		RetryJoin:               tn.join,
+		BootstrapExpect:         tn.expect,
+		DeadServerGrace:         time.Second,
+		ForwardTimeout:          5 * time.Second,
+		LeaderWait:              5 * time.Second,
+		Stamp:                   testStamp,
+		Logger:                  testLogger().With("t", tn.name),
+		HeartbeatTimeout:        200 * time.Millisecond,
+		ElectionTimeout:         200 * time.Millisecond,
+		LeaderLeaseTimeout:      100 * time.Millisecond,
+		ReconcileInterval:       200 * time.Millisecond,
+		ServerStabilizationTime: 400 * time.Millisecond,
+	}
+	if tn.tweak != nil {
+		tn.tweak(&cfg)
+	}
+	return cfg
+}
+
+func (c *tcluster) start(tn *tnode) {
+	c.t.Helper()
+	ln, err := net.Listen("tcp", tn.rpcAddr)
+	if err != nil {
+		c.t.Fatalf("%s: listen rpc: %v", tn.name, err)
+	}
+	node, err := New(testConfig(tn), tn.fsm)
+	if err != nil {
+		ln.Close()
+		c.t.Fatalf("%s: New: %v", tn.name, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/internal/", node.Handler())
+	tn.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = tn.srv.Serve(ln) }()
+	tn.node, tn.running = node, true
+}
+
+// crash stops tn without leaving gossip or handing over leadership.
+func (c *tcluster) crash(tn *tnode) {
+	c.t.Helper()
+	if !tn.running {
+		return
+	}
+	tn.running = false
+	_ = tn.srv.Close()
+	if err := tn.node.stop(); err != nil {
+		c.t.Logf("%s: stop: %v", tn.name, err)
+	}
+}
+
+// shutdown stops tn gracefully.
+func (c *tcluster) shutdown(tn *tnode) {
+	c.t.Helper()
+	if !tn.running {
+		return
+	}
+	tn.running = false
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tn.node.Shutdown(ctx); err != nil {
+		c.t.Errorf("%s: shutdown: %v", tn.name, err)
+	}
+	_ = tn.srv.Close()
+}
+
+// restart starts tn again on the same data and addresses with a fresh FSM
+// (the state must come back from snapshot + log).
+func (c *tcluster) restart(tn *tnode) {
+	c.t.Helper()
+	tn.fsm = newKVFSM()
+	c.start(tn)
+}
+
+func (c *tcluster) stopAll() {
+	for _, tn := range c.nodes {
+		c.crash(tn)
+	}
+}
+
+func (c *tcluster) running() []*tnode {
+	var out []*tnode
+	for _, tn := range c.nodes {
+		if tn.running {
+			out = append(out, tn)
+		}
+	}
+	return out
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// leader waits until every running node agrees on one leader and returns it.
+func (c *tcluster) leader() *tnode {
+	c.t.Helper()
+	var l *tnode
+	waitFor(c.t, 20*time.Second, "a leader all running nodes agree on", func() bool {
+		l = nil
+		for _, tn := range c.running() {
+			if tn.node.IsLeader() {
+				if l != nil {
+					return false
+				}
+				l = tn
+			}
+		}
+		if l == nil {
+			return false
+		}
+		for _, tn := range c.running() {
+			if id, rpc := tn.node.Leader(); id != l.node.ID() || rpc == "" {
+				return false
+			}
+		}
+		return true
+	})
+	return l
+}
+
+func (c *tcluster) follower() *tnode {
+	l := c.leader()
+	for _, tn := range c.running() {
+		if tn != l {
+			return tn
+		}
+	}
+	c.t.Fatal("no follower")
+	return nil
+}
+
+// voters returns the voter IDs in the leader's configuration.
+func (c *tcluster) config(l *tnode) map[string]raft.ServerSuffrage {
+	c.t.Helper()
+	fut := l.node.raft.GetConfiguration()
+	if err := fut.Error(); err != nil {
+		c.t.Fatalf("get configuration: %v", err)
+	}
+	out := map[string]raft.ServerSuffrage{}
+	for _, s := range fut.Configuration().Servers {
+		out[string(s.ID)] = s.Suffrage
+	}
+	return out
+}
+
+func (c *tcluster) waitVoters(n int) {
+	c.t.Helper()
+	waitFor(c.t, 30*time.Second, fmt.Sprintf("%d voters", n), func() bool {
+		l := c.leader()
+		v := 0
+		conf := c.config(l)
+		for _, s := range conf {
+			if s == raft.Voter {
+				v++
+			}
+		}
+		return v == n && len(conf) == n
+	})
+}
+
+func apply(t *testing.T, tn *tnode, cmd string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := tn.node.Apply(ctx, []byte(cmd))
+	if err != nil {
+		t.Fatalf("%s: apply %q: %v", tn.name, cmd, err)
+	}
+	return string(res)
+}
+
+// readEntries does a linearizable read on tn.
+func readEntries(t *testing.T, tn *tnode) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tn.node.ReadBarrier(ctx); err != nil {
+		t.Fatalf("%s: read barrier: %v", tn.name, err)
+	}
+	return tn.fsm.entries()
+}
+
+func isRetryable(err error) bool {
+	return errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, ErrNoLeader) ||
+		errors.Is(err, ErrNotLeader) || errors.Is(err, context.DeadlineExceeded)
+}
