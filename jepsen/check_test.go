@@ -98,7 +98,7 @@ func TestModelStep(t *testing.T) {
 	for i, st := range steps {
 		ok, next := l.Step(s, st.in, st.want)
 		if !ok {
-			got, _ := l.step(s, st.in)
+			got, _ := l.predict(s, st.in)
 			t.Fatalf("step %d %s: model says %+v, want %+v", i, DescribeOperation(st.in, st.want), got, st.want)
 		}
 		// Any other definite output must be refused, and unknown accepted.
@@ -136,7 +136,7 @@ func TestSequentialHistories(t *testing.T) {
 			if in.Op == OpHold || in.Op == OpReserve {
 				ids = append(ids, in.ID)
 			}
-			out, next := l.step(s, in)
+			out, next := l.predict(s, in)
 			s = next
 			h.Ops = append(h.Ops, Op{Client: i % 3, Input: in, Output: out, Call: int64(i * 10), Return: int64(i*10 + 5)})
 		}

@@ -155,6 +155,9 @@ func (h History) partition() [][]Op {
 	}
 	out := make([][]Op, n)
 	for _, op := range h.Ops {
+		if op.Output.Code == CodeFailed {
+			continue
+		}
 		g := 0
 		switch {
 		case len(op.Input.Parts) > 0:

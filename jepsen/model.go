@@ -36,6 +36,10 @@ const (
 	CodeConflict Code = "conflict"  // the reservation is in the wrong state
 	CodeInvalid  Code = "invalid"   // malformed request
 	CodeUnknown  Code = "unknown"   // indeterminate
+	// CodeFailed marks an operation refused before it could take effect
+	// (connection refused, no leader): it certainly did nothing. The
+	// checker leaves such operations out.
+	CodeFailed Code = "failed"
 )
 
 // Status is a reservation's lifecycle state as seen by Get.
@@ -50,7 +54,15 @@ const (
 	StatusAborted   Status = "ABORTED"
 	StatusCancelled Status = "CANCELLED"
 	StatusExpired   Status = "EXPIRED"
+	// ACTIVE and COMPLETED are derived from the clock; the workload books
+	// far enough ahead that they appear only in end-of-run reads.
+	StatusActive    Status = "ACTIVE"
+	StatusCompleted Status = "COMPLETED"
 )
+
+// repeat marks, inside the model only, an ok that repeats a transition
+// already made; it never appears in a recorded output.
+const repeat Status = "repeat"
 
 // Part is one resource's share of a request.
 type Part struct {
@@ -194,7 +206,7 @@ func (l *Ledger) step(s State, in Input) (Output, State) {
 		case r.Status == StatusHeld:
 			r.Status = StatusCommitted
 		case r.Status == StatusCommitted:
-			return Output{Code: CodeOK, Start: r.Shape.Start}, s
+			return Output{Code: CodeOK, Start: r.Shape.Start, Status: repeat}, s
 		default:
 			return Output{Code: CodeConflict}, s
 		}
@@ -211,7 +223,7 @@ func (l *Ledger) step(s State, in Input) (Output, State) {
 		case r.Status == StatusHeld:
 			r.Status = StatusAborted
 		case r.Status == StatusAborted:
-			return Output{Code: CodeOK}, s
+			return Output{Code: CodeOK, Status: repeat}, s
 		default:
 			return Output{Code: CodeConflict}, s
 		}
@@ -226,7 +238,7 @@ func (l *Ledger) step(s State, in Input) (Output, State) {
 		case StatusCommitted:
 			r.Status, r.Pending = StatusCancelled, nil
 		case StatusCancelled:
-			return Output{Code: CodeOK}, s
+			return Output{Code: CodeOK, Status: repeat}, s
 		default:
 			return Output{Code: CodeConflict}, s
 		}
@@ -269,6 +281,23 @@ func (l *Ledger) step(s State, in Input) (Output, State) {
 	return Output{Code: CodeInvalid}, s
 }
 
+// predict is step with the internal repeat marker removed: the output a
+// correct ledger would return.
+func (l *Ledger) predict(s State, in Input) (Output, State) {
+	out, next := l.step(s, in)
+	if out.Status == repeat {
+		out.Status = ""
+	}
+	return out, next
+}
+
+func repeatTransition(op OpKind, want, out Output) bool {
+	if out.Code != CodeConflict || want.Code != CodeOK {
+		return false
+	}
+	return want.Status == repeat && (op == OpCommit || op == OpAbort || op == OpCancel)
+}
+
 func sameRequest(a, b Input) bool {
 	return a.Duration == b.Duration && a.NotBefore == b.NotBefore && a.Deadline == b.Deadline &&
 		slices.Equal(a.Parts, b.Parts)
@@ -283,9 +312,22 @@ func (l *Ledger) Step(state any, input any, output any) (bool, any) {
 	s := state.(State)
 	in := input.(Input)
 	out := output.(Output)
+	if out.Code == CodeFailed {
+		return true, s
+	}
 	want, next := l.step(s, in)
 	if out.Code == CodeUnknown {
 		return true, next
+	}
+	if repeatTransition(in.Op, want, out) {
+		// Committing a committed reservation, aborting an aborted one or
+		// cancelling a cancelled one changes nothing; whether the ledger
+		// answers ok (idempotent) or "wrong state" is an API choice the
+		// model does not pin.
+		return true, next
+	}
+	if want.Status == repeat {
+		want.Status = ""
 	}
 	if want.Code != CodeOK {
 		return want.Code == out.Code, next
