@@ -1,0 +1,150 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+
+	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// CurrentVersion is the command envelope version this release writes. A
+// replica applies every version from 1 up to CurrentVersion and refuses
+// anything newer, so a cluster must be upgraded before new writers appear.
+const CurrentVersion uint32 = 1
+
+// ErrMalformed marks bytes that are not a command this release can apply:
+// undecodable protobuf, an unknown or missing type, an unsupported envelope
+// version, or a payload that does not match the type. The cluster layer
+// calls Decode (or Validate) before raft.Apply and returns such errors to
+// the client; the same condition inside Apply is a panic, because a log
+// entry no replica can interpret would make replicas diverge.
+var ErrMalformed = errors.New("malformed command")
+
+var marshalOpts = proto.MarshalOptions{Deterministic: true}
+
+// Encode checks the envelope of cmd and returns its deterministic wire
+// encoding. A zero Version is written as CurrentVersion (cmd itself is not
+// modified). Field-level problems (a negative amount, an unknown resource)
+// are not checked here: they are domain results of Apply.
+func Encode(cmd *fsmv1.Command) ([]byte, error) {
+	if cmd == nil {
+		return nil, fmt.Errorf("encode command: %w: nil command", ErrMalformed)
+	}
+	if cmd.GetVersion() == 0 {
+		cmd = proto.CloneOf(cmd)
+		cmd.Version = CurrentVersion
+	}
+	if err := checkEnvelope(cmd); err != nil {
+		return nil, fmt.Errorf("encode command: %w", err)
+	}
+	b, err := marshalOpts.Marshal(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("encode command: %w", err)
+	}
+	return b, nil
+}
+
+// Decode parses an encoded command and checks its envelope (known type,
+// supported version, payload matching the type). Every entry Decode accepts
+// can be applied without panicking; every error wraps ErrMalformed.
+func Decode(b []byte) (*fsmv1.Command, error) {
+	cmd := new(fsmv1.Command)
+	if err := proto.Unmarshal(b, cmd); err != nil {
+		return nil, fmt.Errorf("decode command: %w: %v", ErrMalformed, err)
+	}
+	if err := checkEnvelope(cmd); err != nil {
+		return nil, fmt.Errorf("decode command: %w", err)
+	}
+	return cmd, nil
+}
+
+// Validate reports whether b is an entry Apply accepts (see Decode). The
+// cluster layer calls it on every command before raft.Apply.
+func Validate(b []byte) error {
+	_, err := Decode(b)
+	return err
+}
+
+// Stamp returns a copy of the encoded command with the leader's clock
+// (Unix milliseconds) set as its now_millis. The leader calls it right
+// before raft.Apply; apply itself never reads a clock.
+func Stamp(cmd []byte, nowMillis int64) ([]byte, error) {
+	c, err := Decode(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("stamp: %w", err)
+	}
+	c.NowMillis = nowMillis
+	b, err := marshalOpts.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("stamp: %w", err)
+	}
+	return b, nil
+}
+
+// TickCommand returns an encoded TYPE_EXPIRE command without a timestamp.
+// The leader stamps it (Stamp) and applies it periodically so holds expire
+// even when no other writes arrive.
+func TickCommand() []byte {
+	b, err := Encode(&fsmv1.Command{
+		Type:    fsmv1.Command_TYPE_EXPIRE,
+		Version: CurrentVersion,
+		Payload: &fsmv1.Command_Expire{Expire: &fsmv1.Expire{}},
+	})
+	if err != nil {
+		// A constant, well-formed message always encodes.
+		panic(fmt.Sprintf("fsm: encode tick: %v", err))
+	}
+	return b
+}
+
+// DecodeResult parses the bytes Apply returned for an entry.
+func DecodeResult(b []byte) (*fsmv1.Result, error) {
+	r := new(fsmv1.Result)
+	if err := proto.Unmarshal(b, r); err != nil {
+		return nil, fmt.Errorf("decode result: %w", err)
+	}
+	if r.GetStatus() == fsmv1.Result_STATUS_UNKNOWN {
+		return nil, fmt.Errorf("decode result: missing status")
+	}
+	return r, nil
+}
+
+func encodeResult(r *fsmv1.Result) []byte {
+	b, err := marshalOpts.Marshal(r)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: encode result: %v", err))
+	}
+	return b
+}
+
+// checkEnvelope verifies what every replica must agree on before applying:
+// the version, a known type, and the payload that type requires.
+func checkEnvelope(c *fsmv1.Command) error {
+	if v := c.GetVersion(); v == 0 || v > CurrentVersion {
+		return fmt.Errorf("%w: version %d not supported (this release applies 1..%d)", ErrMalformed, v, CurrentVersion)
+	}
+	var ok bool
+	switch c.GetType() {
+	case fsmv1.Command_TYPE_CREATE_RESOURCE:
+		ok = c.GetCreateResource() != nil
+	case fsmv1.Command_TYPE_UPDATE_RESOURCE:
+		ok = c.GetUpdateResource() != nil
+	case fsmv1.Command_TYPE_DELETE_RESOURCE:
+		ok = c.GetDeleteResource() != nil
+	case fsmv1.Command_TYPE_HOLD, fsmv1.Command_TYPE_RESERVE:
+		ok = c.GetRequest() != nil
+	case fsmv1.Command_TYPE_COMMIT, fsmv1.Command_TYPE_ABORT, fsmv1.Command_TYPE_CANCEL:
+		ok = c.GetTarget() != nil
+	case fsmv1.Command_TYPE_MODIFY:
+		ok = c.GetModify() != nil
+	case fsmv1.Command_TYPE_EXPIRE:
+		ok = c.GetExpire() != nil
+	default:
+		return fmt.Errorf("%w: unknown type %d", ErrMalformed, int32(c.GetType()))
+	}
+	if !ok {
+		return fmt.Errorf("%w: type %s without its payload", ErrMalformed, c.GetType())
+	}
+	return nil
+}

@@ -1,0 +1,235 @@
+package fsm
+
+import (
+	"fmt"
+	"io"
+	"sync"
+
+	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"github.com/ledgerd/ledgerd/planner"
+	"github.com/hashicorp/raft"
+)
+
+// Config holds the knobs of the state machine. Every replica of a cluster
+// must use the same values: they decide what Apply does (hold TTLs,
+// retention), so replicas with different settings would diverge.
+// Durations are in milliseconds of log time.
+type Config struct {
+	// DefaultHoldTTL is the TTL of a hold or pending modification that asks
+	// for none. Default 30 s.
+	DefaultHoldTTL int64
+	// MaxHoldTTL bounds the TTL a client may ask for. Default 1 h.
+	MaxHoldTTL int64
+	// Retention is how long terminal reservations (completed, aborted,
+	// expired, cancelled) stay readable before they are dropped. Default 24 h.
+	Retention int64
+	// IdempotencyWindow is how long an idempotency key is remembered.
+	// Default 24 h.
+	IdempotencyWindow int64
+	// HistoryLimit is the number of events kept for History. Default 10,000.
+	HistoryLimit int
+	// Timelines makes the planner's per-resource timelines; nil selects
+	// planner.NewList. The list and the indexed timelines decide
+	// identically, so this is a performance choice only.
+	Timelines planner.TimelineFactory
+}
+
+// Default values of Config fields left zero.
+const (
+	DefaultHoldTTL           int64 = 30_000
+	DefaultMaxHoldTTL        int64 = 3_600_000
+	DefaultRetention         int64 = 24 * 3_600_000
+	DefaultIdempotencyWindow int64 = 24 * 3_600_000
+	DefaultHistoryLimit            = 10_000
+)
+
+func (c Config) withDefaults() (Config, error) {
+	if c.DefaultHoldTTL == 0 {
+		c.DefaultHoldTTL = DefaultHoldTTL
+	}
+	if c.MaxHoldTTL == 0 {
+		c.MaxHoldTTL = DefaultMaxHoldTTL
+	}
+	if c.Retention == 0 {
+		c.Retention = DefaultRetention
+	}
+	if c.IdempotencyWindow == 0 {
+		c.IdempotencyWindow = DefaultIdempotencyWindow
+	}
+	if c.HistoryLimit == 0 {
+		c.HistoryLimit = DefaultHistoryLimit
+	}
+	switch {
+	case c.DefaultHoldTTL < 0:
+		return c, fmt.Errorf("config: DefaultHoldTTL %d must be > 0", c.DefaultHoldTTL)
+	case c.MaxHoldTTL < c.DefaultHoldTTL:
+		return c, fmt.Errorf("config: MaxHoldTTL %d must be >= DefaultHoldTTL %d", c.MaxHoldTTL, c.DefaultHoldTTL)
+	case c.Retention < 0:
+		return c, fmt.Errorf("config: Retention %d must be >= 0", c.Retention)
+	case c.IdempotencyWindow < 0:
+		return c, fmt.Errorf("config: IdempotencyWindow %d must be >= 0", c.IdempotencyWindow)
+	case c.HistoryLimit < 0:
+		return c, fmt.Errorf("config: HistoryLimit %d must be >= 0", c.HistoryLimit)
+	}
+	return c, nil
+}
+
+// FSM is the replicated state machine of ledgerd: the resource table, the
+// reservation table with its lifecycle, idempotency records, the event
+// history, and a planner that makes admission decisions. It implements
+// raft.FSM and raft.BatchingFSM.
+//
+// Concurrency: Apply, ApplyBatch and Restore are called by raft from one
+// goroutine; every read method may be called from any goroutine at the
+// same time. A sync.RWMutex guards the state. The planner is not safe for
+// concurrent use even for queries, so reads that consult it take the
+// exclusive lock.
+type FSM struct {
+	cfg Config
+
+	mu sync.RWMutex
+	// Invariant: st is only replaced (Restore) or mutated (Apply) with mu
+	// held for writing.
+	st *state
+	// notify is closed and replaced after every applied batch.
+	notify chan struct{}
+}
+
+var (
+	_ raft.FSM         = (*FSM)(nil)
+	_ raft.BatchingFSM = (*FSM)(nil)
+)
+
+// New returns an empty state machine.
+func New(cfg Config) (*FSM, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &FSM{cfg: c, st: newState(c), notify: make(chan struct{})}, nil
+}
+
+// Apply applies one committed log entry and returns the encoded Result
+// ([]byte). Entries that are not commands (configuration changes,
+// barriers) return nil. An entry that Decode refuses panics: every replica
+// would refuse it identically, and skipping it would silently diverge from
+// a replica of a newer release that understands it.
+func (f *FSM) Apply(l *raft.Log) interface{} {
+	f.mu.Lock()
+	out := f.applyLocked(l)
+	f.wakeLocked()
+	f.mu.Unlock()
+	return out
+}
+
+// ApplyBatch applies several committed entries under one lock acquisition
+// and wakes readers once.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	out := make([]interface{}, len(logs))
+	f.mu.Lock()
+	for i, l := range logs {
+		out[i] = f.applyLocked(l)
+	}
+	f.wakeLocked()
+	f.mu.Unlock()
+	return out
+}
+
+func (f *FSM) applyLocked(l *raft.Log) interface{} {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	return f.applyCommandLocked(l.Index, l.Data)
+}
+
+// ApplyCommand is Apply without the raft wrapper, for offline replay and
+// tests: it applies the encoded command data as log entry index and
+// returns the encoded Result. Indexes must increase from call to call. It
+// panics on an entry Decode refuses, exactly like Apply.
+func (f *FSM) ApplyCommand(index uint64, data []byte) []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.applyCommandLocked(index, data)
+	f.wakeLocked()
+	return out
+}
+
+func (f *FSM) applyCommandLocked(index uint64, data []byte) []byte {
+	cmd, err := Decode(data)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: log entry %d cannot be applied (replicas must not diverge): %v", index, err))
+	}
+	return encodeResult(f.st.apply(index, cmd))
+}
+
+// wakeLocked wakes everyone waiting on Notify.
+func (f *FSM) wakeLocked() {
+	close(f.notify)
+	f.notify = make(chan struct{})
+}
+
+// Notify returns a channel that is closed after the next applied entry (or
+// restore). Readers wait on it, then call History or AppliedIndex, then ask
+// for a new channel: no goroutine runs inside the state machine.
+func (f *FSM) Notify() <-chan struct{} {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.notify
+}
+
+// Snapshot captures the current state for raft. The capture shares the
+// immutable records of the tables (they are replaced, never changed in
+// place), so it is cheap; Persist encodes it while Apply goes on.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return &fsmSnapshot{msg: f.st.capture()}, nil
+}
+
+// Restore replaces the whole state with the snapshot read from rc. It
+// decodes and verifies everything and rebuilds the planner before it swaps
+// state in; on error the old state is untouched.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	if err != nil {
+		return fmt.Errorf("restore: read: %w", err)
+	}
+	msg, err := DecodeSnapshot(data)
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	st, err := rebuild(f.cfg, msg)
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	f.mu.Lock()
+	f.st = st
+	f.wakeLocked()
+	f.mu.Unlock()
+	return nil
+}
+
+// fsmSnapshot is a captured state awaiting Persist.
+type fsmSnapshot struct {
+	msg *fsmv1.Snapshot
+}
+
+// Persist encodes the captured state and writes it to sink.
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	b, err := EncodeSnapshot(s.msg)
+	if err == nil {
+		_, err = sink.Write(b)
+	}
+	if err != nil {
+		_ = sink.Cancel()
+		return fmt.Errorf("persist snapshot: %w", err)
+	}
+	if err := sink.Close(); err != nil {
+		return fmt.Errorf("persist snapshot: %w", err)
+	}
+	return nil
+}
+
+// Release does nothing: the capture holds no resources.
+func (s *fsmSnapshot) Release() {}

@@ -1,0 +1,384 @@
+package fsm
+
+import (
+	"cmp"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/google/btree"
+	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"github.com/ledgerd/ledgerd/planner"
+	"google.golang.org/protobuf/proto"
+)
+
+// timerKind orders the work that log time triggers. At one instant, holds
+// expire before reservations activate, and drops come last.
+type timerKind uint8
+
+const (
+	timerHoldExpiry timerKind = iota
+	timerModExpiry
+	timerActivate
+	timerComplete
+	timerDrop
+)
+
+// timer is one piece of time-triggered work for reservation id.
+type timer struct {
+	at   int64
+	kind timerKind
+	id   string
+}
+
+func timerLess(a, b timer) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	if a.kind != b.kind {
+		return a.kind < b.kind
+	}
+	return a.id < b.id
+}
+
+// idemKey scopes idempotency keys by owner.
+type idemKey struct{ owner, key string }
+
+// state is everything Apply changes. It is owned by the FSM and guarded by
+// its lock.
+//
+// Records (*fsmv1.Reservation, *fsmv1.Resource, *fsmv1.Event,
+// *fsmv1.IdempotencyRecord) are immutable once stored: a change stores a
+// modified copy. Snapshots and readers can therefore share them.
+type state struct {
+	cfg Config
+
+	// index and now are the last applied log index and log time.
+	// Invariant: now never decreases.
+	index uint64
+	now   int64
+
+	resources map[string]*fsmv1.Resource
+	resv      map[string]*fsmv1.Reservation
+	// ids holds the keys of resv, sorted.
+	ids *btree.BTreeG[string]
+	// timers holds exactly timersFor(r) for every r in resv.
+	timers *btree.BTreeG[timer]
+
+	idem map[idemKey]*fsmv1.IdempotencyRecord
+	// idemLog holds the values of idem in apply order (so also in log time
+	// order): the oldest is pruned first.
+	idemLog []*fsmv1.IdempotencyRecord
+
+	// history is the retained tail of events, oldest first.
+	history []*fsmv1.Event
+
+	// plan books every live reservation under its ID and every pending
+	// modification under modKey(ID).
+	plan *planner.Planner
+
+	// byState counts reservations per state; pendingMods counts pending
+	// modifications.
+	byState     map[fsmv1.Reservation_State]int
+	pendingMods int
+
+	// Per-entry scratch: next event seq and the number of expirations.
+	seq     uint32
+	expired int64
+}
+
+func newState(cfg Config) *state {
+	return &state{
+		cfg:       cfg,
+		resources: make(map[string]*fsmv1.Resource),
+		resv:      make(map[string]*fsmv1.Reservation),
+		ids:       btree.NewOrderedG[string](32),
+		timers:    btree.NewG(32, timerLess),
+		idem:      make(map[idemKey]*fsmv1.IdempotencyRecord),
+		plan:      planner.New(cfg.Timelines),
+		byState:   make(map[fsmv1.Reservation_State]int),
+	}
+}
+
+// modSuffix marks the planner booking of a pending modification. Client IDs
+// cannot contain '~', so it never collides with a reservation ID.
+const modSuffix = "~mod"
+
+func modKey(id string) string { return id + modSuffix }
+
+// addSat returns a+b, saturating at math.MaxInt64 (b >= 0).
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func isTerminal(s fsmv1.Reservation_State) bool {
+	switch s {
+	case fsmv1.Reservation_STATE_COMPLETED, fsmv1.Reservation_STATE_ABORTED,
+		fsmv1.Reservation_STATE_EXPIRED, fsmv1.Reservation_STATE_CANCELLED:
+		return true
+	}
+	return false
+}
+
+// timersFor lists the time-triggered work a reservation in its current
+// state is waiting for.
+func (s *state) timersFor(r *fsmv1.Reservation) []timer {
+	id := r.GetId()
+	switch st := r.GetState(); {
+	case st == fsmv1.Reservation_STATE_HELD:
+		return []timer{{r.GetHoldExpiresMillis(), timerHoldExpiry, id}}
+	case st == fsmv1.Reservation_STATE_COMMITTED:
+		t := []timer{{r.GetStartMillis(), timerActivate, id}}
+		if p := r.GetPending(); p != nil {
+			t = append(t, timer{p.GetHoldExpiresMillis(), timerModExpiry, id})
+		}
+		return t
+	case st == fsmv1.Reservation_STATE_ACTIVE:
+		return []timer{{r.GetEndMillis(), timerComplete, id}}
+	case isTerminal(st):
+		return []timer{{addSat(r.GetUpdatedMillis(), s.cfg.Retention), timerDrop, id}}
+	}
+	return nil
+}
+
+// put stores r under its ID (r == nil removes id), keeping ids, timers and
+// the counters consistent.
+func (s *state) put(id string, r *fsmv1.Reservation) {
+	if old, ok := s.resv[id]; ok {
+		for _, t := range s.timersFor(old) {
+			s.timers.Delete(t)
+		}
+		s.byState[old.GetState()]--
+		if old.GetPending() != nil {
+			s.pendingMods--
+		}
+	}
+	if r == nil {
+		delete(s.resv, id)
+		s.ids.Delete(id)
+		return
+	}
+	s.resv[id] = r
+	s.ids.ReplaceOrInsert(id)
+	for _, t := range s.timersFor(r) {
+		s.timers.ReplaceOrInsert(t)
+	}
+	s.byState[r.GetState()]++
+	if r.GetPending() != nil {
+		s.pendingMods++
+	}
+}
+
+// change returns a copy of r stamped with the current index and log time,
+// ready to be modified and stored.
+func (s *state) change(r *fsmv1.Reservation) *fsmv1.Reservation {
+	n := proto.CloneOf(r)
+	n.UpdatedVersion = s.index
+	n.UpdatedMillis = s.now
+	return n
+}
+
+// emit appends an event for the current entry.
+func (s *state) emit(t fsmv1.Event_Type, r *fsmv1.Reservation, res *fsmv1.Resource) {
+	if s.cfg.HistoryLimit == 0 {
+		return
+	}
+	s.history = append(s.history, &fsmv1.Event{
+		Version:     s.index,
+		Seq:         s.seq,
+		Type:        t,
+		AtMillis:    s.now,
+		Reservation: r,
+		Resource:    res,
+	})
+	s.seq++
+	if n := len(s.history) - s.cfg.HistoryLimit; n > 0 {
+		// Re-slicing keeps the backing array bounded: append reallocates
+		// from the current length once capacity runs out.
+		clear(s.history[:n])
+		s.history = s.history[n:]
+	}
+}
+
+// release frees a planner booking that the table says exists. A missing
+// booking is tolerated: the planner forgets bookings that ended before its
+// origin on its own.
+func (s *state) release(key string) {
+	_, _ = s.plan.Release(key)
+}
+
+// runTimers performs all time-triggered work due at or before now, in
+// (time, kind, id) order.
+func (s *state) runTimers() {
+	for {
+		t, ok := s.timers.Min()
+		if !ok || t.at > s.now {
+			return
+		}
+		s.timers.Delete(t)
+		r := s.resv[t.id]
+		switch t.kind {
+		case timerHoldExpiry:
+			s.release(t.id)
+			n := s.change(r)
+			n.State = fsmv1.Reservation_STATE_EXPIRED
+			n.HoldExpiresMillis = 0
+			s.put(t.id, n)
+			s.expired++
+			s.emit(fsmv1.Event_TYPE_EXPIRED, n, nil)
+		case timerModExpiry:
+			s.release(modKey(t.id))
+			n := s.change(r)
+			n.Pending = nil
+			s.put(t.id, n)
+			s.expired++
+			s.emit(fsmv1.Event_TYPE_MODIFY_EXPIRED, n, nil)
+		case timerActivate:
+			n := s.change(r)
+			if n.Pending != nil {
+				// A pending modification cannot move a reservation that
+				// has begun; it lapses with the start.
+				s.release(modKey(t.id))
+				n.Pending = nil
+				s.expired++
+				s.emit(fsmv1.Event_TYPE_MODIFY_EXPIRED, n, nil)
+				n = proto.CloneOf(n)
+			}
+			n.State = fsmv1.Reservation_STATE_ACTIVE
+			s.put(t.id, n)
+			s.emit(fsmv1.Event_TYPE_ACTIVATED, n, nil)
+		case timerComplete:
+			s.release(t.id)
+			n := s.change(r)
+			n.State = fsmv1.Reservation_STATE_COMPLETED
+			s.put(t.id, n)
+			s.emit(fsmv1.Event_TYPE_COMPLETED, n, nil)
+		case timerDrop:
+			s.put(t.id, nil)
+		}
+	}
+}
+
+// pruneIdem forgets idempotency records older than the window.
+func (s *state) pruneIdem() {
+	n := 0
+	for _, rec := range s.idemLog {
+		if s.now-rec.GetAtMillis() < s.cfg.IdempotencyWindow {
+			break
+		}
+		delete(s.idem, idemKey{rec.GetOwner(), rec.GetKey()})
+		n++
+	}
+	if n > 0 {
+		clear(s.idemLog[:n])
+		s.idemLog = s.idemLog[n:]
+	}
+}
+
+// apply applies one decoded command at log index index.
+func (s *state) apply(index uint64, cmd *fsmv1.Command) *fsmv1.Result {
+	s.index = index
+	s.now = max(s.now, cmd.GetNowMillis())
+	s.seq, s.expired = 0, 0
+
+	// Time first: whatever log time makes due happens before the command,
+	// so a command never sees a hold that should already have expired.
+	s.runTimers()
+	s.plan.Advance(s.now)
+	s.pruneIdem()
+
+	key := idemKey{cmd.GetOwner(), cmd.GetIdempotencyKey()}
+	if key.key != "" {
+		if rec, ok := s.idem[key]; ok {
+			r := proto.CloneOf(rec.GetResult())
+			r.Replayed = true
+			return r
+		}
+	}
+
+	res := s.dispatch(cmd)
+	// Work made due by the command itself (a reservation made for "now"
+	// activates at once).
+	s.runTimers()
+	res.Version = index
+	res.NowMillis = s.now
+	res.Expired = s.expired
+
+	if key.key != "" {
+		rec := &fsmv1.IdempotencyRecord{Owner: key.owner, Key: key.key, AtMillis: s.now, Result: res}
+		s.idem[key] = rec
+		s.idemLog = append(s.idemLog, rec)
+	}
+	return res
+}
+
+func (s *state) dispatch(cmd *fsmv1.Command) *fsmv1.Result {
+	switch cmd.GetType() {
+	case fsmv1.Command_TYPE_CREATE_RESOURCE:
+		return s.createResource(cmd.GetCreateResource())
+	case fsmv1.Command_TYPE_UPDATE_RESOURCE:
+		return s.updateResource(cmd.GetUpdateResource())
+	case fsmv1.Command_TYPE_DELETE_RESOURCE:
+		return s.deleteResource(cmd.GetDeleteResource())
+	case fsmv1.Command_TYPE_HOLD:
+		return s.hold(cmd, false)
+	case fsmv1.Command_TYPE_RESERVE:
+		return s.hold(cmd, true)
+	case fsmv1.Command_TYPE_COMMIT:
+		return s.commit(cmd)
+	case fsmv1.Command_TYPE_ABORT:
+		return s.abort(cmd)
+	case fsmv1.Command_TYPE_MODIFY:
+		return s.modify(cmd)
+	case fsmv1.Command_TYPE_CANCEL:
+		return s.cancel(cmd)
+	case fsmv1.Command_TYPE_EXPIRE:
+		return &fsmv1.Result{Status: fsmv1.Result_STATUS_OK}
+	}
+	// Decode admits only the types above.
+	panic("fsm: unreachable command type " + cmd.GetType().String())
+}
+
+// capture returns the state as a Snapshot message sharing the immutable
+// records.
+func (s *state) capture() *fsmv1.Snapshot {
+	msg := &fsmv1.Snapshot{
+		AppliedIndex: s.index,
+		NowMillis:    s.now,
+		Resources:    make([]*fsmv1.Resource, 0, len(s.resources)),
+		Reservations: make([]*fsmv1.Reservation, 0, len(s.resv)),
+		Idempotency:  slices.Clone(s.idemLog),
+		History:      slices.Clone(s.history),
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.resources)) {
+		msg.Resources = append(msg.Resources, s.resources[name])
+	}
+	s.ids.Ascend(func(id string) bool {
+		msg.Reservations = append(msg.Reservations, s.resv[id])
+		return true
+	})
+	return msg
+}
+
+// sortedParts returns planner parts converted to proto parts, sorted by
+// resource.
+func sortedParts(ps []planner.Part) []*fsmv1.Part {
+	out := make([]*fsmv1.Part, len(ps))
+	for i, p := range ps {
+		out[i] = &fsmv1.Part{Resource: p.Resource, Amount: p.Amount}
+	}
+	slices.SortFunc(out, func(a, b *fsmv1.Part) int { return cmp.Compare(a.GetResource(), b.GetResource()) })
+	return out
+}
+
+// plannerParts converts proto parts, keeping their order.
+func plannerParts(ps []*fsmv1.Part) []planner.Part {
+	out := make([]planner.Part, len(ps))
+	for i, p := range ps {
+		out[i] = planner.Part{Resource: p.GetResource(), Amount: p.GetAmount()}
+	}
+	return out
+}
