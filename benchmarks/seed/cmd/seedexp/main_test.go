@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestQuickRun runs the command's -quick sweep end to end and checks the
+// files it writes: every success rate is a fraction, the list and indexed
+// timelines accept the same requests, and the slotted timeline with one
+// slot per second (slotLen = 1) accepts exactly as many as they do while the
+// coarse slotted timeline accepts no more.
+func TestQuickRun(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	// The default trace path is relative to the repository root; from the
+	// package directory it is three levels further up.
+	args := []string{"-quick", "-out", dir, "-kth", "../../../../../shared/workloads/KTH-SP2-1996-2.1-cln.swf.gz"}
+	if _, err := os.Stat(args[len(args)-1]); err != nil {
+		args[len(args)-1] = ""
+	}
+	if err := run(args, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "ns/request") {
+		t.Errorf("no progress lines on stderr: %q", stderr.String())
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "results.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(md, stdout.Bytes()) {
+		t.Error("results.md differs from stdout")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "results.svg")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, "results.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct{ workload, ia string }
+	accepted := map[key]map[string]int{}
+	for _, r := range rows[1:] {
+		rate, err := strconv.ParseFloat(r[6], 64)
+		if err != nil || rate < 0 || rate > 1 {
+			t.Errorf("row %v: success rate %q not in [0,1]", r, r[6])
+		}
+		n, _ := strconv.Atoi(r[5])
+		k := key{r[0], r[1]}
+		if accepted[k] == nil {
+			accepted[k] = map[string]int{}
+		}
+		accepted[k][r[4]] = n
+	}
+	if len(accepted) < 2 {
+		t.Fatalf("only %d sweep points", len(accepted))
+	}
+	for k, a := range accepted {
+		if a["list"] != a["indexed"] || a["list"] != a["slotted-exact"] {
+			t.Errorf("%v: list %d, indexed %d, slotted-exact %d must agree", k, a["list"], a["indexed"], a["slotted-exact"])
+		}
+		if a["slotted-90"] > a["slotted-exact"] {
+			t.Errorf("%v: 90 slots accepted %d > exact %d", k, a["slotted-90"], a["slotted-exact"])
+		}
+	}
+}
+
+func TestFlags(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if err := run([]string{"-h"}, &stdout, &stderr); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v", err)
+	}
+	for _, want := range []string{"-interarrivals", "-slots", "-quick", "median"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-interarrivals", "100,abc"}, "abc"},
+		{[]string{"-slots", "90,x"}, "x"},
+		{[]string{"-quick", "-slots", "7", "-kth", ""}, "slots"},
+		{[]string{"-quick", "-kth", "/nonexistent/trace.swf"}, "kth"},
+		{[]string{"extra"}, "unexpected"},
+	}
+	for _, tc := range tests {
+		stderr.Reset()
+		err := run(tc.args, &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error()+stderr.String(), tc.want) {
+			t.Errorf("%v: err = %v, want mention of %q", tc.args, err, tc.want)
+		}
+	}
+}

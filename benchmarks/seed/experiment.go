@@ -1,0 +1,371 @@
+package seed
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math"
+	"runtime"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/ledgerd/ledgerd/benchmarks/workload"
+	"github.com/ledgerd/ledgerd/planner"
+)
+
+// Config describes one run of the experiment. Times given in seconds are
+// converted to timeline units with TimeScale.
+type Config struct {
+	Capacity int64 // CPUs of the single resource (the papers use 128)
+	// Horizon is the maximum book-ahead time in seconds: every planner
+	// refuses starts that would end more than Horizon after the request's
+	// arrival, and the slotted timelines divide it into their slots.
+	Horizon   int64
+	TimeScale int64   // timeline units per second (1000: milliseconds)
+	Slots     []int64 // slotted configurations: slots over the horizon
+	// ExactSlotted adds a slotted timeline with one slot per time unit,
+	// which must decide exactly like the free-list timelines (only
+	// affordable with small Horizon*TimeScale).
+	ExactSlotted bool
+
+	Jobs          int       // synthetic jobs per sweep point
+	Interarrivals []float64 // mean interarrival times (s) of the sweep
+	StartFactor   float64   // start delay = rand[0,1]*duration*StartFactor
+	Slack         float64   // deadline = start+duration*(1+rand[0,1]*Slack)
+	Seed          uint64
+
+	// KTHPath is the SWF trace replayed with requested times as durations;
+	// empty skips the replay. KTHJobs > 0 keeps only the first jobs.
+	KTHPath   string
+	KTHJobs   int
+	KTHScales []float64 // submit times are multiplied by each scale
+
+	Reps int // timed repetitions per planner and point (median reported)
+}
+
+// DefaultConfig is the full experiment committed under results/.
+func DefaultConfig() Config {
+	return Config{
+		Capacity:      128,
+		Horizon:       7 * 86400,
+		TimeScale:     1000,
+		Slots:         []int64{90, 9000, 900000},
+		Jobs:          30000,
+		Interarrivals: []float64{100, 150, 200, 300, 400, 500, 600},
+		StartFactor:   1,
+		Slack:         1,
+		Seed:          1,
+		KTHPath:       "../shared/workloads/KTH-SP2-1996-2.1-cln.swf.gz",
+		KTHScales:     []float64{1, 0.5, 0.35, 0.25},
+		Reps:          5,
+	}
+}
+
+// QuickConfig is a tiny sweep for tests: whole seconds, a 50-hour horizon
+// and an exact (one slot per second) slotted timeline as a cross-check.
+func QuickConfig() Config {
+	c := DefaultConfig()
+	c.Horizon = 180000 // about two days, divisible by every slot count
+	c.TimeScale = 1
+	c.Slots = []int64{90, 9000}
+	c.ExactSlotted = true
+	c.Jobs = 300
+	c.Interarrivals = []float64{150, 600}
+	c.KTHJobs = 400
+	c.KTHScales = []float64{0.25}
+	c.Reps = 1
+	return c
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	bad := func(field, reason string) error { return fmt.Errorf("seed config: %s %s", field, reason) }
+	switch {
+	case c.Capacity <= 0:
+		return bad("capacity", "must be > 0")
+	case c.Horizon <= 0:
+		return bad("horizon", "must be > 0")
+	case c.TimeScale <= 0:
+		return bad("timescale", "must be > 0")
+	case c.Horizon > math.MaxInt64/4/c.TimeScale:
+		return bad("horizon", "times timescale overflows")
+	case c.Jobs <= 0:
+		return bad("jobs", "must be > 0")
+	case len(c.Interarrivals) == 0:
+		return bad("interarrivals", "must list at least one value")
+	case c.Reps <= 0:
+		return bad("reps", "must be > 0")
+	case c.StartFactor < 0 || c.Slack < 0:
+		return bad("start-factor/slack", "must be >= 0")
+	}
+	for _, ia := range c.Interarrivals {
+		if !(ia > 0) {
+			return bad("interarrivals", fmt.Sprintf("value %g must be > 0", ia))
+		}
+	}
+	for _, s := range c.KTHScales {
+		if !(s > 0) {
+			return bad("kth-scales", fmt.Sprintf("value %g must be > 0", s))
+		}
+	}
+	h := c.Horizon * c.TimeScale
+	for _, n := range c.Slots {
+		if n <= 0 || h%n != 0 {
+			return bad("slots", fmt.Sprintf("%d must be > 0 and divide the horizon (%d units)", n, h))
+		}
+		if _, err := planner.NewSlottedTimeline(c.Capacity, 0, h/n, n); err != nil {
+			return bad("slots", fmt.Sprintf("%d: %v", n, err))
+		}
+	}
+	if c.ExactSlotted {
+		if _, err := planner.NewSlottedTimeline(c.Capacity, 0, 1, h); err != nil {
+			return bad("horizon", fmt.Sprintf("too long for an exact slotted timeline: %v", err))
+		}
+	}
+	return nil
+}
+
+// Contender is one timeline implementation under test.
+type Contender struct {
+	Name    string
+	Factory planner.TimelineFactory
+	Exact   bool  // decides without discretisation
+	SlotLen int64 // 0 for the free-list timelines
+}
+
+// Contenders returns the timelines compared by c: the list walk, the
+// indexed timeline, and one slotted timeline per slot count.
+func (c Config) Contenders() []Contender {
+	h := c.Horizon * c.TimeScale
+	cs := []Contender{
+		{Name: "list", Factory: planner.NewList, Exact: true},
+		{Name: "indexed", Factory: planner.NewIndexed, Exact: true},
+	}
+	for _, n := range c.Slots {
+		cs = append(cs, Contender{Name: "slotted-" + strconv.FormatInt(n, 10), Factory: planner.SlottedFactory(h/n, n), SlotLen: h / n})
+	}
+	if c.ExactSlotted {
+		cs = append(cs, Contender{Name: "slotted-exact", Factory: planner.SlottedFactory(1, h), SlotLen: 1})
+	}
+	return cs
+}
+
+// Result is one contender's outcome at one sweep point.
+type Result struct {
+	Planner     string
+	Accepted    int
+	SuccessRate float64
+	// NsPerRequest is the median over the repetitions of (wall time of the
+	// whole replay) / (number of requests).
+	NsPerRequest float64
+	NsAll        []float64
+	// Decisions hashes the sequence of (accepted, start) decisions, so that
+	// two planners with equal hashes made identical decisions.
+	Decisions uint64
+	FinalLen  int // Len() of the timeline after the replay
+}
+
+// Point is one sweep point: a request stream and every contender's result.
+type Point struct {
+	Workload         string  // "lublin" or "kth"
+	MeanInterarrival float64 // seconds
+	OfferedLoad      float64 // requested CPU-seconds / (capacity * span)
+	Requests         int
+	Results          []Result
+}
+
+// Report is the outcome of Run.
+type Report struct {
+	Config Config
+	Points []Point
+}
+
+// Run executes the experiment, writing one progress line per replay to
+// progress (which may be io.Discard).
+func Run(cfg Config, progress io.Writer) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	rep := &Report{Config: cfg}
+	contenders := cfg.Contenders()
+
+	gen, err := workload.NewLublin(workload.LublinConfig{MaxNodes: cfg.Capacity, Seed: cfg.Seed})
+	if err != nil {
+		return nil, fmt.Errorf("seed: %w", err)
+	}
+	base := gen.Generate(cfg.Jobs)
+	natural := base[len(base)-1].Submit / float64(max(len(base)-1, 1))
+	for _, ia := range cfg.Interarrivals {
+		jobs := slices.Clone(base)
+		for i := range jobs {
+			jobs[i].Submit *= ia / natural
+		}
+		rs, _, err := workload.FromSynth(jobs, cfg.reservationConfig(false))
+		if err != nil {
+			return nil, fmt.Errorf("seed: %w", err)
+		}
+		p, err := cfg.runPoint("lublin", rs, contenders, progress)
+		if err != nil {
+			return nil, err
+		}
+		rep.Points = append(rep.Points, p)
+	}
+
+	if cfg.KTHPath != "" {
+		jobs, _, err := workload.ReadFile(cfg.KTHPath)
+		if err != nil {
+			return nil, fmt.Errorf("seed: kth trace: %w", err)
+		}
+		if cfg.KTHJobs > 0 && len(jobs) > cfg.KTHJobs {
+			jobs = jobs[:cfg.KTHJobs]
+		}
+		t0 := jobs[0].Submit
+		for _, scale := range cfg.KTHScales {
+			scaled := slices.Clone(jobs)
+			for i := range scaled {
+				scaled[i].Submit = int64(math.Round(float64(scaled[i].Submit-t0) * scale))
+			}
+			rs, _, err := workload.FromSWF(scaled, cfg.reservationConfig(true))
+			if err != nil {
+				return nil, fmt.Errorf("seed: %w", err)
+			}
+			p, err := cfg.runPoint("kth", rs, contenders, progress)
+			if err != nil {
+				return nil, err
+			}
+			rep.Points = append(rep.Points, p)
+		}
+	}
+	return rep, nil
+}
+
+func (c Config) reservationConfig(requested bool) workload.ReservationConfig {
+	return workload.ReservationConfig{
+		StartFactor:  c.StartFactor,
+		Slack:        c.Slack,
+		TimeScale:    c.TimeScale,
+		UseRequested: requested,
+		MaxAmount:    c.Capacity,
+		Seed:         c.Seed,
+	}
+}
+
+// runPoint replays rs on every contender Reps times, interleaving the
+// contenders within each repetition so that machine noise spreads evenly.
+func (c Config) runPoint(name string, rs []workload.Reservation, cs []Contender, progress io.Writer) (Point, error) {
+	if len(rs) == 0 {
+		return Point{}, fmt.Errorf("seed: %s: no reservations", name)
+	}
+	span := float64(rs[len(rs)-1].Arrival-rs[0].Arrival) / float64(c.TimeScale)
+	work := 0.0
+	for _, r := range rs {
+		work += float64(r.Amount) * float64(r.Duration) / float64(c.TimeScale)
+	}
+	p := Point{
+		Workload:         name,
+		MeanInterarrival: span / float64(max(len(rs)-1, 1)),
+		OfferedLoad:      work / (float64(c.Capacity) * max(span, 1)),
+		Requests:         len(rs),
+	}
+	results := make([]Result, len(cs))
+	for rep := range c.Reps {
+		for i, ct := range cs {
+			tl := ct.Factory(c.Capacity, rs[0].Arrival)
+			runtime.GC()
+			out, err := Replay(tl, rs, c.Horizon*c.TimeScale)
+			if err != nil {
+				return Point{}, fmt.Errorf("seed: %s ia=%.0fs %s: %w", name, p.MeanInterarrival, ct.Name, err)
+			}
+			ns := float64(out.Elapsed.Nanoseconds()) / float64(len(rs))
+			r := &results[i]
+			if rep == 0 {
+				*r = Result{Planner: ct.Name, Accepted: out.Accepted, Decisions: out.Decisions, FinalLen: tl.Len(),
+					SuccessRate: float64(out.Accepted) / float64(len(rs))}
+			} else if out.Accepted != r.Accepted || out.Decisions != r.Decisions {
+				return Point{}, fmt.Errorf("seed: %s %s: repetition %d decided differently", name, ct.Name, rep)
+			}
+			r.NsAll = append(r.NsAll, ns)
+			fmt.Fprintf(progress, "%-6s ia=%6.0fs load=%5.2f rep %d/%d %-16s success %.4f  %10.0f ns/request\n",
+				name, p.MeanInterarrival, p.OfferedLoad, rep+1, c.Reps, ct.Name, r.SuccessRate, ns)
+		}
+	}
+	for i := range results {
+		results[i].NsPerRequest = median(results[i].NsAll)
+	}
+	p.Results = results
+	return p, nil
+}
+
+// ReplayOutcome summarises one replay.
+type ReplayOutcome struct {
+	Accepted  int
+	Decisions uint64
+	Elapsed   time.Duration
+}
+
+// Replay offers the requests to tl in arrival order, as the papers' cluster
+// manager does: advance the timeline to the arrival, search the earliest
+// start inside the booking window (clipped to the book-ahead horizon
+// measured from the arrival), and book it. The timed part is the whole loop:
+// advancing, searching and booking.
+func Replay(tl planner.Timeline, rs []workload.Reservation, horizon int64) (ReplayOutcome, error) {
+	var out ReplayOutcome
+	starts := make([]int64, len(rs)) // -1: rejected
+	begin := time.Now()
+	for i, r := range rs {
+		tl.Advance(r.Arrival)
+		nb := max(r.Start, r.Arrival)
+		latest := min(r.Deadline, r.Arrival+horizon) - r.Duration
+		s, ok := int64(-1), false
+		if latest >= nb {
+			s, ok = tl.Earliest(r.Amount, r.Duration, nb, latest)
+		}
+		if !ok {
+			starts[i] = -1
+			continue
+		}
+		if err := tl.Book(s, s+r.Duration, r.Amount); err != nil {
+			return out, fmt.Errorf("request %d: Book at the start Earliest found: %w", i, err)
+		}
+		starts[i] = s
+		out.Accepted++
+	}
+	out.Elapsed = time.Since(begin)
+	h := fnv.New64a()
+	var buf [8]byte
+	for _, s := range starts {
+		for k := range 8 {
+			buf[k] = byte(uint64(s) >> (8 * k))
+		}
+		h.Write(buf[:])
+	}
+	out.Decisions = h.Sum64()
+	return out, nil
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// errNoPoint is returned by lookups for a missing result.
+var errNoPoint = errors.New("no such result")
+
+// result returns the named contender's result at p.
+func (p Point) result(name string) (Result, error) {
+	for _, r := range p.Results {
+		if r.Planner == name {
+			return r, nil
+		}
+	}
+	return Result{}, fmt.Errorf("%s at ia=%.0f: %w", name, p.MeanInterarrival, errNoPoint)
+}

@@ -1,0 +1,293 @@
+package seed
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Workloads returns the workload names present in the report, in order.
+func (r *Report) Workloads() []string {
+	var ws []string
+	for _, p := range r.Points {
+		if !slices.Contains(ws, p.Workload) {
+			ws = append(ws, p.Workload)
+		}
+	}
+	return ws
+}
+
+// Check returns the structural facts the experiment must satisfy whatever
+// the machine: success rates are fractions, the list and the indexed
+// timeline make identical decisions, and a slotted timeline with one slot
+// per time unit decides exactly like them. An empty result means all hold.
+func (r *Report) Check() []string {
+	var bad []string
+	for _, p := range r.Points {
+		list, err := p.result("list")
+		if err != nil {
+			bad = append(bad, err.Error())
+			continue
+		}
+		for _, res := range p.Results {
+			if res.SuccessRate < 0 || res.SuccessRate > 1 || res.Accepted > p.Requests {
+				bad = append(bad, fmt.Sprintf("%s ia=%.0f %s: success rate %g out of [0,1]", p.Workload, p.MeanInterarrival, res.Planner, res.SuccessRate))
+			}
+			if !(res.NsPerRequest > 0) {
+				bad = append(bad, fmt.Sprintf("%s ia=%.0f %s: runtime %g ns not positive", p.Workload, p.MeanInterarrival, res.Planner, res.NsPerRequest))
+			}
+		}
+		for _, name := range []string{"indexed", "slotted-exact"} {
+			other, err := p.result(name)
+			if err != nil {
+				if name == "indexed" {
+					bad = append(bad, err.Error())
+				}
+				continue
+			}
+			if other.Accepted != list.Accepted || other.Decisions != list.Decisions {
+				bad = append(bad, fmt.Sprintf("%s ia=%.0f: %s accepted %d (decisions %x), list %d (%x): must decide identically",
+					p.Workload, p.MeanInterarrival, name, other.Accepted, other.Decisions, list.Accepted, list.Decisions))
+			}
+		}
+	}
+	return bad
+}
+
+// Headline evaluates the seed papers' claim at every sweep point: the
+// free-list timelines accept at least as many requests as the finest
+// slotted configuration while running faster than the coarsest one, and the
+// indexed timeline is faster than the list. It returns one line per point
+// and whether every point agrees.
+func (r *Report) Headline() ([]string, bool) {
+	if len(r.Config.Slots) == 0 {
+		return []string{"no slotted configuration: headline not evaluated"}, false
+	}
+	coarse := "slotted-" + strconv.FormatInt(slices.Min(r.Config.Slots), 10)
+	fine := "slotted-" + strconv.FormatInt(slices.Max(r.Config.Slots), 10)
+	all := true
+	var lines []string
+	for _, p := range r.Points {
+		list, e1 := p.result("list")
+		idx, e2 := p.result("indexed")
+		c, e3 := p.result(coarse)
+		f, e4 := p.result(fine)
+		if e1 != nil || e2 != nil || e3 != nil || e4 != nil {
+			all = false
+			continue
+		}
+		acc := list.Accepted >= f.Accepted
+		fast := list.NsPerRequest < c.NsPerRequest
+		faster := idx.NsPerRequest < list.NsPerRequest
+		ok := acc && fast && faster
+		all = all && ok
+		lines = append(lines, fmt.Sprintf("%s ia=%.0fs: list accepts >= %s: %s (%d vs %d); list faster than %s: %s (%.0f vs %.0f ns); indexed faster than list: %s (%.0f vs %.0f ns)",
+			p.Workload, p.MeanInterarrival, fine, yes(acc), list.Accepted, f.Accepted,
+			coarse, yes(fast), list.NsPerRequest, c.NsPerRequest,
+			yes(faster), idx.NsPerRequest, list.NsPerRequest))
+	}
+	return lines, all
+}
+
+func yes(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "NO"
+}
+
+// Markdown renders one table per workload: success rate and ns/request per
+// contender and sweep point.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	c := r.Config
+	fmt.Fprintf(&b, "Capacity %d CPUs; book-ahead horizon %d s; time unit 1/%d s; start factor %g; window slack %g; seed %d; %d timed repetitions (median).\n\n",
+		c.Capacity, c.Horizon, c.TimeScale, c.StartFactor, c.Slack, c.Seed, c.Reps)
+	for _, w := range r.Workloads() {
+		var pts []Point
+		for _, p := range r.Points {
+			if p.Workload == w {
+				pts = append(pts, p)
+			}
+		}
+		fmt.Fprintf(&b, "### %s\n\n", w)
+		names := contenderNames(pts)
+		b.WriteString("| mean interarrival (s) | offered load | requests |")
+		for _, n := range names {
+			fmt.Fprintf(&b, " %s success | %s ns/req |", n, n)
+		}
+		b.WriteString("\n|---:|---:|---:|")
+		for range names {
+			b.WriteString("---:|---:|")
+		}
+		b.WriteString("\n")
+		for _, p := range pts {
+			fmt.Fprintf(&b, "| %.0f | %.2f | %d |", p.MeanInterarrival, p.OfferedLoad, p.Requests)
+			for _, n := range names {
+				res, err := p.result(n)
+				if err != nil {
+					b.WriteString(" – | – |")
+					continue
+				}
+				fmt.Fprintf(&b, " %.4f | %.0f |", res.SuccessRate, res.NsPerRequest)
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString("\n")
+	}
+	lines, ok := r.Headline()
+	fmt.Fprintf(&b, "### Headline (free lists accept at least as many as the finest slotting, run faster than the coarsest, indexed faster than list): %s\n\n", map[bool]string{true: "holds at every point", false: "does NOT hold at every point"}[ok])
+	for _, l := range lines {
+		fmt.Fprintf(&b, "- %s\n", l)
+	}
+	if bad := r.Check(); len(bad) > 0 {
+		b.WriteString("\n### Structural check FAILED\n\n")
+		for _, l := range bad {
+			fmt.Fprintf(&b, "- %s\n", l)
+		}
+	} else {
+		b.WriteString("\nStructural checks hold: success rates in [0,1]; list and indexed made identical decisions at every point")
+		if c.ExactSlotted {
+			b.WriteString("; the one-slot-per-unit slotted timeline decided identically too")
+		}
+		b.WriteString(".\n")
+	}
+	return b.String()
+}
+
+func contenderNames(pts []Point) []string {
+	var names []string
+	for _, p := range pts {
+		for _, r := range p.Results {
+			if !slices.Contains(names, r.Planner) {
+				names = append(names, r.Planner)
+			}
+		}
+	}
+	return names
+}
+
+// CSV renders every result as one row.
+func (r *Report) CSV() string {
+	var b strings.Builder
+	b.WriteString("workload,mean_interarrival_s,offered_load,requests,planner,accepted,success_rate,ns_per_request,final_len,decisions\n")
+	for _, p := range r.Points {
+		for _, res := range p.Results {
+			fmt.Fprintf(&b, "%s,%.1f,%.4f,%d,%s,%d,%.6f,%.1f,%d,%016x\n", p.Workload, p.MeanInterarrival, p.OfferedLoad,
+				p.Requests, res.Planner, res.Accepted, res.SuccessRate, res.NsPerRequest, res.FinalLen, res.Decisions)
+		}
+	}
+	return b.String()
+}
+
+// palette gives each contender a fixed colour.
+var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2"}
+
+// SVG draws, for every workload, success rate and ns/request (log scale)
+// against the mean interarrival time, one line per contender.
+func (r *Report) SVG() string {
+	ws := r.Workloads()
+	const pw, ph, ml, mr, mt, mb = 420.0, 260.0, 70.0, 20.0, 40.0, 50.0
+	cellW, cellH := ml+pw+mr, mt+ph+mb
+	names := contenderNames(r.Points)
+	legendH := 30.0
+	W, H := 2*cellW, float64(len(ws))*cellH+legendH
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n", W, H, W, H)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	for i, n := range names {
+		x := 20 + float64(i)*150
+		fmt.Fprintf(&b, `<line x1="%.0f" y1="18" x2="%.0f" y2="18" stroke="%s" stroke-width="3"/><text x="%.0f" y="22">%s</text>`+"\n", x, x+25, palette[i%len(palette)], x+30, n)
+	}
+	for row, w := range ws {
+		var pts []Point
+		for _, p := range r.Points {
+			if p.Workload == w {
+				pts = append(pts, p)
+			}
+		}
+		slices.SortFunc(pts, func(a, b Point) int {
+			switch {
+			case a.MeanInterarrival < b.MeanInterarrival:
+				return -1
+			case a.MeanInterarrival > b.MeanInterarrival:
+				return 1
+			}
+			return 0
+		})
+		for col := range 2 {
+			ox, oy := float64(col)*cellW+ml, legendH+float64(row)*cellH+mt
+			logY := col == 1
+			title := fmt.Sprintf("%s: success rate", w)
+			if logY {
+				title = fmt.Sprintf("%s: runtime per request (ns, log scale)", w)
+			}
+			val := func(res Result) float64 {
+				if logY {
+					return math.Log10(res.NsPerRequest)
+				}
+				return res.SuccessRate
+			}
+			xmin, xmax := pts[0].MeanInterarrival, pts[len(pts)-1].MeanInterarrival
+			if xmax == xmin {
+				xmin, xmax = xmin*0.9, xmax*1.1
+			}
+			ymin, ymax := math.Inf(1), math.Inf(-1)
+			for _, p := range pts {
+				for _, res := range p.Results {
+					ymin, ymax = min(ymin, val(res)), max(ymax, val(res))
+				}
+			}
+			if logY {
+				ymin, ymax = math.Floor(ymin), math.Ceil(ymax)
+			} else {
+				ymin, ymax = math.Floor(ymin*10)/10, math.Ceil(ymax*10)/10
+			}
+			if ymax <= ymin {
+				ymax = ymin + 1
+			}
+			sx := func(x float64) float64 { return ox + (x-xmin)/(xmax-xmin)*pw }
+			sy := func(y float64) float64 { return oy + ph - (y-ymin)/(ymax-ymin)*ph }
+			fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" font-weight="bold">%s</text>`+"\n", ox, oy-10, title)
+			fmt.Fprintf(&b, `<rect x="%.0f" y="%.0f" width="%.0f" height="%.0f" fill="none" stroke="#444"/>`+"\n", ox, oy, pw, ph)
+			// y ticks
+			steps := 5
+			if logY {
+				steps = int(ymax - ymin)
+			}
+			for k := 0; k <= steps; k++ {
+				y := ymin + (ymax-ymin)*float64(k)/float64(steps)
+				label := fmt.Sprintf("%.2f", y)
+				if logY {
+					label = fmt.Sprintf("1e%.0f", y)
+				}
+				fmt.Fprintf(&b, `<line x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#ddd"/><text x="%.0f" y="%.1f" text-anchor="end">%s</text>`+"\n",
+					ox, sy(y), ox+pw, sy(y), ox-5, sy(y)+4, label)
+			}
+			for _, p := range pts {
+				fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" text-anchor="middle">%.0f</text>`+"\n", sx(p.MeanInterarrival), oy+ph+16, p.MeanInterarrival)
+			}
+			fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">mean interarrival time (s)</text>`+"\n", ox+pw/2, oy+ph+36)
+			for i, n := range names {
+				var coords []string
+				for _, p := range pts {
+					res, err := p.result(n)
+					if err != nil {
+						continue
+					}
+					coords = append(coords, fmt.Sprintf("%.1f,%.1f", sx(p.MeanInterarrival), sy(val(res))))
+				}
+				colour := palette[i%len(palette)]
+				fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", colour, strings.Join(coords, " "))
+				for _, c := range coords {
+					xy := strings.Split(c, ",")
+					fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="3" fill="%s"/>`+"\n", xy[0], xy[1], colour)
+				}
+			}
+		}
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}
