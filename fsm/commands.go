@@ -429,7 +429,9 @@ func (s *state) hold(cmd *fsmv1.Command, commit bool) *fsmv1.Result {
 		s.put(id, r)
 		s.emit(fsmv1.Event_TYPE_COMMITTED, r, nil)
 	} else {
-		r.HoldExpiresMillis = addSat(s.now, ttl)
+		// A hold cannot outlive its interval: there is nothing left to
+		// commit once it has ended.
+		r.HoldExpiresMillis = min(addSat(s.now, ttl), r.EndMillis)
 		s.put(id, r)
 		s.emit(fsmv1.Event_TYPE_HELD, r, nil)
 	}

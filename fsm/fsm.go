@@ -5,9 +5,9 @@ import (
 	"io"
 	"sync"
 
+	"github.com/hashicorp/raft"
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"github.com/ledgerd/ledgerd/planner"
-	"github.com/hashicorp/raft"
 )
 
 // Config holds the knobs of the state machine. Every replica of a cluster

@@ -91,10 +91,12 @@ func deleteRes(name string) *fsmv1.Command {
 
 type reqOpt func(*fsmv1.Command)
 
-func withKey(k string) reqOpt       { return func(c *fsmv1.Command) { c.IdempotencyKey = k } }
-func withOwner(o string) reqOpt     { return func(c *fsmv1.Command) { c.Owner = o } }
-func withTTL(ttl int64) reqOpt      { return func(c *fsmv1.Command) { c.GetRequest().HoldTtlMillis = ttl } }
-func withStart(s int64) reqOpt      { return func(c *fsmv1.Command) { c.GetRequest().StartMillis = proto.Int64(s) } }
+func withKey(k string) reqOpt   { return func(c *fsmv1.Command) { c.IdempotencyKey = k } }
+func withOwner(o string) reqOpt { return func(c *fsmv1.Command) { c.Owner = o } }
+func withTTL(ttl int64) reqOpt  { return func(c *fsmv1.Command) { c.GetRequest().HoldTtlMillis = ttl } }
+func withStart(s int64) reqOpt {
+	return func(c *fsmv1.Command) { c.GetRequest().StartMillis = proto.Int64(s) }
+}
 func withWindow(nb, dl int64) reqOpt {
 	return func(c *fsmv1.Command) { c.GetRequest().NotBeforeMillis, c.GetRequest().DeadlineMillis = nb, dl }
 }

@@ -274,8 +274,8 @@ func TestModifyTwoPhase(t *testing.T) {
 func TestIdempotency(t *testing.T) {
 	h := newHarness(t, Config{IdempotencyWindow: 1000})
 	h.must(0, OK, createRes("cpu", 8))
-	first := h.must(10, OK, hold("", "cpu", 2, 10, withKey("k1")))
-	second := h.must(20, OK, hold("", "cpu", 2, 10, withKey("k1")))
+	first := h.must(10, OK, hold("", "cpu", 2, 10, withKey("k1"), withStart(5000)))
+	second := h.must(20, OK, hold("", "cpu", 2, 10, withKey("k1"), withStart(5000)))
 	if !second.GetReplayed() || first.GetReplayed() {
 		t.Fatalf("replayed flags: first %v second %v", first.GetReplayed(), second.GetReplayed())
 	}
@@ -299,7 +299,7 @@ func TestIdempotency(t *testing.T) {
 	}
 	// After the window, the key is forgotten and the request runs again.
 	h.must(1010, OK, tick())
-	third := h.must(1011, OK, hold("", "cpu", 2, 10, withKey("k1")))
+	third := h.must(1011, OK, hold("", "cpu", 2, 10, withKey("k1"), withStart(5000)))
 	if third.GetReplayed() || third.GetReservation().GetId() == first.GetReservation().GetId() {
 		t.Fatalf("key not forgotten after the window: %v", third)
 	}

@@ -245,14 +245,14 @@ func (f *FSM) Stats() Stats {
 	defer f.mu.Unlock()
 	s := f.st
 	out := Stats{
-		AppliedIndex:     s.index,
-		NowMillis:        s.now,
-		ByState:          maps.Clone(s.byState),
-		HoldsOutstanding: s.byState[fsmv1.Reservation_STATE_HELD] + s.pendingMods,
+		AppliedIndex:         s.index,
+		NowMillis:            s.now,
+		ByState:              maps.Clone(s.byState),
+		HoldsOutstanding:     s.byState[fsmv1.Reservation_STATE_HELD] + s.pendingMods,
 		PendingModifications: s.pendingMods,
-		Bookings:         s.plan.Len(),
-		IdempotencyKeys:  len(s.idem),
-		HistoryLen:       len(s.history),
+		Bookings:             s.plan.Len(),
+		IdempotencyKeys:      len(s.idem),
+		HistoryLen:           len(s.history),
 	}
 	for _, n := range slices.Sorted(maps.Keys(s.resources)) {
 		rs := ResourceStats{Name: n}
