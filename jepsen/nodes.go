@@ -1,0 +1,555 @@
+package jepsen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// BuildAgent compiles the ledgerd binary from the module that contains the
+// current directory into dir and returns its path. It builds without -race
+// even when the caller runs under -race: the processes under test should
+// run at production speed on a small machine.
+func BuildAgent(ctx context.Context, dir string) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("build agent: go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("build agent: not inside the ledgerd module")
+	}
+	root := filepath.Dir(gomod)
+	if _, err := os.Stat(filepath.Join(root, "cmd", "ledgerd")); err != nil {
+		return "", fmt.Errorf("build agent: %w", err)
+	}
+	bin := filepath.Join(dir, "ledgerd")
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "hashicorpmetrics", "-o", bin, "./cmd/ledgerd")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build agent: %w\n%s", err, b)
+	}
+	return bin, nil
+}
+
+// Node is one ledgerd process under test with the proxies in front of it.
+type Node struct {
+	Name    string
+	DataDir string
+	// Bound ports on 127.0.0.1 (the process listens here).
+	RaftPort, GossipPort, APIPort int
+	// RaftProxy and APIProxy sit in front of RaftPort and APIPort; the node
+	// advertises their addresses, so all node-to-node traffic crosses them.
+	RaftProxy, APIProxy *Proxy
+
+	cmd     *exec.Cmd
+	done    chan struct{}
+	running bool
+	paused  bool
+	fresh   bool // started without bootstrap-expect: joins an existing cluster
+}
+
+// APIAddr is where clients of the harness reach the node directly.
+func (n *Node) APIAddr() string { return fmt.Sprintf("127.0.0.1:%d", n.APIPort) }
+
+// Cluster manages the ledgerd processes of one test cluster and the network
+// between them. Methods are safe for concurrent use.
+type Cluster struct {
+	bin  string
+	root string
+	log  io.Writer
+	// ExtraArgs are appended to every agent command line.
+	extra []string
+
+	mu      sync.Mutex
+	nodes   []*Node
+	ids     *IDMap
+	clients map[string]*ConnectClient
+}
+
+// ClusterConfig configures NewCluster.
+type ClusterConfig struct {
+	Bin   string    // ledgerd binary (see BuildAgent)
+	Dir   string    // root for data dirs and logs
+	Nodes int       // 3 or 5
+	Log   io.Writer // progress lines; nil discards
+	// ExtraArgs are appended to every `ledgerd agent` command line.
+	ExtraArgs []string
+	// Seed seeds the proxies' loss and jitter.
+	Seed uint64
+}
+
+// NewCluster allocates ports and proxies for cfg.Nodes nodes; Start runs them.
+func NewCluster(cfg ClusterConfig) (*Cluster, error) {
+	if cfg.Nodes < 1 {
+		return nil, fmt.Errorf("cluster: Nodes must be >= 1, got %d", cfg.Nodes)
+	}
+	if cfg.Bin == "" {
+		return nil, errors.New("cluster: Bin is required")
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	c := &Cluster{bin: cfg.Bin, root: cfg.Dir, log: cfg.Log, extra: cfg.ExtraArgs, ids: NewIDMap(), clients: map[string]*ConnectClient{}}
+	for i := range cfg.Nodes {
+		n := &Node{Name: fmt.Sprintf("n%d", i+1), DataDir: filepath.Join(cfg.Dir, fmt.Sprintf("n%d", i+1))}
+		ports, err := freePorts(3)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		n.RaftPort, n.GossipPort, n.APIPort = ports[0], ports[1], ports[2]
+		if n.RaftProxy, err = NewProxy(n.Name+"/raft", "127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", n.RaftPort), c.identify, cfg.Seed+uint64(2*i)); err != nil {
+			c.Close()
+			return nil, err
+		}
+		if n.APIProxy, err = NewProxy(n.Name+"/api", "127.0.0.1:0", n.APIAddr(), c.identify, cfg.Seed+uint64(2*i+1)); err != nil {
+			n.RaftProxy.Close()
+			c.Close()
+			return nil, err
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	return c, nil
+}
+
+// freePorts finds n distinct free TCP ports on 127.0.0.1 (the gossip port
+// must also be free for UDP; on loopback it practically always is).
+func freePorts(n int) ([]int, error) {
+	var lns []net.Listener
+	defer func() {
+		for _, l := range lns {
+			l.Close()
+		}
+	}()
+	var out []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("free port: %w", err)
+		}
+		lns = append(lns, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+// identify names the node process that owns the far end of a proxied
+// connection.
+func (c *Cluster) identify(a net.Addr) string { return SocketOwner(a, c.pids()) }
+
+func (c *Cluster) pids() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for _, n := range c.nodes {
+		if n.running && n.cmd != nil && n.cmd.Process != nil {
+			out[n.Name] = n.cmd.Process.Pid
+		}
+	}
+	return out
+}
+
+// Names lists the node names in order.
+func (c *Cluster) Names() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		out[i] = n.Name
+	}
+	return out
+}
+
+// Node returns the node with the given name, or nil.
+func (c *Cluster) Node(name string) *Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// Client returns the API client for a node (shared ID map across nodes).
+func (c *Cluster) Client(name string) Client { return c.connect(name) }
+
+func (c *Cluster) connect(name string) *ConnectClient {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.clients[name]; ok {
+		return cl
+	}
+	var addr string
+	for _, n := range c.nodes {
+		if n.Name == name {
+			addr = n.APIAddr()
+		}
+	}
+	cl := NewConnectClient(addr, c.ids, ConnectOptions{NodeName: c.nameOf})
+	c.clients[name] = cl
+	return cl
+}
+
+// nameOf maps an advertised (proxy) address back to a node name.
+func (c *Cluster) nameOf(raftAddr, apiAddr, id string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.nodes {
+		if raftAddr == n.RaftProxy.Addr() || apiAddr == n.APIProxy.Addr() || apiAddr == n.APIAddr() {
+			return n.Name
+		}
+	}
+	return id
+}
+
+// AgentArgs is the `ledgerd agent` command line for a node. Every node
+// advertises its proxies, never its own ports, for Raft and for the API
+// (followers forward writes to the leader's advertised API address).
+// Gossip is not proxied (see README.md).
+func (c *Cluster) AgentArgs(n *Node) []string {
+	var join []string
+	bootstrap := 0
+	for _, o := range c.nodes {
+		if o != n {
+			join = append(join, "-retry-join", fmt.Sprintf("127.0.0.1:%d", o.GossipPort))
+		}
+	}
+	if !n.fresh {
+		bootstrap = len(c.nodes)
+	}
+	args := []string{
+		"agent",
+		"-node-name", n.Name,
+		"-data-dir", n.DataDir,
+		"-raft-bind", fmt.Sprintf("127.0.0.1:%d", n.RaftPort),
+		"-raft-advertise", n.RaftProxy.Addr(),
+		"-gossip-bind", fmt.Sprintf("127.0.0.1:%d", n.GossipPort),
+		"-http-bind", n.APIAddr(),
+		"-http-advertise", n.APIProxy.Addr(),
+		"-bootstrap-expect", strconv.Itoa(bootstrap),
+	}
+	args = append(args, join...)
+	return append(args, c.extra...)
+}
+
+// Start launches every node that is not running.
+func (c *Cluster) Start() error {
+	for _, name := range c.Names() {
+		if err := c.StartNode(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StartNode launches one node (a no-op if it is running). Output goes to
+// <dir>/<name>.log, appended across restarts.
+func (c *Cluster) StartNode(name string) error {
+	n := c.Node(name)
+	if n == nil {
+		return fmt.Errorf("start: unknown node %q", name)
+	}
+	c.mu.Lock()
+	if n.running {
+		c.mu.Unlock()
+		return nil
+	}
+	c.mu.Unlock()
+	if err := os.MkdirAll(n.DataDir, 0o755); err != nil {
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	logf, err := os.OpenFile(filepath.Join(c.root, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	c.mu.Lock()
+	args := c.AgentArgs(n)
+	c.mu.Unlock()
+	cmd := exec.Command(c.bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Own process group: a Ctrl-C to the harness must not reach the nodes
+	// before the harness has recorded what it did.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	fmt.Fprintf(logf, "=== %s %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(args, " "))
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	done := make(chan struct{})
+	c.mu.Lock()
+	n.cmd, n.done, n.running, n.paused = cmd, done, true, false
+	c.mu.Unlock()
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		c.mu.Lock()
+		if n.cmd == cmd {
+			n.running, n.paused = false, false
+		}
+		c.mu.Unlock()
+		close(done)
+	}()
+	return nil
+}
+
+// signal sends sig to a running node's process.
+func (c *Cluster) signal(name string, sig syscall.Signal) (*Node, error) {
+	n := c.Node(name)
+	if n == nil {
+		return nil, fmt.Errorf("signal: unknown node %q", name)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !n.running {
+		return n, nil
+	}
+	if err := n.cmd.Process.Signal(sig); err != nil {
+		return n, fmt.Errorf("signal %s %v: %w", name, sig, err)
+	}
+	switch sig {
+	case syscall.SIGSTOP:
+		n.paused = true
+	case syscall.SIGCONT:
+		n.paused = false
+	}
+	return n, nil
+}
+
+// Kill sends SIGKILL (after SIGCONT if paused) and waits for the exit.
+func (c *Cluster) Kill(name string) error {
+	n, err := c.signal(name, syscall.SIGKILL)
+	if err != nil || n == nil {
+		return err
+	}
+	c.mu.Lock()
+	done := n.done
+	c.mu.Unlock()
+	if done != nil {
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("kill %s: process did not exit", name)
+		}
+	}
+	return nil
+}
+
+// Pause freezes a node with SIGSTOP: its sockets stay open but it answers
+// nothing, like a long GC pause or a VM migration.
+func (c *Cluster) Pause(name string) error { _, err := c.signal(name, syscall.SIGSTOP); return err }
+
+// Resume continues a paused node with SIGCONT.
+func (c *Cluster) Resume(name string) error { _, err := c.signal(name, syscall.SIGCONT); return err }
+
+// Running reports whether a node's process is alive (paused counts).
+func (c *Cluster) Running(name string) bool {
+	n := c.Node(name)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return n != nil && n.running
+}
+
+// Wipe kills a node and deletes its data directory; the next StartNode
+// brings it up as a brand-new server (new Raft ID) that joins the cluster.
+func (c *Cluster) Wipe(name string) error {
+	if err := c.Kill(name); err != nil {
+		return err
+	}
+	n := c.Node(name)
+	if err := os.RemoveAll(n.DataDir); err != nil {
+		return fmt.Errorf("wipe %s: %w", name, err)
+	}
+	c.mu.Lock()
+	n.fresh = true
+	c.mu.Unlock()
+	return nil
+}
+
+// SetLink applies faults to traffic from node src to node dst (both the
+// Raft and the forwarding proxy in front of dst).
+func (c *Cluster) SetLink(src, dst string, f LinkFaults) {
+	if n := c.Node(dst); n != nil {
+		n.RaftProxy.SetFaults(src, f)
+		n.APIProxy.SetFaults(src, f)
+	}
+}
+
+// Partition cuts every link between nodes of different sides, in both
+// directions. Nodes not named in any side keep all their links.
+func (c *Cluster) Partition(sides ...[]string) {
+	for i, a := range sides {
+		for j, b := range sides {
+			if i == j {
+				continue
+			}
+			for _, x := range a {
+				for _, y := range b {
+					c.SetLink(x, y, LinkFaults{Cut: true})
+				}
+			}
+		}
+	}
+}
+
+// Heal removes every network fault.
+func (c *Cluster) Heal() {
+	c.mu.Lock()
+	nodes := append([]*Node(nil), c.nodes...)
+	c.mu.Unlock()
+	for _, n := range nodes {
+		n.RaftProxy.Heal()
+		n.APIProxy.Heal()
+	}
+}
+
+// Leader asks every running node for the leader and returns the name most
+// of them agree on ("" if none).
+func (c *Cluster) Leader(ctx context.Context) string {
+	votes := map[string]int{}
+	for _, name := range c.Names() {
+		if !c.Running(name) {
+			continue
+		}
+		ctx2, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		l, err := c.Client(name).Leader(ctx2)
+		cancel()
+		if err == nil && l != "" {
+			votes[l]++
+		}
+	}
+	best, bestN := "", 0
+	for _, l := range sortedKeys(votes) {
+		if votes[l] > bestN {
+			best, bestN = l, votes[l]
+		}
+	}
+	return best
+}
+
+// WaitStable waits until every running node names the same leader.
+func (c *Cluster) WaitStable(ctx context.Context) error {
+	for {
+		agree, leader := true, ""
+		for _, name := range c.Names() {
+			if !c.Running(name) {
+				continue
+			}
+			ctx2, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			l, err := c.Client(name).Leader(ctx2)
+			cancel()
+			if err != nil || l == "" || (leader != "" && l != leader) {
+				agree = false
+				break
+			}
+			leader = l
+		}
+		if agree && leader != "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for a stable leader: %w", ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// RaftID returns the Raft server ID of a node, looked up by its advertised
+// Raft (proxy) address in the membership another node reports.
+func (c *Cluster) RaftID(ctx context.Context, name string) (string, error) {
+	n := c.Node(name)
+	if n == nil {
+		return "", fmt.Errorf("raft id: unknown node %q", name)
+	}
+	var last error
+	for _, o := range c.Names() {
+		if !c.Running(o) {
+			continue
+		}
+		m, err := c.connect(o).Members(ctx)
+		if err != nil {
+			last = err
+			continue
+		}
+		ids := sortedKeys(m)
+		for _, id := range ids {
+			if m[id] == n.RaftProxy.Addr() {
+				return id, nil
+			}
+		}
+	}
+	if last != nil {
+		return "", fmt.Errorf("raft id of %s: %w", name, last)
+	}
+	return "", fmt.Errorf("raft id of %s: not a member", name)
+}
+
+// RemoveServer removes a node from the Raft configuration, asking each
+// running node in turn (followers forward to the leader).
+func (c *Cluster) RemoveServer(ctx context.Context, name string) error {
+	id, err := c.RaftID(ctx, name)
+	if err != nil {
+		return err
+	}
+	var last error
+	for _, o := range c.Names() {
+		if o == name || !c.Running(o) {
+			continue
+		}
+		if last = c.connect(o).RemoveServer(ctx, id); last == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("remove %s: %w", name, last)
+}
+
+// Lists reads every running node's reservations (stale, local reads).
+func (c *Cluster) Lists(ctx context.Context) (map[string][]Reservation, error) {
+	out := map[string][]Reservation{}
+	names := c.Names()
+	sort.Strings(names)
+	for _, name := range names {
+		if !c.Running(name) {
+			continue
+		}
+		l, err := c.Client(name).List(ctx)
+		if err != nil {
+			return out, fmt.Errorf("read %s: %w", name, err)
+		}
+		out[name] = l
+	}
+	return out, nil
+}
+
+// Close resumes and kills every node and closes the proxies.
+func (c *Cluster) Close() {
+	for _, name := range c.Names() {
+		_ = c.Resume(name)
+		_ = c.Kill(name)
+	}
+	c.mu.Lock()
+	nodes := append([]*Node(nil), c.nodes...)
+	c.mu.Unlock()
+	for _, n := range nodes {
+		if n.RaftProxy != nil {
+			n.RaftProxy.Close()
+		}
+		if n.APIProxy != nil {
+			n.APIProxy.Close()
+		}
+	}
+}
