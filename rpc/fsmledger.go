@@ -1,0 +1,481 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ledgerd/ledgerd/cluster"
+	"github.com/ledgerd/ledgerd/fsm"
+	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/planner"
+)
+
+// Replicator is what FSMLedger needs from the cluster layer; *cluster.Node
+// implements it. Apply replicates an encoded fsm command and returns the
+// encoded fsm result; ReadBarrier waits until the local FSM reflects every
+// acknowledged write.
+type Replicator interface {
+	Apply(ctx context.Context, cmd []byte) ([]byte, error)
+	ReadBarrier(ctx context.Context) error
+}
+
+// FSMLedger implements Ledger on the replicated state machine: writes are
+// encoded as fsm commands and go through the Replicator, reads come from
+// the local FSM after a read barrier (or without one when stale is asked).
+type FSMLedger struct {
+	R   Replicator
+	FSM *fsm.FSM
+}
+
+var _ Ledger = (*FSMLedger)(nil)
+
+// clusterErr maps the cluster sentinels to the API's outcome errors.
+func clusterErr(op string, err error) error {
+	switch {
+	case errors.Is(err, cluster.ErrOutcomeUnknown):
+		return fmt.Errorf("%s: %w: %w", op, ErrOutcomeUnknown, err)
+	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrNotLeader), errors.Is(err, cluster.ErrShutdown):
+		return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// apply encodes and replicates cmd and maps a non-OK result to an error.
+func (l *FSMLedger) apply(ctx context.Context, op string, cmd *fsmv1.Command) (*fsmv1.Result, error) {
+	b, err := fsm.Encode(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	out, err := l.R.Apply(ctx, b)
+	if err != nil {
+		return nil, clusterErr(op, err)
+	}
+	res, err := fsm.DecodeResult(out)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := resultErr(res); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return res, nil
+}
+
+// resultErr maps a result status to the API's outcome errors.
+func resultErr(r *fsmv1.Result) error {
+	switch r.GetStatus() {
+	case fsmv1.Result_STATUS_OK:
+		return nil
+	case fsmv1.Result_STATUS_REJECTED:
+		rj := r.GetRejected()
+		return &RejectedError{Reason: ReasonNoCapacity, Message: r.GetMessage(), LaterOK: rj.GetLaterOk(), LaterStart: rj.GetLaterStartMillis()}
+	case fsmv1.Result_STATUS_INVALID:
+		return &FieldError{Field: apiField(r.GetInvalid().GetField()), Reason: r.GetInvalid().GetReason()}
+	case fsmv1.Result_STATUS_NOT_FOUND:
+		return fmt.Errorf("%s: %w", r.GetMessage(), ErrNotFound)
+	case fsmv1.Result_STATUS_PERMISSION_DENIED:
+		return fmt.Errorf("%s: %w", r.GetMessage(), ErrPermission)
+	case fsmv1.Result_STATUS_CONFLICT:
+		c := r.GetConflict()
+		switch c.GetKind() {
+		case fsmv1.Conflict_KIND_DUPLICATE_ID, fsmv1.Conflict_KIND_RESOURCE_EXISTS:
+			return fmt.Errorf("%s: %w", r.GetMessage(), ErrExists)
+		case fsmv1.Conflict_KIND_IN_USE:
+			return fmt.Errorf("%s: %w", r.GetMessage(), ErrInUse)
+		case fsmv1.Conflict_KIND_CAPACITY:
+			return fmt.Errorf("%s (overbooked: %s): %w", r.GetMessage(), strings.Join(c.GetViolatedIds(), ","), ErrInUse)
+		default:
+			return fmt.Errorf("%s: %w", r.GetMessage(), ErrWrongState)
+		}
+	}
+	return fmt.Errorf("unexpected result status %v: %s", r.GetStatus(), r.GetMessage())
+}
+
+// apiField renames an fsm field path to the public request's, e.g.
+// "request.parts[1].amount" → "shape.parts[1].amount".
+func apiField(f string) string {
+	for _, p := range [][2]string{{"request.labels", "labels"}, {"request.hold_ttl_millis", "hold_ttl"}, {"request.", "shape."}, {"modify.", "shape."}} {
+		if rest, ok := strings.CutPrefix(f, p[0]); ok {
+			return p[1] + rest
+		}
+	}
+	return f
+}
+
+func envelope(t fsmv1.Command_Type, w Write) *fsmv1.Command {
+	return &fsmv1.Command{Type: t, IdempotencyKey: w.IdempotencyKey, Owner: w.Tenant, Privileged: w.Operator}
+}
+
+func fsmParts(ps []Part) []*fsmv1.Part {
+	out := make([]*fsmv1.Part, len(ps))
+	for i, p := range ps {
+		out[i] = &fsmv1.Part{Resource: p.Resource, Amount: p.Amount}
+	}
+	return out
+}
+
+func plannerReq(s Shape) planner.Request {
+	r := planner.Request{Duration: s.Duration, NotBefore: s.NotBefore, Deadline: s.Deadline}
+	for _, p := range s.Parts {
+		r.Parts = append(r.Parts, planner.Part{Resource: p.Resource, Amount: p.Amount})
+	}
+	return r
+}
+
+// Hold implements Ledger.
+func (l *FSMLedger) Hold(ctx context.Context, a HoldArgs) (*ledgerdv1.Reservation, error) {
+	t, op := fsmv1.Command_TYPE_HOLD, "hold"
+	if a.Commit {
+		t, op = fsmv1.Command_TYPE_RESERVE, "reserve"
+	}
+	cmd := envelope(t, a.Write)
+	req := &fsmv1.ReservationRequest{
+		Parts:           fsmParts(a.Shape.Parts),
+		DurationMillis:  a.Shape.Duration,
+		NotBeforeMillis: a.Shape.NotBefore,
+		HoldTtlMillis:   a.TTL,
+		Labels:          a.Labels,
+	}
+	if a.Shape.Deadline != NoDeadline {
+		req.DeadlineMillis = a.Shape.Deadline
+	}
+	cmd.Payload = &fsmv1.Command_Request{Request: req}
+	res, err := l.apply(ctx, op, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return reservationToAPI(res.GetReservation()), nil
+}
+
+func (l *FSMLedger) target(ctx context.Context, op string, t fsmv1.Command_Type, w Write, id string) (*ledgerdv1.Reservation, error) {
+	cmd := envelope(t, w)
+	cmd.Payload = &fsmv1.Command_Target{Target: &fsmv1.Target{Id: id}}
+	res, err := l.apply(ctx, op, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return reservationToAPI(res.GetReservation()), nil
+}
+
+// Commit implements Ledger.
+func (l *FSMLedger) Commit(ctx context.Context, w Write, id string) (*ledgerdv1.Reservation, error) {
+	return l.target(ctx, "commit", fsmv1.Command_TYPE_COMMIT, w, id)
+}
+
+// Abort implements Ledger.
+func (l *FSMLedger) Abort(ctx context.Context, w Write, id string) (*ledgerdv1.Reservation, error) {
+	return l.target(ctx, "abort", fsmv1.Command_TYPE_ABORT, w, id)
+}
+
+// Cancel implements Ledger.
+func (l *FSMLedger) Cancel(ctx context.Context, w Write, id string) (*ledgerdv1.Reservation, error) {
+	return l.target(ctx, "cancel", fsmv1.Command_TYPE_CANCEL, w, id)
+}
+
+// Modify implements Ledger. The fsm holds an exact new interval, so the
+// earliest start of the new shape inside its window is found first (beside
+// the current booking, which stays held until commit); if the schedule
+// changes in between, the fsm rejects and the caller may retry.
+func (l *FSMLedger) Modify(ctx context.Context, a ModifyArgs) (*ledgerdv1.Reservation, error) {
+	if err := l.R.ReadBarrier(ctx); err != nil {
+		return nil, clusterErr("modify", err)
+	}
+	d, err := l.FSM.Find(plannerReq(a.Shape))
+	if err != nil {
+		return nil, fmt.Errorf("modify: %w", plannerErr(err))
+	}
+	if !d.Fits {
+		return nil, &RejectedError{Reason: ReasonNoCapacity, Message: "the new shape does not fit in its window", LaterOK: d.LaterOK, LaterStart: d.LaterStart}
+	}
+	start, end := d.Start, d.Start+a.Shape.Duration
+	cmd := envelope(fsmv1.Command_TYPE_MODIFY, a.Write)
+	cmd.Payload = &fsmv1.Command_Modify{Modify: &fsmv1.Modify{
+		Id: a.ID, Parts: fsmParts(a.Shape.Parts), StartMillis: &start, EndMillis: &end, HoldTtlMillis: a.TTL,
+	}}
+	res, err := l.apply(ctx, "modify", cmd)
+	if err != nil {
+		return nil, err
+	}
+	return reservationToAPI(res.GetReservation()), nil
+}
+
+func (l *FSMLedger) barrier(ctx context.Context, op string, stale bool) error {
+	if stale {
+		return nil
+	}
+	if err := l.R.ReadBarrier(ctx); err != nil {
+		return clusterErr(op, err)
+	}
+	return nil
+}
+
+// plannerErr maps planner sentinels to the API's outcome errors.
+func plannerErr(err error) error {
+	var fe *planner.FieldError
+	switch {
+	case errors.As(err, &fe):
+		return &FieldError{Field: "shape." + fe.Field, Reason: fe.Reason}
+	case errors.Is(err, planner.ErrUnknownResource):
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	return err
+}
+
+// Get implements Ledger.
+func (l *FSMLedger) Get(ctx context.Context, id string, stale bool) (*ledgerdv1.Reservation, error) {
+	if err := l.barrier(ctx, "get", stale); err != nil {
+		return nil, err
+	}
+	r, ok := l.FSM.Get(id)
+	if !ok {
+		return nil, fmt.Errorf("reservation %q: %w", id, ErrNotFound)
+	}
+	return reservationToAPI(r), nil
+}
+
+// List implements Ledger.
+func (l *FSMLedger) List(ctx context.Context, q ListQuery) ([]*ledgerdv1.Reservation, string, error) {
+	if err := l.barrier(ctx, "list", q.Stale); err != nil {
+		return nil, "", err
+	}
+	f := fsm.Filter{Resource: q.Resource, Owner: q.Tenant, FromMillis: q.From, ToMillis: q.To, PageToken: q.PageToken, PageSize: q.Limit}
+	for _, s := range q.States {
+		f.States = append(f.States, fsmv1.Reservation_State(s))
+	}
+	rs, next, err := l.FSM.List(f)
+	if err != nil {
+		var fe *planner.FieldError
+		if errors.As(err, &fe) {
+			return nil, "", &FieldError{Field: fe.Field, Reason: fe.Reason}
+		}
+		return nil, "", fmt.Errorf("list: %w", err)
+	}
+	out := make([]*ledgerdv1.Reservation, len(rs))
+	for i, r := range rs {
+		out[i] = reservationToAPI(r)
+	}
+	return out, next, nil
+}
+
+// Find implements Ledger.
+func (l *FSMLedger) Find(ctx context.Context, s Shape) (FindResult, error) {
+	if err := l.barrier(ctx, "find", false); err != nil {
+		return FindResult{}, err
+	}
+	d, err := l.FSM.Find(plannerReq(s))
+	if err != nil {
+		return FindResult{}, fmt.Errorf("find: %w", plannerErr(err))
+	}
+	return FindResult{Fits: d.Fits, Start: d.Start, LaterOK: d.LaterOK, LaterStart: d.LaterStart}, nil
+}
+
+// Offers implements Ledger.
+func (l *FSMLedger) Offers(ctx context.Context, s Shape, k int) ([]int64, error) {
+	if err := l.barrier(ctx, "offers", false); err != nil {
+		return nil, err
+	}
+	out, err := l.FSM.Offers(plannerReq(s), k)
+	if err != nil {
+		return nil, fmt.Errorf("offers: %w", plannerErr(err))
+	}
+	return out, nil
+}
+
+// Availability implements Ledger.
+func (l *FSMLedger) Availability(ctx context.Context, resource string, from, to int64) (*ledgerdv1.Resource, []*ledgerdv1.FreeBlock, error) {
+	if err := l.barrier(ctx, "availability", false); err != nil {
+		return nil, nil, err
+	}
+	r, ok := l.FSM.Resource(resource)
+	if !ok {
+		return nil, nil, fmt.Errorf("resource %q: %w", resource, ErrNotFound)
+	}
+	bs, err := l.FSM.Availability(resource, from, to)
+	if err != nil {
+		return nil, nil, fmt.Errorf("availability: %w", plannerErr(err))
+	}
+	out := make([]*ledgerdv1.FreeBlock, len(bs))
+	for i, b := range bs {
+		out[i] = &ledgerdv1.FreeBlock{Start: MsToTimestamp(b.Start), End: MsToTimestamp(min(b.End, to)), Free: b.Free}
+	}
+	return resourceToAPI(r), out, nil
+}
+
+// History implements Ledger.
+func (l *FSMLedger) History(_ context.Context, version uint64, index uint32, limit int) ([]*ledgerdv1.Event, error) {
+	evs := l.FSM.History(version, limit)
+	out := make([]*ledgerdv1.Event, 0, len(evs))
+	for _, e := range evs {
+		if e.GetVersion() == version && e.GetSeq() < index {
+			continue
+		}
+		out = append(out, eventToAPI(e))
+	}
+	return out, nil
+}
+
+// Notify implements Ledger.
+func (l *FSMLedger) Notify(after uint64) <-chan struct{} {
+	ch := l.FSM.Notify()
+	if l.FSM.AppliedIndex() > after {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	return ch
+}
+
+// Version implements Ledger.
+func (l *FSMLedger) Version() uint64 { return l.FSM.AppliedIndex() }
+
+// CreateResource implements Ledger. The fsm admits with POLICY_REJECT only.
+func (l *FSMLedger) CreateResource(ctx context.Context, w Write, r *ledgerdv1.Resource) (*ledgerdv1.Resource, error) {
+	if r.Policy != ledgerdv1.Policy_POLICY_UNSPECIFIED && r.Policy != ledgerdv1.Policy_POLICY_REJECT {
+		return nil, &FieldError{Field: "resource.policy", Reason: "only POLICY_REJECT is supported by this server"}
+	}
+	cmd := envelope(fsmv1.Command_TYPE_CREATE_RESOURCE, w)
+	cmd.Payload = &fsmv1.Command_CreateResource{CreateResource: &fsmv1.CreateResource{Name: r.Name, Capacity: r.Capacity, Unit: r.Unit, Labels: r.Labels}}
+	res, err := l.apply(ctx, "create resource", cmd)
+	if err != nil {
+		return nil, err
+	}
+	return resourceToAPI(res.GetResource()), nil
+}
+
+// UpdateCapacity implements Ledger.
+func (l *FSMLedger) UpdateCapacity(ctx context.Context, a CapacityArgs) (*ledgerdv1.Resource, error) {
+	u := &fsmv1.UpdateResource{Name: a.Name, Capacity: a.Capacity}
+	if a.From != 0 || a.To != 0 {
+		from := a.From
+		u.FromMillis = &from
+		if a.To != NoDeadline {
+			to := a.To
+			u.ToMillis = &to
+		}
+	}
+	cmd := envelope(fsmv1.Command_TYPE_UPDATE_RESOURCE, a.Write)
+	cmd.Payload = &fsmv1.Command_UpdateResource{UpdateResource: u}
+	res, err := l.apply(ctx, "update capacity", cmd)
+	if err != nil {
+		return nil, err
+	}
+	return resourceToAPI(res.GetResource()), nil
+}
+
+// DeleteResource implements Ledger. With force, live reservations on the
+// resource are aborted (holds) or cancelled (commitments) first, each as its
+// own idempotent write, then the resource is deleted; without force the fsm
+// refuses while any live reservation exists.
+func (l *FSMLedger) DeleteResource(ctx context.Context, w Write, name string, force bool) error {
+	if force {
+		if err := l.barrier(ctx, "delete resource", false); err != nil {
+			return err
+		}
+		live := []fsmv1.Reservation_State{fsmv1.Reservation_STATE_HELD, fsmv1.Reservation_STATE_COMMITTED, fsmv1.Reservation_STATE_ACTIVE}
+		token := ""
+		for {
+			rs, next, err := l.FSM.List(fsm.Filter{Resource: name, States: live, PageToken: token, PageSize: fsm.MaxPageSize})
+			if err != nil {
+				return fmt.Errorf("delete resource: %w", err)
+			}
+			for _, r := range rs {
+				t, op := fsmv1.Command_TYPE_CANCEL, "cancel"
+				if r.GetState() == fsmv1.Reservation_STATE_HELD {
+					t, op = fsmv1.Command_TYPE_ABORT, "abort"
+				}
+				sub := Write{Tenant: w.Tenant, Operator: true, IdempotencyKey: w.IdempotencyKey + "/" + op + "/" + r.GetId()}
+				if _, err := l.target(ctx, "delete resource: "+op, t, sub, r.GetId()); err != nil && !errors.Is(err, ErrWrongState) && !errors.Is(err, ErrNotFound) {
+					return err
+				}
+			}
+			if next == "" {
+				break
+			}
+			token = next
+		}
+	}
+	cmd := envelope(fsmv1.Command_TYPE_DELETE_RESOURCE, w)
+	cmd.Payload = &fsmv1.Command_DeleteResource{DeleteResource: &fsmv1.DeleteResource{Name: name}}
+	_, err := l.apply(ctx, "delete resource", cmd)
+	return err
+}
+
+// Resources implements Ledger.
+func (l *FSMLedger) Resources(ctx context.Context, stale bool) ([]*ledgerdv1.Resource, error) {
+	if err := l.barrier(ctx, "resources", stale); err != nil {
+		return nil, err
+	}
+	rs := l.FSM.Resources()
+	out := make([]*ledgerdv1.Resource, len(rs))
+	for i, r := range rs {
+		out[i] = resourceToAPI(r)
+	}
+	return out, nil
+}
+
+// reservationToAPI converts an fsm row to the public message. The state
+// enums share their numbers.
+func reservationToAPI(r *fsmv1.Reservation) *ledgerdv1.Reservation {
+	if r == nil {
+		return nil
+	}
+	out := &ledgerdv1.Reservation{
+		Id:             r.GetId(),
+		Tenant:         r.GetOwner(),
+		Start:          MsToTimestamp(r.GetStartMillis()),
+		End:            MsToTimestamp(r.GetEndMillis()),
+		State:          ledgerdv1.ReservationState(r.GetState()),
+		Labels:         r.GetLabels(),
+		CreatedVersion: r.GetCreatedVersion(),
+		Version:        r.GetUpdatedVersion(),
+	}
+	for _, p := range r.GetParts() {
+		out.Parts = append(out.Parts, &ledgerdv1.ResourceAmount{Resource: p.GetResource(), Amount: p.GetAmount()})
+	}
+	if ms := r.GetHoldExpiresMillis(); ms != 0 {
+		out.HoldExpiresAt = MsToTimestamp(ms)
+	}
+	if pm := r.GetPending(); pm != nil {
+		p := &ledgerdv1.PendingModification{Start: MsToTimestamp(pm.GetStartMillis()), End: MsToTimestamp(pm.GetEndMillis())}
+		if ms := pm.GetHoldExpiresMillis(); ms != 0 {
+			p.HoldExpiresAt = MsToTimestamp(ms)
+		}
+		for _, part := range pm.GetParts() {
+			p.Parts = append(p.Parts, &ledgerdv1.ResourceAmount{Resource: part.GetResource(), Amount: part.GetAmount()})
+		}
+		out.Pending = p
+	}
+	return out
+}
+
+func resourceToAPI(r *fsmv1.Resource) *ledgerdv1.Resource {
+	if r == nil {
+		return nil
+	}
+	return &ledgerdv1.Resource{
+		Name: r.GetName(), Capacity: r.GetCapacity(), Unit: r.GetUnit(), Labels: r.GetLabels(),
+		Policy: ledgerdv1.Policy_POLICY_REJECT, Version: r.GetUpdatedVersion(),
+	}
+}
+
+func eventToAPI(e *fsmv1.Event) *ledgerdv1.Event {
+	out := &ledgerdv1.Event{
+		Version: e.GetVersion(),
+		Index:   e.GetSeq(),
+		Time:    MsToTimestamp(e.GetAtMillis()),
+		Action:  strings.ToLower(strings.TrimPrefix(e.GetType().String(), "TYPE_")),
+	}
+	switch e.GetType() {
+	case fsmv1.Event_TYPE_RESOURCE_CREATED, fsmv1.Event_TYPE_RESOURCE_UPDATED:
+		out.Type = ledgerdv1.EventType_EVENT_TYPE_RESOURCE
+	case fsmv1.Event_TYPE_RESOURCE_DELETED:
+		out.Type = ledgerdv1.EventType_EVENT_TYPE_RESOURCE_DELETED
+	default:
+		out.Type = ledgerdv1.EventType_EVENT_TYPE_RESERVATION
+	}
+	out.Reservation = reservationToAPI(e.GetReservation())
+	out.Resource = resourceToAPI(e.GetResource())
+	return out
+}
