@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -179,6 +180,7 @@ func TestConfigValidate(t *testing.T) {
 		{"slots not dividing", func(c *Config) { c.Slots = []int64{7} }, "slots"},
 		{"slack", func(c *Config) { c.Slack = -1 }, "slack"},
 		{"kth scale", func(c *Config) { c.KTHScales = []float64{-1} }, "kth-scales"},
+		{"min replay", func(c *Config) { c.MinReplay = -1 }, "min-replay"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -224,5 +226,22 @@ func BenchmarkReplay(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(rs)), "ns/request")
 		})
+	}
+}
+
+func TestThreadCPUAdvances(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	a, ok := threadCPU()
+	if !ok {
+		t.Skip("no thread CPU clock on this platform")
+	}
+	x := 0
+	for i := range 20_000_000 {
+		x ^= i
+	}
+	b, _ := threadCPU()
+	if b <= a {
+		t.Fatalf("thread CPU time did not advance: %v -> %v (x=%d)", a, b, x)
 	}
 }

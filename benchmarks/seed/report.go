@@ -103,8 +103,8 @@ func yes(b bool) string {
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	c := r.Config
-	fmt.Fprintf(&b, "Capacity %d CPUs; book-ahead horizon %d s; time unit 1/%d s; start factor %g; window slack %g; seed %d; %d timed repetitions (median).\n\n",
-		c.Capacity, c.Horizon, c.TimeScale, c.StartFactor, c.Slack, c.Seed, c.Reps)
+	fmt.Fprintf(&b, "Capacity %d CPUs; book-ahead horizon %d s; time unit 1/%d s; start factor %g; window slack %g; seed %d.\n", c.Capacity, c.Horizon, c.TimeScale, c.StartFactor, c.Slack, c.Seed)
+	fmt.Fprintf(&b, "ns/req: median over all timed replays of the replaying thread's CPU time divided by the requests (%d repetitions, each repeating a replay until %v of it had run; contenders interleaved). \"list blocks\" is the mean (max) length of the free-block list during the replay.\n\n", c.Reps, c.MinReplay)
 	for _, w := range r.Workloads() {
 		var pts []Point
 		for _, p := range r.Points {
@@ -114,17 +114,21 @@ func (r *Report) Markdown() string {
 		}
 		fmt.Fprintf(&b, "### %s\n\n", w)
 		names := contenderNames(pts)
-		b.WriteString("| mean interarrival (s) | offered load | requests |")
+		b.WriteString("| mean interarrival (s) | offered load | requests | list blocks |")
 		for _, n := range names {
 			fmt.Fprintf(&b, " %s success | %s ns/req |", n, n)
 		}
-		b.WriteString("\n|---:|---:|---:|")
+		b.WriteString("\n|---:|---:|---:|---:|")
 		for range names {
 			b.WriteString("---:|---:|")
 		}
 		b.WriteString("\n")
 		for _, p := range pts {
-			fmt.Fprintf(&b, "| %.0f | %.2f | %d |", p.MeanInterarrival, p.OfferedLoad, p.Requests)
+			blocks := "–"
+			if l, err := p.result("list"); err == nil {
+				blocks = fmt.Sprintf("%.0f (%d)", l.MeanLen, l.MaxLen)
+			}
+			fmt.Fprintf(&b, "| %.0f | %.2f | %d | %s |", p.MeanInterarrival, p.OfferedLoad, p.Requests, blocks)
 			for _, n := range names {
 				res, err := p.result(n)
 				if err != nil {
@@ -172,11 +176,12 @@ func contenderNames(pts []Point) []string {
 // CSV renders every result as one row.
 func (r *Report) CSV() string {
 	var b strings.Builder
-	b.WriteString("workload,mean_interarrival_s,offered_load,requests,planner,accepted,success_rate,ns_per_request,final_len,decisions\n")
+	b.WriteString("workload,mean_interarrival_s,offered_load,requests,planner,accepted,success_rate,cpu_ns_per_request,wall_ns_per_request,replays,mean_len,max_len,decisions\n")
 	for _, p := range r.Points {
 		for _, res := range p.Results {
-			fmt.Fprintf(&b, "%s,%.1f,%.4f,%d,%s,%d,%.6f,%.1f,%d,%016x\n", p.Workload, p.MeanInterarrival, p.OfferedLoad,
-				p.Requests, res.Planner, res.Accepted, res.SuccessRate, res.NsPerRequest, res.FinalLen, res.Decisions)
+			fmt.Fprintf(&b, "%s,%.1f,%.4f,%d,%s,%d,%.6f,%.1f,%.1f,%d,%.1f,%d,%016x\n", p.Workload, p.MeanInterarrival, p.OfferedLoad,
+				p.Requests, res.Planner, res.Accepted, res.SuccessRate, res.NsPerRequest, res.WallNsPerRequest, res.Replays,
+				res.MeanLen, res.MaxLen, res.Decisions)
 		}
 	}
 	return b.String()

@@ -89,7 +89,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 Reproduces the cluster experiment of Schneider & Linnert: reservations with
 booking windows on one resource, replayed on the free-block list, the indexed
 timeline and slotted time, swept over mean interarrival times. Reports the
-success rate and the median (over -reps) of wall time per request.
+success rate and the median CPU time per request of the replaying thread
+(over -reps repetitions, each repeating the replay for at least -min-replay).
 
 Run from the repository root so that the default trace path resolves.
 
@@ -116,6 +117,7 @@ Flags:
 	fs.Var(&slots, "slots", "comma-separated slot counts of the slotted timelines (each must divide horizon*timescale)")
 	scales := floatList(def.KTHScales)
 	fs.Var(&scales, "kth-scales", "comma-separated factors applied to the trace's submit times (< 1 compresses time, raising the load)")
+	minReplay := fs.Duration("min-replay", def.MinReplay, "repeat each replay until this much of it has run per repetition (noise control)")
 	exact := fs.Bool("exact-slotted", false, "add a slotted timeline with one slot per time unit (must match the list exactly)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -155,6 +157,9 @@ Flags:
 	}
 	if !*quick || set["kth-jobs"] {
 		cfg.KTHJobs = *kthJobs
+	}
+	if !*quick || set["min-replay"] {
+		cfg.MinReplay = *minReplay
 	}
 	if set["exact-slotted"] {
 		cfg.ExactSlotted = *exact

@@ -83,7 +83,7 @@ func TestFlags(t *testing.T) {
 	if err := run([]string{"-h"}, &stdout, &stderr); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("-h: %v", err)
 	}
-	for _, want := range []string{"-interarrivals", "-slots", "-quick", "median"} {
+	for _, want := range []string{"-interarrivals", "-slots", "-quick", "-min-replay", "median"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("help lacks %q", want)
 		}

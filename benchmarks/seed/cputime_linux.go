@@ -1,0 +1,25 @@
+//go:build linux
+
+package seed
+
+import (
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// clockThreadCPUTime is CLOCK_THREAD_CPUTIME_ID of Linux.
+const clockThreadCPUTime = 3
+
+// threadCPU returns the CPU time consumed so far by the calling OS thread.
+// Callers lock the goroutine to its thread (runtime.LockOSThread) so that
+// two readings bracket only their own work. It reports false if the clock
+// cannot be read.
+func threadCPU() (time.Duration, bool) {
+	var ts syscall.Timespec
+	_, _, errno := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTime, uintptr(unsafe.Pointer(&ts)), 0)
+	if errno != 0 {
+		return 0, false
+	}
+	return time.Duration(ts.Nano()), true
+}
