@@ -1,0 +1,233 @@
+package jepsen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Config describes one campaign against a real cluster.
+type Config struct {
+	// Bin is a ledgerd binary; empty builds one from the module into Dir.
+	Bin string
+	// Dir receives data dirs, node logs, history.json, report.json,
+	// report.txt and lin-group*.html. Required.
+	Dir      string
+	Nodes    int
+	Clients  int
+	Groups   int
+	Duration time.Duration
+	Nemeses  []string
+	// Quiet and Hold shape the fault schedule (defaults 3s and 4s).
+	Quiet, Hold time.Duration
+	// Combine is the probability of injecting two faults at once.
+	Combine float64
+	Seed    uint64
+	// CheckTimeout bounds porcupine per resource group (default 60s).
+	CheckTimeout time.Duration
+	// Settle bounds the wait for a stable leader and converged replicas
+	// after the last fault (default 30s).
+	Settle time.Duration
+	// ExtraArgs are appended to every agent command line.
+	ExtraArgs []string
+	// Progress receives one line per phase and per fault; nil discards.
+	Progress io.Writer
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Dir == "" {
+		return c, errors.New("campaign: Dir is required")
+	}
+	if c.Nodes <= 0 {
+		c.Nodes = 3
+	}
+	if c.Clients <= 0 {
+		c.Clients = 6
+	}
+	if c.Duration <= 0 {
+		return c, fmt.Errorf("campaign: Duration must be > 0, got %v", c.Duration)
+	}
+	if c.Quiet <= 0 {
+		c.Quiet = 3 * time.Second
+	}
+	if c.Hold <= 0 {
+		c.Hold = 4 * time.Second
+	}
+	if c.CheckTimeout <= 0 {
+		c.CheckTimeout = time.Minute
+	}
+	if c.Settle <= 0 {
+		c.Settle = 30 * time.Second
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	return c, nil
+}
+
+// Run executes one campaign: build (if needed) and start the cluster, create
+// the resources, run the workload while the schedule injects faults, heal
+// everything, let the cluster settle, read every node, and check. The
+// returned report is also written to cfg.Dir. An error means the campaign
+// could not run at all; a run that found bugs returns a report with Pass
+// false and a nil error.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("campaign: %w", err)
+	}
+	say := func(format string, args ...any) { fmt.Fprintf(cfg.Progress, format+"\n", args...) }
+	if cfg.Bin == "" {
+		say("building ledgerd ...")
+		if cfg.Bin, err = BuildAgent(ctx, cfg.Dir); err != nil {
+			return nil, err
+		}
+	}
+	cl, err := NewCluster(ClusterConfig{Bin: cfg.Bin, Dir: cfg.Dir, Nodes: cfg.Nodes, Log: cfg.Progress, ExtraArgs: cfg.ExtraArgs, Seed: cfg.Seed})
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	say("starting %d nodes in %s", cfg.Nodes, cfg.Dir)
+	if err := cl.Start(); err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, cfg.Settle)
+	err = cl.WaitStable(sctx)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("campaign: cluster did not elect a leader (see %s/n*.log): %w", cfg.Dir, err)
+	}
+	say("leader %s", cl.Leader(ctx))
+
+	rec := NewRecorder()
+	w, err := NewWorkload(WorkloadConfig{Clients: cfg.Clients, Groups: cfg.Groups, Seed: cfg.Seed, Retries: 2,
+		Prefix: fmt.Sprintf("j%d", cfg.Seed%100000)}, rec, cl.Names(), cl.Client)
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel = context.WithTimeout(ctx, cfg.Settle)
+	err = w.Setup(sctx)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("campaign: %w", err)
+	}
+	sched := &Schedule{Cluster: cl, Nemeses: cfg.Nemeses, Quiet: cfg.Quiet, Hold: cfg.Hold, Combine: cfg.Combine,
+		Seed: cfg.Seed, Clock: rec.Now, Log: cfg.Progress}
+	rep := &Report{Seed: cfg.Seed, Nodes: cfg.Nodes, Clients: cfg.Clients, Nemeses: cfg.Nemeses}
+
+	say("running workload for %v (nemeses: %v)", cfg.Duration, cfg.Nemeses)
+	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
+	done := make(chan struct{})
+	go func() { sched.Run(runCtx); close(done) }()
+	progress := time.NewTicker(5 * time.Second)
+	wdone := make(chan struct{})
+	go func() { w.Run(runCtx); close(wdone) }()
+loop:
+	for {
+		select {
+		case <-wdone:
+			break loop
+		case <-progress.C:
+			ops := rec.Ops()
+			unknown := 0
+			for _, op := range ops {
+				if op.Output.Code == CodeUnknown {
+					unknown++
+				}
+			}
+			say("%7.1fs %d ops, %d indeterminate", float64(rec.Now())/1e9, len(ops), unknown)
+		}
+	}
+	progress.Stop()
+	<-done
+	stop()
+	total := rec.Now()
+	rep.Duration = time.Duration(total)
+
+	// Heal everything that might still be broken and let the cluster settle.
+	cl.Heal()
+	for _, n := range cl.Names() {
+		_ = cl.Resume(n)
+		if err := cl.StartNode(n); err != nil {
+			rep.Errors = append(rep.Errors, err.Error())
+		}
+	}
+	say("healed; waiting for the cluster to settle")
+	sctx, cancel = context.WithTimeout(ctx, cfg.Settle)
+	if err := cl.WaitStable(sctx); err != nil {
+		rep.Errors = append(rep.Errors, err.Error())
+	}
+	lists, readAt, err := converge(sctx, cl)
+	cancel()
+	if err != nil {
+		rep.Errors = append(rep.Errors, err.Error())
+	}
+
+	h := w.History()
+	if err := h.Save(filepath.Join(cfg.Dir, "history.json")); err != nil {
+		rep.Errors = append(rep.Errors, err.Error())
+	}
+	rep.Faults = sched.Faults()
+	rep.Ops, rep.Latency, rep.Availability = Summarize(h, rep.Faults, total)
+	rep.Invariants = CheckInvariants(h, lists, InvariantOptions{Now: readAt})
+	say("checking linearizability of %d operations ...", len(h.Ops))
+	rep.Linear, err = Check(h, CheckOptions{Timeout: cfg.CheckTimeout, VisualDir: cfg.Dir})
+	if err != nil {
+		rep.Errors = append(rep.Errors, err.Error())
+	}
+	rep.Judge()
+	if err := rep.Write(cfg.Dir); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// converge reads every node until all lists agree (replication catching up
+// after the heal) or ctx ends; it returns the last lists read either way so
+// that the invariant checker can report the divergence.
+func converge(ctx context.Context, cl *Cluster) (map[string][]Reservation, time.Time, error) {
+	var (
+		lists map[string][]Reservation
+		at    time.Time
+		err   error
+	)
+	for {
+		at = time.Now()
+		lists, err = cl.Lists(ctx)
+		if err == nil && len(lists) == len(cl.Names()) && identical(lists) {
+			return lists, at, nil
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = fmt.Errorf("replicas did not converge: %w", ctx.Err())
+			}
+			return lists, at, err
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func identical(lists map[string][]Reservation) bool {
+	var ref []string
+	first := true
+	for _, n := range sortedKeys(lists) {
+		c := canonical(lists[n])
+		if first {
+			ref, first = c, false
+			continue
+		}
+		if firstDiff(ref, c) != "" {
+			return false
+		}
+	}
+	return true
+}
