@@ -2,7 +2,9 @@ package planner
 
 import (
 	"errors"
+	"reflect"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -94,5 +96,150 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// faultyTimeline fails exactly one of its Book or Release calls (when the
+// shared countdown reaches zero), to check that the Planner never
+// half-applies a change.
+type faultyTimeline struct {
+	Timeline
+	budget *int
+}
+
+func (f faultyTimeline) spend() error {
+	*f.budget--
+	if *f.budget == -1 {
+		return errors.New("injected timeline failure")
+	}
+	return nil
+}
+
+func (f faultyTimeline) Book(start, end, amount int64) error {
+	if err := f.spend(); err != nil {
+		return err
+	}
+	return f.Timeline.Book(start, end, amount)
+}
+
+func (f faultyTimeline) Release(start, end, amount int64) error {
+	if err := f.spend(); err != nil {
+		return err
+	}
+	return f.Timeline.Release(start, end, amount)
+}
+
+// TestNoHalfApply makes each timeline call of an operation fail in turn
+// and checks that the failing operation leaves the whole state untouched.
+func TestNoHalfApply(t *testing.T) {
+	ops := []struct {
+		name string
+		run  func(p *Planner) error
+	}{
+		{"book", func(p *Planner) error {
+			return p.Book(Booking{ID: "n", Parts: []Part{{"cpu", 1}, {"gpu", 1}, {"net", 1}}, Start: 40, End: 50})
+		}},
+		{"reserve", func(p *Planner) error {
+			_, err := p.Reserve("n", Request{Parts: []Part{{"net", 1}, {"cpu", 1}, {"gpu", 1}}, Duration: 5, NotBefore: 0, Deadline: MaxTime})
+			return err
+		}},
+		{"release", func(p *Planner) error { _, err := p.Release("m"); return err }},
+		{"modify", func(p *Planner) error {
+			return p.Modify("m", []Part{{"gpu", 2}, {"net", 3}, {"cpu", 1}}, 60, 70)
+		}},
+		{"raise capacity", func(p *Planner) error { return p.SetCapacity("cpu", 0, 100, 12) }},
+		{"lower capacity", func(p *Planner) error { return p.SetCapacity("cpu", 0, 100, 6) }},
+	}
+	for _, o := range ops {
+		for fail := 0; ; fail++ {
+			budget := 1 << 30
+			p := New(func(c, origin int64) Timeline { return faultyTimeline{NewList(c, origin), &budget} })
+			must(t, p.AddResource("cpu", 8))
+			must(t, p.AddResource("gpu", 2))
+			must(t, p.AddResource("net", 10))
+			must(t, p.Book(Booking{ID: "m", Parts: []Part{{"cpu", 2}, {"gpu", 1}, {"net", 4}}, Start: 10, End: 30}))
+			must(t, p.SetCapacity("cpu", 20, 25, 4))
+			before := stateOf(p)
+			budget = fail
+			err := o.run(p)
+			budget = 1 << 30
+			if err == nil {
+				if fail == 0 {
+					t.Fatalf("%s: no timeline call made", o.name)
+				}
+				break // the budget covered every call
+			}
+			if got := stateOf(p); !reflect.DeepEqual(got, before) {
+				t.Fatalf("%s failing at call %d (%v): state changed\n got  %+v\n want %+v", o.name, fail, err, got, before)
+			}
+			if cerr := checkConsistent(p); cerr != nil {
+				t.Fatalf("%s failing at call %d: %v", o.name, fail, cerr)
+			}
+		}
+	}
+}
+
+// TestExpiryCompaction churns bookings without advancing, so stale expiry
+// entries pile up, and checks that they are compacted and that Advance
+// still forgets exactly the finished bookings.
+func TestExpiryCompaction(t *testing.T) {
+	for _, f := range factories {
+		p := New(f.f)
+		must(t, p.AddResource("cpu", 4))
+		for i := range 1000 {
+			id := "x" + strconv.Itoa(i%10)
+			if _, ok := p.Get(id); ok {
+				if i%3 == 0 {
+					must(t, p.Modify(id, []Part{{"cpu", 1}}, int64(i), int64(i+5)))
+				} else if _, err := p.Release(id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, ok := p.Get(id); !ok {
+				must(t, p.Book(Booking{ID: id, Parts: []Part{{"cpu", 1}}, Start: int64(i), End: int64(i + 3)}))
+			}
+		}
+		if len(p.expiry) > 2*p.Len()+64 {
+			t.Fatalf("%s: %d expiry entries for %d bookings", f.name, len(p.expiry), p.Len())
+		}
+		live := map[string]int64{}
+		for i := range 10 {
+			if b, ok := p.Get("x" + strconv.Itoa(i)); ok {
+				live[b.ID] = b.End
+			}
+		}
+		for now := int64(990); now <= 1010; now++ {
+			p.Advance(now)
+			for id, end := range live {
+				if _, ok := p.Get(id); ok != (end > now) {
+					t.Fatalf("%s: at %d booking %s (end %d) present=%v", f.name, now, id, end, ok)
+				}
+			}
+		}
+		if p.Len() != 0 || len(p.expiry) != 0 {
+			t.Fatalf("%s: %d bookings, %d expiry entries left", f.name, p.Len(), len(p.expiry))
+		}
+	}
+}
+
+func TestUsageFormulas(t *testing.T) {
+	u := Usage{CapacityArea: 100, BookedArea: 25, FreeArea: 75, LargestFreeBlock: 30}
+	if got := u.Utilization(); got != 0.25 {
+		t.Errorf("utilization %v", got)
+	}
+	if got := u.Fragmentation(); got != 0.6 {
+		t.Errorf("fragmentation %v", got)
+	}
+	if (Usage{}).Utilization() != 0 || (Usage{}).Fragmentation() != 0 {
+		t.Error("empty usage must report 0")
+	}
+	if _, ok := mulAdd(MaxTime, 1, 1); ok {
+		t.Error("mulAdd overflow not detected")
+	}
+	if _, ok := mulAdd(0, 1<<32, 1<<31); ok {
+		t.Error("mulAdd product overflow not detected")
+	}
+	if v, ok := mulAdd(5, 3, 4); !ok || v != 17 {
+		t.Errorf("mulAdd = %d %v", v, ok)
 	}
 }

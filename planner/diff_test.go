@@ -40,7 +40,13 @@ var factories = []struct {
 }{
 	{"list", NewList},
 	{"indexed", NewIndexed},
+	// plain hides the optional NextChange method, so the Planner's
+	// fallback through Blocks is exercised too.
+	{"plain", func(capacity, origin int64) Timeline { return plainTimeline{NewList(capacity, origin)} }},
 }
+
+// plainTimeline exposes only the Timeline interface of what it wraps.
+type plainTimeline struct{ Timeline }
 
 // chooser is the source of the generator's choices: a seeded PRNG, or the
 // bytes of a fuzz input.
