@@ -43,11 +43,17 @@ const (
 
 // chunk is a run of consecutive canonical blocks.
 //
-// Invariant: len(start) == len(free) >= 1; start is strictly increasing.
+// Invariant: len(start) == len(free) >= 1; start is strictly increasing;
+// mn and mx are the minimum and maximum of free whenever the chunk is not
+// being modified.
 type chunk struct {
-	start []int64
-	free  []int64
+	start  []int64
+	free   []int64
+	mn, mx int64
 }
+
+// summarize recomputes mn and mx.
+func (c *chunk) summarize() { c.mn, c.mx = minMax(c.free) }
 
 // IndexedTimeline is a Timeline that keeps the canonical free-block list in
 // chunked flat arrays under a min/max segment tree (see the layout comment
@@ -87,7 +93,7 @@ func NewIndexed(capacity, origin int64) Timeline {
 	}
 	t := &IndexedTimeline{
 		origin: origin,
-		chunks: []*chunk{{start: []int64{origin}, free: []int64{capacity}}},
+		chunks: []*chunk{{start: []int64{origin}, free: []int64{capacity}, mn: capacity, mx: capacity}},
 		firsts: []int64{origin},
 		n:      1,
 	}
@@ -377,10 +383,12 @@ func (t *IndexedTimeline) add(start, end, delta int64) {
 	for ci < len(t.chunks) {
 		c := t.chunks[ci]
 		j := bi
+		rmn, rmx := int64(math.MaxInt64), int64(math.MinInt64)
 		for ; j < len(c.start) && c.start[j] < end; j++ {
+			rmn, rmx = min(rmn, c.free[j]), max(rmx, c.free[j])
 			c.free[j] += delta
 		}
-		t.refresh(ci)
+		t.adjusted(ci, bi, j, rmn, rmx, delta)
 		if j < len(c.start) {
 			break
 		}
@@ -392,6 +400,27 @@ func (t *IndexedTimeline) add(start, end, delta int64) {
 		t.mergeAt(end)
 	}
 	t.mergeAt(start)
+}
+
+// adjusted updates the summary of chunk ci after delta was added to its
+// blocks [from, to), whose old values ranged over [rmn, rmx]. It avoids a
+// rescan of the chunk whenever the extremes can be derived: the whole chunk
+// moved, or the side that moved away from an extreme did not hold it.
+func (t *IndexedTimeline) adjusted(ci, from, to int, rmn, rmx, delta int64) {
+	c := t.chunks[ci]
+	switch {
+	case from == 0 && to == len(c.free):
+		c.mn, c.mx = c.mn+delta, c.mx+delta
+	case delta < 0 && rmx < c.mx:
+		// The maximum lies outside the range; the minimum can only drop.
+		c.mn = min(c.mn, rmn+delta)
+	case delta > 0 && rmn > c.mn:
+		// The minimum lies outside the range; the maximum can only rise.
+		c.mx = max(c.mx, rmx+delta)
+	default:
+		c.summarize()
+	}
+	t.seg.set(ci, c.mn, c.mx)
 }
 
 // splitAt makes x a block boundary (x >= origin).
@@ -442,11 +471,15 @@ func (t *IndexedTimeline) insertAt(ci, bi int, s, f int64) {
 		t.firsts[ci] = s
 	}
 	t.n++
-	t.refresh(ci)
+	if f < c.mn || f > c.mx {
+		c.mn, c.mx = min(c.mn, f), max(c.mx, f)
+		t.seg.set(ci, c.mn, c.mx)
+	}
 }
 
-// removeAt deletes the block at (ci, bi); the caller guarantees it is not
-// the first block of the timeline.
+// removeAt deletes the block at (ci, bi), which has the same free amount
+// as the block before it (the caller merges equal neighbours; the first
+// block of the timeline is never removed).
 func (t *IndexedTimeline) removeAt(ci, bi int) {
 	c := t.chunks[ci]
 	c.start = slices.Delete(c.start, bi, bi+1)
@@ -464,7 +497,12 @@ func (t *IndexedTimeline) removeAt(ci, bi int) {
 	if len(c.start) < chunkMerge && t.mergeChunks(ci) {
 		return
 	}
-	t.refresh(ci)
+	if bi == 0 {
+		// The removed value may have been this chunk's only extreme.
+		t.refresh(ci)
+	}
+	// Otherwise the removed block had the same free as its predecessor
+	// in this chunk, so the extremes are unchanged.
 }
 
 // splitChunk cuts chunk ci into two halves, each allocated with room to
@@ -478,6 +516,8 @@ func (t *IndexedTimeline) splitChunk(ci int) {
 	}
 	c.start = c.start[:half:cap(c.start)]
 	c.free = c.free[:half:cap(c.free)]
+	c.summarize()
+	right.summarize()
 	t.chunks = slices.Insert(t.chunks, ci+1, right)
 	t.firsts = slices.Insert(t.firsts, ci+1, right.start[0])
 	t.seg.build(t.chunks)
@@ -499,16 +539,18 @@ func (t *IndexedTimeline) mergeChunks(ci int) bool {
 	a, b := t.chunks[l], t.chunks[l+1]
 	a.start = append(a.start, b.start...)
 	a.free = append(a.free, b.free...)
+	a.summarize()
 	t.chunks = slices.Delete(t.chunks, l+1, l+2)
 	t.firsts = slices.Delete(t.firsts, l+1, l+2)
 	t.seg.build(t.chunks)
 	return true
 }
 
-// refresh recomputes the summary of chunk ci.
+// refresh recomputes the summary of chunk ci after its blocks changed.
 func (t *IndexedTimeline) refresh(ci int) {
-	mn, mx := minMax(t.chunks[ci].free)
-	t.seg.set(ci, mn, mx)
+	c := t.chunks[ci]
+	c.summarize()
+	t.seg.set(ci, c.mn, c.mx)
 }
 
 // Advance forgets every block that ends at or before now; the block that
@@ -538,6 +580,7 @@ func (t *IndexedTimeline) Advance(now int64) {
 	t.firsts[0] = now
 	t.origin = now
 	if ci > 0 {
+		c.summarize()
 		t.seg.build(t.chunks)
 	} else {
 		t.refresh(0)
@@ -564,6 +607,9 @@ func (t *IndexedTimeline) checkInvariants() error {
 			return fmt.Errorf("chunk %d: head %d, first start %d", i, t.firsts[i], c.start[0])
 		}
 		mn, mx := minMax(c.free)
+		if c.mn != mn || c.mx != mx {
+			return fmt.Errorf("chunk %d: cached summary (%d,%d), actual (%d,%d)", i, c.mn, c.mx, mn, mx)
+		}
 		if lmn, lmx := t.seg.leaf(i); lmn != mn || lmx != mx {
 			return fmt.Errorf("chunk %d: summary (%d,%d), actual (%d,%d)", i, lmn, lmx, mn, mx)
 		}
@@ -602,7 +648,8 @@ type segTree struct {
 	mn, mx []int64
 }
 
-// build recomputes the tree for the given chunks, reusing storage.
+// build recomputes the tree from the chunks' cached summaries in
+// O(len(chunks)), reusing storage.
 func (s *segTree) build(chunks []*chunk) {
 	size := 1
 	for size < len(chunks) {
@@ -616,7 +663,7 @@ func (s *segTree) build(chunks []*chunk) {
 	s.mn, s.mx = s.mn[:2*size], s.mx[:2*size]
 	for i := range size {
 		if i < len(chunks) {
-			s.mn[size+i], s.mx[size+i] = minMax(chunks[i].free)
+			s.mn[size+i], s.mx[size+i] = chunks[i].mn, chunks[i].mx
 		} else {
 			s.mn[size+i], s.mx[size+i] = math.MaxInt64, math.MinInt64
 		}
