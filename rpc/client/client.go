@@ -176,9 +176,15 @@ func NewKey() string {
 }
 
 // Retryable reports whether err is worth retrying on another node with the
-// same idempotency key: Unavailable (no leader, node down, outcome unknown).
+// same idempotency key: Unavailable from a server (no leader, outcome
+// unknown) or any transport failure that did not come from a server (node
+// down, connection reset mid-call). Retrying the latter is safe only
+// because every call is a read or carries an idempotency key.
 func Retryable(err error) bool {
-	return connect.CodeOf(err) == connect.CodeUnavailable
+	if err == nil {
+		return false
+	}
+	return connect.CodeOf(err) == connect.CodeUnavailable || !connect.IsWireError(err)
 }
 
 // do runs fn against nodes in round-robin order until it succeeds, fails
@@ -419,7 +425,7 @@ func (c *Client) Watch(ctx context.Context, pos Position, fn func(*ledgerdv1.Eve
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if err != nil && !Retryable(err) && connect.CodeOf(err) != connect.CodeUnknown && connect.CodeOf(err) != connect.CodeInternal {
+		if err != nil && !Retryable(err) {
 			return err
 		}
 		failures++

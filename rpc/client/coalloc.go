@@ -93,9 +93,9 @@ func (e *CoAllocError) Error() string {
 // rejection details.
 func (e *CoAllocError) Unwrap() error { return e.Err }
 
-// testHookBeforeCommit, when set by tests, runs between the hold and the
-// commit phase.
-var testHookBeforeCommit func()
+// Test hooks: when set, they run right before the hold phase and right
+// before the commit phase.
+var testHookBeforeHold, testHookBeforeCommit func()
 
 // CoAllocate books req on every site at one common start with the
 // hold → commit / abort protocol (HARC, PluS):
@@ -165,6 +165,9 @@ func CoAllocate(ctx context.Context, req CoRequest) (*CoAllocation, error) {
 		start, err := negotiate(ctx, req, t)
 		if err != nil {
 			return nil, err
+		}
+		if testHookBeforeHold != nil {
+			testHookBeforeHold()
 		}
 		holds, err := holdAll(ctx, req, round, start)
 		if err != nil {
