@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"log"
 	"log/slog"
 	"os"
 	"time"
@@ -108,14 +109,13 @@ func (c Config) gossipConfig(id string, g *gossip) (*memberlist.Config, error) {
 	mc.SecretKey = c.GossipKey
 	mc.Delegate = g
 	mc.Events = g
-	mc.Logger = nil
-	mc.LogOutput = &levelPrefixWriter{l: c.Logger, component: "memberlist", min: slog.LevelInfo}
+	mc.Logger = log.New(&levelPrefixWriter{l: c.Logger, component: "memberlist", min: slog.LevelInfo}, "", 0)
 	if c.Dev || c.ElectionTimeout > 0 && c.ElectionTimeout < 500*time.Millisecond {
 		// Tight timings for one-machine clusters (dev mode, tests).
-		mc.ProbeInterval = 200 * time.Millisecond
-		mc.ProbeTimeout = 100 * time.Millisecond
+		mc.ProbeInterval = 250 * time.Millisecond
+		mc.ProbeTimeout = 200 * time.Millisecond
 		mc.GossipInterval = 50 * time.Millisecond
-		mc.SuspicionMult = 2
+		mc.SuspicionMult = 3
 		mc.PushPullInterval = 2 * time.Second
 	}
 	return mc, nil

@@ -23,6 +23,10 @@ type nodeMeta struct {
 	RPC     string `json:"h"`
 	Expect  int    `json:"e,omitempty"`
 	Version string `json:"v,omitempty"`
+	// Leaving is set (and gossiped) just before a graceful leave, so peers
+	// can tell a departure from a failure: memberlist reports both through
+	// NotifyLeave without a usable state on the node it passes.
+	Leaving bool `json:"l,omitempty"`
 }
 
 func (m nodeMeta) encode() ([]byte, error) {
@@ -69,10 +73,10 @@ type peer struct {
 // view and kick the membership loop, never touch Raft.
 type gossip struct {
 	ml   *memberlist.Memberlist
-	meta []byte
 	kick chan struct{}
 
 	mu    sync.Mutex
+	meta  []byte           // this node's encoded meta
 	peers map[string]*peer // by server ID
 }
 
@@ -85,10 +89,19 @@ func (g *gossip) notify() {
 
 // NodeMeta implements memberlist.Delegate.
 func (g *gossip) NodeMeta(limit int) []byte {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	if len(g.meta) > limit {
 		return nil
 	}
 	return g.meta
+}
+
+// setMeta replaces this node's meta; callers then push it with UpdateNode.
+func (g *gossip) setMeta(b []byte) {
+	g.mu.Lock()
+	g.meta = b
+	g.mu.Unlock()
 }
 
 // NotifyMsg implements memberlist.Delegate; ledgerd sends no user messages.
@@ -110,6 +123,9 @@ func (g *gossip) upsert(n *memberlist.Node, status gossipStatus) {
 	}
 	g.mu.Lock()
 	p, ok := g.peers[m.ID]
+	if status == statusFailed && (m.Leaving || ok && p.meta.Leaving) {
+		status = statusLeft
+	}
 	if !ok || p.status != status {
 		g.peers[m.ID] = &peer{meta: m, status: status, since: time.Now()}
 	} else {
@@ -122,25 +138,14 @@ func (g *gossip) upsert(n *memberlist.Node, status gossipStatus) {
 // NotifyJoin implements memberlist.EventDelegate.
 func (g *gossip) NotifyJoin(n *memberlist.Node) { g.upsert(n, statusAlive) }
 
-// NotifyUpdate implements memberlist.EventDelegate.
-func (g *gossip) NotifyUpdate(n *memberlist.Node) { g.upsert(n, statusOf(n.State)) }
+// NotifyUpdate implements memberlist.EventDelegate (meta changed).
+func (g *gossip) NotifyUpdate(n *memberlist.Node) { g.upsert(n, statusAlive) }
 
 // NotifyLeave implements memberlist.EventDelegate. It fires for graceful
-// leaves and for failures alike; the node's State tells them apart.
-func (g *gossip) NotifyLeave(n *memberlist.Node) { g.upsert(n, statusOf(n.State)) }
-
-func statusOf(s memberlist.NodeStateType) gossipStatus {
-	switch s {
-	case memberlist.StateAlive:
-		return statusAlive
-	case memberlist.StateSuspect:
-		return statusSuspect
-	case memberlist.StateLeft:
-		return statusLeft
-	default:
-		return statusFailed
-	}
-}
+// leaves and for failures alike, and the State field of the node it passes
+// is not kept current by memberlist, so a departure is recognised by the
+// Leaving flag the node gossiped before it left.
+func (g *gossip) NotifyLeave(n *memberlist.Node) { g.upsert(n, statusFailed) }
 
 // snapshot returns a copy of the current view.
 func (g *gossip) snapshot() map[string]peer {

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,14 +46,29 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
+var (
+	portsMu sync.Mutex
+	ports   = map[string]bool{}
+)
+
+// freeAddr returns a loopback address with a port free right now and not
+// handed out before in this test binary.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if !ports[addr] {
+			ports[addr] = true
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // newCluster starts n servers that bootstrap together with
@@ -81,10 +98,11 @@ func (c *tcluster) add(expect int, tweak func(*Config)) *tnode {
 		expect:     expect,
 		tweak:      tweak,
 	}
-	if len(c.nodes) > 0 {
-		tn.join = []string{c.nodes[0].gossipAddr}
-	} else if expect > 1 {
-		tn.join = nil
+	// Like a real deployment, every server lists the others to join; the
+	// first node's list is filled in as the others are added.
+	for _, o := range c.nodes {
+		tn.join = append(tn.join, o.gossipAddr)
+		o.join = append(o.join, tn.gossipAddr)
 	}
 	c.nodes = append(c.nodes, tn)
 	return tn
@@ -104,9 +122,9 @@ func testConfig(tn *tnode) Config {
 		LeaderWait:              5 * time.Second,
 		Stamp:                   testStamp,
 		Logger:                  testLogger().With("t", tn.name),
-		HeartbeatTimeout:        200 * time.Millisecond,
-		ElectionTimeout:         200 * time.Millisecond,
-		LeaderLeaseTimeout:      100 * time.Millisecond,
+		HeartbeatTimeout:        400 * time.Millisecond,
+		ElectionTimeout:         400 * time.Millisecond,
+		LeaderLeaseTimeout:      300 * time.Millisecond,
 		ReconcileInterval:       200 * time.Millisecond,
 		ServerStabilizationTime: 400 * time.Millisecond,
 	}
@@ -118,14 +136,25 @@ func testConfig(tn *tnode) Config {
 
 func (c *tcluster) start(tn *tnode) {
 	c.t.Helper()
-	ln, err := net.Listen("tcp", tn.rpcAddr)
-	if err != nil {
-		c.t.Fatalf("%s: listen rpc: %v", tn.name, err)
-	}
-	node, err := New(testConfig(tn), tn.fsm)
-	if err != nil {
-		ln.Close()
-		c.t.Fatalf("%s: New: %v", tn.name, err)
+	// A port freed by a stopped node can briefly serve as the source port
+	// of some outgoing connection; retry binding for a few seconds.
+	var ln net.Listener
+	var node *Node
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		ln, err = net.Listen("tcp", tn.rpcAddr)
+		if err == nil {
+			node, err = New(testConfig(tn), tn.fsm)
+			if err != nil {
+				ln.Close()
+			}
+		}
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "address already in use") || time.Now().After(deadline) {
+			c.t.Fatalf("%s: start: %v", tn.name, err)
+		}
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/internal/", node.Handler())
@@ -264,15 +293,22 @@ func (c *tcluster) waitVoters(n int) {
 	})
 }
 
+// apply writes cmd through tn, retrying retryable failures the way a
+// client does: with the same request ID, which the test FSM deduplicates.
 func apply(t *testing.T, tn *tnode, cmd string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	res, err := tn.node.Apply(ctx, []byte(cmd))
-	if err != nil {
-		t.Fatalf("%s: apply %q: %v", tn.name, cmd, err)
+	for {
+		res, err := tn.node.Apply(ctx, []byte(cmd))
+		if err == nil {
+			return string(res)
+		}
+		if !isRetryable(err) || ctx.Err() != nil {
+			t.Fatalf("%s: apply %q: %v", tn.name, cmd, err)
+		}
+		t.Logf("%s: apply %q: retrying after %v", tn.name, cmd, err)
 	}
-	return string(res)
 }
 
 // readEntries does a linearizable read on tn.

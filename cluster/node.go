@@ -39,6 +39,7 @@ type Node struct {
 	client *http.Client
 	m      *metrics
 
+	meta     nodeMeta  // what this node announces
 	hadState bool      // raft state existed on disk at start
 	started  time.Time // process start, for "unknown to gossip" grace
 
@@ -202,6 +203,10 @@ func (n *Node) createGossip() error {
 		return err
 	}
 	g := &gossip{meta: meta, kick: make(chan struct{}, 1), peers: map[string]*peer{}}
+	n.meta = nodeMeta{
+		ID: n.id, Name: n.cfg.NodeName, Raft: string(n.trans.LocalAddr()), RPC: n.cfg.RPCAdvertise,
+		Expect: n.cfg.BootstrapExpect, Version: Version,
+	}
 	mc, err := n.cfg.gossipConfig(n.id, g)
 	if err != nil {
 		return err
@@ -458,9 +463,19 @@ func (n *Node) reconcile() {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
+	// Two alive members claiming one Raft address means a server came back
+	// under a new ID before gossip noticed the old one died: wait until
+	// only one claim is left rather than flap between them.
+	claims := map[string]int{}
+	for _, p := range peers {
+		if p.status == statusAlive {
+			claims[p.meta.Raft]++
+		}
+	}
 	for _, id := range ids {
 		p := peers[id]
-		if p.status != statusAlive {
+		if p.status != statusAlive || claims[p.meta.Raft] > 1 {
+			n.log.Debug("reconcile: skip", "peer", id, "status", p.status, "claims", claims[p.meta.Raft])
 			continue
 		}
 		sid, addr := raft.ServerID(p.meta.ID), raft.ServerAddress(p.meta.Raft)
@@ -651,6 +666,16 @@ func (n *Node) Shutdown(ctx context.Context) error {
 		leave := 2 * time.Second
 		if d, ok := ctx.Deadline(); ok {
 			leave = max(min(leave, time.Until(d)), 100*time.Millisecond)
+		}
+		// Announce the departure first so peers record a leave, not a
+		// failure, when we go.
+		m := n.meta
+		m.Leaving = true
+		if b, err := m.encode(); err == nil {
+			n.gossip.setMeta(b)
+			if err := n.gossip.ml.UpdateNode(leave); err != nil {
+				n.log.Warn("gossip leave announcement", "err", err)
+			}
 		}
 		if err := n.gossip.ml.Leave(leave); err != nil {
 			n.log.Warn("gossip leave", "err", err)

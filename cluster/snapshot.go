@@ -1,0 +1,119 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// userSnapshotHeader starts a snapshot file written by SaveSnapshot. The
+// next line is the Raft snapshot metadata as JSON; the FSM's snapshot bytes
+// follow.
+const userSnapshotHeader = "ledgerd-snapshot v1"
+
+// SnapshotInfo describes a saved snapshot.
+type SnapshotInfo struct {
+	ID    string
+	Index uint64
+	Term  uint64
+	Size  int64
+}
+
+// SaveSnapshot takes a Raft snapshot now and writes it to w in a format
+// RestoreSnapshot accepts. It works on any node and reflects that node's
+// applied state.
+func (n *Node) SaveSnapshot(ctx context.Context, w io.Writer) (SnapshotInfo, error) {
+	if n.closed.Load() {
+		return SnapshotInfo{}, fmt.Errorf("cluster: save snapshot: %w", ErrShutdown)
+	}
+	var fut raft.SnapshotFuture
+	for {
+		fut = n.raft.Snapshot()
+		err := n.waitFuture(ctx, "save snapshot", fut)
+		if err == nil {
+			break
+		}
+		// Raft refuses to snapshot while a configuration change is
+		// committed but not yet applied; that clears within moments.
+		if !strings.Contains(err.Error(), "wait until the configuration entry") {
+			return SnapshotInfo{}, err
+		}
+		select {
+		case <-ctx.Done():
+			return SnapshotInfo{}, fmt.Errorf("cluster: save snapshot: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	meta, rc, err := fut.Open()
+	if err != nil {
+		return SnapshotInfo{}, fmt.Errorf("cluster: open snapshot: %w", err)
+	}
+	defer rc.Close()
+	hdr, err := json.Marshal(meta)
+	if err != nil {
+		return SnapshotInfo{}, fmt.Errorf("cluster: encode snapshot meta: %w", err)
+	}
+	if _, err := fmt.Fprintf(w, "%s\n%s\n", userSnapshotHeader, hdr); err != nil {
+		return SnapshotInfo{}, fmt.Errorf("cluster: write snapshot: %w", err)
+	}
+	size, err := io.Copy(w, rc)
+	if err != nil {
+		return SnapshotInfo{}, fmt.Errorf("cluster: write snapshot: %w", err)
+	}
+	return SnapshotInfo{ID: meta.ID, Index: meta.Index, Term: meta.Term, Size: size}, nil
+}
+
+// RestoreSnapshot replaces the whole cluster's state with a snapshot written
+// by SaveSnapshot. Leader only. This is disaster recovery: every write since
+// the snapshot is discarded on every node.
+func (n *Node) RestoreSnapshot(ctx context.Context, r io.Reader) error {
+	if n.closed.Load() {
+		return fmt.Errorf("cluster: restore snapshot: %w", ErrShutdown)
+	}
+	if n.raft.State() != raft.Leader {
+		return fmt.Errorf("cluster: restore snapshot: %w", ErrNotLeader)
+	}
+	br := bufio.NewReader(r)
+	line, err := br.ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != userSnapshotHeader {
+		return fmt.Errorf("cluster: restore snapshot: not a ledgerd snapshot file (first line %q)", strings.TrimSpace(line))
+	}
+	line, err = br.ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("cluster: restore snapshot: read metadata: %w", err)
+	}
+	var meta raft.SnapshotMeta
+	if err := json.Unmarshal([]byte(line), &meta); err != nil {
+		return fmt.Errorf("cluster: restore snapshot: decode metadata: %w", err)
+	}
+	// Raft refuses a restore while the latest configuration change is not
+	// yet applied (it would be lost); wait for it first.
+	for {
+		cf := n.raft.GetConfiguration()
+		if err := cf.Error(); err != nil {
+			return fmt.Errorf("cluster: restore snapshot: %w", mapRaftErr(err))
+		}
+		if n.raft.AppliedIndex() >= cf.Index() {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: restore snapshot: %w", ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	timeout := time.Minute
+	if d, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(d), time.Millisecond)
+	}
+	if err := n.raft.Restore(&meta, br, timeout); err != nil {
+		return fmt.Errorf("cluster: restore snapshot: %w", mapRaftErr(err))
+	}
+	return nil
+}
