@@ -470,8 +470,8 @@ func runDiff(ops func(origin func() int64, live func() []string) (plOp, bool), r
 	origin := func() int64 { return ref.origin }
 	live := func() []string {
 		ids := make([]string, 0, len(ref.books))
-		for id := range ref.books {
-			ids = append(ids, id)
+		for _, b := range ref.books {
+			ids = append(ids, b.ID)
 		}
 		slices.Sort(ids)
 		return ids

@@ -16,7 +16,7 @@ import (
 type refModel struct {
 	origin int64
 	res    map[string]*refResource
-	books  map[string]Booking
+	books  []Booking // live bookings, in no particular order
 }
 
 type refResource struct {
@@ -27,7 +27,12 @@ type refResource struct {
 type refChange struct{ from, to, capacity int64 }
 
 func newRefModel() *refModel {
-	return &refModel{res: map[string]*refResource{}, books: map[string]Booking{}}
+	return &refModel{res: map[string]*refResource{}}
+}
+
+// find returns the index of booking id in m.books, or -1.
+func (m *refModel) find(id string) int {
+	return slices.IndexFunc(m.books, func(b Booking) bool { return b.ID == id })
 }
 
 // capAt is the total capacity of r at t.
@@ -311,13 +316,13 @@ func (m *refModel) SetCapacity(name string, from, to, capacity int64) error {
 	}
 	if len(bad) > 0 {
 		var ids []string
-		for id, b := range m.books {
+		for _, b := range m.books {
 			if !slices.ContainsFunc(b.Parts, func(p Part) bool { return p.Resource == name }) {
 				continue
 			}
 			for _, w := range bad {
 				if b.Start < w[1] && w[0] < b.End {
-					ids = append(ids, id)
+					ids = append(ids, b.ID)
 					break
 				}
 			}
@@ -376,7 +381,7 @@ func (m *refModel) Reserve(id string, req Request) (Decision, error) {
 	if id == "" {
 		return Decision{}, refField("id")
 	}
-	if _, ok := m.books[id]; ok {
+	if m.find(id) >= 0 {
 		return Decision{}, refWrap(ErrDuplicateID)
 	}
 	d, err := m.Find(req)
@@ -386,7 +391,7 @@ func (m *refModel) Reserve(id string, req Request) (Decision, error) {
 	if !d.Fits {
 		return d, refWrap(ErrNoCapacity)
 	}
-	m.books[id] = Booking{ID: id, Parts: slices.Clone(req.Parts), Start: d.Start, End: d.Start + req.Duration}
+	m.books = append(m.books, Booking{ID: id, Parts: slices.Clone(req.Parts), Start: d.Start, End: d.Start + req.Duration})
 	return d, nil
 }
 
@@ -403,7 +408,7 @@ func (m *refModel) Book(b Booking) error {
 	if b.ID == "" {
 		return refField("id")
 	}
-	if _, ok := m.books[b.ID]; ok {
+	if m.find(b.ID) >= 0 {
 		return refWrap(ErrDuplicateID)
 	}
 	if err := m.checkRect(b.Parts, b.Start, b.End); err != nil {
@@ -413,41 +418,45 @@ func (m *refModel) Book(b Booking) error {
 		return refWrap(ErrNoCapacity)
 	}
 	b.Parts = slices.Clone(b.Parts)
-	m.books[b.ID] = b
+	m.books = append(m.books, b)
 	return nil
 }
 
 func (m *refModel) Release(id string) (Booking, error) {
-	b, ok := m.books[id]
-	if !ok {
+	i := m.find(id)
+	if i < 0 {
 		return Booking{}, refWrap(ErrUnknownBooking)
 	}
-	delete(m.books, id)
+	b := m.books[i]
+	m.books = slices.Delete(m.books, i, i+1)
 	return b, nil
 }
 
 func (m *refModel) Get(id string) (Booking, bool) {
-	b, ok := m.books[id]
-	return b, ok
+	if i := m.find(id); i >= 0 {
+		return m.books[i], true
+	}
+	return Booking{}, false
 }
 
 func (m *refModel) Modify(id string, parts []Part, start, end int64) error {
 	if id == "" {
 		return refField("id")
 	}
-	old, ok := m.books[id]
-	if !ok {
+	i := m.find(id)
+	if i < 0 {
 		return refWrap(ErrUnknownBooking)
 	}
 	if err := m.checkRect(parts, start, end); err != nil {
 		return err
 	}
-	delete(m.books, id)
+	old := m.books[i]
+	m.books = slices.Delete(m.books, i, i+1)
 	if !m.rectFits(parts, start, end) {
-		m.books[id] = old
+		m.books = append(m.books, old)
 		return refWrap(ErrNoCapacity)
 	}
-	m.books[id] = Booking{ID: id, Parts: slices.Clone(parts), Start: start, End: end}
+	m.books = append(m.books, Booking{ID: id, Parts: slices.Clone(parts), Start: start, End: end})
 	return nil
 }
 
@@ -521,9 +530,5 @@ func (m *refModel) Advance(now int64) {
 		return
 	}
 	m.origin = now
-	for id, b := range m.books {
-		if b.End <= now {
-			delete(m.books, id)
-		}
-	}
+	m.books = slices.DeleteFunc(m.books, func(b Booking) bool { return b.End <= now })
 }
