@@ -190,6 +190,15 @@ func (r *Report) CSV() string {
 // palette gives each contender a fixed colour.
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2"}
 
+// dash makes every second line dashed, so that contenders with identical
+// results (list and indexed) stay visible on top of each other.
+func dash(i int) string {
+	if i%2 == 1 {
+		return ` stroke-dasharray="6,4"`
+	}
+	return ""
+}
+
 // SVG draws, for every workload, success rate and ns/request (log scale)
 // against the mean interarrival time, one line per contender.
 func (r *Report) SVG() string {
@@ -204,7 +213,7 @@ func (r *Report) SVG() string {
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	for i, n := range names {
 		x := 20 + float64(i)*150
-		fmt.Fprintf(&b, `<line x1="%.0f" y1="18" x2="%.0f" y2="18" stroke="%s" stroke-width="3"/><text x="%.0f" y="22">%s</text>`+"\n", x, x+25, palette[i%len(palette)], x+30, n)
+		fmt.Fprintf(&b, `<line x1="%.0f" y1="18" x2="%.0f" y2="18" stroke="%s" stroke-width="3"%s/><text x="%.0f" y="22">%s</text>`+"\n", x, x+25, palette[i%len(palette)], dash(i), x+30, n)
 	}
 	for row, w := range ws {
 		var pts []Point
@@ -285,7 +294,7 @@ func (r *Report) SVG() string {
 					coords = append(coords, fmt.Sprintf("%.1f,%.1f", sx(p.MeanInterarrival), sy(val(res))))
 				}
 				colour := palette[i%len(palette)]
-				fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", colour, strings.Join(coords, " "))
+				fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", colour, dash(i), strings.Join(coords, " "))
 				for _, c := range coords {
 					xy := strings.Split(c, ",")
 					fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="3" fill="%s"/>`+"\n", xy[0], xy[1], colour)
