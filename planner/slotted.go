@@ -353,8 +353,13 @@ func (s *SlottedTimeline) Advance(now int64) {
 		return
 	}
 	newHead := s.slotOf(now)
-	// Keep base+(newHead+slots)*slotLen representable.
-	if limit := (math.MaxInt64-s.base)/s.slotLen - s.slots; newHead > limit {
+	// Keep base+(newHead+slots)*slotLen representable (for a negative
+	// base the bound is conservative, avoiding overflow in computing it).
+	room := int64(math.MaxInt64 - 1)
+	if s.base >= 0 {
+		room -= s.base
+	}
+	if limit := room/s.slotLen - s.slots; newHead > limit {
 		newHead = limit
 	}
 	if newHead > s.headIdx {

@@ -406,3 +406,30 @@ func BenchmarkSlottedEarliest(b *testing.B) {
 		})
 	}
 }
+
+func TestSlottedNegativeOriginAndTimeLimit(t *testing.T) {
+	s := mustSlotted(t, 3, -100, 10, 4) // slots [-100,-90) ... [-70,-60)
+	if err := s.Book(-95, -85, 2); err != nil {
+		t.Fatal(err)
+	}
+	want := []Block{{-100, -80, 1}, {-80, MaxTime, 3}}
+	if got := s.Blocks(-1000, MaxTime); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Blocks = %v, want %v", got, want)
+	}
+	if got, ok := s.Earliest(2, 10, -100, 0); !ok || got != -80 {
+		t.Fatalf("Earliest = %d,%v, want -80", got, ok)
+	}
+	s.Advance(-75)
+	if s.Origin() != -75 || s.Horizon() != -40 {
+		t.Fatalf("origin %d horizon %d", s.Origin(), s.Horizon())
+	}
+	// Advancing to the end of time stops the ring before int64 overflows.
+	s.Advance(MaxTime - 5)
+	if h := s.Horizon(); h < s.Origin() || h > MaxTime-1 {
+		t.Fatalf("origin %d horizon %d after advancing to the end of time", s.Origin(), h)
+	}
+	if _, ok := s.Earliest(1, 1, s.Origin(), s.Origin()); ok && s.Origin()+1 > s.Horizon() {
+		t.Fatal("admitted past the horizon")
+	}
+	checkSlottedCanonical(t, s)
+}
