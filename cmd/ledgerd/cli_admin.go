@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+)
+
+func init() {
+	register("resources", "List, create, update or delete resources (operator)", runResources)
+	register("members", "List the cluster's servers with role and health (operator)", runMembers)
+	register("snapshot", "Save or restore a snapshot of the ledger (operator)", runSnapshot)
+}
+
+func runResources(args []string) int {
+	sub := "list"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+	}
+	switch sub {
+	case "list":
+		return resourcesList(args)
+	case "create":
+		return resourcesCreate(args)
+	case "update":
+		return resourcesUpdate(args)
+	case "delete":
+		return resourcesDelete(args)
+	}
+	fmt.Fprintf(cliErr, "ledgerd resources: unknown subcommand %q (list, create, update, delete)\n", sub)
+	return exitUsage
+}
+
+// splitName takes a leading positional NAME so flags may follow it.
+func splitName(args []string) (string, []string) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return args[0], args[1:]
+	}
+	return "", args
+}
+
+func printResources(asJSON bool, rs ...*ledgerdv1.Resource) {
+	if asJSON {
+		for _, r := range rs {
+			printJSON(r)
+		}
+		return
+	}
+	w := table()
+	fmt.Fprintln(w, "NAME\tCAPACITY\tUNIT\tLABELS")
+	for _, r := range rs {
+		keys := make([]string, 0, len(r.Labels))
+		for k := range r.Labels {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var ls []string
+		for _, k := range keys {
+			ls = append(ls, k+"="+r.Labels[k])
+		}
+		fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", r.Name, r.Capacity, r.Unit, strings.Join(ls, ","))
+	}
+	w.Flush()
+}
+
+func resourcesList(args []string) int {
+	fs, cf := newFlagSet("resources list", "")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	c, err := cf.client()
+	if err != nil {
+		return fail("resources", err)
+	}
+	ctx, cancel := cf.context()
+	defer cancel()
+	rs, err := c.Resources(ctx)
+	if err != nil {
+		return fail("resources", err)
+	}
+	printResources(cf.json, rs...)
+	return exitOK
+}
+
+func resourcesCreate(args []string) int {
+	name, args := splitName(args)
+	fs, cf := newFlagSet("resources create", "NAME")
+	capacity := fs.Int64("capacity", 0, "capacity in units (required, > 0)")
+	unit := fs.String("unit", "", "unit label, e.g. cores")
+	labels := kvFlag{}
+	fs.Var(labels, "label", "label key=value (repeatable)")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if name == "" && fs.NArg() == 1 {
+		name = fs.Arg(0)
+	}
+	if name == "" {
+		return usageErr(fs, "want a resource name")
+	}
+	if *capacity <= 0 {
+		return usageErr(fs, "-capacity must be > 0")
+	}
+	c, err := cf.client()
+	if err != nil {
+		return fail("resources create", err)
+	}
+	ctx, cancel := cf.context()
+	defer cancel()
+	r, err := c.CreateResource(ctx, &ledgerdv1.Resource{Name: name, Capacity: *capacity, Unit: *unit, Labels: labels})
+	if err != nil {
+		return fail("resources create", err)
+	}
+	printResources(cf.json, r)
+	return exitOK
+}
+
+func resourcesUpdate(args []string) int {
+	name, args := splitName(args)
+	fs, cf := newFlagSet("resources update", "NAME")
+	capacity := fs.Int64("capacity", -1, "new capacity (required, >= 0)")
+	var from, to time.Time
+	fs.Var(&timeFlag{&from}, "from", "start of the window (default: for good, from now)")
+	fs.Var(&timeFlag{&to}, "to", "end of the window (default: open-ended)")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if name == "" && fs.NArg() == 1 {
+		name = fs.Arg(0)
+	}
+	if name == "" {
+		return usageErr(fs, "want a resource name")
+	}
+	if *capacity < 0 {
+		return usageErr(fs, "-capacity is required and must be >= 0")
+	}
+	req := &ledgerdv1.UpdateCapacityRequest{Name: name, Capacity: *capacity}
+	if !from.IsZero() {
+		req.From = timestamppb.New(from)
+	}
+	if !to.IsZero() {
+		req.To = timestamppb.New(to)
+	}
+	c, err := cf.client()
+	if err != nil {
+		return fail("resources update", err)
+	}
+	ctx, cancel := cf.context()
+	defer cancel()
+	r, err := c.UpdateCapacity(ctx, req)
+	if err != nil {
+		return fail("resources update", err)
+	}
+	printResources(cf.json, r)
+	return exitOK
+}
+
+func resourcesDelete(args []string) int {
+	name, args := splitName(args)
+	fs, cf := newFlagSet("resources delete", "NAME")
+	force := fs.Bool("force", false, "delete even with future bookings (they are cancelled)")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if name == "" && fs.NArg() == 1 {
+		name = fs.Arg(0)
+	}
+	if name == "" {
+		return usageErr(fs, "want a resource name")
+	}
+	c, err := cf.client()
+	if err != nil {
+		return fail("resources delete", err)
+	}
+	ctx, cancel := cf.context()
+	defer cancel()
+	if err := c.DeleteResource(ctx, name, *force); err != nil {
+		return fail("resources delete", err)
+	}
+	if !cf.json {
+		fmt.Fprintf(cliOut, "deleted %s\n", name)
+	}
+	return exitOK
+}
+
+func runMembers(args []string) int {
+	fs, cf := newFlagSet("members", "")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	c, err := cf.client()
+	if err != nil {
+		return fail("members", err)
+	}
+	ctx, cancel := cf.context()
+	defer cancel()
+	ms, err := c.Members(ctx)
+	if err != nil {
+		return fail("members", err)
+	}
+	if cf.json {
+		printJSON(&ledgerdv1.MembersResponse{Members: ms})
+		return exitOK
+	}
+	w := table()
+	fmt.Fprintln(w, "ID\tROLE\tHEALTHY\tSTATUS\tRAFT\tAPI")
+	for _, m := range ms {
+		fmt.Fprintf(w, "%s\t%s\t%t\t%s\t%s\t%s\n", m.Id, strings.ToLower(strings.TrimPrefix(m.Role.String(), "ROLE_")), m.Healthy, m.Status, m.RaftAddress, m.ApiAddress)
+	}
+	w.Flush()
+	return exitOK
+}
+
+func runSnapshot(args []string) int {
+	if len(args) == 0 || (args[0] != "save" && args[0] != "restore") {
+		fmt.Fprintln(cliErr, "Usage: ledgerd snapshot save|restore [flags] FILE")
+		return exitUsage
+	}
+	sub := args[0]
+	fs, cf := newFlagSet("snapshot "+sub, "FILE")
+	file, rest := splitName(args[1:])
+	if code, ok := parse(fs, rest); !ok {
+		return code
+	}
+	if file == "" && fs.NArg() == 1 {
+		file = fs.Arg(0)
+	}
+	if file == "" {
+		return usageErr(fs, "want a file name")
+	}
+	c, err := cf.client()
+	if err != nil {
+		return fail("snapshot", err)
+	}
+	ctx, cancel := cf.context()
+	defer cancel()
+	if sub == "save" {
+		f, err := os.Create(file)
+		if err != nil {
+			return fail("snapshot save", err)
+		}
+		bw := bufio.NewWriter(f)
+		v, err := c.SaveSnapshot(ctx, bw)
+		if err == nil {
+			err = bw.Flush()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			_ = os.Remove(file)
+			return fail("snapshot save", err)
+		}
+		fmt.Fprintf(cliOut, "saved snapshot at version %d to %s\n", v, file)
+		return exitOK
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return fail("snapshot restore", err)
+	}
+	defer f.Close()
+	v, err := c.RestoreSnapshot(ctx, bufio.NewReader(f))
+	if err != nil {
+		return fail("snapshot restore", err)
+	}
+	fmt.Fprintf(cliOut, "restored snapshot; ledger at version %d\n", v)
+	return exitOK
+}

@@ -1,0 +1,436 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/rpc/client"
+)
+
+func init() {
+	register("reserve", "Book capacity in one step (hold + commit)", runReserve)
+	register("hold", "Hold capacity until commit, abort or the hold TTL", runHold)
+	register("commit", "Commit a hold or a pending modification", func(a []string) int { return runTransition("commit", a) })
+	register("abort", "Abort a hold or a pending modification", func(a []string) int { return runTransition("abort", a) })
+	register("cancel", "Cancel a committed reservation", func(a []string) int { return runTransition("cancel", a) })
+	register("modify", "Hold a new shape for a reservation (commit or abort it next)", runModify)
+	register("get", "Show one reservation", runGet)
+	register("list", "List reservations (filter by resource, tenant, state, time)", runList)
+	register("find", "Find the earliest start that would fit, without booking", runFind)
+	register("offers", "List the first feasible starts, without booking", runOffers)
+	register("availability", "Chart the free capacity of a resource over a window", runAvailability)
+	register("watch", "Stream ledger events from a version on", runWatch)
+}
+
+// book runs reserve and hold, which share their flags.
+func book(name string, args []string, hold bool) int {
+	fs, cf := newFlagSet(name, "")
+	var sf shapeFlags
+	sf.register(fs)
+	labels := kvFlag{}
+	fs.Var(labels, "label", "label key=value (repeatable)")
+	key := fs.String("key", "", "idempotency key (default: a random one, reused on retries)")
+	var ttl time.Duration
+	if hold {
+		fs.Var(&durFlag{&ttl}, "ttl", "hold TTL (default: the server's)")
+	}
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 0 {
+		return usageErr(fs, "unexpected arguments %q", fs.Args())
+	}
+	shape, err := sf.shape()
+	if err != nil {
+		return usageErr(fs, "%v", err)
+	}
+	c, err := cf.client()
+	if err != nil {
+		return fail(name, err)
+	}
+	ctx, cancel := cf.context()
+	defer cancel()
+	var r *ledgerdv1.Reservation
+	if hold {
+		req := &ledgerdv1.HoldRequest{Shape: shape, Labels: labels, IdempotencyKey: *key}
+		if ttl > 0 {
+			req.HoldTtl = durationpb.New(ttl)
+		}
+		r, err = c.Hold(ctx, req)
+	} else {
+		r, err = c.Reserve(ctx, &ledgerdv1.ReserveRequest{Shape: shape, Labels: labels, IdempotencyKey: *key})
+	}
+	if err != nil {
+		return fail(name, err)
+	}
+	printReservations(cf.json, r)
+	return exitOK
+}
+
+func runReserve(args []string) int { return book("reserve", args, false) }
+func runHold(args []string) int    { return book("hold", args, true) }
+
+// runTransition runs commit, abort and cancel.
+func runTransition(name string, args []string) int {
+	fs, cf := newFlagSet(name, "ID")
+	key := fs.String("key", "", "idempotency key (default: a random one)")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		return usageErr(fs, "want exactly one reservation ID")
+	}
+	c, err := cf.client()
+	if err != nil {
+		return fail(name, err)
+	}
+	ctx, cancel := cf.context()
+	defer cancel()
+	op := map[string]func(context.Context, string, string) (*ledgerdv1.Reservation, error){
+		"commit": c.Commit, "abort": c.Abort, "cancel": c.Cancel,
+	}[name]
+	r, err := op(ctx, fs.Arg(0), *key)
+	if err != nil {
+		return fail(name, err)
+	}
+	printReservations(cf.json, r)
+	return exitOK
+}
+
+func runModify(args []string) int {
+	fs, cf := newFlagSet("modify", "ID")
+	var sf shapeFlags
+	sf.register(fs)
+	key := fs.String("key", "", "idempotency key (default: a random one)")
+	var ttl time.Duration
+	fs.Var(&durFlag{&ttl}, "ttl", "TTL of the held new shape (default: the server's)")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		return usageErr(fs, "want exactly one reservation ID")
+	}
+	shape, err := sf.shape()
+	if err != nil {
+		return usageErr(fs, "%v", err)
+	}
+	c, err := cf.client()
+	if err != nil {
+		return fail("modify", err)
+	}
+	ctx, cancel := cf.context()
+	defer cancel()
+	req := &ledgerdv1.ModifyRequest{Id: fs.Arg(0), Shape: shape, IdempotencyKey: *key}
+	if ttl > 0 {
+		req.HoldTtl = durationpb.New(ttl)
+	}
+	r, err := c.Modify(ctx, req)
+	if err != nil {
+		return fail("modify", err)
+	}
+	printReservations(cf.json, r)
+	return exitOK
+}
+
+func runGet(args []string) int {
+	fs, cf := newFlagSet("get", "ID")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		return usageErr(fs, "want exactly one reservation ID")
+	}
+	c, err := cf.client()
+	if err != nil {
+		return fail("get", err)
+	}
+	ctx, cancel := cf.context()
+	defer cancel()
+	r, err := c.Get(ctx, fs.Arg(0))
+	if err != nil {
+		return fail("get", err)
+	}
+	printReservations(cf.json, r)
+	return exitOK
+}
+
+// parseStates reads "held,committed".
+func parseStates(s string) ([]ledgerdv1.ReservationState, error) {
+	var out []ledgerdv1.ReservationState
+	for _, name := range strings.Split(s, ",") {
+		name = strings.ToUpper(strings.TrimSpace(name))
+		if name == "" {
+			continue
+		}
+		v, ok := ledgerdv1.ReservationState_value["RESERVATION_STATE_"+name]
+		if !ok || v == 0 {
+			return nil, fmt.Errorf("-state: unknown state %q (held, committed, active, completed, aborted, expired, cancelled)", name)
+		}
+		out = append(out, ledgerdv1.ReservationState(v))
+	}
+	return out, nil
+}
+
+func runList(args []string) int {
+	fs, cf := newFlagSet("list", "")
+	resource := fs.String("resource", "", "only reservations on this resource")
+	tenant := fs.String("tenant", "", "only this tenant's (operators)")
+	states := fs.String("state", "", "only these states, comma-separated (e.g. held,committed)")
+	var from, to time.Time
+	fs.Var(&timeFlag{&from}, "from", "only reservations ending after this time")
+	fs.Var(&timeFlag{&to}, "to", "only reservations starting before this time")
+	limit := fs.Int("limit", 100, "page size")
+	all := fs.Bool("all", false, "follow pages and print everything")
+	page := fs.String("page", "", "page token from a previous list")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 0 {
+		return usageErr(fs, "unexpected arguments %q", fs.Args())
+	}
+	st, err := parseStates(*states)
+	if err != nil {
+		return usageErr(fs, "%v", err)
+	}
+	req := &ledgerdv1.ListRequest{Resource: *resource, Tenant: *tenant, States: st, PageSize: int32(*limit), PageToken: *page}
+	if !from.IsZero() {
+		req.From = timestamppb.New(from)
+	}
+	if !to.IsZero() {
+		req.To = timestamppb.New(to)
+	}
+	c, err := cf.client()
+	if err != nil {
+		return fail("list", err)
+	}
+	ctx, cancel := cf.context()
+	defer cancel()
+	var rs []*ledgerdv1.Reservation
+	next := ""
+	if *all {
+		rs, err = c.ListAll(ctx, req)
+	} else {
+		var resp *ledgerdv1.ListResponse
+		if resp, err = c.List(ctx, req); err == nil {
+			rs, next = resp.Reservations, resp.NextPageToken
+		}
+	}
+	if err != nil {
+		return fail("list", err)
+	}
+	printReservations(cf.json, rs...)
+	if next != "" && !cf.json {
+		fmt.Fprintf(cliErr, "more: ledgerd list -page %s (or -all)\n", next)
+	}
+	return exitOK
+}
+
+func runFind(args []string) int {
+	fs, cf := newFlagSet("find", "")
+	var sf shapeFlags
+	sf.register(fs)
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	shape, err := sf.shape()
+	if err != nil {
+		return usageErr(fs, "%v", err)
+	}
+	c, err := cf.client()
+	if err != nil {
+		return fail("find", err)
+	}
+	ctx, cancel := cf.context()
+	defer cancel()
+	f, err := c.Find(ctx, shape)
+	if err != nil {
+		return fail("find", err)
+	}
+	if cf.json {
+		printJSON(f)
+	} else if f.Fits {
+		fmt.Fprintf(cliOut, "fits at %s\n", fmtTime(f.Start))
+	} else if f.LaterStart != nil {
+		fmt.Fprintf(cliOut, "no fit in the window; earliest start without the deadline: %s\n", fmtTime(f.LaterStart))
+	} else {
+		fmt.Fprintln(cliOut, "no fit")
+	}
+	if !f.Fits {
+		return exitRejected
+	}
+	return exitOK
+}
+
+func runOffers(args []string) int {
+	fs, cf := newFlagSet("offers", "")
+	var sf shapeFlags
+	sf.register(fs)
+	n := fs.Int("n", 5, "how many offers (1..100)")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	shape, err := sf.shape()
+	if err != nil {
+		return usageErr(fs, "%v", err)
+	}
+	c, err := cf.client()
+	if err != nil {
+		return fail("offers", err)
+	}
+	ctx, cancel := cf.context()
+	defer cancel()
+	offers, err := c.Offers(ctx, shape, *n)
+	if err != nil {
+		return fail("offers", err)
+	}
+	if cf.json {
+		printJSON(&ledgerdv1.OffersResponse{Offers: offers})
+	} else {
+		w := table()
+		fmt.Fprintln(w, "#\tSTART\tEND")
+		for i, o := range offers {
+			fmt.Fprintf(w, "%d\t%s\t%s\n", i+1, fmtTime(o.Start), fmtTime(o.End))
+		}
+		w.Flush()
+	}
+	if len(offers) == 0 {
+		return exitRejected
+	}
+	return exitOK
+}
+
+func runAvailability(args []string) int {
+	fs, cf := newFlagSet("availability", "RESOURCE")
+	var from, to time.Time
+	fs.Var(&timeFlag{&from}, "from", "window start (default now)")
+	fs.Var(&timeFlag{&to}, "to", "window end (default from + 24h)")
+	width := fs.Int("width", 72, "chart width in columns")
+	height := fs.Int("height", 10, "chart height in rows")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		return usageErr(fs, "want exactly one resource name")
+	}
+	if *width < 8 || *height < 2 {
+		return usageErr(fs, "-width must be >= 8 and -height >= 2")
+	}
+	if from.IsZero() {
+		from = cliNow()
+	}
+	if to.IsZero() {
+		to = from.Add(24 * time.Hour)
+	}
+	c, err := cf.client()
+	if err != nil {
+		return fail("availability", err)
+	}
+	ctx, cancel := cf.context()
+	defer cancel()
+	a, err := c.Availability(ctx, &ledgerdv1.AvailabilityRequest{Resource: fs.Arg(0), From: timestamppb.New(from), To: timestamppb.New(to)})
+	if err != nil {
+		return fail("availability", err)
+	}
+	if cf.json {
+		printJSON(a)
+		return exitOK
+	}
+	fmt.Fprint(cliOut, chart(a, from, to, *width, *height))
+	return exitOK
+}
+
+// chart draws the free-capacity step function as rows of '#' (free) over
+// time columns; each column shows the minimum free capacity in its slice.
+func chart(a *ledgerdv1.AvailabilityResponse, from, to time.Time, width, height int) string {
+	capacity := a.Resource.GetCapacity()
+	span := to.Sub(from)
+	cols := make([]int64, width)
+	for i := range cols {
+		lo := from.Add(span * time.Duration(i) / time.Duration(width))
+		hi := from.Add(span * time.Duration(i+1) / time.Duration(width))
+		cols[i] = -1
+		for _, b := range a.Blocks {
+			if b.Start.AsTime().Before(hi) && b.End.AsTime().After(lo) && (cols[i] < 0 || b.Free < cols[i]) {
+				cols[i] = b.Free
+			}
+		}
+		if cols[i] < 0 {
+			cols[i] = 0
+		}
+		capacity = max(capacity, cols[i])
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s: free %s over %s .. %s (capacity %d)\n", a.Resource.GetName(), unitOr(a.Resource.GetUnit()), from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), a.Resource.GetCapacity())
+	label := len(fmt.Sprint(capacity))
+	for row := height; row >= 1; row-- {
+		level := (capacity*int64(row) + int64(height) - 1) / int64(height) // ceil
+		fmt.Fprintf(&sb, "%*d |", label, level)
+		for _, v := range cols {
+			if capacity > 0 && v*int64(height) >= int64(row)*capacity {
+				sb.WriteByte('#')
+			} else {
+				sb.WriteByte(' ')
+			}
+		}
+		sb.WriteByte('\n')
+	}
+	fmt.Fprintf(&sb, "%*s +%s\n", label, "", strings.Repeat("-", width))
+	left, right := from.UTC().Format("01-02 15:04"), to.UTC().Format("01-02 15:04")
+	pad := max(1, width-len(left)-len(right))
+	fmt.Fprintf(&sb, "%*s  %s%s%s\n", label, "", left, strings.Repeat(" ", pad), right)
+	for _, b := range a.Blocks {
+		fmt.Fprintf(&sb, "  %s .. %s  free %d\n", fmtTime(b.Start), fmtTime(b.End), b.Free)
+	}
+	return sb.String()
+}
+
+func unitOr(u string) string {
+	if u == "" {
+		return "units"
+	}
+	return u
+}
+
+func runWatch(args []string) int {
+	fs, cf := newFlagSet("watch", "")
+	from := fs.Uint64("from-version", 0, "first version (0: only new events)")
+	index := fs.Uint("from-index", 0, "skip events of -from-version below this index")
+	fs.DurationVar(&cf.timeout, "for", 0, "stop after this long (default: until interrupted)")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	c, err := cf.client()
+	if err != nil {
+		return fail("watch", err)
+	}
+	ctx, cancel := cf.context()
+	defer cancel()
+	w := table()
+	if !cf.json {
+		fmt.Fprintln(w, "VERSION\tTIME\tACTION\tID\tTENANT\tSTATE\tPARTS\tSTART\tEND")
+		w.Flush()
+	}
+	err = c.Watch(ctx, client.Position{Version: *from, Index: uint32(*index)}, func(e *ledgerdv1.Event) error {
+		if cf.json {
+			printJSON(e)
+			return nil
+		}
+		if r := e.Reservation; r != nil {
+			fmt.Fprintf(w, "%d.%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Version, e.Index, fmtTime(e.Time), e.Action, r.Id, r.Tenant, stateName(r.State), partsString(r.Parts), fmtTime(r.Start), fmtTime(r.End))
+		} else if res := e.Resource; res != nil {
+			fmt.Fprintf(w, "%d.%d\t%s\t%s\t%s\t-\t-\tcapacity=%d\t-\t-\n", e.Version, e.Index, fmtTime(e.Time), e.Action, res.Name, res.Capacity)
+		}
+		return w.Flush()
+	})
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return fail("watch", err)
+	}
+	return exitOK
+}
