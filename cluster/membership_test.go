@@ -1,0 +1,57 @@
+package cluster
+
+import (
+	"testing"
+	"time"
+)
+
+// TestDeadServerRemovalNeverBelowQuorum: in a five-server cluster a server
+// that leaves gracefully is removed at once, a crashed one after
+// DeadServerGrace, and once the configuration is down to MinQuorum (3)
+// voters a further crash removes nobody while writes keep working.
+func TestDeadServerRemovalNeverBelowQuorum(t *testing.T) {
+	if testing.Short() {
+		t.Skip("five-server cluster")
+	}
+	c := newCluster(t, 5, nil)
+	c.waitVoters(5)
+	apply(t, c.nodes[0], "a|1")
+
+	// Graceful leave: removed without waiting for the grace period.
+	left := c.follower()
+	c.shutdown(left)
+	c.waitVoters(4)
+
+	// Crash: removed after DeadServerGrace.
+	crashed := c.follower()
+	crashedAt := time.Now()
+	c.crash(crashed)
+	c.waitVoters(3)
+	if d := time.Since(crashedAt); d < time.Second {
+		t.Fatalf("dead server removed after %s, before DeadServerGrace", d)
+	}
+
+	// At MinQuorum: another crash must not shrink the configuration.
+	c.crash(c.follower())
+	l := c.leader()
+	apply(t, l, "b|2")
+	for range 3 {
+		time.Sleep(time.Second)
+		if conf := c.config(c.leader()); len(conf) != 3 {
+			t.Fatalf("configuration shrank below MinQuorum: %v", conf)
+		}
+	}
+	for _, tn := range c.running() {
+		if got := readEntries(t, tn); len(got) != 2 {
+			t.Fatalf("%s entries = %q", tn.name, got)
+		}
+	}
+	for _, m := range l.node.Members() {
+		if m.ID == left.node.ID() || m.ID == crashed.node.ID() {
+			if m.Role != "none" {
+				t.Errorf("removed server %s still has role %s", m.ID, m.Role)
+			}
+		}
+	}
+}
+
