@@ -11,15 +11,17 @@ import (
 )
 
 // NewModel returns the porcupine model of a ledger with the given fixed
-// capacities, using decide for admission (nil means DefaultDecide).
-func NewModel(capacity map[string]int64, decide Decider) porcupine.Model {
+// capacities and time grain (0: unknown), using decide for admission (nil
+// means DefaultDecide). It is porcupine's power-set construction over the
+// nondeterministic Ledger.Steps.
+func NewModel(capacity map[string]int64, grain int64, decide Decider) porcupine.Model {
 	if decide == nil {
 		decide = DefaultDecide
 	}
-	l := &Ledger{Capacity: capacity, Decide: decide}
-	return porcupine.Model{
-		Init:              func() any { return State{} },
-		Step:              l.Step,
+	l := &Ledger{Capacity: capacity, Decide: decide, Grain: grain}
+	nm := porcupine.NondeterministicModel{
+		Init:              func() []any { return []any{State{}} },
+		Step:              l.Steps,
 		Equal:             Equal,
 		Hash:              Hash,
 		DescribeOperation: DescribeOperation,
@@ -31,6 +33,7 @@ func NewModel(capacity map[string]int64, decide Decider) porcupine.Model {
 			return fmt.Sprint(info)
 		},
 	}
+	return nm.ToModel()
 }
 
 // Verdict is the linearizability result for one resource group.
@@ -67,7 +70,7 @@ func Check(h History, opt CheckOptions) ([]Verdict, error) {
 	if err := h.Validate(); err != nil {
 		return nil, fmt.Errorf("check: %w", err)
 	}
-	model := NewModel(h.Capacity, opt.Decide)
+	model := NewModel(h.Capacity, h.Grain, opt.Decide)
 	parts := h.partition()
 	var out []Verdict
 	for gi, ops := range parts {

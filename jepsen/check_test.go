@@ -96,24 +96,64 @@ func TestModelStep(t *testing.T) {
 	}
 	s := State{}
 	for i, st := range steps {
-		ok, next := l.Step(s, st.in, st.want)
-		if !ok {
+		nexts := l.Steps(s, st.in, st.want)
+		if len(nexts) != 1 {
 			got, _ := l.predict(s, st.in)
 			t.Fatalf("step %d %s: model says %+v, want %+v", i, DescribeOperation(st.in, st.want), got, st.want)
 		}
-		// Any other definite output must be refused, and unknown accepted.
+		// Any other definite output must be refused (modify excepted: its
+		// start is free within the window, see TestModelModify), and
+		// unknown accepted.
 		wrong := st.want
 		wrong.Start++
 		if st.want.Code != CodeOK {
 			wrong = Output{Code: CodeOK}
 		}
-		if ok, _ := l.Step(s, st.in, wrong); ok {
+		if st.in.Op != OpModify && len(l.Steps(s, st.in, wrong)) > 0 {
 			t.Fatalf("step %d: model accepted wrong output %+v", i, wrong)
 		}
-		if ok, _ := l.Step(s, st.in, Output{Code: CodeUnknown}); !ok {
+		if len(l.Steps(s, st.in, Output{Code: CodeUnknown})) == 0 {
 			t.Fatalf("step %d: model refused an unknown outcome", i)
 		}
-		s = next.(State)
+		s = nexts[0].(State)
+	}
+}
+
+// TestModelModify pins the find-then-hold semantics of modify: any start in
+// the window where the new shape fits is acceptable, a rejection is always
+// possible, an unknown outcome forks over the feasible starts, and modify
+// needs a COMMITTED reservation without a pending modification.
+func TestModelModify(t *testing.T) {
+	l := &Ledger{Capacity: map[string]int64{"gpu": 2}, Decide: ReferenceDecide, Grain: 10}
+	s := State{}
+	for _, in := range []Input{
+		{Op: OpReserve, ID: "a", Parts: []Part{{Resource: "gpu", Amount: 1}}, Duration: 10, NotBefore: 0, Deadline: 10},
+		{Op: OpReserve, ID: "b", Parts: []Part{{Resource: "gpu", Amount: 2}}, Duration: 10, NotBefore: 20, Deadline: 30},
+		{Op: OpHold, ID: "h", Parts: []Part{{Resource: "gpu", Amount: 1}}, Duration: 10, NotBefore: 0, Deadline: 10},
+	} {
+		_, s = l.predict(s, in)
+	}
+	mod := Input{Op: OpModify, ID: "a", Parts: []Part{{Resource: "gpu", Amount: 2}}, Duration: 10, NotBefore: 0, Deadline: 50}
+	tests := []struct {
+		name string
+		in   Input
+		out  Output
+		n    int // number of possible next states
+	}{
+		{"earliest start", mod, Output{Code: CodeOK, Start: 10}, 1},
+		{"later feasible start", mod, Output{Code: CodeOK, Start: 30}, 1},
+		{"start where it does not fit", mod, Output{Code: CodeOK, Start: 20}, 0},
+		{"start outside the window", mod, Output{Code: CodeOK, Start: 60}, 0},
+		{"rejection always possible", mod, Output{Code: CodeRejected}, 1},
+		{"unknown forks: not applied, at 10, at 30, at 40", mod, Output{Code: CodeUnknown}, 4},
+		{"held reservation", Input{Op: OpModify, ID: "h", Parts: mod.Parts, Duration: 10, NotBefore: 0, Deadline: 50}, Output{Code: CodeConflict}, 1},
+		{"held reservation cannot be modified", Input{Op: OpModify, ID: "h", Parts: mod.Parts, Duration: 10, NotBefore: 0, Deadline: 50}, Output{Code: CodeOK, Start: 10}, 0},
+		{"unknown id", Input{Op: OpModify, ID: "zz", Parts: mod.Parts, Duration: 10, NotBefore: 0, Deadline: 50}, Output{Code: CodeNotFound}, 1},
+	}
+	for _, tt := range tests {
+		if got := len(l.Steps(s, tt.in, tt.out)); got != tt.n {
+			t.Errorf("%s: %d next states, want %d", tt.name, got, tt.n)
+		}
 	}
 }
 

@@ -29,7 +29,9 @@ type History struct {
 	Capacity map[string]int64 `json:"capacity"`
 	// Groups partitions the resources; an operation touches one group only.
 	Groups [][]string `json:"groups"`
-	Ops    []Op       `json:"ops"`
+	// Grain is the time grain of every window and duration (0: unknown).
+	Grain int64 `json:"grain,omitempty"`
+	Ops   []Op  `json:"ops"`
 }
 
 // Recorder collects operations from concurrent clients. The zero value is

@@ -122,8 +122,13 @@ type Ledger struct {
 	// Capacity of every resource the workload may name.
 	Capacity map[string]int64
 	// Decide answers earliest-fit admission for a request given the shapes
-	// currently occupying capacity. NewLedger wires the planner package.
+	// currently occupying capacity. NewModel wires the planner package.
 	Decide Decider
+	// Grain, when > 0, is the time grain of every window and duration in
+	// the history: all admitted starts are multiples of it past the
+	// window's opening. It bounds the starts an indeterminate modify may
+	// have chosen (see Steps).
+	Grain int64
 }
 
 // Decider computes the earliest start of req given the booked shapes. It
@@ -249,7 +254,7 @@ func (l *Ledger) step(s State, in Input) (Output, State) {
 			return Output{Code: CodeNotFound}, s
 		}
 		r := s.recs[i]
-		if (r.Status != StatusHeld && r.Status != StatusCommitted) || r.Pending != nil {
+		if r.Status != StatusCommitted || r.Pending != nil {
 			return Output{Code: CodeConflict}, s
 		}
 		start, fits, err := l.Decide(l.Capacity, s.booked(), in)
@@ -303,36 +308,94 @@ func sameRequest(a, b Input) bool {
 		slices.Equal(a.Parts, b.Parts)
 }
 
-// Step is the porcupine step function: it accepts the transition when the
-// observed output matches the model's prediction, or when the output is
-// unknown (an indeterminate operation is linearized as having taken effect;
-// the checker may also place it after every other operation, which is the
-// world in which it never did).
-func (l *Ledger) Step(state any, input any, output any) (bool, any) {
+// Steps is the porcupine step function of the nondeterministic model: it
+// returns every state the ledger can be in after the operation produced the
+// observed output (none when it could not have).
+//
+// Most operations are deterministic: the observed output must match the
+// model's prediction, and an unknown output is linearized as having taken
+// effect (the checker may also place it after every other operation, which
+// is the world in which it never did). Modify is the exception: the API
+// finds the earliest start of the new shape on a read and then holds that
+// exact interval in a second step, so an ok modify is accepted at any start
+// inside its window where the new shape fits at the linearization point, a
+// rejected modify is always possible (the schedule changed in between), and
+// an unknown modify forks into "not applied" and "applied at each feasible
+// start".
+func (l *Ledger) Steps(state any, input any, output any) []any {
 	s := state.(State)
 	in := input.(Input)
 	out := output.(Output)
 	if out.Code == CodeFailed {
-		return true, s
+		return []any{s}
 	}
 	want, next := l.step(s, in)
+	if in.Op == OpModify && (want.Code == CodeOK || want.Code == CodeRejected) {
+		return l.modifySteps(s, in, out, want)
+	}
 	if out.Code == CodeUnknown {
-		return true, next
+		return []any{next}
 	}
 	if repeatTransition(in.Op, want, out) {
 		// Committing a committed reservation, aborting an aborted one or
 		// cancelling a cancelled one changes nothing; whether the ledger
 		// answers ok (idempotent) or "wrong state" is an API choice the
 		// model does not pin.
-		return true, next
+		return []any{next}
 	}
 	if want.Status == repeat {
 		want.Status = ""
 	}
 	if want.Code != CodeOK {
-		return want.Code == out.Code, next
+		if want.Code == out.Code {
+			return []any{next}
+		}
+		return nil
 	}
-	return want == out, next
+	if want == out {
+		return []any{next}
+	}
+	return nil
+}
+
+// modifySteps handles a modify of a committed reservation without a
+// pending modification (the only case where the request reaches admission).
+func (l *Ledger) modifySteps(s State, in Input, out, want Output) []any {
+	i, _ := s.find(in.ID)
+	withPending := func(start int64) State {
+		r := s.recs[i]
+		r.Pending = &shape{Parts: in.Parts, Start: start, End: start + in.Duration}
+		return s.with(r)
+	}
+	booked := s.booked()
+	fits := func(start int64) bool {
+		return start >= in.NotBefore && start+in.Duration <= in.Deadline &&
+			fitsAt(l.Capacity, booked, in.Parts, start, start+in.Duration)
+	}
+	switch out.Code {
+	case CodeRejected:
+		return []any{s}
+	case CodeOK:
+		if fits(out.Start) {
+			return []any{withPending(out.Start)}
+		}
+		return nil
+	case CodeUnknown:
+		states := []any{s}
+		if l.Grain <= 0 {
+			if want.Code == CodeOK {
+				states = append(states, withPending(want.Start))
+			}
+			return states
+		}
+		for start := in.NotBefore; start+in.Duration <= in.Deadline; start += l.Grain {
+			if fits(start) {
+				states = append(states, withPending(start))
+			}
+		}
+		return states
+	}
+	return nil
 }
 
 // Equal reports whether two states hold the same reservations.

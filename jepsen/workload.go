@@ -253,7 +253,7 @@ func (w *Workload) nextInput(rng *rand.Rand, id, g, seq int) Input {
 // History returns the recorded history with the workload's capacities.
 func (w *Workload) History() History {
 	caps, groups := w.cfg.Resources()
-	return History{Capacity: caps, Groups: groups, Ops: w.rec.Ops()}
+	return History{Capacity: caps, Groups: groups, Grain: w.cfg.Unit, Ops: w.rec.Ops()}
 }
 
 // sortedKeys returns m's keys in order (reports must not depend on map order).
