@@ -243,3 +243,45 @@ func TestUsageFormulas(t *testing.T) {
 		t.Errorf("mulAdd = %d %v", v, ok)
 	}
 }
+
+func TestRestoreRejectsBadSnapshots(t *testing.T) {
+	good := func() Snapshot {
+		p := New(NewList)
+		must(t, p.AddResource("cpu", 8))
+		must(t, p.AddResource("gpu", 2))
+		must(t, p.Book(Booking{ID: "a", Parts: []Part{{"cpu", 8}}, Start: 0, End: 10}))
+		must(t, p.SetCapacity("gpu", 5, 20, 1))
+		p.Advance(5)
+		return p.Snapshot()
+	}
+	if _, err := Restore(NewList, good()); err != nil {
+		t.Fatalf("good snapshot: %v", err)
+	}
+	cases := []struct {
+		name string
+		edit func(s *Snapshot)
+		want error
+	}{
+		{"origin", func(s *Snapshot) { s.Origin = -1 }, ErrInvalid},
+		{"unsorted", func(s *Snapshot) { s.Resources[0], s.Resources[1] = s.Resources[1], s.Resources[0] }, ErrInvalid},
+		{"gap in profile", func(s *Snapshot) { s.Resources[1].Capacity[0].End-- }, ErrInvalid},
+		{"short profile", func(s *Snapshot) { s.Resources[0].Capacity = s.Resources[0].Capacity[:0] }, ErrInvalid},
+		{"amount above capacity", func(s *Snapshot) { s.Resources[0].Capacity[0].Free = 4 }, ErrInvalid},
+		{"overbooked", func(s *Snapshot) {
+			s.Resources[0].Capacity = []Block{{5, 10, 7}, {10, MaxTime, 8}}
+		}, ErrNoCapacity},
+		{"duplicate", func(s *Snapshot) { s.Bookings = append(s.Bookings, s.Bookings[0]) }, ErrDuplicateID},
+		{"unknown resource", func(s *Snapshot) { s.Bookings[0].Parts = []Part{{"tape", 1}} }, ErrUnknownResource},
+		{"ended", func(s *Snapshot) { s.Bookings[0].End = 5 }, ErrInvalid},
+		{"too much", func(s *Snapshot) {
+			s.Bookings = append(s.Bookings, Booking{ID: "b", Parts: []Part{{"cpu", 1}}, Start: 6, End: 7})
+		}, ErrNoCapacity},
+	}
+	for _, c := range cases {
+		s := good()
+		c.edit(&s)
+		if _, err := Restore(NewList, s); !errors.Is(err, c.want) {
+			t.Errorf("%s: err %v, want %v", c.name, err, c.want)
+		}
+	}
+}

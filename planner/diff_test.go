@@ -519,6 +519,24 @@ func runDiff(ops func(origin func() int64, live func() []string) (plOp, bool), r
 				}
 			}
 		}
+		// Every so often, continue on a planner rebuilt from a snapshot:
+		// the rest of the run then checks that nothing was lost.
+		if step%50 == 49 {
+			for i, p := range pls {
+				snap := p.Snapshot()
+				q, err := Restore(factories[i].f, snap)
+				if err != nil {
+					return fmt.Sprintf("step %d on %s: restore: %v", step, factories[i].name, err)
+				}
+				if got := q.Snapshot(); !reflect.DeepEqual(got, snap) {
+					return fmt.Sprintf("step %d on %s: snapshot of restored planner differs\n got  %+v\n want %+v", step, factories[i].name, got, snap)
+				}
+				pls[i] = q
+				if i > 0 && !reflect.DeepEqual(snap, pls[0].Snapshot()) {
+					return fmt.Sprintf("step %d: snapshots of %s and %s differ", step, factories[0].name, factories[i].name)
+				}
+			}
+		}
 		if o.kind == plRelease || o.kind == plModify || o.kind == plReserve || o.kind == plBook {
 			wb, wok := ref.Get(o.id)
 			for i, p := range pls {
