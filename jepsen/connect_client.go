@@ -255,6 +255,17 @@ func classify(err error, write bool) Output {
 	return Output{Code: CodeUnknown}
 }
 
+// HoldFor makes a hold with an explicit TTL outside the checked history
+// (the hold-expiry probe) and returns its server ID.
+func (c *ConnectClient) HoldFor(ctx context.Context, in Input, ttl time.Duration) (string, error) {
+	resp, err := c.res.Hold(ctx, connect.NewRequest(&ledgerdv1.HoldRequest{Shape: toShape(in), HoldTtl: durationpb.New(ttl),
+		Labels: map[string]string{labelKey: in.ID}, IdempotencyKey: in.ID}))
+	if err != nil {
+		return "", fmt.Errorf("probe hold %s: %w", in.ID, err)
+	}
+	return resp.Msg.GetReservation().GetId(), nil
+}
+
 // Known implements Client.
 func (c *ConnectClient) Known(id string) bool {
 	_, ok := c.ids.get(id)

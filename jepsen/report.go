@@ -24,9 +24,12 @@ type Report struct {
 	Faults  []Fault                 `json:"faults"`
 	// Availability is the share of operations with a definite answer, and
 	// the rate of successful operations, during faults and outside them.
-	Availability Availability      `json:"availability"`
-	Linear       []Verdict         `json:"linearizability"`
-	Invariants   []InvariantResult `json:"invariants"`
+	Availability Availability `json:"availability"`
+	// TTLProbes counts acknowledged short-TTL probe holds, which the
+	// holds-expire invariant requires to be gone by the end.
+	TTLProbes  int               `json:"ttl_probes"`
+	Linear     []Verdict         `json:"linearizability"`
+	Invariants []InvariantResult `json:"invariants"`
 	// Errors lists harness-level problems (a node that did not come back,
 	// a read that failed); a run with errors is not a pass.
 	Errors []string `json:"errors,omitempty"`
@@ -212,7 +215,7 @@ func (r *Report) Text() string {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("\ninvariants:\n")
+	fmt.Fprintf(&b, "\ninvariants (%d short-TTL probe holds):\n", r.TTLProbes)
 	for _, inv := range r.Invariants {
 		st := "ok"
 		if !inv.OK {

@@ -119,6 +119,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("campaign: %w", err)
 	}
+	probeRes := w.Config().Prefix + "-ttl"
+	sctx, cancel = context.WithTimeout(ctx, cfg.Settle)
+	err = cl.connect(cl.Names()[0]).EnsureResource(sctx, probeRes, 1_000_000)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("campaign: hold-expiry probe resource: %w", err)
+	}
 	sched := &Schedule{Cluster: cl, Nemeses: cfg.Nemeses, Quiet: cfg.Quiet, Hold: cfg.Hold, Combine: cfg.Combine,
 		Seed: cfg.Seed, Clock: rec.Now, Log: cfg.Progress}
 	rep := &Report{Seed: cfg.Seed, Nodes: cfg.Nodes, Clients: cfg.Clients, Nemeses: cfg.Nemeses}
@@ -130,6 +137,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	progress := time.NewTicker(5 * time.Second)
 	wdone := make(chan struct{})
 	go func() { w.Run(runCtx); close(wdone) }()
+	probes := make(chan int, 1)
+	go func() { probes <- ttlProbe(runCtx, cl, probeRes, w.Config().Base) }()
 loop:
 	for {
 		select {
@@ -148,6 +157,7 @@ loop:
 	}
 	progress.Stop()
 	<-done
+	rep.TTLProbes = <-probes
 	stop()
 	total := rec.Now()
 	rep.Duration = time.Duration(total)
@@ -165,6 +175,8 @@ loop:
 	if err := cl.WaitStable(sctx); err != nil {
 		rep.Errors = append(rep.Errors, err.Error())
 	}
+	// Give the new leader's expiry tick a chance to run before judging holds.
+	time.Sleep(2 * time.Second)
 	lists, readAt, err := converge(sctx, cl)
 	cancel()
 	if err != nil {
@@ -188,6 +200,27 @@ loop:
 		return rep, err
 	}
 	return rep, nil
+}
+
+// ttlProbe makes a short-lived hold (TTL 2s) on a dedicated resource every
+// second through a random running node, so that the holds-expire invariant
+// has holds that must have died by the end of the run. It returns how many
+// probe holds were acknowledged.
+func ttlProbe(ctx context.Context, cl *Cluster, resource string, base int64) int {
+	n := 0
+	for i := 0; ctx.Err() == nil; i++ {
+		names := cl.Names()
+		node := names[i%len(names)]
+		in := Input{ID: fmt.Sprintf("ttl-%d", i), Parts: []Part{{Resource: resource, Amount: 1}},
+			Duration: 60_000, NotBefore: base, Deadline: base + 3_600_000}
+		pctx, cancel := context.WithTimeout(ctx, opTimeout)
+		if _, err := cl.connect(node).HoldFor(pctx, in, 2*time.Second); err == nil {
+			n++
+		}
+		cancel()
+		sleepCtx(ctx, time.Second)
+	}
+	return n
 }
 
 // converge reads every node until all lists agree (replication catching up
