@@ -235,10 +235,10 @@ func (c *Cluster) AgentArgs(n *Node) []string {
 		"agent",
 		"-node-name", n.Name,
 		"-data-dir", n.DataDir,
-		"-raft-bind", fmt.Sprintf("127.0.0.1:%d", n.RaftPort),
+		"-raft-addr", fmt.Sprintf("127.0.0.1:%d", n.RaftPort),
 		"-raft-advertise", n.RaftProxy.Addr(),
-		"-gossip-bind", fmt.Sprintf("127.0.0.1:%d", n.GossipPort),
-		"-http-bind", n.APIAddr(),
+		"-gossip-addr", fmt.Sprintf("127.0.0.1:%d", n.GossipPort),
+		"-http-addr", n.APIAddr(),
 		"-http-advertise", n.APIProxy.Addr(),
 		"-bootstrap-expect", strconv.Itoa(bootstrap),
 	}
