@@ -100,10 +100,10 @@ var ServiceNames = []string{
 }
 
 // Mount registers the three services, gRPC health (grpc.health.v1) and
-// gRPC reflection (v1 and v1alpha) on mux. Health and reflection need no
-// credentials; everything else goes through authentication, rate limiting
-// and the request size limit. Wrap the mux with Server.Wrap for CORS and
-// client-certificate identities.
+// gRPC reflection (v1 and v1alpha) on mux, each behind the HTTP-level
+// middleware of Wrap. Health and reflection need no credentials;
+// everything else goes through authentication, rate limiting and the
+// request size limit.
 func (s *Server) Mount(mux *http.ServeMux) {
 	var limiter *rateLimiter
 	if s.opts.RateLimit > 0 {
@@ -113,13 +113,26 @@ func (s *Server) Mount(mux *http.ServeMux) {
 		connect.WithInterceptors(&authInterceptor{auth: s.opts.Auth, limit: limiter}),
 		connect.WithReadMaxBytes(s.opts.MaxRequestBytes),
 	}
-	mux.Handle(ledgerdv1connect.NewReservationServiceHandler(&reservations{s: s}, opts...))
-	mux.Handle(ledgerdv1connect.NewResourceServiceHandler(&resources{s: s}, opts...))
-	mux.Handle(ledgerdv1connect.NewClusterServiceHandler(&clusterSvc{s: s}, opts...))
-	mux.Handle(grpchealth.NewHandler(grpchealth.NewStaticChecker(ServiceNames...)))
 	reflector := grpcreflect.NewStaticReflector(ServiceNames...)
-	mux.Handle(grpcreflect.NewHandlerV1(reflector))
-	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
+	for _, route := range []func() (string, http.Handler){
+		func() (string, http.Handler) {
+			return ledgerdv1connect.NewReservationServiceHandler(&reservations{s: s}, opts...)
+		},
+		func() (string, http.Handler) {
+			return ledgerdv1connect.NewResourceServiceHandler(&resources{s: s}, opts...)
+		},
+		func() (string, http.Handler) {
+			return ledgerdv1connect.NewClusterServiceHandler(&clusterSvc{s: s}, opts...)
+		},
+		func() (string, http.Handler) {
+			return grpchealth.NewHandler(grpchealth.NewStaticChecker(ServiceNames...))
+		},
+		func() (string, http.Handler) { return grpcreflect.NewHandlerV1(reflector) },
+		func() (string, http.Handler) { return grpcreflect.NewHandlerV1Alpha(reflector) },
+	} {
+		path, h := route()
+		mux.Handle(path, s.Wrap(h))
+	}
 }
 
 // Wrap adds the HTTP-level middleware every API request needs: CORS for the
@@ -128,11 +141,11 @@ func (s *Server) Wrap(h http.Handler) http.Handler {
 	return withCORS(s.opts.CORSOrigins, withPeerCN(h))
 }
 
-// Handler returns a complete handler: a fresh mux with Mount, wrapped by Wrap.
+// Handler returns a complete handler: a fresh mux with Mount.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.Mount(mux)
-	return s.Wrap(mux)
+	return mux
 }
 
 // ServeProtocols is what an http.Server needs to serve Connect, gRPC and

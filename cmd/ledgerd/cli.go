@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -353,16 +352,6 @@ func printJSON(ms ...proto.Message) {
 		}
 		fmt.Fprintln(cliOut, string(b))
 	}
-}
-
-// printAnyJSON writes a plain Go value as indented JSON.
-func printAnyJSON(v any) {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		fmt.Fprintf(cliErr, "json: %v\n", err)
-		return
-	}
-	fmt.Fprintln(cliOut, string(b))
 }
 
 // table returns a tab writer on cliOut.

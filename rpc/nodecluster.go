@@ -1,0 +1,94 @@
+package rpc
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/ledgerd/ledgerd/cluster"
+	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+)
+
+// NodeCluster implements Cluster on a cluster.Node. Leader-only operations
+// (TransferLeadership, RemoveServer, RestoreSnapshot) fail with Unavailable
+// on followers, so a retrying client moves on until it reaches the leader.
+type NodeCluster struct {
+	Node *cluster.Node
+}
+
+var _ Cluster = NodeCluster{}
+
+// roles maps cluster.Member roles to the API's.
+var roles = map[string]ledgerdv1.Role{
+	"leader":   ledgerdv1.Role_ROLE_LEADER,
+	"voter":    ledgerdv1.Role_ROLE_FOLLOWER,
+	"nonvoter": ledgerdv1.Role_ROLE_NONVOTER,
+}
+
+// Members implements Cluster.
+func (c NodeCluster) Members(context.Context) ([]*ledgerdv1.Member, error) {
+	ms := c.Node.Members()
+	out := make([]*ledgerdv1.Member, len(ms))
+	for i, m := range ms {
+		out[i] = &ledgerdv1.Member{
+			Id: m.ID, RaftAddress: m.RaftAddr, ApiAddress: m.RPCAddr, Role: roles[m.Role],
+			Healthy: m.Health == "alive" && m.Role != "none", Status: m.Health,
+		}
+	}
+	return out, nil
+}
+
+// Leader implements Cluster.
+func (c NodeCluster) Leader(context.Context) (*ledgerdv1.LeaderResponse, error) {
+	id, api := c.Node.Leader()
+	out := &ledgerdv1.LeaderResponse{Id: id, ApiAddress: api}
+	for _, m := range c.Node.Members() {
+		if m.ID == id {
+			out.RaftAddress = m.RaftAddr
+		}
+	}
+	return out, nil
+}
+
+// TransferLeadership implements Cluster; the cluster layer lets Raft pick
+// the successor, so a target cannot be named.
+func (c NodeCluster) TransferLeadership(ctx context.Context, target string) error {
+	if target != "" {
+		return &FieldError{Field: "target_id", Reason: "naming the successor is not supported; leave it empty"}
+	}
+	if err := c.Node.TransferLeadership(ctx); err != nil {
+		return clusterErr("transfer leadership", err)
+	}
+	return nil
+}
+
+// RemoveServer implements Cluster.
+func (c NodeCluster) RemoveServer(ctx context.Context, id string) error {
+	if err := c.Node.RemoveServer(ctx, id); err != nil {
+		return clusterErr("remove server", err)
+	}
+	return nil
+}
+
+// SaveSnapshot implements Cluster.
+func (c NodeCluster) SaveSnapshot(ctx context.Context, w io.Writer) (uint64, error) {
+	info, err := c.Node.SaveSnapshot(ctx, w)
+	if err != nil {
+		return 0, clusterErr("save snapshot", err)
+	}
+	return info.Index, nil
+}
+
+// RestoreSnapshot implements Cluster.
+func (c NodeCluster) RestoreSnapshot(ctx context.Context, r io.Reader) (uint64, error) {
+	if err := c.Node.RestoreSnapshot(ctx, r); err != nil {
+		return 0, clusterErr("restore snapshot", err)
+	}
+	if err := c.Node.ReadBarrier(ctx); err != nil {
+		return 0, clusterErr("restore snapshot", err)
+	}
+	return c.Node.AppliedIndex(), nil
+}
+
+// String names the node, for logs.
+func (c NodeCluster) String() string { return fmt.Sprintf("node %s", c.Node.ID()) }
