@@ -36,7 +36,7 @@ const (
 
 // defaultAddr is where the client looks for an agent without -addr or
 // LEDGERD_ADDR.
-const defaultAddr = "127.0.0.1:7400"
+const defaultAddr = "127.0.0.1:7420"
 
 // Output streams and clock of the client subcommands; tests replace them.
 var (
