@@ -557,6 +557,12 @@ func plWarmup() []plOp {
 	}
 }
 
+func isFlagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 func seedFromEnv() uint64 {
 	if *flagSeed != 0 {
 		return *flagSeed
@@ -572,8 +578,11 @@ func seedFromEnv() uint64 {
 
 func TestDifferential(t *testing.T) {
 	seeds, ops := *flagDiffSeed, *flagDiffOps
-	if testing.Short() {
-		seeds = 20
+	switch {
+	case testing.Short():
+		seeds = min(seeds, 20)
+	case raceEnabled && !isFlagSet("diff.seeds"):
+		seeds = min(seeds, 100)
 	}
 	first := uint64(1)
 	if s := seedFromEnv(); s != 0 {
