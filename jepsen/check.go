@@ -111,17 +111,39 @@ func Check(h History, opt CheckOptions) ([]Verdict, error) {
 	return out, nil
 }
 
-// toPorcupine converts history entries; unknown outcomes never return.
+// toPorcupine converts history entries. Unknown outcomes never return,
+// with one sound exception: an indeterminate hold or reserve that a later
+// retry with the same key answered definitely is closed at that retry's
+// return. Whether the first attempt took effect before the retry (which
+// then replayed its result) or after it (a replay that changes nothing),
+// its effect lies before the retry returned; closing it keeps the
+// checker's search narrow when faults leave many operations open.
 func toPorcupine(ops []Op) []porcupine.Operation {
 	var last int64
 	for _, op := range ops {
 		last = max(last, op.Return, op.Call)
+	}
+	settled := map[OpKind]map[string]int64{} // earliest definite return per create key
+	for _, op := range ops {
+		if (op.Input.Op == OpHold || op.Input.Op == OpReserve) && op.Output.Code != CodeUnknown && op.Output.Code != CodeFailed {
+			m := settled[op.Input.Op]
+			if m == nil {
+				m = map[string]int64{}
+				settled[op.Input.Op] = m
+			}
+			if r, ok := m[op.Input.ID]; !ok || op.Return < r {
+				m[op.Input.ID] = op.Return
+			}
+		}
 	}
 	out := make([]porcupine.Operation, 0, len(ops))
 	for _, op := range ops {
 		ret := op.Return
 		if op.Output.Code == CodeUnknown {
 			ret = last + 1
+			if r, ok := settled[op.Input.Op][op.Input.ID]; ok && r > op.Call {
+				ret = r
+			}
 		}
 		meta := op.Node
 		if op.Err != "" {
