@@ -72,6 +72,28 @@ func (f *trackedFSM) Apply(l *raft.Log) any {
 	return r
 }
 
+// ApplyBatch implements raft.BatchingFSM, so an application FSM that
+// batches keeps batching behind the wrapper; one that does not gets its
+// commands one by one. Raft passes commands and configuration entries.
+func (f *trackedFSM) ApplyBatch(logs []*raft.Log) []any {
+	if len(logs) == 0 {
+		return nil
+	}
+	var out []any
+	if b, ok := f.inner.(raft.BatchingFSM); ok {
+		out = b.ApplyBatch(logs)
+	} else {
+		out = make([]any, len(logs))
+		for i, l := range logs {
+			if l.Type == raft.LogCommand {
+				out[i] = f.inner.Apply(l)
+			}
+		}
+	}
+	f.setApplied(logs[len(logs)-1].Index)
+	return out
+}
+
 // Snapshot implements raft.FSM. It runs on the FSM goroutine, so applied is
 // exactly the state the inner snapshot captures.
 func (f *trackedFSM) Snapshot() (raft.FSMSnapshot, error) {
