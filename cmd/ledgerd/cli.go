@@ -84,15 +84,28 @@ func envOr(k, def string) string {
 	return def
 }
 
-// parse parses args and maps -h and flag errors to exit codes; ok is false
-// when the command must stop with code.
+// parse parses args, allowing positional arguments between flags
+// ("commit ID -json"), and maps -h and flag errors to exit codes; ok is
+// false when the command must stop with code. Afterwards fs.Args() holds
+// the positional arguments in order.
 func parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK, false
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return exitOK, false
+			}
+			return exitUsage, false
 		}
-		return exitUsage, false
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
 	}
+	// Re-parse only the positional arguments so fs.Args() returns them.
+	_ = fs.Parse(append([]string{"--"}, positional...))
 	return 0, true
 }
 
