@@ -60,18 +60,6 @@ func (h *harness) state(id string) fsmv1.Reservation_State {
 	return r.GetState()
 }
 
-func (h *harness) snapshot() []byte {
-	h.t.Helper()
-	h.f.mu.RLock()
-	msg := h.f.st.capture()
-	h.f.mu.RUnlock()
-	b, err := EncodeSnapshot(msg)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return b
-}
-
 // ---- command builders ----
 
 func createRes(name string, capacity int64) *fsmv1.Command {
