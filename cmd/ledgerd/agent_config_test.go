@@ -1,0 +1,128 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "ledgerd.json")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestAgentConfigRejectsBadInputNamingTheKey(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		file string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"unknown key", `{"data_dir":"d","raft_adress":"x"}`, nil, nil, `"raft_adress"`},
+		{"wrong type", `{"data_dir":"d","bootstrap_expect":"three"}`, nil, nil, "bootstrap_expect"},
+		{"bad duration", `{"data_dir":"d","dead_server_grace":"soon"}`, nil, nil, "soon"},
+		{"trailing", `{"data_dir":"d"} {}`, nil, nil, "trailing"},
+		{"no data dir", `{}`, nil, nil, "data_dir"},
+		{"bad addr", `{"data_dir":"d","raft_addr":"nowhere"}`, nil, nil, "raft_addr"},
+		{"bad join", `{"data_dir":"d","retry_join":["a:1","b"]}`, nil, nil, "retry_join[1]"},
+		{"negative expect", `{"data_dir":"d","bootstrap_expect":-1}`, nil, nil, "bootstrap_expect"},
+		{"gossip key", `{"data_dir":"d","gossip_key":"c2hvcnQ="}`, nil, nil, "gossip_key"},
+		{"log level", `{"data_dir":"d","log_level":"loud"}`, nil, nil, "log_level"},
+		{"log format", `{"data_dir":"d","log_format":"xml"}`, nil, nil, "log_format"},
+		{"tls half", `{"data_dir":"d","tls_cert_file":"c.pem"}`, nil, nil, "tls_key_file"},
+		{"tls no ca", `{"data_dir":"d","tls_cert_file":"c.pem","tls_key_file":"k.pem"}`, nil, nil, "tls_ca_file"},
+		{"tls missing files", `{"data_dir":"d","tls_cert_file":"c.pem","tls_key_file":"k.pem","tls_ca_file":"ca.pem"}`, nil, nil, "tls_cert_file"},
+		{"env bad int", `{"data_dir":"d"}`, nil, map[string]string{"LEDGERD_BOOTSTRAP_EXPECT": "x"}, "LEDGERD_BOOTSTRAP_EXPECT"},
+		{"flag bad bool", `{"data_dir":"d"}`, []string{"-tls-verify-incoming=maybe"}, nil, "tls-verify-incoming"},
+		{"dev with expect", `{}`, []string{"-dev", "-bootstrap-expect", "3"}, nil, "bootstrap_expect"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"-config", writeConfig(t, tc.file)}, tc.args...)
+			_, _, err := parseAgentArgs(args, func(k string) string { return tc.env[k] }, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v, want one naming %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestAgentConfigPrecedence(t *testing.T) {
+	file := writeConfig(t, `{"data_dir":"/file","node_name":"file","http_addr":"127.0.0.1:1","retry_join":["f:1"],
+		"bootstrap_expect":3,"dead_server_grace":"1m","log_format":"json"}`)
+	env := map[string]string{"LEDGERD_NODE_NAME": "env", "LEDGERD_HTTP_ADDR": "127.0.0.1:2", "LEDGERD_RETRY_JOIN": "e:1,e:2"}
+	cfg, opts, err := parseAgentArgs([]string{"-config", file, "-http-addr", "127.0.0.1:3", "-retry-join", "a:1", "-retry-join", "b:1"},
+		func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.dev || opts.configFile != file {
+		t.Fatalf("opts = %+v", opts)
+	}
+	for _, c := range []struct{ key, got, want string }{
+		{"data_dir (file)", cfg.DataDir, "/file"},
+		{"node_name (env over file)", cfg.NodeName, "env"},
+		{"http_addr (flag over env)", cfg.HTTPAddr, "127.0.0.1:3"},
+		{"raft_addr (default)", cfg.RaftAddr, "127.0.0.1:7421"},
+		{"log_format (file)", cfg.LogFormat, "json"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %q, want %q", c.key, c.got, c.want)
+		}
+	}
+	if !slices.Equal(cfg.RetryJoin, []string{"a:1", "b:1"}) {
+		t.Errorf("retry_join = %q, want the flags' list", cfg.RetryJoin)
+	}
+	if cfg.BootstrapExpect != 3 || time.Duration(cfg.DeadServerGrace) != time.Minute {
+		t.Errorf("expect %d grace %s", cfg.BootstrapExpect, time.Duration(cfg.DeadServerGrace))
+	}
+	// The environment alone replaces the file's retry_join list.
+	cfg, _, err = parseAgentArgs([]string{"-config", file}, func(k string) string { return env[k] }, io.Discard)
+	if err != nil || !slices.Equal(cfg.RetryJoin, []string{"e:1", "e:2"}) {
+		t.Errorf("retry_join from env = %q (%v)", cfg.RetryJoin, err)
+	}
+}
+
+func TestAgentConfigCheckAndHelp(t *testing.T) {
+	good := writeConfig(t, `{"data_dir":"d","bootstrap_expect":3,"retry_join":["10.0.0.2:7422"],
+		"gossip_key":"MDEyMzQ1Njc4OWFiY2RlZg=="}`)
+	if _, opts, err := parseAgentArgs([]string{"-config", good, "-config-check"}, func(string) string { return "" }, io.Discard); err != nil || !opts.configCheck {
+		t.Fatalf("valid config: %v", err)
+	}
+	if _, _, err := parseAgentArgs([]string{"-help"}, func(string) string { return "" }, io.Discard); !errors.Is(err, errHelp()) {
+		t.Fatalf("-help = %v", err)
+	}
+	if _, _, err := parseAgentArgs([]string{"extra"}, func(string) string { return "" }, io.Discard); err == nil {
+		t.Fatal("stray argument accepted")
+	}
+}
+
+func TestDispatchListsCommands(t *testing.T) {
+	var out strings.Builder
+	if code := dispatch([]string{"--help"}, &out, io.Discard); code != 0 {
+		t.Fatalf("--help exit %d", code)
+	}
+	for _, name := range []string{"agent", "version"} {
+		if !strings.Contains(out.String(), name) {
+			t.Errorf("help lacks %q:\n%s", name, out.String())
+		}
+	}
+	if code := dispatch([]string{"no-such"}, io.Discard, io.Discard); code == 0 {
+		t.Error("unknown command exited 0")
+	}
+	if code := dispatch(nil, io.Discard, io.Discard); code == 0 {
+		t.Error("no command exited 0")
+	}
+}
+
+func errHelp() error { return flag.ErrHelp }
