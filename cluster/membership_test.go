@@ -54,4 +54,3 @@ func TestDeadServerRemovalNeverBelowQuorum(t *testing.T) {
 		}
 	}
 }
-
