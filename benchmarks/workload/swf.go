@@ -67,6 +67,7 @@ type ParseError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *ParseError) Error() string {
 	if e.Field == 0 {
 		return fmt.Sprintf("swf line %d: %s", e.Line, e.Reason)

@@ -1,13 +1,3 @@
-// Command seedexp runs the seed papers' cluster experiment (Schneider &
-// Linnert): a 128-CPU resource, Lublin–Feitelson reservations with booking
-// windows swept over overloading interarrival times, plus a replay of the
-// KTH SP2 trace, on the list, indexed and slotted timelines. It prints a
-// markdown table on stdout, progress on stderr, and writes results.md,
-// results.csv and results.svg into -out.
-//
-// Run it from the repository root:
-//
-//	go run -tags hashicorpmetrics ./benchmarks/seed/cmd/seedexp -out benchmarks/seed/results
 package main
 
 import (
@@ -35,6 +25,7 @@ func main() {
 // floatList is a comma-separated list flag of floats.
 type floatList []float64
 
+// String implements flag.Value.
 func (l *floatList) String() string {
 	var s []string
 	for _, v := range *l {
@@ -43,6 +34,7 @@ func (l *floatList) String() string {
 	return strings.Join(s, ",")
 }
 
+// Set implements flag.Value.
 func (l *floatList) Set(v string) error {
 	var out []float64
 	for _, f := range strings.Split(v, ",") {
@@ -59,6 +51,7 @@ func (l *floatList) Set(v string) error {
 // intList is a comma-separated list flag of integers.
 type intList []int64
 
+// String implements flag.Value.
 func (l *intList) String() string {
 	var s []string
 	for _, v := range *l {
@@ -67,6 +60,7 @@ func (l *intList) String() string {
 	return strings.Join(s, ",")
 }
 
+// Set implements flag.Value.
 func (l *intList) Set(v string) error {
 	var out []int64
 	for _, f := range strings.Split(v, ",") {
