@@ -929,7 +929,7 @@ type ReservationRequest struct {
 	// Exact start; when set, not_before and deadline are ignored.
 	StartMillis *int64 `protobuf:"varint,6,opt,name=start_millis,json=startMillis,proto3,oneof" json:"start_millis,omitempty"`
 	// How long a hold lives before it expires; 0 means the server default.
-	// Ignored by TYPE_RESERVE.
+	// A hold never outlives the end of its interval. Ignored by TYPE_RESERVE.
 	HoldTtlMillis int64 `protobuf:"varint,7,opt,name=hold_ttl_millis,json=holdTtlMillis,proto3" json:"hold_ttl_millis,omitempty"`
 	// Free-form labels kept with the reservation.
 	Labels        map[string]string `protobuf:"bytes,8,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
@@ -1080,9 +1080,12 @@ type Modify struct {
 	Parts []*Part `protobuf:"bytes,2,rep,name=parts,proto3" json:"parts,omitempty"`
 	// New start; absent keeps the current start.
 	StartMillis *int64 `protobuf:"varint,3,opt,name=start_millis,json=startMillis,proto3,oneof" json:"start_millis,omitempty"`
-	// New end (exclusive); absent keeps the current end.
+	// New end (exclusive); absent keeps the current end, or the current
+	// length when start_millis moves the reservation.
 	EndMillis *int64 `protobuf:"varint,4,opt,name=end_millis,json=endMillis,proto3,oneof" json:"end_millis,omitempty"`
-	// TTL of the pending modification; 0 means the server default.
+	// TTL of the pending modification; 0 means the server default. A pending
+	// modification also lapses when the new shape or the reservation would
+	// begin, whichever comes first.
 	HoldTtlMillis int64 `protobuf:"varint,5,opt,name=hold_ttl_millis,json=holdTtlMillis,proto3" json:"hold_ttl_millis,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
