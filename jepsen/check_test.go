@@ -147,6 +147,7 @@ func TestModelModify(t *testing.T) {
 		{"rejection always possible", mod, Output{Code: CodeRejected}, 1},
 		{"unknown forks: not applied, at 10, at 30, at 40", mod, Output{Code: CodeUnknown}, 4},
 		{"held reservation", Input{Op: OpModify, ID: "h", Parts: mod.Parts, Duration: 10, NotBefore: 0, Deadline: 50}, Output{Code: CodeConflict}, 1},
+		{"search fails before the state is looked at", Input{Op: OpModify, ID: "h", Parts: mod.Parts, Duration: 10, NotBefore: 0, Deadline: 50}, Output{Code: CodeRejected}, 1},
 		{"held reservation cannot be modified", Input{Op: OpModify, ID: "h", Parts: mod.Parts, Duration: 10, NotBefore: 0, Deadline: 50}, Output{Code: CodeOK, Start: 10}, 0},
 		{"unknown id", Input{Op: OpModify, ID: "zz", Parts: mod.Parts, Duration: 10, NotBefore: 0, Deadline: 50}, Output{Code: CodeNotFound}, 1},
 	}

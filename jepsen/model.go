@@ -319,7 +319,8 @@ func sameRequest(a, b Input) bool {
 // finds the earliest start of the new shape on a read and then holds that
 // exact interval in a second step, so an ok modify is accepted at any start
 // inside its window where the new shape fits at the linearization point, a
-// rejected modify is always possible (the schedule changed in between), and
+// rejected modify is always possible (the schedule changed in between, or
+// the search failed before the reservation's state was looked at), and
 // an unknown modify forks into "not applied" and "applied at each feasible
 // start".
 func (l *Ledger) Steps(state any, input any, output any) []any {
@@ -327,6 +328,12 @@ func (l *Ledger) Steps(state any, input any, output any) []any {
 	in := input.(Input)
 	out := output.(Output)
 	if out.Code == CodeFailed {
+		return []any{s}
+	}
+	if in.Op == OpModify && out.Code == CodeRejected {
+		// The API searches for the new shape's start before the ledger
+		// looks at the reservation's state, so a rejection can come back
+		// whatever the state; it never changes anything.
 		return []any{s}
 	}
 	want, next := l.step(s, in)

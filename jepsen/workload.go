@@ -17,7 +17,8 @@ type WorkloadConfig struct {
 	// Clients is the number of concurrent clients (5–20 is sensible);
 	// client i works on resource group i % Groups.
 	Clients int
-	// Groups is the number of independent resource groups; each has a
+	// Groups is the number of independent resource groups (default
+	// Clients/3); each has a
 	// 4-unit "cpu" and a 2-unit "gpu" resource, and co-allocations span both.
 	Groups int
 	// Prefix makes resource names unique per run (resources outlive runs
@@ -35,6 +36,10 @@ type WorkloadConfig struct {
 	Retries int
 	// Think is the pause between a client's operations.
 	Think time.Duration
+	// Slide moves the booking horizon one Unit later every Slide (default
+	// 500ms), so that old bookings fall behind and the schedule never
+	// saturates into rejecting everything.
+	Slide time.Duration
 }
 
 func (c WorkloadConfig) withDefaults() (WorkloadConfig, error) {
@@ -42,7 +47,10 @@ func (c WorkloadConfig) withDefaults() (WorkloadConfig, error) {
 		return c, fmt.Errorf("workload: Clients must be > 0, got %d", c.Clients)
 	}
 	if c.Groups <= 0 {
-		c.Groups = max(1, c.Clients/4)
+		c.Groups = max(1, c.Clients/3)
+	}
+	if c.Slide <= 0 {
+		c.Slide = 500 * time.Millisecond
 	}
 	if c.Groups > c.Clients {
 		return c, fmt.Errorf("workload: Groups (%d) must not exceed Clients (%d)", c.Groups, c.Clients)
@@ -214,7 +222,7 @@ func (w *Workload) nextInput(rng *rand.Rand, id, g, seq int) Input {
 			in.Parts = []Part{{Resource: res[0], Amount: 1 + rng.Int64N(3)}, {Resource: res[1], Amount: 1}}
 		}
 		in.Duration = (1 + rng.Int64N(4)) * u
-		in.NotBefore = w.cfg.Base + rng.Int64N(8)*u
+		in.NotBefore = w.cfg.Base + (w.rec.Now()/int64(w.cfg.Slide)+rng.Int64N(8))*u
 		in.Deadline = in.NotBefore + in.Duration + rng.Int64N(6)*u
 		return in
 	}
