@@ -38,10 +38,11 @@ import (
 // independent streams with their own parameters, merged by arrival time; the
 // typeless ("whole sample") parameters describe all jobs with one stream.
 
-// LublinParams are the parameters of one job class of the model. All values
-// in DefaultLublinParams are the published ones (Lublin & Feitelson 2003,
-// tables of fitted parameters, as used by the reference generator for a
-// 128-node machine), with the size range shifted to the machine size.
+// LublinParams are the parameters of one job class of the model. The values
+// in DefaultLublinParams are the published fits as the authors' reference
+// generator (lublin99 in the Parallel Workloads Archive) ships them for a
+// 128-node machine — batch, interactive and typeless ("whole sample") sets —
+// with only the size range shifted to the machine size.
 type LublinParams struct {
 	SerialProb float64 // probability of a one-node job
 	Pow2Prob   float64 // probability of a power-of-two-sized parallel job
