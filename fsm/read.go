@@ -21,7 +21,10 @@ const (
 	MaxPageSize     = 1000
 )
 
-// AppliedIndex returns the index of the last applied log entry.
+// AppliedIndex returns the log index of the last command applied. raft
+// never hands barriers, no-ops (and, to Apply, configuration entries) to
+// the FSM, so raft's own AppliedIndex may be ahead of it: a linearizable
+// read waits on raft's index, and uses this one to version what it read.
 func (f *FSM) AppliedIndex() uint64 {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
