@@ -1,0 +1,174 @@
+package rpc_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/rpc"
+	"github.com/ledgerd/ledgerd/rpc/client"
+	"github.com/ledgerd/ledgerd/rpc/rpctest"
+)
+
+// realShape asks for amount GPUs for an hour, starting at least start from now.
+func realShape(amount int64, start time.Duration) *ledgerdv1.Shape {
+	return &ledgerdv1.Shape{
+		Parts:     []*ledgerdv1.ResourceAmount{{Resource: "gpu", Amount: amount}},
+		Duration:  durationpb.New(time.Hour),
+		NotBefore: timestamppb.New(time.Now().Add(start)),
+	}
+}
+
+func clusterClient(t *testing.T, addrs []string, token string) *client.Client {
+	t.Helper()
+	c, err := client.New(addrs, client.Options{Token: token, MaxAttempts: 40, BaseBackoff: 20 * time.Millisecond, MaxBackoff: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestRealClusters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real Raft clusters")
+	}
+	for _, n := range []int{1, 3} {
+		t.Run(fmt.Sprintf("nodes=%d", n), func(t *testing.T) {
+			testRealCluster(t, n)
+		})
+	}
+}
+
+func testRealCluster(t *testing.T, n int) {
+	ctx := context.Background()
+	c := rpctest.NewCluster(t, n, rpc.Options{Auth: rpctest.NewAuth(t)})
+	ops := clusterClient(t, c.Addrs(), rpctest.TokenOps)
+	if _, err := ops.CreateResource(ctx, &ledgerdv1.Resource{Name: "gpu", Capacity: 8}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Book through every node; followers forward to the leader.
+	var ids []string
+	for i, addr := range c.Addrs() {
+		acme := clusterClient(t, []string{addr}, rpctest.TokenAcme)
+		r, err := acme.Reserve(ctx, &ledgerdv1.ReserveRequest{Shape: realShape(2, time.Hour)})
+		if err != nil {
+			t.Fatalf("reserve via node %d: %v", i, err)
+		}
+		ids = append(ids, r.Id)
+	}
+	// Every node reads every booking (linearizable reads).
+	for i, addr := range c.Addrs() {
+		acme := clusterClient(t, []string{addr}, rpctest.TokenAcme)
+		for _, id := range ids {
+			if _, err := acme.Get(ctx, id); err != nil {
+				t.Fatalf("node %d cannot read %s: %v", i, id, err)
+			}
+		}
+	}
+
+	// A plain gRPC client against the last node (a follower when n = 3).
+	conn, err := grpc.NewClient(c.Addrs()[n-1], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	gctx := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+rpctest.TokenAcme)
+	var got ledgerdv1.ListResponse
+	if err := conn.Invoke(gctx, "/ledgerd.v1.ReservationService/List", &ledgerdv1.ListRequest{}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Reservations) != n {
+		t.Fatalf("grpc list: %d reservations, want %d", len(got.Reservations), n)
+	}
+
+	// Members and Leader.
+	ms, err := ops.Members(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaders := 0
+	for _, m := range ms {
+		if m.Role == ledgerdv1.Role_ROLE_LEADER {
+			leaders++
+		}
+	}
+	if len(ms) != n || leaders != 1 {
+		t.Fatalf("members = %v", ms)
+	}
+	l, err := ops.Leader(ctx)
+	if err != nil || l.Id == "" || l.ApiAddress == "" {
+		t.Fatalf("leader = %v, %v", l, err)
+	}
+
+	// Snapshot download.
+	var snap bytes.Buffer
+	v, err := ops.SaveSnapshot(ctx, &snap)
+	if err != nil || v == 0 || snap.Len() == 0 {
+		t.Fatalf("save snapshot: version %d, %d bytes, %v", v, snap.Len(), err)
+	}
+	if n == 1 {
+		return
+	}
+
+	// Stop the leader; a client over every node keeps booking, exactly once
+	// per idempotency key.
+	leader := c.WaitLeader(10 * time.Second)
+	acme := clusterClient(t, c.Addrs(), rpctest.TokenAcme)
+	c.Stop(leader)
+	req := &ledgerdv1.ReserveRequest{Shape: realShape(1, 2*time.Hour), IdempotencyKey: "after-failover"}
+	r1, err := acme.Reserve(ctx, req)
+	if err != nil {
+		t.Fatalf("reserve after leader loss: %v", err)
+	}
+	r2, err := acme.Reserve(ctx, proto.CloneOf(req))
+	if err != nil || r2.Id != r1.Id {
+		t.Fatalf("retry after fail-over booked again: %v vs %v (%v)", r1.Id, r2.GetId(), err)
+	}
+	all, err := acme.ListAll(ctx, &ledgerdv1.ListRequest{})
+	if err != nil || len(all) != n+1 {
+		t.Fatalf("after fail-over: %d reservations (%v), want %d", len(all), err, n+1)
+	}
+}
+
+func TestRealClusterUnavailableWithoutQuorum(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real Raft cluster")
+	}
+	ctx := context.Background()
+	c := rpctest.NewCluster(t, 3, rpc.Options{Auth: rpctest.NewAuth(t)})
+	ops := clusterClient(t, c.Addrs(), rpctest.TokenOps)
+	if _, err := ops.CreateResource(ctx, &ledgerdv1.Resource{Name: "gpu", Capacity: 8}); err != nil {
+		t.Fatal(err)
+	}
+	survivor := c.Servers[0]
+	for _, s := range c.Servers[1:] {
+		c.Stop(s)
+	}
+	one, err := client.New([]string{survivor.Addr}, client.Options{Token: rpctest.TokenAcme, MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	_, err = one.Reserve(cctx, &ledgerdv1.ReserveRequest{Shape: realShape(1, time.Hour)})
+	if connect.CodeOf(err) != connect.CodeUnavailable {
+		t.Fatalf("write without quorum: %v, want Unavailable", err)
+	}
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		t.Fatal("not a connect error")
+	}
+}
