@@ -433,3 +433,115 @@ func TestSlottedNegativeOriginAndTimeLimit(t *testing.T) {
 	}
 	checkSlottedCanonical(t, s)
 }
+
+// FuzzSlotted decodes bytes into a sequence of Earliest/Book/Release/Advance
+// operations on a slotted timeline and checks it after every step: with
+// slotLen 1 against the per-unit model (identical decisions and profile),
+// with longer slots against the exact profile of the bookings it admitted
+// (never overbooked, never more free than the exact profile).
+func FuzzSlotted(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
+	f.Add([]byte{3, 0, 5, 9, 2, 1, 0, 5, 9, 2, 1, 3, 7, 0, 0, 0, 2, 9, 9, 9, 9})
+	f.Add([]byte{1, 0, 200, 3, 40, 4, 0, 3, 3, 3, 3, 2, 0, 0, 0, 0, 3, 17, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		const capacity, slots = 5, 24
+		slotLen := int64(1 + data[0]%4)
+		data = data[1:]
+		s := mustSlotted(t, capacity, 0, slotLen, slots)
+		horizon := func() int64 {
+			if slotLen == 1 {
+				return s.Horizon()
+			}
+			return 1 << 40
+		}
+		m := &slottedUnitModel{free: map[int64]int64{}, cap: capacity, horizon: horizon(), tail: capacity}
+		type bk struct{ s, e, a int64 }
+		var booked []bk
+		for len(data) >= 5 {
+			op, a, b, c, d := data[0]%4, int64(data[1]), int64(data[2]), int64(data[3]), int64(data[4])
+			data = data[5:]
+			o := s.Origin()
+			switch op {
+			case 0: // search and book what was found
+				amount, dur := 1+a%capacity, 1+b%(3*slotLen)
+				nb := o + c%(slots*slotLen+4)
+				latest := nb + d%(slots*slotLen)
+				gs, gok := s.Earliest(amount, dur, nb, latest)
+				if slotLen == 1 {
+					ws, wok := m.earliest(amount, dur, nb, latest)
+					if gs != ws || gok != wok {
+						t.Fatalf("Earliest(%d,%d,%d,%d) = %d,%v, model %d,%v", amount, dur, nb, latest, gs, gok, ws, wok)
+					}
+				} else if gok {
+					if es, eok := m.earliest(amount, dur, nb, latest); !eok || es > gs {
+						t.Fatalf("slotted start %d, exact %d,%v", gs, es, eok)
+					}
+				}
+				if gok {
+					if err := s.Book(gs, gs+dur, amount); err != nil {
+						t.Fatalf("Book at found start: %v", err)
+					}
+					m.add(gs, gs+dur, -amount)
+					booked = append(booked, bk{gs, gs + dur, amount})
+				}
+			case 1: // arbitrary book; only slotLen 1 has a model for the verdict
+				st := o + a%(slots*slotLen+2)
+				en := st + 1 + b%(2*slotLen)
+				amount := 1 + c%capacity
+				err := s.Book(st, en, amount)
+				if slotLen == 1 {
+					fits := en <= m.horizon && m.minFree(st, en) >= amount
+					if (err == nil) != fits {
+						t.Fatalf("Book(%d,%d,%d) err=%v, model fits=%v", st, en, amount, err, fits)
+					}
+				}
+				if err == nil {
+					m.add(st, en, -amount)
+					booked = append(booked, bk{st, en, amount})
+				}
+			case 2: // release a booking (what is left of it after Advance)
+				if len(booked) == 0 {
+					continue
+				}
+				i := int(a) % len(booked)
+				bb := booked[i]
+				booked = append(booked[:i], booked[i+1:]...)
+				if bb.e <= o {
+					continue
+				}
+				// A slotted booking occupies whole slots; releasing the part
+				// from the origin on is only its exact inverse when the
+				// origin has not cut into its first slot.
+				st := max(bb.s, o)
+				if st != bb.s && slotLen > 1 {
+					continue
+				}
+				if err := s.Release(st, bb.e, bb.a); err != nil {
+					t.Fatalf("Release: %v", err)
+				}
+				m.add(st, bb.e, bb.a)
+			case 3:
+				now := o + a%(2*slotLen+1)
+				s.Advance(now)
+				for tt := m.origin; tt < s.Origin(); tt++ {
+					delete(m.free, tt)
+				}
+				m.origin = s.Origin()
+				m.horizon = horizon()
+			}
+			for tt := s.Origin(); tt < s.Horizon(); tt++ {
+				sf, ef := s.MinFree(tt, tt+1), m.at(tt)
+				if slotLen == 1 && sf != ef {
+					t.Fatalf("free at %d: slotted %d, model %d", tt, sf, ef)
+				}
+				if sf > ef || ef < 0 || sf < 0 {
+					t.Fatalf("free at %d: slotted %d, exact %d", tt, sf, ef)
+				}
+			}
+			checkSlottedCanonical(t, s)
+		}
+	})
+}
