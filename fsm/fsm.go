@@ -29,8 +29,10 @@ type Config struct {
 	// HistoryLimit is the number of events kept for History. Default 10,000.
 	HistoryLimit int
 	// Timelines makes the planner's per-resource timelines; nil selects
-	// planner.NewList. The list and the indexed timelines decide
-	// identically, so this is a performance choice only.
+	// planner.NewIndexed. The list and the indexed timelines decide
+	// identically (the property tests run one replica on each), so this is
+	// a performance choice only; the slotted timeline approximates and must
+	// not be used here.
 	Timelines planner.TimelineFactory
 }
 
@@ -58,6 +60,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.HistoryLimit == 0 {
 		c.HistoryLimit = DefaultHistoryLimit
+	}
+	if c.Timelines == nil {
+		c.Timelines = planner.NewIndexed
 	}
 	switch {
 	case c.DefaultHoldTTL < 0:
