@@ -84,6 +84,9 @@ func (c WorkloadConfig) Resources() (map[string]int64, [][]string) {
 	return caps, groups
 }
 
+// avoidFor is how long a client avoids a node that timed out or refused.
+const avoidFor = 3 * time.Second
+
 // Workload drives concurrent clients against a set of nodes and records
 // every operation. Create with NewWorkload; Run may be called once.
 type Workload struct {
@@ -163,21 +166,43 @@ func (w *Workload) client1(ctx context.Context, id int) {
 	rng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(id)))
 	g := id % len(w.groups)
 	seq := 0
+	// A broker fails over: after a node timed out or refused, it is
+	// avoided for a while (unless every node is).
+	avoid := map[string]time.Time{}
+	pickNode := func() string {
+		var ok []string
+		now := time.Now()
+		for _, n := range w.nodes {
+			if now.After(avoid[n]) {
+				ok = append(ok, n)
+			}
+		}
+		if len(ok) == 0 {
+			ok = w.nodes
+		}
+		return ok[rng.IntN(len(ok))]
+	}
+	do := func(in Input) (string, Output) {
+		node := pickNode()
+		out := w.do(ctx, id, node, in)
+		if out.Code == CodeUnknown || out.Code == CodeFailed {
+			avoid[node] = time.Now().Add(avoidFor)
+		}
+		return node, out
+	}
 	for ctx.Err() == nil {
 		seq++
 		in := w.nextInput(rng, id, g, seq)
 		if in.Op == "" {
 			continue
 		}
-		node := w.nodes[rng.IntN(len(w.nodes))]
-		out := w.do(ctx, id, node, in)
+		node, out := do(in)
 		// An indeterminate create is retried with the same key: the
 		// ledger must apply it at most once and answer with the first
 		// result.
 		for r := 0; out.Code == CodeUnknown && (in.Op == OpHold || in.Op == OpReserve) && r < w.cfg.Retries && ctx.Err() == nil; r++ {
 			time.Sleep(200 * time.Millisecond)
-			node = w.nodes[rng.IntN(len(w.nodes))]
-			out = w.do(ctx, id, node, in)
+			node, out = do(in)
 		}
 		if in.Op == OpHold || in.Op == OpReserve {
 			if w.client(node).Known(in.ID) {
