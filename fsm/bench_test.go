@@ -1,0 +1,123 @@
+package fsm
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"testing"
+
+	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// loaded returns a state machine with live committed reservations spread
+// over two resources, and the next free log index.
+func loaded(b *testing.B, live int) (*FSM, uint64) {
+	b.Helper()
+	h := newHarness(b, Config{})
+	h.must(0, OK, createRes("cpu", 128))
+	h.must(0, OK, createRes("gpu", 16))
+	for i := range live {
+		res, amount := "cpu", int64(1+i%64)
+		if i%4 == 0 {
+			res, amount = "gpu", int64(1+i%8)
+		}
+		h.must(0, OK, reserve(fmt.Sprintf("job-%07d", i), res, amount, int64(10+i%50), withWindow(int64(i*7), 0)))
+	}
+	return h.f, h.index + 1
+}
+
+func encodeAt(b *testing.B, cmd *fsmv1.Command, now int64) []byte {
+	b.Helper()
+	e, err := Encode(cmd)
+	if err == nil {
+		e, err = Stamp(e, now)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e
+}
+
+// BenchmarkApplyHoldAbort measures one admission (hold, earliest fit on a
+// busy resource) plus the abort that undoes it, through the whole Apply
+// path: decode, timers, planner, table, events, result encoding.
+func BenchmarkApplyHoldAbort(b *testing.B) {
+	for _, live := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("live=%d", live), func(b *testing.B) {
+			f, idx := loaded(b, live)
+			holdCmd := encodeAt(b, hold("probe", "cpu", 32, 40, withTTL(10_000)), 0)
+			abortCmd := encodeAt(b, abort("probe"), 0)
+			b.ReportAllocs()
+			for b.Loop() {
+				if r := f.ApplyCommand(idx, holdCmd); len(r) == 0 {
+					b.Fatal("empty result")
+				}
+				f.ApplyCommand(idx+1, abortCmd)
+				idx += 2
+			}
+			b.ReportMetric(2, "entries/op")
+		})
+	}
+}
+
+// BenchmarkSnapshot measures capture plus Persist (encoding) and reports
+// the snapshot size per live reservation.
+func BenchmarkSnapshot(b *testing.B) {
+	for _, live := range []int{1_000, 10_000} {
+		b.Run(fmt.Sprintf("live=%d", live), func(b *testing.B) {
+			f, _ := loaded(b, live)
+			var size int
+			b.ReportAllocs()
+			for b.Loop() {
+				s, err := f.Snapshot()
+				if err != nil {
+					b.Fatal(err)
+				}
+				sink := &memSink{}
+				if err := s.Persist(sink); err != nil {
+					b.Fatal(err)
+				}
+				size = sink.Len()
+			}
+			b.ReportMetric(float64(size)/float64(live), "bytes/reservation")
+		})
+	}
+}
+
+// BenchmarkRestore measures decode, verification and the planner rebuild.
+func BenchmarkRestore(b *testing.B) {
+	for _, live := range []int{1_000, 10_000} {
+		b.Run(fmt.Sprintf("live=%d", live), func(b *testing.B) {
+			f, _ := loaded(b, live)
+			snap := snapshotBytes(b, f)
+			g, err := New(Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := g.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkEncodeStamp measures what the server does per write before
+// raft.Apply: encode, validate, stamp.
+func BenchmarkEncodeStamp(b *testing.B) {
+	cmd := hold("job-1", "cpu", 4, 3_600_000, withWindow(1_000, 0), withKey("k-123"))
+	cmd.GetRequest().Labels = map[string]string{"team": "physics"}
+	b.ReportAllocs()
+	for b.Loop() {
+		e, err := Encode(proto.CloneOf(cmd))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Stamp(e, 1_700_000_000_000); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
