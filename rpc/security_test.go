@@ -1,0 +1,262 @@
+package rpc_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"log"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+
+	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/rpc"
+	"github.com/ledgerd/ledgerd/rpc/client"
+	"github.com/ledgerd/ledgerd/rpc/rpctest"
+)
+
+// pki is a throw-away CA with a server and a client certificate, as PEM files.
+type pki struct {
+	dir                       string
+	caFile, certFile, keyFile string
+	clientCert, clientKey     string
+	pool                      *x509.CertPool
+}
+
+func writePEM(t *testing.T, path, typ string, der []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newPKI(t *testing.T) *pki {
+	t.Helper()
+	p := &pki{dir: t.TempDir()}
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ledgerd test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	p.pool = x509.NewCertPool()
+	p.pool.AddCert(ca)
+	p.caFile = filepath.Join(p.dir, "ca.pem")
+	writePEM(t, p.caFile, "CERTIFICATE", caDER)
+	leaf := func(name string, serial int64, usage x509.ExtKeyUsage) (string, string) {
+		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kder, _ := x509.MarshalECPrivateKey(key)
+		cf, kf := filepath.Join(p.dir, name+".pem"), filepath.Join(p.dir, name+"-key.pem")
+		writePEM(t, cf, "CERTIFICATE", der)
+		writePEM(t, kf, "EC PRIVATE KEY", kder)
+		return cf, kf
+	}
+	p.certFile, p.keyFile = leaf("server", 2, x509.ExtKeyUsageServerAuth)
+	p.clientCert, p.clientKey = leaf("broker-1", 3, x509.ExtKeyUsageClientAuth)
+	return p
+}
+
+// serveTLS serves an rpc.Server over TLS with the given config.
+func serveTLS(t *testing.T, srv *rpc.Server, cfg *tls.Config) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv.Handler(), Protocols: rpc.ServeProtocols(), TLSConfig: cfg, ReadHeaderTimeout: 5 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	go func() { _ = hs.Serve(tls.NewListener(ln, cfg)) }()
+	t.Cleanup(func() { _ = hs.Close() })
+	return ln.Addr().String()
+}
+
+func TestMutualTLSIdentity(t *testing.T) {
+	p := newPKI(t)
+	site := rpctest.NewSite(t, rpctest.Options{})
+	auth, err := rpc.NewAuthenticator(rpc.AuthFile{
+		Tokens: []rpc.TokenEntry{{Token: rpctest.TokenOps, Tenant: "ops", Operator: true}},
+		Certs:  []rpc.CertEntry{{CommonName: "broker-1", Tenant: "acme"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := rpc.New(rpc.Options{Ledger: site.Ledger, Auth: auth, Now: site.Clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := rpc.ServerTLS(rpc.TLSFiles{CertFile: p.certFile, KeyFile: p.keyFile, ClientCAFile: p.caFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serveTLS(t, srv, cfg)
+
+	cert, err := tls.LoadX509KeyPair(p.clientCert, p.clientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// Operator over TLS with a token and the client certificate creates a
+	// resource; the certificate alone maps to tenant acme.
+	opsC, _ := client.New([]string{addr}, client.Options{Token: rpctest.TokenOps, TLS: &tls.Config{RootCAs: p.pool, Certificates: []tls.Certificate{cert}}})
+	if _, err := opsC.CreateResource(ctx, &ledgerdv1.Resource{Name: "gpu", Capacity: 8}); err != nil {
+		t.Fatalf("operator over mTLS: %v", err)
+	}
+	broker, _ := client.New([]string{addr}, client.Options{TLS: &tls.Config{RootCAs: p.pool, Certificates: []tls.Certificate{cert}}})
+	r, err := broker.Reserve(ctx, &ledgerdv1.ReserveRequest{Shape: shape("gpu", 1, time.Hour, time.Hour, 0)})
+	if err != nil || r.Tenant != "acme" {
+		t.Fatalf("certificate identity: %v, %v", r, err)
+	}
+	// Without a client certificate the handshake fails.
+	anon, _ := client.New([]string{addr}, client.Options{MaxAttempts: 1, TLS: &tls.Config{RootCAs: p.pool}})
+	if _, err := anon.Resources(ctx); err == nil {
+		t.Fatal("a client without a certificate was served")
+	}
+}
+
+func TestRateLimitPerTenant(t *testing.T) {
+	s, _ := newSite(t, rpctest.Options{API: rpc.Options{RateLimit: 0.001, RateBurst: 2}})
+	acme := newAPI(s.URLs[0], rpctest.TokenAcme)
+	globex := newAPI(s.URLs[0], rpctest.TokenGlobex)
+	ctx := context.Background()
+	list := func(c api) error {
+		_, err := c.rsc.List(ctx, connect.NewRequest(&ledgerdv1.ResourceServiceListRequest{}))
+		return err
+	}
+	for i := range 2 {
+		if err := list(acme); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	err := list(acme)
+	if connect.CodeOf(err) != connect.CodeResourceExhausted {
+		t.Fatalf("third call: %v, want ResourceExhausted", err)
+	}
+	var info *errdetails.ErrorInfo
+	var retry *errdetails.RetryInfo
+	for _, d := range err.(*connect.Error).Details() {
+		switch v, _ := d.Value(); v := v.(type) {
+		case *errdetails.ErrorInfo:
+			info = v
+		case *errdetails.RetryInfo:
+			retry = v
+		}
+	}
+	if info == nil || info.Reason != rpc.ReasonRateLimited || retry == nil || retry.RetryDelay.AsDuration() <= 0 {
+		t.Fatalf("details: %v %v", info, retry)
+	}
+	// Another tenant has its own bucket.
+	if err := list(globex); err != nil {
+		t.Fatalf("globex limited by acme's calls: %v", err)
+	}
+}
+
+func TestStreamsAreAuthenticated(t *testing.T) {
+	s, _ := newSite(t, rpctest.Options{})
+	anon := newAPI(s.URLs[0], "")
+	stream, err := anon.res.Watch(context.Background(), connect.NewRequest(&ledgerdv1.WatchRequest{FromVersion: 1}))
+	if err == nil {
+		for stream.Receive() {
+			t.Fatal("anonymous watch received an event")
+		}
+		err = stream.Err()
+	}
+	if connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Fatalf("anonymous watch: %v", err)
+	}
+	// Tenants only see their own reservation events, operators all.
+	acme := newAPI(s.URLs[0], rpctest.TokenAcme)
+	globex := newAPI(s.URLs[0], rpctest.TokenGlobex)
+	ctx := context.Background()
+	if _, err := globex.res.Reserve(ctx, connect.NewRequest(&ledgerdv1.ReserveRequest{Shape: shape("gpu", 1, time.Hour, time.Hour, 0)})); err != nil {
+		t.Fatal(err)
+	}
+	h, err := acme.res.History(ctx, connect.NewRequest(&ledgerdv1.HistoryRequest{FromVersion: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range h.Msg.Events {
+		if e.Reservation != nil {
+			t.Fatalf("acme sees globex's event %v", e)
+		}
+	}
+}
+
+func TestCORSOnlyForConfiguredOrigins(t *testing.T) {
+	s, _ := newSite(t, rpctest.Options{API: rpc.Options{CORSOrigins: []string{"https://app.example"}}})
+	preflight := func(origin string) *http.Response {
+		req, _ := http.NewRequest(http.MethodOptions, s.URLs[0]+"/ledgerd.v1.ResourceService/List", nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		req.Header.Set("Access-Control-Request-Headers", "content-type,authorization")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	ok := preflight("https://app.example")
+	if ok.StatusCode != http.StatusNoContent || ok.Header.Get("Access-Control-Allow-Origin") != "https://app.example" || ok.Header.Get("Access-Control-Allow-Headers") == "" {
+		t.Fatalf("allowed origin: %d %v", ok.StatusCode, ok.Header)
+	}
+	bad := preflight("https://evil.example")
+	if bad.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("foreign origin got CORS headers: %v", bad.Header)
+	}
+}
+
+func TestAuthFileValidation(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"no tenant":     `{"tokens":[{"token":"abcdefghij"}]}`,
+		"short token":   `{"tokens":[{"token":"abc","tenant":"a"}]}`,
+		"bad hash":      `{"tokens":[{"token":"sha256:zz","tenant":"a"}]}`,
+		"duplicate":     `{"tokens":[{"token":"abcdefghij","tenant":"a"},{"token":"abcdefghij","tenant":"b"}]}`,
+		"unknown field": `{"tokens":[],"extra":1}`,
+		"not json":      `tokens:`,
+	} {
+		p := filepath.Join(dir, "tokens.json")
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rpc.LoadAuthFile(p); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	p := filepath.Join(dir, "ok.json")
+	// sha256("abcdefghij")
+	body := `{"tokens":[{"token":"sha256:72399361da6a7754fec986dca5b7cbaf1c810a28ded4abaf56b2106d06cb78b0","tenant":"acme"}]}`
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rpc.LoadAuthFile(p); err != nil {
+		t.Fatal(err)
+	}
+}
