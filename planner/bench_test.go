@@ -80,6 +80,8 @@ type admissionFixture struct {
 	// (timeline, booking table, expiry heap, ID strings); tlBytesPerLive
 	// is the timeline's share alone.
 	bytesPerLive, tlBytesPerLive float64
+	// tl is a bare timeline holding the same reservations.
+	tl Timeline
 }
 
 var benchFixtures = map[string]*admissionFixture{}
@@ -164,9 +166,9 @@ func sortByStart(order []int, src []placed) {
 	})
 }
 
-// timelineBytes measures a bare timeline holding the placed reservations,
-// booked in the given order.
-func timelineBytes(tb testing.TB, f TimelineFactory, src []placed, order []int) float64 {
+// bareTimeline builds a bare timeline holding the placed reservations,
+// booked in the given order, and measures its heap per reservation.
+func bareTimeline(tb testing.TB, f TimelineFactory, src []placed, order []int) (Timeline, float64) {
 	before := heapAlloc()
 	tl := f(benchCapacity, 0)
 	for _, i := range order {
@@ -174,9 +176,7 @@ func timelineBytes(tb testing.TB, f TimelineFactory, src []placed, order []int) 
 			tb.Fatal(err)
 		}
 	}
-	after := heapAlloc()
-	runtime.KeepAlive(tl)
-	return perLive(before, after, len(src))
+	return tl, perLive(before, heapAlloc(), len(src))
 }
 
 // fixtures returns the list and indexed fixtures for n live reservations,
@@ -197,8 +197,8 @@ func fixtures(tb testing.TB, n int) (list, indexed *admissionFixture) {
 	}
 	sorted := slices.Clone(arrival)
 	sortByStart(sorted, indexed.placed)
-	indexed.tlBytesPerLive = timelineBytes(tb, NewIndexed, indexed.placed, arrival)
-	list.tlBytesPerLive = timelineBytes(tb, NewList, indexed.placed, sorted)
+	indexed.tl, indexed.tlBytesPerLive = bareTimeline(tb, NewIndexed, indexed.placed, arrival)
+	list.tl, list.tlBytesPerLive = bareTimeline(tb, NewList, indexed.placed, sorted)
 
 	al, err := list.p.Availability(benchResource, 0, MaxTime)
 	if err != nil {
@@ -208,7 +208,7 @@ func fixtures(tb testing.TB, n int) (list, indexed *admissionFixture) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if !slices.Equal(al, ai) {
+	if !slices.Equal(al, ai) || !slices.Equal(ai, indexed.tl.Blocks(0, MaxTime)) || !slices.Equal(ai, list.tl.Blocks(0, MaxTime)) {
 		tb.Fatalf("live=%d: list and indexed hold different free blocks (%d vs %d blocks)", n, len(al), len(ai))
 	}
 	parts := make([]Part, 1)
@@ -260,6 +260,40 @@ func benchAdmission(b *testing.B, fx *admissionFixture, n int) {
 	}
 	b.ReportMetric(fx.bytesPerLive, "B/live")
 	b.ReportMetric(fx.tlBytesPerLive, "tlB/live")
+}
+
+// BenchmarkTimelineAdmission is BenchmarkAdmission on a bare timeline
+// (Earliest, Book, Release) without the Planner's validation and booking
+// table, to show what the timeline itself costs.
+func BenchmarkTimelineAdmission(b *testing.B) {
+	for _, impl := range benchImpls {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			for _, live := range benchLive {
+				b.Run("live="+live.name, func(b *testing.B) {
+					l, ix := fixtures(b, live.n)
+					tl := pick(l, ix, impl.name).tl
+					reqs := benchRequests(benchReqSeed, 4096, int64(live.n)*benchSpread)
+					b.ReportAllocs()
+					i := 0
+					for b.Loop() {
+						r := reqs[i%len(reqs)]
+						i++
+						s, ok := tl.Earliest(r.amount, r.duration, r.notBefore, MaxTime-r.duration)
+						if !ok {
+							b.Fatalf("no fit for %+v", r)
+						}
+						if err := tl.Book(s, s+r.duration, r.amount); err != nil {
+							b.Fatal(err)
+						}
+						if err := tl.Release(s, s+r.duration, r.amount); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(pick(l, ix, impl.name).tlBytesPerLive, "tlB/live")
+				})
+			}
+		})
+	}
 }
 
 // BenchmarkRelease measures releasing one live reservation (cycling through

@@ -78,6 +78,11 @@ type IndexedTimeline struct {
 	seg segTree
 	// n is the total number of blocks.
 	n int
+	// hint is the chunk the last lookup landed in. Consecutive lookups of
+	// one operation (search, check, split, merge) usually hit the same
+	// chunk, so locate tries it before the binary search. It is only a
+	// cache: any value is correct.
+	hint int
 }
 
 var _ Timeline = (*IndexedTimeline)(nil)
@@ -111,26 +116,27 @@ func (t *IndexedTimeline) Len() int { return t.n }
 // not lie before the origin.
 func (t *IndexedTimeline) locate(x int64) (ci, bi int) {
 	// Last chunk whose first start is <= x.
-	lo, hi := 0, len(t.firsts)
-	for hi-lo > 1 {
-		mid := int(uint(lo+hi) >> 1)
-		if t.firsts[mid] <= x {
-			lo = mid
-		} else {
-			hi = mid
-		}
+	ci = t.hint
+	if n := len(t.firsts); ci >= n || t.firsts[ci] > x || (ci+1 < n && t.firsts[ci+1] <= x) {
+		ci = lastAtMost(t.firsts, x)
+		t.hint = ci
 	}
-	st := t.chunks[lo].start
-	l, h := 0, len(st)
-	for h-l > 1 {
-		mid := int(uint(l+h) >> 1)
-		if st[mid] <= x {
-			l = mid
-		} else {
-			h = mid
+	return ci, lastAtMost(t.chunks[ci].start, x)
+}
+
+// lastAtMost returns the index of the last element <= x of the sorted,
+// non-empty s, whose first element is <= x. The loop body has no
+// unpredictable branch, which matters at a million blocks.
+func lastAtMost(s []int64, x int64) int {
+	base, n := 0, len(s)
+	for n > 1 {
+		half := n >> 1
+		if s[base+half] <= x {
+			base += half
 		}
+		n -= half
 	}
-	return lo, l
+	return base
 }
 
 // blockEnd returns the end of the block at (ci, bi).
@@ -375,31 +381,38 @@ func (t *IndexedTimeline) Release(start, end, amount int64) error {
 // add adds delta (non-zero) to the free amount over [start, end), with
 // origin <= start < end, and restores canonical form.
 func (t *IndexedTimeline) add(start, end, delta int64) {
-	t.splitAt(start)
 	if end < MaxTime {
 		t.splitAt(end)
 	}
-	ci, bi := t.locate(start)
-	for ci < len(t.chunks) {
-		c := t.chunks[ci]
-		j := bi
+	sci, sbi := t.splitAt(start)
+	// Walk the blocks of the window; (eci, ebi) ends up at the block that
+	// starts at end, if there is one.
+	eci, ebi, haveEnd := sci, sbi, false
+	for eci < len(t.chunks) {
+		c := t.chunks[eci]
+		j := ebi
 		rmn, rmx := int64(math.MaxInt64), int64(math.MinInt64)
 		for ; j < len(c.start) && c.start[j] < end; j++ {
 			rmn, rmx = min(rmn, c.free[j]), max(rmx, c.free[j])
 			c.free[j] += delta
 		}
-		t.adjusted(ci, bi, j, rmn, rmx, delta)
+		if j > ebi {
+			t.adjusted(eci, ebi, j, rmn, rmx, delta)
+		}
 		if j < len(c.start) {
+			ebi, haveEnd = j, true
 			break
 		}
-		ci, bi = ci+1, 0
+		eci, ebi = eci+1, 0
 	}
 	// Only the two edges of the window can have become equal to their
 	// outer neighbours: inside, all blocks moved by the same delta.
-	if end < MaxTime {
-		t.mergeAt(end)
+	// Removing the end edge leaves the start position valid unless chunks
+	// were restructured.
+	if haveEnd && t.mergePos(eci, ebi) {
+		sci, sbi = t.locate(start)
 	}
-	t.mergeAt(start)
+	t.mergePos(sci, sbi)
 }
 
 // adjusted updates the summary of chunk ci after delta was added to its
@@ -423,27 +436,25 @@ func (t *IndexedTimeline) adjusted(ci, from, to int, rmn, rmx, delta int64) {
 	t.seg.set(ci, c.mn, c.mx)
 }
 
-// splitAt makes x a block boundary (x >= origin).
-func (t *IndexedTimeline) splitAt(x int64) {
-	ci, bi := t.locate(x)
+// splitAt makes x a block boundary (x >= origin) and returns the position
+// of the block that starts at x.
+func (t *IndexedTimeline) splitAt(x int64) (ci, bi int) {
+	ci, bi = t.locate(x)
 	c := t.chunks[ci]
 	if c.start[bi] == x {
-		return
+		return ci, bi
 	}
-	t.insertAt(ci, bi+1, x, c.free[bi])
+	return t.insertAt(ci, bi+1, x, c.free[bi])
 }
 
-// mergeAt removes the boundary at x if the blocks on both sides have the same
-// free amount. x must be a block boundary or lie inside a block.
-func (t *IndexedTimeline) mergeAt(x int64) {
-	if x <= t.origin {
-		return
+// mergePos removes the block at (ci, bi) if it has the same free amount as
+// the block before it. It reports whether chunks were restructured, which
+// invalidates positions.
+func (t *IndexedTimeline) mergePos(ci, bi int) (restructured bool) {
+	if ci == 0 && bi == 0 {
+		return false
 	}
-	ci, bi := t.locate(x)
 	c := t.chunks[ci]
-	if c.start[bi] != x {
-		return
-	}
 	var prev int64
 	if bi > 0 {
 		prev = c.free[bi-1]
@@ -451,13 +462,15 @@ func (t *IndexedTimeline) mergeAt(x int64) {
 		p := t.chunks[ci-1]
 		prev = p.free[len(p.free)-1]
 	}
-	if prev == c.free[bi] {
-		t.removeAt(ci, bi)
+	if prev != c.free[bi] {
+		return false
 	}
+	return t.removeAt(ci, bi)
 }
 
-// insertAt inserts block (s, f) before position bi of chunk ci.
-func (t *IndexedTimeline) insertAt(ci, bi int, s, f int64) {
+// insertAt inserts block (s, f) before position bi of chunk ci and returns
+// the position it landed at.
+func (t *IndexedTimeline) insertAt(ci, bi int, s, f int64) (int, int) {
 	if len(t.chunks[ci].start) >= chunkCap {
 		t.splitChunk(ci)
 		if half := len(t.chunks[ci].start); bi > half {
@@ -475,12 +488,14 @@ func (t *IndexedTimeline) insertAt(ci, bi int, s, f int64) {
 		c.mn, c.mx = min(c.mn, f), max(c.mx, f)
 		t.seg.set(ci, c.mn, c.mx)
 	}
+	return ci, bi
 }
 
 // removeAt deletes the block at (ci, bi), which has the same free amount
 // as the block before it (the caller merges equal neighbours; the first
-// block of the timeline is never removed).
-func (t *IndexedTimeline) removeAt(ci, bi int) {
+// block of the timeline is never removed). It reports whether chunks were
+// restructured (a chunk emptied or merged).
+func (t *IndexedTimeline) removeAt(ci, bi int) bool {
 	c := t.chunks[ci]
 	c.start = slices.Delete(c.start, bi, bi+1)
 	c.free = slices.Delete(c.free, bi, bi+1)
@@ -489,13 +504,13 @@ func (t *IndexedTimeline) removeAt(ci, bi int) {
 		t.chunks = slices.Delete(t.chunks, ci, ci+1)
 		t.firsts = slices.Delete(t.firsts, ci, ci+1)
 		t.seg.build(t.chunks)
-		return
+		return true
 	}
 	if bi == 0 {
 		t.firsts[ci] = c.start[0]
 	}
 	if len(c.start) < chunkMerge && t.mergeChunks(ci) {
-		return
+		return true
 	}
 	if bi == 0 {
 		// The removed value may have been this chunk's only extreme.
@@ -503,6 +518,7 @@ func (t *IndexedTimeline) removeAt(ci, bi int) {
 	}
 	// Otherwise the removed block had the same free as its predecessor
 	// in this chunk, so the extremes are unchanged.
+	return false
 }
 
 // splitChunk cuts chunk ci into two halves, each allocated with room to
