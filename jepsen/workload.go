@@ -188,6 +188,11 @@ func (w *Workload) client1(ctx context.Context, id int) {
 		if out.Code == CodeUnknown || out.Code == CodeFailed {
 			avoid[node] = time.Now().Add(avoidFor)
 		}
+		if out.Code == CodeFailed {
+			// Refusals are instant; without a pause a client would
+			// spin while the whole cluster is down.
+			time.Sleep(100 * time.Millisecond)
+		}
 		return node, out
 	}
 	for ctx.Err() == nil {
