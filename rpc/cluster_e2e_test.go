@@ -119,6 +119,22 @@ func testRealCluster(t *testing.T, n int) {
 	if err != nil || v == 0 || snap.Len() == 0 {
 		t.Fatalf("save snapshot: version %d, %d bytes, %v", v, snap.Len(), err)
 	}
+	// Book more, then restore the snapshot: the later booking is gone.
+	extra, err := ops.Reserve(ctx, &ledgerdv1.ReserveRequest{Shape: realShape(1, 3*time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ops.RestoreSnapshot(ctx, bytes.NewReader(snap.Bytes())); err != nil {
+		t.Fatalf("restore snapshot: %v", err)
+	}
+	if _, err := ops.Get(ctx, extra.Id); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Fatalf("after restore, the later booking: %v, want NotFound", err)
+	}
+	for _, id := range ids {
+		if _, err := ops.Get(ctx, id); err != nil {
+			t.Fatalf("after restore, %s: %v", id, err)
+		}
+	}
 	if n == 1 {
 		return
 	}

@@ -62,9 +62,11 @@ type endpoint struct {
 // Client is a ledgerd client over a list of nodes of one cluster. It is safe
 // for concurrent use.
 type Client struct {
-	opts Options
-	eps  []*endpoint
-	next atomic.Uint64
+	opts  Options
+	eps   []*endpoint
+	next  atomic.Uint64
+	hc    *http.Client
+	copts []connect.ClientOption
 }
 
 // New builds a Client for the given node addresses ("host:port" or URLs).
@@ -98,30 +100,51 @@ func New(addrs []string, opts Options) (*Client, error) {
 	if opts.Token != "" {
 		copts = append(copts, connect.WithInterceptors(bearer(opts.Token)))
 	}
-	c := &Client{opts: opts}
+	c := &Client{opts: opts, hc: hc, copts: copts}
 	for i, a := range addrs {
 		a = strings.TrimSpace(a)
 		if a == "" {
 			return nil, fmt.Errorf("client: address %d is empty", i)
 		}
-		if !strings.Contains(a, "://") {
-			if opts.TLS != nil {
-				a = "https://" + a
-			} else {
-				a = "http://" + a
-			}
-		}
-		a = strings.TrimRight(a, "/")
-		c.eps = append(c.eps, &endpoint{
-			addr:         a,
-			reservations: ledgerdv1connect.NewReservationServiceClient(hc, a, copts...),
-			resources:    ledgerdv1connect.NewResourceServiceClient(hc, a, copts...),
-			cluster:      ledgerdv1connect.NewClusterServiceClient(hc, a, copts...),
-		})
+		c.eps = append(c.eps, c.endpoint(a))
 	}
 	// Spread clients over the nodes.
 	c.next.Store(uint64(mrand.IntN(len(c.eps))))
 	return c, nil
+}
+
+// endpoint builds the generated clients for one address.
+func (c *Client) endpoint(a string) *endpoint {
+	if !strings.Contains(a, "://") {
+		if c.opts.TLS != nil {
+			a = "https://" + a
+		} else {
+			a = "http://" + a
+		}
+	}
+	a = strings.TrimRight(a, "/")
+	return &endpoint{
+		addr:         a,
+		reservations: ledgerdv1connect.NewReservationServiceClient(c.hc, a, c.copts...),
+		resources:    ledgerdv1connect.NewResourceServiceClient(c.hc, a, c.copts...),
+		cluster:      ledgerdv1connect.NewClusterServiceClient(c.hc, a, c.copts...),
+	}
+}
+
+// leaderEndpoint returns an endpoint for the leader's API address when it
+// is known, else the current node.
+func (c *Client) leaderEndpoint(ctx context.Context) *endpoint {
+	cur := c.eps[c.next.Load()%uint64(len(c.eps))]
+	l, err := c.Leader(ctx)
+	if err != nil || l.ApiAddress == "" {
+		return cur
+	}
+	for _, ep := range c.eps {
+		if strings.HasSuffix(ep.addr, "://"+l.ApiAddress) {
+			return ep
+		}
+	}
+	return c.endpoint(l.ApiAddress)
 }
 
 // httpClient speaks HTTP/2 to every node: over TLS with ALPN, or in clear
@@ -555,9 +578,10 @@ func (c *Client) SaveSnapshot(ctx context.Context, w io.Writer) (uint64, error) 
 	return version, nil
 }
 
-// RestoreSnapshot uploads the snapshot read from r; not retried.
+// RestoreSnapshot uploads the snapshot read from r to the leader (only the
+// leader restores); it is not retried, since r is consumed.
 func (c *Client) RestoreSnapshot(ctx context.Context, r io.Reader) (uint64, error) {
-	ep := c.eps[c.next.Load()%uint64(len(c.eps))]
+	ep := c.leaderEndpoint(ctx)
 	stream := ep.cluster.RestoreSnapshot(ctx)
 	buf := make([]byte, 256<<10)
 	for {
