@@ -46,14 +46,16 @@ func BenchmarkApplyHoldAbort(b *testing.B) {
 	for _, live := range []int{1_000, 10_000, 100_000} {
 		b.Run(fmt.Sprintf("live=%d", live), func(b *testing.B) {
 			f, idx := loaded(b, live)
-			holdCmd := encodeAt(b, hold("probe", "cpu", 32, 40, withTTL(10_000)), 0)
-			abortCmd := encodeAt(b, abort("probe"), 0)
+			// The hold takes an ID from its log index; the abort must be
+			// encoded per iteration (that cost is included).
+			holdCmd := encodeAt(b, hold("", "cpu", 32, 40, withTTL(10_000)), 0)
 			b.ReportAllocs()
 			for b.Loop() {
-				if r := f.ApplyCommand(idx, holdCmd); len(r) == 0 {
-					b.Fatal("empty result")
+				res, err := DecodeResult(f.ApplyCommand(idx, holdCmd))
+				if err != nil || res.GetStatus() != OK {
+					b.Fatalf("hold: %v %v", res, err)
 				}
-				f.ApplyCommand(idx+1, abortCmd)
+				f.ApplyCommand(idx+1, encodeAt(b, abort(AutoID(idx)), 0))
 				idx += 2
 			}
 			b.ReportMetric(2, "entries/op")
