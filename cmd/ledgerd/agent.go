@@ -245,7 +245,11 @@ func (s *server) handler() http.Handler {
 		}
 		_, _ = io.WriteString(w, "ready\n")
 	})
-	mountAPI(mux, apiDeps{Node: s.node, FSM: s.fsm, Logger: s.log})
+	mountAPI(mux, apiDeps{
+		Node: s.node, FSM: s.fsm, Logger: s.log, Dev: s.dev,
+		TokensFile: s.cfg.TokensFile, CORSOrigins: s.cfg.CORSOrigins,
+		RateLimit: s.cfg.RateLimit, RateBurst: s.cfg.RateBurst, MaxRequestBytes: s.cfg.MaxRequestBytes,
+	})
 	return mux
 }
 

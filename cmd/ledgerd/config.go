@@ -47,6 +47,12 @@ type agentConfig struct {
 	LogFormat       string   `json:"log_format"`
 	DeadServerGrace duration `json:"dead_server_grace"`
 	TickInterval    duration `json:"tick_interval"`
+	// Public API settings (see rpc.Options).
+	TokensFile      string   `json:"tokens_file"`
+	CORSOrigins     []string `json:"cors_origins"`
+	RateLimit       float64  `json:"rate_limit"`
+	RateBurst       int      `json:"rate_burst"`
+	MaxRequestBytes int      `json:"max_request_bytes"`
 }
 
 // duration is a time.Duration written as a Go duration string ("30s").
@@ -135,6 +141,47 @@ var settings = []setting{
 		c.TickInterval = duration(d)
 		return err
 	}},
+	{"tokens_file", "API bearer-token file; empty turns API authentication off", str(func(c *agentConfig) *string { return &c.TokensFile })},
+	{"cors_origins", "browser origins allowed to call the API; repeat or separate with commas", func(c *agentConfig, v string) error {
+		for _, o := range strings.Split(v, ",") {
+			if o = strings.TrimSpace(o); o != "" {
+				c.CORSOrigins = append(c.CORSOrigins, o)
+			}
+		}
+		return nil
+	}},
+	{"rate_limit", "API calls per second per tenant; 0 disables", func(c *agentConfig, v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("want a number: %w", err)
+		}
+		c.RateLimit = f
+		return nil
+	}},
+	{"rate_burst", "API rate-limit bucket size (default rate_limit)", intSetter(func(c *agentConfig) *int { return &c.RateBurst })},
+	{"max_request_bytes", "largest API request message", intSetter(func(c *agentConfig) *int { return &c.MaxRequestBytes })},
+}
+
+func intSetter(p func(*agentConfig) *int) func(*agentConfig, string) error {
+	return func(c *agentConfig, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("want an integer: %w", err)
+		}
+		*p(c) = n
+		return nil
+	}
+}
+
+// resetList empties a list-valued key so a later source replaces the
+// earlier one's list instead of extending it.
+func resetList(c *agentConfig, key string) {
+	switch key {
+	case "retry_join":
+		c.RetryJoin = nil
+	case "cors_origins":
+		c.CORSOrigins = nil
+	}
 }
 
 func envName(key string) string { return "LEDGERD_" + strings.ToUpper(key) }
@@ -169,9 +216,7 @@ func loadConfigFile(path string, c *agentConfig) error {
 func applyEnv(c *agentConfig, getenv func(string) string) error {
 	for _, s := range settings {
 		if v := getenv(envName(s.key)); v != "" {
-			if s.key == "retry_join" {
-				c.RetryJoin = nil
-			}
+			resetList(c, s.key)
 			if err := s.set(c, v); err != nil {
 				return fmt.Errorf("environment %s: %w", envName(s.key), err)
 			}
@@ -202,10 +247,11 @@ func (fv *flagValues) register(fs *flag.FlagSet) {
 }
 
 func (fv *flagValues) apply(c *agentConfig) error {
-	joinReset := false
+	reset := map[string]bool{}
 	for _, e := range fv.order {
-		if e.s.key == "retry_join" && !joinReset {
-			c.RetryJoin, joinReset = nil, true
+		if !reset[e.s.key] {
+			resetList(c, e.s.key)
+			reset[e.s.key] = true
 		}
 		if err := e.s.set(c, e.v); err != nil {
 			return fmt.Errorf("flag -%s: %w", flagName(e.s.key), err)
@@ -270,6 +316,20 @@ func (c *agentConfig) validate(dev bool) error {
 	}
 	if c.TickInterval < 0 {
 		return fmt.Errorf("config: tick_interval: must not be negative")
+	}
+	if c.RateLimit < 0 {
+		return fmt.Errorf("config: rate_limit: must be >= 0, got %g", c.RateLimit)
+	}
+	if c.RateBurst < 0 {
+		return fmt.Errorf("config: rate_burst: must be >= 0, got %d", c.RateBurst)
+	}
+	if c.MaxRequestBytes < 0 {
+		return fmt.Errorf("config: max_request_bytes: must be >= 0, got %d", c.MaxRequestBytes)
+	}
+	if c.TokensFile != "" {
+		if _, err := os.Stat(c.TokensFile); err != nil {
+			return fmt.Errorf("config: tokens_file: %w", err)
+		}
 	}
 	return nil
 }
