@@ -30,5 +30,6 @@ generate: ## regenerate protobuf/Connect code
 	$(TOOLS) buf generate
 
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
-	@for t in $$($(GO) test -list 'Fuzz.*' ./planner/ | grep ^Fuzz); do \
-	  $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} ./planner/ || exit 1; done
+	@for p in ./planner/ ./fsm/; do \
+	  for t in $$($(GO) test -tags $(TAGS) -list 'Fuzz.*' $$p | grep ^Fuzz); do \
+	  $(GO) test -tags $(TAGS) -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} $$p || exit 1; done; done
