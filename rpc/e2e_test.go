@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/ledgerd/ledgerd/fsm"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/gen/ledgerd/v1/ledgerdv1connect"
 	"github.com/ledgerd/ledgerd/rpc"
@@ -515,5 +516,34 @@ func TestGRPCWebAndConnectGRPCProtocols(t *testing.T) {
 		if err != nil || len(r.Msg.Resources) != 2 {
 			t.Fatalf("%s: list = %v, %v", name, r, err)
 		}
+	}
+}
+
+func TestCompactedHistoryIsOutOfRange(t *testing.T) {
+	ctx := context.Background()
+	s, ops := newSite(t, rpctest.Options{FSM: fsm.Config{HistoryLimit: 4}})
+	for range 4 {
+		if _, err := ops.res.Reserve(ctx, connect.NewRequest(&ledgerdv1.ReserveRequest{Shape: shape("gpu", 1, time.Hour, time.Hour, 0)})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := ops.res.History(ctx, connect.NewRequest(&ledgerdv1.HistoryRequest{FromVersion: 1}))
+	if connect.CodeOf(err) != connect.CodeOutOfRange {
+		t.Fatalf("history from 1: %v, want OutOfRange", err)
+	}
+	stream, err := ops.res.Watch(ctx, connect.NewRequest(&ledgerdv1.WatchRequest{FromVersion: 1}))
+	if err == nil {
+		for stream.Receive() {
+			t.Fatal("watch from a compacted position delivered an event")
+		}
+		err = stream.Err()
+	}
+	if connect.CodeOf(err) != connect.CodeOutOfRange {
+		t.Fatalf("watch from 1: %v, want OutOfRange", err)
+	}
+	oldest := s.FSM.OldestVersion()
+	h, err := ops.res.History(ctx, connect.NewRequest(&ledgerdv1.HistoryRequest{FromVersion: oldest}))
+	if err != nil || len(h.Msg.Events) != 4 {
+		t.Fatalf("history from the oldest retained version: %v, %v", h, err)
 	}
 }

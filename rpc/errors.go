@@ -29,6 +29,7 @@ const (
 	ReasonPermission     = "PERMISSION_DENIED"
 	ReasonUnauthenticted = "UNAUTHENTICATED"
 	ReasonRateLimited    = "RATE_LIMITED"
+	ReasonCompacted      = "HISTORY_COMPACTED"
 )
 
 // toConnect maps an outcome error to a *connect.Error with details:
@@ -41,6 +42,7 @@ const (
 //   - ErrUnavailable         → Unavailable (no leader; retry is safe)
 //   - ErrOutcomeUnknown      → Unavailable (retry with the same idempotency key)
 //   - ErrPermission          → PermissionDenied
+//   - ErrCompacted           → OutOfRange
 //   - context errors         → Canceled / DeadlineExceeded
 //   - anything else          → Internal
 func toConnect(err error) error {
@@ -85,6 +87,8 @@ func toConnect(err error) error {
 		code, reason = connect.CodeUnavailable, ReasonOutcomeUnknown
 	case errors.Is(err, ErrPermission):
 		code, reason = connect.CodePermissionDenied, ReasonPermission
+	case errors.Is(err, ErrCompacted):
+		code, reason = connect.CodeOutOfRange, ReasonCompacted
 	case errors.Is(err, context.Canceled):
 		return connect.NewError(connect.CodeCanceled, err)
 	case errors.Is(err, context.DeadlineExceeded):

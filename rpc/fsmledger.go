@@ -28,6 +28,9 @@ type Replicator interface {
 type FSMLedger struct {
 	R   Replicator
 	FSM *fsm.FSM
+	// HistoryLimit must equal the FSM's Config.HistoryLimit (0 means the
+	// fsm default); it tells whether the retained history was ever cut.
+	HistoryLimit int
 }
 
 var _ Ledger = (*FSMLedger)(nil)
@@ -305,6 +308,17 @@ func (l *FSMLedger) Availability(ctx context.Context, resource string, from, to 
 
 // History implements Ledger.
 func (l *FSMLedger) History(_ context.Context, version uint64, index uint32, limit int) ([]*ledgerdv1.Event, error) {
+	if oldest := l.FSM.OldestVersion(); oldest > version && version > 0 {
+		// Events before oldest are gone only if the history ever reached
+		// its limit; until then everything since version 1 is retained.
+		hl := l.HistoryLimit
+		if hl == 0 {
+			hl = fsm.DefaultHistoryLimit
+		}
+		if l.FSM.Stats().HistoryLen >= hl {
+			return nil, fmt.Errorf("history from version %d: oldest retained is %d: %w", version, oldest, ErrCompacted)
+		}
+	}
 	evs := l.FSM.History(version, limit)
 	out := make([]*ledgerdv1.Event, 0, len(evs))
 	for _, e := range evs {

@@ -113,7 +113,8 @@ type Ledger interface {
 	Availability(ctx context.Context, resource string, from, to int64) (*ledgerdv1.Resource, []*ledgerdv1.FreeBlock, error)
 
 	// History returns up to limit events at or after (version, index) in
-	// (version, index) order.
+	// (version, index) order, or ErrCompacted when some of them may have
+	// been dropped from the retained history.
 	History(ctx context.Context, version uint64, index uint32, limit int) ([]*ledgerdv1.Event, error)
 	// Notify returns a channel closed once the applied version moves past
 	// after (immediately if it already has).
@@ -157,6 +158,9 @@ var (
 	ErrOutcomeUnknown = errors.New("outcome unknown")
 	// ErrPermission: the caller may not do this (PermissionDenied).
 	ErrPermission = errors.New("permission denied")
+	// ErrCompacted: the events asked for are no longer retained; the reader
+	// must resynchronise with List (OutOfRange).
+	ErrCompacted = errors.New("history compacted")
 )
 
 // RejectedError is an admission rejection: the shape does not fit inside its

@@ -145,7 +145,7 @@ func NewSite(t testing.TB, o Options) *Site {
 	}
 	s := &Site{FSM: f, Clock: NewClock(o.Start)}
 	s.Log = &LocalLog{FSM: f, Clock: s.Clock}
-	s.Ledger = &rpc.FSMLedger{R: s.Log, FSM: f}
+	s.Ledger = &rpc.FSMLedger{R: s.Log, FSM: f, HistoryLimit: o.FSM.HistoryLimit}
 	api := o.API
 	api.Ledger = s.Ledger
 	api.Now = s.Clock.Now
