@@ -486,10 +486,17 @@ func checkInvariants(t testing.TB, f *FSM) {
 		if isTerminal(r.GetState()) {
 			continue
 		}
-		for _, shape := range []struct {
+		shapes := []struct {
 			parts      []*fsmv1.Part
 			start, end int64
-		}{{r.GetParts(), r.GetStartMillis(), r.GetEndMillis()}} {
+		}{{r.GetParts(), r.GetStartMillis(), r.GetEndMillis()}}
+		if p := r.GetPending(); p != nil {
+			shapes = append(shapes, shapes[0])
+			shapes[1].parts, shapes[1].start, shapes[1].end = p.GetParts(), p.GetStartMillis(), p.GetEndMillis()
+		}
+		// The booked profile peaks at some start: checking every start
+		// instant covers every maximum.
+		for _, shape := range shapes {
 			from := max(shape.start, s.now)
 			for _, p := range shape.parts {
 				booked := int64(0)
