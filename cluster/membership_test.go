@@ -54,3 +54,23 @@ func TestDeadServerRemovalNeverBelowQuorum(t *testing.T) {
 		}
 	}
 }
+
+// TestGossipEncryption: servers sharing a gossip key form a cluster; a
+// server with another key is never admitted.
+func TestGossipEncryption(t *testing.T) {
+	key := []byte("0123456789abcdef")
+	c := newCluster(t, 3, func(cfg *Config) { cfg.GossipKey = key })
+	c.waitVoters(3)
+	stranger := c.add(3, func(cfg *Config) { cfg.GossipKey = []byte("fedcba9876543210") })
+	c.start(stranger)
+	time.Sleep(2 * time.Second)
+	l := c.leader()
+	for _, m := range l.node.Members() {
+		if m.ID == stranger.node.ID() {
+			t.Fatalf("server with the wrong gossip key admitted: %+v", m)
+		}
+	}
+	if len(c.config(l)) != 3 {
+		t.Fatalf("configuration changed: %v", c.config(l))
+	}
+}

@@ -1,0 +1,140 @@
+package cluster
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// testCA issues certificates for 127.0.0.1.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pool *x509.CertPool
+}
+
+func newTestCA(t *testing.T) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ledgerd test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &testCA{cert: cert, key: key, pool: pool}
+}
+
+// serverTLS returns a mutual-TLS config for one server signed by ca.
+func (ca *testCA) serverTLS(t *testing.T, name string) *tls.Config {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}},
+		RootCAs:      ca.pool,
+		ClientCAs:    ca.pool,
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+	}
+}
+
+func TestMutualTLSRaftCluster(t *testing.T) {
+	ca := newTestCA(t)
+	c := newCluster(t, 3, func(cfg *Config) { cfg.RaftTLS = ca.serverTLS(t, cfg.NodeName) })
+	c.waitVoters(3)
+	var want []string
+	for i := range 5 {
+		apply(t, c.nodes[i%3], fmt.Sprintf("k%d|v%d", i, i))
+		want = append(want, fmt.Sprintf("v%d", i))
+	}
+	for _, tn := range c.running() {
+		if got := readEntries(t, tn); !slices.Equal(got, want) {
+			t.Fatalf("%s entries %q", tn.name, got)
+		}
+	}
+}
+
+func TestRaftStreamLayerRefusesUntrustedPeers(t *testing.T) {
+	ca, other := newTestCA(t), newTestCA(t)
+	ln, err := newStreamLayer("127.0.0.1:0", "", ca.serverTLS(t, "server"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				_, _ = io.Copy(conn, conn)
+			}()
+		}
+	}()
+	for _, tc := range []struct {
+		name string
+		conf *tls.Config
+		ok   bool
+	}{
+		{"same CA", ca.serverTLS(t, "peer"), true},
+		{"other CA", other.serverTLS(t, "intruder"), false},
+		{"no client certificate", &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: ca.pool}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &streamLayer{tls: tc.conf}
+			conn, err := d.Dial(raft.ServerAddress(ln.Addr().String()), 2*time.Second)
+			if err == nil {
+				defer conn.Close()
+				_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+				if _, err = conn.Write([]byte("ping")); err == nil {
+					buf := make([]byte, 4)
+					_, err = io.ReadFull(conn, buf)
+				}
+			}
+			if tc.ok && err != nil {
+				t.Fatalf("trusted peer refused: %v", err)
+			}
+			if !tc.ok && err == nil {
+				t.Fatal("untrusted peer got through")
+			}
+		})
+	}
+}
