@@ -14,13 +14,21 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
+	"connectrpc.com/grpchealth"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/rpc"
@@ -258,5 +266,55 @@ func TestAuthFileValidation(t *testing.T) {
 	}
 	if _, err := rpc.LoadAuthFile(p); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestHealthFollowsReadinessAndReflectionListsServices(t *testing.T) {
+	site := rpctest.NewSite(t, rpctest.Options{})
+	var ready atomic.Bool
+	srv, err := rpc.New(rpc.Options{Ledger: site.Ledger, Ready: ready.Load})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	hc := grpchealth.NewClient(ts.Client(), ts.URL)
+	ctx := context.Background()
+	for _, want := range []grpchealth.Status{grpchealth.StatusNotServing, grpchealth.StatusServing} {
+		ready.Store(want == grpchealth.StatusServing)
+		resp, err := hc.Check(ctx, &grpchealth.CheckRequest{Service: "ledgerd.v1.ReservationService"})
+		if err != nil || resp.Status != want {
+			t.Fatalf("health = %v, %v; want %v", resp, err, want)
+		}
+	}
+	if _, err := hc.Check(ctx, &grpchealth.CheckRequest{Service: "nope.Service"}); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Fatalf("unknown service: %v", err)
+	}
+
+	// Reflection over a plain gRPC connection lists the three services.
+	conn, err := grpc.NewClient(strings.TrimPrefix(site.URLs[0], "http://"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	stream, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range resp.GetListServicesResponse().GetService() {
+		names = append(names, s.Name)
+	}
+	for _, want := range rpc.ServiceNames {
+		if !slices.Contains(names, want) {
+			t.Fatalf("reflection lists %v, missing %s", names, want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"connectrpc.com/connect"
@@ -48,6 +50,10 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives request errors; default slog.Default().
 	Logger *slog.Logger
+	// Ready, if set, decides the gRPC health status: NOT_SERVING while it
+	// returns false (no leader yet, still catching up). Nil means always
+	// SERVING.
+	Ready func() bool
 }
 
 // Server is the public API of one ledgerd node.
@@ -125,7 +131,7 @@ func (s *Server) Mount(mux *http.ServeMux) {
 			return ledgerdv1connect.NewClusterServiceHandler(&clusterSvc{s: s}, opts...)
 		},
 		func() (string, http.Handler) {
-			return grpchealth.NewHandler(grpchealth.NewStaticChecker(ServiceNames...))
+			return grpchealth.NewHandler(readyChecker{ready: s.opts.Ready})
 		},
 		func() (string, http.Handler) { return grpcreflect.NewHandlerV1(reflector) },
 		func() (string, http.Handler) { return grpcreflect.NewHandlerV1Alpha(reflector) },
@@ -133,6 +139,21 @@ func (s *Server) Mount(mux *http.ServeMux) {
 		path, h := route()
 		mux.Handle(path, s.Wrap(h))
 	}
+}
+
+// readyChecker answers gRPC health checks for the whole server ("") and
+// for each served service from the node's readiness.
+type readyChecker struct{ ready func() bool }
+
+// Check implements grpchealth.Checker.
+func (c readyChecker) Check(_ context.Context, req *grpchealth.CheckRequest) (*grpchealth.CheckResponse, error) {
+	if req.Service != "" && !slices.Contains(ServiceNames, req.Service) {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("unknown service %q", req.Service))
+	}
+	if c.ready != nil && !c.ready() {
+		return &grpchealth.CheckResponse{Status: grpchealth.StatusNotServing}, nil
+	}
+	return &grpchealth.CheckResponse{Status: grpchealth.StatusServing}, nil
 }
 
 // Wrap adds the HTTP-level middleware every API request needs: CORS for the

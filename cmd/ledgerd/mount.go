@@ -57,6 +57,7 @@ func apiServer(deps apiDeps) (*rpc.Server, error) {
 		RateBurst:       deps.RateBurst,
 		MaxRequestBytes: deps.MaxRequestBytes,
 		Logger:          logger,
+		Ready:           deps.Node.Ready,
 	}
 	if deps.TokensFile != "" {
 		auth, err := rpc.LoadAuthFile(deps.TokensFile)
