@@ -61,10 +61,10 @@ func TestGossipEncryption(t *testing.T) {
 	key := []byte("0123456789abcdef")
 	c := newCluster(t, 3, func(cfg *Config) { cfg.GossipKey = key })
 	c.waitVoters(3)
+	l := c.leader()
 	stranger := c.add(3, func(cfg *Config) { cfg.GossipKey = []byte("fedcba9876543210") })
 	c.start(stranger)
 	time.Sleep(2 * time.Second)
-	l := c.leader()
 	for _, m := range l.node.Members() {
 		if m.ID == stranger.node.ID() {
 			t.Fatalf("server with the wrong gossip key admitted: %+v", m)
