@@ -147,7 +147,9 @@ func freePorts(n int) ([]int, error) {
 
 // identify names the node process that owns the far end of a proxied
 // connection.
-func (c *Cluster) identify(a net.Addr) string { return SocketOwner(a, c.pids()) }
+func (c *Cluster) identify(remote, local net.Addr) string {
+	return SocketOwner(remote, local, c.pids())
+}
 
 func (c *Cluster) pids() map[string]int {
 	c.mu.Lock()

@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
-// SocketOwner finds which of the given processes owns the local end of a
-// loopback TCP connection whose peer address a proxy sees as remote. It
+// SocketOwner finds which of the given processes owns the far end of a
+// loopback TCP connection that a proxy accepted: remote and local are the
+// accepted connection's addresses. It
 // reads /proc/net/tcp{,6} to turn the address into a socket inode and then
 // looks for that inode among each process's file descriptors: no root
 // needed for our own child processes. It returns "" when no process
@@ -20,12 +22,24 @@ import (
 // This is how a single proxy in front of a node can still apply per-link
 // faults: hashicorp/raft dials peers with a plain net.Dial, so the source
 // port is ephemeral and only the kernel knows which process owns it.
-func SocketOwner(remote net.Addr, pids map[string]int) string {
+func SocketOwner(remote, local net.Addr, pids map[string]int) string {
 	ta, ok := remote.(*net.TCPAddr)
 	if !ok {
 		return ""
 	}
-	inode := socketInode(ta)
+	tl, ok := local.(*net.TCPAddr)
+	if !ok {
+		return ""
+	}
+	// The kernel builds /proc/net/tcp while sockets come and go and can
+	// skip entries when the table changes under a read; retry briefly.
+	inode := ""
+	for attempt := 0; inode == "" && attempt < 6; attempt++ {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * time.Millisecond)
+		}
+		inode = socketInode(ta, tl)
+	}
 	if inode == "" {
 		return ""
 	}
@@ -45,23 +59,29 @@ func SocketOwner(remote net.Addr, pids map[string]int) string {
 	return ""
 }
 
-// socketInode returns the inode of the TCP socket whose local address is a.
-func socketInode(a *net.TCPAddr) string {
+// socketInode returns the inode of the live TCP socket whose local address
+// is a and whose peer is b. Matching both ends matters: an ephemeral port
+// may be reused towards another peer while an older connection from it
+// lingers in TIME_WAIT (listed with inode 0).
+func socketInode(a, b *net.TCPAddr) string {
 	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		if in := scanTCPTable(file, a); in != "" {
+		if in := scanTCPTable(file, a, b); in != "" {
 			return in
 		}
 	}
 	return ""
 }
 
-func scanTCPTable(file string, a *net.TCPAddr) string {
+func scanTCPTable(file string, a, b *net.TCPAddr) string {
 	f, err := os.Open(file)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	// Large reads: each read walks the table afresh, so fewer reads means
+	// fewer chances to miss an entry.
+	sc := bufio.NewScanner(bufio.NewReaderSize(f, 1<<20))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	sc.Scan() // header
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
@@ -69,7 +89,10 @@ func scanTCPTable(file string, a *net.TCPAddr) string {
 			continue
 		}
 		ip, port, ok := parseProcAddr(fields[1])
-		if ok && port == a.Port && ip.Equal(a.IP) {
+		if !ok || port != a.Port || !ip.Equal(a.IP) || fields[9] == "0" {
+			continue
+		}
+		if rip, rport, ok := parseProcAddr(fields[2]); ok && rport == b.Port && rip.Equal(b.IP) {
 			return fields[9]
 		}
 	}

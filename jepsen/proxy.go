@@ -32,7 +32,7 @@ type Proxy struct {
 	name     string
 	target   string
 	ln       net.Listener
-	identify func(remote net.Addr) string
+	identify func(remote, local net.Addr) string
 
 	mu     sync.Mutex
 	faults map[string]LinkFaults // by source node; "" = unidentified sources
@@ -67,16 +67,17 @@ func (c *proxyConn) close() {
 }
 
 // NewProxy listens on listen (use "127.0.0.1:0" for a free port) and
-// forwards to target. identify maps a connection's remote address to the
-// name of the node that opened it ("" if unknown); nil treats every source
-// as unknown. seed makes loss and jitter replayable.
-func NewProxy(name, listen, target string, identify func(net.Addr) string, seed uint64) (*Proxy, error) {
+// forwards to target. identify maps an accepted connection's remote and
+// local addresses to the name of the node that opened it ("" if unknown);
+// nil treats every source as unknown. seed makes loss and jitter
+// replayable.
+func NewProxy(name, listen, target string, identify func(remote, local net.Addr) string, seed uint64) (*Proxy, error) {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, fmt.Errorf("proxy %s: listen %s: %w", name, listen, err)
 	}
 	if identify == nil {
-		identify = func(net.Addr) string { return "" }
+		identify = func(net.Addr, net.Addr) string { return "" }
 	}
 	p := &Proxy{
 		name: name, target: target, ln: ln, identify: identify,
@@ -175,7 +176,7 @@ func (p *Proxy) acceptLoop() {
 
 func (p *Proxy) serve(down net.Conn) {
 	defer p.wg.Done()
-	c := &proxyConn{src: p.identify(down.RemoteAddr()), down: down}
+	c := &proxyConn{src: p.identify(down.RemoteAddr(), down.LocalAddr()), down: down}
 	f := p.faultsFor(c.src)
 	if !f.Cut {
 		up, err := net.DialTimeout("tcp", p.target, 2*time.Second)

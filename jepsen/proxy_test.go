@@ -56,8 +56,8 @@ func TestProxyFaults(t *testing.T) {
 	pids := map[string]int{"self": os.Getpid()}
 	var mu sync.Mutex
 	var seen []string
-	identify := func(a net.Addr) string {
-		s := SocketOwner(a, pids)
+	identify := func(remote, local net.Addr) string {
+		s := SocketOwner(remote, local, pids)
 		mu.Lock()
 		seen = append(seen, s)
 		mu.Unlock()
