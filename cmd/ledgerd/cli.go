@@ -174,8 +174,9 @@ func fail(name string, err error) int {
 		fmt.Fprintf(cliErr, "ledgerd %s: %s\n", name, msg)
 		return exitRejected
 	}
-	if f, ok := rpc.BadField(err); ok {
-		fmt.Fprintf(cliErr, "ledgerd %s: invalid %s: %s\n", name, f, connectMessage(err))
+	if _, ok := rpc.BadField(err); ok {
+		// The message names the field already ("invalid shape.duration: ...").
+		fmt.Fprintf(cliErr, "ledgerd %s: %s\n", name, connectMessage(err))
 		return exitError
 	}
 	fmt.Fprintf(cliErr, "ledgerd %s: %v\n", name, err)

@@ -412,22 +412,24 @@ func runWatch(args []string) int {
 	}
 	ctx, cancel := cf.context()
 	defer cancel()
-	w := table()
+	// Events arrive one at a time, so columns have fixed widths instead of
+	// being aligned over the whole output.
+	const row = "%-10s %-20s %-18s %-24s %-10s %-10s %-16s %-20s %s\n"
 	if !cf.json {
-		fmt.Fprintln(w, "VERSION\tTIME\tACTION\tID\tTENANT\tSTATE\tPARTS\tSTART\tEND")
-		w.Flush()
+		fmt.Fprintf(cliOut, row, "VERSION", "TIME", "ACTION", "ID", "TENANT", "STATE", "PARTS", "START", "END")
 	}
 	err = c.Watch(ctx, client.Position{Version: *from, Index: uint32(*index)}, func(e *ledgerdv1.Event) error {
 		if cf.json {
 			printJSON(e)
 			return nil
 		}
+		pos := fmt.Sprintf("%d.%d", e.Version, e.Index)
 		if r := e.Reservation; r != nil {
-			fmt.Fprintf(w, "%d.%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Version, e.Index, fmtTime(e.Time), e.Action, r.Id, r.Tenant, stateName(r.State), partsString(r.Parts), fmtTime(r.Start), fmtTime(r.End))
+			fmt.Fprintf(cliOut, row, pos, fmtTime(e.Time), e.Action, r.Id, r.Tenant, stateName(r.State), partsString(r.Parts), fmtTime(r.Start), fmtTime(r.End))
 		} else if res := e.Resource; res != nil {
-			fmt.Fprintf(w, "%d.%d\t%s\t%s\t%s\t-\t-\tcapacity=%d\t-\t-\n", e.Version, e.Index, fmtTime(e.Time), e.Action, res.Name, res.Capacity)
+			fmt.Fprintf(cliOut, row, pos, fmtTime(e.Time), e.Action, res.Name, "-", "-", fmt.Sprintf("capacity=%d", res.Capacity), "-", "-")
 		}
-		return w.Flush()
+		return nil
 	})
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		return fail("watch", err)
