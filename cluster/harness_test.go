@@ -35,7 +35,7 @@ type tnode struct {
 }
 
 type tcluster struct {
-	t     *testing.T
+	t     testing.TB
 	nodes []*tnode
 }
 
@@ -53,7 +53,7 @@ var (
 
 // freeAddr returns a loopback address with a port free right now and not
 // handed out before in this test binary.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	portsMu.Lock()
 	defer portsMu.Unlock()
@@ -73,7 +73,7 @@ func freeAddr(t *testing.T) string {
 
 // newCluster starts n servers that bootstrap together with
 // BootstrapExpect n, each joining the first one's gossip address.
-func newCluster(t *testing.T, n int, tweak func(*Config)) *tcluster {
+func newCluster(t testing.TB, n int, tweak func(*Config)) *tcluster {
 	t.Helper()
 	c := &tcluster{t: t}
 	for i := 0; i < n; i++ {
@@ -215,7 +215,7 @@ func (c *tcluster) running() []*tnode {
 	return out
 }
 
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -295,7 +295,7 @@ func (c *tcluster) waitVoters(n int) {
 
 // apply writes cmd through tn, retrying retryable failures the way a
 // client does: with the same request ID, which the test FSM deduplicates.
-func apply(t *testing.T, tn *tnode, cmd string) string {
+func apply(t testing.TB, tn *tnode, cmd string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -312,7 +312,7 @@ func apply(t *testing.T, tn *tnode, cmd string) string {
 }
 
 // readEntries does a linearizable read on tn.
-func readEntries(t *testing.T, tn *tnode) []string {
+func readEntries(t testing.TB, tn *tnode) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

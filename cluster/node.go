@@ -82,11 +82,15 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &Node{
-		cfg:      cfg,
-		id:       id,
-		log:      cfg.Logger.With("node", cfg.NodeName, "id", id),
-		fsm:      newTrackedFSM(fsm),
-		client:   &http.Client{Timeout: cfg.ForwardTimeout},
+		cfg: cfg,
+		id:  id,
+		log: cfg.Logger.With("node", cfg.NodeName, "id", id),
+		fsm: newTrackedFSM(fsm),
+		client: &http.Client{Timeout: cfg.ForwardTimeout, Transport: &http.Transport{
+			Proxy:               nil, // peers are dialled directly, never through a proxy
+			MaxIdleConnsPerHost: 64,  // forwarded writes are concurrent; keep connections warm
+			IdleConnTimeout:     90 * time.Second,
+		}},
 		removeCh: make(chan string, 16),
 		ctx:      ctx,
 		cancel:   cancel,
