@@ -90,6 +90,7 @@ type chunkWriter struct {
 	buf    []byte
 }
 
+// Write implements io.Writer, sending a chunk whenever one is full.
 func (w *chunkWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
@@ -144,6 +145,7 @@ type streamReader struct {
 	buf    []byte
 }
 
+// Read implements io.Reader over the received chunks.
 func (r *streamReader) Read(p []byte) (int, error) {
 	for len(r.buf) == 0 {
 		if !r.stream.Receive() {

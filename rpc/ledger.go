@@ -173,6 +173,7 @@ type RejectedError struct {
 	LaterStart int64
 }
 
+// Error implements error.
 func (e *RejectedError) Error() string {
 	if e.LaterOK {
 		return fmt.Sprintf("rejected (%s): %s; earliest start that would fit: %s", e.Reason, e.Message, time.UnixMilli(e.LaterStart).UTC().Format(time.RFC3339))
@@ -186,4 +187,5 @@ type FieldError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *FieldError) Error() string { return fmt.Sprintf("invalid %s: %s", e.Field, e.Reason) }

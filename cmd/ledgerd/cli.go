@@ -234,6 +234,7 @@ func parseDuration(s string) (time.Duration, error) {
 // timeFlag is a flag.Value holding an optional time.
 type timeFlag struct{ t *time.Time }
 
+// String implements flag.Value.
 func (f *timeFlag) String() string {
 	if f.t == nil || f.t.IsZero() {
 		return ""
@@ -241,6 +242,7 @@ func (f *timeFlag) String() string {
 	return f.t.Format(time.RFC3339)
 }
 
+// Set implements flag.Value.
 func (f *timeFlag) Set(s string) error {
 	t, err := parseTime(s)
 	if err != nil {
@@ -253,6 +255,7 @@ func (f *timeFlag) Set(s string) error {
 // durFlag is a flag.Value holding a duration with the "d" unit.
 type durFlag struct{ d *time.Duration }
 
+// String implements flag.Value.
 func (f *durFlag) String() string {
 	if f.d == nil {
 		return ""
@@ -260,6 +263,7 @@ func (f *durFlag) String() string {
 	return f.d.String()
 }
 
+// Set implements flag.Value.
 func (f *durFlag) Set(s string) error {
 	d, err := parseDuration(s)
 	if err != nil {
@@ -272,8 +276,10 @@ func (f *durFlag) Set(s string) error {
 // kvFlag collects repeated key=value flags.
 type kvFlag map[string]string
 
+// String implements flag.Value.
 func (f kvFlag) String() string { return "" }
 
+// Set implements flag.Value.
 func (f kvFlag) Set(s string) error {
 	k, v, ok := strings.Cut(s, "=")
 	if !ok || k == "" {

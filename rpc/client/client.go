@@ -172,6 +172,7 @@ func httpClient(cfg *tls.Config) *http.Client {
 // bearer adds the Authorization header to unary and streaming calls.
 type bearer string
 
+// WrapUnary implements connect.Interceptor.
 func (b bearer) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		req.Header().Set("Authorization", "Bearer "+string(b))
@@ -179,6 +180,7 @@ func (b bearer) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	}
 }
 
+// WrapStreamingClient implements connect.Interceptor.
 func (b bearer) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
 	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
 		conn := next(ctx, spec)
@@ -187,6 +189,7 @@ func (b bearer) WrapStreamingClient(next connect.StreamingClientFunc) connect.St
 	}
 }
 
+// WrapStreamingHandler implements connect.Interceptor; servers are not wrapped.
 func (b bearer) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return next
 }

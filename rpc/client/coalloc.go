@@ -72,6 +72,7 @@ type CoAllocError struct {
 	Stranded map[string]string
 }
 
+// Error implements error.
 func (e *CoAllocError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "co-allocation failed in %s phase at site %q: %v", e.Phase, e.Site, e.Err)
