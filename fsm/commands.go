@@ -32,7 +32,7 @@ func AutoID(index uint64) string { return fmt.Sprintf("%s%020d", AutoIDPrefix, i
 
 // ---- results ----
 
-func ok(r *fsmv1.Reservation) *fsmv1.Result {
+func okResult(r *fsmv1.Reservation) *fsmv1.Result {
 	return &fsmv1.Result{Status: fsmv1.Result_STATUS_OK, Reservation: r}
 }
 
@@ -435,7 +435,7 @@ func (s *state) hold(cmd *fsmv1.Command, commit bool) *fsmv1.Result {
 		s.put(id, r)
 		s.emit(fsmv1.Event_TYPE_HELD, r, nil)
 	}
-	return ok(r)
+	return okResult(r)
 }
 
 func (s *state) commit(cmd *fsmv1.Command) *fsmv1.Result {
@@ -450,7 +450,7 @@ func (s *state) commit(cmd *fsmv1.Command) *fsmv1.Result {
 		n.HoldExpiresMillis = 0
 		s.put(n.Id, n)
 		s.emit(fsmv1.Event_TYPE_COMMITTED, n, nil)
-		return ok(n)
+		return okResult(n)
 	case r.GetState() == fsmv1.Reservation_STATE_COMMITTED && r.GetPending() != nil:
 		// Swap: free the held new shape, then move the booking onto it.
 		// The capacity just freed is exactly what the move needs, so it
@@ -468,7 +468,7 @@ func (s *state) commit(cmd *fsmv1.Command) *fsmv1.Result {
 		n.Pending = nil
 		s.put(n.Id, n)
 		s.emit(fsmv1.Event_TYPE_MODIFY_COMMITTED, n, nil)
-		return ok(n)
+		return okResult(n)
 	}
 	return wrongState(r, "commit")
 }
@@ -486,14 +486,14 @@ func (s *state) abort(cmd *fsmv1.Command) *fsmv1.Result {
 		n.HoldExpiresMillis = 0
 		s.put(n.Id, n)
 		s.emit(fsmv1.Event_TYPE_ABORTED, n, nil)
-		return ok(n)
+		return okResult(n)
 	case r.GetPending() != nil:
 		s.release(modKey(r.Id))
 		n := s.change(r)
 		n.Pending = nil
 		s.put(n.Id, n)
 		s.emit(fsmv1.Event_TYPE_MODIFY_ABORTED, n, nil)
-		return ok(n)
+		return okResult(n)
 	}
 	return wrongState(r, "abort")
 }
@@ -514,7 +514,7 @@ func (s *state) cancel(cmd *fsmv1.Command) *fsmv1.Result {
 		n.Pending = nil
 		s.put(n.Id, n)
 		s.emit(fsmv1.Event_TYPE_CANCELLED, n, nil)
-		return ok(n)
+		return okResult(n)
 	}
 	return wrongState(r, "cancel")
 }
@@ -575,5 +575,5 @@ func (s *state) modify(cmd *fsmv1.Command) *fsmv1.Result {
 	}
 	s.put(n.Id, n)
 	s.emit(fsmv1.Event_TYPE_MODIFY_HELD, n, nil)
-	return ok(n)
+	return okResult(n)
 }
