@@ -86,11 +86,15 @@ func (s *Schedule) Run(ctx context.Context) {
 		return
 	}
 	rng := rand.New(rand.NewPCG(s.Seed, 0x6e656d))
-	for {
+	// Walk the nemeses in a shuffled round robin so that a short run still
+	// sees each of them once.
+	order := slices.Clone(s.Nemeses)
+	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	for round := 0; ; round++ {
 		if !sleepCtx(ctx, s.Quiet) {
 			return
 		}
-		kinds := []string{s.Nemeses[rng.IntN(len(s.Nemeses))]}
+		kinds := []string{order[round%len(order)]}
 		if rng.Float64() < s.Combine && len(s.Nemeses) > 1 {
 			other := s.Nemeses[rng.IntN(len(s.Nemeses))]
 			if other != kinds[0] && combinable(kinds[0], other) {
