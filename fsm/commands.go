@@ -560,7 +560,10 @@ func (s *state) modify(cmd *fsmv1.Command) *fsmv1.Result {
 	pp := plannerParts(parts)
 	if err := s.plan.Book(planner.Booking{ID: modKey(r.Id), Parts: pp, Start: start, End: end}); err != nil {
 		if errors.Is(err, planner.ErrNoCapacity) {
-			return rejected(planner.Decision{}, "the new shape does not fit beside the current one")
+			// Where the same shape would fit later, beside the current one.
+			d, ferr := s.plan.Find(planner.Request{Parts: pp, Duration: end - start, NotBefore: start, Deadline: planner.MaxTime})
+			later := planner.Decision{LaterOK: ferr == nil && d.Fits, LaterStart: d.Start}
+			return rejected(later, "the new shape does not fit beside the current one")
 		}
 		return s.fromPlanner(err, modifyFields)
 	}

@@ -248,7 +248,10 @@ func TestModifyTwoPhase(t *testing.T) {
 		h := newHarness(t, Config{})
 		h.must(0, OK, createRes("cpu", 8))
 		h.must(0, OK, reserve("a", "cpu", 6, 100, withStart(1000)))
-		h.must(0, REJECTED, modify("a", []*fsmv1.Part{part("cpu", 6)}, proto.Int64(1050), nil))
+		res := h.must(0, REJECTED, modify("a", []*fsmv1.Part{part("cpu", 6)}, proto.Int64(1050), nil))
+		if r := res.GetRejected(); !r.GetLaterOk() || r.GetLaterStartMillis() != 1100 {
+			t.Fatalf("rejected modify: later start %v, want 1100", r)
+		}
 		h.must(0, CONFLICT, commit("a"))
 		r, _ := h.f.Get("a")
 		if r.GetPending() != nil || r.GetStartMillis() != 1000 {
