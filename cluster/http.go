@@ -3,6 +3,10 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +28,9 @@ const (
 
 // errHeader carries the error class of a failed internal call.
 const errHeader = "Ledgerd-Error"
+
+// tokenHeader carries the cluster's internal token (see internalToken).
+const tokenHeader = "Ledgerd-Internal-Token"
 
 // Error classes on the wire.
 const (
@@ -58,12 +65,51 @@ type status struct {
 // (forwarded apply, read index, status). Mount it under /internal/ on the
 // HTTP server at Config.RPCAdvertise. It never forwards: a request that
 // reaches a non-leader is answered with a not-leader error.
+//
+// When Config.GossipKey is set, every request must carry a token derived
+// from it (servers share the key, clients of the public API do not), so
+// the endpoints, which take raw commands, cannot be used to bypass the
+// public API's authentication. Without a gossip key they are open: run
+// that way only on a trusted network or in dev mode.
 func (n *Node) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+pathApply, n.serveApply)
 	mux.HandleFunc("GET "+pathReadIndex, n.serveReadIndex)
 	mux.HandleFunc("GET "+pathStatus, n.serveStatus)
-	return mux
+	if n.token == "" {
+		return mux
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := r.Header.Get(tokenHeader)
+		if subtle.ConstantTimeCompare([]byte(got), []byte(n.token)) != 1 {
+			writeErr(w, http.StatusForbidden, errClassOther, errors.New("cluster: internal endpoint: missing or wrong cluster token"))
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// internalToken derives the token peers present on internal requests from
+// the gossip key; empty when there is no key.
+func internalToken(key []byte) string {
+	if len(key) == 0 {
+		return ""
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("ledgerd internal endpoints v1"))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// newInternalRequest builds a request to a peer's internal endpoint.
+func (n *Node) newInternalRequest(ctx context.Context, method, url string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err != nil {
+		return nil, err
+	}
+	if n.token != "" {
+		req.Header.Set(tokenHeader, n.token)
+	}
+	return req, nil
 }
 
 func (n *Node) serveApply(w http.ResponseWriter, r *http.Request) {
@@ -175,7 +221,7 @@ func isDialErr(err error) bool {
 func (n *Node) forwardApply(ctx context.Context, rpcAddr string, cmd []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.ForwardTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+rpcAddr+pathApply, bytes.NewReader(cmd))
+	req, err := n.newInternalRequest(ctx, http.MethodPost, "http://"+rpcAddr+pathApply, bytes.NewReader(cmd))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: forward apply: %w", err)
 	}
@@ -208,7 +254,7 @@ func (n *Node) forwardApply(ctx context.Context, rpcAddr string, cmd []byte) ([]
 func (n *Node) fetchReadIndex(ctx context.Context, rpcAddr string) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.ForwardTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+rpcAddr+pathReadIndex, nil)
+	req, err := n.newInternalRequest(ctx, http.MethodGet, "http://"+rpcAddr+pathReadIndex, nil)
 	if err != nil {
 		return 0, fmt.Errorf("cluster: read index: %w", err)
 	}
@@ -237,7 +283,7 @@ func (n *Node) fetchStatus(ctx context.Context, rpcAddr string) (status, error) 
 	var st status
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+rpcAddr+pathStatus, nil)
+	req, err := n.newInternalRequest(ctx, http.MethodGet, "http://"+rpcAddr+pathStatus, nil)
 	if err != nil {
 		return st, fmt.Errorf("cluster: status: %w", err)
 	}

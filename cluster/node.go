@@ -40,6 +40,7 @@ type Node struct {
 	m      *metrics
 
 	meta     nodeMeta  // what this node announces
+	token    string    // internal endpoint token, from the gossip key
 	hadState bool      // raft state existed on disk at start
 	started  time.Time // process start, for "unknown to gossip" grace
 
@@ -92,6 +93,7 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 			IdleConnTimeout:     90 * time.Second,
 		}},
 		removeCh: make(chan string, 16),
+		token:    internalToken(cfg.GossipKey),
 		ctx:      ctx,
 		cancel:   cancel,
 		started:  time.Now(),

@@ -11,7 +11,9 @@ import (
 	"io"
 	"math/big"
 	"net"
+	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,5 +138,40 @@ func TestRaftStreamLayerRefusesUntrustedPeers(t *testing.T) {
 				t.Fatal("untrusted peer got through")
 			}
 		})
+	}
+}
+
+func TestInternalEndpointsNeedTheClusterToken(t *testing.T) {
+	c := &tcluster{t: t}
+	tn := c.add(0, func(cfg *Config) { cfg.Dev, cfg.GossipKey = true, []byte("0123456789abcdef") })
+	c.start(tn)
+	t.Cleanup(c.stopAll)
+	c.leader()
+	for _, tc := range []struct {
+		name  string
+		token string
+		want  int
+	}{
+		{"no token", "", http.StatusForbidden},
+		{"wrong token", internalToken([]byte("fedcba9876543210")), http.StatusForbidden},
+		{"cluster token", internalToken([]byte("0123456789abcdef")), http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, "http://"+tn.rpcAddr+pathApply, strings.NewReader("x|y"))
+			if tc.token != "" {
+				req.Header.Set(tokenHeader, tc.token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.want)
+			}
+		})
+	}
+	if got := tn.fsm.entries(); !slices.Equal(got, []string{"y"}) {
+		t.Fatalf("entries %q: only the authorised write may land", got)
 	}
 }

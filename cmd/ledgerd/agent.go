@@ -190,6 +190,8 @@ func (s *server) createNode() error {
 	var key []byte
 	if s.cfg.GossipKey != "" {
 		key, _ = base64.StdEncoding.DecodeString(s.cfg.GossipKey) // validated
+	} else if !s.dev {
+		s.log.Warn("no gossip_key: gossip is unencrypted and the /internal/ endpoints accept anyone who reaches the HTTP port; set gossip_key outside trusted networks")
 	}
 	advertise := s.cfg.HTTPAdvertise
 	if advertise == "" {
