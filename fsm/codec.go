@@ -68,7 +68,9 @@ func Validate(b []byte) error {
 
 // Stamp returns a copy of the encoded command with the leader's clock
 // (Unix milliseconds) set as its now_millis. The leader calls it right
-// before raft.Apply; apply itself never reads a clock.
+// before raft.Apply; apply itself never reads a clock. Stamp decodes the
+// command first and refuses, with ErrMalformed, everything Decode refuses,
+// so a leader that stamps every entry has also validated it.
 func Stamp(cmd []byte, nowMillis int64) ([]byte, error) {
 	c, err := Decode(cmd)
 	if err != nil {
