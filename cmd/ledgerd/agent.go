@@ -124,11 +124,21 @@ type server struct {
 	httpLn  net.Listener
 	http    *http.Server
 	tempDir string
+	// listening is closed once the HTTP server runs.
+	listening chan struct{}
 }
 
 // runServer runs the agent until ctx ends, then shuts down gracefully.
-func runServer(ctx context.Context, cfg agentConfig, opts agentOptions, out io.Writer) (err error) {
-	s := &server{cfg: cfg, dev: opts.dev, log: cfg.newLogger(os.Stderr)}
+func runServer(ctx context.Context, cfg agentConfig, opts agentOptions, out io.Writer) error {
+	return newServer(cfg, opts, cfg.newLogger(os.Stderr)).run(ctx, out)
+}
+
+func newServer(cfg agentConfig, opts agentOptions, log *slog.Logger) *server {
+	return &server{cfg: cfg, dev: opts.dev, log: log, listening: make(chan struct{})}
+}
+
+// run is the agent's life: a sequence of small steps, then wait for ctx.
+func (s *server) run(ctx context.Context, out io.Writer) error {
 	defer s.cleanup()
 	if err := s.createDataDir(); err != nil {
 		return err
@@ -143,6 +153,7 @@ func runServer(ctx context.Context, cfg agentConfig, opts agentOptions, out io.W
 		return err
 	}
 	s.startHTTP()
+	close(s.listening)
 	if s.dev {
 		if err := s.seedDev(ctx, out); err != nil {
 			s.log.Error("dev sample data", "err", err)

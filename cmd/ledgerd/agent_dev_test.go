@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is an io.Writer safe for the agent goroutine and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestDevAgent runs `agent -dev` in-process: it must become ready, seed the
+// sample data through the log, serve /healthz, /readyz and /metrics, and
+// remove its temporary data dir on exit.
+func TestDevAgent(t *testing.T) {
+	cfg, opts, err := parseAgentArgs([]string{"-dev", "-http-addr", "127.0.0.1:0", "-log-level", "error"},
+		func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	s := newServer(cfg, opts, cfg.newLogger(io.Discard))
+	done := make(chan error, 1)
+	go func() { done <- s.run(ctx, out) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), "ready") {
+		select {
+		case err := <-done:
+			t.Fatalf("agent stopped early: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("dev agent not ready within 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, want := range []string{`Sample reservation "sample"`, "cpu=64,gpu=2", "STATE_COMMITTED", "ledgerd resources -addr"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("banner lacks %q:\n%s", want, out.String())
+		}
+	}
+	<-s.listening
+	base := "http://" + s.httpLn.Addr().String()
+	for path, want := range map[string]string{
+		"/healthz": "ok",
+		"/readyz":  "ready",
+		"/metrics": "ledgerd_raft_is_leader 1",
+	} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s = %d, body lacks %q", path, resp.StatusCode, want)
+		}
+	}
+	dir := s.tempDir
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("dev data dir %s survived exit (%v)", dir, err)
+	}
+}
