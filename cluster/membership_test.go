@@ -1,8 +1,11 @@
 package cluster
 
 import (
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestDeadServerRemovalNeverBelowQuorum: in a five-server cluster a server
@@ -73,4 +76,75 @@ func TestGossipEncryption(t *testing.T) {
 	if len(c.config(l)) != 3 {
 		t.Fatalf("configuration changed: %v", c.config(l))
 	}
+}
+
+// TestGracefulLeaderShutdownHandsOver: a leader that shuts down gracefully
+// transfers leadership first and leaves gossip, so the new leader removes it
+// from the configuration and writes go on; forwarded writes and leadership
+// show up in the metrics.
+func TestGracefulLeaderShutdownHandsOver(t *testing.T) {
+	regs := map[string]*prometheus.Registry{}
+	var mu sync.Mutex
+	c := newCluster(t, 3, func(cfg *Config) {
+		r := prometheus.NewRegistry()
+		mu.Lock()
+		regs[cfg.NodeName] = r
+		mu.Unlock()
+		cfg.Registerer = r
+	})
+	c.waitVoters(3)
+	f := c.follower()
+	apply(t, f, "a|1")
+	mu.Lock()
+	freg, lreg := regs[f.name], regs[c.leader().name]
+	mu.Unlock()
+	if got := metricValue(t, freg, "ledgerd_forwarded_writes_total"); got < 1 {
+		t.Errorf("follower forwarded_writes_total = %v, want >= 1", got)
+	}
+	if got := metricValue(t, lreg, "ledgerd_raft_is_leader"); got != 1 {
+		t.Errorf("leader ledgerd_raft_is_leader = %v", got)
+	}
+	if got := metricValue(t, freg, "ledgerd_fsm_applied_index"); got < 1 {
+		t.Errorf("follower applied index metric = %v", got)
+	}
+
+	old := c.leader()
+	oldID := old.node.ID()
+	c.shutdown(old)
+	l := c.leader()
+	waitFor(t, 10*time.Second, "old leader removed after leaving", func() bool {
+		_, still := c.config(c.leader())[oldID]
+		return !still
+	})
+	apply(t, l, "b|2")
+	for _, tn := range c.running() {
+		if got := readEntries(t, tn); len(got) != 2 {
+			t.Fatalf("%s entries %q", tn.name, got)
+		}
+	}
+}
+
+func metricValue(t *testing.T, g prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		var sum float64
+		for _, m := range mf.GetMetric() {
+			switch {
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				sum += m.GetGauge().GetValue()
+			}
+		}
+		return sum
+	}
+	t.Fatalf("metric %s not found", name)
+	return 0
 }
