@@ -1,0 +1,51 @@
+package planner
+
+import "fmt"
+
+// Completion reports an early end of a booking: the duration that was
+// booked and the duration actually used. Callers record the pair (the
+// relaxed admission policy learns its release-time distribution from it).
+type Completion struct {
+	ID        string
+	Start     int64
+	Requested int64 // booked end - start
+	Actual    int64 // at - start
+}
+
+// Complete ends the booking id at instant at, which must lie inside the
+// booking (start <= at < end) and not before the origin: the capacity over
+// [at, end) is given back and the booking's end becomes at (at == start
+// removes the booking, since it then covers nothing). Nothing changes on
+// error.
+func (p *Planner) Complete(id string, at int64) (Completion, error) {
+	if id == "" {
+		return Completion{}, &FieldError{Field: "id", Reason: "must not be empty"}
+	}
+	e, ok := p.bookings[id]
+	if !ok {
+		return Completion{}, fmt.Errorf("complete %q: %w", id, ErrUnknownBooking)
+	}
+	if at < p.origin {
+		return Completion{}, &FieldError{Field: "at", Reason: fmt.Sprintf("must be >= origin %d", p.origin)}
+	}
+	if at < e.start || at >= e.end {
+		return Completion{}, &FieldError{Field: "at", Reason: fmt.Sprintf("must lie in the booking [%d,%d)", e.start, e.end)}
+	}
+	c := Completion{ID: id, Start: e.start, Requested: e.end - e.start, Actual: at - e.start}
+	parts := p.partsOf(id, e)
+	if err := p.releaseParts(parts, at, e.end); err != nil {
+		return Completion{}, fmt.Errorf("complete %q: %w", id, err)
+	}
+	if at == e.start {
+		p.forget(id, e)
+		p.maybeCompact()
+		return c, nil
+	}
+	e.end = at
+	p.bookings[id] = e
+	// The old expiry entry is now stale (its end no longer matches) and is
+	// skipped when popped; the new one forgets the booking at its new end.
+	p.expiry.push(endItem{end: at, id: id})
+	p.maybeCompact()
+	return c, nil
+}
