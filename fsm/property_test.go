@@ -34,11 +34,20 @@ var genResources = []string{"cpu", "gpu", "net"}
 
 func (g *gen) pick(xs []string) string { return xs[g.r.IntN(len(xs))] }
 
+// id mostly names one of the most recently returned reservations, so that
+// commit, abort, modify and cancel meet live ones.
 func (g *gen) id() string {
-	if len(g.ids) > 0 && g.r.IntN(3) > 0 {
-		return g.pick(g.ids)
+	if n := len(g.ids); n > 0 && g.r.IntN(5) > 0 {
+		return g.ids[n-1-g.r.IntN(min(n, 6))]
 	}
 	return g.pick([]string{"a", "b", "c", "d", "e", "f", "nope"})
+}
+
+func (g *gen) amount() int64 {
+	if g.r.IntN(20) == 0 {
+		return 0
+	}
+	return int64(1 + g.r.IntN(8))
 }
 
 func (g *gen) parts() []*fsmv1.Part {
@@ -49,7 +58,7 @@ func (g *gen) parts() []*fsmv1.Part {
 		if g.r.IntN(30) == 0 {
 			res = "tape"
 		}
-		ps = append(ps, &fsmv1.Part{Resource: res, Amount: int64(g.r.IntN(9))})
+		ps = append(ps, &fsmv1.Part{Resource: res, Amount: g.amount()})
 	}
 	return ps
 }
@@ -60,9 +69,10 @@ func (g *gen) command() *fsmv1.Command {
 	if g.r.IntN(25) == 0 {
 		g.now -= 300
 	}
-	c := &fsmv1.Command{Owner: g.pick([]string{"alice", "alice", "bob"})}
+	c := &fsmv1.Command{Owner: g.pick([]string{"alice", "alice", "alice", "alice", "bob"})}
 	if g.r.IntN(4) == 0 {
-		c.IdempotencyKey = fmt.Sprintf("k%d", g.r.IntN(6))
+		// Mostly fresh keys, sometimes a retry of a recent one.
+		c.IdempotencyKey = fmt.Sprintf("k%d", g.r.IntN(200))
 	}
 	switch k := g.r.IntN(100); {
 	case k < 4:
@@ -70,7 +80,7 @@ func (g *gen) command() *fsmv1.Command {
 		c.Payload = &fsmv1.Command_CreateResource{CreateResource: &fsmv1.CreateResource{
 			Name: g.pick(genResources), Capacity: int64(g.r.IntN(20)), Labels: map[string]string{"zone": "a", "rack": "1"},
 		}}
-	case k < 8:
+	case k < 7:
 		u := &fsmv1.UpdateResource{Name: g.pick(genResources), Capacity: int64(g.r.IntN(20))}
 		if g.r.IntN(2) == 0 {
 			u.FromMillis = proto.Int64(g.now + int64(g.r.IntN(400)) - 50)
@@ -78,7 +88,7 @@ func (g *gen) command() *fsmv1.Command {
 		}
 		c.Type = fsmv1.Command_TYPE_UPDATE_RESOURCE
 		c.Payload = &fsmv1.Command_UpdateResource{UpdateResource: u}
-	case k < 10:
+	case k < 8:
 		c.Type = fsmv1.Command_TYPE_DELETE_RESOURCE
 		c.Payload = &fsmv1.Command_DeleteResource{DeleteResource: &fsmv1.DeleteResource{Name: g.pick(genResources)}}
 	case k < 45:
@@ -93,9 +103,9 @@ func (g *gen) command() *fsmv1.Command {
 		}
 		switch g.r.IntN(3) {
 		case 0:
-			req.StartMillis = proto.Int64(g.now + int64(g.r.IntN(500)) - 20)
+			req.StartMillis = proto.Int64(g.now + int64(g.r.IntN(1500)) - 20)
 		case 1:
-			req.NotBeforeMillis = g.now + int64(g.r.IntN(300)) - 50
+			req.NotBeforeMillis = g.now + int64(g.r.IntN(1000)) - 50
 			req.DeadlineMillis = req.NotBeforeMillis + int64(g.r.IntN(800))
 		}
 		c.Type = fsmv1.Command_TYPE_HOLD
@@ -118,10 +128,10 @@ func (g *gen) command() *fsmv1.Command {
 			m.Parts = g.parts()
 		}
 		if g.r.IntN(3) > 0 {
-			m.StartMillis = proto.Int64(g.now + int64(g.r.IntN(400)) - 20)
+			m.StartMillis = proto.Int64(g.now + int64(g.r.IntN(1500)) - 10)
 		}
 		if g.r.IntN(3) == 0 {
-			m.EndMillis = proto.Int64(g.now + int64(g.r.IntN(600)))
+			m.EndMillis = proto.Int64(g.now + int64(g.r.IntN(1800)))
 		}
 		c.Type = fsmv1.Command_TYPE_MODIFY
 		c.Payload = &fsmv1.Command_Modify{Modify: m}
@@ -140,7 +150,11 @@ func (g *gen) stream(t testing.TB, n int) [][]byte {
 	t.Helper()
 	out := make([][]byte, n)
 	for i := range out {
-		b, err := Encode(g.command())
+		cmd := g.command()
+		if i < len(genResources) {
+			cmd = createRes(genResources[i], int64(8+4*i))
+		}
+		b, err := Encode(cmd)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,33 +264,42 @@ func TestDeterminism(t *testing.T) {
 }
 
 // TestStreamCoverage guards the generator: the property test is only as
-// good as the variety of outcomes it reaches.
+// good as the variety of outcomes it reaches. Over a few streams every
+// result status and every event type must occur.
 func TestStreamCoverage(t *testing.T) {
-	g := &gen{r: rand.New(rand.NewPCG(7, 0x1ed9e4)), now: 1_000}
-	h := newHarness(t, propConfig)
+	cfg := propConfig
+	cfg.HistoryLimit = 100_000
 	seen := map[fsmv1.Result_Status]int{}
-	for i, cmd := range g.stream(t, 2000) {
-		res, err := DecodeResult(h.f.ApplyCommand(uint64(i+1), cmd))
-		if err != nil {
-			t.Fatal(err)
+	events := map[fsmv1.Event_Type]int{}
+	for seed := range uint64(6) {
+		g := &gen{r: rand.New(rand.NewPCG(seed, 0x1ed9e4)), now: 1_000}
+		h := newHarness(t, cfg)
+		for i, cmd := range g.stream(t, 2000) {
+			res, err := DecodeResult(h.f.ApplyCommand(uint64(i+1), cmd))
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen[res.GetStatus()]++
+			if res.GetReservation() != nil {
+				g.ids = append(g.ids, res.GetReservation().GetId())
+			}
 		}
-		seen[res.GetStatus()]++
-		if res.GetReservation() != nil {
-			g.ids = append(g.ids, res.GetReservation().GetId())
+		for _, e := range h.f.History(0, 0) {
+			events[e.GetType()]++
 		}
-	}
-	events := map[fsmv1.Event_Type]bool{}
-	for _, e := range h.f.History(0, 0) {
-		events[e.GetType()] = true
 	}
 	for s := range fsmv1.Result_Status_name {
 		if s != 0 && seen[fsmv1.Result_Status(s)] == 0 {
-			t.Errorf("no %s result in 2000 random commands", fsmv1.Result_Status(s))
+			t.Errorf("no %s result in the random streams", fsmv1.Result_Status(s))
 		}
 	}
-	if len(events) < 8 {
-		t.Errorf("only %d event types in the last %d events", len(events), propConfig.HistoryLimit)
+	for e := range fsmv1.Event_Type_name {
+		if e != 0 && events[fsmv1.Event_Type(e)] == 0 {
+			t.Errorf("no %s event in the random streams", fsmv1.Event_Type(e))
+		}
 	}
+	t.Logf("statuses %v", seen)
+	t.Logf("events %v", events)
 }
 
 // TestConcurrentReads runs every reader against a running Apply; -race
