@@ -139,6 +139,30 @@ func testRealCluster(t *testing.T, n int) {
 		return
 	}
 
+	// A leader-only call through a client that knows only a follower
+	// follows the Ledgerd-Leader hint.
+	old := c.WaitLeader(10 * time.Second)
+	var follower *rpctest.Server
+	for _, s := range c.Servers {
+		if s != old {
+			follower = s
+		}
+	}
+	viaFollower, err := client.New([]string{follower.Addr}, client.Options{Token: rpctest.TokenOps, MaxAttempts: 2, BaseBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := viaFollower.TransferLeadership(ctx, ""); err != nil {
+		t.Fatalf("transfer leadership via a follower: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.WaitLeader(10*time.Second) == old {
+		if time.Now().After(deadline) {
+			t.Fatal("leadership did not move")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
 	// Stop the leader; a client over every node keeps booking, exactly once
 	// per idempotency key.
 	leader := c.WaitLeader(10 * time.Second)

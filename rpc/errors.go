@@ -151,3 +151,41 @@ func BadField(err error) (field string, ok bool) {
 	}
 	return "", false
 }
+
+// LeaderHeader carries the leader's API address on Unavailable errors.
+const LeaderHeader = "Ledgerd-Leader"
+
+// leaderHint is an interceptor that adds LeaderHeader to Unavailable
+// errors of unary and streaming calls.
+type leaderHint func() string
+
+func (h leaderHint) annotate(err error) error {
+	if h == nil || connect.CodeOf(err) != connect.CodeUnavailable {
+		return err
+	}
+	var ce *connect.Error
+	if a := h(); a != "" && errors.As(err, &ce) {
+		ce.Meta().Set(LeaderHeader, a)
+	}
+	return err
+}
+
+// WrapUnary implements connect.Interceptor.
+func (h leaderHint) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		resp, err := next(ctx, req)
+		return resp, h.annotate(err)
+	}
+}
+
+// WrapStreamingClient implements connect.Interceptor; clients pass through.
+func (h leaderHint) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+// WrapStreamingHandler implements connect.Interceptor.
+func (h leaderHint) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		return h.annotate(next(ctx, conn))
+	}
+}

@@ -50,6 +50,10 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives request errors; default slog.Default().
 	Logger *slog.Logger
+	// LeaderHint, if set, returns the API address (host:port) of the
+	// current leader, or "". It is sent with Unavailable errors in the
+	// Ledgerd-Leader header so clients can go straight to the leader.
+	LeaderHint func() string
 	// Ready, if set, decides the gRPC health status: NOT_SERVING while it
 	// returns false (no leader yet, still catching up). Nil means always
 	// SERVING.
@@ -116,7 +120,7 @@ func (s *Server) Mount(mux *http.ServeMux) {
 		limiter = newRateLimiter(s.opts.RateLimit, s.opts.RateBurst, s.opts.Now)
 	}
 	opts := []connect.HandlerOption{
-		connect.WithInterceptors(&authInterceptor{auth: s.opts.Auth, limit: limiter}),
+		connect.WithInterceptors(&authInterceptor{auth: s.opts.Auth, limit: limiter}, leaderHint(s.opts.LeaderHint)),
 		connect.WithReadMaxBytes(s.opts.MaxRequestBytes),
 	}
 	reflector := grpcreflect.NewStaticReflector(ServiceNames...)

@@ -58,6 +58,10 @@ func apiServer(deps apiDeps) (*rpc.Server, error) {
 		MaxRequestBytes: deps.MaxRequestBytes,
 		Logger:          logger,
 		Ready:           deps.Node.Ready,
+		LeaderHint: func() string {
+			_, addr := deps.Node.Leader()
+			return addr
+		},
 	}
 	if deps.TokensFile != "" {
 		auth, err := rpc.LoadAuthFile(deps.TokensFile)

@@ -147,6 +147,25 @@ func (c *Client) leaderEndpoint(ctx context.Context) *endpoint {
 	return c.endpoint(l.ApiAddress)
 }
 
+// hinted returns an endpoint for the leader named by an Unavailable
+// error's Ledgerd-Leader header, or nil.
+func (c *Client) hinted(err error) *endpoint {
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	a := ce.Meta().Get("Ledgerd-Leader")
+	if a == "" {
+		return nil
+	}
+	for _, ep := range c.eps {
+		if strings.HasSuffix(ep.addr, "://"+a) {
+			return ep
+		}
+	}
+	return c.endpoint(a)
+}
+
 // httpClient speaks HTTP/2 to every node: over TLS with ALPN, or in clear
 // text with prior knowledge (h2c), so streams in both directions work.
 func httpClient(cfg *tls.Config) *http.Client {
@@ -207,10 +226,11 @@ func NewKey() string {
 // down, connection reset mid-call). Retrying the latter is safe only
 // because every call is a read or carries an idempotency key.
 func Retryable(err error) bool {
-	if err == nil {
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
 		return false
 	}
-	return connect.CodeOf(err) == connect.CodeUnavailable || !connect.IsWireError(err)
+	return ce.Code() == connect.CodeUnavailable || !connect.IsWireError(err)
 }
 
 // do runs fn against nodes in round-robin order until it succeeds, fails
@@ -219,8 +239,12 @@ func do[T any](ctx context.Context, c *Client, fn func(*endpoint) (T, error)) (T
 	var zero T
 	var last error
 	backoff := c.opts.BaseBackoff
+	var hinted *endpoint
 	for attempt := 0; attempt < c.opts.MaxAttempts; attempt++ {
 		ep := c.eps[c.next.Load()%uint64(len(c.eps))]
+		if hinted != nil {
+			ep, hinted = hinted, nil
+		}
 		v, err := fn(ep)
 		if err == nil {
 			return v, nil
@@ -229,7 +253,9 @@ func do[T any](ctx context.Context, c *Client, fn func(*endpoint) (T, error)) (T
 		if !Retryable(err) || ctx.Err() != nil {
 			return zero, err
 		}
-		// Move on to the next node; another caller may have done so already.
+		// Follow the server's leader hint once, else move on to the next
+		// node (another caller may have done so already).
+		hinted = c.hinted(err)
 		c.next.Add(1)
 		wait := backoff/2 + time.Duration(mrand.Int64N(int64(backoff)))
 		backoff = min(2*backoff, c.opts.MaxBackoff)
@@ -582,8 +608,29 @@ func (c *Client) SaveSnapshot(ctx context.Context, w io.Writer) (uint64, error) 
 }
 
 // RestoreSnapshot uploads the snapshot read from r to the leader (only the
-// leader restores); it is not retried, since r is consumed.
+// leader restores). When r is an io.Seeker (a file, a bytes.Reader) a
+// restore that failed with Unavailable — e.g. leadership lost while it was
+// being committed — is retried from the start; restoring the same snapshot
+// twice ends in the same state. Other readers are tried once.
 func (c *Client) RestoreSnapshot(ctx context.Context, r io.Reader) (uint64, error) {
+	seeker, ok := r.(io.Seeker)
+	if !ok {
+		return c.restoreOnce(ctx, r)
+	}
+	origin, err := seeker.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return c.restoreOnce(ctx, r)
+	}
+	return do(ctx, c, func(*endpoint) (uint64, error) {
+		if _, err := seeker.Seek(origin, io.SeekStart); err != nil {
+			return 0, fmt.Errorf("client: restore snapshot: rewind: %w", err)
+		}
+		return c.restoreOnce(ctx, r)
+	})
+}
+
+// restoreOnce streams r to the leader once.
+func (c *Client) restoreOnce(ctx context.Context, r io.Reader) (uint64, error) {
 	ep := c.leaderEndpoint(ctx)
 	stream := ep.cluster.RestoreSnapshot(ctx)
 	buf := make([]byte, 256<<10)

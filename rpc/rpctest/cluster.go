@@ -104,6 +104,11 @@ func NewCluster(t testing.TB, n int, api rpc.Options) *Cluster {
 		o := api
 		o.Ledger = &rpc.FSMLedger{R: node, FSM: f}
 		o.Cluster = rpc.NodeCluster{Node: node}
+		o.Ready = node.Ready
+		o.LeaderHint = func() string {
+			_, addr := node.Leader()
+			return addr
+		}
 		if o.Logger == nil {
 			o.Logger = logger()
 		}
