@@ -1,0 +1,70 @@
+// Command loadgen drives ledgerd (over its public API) or a raw
+// hashicorp/raft cluster (Apply of a no-op FSM, the ceiling of the
+// consensus library) with the closed-loop booking workload of package
+// service and prints a result table per client count.
+//
+//	go run -tags hashicorpmetrics ./benchmarks/service/cmd/loadgen -system ledgerd -addrs 127.0.0.1:7420 -clients 1,16,64 -live 10000
+//	go run -tags hashicorpmetrics ./benchmarks/service/cmd/loadgen -system rawraft -nodes 3 -clients 64
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/ledgerd/ledgerd/benchmarks/service"
+	"github.com/ledgerd/ledgerd/rpc/client"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var f service.Flags
+	f.Register(flag.CommandLine)
+	system := flag.String("system", "ledgerd", "ledgerd or rawraft")
+	addrs := flag.String("addrs", "127.0.0.1:7420", "ledgerd API addresses, comma-separated")
+	token := flag.String("token", "", "API bearer token (operator, to create resources)")
+	nodes := flag.Int("nodes", 0, "cluster size (rawraft: nodes to start; ledgerd: for the report)")
+	dir := flag.String("dir", "", "rawraft data directory (default: a temporary one)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	var sys service.System
+	switch *system {
+	case "ledgerd":
+		l, err := service.NewLedgerd(strings.Split(*addrs, ","), client.Options{Token: *token}, f.Label)
+		if err != nil {
+			return err
+		}
+		if *nodes == 0 {
+			*nodes = len(strings.Split(*addrs, ","))
+		}
+		sys = l
+	case "rawraft":
+		if *nodes <= 0 {
+			*nodes = 3
+		}
+		r, err := service.NewRawRaft(*nodes, *dir)
+		if err != nil {
+			return err
+		}
+		sys = r
+	default:
+		return fmt.Errorf("-system %q: want ledgerd or rawraft", *system)
+	}
+	defer sys.Close()
+	if f.Label == "" {
+		f.Label = fmt.Sprintf("%d nodes", *nodes)
+	}
+	_, err := service.RunAll(ctx, sys, f, *nodes, os.Stdout)
+	return err
+}

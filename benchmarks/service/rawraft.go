@@ -1,0 +1,233 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+)
+
+// RawRaft is the ceiling: n in-process hashicorp/raft nodes on loopback TCP
+// with the store ledgerd uses (raft-boltdb/v2) and a no-op FSM. Every write
+// of the mix becomes as many Apply calls of a command of ledgerd's size as
+// ledgerd makes Raft entries (hold+commit and modify: two), a read becomes
+// VerifyLeader. Nothing is decided, so nothing is ever rejected.
+type RawRaft struct {
+	nodes  []*raft.Raft
+	stores []*raftboltdb.BoltStore
+	trans  []*raft.NetworkTransport
+	dir    string
+	rmDir  bool
+	ids    atomic.Uint64
+	leader atomic.Pointer[raft.Raft]
+}
+
+type noopFSM struct{ applied atomic.Uint64 }
+
+func (f *noopFSM) Apply(*raft.Log) any { f.applied.Add(1); return nil }
+func (f *noopFSM) Snapshot() (raft.FSMSnapshot, error) {
+	return noopSnap{}, nil
+}
+func (f *noopFSM) Restore(r io.ReadCloser) error {
+	_, err := io.Copy(io.Discard, r)
+	return errors.Join(err, r.Close())
+}
+
+type noopSnap struct{}
+
+func (noopSnap) Persist(s raft.SnapshotSink) error { return s.Close() }
+func (noopSnap) Release()                          {}
+
+// rawCommand is the size of a typical ledgerd reserve command.
+var rawCommand = make([]byte, 160)
+
+// NewRawRaft starts n nodes under dir (a temporary directory when empty)
+// and waits for a leader.
+func NewRawRaft(n int, dir string) (*RawRaft, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("rawraft: nodes = %d: must be > 0", n)
+	}
+	r := &RawRaft{dir: dir}
+	if dir == "" {
+		d, err := os.MkdirTemp("", "rawraft-")
+		if err != nil {
+			return nil, fmt.Errorf("rawraft: %w", err)
+		}
+		r.dir, r.rmDir = d, true
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: io.Discard})
+	var servers []raft.Server
+	for i := range n {
+		t, err := raft.NewTCPTransportWithLogger("127.0.0.1:0", nil, 3, 10*time.Second, logger)
+		if err != nil {
+			r.Close()
+			return nil, fmt.Errorf("rawraft: transport %d: %w", i, err)
+		}
+		r.trans = append(r.trans, t)
+		servers = append(servers, raft.Server{ID: raft.ServerID(strconv.Itoa(i)), Address: t.LocalAddr()})
+	}
+	for i := range n {
+		d := filepath.Join(r.dir, strconv.Itoa(i))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("rawraft: %w", err)
+		}
+		store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(d, "raft.db")})
+		if err != nil {
+			r.Close()
+			return nil, fmt.Errorf("rawraft: store %d: %w", i, err)
+		}
+		r.stores = append(r.stores, store)
+		snaps, err := raft.NewFileSnapshotStoreWithLogger(d, 2, logger)
+		if err != nil {
+			r.Close()
+			return nil, fmt.Errorf("rawraft: snapshots %d: %w", i, err)
+		}
+		cfg := raft.DefaultConfig()
+		cfg.LocalID = servers[i].ID
+		cfg.Logger = logger
+		node, err := raft.NewRaft(cfg, &noopFSM{}, store, store, snaps, r.trans[i])
+		if err != nil {
+			r.Close()
+			return nil, fmt.Errorf("rawraft: node %d: %w", i, err)
+		}
+		r.nodes = append(r.nodes, node)
+	}
+	if err := r.nodes[0].BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("rawraft: bootstrap: %w", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for r.findLeader() == nil {
+		if time.Now().After(deadline) {
+			r.Close()
+			return nil, errors.New("rawraft: no leader after 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return r, nil
+}
+
+func (r *RawRaft) findLeader() *raft.Raft {
+	for _, n := range r.nodes {
+		if n.State() == raft.Leader {
+			r.leader.Store(n)
+			return n
+		}
+	}
+	return nil
+}
+
+func (r *RawRaft) apply(ctx context.Context, k int) error {
+	for range k {
+		for attempt := 0; ; attempt++ {
+			l := r.leader.Load()
+			if l == nil {
+				l = r.findLeader()
+			}
+			if l == nil {
+				return raft.ErrNotLeader
+			}
+			timeout := 10 * time.Second
+			if d, ok := ctx.Deadline(); ok {
+				timeout = time.Until(d)
+			}
+			err := l.Apply(rawCommand, timeout).Error()
+			if err == nil {
+				break
+			}
+			if errors.Is(err, raft.ErrNotLeader) && attempt < 50 {
+				r.leader.Store(nil)
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			return fmt.Errorf("apply: %w", err)
+		}
+	}
+	return nil
+}
+
+func (r *RawRaft) book(ctx context.Context, s Shape, entries int) (Booking, error) {
+	if err := r.apply(ctx, entries); err != nil {
+		return Booking{}, err
+	}
+	return Booking{ID: strconv.FormatUint(r.ids.Add(1), 10), Shape: s, Start: s.NotBefore}, nil
+}
+
+// Name implements System.
+func (r *RawRaft) Name() string { return "raw raft" }
+
+// Setup implements System: one Apply per resource.
+func (r *RawRaft) Setup(ctx context.Context, resources []string, _ int64) error {
+	return r.apply(ctx, len(resources))
+}
+
+// Reserve implements System: one Apply.
+func (r *RawRaft) Reserve(ctx context.Context, s Shape) (Booking, error) { return r.book(ctx, s, 1) }
+
+// HoldCommit implements System: two Applies.
+func (r *RawRaft) HoldCommit(ctx context.Context, s Shape) (Booking, error) {
+	return r.book(ctx, s, 2)
+}
+
+// Modify implements System: two Applies.
+func (r *RawRaft) Modify(ctx context.Context, b Booking, s Shape) (Booking, error) {
+	if err := r.apply(ctx, 2); err != nil {
+		return b, err
+	}
+	b.Shape = s
+	return b, nil
+}
+
+// Cancel implements System: one Apply.
+func (r *RawRaft) Cancel(ctx context.Context, _ Booking) error { return r.apply(ctx, 1) }
+
+// Read implements System: VerifyLeader, the cost of a linearizable read.
+func (r *RawRaft) Read(context.Context, Booking) error {
+	l := r.leader.Load()
+	if l == nil {
+		if l = r.findLeader(); l == nil {
+			return raft.ErrNotLeader
+		}
+	}
+	return l.VerifyLeader().Error()
+}
+
+// ErrorCode implements System.
+func (r *RawRaft) ErrorCode(err error) string {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader):
+		return "not_leader"
+	case errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	return "other"
+}
+
+// Close implements System: shuts every node down and removes a temporary
+// data directory.
+func (r *RawRaft) Close() error {
+	var errs []error
+	for _, n := range r.nodes {
+		errs = append(errs, n.Shutdown().Error())
+	}
+	for _, t := range r.trans {
+		errs = append(errs, t.Close())
+	}
+	for _, s := range r.stores {
+		errs = append(errs, s.Close())
+	}
+	if r.rmDir {
+		errs = append(errs, os.RemoveAll(r.dir))
+	}
+	return errors.Join(errs...)
+}
