@@ -466,8 +466,21 @@ func checkInvariants(t testing.TB, f *FSM) {
 				}
 			}
 		}
-		if r.GetState() == HELD && r.GetHoldExpiresMillis() <= s.now {
+		// Every state agrees with log time: what time makes due has happened.
+		switch st := r.GetState(); {
+		case st == HELD && r.GetHoldExpiresMillis() <= s.now:
 			t.Fatalf("hold %s outlived its expiry %d (now %d)", id, r.GetHoldExpiresMillis(), s.now)
+		case st == COMMITTED && r.GetStartMillis() <= s.now:
+			t.Fatalf("%s still COMMITTED at %d, started at %d", id, s.now, r.GetStartMillis())
+		case st == ACTIVE && (r.GetStartMillis() > s.now || r.GetEndMillis() <= s.now):
+			t.Fatalf("%s ACTIVE at %d outside [%d,%d)", id, s.now, r.GetStartMillis(), r.GetEndMillis())
+		case isTerminal(st) && addSat(r.GetUpdatedMillis(), s.cfg.Retention) <= s.now:
+			t.Fatalf("%s retained past its retention (updated %d, now %d)", id, r.GetUpdatedMillis(), s.now)
+		}
+		if p := r.GetPending(); p != nil {
+			if r.GetState() != COMMITTED || p.GetHoldExpiresMillis() <= s.now || p.GetStartMillis() <= s.now {
+				t.Fatalf("%s: stale pending modification %v at %d", id, p, s.now)
+			}
 		}
 	}
 	if s.plan.Len() != live {

@@ -302,8 +302,9 @@ func TestStreamCoverage(t *testing.T) {
 	t.Logf("events %v", events)
 }
 
-// TestConcurrentReads runs every reader against a running Apply; -race
-// checks the locking.
+// TestConcurrentReads runs every reader and snapshot persistence against a
+// running Apply; -race checks the locking and that captured records are
+// never changed in place.
 func TestConcurrentReads(t *testing.T) {
 	g := &gen{r: rand.New(rand.NewPCG(3, 0x1ed9e4)), now: 1_000}
 	cmds := g.stream(t, 400)
@@ -329,6 +330,27 @@ func TestConcurrentReads(t *testing.T) {
 			}
 		}()
 	}
+	// Persist encodes a capture while Apply goes on.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			snap, err := h.f.Snapshot()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if err := snap.Persist(&memSink{}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
 	for i, cmd := range cmds {
 		h.f.Apply(&raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: cmd})
 	}
