@@ -213,6 +213,7 @@ func (f *FSM) Resource(name string) (*fsmv1.Resource, bool) {
 
 // ResourceStats is the state of one resource at the log time.
 type ResourceStats struct {
+	// Name is the resource.
 	Name string
 	// Capacity and InUse are the total and booked units at the log time.
 	Capacity, InUse int64
@@ -222,9 +223,10 @@ type ResourceStats struct {
 
 // Stats summarises the tables for metrics.
 type Stats struct {
-	// AppliedIndex and NowMillis are the last applied index and log time.
+	// AppliedIndex is the index of the last applied command.
 	AppliedIndex uint64
-	NowMillis    int64
+	// NowMillis is the log time of the last applied command.
+	NowMillis int64
 	// ByState counts retained reservations per state.
 	ByState map[fsmv1.Reservation_State]int
 	// HoldsOutstanding counts HELD reservations plus pending modifications.
