@@ -547,3 +547,50 @@ func TestCompactedHistoryIsOutOfRange(t *testing.T) {
 		t.Fatalf("history from the oldest retained version: %v, %v", h, err)
 	}
 }
+
+func TestResourceCapacityWindowsAndDelete(t *testing.T) {
+	ctx := context.Background()
+	s, ops := newSite(t, rpctest.Options{})
+	acme := newAPI(s.URLs[0], rpctest.TokenAcme)
+	// Maintenance: gpu drops to 2 over [2h, 4h).
+	if _, err := ops.rsc.UpdateCapacity(ctx, connect.NewRequest(&ledgerdv1.UpdateCapacityRequest{Name: "gpu", Capacity: 2, From: ts(2 * time.Hour), To: ts(4 * time.Hour)})); err != nil {
+		t.Fatal(err)
+	}
+	av := must[*connect.Response[ledgerdv1.AvailabilityResponse]](t)(acme.res.Availability(ctx, connect.NewRequest(&ledgerdv1.AvailabilityRequest{Resource: "gpu", From: ts(0), To: ts(6 * time.Hour)})))
+	var steps []string
+	for _, b := range av.Msg.Blocks {
+		steps = append(steps, fmt.Sprintf("%s:%d", b.Start.AsTime().Sub(t0), b.Free))
+	}
+	if got, want := strings.Join(steps, " "), "0s:8 2h0m0s:2 4h0m0s:8"; got != want {
+		t.Fatalf("availability = %s, want %s", got, want)
+	}
+	// A booking of 4 GPUs that must overlap the window moves past it.
+	r := must[*connect.Response[ledgerdv1.ReserveResponse]](t)(acme.res.Reserve(ctx, connect.NewRequest(&ledgerdv1.ReserveRequest{Shape: shape("gpu", 4, time.Hour, 90*time.Minute, 0)})))
+	if got := r.Msg.Reservation.Start.AsTime(); !got.Equal(t0.Add(4 * time.Hour)) {
+		t.Fatalf("start = %v, want after the maintenance window", got)
+	}
+	// Draining the booked hour would overbook it: refused, nothing changes.
+	before := state(t, ops)
+	_, err := ops.rsc.UpdateCapacity(ctx, connect.NewRequest(&ledgerdv1.UpdateCapacityRequest{Name: "gpu", Capacity: 0, From: ts(4 * time.Hour), To: ts(5 * time.Hour)}))
+	if connect.CodeOf(err) != connect.CodeFailedPrecondition {
+		t.Fatalf("overbooking capacity change: %v", err)
+	}
+	if !bytes.Equal(before, state(t, ops)) {
+		t.Fatal("refused capacity change altered the ledger")
+	}
+	// Delete is refused while the booking lives, forced it releases it.
+	if _, err := ops.rsc.Delete(ctx, connect.NewRequest(&ledgerdv1.DeleteRequest{Name: "gpu"})); connect.CodeOf(err) != connect.CodeFailedPrecondition {
+		t.Fatalf("delete in use: %v", err)
+	}
+	if _, err := ops.rsc.Delete(ctx, connect.NewRequest(&ledgerdv1.DeleteRequest{Name: "gpu", Force: true})); err != nil {
+		t.Fatalf("forced delete: %v", err)
+	}
+	g := must[*connect.Response[ledgerdv1.GetResponse]](t)(acme.res.Get(ctx, connect.NewRequest(&ledgerdv1.GetRequest{Id: r.Msg.Reservation.Id})))
+	if g.Msg.Reservation.State != ledgerdv1.ReservationState_RESERVATION_STATE_CANCELLED {
+		t.Fatalf("booking after forced delete: %v", g.Msg.Reservation.State)
+	}
+	l := must[*connect.Response[ledgerdv1.ResourceServiceListResponse]](t)(acme.rsc.List(ctx, connect.NewRequest(&ledgerdv1.ResourceServiceListRequest{})))
+	if len(l.Msg.Resources) != 1 || l.Msg.Resources[0].Name != "cpu" {
+		t.Fatalf("resources after delete: %v", l.Msg.Resources)
+	}
+}

@@ -182,3 +182,30 @@ func TestParseTime(t *testing.T) {
 		}
 	}
 }
+
+func TestCLIResources(t *testing.T) {
+	cliSite(t)
+	ops := []string{"-token", rpctest.TokenOps}
+	steps := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{append([]string{"resources", "create", "cpu", "-capacity", "128", "-unit", "cores", "-label", "site=a"}, ops...), exitOK, "site=a"},
+		{append([]string{"resources", "update", "cpu", "-capacity", "64", "-from", "+1h", "-to", "+2h"}, ops...), exitOK, "cpu"},
+		{[]string{"reserve", "-res", "cpu=100", "-dur", "1h", "-after", "+30m", "-before", "+2h30m"}, exitRejected, "2030-01-01T02:00:00Z"},
+		{append([]string{"resources", "update", "cpu", "-capacity", "-5"}, ops...), exitUsage, "-capacity"},
+		{append([]string{"resources", "delete", "cpu"}, ops...), exitOK, "deleted cpu"},
+		{append([]string{"resources", "delete", "cpu"}, ops...), exitError, "not_found"},
+		{append([]string{"resources", "bogus"}, ops...), exitUsage, "unknown subcommand"},
+		{[]string{"resources"}, exitOK, "gpu"},
+		{[]string{"members"}, exitError, "permission_denied"},
+		{append([]string{"members"}, ops...), exitError, "unimplemented"},
+	}
+	for _, s := range steps {
+		code, out, errOut := runCLI(t, s.args...)
+		if code != s.code || !strings.Contains(out+errOut, s.want) {
+			t.Fatalf("%v: exit %d (want %d)\nstdout: %s\nstderr: %s\nwant %q", s.args, code, s.code, out, errOut, s.want)
+		}
+	}
+}
