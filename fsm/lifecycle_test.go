@@ -186,6 +186,18 @@ func TestResultDetails(t *testing.T) {
 	}
 }
 
+func TestResultShowsStateAfterEntry(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.must(1000, OK, createRes("cpu", 8))
+	res := h.must(1000, OK, reserve("a", "cpu", 1, 10, withStart(1000)))
+	if st := res.GetReservation().GetState(); st != ACTIVE {
+		t.Fatalf("reservation starting now reported %s, want ACTIVE", st)
+	}
+	if ev := h.f.History(res.GetVersion(), 0); len(ev) != 2 || ev[1].GetType() != fsmv1.Event_TYPE_ACTIVATED {
+		t.Fatalf("events of the entry: %v", ev)
+	}
+}
+
 func TestLogTimeNeverRunsBackwards(t *testing.T) {
 	h := newHarness(t, Config{DefaultHoldTTL: 100})
 	h.must(5000, OK, createRes("cpu", 8))

@@ -303,6 +303,12 @@ func (s *state) apply(index uint64, cmd *fsmv1.Command) *fsmv1.Result {
 	// Work made due by the command itself (a reservation made for "now"
 	// activates at once).
 	s.runTimers()
+	if r := res.GetReservation(); r != nil {
+		// Report the row as it stands after this entry.
+		if cur, ok := s.resv[r.GetId()]; ok {
+			res.Reservation = cur
+		}
+	}
 	res.Version = index
 	res.NowMillis = s.now
 	res.Expired = s.expired
