@@ -94,23 +94,31 @@ func testRealCluster(t *testing.T, n int) {
 		t.Fatalf("grpc list: %d reservations, want %d", len(got.Reservations), n)
 	}
 
-	// Members and Leader.
-	ms, err := ops.Members(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaders := 0
-	for _, m := range ms {
-		if m.Role == ledgerdv1.Role_ROLE_LEADER {
-			leaders++
+	// Members and Leader. Under load an election may be under way, so
+	// wait for a view with exactly one leader.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ms, err := ops.Members(ctx)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if len(ms) != n || leaders != 1 {
-		t.Fatalf("members = %v", ms)
-	}
-	l, err := ops.Leader(ctx)
-	if err != nil || l.Id == "" || l.ApiAddress == "" {
-		t.Fatalf("leader = %v, %v", l, err)
+		leaders := 0
+		for _, m := range ms {
+			if m.Role == ledgerdv1.Role_ROLE_LEADER {
+				leaders++
+			}
+		}
+		l, err := ops.Leader(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ms) == n && leaders == 1 && l.Id != "" && l.ApiAddress != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("members = %v, leader = %v", ms, l)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 
 	// Snapshot download.
@@ -148,14 +156,14 @@ func testRealCluster(t *testing.T, n int) {
 			follower = s
 		}
 	}
-	viaFollower, err := client.New([]string{follower.Addr}, client.Options{Token: rpctest.TokenOps, MaxAttempts: 2, BaseBackoff: time.Millisecond})
+	viaFollower, err := client.New([]string{follower.Addr}, client.Options{Token: rpctest.TokenOps, MaxAttempts: 10, BaseBackoff: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := viaFollower.TransferLeadership(ctx, ""); err != nil {
 		t.Fatalf("transfer leadership via a follower: %v", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(10 * time.Second)
 	for c.WaitLeader(10*time.Second) == old {
 		if time.Now().After(deadline) {
 			t.Fatal("leadership did not move")
