@@ -104,9 +104,11 @@ func TestGracefulLeaderShutdownHandsOver(t *testing.T) {
 	if got := metricValue(t, lreg, "ledgerd_raft_is_leader"); got != 1 {
 		t.Errorf("leader ledgerd_raft_is_leader = %v", got)
 	}
-	if got := metricValue(t, freg, "ledgerd_fsm_applied_index"); got < 1 {
-		t.Errorf("follower applied index metric = %v", got)
-	}
+	// The write is acknowledged once the leader applied it; the follower
+	// catches up a moment later.
+	waitFor(t, 5*time.Second, "follower applied index metric", func() bool {
+		return metricValue(t, freg, "ledgerd_fsm_applied_index") >= 1
+	})
 
 	old := c.leader()
 	oldID := old.node.ID()
