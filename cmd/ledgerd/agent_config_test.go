@@ -46,6 +46,7 @@ func TestAgentConfigRejectsBadInputNamingTheKey(t *testing.T) {
 		{"env bad int", `{"data_dir":"d"}`, nil, map[string]string{"LEDGERD_BOOTSTRAP_EXPECT": "x"}, "LEDGERD_BOOTSTRAP_EXPECT"},
 		{"flag bad bool", `{"data_dir":"d"}`, []string{"-tls-verify-incoming=maybe"}, nil, "tls-verify-incoming"},
 		{"dev with expect", `{}`, []string{"-dev", "-bootstrap-expect", "3"}, nil, "bootstrap_expect"},
+		{"http advertise", `{"data_dir":"d","http_addr":"0.0.0.0:7420"}`, nil, nil, "http_advertise"},
 		{"rate limit", `{"data_dir":"d","rate_limit":-1}`, nil, nil, "rate_limit"},
 		{"tokens file", `{"data_dir":"d","tokens_file":"/no/such/tokens.json"}`, nil, nil, "tokens_file"},
 		{"max request", `{"data_dir":"d"}`, []string{"-max-request-bytes", "big"}, nil, "max-request-bytes"},

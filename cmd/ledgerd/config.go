@@ -276,6 +276,11 @@ func (c *agentConfig) validate(dev bool) error {
 			return fmt.Errorf("config: %s: %w", a.key, err)
 		}
 	}
+	if c.HTTPAdvertise == "" && !dev {
+		if host, _, _ := net.SplitHostPort(c.HTTPAddr); host == "" || net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified() {
+			return fmt.Errorf("config: http_advertise: required when http_addr (%s) binds every interface; peers forward writes to it", c.HTTPAddr)
+		}
+	}
 	for i, j := range c.RetryJoin {
 		if err := checkHostPort(j); err != nil {
 			return fmt.Errorf("config: retry_join[%d]: %w", i, err)
