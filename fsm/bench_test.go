@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"runtime"
 	"testing"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
@@ -122,4 +123,25 @@ func BenchmarkEncodeStamp(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkLoad applies live one-phase reservations into an empty state
+// machine per iteration and reports the heap each live reservation keeps
+// (table row, timers, planner booking, history share).
+func BenchmarkLoad(b *testing.B) {
+	const live = 10_000
+	var perRes float64
+	b.ReportAllocs()
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		f, _ := loaded(b, live)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		perRes = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / live
+		runtime.KeepAlive(f)
+	}
+	b.ReportMetric(perRes, "heap-bytes/reservation")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*live), "ns/reservation")
 }
