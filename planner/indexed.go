@@ -16,9 +16,11 @@ import (
 // amount.
 //
 // Why this shape rather than a balanced tree of blocks:
-//   - Memory: a block costs 16 bytes plus chunk slack (chunks are at least a
-//     quarter full except the last few), and a reservation adds at most two
-//     blocks, so the timeline stays far below 128 bytes per live reservation.
+//   - Memory: a block costs 16 bytes of payload. Every chunk but a lone one
+//     holds at least chunkCap/4 blocks in at most chunkCap slots, so the
+//     arrays cost at most 64 bytes per block even in the worst case (about
+//     20 on average), and a reservation adds at most two blocks: the
+//     timeline stays within 128 bytes per live reservation by construction.
 //     A pointer-based treap or AVL node would need 40–64 bytes per block
 //     before allocator overhead and would scatter blocks over the heap.
 //   - Speed: locating a time is a binary search over the chunk heads and then
@@ -26,9 +28,12 @@ import (
 //     free capacity is one descent of the segment tree plus a scan of one
 //     contiguous chunk, which the CPU prefetches well. Inserting or deleting
 //     a block moves at most chunkCap elements inside one chunk.
-//   - Structural changes (a chunk splits, empties or is merged) rebuild the
-//     segment tree in O(number of chunks); they happen at most once every
-//     chunkCap/2 insertions or deletions, so the amortised cost is small.
+//   - Structural changes (a chunk splits, or an underfull chunk is merged
+//     with or refilled from a neighbour) rebuild the segment tree in
+//     O(number of chunks); a split leaves two chunks of chunkCap/2 and a
+//     merge or refill leaves chunks of at least 3/8 chunkCap, so at least
+//     chunkCap/8 insertions or deletions separate two structural changes
+//     of a chunk and the amortised cost is small.
 //
 // Searches therefore cost O(log n + chunkCap) per skipped run instead of the
 // list's O(n) walk from the head, and Book/Release cost O(log n + chunkCap +
@@ -36,9 +41,10 @@ import (
 const (
 	// chunkCap is the most blocks a chunk holds; a full chunk splits in two.
 	chunkCap = 512
-	// chunkMerge: a chunk that falls below this size is merged with a
-	// neighbour when the two together stay at most half full.
-	chunkMerge = chunkCap / 8
+	// chunkMin is the fewest blocks a chunk holds when there are several:
+	// below it, the chunk is merged with a neighbour (when the two fit in
+	// three quarters of a chunk) or refilled from it.
+	chunkMin = chunkCap / 4
 )
 
 // chunk is a run of consecutive canonical blocks.
@@ -509,7 +515,7 @@ func (t *IndexedTimeline) removeAt(ci, bi int) bool {
 	if bi == 0 {
 		t.firsts[ci] = c.start[0]
 	}
-	if len(c.start) < chunkMerge && t.mergeChunks(ci) {
+	if len(c.start) < chunkMin && t.rebalance(ci) {
 		return true
 	}
 	if bi == 0 {
@@ -539,25 +545,44 @@ func (t *IndexedTimeline) splitChunk(ci int) {
 	t.seg.build(t.chunks)
 }
 
-// mergeChunks joins the small chunk ci with a neighbour when the result is at
-// most half full, so that deletions do not leave many tiny chunks behind. It
-// reports whether it merged (and rebuilt the index).
-func (t *IndexedTimeline) mergeChunks(ci int) bool {
-	l := -1
-	switch {
-	case ci+1 < len(t.chunks) && len(t.chunks[ci].start)+len(t.chunks[ci+1].start) <= chunkCap/2:
-		l = ci
-	case ci > 0 && len(t.chunks[ci-1].start)+len(t.chunks[ci].start) <= chunkCap/2:
-		l = ci - 1
-	default:
+// rebalance restores the minimum fill of chunk ci when there are several
+// chunks: it merges ci with a neighbour when the two fit in three quarters
+// of a chunk, and otherwise moves blocks over from the neighbour so that
+// both hold half of their sum (at least 3/8 chunkCap each). It reports
+// whether it changed the chunks (and then it has rebuilt the index).
+func (t *IndexedTimeline) rebalance(ci int) bool {
+	if len(t.chunks) < 2 || len(t.chunks[ci].start) >= chunkMin {
 		return false
 	}
+	l := ci
+	if ci+1 == len(t.chunks) {
+		l = ci - 1
+	}
 	a, b := t.chunks[l], t.chunks[l+1]
-	a.start = append(a.start, b.start...)
-	a.free = append(a.free, b.free...)
+	total := len(a.start) + len(b.start)
+	switch half := total / 2; {
+	case total <= chunkCap*3/4:
+		a.start = append(a.start, b.start...)
+		a.free = append(a.free, b.free...)
+		t.chunks = slices.Delete(t.chunks, l+1, l+2)
+		t.firsts = slices.Delete(t.firsts, l+1, l+2)
+	case len(a.start) < half:
+		k := half - len(a.start)
+		a.start = append(a.start, b.start[:k]...)
+		a.free = append(a.free, b.free[:k]...)
+		b.start = slices.Delete(b.start, 0, k)
+		b.free = slices.Delete(b.free, 0, k)
+		t.firsts[l+1] = b.start[0]
+		b.summarize()
+	default:
+		b.start = slices.Insert(b.start, 0, a.start[half:]...)
+		b.free = slices.Insert(b.free, 0, a.free[half:]...)
+		a.start = a.start[:half]
+		a.free = a.free[:half]
+		t.firsts[l+1] = b.start[0]
+		b.summarize()
+	}
 	a.summarize()
-	t.chunks = slices.Delete(t.chunks, l+1, l+2)
-	t.firsts = slices.Delete(t.firsts, l+1, l+2)
 	t.seg.build(t.chunks)
 	return true
 }
@@ -595,11 +620,13 @@ func (t *IndexedTimeline) Advance(now int64) {
 	c.start[0] = now
 	t.firsts[0] = now
 	t.origin = now
-	if ci > 0 {
-		c.summarize()
-		t.seg.build(t.chunks)
-	} else {
-		t.refresh(0)
+	c.summarize()
+	if !t.rebalance(0) {
+		if ci > 0 {
+			t.seg.build(t.chunks)
+		} else {
+			t.seg.set(0, c.mn, c.mx)
+		}
 	}
 }
 
@@ -618,6 +645,9 @@ func (t *IndexedTimeline) checkInvariants() error {
 	for i, c := range t.chunks {
 		if len(c.start) == 0 || len(c.start) != len(c.free) || len(c.start) > chunkCap {
 			return fmt.Errorf("chunk %d: %d starts, %d frees", i, len(c.start), len(c.free))
+		}
+		if len(t.chunks) > 1 && len(c.start) < chunkMin {
+			return fmt.Errorf("chunk %d of %d holds %d blocks, fewer than %d", i, len(t.chunks), len(c.start), chunkMin)
 		}
 		if t.firsts[i] != c.start[0] {
 			return fmt.Errorf("chunk %d: head %d, first start %d", i, t.firsts[i], c.start[0])
