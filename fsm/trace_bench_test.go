@@ -6,8 +6,8 @@ import (
 	"io/fs"
 	"testing"
 
-	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"github.com/ledgerd/ledgerd/benchmarks/workload"
+	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"google.golang.org/protobuf/proto"
 )
 
