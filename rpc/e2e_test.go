@@ -462,7 +462,7 @@ func TestPlainGRPCClient(t *testing.T) {
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+rpctest.TokenAcme)
 
 	out := new(ledgerdv1.ReserveResponse)
-	if err := conn.Invoke(ctx, "/ledgerd.v1.ReservationService/Reserve", &ledgerdv1.ReserveRequest{Shape: shape("gpu", 2, time.Hour, 0, 0)}, out); err != nil {
+	if err := conn.Invoke(ctx, "/ledgerd.v1.ReservationService/Reserve", &ledgerdv1.ReserveRequest{Shape: shape("gpu", 2, time.Hour, time.Hour, 0)}, out); err != nil {
 		t.Fatal(err)
 	}
 	if out.Reservation.State != ledgerdv1.ReservationState_RESERVATION_STATE_COMMITTED {

@@ -46,7 +46,7 @@ type Write struct {
 type HoldArgs struct {
 	Write
 	Shape  Shape
-	TTL    int64 // milliseconds, > 0
+	TTL    int64 // milliseconds; 0 means the ledger's default
 	Labels map[string]string
 	Commit bool // true for one-phase Reserve
 }
@@ -56,7 +56,7 @@ type ModifyArgs struct {
 	Write
 	ID    string
 	Shape Shape
-	TTL   int64
+	TTL   int64 // milliseconds; 0 means the ledger's default
 }
 
 // ListQuery filters Ledger.List. Zero fields match everything.

@@ -45,7 +45,7 @@ func (s *Server) ttl(field string, d interface {
 	AsDuration() time.Duration
 }, set bool) (int64, error) {
 	if !set {
-		return s.opts.DefaultHoldTTL.Milliseconds(), nil
+		return 0, nil // the ledger's default
 	}
 	ms := d.AsDuration().Milliseconds()
 	if ms <= 0 {
@@ -105,7 +105,7 @@ func (h *reservations) Hold(ctx context.Context, req *connect.Request[ledgerdv1.
 // Reserve implements ReservationService.Reserve.
 func (h *reservations) Reserve(ctx context.Context, req *connect.Request[ledgerdv1.ReserveRequest]) (*connect.Response[ledgerdv1.ReserveResponse], error) {
 	m := req.Msg
-	r, err := h.hold(ctx, m.Shape, m.Labels, m.IdempotencyKey, h.s.opts.DefaultHoldTTL.Milliseconds(), true)
+	r, err := h.hold(ctx, m.Shape, m.Labels, m.IdempotencyKey, 0, true)
 	if err != nil {
 		return nil, err
 	}

@@ -39,9 +39,10 @@ type Options struct {
 	// CORSOrigins lists browser origins allowed to call the API ("*" for any);
 	// empty disables CORS.
 	CORSOrigins []string
-	// DefaultHoldTTL applies when a Hold or Modify has no hold_ttl (default
-	// 5m); MaxHoldTTL bounds it (default 24h).
-	DefaultHoldTTL, MaxHoldTTL time.Duration
+	// MaxHoldTTL bounds a requested hold_ttl at the edge (default 24h); the
+	// ledger applies its own, replicated, default and maximum as well. A
+	// Hold or Modify without hold_ttl gets the ledger's default.
+	MaxHoldTTL time.Duration
 	// WatchProgress is how often an idle Watch stream gets a progress notice
 	// (default 10s).
 	WatchProgress time.Duration
@@ -79,14 +80,11 @@ func New(opts Options) (*Server, error) {
 	if opts.RateLimit < 0 {
 		return nil, fmt.Errorf("rpc: Options.RateLimit: must be >= 0, got %g", opts.RateLimit)
 	}
-	if opts.DefaultHoldTTL == 0 {
-		opts.DefaultHoldTTL = 5 * time.Minute
-	}
 	if opts.MaxHoldTTL == 0 {
 		opts.MaxHoldTTL = 24 * time.Hour
 	}
-	if opts.DefaultHoldTTL < time.Millisecond || opts.DefaultHoldTTL > opts.MaxHoldTTL {
-		return nil, fmt.Errorf("rpc: Options.DefaultHoldTTL: must lie in [1ms, MaxHoldTTL], got %s", opts.DefaultHoldTTL)
+	if opts.MaxHoldTTL < time.Millisecond {
+		return nil, fmt.Errorf("rpc: Options.MaxHoldTTL: must be at least 1ms, got %s", opts.MaxHoldTTL)
 	}
 	if opts.WatchProgress <= 0 {
 		opts.WatchProgress = 10 * time.Second
