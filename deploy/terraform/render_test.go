@@ -78,7 +78,7 @@ func configCheck(t *testing.T, dir, path string, env ...string) (string, error) 
 }
 
 // stageConfig writes a rendered agent config into a scratch directory with
-// the TLS files it names: relative paths stay relative to the directory
+// the TLS and tokens files it names: relative paths stay relative to the directory
 // the agent runs in, absolute ones are moved under it (the only rewrite).
 func stageConfig(t *testing.T, pki testPKI, rendered string) (dir, path string, cfg map[string]any) {
 	t.Helper()
@@ -86,7 +86,10 @@ func stageConfig(t *testing.T, pki testPKI, rendered string) (dir, path string, 
 	if err := json.Unmarshal([]byte(rendered), &cfg); err != nil {
 		t.Fatalf("rendered config is not JSON: %v", err)
 	}
-	contents := map[string][]byte{"tls_ca_file": pki.caPEM, "tls_cert_file": pki.certPEM, "tls_key_file": pki.keyPEM}
+	contents := map[string][]byte{
+		"tls_ca_file": pki.caPEM, "tls_cert_file": pki.certPEM, "tls_key_file": pki.keyPEM,
+		"tokens_file": []byte(`{"tokens": [{"token": "test-only-token", "tenant": "ops", "operator": true}]}`),
+	}
 	for _, key := range slices.Sorted(maps.Keys(contents)) {
 		v, ok := cfg[key].(string)
 		if !ok {

@@ -42,6 +42,9 @@ module "config" {
   binary_url        = var.binary_url
   binary_sha256     = var.binary_sha256
   secrets_region    = data.aws_region.current.name
+  tokens_file       = var.tokens_secret_id == null ? null : "${local.config_dir}/tokens"
+  cors_origins      = var.cors_origins
+  rate_limit        = var.rate_limit
   # Nitro instances expose an EBS volume as an NVMe disk whose serial is
   # the volume ID without its dash.
   data_device = {

@@ -176,8 +176,20 @@ variable "gossip_key_secret_id" {
 }
 
 variable "tokens_secret_id" {
-  description = "Existing secret holding the API bearer-token file; it is copied to <config_dir>/tokens on every node. Null leaves API authentication to the image."
+  description = "Existing secret holding the API bearer-token file (JSON); it is copied to /etc/ledgerd/tokens on every node and named by tokens_file. Null turns API authentication off."
   type        = string
+  default     = null
+}
+
+variable "cors_origins" {
+  description = "Browser origins allowed to call the API."
+  type        = list(string)
+  default     = []
+}
+
+variable "rate_limit" {
+  description = "API calls per second per tenant, or null for no limit."
+  type        = number
   default     = null
 }
 

@@ -33,6 +33,13 @@ locals {
       { for k, v in { tls_verify_incoming = var.tls_verify_incoming } : k => v if var.tls_enabled },
       { for k, v in { gossip_key = var.gossip_key } : k => v if v != null },
       { for k, v in { dead_server_grace = var.dead_server_grace } : k => v if v != null },
+      { for k, v in { tokens_file = var.tokens_file } : k => v if v != null },
+      { for k, v in { cors_origins = var.cors_origins } : k => v if length(v) > 0 },
+      { for k, v in {
+        rate_limit        = var.rate_limit
+        rate_burst        = var.rate_burst
+        max_request_bytes = var.max_request_bytes
+      } : k => v if v != null },
     )
   }
 

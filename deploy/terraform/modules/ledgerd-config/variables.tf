@@ -167,3 +167,38 @@ variable "secrets_region" {
   type        = string
   default     = ""
 }
+
+variable "tokens_file" {
+  description = "Path of the API bearer-token file on the node (JSON, see the rpc package's AuthFile); null leaves API authentication off."
+  type        = string
+  default     = null
+}
+
+variable "cors_origins" {
+  description = "Browser origins allowed to call the API (gRPC-Web, Connect from a browser)."
+  type        = list(string)
+  default     = []
+}
+
+variable "rate_limit" {
+  description = "API calls per second per tenant; null keeps the agent's default (off)."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.rate_limit == null || try(var.rate_limit >= 0, false)
+    error_message = "rate_limit: must be >= 0."
+  }
+}
+
+variable "rate_burst" {
+  description = "API rate-limit bucket size; null keeps the agent's default (rate_limit)."
+  type        = number
+  default     = null
+}
+
+variable "max_request_bytes" {
+  description = "Largest API request message in bytes; null keeps the agent's default."
+  type        = number
+  default     = null
+}

@@ -112,3 +112,22 @@ run "duplicate_addresses_are_refused" {
 
   expect_failures = [var.nodes]
 }
+
+run "api_settings_only_when_set" {
+  command = plan
+
+  variables {
+    tokens_file  = "/etc/ledgerd/tokens"
+    cors_origins = ["https://portal.example.org"]
+    rate_limit   = 50
+  }
+
+  assert {
+    condition     = jsondecode(output.agent_configs["a"]).tokens_file == "/etc/ledgerd/tokens" && jsondecode(output.agent_configs["a"]).rate_limit == 50
+    error_message = "tokens_file and rate_limit are rendered when set."
+  }
+  assert {
+    condition     = !can(jsondecode(output.agent_configs["a"]).rate_burst) && !can(jsondecode(output.agent_configs["a"]).max_request_bytes)
+    error_message = "unset API limits are left to the agent's defaults."
+  }
+}
