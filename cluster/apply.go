@@ -183,16 +183,26 @@ func (n *Node) readIndex(ctx context.Context) (uint64, error) {
 // below index (entries already compacted are covered by a snapshot the
 // FSM holds).
 func (n *Node) waitIndex(ctx context.Context, index uint64) error {
+	// Commands wake us through the FSM wrapper; entries that never reach
+	// the FSM (no-ops, barriers) are caught by a short poll.
 	sleep := 500 * time.Microsecond
 	for n.raft.AppliedIndex() < index {
+		n.fsm.mu.Lock()
+		changed := n.fsm.changed
+		n.fsm.mu.Unlock()
+		t := time.NewTimer(sleep)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return fmt.Errorf("wait for index %d (raft applied %d): %w", index, n.raft.AppliedIndex(), ctx.Err())
 		case <-n.ctx.Done():
+			t.Stop()
 			return ErrShutdown
-		case <-time.After(sleep):
+		case <-changed:
+		case <-t.C:
 		}
-		sleep = min(2*sleep, 10*time.Millisecond)
+		t.Stop()
+		sleep = min(2*sleep, 5*time.Millisecond)
 	}
 	return n.fsm.waitApplied(ctx, n.lastCommandAtOrBelow(index))
 }

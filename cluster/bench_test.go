@@ -57,3 +57,27 @@ func benchApply(b *testing.B, nodes int, path string, clients int) {
 	}
 	b.ReportMetric(float64(b.N*clients)/b.Elapsed().Seconds(), "writes/s")
 }
+
+// BenchmarkReadBarrier measures the cost of a linearizable read: on the
+// leader (heartbeat round) and on a follower (plus an HTTP round trip to
+// the leader and a wait for the local FSM).
+func BenchmarkReadBarrier(b *testing.B) {
+	c := newCluster(b, 3, nil)
+	c.waitVoters(3)
+	apply(b, c.leader(), "seed|x")
+	for _, who := range []string{"leader", "follower"} {
+		b.Run("on="+who, func(b *testing.B) {
+			tn := c.leader()
+			if who == "follower" {
+				tn = c.follower()
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := tn.node.ReadBarrier(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
