@@ -104,7 +104,7 @@ func Run(jobs []Job, cfg Config) (Result, error) {
 	var res Result
 	byID := map[string]*Job{}
 	violated := map[*Job]bool{} // a co-reservation counts once
-	var ends []running // actual ends of started items, kept sorted
+	var ends []running          // actual ends of started items, kept sorted
 	var used float64
 	var sldNum, sldDen, respSum float64
 	first, last := int64(0), int64(0)
