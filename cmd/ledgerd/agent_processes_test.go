@@ -23,8 +23,19 @@ import (
 // agentProc is one real `ledgerd agent` process.
 type agentProc struct {
 	name, http, raft, gossip string
+	args                     []string
 	cmd                      *exec.Cmd
 	log                      *bytes.Buffer
+}
+
+// start runs the agent process (again) with its arguments.
+func (p *agentProc) start(t *testing.T, bin string) {
+	t.Helper()
+	p.cmd = exec.Command(bin, p.args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func freePort(t *testing.T) string {
@@ -66,11 +77,8 @@ func TestThreeAgentProcesses(t *testing.T) {
 				args = append(args, "-retry-join", o.gossip)
 			}
 		}
-		p.cmd = exec.Command(bin, args...)
-		p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
-		if err := p.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		p.args = args
+		p.start(t, bin)
 	}
 	t.Cleanup(func() {
 		for _, p := range procs {
@@ -126,6 +134,21 @@ func TestThreeAgentProcesses(t *testing.T) {
 	}
 	t.Logf("%d acknowledged writes survived the leader's SIGKILL", len(acked))
 
+	// The killed leader restarts on its data and catches up with
+	// everything committed while it was down.
+	leader.log.Reset()
+	leader.start(t, bin)
+	waitHTTP(t, leader, "/readyz", 60*time.Second)
+	target := status(t, findLeader(t, procs)).CommitIndex
+	deadline := time.Now().Add(30 * time.Second)
+	for status(t, leader).Applied < target {
+		if time.Now().After(deadline) {
+			t.Fatalf("restarted %s stuck at applied %d < commit %d", leader.name, status(t, leader).Applied, target)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("restarted %s caught up to index %d", leader.name, target)
+
 	// SIGTERM leaves cleanly.
 	p := alive[0]
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -141,6 +164,24 @@ func TestThreeAgentProcesses(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("%s did not exit within 30s of SIGTERM", p.name)
 	}
+}
+
+type nodeStatus struct {
+	State       string `json:"state"`
+	CommitIndex uint64 `json:"commit_index"`
+	Applied     uint64 `json:"applied"`
+}
+
+func status(t *testing.T, p *agentProc) nodeStatus {
+	t.Helper()
+	var st nodeStatus
+	resp, err := http.Get("http://" + p.http + "/internal/status")
+	if err != nil {
+		return st
+	}
+	defer resp.Body.Close()
+	_ = json.NewDecoder(resp.Body).Decode(&st)
+	return st
 }
 
 func tail(s string, n int) string {
