@@ -57,7 +57,12 @@ func (c NodeCluster) TransferLeadership(ctx context.Context, target string) erro
 		return &FieldError{Field: "target_id", Reason: "naming the successor is not supported; leave it empty"}
 	}
 	if err := c.Node.TransferLeadership(ctx); err != nil {
-		return clusterErr("transfer leadership", err)
+		if ctx.Err() != nil {
+			return fmt.Errorf("transfer leadership: %w", ctx.Err())
+		}
+		// A transfer that timed out or raced an election leaves the
+		// cluster as it was; asking again is safe, so say Unavailable.
+		return fmt.Errorf("transfer leadership: %w: %w", ErrUnavailable, err)
 	}
 	return nil
 }
