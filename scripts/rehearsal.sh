@@ -142,6 +142,20 @@ write() {
 		die "write $writes ($2) through $via failed"
 }
 
+# metric prints one unlabelled gauge of node $1.
+metric() { curl -fsS --max-time 2 "http://${addr[$1]}:7420/metrics" | awk -v m="$2" '$1 == m { printf "%d\n", $2 }'; }
+
+# wait_applied waits until node $1 has applied index $2 locally.
+wait_applied() {
+	local i a=0
+	for ((i = 0; i < 100; i++)); do
+		a=$(metric "$1" ledgerd_fsm_applied_index || echo 0)
+		((a >= $2)) && return 0
+		sleep 0.1
+	done
+	die "$1 applied only up to $a, want >= $2"
+}
+
 count_on() { cli list -addr "${addr[$1]}:7420" -json | grep -c '"id"' || true; }
 
 # --- 1. form ----------------------------------------------------------------
@@ -188,6 +202,13 @@ for n in "${nodes[@]}"; do
 done
 
 # --- verdict ------------------------------------------------------------------
+# Reads go through the leader, so also check each replica's own FSM: every
+# node must have applied, locally, the leader's commit index as of now.
+commit=$(metric "$l" ledgerd_raft_commit_index)
+for n in "${nodes[@]}"; do
+	wait_applied "$n" "$commit"
+done
+log "every node applied the leader's commit index $commit locally"
 for n in "${nodes[@]}"; do
 	c=$(count_on "$n")
 	((c == writes)) || die "$n lists $c reservations, want $writes"
