@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -93,6 +94,30 @@ func TestThreeNodesForwardingAndLeaderFailover(t *testing.T) {
 	for _, tn := range c.running() {
 		if got := readEntries(t, tn); !slices.Equal(got, want) {
 			t.Fatalf("%s lost or reordered acknowledged writes:\n got %q\nwant %q", tn.name, got, want)
+		}
+	}
+}
+
+// TestReadYourWritesAcrossNodes: a write acknowledged by any node is seen
+// by a linearizable read on any other node started after the ack.
+func TestReadYourWritesAcrossNodes(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	c := newCluster(t, 3, nil)
+	c.waitVoters(3)
+	ctx := context.Background()
+	for i := range 40 {
+		w, r := c.nodes[rng.IntN(3)], c.nodes[rng.IntN(3)]
+		payload := fmt.Sprintf("v%d", i)
+		apply(t, w, fmt.Sprintf("k%d|%s", i, payload))
+		if err := r.node.ReadBarrier(ctx); err != nil {
+			t.Fatalf("read barrier on %s: %v", r.name, err)
+		}
+		got := r.fsm.entries()
+		if len(got) != i+1 || got[i] != payload {
+			t.Fatalf("write %d acked by %s, read on %s after barrier sees %d entries (last %q)",
+				i, w.name, r.name, len(got), got[len(got)-1])
 		}
 	}
 }
