@@ -116,8 +116,8 @@ func TestReadYourWritesAcrossNodes(t *testing.T) {
 		}
 		got := r.fsm.entries()
 		if len(got) != i+1 || got[i] != payload {
-			t.Fatalf("write %d acked by %s, read on %s after barrier sees %d entries (last %q)",
-				i, w.name, r.name, len(got), got[len(got)-1])
+			t.Fatalf("write %d acked by %s, read on %s after barrier sees %d entries: %q",
+				i, w.name, r.name, len(got), got)
 		}
 	}
 }
