@@ -75,9 +75,9 @@ func (m *memLedger) List(context.Context) ([]Reservation, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []Reservation
-	for _, r := range m.state.recs {
+	m.state.each(func(r record) bool {
 		if r.Status == "" {
-			continue
+			return true
 		}
 		res := Reservation{ID: r.ID, ServerID: "s-" + r.ID, Parts: r.Shape.Parts, Start: r.Shape.Start, End: r.Shape.End, Status: r.Status}
 		if r.Status == StatusHeld {
@@ -87,7 +87,8 @@ func (m *memLedger) List(context.Context) ([]Reservation, error) {
 			res.Pending = &PendingShape{Parts: r.Pending.Parts, Start: r.Pending.Start, End: r.Pending.End}
 		}
 		out = append(out, res)
-	}
+		return true
+	})
 	return out, nil
 }
 

@@ -171,3 +171,37 @@ func (h History) partition() [][]Op {
 	}
 	return out
 }
+
+// ResolveCreates uses what every replica holds after the run to settle
+// indeterminate creates that nothing else settled: an unknown hold or
+// reserve whose key no later attempt answered definitely, and for which no
+// replica holds a reservation carrying its key, never booked anything. It
+// is marked CodeFailed (left out of the check) instead of staying pending
+// forever, which keeps porcupine's search from trying it at every point.
+//
+// Sound only when present is the union of complete reads of every replica
+// taken after all clients stopped and the cluster settled, and terminal
+// reservations are retained longer than the run (the ledger keeps them for
+// a day by default). A create applied as a rejection leaves no reservation
+// either; dropping it is still right because a rejection changes nothing
+// and no definite retry exists to replay it. It returns the number of
+// operations resolved.
+func (h *History) ResolveCreates(present map[string]bool) int {
+	definite := map[string]bool{}
+	for _, op := range h.Ops {
+		if (op.Input.Op == OpHold || op.Input.Op == OpReserve) && op.Output.Code != CodeUnknown && op.Output.Code != CodeFailed {
+			definite[op.Input.ID] = true
+		}
+	}
+	n := 0
+	for i := range h.Ops {
+		op := &h.Ops[i]
+		if (op.Input.Op == OpHold || op.Input.Op == OpReserve) && op.Output.Code == CodeUnknown &&
+			!definite[op.Input.ID] && !present[op.Input.ID] {
+			op.Output.Code = CodeFailed
+			op.Err += " (resolved: no replica holds this key, so it never booked)"
+			n++
+		}
+	}
+	return n
+}

@@ -1,11 +1,13 @@
 package jepsen
 
 import (
+	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"slices"
-	"sort"
 	"strings"
+
+	"github.com/google/btree"
 )
 
 // OpKind names a client operation against the ledger.
@@ -110,10 +112,108 @@ type record struct {
 	Pending *shape
 }
 
-// State is the model's immutable state: reservations sorted by ID. Step never
-// mutates a State; it returns a new one.
+// State is the model's immutable state: reservations by ID, an index of
+// the shapes that occupy capacity by end time, and a hash of the whole kept
+// up to date. Both trees are copy-on-write (btree Clone), so a step costs
+// O(log n) and the states porcupine keeps for backtracking stay valid.
+// Step never mutates a State; it returns a new one. The zero value is the
+// empty ledger.
 type State struct {
-	recs []record
+	recs *btree.BTreeG[record]
+	live *btree.BTreeG[liveShape]
+	h    uint64
+}
+
+// liveShape is a shape that occupies capacity, keyed by (End, ID, Pending).
+type liveShape struct {
+	Shape   shape
+	ID      string
+	Pending bool
+}
+
+func lessRecord(a, b record) bool { return a.ID < b.ID }
+
+func lessLive(a, b liveShape) bool {
+	if a.Shape.End != b.Shape.End {
+		return a.Shape.End < b.Shape.End
+	}
+	if a.ID != b.ID {
+		return a.ID < b.ID
+	}
+	return !a.Pending && b.Pending
+}
+
+func (s State) get(id string) (record, bool) {
+	if s.recs == nil {
+		return record{}, false
+	}
+	return s.recs.Get(record{ID: id})
+}
+
+// Len is the number of reservations (rejected requests included).
+func (s State) Len() int {
+	if s.recs == nil {
+		return 0
+	}
+	return s.recs.Len()
+}
+
+// each calls f for every record in ID order.
+func (s State) each(f func(record) bool) {
+	if s.recs != nil {
+		s.recs.Ascend(btree.ItemIteratorG[record](f))
+	}
+}
+
+func liveOf(r record) []liveShape {
+	if r.Status != StatusHeld && r.Status != StatusCommitted {
+		return nil
+	}
+	out := []liveShape{{Shape: r.Shape, ID: r.ID}}
+	if r.Pending != nil {
+		out = append(out, liveShape{Shape: *r.Pending, ID: r.ID, Pending: true})
+	}
+	return out
+}
+
+// with returns a copy of s with r inserted or replaced.
+func (s State) with(r record) State {
+	var recs *btree.BTreeG[record]
+	var live *btree.BTreeG[liveShape]
+	if s.recs == nil {
+		recs, live = btree.NewG(16, lessRecord), btree.NewG(16, lessLive)
+	} else {
+		recs, live = s.recs.Clone(), s.live.Clone()
+	}
+	h := s.h
+	if old, had := recs.ReplaceOrInsert(r); had {
+		h ^= recordHash(old)
+		for _, l := range liveOf(old) {
+			live.Delete(l)
+		}
+	}
+	h ^= recordHash(r)
+	for _, l := range liveOf(r) {
+		live.ReplaceOrInsert(l)
+	}
+	return State{recs: recs, live: live, h: h}
+}
+
+// booked lists the shapes that occupy capacity (held and committed
+// reservations and pending modifications) and overlap [from, to): the only
+// ones an earliest-fit search inside that window can see.
+func (s State) booked(from, to int64) []shape {
+	if s.live == nil {
+		return nil
+	}
+	var out []shape
+	s.live.AscendGreaterOrEqual(liveShape{Shape: shape{End: from + 1}}, func(l liveShape) bool {
+		if l.Shape.Start < to {
+			out = append(out, l.Shape)
+		}
+		return true
+	})
+	return out
 }
 
 // Ledger is the sequential specification of ledgerd for one independent group
@@ -136,53 +236,18 @@ type Ledger struct {
 // malformed requests (unknown resource, non-positive amount or duration).
 type Decider func(capacity map[string]int64, booked []shape, req Input) (start int64, ok bool, err error)
 
-func (s State) find(id string) (int, bool) {
-	i := sort.Search(len(s.recs), func(i int) bool { return s.recs[i].ID >= id })
-	return i, i < len(s.recs) && s.recs[i].ID == id
-}
-
-// with returns a copy of s with r inserted or replaced.
-func (s State) with(r record) State {
-	i, found := s.find(r.ID)
-	out := make([]record, 0, len(s.recs)+1)
-	out = append(out, s.recs[:i]...)
-	out = append(out, r)
-	if found {
-		out = append(out, s.recs[i+1:]...)
-	} else {
-		out = append(out, s.recs[i:]...)
-	}
-	return State{recs: out}
-}
-
-// booked lists the shapes that occupy capacity: held and committed
-// reservations and pending modifications.
-func (s State) booked() []shape {
-	var out []shape
-	for _, r := range s.recs {
-		if r.Status == StatusHeld || r.Status == StatusCommitted {
-			out = append(out, r.Shape)
-			if r.Pending != nil {
-				out = append(out, *r.Pending)
-			}
-		}
-	}
-	return out
-}
-
 // step applies in to s and returns the output the sequential ledger produces
 // and the new state.
 func (l *Ledger) step(s State, in Input) (Output, State) {
 	switch in.Op {
 	case OpHold, OpReserve:
-		if i, ok := s.find(in.ID); ok {
-			r := s.recs[i]
+		if r, ok := s.get(in.ID); ok {
 			if r.Kind != in.Op || !sameRequest(r.Req, in) {
 				return Output{Code: CodeConflict}, s
 			}
 			return r.First, s
 		}
-		start, fits, err := l.Decide(l.Capacity, s.booked(), in)
+		start, fits, err := l.Decide(l.Capacity, s.booked(in.NotBefore, in.Deadline), in)
 		if err != nil {
 			return Output{Code: CodeInvalid}, s
 		}
@@ -199,11 +264,10 @@ func (l *Ledger) step(s State, in Input) (Output, State) {
 		r.Shape = shape{Parts: in.Parts, Start: start, End: start + in.Duration}
 		return r.First, s.with(r)
 	case OpCommit:
-		i, ok := s.find(in.ID)
-		if !ok || s.recs[i].Status == "" {
+		r, ok := s.get(in.ID)
+		if !ok || r.Status == "" {
 			return Output{Code: CodeNotFound}, s
 		}
-		r := s.recs[i]
 		switch {
 		case r.Pending != nil:
 			r.Shape, r.Pending = *r.Pending, nil
@@ -217,11 +281,10 @@ func (l *Ledger) step(s State, in Input) (Output, State) {
 		}
 		return Output{Code: CodeOK, Start: r.Shape.Start}, s.with(r)
 	case OpAbort:
-		i, ok := s.find(in.ID)
-		if !ok || s.recs[i].Status == "" {
+		r, ok := s.get(in.ID)
+		if !ok || r.Status == "" {
 			return Output{Code: CodeNotFound}, s
 		}
-		r := s.recs[i]
 		switch {
 		case r.Pending != nil:
 			r.Pending = nil
@@ -234,11 +297,10 @@ func (l *Ledger) step(s State, in Input) (Output, State) {
 		}
 		return Output{Code: CodeOK}, s.with(r)
 	case OpCancel:
-		i, ok := s.find(in.ID)
-		if !ok || s.recs[i].Status == "" {
+		r, ok := s.get(in.ID)
+		if !ok || r.Status == "" {
 			return Output{Code: CodeNotFound}, s
 		}
-		r := s.recs[i]
 		switch r.Status {
 		case StatusCommitted:
 			r.Status, r.Pending = StatusCancelled, nil
@@ -249,15 +311,14 @@ func (l *Ledger) step(s State, in Input) (Output, State) {
 		}
 		return Output{Code: CodeOK}, s.with(r)
 	case OpModify:
-		i, ok := s.find(in.ID)
-		if !ok || s.recs[i].Status == "" {
+		r, ok := s.get(in.ID)
+		if !ok || r.Status == "" {
 			return Output{Code: CodeNotFound}, s
 		}
-		r := s.recs[i]
 		if r.Status != StatusCommitted || r.Pending != nil {
 			return Output{Code: CodeConflict}, s
 		}
-		start, fits, err := l.Decide(l.Capacity, s.booked(), in)
+		start, fits, err := l.Decide(l.Capacity, s.booked(in.NotBefore, in.Deadline), in)
 		if err != nil {
 			return Output{Code: CodeInvalid}, s
 		}
@@ -267,14 +328,13 @@ func (l *Ledger) step(s State, in Input) (Output, State) {
 		r.Pending = &shape{Parts: in.Parts, Start: start, End: start + in.Duration}
 		return Output{Code: CodeOK, Start: start}, s.with(r)
 	case OpGet:
-		i, ok := s.find(in.ID)
-		if !ok || s.recs[i].Status == "" {
+		r, ok := s.get(in.ID)
+		if !ok || r.Status == "" {
 			return Output{Code: CodeNotFound}, s
 		}
-		r := s.recs[i]
 		return Output{Code: CodeOK, Start: r.Shape.Start, Status: r.Status}, s
 	case OpFind:
-		start, fits, err := l.Decide(l.Capacity, s.booked(), in)
+		start, fits, err := l.Decide(l.Capacity, s.booked(in.NotBefore, in.Deadline), in)
 		switch {
 		case err != nil:
 			return Output{Code: CodeInvalid}, s
@@ -368,13 +428,13 @@ func (l *Ledger) Steps(state any, input any, output any) []any {
 // modifySteps handles a modify of a committed reservation without a
 // pending modification (the only case where the request reaches admission).
 func (l *Ledger) modifySteps(s State, in Input, out, want Output) []any {
-	i, _ := s.find(in.ID)
+	cur, _ := s.get(in.ID)
 	withPending := func(start int64) State {
-		r := s.recs[i]
+		r := cur
 		r.Pending = &shape{Parts: in.Parts, Start: start, End: start + in.Duration}
 		return s.with(r)
 	}
-	booked := s.booked()
+	booked := s.booked(in.NotBefore, in.Deadline)
 	fits := func(start int64) bool {
 		return start >= in.NotBefore && start+in.Duration <= in.Deadline &&
 			fitsAt(l.Capacity, booked, in.Parts, start, start+in.Duration)
@@ -408,15 +468,21 @@ func (l *Ledger) modifySteps(s State, in Input, out, want Output) []any {
 // Equal reports whether two states hold the same reservations.
 func Equal(a, b any) bool {
 	x, y := a.(State), b.(State)
-	if len(x.recs) != len(y.recs) {
+	if x.h != y.h || x.Len() != y.Len() {
 		return false
 	}
-	for i := range x.recs {
-		if !recordEqual(x.recs[i], y.recs[i]) {
-			return false
-		}
+	if x.Len() == 0 {
+		return true
 	}
-	return true
+	var xs []record
+	x.each(func(r record) bool { xs = append(xs, r); return true })
+	i, same := 0, true
+	y.each(func(r record) bool {
+		same = recordEqual(xs[i], r)
+		i++
+		return same
+	})
+	return same
 }
 
 func recordEqual(a, b record) bool {
@@ -434,14 +500,29 @@ func shapeEqual(a, b shape) bool {
 	return a.Start == b.Start && a.End == b.End && slices.Equal(a.Parts, b.Parts)
 }
 
-// Hash is consistent with Equal (equal states hash alike).
-func Hash(state any) uint64 {
+// Hash is consistent with Equal (equal states hash alike); it is kept up to
+// date by every step, so it costs nothing here.
+func Hash(state any) uint64 { return state.(State).h }
+
+// recordHash mixes the fields Equal compares that matter for decisions.
+func recordHash(r record) uint64 {
 	h := fnv.New64a()
-	for _, r := range state.(State).recs {
-		fmt.Fprintf(h, "%s|%s|%d|%d;", r.ID, r.Status, r.Shape.Start, r.Shape.End)
-		if r.Pending != nil {
-			fmt.Fprintf(h, "p%d|%d;", r.Pending.Start, r.Pending.End)
-		}
+	var b [8]byte
+	put := func(v int64) {
+		binary.LittleEndian.PutUint64(b[:], uint64(v))
+		h.Write(b[:])
+	}
+	h.Write([]byte(r.ID))
+	h.Write([]byte{0})
+	h.Write([]byte(r.Status))
+	h.Write([]byte{0})
+	h.Write([]byte(r.First.Code))
+	put(r.First.Start)
+	put(r.Shape.Start)
+	put(r.Shape.End)
+	if r.Pending != nil {
+		put(r.Pending.Start)
+		put(r.Pending.End)
 	}
 	return h.Sum64()
 }
@@ -449,9 +530,9 @@ func Hash(state any) uint64 {
 // DescribeState renders a state for the HTML visualization.
 func DescribeState(state any) string {
 	var b strings.Builder
-	for _, r := range state.(State).recs {
+	state.(State).each(func(r record) bool {
 		if r.Status == "" {
-			continue
+			return true
 		}
 		if b.Len() > 0 {
 			b.WriteString(", ")
@@ -460,7 +541,8 @@ func DescribeState(state any) string {
 		if r.Pending != nil {
 			fmt.Fprintf(&b, "+[%d,%d)", r.Pending.Start, r.Pending.End)
 		}
-	}
+		return true
+	})
 	return "{" + b.String() + "}"
 }
 

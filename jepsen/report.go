@@ -27,7 +27,10 @@ type Report struct {
 	Availability Availability `json:"availability"`
 	// TTLProbes counts acknowledged short-TTL probe holds, which the
 	// holds-expire invariant requires to be gone by the end.
-	TTLProbes  int               `json:"ttl_probes"`
+	TTLProbes int `json:"ttl_probes"`
+	// Resolved counts indeterminate creates settled as "never booked"
+	// from the final replica contents (History.ResolveCreates).
+	Resolved   int               `json:"resolved_creates"`
 	Linear     []Verdict         `json:"linearizability"`
 	Invariants []InvariantResult `json:"invariants"`
 	// Errors lists harness-level problems (a node that did not come back,
@@ -204,7 +207,7 @@ func (r *Report) Text() string {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("\nlinearizability (porcupine, per resource group):\n")
+	fmt.Fprintf(&b, "\nlinearizability (porcupine, per resource group; %d indeterminate creates resolved as never booked):\n", r.Resolved)
 	for _, v := range r.Linear {
 		fmt.Fprintf(&b, "  group %d %v: %s  (%d ops, %d indeterminate, %v)", v.Group, v.Resources, v.Result, v.Ops, v.Unknown, v.Elapsed.Round(time.Millisecond))
 		if v.Visual != "" {

@@ -108,7 +108,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	say("leader %s", cl.Leader(ctx))
 
 	rec := NewRecorder()
-	w, err := NewWorkload(WorkloadConfig{Clients: cfg.Clients, Groups: cfg.Groups, Seed: cfg.Seed, Retries: 2,
+	w, err := NewWorkload(WorkloadConfig{Clients: cfg.Clients, Groups: cfg.Groups, Seed: cfg.Seed, Retries: 4,
 		Prefix: fmt.Sprintf("j%d", cfg.Seed%100000)}, rec, cl.Names(), cl.Client)
 	if err != nil {
 		return nil, err
@@ -177,23 +177,35 @@ loop:
 	}
 	// Give the new leader's expiry tick a chance to run before judging holds.
 	time.Sleep(2 * time.Second)
-	lists, readAt, err := converge(sctx, cl)
+	lists, readAt, convErr := converge(sctx, cl)
 	cancel()
-	if err != nil {
-		rep.Errors = append(rep.Errors, err.Error())
+	if convErr != nil {
+		rep.Errors = append(rep.Errors, convErr.Error())
 	}
 
 	h := w.History()
 	if err := h.Save(filepath.Join(cfg.Dir, "history.json")); err != nil {
 		rep.Errors = append(rep.Errors, err.Error())
 	}
+	checked := h
+	checked.Ops = append([]Op(nil), h.Ops...)
+	if len(lists) == len(cl.Names()) && convErr == nil {
+		present := map[string]bool{}
+		for _, l := range lists {
+			for _, r := range l {
+				present[r.ID] = true
+			}
+		}
+		rep.Resolved = checked.ResolveCreates(present)
+	}
 	rep.Faults = sched.Faults()
 	rep.Ops, rep.Latency, rep.Availability = Summarize(h, rep.Faults, total)
 	rep.Invariants = CheckInvariants(h, lists, InvariantOptions{Now: readAt})
 	say("checking linearizability of %d operations ...", len(h.Ops))
-	rep.Linear, err = Check(h, CheckOptions{Timeout: cfg.CheckTimeout, VisualDir: cfg.Dir})
-	if err != nil {
-		rep.Errors = append(rep.Errors, err.Error())
+	var checkErr error
+	rep.Linear, checkErr = Check(checked, CheckOptions{Timeout: cfg.CheckTimeout, VisualDir: cfg.Dir})
+	if checkErr != nil {
+		rep.Errors = append(rep.Errors, checkErr.Error())
 	}
 	rep.Judge()
 	if err := rep.Write(cfg.Dir); err != nil {

@@ -206,7 +206,7 @@ func (w *Workload) client1(ctx context.Context, id int) {
 		// ledger must apply it at most once and answer with the first
 		// result.
 		for r := 0; out.Code == CodeUnknown && (in.Op == OpHold || in.Op == OpReserve) && r < w.cfg.Retries && ctx.Err() == nil; r++ {
-			time.Sleep(200 * time.Millisecond)
+			time.Sleep(time.Duration(r+1) * 250 * time.Millisecond)
 			node, out = do(in)
 		}
 		if in.Op == OpHold || in.Op == OpReserve {
