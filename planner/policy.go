@@ -571,6 +571,7 @@ func (s *Scheduler) Complete(id string, at int64) (Completion, error) {
 	}
 	s.Releases.Record(it.Owner, c.Requested, c.Actual)
 	s.remove(it)
+	s.claim(it.Resource)
 	s.compress(it.Resource)
 	return c, nil
 }
@@ -590,8 +591,41 @@ func (s *Scheduler) Cancel(id string) error {
 		}
 	}
 	s.remove(it)
+	s.claim(it.Resource)
 	s.compress(it.Resource)
 	return nil
+}
+
+// claim gives capacity freed on resource to the overbooked parts of
+// relaxed admissions first, in submission order, before variable jobs are
+// re-planned into it: each grows its planned booking by what is now free
+// over the rest of its window.
+func (s *Scheduler) claim(resource string) {
+	r := s.p.resources[resource]
+	for _, o := range s.byRes[resource] {
+		if o.Overbooked == 0 {
+			continue
+		}
+		from := max(o.Start, s.p.origin)
+		if from >= o.End {
+			continue
+		}
+		add := min(r.tl.MinFree(from, o.End)-s.overbooked(resource, from, o.End)+o.Overbooked, o.Overbooked)
+		if add <= 0 {
+			continue
+		}
+		amount := o.Amount - o.Overbooked + add
+		part := []Part{{Resource: resource, Amount: amount}}
+		var err error
+		if _, inPlan := s.p.bookings[o.ID]; inPlan {
+			err = s.p.Modify(o.ID, part, from, o.End)
+		} else {
+			err = s.p.Book(Booking{ID: o.ID, Parts: part, Start: from, End: o.End})
+		}
+		if err == nil {
+			o.Overbooked -= add
+		}
+	}
 }
 
 // compress re-plans every planned variable job of resource, in submission
@@ -689,6 +723,12 @@ func (s *Scheduler) advanceResource(name string, now int64, rep *AdvanceReport) 
 		v := Violation{ID: next.ID, Resource: name, At: at, Short: busy + next.Amount - capAt, Kind: next.Kind}
 		if _, inPlan := s.p.bookings[next.ID]; inPlan {
 			_, _ = s.p.Release(next.ID)
+		}
+		if next.Kind == KindReservation {
+			s.remove(next)
+			rep.Violations = append(rep.Violations, v)
+			s.claim(name)
+			continue
 		}
 		if next.Kind == KindVariable && nextEnd < MaxTime {
 			if _, err := s.plan(next, max(nextEnd, next.NotBefore)); err == nil {
