@@ -283,3 +283,27 @@ func TestHistoryValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestResolveCreates: only unknown creates with no definite retry and no
+// reservation on any replica are settled as never booked.
+func TestResolveCreates(t *testing.T) {
+	mk := func(op OpKind, id string, c Code) Op {
+		return Op{Input: Input{Op: op, ID: id}, Output: Output{Code: c}}
+	}
+	h := History{Ops: []Op{
+		mk(OpHold, "gone", CodeUnknown),       // absent everywhere: resolved
+		mk(OpHold, "kept", CodeUnknown),       // a replica holds it: stays unknown
+		mk(OpReserve, "retried", CodeUnknown), // a retry answered: closure handles it
+		mk(OpReserve, "retried", CodeRejected),
+		mk(OpCommit, "x", CodeUnknown), // not a create: untouched
+	}}
+	if n := h.ResolveCreates(map[string]bool{"kept": true}); n != 1 {
+		t.Fatalf("resolved %d, want 1", n)
+	}
+	want := []Code{CodeFailed, CodeUnknown, CodeUnknown, CodeRejected, CodeUnknown}
+	for i, op := range h.Ops {
+		if op.Output.Code != want[i] {
+			t.Errorf("op %d (%s %s): %s, want %s", i, op.Input.Op, op.Input.ID, op.Output.Code, want[i])
+		}
+	}
+}
