@@ -3,7 +3,16 @@
 // (Schneider & Linnert), earliest-fit admission inside a booking window,
 // co-allocation over several resources at one common start, exact
 // book/release/modify, capacity changes over a window, and availability
-// reports.
+// reports. Complete ends a booking early and reports requested vs actual
+// duration.
+//
+// On top of the Planner, a Scheduler (policy.go) implements the policies
+// of the planning-based papers: variable jobs planned at their earliest
+// slot and re-planned until they start, per-resource admission
+// (REJECT, MOVE_VARIABLE with a bound on pushes, RELAXED admission by the
+// estimated probability of no violation learned from recorded
+// completions), violation detection when items are due, and relaxed
+// co-reservation over several resources.
 //
 // What it must not do: read a clock, draw random numbers, start goroutines,
 // do I/O, or depend on map iteration order. Time and capacity are int64;
