@@ -209,3 +209,30 @@ func TestCLIResources(t *testing.T) {
 		}
 	}
 }
+
+func TestCLICoalloc(t *testing.T) {
+	a := cliSite(t)
+	b := rpctest.NewSite(t, rpctest.Options{API: rpc.Options{Auth: rpctest.NewAuth(t)}})
+	if code, _, errOut := runCLI(t, "resources", "create", "cpu", "-capacity", "64", "-addr", b.Addrs[0], "-token", rpctest.TokenOps); code != 0 {
+		t.Fatal(errOut)
+	}
+	// Site b is busy for the first two hours: the common start is +2h.
+	if code, _, errOut := runCLI(t, "reserve", "-res", "cpu=60", "-dur", "2h", "-addr", b.Addrs[0]); code != 0 {
+		t.Fatal(errOut)
+	}
+	code, out, errOut := runCLI(t, "coalloc", "-site", "a="+a.Addrs[0], "-site", "b="+b.Addrs[0], "-res", "a:gpu=4", "-res", "b:cpu=16", "-dur", "1h", "-ttl", "1m")
+	if code != exitOK || !strings.Contains(out, "co-allocated 2030-01-01T02:00:00Z .. 2030-01-01T03:00:00Z on 2 sites") || strings.Count(out, "COMMITTED") != 2 {
+		t.Fatalf("coalloc: %d\n%s\n%s", code, out, errOut)
+	}
+	// No room in the window at b: exit 3, nothing left held at a.
+	code, _, errOut = runCLI(t, "coalloc", "-site", "a="+a.Addrs[0], "-site", "b="+b.Addrs[0], "-res", "a:gpu=4", "-res", "b:cpu=60", "-dur", "1h", "-before", "+2h")
+	if code != exitRejected {
+		t.Fatalf("coalloc without room: %d %s", code, errOut)
+	}
+	if code, out, _ := runCLI(t, "list", "-state", "held"); code != exitOK || strings.Count(out, "\n") != 1 {
+		t.Fatalf("holds left at a:\n%s", out)
+	}
+	if code, _, _ := runCLI(t, "coalloc", "-site", "a="+a.Addrs[0], "-res", "c:gpu=1", "-dur", "1h"); code != exitUsage {
+		t.Fatalf("unknown site: exit %d", code)
+	}
+}

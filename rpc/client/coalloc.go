@@ -235,11 +235,7 @@ func negotiate(ctx context.Context, req CoRequest, t time.Time) (time.Time, erro
 				return time.Time{}, &CoAllocError{Phase: "negotiate", Site: req.Sites[i].Site, Err: errs[i]}
 			}
 			if !a.Fits {
-				err := fmt.Errorf("no room in the window at site %q", req.Sites[i].Site)
-				if a.LaterStart != nil {
-					err = fmt.Errorf("%w (earliest start ignoring the deadline: %s)", err, a.LaterStart.AsTime().Format(time.RFC3339))
-				}
-				return time.Time{}, &CoAllocError{Phase: "negotiate", Site: req.Sites[i].Site, Err: connect.NewError(connect.CodeFailedPrecondition, err)}
+				return time.Time{}, &CoAllocError{Phase: "negotiate", Site: req.Sites[i].Site, Err: noRoom(req.Sites[i].Site, a.LaterStart)}
 			}
 			st := a.Start.AsTime()
 			if !st.Equal(t) {
@@ -341,4 +337,19 @@ func commitAll(ctx context.Context, req CoRequest, round int, start time.Time, h
 	ce := &CoAllocError{Phase: "commit", Site: req.Sites[failed].Site, Err: errs[failed]}
 	release(ctx, req, round, holds, committed, ce)
 	return nil, ce
+}
+
+// noRoom is the rejection of a site without room in the window, shaped like
+// a server's (FailedPrecondition with a ledgerd.v1.Rejection detail) so
+// callers handle both alike.
+func noRoom(site string, later *timestamppb.Timestamp) error {
+	msg := fmt.Sprintf("no room in the window at site %q", site)
+	if later != nil {
+		msg += fmt.Sprintf(" (earliest start ignoring the deadline: %s)", later.AsTime().UTC().Format(time.RFC3339))
+	}
+	e := connect.NewError(connect.CodeFailedPrecondition, errors.New(msg))
+	if d, err := connect.NewErrorDetail(&ledgerdv1.Rejection{Reason: "NO_CAPACITY", Message: msg, EarliestStart: later}); err == nil {
+		e.AddDetail(d)
+	}
+	return e
 }

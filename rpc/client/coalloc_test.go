@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/rpc"
 	"github.com/ledgerd/ledgerd/rpc/rpctest"
 )
 
@@ -97,6 +98,9 @@ func TestCoAllocateNoRoomAnywhereBooksNothing(t *testing.T) {
 	var ce *CoAllocError
 	if !errors.As(err, &ce) || ce.Phase != "negotiate" || ce.Site != "B" || connect.CodeOf(err) != connect.CodeFailedPrecondition {
 		t.Fatalf("err = %v", err)
+	}
+	if rej, ok := rpc.Rejection(err); !ok || rej.EarliestStart == nil || !rej.EarliestStart.AsTime().Equal(t0.Add(4*time.Hour)) {
+		t.Fatalf("rejection detail = %v, %v", rej, ok)
 	}
 	if got := states(t, ca); len(got) != 0 {
 		t.Fatalf("site A has %v after a failed negotiation", got)
