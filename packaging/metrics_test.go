@@ -82,8 +82,8 @@ func scrapeDevAgent(t *testing.T) map[string]bool {
 	cmd := exec.CommandContext(ctx, bin, "agent", "-dev", "-http-addr", addr, "-log-level", "warn")
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 20 * time.Second
-	var logs strings.Builder
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	logs := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -97,8 +97,12 @@ func scrapeDevAgent(t *testing.T) map[string]bool {
 	client := &http.Client{Timeout: 2 * time.Second}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
+		// The dev agent seeds sample data through the log after it is
+		// ready and prints its banner when done; by then every family
+		// that a write touches has been observed.
+		seeded := strings.Contains(logs.String(), "dev agent is ready")
 		names, ready, err := scrape(client, "http://"+addr+"/metrics")
-		if err == nil && ready {
+		if err == nil && ready && (seeded || names["ledgerd_apply_duration_seconds"]) {
 			return names
 		}
 		if time.Now().After(deadline) {
@@ -106,6 +110,24 @@ func scrapeDevAgent(t *testing.T) map[string]bool {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// lockedBuffer collects a child's output while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // scrape reads a text exposition and returns its family names and whether
