@@ -1,0 +1,73 @@
+// Command peerbench drives an embedded etcd cluster or a PostgreSQL server
+// with the same closed-loop booking workload as loadgen (package
+// benchmarks/service) and prints the same result table.
+//
+//	go run ./cmd/peerbench -system etcd -nodes 3 -clients 1,16,64 -live 10000
+//	go run ./cmd/peerbench -system postgres -dsn postgres://postgres@127.0.0.1:5499/postgres -clients 64
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"github.com/ledgerd/ledgerd/benchmarks/peers"
+	"github.com/ledgerd/ledgerd/benchmarks/service"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "peerbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var f service.Flags
+	f.Register(flag.CommandLine)
+	system := flag.String("system", "etcd", "etcd or postgres")
+	nodes := flag.Int("nodes", 3, "etcd members")
+	port := flag.Int("port", 23790, "etcd: first client port (peer ports are 100 higher)")
+	dir := flag.String("dir", "", "etcd data directory (default: a temporary one)")
+	dsn := flag.String("dsn", "postgres://postgres@127.0.0.1:5499/postgres", "PostgreSQL connection string")
+	conns := flag.Int("conns", 0, "PostgreSQL pool size (0 = the largest client count)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	var sys service.System
+	n := *nodes
+	switch *system {
+	case "etcd":
+		e, err := peers.NewEtcd(n, *port, *dir)
+		if err != nil {
+			return err
+		}
+		defer func() { fmt.Printf("etcd compare conflicts retried: %d\n", e.Conflicts.Load()) }()
+		sys = e
+	case "postgres":
+		counts, err := f.ClientCounts()
+		if err != nil {
+			return err
+		}
+		c := *conns
+		for _, x := range counts {
+			c = max(c, x)
+		}
+		p, err := peers.NewPostgres(ctx, *dsn, int32(c))
+		if err != nil {
+			return err
+		}
+		sys, n = p, 1
+	default:
+		return fmt.Errorf("-system %q: want etcd or postgres", *system)
+	}
+	defer sys.Close()
+	if f.Label == "" {
+		f.Label = fmt.Sprintf("%d nodes", n)
+	}
+	_, err := service.RunAll(ctx, sys, f, n, os.Stdout)
+	return err
+}
