@@ -172,9 +172,21 @@ func testRealCluster(t *testing.T, n int) {
 	}
 
 	// Stop the leader; a client over every node keeps booking, exactly once
-	// per idempotency key.
+	// per idempotency key, and a watch attached to the leader resumes on
+	// another node without gap or duplicate.
 	leader := c.WaitLeader(10 * time.Second)
 	acme := clusterClient(t, c.Addrs(), rpctest.TokenAcme)
+	watcher := clusterClient(t, []string{leader.Addr, c.Addrs()[0], c.Addrs()[1], c.Addrs()[2]}, rpctest.TokenOps)
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	events := make(chan *ledgerdv1.Event, 1000)
+	watchDone := make(chan error, 1)
+	go func() {
+		watchDone <- watcher.Watch(wctx, client.Position{Version: 1}, func(e *ledgerdv1.Event) error {
+			events <- e
+			return nil
+		})
+	}()
 	c.Stop(leader)
 	req := &ledgerdv1.ReserveRequest{Shape: realShape(1, 2*time.Hour), IdempotencyKey: "after-failover"}
 	r1, err := acme.Reserve(ctx, req)
@@ -188,6 +200,38 @@ func testRealCluster(t *testing.T, n int) {
 	all, err := acme.ListAll(ctx, &ledgerdv1.ListRequest{})
 	if err != nil || len(all) != n+1 {
 		t.Fatalf("after fail-over: %d reservations (%v), want %d", len(all), err, n+1)
+	}
+
+	// The watch saw exactly the history, in order, through the fail-over.
+	hist, err := ops.History(ctx, &ledgerdv1.HistoryRequest{FromVersion: 1, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []*ledgerdv1.Event
+	timeout := time.After(20 * time.Second)
+	for len(seen) < len(hist.Events) {
+		select {
+		case e := <-events:
+			seen = append(seen, e)
+		case err := <-watchDone:
+			t.Fatalf("watch ended: %v", err)
+		case <-timeout:
+			t.Fatalf("watch saw %d of %d events", len(seen), len(hist.Events))
+		}
+	}
+	for i := range hist.Events {
+		if !proto.Equal(seen[i], hist.Events[i]) {
+			t.Fatalf("event %d: watch %v, history %v", i, seen[i], hist.Events[i])
+		}
+	}
+	stopWatch()
+	if err := <-watchDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("watch: %v", err)
+	}
+	select {
+	case e := <-events:
+		t.Fatalf("watch delivered an event beyond the history: %v", e)
+	default:
 	}
 }
 
