@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 
 	"github.com/ledgerd/ledgerd/benchmarks/service"
@@ -34,7 +35,12 @@ func run() error {
 	token := flag.String("token", "", "API bearer token (operator, to create resources)")
 	nodes := flag.Int("nodes", 0, "cluster size (rawraft: nodes to start; ledgerd: for the report)")
 	dir := flag.String("dir", "", "rawraft data directory (default: a temporary one)")
+	report := flag.String("report", "", "instead of a run: read this JSON-lines result file and write tables and plots to -out")
+	out := flag.String("out", ".", "directory for -report")
 	flag.Parse()
+	if *report != "" {
+		return writeReport(*report, *out)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
@@ -67,4 +73,39 @@ func run() error {
 	}
 	_, err := service.RunAll(ctx, sys, f, *nodes, os.Stdout)
 	return err
+}
+
+// writeReport renders results.md (table and bars), throughput.svg and
+// latency-cdf.svg (reserve latency at 64 clients, default mix) into out.
+func writeReport(in, out string) error {
+	rs, err := service.ReadResults(in)
+	if err != nil {
+		return err
+	}
+	var md strings.Builder
+	md.WriteString("## Bars\n\n")
+	if err := service.WriteBars(&md, rs); err != nil {
+		return err
+	}
+	md.WriteString("## All runs\n\n")
+	if err := service.WriteMarkdown(&md, rs); err != nil {
+		return err
+	}
+	var cdf []*service.Result
+	for _, r := range rs {
+		if r.Clients == 64 && r.Mix == "default" && r.TargetLive == rs[0].TargetLive {
+			cdf = append(cdf, r)
+		}
+	}
+	files := map[string]string{
+		"results.md":      md.String(),
+		"throughput.svg":  service.ThroughputSVG(rs),
+		"latency-cdf.svg": service.LatencyCDFSVG(cdf, service.OpReserve, "Reserve latency CDF, 64 clients, default mix"),
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(out, name), []byte(body), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	return nil
 }
