@@ -244,6 +244,17 @@ func TestCloudInitEmbedsRenderedFiles(t *testing.T) {
 				if len(cc.Runcmd) == 0 || !slices.Equal(cc.Runcmd[len(cc.Runcmd)-1], []string{"systemctl", "enable", "--now", "ledgerd.service"}) {
 					t.Errorf("runcmd does not end by starting ledgerd: %v", cc.Runcmd)
 				}
+				if _, ok := written["fetch-secrets.sh"]; ok {
+					unit := written["ledgerd-secrets.service"]
+					if !strings.Contains(unit, "ExecStart=/usr/local/libexec/ledgerd/fetch-secrets.sh") || !strings.Contains(unit, "WantedBy=ledgerd.service") {
+						t.Errorf("secrets are fetched but ledgerd-secrets.service does not run the script before ledgerd:\n%s", unit)
+					}
+					if !slices.ContainsFunc(cc.Runcmd, func(c []string) bool {
+						return slices.Equal(c, []string{"systemctl", "enable", "ledgerd-secrets.service"})
+					}) {
+						t.Errorf("runcmd does not enable ledgerd-secrets.service: %v", cc.Runcmd)
+					}
+				}
 				if script, ok := written["fetch-secrets.sh"]; ok {
 					for other := range nodes {
 						mine := strings.Contains(script, "/"+other+"/")

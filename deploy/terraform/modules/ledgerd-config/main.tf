@@ -52,6 +52,8 @@ locals {
     data_dir    = var.data_dir
   })
 
+  secrets_unit = file("${path.module}/templates/ledgerd-secrets.service.tftpl")
+
   cloud_init = {
     for n in var.nodes : n.name => templatefile("${path.module}/templates/cloud-init.yaml.tftpl", {
       node_name     = n.name
@@ -66,6 +68,7 @@ locals {
       data_device   = lookup(var.data_device, n.name, "")
       agent_config  = local.agent_config_json[n.name]
       systemd_unit  = local.systemd_unit
+      secrets_unit  = local.secrets_unit
       secret_files  = [for f in var.secret_files : f if f.node == "" || f.node == n.name]
       prepare_data_script = templatefile("${path.module}/templates/prepare-data.sh.tftpl", {
         data_device = lookup(var.data_device, n.name, "")
