@@ -411,15 +411,17 @@ func (s *Scheduler) moveVariable(it *Item, pol ResourcePolicy) ([]Move, error) {
 		restore()
 		return nil, err
 	}
-	moves := make([]Move, 0, len(movable))
+	var moves []Move
 	for _, o := range movable {
 		from := o.Start
 		if _, err := s.plan(o, from); err != nil {
 			// Cannot happen: amount <= capacity and no deadline. Undo.
 			return nil, fmt.Errorf("re-plan %q: %w", o.ID, err)
 		}
-		o.Pushes++
-		moves = append(moves, Move{ID: o.ID, From: from, To: o.Start})
+		if o.Start != from {
+			o.Pushes++
+			moves = append(moves, Move{ID: o.ID, From: from, To: o.Start})
+		}
 	}
 	return moves, nil
 }

@@ -119,9 +119,11 @@ func (m *refSched) reserve(id string, amount, start, dur int64) ([]Move, bool) {
 		}
 		d := o.End - o.Start
 		s := m.earliest(o.Amount, d, o.Start, self)
-		moves = append(moves, Move{ID: o.ID, From: o.Start, To: s})
+		if s != o.Start {
+			moves = append(moves, Move{ID: o.ID, From: o.Start, To: s})
+			o.Pushes++
+		}
 		o.Start, o.End = s, s+d
-		o.Pushes++
 	}
 	return moves, true
 }
