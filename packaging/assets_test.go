@@ -258,19 +258,36 @@ func TestAlertRulesLint(t *testing.T) {
 	}
 }
 
+// promtoolBinary returns $PROMTOOL or promtool from PATH, or skips.
+func promtoolBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("PROMTOOL"); p != "" {
+		return p
+	}
+	p, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not on PATH and $PROMTOOL unset")
+	}
+	return p
+}
+
 // TestPromtoolCheckRules runs Prometheus's own checker when available.
 func TestPromtoolCheckRules(t *testing.T) {
-	promtool := os.Getenv("PROMTOOL")
-	if promtool == "" {
-		p, err := exec.LookPath("promtool")
-		if err != nil {
-			t.Skip("promtool not on PATH and $PROMTOOL unset")
-		}
-		promtool = p
-	}
-	out, err := exec.Command(promtool, "check", "rules", "prometheus/ledgerd-alerts.yml").CombinedOutput()
+	out, err := exec.Command(promtoolBinary(t), "check", "rules", "prometheus/ledgerd-alerts.yml").CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
+
+// TestPromtoolTestRules runs the rules' unit tests (series in, alerts out)
+// in prometheus/ledgerd-alerts_test.yml.
+func TestPromtoolTestRules(t *testing.T) {
+	cmd := exec.Command(promtoolBinary(t), "test", "rules", "ledgerd-alerts_test.yml")
+	cmd.Dir = "prometheus"
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool test rules: %v\n%s", err, out)
 	}
 	t.Logf("%s", out)
 }
