@@ -372,7 +372,12 @@ func (h *reservations) Watch(ctx context.Context, req *connect.Request[ledgerdv1
 	led := h.s.opts.Ledger
 	v, idx := req.Msg.FromVersion, req.Msg.FromIndex
 	if v == 0 {
+		// Start after the current version and say so at once, so a client
+		// that reconnects before the first event resumes from here.
 		v, idx = led.Version()+1, 0
+		if err := stream.Send(&ledgerdv1.WatchResponse{ProgressVersion: v}); err != nil {
+			return fmt.Errorf("watch: send start: %w", err)
+		}
 	}
 	progress := time.NewTicker(h.s.opts.WatchProgress)
 	defer progress.Stop()

@@ -227,3 +227,36 @@ func TestWatchResumeInsideAVersion(t *testing.T) {
 }
 
 var errStop = errors.New("stop")
+
+// TestWatchFromNowKeepsItsPlaceAcrossReconnect starts a watch at "now",
+// breaks it before any event, books while it is away, and expects the
+// booking's event after the reconnect.
+func TestWatchFromNowKeepsItsPlaceAcrossReconnect(t *testing.T) {
+	s := newSite(t, 2)
+	acme := newClient(t, s, rpctest.TokenAcme)
+	watcher := newClient(t, s, rpctest.TokenAcme)
+	watcher.opts.BaseBackoff = 400 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := make(chan *ledgerdv1.Event, 10)
+	go func() {
+		_ = watcher.Watch(ctx, Position{}, func(e *ledgerdv1.Event) error {
+			events <- e
+			return nil
+		})
+	}()
+	time.Sleep(200 * time.Millisecond) // the stream is open and has its start position
+	s.Stop(0)
+	r, err := acme.Reserve(ctx, &ledgerdv1.ReserveRequest{Shape: gpuShape(1, time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-events:
+		if e.Reservation.GetId() != r.Id {
+			t.Fatalf("first event %v, want the booking %s", e, r.Id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the booking made while the watch reconnected was never delivered")
+	}
+}

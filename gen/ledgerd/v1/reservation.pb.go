@@ -1456,7 +1456,8 @@ func (x *HistoryResponse) GetNextIndex() uint32 {
 type WatchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// First version wanted (inclusive); 0 means only events after the
-	// current version.
+	// current version, and the first message is then a progress notice
+	// naming the version the stream starts at.
 	FromVersion uint64 `protobuf:"varint,1,opt,name=from_version,json=fromVersion,proto3" json:"from_version,omitempty"`
 	// Skip events of from_version whose index is below this. To resume after
 	// event (v, i) ask for from_version = v, from_index = i + 1.
