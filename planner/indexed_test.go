@@ -198,7 +198,11 @@ type diffRun struct {
 	// steps (the model is O(horizon) per comparison); list and indexed are
 	// compared after every step.
 	fullCheckEvery int
-	step           int
+	// stateEvery: compare the whole block lists and check the indexed
+	// invariants every this many steps (0 or 1: after every step). The
+	// answers of every operation are always compared.
+	stateEvery int
+	step       int
 }
 
 func newDiffRun(capacity, horizon int64) *diffRun {
@@ -281,6 +285,9 @@ func (d *diffRun) apply(op tlOp) error {
 		if d.ref != nil {
 			d.ref.Advance(op.a)
 		}
+	}
+	if d.stateEvery > 1 && d.step%d.stateEvery != 0 {
+		return nil
 	}
 	return d.compareState(withRef)
 }
@@ -402,7 +409,7 @@ func seeds(n int) []uint64 {
 // profile on a short horizon with many seeds; every answer and the whole
 // block list must agree after every step.
 func TestIndexedDifferentialSmall(t *testing.T) {
-	for _, seed := range seeds(300) {
+	for _, seed := range seeds(200) {
 		const capacity, horizon = 8, 40
 		d := newDiffRun(capacity, horizon)
 		g := &opGen{rng: rand.New(rand.NewPCG(seed, 1)), horizon: horizon, capacity: capacity, maxLen: 12}
@@ -427,6 +434,7 @@ func TestIndexedDifferentialLarge(t *testing.T) {
 		const capacity, horizon = 1000, 6000
 		d := newDiffRun(capacity, horizon)
 		d.fullCheckEvery = 97
+		d.stateEvery = 7
 		g := &opGen{rng: rand.New(rand.NewPCG(seed, 2)), horizon: horizon, capacity: capacity, maxLen: 40, maxAmount: 60, grow: true}
 		maxLen := 0
 		for i := range 5000 {
@@ -453,6 +461,9 @@ func TestIndexedDifferentialLarge(t *testing.T) {
 				t.Fatalf("seed %d step %d: %v (replay with -indexed.seed=%d)", seed, d.step, err, seed)
 			}
 			maxLen = max(maxLen, d.indexed.Len())
+		}
+		if err := d.compareState(true); err != nil {
+			t.Fatalf("seed %d at the end: %v", seed, err)
 		}
 		if maxLen < 3*chunkCap {
 			t.Fatalf("seed %d: timeline peaked at %d blocks, want >= %d to exercise chunk splits", seed, maxLen, 3*chunkCap)
@@ -705,4 +716,106 @@ func TestIndexedNegativeTime(t *testing.T) {
 	if got := tl.Blocks(math.MinInt64, MaxTime); !slices.Equal(got, want) {
 		t.Fatalf("blocks %v, want %v", got, want)
 	}
+}
+
+// TestIndexedChunkEdges drives the structural paths a random workload rarely
+// reaches: the last chunk shrinking next to a full neighbour (refilled from
+// the left), chunks shrinking from the front, and Advance dropping whole
+// chunks, comparing with the list and the model throughout.
+func TestIndexedChunkEdges(t *testing.T) {
+	const capacity, horizon = 100, 4200
+	d := newDiffRun(capacity, horizon)
+	d.fullCheckEvery = 101
+	d.stateEvery = 50
+	// 4000 unit blocks alternating between 99 and 98 free.
+	for x := range int64(4000) {
+		if err := d.apply(tlOp{kind: opBook, a: x, b: x + 1, c: x%2 + 1}); err != nil {
+			t.Fatalf("fill %d: %v", x, err)
+		}
+	}
+	if n := len(d.indexed.chunks); n < 8 {
+		t.Fatalf("only %d chunks after the fill", n)
+	}
+	// Heal the tail from the end backwards: the last chunk shrinks.
+	for x := int64(3999); x >= 3000; x-- {
+		if err := d.apply(tlOp{kind: opRelease, a: x, b: x + 1, c: x%2 + 1}); err != nil {
+			t.Fatalf("release %d: %v", x, err)
+		}
+	}
+	// Heal a stretch in the middle from its front: chunks shrink from the
+	// left and refill from their right neighbours.
+	for x := int64(1000); x < 1600; x++ {
+		if err := d.apply(tlOp{kind: opRelease, a: x, b: x + 1, c: x%2 + 1}); err != nil {
+			t.Fatalf("release %d: %v", x, err)
+		}
+	}
+	for _, now := range []int64{3, 700, 1299, 1700, 2500, 2999, 3500} {
+		if err := d.apply(tlOp{kind: opAdvance, a: now}); err != nil {
+			t.Fatalf("advance %d: %v", now, err)
+		}
+		if err := d.apply(tlOp{kind: opEarliest, a: 2, b: 5, c: now, d: MaxTime - 5}); err != nil {
+			t.Fatalf("after advance %d: %v", now, err)
+		}
+	}
+	if err := d.compareState(true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIndexedRefillFromLeft shrinks the last chunk while its left neighbour
+// is well filled, so that the last chunk is refilled with blocks moved over
+// from the left rather than merged.
+func TestIndexedRefillFromLeft(t *testing.T) {
+	const capacity, horizon = 100, 4100
+	d := newDiffRun(capacity, horizon)
+	d.fullCheckEvery = 37
+	d.stateEvery = 10
+	apply := func(op tlOp) {
+		t.Helper()
+		if err := d.apply(op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 2000 blocks of width 2, alternating 99 and 98 free.
+	for x := range int64(2000) {
+		apply(tlOp{kind: opBook, a: 2 * x, b: 2*x + 2, c: x%2 + 1})
+	}
+	// Grow the second-to-last chunk by cutting 80 of its blocks in two.
+	k := len(d.indexed.chunks) - 2
+	from := d.indexed.firsts[k]
+	for i := range int64(80) {
+		s := from + 2*i + 1
+		if s%2 == 1 {
+			apply(tlOp{kind: opBook, a: s, b: s + 1, c: 3})
+		}
+	}
+	left := len(d.indexed.chunks[k].start)
+	// Shrink the last chunk from its end.
+	x := int64(1999)
+	for prev := len(d.indexed.chunks[k+1].start); ; x-- {
+		apply(tlOp{kind: opRelease, a: 2 * x, b: 2*x + 2, c: x%2 + 1})
+		if len(d.indexed.chunks) != k+2 || len(d.indexed.chunks[k+1].start) > prev {
+			break // the last chunk was merged or refilled
+		}
+		prev = len(d.indexed.chunks[k+1].start)
+	}
+	if len(d.indexed.chunks) != k+2 {
+		t.Fatalf("chunks merged (%d left of %d blocks); want a refill", len(d.indexed.chunks), left)
+	}
+	if got := len(d.indexed.chunks[k].start); got >= left {
+		t.Fatalf("left neighbour still holds %d blocks (had %d); want blocks moved right", got, left)
+	}
+	if err := d.compareState(true); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("chunk sizes after the refill: %v", chunkSizes(d.indexed))
+}
+
+// chunkSizes lists the number of blocks in every chunk.
+func chunkSizes(t *IndexedTimeline) []int {
+	out := make([]int, len(t.chunks))
+	for i, c := range t.chunks {
+		out[i] = len(c.start)
+	}
+	return out
 }
