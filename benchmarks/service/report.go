@@ -43,8 +43,10 @@ type Result struct {
 	CommittedP99   float64        `json:"committed_p99_ms"`     // p99 of the admitting operations
 	AcceptanceRate float64        `json:"acceptance_rate"`      // admitted / decided, over reserve, hold+commit, modify
 	Errors         map[string]int `json:"errors"`
-	Verified       int            `json:"verified,omitempty"`
-	VerifyError    string         `json:"verify_error,omitempty"`
+	// ErrorSamples holds one error message per key of Errors.
+	ErrorSamples map[string]string `json:"error_samples,omitempty"`
+	Verified     int               `json:"verified,omitempty"`
+	VerifyError  string            `json:"verify_error,omitempty"`
 
 	// Bookings are the live bookings at the end, to carry into the next run.
 	Bookings []Booking `json:"-"`
@@ -111,6 +113,11 @@ func (r *Result) WriteTable(w io.Writer) error {
 			parts = append(parts, fmt.Sprintf("%s=%d", k, r.Errors[k]))
 		}
 		fmt.Fprintf(w, "errors by code: %s\n", strings.Join(parts, ", "))
+		for _, k := range keys {
+			if m := r.ErrorSamples[k]; m != "" {
+				fmt.Fprintf(w, "  e.g. %s: %s\n", k, m)
+			}
+		}
 	}
 	if r.Verified > 0 || r.VerifyError != "" {
 		if r.VerifyError != "" {

@@ -141,6 +141,7 @@ type clientState struct {
 	live  []Booking
 	lat   [numOps][]int64 // ns
 	codes map[string]int
+	first map[string]string // first message per code
 }
 
 // Run sets the system up, fills it to cfg.Live bookings, then runs
@@ -224,7 +225,7 @@ func Run(ctx context.Context, sys System, cfg Config) (*Result, error) {
 	// Hand the live set to the clients round-robin.
 	states := make([]*clientState, cfg.Clients)
 	for i := range states {
-		states[i] = &clientState{codes: map[string]int{}}
+		states[i] = &clientState{codes: map[string]int{}, first: map[string]string{}}
 	}
 	i := 0
 	for _, p := range append(pools, cfg.Existing) {
@@ -334,7 +335,11 @@ func Run(ctx context.Context, sys System, cfg Config) (*Result, error) {
 					st.lat[op] = append(st.lat[op], int64(d))
 				default:
 					ctr[op].errs.Add(1)
-					st.codes[op.String()+": "+sys.ErrorCode(err)]++
+					k := op.String() + ": " + sys.ErrorCode(err)
+					if st.codes[k] == 0 {
+						st.first[k] = err.Error()
+					}
+					st.codes[k]++
 				}
 			}
 		}()
@@ -348,6 +353,7 @@ func Run(ctx context.Context, sys System, cfg Config) (*Result, error) {
 	res.Seconds = elapsed.Seconds()
 	res.Live = int(live.Load())
 	res.Errors = map[string]int{}
+	res.ErrorSamples = map[string]string{}
 	for o := range numOps {
 		var all []int64
 		for _, st := range states {
@@ -367,6 +373,9 @@ func Run(ctx context.Context, sys System, cfg Config) (*Result, error) {
 	for _, st := range states {
 		for k, v := range st.codes {
 			res.Errors[k] += v
+			if _, ok := res.ErrorSamples[k]; !ok {
+				res.ErrorSamples[k] = st.first[k]
+			}
 		}
 	}
 	res.summarise()

@@ -1,0 +1,87 @@
+package service
+
+import (
+	"context"
+	"encoding/xml"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRawRaftRuns drives a one-node raw raft cluster briefly: every
+// operation succeeds, nothing is rejected, reads run.
+func TestRawRaftRuns(t *testing.T) {
+	r, err := NewRawRaft(1, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	res, err := Run(context.Background(), r, Config{
+		Clients: 2, Live: 20, Duration: time.Second, Resources: 2, Capacity: 16,
+		Horizon: time.Hour, Mix: DefaultMix, Seed: 3,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Errors) != 0 || res.AcceptanceRate != 1 || res.OpsPerSecond <= 0 {
+		t.Fatalf("errors %v acceptance %.2f ops/s %.0f", res.Errors, res.AcceptanceRate, res.OpsPerSecond)
+	}
+	if _, err := NewRawRaft(0, ""); err == nil {
+		t.Fatal("zero nodes accepted")
+	}
+}
+
+// TestReportRendering checks that the plots are well-formed XML with one
+// curve per series and that the table and bars name every cell.
+func TestReportRendering(t *testing.T) {
+	mk := func(sys, label, mix string, clients int, committed float64) *Result {
+		r := &Result{System: sys, Label: label, Mix: mix, Clients: clients, TargetLive: 100, Seconds: 1, Committed: committed, OpsPerSecond: committed * 2, CommittedP99: 100 / committed}
+		for o := range numOps {
+			s := OpStats{Op: Op(o).String(), OK: 1}
+			for q := 1; q <= 100; q++ {
+				s.CDF = append(s.CDF, float64(q)/committed)
+			}
+			r.Ops = append(r.Ops, s)
+		}
+		return r
+	}
+	rs := []*Result{
+		mk("ledgerd", "3 nodes", "default", 16, 500), mk("ledgerd", "3 nodes", "default", 64, 900),
+		mk("etcd", "3 nodes", "default", 16, 100), mk("etcd", "3 nodes", "default", 64, 200),
+		mk("ledgerd", "3 nodes", "reserve", 64, 1000), mk("raw raft", "3 nodes", "reserve", 64, 1500),
+	}
+	for name, svg := range map[string]string{"throughput": ThroughputSVG(rs), "cdf": LatencyCDFSVG(rs[:4], OpReserve, "t")} {
+		d := xml.NewDecoder(strings.NewReader(svg))
+		lines := 0
+		for {
+			tok, err := d.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: not XML: %v", name, err)
+			}
+			if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "polyline" {
+				lines++
+			}
+		}
+		if want := map[string]int{"throughput": 2, "cdf": 4}[name]; lines != want {
+			t.Fatalf("%s: %d curves, want %d", name, lines, want)
+		}
+	}
+	var b strings.Builder
+	if err := WriteBars(&b, rs); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "4.50×") || !strings.Contains(b.String(), "67%") {
+		t.Fatalf("bars: %s", b.String())
+	}
+	b.Reset()
+	if err := WriteMarkdown(&b, rs); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(b.String(), "\n"); got != len(rs)+2 {
+		t.Fatalf("table has %d lines, want %d", got, len(rs)+2)
+	}
+}
