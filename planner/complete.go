@@ -14,9 +14,9 @@ type Completion struct {
 
 // Complete ends the booking id at instant at, which must lie inside the
 // booking (start <= at < end) and not before the origin: the capacity over
-// [at, end) is given back and the booking's end becomes at (at == start
-// removes the booking, since it then covers nothing). Nothing changes on
-// error.
+// [at, end) is given back and the booking's end becomes at (at == start or
+// at == origin removes the booking, since nothing of it is then left ahead
+// of the origin). Nothing changes on error.
 func (p *Planner) Complete(id string, at int64) (Completion, error) {
 	if id == "" {
 		return Completion{}, &FieldError{Field: "id", Reason: "must not be empty"}
@@ -36,7 +36,8 @@ func (p *Planner) Complete(id string, at int64) (Completion, error) {
 	if err := p.releaseParts(parts, at, e.end); err != nil {
 		return Completion{}, fmt.Errorf("complete %q: %w", id, err)
 	}
-	if at == e.start {
+	if at == e.start || at == p.origin {
+		// Nothing of the booking is left ahead of the origin.
 		p.forget(id, e)
 		p.maybeCompact()
 		return c, nil
