@@ -17,8 +17,8 @@ type WorkloadConfig struct {
 	// Clients is the number of concurrent clients (5–20 is sensible);
 	// client i works on resource group i % Groups.
 	Clients int
-	// Groups is the number of independent resource groups (default
-	// Clients/3); each has a
+	// Groups is the number of independent resource groups (default: enough
+	// for at most 3 clients per group); each has a
 	// 4-unit "cpu" and a 2-unit "gpu" resource, and co-allocations span both.
 	Groups int
 	// Prefix makes resource names unique per run (resources outlive runs
@@ -47,7 +47,7 @@ func (c WorkloadConfig) withDefaults() (WorkloadConfig, error) {
 		return c, fmt.Errorf("workload: Clients must be > 0, got %d", c.Clients)
 	}
 	if c.Groups <= 0 {
-		c.Groups = max(1, c.Clients/3)
+		c.Groups = (c.Clients + 2) / 3 // at most 3 clients per group
 	}
 	if c.Slide <= 0 {
 		c.Slide = 500 * time.Millisecond

@@ -22,7 +22,7 @@ func run(args []string) int {
 	var (
 		nodes    = fs.Int("nodes", 3, "number of ledgerd nodes (3 or 5)")
 		clients  = fs.Int("clients", 10, "concurrent clients (5-20)")
-		groups   = fs.Int("groups", 0, "independent resource groups (default clients/3)")
+		groups   = fs.Int("groups", 0, "independent resource groups (default: at most 3 clients per group)")
 		duration = fs.Duration("duration", time.Minute, "how long the workload runs")
 		nemesis  = fs.String("nemesis", "kill,partition", "comma-separated nemeses: "+strings.Join(jepsen.NemesisNames, ", ")+", partition (all partitions), all, none")
 		quiet    = fs.Duration("quiet", 3*time.Second, "quiet time between faults")
