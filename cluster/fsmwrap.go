@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 )
@@ -21,6 +22,9 @@ var snapMagic = [8]byte{'l', 'd', 'g', 'r', 's', 'n', 'p', '1'}
 // instead.
 type trackedFSM struct {
 	inner raft.FSM
+
+	// snapFailures counts failed snapshots (taking or persisting one).
+	snapFailures atomic.Uint64
 
 	mu      sync.Mutex
 	applied uint64
@@ -99,9 +103,10 @@ func (f *trackedFSM) ApplyBatch(logs []*raft.Log) []any {
 func (f *trackedFSM) Snapshot() (raft.FSMSnapshot, error) {
 	s, err := f.inner.Snapshot()
 	if err != nil {
+		f.snapFailures.Add(1)
 		return nil, err
 	}
-	return &trackedSnapshot{inner: s, index: f.Applied()}, nil
+	return &trackedSnapshot{inner: s, index: f.Applied(), failures: &f.snapFailures}, nil
 }
 
 // Restore implements raft.FSM.
@@ -126,8 +131,9 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 }
 
 type trackedSnapshot struct {
-	inner raft.FSMSnapshot
-	index uint64
+	inner    raft.FSMSnapshot
+	index    uint64
+	failures *atomic.Uint64
 }
 
 func (s *trackedSnapshot) Persist(sink raft.SnapshotSink) error {
@@ -136,9 +142,14 @@ func (s *trackedSnapshot) Persist(sink raft.SnapshotSink) error {
 	binary.BigEndian.PutUint64(hdr[8:], s.index)
 	if _, err := sink.Write(hdr[:]); err != nil {
 		sink.Cancel()
+		s.failures.Add(1)
 		return fmt.Errorf("cluster: write snapshot header: %w", err)
 	}
-	return s.inner.Persist(sink)
+	if err := s.inner.Persist(sink); err != nil {
+		s.failures.Add(1)
+		return err
+	}
+	return nil
 }
 
 func (s *trackedSnapshot) Release() { s.inner.Release() }

@@ -52,6 +52,10 @@ func newMetrics(n *Node) *metrics {
 		}),
 		gauge("ledgerd_raft_commit_index", "Raft commit index.", func() float64 { return float64(n.raft.CommitIndex()) }),
 		gauge("ledgerd_raft_last_index", "Last Raft log index.", func() float64 { return float64(n.raft.LastIndex()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "ledgerd_snapshot_failures_total",
+			Help: "Snapshots that failed to be taken or persisted since start.",
+		}, func() float64 { return float64(n.fsm.snapFailures.Load()) }),
 		gauge("ledgerd_fsm_applied_index", "Last index the FSM applied.", func() float64 { return float64(n.fsm.Applied()) }),
 		gauge("ledgerd_ready", "1 once the node caught up with the leader at startup.", func() float64 {
 			if n.Ready() {

@@ -209,7 +209,8 @@ func (s *server) createNode() error {
 		advertise = s.httpLn.Addr().String()
 	}
 	s.reg = prometheus.NewRegistry()
-	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newLedgerCollector(s.fsm))
 	raftAddr, gossipAddr := s.cfg.RaftAddr, s.cfg.GossipAddr
 	if s.dev {
 		// One node, nobody dials in: free ports avoid clashing with a
