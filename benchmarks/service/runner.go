@@ -322,6 +322,14 @@ func Run(ctx context.Context, sys System, cfg Config) (*Result, error) {
 				}
 				d := time.Since(t)
 				cancel()
+				if err != nil && !errors.Is(err, ErrRejected) && (op == OpCancel || op == OpModify) {
+					// The outcome is unknown (it may have been applied before
+					// the error): stop tracking the booking so that a later
+					// run does not act on a state it cannot know.
+					st.live[idx] = st.live[len(st.live)-1]
+					st.live = st.live[:len(st.live)-1]
+					live.Add(-1)
+				}
 				if mctx.Err() != nil && err != nil {
 					break // cut off by the end of the run: not counted
 				}
