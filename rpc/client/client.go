@@ -444,6 +444,10 @@ type Position struct {
 // After returns the position just past event e.
 func After(e *ledgerdv1.Event) Position { return Position{Version: e.Version, Index: e.Index + 1} }
 
+// testHookWatchProgress, when set by tests, sees every position Watch
+// learns from a progress notice.
+var testHookWatchProgress func(Position)
+
 // Watch streams events from pos on and calls fn for each, in order. When the
 // stream breaks (node down, leader change) it reconnects to the next node
 // and resumes just after the last event delivered, so fn sees every event
@@ -467,8 +471,9 @@ func (c *Client) Watch(ctx context.Context, pos Position, fn func(*ledgerdv1.Eve
 					pos = After(m.Event)
 				} else if m.ProgressVersion > pos.Version {
 					pos = Position{Version: m.ProgressVersion}
-				} else if pos.Version == 0 {
-					pos = Position{Version: m.ProgressVersion}
+					if testHookWatchProgress != nil {
+						testHookWatchProgress(pos)
+					}
 				}
 			}
 			err = stream.Err()

@@ -237,15 +237,35 @@ func TestWatchFromNowKeepsItsPlaceAcrossReconnect(t *testing.T) {
 	watcher := newClient(t, s, rpctest.TokenAcme)
 	watcher.opts.BaseBackoff = 400 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	events := make(chan *ledgerdv1.Event, 10)
+	started := make(chan Position, 10)
+	done := make(chan struct{})
+	testHookWatchProgress = func(p Position) {
+		select {
+		case started <- p:
+		default:
+		}
+	}
+	t.Cleanup(func() {
+		cancel()
+		<-done // the watch no longer reads the hook
+		testHookWatchProgress = nil
+	})
 	go func() {
+		defer close(done)
 		_ = watcher.Watch(ctx, Position{}, func(e *ledgerdv1.Event) error {
 			events <- e
 			return nil
 		})
 	}()
-	time.Sleep(200 * time.Millisecond) // the stream is open and has its start position
+	select {
+	case p := <-started:
+		if p.Version != s.FSM.AppliedIndex()+1 {
+			t.Fatalf("watch starts at %v, want version %d", p, s.FSM.AppliedIndex()+1)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no start notice")
+	}
 	s.Stop(0)
 	r, err := acme.Reserve(ctx, &ledgerdv1.ReserveRequest{Shape: gpuShape(1, time.Hour)})
 	if err != nil {
