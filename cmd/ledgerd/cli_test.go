@@ -151,7 +151,7 @@ func TestCLIAvailabilityChartAndOffers(t *testing.T) {
 func TestCLIWatchPrintsEvents(t *testing.T) {
 	cliSite(t)
 	runCLI(t, "reserve", "-res", "gpu=1", "-dur", "1h", "-after", "+1h")
-	code, out, errOut := runCLI(t, "watch", "-from-version", "1", "-for", "300ms", "-json", "-token", rpctest.TokenOps)
+	code, out, errOut := runCLI(t, "watch", "-from-version", "1", "-for", "2s", "-json", "-token", rpctest.TokenOps)
 	if code != exitOK {
 		t.Fatalf("watch: %d %s", code, errOut)
 	}
