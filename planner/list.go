@@ -80,7 +80,9 @@ func (l *ListTimeline) Earliest(amount, duration, notBefore, latestStart int64) 
 			}
 			have = true
 		}
-		if b.End-cand >= duration {
+		// cand <= latestStart <= MaxTime-duration, so cand+duration cannot
+		// overflow; b.End-cand could, for a negative cand.
+		if b.End >= cand+duration {
 			return cand, true
 		}
 	}
