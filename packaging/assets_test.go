@@ -251,7 +251,8 @@ func TestAlertRulesLint(t *testing.T) {
 		}
 	}
 	// The conditions the operations guide promises an alert for.
-	for _, want := range []string{"LedgerdNoLeader", "LedgerdApplyLatencyHigh", "LedgerdApplyErrors", "LedgerdNoFailureTolerance", "LedgerdLogNotAdvancing"} {
+	for _, want := range []string{"LedgerdNoLeader", "LedgerdApplyLatencyHigh", "LedgerdApplyErrors", "LedgerdNoFailureTolerance", "LedgerdLogNotAdvancing",
+		"LedgerdHoldsPilingUp", "LedgerdLogTimeStale", "LedgerdSnapshotFailures"} {
 		if !seen[want] {
 			t.Errorf("missing alert %s", want)
 		}
