@@ -519,6 +519,19 @@ func (c *Cluster) RemoveServer(ctx context.Context, name string) error {
 	return fmt.Errorf("remove %s: %w", name, last)
 }
 
+// LinkStats returns the connection counts of every proxy.
+func (c *Cluster) LinkStats() []LinkStats {
+	c.mu.Lock()
+	nodes := append([]*Node(nil), c.nodes...)
+	c.mu.Unlock()
+	var out []LinkStats
+	for _, n := range nodes {
+		out = append(out, n.RaftProxy.Stats()...)
+		out = append(out, n.APIProxy.Stats()...)
+	}
+	return out
+}
+
 // Lists reads every running node's reservations (stale, local reads).
 func (c *Cluster) Lists(ctx context.Context) (map[string][]Reservation, error) {
 	out := map[string][]Reservation{}

@@ -37,6 +37,7 @@ type Proxy struct {
 	mu     sync.Mutex
 	faults map[string]LinkFaults // by source node; "" = unidentified sources
 	conns  map[*proxyConn]struct{}
+	stats  map[string]*LinkStats // by source
 	closed bool
 	rng    *rand.Rand
 	wg     sync.WaitGroup
@@ -83,6 +84,7 @@ func NewProxy(name, listen, target string, identify func(remote, local net.Addr)
 		name: name, target: target, ln: ln, identify: identify,
 		faults: map[string]LinkFaults{},
 		conns:  map[*proxyConn]struct{}{},
+		stats:  map[string]*LinkStats{},
 		rng:    rand.New(rand.NewPCG(seed, 0x70726f7879)),
 	}
 	p.wg.Add(1)
@@ -119,6 +121,27 @@ func (p *Proxy) SetFaults(src string, f LinkFaults) {
 	for _, c := range drop {
 		c.close()
 	}
+}
+
+// LinkStats counts the connections a proxy accepted from one source: the
+// evidence that node-to-node traffic really crossed the proxies and that
+// cuts took effect. Source "" is traffic no node process owned.
+type LinkStats struct {
+	Proxy      string `json:"proxy"`
+	Source     string `json:"source"`
+	Accepted   int    `json:"accepted"`
+	Blackholed int    `json:"blackholed"`
+}
+
+// Stats returns the per-source connection counts, sorted by source.
+func (p *Proxy) Stats() []LinkStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]LinkStats, 0, len(p.stats))
+	for _, src := range sortedKeys(p.stats) {
+		out = append(out, *p.stats[src])
+	}
+	return out
 }
 
 // Heal removes every fault from every source.
@@ -195,6 +218,15 @@ func (p *Proxy) serve(down net.Conn) {
 		return
 	}
 	p.conns[c] = struct{}{}
+	st := p.stats[c.src]
+	if st == nil {
+		st = &LinkStats{Proxy: p.name, Source: c.src}
+		p.stats[c.src] = st
+	}
+	st.Accepted++
+	if c.blackholed {
+		st.Blackholed++
+	}
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()

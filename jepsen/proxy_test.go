@@ -125,6 +125,10 @@ func TestProxyFaults(t *testing.T) {
 	if !roundTrip(dial(), 2*time.Second) {
 		t.Fatal("after Heal the link did not forward")
 	}
+	st := p.Stats()
+	if len(st) != 1 || st[0].Source != "self" || st[0].Accepted != 6 || st[0].Blackholed != 1 {
+		t.Fatalf("stats = %+v, want 6 accepted and 1 black-holed from self", st)
+	}
 }
 
 func TestParseProcAddr(t *testing.T) {

@@ -22,6 +22,8 @@ type Report struct {
 	// Latency per kind over definite outcomes, in milliseconds.
 	Latency map[OpKind]LatencyStats `json:"latency_ms"`
 	Faults  []Fault                 `json:"faults"`
+	// Links counts connections per proxy and source node.
+	Links []LinkStats `json:"links"`
 	// Availability is the share of operations with a definite answer, and
 	// the rate of successful operations, during faults and outside them.
 	Availability Availability `json:"availability"`
@@ -204,6 +206,20 @@ func (r *Report) Text() string {
 		fmt.Fprintf(&b, "  %6.1fs–%6.1fs  %-16s %v %s", float64(f.Start)/1e9, float64(f.End)/1e9, f.Kind, f.Targets, f.Detail)
 		if f.Err != "" {
 			fmt.Fprintf(&b, "  (error: %s)", f.Err)
+		}
+		b.WriteString("\n")
+	}
+	if len(r.Links) > 0 {
+		b.WriteString("\nproxied node-to-node connections (accepted/black-holed, by destination proxy <- source):\n ")
+		for i, l := range r.Links {
+			src := l.Source
+			if src == "" {
+				src = "?"
+			}
+			fmt.Fprintf(&b, " %s<-%s %d/%d", l.Proxy, src, l.Accepted, l.Blackholed)
+			if i%6 == 5 && i < len(r.Links)-1 {
+				b.WriteString("\n ")
+			}
 		}
 		b.WriteString("\n")
 	}

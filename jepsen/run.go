@@ -199,6 +199,7 @@ loop:
 		rep.Resolved = checked.ResolveCreates(present)
 	}
 	rep.Faults = sched.Faults()
+	rep.Links = cl.LinkStats()
 	rep.Ops, rep.Latency, rep.Availability = Summarize(h, rep.Faults, total)
 	rep.Invariants = CheckInvariants(h, lists, InvariantOptions{Now: readAt})
 	say("checking linearizability of %d operations ...", len(h.Ops))
