@@ -1,0 +1,186 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/ledgerd/ledgerd/cluster"
+	"github.com/ledgerd/ledgerd/fsm"
+	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+)
+
+func init() {
+	register("operator", "Operator tools: `operator raft list-peers`, `operator raft recover`", runOperator)
+}
+
+const operatorUsage = `Usage: ledgerd operator raft <subcommand> [options]
+
+Subcommands:
+    list-peers    list the Raft servers: id, address, state, voter, leader
+    recover       turn a stopped server's data into a one-server cluster after
+                  a lost quorum (see the README, "Lost quorum")
+`
+
+func runOperator(args []string) int {
+	if len(args) < 2 || args[0] != "raft" {
+		fmt.Fprint(cliErr, operatorUsage)
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+			return exitOK
+		}
+		return exitUsage
+	}
+	switch args[1] {
+	case "list-peers":
+		return runListPeers(args[2:])
+	case "recover":
+		return runRecover(args[2:])
+	}
+	fmt.Fprintf(cliErr, "ledgerd operator raft: unknown subcommand %q\n\n%s", args[1], operatorUsage)
+	return exitUsage
+}
+
+// peerRow is one line of list-peers, derived from the API's member.
+type peerRow struct {
+	ID, Address, State string
+	Voter, Leader      bool
+}
+
+func peerRows(ms []*ledgerdv1.Member) []peerRow {
+	out := make([]peerRow, 0, len(ms))
+	for _, m := range ms {
+		state := m.GetStatus()
+		if state == "" {
+			state = "unknown"
+		}
+		r := m.GetRole()
+		out = append(out, peerRow{
+			ID: m.GetId(), Address: m.GetRaftAddress(), State: state,
+			Voter:  r == ledgerdv1.Role_ROLE_LEADER || r == ledgerdv1.Role_ROLE_FOLLOWER || r == ledgerdv1.Role_ROLE_CANDIDATE,
+			Leader: r == ledgerdv1.Role_ROLE_LEADER,
+		})
+	}
+	return out
+}
+
+func runListPeers(args []string) int {
+	fs, cf := newFlagSet("operator raft list-peers", "")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	c, err := cf.client()
+	if err != nil {
+		return fail("operator raft list-peers", err)
+	}
+	ctx, cancel := cf.context()
+	defer cancel()
+	ms, err := c.Members(ctx)
+	if err != nil {
+		return fail("operator raft list-peers", err)
+	}
+	if cf.json {
+		printJSON(&ledgerdv1.MembersResponse{Members: ms})
+		return exitOK
+	}
+	w := table()
+	fmt.Fprintln(w, "NODE ID\tADDRESS\tSTATE\tVOTER\tLEADER")
+	for _, r := range peerRows(ms) {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%t\t%t\n", r.ID, r.Address, r.State, r.Voter, r.Leader)
+	}
+	w.Flush()
+	return exitOK
+}
+
+const recoverUsage = `Usage: ledgerd operator raft recover [-config FILE] [-data-dir DIR] [-raft-addr HOST:PORT]
+
+Run on ONE surviving server, with every ledgerd agent of the cluster
+stopped, when a majority of servers is lost for good. It replays the
+server's snapshot and log into a fresh ledger, writes a snapshot whose Raft
+configuration holds this server alone, and truncates the log. Start this
+agent afterwards: it leads a one-server cluster with all the data it had.
+Wipe the data directory of every other old server before starting it; they
+join as new servers. Writes this server never received are lost: pick the
+survivor with the highest last index (ledgerd_raft_last_index).
+
+Options:
+`
+
+func runRecover(args []string) int {
+	fs := flag.NewFlagSet("operator raft recover", flag.ContinueOnError)
+	fs.SetOutput(cliErr)
+	configFile := fs.String("config", "", "the agent's JSON config file (data_dir, raft_advertise or raft_addr)")
+	dataDir := fs.String("data-dir", "", "the server's data directory (overrides the config file)")
+	raftAddr := fs.String("raft-addr", "", "the Raft address the server advertises (overrides the config file)")
+	fs.Usage = func() {
+		fmt.Fprint(cliErr, recoverUsage)
+		fs.PrintDefaults()
+	}
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	rc, err := recoverConfig(*configFile, *dataDir, *raftAddr)
+	if err != nil {
+		return usageErr(fs, "%v", err)
+	}
+	f, err := fsm.New(fsm.Config{})
+	if err != nil {
+		return fail("operator raft recover", err)
+	}
+	info, err := cluster.Recover(rc, f)
+	if err != nil {
+		return fail("operator raft recover", err)
+	}
+	var prev []string
+	for _, s := range info.Previous {
+		prev = append(prev, fmt.Sprintf("%s (%s)", s.ID, s.Address))
+	}
+	st := f.Stats()
+	fmt.Fprintf(cliOut, `recovered %s at %s as a one-server cluster
+  last index: %d; resources: %d; holds outstanding: %d
+  previous configuration: %s
+Next: wipe the data directory of every other old server, start this agent,
+then start the others; they join as new servers.
+`, info.ID, info.RaftAddr, info.LastIndex, len(st.Resources), st.HoldsOutstanding, strings.Join(prev, ", "))
+	return exitOK
+}
+
+// recoverConfig resolves the data directory and Raft address from the
+// agent's config file and the flags (flags win).
+func recoverConfig(configFile, dataDir, raftAddr string) (cluster.RecoverConfig, error) {
+	var rc cluster.RecoverConfig
+	if configFile != "" {
+		cfg := defaultAgentConfig()
+		if err := loadConfigFile(configFile, &cfg); err != nil {
+			return rc, err
+		}
+		rc.DataDir = cfg.DataDir
+		rc.RaftAddr = cfg.RaftAdvertise
+		if rc.RaftAddr == "" {
+			rc.RaftAddr = cfg.RaftAddr
+		}
+	}
+	if dataDir != "" {
+		rc.DataDir = dataDir
+	}
+	if raftAddr != "" {
+		rc.RaftAddr = raftAddr
+	}
+	if rc.DataDir == "" {
+		return rc, fmt.Errorf("-data-dir (or data_dir in -config) is required")
+	}
+	host, _, err := net.SplitHostPort(rc.RaftAddr)
+	if err != nil {
+		return rc, fmt.Errorf("-raft-addr (or raft_advertise/raft_addr in -config) must be host:port, got %q", rc.RaftAddr)
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		return rc, fmt.Errorf("-raft-addr: %q is not an address peers can dial; give the advertised one", rc.RaftAddr)
+	}
+	return rc, nil
+}
