@@ -30,7 +30,7 @@ func TestShortCampaign(t *testing.T) {
 		dir = d
 		t.Logf("output kept in %s", dir)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	bin, err := BuildAgent(ctx, dir)
 	if err != nil {
