@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // RecoverConfig names the data of the one surviving server Recover turns
@@ -86,7 +87,7 @@ func Recover(cfg RecoverConfig, fsm raft.FSM) (RecoverInfo, error) {
 		return info, fmt.Errorf("cluster: recover: %w", err)
 	}
 	store, err := raftboltdb.New(raftboltdb.Options{Path: dbPath, BoltOptions: &bbolt.Options{Timeout: time.Second}})
-	if errors.Is(err, bbolt.ErrTimeout) {
+	if errors.Is(err, bolterrors.ErrTimeout) {
 		return info, fmt.Errorf("cluster: recover: %s is locked: stop the agent first: %w", dbPath, err)
 	}
 	if err != nil {
