@@ -42,7 +42,10 @@ type Result struct {
 	Rejected     int64
 	Relaxed      int64 // admitted by the relaxed policy
 	Violations   int64 // reservations that could not start
-	VarJobs      int64 // variable jobs completed
+	// RelaxedViolations counts the violations that hit a reservation
+	// admitted by the relaxed policy itself (the rest hit rigid ones).
+	RelaxedViolations int64
+	VarJobs           int64 // variable jobs completed
 	// SLDwA is the area-weighted slowdown of the variable jobs:
 	// sum(area*slowdown)/sum(area), slowdown = (wait+run)/run.
 	SLDwA float64
@@ -104,7 +107,8 @@ func Run(jobs []Job, cfg Config) (Result, error) {
 	var res Result
 	byID := map[string]*Job{}
 	violated := map[*Job]bool{} // a co-reservation counts once
-	var ends []running          // actual ends of started items, kept sorted
+	relaxedIDs := map[string]bool{}
+	var ends []running // actual ends of started items, kept sorted
 	var used float64
 	var sldNum, sldDen, respSum float64
 	first, last := int64(0), int64(0)
@@ -116,6 +120,9 @@ func Run(jobs []Job, cfg Config) (Result, error) {
 			if j := byID[v.ID]; v.Kind == planner.KindReservation && !violated[j] {
 				violated[j] = true
 				res.Violations++
+				if relaxedIDs[v.ID] {
+					res.RelaxedViolations++
+				}
 			}
 		}
 		for _, id := range rep.Started {
@@ -176,7 +183,7 @@ func Run(jobs []Job, cfg Config) (Result, error) {
 			if j.Procs <= 0 || j.Requested <= 0 || j.Procs > maxCap && j.Split == 0 {
 				continue
 			}
-			if err := submit(s, names, j, byID, &res); err != nil {
+			if err := submit(s, names, j, byID, relaxedIDs, &res); err != nil {
 				return res, err
 			}
 		}
@@ -200,7 +207,7 @@ func cmpRunning(a, b running) int {
 }
 
 // submit hands one job to the scheduler.
-func submit(s *planner.Scheduler, names []string, j *Job, byID map[string]*Job, res *Result) error {
+func submit(s *planner.Scheduler, names []string, j *Job, byID map[string]*Job, relaxedIDs map[string]bool, res *Result) error {
 	id := fmt.Sprintf("j%d", j.ID)
 	now := s.Planner().Origin()
 	if !j.Reservation {
@@ -237,6 +244,7 @@ func submit(s *planner.Scheduler, names []string, j *Job, byID map[string]*Job, 
 		}
 		if a.Relaxed {
 			res.Relaxed++
+			relaxedIDs[id] = true
 		}
 		res.Moves += int64(len(a.Moved))
 		byID[id] = j
@@ -258,7 +266,11 @@ func submit(s *planner.Scheduler, names []string, j *Job, byID map[string]*Job, 
 		res.Relaxed++
 	}
 	for i := range subs {
-		byID[fmt.Sprintf("%s/%d", id, i)] = j
+		sub := fmt.Sprintf("%s/%d", id, i)
+		byID[sub] = j
+		if a.Probability[i] < 1 {
+			relaxedIDs[sub] = true
+		}
 	}
 	return nil
 }
