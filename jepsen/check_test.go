@@ -284,26 +284,34 @@ func TestHistoryValidate(t *testing.T) {
 	}
 }
 
-// TestResolveCreates: only unknown creates with no definite retry and no
-// reservation on any replica are settled as never booked.
-func TestResolveCreates(t *testing.T) {
+// TestResolve: only indeterminate operations that the final state proves
+// changed nothing are settled.
+func TestResolve(t *testing.T) {
 	mk := func(op OpKind, id string, c Code) Op {
 		return Op{Input: Input{Op: op, ID: id}, Output: Output{Code: c}}
 	}
 	h := History{Ops: []Op{
-		mk(OpHold, "gone", CodeUnknown),       // absent everywhere: resolved
-		mk(OpHold, "kept", CodeUnknown),       // a replica holds it: stays unknown
-		mk(OpReserve, "retried", CodeUnknown), // a retry answered: closure handles it
+		mk(OpHold, "gone", CodeUnknown),       // 0 absent everywhere: resolved
+		mk(OpHold, "kept", CodeUnknown),       // 1 a replica holds it
+		mk(OpReserve, "retried", CodeUnknown), // 2 a retry answered: closure handles it
 		mk(OpReserve, "retried", CodeRejected),
-		mk(OpCommit, "x", CodeUnknown), // not a create: untouched
+		mk(OpCancel, "kept", CodeUnknown), // 4 kept ended COMMITTED: cancel did nothing
+		mk(OpCancel, "c", CodeUnknown),    // 5 c ended CANCELLED: maybe this one
+		mk(OpCommit, "ab", CodeUnknown),   // 6 ab ended ABORTED: commit did nothing
+		mk(OpCommit, "kept", CodeUnknown), // 7 may have committed kept
+		mk(OpAbort, "kept", CodeUnknown),  // 8 kept not ABORTED, never modified: nothing
+		mk(OpAbort, "mod", CodeUnknown),   // 9 mod had a modification it may have dropped
+		mk(OpModify, "mod", CodeOK),       // 10
+		mk(OpAbort, "ab", CodeUnknown),    // 11 ab ended ABORTED: maybe this one
 	}}
-	if n := h.ResolveCreates(map[string]bool{"kept": true}); n != 1 {
-		t.Fatalf("resolved %d, want 1", n)
+	final := map[string]Status{"kept": StatusCommitted, "c": StatusCancelled, "ab": StatusAborted, "mod": StatusCommitted, "retried": StatusCommitted}
+	if n := h.Resolve(final); n != 4 {
+		t.Errorf("resolved %d, want 4", n)
 	}
-	want := []Code{CodeFailed, CodeUnknown, CodeUnknown, CodeRejected, CodeUnknown}
+	resolved := map[int]bool{0: true, 4: true, 6: true, 8: true}
 	for i, op := range h.Ops {
-		if op.Output.Code != want[i] {
-			t.Errorf("op %d (%s %s): %s, want %s", i, op.Input.Op, op.Input.ID, op.Output.Code, want[i])
+		if got := op.Output.Code == CodeFailed; got != resolved[i] {
+			t.Errorf("op %d (%s %s): resolved=%v, want %v", i, op.Input.Op, op.Input.ID, got, resolved[i])
 		}
 	}
 }

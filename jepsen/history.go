@@ -172,34 +172,67 @@ func (h History) partition() [][]Op {
 	return out
 }
 
-// ResolveCreates uses what every replica holds after the run to settle
-// indeterminate creates that nothing else settled: an unknown hold or
-// reserve whose key no later attempt answered definitely, and for which no
-// replica holds a reservation carrying its key, never booked anything. It
-// is marked CodeFailed (left out of the check) instead of staying pending
-// forever, which keeps porcupine's search from trying it at every point.
+// Resolve uses what the replicas hold after the run (final: status by
+// workload ID, from complete reads of every replica taken after all clients
+// stopped and the cluster settled) to settle indeterminate operations that
+// provably changed nothing. Each is marked CodeFailed (left out of the
+// check) instead of staying pending forever, which keeps porcupine's
+// search from trying it at every point:
 //
-// Sound only when present is the union of complete reads of every replica
-// taken after all clients stopped and the cluster settled, and terminal
-// reservations are retained longer than the run (the ledger keeps them for
-// a day by default). A create applied as a rejection leaves no reservation
-// either; dropping it is still right because a rejection changes nothing
-// and no definite retry exists to replay it. It returns the number of
-// operations resolved.
-func (h *History) ResolveCreates(present map[string]bool) int {
+//   - a hold or reserve whose key no later attempt answered definitely and
+//     no replica holds never booked anything (a create applied as a
+//     rejection leaves no reservation either, and changes nothing);
+//   - a cancel of a reservation that did not end CANCELLED did nothing
+//     (CANCELLED is reached only by cancel and never left);
+//   - a commit of a reservation that ended ABORTED or EXPIRED did nothing
+//     (a committed reservation can be neither);
+//   - an abort of a reservation that did not end ABORTED did nothing, if
+//     no modify of it ever succeeded or was left unknown (so there was no
+//     pending modification to drop).
+//
+// Terminal reservations must be retained longer than the run (the ledger
+// keeps them for a day by default). It returns the number of operations
+// resolved.
+func (h *History) Resolve(final map[string]Status) int {
 	definite := map[string]bool{}
+	modified := map[string]bool{}
 	for _, op := range h.Ops {
-		if (op.Input.Op == OpHold || op.Input.Op == OpReserve) && op.Output.Code != CodeUnknown && op.Output.Code != CodeFailed {
+		switch {
+		case (op.Input.Op == OpHold || op.Input.Op == OpReserve) && op.Output.Code != CodeUnknown && op.Output.Code != CodeFailed:
 			definite[op.Input.ID] = true
+		case op.Input.Op == OpModify && (op.Output.Code == CodeOK || op.Output.Code == CodeUnknown):
+			modified[op.Input.ID] = true
 		}
 	}
 	n := 0
 	for i := range h.Ops {
 		op := &h.Ops[i]
-		if (op.Input.Op == OpHold || op.Input.Op == OpReserve) && op.Output.Code == CodeUnknown &&
-			!definite[op.Input.ID] && !present[op.Input.ID] {
+		if op.Output.Code != CodeUnknown {
+			continue
+		}
+		st, present := final[op.Input.ID]
+		var why string
+		switch op.Input.Op {
+		case OpHold, OpReserve:
+			if !definite[op.Input.ID] && !present {
+				why = "no replica holds this key, so it never booked"
+			}
+		case OpCancel:
+			if present && st != StatusCancelled {
+				why = "the reservation did not end CANCELLED"
+			}
+		case OpCommit:
+			if present && (st == StatusAborted || st == StatusExpired) {
+				why = "the reservation ended " + string(st)
+			}
+		case OpAbort:
+			if present && st != StatusAborted && !modified[op.Input.ID] {
+				why = "the reservation did not end ABORTED and never had a modification"
+			}
+		}
+		if why != "" {
 			op.Output.Code = CodeFailed
-			op.Err += " (resolved: no replica holds this key, so it never booked)"
+			op.Err += " (resolved: " + why + ")"
 			n++
 		}
 	}

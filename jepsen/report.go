@@ -30,8 +30,8 @@ type Report struct {
 	// TTLProbes counts acknowledged short-TTL probe holds, which the
 	// holds-expire invariant requires to be gone by the end.
 	TTLProbes int `json:"ttl_probes"`
-	// Resolved counts indeterminate creates settled as "never booked"
-	// from the final replica contents (History.ResolveCreates).
+	// Resolved counts indeterminate operations settled as "changed
+	// nothing" from the final replica contents (History.Resolve).
 	Resolved   int               `json:"resolved_creates"`
 	Linear     []Verdict         `json:"linearizability"`
 	Invariants []InvariantResult `json:"invariants"`
@@ -223,7 +223,7 @@ func (r *Report) Text() string {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "\nlinearizability (porcupine, per resource group; %d indeterminate creates resolved as never booked):\n", r.Resolved)
+	fmt.Fprintf(&b, "\nlinearizability (porcupine, per resource group; %d indeterminate ops resolved as no-ops from the final state):\n", r.Resolved)
 	for _, v := range r.Linear {
 		fmt.Fprintf(&b, "  group %d %v: %s  (%d ops, %d indeterminate, %v)", v.Group, v.Resources, v.Result, v.Ops, v.Unknown, v.Elapsed.Round(time.Millisecond))
 		if v.Visual != "" {

@@ -190,13 +190,14 @@ loop:
 	checked := h
 	checked.Ops = append([]Op(nil), h.Ops...)
 	if len(lists) == len(cl.Names()) && convErr == nil {
-		present := map[string]bool{}
-		for _, l := range lists {
-			for _, r := range l {
-				present[r.ID] = true
+		// Replicas converged, so any one of them is the final state.
+		final := map[string]Status{}
+		for _, r := range lists[cl.Names()[0]] {
+			if r.ID != "" {
+				final[r.ID] = r.Status
 			}
 		}
-		rep.Resolved = checked.ResolveCreates(present)
+		rep.Resolved = checked.Resolve(final)
 	}
 	rep.Faults = sched.Faults()
 	rep.Links = cl.LinkStats()
