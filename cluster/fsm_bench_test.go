@@ -89,9 +89,10 @@ func startBenchCluster(b *testing.B, mk func() raft.FSM, stamp func([]byte, int6
 			NodeName: fmt.Sprintf("b%d", i), DataDir: filepath.Join(b.TempDir(), "data"),
 			RaftBind: a.raft, GossipBind: a.gossip, RPCAdvertise: a.rpc, RetryJoin: join,
 			BootstrapExpect: 3, Stamp: stamp, Logger: testLogger(),
-			HeartbeatTimeout: 400 * time.Millisecond, ElectionTimeout: 400 * time.Millisecond,
-			LeaderLeaseTimeout: 300 * time.Millisecond, ReconcileInterval: 200 * time.Millisecond,
-			ServerStabilizationTime: 400 * time.Millisecond,
+			// Raft's default timeouts (1 s), as in production: the
+			// tests' tight timings lose leadership under this load on a
+			// small machine, which would measure elections, not writes.
+			ReconcileInterval: 200 * time.Millisecond, ServerStabilizationTime: 400 * time.Millisecond,
 		}, mk())
 		if err != nil {
 			ln.Close()
@@ -192,9 +193,10 @@ func benchFSMvsRaw(b *testing.B, writers int, ledger bool) {
 		return leader.raft.Apply(stamped, 0).Error()
 	}
 	var (
-		seq atomic.Int64
-		mu  sync.Mutex
-		lat []time.Duration
+		seq    atomic.Int64
+		mu     sync.Mutex
+		lat    []time.Duration
+		failed atomic.Bool
 	)
 	ops := 0
 	for b.Loop() {
@@ -206,7 +208,9 @@ func benchFSMvsRaw(b *testing.B, writers int, ledger bool) {
 					i := int(seq.Add(1))
 					start := time.Now()
 					if err := write(i); err != nil {
-						b.Error(err)
+						if !failed.Swap(true) {
+							b.Error(err)
+						}
 						return
 					}
 					local = append(local, time.Since(start))
@@ -217,6 +221,9 @@ func benchFSMvsRaw(b *testing.B, writers int, ledger bool) {
 			})
 		}
 		wg.Wait()
+		if failed.Load() {
+			b.FailNow()
+		}
 		ops += writers * benchOpsPerWriter
 	}
 	b.StopTimer()
