@@ -21,7 +21,7 @@ LIVE=${LIVE:-10000}
 CLIENTS=${CLIENTS:-1,16,64,256}
 RECOVERY_LIVE=${RECOVERY_LIVE:-100000}
 OUT=${OUT:-benchmarks/results/service}
-SKIP=${SKIP:-} # space-separated: rawraft ledgerd ledgerd-nodes etcd postgres recovery
+SKIP=${SKIP:-} # space-separated: rawraft ledgerd ledgerd-nodes etcd postgres recovery reserve-mix
 
 mkdir -p "$OUT"
 out=$(cd "$OUT" && pwd)
@@ -69,10 +69,12 @@ if ! skip ledgerd; then
 	agents_start 3 17500
 	"$work/loadgen" -system ledgerd -addrs "$addrs" -label "3 nodes" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
 	agents_stop
-	step "ledgerd, 3 nodes, reserve mix"
-	agents_start 3 17600
-	"$work/loadgen" -system ledgerd -addrs "$addrs" -label "3 nodes" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
-	agents_stop
+	if ! skip reserve-mix; then
+		step "ledgerd, 3 nodes, reserve mix"
+		agents_start 3 17600
+		"$work/loadgen" -system ledgerd -addrs "$addrs" -label "3 nodes" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
+		agents_stop
+	fi
 fi
 
 if ! skip ledgerd-nodes; then
@@ -88,9 +90,11 @@ if ! skip etcd; then
 	step "etcd, 3 members, default mix"
 	"$work/peerbench" -system etcd -nodes 3 -dir "$work/etcd" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
 	rm -rf "$work/etcd"
-	step "etcd, 3 members, reserve mix"
-	"$work/peerbench" -system etcd -nodes 3 -port 24790 -dir "$work/etcd2" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
-	rm -rf "$work/etcd2"
+	if ! skip reserve-mix; then
+		step "etcd, 3 members, reserve mix"
+		"$work/peerbench" -system etcd -nodes 3 -port 24790 -dir "$work/etcd2" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
+		rm -rf "$work/etcd2"
+	fi
 fi
 
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
@@ -101,9 +105,11 @@ if ! skip postgres && [[ -n "$pgbin" ]]; then
 	su postgres -c "$pgbin/pg_ctl -D $pgdir/data -l $pgdir/pg.log -w start -o '-p 5499 -k $pgdir -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=256MB'" >/dev/null
 	step "postgresql $("$pgbin/postgres" --version | awk '{print $3}'), 1 node, default mix"
 	"$work/peerbench" -system postgres -dsn "postgres://postgres@127.0.0.1:5499/postgres" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
-	su postgres -c "$pgbin/psql -h $pgdir -p 5499 -U postgres -qc 'DROP TABLE bookings; DROP TABLE resources'" >/dev/null
-	step "postgresql, 1 node, reserve mix"
-	"$work/peerbench" -system postgres -dsn "postgres://postgres@127.0.0.1:5499/postgres" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
+	if ! skip reserve-mix; then
+		su postgres -c "$pgbin/psql -h $pgdir -p 5499 -U postgres -qc 'DROP TABLE bookings; DROP TABLE resources'" >/dev/null
+		step "postgresql, 1 node, reserve mix"
+		"$work/peerbench" -system postgres -dsn "postgres://postgres@127.0.0.1:5499/postgres" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
+	fi
 fi
 
 if ! skip recovery; then
