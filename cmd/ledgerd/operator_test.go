@@ -5,9 +5,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 )
 
 func TestRecoverConfig(t *testing.T) {
@@ -118,5 +121,23 @@ func TestOperatorRaft(t *testing.T) {
 		if code, _, _ := runCLI(t, c.args...); code != c.code {
 			t.Errorf("%v: exit %d, want %d", c.args, code, c.code)
 		}
+	}
+}
+
+func TestPeerRows(t *testing.T) {
+	ms := []*ledgerdv1.Member{
+		{Id: "a", RaftAddress: "10.0.0.1:7421", Role: ledgerdv1.Role_ROLE_LEADER, Status: "alive"},
+		{Id: "b", RaftAddress: "10.0.0.2:7421", Role: ledgerdv1.Role_ROLE_FOLLOWER, Status: "failed"},
+		{Id: "c", RaftAddress: "10.0.0.3:7421", Role: ledgerdv1.Role_ROLE_NONVOTER, Status: "alive"},
+		{Id: "d", RaftAddress: "10.0.0.4:7421", Role: ledgerdv1.Role_ROLE_UNSPECIFIED},
+	}
+	want := []peerRow{
+		{"a", "10.0.0.1:7421", "alive", true, true},
+		{"b", "10.0.0.2:7421", "failed", true, false},
+		{"c", "10.0.0.3:7421", "alive", false, false},
+		{"d", "10.0.0.4:7421", "unknown", false, false},
+	}
+	if got := peerRows(ms); !slices.Equal(got, want) {
+		t.Fatalf("rows:\n got %+v\nwant %+v", got, want)
 	}
 }
