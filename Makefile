@@ -2,9 +2,11 @@
 GO        ?= go
 TAGS      := hashicorpmetrics
 TOOLS     := $(GO) tool -modfile=tools/go.mod
+TERRAFORM := $(CURDIR)/bin/terraform
 PKGS      := ./...
 
-.PHONY: test lint unit build run generate fuzz bench help
+.PHONY: test lint unit build run generate fuzz help tools-terraform deploy-check rehearsal three-nodes \
+	chaos bench-planner seedexp simexp bench-service bench-raft
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -17,8 +19,8 @@ lint: ## gofmt, go vet, staticcheck
 	$(GO) vet -tags $(TAGS) $(PKGS)
 	$(TOOLS) staticcheck -tags $(TAGS) $(PKGS)
 
-unit: ## race-enabled tests of every package
-	$(GO) test -race -tags $(TAGS) -timeout 20m $(PKGS)
+unit: tools-terraform ## race-enabled tests of every package
+	TERRAFORM=$$([ -x $(TERRAFORM) ] && echo $(TERRAFORM)) $(GO) test -race -tags $(TAGS) -timeout 20m $(PKGS)
 
 build: ## build the ledgerd binary into ./bin
 	$(GO) build -tags $(TAGS) -o bin/ledgerd ./cmd/ledgerd
@@ -33,3 +35,34 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 	@for p in ./planner/ ./fsm/; do \
 	  for t in $$($(GO) test -tags $(TAGS) -list 'Fuzz.*' $$p | grep ^Fuzz); do \
 	  $(GO) test -tags $(TAGS) -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} $$p || exit 1; done; done
+
+# Terraform is only needed by the deploy/terraform checks (fmt, init, validate,
+# native tests of the provider-free module). It builds from source once into
+# ./bin; when that is impossible (offline) those checks skip and say so.
+tools-terraform: ## build terraform v1.6.6 into ./bin (once)
+	@[ -x $(TERRAFORM) ] || GOBIN=$(CURDIR)/bin $(GO) install github.com/hashicorp/terraform@v1.6.6 \
+	  || echo "warning: could not build terraform; the terraform checks will skip"
+
+deploy-check: tools-terraform ## terraform fmt/init/validate/test and rendering drift of deploy/terraform
+	TERRAFORM=$(TERRAFORM) $(GO) test -tags $(TAGS) -count=1 -v -run 'Terraform|Golden|ConfigCheck|CloudInit' ./deploy/terraform
+
+rehearsal: ## three agents on 127.0.0.11-13 from rendered configs: form, lose the leader, rolling restart
+	scripts/rehearsal.sh
+
+three-nodes: ## three agents on loopback with -bootstrap-expect 3; kill the leader; keep admitting
+	scripts/three-nodes.sh
+
+chaos: ## long chaos campaign against real agents (NODES, DURATION, NEMESIS)
+	$(GO) run -tags $(TAGS) ./jepsen/cmd/chaos -nodes $${NODES:-5} -duration $${DURATION:-10m} -nemesis $${NEMESIS:-all}
+
+bench-planner: ## list vs indexed admission benchmarks, 1k-1M live reservations (see benchmarks/planner)
+	$(GO) test -tags $(TAGS) -timeout 90m -run '^$$' -bench 'Admission|Release' -count 6 ./planner/
+
+seedexp: ## the seed papers' list vs slotted-time experiment (see benchmarks/seed)
+	$(GO) run -tags $(TAGS) ./benchmarks/seed/cmd/seedexp -out benchmarks/seed/results
+
+simexp: ## policy simulator: reject / move-variable / relaxed (see benchmarks/sim)
+	$(GO) run -tags $(TAGS) ./benchmarks/sim/cmd/simexp -out benchmarks/sim/results
+
+bench-service: ## ledgerd vs raw raft, etcd and PostgreSQL (see benchmarks/results)
+	scripts/bench-service.sh
