@@ -63,7 +63,9 @@ func TestSmokeLedgerd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all) != res.Live {
-		t.Fatalf("server holds %d committed reservations, generator tracks %d", len(all), res.Live)
+	// Operations cut off by the end of the run may have been applied
+	// without the generator knowing: at most one per client.
+	if d := len(all) - res.Live; d < -res.Clients || d > res.Clients {
+		t.Fatalf("server holds %d committed reservations, generator tracks %d (more than %d apart)", len(all), res.Live, res.Clients)
 	}
 }
