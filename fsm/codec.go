@@ -142,6 +142,8 @@ func checkEnvelope(c *fsmv1.Command) error {
 		ok = c.GetModify() != nil
 	case fsmv1.Command_TYPE_EXPIRE:
 		ok = c.GetExpire() != nil
+	case fsmv1.Command_TYPE_COMPLETE:
+		ok = c.GetComplete() != nil
 	default:
 		return fmt.Errorf("%w: unknown type %d", ErrMalformed, int32(c.GetType()))
 	}

@@ -466,6 +466,9 @@ func (s *state) commit(cmd *fsmv1.Command) *fsmv1.Result {
 		n := s.change(r)
 		n.Parts, n.StartMillis, n.EndMillis = p.GetParts(), p.GetStartMillis(), p.GetEndMillis()
 		n.Pending = nil
+		// The new shape is a new request: an announced early end of the
+		// old one no longer applies.
+		n.RequestedDurationMillis, n.ActualEndMillis = 0, 0
 		s.put(n.Id, n)
 		s.emit(fsmv1.Event_TYPE_MODIFY_COMMITTED, n, nil)
 		return okResult(n)
@@ -578,5 +581,53 @@ func (s *state) modify(cmd *fsmv1.Command) *fsmv1.Result {
 	}
 	s.put(n.Id, n)
 	s.emit(fsmv1.Event_TYPE_MODIFY_HELD, n, nil)
+	return okResult(n)
+}
+
+// complete ends a COMMITTED or ACTIVE reservation early: the planner gives
+// back [at, end), the row keeps its requested duration and records the
+// actual end. At the log time the reservation is COMPLETED at once; at a
+// later instant its end moves there and the completion timer fires then.
+func (s *state) complete(cmd *fsmv1.Command) *fsmv1.Result {
+	c := cmd.GetComplete()
+	r, bad := s.owned(cmd, "complete.id", c.GetId())
+	if bad != nil {
+		return bad
+	}
+	switch st := r.GetState(); {
+	case st != fsmv1.Reservation_STATE_COMMITTED && st != fsmv1.Reservation_STATE_ACTIVE,
+		r.GetPending() != nil:
+		return wrongState(r, "complete")
+	}
+	at := s.now
+	if c.AtMillis != nil {
+		// Like not_before: an instant already past in log time means now.
+		at = max(c.GetAtMillis(), s.now)
+	}
+	if at < r.GetStartMillis() || at == r.GetStartMillis() && at != s.now {
+		// Only a reservation that has begun can end at its start (it
+		// then used nothing); ending one that has not begun is Cancel.
+		return invalid("complete.at_millis", fmt.Sprintf("must be after the start %d (cancel gives the whole interval back)", r.GetStartMillis()))
+	}
+	if at >= r.GetEndMillis() {
+		return invalid("complete.at_millis", fmt.Sprintf("must be before the booked end %d", r.GetEndMillis()))
+	}
+	if _, err := s.plan.Complete(r.GetId(), at); err != nil {
+		fm := fieldMap{"complete.", map[string]string{"at": "at_millis"}}
+		return s.fromPlanner(err, fm)
+	}
+	n := s.change(r)
+	if n.RequestedDurationMillis == 0 {
+		n.RequestedDurationMillis = r.GetEndMillis() - r.GetStartMillis()
+	}
+	n.EndMillis, n.ActualEndMillis = at, at
+	if at == s.now {
+		n.State = fsmv1.Reservation_STATE_COMPLETED
+		s.put(n.Id, n)
+		s.emit(fsmv1.Event_TYPE_COMPLETED, n, nil)
+		return okResult(n)
+	}
+	s.put(n.Id, n)
+	s.emit(fsmv1.Event_TYPE_SHORTENED, n, nil)
 	return okResult(n)
 }

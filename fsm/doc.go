@@ -6,6 +6,7 @@
 //	HELD → COMMITTED → ACTIVE → COMPLETED   (the last two by log time)
 //	HELD → ABORTED | EXPIRED
 //	COMMITTED | ACTIVE → CANCELLED
+//	COMMITTED | ACTIVE → COMPLETED early (Complete; requested duration kept)
 //
 // two-phase modification (the new shape is held beside the old one until
 // commit swaps them or abort drops the new one), deterministic hold expiry,

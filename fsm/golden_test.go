@@ -59,12 +59,14 @@ func goldenCommands() []struct {
 			Payload: &fsmv1.Command_CreateResource{CreateResource: &fsmv1.CreateResource{Name: "license", Capacity: 5}}}},
 		{"14_delete_resource.bin", 3_040, &fsmv1.Command{Type: fsmv1.Command_TYPE_DELETE_RESOURCE, Owner: "ops",
 			Payload: &fsmv1.Command_DeleteResource{DeleteResource: &fsmv1.DeleteResource{Name: "license"}}}},
+		{"15_complete.bin", 3_050, &fsmv1.Command{Type: fsmv1.Command_TYPE_COMPLETE, Owner: "broker-1", IdempotencyKey: "e1",
+			Payload: &fsmv1.Command_Complete{Complete: &fsmv1.Complete{Id: "job-1", AtMillis: proto.Int64(1_000_000)}}}},
 	}
 }
 
 // goldenStatuses are the results the golden script must produce.
 var goldenStatuses = []fsmv1.Result_Status{
-	OK, OK, OK, OK, OK, OK, OK, OK, OK, OK, OK, OK, OK, OK,
+	OK, OK, OK, OK, OK, OK, OK, OK, OK, OK, OK, OK, OK, OK, OK,
 }
 
 func checkGolden(t *testing.T, path string, got []byte) {
@@ -180,5 +182,9 @@ func TestGoldenSnapshot(t *testing.T) {
 		if !ok || r.GetState() != st {
 			t.Errorf("%s: %v, want %s", id, r.GetState(), st)
 		}
+	}
+	if r, _ := g.Get("job-1"); r.GetEndMillis() != 1_000_000 || r.GetActualEndMillis() != 1_000_000 || r.GetRequestedDurationMillis() != 3_600_000 {
+		t.Errorf("job-1 after early completion: end %d actual %d requested %d, want 1000000 1000000 3600000",
+			r.GetEndMillis(), r.GetActualEndMillis(), r.GetRequestedDurationMillis())
 	}
 }

@@ -141,3 +141,13 @@ func tick() *fsmv1.Command {
 	}
 	return c
 }
+
+// complete builds a TYPE_COMPLETE command; at == nil means "now".
+func complete(id string, at *int64, opts ...reqOpt) *fsmv1.Command {
+	c := &fsmv1.Command{Type: fsmv1.Command_TYPE_COMPLETE, Owner: "alice",
+		Payload: &fsmv1.Command_Complete{Complete: &fsmv1.Complete{Id: id, AtMillis: at}}}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}

@@ -122,7 +122,14 @@ func (g *gen) command() *fsmv1.Command {
 	case k < 76:
 		c.Type = fsmv1.Command_TYPE_CANCEL
 		c.Payload = &fsmv1.Command_Target{Target: &fsmv1.Target{Id: g.id()}}
-	case k < 90:
+	case k < 84:
+		c.Type = fsmv1.Command_TYPE_COMPLETE
+		e := &fsmv1.Complete{Id: g.id()}
+		if g.r.IntN(2) == 0 {
+			e.AtMillis = proto.Int64(g.now + int64(g.r.IntN(300)) - 20)
+		}
+		c.Payload = &fsmv1.Command_Complete{Complete: e}
+	case k < 92:
 		m := &fsmv1.Modify{Id: g.id(), HoldTtlMillis: int64(g.r.IntN(200))}
 		if g.r.IntN(2) == 0 {
 			m.Parts = g.parts()

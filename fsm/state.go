@@ -343,6 +343,8 @@ func (s *state) dispatch(cmd *fsmv1.Command) *fsmv1.Result {
 		return s.cancel(cmd)
 	case fsmv1.Command_TYPE_EXPIRE:
 		return &fsmv1.Result{Status: fsmv1.Result_STATUS_OK}
+	case fsmv1.Command_TYPE_COMPLETE:
+		return s.complete(cmd)
 	}
 	// Decode admits only the types above.
 	panic("fsm: unreachable command type " + cmd.GetType().String())

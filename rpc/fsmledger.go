@@ -99,7 +99,7 @@ func resultErr(r *fsmv1.Result) error {
 // apiField renames an fsm field path to the public request's, e.g.
 // "request.parts[1].amount" → "shape.parts[1].amount".
 func apiField(f string) string {
-	for _, p := range [][2]string{{"request.labels", "labels"}, {"request.hold_ttl_millis", "hold_ttl"}, {"request.", "shape."}, {"modify.", "shape."}} {
+	for _, p := range [][2]string{{"request.labels", "labels"}, {"request.hold_ttl_millis", "hold_ttl"}, {"request.", "shape."}, {"modify.", "shape."}, {"complete.at_millis", "at"}, {"complete.", ""}} {
 		if rest, ok := strings.CutPrefix(f, p[0]); ok {
 			return p[1] + rest
 		}
@@ -175,6 +175,21 @@ func (l *FSMLedger) Abort(ctx context.Context, w Write, id string) (*ledgerdv1.R
 // Cancel implements Ledger.
 func (l *FSMLedger) Cancel(ctx context.Context, w Write, id string) (*ledgerdv1.Reservation, error) {
 	return l.target(ctx, "cancel", fsmv1.Command_TYPE_CANCEL, w, id)
+}
+
+// Complete implements Ledger.
+func (l *FSMLedger) Complete(ctx context.Context, w Write, id string, at int64) (*ledgerdv1.Reservation, error) {
+	cmd := envelope(fsmv1.Command_TYPE_COMPLETE, w)
+	e := &fsmv1.Complete{Id: id}
+	if at != 0 {
+		e.AtMillis = &at
+	}
+	cmd.Payload = &fsmv1.Command_Complete{Complete: e}
+	res, err := l.apply(ctx, "complete", cmd)
+	if err != nil {
+		return nil, err
+	}
+	return reservationToAPI(res.GetReservation()), nil
 }
 
 // Modify implements Ledger. The fsm holds an exact new interval, so the
@@ -460,6 +475,12 @@ func reservationToAPI(r *fsmv1.Reservation) *ledgerdv1.Reservation {
 			p.Parts = append(p.Parts, &ledgerdv1.ResourceAmount{Resource: part.GetResource(), Amount: part.GetAmount()})
 		}
 		out.Pending = p
+	}
+	if d := r.GetRequestedDurationMillis(); d != 0 {
+		out.RequestedDuration = MsToDuration(d)
+	}
+	if ms := r.GetActualEndMillis(); ms != 0 {
+		out.ActualEnd = MsToTimestamp(ms)
 	}
 	return out
 }

@@ -101,6 +101,9 @@ type Ledger interface {
 	Abort(ctx context.Context, w Write, id string) (*ledgerdv1.Reservation, error)
 	Modify(ctx context.Context, a ModifyArgs) (*ledgerdv1.Reservation, error)
 	Cancel(ctx context.Context, w Write, id string) (*ledgerdv1.Reservation, error)
+	// Complete ends a committed or active reservation early at at (Unix
+	// ms; 0 means the ledger's now) and releases the rest of its interval.
+	Complete(ctx context.Context, w Write, id string, at int64) (*ledgerdv1.Reservation, error)
 
 	Get(ctx context.Context, id string, stale bool) (*ledgerdv1.Reservation, error)
 	// List returns one page of reservations matching q ordered by id and

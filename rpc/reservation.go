@@ -153,6 +153,26 @@ func (h *reservations) Cancel(ctx context.Context, req *connect.Request[ledgerdv
 	return connect.NewResponse(&ledgerdv1.CancelResponse{Reservation: r}), nil
 }
 
+// Complete implements ReservationService.Complete.
+func (h *reservations) Complete(ctx context.Context, req *connect.Request[ledgerdv1.CompleteRequest]) (*connect.Response[ledgerdv1.CompleteResponse], error) {
+	r, err := h.transition(ctx, req.Msg.Id, req.Msg.IdempotencyKey, func(ctx context.Context, w Write, id string) (*ledgerdv1.Reservation, error) {
+		var at int64
+		if req.Msg.At != nil {
+			var err error
+			if at, err = tsMs("at", req.Msg.At); err != nil {
+				return nil, err
+			}
+			// 0 means "now" to the Ledger; the epoch is long past anyway.
+			at = max(at, 1)
+		}
+		return h.s.opts.Ledger.Complete(ctx, w, id, at)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&ledgerdv1.CompleteResponse{Reservation: r}), nil
+}
+
 // Modify implements ReservationService.Modify.
 func (h *reservations) Modify(ctx context.Context, req *connect.Request[ledgerdv1.ModifyRequest]) (*connect.Response[ledgerdv1.ModifyResponse], error) {
 	m := req.Msg

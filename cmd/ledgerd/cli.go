@@ -411,7 +411,12 @@ func printReservations(asJSON bool, rs ...*ledgerdv1.Reservation) {
 				expires = fmtTime(r.Pending.HoldExpiresAt)
 			}
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Id, r.Tenant, stateName(r.State), partsString(r.Parts), fmtTime(r.Start), fmtTime(r.End), expires, pending)
+		end := fmtTime(r.End)
+		if r.RequestedDuration != nil {
+			// Completed early: the end is the actual one.
+			end += " (early; booked " + r.RequestedDuration.AsDuration().String() + ")"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Id, r.Tenant, stateName(r.State), partsString(r.Parts), fmtTime(r.Start), end, expires, pending)
 	}
 	w.Flush()
 }

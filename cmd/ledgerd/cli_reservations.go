@@ -20,6 +20,7 @@ func init() {
 	register("commit", "Commit a hold or a pending modification", func(a []string) int { return runTransition("commit", a) })
 	register("abort", "Abort a hold or a pending modification", func(a []string) int { return runTransition("abort", a) })
 	register("cancel", "Cancel a committed reservation", func(a []string) int { return runTransition("cancel", a) })
+	register("complete", "End a committed or active reservation early and give the rest back", runComplete)
 	register("modify", "Hold a new shape for a reservation (commit or abort it next)", runModify)
 	register("get", "Show one reservation", runGet)
 	register("list", "List reservations (filter by resource, tenant, state, time)", runList)
@@ -99,6 +100,33 @@ func runTransition(name string, args []string) int {
 	r, err := op(ctx, fs.Arg(0), *key)
 	if err != nil {
 		return fail(name, err)
+	}
+	printReservations(cf.json, r)
+	return exitOK
+}
+
+// runComplete ends a reservation early: now, or at -at (an instant before
+// its booked end; the reservation then completes by itself at that time).
+func runComplete(args []string) int {
+	fs, cf := newFlagSet("complete", "ID")
+	key := fs.String("key", "", "idempotency key (default: a random one)")
+	var at time.Time
+	fs.Var(&timeFlag{&at}, "at", "when the work ends: RFC 3339, now, or +duration (default: now)")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		return usageErr(fs, "want exactly one reservation ID")
+	}
+	c, err := cf.client()
+	if err != nil {
+		return fail("complete", err)
+	}
+	ctx, cancel := cf.context()
+	defer cancel()
+	r, err := c.Complete(ctx, fs.Arg(0), at, *key)
+	if err != nil {
+		return fail("complete", err)
 	}
 	printReservations(cf.json, r)
 	return exitOK

@@ -18,6 +18,7 @@ import (
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/gen/ledgerd/v1/ledgerdv1connect"
@@ -332,6 +333,23 @@ func (c *Client) Cancel(ctx context.Context, id, idemKey string) (*ledgerdv1.Res
 	req := &ledgerdv1.CancelRequest{Id: id, IdempotencyKey: key(idemKey)}
 	return do(ctx, c, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
 		r, err := ep.reservations.Cancel(ctx, connect.NewRequest(req))
+		if err != nil {
+			return nil, err
+		}
+		return r.Msg.Reservation, nil
+	})
+}
+
+// Complete ends a committed or active reservation early at at (the zero
+// time means now) and gives the rest of its interval back; idemKey may be
+// empty.
+func (c *Client) Complete(ctx context.Context, id string, at time.Time, idemKey string) (*ledgerdv1.Reservation, error) {
+	req := &ledgerdv1.CompleteRequest{Id: id, IdempotencyKey: key(idemKey)}
+	if !at.IsZero() {
+		req.At = timestamppb.New(at)
+	}
+	return do(ctx, c, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
+		r, err := ep.reservations.Complete(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err
 		}

@@ -674,6 +674,118 @@ func (x *CancelResponse) GetReservation() *Reservation {
 	return nil
 }
 
+// CompleteRequest ends a committed or active reservation early.
+type CompleteRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Reservation id.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// When the work ends; unset means now. Must lie in [max(start, now), end).
+	// At now the reservation is COMPLETED at once; later, its end moves to
+	// this instant and it completes then.
+	At *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=at,proto3" json:"at,omitempty"`
+	// Deduplicates retries.
+	IdempotencyKey string `protobuf:"bytes,3,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *CompleteRequest) Reset() {
+	*x = CompleteRequest{}
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteRequest) ProtoMessage() {}
+
+func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
+func (*CompleteRequest) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *CompleteRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CompleteRequest) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *CompleteRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+// CompleteResponse returns the reservation after the early completion.
+type CompleteResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The reservation, with requested_duration and actual_end set.
+	Reservation   *Reservation `protobuf:"bytes,1,opt,name=reservation,proto3" json:"reservation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompleteResponse) Reset() {
+	*x = CompleteResponse{}
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteResponse) ProtoMessage() {}
+
+func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
+func (*CompleteResponse) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *CompleteResponse) GetReservation() *Reservation {
+	if x != nil {
+		return x.Reservation
+	}
+	return nil
+}
+
 // GetRequest names one reservation.
 type GetRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -687,7 +799,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[12]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -699,7 +811,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[12]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -712,7 +824,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{12}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetRequest) GetId() string {
@@ -740,7 +852,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[13]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -752,7 +864,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[13]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -765,7 +877,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{13}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetResponse) GetReservation() *Reservation {
@@ -800,7 +912,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[14]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -812,7 +924,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[14]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -825,7 +937,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{14}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListRequest) GetResource() string {
@@ -897,7 +1009,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[15]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -909,7 +1021,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[15]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -922,7 +1034,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{15}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListResponse) GetReservations() []*Reservation {
@@ -950,7 +1062,7 @@ type FindRequest struct {
 
 func (x *FindRequest) Reset() {
 	*x = FindRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[16]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -962,7 +1074,7 @@ func (x *FindRequest) String() string {
 func (*FindRequest) ProtoMessage() {}
 
 func (x *FindRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[16]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -975,7 +1087,7 @@ func (x *FindRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindRequest.ProtoReflect.Descriptor instead.
 func (*FindRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{16}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FindRequest) GetShape() *Shape {
@@ -1000,7 +1112,7 @@ type FindResponse struct {
 
 func (x *FindResponse) Reset() {
 	*x = FindResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[17]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1012,7 +1124,7 @@ func (x *FindResponse) String() string {
 func (*FindResponse) ProtoMessage() {}
 
 func (x *FindResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[17]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1025,7 +1137,7 @@ func (x *FindResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindResponse.ProtoReflect.Descriptor instead.
 func (*FindResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{17}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *FindResponse) GetFits() bool {
@@ -1062,7 +1174,7 @@ type OffersRequest struct {
 
 func (x *OffersRequest) Reset() {
 	*x = OffersRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[18]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1074,7 +1186,7 @@ func (x *OffersRequest) String() string {
 func (*OffersRequest) ProtoMessage() {}
 
 func (x *OffersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[18]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1087,7 +1199,7 @@ func (x *OffersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffersRequest.ProtoReflect.Descriptor instead.
 func (*OffersRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{18}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *OffersRequest) GetShape() *Shape {
@@ -1117,7 +1229,7 @@ type Offer struct {
 
 func (x *Offer) Reset() {
 	*x = Offer{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[19]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1129,7 +1241,7 @@ func (x *Offer) String() string {
 func (*Offer) ProtoMessage() {}
 
 func (x *Offer) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[19]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1142,7 +1254,7 @@ func (x *Offer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Offer.ProtoReflect.Descriptor instead.
 func (*Offer) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{19}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Offer) GetStart() *timestamppb.Timestamp {
@@ -1170,7 +1282,7 @@ type OffersResponse struct {
 
 func (x *OffersResponse) Reset() {
 	*x = OffersResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[20]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1182,7 +1294,7 @@ func (x *OffersResponse) String() string {
 func (*OffersResponse) ProtoMessage() {}
 
 func (x *OffersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[20]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1195,7 +1307,7 @@ func (x *OffersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffersResponse.ProtoReflect.Descriptor instead.
 func (*OffersResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{20}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *OffersResponse) GetOffers() []*Offer {
@@ -1220,7 +1332,7 @@ type AvailabilityRequest struct {
 
 func (x *AvailabilityRequest) Reset() {
 	*x = AvailabilityRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[21]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1232,7 +1344,7 @@ func (x *AvailabilityRequest) String() string {
 func (*AvailabilityRequest) ProtoMessage() {}
 
 func (x *AvailabilityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[21]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1245,7 +1357,7 @@ func (x *AvailabilityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AvailabilityRequest.ProtoReflect.Descriptor instead.
 func (*AvailabilityRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{21}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AvailabilityRequest) GetResource() string {
@@ -1282,7 +1394,7 @@ type AvailabilityResponse struct {
 
 func (x *AvailabilityResponse) Reset() {
 	*x = AvailabilityResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[22]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1294,7 +1406,7 @@ func (x *AvailabilityResponse) String() string {
 func (*AvailabilityResponse) ProtoMessage() {}
 
 func (x *AvailabilityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[22]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1307,7 +1419,7 @@ func (x *AvailabilityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AvailabilityResponse.ProtoReflect.Descriptor instead.
 func (*AvailabilityResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{22}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *AvailabilityResponse) GetResource() *Resource {
@@ -1339,7 +1451,7 @@ type HistoryRequest struct {
 
 func (x *HistoryRequest) Reset() {
 	*x = HistoryRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[23]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1351,7 +1463,7 @@ func (x *HistoryRequest) String() string {
 func (*HistoryRequest) ProtoMessage() {}
 
 func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[23]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1364,7 +1476,7 @@ func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryRequest.ProtoReflect.Descriptor instead.
 func (*HistoryRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{23}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *HistoryRequest) GetFromVersion() uint64 {
@@ -1403,7 +1515,7 @@ type HistoryResponse struct {
 
 func (x *HistoryResponse) Reset() {
 	*x = HistoryResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[24]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1415,7 +1527,7 @@ func (x *HistoryResponse) String() string {
 func (*HistoryResponse) ProtoMessage() {}
 
 func (x *HistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[24]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1428,7 +1540,7 @@ func (x *HistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryResponse.ProtoReflect.Descriptor instead.
 func (*HistoryResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{24}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *HistoryResponse) GetEvents() []*Event {
@@ -1468,7 +1580,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[25]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1480,7 +1592,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[25]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1493,7 +1605,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{25}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *WatchRequest) GetFromVersion() uint64 {
@@ -1524,7 +1636,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[26]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1536,7 +1648,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[26]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1549,7 +1661,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{26}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WatchResponse) GetEvent() *Event {
@@ -1612,6 +1724,12 @@ const file_ledgerd_v1_reservation_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0fidempotency_key\x18\x02 \x01(\tR\x0eidempotencyKey\"K\n" +
 	"\x0eCancelResponse\x129\n" +
+	"\vreservation\x18\x01 \x01(\v2\x17.ledgerd.v1.ReservationR\vreservation\"v\n" +
+	"\x0fCompleteRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12*\n" +
+	"\x02at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12'\n" +
+	"\x0fidempotency_key\x18\x03 \x01(\tR\x0eidempotencyKey\"M\n" +
+	"\x10CompleteResponse\x129\n" +
 	"\vreservation\x18\x01 \x01(\v2\x17.ledgerd.v1.ReservationR\vreservation\"2\n" +
 	"\n" +
 	"GetRequest\x12\x0e\n" +
@@ -1671,14 +1789,15 @@ const file_ledgerd_v1_reservation_proto_rawDesc = "" +
 	"from_index\x18\x02 \x01(\rR\tfromIndex\"c\n" +
 	"\rWatchResponse\x12'\n" +
 	"\x05event\x18\x01 \x01(\v2\x11.ledgerd.v1.EventR\x05event\x12)\n" +
-	"\x10progress_version\x18\x02 \x01(\x04R\x0fprogressVersion2\xf8\x06\n" +
+	"\x10progress_version\x18\x02 \x01(\x04R\x0fprogressVersion2\xbf\a\n" +
 	"\x12ReservationService\x129\n" +
 	"\x04Hold\x12\x17.ledgerd.v1.HoldRequest\x1a\x18.ledgerd.v1.HoldResponse\x12B\n" +
 	"\aReserve\x12\x1a.ledgerd.v1.ReserveRequest\x1a\x1b.ledgerd.v1.ReserveResponse\x12?\n" +
 	"\x06Commit\x12\x19.ledgerd.v1.CommitRequest\x1a\x1a.ledgerd.v1.CommitResponse\x12<\n" +
 	"\x05Abort\x12\x18.ledgerd.v1.AbortRequest\x1a\x19.ledgerd.v1.AbortResponse\x12?\n" +
 	"\x06Modify\x12\x19.ledgerd.v1.ModifyRequest\x1a\x1a.ledgerd.v1.ModifyResponse\x12?\n" +
-	"\x06Cancel\x12\x19.ledgerd.v1.CancelRequest\x1a\x1a.ledgerd.v1.CancelResponse\x12;\n" +
+	"\x06Cancel\x12\x19.ledgerd.v1.CancelRequest\x1a\x1a.ledgerd.v1.CancelResponse\x12E\n" +
+	"\bComplete\x12\x1b.ledgerd.v1.CompleteRequest\x1a\x1c.ledgerd.v1.CompleteResponse\x12;\n" +
 	"\x03Get\x12\x16.ledgerd.v1.GetRequest\x1a\x17.ledgerd.v1.GetResponse\"\x03\x90\x02\x01\x12>\n" +
 	"\x04List\x12\x17.ledgerd.v1.ListRequest\x1a\x18.ledgerd.v1.ListResponse\"\x03\x90\x02\x01\x12>\n" +
 	"\x04Find\x12\x17.ledgerd.v1.FindRequest\x1a\x18.ledgerd.v1.FindResponse\"\x03\x90\x02\x01\x12D\n" +
@@ -1699,7 +1818,7 @@ func file_ledgerd_v1_reservation_proto_rawDescGZIP() []byte {
 	return file_ledgerd_v1_reservation_proto_rawDescData
 }
 
-var file_ledgerd_v1_reservation_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_ledgerd_v1_reservation_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_ledgerd_v1_reservation_proto_goTypes = []any{
 	(*HoldRequest)(nil),           // 0: ledgerd.v1.HoldRequest
 	(*HoldResponse)(nil),          // 1: ledgerd.v1.HoldResponse
@@ -1713,95 +1832,101 @@ var file_ledgerd_v1_reservation_proto_goTypes = []any{
 	(*ModifyResponse)(nil),        // 9: ledgerd.v1.ModifyResponse
 	(*CancelRequest)(nil),         // 10: ledgerd.v1.CancelRequest
 	(*CancelResponse)(nil),        // 11: ledgerd.v1.CancelResponse
-	(*GetRequest)(nil),            // 12: ledgerd.v1.GetRequest
-	(*GetResponse)(nil),           // 13: ledgerd.v1.GetResponse
-	(*ListRequest)(nil),           // 14: ledgerd.v1.ListRequest
-	(*ListResponse)(nil),          // 15: ledgerd.v1.ListResponse
-	(*FindRequest)(nil),           // 16: ledgerd.v1.FindRequest
-	(*FindResponse)(nil),          // 17: ledgerd.v1.FindResponse
-	(*OffersRequest)(nil),         // 18: ledgerd.v1.OffersRequest
-	(*Offer)(nil),                 // 19: ledgerd.v1.Offer
-	(*OffersResponse)(nil),        // 20: ledgerd.v1.OffersResponse
-	(*AvailabilityRequest)(nil),   // 21: ledgerd.v1.AvailabilityRequest
-	(*AvailabilityResponse)(nil),  // 22: ledgerd.v1.AvailabilityResponse
-	(*HistoryRequest)(nil),        // 23: ledgerd.v1.HistoryRequest
-	(*HistoryResponse)(nil),       // 24: ledgerd.v1.HistoryResponse
-	(*WatchRequest)(nil),          // 25: ledgerd.v1.WatchRequest
-	(*WatchResponse)(nil),         // 26: ledgerd.v1.WatchResponse
-	nil,                           // 27: ledgerd.v1.HoldRequest.LabelsEntry
-	nil,                           // 28: ledgerd.v1.ReserveRequest.LabelsEntry
-	(*Shape)(nil),                 // 29: ledgerd.v1.Shape
-	(*durationpb.Duration)(nil),   // 30: google.protobuf.Duration
-	(*Reservation)(nil),           // 31: ledgerd.v1.Reservation
-	(ReservationState)(0),         // 32: ledgerd.v1.ReservationState
-	(*timestamppb.Timestamp)(nil), // 33: google.protobuf.Timestamp
-	(*Resource)(nil),              // 34: ledgerd.v1.Resource
-	(*FreeBlock)(nil),             // 35: ledgerd.v1.FreeBlock
-	(*Event)(nil),                 // 36: ledgerd.v1.Event
+	(*CompleteRequest)(nil),       // 12: ledgerd.v1.CompleteRequest
+	(*CompleteResponse)(nil),      // 13: ledgerd.v1.CompleteResponse
+	(*GetRequest)(nil),            // 14: ledgerd.v1.GetRequest
+	(*GetResponse)(nil),           // 15: ledgerd.v1.GetResponse
+	(*ListRequest)(nil),           // 16: ledgerd.v1.ListRequest
+	(*ListResponse)(nil),          // 17: ledgerd.v1.ListResponse
+	(*FindRequest)(nil),           // 18: ledgerd.v1.FindRequest
+	(*FindResponse)(nil),          // 19: ledgerd.v1.FindResponse
+	(*OffersRequest)(nil),         // 20: ledgerd.v1.OffersRequest
+	(*Offer)(nil),                 // 21: ledgerd.v1.Offer
+	(*OffersResponse)(nil),        // 22: ledgerd.v1.OffersResponse
+	(*AvailabilityRequest)(nil),   // 23: ledgerd.v1.AvailabilityRequest
+	(*AvailabilityResponse)(nil),  // 24: ledgerd.v1.AvailabilityResponse
+	(*HistoryRequest)(nil),        // 25: ledgerd.v1.HistoryRequest
+	(*HistoryResponse)(nil),       // 26: ledgerd.v1.HistoryResponse
+	(*WatchRequest)(nil),          // 27: ledgerd.v1.WatchRequest
+	(*WatchResponse)(nil),         // 28: ledgerd.v1.WatchResponse
+	nil,                           // 29: ledgerd.v1.HoldRequest.LabelsEntry
+	nil,                           // 30: ledgerd.v1.ReserveRequest.LabelsEntry
+	(*Shape)(nil),                 // 31: ledgerd.v1.Shape
+	(*durationpb.Duration)(nil),   // 32: google.protobuf.Duration
+	(*Reservation)(nil),           // 33: ledgerd.v1.Reservation
+	(*timestamppb.Timestamp)(nil), // 34: google.protobuf.Timestamp
+	(ReservationState)(0),         // 35: ledgerd.v1.ReservationState
+	(*Resource)(nil),              // 36: ledgerd.v1.Resource
+	(*FreeBlock)(nil),             // 37: ledgerd.v1.FreeBlock
+	(*Event)(nil),                 // 38: ledgerd.v1.Event
 }
 var file_ledgerd_v1_reservation_proto_depIdxs = []int32{
-	29, // 0: ledgerd.v1.HoldRequest.shape:type_name -> ledgerd.v1.Shape
-	30, // 1: ledgerd.v1.HoldRequest.hold_ttl:type_name -> google.protobuf.Duration
-	27, // 2: ledgerd.v1.HoldRequest.labels:type_name -> ledgerd.v1.HoldRequest.LabelsEntry
-	31, // 3: ledgerd.v1.HoldResponse.reservation:type_name -> ledgerd.v1.Reservation
-	29, // 4: ledgerd.v1.ReserveRequest.shape:type_name -> ledgerd.v1.Shape
-	28, // 5: ledgerd.v1.ReserveRequest.labels:type_name -> ledgerd.v1.ReserveRequest.LabelsEntry
-	31, // 6: ledgerd.v1.ReserveResponse.reservation:type_name -> ledgerd.v1.Reservation
-	31, // 7: ledgerd.v1.CommitResponse.reservation:type_name -> ledgerd.v1.Reservation
-	31, // 8: ledgerd.v1.AbortResponse.reservation:type_name -> ledgerd.v1.Reservation
-	29, // 9: ledgerd.v1.ModifyRequest.shape:type_name -> ledgerd.v1.Shape
-	30, // 10: ledgerd.v1.ModifyRequest.hold_ttl:type_name -> google.protobuf.Duration
-	31, // 11: ledgerd.v1.ModifyResponse.reservation:type_name -> ledgerd.v1.Reservation
-	31, // 12: ledgerd.v1.CancelResponse.reservation:type_name -> ledgerd.v1.Reservation
-	31, // 13: ledgerd.v1.GetResponse.reservation:type_name -> ledgerd.v1.Reservation
-	32, // 14: ledgerd.v1.ListRequest.states:type_name -> ledgerd.v1.ReservationState
-	33, // 15: ledgerd.v1.ListRequest.from:type_name -> google.protobuf.Timestamp
-	33, // 16: ledgerd.v1.ListRequest.to:type_name -> google.protobuf.Timestamp
-	31, // 17: ledgerd.v1.ListResponse.reservations:type_name -> ledgerd.v1.Reservation
-	29, // 18: ledgerd.v1.FindRequest.shape:type_name -> ledgerd.v1.Shape
-	33, // 19: ledgerd.v1.FindResponse.start:type_name -> google.protobuf.Timestamp
-	33, // 20: ledgerd.v1.FindResponse.later_start:type_name -> google.protobuf.Timestamp
-	29, // 21: ledgerd.v1.OffersRequest.shape:type_name -> ledgerd.v1.Shape
-	33, // 22: ledgerd.v1.Offer.start:type_name -> google.protobuf.Timestamp
-	33, // 23: ledgerd.v1.Offer.end:type_name -> google.protobuf.Timestamp
-	19, // 24: ledgerd.v1.OffersResponse.offers:type_name -> ledgerd.v1.Offer
-	33, // 25: ledgerd.v1.AvailabilityRequest.from:type_name -> google.protobuf.Timestamp
-	33, // 26: ledgerd.v1.AvailabilityRequest.to:type_name -> google.protobuf.Timestamp
-	34, // 27: ledgerd.v1.AvailabilityResponse.resource:type_name -> ledgerd.v1.Resource
-	35, // 28: ledgerd.v1.AvailabilityResponse.blocks:type_name -> ledgerd.v1.FreeBlock
-	36, // 29: ledgerd.v1.HistoryResponse.events:type_name -> ledgerd.v1.Event
-	36, // 30: ledgerd.v1.WatchResponse.event:type_name -> ledgerd.v1.Event
-	0,  // 31: ledgerd.v1.ReservationService.Hold:input_type -> ledgerd.v1.HoldRequest
-	2,  // 32: ledgerd.v1.ReservationService.Reserve:input_type -> ledgerd.v1.ReserveRequest
-	4,  // 33: ledgerd.v1.ReservationService.Commit:input_type -> ledgerd.v1.CommitRequest
-	6,  // 34: ledgerd.v1.ReservationService.Abort:input_type -> ledgerd.v1.AbortRequest
-	8,  // 35: ledgerd.v1.ReservationService.Modify:input_type -> ledgerd.v1.ModifyRequest
-	10, // 36: ledgerd.v1.ReservationService.Cancel:input_type -> ledgerd.v1.CancelRequest
-	12, // 37: ledgerd.v1.ReservationService.Get:input_type -> ledgerd.v1.GetRequest
-	14, // 38: ledgerd.v1.ReservationService.List:input_type -> ledgerd.v1.ListRequest
-	16, // 39: ledgerd.v1.ReservationService.Find:input_type -> ledgerd.v1.FindRequest
-	18, // 40: ledgerd.v1.ReservationService.Offers:input_type -> ledgerd.v1.OffersRequest
-	21, // 41: ledgerd.v1.ReservationService.Availability:input_type -> ledgerd.v1.AvailabilityRequest
-	23, // 42: ledgerd.v1.ReservationService.History:input_type -> ledgerd.v1.HistoryRequest
-	25, // 43: ledgerd.v1.ReservationService.Watch:input_type -> ledgerd.v1.WatchRequest
-	1,  // 44: ledgerd.v1.ReservationService.Hold:output_type -> ledgerd.v1.HoldResponse
-	3,  // 45: ledgerd.v1.ReservationService.Reserve:output_type -> ledgerd.v1.ReserveResponse
-	5,  // 46: ledgerd.v1.ReservationService.Commit:output_type -> ledgerd.v1.CommitResponse
-	7,  // 47: ledgerd.v1.ReservationService.Abort:output_type -> ledgerd.v1.AbortResponse
-	9,  // 48: ledgerd.v1.ReservationService.Modify:output_type -> ledgerd.v1.ModifyResponse
-	11, // 49: ledgerd.v1.ReservationService.Cancel:output_type -> ledgerd.v1.CancelResponse
-	13, // 50: ledgerd.v1.ReservationService.Get:output_type -> ledgerd.v1.GetResponse
-	15, // 51: ledgerd.v1.ReservationService.List:output_type -> ledgerd.v1.ListResponse
-	17, // 52: ledgerd.v1.ReservationService.Find:output_type -> ledgerd.v1.FindResponse
-	20, // 53: ledgerd.v1.ReservationService.Offers:output_type -> ledgerd.v1.OffersResponse
-	22, // 54: ledgerd.v1.ReservationService.Availability:output_type -> ledgerd.v1.AvailabilityResponse
-	24, // 55: ledgerd.v1.ReservationService.History:output_type -> ledgerd.v1.HistoryResponse
-	26, // 56: ledgerd.v1.ReservationService.Watch:output_type -> ledgerd.v1.WatchResponse
-	44, // [44:57] is the sub-list for method output_type
-	31, // [31:44] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	31, // 0: ledgerd.v1.HoldRequest.shape:type_name -> ledgerd.v1.Shape
+	32, // 1: ledgerd.v1.HoldRequest.hold_ttl:type_name -> google.protobuf.Duration
+	29, // 2: ledgerd.v1.HoldRequest.labels:type_name -> ledgerd.v1.HoldRequest.LabelsEntry
+	33, // 3: ledgerd.v1.HoldResponse.reservation:type_name -> ledgerd.v1.Reservation
+	31, // 4: ledgerd.v1.ReserveRequest.shape:type_name -> ledgerd.v1.Shape
+	30, // 5: ledgerd.v1.ReserveRequest.labels:type_name -> ledgerd.v1.ReserveRequest.LabelsEntry
+	33, // 6: ledgerd.v1.ReserveResponse.reservation:type_name -> ledgerd.v1.Reservation
+	33, // 7: ledgerd.v1.CommitResponse.reservation:type_name -> ledgerd.v1.Reservation
+	33, // 8: ledgerd.v1.AbortResponse.reservation:type_name -> ledgerd.v1.Reservation
+	31, // 9: ledgerd.v1.ModifyRequest.shape:type_name -> ledgerd.v1.Shape
+	32, // 10: ledgerd.v1.ModifyRequest.hold_ttl:type_name -> google.protobuf.Duration
+	33, // 11: ledgerd.v1.ModifyResponse.reservation:type_name -> ledgerd.v1.Reservation
+	33, // 12: ledgerd.v1.CancelResponse.reservation:type_name -> ledgerd.v1.Reservation
+	34, // 13: ledgerd.v1.CompleteRequest.at:type_name -> google.protobuf.Timestamp
+	33, // 14: ledgerd.v1.CompleteResponse.reservation:type_name -> ledgerd.v1.Reservation
+	33, // 15: ledgerd.v1.GetResponse.reservation:type_name -> ledgerd.v1.Reservation
+	35, // 16: ledgerd.v1.ListRequest.states:type_name -> ledgerd.v1.ReservationState
+	34, // 17: ledgerd.v1.ListRequest.from:type_name -> google.protobuf.Timestamp
+	34, // 18: ledgerd.v1.ListRequest.to:type_name -> google.protobuf.Timestamp
+	33, // 19: ledgerd.v1.ListResponse.reservations:type_name -> ledgerd.v1.Reservation
+	31, // 20: ledgerd.v1.FindRequest.shape:type_name -> ledgerd.v1.Shape
+	34, // 21: ledgerd.v1.FindResponse.start:type_name -> google.protobuf.Timestamp
+	34, // 22: ledgerd.v1.FindResponse.later_start:type_name -> google.protobuf.Timestamp
+	31, // 23: ledgerd.v1.OffersRequest.shape:type_name -> ledgerd.v1.Shape
+	34, // 24: ledgerd.v1.Offer.start:type_name -> google.protobuf.Timestamp
+	34, // 25: ledgerd.v1.Offer.end:type_name -> google.protobuf.Timestamp
+	21, // 26: ledgerd.v1.OffersResponse.offers:type_name -> ledgerd.v1.Offer
+	34, // 27: ledgerd.v1.AvailabilityRequest.from:type_name -> google.protobuf.Timestamp
+	34, // 28: ledgerd.v1.AvailabilityRequest.to:type_name -> google.protobuf.Timestamp
+	36, // 29: ledgerd.v1.AvailabilityResponse.resource:type_name -> ledgerd.v1.Resource
+	37, // 30: ledgerd.v1.AvailabilityResponse.blocks:type_name -> ledgerd.v1.FreeBlock
+	38, // 31: ledgerd.v1.HistoryResponse.events:type_name -> ledgerd.v1.Event
+	38, // 32: ledgerd.v1.WatchResponse.event:type_name -> ledgerd.v1.Event
+	0,  // 33: ledgerd.v1.ReservationService.Hold:input_type -> ledgerd.v1.HoldRequest
+	2,  // 34: ledgerd.v1.ReservationService.Reserve:input_type -> ledgerd.v1.ReserveRequest
+	4,  // 35: ledgerd.v1.ReservationService.Commit:input_type -> ledgerd.v1.CommitRequest
+	6,  // 36: ledgerd.v1.ReservationService.Abort:input_type -> ledgerd.v1.AbortRequest
+	8,  // 37: ledgerd.v1.ReservationService.Modify:input_type -> ledgerd.v1.ModifyRequest
+	10, // 38: ledgerd.v1.ReservationService.Cancel:input_type -> ledgerd.v1.CancelRequest
+	12, // 39: ledgerd.v1.ReservationService.Complete:input_type -> ledgerd.v1.CompleteRequest
+	14, // 40: ledgerd.v1.ReservationService.Get:input_type -> ledgerd.v1.GetRequest
+	16, // 41: ledgerd.v1.ReservationService.List:input_type -> ledgerd.v1.ListRequest
+	18, // 42: ledgerd.v1.ReservationService.Find:input_type -> ledgerd.v1.FindRequest
+	20, // 43: ledgerd.v1.ReservationService.Offers:input_type -> ledgerd.v1.OffersRequest
+	23, // 44: ledgerd.v1.ReservationService.Availability:input_type -> ledgerd.v1.AvailabilityRequest
+	25, // 45: ledgerd.v1.ReservationService.History:input_type -> ledgerd.v1.HistoryRequest
+	27, // 46: ledgerd.v1.ReservationService.Watch:input_type -> ledgerd.v1.WatchRequest
+	1,  // 47: ledgerd.v1.ReservationService.Hold:output_type -> ledgerd.v1.HoldResponse
+	3,  // 48: ledgerd.v1.ReservationService.Reserve:output_type -> ledgerd.v1.ReserveResponse
+	5,  // 49: ledgerd.v1.ReservationService.Commit:output_type -> ledgerd.v1.CommitResponse
+	7,  // 50: ledgerd.v1.ReservationService.Abort:output_type -> ledgerd.v1.AbortResponse
+	9,  // 51: ledgerd.v1.ReservationService.Modify:output_type -> ledgerd.v1.ModifyResponse
+	11, // 52: ledgerd.v1.ReservationService.Cancel:output_type -> ledgerd.v1.CancelResponse
+	13, // 53: ledgerd.v1.ReservationService.Complete:output_type -> ledgerd.v1.CompleteResponse
+	15, // 54: ledgerd.v1.ReservationService.Get:output_type -> ledgerd.v1.GetResponse
+	17, // 55: ledgerd.v1.ReservationService.List:output_type -> ledgerd.v1.ListResponse
+	19, // 56: ledgerd.v1.ReservationService.Find:output_type -> ledgerd.v1.FindResponse
+	22, // 57: ledgerd.v1.ReservationService.Offers:output_type -> ledgerd.v1.OffersResponse
+	24, // 58: ledgerd.v1.ReservationService.Availability:output_type -> ledgerd.v1.AvailabilityResponse
+	26, // 59: ledgerd.v1.ReservationService.History:output_type -> ledgerd.v1.HistoryResponse
+	28, // 60: ledgerd.v1.ReservationService.Watch:output_type -> ledgerd.v1.WatchResponse
+	47, // [47:61] is the sub-list for method output_type
+	33, // [33:47] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_v1_reservation_proto_init() }
@@ -1816,7 +1941,7 @@ func file_ledgerd_v1_reservation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_v1_reservation_proto_rawDesc), len(file_ledgerd_v1_reservation_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

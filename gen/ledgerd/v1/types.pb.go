@@ -377,7 +377,13 @@ type Reservation struct {
 	// Ledger version of the last change.
 	Version uint64 `protobuf:"varint,10,opt,name=version,proto3" json:"version,omitempty"`
 	// A two-phase modification held in addition to the current booking, if any.
-	Pending       *PendingModification `protobuf:"bytes,11,opt,name=pending,proto3" json:"pending,omitempty"`
+	Pending *PendingModification `protobuf:"bytes,11,opt,name=pending,proto3" json:"pending,omitempty"`
+	// Length of the interval as booked; set only when the reservation was
+	// completed early, in which case [start, end) is what was actually used.
+	RequestedDuration *durationpb.Duration `protobuf:"bytes,12,opt,name=requested_duration,json=requestedDuration,proto3" json:"requested_duration,omitempty"`
+	// When the work actually ended; set only when the reservation was
+	// completed early (equal to end then).
+	ActualEnd     *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=actual_end,json=actualEnd,proto3" json:"actual_end,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -485,6 +491,20 @@ func (x *Reservation) GetVersion() uint64 {
 func (x *Reservation) GetPending() *PendingModification {
 	if x != nil {
 		return x.Pending
+	}
+	return nil
+}
+
+func (x *Reservation) GetRequestedDuration() *durationpb.Duration {
+	if x != nil {
+		return x.RequestedDuration
+	}
+	return nil
+}
+
+func (x *Reservation) GetActualEnd() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ActualEnd
 	}
 	return nil
 }
@@ -906,7 +926,7 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"not_before\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x126\n" +
 	"\bdeadline\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12;\n" +
 	"\vexact_start\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"exactStart\"\xb5\x04\n" +
+	"exactStart\"\xba\x05\n" +
 	"\vReservation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x120\n" +
@@ -919,7 +939,10 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"\x0fcreated_version\x18\t \x01(\x04R\x0ecreatedVersion\x12\x18\n" +
 	"\aversion\x18\n" +
 	" \x01(\x04R\aversion\x129\n" +
-	"\apending\x18\v \x01(\v2\x1f.ledgerd.v1.PendingModificationR\apending\x1a9\n" +
+	"\apending\x18\v \x01(\v2\x1f.ledgerd.v1.PendingModificationR\apending\x12H\n" +
+	"\x12requested_duration\x18\f \x01(\v2\x19.google.protobuf.DurationR\x11requestedDuration\x129\n" +
+	"\n" +
+	"actual_end\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tactualEnd\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xeb\x01\n" +
@@ -1018,24 +1041,26 @@ var file_ledgerd_v1_types_proto_depIdxs = []int32{
 	14, // 9: ledgerd.v1.Reservation.hold_expires_at:type_name -> google.protobuf.Timestamp
 	11, // 10: ledgerd.v1.Reservation.labels:type_name -> ledgerd.v1.Reservation.LabelsEntry
 	6,  // 11: ledgerd.v1.Reservation.pending:type_name -> ledgerd.v1.PendingModification
-	3,  // 12: ledgerd.v1.PendingModification.parts:type_name -> ledgerd.v1.ResourceAmount
-	14, // 13: ledgerd.v1.PendingModification.start:type_name -> google.protobuf.Timestamp
-	14, // 14: ledgerd.v1.PendingModification.end:type_name -> google.protobuf.Timestamp
-	14, // 15: ledgerd.v1.PendingModification.hold_expires_at:type_name -> google.protobuf.Timestamp
-	12, // 16: ledgerd.v1.Resource.labels:type_name -> ledgerd.v1.Resource.LabelsEntry
-	1,  // 17: ledgerd.v1.Resource.policy:type_name -> ledgerd.v1.Policy
-	14, // 18: ledgerd.v1.FreeBlock.start:type_name -> google.protobuf.Timestamp
-	14, // 19: ledgerd.v1.FreeBlock.end:type_name -> google.protobuf.Timestamp
-	14, // 20: ledgerd.v1.Event.time:type_name -> google.protobuf.Timestamp
-	2,  // 21: ledgerd.v1.Event.type:type_name -> ledgerd.v1.EventType
-	5,  // 22: ledgerd.v1.Event.reservation:type_name -> ledgerd.v1.Reservation
-	7,  // 23: ledgerd.v1.Event.resource:type_name -> ledgerd.v1.Resource
-	14, // 24: ledgerd.v1.Rejection.earliest_start:type_name -> google.protobuf.Timestamp
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	13, // 12: ledgerd.v1.Reservation.requested_duration:type_name -> google.protobuf.Duration
+	14, // 13: ledgerd.v1.Reservation.actual_end:type_name -> google.protobuf.Timestamp
+	3,  // 14: ledgerd.v1.PendingModification.parts:type_name -> ledgerd.v1.ResourceAmount
+	14, // 15: ledgerd.v1.PendingModification.start:type_name -> google.protobuf.Timestamp
+	14, // 16: ledgerd.v1.PendingModification.end:type_name -> google.protobuf.Timestamp
+	14, // 17: ledgerd.v1.PendingModification.hold_expires_at:type_name -> google.protobuf.Timestamp
+	12, // 18: ledgerd.v1.Resource.labels:type_name -> ledgerd.v1.Resource.LabelsEntry
+	1,  // 19: ledgerd.v1.Resource.policy:type_name -> ledgerd.v1.Policy
+	14, // 20: ledgerd.v1.FreeBlock.start:type_name -> google.protobuf.Timestamp
+	14, // 21: ledgerd.v1.FreeBlock.end:type_name -> google.protobuf.Timestamp
+	14, // 22: ledgerd.v1.Event.time:type_name -> google.protobuf.Timestamp
+	2,  // 23: ledgerd.v1.Event.type:type_name -> ledgerd.v1.EventType
+	5,  // 24: ledgerd.v1.Event.reservation:type_name -> ledgerd.v1.Reservation
+	7,  // 25: ledgerd.v1.Event.resource:type_name -> ledgerd.v1.Resource
+	14, // 26: ledgerd.v1.Rejection.earliest_start:type_name -> google.protobuf.Timestamp
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_v1_types_proto_init() }

@@ -60,6 +60,9 @@ const (
 	Command_TYPE_CANCEL Command_Type = 9
 	// Expire holds whose TTL has passed; carries only the leader's time (payload: expire).
 	Command_TYPE_EXPIRE Command_Type = 10
+	// End a committed or active reservation early: the rest of its
+	// interval is given back (payload: complete).
+	Command_TYPE_COMPLETE Command_Type = 11
 )
 
 // Enum value maps for Command_Type.
@@ -76,6 +79,7 @@ var (
 		8:  "TYPE_MODIFY",
 		9:  "TYPE_CANCEL",
 		10: "TYPE_EXPIRE",
+		11: "TYPE_COMPLETE",
 	}
 	Command_Type_value = map[string]int32{
 		"TYPE_UNKNOWN":         0,
@@ -89,6 +93,7 @@ var (
 		"TYPE_MODIFY":          8,
 		"TYPE_CANCEL":          9,
 		"TYPE_EXPIRE":          10,
+		"TYPE_COMPLETE":        11,
 	}
 )
 
@@ -190,7 +195,7 @@ func (x Reservation_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reservation_State.Descriptor instead.
 func (Reservation_State) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{9, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{10, 0}
 }
 
 // Outcome class.
@@ -259,7 +264,7 @@ func (x Result_Status) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Result_Status.Descriptor instead.
 func (Result_Status) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{14, 0}
 }
 
 // What kind of conflict.
@@ -324,7 +329,7 @@ func (x Conflict_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Conflict_Kind.Descriptor instead.
 func (Conflict_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{16, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17, 0}
 }
 
 // What changed.
@@ -361,6 +366,10 @@ const (
 	Event_TYPE_RESOURCE_UPDATED Event_Type = 13
 	// A resource was deleted.
 	Event_TYPE_RESOURCE_DELETED Event_Type = 14
+	// A reservation was told to end early at a later instant: its end moved
+	// earlier and the rest of the interval was released. It completes by
+	// log time at the new end.
+	Event_TYPE_SHORTENED Event_Type = 15
 )
 
 // Enum value maps for Event_Type.
@@ -381,6 +390,7 @@ var (
 		12: "TYPE_RESOURCE_CREATED",
 		13: "TYPE_RESOURCE_UPDATED",
 		14: "TYPE_RESOURCE_DELETED",
+		15: "TYPE_SHORTENED",
 	}
 	Event_Type_value = map[string]int32{
 		"TYPE_UNKNOWN":          0,
@@ -398,6 +408,7 @@ var (
 		"TYPE_RESOURCE_CREATED": 12,
 		"TYPE_RESOURCE_UPDATED": 13,
 		"TYPE_RESOURCE_DELETED": 14,
+		"TYPE_SHORTENED":        15,
 	}
 )
 
@@ -425,7 +436,7 @@ func (x Event_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Event_Type.Descriptor instead.
 func (Event_Type) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{18, 0}
 }
 
 // Command is one log entry: a typed, versioned envelope around one payload.
@@ -459,6 +470,7 @@ type Command struct {
 	//	*Command_Target
 	//	*Command_Modify
 	//	*Command_Expire
+	//	*Command_Complete
 	Payload       isCommand_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -606,6 +618,15 @@ func (x *Command) GetExpire() *Expire {
 	return nil
 }
 
+func (x *Command) GetComplete() *Complete {
+	if x != nil {
+		if x, ok := x.Payload.(*Command_Complete); ok {
+			return x.Complete
+		}
+	}
+	return nil
+}
+
 type isCommand_Payload interface {
 	isCommand_Payload()
 }
@@ -645,6 +666,11 @@ type Command_Expire struct {
 	Expire *Expire `protobuf:"bytes,16,opt,name=expire,proto3,oneof"`
 }
 
+type Command_Complete struct {
+	// For TYPE_COMPLETE.
+	Complete *Complete `protobuf:"bytes,17,opt,name=complete,proto3,oneof"`
+}
+
 func (*Command_CreateResource) isCommand_Payload() {}
 
 func (*Command_UpdateResource) isCommand_Payload() {}
@@ -658,6 +684,8 @@ func (*Command_Target) isCommand_Payload() {}
 func (*Command_Modify) isCommand_Payload() {}
 
 func (*Command_Expire) isCommand_Payload() {}
+
+func (*Command_Complete) isCommand_Payload() {}
 
 // CreateResource adds a bookable resource.
 type CreateResource struct {
@@ -1156,6 +1184,66 @@ func (x *Modify) GetHoldTtlMillis() int64 {
 	return 0
 }
 
+// Complete ends a COMMITTED or ACTIVE reservation before its booked end.
+// The capacity from at_millis to the booked end is released, and the
+// reservation keeps its requested duration beside the actual end. When
+// at_millis is the log time the reservation is COMPLETED at once; a later
+// at_millis shortens it and it completes by log time then.
+type Complete struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Reservation ID.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// When the work ends; absent (or earlier than the log time) means the
+	// log time. Must lie in [max(start, log time), end).
+	AtMillis      *int64 `protobuf:"varint,2,opt,name=at_millis,json=atMillis,proto3,oneof" json:"at_millis,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Complete) Reset() {
+	*x = Complete{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Complete) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Complete) ProtoMessage() {}
+
+func (x *Complete) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Complete.ProtoReflect.Descriptor instead.
+func (*Complete) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Complete) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Complete) GetAtMillis() int64 {
+	if x != nil && x.AtMillis != nil {
+		return *x.AtMillis
+	}
+	return 0
+}
+
 // Expire carries no arguments: the periodic tick that expires holds.
 type Expire struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1165,7 +1253,7 @@ type Expire struct {
 
 func (x *Expire) Reset() {
 	*x = Expire{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1177,7 +1265,7 @@ func (x *Expire) String() string {
 func (*Expire) ProtoMessage() {}
 
 func (x *Expire) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1190,7 +1278,7 @@ func (x *Expire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expire.ProtoReflect.Descriptor instead.
 func (*Expire) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{8}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{9}
 }
 
 // Reservation is one row of the reservation table.
@@ -1221,14 +1309,21 @@ type Reservation struct {
 	// Log time of the last change.
 	UpdatedMillis int64 `protobuf:"varint,12,opt,name=updated_millis,json=updatedMillis,proto3" json:"updated_millis,omitempty"`
 	// A held new shape awaiting commit or abort, if any.
-	Pending       *Modification `protobuf:"bytes,13,opt,name=pending,proto3" json:"pending,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Pending *Modification `protobuf:"bytes,13,opt,name=pending,proto3" json:"pending,omitempty"`
+	// Length of the interval as booked, set when the reservation was
+	// completed early (0 otherwise); end_millis - start_millis is then the
+	// actual duration.
+	RequestedDurationMillis int64 `protobuf:"varint,14,opt,name=requested_duration_millis,json=requestedDurationMillis,proto3" json:"requested_duration_millis,omitempty"`
+	// When the work ended, set when the reservation was completed early
+	// (equal to end_millis then; 0 otherwise).
+	ActualEndMillis int64 `protobuf:"varint,15,opt,name=actual_end_millis,json=actualEndMillis,proto3" json:"actual_end_millis,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Reservation) Reset() {
 	*x = Reservation{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1240,7 +1335,7 @@ func (x *Reservation) String() string {
 func (*Reservation) ProtoMessage() {}
 
 func (x *Reservation) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1253,7 +1348,7 @@ func (x *Reservation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reservation.ProtoReflect.Descriptor instead.
 func (*Reservation) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{9}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Reservation) GetId() string {
@@ -1347,6 +1442,20 @@ func (x *Reservation) GetPending() *Modification {
 	return nil
 }
 
+func (x *Reservation) GetRequestedDurationMillis() int64 {
+	if x != nil {
+		return x.RequestedDurationMillis
+	}
+	return 0
+}
+
+func (x *Reservation) GetActualEndMillis() int64 {
+	if x != nil {
+		return x.ActualEndMillis
+	}
+	return 0
+}
+
 // Modification is a new shape held beside a committed reservation.
 type Modification struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1366,7 +1475,7 @@ type Modification struct {
 
 func (x *Modification) Reset() {
 	*x = Modification{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1378,7 +1487,7 @@ func (x *Modification) String() string {
 func (*Modification) ProtoMessage() {}
 
 func (x *Modification) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1391,7 +1500,7 @@ func (x *Modification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modification.ProtoReflect.Descriptor instead.
 func (*Modification) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{10}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Modification) GetParts() []*Part {
@@ -1444,7 +1553,7 @@ type CapacityWindow struct {
 
 func (x *CapacityWindow) Reset() {
 	*x = CapacityWindow{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1456,7 +1565,7 @@ func (x *CapacityWindow) String() string {
 func (*CapacityWindow) ProtoMessage() {}
 
 func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1469,7 +1578,7 @@ func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapacityWindow.ProtoReflect.Descriptor instead.
 func (*CapacityWindow) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{11}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CapacityWindow) GetFromMillis() int64 {
@@ -1517,7 +1626,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1529,7 +1638,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1542,7 +1651,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{12}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Resource) GetName() string {
@@ -1629,7 +1738,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1641,7 +1750,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1654,7 +1763,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Result) GetStatus() Result_Status {
@@ -1785,7 +1894,7 @@ type Rejected struct {
 
 func (x *Rejected) Reset() {
 	*x = Rejected{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1797,7 +1906,7 @@ func (x *Rejected) String() string {
 func (*Rejected) ProtoMessage() {}
 
 func (x *Rejected) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1810,7 +1919,7 @@ func (x *Rejected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejected.ProtoReflect.Descriptor instead.
 func (*Rejected) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{14}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Rejected) GetLaterOk() bool {
@@ -1840,7 +1949,7 @@ type Invalid struct {
 
 func (x *Invalid) Reset() {
 	*x = Invalid{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1852,7 +1961,7 @@ func (x *Invalid) String() string {
 func (*Invalid) ProtoMessage() {}
 
 func (x *Invalid) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1865,7 +1974,7 @@ func (x *Invalid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invalid.ProtoReflect.Descriptor instead.
 func (*Invalid) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{15}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Invalid) GetField() string {
@@ -1897,7 +2006,7 @@ type Conflict struct {
 
 func (x *Conflict) Reset() {
 	*x = Conflict{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1909,7 +2018,7 @@ func (x *Conflict) String() string {
 func (*Conflict) ProtoMessage() {}
 
 func (x *Conflict) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1922,7 +2031,7 @@ func (x *Conflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conflict.ProtoReflect.Descriptor instead.
 func (*Conflict) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{16}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Conflict) GetKind() Conflict_Kind {
@@ -1967,7 +2076,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1979,7 +2088,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1992,7 +2101,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Event) GetVersion() uint64 {
@@ -2054,7 +2163,7 @@ type IdempotencyRecord struct {
 
 func (x *IdempotencyRecord) Reset() {
 	*x = IdempotencyRecord{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2066,7 +2175,7 @@ func (x *IdempotencyRecord) String() string {
 func (*IdempotencyRecord) ProtoMessage() {}
 
 func (x *IdempotencyRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2079,7 +2188,7 @@ func (x *IdempotencyRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IdempotencyRecord.ProtoReflect.Descriptor instead.
 func (*IdempotencyRecord) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{18}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *IdempotencyRecord) GetOwner() string {
@@ -2134,7 +2243,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2146,7 +2255,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2159,7 +2268,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Snapshot) GetAppliedIndex() uint64 {
@@ -2208,7 +2317,7 @@ var File_ledgerd_fsm_v1_fsm_proto protoreflect.FileDescriptor
 
 const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\n" +
-	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xf3\x06\n" +
+	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xbe\a\n" +
 	"\aCommand\x120\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1c.ledgerd.fsm.v1.Command.TypeR\x04type\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\rR\aversion\x12\x1d\n" +
@@ -2226,7 +2335,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\arequest\x18\r \x01(\v2\".ledgerd.fsm.v1.ReservationRequestH\x00R\arequest\x120\n" +
 	"\x06target\x18\x0e \x01(\v2\x16.ledgerd.fsm.v1.TargetH\x00R\x06target\x120\n" +
 	"\x06modify\x18\x0f \x01(\v2\x16.ledgerd.fsm.v1.ModifyH\x00R\x06modify\x120\n" +
-	"\x06expire\x18\x10 \x01(\v2\x16.ledgerd.fsm.v1.ExpireH\x00R\x06expire\"\xdb\x01\n" +
+	"\x06expire\x18\x10 \x01(\v2\x16.ledgerd.fsm.v1.ExpireH\x00R\x06expire\x126\n" +
+	"\bcomplete\x18\x11 \x01(\v2\x18.ledgerd.fsm.v1.CompleteH\x00R\bcomplete\"\xee\x01\n" +
 	"\x04Type\x12\x10\n" +
 	"\fTYPE_UNKNOWN\x10\x00\x12\x18\n" +
 	"\x14TYPE_CREATE_RESOURCE\x10\x01\x12\x18\n" +
@@ -2240,7 +2350,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\vTYPE_MODIFY\x10\b\x12\x0f\n" +
 	"\vTYPE_CANCEL\x10\t\x12\x0f\n" +
 	"\vTYPE_EXPIRE\x10\n" +
-	"B\t\n" +
+	"\x12\x11\n" +
+	"\rTYPE_COMPLETE\x10\vB\t\n" +
 	"\apayload\"\xd3\x01\n" +
 	"\x0eCreateResource\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
@@ -2287,8 +2398,13 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"end_millis\x18\x04 \x01(\x03H\x01R\tendMillis\x88\x01\x01\x12&\n" +
 	"\x0fhold_ttl_millis\x18\x05 \x01(\x03R\rholdTtlMillisB\x0f\n" +
 	"\r_start_millisB\r\n" +
-	"\v_end_millis\"\b\n" +
-	"\x06Expire\"\x82\x06\n" +
+	"\v_end_millis\"J\n" +
+	"\bComplete\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12 \n" +
+	"\tat_millis\x18\x02 \x01(\x03H\x00R\batMillis\x88\x01\x01B\f\n" +
+	"\n" +
+	"_at_millis\"\b\n" +
+	"\x06Expire\"\xea\x06\n" +
 	"\vReservation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x12?\n" +
@@ -2304,7 +2420,9 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	" \x01(\x04R\x0eupdatedVersion\x12%\n" +
 	"\x0ecreated_millis\x18\v \x01(\x03R\rcreatedMillis\x12%\n" +
 	"\x0eupdated_millis\x18\f \x01(\x03R\rupdatedMillis\x126\n" +
-	"\apending\x18\r \x01(\v2\x1c.ledgerd.fsm.v1.ModificationR\apending\x1a9\n" +
+	"\apending\x18\r \x01(\v2\x1c.ledgerd.fsm.v1.ModificationR\apending\x12:\n" +
+	"\x19requested_duration_millis\x18\x0e \x01(\x03R\x17requestedDurationMillis\x12*\n" +
+	"\x11actual_end_millis\x18\x0f \x01(\x03R\x0factualEndMillis\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa1\x01\n" +
@@ -2380,14 +2498,14 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x11KIND_DUPLICATE_ID\x10\x02\x12\x0f\n" +
 	"\vKIND_IN_USE\x10\x03\x12\x11\n" +
 	"\rKIND_CAPACITY\x10\x04\x12\x18\n" +
-	"\x14KIND_RESOURCE_EXISTS\x10\x05\"\xc7\x04\n" +
+	"\x14KIND_RESOURCE_EXISTS\x10\x05\"\xdb\x04\n" +
 	"\x05Event\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x04R\aversion\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\rR\x03seq\x12.\n" +
 	"\x04type\x18\x03 \x01(\x0e2\x1a.ledgerd.fsm.v1.Event.TypeR\x04type\x12\x1b\n" +
 	"\tat_millis\x18\x04 \x01(\x03R\batMillis\x12=\n" +
 	"\vreservation\x18\x05 \x01(\v2\x1b.ledgerd.fsm.v1.ReservationR\vreservation\x124\n" +
-	"\bresource\x18\x06 \x01(\v2\x18.ledgerd.fsm.v1.ResourceR\bresource\"\xcf\x02\n" +
+	"\bresource\x18\x06 \x01(\v2\x18.ledgerd.fsm.v1.ResourceR\bresource\"\xe3\x02\n" +
 	"\x04Type\x12\x10\n" +
 	"\fTYPE_UNKNOWN\x10\x00\x12\r\n" +
 	"\tTYPE_HELD\x10\x01\x12\x12\n" +
@@ -2404,7 +2522,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x13TYPE_MODIFY_EXPIRED\x10\v\x12\x19\n" +
 	"\x15TYPE_RESOURCE_CREATED\x10\f\x12\x19\n" +
 	"\x15TYPE_RESOURCE_UPDATED\x10\r\x12\x19\n" +
-	"\x15TYPE_RESOURCE_DELETED\x10\x0e\"\x88\x01\n" +
+	"\x15TYPE_RESOURCE_DELETED\x10\x0e\x12\x12\n" +
+	"\x0eTYPE_SHORTENED\x10\x0f\"\x88\x01\n" +
 	"\x11IdempotencyRecord\x12\x14\n" +
 	"\x05owner\x18\x01 \x01(\tR\x05owner\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x1b\n" +
@@ -2432,7 +2551,7 @@ func file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP() []byte {
 }
 
 var file_ledgerd_fsm_v1_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_ledgerd_fsm_v1_fsm_proto_goTypes = []any{
 	(Command_Type)(0),          // 0: ledgerd.fsm.v1.Command.Type
 	(Reservation_State)(0),     // 1: ledgerd.fsm.v1.Reservation.State
@@ -2447,22 +2566,23 @@ var file_ledgerd_fsm_v1_fsm_proto_goTypes = []any{
 	(*ReservationRequest)(nil), // 10: ledgerd.fsm.v1.ReservationRequest
 	(*Target)(nil),             // 11: ledgerd.fsm.v1.Target
 	(*Modify)(nil),             // 12: ledgerd.fsm.v1.Modify
-	(*Expire)(nil),             // 13: ledgerd.fsm.v1.Expire
-	(*Reservation)(nil),        // 14: ledgerd.fsm.v1.Reservation
-	(*Modification)(nil),       // 15: ledgerd.fsm.v1.Modification
-	(*CapacityWindow)(nil),     // 16: ledgerd.fsm.v1.CapacityWindow
-	(*Resource)(nil),           // 17: ledgerd.fsm.v1.Resource
-	(*Result)(nil),             // 18: ledgerd.fsm.v1.Result
-	(*Rejected)(nil),           // 19: ledgerd.fsm.v1.Rejected
-	(*Invalid)(nil),            // 20: ledgerd.fsm.v1.Invalid
-	(*Conflict)(nil),           // 21: ledgerd.fsm.v1.Conflict
-	(*Event)(nil),              // 22: ledgerd.fsm.v1.Event
-	(*IdempotencyRecord)(nil),  // 23: ledgerd.fsm.v1.IdempotencyRecord
-	(*Snapshot)(nil),           // 24: ledgerd.fsm.v1.Snapshot
-	nil,                        // 25: ledgerd.fsm.v1.CreateResource.LabelsEntry
-	nil,                        // 26: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	nil,                        // 27: ledgerd.fsm.v1.Reservation.LabelsEntry
-	nil,                        // 28: ledgerd.fsm.v1.Resource.LabelsEntry
+	(*Complete)(nil),           // 13: ledgerd.fsm.v1.Complete
+	(*Expire)(nil),             // 14: ledgerd.fsm.v1.Expire
+	(*Reservation)(nil),        // 15: ledgerd.fsm.v1.Reservation
+	(*Modification)(nil),       // 16: ledgerd.fsm.v1.Modification
+	(*CapacityWindow)(nil),     // 17: ledgerd.fsm.v1.CapacityWindow
+	(*Resource)(nil),           // 18: ledgerd.fsm.v1.Resource
+	(*Result)(nil),             // 19: ledgerd.fsm.v1.Result
+	(*Rejected)(nil),           // 20: ledgerd.fsm.v1.Rejected
+	(*Invalid)(nil),            // 21: ledgerd.fsm.v1.Invalid
+	(*Conflict)(nil),           // 22: ledgerd.fsm.v1.Conflict
+	(*Event)(nil),              // 23: ledgerd.fsm.v1.Event
+	(*IdempotencyRecord)(nil),  // 24: ledgerd.fsm.v1.IdempotencyRecord
+	(*Snapshot)(nil),           // 25: ledgerd.fsm.v1.Snapshot
+	nil,                        // 26: ledgerd.fsm.v1.CreateResource.LabelsEntry
+	nil,                        // 27: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	nil,                        // 28: ledgerd.fsm.v1.Reservation.LabelsEntry
+	nil,                        // 29: ledgerd.fsm.v1.Resource.LabelsEntry
 }
 var file_ledgerd_fsm_v1_fsm_proto_depIdxs = []int32{
 	0,  // 0: ledgerd.fsm.v1.Command.type:type_name -> ledgerd.fsm.v1.Command.Type
@@ -2472,39 +2592,40 @@ var file_ledgerd_fsm_v1_fsm_proto_depIdxs = []int32{
 	10, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
 	11, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
 	12, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
-	13, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
-	25, // 8: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
-	9,  // 9: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
-	26, // 10: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	9,  // 11: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
-	27, // 12: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
-	9,  // 13: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
-	1,  // 14: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	15, // 15: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
-	9,  // 16: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
-	28, // 17: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
-	16, // 18: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
-	2,  // 19: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
-	14, // 20: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	17, // 21: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
-	19, // 22: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
-	20, // 23: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
-	21, // 24: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
-	3,  // 25: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
-	1,  // 26: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	4,  // 27: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
-	14, // 28: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	17, // 29: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
-	18, // 30: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
-	17, // 31: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
-	14, // 32: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
-	23, // 33: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
-	22, // 34: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
-	35, // [35:35] is the sub-list for method output_type
-	35, // [35:35] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	14, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
+	13, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
+	26, // 9: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
+	9,  // 10: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
+	27, // 11: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	9,  // 12: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
+	28, // 13: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
+	9,  // 14: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
+	1,  // 15: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	16, // 16: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
+	9,  // 17: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
+	29, // 18: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
+	17, // 19: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
+	2,  // 20: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
+	15, // 21: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	18, // 22: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
+	20, // 23: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
+	21, // 24: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
+	22, // 25: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
+	3,  // 26: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
+	1,  // 27: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	4,  // 28: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
+	15, // 29: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	18, // 30: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
+	19, // 31: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
+	18, // 32: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
+	15, // 33: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
+	24, // 34: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
+	23, // 35: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
+	36, // [36:36] is the sub-list for method output_type
+	36, // [36:36] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_fsm_v1_fsm_proto_init() }
@@ -2520,11 +2641,13 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 		(*Command_Target)(nil),
 		(*Command_Modify)(nil),
 		(*Command_Expire)(nil),
+		(*Command_Complete)(nil),
 	}
 	file_ledgerd_fsm_v1_fsm_proto_msgTypes[2].OneofWrappers = []any{}
 	file_ledgerd_fsm_v1_fsm_proto_msgTypes[5].OneofWrappers = []any{}
 	file_ledgerd_fsm_v1_fsm_proto_msgTypes[7].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[13].OneofWrappers = []any{
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[8].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[14].OneofWrappers = []any{
 		(*Result_Rejected)(nil),
 		(*Result_Invalid)(nil),
 		(*Result_Conflict)(nil),
@@ -2535,7 +2658,7 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_fsm_v1_fsm_proto_rawDesc), len(file_ledgerd_fsm_v1_fsm_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

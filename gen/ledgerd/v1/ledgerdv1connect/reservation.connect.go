@@ -50,6 +50,9 @@ const (
 	// ReservationServiceCancelProcedure is the fully-qualified name of the ReservationService's Cancel
 	// RPC.
 	ReservationServiceCancelProcedure = "/ledgerd.v1.ReservationService/Cancel"
+	// ReservationServiceCompleteProcedure is the fully-qualified name of the ReservationService's
+	// Complete RPC.
+	ReservationServiceCompleteProcedure = "/ledgerd.v1.ReservationService/Complete"
 	// ReservationServiceGetProcedure is the fully-qualified name of the ReservationService's Get RPC.
 	ReservationServiceGetProcedure = "/ledgerd.v1.ReservationService/Get"
 	// ReservationServiceListProcedure is the fully-qualified name of the ReservationService's List RPC.
@@ -85,6 +88,9 @@ type ReservationServiceClient interface {
 	Modify(context.Context, *connect.Request[v1.ModifyRequest]) (*connect.Response[v1.ModifyResponse], error)
 	// Cancel releases a committed reservation.
 	Cancel(context.Context, *connect.Request[v1.CancelRequest]) (*connect.Response[v1.CancelResponse], error)
+	// Complete ends a committed or active reservation early and gives the
+	// rest of its interval back; the reservation keeps its requested duration.
+	Complete(context.Context, *connect.Request[v1.CompleteRequest]) (*connect.Response[v1.CompleteResponse], error)
 	// Get returns one reservation.
 	Get(context.Context, *connect.Request[v1.GetRequest]) (*connect.Response[v1.GetResponse], error)
 	// List returns reservations matching a filter, one page at a time.
@@ -150,6 +156,12 @@ func NewReservationServiceClient(httpClient connect.HTTPClient, baseURL string, 
 			connect.WithSchema(reservationServiceMethods.ByName("Cancel")),
 			connect.WithClientOptions(opts...),
 		),
+		complete: connect.NewClient[v1.CompleteRequest, v1.CompleteResponse](
+			httpClient,
+			baseURL+ReservationServiceCompleteProcedure,
+			connect.WithSchema(reservationServiceMethods.ByName("Complete")),
+			connect.WithClientOptions(opts...),
+		),
 		get: connect.NewClient[v1.GetRequest, v1.GetResponse](
 			httpClient,
 			baseURL+ReservationServiceGetProcedure,
@@ -209,6 +221,7 @@ type reservationServiceClient struct {
 	abort        *connect.Client[v1.AbortRequest, v1.AbortResponse]
 	modify       *connect.Client[v1.ModifyRequest, v1.ModifyResponse]
 	cancel       *connect.Client[v1.CancelRequest, v1.CancelResponse]
+	complete     *connect.Client[v1.CompleteRequest, v1.CompleteResponse]
 	get          *connect.Client[v1.GetRequest, v1.GetResponse]
 	list         *connect.Client[v1.ListRequest, v1.ListResponse]
 	find         *connect.Client[v1.FindRequest, v1.FindResponse]
@@ -246,6 +259,11 @@ func (c *reservationServiceClient) Modify(ctx context.Context, req *connect.Requ
 // Cancel calls ledgerd.v1.ReservationService.Cancel.
 func (c *reservationServiceClient) Cancel(ctx context.Context, req *connect.Request[v1.CancelRequest]) (*connect.Response[v1.CancelResponse], error) {
 	return c.cancel.CallUnary(ctx, req)
+}
+
+// Complete calls ledgerd.v1.ReservationService.Complete.
+func (c *reservationServiceClient) Complete(ctx context.Context, req *connect.Request[v1.CompleteRequest]) (*connect.Response[v1.CompleteResponse], error) {
+	return c.complete.CallUnary(ctx, req)
 }
 
 // Get calls ledgerd.v1.ReservationService.Get.
@@ -298,6 +316,9 @@ type ReservationServiceHandler interface {
 	Modify(context.Context, *connect.Request[v1.ModifyRequest]) (*connect.Response[v1.ModifyResponse], error)
 	// Cancel releases a committed reservation.
 	Cancel(context.Context, *connect.Request[v1.CancelRequest]) (*connect.Response[v1.CancelResponse], error)
+	// Complete ends a committed or active reservation early and gives the
+	// rest of its interval back; the reservation keeps its requested duration.
+	Complete(context.Context, *connect.Request[v1.CompleteRequest]) (*connect.Response[v1.CompleteResponse], error)
 	// Get returns one reservation.
 	Get(context.Context, *connect.Request[v1.GetRequest]) (*connect.Response[v1.GetResponse], error)
 	// List returns reservations matching a filter, one page at a time.
@@ -357,6 +378,12 @@ func NewReservationServiceHandler(svc ReservationServiceHandler, opts ...connect
 		ReservationServiceCancelProcedure,
 		svc.Cancel,
 		connect.WithSchema(reservationServiceMethods.ByName("Cancel")),
+		connect.WithHandlerOptions(opts...),
+	)
+	reservationServiceCompleteHandler := connect.NewUnaryHandler(
+		ReservationServiceCompleteProcedure,
+		svc.Complete,
+		connect.WithSchema(reservationServiceMethods.ByName("Complete")),
 		connect.WithHandlerOptions(opts...),
 	)
 	reservationServiceGetHandler := connect.NewUnaryHandler(
@@ -421,6 +448,8 @@ func NewReservationServiceHandler(svc ReservationServiceHandler, opts ...connect
 			reservationServiceModifyHandler.ServeHTTP(w, r)
 		case ReservationServiceCancelProcedure:
 			reservationServiceCancelHandler.ServeHTTP(w, r)
+		case ReservationServiceCompleteProcedure:
+			reservationServiceCompleteHandler.ServeHTTP(w, r)
 		case ReservationServiceGetProcedure:
 			reservationServiceGetHandler.ServeHTTP(w, r)
 		case ReservationServiceListProcedure:
@@ -466,6 +495,10 @@ func (UnimplementedReservationServiceHandler) Modify(context.Context, *connect.R
 
 func (UnimplementedReservationServiceHandler) Cancel(context.Context, *connect.Request[v1.CancelRequest]) (*connect.Response[v1.CancelResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("ledgerd.v1.ReservationService.Cancel is not implemented"))
+}
+
+func (UnimplementedReservationServiceHandler) Complete(context.Context, *connect.Request[v1.CompleteRequest]) (*connect.Response[v1.CompleteResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("ledgerd.v1.ReservationService.Complete is not implemented"))
 }
 
 func (UnimplementedReservationServiceHandler) Get(context.Context, *connect.Request[v1.GetRequest]) (*connect.Response[v1.GetResponse], error) {
