@@ -22,6 +22,10 @@ import (
 // Version is announced in gossip meta so operators can see mixed versions.
 const Version = "0.1.0"
 
+// logCacheSize is how many recent log entries stay in memory in front of
+// raft.db (several batches of raft's default MaxAppendEntries of 64).
+const logCacheSize = 512
+
 // Node is one ledgerd server: a Raft replica plus its gossip member. All
 // methods are safe for concurrent use.
 type Node struct {
@@ -192,7 +196,14 @@ func (n *Node) createRaft() error {
 	if err != nil {
 		return fmt.Errorf("cluster: inspect raft state: %w", err)
 	}
-	r, err := raft.NewRaft(rc, n.fsm, store, store, snaps, n.trans)
+	// Recent entries are served from memory: replication to followers
+	// and the FSM goroutine would otherwise read every entry just written
+	// back from raft.db.
+	logs, err := raft.NewLogCache(logCacheSize, store)
+	if err != nil {
+		return fmt.Errorf("cluster: log cache: %w", err)
+	}
+	r, err := raft.NewRaft(rc, n.fsm, logs, store, snaps, n.trans)
 	if err != nil {
 		return fmt.Errorf("cluster: start raft: %w", err)
 	}
