@@ -21,10 +21,11 @@ func (p *Planner) Complete(id string, at int64) (Completion, error) {
 	if id == "" {
 		return Completion{}, &FieldError{Field: "id", Reason: "must not be empty"}
 	}
-	e, ok := p.bookings[id]
+	slot, ok := p.bookings.find(id)
 	if !ok {
 		return Completion{}, fmt.Errorf("complete %q: %w", id, ErrUnknownBooking)
 	}
+	e := p.bookings.recs[slot]
 	if at < p.origin {
 		return Completion{}, &FieldError{Field: "at", Reason: fmt.Sprintf("must be >= origin %d", p.origin)}
 	}
@@ -32,21 +33,20 @@ func (p *Planner) Complete(id string, at int64) (Completion, error) {
 		return Completion{}, &FieldError{Field: "at", Reason: fmt.Sprintf("must lie in the booking [%d,%d)", e.start, e.end)}
 	}
 	c := Completion{ID: id, Start: e.start, Requested: e.end - e.start, Actual: at - e.start}
-	parts := p.partsOf(id, e)
+	parts := p.partsOf(e)
 	if err := p.releaseParts(parts, at, e.end); err != nil {
 		return Completion{}, fmt.Errorf("complete %q: %w", id, err)
 	}
 	if at == e.start || at == p.origin {
 		// Nothing of the booking is left ahead of the origin.
-		p.forget(id, e)
+		p.forget(slot)
 		p.maybeCompact()
 		return c, nil
 	}
-	e.end = at
-	p.bookings[id] = e
+	p.bookings.recs[slot].end = at
 	// The old expiry entry is now stale (its end no longer matches) and is
 	// skipped when popped; the new one forgets the booking at its new end.
-	p.expiry.push(endItem{end: at, id: id})
+	p.expiry.push(endItem{end: at, slot: slot})
 	p.maybeCompact()
 	return c, nil
 }

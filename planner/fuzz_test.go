@@ -36,8 +36,8 @@ func stateOf(p *Planner) plannerState {
 		s.Free[ri.Name] = r.tl.Blocks(p.Origin(), MaxTime)
 		s.Capacity[ri.Name] = r.capacity.Blocks(p.Origin(), MaxTime)
 	}
-	ids := make([]string, 0, len(p.bookings))
-	for id := range p.bookings {
+	ids := make([]string, 0, p.Len())
+	for id := range p.bookings.ids() {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)

@@ -31,11 +31,12 @@ type Planner struct {
 	names     []string
 	// bookings holds every live booking. A single-part booking is stored
 	// inline in its entry; the parts of a multi-part booking live in multi.
-	bookings map[string]entry
+	bookings bookTable
 	multi    map[string][]resPart
-	// expiry orders booking IDs by End so that Advance forgets finished
+	// expiry orders booking slots by End so that Advance forgets finished
 	// bookings without scanning them all. It may hold stale entries (for
-	// released or modified bookings); they are skipped when popped.
+	// released or modified bookings, whose slot may since hold another
+	// booking); they are skipped when popped.
 	expiry endHeap
 }
 
@@ -61,14 +62,6 @@ type resPart struct {
 	amount int64
 }
 
-// entry is a live booking in 32 bytes. res is nil for a multi-part
-// booking, whose parts are kept in Planner.multi.
-type entry struct {
-	res        *resource
-	amount     int64
-	start, end int64
-}
-
 // New returns an empty Planner whose resources use timelines made by f,
 // with origin 0. A nil f selects NewList.
 func New(f TimelineFactory) *Planner {
@@ -78,7 +71,6 @@ func New(f TimelineFactory) *Planner {
 	return &Planner{
 		factory:   f,
 		resources: make(map[string]*resource),
-		bookings:  make(map[string]entry),
 		multi:     make(map[string][]resPart),
 	}
 }
@@ -88,7 +80,7 @@ func New(f TimelineFactory) *Planner {
 func (p *Planner) Origin() int64 { return p.origin }
 
 // Len returns the number of live bookings.
-func (p *Planner) Len() int { return len(p.bookings) }
+func (p *Planner) Len() int { return p.bookings.len() }
 
 // AddResource adds a resource with the given capacity free from the
 // planner's origin on.
@@ -232,17 +224,18 @@ func (p *Planner) shiftCapacity(r *resource, start, end, delta int64) error {
 // intersect one of the windows.
 func (p *Planner) overlapping(r *resource, windows []Block) []string {
 	var ids []string
-	for id, e := range p.bookings {
-		if e.end <= p.origin {
+	for s := range p.bookings.recs {
+		e := &p.bookings.recs[s]
+		if e.id == "" || e.end <= p.origin {
 			continue
 		}
-		if !p.uses(id, e, r) {
+		if !p.uses(e, r) {
 			continue
 		}
 		s := max(e.start, p.origin)
 		for _, w := range windows {
 			if s < w.End && w.Start < e.end {
-				ids = append(ids, id)
+				ids = append(ids, e.id)
 				break
 			}
 		}
@@ -251,12 +244,12 @@ func (p *Planner) overlapping(r *resource, windows []Block) []string {
 	return ids
 }
 
-// uses reports whether the booking id (with entry e) has a part on r.
-func (p *Planner) uses(id string, e entry, r *resource) bool {
+// uses reports whether the booking e has a part on r.
+func (p *Planner) uses(e *entry, r *resource) bool {
 	if e.res != nil {
 		return e.res == r
 	}
-	for _, rp := range p.multi[id] {
+	for _, rp := range p.multi[e.id] {
 		if rp.res == r {
 			return true
 		}
@@ -444,28 +437,41 @@ func (p *Planner) Book(b Booking) error {
 // Release removes the booking id and frees its capacity; it returns the
 // booking as it was.
 func (p *Planner) Release(id string) (Booking, error) {
-	e, ok := p.bookings[id]
+	slot, ok := p.bookings.find(id)
 	if !ok {
 		return Booking{}, fmt.Errorf("release %q: %w", id, ErrUnknownBooking)
 	}
-	b := p.booking(id, e)
-	parts := p.partsOf(id, e)
+	e := p.bookings.recs[slot]
+	b := p.booking(e)
+	parts := p.partsOf(e)
 	if err := p.releaseParts(parts, e.start, e.end); err != nil {
 		return Booking{}, fmt.Errorf("release %q: %w", id, err)
 	}
-	p.forget(id, e)
+	p.forget(slot)
 	p.maybeCompact()
 	return b, nil
 }
 
 // Get returns the live booking id.
 func (p *Planner) Get(id string) (Booking, bool) {
-	e, ok := p.bookings[id]
+	e, ok := p.entryOf(id)
 	if !ok {
 		return Booking{}, false
 	}
-	return p.booking(id, e), true
+	return p.booking(e), true
 }
+
+// entryOf returns a copy of the live booking id's record.
+func (p *Planner) entryOf(id string) (entry, bool) {
+	slot, ok := p.bookings.find(id)
+	if !ok {
+		return entry{}, false
+	}
+	return p.bookings.recs[slot], true
+}
+
+// has reports whether id is a live booking.
+func (p *Planner) has(id string) bool { return p.bookings.has(id) }
 
 // Modify replaces the booking id by the rectangle parts × [start, end),
 // atomically: if the new shape does not fit (its own old capacity counts as
@@ -474,15 +480,16 @@ func (p *Planner) Modify(id string, parts []Part, start, end int64) error {
 	if id == "" {
 		return &FieldError{Field: "id", Reason: "must not be empty"}
 	}
-	e, ok := p.bookings[id]
+	slot, ok := p.bookings.find(id)
 	if !ok {
 		return fmt.Errorf("modify %q: %w", id, ErrUnknownBooking)
 	}
+	e := p.bookings.recs[slot]
 	np, err := p.checkRect(parts, start, end)
 	if err != nil {
 		return err
 	}
-	old := p.partsOf(id, e)
+	old := p.partsOf(e)
 	if err := p.releaseParts(old, e.start, e.end); err != nil {
 		return fmt.Errorf("modify %q: %w", id, err)
 	}
@@ -494,7 +501,7 @@ func (p *Planner) Modify(id string, parts []Part, start, end int64) error {
 		}
 		return fmt.Errorf("modify %q: %w", id, err)
 	}
-	p.forget(id, e)
+	p.forget(slot)
 	p.store(id, np, start, end)
 	p.maybeCompact()
 	return nil
@@ -542,7 +549,7 @@ func (p *Planner) releaseParts(parts []resPart, start, end int64) error {
 
 // store records a booking whose capacity is already booked.
 func (p *Planner) store(id string, parts []resPart, start, end int64) {
-	e := entry{start: start, end: end}
+	e := entry{id: id, start: start, end: end}
 	if len(parts) == 1 {
 		e.res, e.amount = parts[0].res, parts[0].amount
 	} else {
@@ -551,54 +558,58 @@ func (p *Planner) store(id string, parts []resPart, start, end int64) {
 	for _, rp := range parts {
 		rp.res.refs++
 	}
-	p.bookings[id] = e
-	p.expiry.push(endItem{end: end, id: id})
+	slot := p.bookings.add(e)
+	p.expiry.push(endItem{end: end, slot: slot})
 }
 
-// forget drops a booking from the tables (its capacity is handled by the
-// caller).
-func (p *Planner) forget(id string, e entry) {
-	for _, rp := range p.partsOf(id, e) {
+// forget drops the booking in slot from the tables (its capacity is
+// handled by the caller).
+func (p *Planner) forget(slot uint32) {
+	e := &p.bookings.recs[slot]
+	for _, rp := range p.partsOf(*e) {
 		rp.res.refs--
 	}
-	delete(p.bookings, id)
-	delete(p.multi, id)
+	if e.res == nil {
+		delete(p.multi, e.id)
+	}
+	p.bookings.remove(slot)
 }
 
 // partsOf returns the resolved parts of a booking.
-func (p *Planner) partsOf(id string, e entry) []resPart {
+func (p *Planner) partsOf(e entry) []resPart {
 	if e.res != nil {
 		return []resPart{{res: e.res, amount: e.amount}}
 	}
-	return p.multi[id]
+	return p.multi[e.id]
 }
 
 // booking materialises a Booking value.
-func (p *Planner) booking(id string, e entry) Booking {
-	rps := p.partsOf(id, e)
+func (p *Planner) booking(e entry) Booking {
+	rps := p.partsOf(e)
 	parts := make([]Part, len(rps))
 	for i, rp := range rps {
 		parts[i] = Part{Resource: rp.res.name, Amount: rp.amount}
 	}
-	return Booking{ID: id, Parts: parts, Start: e.start, End: e.end}
+	return Booking{ID: e.id, Parts: parts, Start: e.start, End: e.end}
 }
 
 // maybeCompact rebuilds the expiry heap when stale entries dominate it.
 func (p *Planner) maybeCompact() {
-	if len(p.expiry) <= 2*len(p.bookings)+64 {
+	if len(p.expiry) <= 2*p.bookings.len()+64 {
 		return
 	}
-	items := make([]endItem, 0, len(p.bookings))
-	for id, e := range p.bookings {
-		items = append(items, endItem{end: e.end, id: id})
+	items := make([]endItem, 0, p.bookings.len())
+	for s := range p.bookings.recs {
+		if e := &p.bookings.recs[s]; e.id != "" {
+			items = append(items, endItem{end: e.end, slot: uint32(s)})
+		}
 	}
-	// A sorted slice is a valid min-heap; sorting also makes the layout
-	// independent of map order.
+	// A sorted slice is a valid min-heap.
 	slices.SortFunc(items, func(a, b endItem) int {
 		if c := cmp.Compare(a.end, b.end); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.id, b.id)
+		return cmp.Compare(a.slot, b.slot)
 	})
 	p.expiry = items
 }
@@ -620,8 +631,10 @@ func (p *Planner) Advance(now int64) {
 	}
 	for len(p.expiry) > 0 && p.expiry[0].end <= now {
 		it := p.expiry.pop()
-		if e, ok := p.bookings[it.id]; ok && e.end <= now {
-			p.forget(it.id, e)
+		// The slot may be free or hold a later booking: only a live
+		// booking that has ended is forgotten.
+		if e := &p.bookings.recs[it.slot]; e.id != "" && e.end <= now {
+			p.forget(it.slot)
 		}
 	}
 }
@@ -649,20 +662,21 @@ func (p *Planner) checkWindow(from, to int64) error {
 	return nil
 }
 
-// endItem is an expiry-heap entry.
+// endItem is an expiry-heap entry: a booking's slot and its end when the
+// entry was pushed.
 type endItem struct {
-	end int64
-	id  string
+	end  int64
+	slot uint32
 }
 
-// endHeap is a binary min-heap of endItems ordered by end, then id.
+// endHeap is a binary min-heap of endItems ordered by end, then slot.
 type endHeap []endItem
 
 func (h endItem) less(o endItem) bool {
 	if h.end != o.end {
 		return h.end < o.end
 	}
-	return h.id < o.id
+	return h.slot < o.slot
 }
 
 func (h *endHeap) push(it endItem) {

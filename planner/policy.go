@@ -566,7 +566,7 @@ func (s *Scheduler) Complete(id string, at int64) (Completion, error) {
 		return Completion{}, &FieldError{Field: "at", Reason: fmt.Sprintf("must lie in [%d,%d)", it.Start, it.End)}
 	}
 	c := Completion{ID: id, Start: it.Start, Requested: it.End - it.Start, Actual: at - it.Start}
-	if _, inPlan := s.p.bookings[id]; inPlan {
+	if s.p.has(id) {
 		if _, err := s.p.Complete(id, at); err != nil {
 			return Completion{}, fmt.Errorf("complete %q: %w", id, err)
 		}
@@ -587,7 +587,7 @@ func (s *Scheduler) Cancel(id string) error {
 	if it.Running {
 		return fmt.Errorf("cancel %q: already running; use Complete", id)
 	}
-	if _, inPlan := s.p.bookings[id]; inPlan {
+	if s.p.has(id) {
 		if _, err := s.p.Release(id); err != nil {
 			return fmt.Errorf("cancel %q: %w", id, err)
 		}
@@ -619,7 +619,7 @@ func (s *Scheduler) claim(resource string) {
 		amount := o.Amount - o.Overbooked + add
 		part := []Part{{Resource: resource, Amount: amount}}
 		var err error
-		if _, inPlan := s.p.bookings[o.ID]; inPlan {
+		if s.p.has(o.ID) {
 			err = s.p.Modify(o.ID, part, from, o.End)
 		} else {
 			err = s.p.Book(Booking{ID: o.ID, Parts: part, Start: from, End: o.End})
@@ -723,7 +723,7 @@ func (s *Scheduler) advanceResource(name string, now int64, rep *AdvanceReport) 
 			continue
 		}
 		v := Violation{ID: next.ID, Resource: name, At: at, Short: busy + next.Amount - capAt, Kind: next.Kind}
-		if _, inPlan := s.p.bookings[next.ID]; inPlan {
+		if s.p.has(next.ID) {
 			_, _ = s.p.Release(next.ID)
 		}
 		if next.Kind == KindReservation {

@@ -72,7 +72,7 @@ func (s *Scheduler) CoReserve(id, owner string, subs []SubRequest, candidates []
 	var placed []*Item
 	undo := func() {
 		for _, it := range placed {
-			if _, inPlan := s.p.bookings[it.ID]; inPlan {
+			if s.p.has(it.ID) {
 				_, _ = s.p.Release(it.ID)
 			}
 			s.remove(it)

@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Snapshot is a complete, canonical copy of a Planner's state: two
@@ -35,15 +36,12 @@ func (p *Planner) Snapshot() Snapshot {
 			Name: n, Base: r.base, Capacity: r.capacity.Blocks(p.origin, MaxTime),
 		})
 	}
-	ids := make([]string, 0, len(p.bookings))
-	for id := range p.bookings {
-		ids = append(ids, id)
+	s.Bookings = make([]Booking, 0, p.bookings.len())
+	for id := range p.bookings.ids() {
+		e, _ := p.entryOf(id)
+		s.Bookings = append(s.Bookings, p.booking(e))
 	}
-	slices.Sort(ids)
-	s.Bookings = make([]Booking, 0, len(ids))
-	for _, id := range ids {
-		s.Bookings = append(s.Bookings, p.booking(id, p.bookings[id]))
-	}
+	slices.SortFunc(s.Bookings, func(a, b Booking) int { return strings.Compare(a.ID, b.ID) })
 	return s
 }
 
@@ -79,7 +77,7 @@ func Restore(f TimelineFactory, s Snapshot) (*Planner, error) {
 		if b.ID == "" {
 			return nil, &FieldError{Field: fmt.Sprintf("bookings[%d].id", i), Reason: "must not be empty"}
 		}
-		if _, dup := p.bookings[b.ID]; dup {
+		if p.has(b.ID) {
 			return nil, fmt.Errorf("restore bookings[%d] %q: %w", i, b.ID, ErrDuplicateID)
 		}
 		if b.End <= s.Origin || b.End <= b.Start {

@@ -16,7 +16,7 @@ func (p *Planner) checkNewID(id string) error {
 	if id == "" {
 		return &FieldError{Field: "id", Reason: "must not be empty"}
 	}
-	if _, ok := p.bookings[id]; ok {
+	if p.has(id) {
 		return fmt.Errorf("booking %q: %w", id, ErrDuplicateID)
 	}
 	return nil

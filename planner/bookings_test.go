@@ -1,0 +1,103 @@
+package planner
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+)
+
+// TestBookTableModel drives a bookTable and a Go map with the same seeded
+// random adds and removes (IDs from a small pool, so slots and index cells
+// are reused and probe runs collide) and checks after every step that
+// both hold the same bookings, that every ID resolves to its own record,
+// and that the slot of each live booking is stable until it is removed.
+func TestBookTableModel(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		pool  int
+		steps int
+		seed  uint64
+	}{
+		{"tiny pool", 8, 2000, 1},
+		{"collisions", 200, 20000, 2},
+		{"growth", 5000, 30000, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(tc.seed, 42))
+			var bt bookTable
+			model := map[string]uint32{} // id -> slot
+			for step := range tc.steps {
+				id := "b" + strconv.Itoa(rng.IntN(tc.pool))
+				if slot, ok := model[id]; ok {
+					got, found := bt.find(id)
+					if !found || got != slot {
+						t.Fatalf("step %d: find(%q) = %d, %v; want %d", step, id, got, found, slot)
+					}
+					bt.remove(slot)
+					delete(model, id)
+				} else {
+					if bt.has(id) {
+						t.Fatalf("step %d: removed %q still found", step, id)
+					}
+					model[id] = bt.add(entry{id: id, amount: int64(step), start: int64(step), end: int64(step) + 1})
+				}
+				if bt.len() != len(model) {
+					t.Fatalf("step %d: len %d, want %d", step, bt.len(), len(model))
+				}
+				if step%97 != 0 && step != tc.steps-1 {
+					continue
+				}
+				for mid, slot := range model {
+					got, ok := bt.find(mid)
+					if !ok || got != slot || bt.recs[got].id != mid {
+						t.Fatalf("step %d: find(%q) = %d, %v; want slot %d", step, mid, got, ok, slot)
+					}
+				}
+				var ids []string
+				for id := range bt.ids() {
+					ids = append(ids, id)
+				}
+				slices.Sort(ids)
+				var want []string
+				for id := range model {
+					want = append(want, id)
+				}
+				slices.Sort(want)
+				if !slices.Equal(ids, want) {
+					t.Fatalf("step %d: ids %v, want %v", step, ids, want)
+				}
+				if len(bt.recs) > tc.pool {
+					t.Fatalf("step %d: %d records for at most %d live bookings: free slots not reused", step, len(bt.recs), tc.pool)
+				}
+			}
+		})
+	}
+}
+
+// TestBookTableDeterministic checks that two tables fed the same calls
+// assign the same slots and list the IDs in the same order.
+func TestBookTableDeterministic(t *testing.T) {
+	run := func() ([]uint32, []string) {
+		var bt bookTable
+		var slots []uint32
+		live := map[string]uint32{}
+		for i := range 3000 {
+			id := "x" + strconv.Itoa((i*7919)%1000)
+			if s, ok := live[id]; ok {
+				bt.remove(s)
+				delete(live, id)
+				continue
+			}
+			s := bt.add(entry{id: id})
+			live[id] = s
+			slots = append(slots, s)
+		}
+		return slots, slices.Collect(bt.ids())
+	}
+	s1, i1 := run()
+	s2, i2 := run()
+	if !slices.Equal(s1, s2) || !slices.Equal(i1, i2) {
+		t.Fatal("same calls gave different slots or ID order")
+	}
+}
