@@ -50,8 +50,12 @@ const (
 // chunk is a run of consecutive canonical blocks.
 //
 // Invariant: len(start) == len(free) >= 1; start is strictly increasing;
-// mn and mx are the minimum and maximum of free whenever the chunk is not
-// being modified.
+// when the timeline has several chunks, mn and mx are the minimum and
+// maximum of free whenever the chunk is not being modified. The summary of a
+// lone chunk is not kept up to date: no search consults it (every segment
+// tree search starts behind the current chunk, and there is none), and
+// skipping its upkeep keeps short timelines as cheap as the plain list.
+// splitChunk recomputes it when a second chunk appears.
 type chunk struct {
 	start  []int64
 	free   []int64
@@ -80,7 +84,8 @@ type IndexedTimeline struct {
 	// Invariant: len(firsts) == len(chunks), firsts[i] == chunks[i].start[0].
 	firsts []int64
 	// seg summarises the free amounts of every chunk.
-	// Invariant: leaf i holds the min and max of chunks[i].free.
+	// Invariant: with several chunks, leaf i holds the min and max of
+	// chunks[i].free (a lone chunk's leaf may be stale, see chunk).
 	seg segTree
 	// n is the total number of blocks.
 	n int
@@ -290,22 +295,25 @@ func (t *IndexedTimeline) rangeMinMax(start, end int64) (mn, mx int64) {
 	if start >= end {
 		return mn, mx
 	}
+	// Scan forward from the block containing start: windows are usually a
+	// few blocks long, and this saves locating the end.
 	ci, bi := t.locate(start)
-	ce, be := t.locate(end - 1)
-	scan := func(fr []int64) {
-		for _, f := range fr {
-			mn = min(mn, f)
-			mx = max(mx, f)
-		}
+	c := t.chunks[ci]
+	for j := bi; j < len(c.start) && c.start[j] < end; j++ {
+		mn, mx = min(mn, c.free[j]), max(mx, c.free[j])
 	}
-	if ci == ce {
-		scan(t.chunks[ci].free[bi : be+1])
+	if ci+1 == len(t.chunks) || t.firsts[ci+1] >= end {
 		return mn, mx
 	}
-	scan(t.chunks[ci].free[bi:])
+	// The window reaches into later chunks: the ones it covers entirely
+	// are summarised by the segment tree (several chunks, so their
+	// summaries are current), the last one is scanned.
+	ce, be := t.locate(end - 1)
 	smn, smx := t.seg.rangeMinMax(ci+1, ce)
 	mn, mx = min(mn, smn), max(mx, smx)
-	scan(t.chunks[ce].free[:be+1])
+	for _, f := range t.chunks[ce].free[:be+1] {
+		mn, mx = min(mn, f), max(mx, f)
+	}
 	return mn, mx
 }
 
@@ -361,6 +369,14 @@ func (t *IndexedTimeline) Book(start, end, amount int64) error {
 	if err != nil || !ok {
 		return err
 	}
+	if len(t.chunks) == 1 {
+		bi, j, mn, _ := t.loneWindow(s, end)
+		if mn < amount {
+			return fmt.Errorf("indexed timeline: book %d over [%d,%d): only %d free: %w", amount, start, end, mn, ErrNoCapacity)
+		}
+		t.loneAdd(s, end, bi, j, -amount)
+		return nil
+	}
 	if mn := t.MinFree(s, end); mn < amount {
 		return fmt.Errorf("indexed timeline: book %d over [%d,%d): only %d free: %w", amount, start, end, mn, ErrNoCapacity)
 	}
@@ -376,12 +392,96 @@ func (t *IndexedTimeline) Release(start, end, amount int64) error {
 	if err != nil || !ok {
 		return err
 	}
+	if len(t.chunks) == 1 {
+		bi, j, _, mx := t.loneWindow(s, end)
+		if mx > math.MaxInt64-amount {
+			return fmt.Errorf("indexed timeline: release %d over [%d,%d): %w", amount, start, end,
+				&FieldError{Field: "amount", Reason: "free capacity would overflow int64"})
+		}
+		t.loneAdd(s, end, bi, j, amount)
+		return nil
+	}
 	if _, mx := t.rangeMinMax(s, end); mx > math.MaxInt64-amount {
 		return fmt.Errorf("indexed timeline: release %d over [%d,%d): %w", amount, start, end,
 			&FieldError{Field: "amount", Reason: "free capacity would overflow int64"})
 	}
 	t.add(s, end, amount)
 	return nil
+}
+
+// The lone-chunk fast path. While the whole timeline fits in one chunk
+// (up to chunkCap blocks: every timeline of the seed experiment, which
+// holds a few dozen) there is no tree to descend or maintain and no
+// summary to keep (see chunk), so Book and Release work on the two flat
+// arrays directly, as the plain list does on its slice: one binary search
+// for the start, one forward scan over the window that both checks it and
+// finds its end, and in-place edits.
+
+// loneWindow returns, for a timeline of one chunk and a window
+// origin <= start < end, the index bi of the block containing start, the
+// index j of the first block starting at or after end (the chunk length if
+// none does), and the min and max free over the window.
+func (t *IndexedTimeline) loneWindow(start, end int64) (bi, j int, mn, mx int64) {
+	c := t.chunks[0]
+	bi = lastAtMost(c.start, start)
+	mn, mx = math.MaxInt64, math.MinInt64
+	for j = bi; j < len(c.start) && c.start[j] < end; j++ {
+		mn, mx = min(mn, c.free[j]), max(mx, c.free[j])
+	}
+	return bi, j, mn, mx
+}
+
+// loneAdd adds delta (non-zero) over [start, end) on a timeline of one
+// chunk, given the positions loneWindow returned for that window, and
+// restores canonical form. When the chunk has no room for the two blocks
+// the window may add, it hands over to add, which splits the chunk.
+func (t *IndexedTimeline) loneAdd(start, end int64, bi, j int, delta int64) {
+	c := t.chunks[0]
+	if len(c.start)+2 > chunkCap {
+		t.add(start, end, delta)
+		return
+	}
+	// j > bi: the block containing start starts before end. Make end a
+	// boundary (the block before j contains it), then start; neither
+	// insertion lands at index 0, so the origin and firsts stay put.
+	if end < MaxTime && (j == len(c.start) || c.start[j] != end) {
+		c.insert(j, end, c.free[j-1])
+		t.n++
+	}
+	if c.start[bi] != start {
+		bi++
+		c.insert(bi, start, c.free[bi-1])
+		j++
+		t.n++
+	}
+	for k := bi; k < j; k++ {
+		c.free[k] += delta
+	}
+	// Only the edges can now equal their outer neighbours.
+	if j < len(c.start) && c.free[j] == c.free[j-1] {
+		c.remove(j)
+		t.n--
+	}
+	if bi > 0 && c.free[bi] == c.free[bi-1] {
+		c.remove(bi)
+		t.n--
+	}
+}
+
+// insert puts block (s, f) at index i of the chunk.
+func (c *chunk) insert(i int, s, f int64) {
+	c.start = append(c.start, 0)
+	copy(c.start[i+1:], c.start[i:])
+	c.start[i] = s
+	c.free = append(c.free, 0)
+	copy(c.free[i+1:], c.free[i:])
+	c.free[i] = f
+}
+
+// remove deletes the block at index i of the chunk.
+func (c *chunk) remove(i int) {
+	c.start = append(c.start[:i], c.start[i+1:]...)
+	c.free = append(c.free[:i], c.free[i+1:]...)
 }
 
 // add adds delta (non-zero) to the free amount over [start, end), with
@@ -426,6 +526,9 @@ func (t *IndexedTimeline) add(start, end, delta int64) {
 // rescan of the chunk whenever the extremes can be derived: the whole chunk
 // moved, or the side that moved away from an extreme did not hold it.
 func (t *IndexedTimeline) adjusted(ci, from, to int, rmn, rmx, delta int64) {
+	if len(t.chunks) == 1 {
+		return // a lone chunk's summary is not kept
+	}
 	c := t.chunks[ci]
 	switch {
 	case from == 0 && to == len(c.free):
@@ -490,7 +593,7 @@ func (t *IndexedTimeline) insertAt(ci, bi int, s, f int64) (int, int) {
 		t.firsts[ci] = s
 	}
 	t.n++
-	if f < c.mn || f > c.mx {
+	if len(t.chunks) > 1 && (f < c.mn || f > c.mx) {
 		c.mn, c.mx = min(c.mn, f), max(c.mx, f)
 		t.seg.set(ci, c.mn, c.mx)
 	}
@@ -518,7 +621,7 @@ func (t *IndexedTimeline) removeAt(ci, bi int) bool {
 	if len(c.start) < chunkMin && t.rebalance(ci) {
 		return true
 	}
-	if bi == 0 {
+	if bi == 0 && len(t.chunks) > 1 {
 		// The removed value may have been this chunk's only extreme.
 		t.refresh(ci)
 	}
@@ -603,6 +706,14 @@ func (t *IndexedTimeline) Advance(now int64) {
 	if now >= MaxTime {
 		now = MaxTime - 1
 	}
+	if now < t.blockEnd(0, 0) {
+		// now lies in the first block: only its start moves, no free
+		// amount changes, so every summary stays valid.
+		t.chunks[0].start[0] = now
+		t.firsts[0] = now
+		t.origin = now
+		return
+	}
 	ci, bi := t.locate(now)
 	if ci > 0 {
 		for _, c := range t.chunks[:ci] {
@@ -620,6 +731,14 @@ func (t *IndexedTimeline) Advance(now int64) {
 	c.start[0] = now
 	t.firsts[0] = now
 	t.origin = now
+	if len(t.chunks) == 1 {
+		// A lone chunk's summary is not kept; the tree only needs to
+		// shrink to one leaf so that no search looks past it.
+		if ci > 0 {
+			t.seg.build(t.chunks)
+		}
+		return
+	}
 	c.summarize()
 	if !t.rebalance(0) {
 		if ci > 0 {
@@ -652,11 +771,10 @@ func (t *IndexedTimeline) checkInvariants() error {
 		if t.firsts[i] != c.start[0] {
 			return fmt.Errorf("chunk %d: head %d, first start %d", i, t.firsts[i], c.start[0])
 		}
-		mn, mx := minMax(c.free)
-		if c.mn != mn || c.mx != mx {
+		// A lone chunk's summary is not kept (see chunk).
+		if mn, mx := minMax(c.free); len(t.chunks) > 1 && (c.mn != mn || c.mx != mx) {
 			return fmt.Errorf("chunk %d: cached summary (%d,%d), actual (%d,%d)", i, c.mn, c.mx, mn, mx)
-		}
-		if lmn, lmx := t.seg.leaf(i); lmn != mn || lmx != mx {
+		} else if lmn, lmx := t.seg.leaf(i); len(t.chunks) > 1 && (lmn != mn || lmx != mx) {
 			return fmt.Errorf("chunk %d: summary (%d,%d), actual (%d,%d)", i, lmn, lmx, mn, mx)
 		}
 		for j := range c.start {
