@@ -12,7 +12,9 @@ import (
 )
 
 // loaded returns a state machine with live committed reservations spread
-// over two resources, and the next free log index.
+// over two resources, and the next free log index. Every reservation
+// carries an idempotency key, as the API's clients send them, so the
+// idempotency records count in the memory and snapshot figures.
 func loaded(b *testing.B, live int) (*FSM, uint64) {
 	b.Helper()
 	h := newHarness(b, Config{})
@@ -23,7 +25,7 @@ func loaded(b *testing.B, live int) (*FSM, uint64) {
 		if i%4 == 0 {
 			res, amount = "gpu", int64(1+i%8)
 		}
-		h.must(0, OK, reserve(fmt.Sprintf("job-%07d", i), res, amount, int64(10+i%50), withWindow(int64(i*7), 0)))
+		h.must(0, OK, reserve(fmt.Sprintf("job-%07d", i), res, amount, int64(10+i%50), withWindow(int64(i*7), 0), withKey(fmt.Sprintf("key-%07d", i))))
 	}
 	return h.f, h.index + 1
 }
@@ -90,7 +92,7 @@ func BenchmarkSnapshot(b *testing.B) {
 
 // BenchmarkRestore measures decode, verification and the planner rebuild.
 func BenchmarkRestore(b *testing.B) {
-	for _, live := range []int{1_000, 10_000} {
+	for _, live := range []int{1_000, 10_000, 100_000} {
 		b.Run(fmt.Sprintf("live=%d", live), func(b *testing.B) {
 			f, _ := loaded(b, live)
 			snap := snapshotBytes(b, f)
@@ -127,21 +129,24 @@ func BenchmarkEncodeStamp(b *testing.B) {
 
 // BenchmarkLoad applies live one-phase reservations into an empty state
 // machine per iteration and reports the heap each live reservation keeps
-// (table row, timers, planner booking, history share).
+// (table row, timers, planner booking, idempotency record, history share).
 func BenchmarkLoad(b *testing.B) {
-	const live = 10_000
-	var perRes float64
-	b.ReportAllocs()
-	for b.Loop() {
-		runtime.GC()
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		f, _ := loaded(b, live)
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		perRes = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / live
-		runtime.KeepAlive(f)
+	for _, live := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("live=%d", live), func(b *testing.B) {
+			var perRes float64
+			b.ReportAllocs()
+			for b.Loop() {
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				f, _ := loaded(b, live)
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				perRes = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(live)
+				runtime.KeepAlive(f)
+			}
+			b.ReportMetric(perRes, "heap-bytes/reservation")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*live), "ns/reservation")
+		})
 	}
-	b.ReportMetric(perRes, "heap-bytes/reservation")
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*live), "ns/reservation")
 }

@@ -164,7 +164,11 @@ func (f *FSM) applyCommandLocked(index uint64, data []byte) []byte {
 	if err != nil {
 		panic(fmt.Sprintf("fsm: log entry %d cannot be applied (replicas must not diverge): %v", index, err))
 	}
-	return encodeResult(f.st.apply(index, cmd))
+	res, enc := f.st.applyEncoded(index, cmd)
+	if enc != nil {
+		return enc
+	}
+	return encodeResult(res)
 }
 
 // wakeLocked wakes everyone waiting on Notify.
@@ -188,7 +192,8 @@ func (f *FSM) Notify() <-chan struct{} {
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return &fsmSnapshot{msg: f.st.capture()}, nil
+	msg, idem := f.st.capture()
+	return &fsmSnapshot{msg: msg, idem: idem}, nil
 }
 
 // Restore replaces the whole state with the snapshot read from rc. It
@@ -218,11 +223,19 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 // fsmSnapshot is a captured state awaiting Persist.
 type fsmSnapshot struct {
 	msg *fsmv1.Snapshot
+	// idem is added to msg by Persist, outside the state lock.
+	idem []idemEntry
 }
 
 // Persist encodes the captured state and writes it to sink.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	b, err := EncodeSnapshot(s.msg)
+	recs, err := expandIdem(s.idem)
+	var b []byte
+	if err == nil {
+		// msg belongs to this capture alone.
+		s.msg.Idempotency = recs
+		b, err = EncodeSnapshot(s.msg)
+	}
 	if err == nil {
 		_, err = sink.Write(b)
 	}

@@ -148,6 +148,7 @@ func rebuild(cfg Config, msg *fsmv1.Snapshot) (*state, error) {
 		s.put(id, r)
 	}
 
+	s.idemLog = make([]idemEntry, 0, len(msg.GetIdempotency()))
 	for i, rec := range msg.GetIdempotency() {
 		k := idemKey{rec.GetOwner(), rec.GetKey()}
 		if k.key == "" || rec.GetResult() == nil {
@@ -156,9 +157,10 @@ func rebuild(cfg Config, msg *fsmv1.Snapshot) (*state, error) {
 		if _, dup := s.idem[k]; dup {
 			return nil, badf("idempotency[%d]: duplicate key", i)
 		}
-		s.idem[k] = rec
+		enc := encodeResult(rec.GetResult())
+		s.idem[k] = enc
+		s.idemLog = append(s.idemLog, idemEntry{key: k, at: rec.GetAtMillis(), result: enc})
 	}
-	s.idemLog = append(s.idemLog, msg.GetIdempotency()...)
 	s.history = append(s.history, msg.GetHistory()...)
 	if n := len(s.history) - cfg.HistoryLimit; n > 0 {
 		s.history = s.history[n:]

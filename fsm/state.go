@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -44,11 +45,22 @@ func timerLess(a, b timer) bool {
 // idemKey scopes idempotency keys by owner.
 type idemKey struct{ owner, key string }
 
+// idemEntry is one remembered idempotency key in its compact form: the
+// first Result for the key, deterministically encoded (the bytes the client
+// received). Keeping the encoding instead of the message graph costs about
+// the size of the wire form and does not pin superseded reservation
+// records in memory for the whole idempotency window.
+type idemEntry struct {
+	key    idemKey
+	at     int64
+	result []byte
+}
+
 // state is everything Apply changes. It is owned by the FSM and guarded by
 // its lock.
 //
-// Records (*fsmv1.Reservation, *fsmv1.Resource, *fsmv1.Event,
-// *fsmv1.IdempotencyRecord) are immutable once stored: a change stores a
+// Records (*fsmv1.Reservation, *fsmv1.Resource, *fsmv1.Event, and the
+// encoded results of idemEntry) are immutable once stored: a change stores a
 // modified copy. Snapshots and readers can therefore share them.
 type state struct {
 	cfg Config
@@ -65,10 +77,11 @@ type state struct {
 	// timers holds exactly timersFor(r) for every r in resv.
 	timers *btree.BTreeG[timer]
 
-	idem map[idemKey]*fsmv1.IdempotencyRecord
-	// idemLog holds the values of idem in apply order (so also in log time
-	// order): the oldest is pruned first.
-	idemLog []*fsmv1.IdempotencyRecord
+	// idem maps a key to its encoded first Result (shared with idemLog).
+	idem map[idemKey][]byte
+	// idemLog holds the entries of idem in apply order (so also in log
+	// time order): the oldest is pruned first.
+	idemLog []idemEntry
 
 	// history is the retained tail of events, oldest first.
 	history []*fsmv1.Event
@@ -94,7 +107,7 @@ func newState(cfg Config) *state {
 		resv:      make(map[string]*fsmv1.Reservation),
 		ids:       btree.NewOrderedG[string](32),
 		timers:    btree.NewG(32, timerLess),
-		idem:      make(map[idemKey]*fsmv1.IdempotencyRecord),
+		idem:      make(map[idemKey][]byte),
 		plan:      planner.New(cfg.Timelines),
 		byState:   make(map[fsmv1.Reservation_State]int),
 	}
@@ -265,11 +278,11 @@ func (s *state) runTimers() {
 // pruneIdem forgets idempotency records older than the window.
 func (s *state) pruneIdem() {
 	n := 0
-	for _, rec := range s.idemLog {
-		if s.now-rec.GetAtMillis() < s.cfg.IdempotencyWindow {
+	for _, e := range s.idemLog {
+		if s.now-e.at < s.cfg.IdempotencyWindow {
 			break
 		}
-		delete(s.idem, idemKey{rec.GetOwner(), rec.GetKey()})
+		delete(s.idem, e.key)
 		n++
 	}
 	if n > 0 {
@@ -280,6 +293,14 @@ func (s *state) pruneIdem() {
 
 // apply applies one decoded command at log index index.
 func (s *state) apply(index uint64, cmd *fsmv1.Command) *fsmv1.Result {
+	res, _ := s.applyEncoded(index, cmd)
+	return res
+}
+
+// applyEncoded is apply that also returns the deterministic encoding of
+// the result when it had to make one (to remember an idempotency key), so
+// the caller need not encode it again; otherwise the bytes are nil.
+func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, []byte) {
 	s.index = index
 	s.now = max(s.now, cmd.GetNowMillis())
 	s.seq, s.expired = 0, 0
@@ -292,10 +313,15 @@ func (s *state) apply(index uint64, cmd *fsmv1.Command) *fsmv1.Result {
 
 	key := idemKey{cmd.GetOwner(), cmd.GetIdempotencyKey()}
 	if key.key != "" {
-		if rec, ok := s.idem[key]; ok {
-			r := proto.CloneOf(rec.GetResult())
+		if enc, ok := s.idem[key]; ok {
+			r := new(fsmv1.Result)
+			if err := proto.Unmarshal(enc, r); err != nil {
+				// The bytes were made by encodeResult or verified by
+				// Restore; failing to read them back is a bug.
+				panic(fmt.Sprintf("fsm: stored idempotency result: %v", err))
+			}
 			r.Replayed = true
-			return r
+			return r, nil
 		}
 	}
 
@@ -314,11 +340,12 @@ func (s *state) apply(index uint64, cmd *fsmv1.Command) *fsmv1.Result {
 	res.Expired = s.expired
 
 	if key.key != "" {
-		rec := &fsmv1.IdempotencyRecord{Owner: key.owner, Key: key.key, AtMillis: s.now, Result: res}
-		s.idem[key] = rec
-		s.idemLog = append(s.idemLog, rec)
+		enc := encodeResult(res)
+		s.idem[key] = enc
+		s.idemLog = append(s.idemLog, idemEntry{key: key, at: s.now, result: enc})
+		return res, enc
 	}
-	return res
+	return res, nil
 }
 
 func (s *state) dispatch(cmd *fsmv1.Command) *fsmv1.Result {
@@ -351,14 +378,15 @@ func (s *state) dispatch(cmd *fsmv1.Command) *fsmv1.Result {
 }
 
 // capture returns the state as a Snapshot message sharing the immutable
-// records.
-func (s *state) capture() *fsmv1.Snapshot {
+// records, without its idempotency records, and the idempotency entries
+// to add to it (expandIdem) before it is encoded. Expanding them is left
+// to the caller so that it can happen outside the lock.
+func (s *state) capture() (*fsmv1.Snapshot, []idemEntry) {
 	msg := &fsmv1.Snapshot{
 		AppliedIndex: s.index,
 		NowMillis:    s.now,
 		Resources:    make([]*fsmv1.Resource, 0, len(s.resources)),
 		Reservations: make([]*fsmv1.Reservation, 0, len(s.resv)),
-		Idempotency:  slices.Clone(s.idemLog),
 		History:      slices.Clone(s.history),
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.resources)) {
@@ -368,7 +396,21 @@ func (s *state) capture() *fsmv1.Snapshot {
 		msg.Reservations = append(msg.Reservations, s.resv[id])
 		return true
 	})
-	return msg
+	return msg, slices.Clone(s.idemLog)
+}
+
+// expandIdem decodes the compact idempotency entries into the records of
+// the snapshot format.
+func expandIdem(entries []idemEntry) ([]*fsmv1.IdempotencyRecord, error) {
+	out := make([]*fsmv1.IdempotencyRecord, len(entries))
+	for i, e := range entries {
+		r := new(fsmv1.Result)
+		if err := proto.Unmarshal(e.result, r); err != nil {
+			return nil, fmt.Errorf("idempotency record %d: %w", i, err)
+		}
+		out[i] = &fsmv1.IdempotencyRecord{Owner: e.key.owner, Key: e.key.key, AtMillis: e.at, Result: r}
+	}
+	return out, nil
 }
 
 // sortedParts returns planner parts converted to proto parts, sorted by
