@@ -243,6 +243,9 @@ func (t *IndexedTimeline) Earliest(amount, duration, notBefore, latestStart int6
 	if notBefore > latestStart || latestStart > MaxTime-duration {
 		return 0, false
 	}
+	if len(t.chunks) == 1 {
+		return t.loneEarliest(amount, duration, notBefore, latestStart)
+	}
 	cand := notBefore
 	ci, bi := t.locate(cand)
 	for {
@@ -444,11 +447,19 @@ func (t *IndexedTimeline) loneAdd(start, end int64, bi, j int, delta int64) {
 	// j > bi: the block containing start starts before end. Make end a
 	// boundary (the block before j contains it), then start; neither
 	// insertion lands at index 0, so the origin and firsts stay put.
-	if end < MaxTime && (j == len(c.start) || c.start[j] != end) {
+	needEnd := end < MaxTime && (j == len(c.start) || c.start[j] != end)
+	switch needStart := c.start[bi] != start; {
+	case needStart && needEnd:
+		// One shift of the tail by two instead of two shifts by one.
+		fs, fe := c.free[bi], c.free[j-1]
+		c.start = insert2(c.start, bi+1, j, start, end)
+		c.free = insert2(c.free, bi+1, j, fs, fe)
+		bi, j = bi+1, j+1
+		t.n += 2
+	case needEnd:
 		c.insert(j, end, c.free[j-1])
 		t.n++
-	}
-	if c.start[bi] != start {
+	case needStart:
 		bi++
 		c.insert(bi, start, c.free[bi-1])
 		j++
@@ -466,6 +477,47 @@ func (t *IndexedTimeline) loneAdd(start, end int64, bi, j int, delta int64) {
 		c.remove(bi)
 		t.n--
 	}
+}
+
+// insert2 returns a with x inserted at index i and y at index j (i <= j,
+// indices of a before the insertions): x lands at i, y at j+1.
+func insert2(a []int64, i, j int, x, y int64) []int64 {
+	n := len(a)
+	a = append(a, 0, 0)
+	copy(a[j+2:], a[j:n])
+	copy(a[i+1:j+1], a[i:j])
+	a[i], a[j+1] = x, y
+	return a
+}
+
+// loneEarliest is Earliest on a timeline of one chunk (arguments already
+// checked and notBefore clipped to the origin): the candidate walk of the
+// plain list, started at the block containing notBefore.
+func (t *IndexedTimeline) loneEarliest(amount, duration, notBefore, latestStart int64) (int64, bool) {
+	c := t.chunks[0]
+	st, fr := c.start, c.free
+	var cand int64
+	have := false
+	for i := lastAtMost(st, notBefore); i < len(st); i++ {
+		if fr[i] < amount {
+			have = false
+			continue
+		}
+		if !have {
+			cand = max(st[i], notBefore)
+			if cand > latestStart {
+				return 0, false
+			}
+			have = true
+		}
+		// The run [cand, end of block i) has enough free; cand <=
+		// latestStart <= MaxTime-duration, so cand+duration cannot
+		// overflow.
+		if i+1 == len(st) || st[i+1] >= cand+duration {
+			return cand, true
+		}
+	}
+	return 0, false
 }
 
 // insert puts block (s, f) at index i of the chunk.
