@@ -94,6 +94,11 @@ type IndexedTimeline struct {
 	// chunk, so locate tries it before the binary search. It is only a
 	// cache: any value is correct.
 	hint int
+	// loneHint is a block index of a lone chunk where the next lookup is
+	// likely to land: Earliest leaves the block of the start it found,
+	// which the Book that follows looks up. Only a cache: any value is
+	// correct.
+	loneHint int
 }
 
 var _ Timeline = (*IndexedTimeline)(nil)
@@ -426,7 +431,7 @@ func (t *IndexedTimeline) Release(start, end, amount int64) error {
 // none does), and the min and max free over the window.
 func (t *IndexedTimeline) loneWindow(start, end int64) (bi, j int, mn, mx int64) {
 	c := t.chunks[0]
-	bi = lastAtMost(c.start, start)
+	bi = t.loneFind(c.start, start)
 	mn, mx = math.MaxInt64, math.MinInt64
 	for j = bi; j < len(c.start) && c.start[j] < end; j++ {
 		mn, mx = min(mn, c.free[j]), max(mx, c.free[j])
@@ -479,6 +484,15 @@ func (t *IndexedTimeline) loneAdd(start, end int64, bi, j int, delta int64) {
 	}
 }
 
+// loneFind returns the index of the block of st (the starts of a lone
+// chunk) that contains x >= origin, trying loneHint first.
+func (t *IndexedTimeline) loneFind(st []int64, x int64) int {
+	if h := t.loneHint; h < len(st) && st[h] <= x && (h+1 == len(st) || st[h+1] > x) {
+		return h
+	}
+	return lastAtMost(st, x)
+}
+
 // insert2 returns a with x inserted at index i and y at index j (i <= j,
 // indices of a before the insertions): x lands at i, y at j+1.
 func insert2(a []int64, i, j int, x, y int64) []int64 {
@@ -497,8 +511,8 @@ func (t *IndexedTimeline) loneEarliest(amount, duration, notBefore, latestStart 
 	c := t.chunks[0]
 	st, fr := c.start, c.free
 	var cand int64
-	have := false
-	for i := lastAtMost(st, notBefore); i < len(st); i++ {
+	have, at := false, 0
+	for i := t.loneFind(st, notBefore); i < len(st); i++ {
 		if fr[i] < amount {
 			have = false
 			continue
@@ -508,12 +522,13 @@ func (t *IndexedTimeline) loneEarliest(amount, duration, notBefore, latestStart 
 			if cand > latestStart {
 				return 0, false
 			}
-			have = true
+			have, at = true, i
 		}
 		// The run [cand, end of block i) has enough free; cand <=
 		// latestStart <= MaxTime-duration, so cand+duration cannot
 		// overflow.
 		if i+1 == len(st) || st[i+1] >= cand+duration {
+			t.loneHint = at
 			return cand, true
 		}
 	}
@@ -757,6 +772,27 @@ func (t *IndexedTimeline) Advance(now int64) {
 	}
 	if now >= MaxTime {
 		now = MaxTime - 1
+	}
+	if len(t.chunks) == 1 {
+		// Walk from the head: the blocks passed over are the ones the
+		// copy below moves past, so this costs no more than the copy,
+		// and now is usually among the first few blocks.
+		c := t.chunks[0]
+		bi := 0
+		for bi+1 < len(c.start) && c.start[bi+1] <= now {
+			bi++
+		}
+		if bi > 0 {
+			k := copy(c.start, c.start[bi:])
+			c.start = c.start[:k]
+			copy(c.free, c.free[bi:])
+			c.free = c.free[:k]
+			t.n -= bi
+		}
+		c.start[0] = now
+		t.firsts[0] = now
+		t.origin = now
+		return
 	}
 	if now < t.blockEnd(0, 0) {
 		// now lies in the first block: only its start moves, no free
