@@ -2,33 +2,43 @@ package planner
 
 import "iter"
 
-// entry is a live booking: its ID, its single part inline (res is nil for
-// a multi-part booking, whose parts are kept in Planner.multi) and its
-// window. A free slot of a bookTable has id == "".
+// entry is a live booking in 48 bytes: its ID, its window, its single
+// part inline (res is the resource's index in Planner.byIdx, or noRes for
+// a multi-part booking, whose parts are kept in Planner.multi), and its
+// position in the expiry heap. A free slot of a bookTable has id == "".
 type entry struct {
 	id         string
-	res        *resource
 	amount     int64
 	start, end int64
+	res        uint32
+	pos        uint32
 }
 
 // noSlot marks the end of a bookTable's free list.
 const noSlot = ^uint32(0)
 
-// bookTable holds the live bookings densely: recs is a slice of
-// fixed-size records addressed by slot number, and index is an
-// open-addressing hash table (linear probing, power-of-two size) from
-// booking ID to slot. Together they cost about a third of a
-// map[string]entry per booking: one record, the ID bytes, and a 4-byte
-// index cell at most half full.
+// noRes is entry.res of a multi-part booking.
+const noRes = ^uint32(0)
+
+// chunkBits sets the number of records per chunk (256: 12 KiB).
+const chunkBits = 8
+
+// bookTable holds the live bookings densely: fixed-size records in chunks
+// of 1<<chunkBits addressed by slot number, and index, an open-addressing
+// hash table (linear probing, power-of-two size) from booking ID to slot.
+// Per booking this costs one 48-byte record (chunks never over-allocate
+// by more than one chunk), a 4-byte index cell at most half full, and
+// the ID bytes.
 //
 // Freed slots are reused (most recently freed first) through a free list
-// threaded through the free records' amount field, so recs does not grow
-// under churn. Every order the table exposes (slot numbers, the iteration
-// of ids) follows from the sequence of calls alone: the hash is a fixed
-// function of the ID bytes and nothing depends on map iteration.
+// threaded through the free records' amount field, so the table does not
+// grow under churn. Every order the table exposes (slot numbers, the
+// iteration of ids) follows from the sequence of calls alone: the hash is
+// a fixed function of the ID bytes and nothing depends on map iteration.
 type bookTable struct {
-	recs []entry
+	chunks []*[1 << chunkBits]entry
+	// hw is the number of slots ever handed out: slots >= hw are unused.
+	hw uint32
 	// index holds slot+1 per cell; 0 is an empty cell.
 	index []uint32
 	// free is the first free slot, or noSlot.
@@ -69,10 +79,15 @@ func (t *bookTable) find(id string) (uint32, bool) {
 		if c == 0 {
 			return 0, false
 		}
-		if t.recs[c-1].id == id {
+		if t.at(c-1).id == id {
 			return c - 1, true
 		}
 	}
+}
+
+// at returns the record in slot s (s < hw).
+func (t *bookTable) at(s uint32) *entry {
+	return &t.chunks[s>>chunkBits][s&(1<<chunkBits-1)]
 }
 
 // has reports whether id is a live booking.
@@ -89,12 +104,15 @@ func (t *bookTable) add(e entry) uint32 {
 	var s uint32
 	if t.free != noSlot {
 		s = t.free
-		t.free = uint32(t.recs[s].amount)
-		t.recs[s] = e
+		t.free = uint32(t.at(s).amount)
 	} else {
-		s = uint32(len(t.recs))
-		t.recs = append(t.recs, e)
+		s = t.hw
+		if int(s>>chunkBits) == len(t.chunks) {
+			t.chunks = append(t.chunks, new([1 << chunkBits]entry))
+		}
+		t.hw++
 	}
+	*t.at(s) = e
 	t.place(s)
 	t.n++
 	return s
@@ -104,7 +122,7 @@ func (t *bookTable) add(e entry) uint32 {
 // sequence.
 func (t *bookTable) place(s uint32) {
 	mask := uint64(len(t.index) - 1)
-	i := hashID(t.recs[s].id) & mask
+	i := hashID(t.at(s).id) & mask
 	for t.index[i] != 0 {
 		i = (i + 1) & mask
 	}
@@ -117,9 +135,9 @@ func (t *bookTable) rehash(size int) {
 		t.free = noSlot
 	}
 	t.index = make([]uint32, size)
-	for s := range t.recs {
-		if t.recs[s].id != "" {
-			t.place(uint32(s))
+	for s := range t.hw {
+		if t.at(s).id != "" {
+			t.place(s)
 		}
 	}
 }
@@ -129,7 +147,7 @@ func (t *bookTable) rehash(size int) {
 // accumulate.
 func (t *bookTable) remove(s uint32) {
 	mask := uint64(len(t.index) - 1)
-	i := hashID(t.recs[s].id) & mask
+	i := hashID(t.at(s).id) & mask
 	for t.index[i] != s+1 {
 		i = (i + 1) & mask
 	}
@@ -144,7 +162,7 @@ func (t *bookTable) remove(s uint32) {
 			}
 			// The member at j may move to the hole at i unless its home
 			// cell lies cyclically in (i, j].
-			k := hashID(t.recs[c-1].id) & mask
+			k := hashID(t.at(c-1).id) & mask
 			if i <= j {
 				if i < k && k <= j {
 					continue
@@ -161,7 +179,7 @@ func (t *bookTable) remove(s uint32) {
 
 // release puts slot s on the free list.
 func (t *bookTable) release(s uint32) {
-	t.recs[s] = entry{amount: int64(t.free)}
+	*t.at(s) = entry{amount: int64(t.free)}
 	t.free = s
 	t.n--
 }
@@ -169,10 +187,90 @@ func (t *bookTable) release(s uint32) {
 // ids yields the live booking IDs in slot order.
 func (t *bookTable) ids() iter.Seq[string] {
 	return func(yield func(string) bool) {
-		for s := range t.recs {
-			if id := t.recs[s].id; id != "" && !yield(id) {
+		for s := range t.hw {
+			if id := t.at(s).id; id != "" && !yield(id) {
 				return
 			}
 		}
+	}
+}
+
+// endHeap is the expiry heap: a binary min-heap of the live bookings'
+// slots ordered by end, then slot. Each record keeps its position (pos),
+// so a booking is removed or re-keyed in place and the heap holds exactly
+// the live bookings, 4 bytes each.
+type endHeap []uint32
+
+// less orders heap positions i and j.
+func (h endHeap) less(t *bookTable, i, j int) bool {
+	a, b := t.at(h[i]), t.at(h[j])
+	if a.end != b.end {
+		return a.end < b.end
+	}
+	return h[i] < h[j]
+}
+
+// swap exchanges heap positions i and j and updates the records.
+func (h endHeap) swap(t *bookTable, i, j int) {
+	h[i], h[j] = h[j], h[i]
+	t.at(h[i]).pos = uint32(i)
+	t.at(h[j]).pos = uint32(j)
+}
+
+// up moves position i towards the root while it is less than its parent.
+func (h endHeap) up(t *bookTable, i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !h.less(t, i, parent) {
+			return
+		}
+		h.swap(t, i, parent)
+		i = parent
+	}
+}
+
+// down moves position i towards the leaves while a child is less; it
+// reports whether i moved.
+func (h endHeap) down(t *bookTable, i int) bool {
+	start, n := i, len(h)
+	for {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && h.less(t, l, m) {
+			m = l
+		}
+		if r < n && h.less(t, r, m) {
+			m = r
+		}
+		if m == i {
+			return i > start
+		}
+		h.swap(t, i, m)
+		i = m
+	}
+}
+
+// push adds the live slot s.
+func (h *endHeap) push(t *bookTable, s uint32) {
+	*h = append(*h, s)
+	t.at(s).pos = uint32(len(*h) - 1)
+	h.up(t, len(*h)-1)
+}
+
+// remove deletes the live slot s.
+func (h *endHeap) remove(t *bookTable, s uint32) {
+	i, n := int(t.at(s).pos), len(*h)-1
+	if i != n {
+		h.swap(t, i, n)
+	}
+	*h = (*h)[:n]
+	if i != n {
+		h.fix(t, i)
+	}
+}
+
+// fix restores the heap order after the end at position i changed.
+func (h endHeap) fix(t *bookTable, i int) {
+	if !h.down(t, i) {
+		h.up(t, i)
 	}
 }

@@ -50,7 +50,7 @@ func TestBookTableModel(t *testing.T) {
 				}
 				for mid, slot := range model {
 					got, ok := bt.find(mid)
-					if !ok || got != slot || bt.recs[got].id != mid {
+					if !ok || got != slot || bt.at(got).id != mid {
 						t.Fatalf("step %d: find(%q) = %d, %v; want slot %d", step, mid, got, ok, slot)
 					}
 				}
@@ -67,8 +67,8 @@ func TestBookTableModel(t *testing.T) {
 				if !slices.Equal(ids, want) {
 					t.Fatalf("step %d: ids %v, want %v", step, ids, want)
 				}
-				if len(bt.recs) > tc.pool {
-					t.Fatalf("step %d: %d records for at most %d live bookings: free slots not reused", step, len(bt.recs), tc.pool)
+				if int(bt.hw) > tc.pool {
+					t.Fatalf("step %d: %d slots for at most %d live bookings: free slots not reused", step, bt.hw, tc.pool)
 				}
 			}
 		})
@@ -99,5 +99,50 @@ func TestBookTableDeterministic(t *testing.T) {
 	s2, i2 := run()
 	if !slices.Equal(s1, s2) || !slices.Equal(i1, i2) {
 		t.Fatal("same calls gave different slots or ID order")
+	}
+}
+
+// TestEndHeapModel pushes, removes and re-keys random bookings in the
+// expiry heap and checks after every step that it holds exactly the live
+// slots, that every record knows its position, and that the root is the
+// least (end, slot) of a brute-force scan.
+func TestEndHeapModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var bt bookTable
+	var h endHeap
+	live := map[string]uint32{}
+	for step := range 5000 {
+		id := "e" + strconv.Itoa(rng.IntN(300))
+		if s, ok := live[id]; ok {
+			if rng.IntN(2) == 0 {
+				h.remove(&bt, s)
+				bt.remove(s)
+				delete(live, id)
+			} else {
+				e := bt.at(s)
+				e.end = rng.Int64N(50)
+				h.fix(&bt, int(e.pos))
+			}
+		} else {
+			s := bt.add(entry{id: id, end: rng.Int64N(50)})
+			h.push(&bt, s)
+			live[id] = s
+		}
+		if len(h) != len(live) {
+			t.Fatalf("step %d: heap holds %d, want %d", step, len(h), len(live))
+		}
+		if len(h) == 0 {
+			continue
+		}
+		best := h[0]
+		for _, s := range live {
+			e := bt.at(s)
+			if h[e.pos] != s {
+				t.Fatalf("step %d: slot %d records pos %d holding %d", step, s, e.pos, h[e.pos])
+			}
+			if b := bt.at(best); e.end < b.end || (e.end == b.end && s < best) {
+				t.Fatalf("step %d: root %d (end %d) but slot %d has end %d", step, best, b.end, s, e.end)
+			}
+		}
 	}
 }

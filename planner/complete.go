@@ -25,7 +25,7 @@ func (p *Planner) Complete(id string, at int64) (Completion, error) {
 	if !ok {
 		return Completion{}, fmt.Errorf("complete %q: %w", id, ErrUnknownBooking)
 	}
-	e := p.bookings.recs[slot]
+	e := *p.bookings.at(slot)
 	if at < p.origin {
 		return Completion{}, &FieldError{Field: "at", Reason: fmt.Sprintf("must be >= origin %d", p.origin)}
 	}
@@ -40,13 +40,10 @@ func (p *Planner) Complete(id string, at int64) (Completion, error) {
 	if at == e.start || at == p.origin {
 		// Nothing of the booking is left ahead of the origin.
 		p.forget(slot)
-		p.maybeCompact()
 		return c, nil
 	}
-	p.bookings.recs[slot].end = at
-	// The old expiry entry is now stale (its end no longer matches) and is
-	// skipped when popped; the new one forgets the booking at its new end.
-	p.expiry.push(endItem{end: at, slot: slot})
-	p.maybeCompact()
+	rec := p.bookings.at(slot)
+	rec.end = at
+	p.expiry.fix(&p.bookings, int(rec.pos))
 	return c, nil
 }

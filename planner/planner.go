@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 )
@@ -29,20 +28,25 @@ type Planner struct {
 	// resources by name; names holds the same keys, sorted.
 	resources map[string]*resource
 	names     []string
+	// byIdx maps a resource's idx to it (nil for a removed resource);
+	// freeIdx holds the removed resources' indices for reuse, last freed
+	// first.
+	byIdx   []*resource
+	freeIdx []uint32
 	// bookings holds every live booking. A single-part booking is stored
 	// inline in its entry; the parts of a multi-part booking live in multi.
 	bookings bookTable
 	multi    map[string][]resPart
-	// expiry orders booking slots by End so that Advance forgets finished
-	// bookings without scanning them all. It may hold stale entries (for
-	// released or modified bookings, whose slot may since hold another
-	// booking); they are skipped when popped.
+	// expiry orders the live bookings' slots by end so that Advance
+	// forgets finished bookings without scanning them all.
 	expiry endHeap
 }
 
 // resource is one resource's state.
 type resource struct {
 	name string
+	// idx is the resource's index in Planner.byIdx, as stored in entries.
+	idx  uint32
 	base int64
 	// tl is the free-capacity timeline; free = capacity - booked.
 	tl Timeline
@@ -101,6 +105,14 @@ func (p *Planner) AddResource(name string, capacity int64) error {
 		capacity: newList(capacity, p.origin),
 		maxCap:   capacity,
 	}
+	if n := len(p.freeIdx); n > 0 {
+		r.idx = p.freeIdx[n-1]
+		p.freeIdx = p.freeIdx[:n-1]
+		p.byIdx[r.idx] = r
+	} else {
+		r.idx = uint32(len(p.byIdx))
+		p.byIdx = append(p.byIdx, r)
+	}
 	p.resources[name] = r
 	i, _ := slices.BinarySearch(p.names, name)
 	p.names = slices.Insert(p.names, i, name)
@@ -118,6 +130,8 @@ func (p *Planner) RemoveResource(name string) error {
 		return fmt.Errorf("remove resource %q: %d live booking(s): %w", name, r.refs, ErrInUse)
 	}
 	delete(p.resources, name)
+	p.byIdx[r.idx] = nil
+	p.freeIdx = append(p.freeIdx, r.idx)
 	if i, ok := slices.BinarySearch(p.names, name); ok {
 		p.names = slices.Delete(p.names, i, i+1)
 	}
@@ -224,8 +238,8 @@ func (p *Planner) shiftCapacity(r *resource, start, end, delta int64) error {
 // intersect one of the windows.
 func (p *Planner) overlapping(r *resource, windows []Block) []string {
 	var ids []string
-	for s := range p.bookings.recs {
-		e := &p.bookings.recs[s]
+	for s := range p.bookings.hw {
+		e := p.bookings.at(s)
 		if e.id == "" || e.end <= p.origin {
 			continue
 		}
@@ -246,8 +260,8 @@ func (p *Planner) overlapping(r *resource, windows []Block) []string {
 
 // uses reports whether the booking e has a part on r.
 func (p *Planner) uses(e *entry, r *resource) bool {
-	if e.res != nil {
-		return e.res == r
+	if e.res != noRes {
+		return e.res == r.idx
 	}
 	for _, rp := range p.multi[e.id] {
 		if rp.res == r {
@@ -441,14 +455,13 @@ func (p *Planner) Release(id string) (Booking, error) {
 	if !ok {
 		return Booking{}, fmt.Errorf("release %q: %w", id, ErrUnknownBooking)
 	}
-	e := p.bookings.recs[slot]
+	e := *p.bookings.at(slot)
 	b := p.booking(e)
 	parts := p.partsOf(e)
 	if err := p.releaseParts(parts, e.start, e.end); err != nil {
 		return Booking{}, fmt.Errorf("release %q: %w", id, err)
 	}
 	p.forget(slot)
-	p.maybeCompact()
 	return b, nil
 }
 
@@ -467,7 +480,16 @@ func (p *Planner) entryOf(id string) (entry, bool) {
 	if !ok {
 		return entry{}, false
 	}
-	return p.bookings.recs[slot], true
+	return *p.bookings.at(slot), true
+}
+
+// resOf returns the resource of a single-part booking, nil for a
+// multi-part one.
+func (p *Planner) resOf(e entry) *resource {
+	if e.res == noRes {
+		return nil
+	}
+	return p.byIdx[e.res]
 }
 
 // has reports whether id is a live booking.
@@ -484,7 +506,7 @@ func (p *Planner) Modify(id string, parts []Part, start, end int64) error {
 	if !ok {
 		return fmt.Errorf("modify %q: %w", id, ErrUnknownBooking)
 	}
-	e := p.bookings.recs[slot]
+	e := *p.bookings.at(slot)
 	np, err := p.checkRect(parts, start, end)
 	if err != nil {
 		return err
@@ -503,7 +525,6 @@ func (p *Planner) Modify(id string, parts []Part, start, end int64) error {
 	}
 	p.forget(slot)
 	p.store(id, np, start, end)
-	p.maybeCompact()
 	return nil
 }
 
@@ -549,36 +570,36 @@ func (p *Planner) releaseParts(parts []resPart, start, end int64) error {
 
 // store records a booking whose capacity is already booked.
 func (p *Planner) store(id string, parts []resPart, start, end int64) {
-	e := entry{id: id, start: start, end: end}
+	e := entry{id: id, start: start, end: end, res: noRes}
 	if len(parts) == 1 {
-		e.res, e.amount = parts[0].res, parts[0].amount
+		e.res, e.amount = parts[0].res.idx, parts[0].amount
 	} else {
 		p.multi[id] = slices.Clone(parts)
 	}
 	for _, rp := range parts {
 		rp.res.refs++
 	}
-	slot := p.bookings.add(e)
-	p.expiry.push(endItem{end: end, slot: slot})
+	p.expiry.push(&p.bookings, p.bookings.add(e))
 }
 
 // forget drops the booking in slot from the tables (its capacity is
 // handled by the caller).
 func (p *Planner) forget(slot uint32) {
-	e := &p.bookings.recs[slot]
+	e := p.bookings.at(slot)
 	for _, rp := range p.partsOf(*e) {
 		rp.res.refs--
 	}
-	if e.res == nil {
+	if e.res == noRes {
 		delete(p.multi, e.id)
 	}
+	p.expiry.remove(&p.bookings, slot)
 	p.bookings.remove(slot)
 }
 
 // partsOf returns the resolved parts of a booking.
 func (p *Planner) partsOf(e entry) []resPart {
-	if e.res != nil {
-		return []resPart{{res: e.res, amount: e.amount}}
+	if e.res != noRes {
+		return []resPart{{res: p.byIdx[e.res], amount: e.amount}}
 	}
 	return p.multi[e.id]
 }
@@ -591,27 +612,6 @@ func (p *Planner) booking(e entry) Booking {
 		parts[i] = Part{Resource: rp.res.name, Amount: rp.amount}
 	}
 	return Booking{ID: e.id, Parts: parts, Start: e.start, End: e.end}
-}
-
-// maybeCompact rebuilds the expiry heap when stale entries dominate it.
-func (p *Planner) maybeCompact() {
-	if len(p.expiry) <= 2*p.bookings.len()+64 {
-		return
-	}
-	items := make([]endItem, 0, p.bookings.len())
-	for s := range p.bookings.recs {
-		if e := &p.bookings.recs[s]; e.id != "" {
-			items = append(items, endItem{end: e.end, slot: uint32(s)})
-		}
-	}
-	// A sorted slice is a valid min-heap.
-	slices.SortFunc(items, func(a, b endItem) int {
-		if c := cmp.Compare(a.end, b.end); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.slot, b.slot)
-	})
-	p.expiry = items
 }
 
 // Advance moves the origin to now (it never moves back; now is capped at
@@ -629,13 +629,8 @@ func (p *Planner) Advance(now int64) {
 		r.capacity.Advance(now)
 		r.maxCap = profileMax(r.capacity)
 	}
-	for len(p.expiry) > 0 && p.expiry[0].end <= now {
-		it := p.expiry.pop()
-		// The slot may be free or hold a later booking: only a live
-		// booking that has ended is forgotten.
-		if e := &p.bookings.recs[it.slot]; e.id != "" && e.end <= now {
-			p.forget(it.slot)
-		}
+	for len(p.expiry) > 0 && p.bookings.at(p.expiry[0]).end <= now {
+		p.forget(p.expiry[0])
 	}
 }
 
@@ -660,59 +655,4 @@ func (p *Planner) checkWindow(from, to int64) error {
 		return &FieldError{Field: "to", Reason: "must be after from"}
 	}
 	return nil
-}
-
-// endItem is an expiry-heap entry: a booking's slot and its end when the
-// entry was pushed.
-type endItem struct {
-	end  int64
-	slot uint32
-}
-
-// endHeap is a binary min-heap of endItems ordered by end, then slot.
-type endHeap []endItem
-
-func (h endItem) less(o endItem) bool {
-	if h.end != o.end {
-		return h.end < o.end
-	}
-	return h.slot < o.slot
-}
-
-func (h *endHeap) push(it endItem) {
-	*h = append(*h, it)
-	a := *h
-	for i := len(a) - 1; i > 0; {
-		parent := (i - 1) / 2
-		if !a[i].less(a[parent]) {
-			break
-		}
-		a[i], a[parent] = a[parent], a[i]
-		i = parent
-	}
-}
-
-func (h *endHeap) pop() endItem {
-	a := *h
-	top := a[0]
-	n := len(a) - 1
-	a[0] = a[n]
-	a[n] = endItem{}
-	a = a[:n]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < n && a[l].less(a[m]) {
-			m = l
-		}
-		if r < n && a[r].less(a[m]) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		a[i], a[m] = a[m], a[i]
-		i = m
-	}
-	*h = a
-	return top
 }

@@ -111,7 +111,7 @@ func RestoreScheduler(p *Planner, st SchedulerState) (*Scheduler, error) {
 		}
 		if planned := it.Amount - it.Overbooked; planned > 0 && it.End > p.origin {
 			e, ok := p.entryOf(it.ID)
-			if !ok || e.res == nil || e.res.name != it.Resource || e.amount != planned {
+			if !ok || p.resOf(e) == nil || p.resOf(e).name != it.Resource || e.amount != planned {
 				return nil, &FieldError{Field: field, Reason: fmt.Sprintf("item %q has no matching booking of %d on %q", it.ID, planned, it.Resource)}
 			}
 		}
