@@ -778,8 +778,8 @@ func (t *IndexedTimeline) Advance(now int64) {
 		// copy below moves past, so this costs no more than the copy,
 		// and now is usually among the first few blocks.
 		c := t.chunks[0]
-		bi := 0
-		for bi+1 < len(c.start) && c.start[bi+1] <= now {
+		st, bi := c.start, 0
+		for bi+1 < len(st) && st[bi+1] <= now {
 			bi++
 		}
 		if bi > 0 {
