@@ -493,6 +493,28 @@ func (t *IndexedTimeline) loneFind(st []int64, x int64) int {
 	return lastAtMost(st, x)
 }
 
+// headScan is how many blocks headFind walks before it switches to a
+// binary search.
+const headScan = 16
+
+// headFind returns the index of the last element <= x of the sorted,
+// non-empty s, whose first element is <= x. Requests mostly look near the
+// head of the timeline (the near future), where a short forward walk with
+// predictable branches beats a binary search; beyond headScan elements it
+// falls back to one.
+func headFind(s []int64, x int64) int {
+	n := min(len(s), headScan)
+	for i := 1; i < n; i++ {
+		if s[i] > x {
+			return i - 1
+		}
+	}
+	if n == len(s) {
+		return n - 1
+	}
+	return n - 1 + lastAtMost(s[n-1:], x)
+}
+
 // insert2 returns a with x inserted at index i and y at index j (i <= j,
 // indices of a before the insertions): x lands at i, y at j+1.
 func insert2(a []int64, i, j int, x, y int64) []int64 {
@@ -512,7 +534,7 @@ func (t *IndexedTimeline) loneEarliest(amount, duration, notBefore, latestStart 
 	st, fr := c.start, c.free
 	var cand int64
 	have, at := false, 0
-	for i := t.loneFind(st, notBefore); i < len(st); i++ {
+	for i := headFind(st, notBefore); i < len(st); i++ {
 		if fr[i] < amount {
 			have = false
 			continue
