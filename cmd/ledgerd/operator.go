@@ -12,15 +12,18 @@ import (
 )
 
 func init() {
-	register("operator", "Operator tools: `operator raft list-peers`, `operator raft recover`", runOperator)
+	register("operator", "Operator tools: `operator raft list-peers | remove-peer | transfer-leader | recover`", runOperator)
 }
 
 const operatorUsage = `Usage: ledgerd operator raft <subcommand> [options]
 
 Subcommands:
-    list-peers    list the Raft servers: id, address, state, voter, leader
-    recover       turn a stopped server's data into a one-server cluster after
-                  a lost quorum (see the README, "Lost quorum")
+    list-peers       list the Raft servers: id, address, state, voter, leader
+    remove-peer ID   remove a server from the Raft configuration (leader only;
+                     transfer leadership first to remove the leader)
+    transfer-leader  hand leadership to another voter
+    recover          turn a stopped server's data into a one-server cluster
+                     after a lost quorum (see cluster/DESIGN.md)
 `
 
 func runOperator(args []string) int {
@@ -36,6 +39,10 @@ func runOperator(args []string) int {
 		return runListPeers(args[2:])
 	case "recover":
 		return runRecover(args[2:])
+	case "remove-peer":
+		return runRemovePeer(args[2:])
+	case "transfer-leader":
+		return runTransferLeader(args[2:])
 	}
 	fmt.Fprintf(cliErr, "ledgerd operator raft: unknown subcommand %q\n\n%s", args[1], operatorUsage)
 	return exitUsage

@@ -91,6 +91,19 @@ func TestOperatorRaft(t *testing.T) {
 		t.Fatalf("list-peers row = %q, want %q", got, want)
 	}
 
+	addr := s.httpLn.Addr().String()
+	code, _, stderr = runCLI(t, "operator", "raft", "remove-peer", "-addr", addr, id)
+	if code != exitError || !strings.Contains(stderr, "transfer leadership first") {
+		t.Fatalf("remove-peer of the leader: exit %d: %s", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "operator", "raft", "transfer-leader", "-addr", addr)
+	if code != exitError {
+		t.Fatalf("transfer-leader with no other voter: exit %d: %s", code, stderr)
+	}
+	if code, _, _ = runCLI(t, "operator", "raft", "remove-peer", "-addr", addr); code != exitUsage {
+		t.Fatalf("remove-peer without an ID: exit %d, want %d", code, exitUsage)
+	}
+
 	code, _, stderr = runCLI(t, "operator", "raft", "recover", "-data-dir", dataDir, "-raft-addr", "127.0.0.1:7421")
 	if code != exitError || !strings.Contains(stderr, "stop the agent first") {
 		t.Fatalf("recover of a running server: exit %d: %s", code, stderr)
