@@ -819,3 +819,90 @@ func chunkSizes(t *IndexedTimeline) []int {
 	}
 	return out
 }
+
+// TestHeadFind checks headFind and lastAtMost against a linear reference on
+// every length around headScan and every query between and beside the
+// elements.
+func TestHeadFind(t *testing.T) {
+	for n := 1; n <= 3*headScan+2; n++ {
+		s := make([]int64, n)
+		for i := range s {
+			s[i] = int64(3 * i) // gaps so that queries fall between elements
+		}
+		for x := int64(0); x <= s[n-1]+4; x++ {
+			want := 0
+			for i, v := range s {
+				if v <= x {
+					want = i
+				}
+			}
+			if got := headFind(s, x); got != want {
+				t.Fatalf("headFind(len %d, %d) = %d, want %d", n, x, got, want)
+			}
+			if got := lastAtMost(s, x); got != want {
+				t.Fatalf("lastAtMost(len %d, %d) = %d, want %d", n, x, got, want)
+			}
+		}
+	}
+}
+
+// TestInsert2 checks the double insertion against two slices.Insert calls
+// for every pair of positions.
+func TestInsert2(t *testing.T) {
+	for n := 0; n <= 6; n++ {
+		for i := 0; i <= n; i++ {
+			for j := i; j <= n; j++ {
+				a := make([]int64, n, n+2)
+				for k := range a {
+					a[k] = int64(k)
+				}
+				want := slices.Insert(slices.Clone(a), j, -2)
+				want = slices.Insert(want, i, -1)
+				if got := insert2(a, i, j, -1, -2); !slices.Equal(got, want) {
+					t.Fatalf("insert2(len %d, %d, %d) = %v, want %v", n, i, j, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestIndexedLoneChunkRoundTrip grows a timeline of one chunk past
+// chunkCap blocks through the lone-chunk path and shrinks it back, checking
+// the invariants and the list's state after every step.
+func TestIndexedLoneChunkRoundTrip(t *testing.T) {
+	const capacity = 10
+	ix := NewIndexed(capacity, 0).(*IndexedTimeline)
+	l := newList(capacity, 0)
+	step := func(what string, f func(Timeline) error) {
+		t.Helper()
+		ei, el := f(ix), f(l)
+		if (ei == nil) != (el == nil) {
+			t.Fatalf("%s: indexed error %v, list error %v", what, ei, el)
+		}
+		if err := ix.checkInvariants(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got, want := ix.Blocks(0, MaxTime), l.Blocks(0, MaxTime); !slices.Equal(got, want) {
+			t.Fatalf("%s: blocks differ:\nindexed %v\nlist    %v", what, got, want)
+		}
+	}
+	n := chunkCap // each booking adds two blocks: ends with about 2*chunkCap
+	for i := range n {
+		s := int64(4 * i)
+		step(fmt.Sprintf("book %d", i), func(tl Timeline) error { return tl.Book(s, s+2, int64(1+i%3)) })
+	}
+	if len(ix.chunks) < 2 {
+		t.Fatalf("after %d bookings: %d chunks, want a split", n, len(ix.chunks))
+	}
+	for i := range n {
+		s := int64(4 * i)
+		step(fmt.Sprintf("release %d", i), func(tl Timeline) error { return tl.Release(s, s+2, int64(1+i%3)) })
+	}
+	if ix.Len() != 1 || len(ix.chunks) != 1 {
+		t.Fatalf("after releasing everything: %d blocks in %d chunks, want 1 in 1", ix.Len(), len(ix.chunks))
+	}
+	step("over-book", func(tl Timeline) error { return tl.Book(5, 9, capacity+1) })
+	step("overflow", func(tl Timeline) error { return tl.Release(5, 9, math.MaxInt64) })
+	step("advance", func(tl Timeline) error { tl.Advance(7); return nil })
+	step("book to the end", func(tl Timeline) error { return tl.Book(8, MaxTime, 3) })
+}
