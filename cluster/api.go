@@ -58,6 +58,12 @@ type Config struct {
 	// RaftTLS, when set, wraps the Raft transport in TLS; set ClientCAs and
 	// ClientAuth (and Certificates + RootCAs) for mutual TLS.
 	RaftTLS *tls.Config
+	// RPCTLS, when set, means every server's HTTP API (RPCAdvertise) is
+	// served over TLS: forwarded writes, read-index and status calls to
+	// peers use https, verify the peer against RootCAs, and present
+	// Certificates as a client certificate (needed when the peers require
+	// mutual TLS). Nil means plain http.
+	RPCTLS *tls.Config
 	// GossipKey (16, 24 or 32 bytes) enables gossip encryption.
 	GossipKey []byte
 	// DeadServerGrace is how long a server must be dead in gossip before the
@@ -72,6 +78,9 @@ type Config struct {
 	// leader's wall clock in Unix milliseconds before the command enters
 	// the log; it returns the command to log.
 	Stamp func(cmd []byte, nowMillis int64) ([]byte, error)
+	// Now is the wall clock handed to Stamp; default time.Now. Chaos tests
+	// replace it with a skewed clock to move this node's idea of log time.
+	Now func() time.Time
 	// Tick, if set, produces the command the leader applies every
 	// TickInterval (default 1s), e.g. to expire holds.
 	Tick func() []byte

@@ -81,7 +81,7 @@ func (n *Node) applyLocal(ctx context.Context, cmd []byte) ([]byte, error) {
 		return nil, fmt.Errorf("cluster: apply: %w", ErrNotLeader)
 	}
 	if n.cfg.Stamp != nil {
-		stamped, err := n.cfg.Stamp(cmd, time.Now().UnixMilli())
+		stamped, err := n.cfg.Stamp(cmd, n.cfg.Now().UnixMilli())
 		if err != nil {
 			return nil, fmt.Errorf("cluster: stamp command: %w", err)
 		}

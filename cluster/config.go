@@ -78,6 +78,9 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.TickInterval, time.Second)
 	def(&c.ReconcileInterval, 5*time.Second)
 	def(&c.ServerStabilizationTime, 5*time.Second)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

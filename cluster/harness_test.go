@@ -141,10 +141,11 @@ func (c *tcluster) start(tn *tnode) {
 	var ln net.Listener
 	var node *Node
 	var err error
+	cfg := testConfig(tn)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		ln, err = net.Listen("tcp", tn.rpcAddr)
 		if err == nil {
-			node, err = New(testConfig(tn), tn.fsm)
+			node, err = New(cfg, tn.fsm)
 			if err != nil {
 				ln.Close()
 			}
@@ -159,7 +160,14 @@ func (c *tcluster) start(tn *tnode) {
 	mux := http.NewServeMux()
 	mux.Handle("/internal/", node.Handler())
 	tn.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = tn.srv.Serve(ln) }()
+	if cfg.RPCTLS != nil {
+		// The node's TLS config doubles as the server side: same
+		// certificate, and peers must present one signed by the CA.
+		tn.srv.TLSConfig = cfg.RPCTLS.Clone()
+		go func() { _ = tn.srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { _ = tn.srv.Serve(ln) }()
+	}
 	tn.node, tn.running = node, true
 }
 

@@ -6,6 +6,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -221,7 +222,7 @@ func isDialErr(err error) bool {
 func (n *Node) forwardApply(ctx context.Context, rpcAddr string, cmd []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.ForwardTimeout)
 	defer cancel()
-	req, err := n.newInternalRequest(ctx, http.MethodPost, "http://"+rpcAddr+pathApply, bytes.NewReader(cmd))
+	req, err := n.newInternalRequest(ctx, http.MethodPost, n.scheme+"://"+rpcAddr+pathApply, bytes.NewReader(cmd))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: forward apply: %w", err)
 	}
@@ -254,7 +255,7 @@ func (n *Node) forwardApply(ctx context.Context, rpcAddr string, cmd []byte) ([]
 func (n *Node) fetchReadIndex(ctx context.Context, rpcAddr string) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.ForwardTimeout)
 	defer cancel()
-	req, err := n.newInternalRequest(ctx, http.MethodGet, "http://"+rpcAddr+pathReadIndex, nil)
+	req, err := n.newInternalRequest(ctx, http.MethodGet, n.scheme+"://"+rpcAddr+pathReadIndex, nil)
 	if err != nil {
 		return 0, fmt.Errorf("cluster: read index: %w", err)
 	}
@@ -283,7 +284,7 @@ func (n *Node) fetchStatus(ctx context.Context, rpcAddr string) (status, error) 
 	var st status
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, err := n.newInternalRequest(ctx, http.MethodGet, "http://"+rpcAddr+pathStatus, nil)
+	req, err := n.newInternalRequest(ctx, http.MethodGet, n.scheme+"://"+rpcAddr+pathStatus, nil)
 	if err != nil {
 		return st, fmt.Errorf("cluster: status: %w", err)
 	}
@@ -299,4 +300,27 @@ func (n *Node) fetchStatus(ctx context.Context, rpcAddr string) (status, error) 
 		return st, fmt.Errorf("cluster: status of %s: %w", rpcAddr, err)
 	}
 	return st, nil
+}
+
+// peerTransport is the HTTP transport for calls to peers' internal
+// endpoints; conf, when set, turns on TLS (HTTP/2 via ALPN).
+func peerTransport(conf *tls.Config) *http.Transport {
+	t := &http.Transport{
+		Proxy:               nil, // peers are dialled directly, never through a proxy
+		MaxIdleConnsPerHost: 64,  // forwarded writes are concurrent; keep connections warm
+		IdleConnTimeout:     90 * time.Second,
+	}
+	if conf != nil {
+		t.TLSClientConfig = conf.Clone()
+		t.ForceAttemptHTTP2 = true
+	}
+	return t
+}
+
+// peerScheme is the URL scheme of peers' HTTP APIs.
+func peerScheme(conf *tls.Config) string {
+	if conf != nil {
+		return "https"
+	}
+	return "http"
 }

@@ -41,6 +41,8 @@ type Node struct {
 	gossip *gossip
 	ap     *autopilot.Autopilot
 	client *http.Client
+	// scheme is "https" when peers' HTTP APIs use TLS, else "http".
+	scheme string
 	m      *metrics
 
 	meta     nodeMeta  // what this node announces
@@ -91,11 +93,8 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 		id:  id,
 		log: cfg.Logger.With("node", cfg.NodeName, "id", id),
 		fsm: newTrackedFSM(fsm),
-		client: &http.Client{Timeout: cfg.ForwardTimeout, Transport: &http.Transport{
-			Proxy:               nil, // peers are dialled directly, never through a proxy
-			MaxIdleConnsPerHost: 64,  // forwarded writes are concurrent; keep connections warm
-			IdleConnTimeout:     90 * time.Second,
-		}},
+		client: &http.Client{Timeout: cfg.ForwardTimeout, Transport: peerTransport(cfg.RPCTLS)},
+		scheme:   peerScheme(cfg.RPCTLS),
 		removeCh: make(chan string, 16),
 		token:    internalToken(cfg.GossipKey),
 		ctx:      ctx,

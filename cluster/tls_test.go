@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // testCA issues certificates for 127.0.0.1.
@@ -173,5 +174,62 @@ func TestInternalEndpointsNeedTheClusterToken(t *testing.T) {
 	}
 	if got := tn.fsm.entries(); !slices.Equal(got, []string{"y"}) {
 		t.Fatalf("entries %q: only the authorised write may land", got)
+	}
+}
+
+// TestForwardingOverTLS runs the internal endpoints over mutual TLS: writes
+// sent to followers reach the leader over https, and a plain-http or
+// certificate-less caller is refused.
+func TestForwardingOverTLS(t *testing.T) {
+	ca := newTestCA(t)
+	c := newCluster(t, 3, func(cfg *Config) {
+		cfg.RaftTLS = ca.serverTLS(t, cfg.NodeName)
+		cfg.RPCTLS = ca.serverTLS(t, cfg.NodeName)
+	})
+	c.waitVoters(3)
+	f := c.follower()
+	var want []string
+	for i := range 4 {
+		tn := f
+		if i%2 == 1 {
+			tn = c.leader()
+		}
+		apply(t, tn, fmt.Sprintf("k%d|v%d", i, i))
+		want = append(want, fmt.Sprintf("v%d", i))
+	}
+	if got := readEntries(t, f); !slices.Equal(got, want) {
+		t.Fatalf("follower %s entries %q, want %q", f.name, got, want)
+	}
+	var m dto.Metric
+	if err := f.node.m.forwarded.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.GetCounter().GetValue(); n < 2 {
+		t.Fatalf("follower forwarded %v writes, want >= 2", n)
+	}
+	statusURL := "://" + c.leader().rpcAddr + pathStatus
+	for _, tc := range []struct {
+		name   string
+		scheme string
+		conf   *tls.Config
+		ok     bool
+	}{
+		{"peer certificate", "https", ca.serverTLS(t, "peer"), true},
+		{"no client certificate", "https", &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: ca.pool}, false},
+		{"other CA", "https", newTestCA(t).serverTLS(t, "intruder"), false},
+		{"plain http", "http", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := &http.Client{Timeout: 3 * time.Second, Transport: peerTransport(tc.conf)}
+			defer cl.CloseIdleConnections()
+			resp, err := cl.Get(tc.scheme + statusURL)
+			ok := err == nil && resp.StatusCode == http.StatusOK
+			if err == nil {
+				resp.Body.Close()
+			}
+			if ok != tc.ok {
+				t.Fatalf("got ok=%v (err %v), want %v", ok, err, tc.ok)
+			}
+		})
 	}
 }
