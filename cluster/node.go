@@ -89,11 +89,11 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &Node{
-		cfg: cfg,
-		id:  id,
-		log: cfg.Logger.With("node", cfg.NodeName, "id", id),
-		fsm: newTrackedFSM(fsm),
-		client: &http.Client{Timeout: cfg.ForwardTimeout, Transport: peerTransport(cfg.RPCTLS)},
+		cfg:      cfg,
+		id:       id,
+		log:      cfg.Logger.With("node", cfg.NodeName, "id", id),
+		fsm:      newTrackedFSM(fsm),
+		client:   &http.Client{Timeout: cfg.ForwardTimeout, Transport: peerTransport(cfg.RPCTLS)},
 		scheme:   peerScheme(cfg.RPCTLS),
 		removeCh: make(chan string, 16),
 		token:    internalToken(cfg.GossipKey),
