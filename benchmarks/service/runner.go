@@ -245,6 +245,7 @@ func Run(ctx context.Context, sys System, cfg Config) (*Result, error) {
 	}
 	perClient := (cfg.Live + cfg.Clients - 1) / cfg.Clients
 	mctx, mcancel := context.WithTimeout(ctx, cfg.Duration)
+	runEnd, _ := mctx.Deadline()
 	defer mcancel()
 	stop = make(chan struct{})
 	start := time.Now()
@@ -330,8 +331,11 @@ func Run(ctx context.Context, sys System, cfg Config) (*Result, error) {
 					st.live = st.live[:len(st.live)-1]
 					live.Add(-1)
 				}
-				if mctx.Err() != nil && err != nil {
-					break // cut off by the end of the run: not counted
+				// Cut off by the end of the run: not counted. A system's own
+				// timer derived from the deadline (raft's Apply timeout) can
+				// fire a moment before mctx reports it, so compare clocks too.
+				if err != nil && (mctx.Err() != nil || !time.Now().Before(runEnd)) {
+					break
 				}
 				opsDone.Add(1)
 				switch {
