@@ -1,6 +1,9 @@
 package fsm
 
 import (
+	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -201,15 +204,15 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 // state in; on error the old state is untouched.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	data, err := io.ReadAll(rc)
+	data, err := readSnapshot(rc)
 	if err != nil {
 		return fmt.Errorf("restore: read: %w", err)
 	}
-	msg, err := DecodeSnapshot(data)
+	msg, idem, err := decodeSplit(data)
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
-	st, err := rebuild(f.cfg, msg)
+	st, err := rebuild(f.cfg, msg, idem)
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
@@ -218,6 +221,29 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.wakeLocked()
 	f.mu.Unlock()
 	return nil
+}
+
+// readSnapshot reads a whole snapshot file, sizing the buffer from the
+// body length in its header (bounded, since the header is not verified
+// yet) instead of growing it step by step.
+func readSnapshot(r io.Reader) ([]byte, error) {
+	var hdr [headerLen]byte
+	n, err := io.ReadFull(r, hdr[:])
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if n == headerLen {
+		const maxPrealloc = 1 << 26
+		buf.Grow(headerLen + int(min(binary.BigEndian.Uint64(hdr[8:]), maxPrealloc)) + bytes.MinRead)
+	}
+	buf.Write(hdr[:n])
+	if n == headerLen {
+		if _, err := buf.ReadFrom(r); err != nil {
+			return nil, err
+		}
+	}
+	return buf.Bytes(), nil
 }
 
 // fsmSnapshot is a captured state awaiting Persist.

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"unicode/utf8"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"github.com/ledgerd/ledgerd/planner"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -57,6 +59,19 @@ func EncodeSnapshot(msg *fsmv1.Snapshot) ([]byte, error) {
 // DecodeSnapshot verifies the header and checksum and decodes the body.
 // It does not check the table invariants; restoring does.
 func DecodeSnapshot(b []byte) (*fsmv1.Snapshot, error) {
+	body, err := checkHeader(b)
+	if err != nil {
+		return nil, err
+	}
+	msg := new(fsmv1.Snapshot)
+	if err := proto.Unmarshal(body, msg); err != nil {
+		return nil, fmt.Errorf("%w: body: %v", ErrBadSnapshot, err)
+	}
+	return msg, nil
+}
+
+// checkHeader verifies the header and checksum and returns the body.
+func checkHeader(b []byte) ([]byte, error) {
 	if len(b) < headerLen {
 		return nil, fmt.Errorf("%w: %d bytes is shorter than the header", ErrBadSnapshot, len(b))
 	}
@@ -74,23 +89,120 @@ func DecodeSnapshot(b []byte) (*fsmv1.Snapshot, error) {
 	if got, want := crc32.Checksum(body, castagnoli), binary.BigEndian.Uint32(b[16:]); got != want {
 		return nil, fmt.Errorf("%w: checksum %08x, header says %08x", ErrBadSnapshot, got, want)
 	}
-	msg := new(fsmv1.Snapshot)
-	if err := proto.Unmarshal(body, msg); err != nil {
-		return nil, fmt.Errorf("%w: body: %v", ErrBadSnapshot, err)
+	return body, nil
+}
+
+// snapshotIdemField is the field number of Snapshot.idempotency.
+const snapshotIdemField = 5
+
+// decodeSplit is DecodeSnapshot for Restore: it leaves the idempotency
+// records out of the message and returns them in their compact form, so
+// their results are kept as the stored bytes instead of being decoded
+// into messages and encoded again. The results are still checked to
+// decode. The outcome is the one proto.Unmarshal gives: fields may come
+// in any order, repeated occurrences of a message field merge (their
+// bytes are concatenated) and the last scalar wins.
+func decodeSplit(b []byte) (*fsmv1.Snapshot, []idemEntry, error) {
+	body, err := checkHeader(b)
+	if err != nil {
+		return nil, nil, err
 	}
-	return msg, nil
+	rest := make([]byte, 0, len(body))
+	var raw [][]byte
+	for in := body; len(in) > 0; {
+		num, typ, n := protowire.ConsumeTag(in)
+		if n < 0 {
+			return nil, nil, fmt.Errorf("%w: body: %v", ErrBadSnapshot, protowire.ParseError(n))
+		}
+		m := protowire.ConsumeFieldValue(num, typ, in[n:])
+		if m < 0 {
+			return nil, nil, fmt.Errorf("%w: body: %v", ErrBadSnapshot, protowire.ParseError(m))
+		}
+		if num == snapshotIdemField && typ == protowire.BytesType {
+			v, _ := protowire.ConsumeBytes(in[n : n+m])
+			raw = append(raw, v)
+		} else {
+			rest = append(rest, in[:n+m]...)
+		}
+		in = in[n+m:]
+	}
+	msg := new(fsmv1.Snapshot)
+	if err := proto.Unmarshal(rest, msg); err != nil {
+		return nil, nil, fmt.Errorf("%w: body: %v", ErrBadSnapshot, err)
+	}
+	entries := make([]idemEntry, len(raw))
+	var check fsmv1.Result
+	for i, r := range raw {
+		e, err := decodeIdemRecord(r, &check)
+		if err != nil {
+			return nil, nil, badf("idempotency[%d]: %v", i, err)
+		}
+		entries[i] = e
+	}
+	return msg, entries, nil
+}
+
+// decodeIdemRecord reads one encoded IdempotencyRecord (owner = 1, key =
+// 2, at_millis = 3, result = 4), checking that the result decodes into
+// check. Unknown fields and fields of an unexpected wire type are skipped,
+// as proto.Unmarshal keeps them as unknown.
+func decodeIdemRecord(b []byte, check *fsmv1.Result) (idemEntry, error) {
+	var e idemEntry
+	var result []byte
+	seenResult := false // an empty result message is encoded as zero bytes
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return e, protowire.ParseError(n)
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return e, protowire.ParseError(m)
+		}
+		v := b[n : n+m]
+		b = b[n+m:]
+		switch {
+		case (num == 1 || num == 2) && typ == protowire.BytesType:
+			str, _ := protowire.ConsumeBytes(v)
+			if !utf8.Valid(str) {
+				return e, fmt.Errorf("field %d: invalid UTF-8", num)
+			}
+			if num == 1 {
+				e.key.owner = string(str)
+			} else {
+				e.key.key = string(str)
+			}
+		case num == 3 && typ == protowire.VarintType:
+			x, _ := protowire.ConsumeVarint(v)
+			e.at = int64(x)
+		case num == 4 && typ == protowire.BytesType:
+			r, _ := protowire.ConsumeBytes(v)
+			// Copied: the entry outlives the snapshot buffer.
+			result = append(result, r...)
+			seenResult = true
+		}
+	}
+	if e.key.key == "" || !seenResult {
+		return e, errors.New("empty key or result")
+	}
+	if err := proto.Unmarshal(result, check); err != nil {
+		return e, fmt.Errorf("result: %w", err)
+	}
+	e.result = result
+	return e, nil
 }
 
 func badf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrBadSnapshot, fmt.Sprintf(format, args...))
 }
 
-// rebuild makes a fresh state from a decoded snapshot: the tables as
+// rebuild makes a fresh state from a decoded snapshot (msg without its
+// idempotency records, which come compact in idem): the tables as
 // stored, and a planner rebuilt from them. The planner starts at the
 // snapshot's log time; bookings and capacity windows that began earlier
 // are entered from that instant on, which gives exactly the free profile
 // the original planner has from its origin on (the only part it consults).
-func rebuild(cfg Config, msg *fsmv1.Snapshot) (*state, error) {
+func rebuild(cfg Config, msg *fsmv1.Snapshot, idem []idemEntry) (*state, error) {
 	s := newState(cfg)
 	s.index, s.now = msg.GetAppliedIndex(), msg.GetNowMillis()
 	if s.now < 0 {
@@ -148,19 +260,13 @@ func rebuild(cfg Config, msg *fsmv1.Snapshot) (*state, error) {
 		s.put(id, r)
 	}
 
-	s.idemLog = make([]idemEntry, 0, len(msg.GetIdempotency()))
-	for i, rec := range msg.GetIdempotency() {
-		k := idemKey{rec.GetOwner(), rec.GetKey()}
-		if k.key == "" || rec.GetResult() == nil {
-			return nil, badf("idempotency[%d]: empty key or result", i)
-		}
-		if _, dup := s.idem[k]; dup {
+	for i, e := range idem {
+		if _, dup := s.idem[e.key]; dup {
 			return nil, badf("idempotency[%d]: duplicate key", i)
 		}
-		enc := encodeResult(rec.GetResult())
-		s.idem[k] = enc
-		s.idemLog = append(s.idemLog, idemEntry{key: k, at: rec.GetAtMillis(), result: enc})
+		s.idem[e.key] = e.result
 	}
+	s.idemLog = idem
 	s.history = append(s.history, msg.GetHistory()...)
 	if n := len(s.history) - cfg.HistoryLimit; n > 0 {
 		s.history = s.history[n:]

@@ -291,15 +291,10 @@ func (s *state) pruneIdem() {
 	}
 }
 
-// apply applies one decoded command at log index index.
-func (s *state) apply(index uint64, cmd *fsmv1.Command) *fsmv1.Result {
-	res, _ := s.applyEncoded(index, cmd)
-	return res
-}
-
-// applyEncoded is apply that also returns the deterministic encoding of
-// the result when it had to make one (to remember an idempotency key), so
-// the caller need not encode it again; otherwise the bytes are nil.
+// applyEncoded applies one decoded command at log index index. It also
+// returns the deterministic encoding of the result when it had to make one
+// (to remember an idempotency key), so the caller need not encode it
+// again; otherwise the bytes are nil.
 func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, []byte) {
 	s.index = index
 	s.now = max(s.now, cmd.GetNowMillis())
