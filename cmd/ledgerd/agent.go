@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"flag"
@@ -88,6 +89,9 @@ func parseAgentArgs(args []string, getenv func(string) string, stderr io.Writer)
 	if _, err := cfg.raftTLS(); err != nil {
 		return cfg, opts, err
 	}
+	if _, _, err := cfg.httpTLS(); err != nil {
+		return cfg, opts, err
+	}
 	return cfg, opts, nil
 }
 
@@ -115,14 +119,16 @@ func runAgent(args []string) int {
 
 // server is a running agent.
 type server struct {
-	cfg     agentConfig
-	dev     bool
-	log     *slog.Logger
-	fsm     *fsm.FSM
-	node    *cluster.Node
-	reg     *prometheus.Registry
-	httpLn  net.Listener
-	http    *http.Server
+	cfg    agentConfig
+	dev    bool
+	log    *slog.Logger
+	fsm    *fsm.FSM
+	node   *cluster.Node
+	reg    *prometheus.Registry
+	httpLn net.Listener
+	http   *http.Server
+	// httpTLS serves the API over TLS when set (tls_http).
+	httpTLS *tls.Config
 	tempDir string
 	// listening is closed once the HTTP server runs.
 	listening chan struct{}
@@ -198,6 +204,11 @@ func (s *server) createNode() error {
 	if err != nil {
 		return err
 	}
+	httpTLS, peerTLS, err := s.cfg.httpTLS()
+	if err != nil {
+		return err
+	}
+	s.httpTLS = httpTLS
 	var key []byte
 	if s.cfg.GossipKey != "" {
 		key, _ = base64.StdEncoding.DecodeString(s.cfg.GossipKey) // validated
@@ -229,6 +240,7 @@ func (s *server) createNode() error {
 		BootstrapExpect: s.cfg.BootstrapExpect,
 		Dev:             s.dev,
 		RaftTLS:         tlsConf,
+		RPCTLS:          peerTLS,
 		GossipKey:       key,
 		DeadServerGrace: time.Duration(s.cfg.DeadServerGrace),
 		TickInterval:    time.Duration(s.cfg.TickInterval),
@@ -270,14 +282,24 @@ func (s *server) handler() http.Handler {
 func (s *server) startHTTP() {
 	var p http.Protocols
 	p.SetHTTP1(true)
-	p.SetUnencryptedHTTP2(true)
-	s.http = &http.Server{Handler: s.handler(), Protocols: &p, ReadHeaderTimeout: 10 * time.Second}
+	if s.httpTLS != nil {
+		p.SetHTTP2(true)
+	} else {
+		p.SetUnencryptedHTTP2(true)
+	}
+	s.http = &http.Server{Handler: s.handler(), Protocols: &p, ReadHeaderTimeout: 10 * time.Second, TLSConfig: s.httpTLS}
 	go func() {
-		if err := s.http.Serve(s.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		var err error
+		if s.httpTLS != nil {
+			err = s.http.ServeTLS(s.httpLn, "", "")
+		} else {
+			err = s.http.Serve(s.httpLn)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("http server", "err", err)
 		}
 	}()
-	s.log.Info("listening", "http", s.httpLn.Addr().String(), "raft", s.node.RaftAddr(), "gossip", s.node.GossipAddr())
+	s.log.Info("listening", "http", s.httpLn.Addr().String(), "tls", s.httpTLS != nil, "raft", s.node.RaftAddr(), "gossip", s.node.GossipAddr())
 }
 
 // shutdown hands over leadership, leaves the cluster, then stops HTTP.
@@ -352,8 +374,8 @@ func (s *server) seedDev(ctx context.Context, out io.Writer) error {
 	fmt.Fprintf(out, `
 ledgerd dev agent is ready (data in a temporary directory, removed on exit).
 
-  HTTP API (Connect, gRPC, gRPC-Web, JSON): http://%[1]s
-  Metrics: http://%[1]s/metrics   Health: /healthz /readyz
+  HTTP API (Connect, gRPC, gRPC-Web, JSON): %[6]s://%[1]s
+  Metrics: %[6]s://%[1]s/metrics   Health: /healthz /readyz
 
 Sample resources: cpu (128 cores), gpu (8 GPUs), licenses (50 seats).
 Sample reservation %[2]q: cpu=64,gpu=2 from %[3]s to %[4]s (%[5]s).
@@ -365,8 +387,16 @@ Try:
 
 Press Ctrl-C to stop.
 `, addr, r.GetId(), time.UnixMilli(r.GetStartMillis()).UTC().Format(time.RFC3339),
-		time.UnixMilli(r.GetEndMillis()).UTC().Format(time.RFC3339), r.GetState())
+		time.UnixMilli(r.GetEndMillis()).UTC().Format(time.RFC3339), r.GetState(), s.scheme())
 	return nil
+}
+
+// scheme is the URL scheme of this agent's HTTP API.
+func (s *server) scheme() string {
+	if s.httpTLS != nil {
+		return "https"
+	}
+	return "http"
 }
 
 func (s *server) applyDev(ctx context.Context, cmd *fsmv1.Command) (*fsmv1.Result, error) {

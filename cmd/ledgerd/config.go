@@ -41,6 +41,13 @@ type agentConfig struct {
 	TLSKeyFile        string `json:"tls_key_file"`
 	TLSCAFile         string `json:"tls_ca_file"`
 	TLSVerifyIncoming bool   `json:"tls_verify_incoming"`
+	// TLSHTTP serves the HTTP API (and the internal endpoints peers call
+	// on it) over TLS with the same certificate and key; peers are
+	// verified against tls_ca_file. With tls_verify_incoming every API
+	// client must present a certificate signed by tls_ca_file or
+	// tls_http_client_ca_file.
+	TLSHTTP             bool   `json:"tls_http"`
+	TLSHTTPClientCAFile string `json:"tls_http_client_ca_file"`
 	// GossipKey is base64 of 16, 24 or 32 bytes; it encrypts gossip.
 	GossipKey       string   `json:"gossip_key"`
 	LogLevel        string   `json:"log_level"`
@@ -128,6 +135,15 @@ var settings = []setting{
 		c.TLSVerifyIncoming = b
 		return nil
 	}},
+	{"tls_http", "serve the HTTP API over TLS (HTTP/2 and HTTP/1.1) with tls_cert_file/tls_key_file; peers reach it over https checked against tls_ca_file", func(c *agentConfig, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("want true or false: %w", err)
+		}
+		c.TLSHTTP = b
+		return nil
+	}},
+	{"tls_http_client_ca_file", "PEM CA bundle that signs API clients' certificates (with tls_http and tls_verify_incoming; tls_ca_file is always accepted)", str(func(c *agentConfig) *string { return &c.TLSHTTPClientCAFile })},
 	{"gossip_key", "base64 key (16, 24 or 32 bytes) that encrypts gossip", str(func(c *agentConfig) *string { return &c.GossipKey })},
 	{"log_level", "debug, info, warn or error", str(func(c *agentConfig) *string { return &c.LogLevel })},
 	{"log_format", "text or json", str(func(c *agentConfig) *string { return &c.LogFormat })},
@@ -301,6 +317,23 @@ func (c *agentConfig) validate(dev bool) error {
 	if c.TLSVerifyIncoming && c.TLSCertFile == "" {
 		return errors.New("config: tls_verify_incoming: needs tls_cert_file, tls_key_file and tls_ca_file")
 	}
+	if c.TLSHTTP && c.TLSCertFile == "" {
+		return errors.New("config: tls_http: needs tls_cert_file, tls_key_file and tls_ca_file")
+	}
+	if c.TLSHTTPClientCAFile != "" && (!c.TLSHTTP || !c.TLSVerifyIncoming) {
+		return errors.New("config: tls_http_client_ca_file: only used with tls_http and tls_verify_incoming")
+	}
+	for _, f := range []struct{ key, path string }{
+		{"tls_cert_file", c.TLSCertFile}, {"tls_key_file", c.TLSKeyFile}, {"tls_ca_file", c.TLSCAFile},
+		{"tls_http_client_ca_file", c.TLSHTTPClientCAFile},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			return fmt.Errorf("config: %s: %w", f.key, err)
+		}
+	}
 	if c.GossipKey != "" {
 		k, err := base64.StdEncoding.DecodeString(c.GossipKey)
 		if err != nil {
@@ -394,6 +427,57 @@ func (c *agentConfig) raftTLS() (*tls.Config, error) {
 		conf.ClientAuth = tls.RequireAndVerifyClientCert
 	}
 	return conf, nil
+}
+
+// loadCAPool reads a PEM bundle; key names the config key in errors.
+func loadCAPool(pool *x509.CertPool, key, path string) error {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config: %s: %w", key, err)
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return fmt.Errorf("config: %s: no PEM certificates in %s", key, path)
+	}
+	return nil
+}
+
+// httpTLS builds the TLS configurations of the HTTP API: server is what
+// the listener serves (HTTP/2 and HTTP/1.1 via ALPN, client certificates
+// required with tls_verify_incoming), peer is what this node presents and
+// checks when it calls another server's API. Both are nil without tls_http.
+func (c *agentConfig) httpTLS() (server, peer *tls.Config, err error) {
+	if !c.TLSHTTP {
+		return nil, nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config: tls_cert_file/tls_key_file: %w", err)
+	}
+	servers := x509.NewCertPool()
+	if err := loadCAPool(servers, "tls_ca_file", c.TLSCAFile); err != nil {
+		return nil, nil, err
+	}
+	clients := x509.NewCertPool()
+	if err := loadCAPool(clients, "tls_ca_file", c.TLSCAFile); err != nil {
+		return nil, nil, err
+	}
+	if c.TLSHTTPClientCAFile != "" {
+		if err := loadCAPool(clients, "tls_http_client_ca_file", c.TLSHTTPClientCAFile); err != nil {
+			return nil, nil, err
+		}
+	}
+	server = &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{cert},
+		NextProtos:   []string{"h2", "http/1.1"},
+		ClientCAs:    clients,
+		ClientAuth:   tls.NoClientCert,
+	}
+	if c.TLSVerifyIncoming {
+		server.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	peer = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, RootCAs: servers}
+	return server, peer, nil
 }
 
 // newLogger builds the agent's slog logger.

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ledgerd/ledgerd/rpc/client"
+)
+
+// throwawayCA is a certificate authority generated for one test.
+type throwawayCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pool *x509.CertPool
+	file string
+}
+
+func newThrowawayCA(t *testing.T, dir, name string) *throwawayCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	file := filepath.Join(dir, name+"-ca.pem")
+	writePEM(t, file, "CERTIFICATE", der)
+	return &throwawayCA{cert: cert, key: key, pool: pool, file: file}
+}
+
+func writePEM(t *testing.T, path, typ string, der []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// issue signs a certificate for 127.0.0.1 usable by servers and clients,
+// writes it and its key under dir, and returns the pair and file names.
+func (ca *throwawayCA) issue(t *testing.T, dir, name string) (tls.Certificate, string, string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile := filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem")
+	writePEM(t, certFile, "CERTIFICATE", der)
+	writePEM(t, keyFile, "PRIVATE KEY", kder)
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pair, certFile, keyFile
+}
+
+// startAgent runs an in-process dev agent with args and returns it once
+// it has seeded its sample data.
+func startAgent(t *testing.T, args ...string) *server {
+	t.Helper()
+	cfg, opts, err := parseAgentArgs(append([]string{"-dev", "-http-addr", "127.0.0.1:0", "-log-level", "error"}, args...),
+		func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	s := newServer(cfg, opts, cfg.newLogger(io.Discard))
+	done := make(chan error, 1)
+	go func() { done <- s.run(ctx, out) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), "ready") {
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("agent stopped early: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("agent not ready within 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(out.String(), "https://") {
+		t.Errorf("banner does not show an https address:\n%s", out.String())
+	}
+	return s
+}
+
+// TestAgentServesTLS: with tls_http the API port speaks only TLS, HTTP/2
+// via ALPN and HTTP/1.1; with tls_verify_incoming a client without a
+// certificate signed by an accepted CA is refused.
+func TestAgentServesTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := newThrowawayCA(t, dir, "servers")
+	brokers := newThrowawayCA(t, dir, "brokers")
+	stranger := newThrowawayCA(t, dir, "stranger")
+	_, certFile, keyFile := ca.issue(t, dir, "server")
+	brokerCert, _, _ := brokers.issue(t, dir, "broker")
+	peerCert, _, _ := ca.issue(t, dir, "peer")
+	strangerCert, _, _ := stranger.issue(t, dir, "stranger")
+	tlsArgs := []string{"-tls-http", "true", "-tls-cert-file", certFile, "-tls-key-file", keyFile, "-tls-ca-file", ca.file}
+
+	type probe struct {
+		name  string
+		url   string // "http" or "https"
+		conf  *tls.Config
+		h2    bool
+		ok    bool
+		proto int // wanted major protocol version when ok
+	}
+	run := func(t *testing.T, s *server, probes []probe) {
+		addr := s.httpLn.Addr().String()
+		for _, p := range probes {
+			t.Run(p.name, func(t *testing.T) {
+				tr := &http.Transport{TLSClientConfig: p.conf.Clone(), ForceAttemptHTTP2: p.h2}
+				if !p.h2 {
+					tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+				}
+				defer tr.CloseIdleConnections()
+				resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Get(p.url + "://" + addr + "/healthz")
+				ok := err == nil && resp.StatusCode == http.StatusOK
+				if err == nil {
+					defer resp.Body.Close()
+				}
+				if ok != p.ok {
+					t.Fatalf("ok=%v (err %v), want %v", ok, err, p.ok)
+				}
+				if ok && resp.ProtoMajor != p.proto {
+					t.Fatalf("served %s, want HTTP/%d", resp.Proto, p.proto)
+				}
+			})
+		}
+	}
+	trust := &tls.Config{RootCAs: ca.pool}
+	with := func(c tls.Certificate) *tls.Config { return &tls.Config{RootCAs: ca.pool, Certificates: []tls.Certificate{c}} }
+
+	t.Run("server TLS", func(t *testing.T) {
+		s := startAgent(t, tlsArgs...)
+		run(t, s, []probe{
+			{name: "https HTTP/2", url: "https", conf: trust, h2: true, ok: true, proto: 2},
+			{name: "https HTTP/1.1", url: "https", conf: trust, ok: true, proto: 1},
+			{name: "plain http", url: "http", ok: false},
+			{name: "untrusted server certificate", url: "https", conf: &tls.Config{RootCAs: stranger.pool}, ok: false},
+		})
+		c, err := client.New([]string{s.httpLn.Addr().String()}, client.Options{TLS: trust, MaxAttempts: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.Resources(context.Background())
+		if err != nil || len(res) != 3 {
+			t.Fatalf("Resources over TLS: %d resources, err %v", len(res), err)
+		}
+	})
+	t.Run("mutual TLS", func(t *testing.T) {
+		s := startAgent(t, append(tlsArgs, "-tls-verify-incoming", "true", "-tls-http-client-ca-file", brokers.file)...)
+		run(t, s, []probe{
+			{name: "broker certificate", url: "https", conf: with(brokerCert), h2: true, ok: true, proto: 2},
+			{name: "server CA certificate", url: "https", conf: with(peerCert), ok: true, proto: 1},
+			{name: "no client certificate", url: "https", conf: trust, h2: true, ok: false},
+			{name: "certificate from another CA", url: "https", conf: with(strangerCert), ok: false},
+			{name: "plain http", url: "http", ok: false},
+		})
+	})
+}
+
+func TestAgentTLSConfigCheck(t *testing.T) {
+	dir := t.TempDir()
+	ca := newThrowawayCA(t, dir, "servers")
+	_, certFile, keyFile := ca.issue(t, dir, "server")
+	missing := filepath.Join(dir, "missing.pem")
+	base := []string{"-dev", "-config-check", "-tls-cert-file", certFile, "-tls-key-file", keyFile, "-tls-ca-file", ca.file}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // "" = valid
+	}{
+		{"tls_http", append(base, "-tls-http", "true"), ""},
+		{"mutual TLS with client CA", append(base, "-tls-http", "true", "-tls-verify-incoming", "true", "-tls-http-client-ca-file", ca.file), ""},
+		{"tls_http without certificate", []string{"-dev", "-tls-http", "true"}, "tls_http: needs tls_cert_file"},
+		{"client CA without tls_http", append(base, "-tls-verify-incoming", "true", "-tls-http-client-ca-file", ca.file), "tls_http_client_ca_file: only used with"},
+		{"missing client CA file", append(base, "-tls-http", "true", "-tls-verify-incoming", "true", "-tls-http-client-ca-file", missing), "tls_http_client_ca_file: stat " + missing},
+		{"missing certificate file", []string{"-dev", "-tls-http", "true", "-tls-cert-file", missing, "-tls-key-file", keyFile, "-tls-ca-file", ca.file}, "tls_cert_file: stat " + missing},
+		{"not a PEM CA", append(base[:len(base)-1], keyFile, "-tls-http", "true"), "tls_ca_file: no PEM certificates"},
+		{"bad tls_http value", []string{"-dev", "-tls-http", "maybe"}, "tls-http"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := parseAgentArgs(tc.args, func(string) string { return "" }, io.Discard)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("valid config rejected: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
