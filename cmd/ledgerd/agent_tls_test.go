@@ -185,7 +185,9 @@ func TestAgentServesTLS(t *testing.T) {
 		}
 	}
 	trust := &tls.Config{RootCAs: ca.pool}
-	with := func(c tls.Certificate) *tls.Config { return &tls.Config{RootCAs: ca.pool, Certificates: []tls.Certificate{c}} }
+	with := func(c tls.Certificate) *tls.Config {
+		return &tls.Config{RootCAs: ca.pool, Certificates: []tls.Certificate{c}}
+	}
 
 	t.Run("server TLS", func(t *testing.T) {
 		s := startAgent(t, tlsArgs...)
