@@ -16,6 +16,12 @@ import (
 // carries an idempotency key, as the API's clients send them, so the
 // idempotency records count in the memory and snapshot figures.
 func loaded(b *testing.B, live int) (*FSM, uint64) {
+	return loadedWith(b, live, false)
+}
+
+// loadedWith is loaded; twoPhase books each reservation as a keyed hold
+// and a keyed commit (the first result then names a superseded row).
+func loadedWith(b *testing.B, live int, twoPhase bool) (*FSM, uint64) {
 	b.Helper()
 	h := newHarness(b, Config{})
 	h.must(0, OK, createRes("cpu", 128))
@@ -25,7 +31,13 @@ func loaded(b *testing.B, live int) (*FSM, uint64) {
 		if i%4 == 0 {
 			res, amount = "gpu", int64(1+i%8)
 		}
-		h.must(0, OK, reserve(fmt.Sprintf("job-%07d", i), res, amount, int64(10+i%50), withWindow(int64(i*7), 0), withKey(fmt.Sprintf("key-%07d", i))))
+		id, key := fmt.Sprintf("job-%07d", i), fmt.Sprintf("key-%07d", i)
+		if !twoPhase {
+			h.must(0, OK, reserve(id, res, amount, int64(10+i%50), withWindow(int64(i*7), 0), withKey(key)))
+			continue
+		}
+		h.must(0, OK, hold(id, res, amount, int64(10+i%50), withWindow(int64(i*7), 0), withKey(key), withTTL(DefaultMaxHoldTTL)))
+		h.must(0, OK, commit(id, withKey(key+"c")))
 	}
 	return h.f, h.index + 1
 }
@@ -131,15 +143,25 @@ func BenchmarkEncodeStamp(b *testing.B) {
 // machine per iteration and reports the heap each live reservation keeps
 // (table row, timers, planner booking, idempotency record, history share).
 func BenchmarkLoad(b *testing.B) {
-	for _, live := range []int{10_000, 100_000} {
-		b.Run(fmt.Sprintf("live=%d", live), func(b *testing.B) {
+	for _, tc := range []struct {
+		mode     string
+		live     int
+		twoPhase bool
+	}{
+		{"reserve", 10_000, false},
+		{"reserve", 100_000, false},
+		{"hold+commit", 10_000, true},
+		{"hold+commit", 100_000, true},
+	} {
+		live := tc.live
+		b.Run(fmt.Sprintf("%s/live=%d", tc.mode, live), func(b *testing.B) {
 			var perRes float64
 			b.ReportAllocs()
 			for b.Loop() {
 				runtime.GC()
 				var before, after runtime.MemStats
 				runtime.ReadMemStats(&before)
-				f, _ := loaded(b, live)
+				f, _ := loadedWith(b, live, tc.twoPhase)
 				runtime.GC()
 				runtime.ReadMemStats(&after)
 				perRes = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(live)

@@ -136,32 +136,34 @@ func isTerminal(s fsmv1.Reservation_State) bool {
 	return false
 }
 
-// timersFor lists the time-triggered work a reservation in its current
-// state is waiting for.
-func (s *state) timersFor(r *fsmv1.Reservation) []timer {
+// timersFor appends to buf the time-triggered work a reservation in its
+// current state is waiting for (at most two timers, so a caller's [2]timer
+// array keeps this off the heap).
+func (s *state) timersFor(buf []timer, r *fsmv1.Reservation) []timer {
 	id := r.GetId()
 	switch st := r.GetState(); {
 	case st == fsmv1.Reservation_STATE_HELD:
-		return []timer{{r.GetHoldExpiresMillis(), timerHoldExpiry, id}}
+		return append(buf, timer{r.GetHoldExpiresMillis(), timerHoldExpiry, id})
 	case st == fsmv1.Reservation_STATE_COMMITTED:
-		t := []timer{{r.GetStartMillis(), timerActivate, id}}
+		buf = append(buf, timer{r.GetStartMillis(), timerActivate, id})
 		if p := r.GetPending(); p != nil {
-			t = append(t, timer{p.GetHoldExpiresMillis(), timerModExpiry, id})
+			buf = append(buf, timer{p.GetHoldExpiresMillis(), timerModExpiry, id})
 		}
-		return t
+		return buf
 	case st == fsmv1.Reservation_STATE_ACTIVE:
-		return []timer{{r.GetEndMillis(), timerComplete, id}}
+		return append(buf, timer{r.GetEndMillis(), timerComplete, id})
 	case isTerminal(st):
-		return []timer{{addSat(r.GetUpdatedMillis(), s.cfg.Retention), timerDrop, id}}
+		return append(buf, timer{addSat(r.GetUpdatedMillis(), s.cfg.Retention), timerDrop, id})
 	}
-	return nil
+	return buf
 }
 
 // put stores r under its ID (r == nil removes id), keeping ids, timers and
 // the counters consistent.
 func (s *state) put(id string, r *fsmv1.Reservation) {
+	var buf [2]timer
 	if old, ok := s.resv[id]; ok {
-		for _, t := range s.timersFor(old) {
+		for _, t := range s.timersFor(buf[:0], old) {
 			s.timers.Delete(t)
 		}
 		s.byState[old.GetState()]--
@@ -176,7 +178,7 @@ func (s *state) put(id string, r *fsmv1.Reservation) {
 	}
 	s.resv[id] = r
 	s.ids.ReplaceOrInsert(id)
-	for _, t := range s.timersFor(r) {
+	for _, t := range s.timersFor(buf[:0], r) {
 		s.timers.ReplaceOrInsert(t)
 	}
 	s.byState[r.GetState()]++
