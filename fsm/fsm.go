@@ -249,19 +249,13 @@ func readSnapshot(r io.Reader) ([]byte, error) {
 // fsmSnapshot is a captured state awaiting Persist.
 type fsmSnapshot struct {
 	msg *fsmv1.Snapshot
-	// idem is added to msg by Persist, outside the state lock.
+	// idem is encoded into the file by Persist, outside the state lock.
 	idem []idemEntry
 }
 
 // Persist encodes the captured state and writes it to sink.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	recs, err := expandIdem(s.idem)
-	var b []byte
-	if err == nil {
-		// msg belongs to this capture alone.
-		s.msg.Idempotency = recs
-		b, err = EncodeSnapshot(s.msg)
-	}
+	b, err := encodeSnapshotIdem(s.msg, s.idem)
 	if err == nil {
 		_, err = sink.Write(b)
 	}

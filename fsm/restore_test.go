@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"testing"
@@ -89,6 +90,61 @@ func TestDecodeSplitMatchesDecodeSnapshot(t *testing.T) {
 		if !proto.Equal(got, want) {
 			t.Errorf("%s: restored replica replays %v, original %v", tc.name, got, want)
 		}
+	}
+}
+
+// TestEncodeSnapshotIdem checks that writing the compact idempotency
+// entries as stored bytes gives exactly the file the plain encoder writes
+// for the expanded message, with and without history and records.
+func TestEncodeSnapshotIdem(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		history int
+		keyed   bool
+	}{
+		{"records and history", DefaultHistoryLimit, true},
+		{"records, no history", -1, true},
+		{"history, no records", DefaultHistoryLimit, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{HistoryLimit: tc.history}
+			if tc.history < 0 {
+				cfg.HistoryLimit = 0
+			}
+			h := newHarness(t, cfg)
+			if tc.history < 0 {
+				h.f.cfg.HistoryLimit = 0
+				h.f.st.cfg.HistoryLimit = 0
+			}
+			h.must(0, OK, createRes("cpu", 8))
+			for i := range 20 {
+				var opts []reqOpt
+				if tc.keyed {
+					opts = append(opts, withKey(fmt.Sprintf("k%d", i)), withOwner("o"))
+				}
+				h.apply(int64(i), hold(fmt.Sprintf("r%d", i), "cpu", 1+int64(i%3), 50, opts...))
+			}
+			msg, idem := h.f.st.capture()
+			recs, err := expandIdem(idem)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := encodeSnapshotIdem(msg, idem)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msg.Idempotency = recs
+			want, err := EncodeSnapshot(msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("compact encoding (%d bytes) differs from the plain one (%d bytes)", len(got), len(want))
+			}
+			if _, err := encodeSnapshotIdem(msg, idem); tc.keyed && err == nil {
+				t.Fatal("records given both ways were accepted")
+			}
+		})
 	}
 }
 
@@ -238,4 +294,18 @@ func TestRestoreShortInput(t *testing.T) {
 	if err := f.Restore(io.NopCloser(bytes.NewReader(valid))); err != nil {
 		t.Fatalf("empty snapshot: %v", err)
 	}
+}
+
+// expandIdem decodes compact idempotency entries into the records of
+// the snapshot format.
+func expandIdem(entries []idemEntry) ([]*fsmv1.IdempotencyRecord, error) {
+	out := make([]*fsmv1.IdempotencyRecord, len(entries))
+	for i, e := range entries {
+		r := new(fsmv1.Result)
+		if err := proto.Unmarshal(e.result, r); err != nil {
+			return nil, fmt.Errorf("idempotency record %d: %w", i, err)
+		}
+		out[i] = &fsmv1.IdempotencyRecord{Owner: e.key.owner, Key: e.key.key, AtMillis: e.at, Result: r}
+	}
+	return out, nil
 }

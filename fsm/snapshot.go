@@ -48,12 +48,73 @@ func EncodeSnapshot(msg *fsmv1.Snapshot) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode snapshot: %w", err)
 	}
+	return frameSnapshot(body), nil
+}
+
+// frameSnapshot prepends the header to an encoded body.
+func frameSnapshot(body []byte) []byte {
 	out := make([]byte, headerLen, headerLen+len(body))
 	copy(out, snapshotMagic)
 	binary.BigEndian.PutUint32(out[4:], SnapshotVersion)
 	binary.BigEndian.PutUint64(out[8:], uint64(len(body)))
 	binary.BigEndian.PutUint32(out[16:], crc32.Checksum(body, castagnoli))
-	return append(out, body...), nil
+	return append(out, body...)
+}
+
+// encodeSnapshotIdem is EncodeSnapshot for msg (without idempotency
+// records) plus the compact entries idem, whose stored result bytes are
+// copied instead of decoded and encoded again. The deterministic encoder
+// writes fields in field-number order and a nested message exactly as it
+// encodes it alone, so the bytes equal EncodeSnapshot of the expanded
+// message as long as the stored results are deterministic encodings
+// (encodeResult makes them; restored ones come from such a file).
+func encodeSnapshotIdem(msg *fsmv1.Snapshot, idem []idemEntry) ([]byte, error) {
+	if len(msg.GetIdempotency()) > 0 {
+		return nil, errors.New("encode snapshot: idempotency records given twice")
+	}
+	whole, err := marshalOpts.Marshal(msg)
+	if err != nil {
+		return nil, fmt.Errorf("encode snapshot: %w", err)
+	}
+	// Split at the first field numbered after the idempotency records.
+	cut := 0
+	for cut < len(whole) {
+		num, typ, n := protowire.ConsumeTag(whole[cut:])
+		if n < 0 {
+			return nil, fmt.Errorf("encode snapshot: %w", protowire.ParseError(n))
+		}
+		if num > snapshotIdemField {
+			break
+		}
+		m := protowire.ConsumeFieldValue(num, typ, whole[cut+n:])
+		if m < 0 {
+			return nil, fmt.Errorf("encode snapshot: %w", protowire.ParseError(m))
+		}
+		cut += n + m
+	}
+	body := make([]byte, cut, len(whole)+len(idem)*192)
+	copy(body, whole[:cut])
+	var rec []byte
+	for _, e := range idem {
+		rec = rec[:0]
+		if e.key.owner != "" {
+			rec = protowire.AppendTag(rec, 1, protowire.BytesType)
+			rec = protowire.AppendString(rec, e.key.owner)
+		}
+		if e.key.key != "" {
+			rec = protowire.AppendTag(rec, 2, protowire.BytesType)
+			rec = protowire.AppendString(rec, e.key.key)
+		}
+		if e.at != 0 {
+			rec = protowire.AppendTag(rec, 3, protowire.VarintType)
+			rec = protowire.AppendVarint(rec, uint64(e.at))
+		}
+		rec = protowire.AppendTag(rec, 4, protowire.BytesType)
+		rec = protowire.AppendBytes(rec, e.result)
+		body = protowire.AppendTag(body, snapshotIdemField, protowire.BytesType)
+		body = protowire.AppendBytes(body, rec)
+	}
+	return frameSnapshot(append(body, whole[cut:]...)), nil
 }
 
 // DecodeSnapshot verifies the header and checksum and decodes the body.

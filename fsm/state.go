@@ -376,8 +376,7 @@ func (s *state) dispatch(cmd *fsmv1.Command) *fsmv1.Result {
 
 // capture returns the state as a Snapshot message sharing the immutable
 // records, without its idempotency records, and the idempotency entries
-// to add to it (expandIdem) before it is encoded. Expanding them is left
-// to the caller so that it can happen outside the lock.
+// that go with it (encodeSnapshotIdem writes both).
 func (s *state) capture() (*fsmv1.Snapshot, []idemEntry) {
 	msg := &fsmv1.Snapshot{
 		AppliedIndex: s.index,
@@ -394,20 +393,6 @@ func (s *state) capture() (*fsmv1.Snapshot, []idemEntry) {
 		return true
 	})
 	return msg, slices.Clone(s.idemLog)
-}
-
-// expandIdem decodes the compact idempotency entries into the records of
-// the snapshot format.
-func expandIdem(entries []idemEntry) ([]*fsmv1.IdempotencyRecord, error) {
-	out := make([]*fsmv1.IdempotencyRecord, len(entries))
-	for i, e := range entries {
-		r := new(fsmv1.Result)
-		if err := proto.Unmarshal(e.result, r); err != nil {
-			return nil, fmt.Errorf("idempotency record %d: %w", i, err)
-		}
-		out[i] = &fsmv1.IdempotencyRecord{Owner: e.key.owner, Key: e.key.key, AtMillis: e.at, Result: r}
-	}
-	return out, nil
 }
 
 // sortedParts returns planner parts converted to proto parts, sorted by
