@@ -245,6 +245,7 @@ func (s *server) createNode() error {
 		DeadServerGrace: time.Duration(s.cfg.DeadServerGrace),
 		TickInterval:    time.Duration(s.cfg.TickInterval),
 		Stamp:           fsm.Stamp,
+		Now:             newSkewedClock(s.cfg.DataDir, s.log).Now,
 		Tick:            fsm.TickCommand,
 		Logger:          s.log,
 		Registerer:      s.reg,
