@@ -27,7 +27,7 @@ type Fault struct {
 var NemesisNames = []string{
 	"kill", "kill-minority", "kill-leader", "pause", "pause-leader",
 	"partition-leader", "partition-halves", "partition-bridge",
-	"slow", "lossy", "membership", "restart-all",
+	"slow", "lossy", "membership", "restart-all", "clock",
 }
 
 // ParseNemeses parses a comma-separated nemesis list.
@@ -43,8 +43,6 @@ func ParseNemeses(s string) ([]string, error) {
 			out = append(out, NemesisNames...)
 		case f == "partition":
 			out = append(out, "partition-leader", "partition-halves", "partition-bridge")
-		case f == "clock":
-			return nil, fmt.Errorf("nemesis %q: the agent has no fake-clock offset; clock jumps are not supported (see jepsen/README.md)", f)
 		case slices.Contains(NemesisNames, f):
 			out = append(out, f)
 		default:
@@ -269,6 +267,18 @@ func (s *Schedule) inject(ctx context.Context, rng *rand.Rand, kind string) (Fau
 		setErr(c.Wipe(t))
 		f.Detail = "removed, wiped; re-added as a fresh server on heal"
 		return f, restart(f.Targets)
+	case "clock":
+		// Jump the leader's stamp clock (see ClockOffsetFile). Log time
+		// never runs backwards; a forward jump advances it.
+		t := leader()
+		d := clockJump(rng)
+		f.Targets, f.Detail = []string{t}, fmt.Sprintf("leader clock %+v", d)
+		setErr(c.SetClockOffset(t, d))
+		return f, func() {
+			if err := c.ClearClockOffset(t); err != nil {
+				s.logf("clear clock offset of %s: %v", t, err)
+			}
+		}
 	case "restart-all":
 		f.Targets = names
 		for _, n := range names {

@@ -56,7 +56,7 @@ func TestParseNemeses(t *testing.T) {
 		{"kill,pause", "kill,pause", ""},
 		{"partition", "partition-bridge,partition-halves,partition-leader", ""},
 		{"kill, kill", "kill", ""},
-		{"clock", "", "fake-clock"},
+		{"clock", "clock", ""},
 		{"meteor", "", "unknown"},
 	}
 	for _, tt := range tests {
