@@ -421,9 +421,11 @@ func (t *IndexedTimeline) Release(start, end, amount int64) error {
 // (up to chunkCap blocks: every timeline of the seed experiment, which
 // holds a few dozen) there is no tree to descend or maintain and no
 // summary to keep (see chunk), so Book and Release work on the two flat
-// arrays directly, as the plain list does on its slice: one binary search
-// for the start, one forward scan over the window that both checks it and
-// finds its end, and in-place edits.
+// arrays directly, as the plain list does on its slice: one lookup of the
+// start (usually the block the preceding Earliest ended on, else a binary
+// search), one forward scan over the window that both checks it and finds
+// its end, and in-place edits. Earliest (loneEarliest) walks the arrays from
+// the block containing notBefore, as the list walks its blocks.
 
 // loneWindow returns, for a timeline of one chunk and a window
 // origin <= start < end, the index bi of the block containing start, the
