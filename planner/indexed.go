@@ -533,7 +533,8 @@ func insert2(a []int64, i, j int, x, y int64) []int64 {
 // plain list, started at the block containing notBefore.
 func (t *IndexedTimeline) loneEarliest(amount, duration, notBefore, latestStart int64) (int64, bool) {
 	c := t.chunks[0]
-	st, fr := c.start, c.free
+	st := c.start
+	fr := c.free[:len(st)] // same length; lets the compiler drop bounds checks
 	var cand int64
 	have, at := false, 0
 	for i := headFind(st, notBefore); i < len(st); i++ {
@@ -551,10 +552,11 @@ func (t *IndexedTimeline) loneEarliest(amount, duration, notBefore, latestStart 
 		// The run [cand, end of block i) has enough free; cand <=
 		// latestStart <= MaxTime-duration, so cand+duration cannot
 		// overflow.
-		if i+1 == len(st) || st[i+1] >= cand+duration {
-			t.loneHint = at
-			return cand, true
+		if i+1 < len(st) && st[i+1] < cand+duration {
+			continue
 		}
+		t.loneHint = at
+		return cand, true
 	}
 	return 0, false
 }
