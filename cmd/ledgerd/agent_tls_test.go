@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -247,5 +248,95 @@ func TestAgentTLSConfigCheck(t *testing.T) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestThreeAgentsForwardOverTLS runs three in-process agents with mutual
+// TLS on Raft and on the API port: a write submitted on a follower is
+// forwarded to the leader over https and lands on every server.
+func TestThreeAgentsForwardOverTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-server cluster")
+	}
+	dir := t.TempDir()
+	ca := newThrowawayCA(t, dir, "servers")
+	type addrs struct{ http, raft, gossip string }
+	nodes := make([]addrs, 3)
+	for i := range nodes {
+		nodes[i] = addrs{freePort(t), freePort(t), freePort(t)}
+	}
+	servers := make([]*server, 3)
+	for i, a := range nodes {
+		name := "s" + strconv.Itoa(i)
+		_, certFile, keyFile := ca.issue(t, dir, name)
+		args := []string{
+			"-node-name", name, "-data-dir", filepath.Join(dir, name), "-log-level", "error",
+			"-http-addr", a.http, "-raft-addr", a.raft, "-gossip-addr", a.gossip, "-bootstrap-expect", "3",
+			"-tls-http", "true", "-tls-verify-incoming", "true",
+			"-tls-cert-file", certFile, "-tls-key-file", keyFile, "-tls-ca-file", ca.file,
+			"-gossip-key", "MDEyMzQ1Njc4OWFiY2RlZg==",
+		}
+		for j, o := range nodes {
+			if j != i {
+				args = append(args, "-retry-join", o.gossip)
+			}
+		}
+		cfg, opts, err := parseAgentArgs(args, func(string) string { return "" }, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newServer(cfg, opts, cfg.newLogger(io.Discard))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.run(ctx, io.Discard) }()
+		t.Cleanup(func() {
+			cancel()
+			<-done
+		})
+		select {
+		case <-s.listening:
+		case err := <-done:
+			t.Fatalf("%s stopped early: %v", name, err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s not listening within 30s", name)
+		}
+		servers[i] = s
+	}
+	var follower *server
+	deadline := time.Now().Add(30 * time.Second)
+	for follower == nil {
+		for _, s := range servers {
+			if id, _ := s.node.Leader(); s.node.Ready() && id != "" && !s.node.IsLeader() {
+				follower = s
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no follower with a known leader within 30s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := follower.applyDev(ctx, createResource("tls-cpu", 32)); err != nil {
+		t.Fatalf("write forwarded from a follower: %v", err)
+	}
+	waitAll := time.Now().Add(10 * time.Second)
+	for _, s := range servers {
+		for {
+			if r, ok := s.fsm.Resource("tls-cpu"); ok && r.GetCapacity() == 32 {
+				break
+			}
+			if time.Now().After(waitAll) {
+				t.Fatalf("server %s lacks the forwarded write", s.cfg.NodeName)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// The internal endpoint refuses a caller without a certificate.
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool}}
+	defer tr.CloseIdleConnections()
+	if resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Get("https://" + nodes[0].http + "/internal/status"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("status answered %s to a caller without a certificate", resp.Status)
 	}
 }
