@@ -5,19 +5,28 @@ TOOLS     := $(GO) tool -modfile=tools/go.mod
 TERRAFORM := $(CURDIR)/bin/terraform
 PKGS      := ./...
 
-.PHONY: test lint unit build run generate fuzz help tools-terraform deploy-check rehearsal three-nodes \
+.PHONY: test lint proto-check unit build run generate fuzz help tools-terraform deploy-check rehearsal three-nodes \
 	chaos bench-planner seedexp simexp bench-service bench-raft
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-test: lint unit ## everything CI checks: gofmt, vet, staticcheck, race tests
+test: lint proto-check unit ## everything CI checks: gofmt, vet, staticcheck, schema checks, race tests
 
 lint: ## gofmt, go vet, staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags $(TAGS) $(PKGS)
 	$(TOOLS) staticcheck -tags $(TAGS) $(PKGS)
+
+# The last released schema is kept as a buf image; a change that breaks wire or
+# JSON compatibility with it fails here. Generated code must match the schema.
+PROTO_RELEASE := proto/releases/v0.1.0.binpb
+proto-check: ## buf lint, buf breaking against the last release, generated code up to date
+	$(TOOLS) buf lint
+	$(TOOLS) buf breaking --against $(PROTO_RELEASE)
+	$(TOOLS) buf generate
+	@git diff --exit-code --stat -- gen/ || { echo "generated code is stale: run make generate and commit gen/"; exit 1; }
 
 unit: tools-terraform ## race-enabled tests of every package
 	TERRAFORM=$$([ -x $(TERRAFORM) ] && echo $(TERRAFORM)) $(GO) test -race -tags $(TAGS) -timeout 20m $(PKGS)
