@@ -2,6 +2,7 @@ package rpctest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -9,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -59,48 +62,63 @@ func NewCluster(t testing.TB, n int, api rpc.Options) *Cluster {
 	c := &Cluster{t: t}
 	var first string
 	for i := range n {
-		gossip, raftAddr, apiAddr := freeAddr(t), freeAddr(t), freeAddr(t)
-		cfg := cluster.Config{
-			NodeName:                fmt.Sprintf("n%d", i),
-			DataDir:                 filepath.Join(t.TempDir(), "data"),
-			RaftBind:                raftAddr,
-			GossipBind:              gossip,
-			RPCAdvertise:            apiAddr,
-			BootstrapExpect:         n,
-			Dev:                     n == 1,
-			DeadServerGrace:         time.Minute,
-			ForwardTimeout:          5 * time.Second,
-			LeaderWait:              5 * time.Second,
-			Stamp:                   fsm.Stamp,
-			Tick:                    fsm.TickCommand,
-			Logger:                  logger().With("node", i),
-			HeartbeatTimeout:        200 * time.Millisecond,
-			ElectionTimeout:         200 * time.Millisecond,
-			LeaderLeaseTimeout:      100 * time.Millisecond,
-			ReconcileInterval:       200 * time.Millisecond,
-			ServerStabilizationTime: 400 * time.Millisecond,
+		var (
+			cfg  cluster.Config
+			f    *fsm.FSM
+			ln   net.Listener
+			node *cluster.Node
+		)
+		// A port found free can be taken by a parallel test process before
+		// this node binds it: pick fresh ports and try again.
+		for attempt := 0; ; attempt++ {
+			gossip, raftAddr, apiAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+			cfg = cluster.Config{
+				NodeName:                fmt.Sprintf("n%d", i),
+				DataDir:                 filepath.Join(t.TempDir(), "data"),
+				RaftBind:                raftAddr,
+				GossipBind:              gossip,
+				RPCAdvertise:            apiAddr,
+				BootstrapExpect:         n,
+				Dev:                     n == 1,
+				DeadServerGrace:         time.Minute,
+				ForwardTimeout:          5 * time.Second,
+				LeaderWait:              5 * time.Second,
+				Stamp:                   fsm.Stamp,
+				Tick:                    fsm.TickCommand,
+				Logger:                  logger().With("node", i),
+				HeartbeatTimeout:        200 * time.Millisecond,
+				ElectionTimeout:         200 * time.Millisecond,
+				LeaderLeaseTimeout:      100 * time.Millisecond,
+				ReconcileInterval:       200 * time.Millisecond,
+				ServerStabilizationTime: 400 * time.Millisecond,
+			}
+			if n == 1 {
+				cfg.BootstrapExpect = 0
+			}
+			if i > 0 {
+				cfg.RetryJoin = []string{first}
+			} else {
+				first = gossip
+			}
+			var err error
+			if f, err = fsm.New(fsm.Config{}); err != nil {
+				t.Fatal(err)
+			}
+			if ln, err = net.Listen("tcp", apiAddr); err == nil {
+				if node, err = cluster.New(cfg, f); err != nil {
+					ln.Close()
+				}
+			}
+			if err == nil {
+				break
+			}
+			// memberlist flattens the bind error into text, so match both.
+			inUse := errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+			if !inUse || attempt == 4 {
+				t.Fatalf("node %d: %v", i, err)
+			}
 		}
-		if n == 1 {
-			cfg.BootstrapExpect = 0
-		}
-		if i > 0 {
-			cfg.RetryJoin = []string{first}
-		} else {
-			first = gossip
-		}
-		f, err := fsm.New(fsm.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", apiAddr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		node, err := cluster.New(cfg, f)
-		if err != nil {
-			ln.Close()
-			t.Fatalf("node %d: %v", i, err)
-		}
+		apiAddr := cfg.RPCAdvertise
 		o := api
 		o.Ledger = &rpc.FSMLedger{R: node, FSM: f}
 		o.Cluster = rpc.NodeCluster{Node: node}
