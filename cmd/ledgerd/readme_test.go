@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// quickStart returns the client commands of the README's quick start: the
+// lines of its first shell block that start with "ledgerd", with comments
+// removed and ";"-separated commands split.
+func quickStart(t *testing.T) [][]string {
+	t.Helper()
+	f, err := os.Open("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var cmds [][]string
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case strings.HasPrefix(line, "```"):
+			if in && len(cmds) > 0 {
+				return cmds
+			}
+			in = !in
+		case in && strings.HasPrefix(line, "ledgerd "):
+			line, _, _ = strings.Cut(line, "#")
+			for _, c := range strings.Split(line, ";") {
+				if fs := strings.Fields(c); len(fs) > 1 && fs[0] == "ledgerd" {
+					cmds = append(cmds, fs[1:])
+				}
+			}
+		}
+	}
+	t.Fatal("README has no shell block of ledgerd commands")
+	return nil
+}
+
+// TestReadmeQuickStart runs the README's quick start, command by command,
+// against a dev agent: each must succeed and show what the README says.
+func TestReadmeQuickStart(t *testing.T) {
+	cmds := quickStart(t)
+	if len(cmds) < 6 {
+		t.Fatalf("quick start has %d commands, want the resources/reserve/hold/find/availability/list/watch tour", len(cmds))
+	}
+	cfg, opts, err := parseAgentArgs([]string{"-dev", "-http-addr", "127.0.0.1:0", "-data-dir", t.TempDir(), "-log-level", "error"},
+		func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	s := newServer(cfg, opts, cfg.newLogger(io.Discard))
+	done := make(chan error, 1)
+	go func() { done <- s.run(ctx, out) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), "is ready") {
+		if time.Now().After(deadline) {
+			t.Fatal("dev agent not ready within 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Setenv("LEDGERD_ADDR", s.httpLn.Addr().String())
+
+	// What each command must show, beyond exiting 0.
+	want := map[string]string{
+		"resources":    "licenses",
+		"reserve":      "COMMITTED",
+		"hold":         "HELD",
+		"find":         "fits at",
+		"availability": "capacity 128",
+		"watch":        "committed",
+	}
+	for _, c := range cmds {
+		code, stdout, stderr := runCLI(t, c...)
+		if code != exitOK {
+			t.Fatalf("ledgerd %s: exit %d: %s", strings.Join(c, " "), code, stderr)
+		}
+		if w, ok := want[c[0]]; ok && !strings.Contains(stdout, w) {
+			t.Errorf("ledgerd %s: output lacks %q:\n%s", strings.Join(c, " "), w, stdout)
+		}
+		if c[0] == "list" { // -json: one reservation per line
+			ids := map[string]bool{}
+			for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+				var r struct{ ID string }
+				if err := json.Unmarshal([]byte(line), &r); err != nil {
+					t.Fatalf("ledgerd list -json: line not JSON (%v): %s", err, line)
+				}
+				ids[r.ID] = true
+			}
+			if len(ids) != 3 || !ids["sample"] {
+				t.Errorf("ledgerd list -json: want the sample and the two new reservations, got %v", ids)
+			}
+		}
+	}
+}
