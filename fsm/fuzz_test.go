@@ -2,8 +2,6 @@ package fsm
 
 import (
 	"bytes"
-	"encoding/binary"
-	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -97,16 +95,6 @@ func TestApplyPanicsOnMalformed(t *testing.T) {
 	}
 }
 
-// frame wraps body in a valid snapshot header.
-func frame(body []byte) []byte {
-	out := make([]byte, headerLen, headerLen+len(body))
-	copy(out, snapshotMagic)
-	binary.BigEndian.PutUint32(out[4:], SnapshotVersion)
-	binary.BigEndian.PutUint64(out[8:], uint64(len(body)))
-	binary.BigEndian.PutUint32(out[16:], crc32.Checksum(body, castagnoli))
-	return append(out, body...)
-}
-
 // FuzzSnapshot feeds arbitrary bytes to Restore, both as a whole file and
 // as a body behind a valid header (so the checksum does not hide the
 // decoder). Restore must never panic; a snapshot it accepts must re-encode
@@ -136,7 +124,7 @@ func FuzzSnapshot(f *testing.F) {
 	}
 	f.Add(snapshotBytes(f, empty)[headerLen:])
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, in := range [][]byte{data, frame(data)} {
+		for _, in := range [][]byte{data, frameSnapshot(data)} {
 			m, err := New(Config{})
 			if err != nil {
 				t.Fatal(err)
