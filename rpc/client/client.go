@@ -141,12 +141,18 @@ func (c *Client) leaderEndpoint(ctx context.Context) *endpoint {
 	if err != nil || l.ApiAddress == "" {
 		return cur
 	}
+	return c.endpointFor(l.ApiAddress)
+}
+
+// endpointFor returns the configured endpoint for an API address
+// ("host:port"), or a new one when the address is not in the list.
+func (c *Client) endpointFor(a string) *endpoint {
 	for _, ep := range c.eps {
-		if strings.HasSuffix(ep.addr, "://"+l.ApiAddress) {
+		if strings.HasSuffix(ep.addr, "://"+a) {
 			return ep
 		}
 	}
-	return c.endpoint(l.ApiAddress)
+	return c.endpoint(a)
 }
 
 // hinted returns an endpoint for the leader named by an Unavailable
@@ -160,12 +166,7 @@ func (c *Client) hinted(err error) *endpoint {
 	if a == "" {
 		return nil
 	}
-	for _, ep := range c.eps {
-		if strings.HasSuffix(ep.addr, "://"+a) {
-			return ep
-		}
-	}
-	return c.endpoint(a)
+	return c.endpointFor(a)
 }
 
 // httpClient speaks HTTP/2 to every node: over TLS with ALPN, or in clear
