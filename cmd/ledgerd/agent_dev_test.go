@@ -29,6 +29,42 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// startAgent runs an in-process dev agent with args and returns it once
+// it has seeded its sample data.
+func startAgent(t *testing.T, args ...string) (*server, *syncBuffer) {
+	t.Helper()
+	cfg, opts, err := parseAgentArgs(append([]string{"-dev", "-http-addr", "127.0.0.1:0", "-log-level", "error"}, args...),
+		func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	s := newServer(cfg, opts, cfg.newLogger(io.Discard))
+	done := make(chan error, 1)
+	go func() { done <- s.run(ctx, out) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), "ready") {
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("agent stopped early: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("agent not ready within 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return s, out
+}
+
 // TestDevAgent runs `agent -dev` in-process: it must become ready, seed the
 // sample data through the log, serve /healthz, /readyz and /metrics, and
 // remove its temporary data dir on exit.

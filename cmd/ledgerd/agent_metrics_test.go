@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -48,29 +47,8 @@ func scrape(t *testing.T, url string) map[string]float64 {
 // written: holds, reservations by state, per-resource capacity and 24-hour
 // utilization, applied index, and the snapshot failure counter.
 func TestAgentLedgerMetrics(t *testing.T) {
-	cfg, opts, err := parseAgentArgs([]string{"-dev", "-http-addr", "127.0.0.1:0", "-log-level", "error"},
-		func(string) string { return "" }, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
-	s := newServer(cfg, opts, cfg.newLogger(io.Discard))
-	done := make(chan error, 1)
-	go func() { done <- s.run(ctx, out) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(out.String(), "is ready") {
-		if time.Now().After(deadline) {
-			t.Fatal("dev agent not ready within 30s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	s, _ := startAgent(t)
+	ctx := context.Background()
 	// A hold of 10 licenses for 6 h, well inside the 24 h window.
 	if _, err := s.applyDev(ctx, &fsmv1.Command{
 		Type: fsmv1.Command_TYPE_HOLD, IdempotencyKey: "metrics-hold", Owner: "default",

@@ -2,13 +2,10 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"strings"
 	"testing"
-	"time"
 )
 
 // quickStart returns the client commands of the README's quick start: the
@@ -52,27 +49,7 @@ func TestReadmeQuickStart(t *testing.T) {
 	if len(cmds) < 6 {
 		t.Fatalf("quick start has %d commands, want the resources/reserve/hold/find/availability/list/watch tour", len(cmds))
 	}
-	cfg, opts, err := parseAgentArgs([]string{"-dev", "-http-addr", "127.0.0.1:0", "-data-dir", t.TempDir(), "-log-level", "error"},
-		func(string) string { return "" }, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
-	s := newServer(cfg, opts, cfg.newLogger(io.Discard))
-	done := make(chan error, 1)
-	go func() { done <- s.run(ctx, out) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(out.String(), "is ready") {
-		if time.Now().After(deadline) {
-			t.Fatal("dev agent not ready within 30s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	s, _ := startAgent(t, "-data-dir", t.TempDir())
 	t.Setenv("LEDGERD_ADDR", s.httpLn.Addr().String())
 
 	// What each command must show, beyond exiting 0.
