@@ -2,6 +2,7 @@ package jepsen
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -67,14 +68,14 @@ func CheckInvariants(h History, lists map[string][]Reservation, opt InvariantOpt
 	if opt.MaxViolations <= 0 {
 		opt.MaxViolations = 10
 	}
-	nodes := sortedKeys(lists)
+	nodes := slices.Sorted(maps.Keys(lists))
 	newC := func(name string) *invCollector {
 		return &invCollector{res: InvariantResult{Name: name, OK: true}, max: opt.MaxViolations}
 	}
 
 	over := newC("no-overbooking")
 	for _, n := range nodes {
-		for _, res := range sortedKeys(h.Capacity) {
+		for _, res := range slices.Sorted(maps.Keys(h.Capacity)) {
 			over.res.Checked++
 			if t, used, ok := peakOver(lists[n], res, h.Capacity[res]); !ok {
 				over.fail("%s: %s uses %d > capacity %d at %d", n, res, used, h.Capacity[res], t)
@@ -119,7 +120,7 @@ func CheckInvariants(h History, lists map[string][]Reservation, opt InvariantOpt
 				byID[r.ID] = r
 			}
 		}
-		for _, id := range sortedKeys(acked) {
+		for _, id := range slices.Sorted(maps.Keys(acked)) {
 			durable.res.Checked++
 			r, ok := byID[id]
 			if !ok {
@@ -164,7 +165,7 @@ func CheckInvariants(h History, lists map[string][]Reservation, opt InvariantOpt
 				count[r.ID]++
 			}
 		}
-		for _, id := range sortedKeys(count) {
+		for _, id := range slices.Sorted(maps.Keys(count)) {
 			once.res.Checked++
 			if count[id] > 1 {
 				once.fail("%s: key %s produced %d reservations", n, id, count[id])

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -434,7 +436,7 @@ func (c *Cluster) Leader(ctx context.Context) string {
 		}
 	}
 	best, bestN := "", 0
-	for _, l := range sortedKeys(votes) {
+	for _, l := range slices.Sorted(maps.Keys(votes)) {
 		if votes[l] > bestN {
 			best, bestN = l, votes[l]
 		}
@@ -487,7 +489,7 @@ func (c *Cluster) RaftID(ctx context.Context, name string) (string, error) {
 			last = err
 			continue
 		}
-		ids := sortedKeys(m)
+		ids := slices.Sorted(maps.Keys(m))
 		for _, id := range ids {
 			if m[id] == n.RaftProxy.Addr() {
 				return id, nil

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"time"
 )
@@ -138,7 +140,7 @@ func (p *Proxy) Stats() []LinkStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make([]LinkStats, 0, len(p.stats))
-	for _, src := range sortedKeys(p.stats) {
+	for _, src := range slices.Sorted(maps.Keys(p.stats)) {
 		out = append(out, *p.stats[src])
 	}
 	return out

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -266,7 +268,7 @@ func converge(ctx context.Context, cl *Cluster) (map[string][]Reservation, time.
 func identical(lists map[string][]Reservation) bool {
 	var ref []string
 	first := true
-	for _, n := range sortedKeys(lists) {
+	for _, n := range slices.Sorted(maps.Keys(lists)) {
 		c := canonical(lists[n])
 		if first {
 			ref, first = c, false

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"sync"
 	"time"
 )
@@ -292,14 +291,4 @@ func (w *Workload) nextInput(rng *rand.Rand, id, g, seq int) Input {
 func (w *Workload) History() History {
 	caps, groups := w.cfg.Resources()
 	return History{Capacity: caps, Groups: groups, Grain: w.cfg.Unit, Ops: w.rec.Ops()}
-}
-
-// sortedKeys returns m's keys in order (reports must not depend on map order).
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
