@@ -52,6 +52,19 @@ func (c ReservationConfig) check() error {
 	return nil
 }
 
+// begin checks c and returns the seeded generator and the runtime
+// multiplier (OverEstimate, 1 when unset) shared by FromSWF and FromSynth.
+func (c ReservationConfig) begin() (*rand.Rand, float64, error) {
+	if err := c.check(); err != nil {
+		return nil, 0, err
+	}
+	over := c.OverEstimate
+	if over == 0 {
+		over = 1
+	}
+	return rand.New(rand.NewPCG(c.Seed, 0x72657376)), over, nil
+}
+
 // build makes one reservation from times in seconds.
 func (c ReservationConfig) build(rng *rand.Rand, job int64, submit, dur float64, amount int64) Reservation {
 	ts := float64(c.TimeScale)
@@ -66,14 +79,10 @@ func (c ReservationConfig) build(rng *rand.Rand, job int64, submit, dur float64,
 // unknown size, no usable duration, or more than MaxAmount processors are
 // skipped; the count of skipped jobs is returned.
 func FromSWF(jobs []Job, c ReservationConfig) ([]Reservation, int, error) {
-	if err := c.check(); err != nil {
+	rng, over, err := c.begin()
+	if err != nil {
 		return nil, 0, err
 	}
-	over := c.OverEstimate
-	if over == 0 {
-		over = 1
-	}
-	rng := rand.New(rand.NewPCG(c.Seed, 0x72657376))
 	out := make([]Reservation, 0, len(jobs))
 	skipped := 0
 	for _, j := range jobs {
@@ -97,14 +106,10 @@ func FromSWF(jobs []Job, c ReservationConfig) ([]Reservation, int, error) {
 // FromSynth converts generated jobs into reservations, keeping sub-second
 // precision when TimeScale > 1. Runtimes are multiplied by OverEstimate.
 func FromSynth(jobs []SynthJob, c ReservationConfig) ([]Reservation, int, error) {
-	if err := c.check(); err != nil {
+	rng, over, err := c.begin()
+	if err != nil {
 		return nil, 0, err
 	}
-	over := c.OverEstimate
-	if over == 0 {
-		over = 1
-	}
-	rng := rand.New(rand.NewPCG(c.Seed, 0x72657376))
 	out := make([]Reservation, 0, len(jobs))
 	skipped := 0
 	for i, j := range jobs {
