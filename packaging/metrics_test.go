@@ -20,45 +20,20 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ledgerd/ledgerd/internal/testbin"
 )
 
-// repoRoot is the module root, two levels up from nothing: the test runs
+// repoRoot is the module root, one level up: the test runs
 // in packaging/.
 const repoRoot = ".."
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// ledgerdBinary builds cmd/ledgerd once per test binary.
-func ledgerdBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "ledgerd-packaging-test-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "ledgerd")
-		cmd := exec.Command("go", "build", "-tags", "hashicorpmetrics", "-o", binPath, "./cmd/ledgerd")
-		cmd.Dir = repoRoot
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/ledgerd: %w\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+// ledgerdBinary builds cmd/ledgerd from this tree once per test binary.
+func ledgerdBinary(t *testing.T) string { return testbin.Ledgerd(t) }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
+	testbin.Cleanup()
 	os.Exit(code)
 }
 

@@ -7,53 +7,25 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"fmt"
 	"math/big"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/ledgerd/ledgerd/internal/testbin"
 )
 
 // repoRoot is the module root as seen from this package's directory.
 const repoRoot = "../.."
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
 // ledgerdBinary builds cmd/ledgerd from this tree once per test binary.
-func ledgerdBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "ledgerd-terraform-test-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "ledgerd")
-		cmd := exec.Command("go", "build", "-tags", "hashicorpmetrics", "-o", binPath, "./cmd/ledgerd")
-		cmd.Dir = repoRoot
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/ledgerd: %w\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+func ledgerdBinary(t *testing.T) string { return testbin.Ledgerd(t) }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
+	testbin.Cleanup()
 	os.Exit(code)
 }
 
