@@ -158,7 +158,7 @@ func (n *Node) ReadBarrier(ctx context.Context) error {
 func (n *Node) readIndex(ctx context.Context) (uint64, error) {
 	// Wait for this term's barrier: until it completes, the commit index
 	// may not yet cover entries committed by earlier leaders.
-	for n.readable.Load() == 0 || n.readable.Load() != n.currentTerm() {
+	for n.readable.Load() == 0 || n.readable.Load() != n.raft.CurrentTerm() {
 		if n.raft.State() != raft.Leader {
 			return 0, ErrNotLeader
 		}

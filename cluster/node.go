@@ -403,7 +403,7 @@ func (n *Node) leadershipLoop() {
 // runs autopilot, reconciles gossip with the Raft configuration from this
 // one goroutine, and applies the periodic tick.
 func (n *Node) leaderDuties(ctx context.Context) {
-	term := n.currentTerm()
+	term := n.raft.CurrentTerm()
 	for {
 		err := n.raft.Barrier(n.cfg.LeaderWait).Error()
 		if err == nil {
@@ -445,12 +445,6 @@ func (n *Node) leaderDuties(ctx context.Context) {
 			cancel()
 		}
 	}
-}
-
-func (n *Node) currentTerm() uint64 {
-	var t uint64
-	_, _ = fmt.Sscan(n.raft.Stats()["term"], &t)
-	return t
 }
 
 // reconcile adds alive gossip servers missing from the Raft configuration
