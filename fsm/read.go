@@ -259,9 +259,9 @@ func (f *FSM) Stats() Stats {
 		IdempotencyKeys:      len(s.idem),
 		HistoryLen:           len(s.history),
 	}
+	from := max(s.now, s.plan.Origin())
 	for _, n := range slices.Sorted(maps.Keys(s.resources)) {
 		rs := ResourceStats{Name: n}
-		from := max(s.now, s.plan.Origin())
 		if from < planner.MaxTime {
 			if u, err := s.plan.Usage(n, from, from+1); err == nil {
 				rs.Capacity, rs.InUse = u.CapacityArea, u.BookedArea
