@@ -68,7 +68,7 @@ func (p *Planner) Usage(resource string, from, to int64) (Usage, error) {
 			return Usage{}, tooLong
 		}
 		u.LargestFreeBlock = max(u.LargestFreeBlock, a)
-		if u.FreeArea, ok = mulAdd(u.FreeArea, b.Free, b.End-b.Start); !ok {
+		if u.FreeArea, ok = mulAdd(u.FreeArea, a, 1); !ok {
 			return Usage{}, tooLong
 		}
 	}
