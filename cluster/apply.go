@@ -208,13 +208,13 @@ func (n *Node) waitIndex(ctx context.Context, index uint64) error {
 }
 
 func (n *Node) lastCommandAtOrBelow(index uint64) uint64 {
-	first, err := n.store.FirstIndex()
+	first, err := n.logs.FirstIndex()
 	if err != nil {
 		return index
 	}
 	var l raft.Log
 	for i := index; i >= first && i > 0; i-- {
-		if err := n.store.GetLog(i, &l); err != nil {
+		if err := n.logs.GetLog(i, &l); err != nil {
 			return 0 // compacted into a snapshot the FSM has restored or taken
 		}
 		if l.Type == raft.LogCommand {

@@ -35,6 +35,7 @@ type Node struct {
 
 	fsm    *trackedFSM
 	store  *raftboltdb.BoltStore
+	logs   *raft.LogCache // recent entries in memory, in front of store
 	snaps  *raft.FileSnapshotStore
 	trans  *raft.NetworkTransport
 	raft   *raft.Raft
@@ -202,6 +203,7 @@ func (n *Node) createRaft() error {
 	if err != nil {
 		return fmt.Errorf("cluster: log cache: %w", err)
 	}
+	n.logs = logs
 	r, err := raft.NewRaft(rc, n.fsm, logs, store, snaps, n.trans)
 	if err != nil {
 		return fmt.Errorf("cluster: start raft: %w", err)
