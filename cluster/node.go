@@ -46,10 +46,9 @@ type Node struct {
 	scheme string
 	m      *metrics
 
-	meta     nodeMeta  // what this node announces
-	token    string    // internal endpoint token, from the gossip key
-	hadState bool      // raft state existed on disk at start
-	started  time.Time // process start, for "unknown to gossip" grace
+	meta     nodeMeta // what this node announces
+	token    string   // internal endpoint token, from the gossip key
+	hadState bool     // raft state existed on disk at start
 
 	// readable is the term in which this node, as leader, completed a
 	// barrier; reads on the leader wait for it so the FSM reflects every
@@ -100,7 +99,6 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 		token:    internalToken(cfg.GossipKey),
 		ctx:      ctx,
 		cancel:   cancel,
-		started:  time.Now(),
 	}
 	ok := false
 	defer func() {
@@ -213,18 +211,15 @@ func (n *Node) createRaft() error {
 }
 
 func (n *Node) createGossip() error {
-	meta, err := nodeMeta{
-		ID: n.id, Name: n.cfg.NodeName, Raft: string(n.trans.LocalAddr()), RPC: n.cfg.RPCAdvertise,
-		Expect: n.cfg.BootstrapExpect, Version: Version,
-	}.encode()
-	if err != nil {
-		return err
-	}
-	g := &gossip{meta: meta, kick: make(chan struct{}, 1), peers: map[string]*peer{}}
 	n.meta = nodeMeta{
 		ID: n.id, Name: n.cfg.NodeName, Raft: string(n.trans.LocalAddr()), RPC: n.cfg.RPCAdvertise,
 		Expect: n.cfg.BootstrapExpect, Version: Version,
 	}
+	meta, err := n.meta.encode()
+	if err != nil {
+		return err
+	}
+	g := &gossip{meta: meta, kick: make(chan struct{}, 1), peers: map[string]*peer{}}
 	mc, err := n.cfg.gossipConfig(n.id, g)
 	if err != nil {
 		return err
@@ -320,8 +315,9 @@ func (n *Node) bootstrapLoop() {
 		if id, _ := n.Leader(); id != "" {
 			return // joined an existing cluster
 		}
+		peers := n.gossip.snapshot()
 		var servers []raft.Server
-		for _, p := range n.gossip.snapshot() {
+		for _, p := range peers {
 			if p.status == statusAlive && p.meta.Expect == n.cfg.BootstrapExpect {
 				servers = append(servers, raft.Server{ID: raft.ServerID(p.meta.ID), Address: raft.ServerAddress(p.meta.Raft)})
 			}
@@ -329,7 +325,6 @@ func (n *Node) bootstrapLoop() {
 		if len(servers) < n.cfg.BootstrapExpect {
 			continue
 		}
-		peers := n.gossip.snapshot()
 		abort := false
 		for _, s := range servers {
 			if string(s.ID) == n.id {
