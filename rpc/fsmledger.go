@@ -197,8 +197,8 @@ func (l *FSMLedger) Complete(ctx context.Context, w Write, id string, at int64) 
 // the current booking, which stays held until commit); if the schedule
 // changes in between, the fsm rejects and the caller may retry.
 func (l *FSMLedger) Modify(ctx context.Context, a ModifyArgs) (*ledgerdv1.Reservation, error) {
-	if err := l.R.ReadBarrier(ctx); err != nil {
-		return nil, clusterErr("modify", err)
+	if err := l.barrier(ctx, "modify", false); err != nil {
+		return nil, err
 	}
 	d, err := l.FSM.Find(plannerReq(a.Shape))
 	if err != nil {
