@@ -79,18 +79,7 @@ func TestComplete(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, cfg)
 			h.must(1000, OK, createRes("cpu", 8))
-			for i, s := range tc.steps {
-				res := h.apply(s.now, s.cmd)
-				if res.GetStatus() != s.status {
-					t.Fatalf("step %d (%s): status %s (%s), want %s", i, s.cmd.GetType(), res.GetStatus(), res.GetMessage(), s.status)
-				}
-				if s.id != "" {
-					if got := h.state(s.id); got != s.state {
-						t.Fatalf("step %d (%s): %s is %s, want %s", i, s.cmd.GetType(), s.id, got, s.state)
-					}
-				}
-				checkInvariants(t, h.f)
-			}
+			h.run(tc.steps)
 			r, ok := h.f.Get("a")
 			if !ok {
 				t.Fatal("a is gone")

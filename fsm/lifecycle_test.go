@@ -35,6 +35,24 @@ type step struct {
 	state  fsmv1.Reservation_State
 }
 
+// run applies the steps in order, checking each one's status, the state
+// it expects, and the invariants after it.
+func (h *harness) run(steps []step) {
+	h.t.Helper()
+	for i, s := range steps {
+		res := h.apply(s.now, s.cmd)
+		if res.GetStatus() != s.status {
+			h.t.Fatalf("step %d (%s): status %s (%s), want %s", i, s.cmd.GetType(), res.GetStatus(), res.GetMessage(), s.status)
+		}
+		if s.id != "" {
+			if got := h.state(s.id); got != s.state {
+				h.t.Fatalf("step %d (%s): %s is %s, want %s", i, s.cmd.GetType(), s.id, got, s.state)
+			}
+		}
+		checkInvariants(h.t, h.f)
+	}
+}
+
 func TestLifecycle(t *testing.T) {
 	cfg := Config{DefaultHoldTTL: 100, MaxHoldTTL: 1000, Retention: 500, IdempotencyWindow: 1000}
 	cases := []struct {
@@ -136,18 +154,7 @@ func TestLifecycle(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, cfg)
 			h.must(1000, OK, createRes("cpu", 8))
-			for i, s := range tc.steps {
-				res := h.apply(s.now, s.cmd)
-				if res.GetStatus() != s.status {
-					t.Fatalf("step %d (%s): status %s (%s), want %s", i, s.cmd.GetType(), res.GetStatus(), res.GetMessage(), s.status)
-				}
-				if s.id != "" {
-					if got := h.state(s.id); got != s.state {
-						t.Fatalf("step %d (%s): %s is %s, want %s", i, s.cmd.GetType(), s.id, got, s.state)
-					}
-				}
-				checkInvariants(t, h.f)
-			}
+			h.run(tc.steps)
 		})
 	}
 }
