@@ -420,6 +420,13 @@ func (c *Cluster) Heal() {
 	}
 }
 
+// askLeader asks one node whom it follows, waiting at most 500ms.
+func (c *Cluster) askLeader(ctx context.Context, name string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	return c.Client(name).Leader(ctx)
+}
+
 // Leader asks every running node for the leader and returns the name most
 // of them agree on ("" if none).
 func (c *Cluster) Leader(ctx context.Context) string {
@@ -428,9 +435,7 @@ func (c *Cluster) Leader(ctx context.Context) string {
 		if !c.Running(name) {
 			continue
 		}
-		ctx2, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		l, err := c.Client(name).Leader(ctx2)
-		cancel()
+		l, err := c.askLeader(ctx, name)
 		if err == nil && l != "" {
 			votes[l]++
 		}
@@ -452,9 +457,7 @@ func (c *Cluster) WaitStable(ctx context.Context) error {
 			if !c.Running(name) {
 				continue
 			}
-			ctx2, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-			l, err := c.Client(name).Leader(ctx2)
-			cancel()
+			l, err := c.askLeader(ctx, name)
 			if err != nil || l == "" || (leader != "" && l != leader) {
 				agree = false
 				break

@@ -2,7 +2,8 @@ package jepsen
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/ledgerd/ledgerd/planner"
 )
@@ -17,12 +18,7 @@ func PlannerDecide(capacity map[string]int64, booked []shape, req Input) (int64,
 		return 0, false, err
 	}
 	p := planner.New(planner.NewList)
-	names := make([]string, 0, len(capacity))
-	for n := range capacity {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(capacity)) {
 		if err := p.AddResource(n, capacity[n]); err != nil {
 			return 0, false, fmt.Errorf("model planner: add %q: %w", n, err)
 		}
