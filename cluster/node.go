@@ -572,7 +572,8 @@ func (n *Node) AppliedIndex() uint64 { return n.fsm.Applied() }
 // to gossip but not (yet) in it, sorted by ID.
 func (n *Node) Members() []Member {
 	peers := n.gossip.snapshot()
-	leaderID, _ := n.Leader()
+	_, lid := n.raft.LeaderWithID()
+	leaderID := string(lid)
 	var out []Member
 	seen := map[string]bool{}
 	fut := n.raft.GetConfiguration()
