@@ -260,14 +260,12 @@ func (s *SlottedTimeline) Release(start, end, amount int64) error {
 	if err != nil {
 		return err
 	}
-	overflow := fmt.Errorf("slotted release: %w", &FieldError{Field: "amount", Reason: "free capacity would overflow int64"})
-	if tail && s.tail > math.MaxInt64-amount {
-		return overflow
+	overflow := tail && s.tail > math.MaxInt64-amount
+	for i := from; i < to && !overflow; i++ {
+		overflow = s.free[s.at(i)] > math.MaxInt64-amount
 	}
-	for i := from; i < to; i++ {
-		if s.free[s.at(i)] > math.MaxInt64-amount {
-			return overflow
-		}
+	if overflow {
+		return fmt.Errorf("slotted release: %w", &FieldError{Field: "amount", Reason: "free capacity would overflow int64"})
 	}
 	for i := from; i < to; i++ {
 		s.free[s.at(i)] += amount
