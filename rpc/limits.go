@@ -74,7 +74,9 @@ func withCORS(origins []string, next http.Handler) http.Handler {
 	if len(origins) == 0 {
 		return next
 	}
-	allowed := func(o string) bool { return slices.Contains(origins, "*") || slices.Contains(origins, o) }
+	anyOrigin := slices.Contains(origins, "*")
+	allowed := func(o string) bool { return anyOrigin || slices.Contains(origins, o) }
+	expose, allowHeaders := strings.Join(corsExposeHeaders, ", "), strings.Join(corsAllowHeaders, ", ")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
 		if origin == "" || !allowed(origin) {
@@ -84,10 +86,10 @@ func withCORS(origins []string, next http.Handler) http.Handler {
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", origin)
 		h.Add("Vary", "Origin")
-		h.Set("Access-Control-Expose-Headers", strings.Join(corsExposeHeaders, ", "))
+		h.Set("Access-Control-Expose-Headers", expose)
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 			h.Set("Access-Control-Allow-Methods", "GET, POST")
-			h.Set("Access-Control-Allow-Headers", strings.Join(corsAllowHeaders, ", "))
+			h.Set("Access-Control-Allow-Headers", allowHeaders)
 			h.Set("Access-Control-Max-Age", "7200")
 			w.WriteHeader(http.StatusNoContent)
 			return
