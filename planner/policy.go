@@ -346,8 +346,7 @@ func (s *Scheduler) book(it *Item, amount int64) error {
 // bookRelaxed books what fits of a relaxed admission and records the rest
 // as overbooked.
 func (s *Scheduler) bookRelaxed(it *Item) {
-	r := s.p.resources[it.Resource]
-	f := min(it.Amount, max(r.tl.MinFree(max(it.Start, s.p.origin), it.End)-s.overbooked(it.Resource, it.Start, it.End), 0))
+	f := min(it.Amount, max(s.headroom(it), 0))
 	if f > 0 && s.book(it, f) != nil {
 		f = 0
 	}
@@ -368,9 +367,13 @@ func (s *Scheduler) overbooked(resource string, start, end int64) int64 {
 
 // rigidFits reports whether it fits the plan without overlapping anything,
 // overbooked load included.
-func (s *Scheduler) rigidFits(it *Item) bool {
+func (s *Scheduler) rigidFits(it *Item) bool { return s.headroom(it) >= it.Amount }
+
+// headroom returns the capacity free over its window (from the origin on)
+// less the overbooked load there; negative when overbooked beyond free.
+func (s *Scheduler) headroom(it *Item) int64 {
 	r := s.p.resources[it.Resource]
-	return r.tl.MinFree(max(it.Start, s.p.origin), it.End)-s.overbooked(it.Resource, it.Start, it.End) >= it.Amount
+	return r.tl.MinFree(max(it.Start, s.p.origin), it.End) - s.overbooked(it.Resource, it.Start, it.End)
 }
 
 // moveVariable implements PolicyMoveVariable: release the movable variable
