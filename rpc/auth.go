@@ -13,6 +13,7 @@ import (
 
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // Principal is an authenticated caller.
@@ -182,7 +183,7 @@ func (i *authInterceptor) admit(ctx context.Context, h http.Header) (context.Con
 		if wait, ok := i.limit.allow(p.Tenant); !ok {
 			e := connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("rate limit exceeded for tenant %q", p.Tenant))
 			addDetail(e, &errdetails.ErrorInfo{Reason: ReasonRateLimited, Domain: ErrorDomain})
-			addDetail(e, &errdetails.RetryInfo{RetryDelay: durationProto(wait)})
+			addDetail(e, &errdetails.RetryInfo{RetryDelay: durationpb.New(wait)})
 			return ctx, e
 		}
 	}

@@ -6,11 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"google.golang.org/protobuf/types/known/durationpb"
 )
-
-func durationProto(d time.Duration) *durationpb.Duration { return durationpb.New(d) }
 
 // rateLimiter is a token bucket per key (tenant): rate tokens per second up
 // to burst. Buckets are created lazily and never shrink below one per
