@@ -156,11 +156,17 @@ func validID(id string) string {
 		return fmt.Sprintf("must not start with the reserved prefix %q", AutoIDPrefix)
 	}
 	for _, c := range id {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+		if !idChar(c) {
 			return fmt.Sprintf("character %q not allowed (use A-Z a-z 0-9 . _ : -)", c)
 		}
 	}
 	return ""
+}
+
+// idChar reports whether c may appear in a reservation ID; resource names
+// allow '/' as well.
+func idChar(c rune) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-'
 }
 
 func validResourceName(n string) string {
@@ -171,7 +177,7 @@ func validResourceName(n string) string {
 		return fmt.Sprintf("longer than %d bytes", maxIDLen)
 	}
 	for _, c := range n {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-' || c == '/') {
+		if !idChar(c) && c != '/' {
 			return fmt.Sprintf("character %q not allowed (use A-Z a-z 0-9 . _ : / -)", c)
 		}
 	}
