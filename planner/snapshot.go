@@ -37,9 +37,10 @@ func (p *Planner) Snapshot() Snapshot {
 		})
 	}
 	s.Bookings = make([]Booking, 0, p.bookings.len())
-	for id := range p.bookings.ids() {
-		e, _ := p.entryOf(id)
-		s.Bookings = append(s.Bookings, p.booking(e))
+	for slot := range p.bookings.hw {
+		if e := p.bookings.at(slot); e.id != "" {
+			s.Bookings = append(s.Bookings, p.booking(*e))
+		}
 	}
 	slices.SortFunc(s.Bookings, func(a, b Booking) int { return strings.Compare(a.ID, b.ID) })
 	return s
