@@ -392,9 +392,11 @@ func (s *Scheduler) moveVariable(it *Item, pol ResourcePolicy) ([]Move, error) {
 			movable = append(movable, o)
 		}
 	}
-	refused := fmt.Errorf("resource %q over [%d,%d): %w", it.Resource, it.Start, it.End, ErrNoCapacity)
+	refused := func() error {
+		return fmt.Errorf("resource %q over [%d,%d): %w", it.Resource, it.Start, it.End, ErrNoCapacity)
+	}
 	if len(movable) == 0 {
-		return nil, refused
+		return nil, refused()
 	}
 	for _, o := range movable {
 		if _, err := s.p.Release(o.ID); err != nil {
@@ -408,7 +410,7 @@ func (s *Scheduler) moveVariable(it *Item, pol ResourcePolicy) ([]Move, error) {
 	}
 	if !s.rigidFits(it) {
 		restore()
-		return nil, refused
+		return nil, refused()
 	}
 	if err := s.book(it, it.Amount); err != nil {
 		restore()
