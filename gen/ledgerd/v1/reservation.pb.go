@@ -100,7 +100,10 @@ func (x *HoldRequest) GetIdempotencyKey() string {
 type HoldResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The reservation in state HELD.
-	Reservation   *Reservation `protobuf:"bytes,1,opt,name=reservation,proto3" json:"reservation,omitempty"`
+	Reservation *Reservation `protobuf:"bytes,1,opt,name=reservation,proto3" json:"reservation,omitempty"`
+	// Variable jobs moved later to make room (POLICY_MOVE_VARIABLE), sorted
+	// by id.
+	Moved         []*MovedJob `protobuf:"bytes,2,rep,name=moved,proto3" json:"moved,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -138,6 +141,13 @@ func (*HoldResponse) Descriptor() ([]byte, []int) {
 func (x *HoldResponse) GetReservation() *Reservation {
 	if x != nil {
 		return x.Reservation
+	}
+	return nil
+}
+
+func (x *HoldResponse) GetMoved() []*MovedJob {
+	if x != nil {
+		return x.Moved
 	}
 	return nil
 }
@@ -210,7 +220,10 @@ func (x *ReserveRequest) GetIdempotencyKey() string {
 type ReserveResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The reservation in state COMMITTED.
-	Reservation   *Reservation `protobuf:"bytes,1,opt,name=reservation,proto3" json:"reservation,omitempty"`
+	Reservation *Reservation `protobuf:"bytes,1,opt,name=reservation,proto3" json:"reservation,omitempty"`
+	// Variable jobs moved later to make room (POLICY_MOVE_VARIABLE), sorted
+	// by id.
+	Moved         []*MovedJob `protobuf:"bytes,2,rep,name=moved,proto3" json:"moved,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -252,6 +265,161 @@ func (x *ReserveResponse) GetReservation() *Reservation {
 	return nil
 }
 
+func (x *ReserveResponse) GetMoved() []*MovedJob {
+	if x != nil {
+		return x.Moved
+	}
+	return nil
+}
+
+// SubmitJobRequest describes a variable job.
+type SubmitJobRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Client-chosen id; empty means the server assigns one. 1..128
+	// characters of [A-Za-z0-9._:-], not starting with "r-".
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The one resource the job runs on.
+	Resource string `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	// Units of capacity; must be > 0.
+	Amount int64 `protobuf:"varint,3,opt,name=amount,proto3" json:"amount,omitempty"`
+	// How long the job runs once started; must be > 0.
+	Duration *durationpb.Duration `protobuf:"bytes,4,opt,name=duration,proto3" json:"duration,omitempty"`
+	// Earliest start; unset (or in the past) means now.
+	NotBefore *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"`
+	// Labels stored with the job.
+	Labels map[string]string `protobuf:"bytes,6,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Deduplicates retries; the Go client fills one in when empty.
+	IdempotencyKey string `protobuf:"bytes,7,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SubmitJobRequest) Reset() {
+	*x = SubmitJobRequest{}
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitJobRequest) ProtoMessage() {}
+
+func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitJobRequest.ProtoReflect.Descriptor instead.
+func (*SubmitJobRequest) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *SubmitJobRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SubmitJobRequest) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *SubmitJobRequest) GetAmount() int64 {
+	if x != nil {
+		return x.Amount
+	}
+	return 0
+}
+
+func (x *SubmitJobRequest) GetDuration() *durationpb.Duration {
+	if x != nil {
+		return x.Duration
+	}
+	return nil
+}
+
+func (x *SubmitJobRequest) GetNotBefore() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NotBefore
+	}
+	return nil
+}
+
+func (x *SubmitJobRequest) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *SubmitJobRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+// SubmitJobResponse returns the planned job.
+type SubmitJobResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job (kind RESERVATION_KIND_VARIABLE_JOB, state COMMITTED); start
+	// and end are its planned slot.
+	Reservation   *Reservation `protobuf:"bytes,1,opt,name=reservation,proto3" json:"reservation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitJobResponse) Reset() {
+	*x = SubmitJobResponse{}
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitJobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitJobResponse) ProtoMessage() {}
+
+func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitJobResponse.ProtoReflect.Descriptor instead.
+func (*SubmitJobResponse) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *SubmitJobResponse) GetReservation() *Reservation {
+	if x != nil {
+		return x.Reservation
+	}
+	return nil
+}
+
 // CommitRequest commits a hold or a pending modification.
 type CommitRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -265,7 +433,7 @@ type CommitRequest struct {
 
 func (x *CommitRequest) Reset() {
 	*x = CommitRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[4]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -277,7 +445,7 @@ func (x *CommitRequest) String() string {
 func (*CommitRequest) ProtoMessage() {}
 
 func (x *CommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[4]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -290,7 +458,7 @@ func (x *CommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRequest.ProtoReflect.Descriptor instead.
 func (*CommitRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{4}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CommitRequest) GetId() string {
@@ -318,7 +486,7 @@ type CommitResponse struct {
 
 func (x *CommitResponse) Reset() {
 	*x = CommitResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[5]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -330,7 +498,7 @@ func (x *CommitResponse) String() string {
 func (*CommitResponse) ProtoMessage() {}
 
 func (x *CommitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[5]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -343,7 +511,7 @@ func (x *CommitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitResponse.ProtoReflect.Descriptor instead.
 func (*CommitResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{5}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CommitResponse) GetReservation() *Reservation {
@@ -366,7 +534,7 @@ type AbortRequest struct {
 
 func (x *AbortRequest) Reset() {
 	*x = AbortRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[6]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -378,7 +546,7 @@ func (x *AbortRequest) String() string {
 func (*AbortRequest) ProtoMessage() {}
 
 func (x *AbortRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[6]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -391,7 +559,7 @@ func (x *AbortRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortRequest.ProtoReflect.Descriptor instead.
 func (*AbortRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{6}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AbortRequest) GetId() string {
@@ -419,7 +587,7 @@ type AbortResponse struct {
 
 func (x *AbortResponse) Reset() {
 	*x = AbortResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[7]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -431,7 +599,7 @@ func (x *AbortResponse) String() string {
 func (*AbortResponse) ProtoMessage() {}
 
 func (x *AbortResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[7]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -444,7 +612,7 @@ func (x *AbortResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortResponse.ProtoReflect.Descriptor instead.
 func (*AbortResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{7}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AbortResponse) GetReservation() *Reservation {
@@ -471,7 +639,7 @@ type ModifyRequest struct {
 
 func (x *ModifyRequest) Reset() {
 	*x = ModifyRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[8]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -483,7 +651,7 @@ func (x *ModifyRequest) String() string {
 func (*ModifyRequest) ProtoMessage() {}
 
 func (x *ModifyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[8]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -496,7 +664,7 @@ func (x *ModifyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModifyRequest.ProtoReflect.Descriptor instead.
 func (*ModifyRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{8}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ModifyRequest) GetId() string {
@@ -538,7 +706,7 @@ type ModifyResponse struct {
 
 func (x *ModifyResponse) Reset() {
 	*x = ModifyResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[9]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -550,7 +718,7 @@ func (x *ModifyResponse) String() string {
 func (*ModifyResponse) ProtoMessage() {}
 
 func (x *ModifyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[9]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -563,7 +731,7 @@ func (x *ModifyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModifyResponse.ProtoReflect.Descriptor instead.
 func (*ModifyResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{9}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ModifyResponse) GetReservation() *Reservation {
@@ -586,7 +754,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[10]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -598,7 +766,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[10]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -611,7 +779,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{10}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CancelRequest) GetId() string {
@@ -639,7 +807,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[11]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -651,7 +819,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[11]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -664,7 +832,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{11}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CancelResponse) GetReservation() *Reservation {
@@ -691,7 +859,7 @@ type CompleteRequest struct {
 
 func (x *CompleteRequest) Reset() {
 	*x = CompleteRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[12]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -703,7 +871,7 @@ func (x *CompleteRequest) String() string {
 func (*CompleteRequest) ProtoMessage() {}
 
 func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[12]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -716,7 +884,7 @@ func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
 func (*CompleteRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{12}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CompleteRequest) GetId() string {
@@ -751,7 +919,7 @@ type CompleteResponse struct {
 
 func (x *CompleteResponse) Reset() {
 	*x = CompleteResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[13]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -763,7 +931,7 @@ func (x *CompleteResponse) String() string {
 func (*CompleteResponse) ProtoMessage() {}
 
 func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[13]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -776,7 +944,7 @@ func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
 func (*CompleteResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{13}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CompleteResponse) GetReservation() *Reservation {
@@ -799,7 +967,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[14]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -811,7 +979,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[14]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -824,7 +992,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{14}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetRequest) GetId() string {
@@ -852,7 +1020,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[15]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -864,7 +1032,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[15]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -877,7 +1045,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{15}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetResponse) GetReservation() *Reservation {
@@ -912,7 +1080,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[16]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -924,7 +1092,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[16]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -937,7 +1105,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{16}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListRequest) GetResource() string {
@@ -1009,7 +1177,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[17]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1021,7 +1189,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[17]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1034,7 +1202,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{17}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListResponse) GetReservations() []*Reservation {
@@ -1062,7 +1230,7 @@ type FindRequest struct {
 
 func (x *FindRequest) Reset() {
 	*x = FindRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[18]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1074,7 +1242,7 @@ func (x *FindRequest) String() string {
 func (*FindRequest) ProtoMessage() {}
 
 func (x *FindRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[18]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1087,7 +1255,7 @@ func (x *FindRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindRequest.ProtoReflect.Descriptor instead.
 func (*FindRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{18}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FindRequest) GetShape() *Shape {
@@ -1112,7 +1280,7 @@ type FindResponse struct {
 
 func (x *FindResponse) Reset() {
 	*x = FindResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[19]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1124,7 +1292,7 @@ func (x *FindResponse) String() string {
 func (*FindResponse) ProtoMessage() {}
 
 func (x *FindResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[19]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1137,7 +1305,7 @@ func (x *FindResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindResponse.ProtoReflect.Descriptor instead.
 func (*FindResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{19}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *FindResponse) GetFits() bool {
@@ -1174,7 +1342,7 @@ type OffersRequest struct {
 
 func (x *OffersRequest) Reset() {
 	*x = OffersRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[20]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1186,7 +1354,7 @@ func (x *OffersRequest) String() string {
 func (*OffersRequest) ProtoMessage() {}
 
 func (x *OffersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[20]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1199,7 +1367,7 @@ func (x *OffersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffersRequest.ProtoReflect.Descriptor instead.
 func (*OffersRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{20}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *OffersRequest) GetShape() *Shape {
@@ -1229,7 +1397,7 @@ type Offer struct {
 
 func (x *Offer) Reset() {
 	*x = Offer{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[21]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1241,7 +1409,7 @@ func (x *Offer) String() string {
 func (*Offer) ProtoMessage() {}
 
 func (x *Offer) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[21]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1254,7 +1422,7 @@ func (x *Offer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Offer.ProtoReflect.Descriptor instead.
 func (*Offer) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{21}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Offer) GetStart() *timestamppb.Timestamp {
@@ -1282,7 +1450,7 @@ type OffersResponse struct {
 
 func (x *OffersResponse) Reset() {
 	*x = OffersResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[22]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1294,7 +1462,7 @@ func (x *OffersResponse) String() string {
 func (*OffersResponse) ProtoMessage() {}
 
 func (x *OffersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[22]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1307,7 +1475,7 @@ func (x *OffersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffersResponse.ProtoReflect.Descriptor instead.
 func (*OffersResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{22}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *OffersResponse) GetOffers() []*Offer {
@@ -1332,7 +1500,7 @@ type AvailabilityRequest struct {
 
 func (x *AvailabilityRequest) Reset() {
 	*x = AvailabilityRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[23]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1344,7 +1512,7 @@ func (x *AvailabilityRequest) String() string {
 func (*AvailabilityRequest) ProtoMessage() {}
 
 func (x *AvailabilityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[23]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1357,7 +1525,7 @@ func (x *AvailabilityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AvailabilityRequest.ProtoReflect.Descriptor instead.
 func (*AvailabilityRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{23}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AvailabilityRequest) GetResource() string {
@@ -1394,7 +1562,7 @@ type AvailabilityResponse struct {
 
 func (x *AvailabilityResponse) Reset() {
 	*x = AvailabilityResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[24]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1406,7 +1574,7 @@ func (x *AvailabilityResponse) String() string {
 func (*AvailabilityResponse) ProtoMessage() {}
 
 func (x *AvailabilityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[24]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1419,7 +1587,7 @@ func (x *AvailabilityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AvailabilityResponse.ProtoReflect.Descriptor instead.
 func (*AvailabilityResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{24}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *AvailabilityResponse) GetResource() *Resource {
@@ -1451,7 +1619,7 @@ type HistoryRequest struct {
 
 func (x *HistoryRequest) Reset() {
 	*x = HistoryRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[25]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1463,7 +1631,7 @@ func (x *HistoryRequest) String() string {
 func (*HistoryRequest) ProtoMessage() {}
 
 func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[25]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1476,7 +1644,7 @@ func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryRequest.ProtoReflect.Descriptor instead.
 func (*HistoryRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{25}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *HistoryRequest) GetFromVersion() uint64 {
@@ -1515,7 +1683,7 @@ type HistoryResponse struct {
 
 func (x *HistoryResponse) Reset() {
 	*x = HistoryResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[26]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1527,7 +1695,7 @@ func (x *HistoryResponse) String() string {
 func (*HistoryResponse) ProtoMessage() {}
 
 func (x *HistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[26]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1540,7 +1708,7 @@ func (x *HistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryResponse.ProtoReflect.Descriptor instead.
 func (*HistoryResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{26}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *HistoryResponse) GetEvents() []*Event {
@@ -1580,7 +1748,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[27]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1592,7 +1760,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[27]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1605,7 +1773,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{27}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WatchRequest) GetFromVersion() uint64 {
@@ -1636,7 +1804,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[28]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1648,7 +1816,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[28]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1661,7 +1829,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{28}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WatchResponse) GetEvent() *Event {
@@ -1691,17 +1859,33 @@ const file_ledgerd_v1_reservation_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"I\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"u\n" +
 	"\fHoldResponse\x129\n" +
-	"\vreservation\x18\x01 \x01(\v2\x17.ledgerd.v1.ReservationR\vreservation\"\xdd\x01\n" +
+	"\vreservation\x18\x01 \x01(\v2\x17.ledgerd.v1.ReservationR\vreservation\x12*\n" +
+	"\x05moved\x18\x02 \x03(\v2\x14.ledgerd.v1.MovedJobR\x05moved\"\xdd\x01\n" +
 	"\x0eReserveRequest\x12'\n" +
 	"\x05shape\x18\x01 \x01(\v2\x11.ledgerd.v1.ShapeR\x05shape\x12>\n" +
 	"\x06labels\x18\x02 \x03(\v2&.ledgerd.v1.ReserveRequest.LabelsEntryR\x06labels\x12'\n" +
 	"\x0fidempotency_key\x18\x03 \x01(\tR\x0eidempotencyKey\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"L\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"x\n" +
 	"\x0fReserveResponse\x129\n" +
+	"\vreservation\x18\x01 \x01(\v2\x17.ledgerd.v1.ReservationR\vreservation\x12*\n" +
+	"\x05moved\x18\x02 \x03(\v2\x14.ledgerd.v1.MovedJobR\x05moved\"\xee\x02\n" +
+	"\x10SubmitJobRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
+	"\bresource\x18\x02 \x01(\tR\bresource\x12\x16\n" +
+	"\x06amount\x18\x03 \x01(\x03R\x06amount\x125\n" +
+	"\bduration\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\bduration\x129\n" +
+	"\n" +
+	"not_before\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x12@\n" +
+	"\x06labels\x18\x06 \x03(\v2(.ledgerd.v1.SubmitJobRequest.LabelsEntryR\x06labels\x12'\n" +
+	"\x0fidempotency_key\x18\a \x01(\tR\x0eidempotencyKey\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"N\n" +
+	"\x11SubmitJobResponse\x129\n" +
 	"\vreservation\x18\x01 \x01(\v2\x17.ledgerd.v1.ReservationR\vreservation\"H\n" +
 	"\rCommitRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
@@ -1789,10 +1973,11 @@ const file_ledgerd_v1_reservation_proto_rawDesc = "" +
 	"from_index\x18\x02 \x01(\rR\tfromIndex\"c\n" +
 	"\rWatchResponse\x12'\n" +
 	"\x05event\x18\x01 \x01(\v2\x11.ledgerd.v1.EventR\x05event\x12)\n" +
-	"\x10progress_version\x18\x02 \x01(\x04R\x0fprogressVersion2\xbf\a\n" +
+	"\x10progress_version\x18\x02 \x01(\x04R\x0fprogressVersion2\x89\b\n" +
 	"\x12ReservationService\x129\n" +
 	"\x04Hold\x12\x17.ledgerd.v1.HoldRequest\x1a\x18.ledgerd.v1.HoldResponse\x12B\n" +
-	"\aReserve\x12\x1a.ledgerd.v1.ReserveRequest\x1a\x1b.ledgerd.v1.ReserveResponse\x12?\n" +
+	"\aReserve\x12\x1a.ledgerd.v1.ReserveRequest\x1a\x1b.ledgerd.v1.ReserveResponse\x12H\n" +
+	"\tSubmitJob\x12\x1c.ledgerd.v1.SubmitJobRequest\x1a\x1d.ledgerd.v1.SubmitJobResponse\x12?\n" +
 	"\x06Commit\x12\x19.ledgerd.v1.CommitRequest\x1a\x1a.ledgerd.v1.CommitResponse\x12<\n" +
 	"\x05Abort\x12\x18.ledgerd.v1.AbortRequest\x1a\x19.ledgerd.v1.AbortResponse\x12?\n" +
 	"\x06Modify\x12\x19.ledgerd.v1.ModifyRequest\x1a\x1a.ledgerd.v1.ModifyResponse\x12?\n" +
@@ -1818,115 +2003,127 @@ func file_ledgerd_v1_reservation_proto_rawDescGZIP() []byte {
 	return file_ledgerd_v1_reservation_proto_rawDescData
 }
 
-var file_ledgerd_v1_reservation_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_ledgerd_v1_reservation_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_ledgerd_v1_reservation_proto_goTypes = []any{
 	(*HoldRequest)(nil),           // 0: ledgerd.v1.HoldRequest
 	(*HoldResponse)(nil),          // 1: ledgerd.v1.HoldResponse
 	(*ReserveRequest)(nil),        // 2: ledgerd.v1.ReserveRequest
 	(*ReserveResponse)(nil),       // 3: ledgerd.v1.ReserveResponse
-	(*CommitRequest)(nil),         // 4: ledgerd.v1.CommitRequest
-	(*CommitResponse)(nil),        // 5: ledgerd.v1.CommitResponse
-	(*AbortRequest)(nil),          // 6: ledgerd.v1.AbortRequest
-	(*AbortResponse)(nil),         // 7: ledgerd.v1.AbortResponse
-	(*ModifyRequest)(nil),         // 8: ledgerd.v1.ModifyRequest
-	(*ModifyResponse)(nil),        // 9: ledgerd.v1.ModifyResponse
-	(*CancelRequest)(nil),         // 10: ledgerd.v1.CancelRequest
-	(*CancelResponse)(nil),        // 11: ledgerd.v1.CancelResponse
-	(*CompleteRequest)(nil),       // 12: ledgerd.v1.CompleteRequest
-	(*CompleteResponse)(nil),      // 13: ledgerd.v1.CompleteResponse
-	(*GetRequest)(nil),            // 14: ledgerd.v1.GetRequest
-	(*GetResponse)(nil),           // 15: ledgerd.v1.GetResponse
-	(*ListRequest)(nil),           // 16: ledgerd.v1.ListRequest
-	(*ListResponse)(nil),          // 17: ledgerd.v1.ListResponse
-	(*FindRequest)(nil),           // 18: ledgerd.v1.FindRequest
-	(*FindResponse)(nil),          // 19: ledgerd.v1.FindResponse
-	(*OffersRequest)(nil),         // 20: ledgerd.v1.OffersRequest
-	(*Offer)(nil),                 // 21: ledgerd.v1.Offer
-	(*OffersResponse)(nil),        // 22: ledgerd.v1.OffersResponse
-	(*AvailabilityRequest)(nil),   // 23: ledgerd.v1.AvailabilityRequest
-	(*AvailabilityResponse)(nil),  // 24: ledgerd.v1.AvailabilityResponse
-	(*HistoryRequest)(nil),        // 25: ledgerd.v1.HistoryRequest
-	(*HistoryResponse)(nil),       // 26: ledgerd.v1.HistoryResponse
-	(*WatchRequest)(nil),          // 27: ledgerd.v1.WatchRequest
-	(*WatchResponse)(nil),         // 28: ledgerd.v1.WatchResponse
-	nil,                           // 29: ledgerd.v1.HoldRequest.LabelsEntry
-	nil,                           // 30: ledgerd.v1.ReserveRequest.LabelsEntry
-	(*Shape)(nil),                 // 31: ledgerd.v1.Shape
-	(*durationpb.Duration)(nil),   // 32: google.protobuf.Duration
-	(*Reservation)(nil),           // 33: ledgerd.v1.Reservation
-	(*timestamppb.Timestamp)(nil), // 34: google.protobuf.Timestamp
-	(ReservationState)(0),         // 35: ledgerd.v1.ReservationState
-	(*Resource)(nil),              // 36: ledgerd.v1.Resource
-	(*FreeBlock)(nil),             // 37: ledgerd.v1.FreeBlock
-	(*Event)(nil),                 // 38: ledgerd.v1.Event
+	(*SubmitJobRequest)(nil),      // 4: ledgerd.v1.SubmitJobRequest
+	(*SubmitJobResponse)(nil),     // 5: ledgerd.v1.SubmitJobResponse
+	(*CommitRequest)(nil),         // 6: ledgerd.v1.CommitRequest
+	(*CommitResponse)(nil),        // 7: ledgerd.v1.CommitResponse
+	(*AbortRequest)(nil),          // 8: ledgerd.v1.AbortRequest
+	(*AbortResponse)(nil),         // 9: ledgerd.v1.AbortResponse
+	(*ModifyRequest)(nil),         // 10: ledgerd.v1.ModifyRequest
+	(*ModifyResponse)(nil),        // 11: ledgerd.v1.ModifyResponse
+	(*CancelRequest)(nil),         // 12: ledgerd.v1.CancelRequest
+	(*CancelResponse)(nil),        // 13: ledgerd.v1.CancelResponse
+	(*CompleteRequest)(nil),       // 14: ledgerd.v1.CompleteRequest
+	(*CompleteResponse)(nil),      // 15: ledgerd.v1.CompleteResponse
+	(*GetRequest)(nil),            // 16: ledgerd.v1.GetRequest
+	(*GetResponse)(nil),           // 17: ledgerd.v1.GetResponse
+	(*ListRequest)(nil),           // 18: ledgerd.v1.ListRequest
+	(*ListResponse)(nil),          // 19: ledgerd.v1.ListResponse
+	(*FindRequest)(nil),           // 20: ledgerd.v1.FindRequest
+	(*FindResponse)(nil),          // 21: ledgerd.v1.FindResponse
+	(*OffersRequest)(nil),         // 22: ledgerd.v1.OffersRequest
+	(*Offer)(nil),                 // 23: ledgerd.v1.Offer
+	(*OffersResponse)(nil),        // 24: ledgerd.v1.OffersResponse
+	(*AvailabilityRequest)(nil),   // 25: ledgerd.v1.AvailabilityRequest
+	(*AvailabilityResponse)(nil),  // 26: ledgerd.v1.AvailabilityResponse
+	(*HistoryRequest)(nil),        // 27: ledgerd.v1.HistoryRequest
+	(*HistoryResponse)(nil),       // 28: ledgerd.v1.HistoryResponse
+	(*WatchRequest)(nil),          // 29: ledgerd.v1.WatchRequest
+	(*WatchResponse)(nil),         // 30: ledgerd.v1.WatchResponse
+	nil,                           // 31: ledgerd.v1.HoldRequest.LabelsEntry
+	nil,                           // 32: ledgerd.v1.ReserveRequest.LabelsEntry
+	nil,                           // 33: ledgerd.v1.SubmitJobRequest.LabelsEntry
+	(*Shape)(nil),                 // 34: ledgerd.v1.Shape
+	(*durationpb.Duration)(nil),   // 35: google.protobuf.Duration
+	(*Reservation)(nil),           // 36: ledgerd.v1.Reservation
+	(*MovedJob)(nil),              // 37: ledgerd.v1.MovedJob
+	(*timestamppb.Timestamp)(nil), // 38: google.protobuf.Timestamp
+	(ReservationState)(0),         // 39: ledgerd.v1.ReservationState
+	(*Resource)(nil),              // 40: ledgerd.v1.Resource
+	(*FreeBlock)(nil),             // 41: ledgerd.v1.FreeBlock
+	(*Event)(nil),                 // 42: ledgerd.v1.Event
 }
 var file_ledgerd_v1_reservation_proto_depIdxs = []int32{
-	31, // 0: ledgerd.v1.HoldRequest.shape:type_name -> ledgerd.v1.Shape
-	32, // 1: ledgerd.v1.HoldRequest.hold_ttl:type_name -> google.protobuf.Duration
-	29, // 2: ledgerd.v1.HoldRequest.labels:type_name -> ledgerd.v1.HoldRequest.LabelsEntry
-	33, // 3: ledgerd.v1.HoldResponse.reservation:type_name -> ledgerd.v1.Reservation
-	31, // 4: ledgerd.v1.ReserveRequest.shape:type_name -> ledgerd.v1.Shape
-	30, // 5: ledgerd.v1.ReserveRequest.labels:type_name -> ledgerd.v1.ReserveRequest.LabelsEntry
-	33, // 6: ledgerd.v1.ReserveResponse.reservation:type_name -> ledgerd.v1.Reservation
-	33, // 7: ledgerd.v1.CommitResponse.reservation:type_name -> ledgerd.v1.Reservation
-	33, // 8: ledgerd.v1.AbortResponse.reservation:type_name -> ledgerd.v1.Reservation
-	31, // 9: ledgerd.v1.ModifyRequest.shape:type_name -> ledgerd.v1.Shape
-	32, // 10: ledgerd.v1.ModifyRequest.hold_ttl:type_name -> google.protobuf.Duration
-	33, // 11: ledgerd.v1.ModifyResponse.reservation:type_name -> ledgerd.v1.Reservation
-	33, // 12: ledgerd.v1.CancelResponse.reservation:type_name -> ledgerd.v1.Reservation
-	34, // 13: ledgerd.v1.CompleteRequest.at:type_name -> google.protobuf.Timestamp
-	33, // 14: ledgerd.v1.CompleteResponse.reservation:type_name -> ledgerd.v1.Reservation
-	33, // 15: ledgerd.v1.GetResponse.reservation:type_name -> ledgerd.v1.Reservation
-	35, // 16: ledgerd.v1.ListRequest.states:type_name -> ledgerd.v1.ReservationState
-	34, // 17: ledgerd.v1.ListRequest.from:type_name -> google.protobuf.Timestamp
-	34, // 18: ledgerd.v1.ListRequest.to:type_name -> google.protobuf.Timestamp
-	33, // 19: ledgerd.v1.ListResponse.reservations:type_name -> ledgerd.v1.Reservation
-	31, // 20: ledgerd.v1.FindRequest.shape:type_name -> ledgerd.v1.Shape
-	34, // 21: ledgerd.v1.FindResponse.start:type_name -> google.protobuf.Timestamp
-	34, // 22: ledgerd.v1.FindResponse.later_start:type_name -> google.protobuf.Timestamp
-	31, // 23: ledgerd.v1.OffersRequest.shape:type_name -> ledgerd.v1.Shape
-	34, // 24: ledgerd.v1.Offer.start:type_name -> google.protobuf.Timestamp
-	34, // 25: ledgerd.v1.Offer.end:type_name -> google.protobuf.Timestamp
-	21, // 26: ledgerd.v1.OffersResponse.offers:type_name -> ledgerd.v1.Offer
-	34, // 27: ledgerd.v1.AvailabilityRequest.from:type_name -> google.protobuf.Timestamp
-	34, // 28: ledgerd.v1.AvailabilityRequest.to:type_name -> google.protobuf.Timestamp
-	36, // 29: ledgerd.v1.AvailabilityResponse.resource:type_name -> ledgerd.v1.Resource
-	37, // 30: ledgerd.v1.AvailabilityResponse.blocks:type_name -> ledgerd.v1.FreeBlock
-	38, // 31: ledgerd.v1.HistoryResponse.events:type_name -> ledgerd.v1.Event
-	38, // 32: ledgerd.v1.WatchResponse.event:type_name -> ledgerd.v1.Event
-	0,  // 33: ledgerd.v1.ReservationService.Hold:input_type -> ledgerd.v1.HoldRequest
-	2,  // 34: ledgerd.v1.ReservationService.Reserve:input_type -> ledgerd.v1.ReserveRequest
-	4,  // 35: ledgerd.v1.ReservationService.Commit:input_type -> ledgerd.v1.CommitRequest
-	6,  // 36: ledgerd.v1.ReservationService.Abort:input_type -> ledgerd.v1.AbortRequest
-	8,  // 37: ledgerd.v1.ReservationService.Modify:input_type -> ledgerd.v1.ModifyRequest
-	10, // 38: ledgerd.v1.ReservationService.Cancel:input_type -> ledgerd.v1.CancelRequest
-	12, // 39: ledgerd.v1.ReservationService.Complete:input_type -> ledgerd.v1.CompleteRequest
-	14, // 40: ledgerd.v1.ReservationService.Get:input_type -> ledgerd.v1.GetRequest
-	16, // 41: ledgerd.v1.ReservationService.List:input_type -> ledgerd.v1.ListRequest
-	18, // 42: ledgerd.v1.ReservationService.Find:input_type -> ledgerd.v1.FindRequest
-	20, // 43: ledgerd.v1.ReservationService.Offers:input_type -> ledgerd.v1.OffersRequest
-	23, // 44: ledgerd.v1.ReservationService.Availability:input_type -> ledgerd.v1.AvailabilityRequest
-	25, // 45: ledgerd.v1.ReservationService.History:input_type -> ledgerd.v1.HistoryRequest
-	27, // 46: ledgerd.v1.ReservationService.Watch:input_type -> ledgerd.v1.WatchRequest
-	1,  // 47: ledgerd.v1.ReservationService.Hold:output_type -> ledgerd.v1.HoldResponse
-	3,  // 48: ledgerd.v1.ReservationService.Reserve:output_type -> ledgerd.v1.ReserveResponse
-	5,  // 49: ledgerd.v1.ReservationService.Commit:output_type -> ledgerd.v1.CommitResponse
-	7,  // 50: ledgerd.v1.ReservationService.Abort:output_type -> ledgerd.v1.AbortResponse
-	9,  // 51: ledgerd.v1.ReservationService.Modify:output_type -> ledgerd.v1.ModifyResponse
-	11, // 52: ledgerd.v1.ReservationService.Cancel:output_type -> ledgerd.v1.CancelResponse
-	13, // 53: ledgerd.v1.ReservationService.Complete:output_type -> ledgerd.v1.CompleteResponse
-	15, // 54: ledgerd.v1.ReservationService.Get:output_type -> ledgerd.v1.GetResponse
-	17, // 55: ledgerd.v1.ReservationService.List:output_type -> ledgerd.v1.ListResponse
-	19, // 56: ledgerd.v1.ReservationService.Find:output_type -> ledgerd.v1.FindResponse
-	22, // 57: ledgerd.v1.ReservationService.Offers:output_type -> ledgerd.v1.OffersResponse
-	24, // 58: ledgerd.v1.ReservationService.Availability:output_type -> ledgerd.v1.AvailabilityResponse
-	26, // 59: ledgerd.v1.ReservationService.History:output_type -> ledgerd.v1.HistoryResponse
-	28, // 60: ledgerd.v1.ReservationService.Watch:output_type -> ledgerd.v1.WatchResponse
-	47, // [47:61] is the sub-list for method output_type
-	33, // [33:47] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	34, // 0: ledgerd.v1.HoldRequest.shape:type_name -> ledgerd.v1.Shape
+	35, // 1: ledgerd.v1.HoldRequest.hold_ttl:type_name -> google.protobuf.Duration
+	31, // 2: ledgerd.v1.HoldRequest.labels:type_name -> ledgerd.v1.HoldRequest.LabelsEntry
+	36, // 3: ledgerd.v1.HoldResponse.reservation:type_name -> ledgerd.v1.Reservation
+	37, // 4: ledgerd.v1.HoldResponse.moved:type_name -> ledgerd.v1.MovedJob
+	34, // 5: ledgerd.v1.ReserveRequest.shape:type_name -> ledgerd.v1.Shape
+	32, // 6: ledgerd.v1.ReserveRequest.labels:type_name -> ledgerd.v1.ReserveRequest.LabelsEntry
+	36, // 7: ledgerd.v1.ReserveResponse.reservation:type_name -> ledgerd.v1.Reservation
+	37, // 8: ledgerd.v1.ReserveResponse.moved:type_name -> ledgerd.v1.MovedJob
+	35, // 9: ledgerd.v1.SubmitJobRequest.duration:type_name -> google.protobuf.Duration
+	38, // 10: ledgerd.v1.SubmitJobRequest.not_before:type_name -> google.protobuf.Timestamp
+	33, // 11: ledgerd.v1.SubmitJobRequest.labels:type_name -> ledgerd.v1.SubmitJobRequest.LabelsEntry
+	36, // 12: ledgerd.v1.SubmitJobResponse.reservation:type_name -> ledgerd.v1.Reservation
+	36, // 13: ledgerd.v1.CommitResponse.reservation:type_name -> ledgerd.v1.Reservation
+	36, // 14: ledgerd.v1.AbortResponse.reservation:type_name -> ledgerd.v1.Reservation
+	34, // 15: ledgerd.v1.ModifyRequest.shape:type_name -> ledgerd.v1.Shape
+	35, // 16: ledgerd.v1.ModifyRequest.hold_ttl:type_name -> google.protobuf.Duration
+	36, // 17: ledgerd.v1.ModifyResponse.reservation:type_name -> ledgerd.v1.Reservation
+	36, // 18: ledgerd.v1.CancelResponse.reservation:type_name -> ledgerd.v1.Reservation
+	38, // 19: ledgerd.v1.CompleteRequest.at:type_name -> google.protobuf.Timestamp
+	36, // 20: ledgerd.v1.CompleteResponse.reservation:type_name -> ledgerd.v1.Reservation
+	36, // 21: ledgerd.v1.GetResponse.reservation:type_name -> ledgerd.v1.Reservation
+	39, // 22: ledgerd.v1.ListRequest.states:type_name -> ledgerd.v1.ReservationState
+	38, // 23: ledgerd.v1.ListRequest.from:type_name -> google.protobuf.Timestamp
+	38, // 24: ledgerd.v1.ListRequest.to:type_name -> google.protobuf.Timestamp
+	36, // 25: ledgerd.v1.ListResponse.reservations:type_name -> ledgerd.v1.Reservation
+	34, // 26: ledgerd.v1.FindRequest.shape:type_name -> ledgerd.v1.Shape
+	38, // 27: ledgerd.v1.FindResponse.start:type_name -> google.protobuf.Timestamp
+	38, // 28: ledgerd.v1.FindResponse.later_start:type_name -> google.protobuf.Timestamp
+	34, // 29: ledgerd.v1.OffersRequest.shape:type_name -> ledgerd.v1.Shape
+	38, // 30: ledgerd.v1.Offer.start:type_name -> google.protobuf.Timestamp
+	38, // 31: ledgerd.v1.Offer.end:type_name -> google.protobuf.Timestamp
+	23, // 32: ledgerd.v1.OffersResponse.offers:type_name -> ledgerd.v1.Offer
+	38, // 33: ledgerd.v1.AvailabilityRequest.from:type_name -> google.protobuf.Timestamp
+	38, // 34: ledgerd.v1.AvailabilityRequest.to:type_name -> google.protobuf.Timestamp
+	40, // 35: ledgerd.v1.AvailabilityResponse.resource:type_name -> ledgerd.v1.Resource
+	41, // 36: ledgerd.v1.AvailabilityResponse.blocks:type_name -> ledgerd.v1.FreeBlock
+	42, // 37: ledgerd.v1.HistoryResponse.events:type_name -> ledgerd.v1.Event
+	42, // 38: ledgerd.v1.WatchResponse.event:type_name -> ledgerd.v1.Event
+	0,  // 39: ledgerd.v1.ReservationService.Hold:input_type -> ledgerd.v1.HoldRequest
+	2,  // 40: ledgerd.v1.ReservationService.Reserve:input_type -> ledgerd.v1.ReserveRequest
+	4,  // 41: ledgerd.v1.ReservationService.SubmitJob:input_type -> ledgerd.v1.SubmitJobRequest
+	6,  // 42: ledgerd.v1.ReservationService.Commit:input_type -> ledgerd.v1.CommitRequest
+	8,  // 43: ledgerd.v1.ReservationService.Abort:input_type -> ledgerd.v1.AbortRequest
+	10, // 44: ledgerd.v1.ReservationService.Modify:input_type -> ledgerd.v1.ModifyRequest
+	12, // 45: ledgerd.v1.ReservationService.Cancel:input_type -> ledgerd.v1.CancelRequest
+	14, // 46: ledgerd.v1.ReservationService.Complete:input_type -> ledgerd.v1.CompleteRequest
+	16, // 47: ledgerd.v1.ReservationService.Get:input_type -> ledgerd.v1.GetRequest
+	18, // 48: ledgerd.v1.ReservationService.List:input_type -> ledgerd.v1.ListRequest
+	20, // 49: ledgerd.v1.ReservationService.Find:input_type -> ledgerd.v1.FindRequest
+	22, // 50: ledgerd.v1.ReservationService.Offers:input_type -> ledgerd.v1.OffersRequest
+	25, // 51: ledgerd.v1.ReservationService.Availability:input_type -> ledgerd.v1.AvailabilityRequest
+	27, // 52: ledgerd.v1.ReservationService.History:input_type -> ledgerd.v1.HistoryRequest
+	29, // 53: ledgerd.v1.ReservationService.Watch:input_type -> ledgerd.v1.WatchRequest
+	1,  // 54: ledgerd.v1.ReservationService.Hold:output_type -> ledgerd.v1.HoldResponse
+	3,  // 55: ledgerd.v1.ReservationService.Reserve:output_type -> ledgerd.v1.ReserveResponse
+	5,  // 56: ledgerd.v1.ReservationService.SubmitJob:output_type -> ledgerd.v1.SubmitJobResponse
+	7,  // 57: ledgerd.v1.ReservationService.Commit:output_type -> ledgerd.v1.CommitResponse
+	9,  // 58: ledgerd.v1.ReservationService.Abort:output_type -> ledgerd.v1.AbortResponse
+	11, // 59: ledgerd.v1.ReservationService.Modify:output_type -> ledgerd.v1.ModifyResponse
+	13, // 60: ledgerd.v1.ReservationService.Cancel:output_type -> ledgerd.v1.CancelResponse
+	15, // 61: ledgerd.v1.ReservationService.Complete:output_type -> ledgerd.v1.CompleteResponse
+	17, // 62: ledgerd.v1.ReservationService.Get:output_type -> ledgerd.v1.GetResponse
+	19, // 63: ledgerd.v1.ReservationService.List:output_type -> ledgerd.v1.ListResponse
+	21, // 64: ledgerd.v1.ReservationService.Find:output_type -> ledgerd.v1.FindResponse
+	24, // 65: ledgerd.v1.ReservationService.Offers:output_type -> ledgerd.v1.OffersResponse
+	26, // 66: ledgerd.v1.ReservationService.Availability:output_type -> ledgerd.v1.AvailabilityResponse
+	28, // 67: ledgerd.v1.ReservationService.History:output_type -> ledgerd.v1.HistoryResponse
+	30, // 68: ledgerd.v1.ReservationService.Watch:output_type -> ledgerd.v1.WatchResponse
+	54, // [54:69] is the sub-list for method output_type
+	39, // [39:54] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_v1_reservation_proto_init() }
@@ -1941,7 +2138,7 @@ func file_ledgerd_v1_reservation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_v1_reservation_proto_rawDesc), len(file_ledgerd_v1_reservation_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   31,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -352,6 +352,136 @@ func (*DeleteResponse) Descriptor() ([]byte, []int) {
 	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{5}
 }
 
+// SetPolicyRequest sets a resource's admission policy and its parameters.
+type SetPolicyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Resource name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The new policy; POLICY_UNSPECIFIED means POLICY_REJECT.
+	Policy Policy `protobuf:"varint,2,opt,name=policy,proto3,enum=ledgerd.v1.Policy" json:"policy,omitempty"`
+	// v* of POLICY_RELAXED in 1/1000 (1..1000; 0 means 800). Must be 0 for
+	// other policies.
+	MinSuccessPermille uint32 `protobuf:"varint,3,opt,name=min_success_permille,json=minSuccessPermille,proto3" json:"min_success_permille,omitempty"`
+	// POLICY_MOVE_VARIABLE's bound on how often one job is moved later
+	// (0 means 8). Must be 0 for other policies.
+	MaxPushes uint32 `protobuf:"varint,4,opt,name=max_pushes,json=maxPushes,proto3" json:"max_pushes,omitempty"`
+	// Deduplicates retries.
+	IdempotencyKey string `protobuf:"bytes,5,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SetPolicyRequest) Reset() {
+	*x = SetPolicyRequest{}
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPolicyRequest) ProtoMessage() {}
+
+func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPolicyRequest.ProtoReflect.Descriptor instead.
+func (*SetPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SetPolicyRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SetPolicyRequest) GetPolicy() Policy {
+	if x != nil {
+		return x.Policy
+	}
+	return Policy_POLICY_UNSPECIFIED
+}
+
+func (x *SetPolicyRequest) GetMinSuccessPermille() uint32 {
+	if x != nil {
+		return x.MinSuccessPermille
+	}
+	return 0
+}
+
+func (x *SetPolicyRequest) GetMaxPushes() uint32 {
+	if x != nil {
+		return x.MaxPushes
+	}
+	return 0
+}
+
+func (x *SetPolicyRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+// SetPolicyResponse returns the resource after the change.
+type SetPolicyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The resource.
+	Resource      *Resource `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPolicyResponse) Reset() {
+	*x = SetPolicyResponse{}
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPolicyResponse) ProtoMessage() {}
+
+func (x *SetPolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPolicyResponse.ProtoReflect.Descriptor instead.
+func (*SetPolicyResponse) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SetPolicyResponse) GetResource() *Resource {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
 // ResourceServiceListRequest lists resources.
 type ResourceServiceListRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -363,7 +493,7 @@ type ResourceServiceListRequest struct {
 
 func (x *ResourceServiceListRequest) Reset() {
 	*x = ResourceServiceListRequest{}
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[6]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -375,7 +505,7 @@ func (x *ResourceServiceListRequest) String() string {
 func (*ResourceServiceListRequest) ProtoMessage() {}
 
 func (x *ResourceServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[6]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -388,7 +518,7 @@ func (x *ResourceServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceServiceListRequest.ProtoReflect.Descriptor instead.
 func (*ResourceServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{6}
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ResourceServiceListRequest) GetStale() bool {
@@ -409,7 +539,7 @@ type ResourceServiceListResponse struct {
 
 func (x *ResourceServiceListResponse) Reset() {
 	*x = ResourceServiceListResponse{}
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[7]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -421,7 +551,7 @@ func (x *ResourceServiceListResponse) String() string {
 func (*ResourceServiceListResponse) ProtoMessage() {}
 
 func (x *ResourceServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[7]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -434,7 +564,7 @@ func (x *ResourceServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceServiceListResponse.ProtoReflect.Descriptor instead.
 func (*ResourceServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{7}
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ResourceServiceListResponse) GetResources() []*Resource {
@@ -467,15 +597,25 @@ const file_ledgerd_v1_resource_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05force\x18\x02 \x01(\bR\x05force\x12'\n" +
 	"\x0fidempotency_key\x18\x03 \x01(\tR\x0eidempotencyKey\"\x10\n" +
-	"\x0eDeleteResponse\"2\n" +
+	"\x0eDeleteResponse\"\xcc\x01\n" +
+	"\x10SetPolicyRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12*\n" +
+	"\x06policy\x18\x02 \x01(\x0e2\x12.ledgerd.v1.PolicyR\x06policy\x120\n" +
+	"\x14min_success_permille\x18\x03 \x01(\rR\x12minSuccessPermille\x12\x1d\n" +
+	"\n" +
+	"max_pushes\x18\x04 \x01(\rR\tmaxPushes\x12'\n" +
+	"\x0fidempotency_key\x18\x05 \x01(\tR\x0eidempotencyKey\"E\n" +
+	"\x11SetPolicyResponse\x120\n" +
+	"\bresource\x18\x01 \x01(\v2\x14.ledgerd.v1.ResourceR\bresource\"2\n" +
 	"\x1aResourceServiceListRequest\x12\x14\n" +
 	"\x05stale\x18\x01 \x01(\bR\x05stale\"Q\n" +
 	"\x1bResourceServiceListResponse\x122\n" +
-	"\tresources\x18\x01 \x03(\v2\x14.ledgerd.v1.ResourceR\tresources2\xca\x02\n" +
+	"\tresources\x18\x01 \x03(\v2\x14.ledgerd.v1.ResourceR\tresources2\x94\x03\n" +
 	"\x0fResourceService\x12?\n" +
 	"\x06Create\x12\x19.ledgerd.v1.CreateRequest\x1a\x1a.ledgerd.v1.CreateResponse\x12W\n" +
 	"\x0eUpdateCapacity\x12!.ledgerd.v1.UpdateCapacityRequest\x1a\".ledgerd.v1.UpdateCapacityResponse\x12?\n" +
-	"\x06Delete\x12\x19.ledgerd.v1.DeleteRequest\x1a\x1a.ledgerd.v1.DeleteResponse\x12\\\n" +
+	"\x06Delete\x12\x19.ledgerd.v1.DeleteRequest\x1a\x1a.ledgerd.v1.DeleteResponse\x12H\n" +
+	"\tSetPolicy\x12\x1c.ledgerd.v1.SetPolicyRequest\x1a\x1d.ledgerd.v1.SetPolicyResponse\x12\\\n" +
 	"\x04List\x12&.ledgerd.v1.ResourceServiceListRequest\x1a'.ledgerd.v1.ResourceServiceListResponse\"\x03\x90\x02\x01B5Z3github.com/ledgerd/ledgerd/gen/ledgerd/v1;ledgerdv1b\x06proto3"
 
 var (
@@ -490,7 +630,7 @@ func file_ledgerd_v1_resource_proto_rawDescGZIP() []byte {
 	return file_ledgerd_v1_resource_proto_rawDescData
 }
 
-var file_ledgerd_v1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_ledgerd_v1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_ledgerd_v1_resource_proto_goTypes = []any{
 	(*CreateRequest)(nil),               // 0: ledgerd.v1.CreateRequest
 	(*CreateResponse)(nil),              // 1: ledgerd.v1.CreateResponse
@@ -498,31 +638,38 @@ var file_ledgerd_v1_resource_proto_goTypes = []any{
 	(*UpdateCapacityResponse)(nil),      // 3: ledgerd.v1.UpdateCapacityResponse
 	(*DeleteRequest)(nil),               // 4: ledgerd.v1.DeleteRequest
 	(*DeleteResponse)(nil),              // 5: ledgerd.v1.DeleteResponse
-	(*ResourceServiceListRequest)(nil),  // 6: ledgerd.v1.ResourceServiceListRequest
-	(*ResourceServiceListResponse)(nil), // 7: ledgerd.v1.ResourceServiceListResponse
-	(*Resource)(nil),                    // 8: ledgerd.v1.Resource
-	(*timestamppb.Timestamp)(nil),       // 9: google.protobuf.Timestamp
+	(*SetPolicyRequest)(nil),            // 6: ledgerd.v1.SetPolicyRequest
+	(*SetPolicyResponse)(nil),           // 7: ledgerd.v1.SetPolicyResponse
+	(*ResourceServiceListRequest)(nil),  // 8: ledgerd.v1.ResourceServiceListRequest
+	(*ResourceServiceListResponse)(nil), // 9: ledgerd.v1.ResourceServiceListResponse
+	(*Resource)(nil),                    // 10: ledgerd.v1.Resource
+	(*timestamppb.Timestamp)(nil),       // 11: google.protobuf.Timestamp
+	(Policy)(0),                         // 12: ledgerd.v1.Policy
 }
 var file_ledgerd_v1_resource_proto_depIdxs = []int32{
-	8,  // 0: ledgerd.v1.CreateRequest.resource:type_name -> ledgerd.v1.Resource
-	8,  // 1: ledgerd.v1.CreateResponse.resource:type_name -> ledgerd.v1.Resource
-	9,  // 2: ledgerd.v1.UpdateCapacityRequest.from:type_name -> google.protobuf.Timestamp
-	9,  // 3: ledgerd.v1.UpdateCapacityRequest.to:type_name -> google.protobuf.Timestamp
-	8,  // 4: ledgerd.v1.UpdateCapacityResponse.resource:type_name -> ledgerd.v1.Resource
-	8,  // 5: ledgerd.v1.ResourceServiceListResponse.resources:type_name -> ledgerd.v1.Resource
-	0,  // 6: ledgerd.v1.ResourceService.Create:input_type -> ledgerd.v1.CreateRequest
-	2,  // 7: ledgerd.v1.ResourceService.UpdateCapacity:input_type -> ledgerd.v1.UpdateCapacityRequest
-	4,  // 8: ledgerd.v1.ResourceService.Delete:input_type -> ledgerd.v1.DeleteRequest
-	6,  // 9: ledgerd.v1.ResourceService.List:input_type -> ledgerd.v1.ResourceServiceListRequest
-	1,  // 10: ledgerd.v1.ResourceService.Create:output_type -> ledgerd.v1.CreateResponse
-	3,  // 11: ledgerd.v1.ResourceService.UpdateCapacity:output_type -> ledgerd.v1.UpdateCapacityResponse
-	5,  // 12: ledgerd.v1.ResourceService.Delete:output_type -> ledgerd.v1.DeleteResponse
-	7,  // 13: ledgerd.v1.ResourceService.List:output_type -> ledgerd.v1.ResourceServiceListResponse
-	10, // [10:14] is the sub-list for method output_type
-	6,  // [6:10] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	10, // 0: ledgerd.v1.CreateRequest.resource:type_name -> ledgerd.v1.Resource
+	10, // 1: ledgerd.v1.CreateResponse.resource:type_name -> ledgerd.v1.Resource
+	11, // 2: ledgerd.v1.UpdateCapacityRequest.from:type_name -> google.protobuf.Timestamp
+	11, // 3: ledgerd.v1.UpdateCapacityRequest.to:type_name -> google.protobuf.Timestamp
+	10, // 4: ledgerd.v1.UpdateCapacityResponse.resource:type_name -> ledgerd.v1.Resource
+	12, // 5: ledgerd.v1.SetPolicyRequest.policy:type_name -> ledgerd.v1.Policy
+	10, // 6: ledgerd.v1.SetPolicyResponse.resource:type_name -> ledgerd.v1.Resource
+	10, // 7: ledgerd.v1.ResourceServiceListResponse.resources:type_name -> ledgerd.v1.Resource
+	0,  // 8: ledgerd.v1.ResourceService.Create:input_type -> ledgerd.v1.CreateRequest
+	2,  // 9: ledgerd.v1.ResourceService.UpdateCapacity:input_type -> ledgerd.v1.UpdateCapacityRequest
+	4,  // 10: ledgerd.v1.ResourceService.Delete:input_type -> ledgerd.v1.DeleteRequest
+	6,  // 11: ledgerd.v1.ResourceService.SetPolicy:input_type -> ledgerd.v1.SetPolicyRequest
+	8,  // 12: ledgerd.v1.ResourceService.List:input_type -> ledgerd.v1.ResourceServiceListRequest
+	1,  // 13: ledgerd.v1.ResourceService.Create:output_type -> ledgerd.v1.CreateResponse
+	3,  // 14: ledgerd.v1.ResourceService.UpdateCapacity:output_type -> ledgerd.v1.UpdateCapacityResponse
+	5,  // 15: ledgerd.v1.ResourceService.Delete:output_type -> ledgerd.v1.DeleteResponse
+	7,  // 16: ledgerd.v1.ResourceService.SetPolicy:output_type -> ledgerd.v1.SetPolicyResponse
+	9,  // 17: ledgerd.v1.ResourceService.List:output_type -> ledgerd.v1.ResourceServiceListResponse
+	13, // [13:18] is the sub-list for method output_type
+	8,  // [8:13] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_v1_resource_proto_init() }
@@ -537,7 +684,7 @@ func file_ledgerd_v1_resource_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_v1_resource_proto_rawDesc), len(file_ledgerd_v1_resource_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

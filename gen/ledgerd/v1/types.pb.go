@@ -43,6 +43,10 @@ const (
 	ReservationState_RESERVATION_STATE_EXPIRED ReservationState = 6
 	// A committed reservation released by Cancel.
 	ReservationState_RESERVATION_STATE_CANCELLED ReservationState = 7
+	// Started on a POLICY_RELAXED resource while capacity was genuinely short
+	// (a violation); still running, short_units were missing. It completes
+	// like an ACTIVE reservation.
+	ReservationState_RESERVATION_STATE_DEGRADED ReservationState = 8
 )
 
 // Enum value maps for ReservationState.
@@ -56,6 +60,7 @@ var (
 		5: "RESERVATION_STATE_ABORTED",
 		6: "RESERVATION_STATE_EXPIRED",
 		7: "RESERVATION_STATE_CANCELLED",
+		8: "RESERVATION_STATE_DEGRADED",
 	}
 	ReservationState_value = map[string]int32{
 		"RESERVATION_STATE_UNSPECIFIED": 0,
@@ -66,6 +71,7 @@ var (
 		"RESERVATION_STATE_ABORTED":     5,
 		"RESERVATION_STATE_EXPIRED":     6,
 		"RESERVATION_STATE_CANCELLED":   7,
+		"RESERVATION_STATE_DEGRADED":    8,
 	}
 )
 
@@ -96,7 +102,64 @@ func (ReservationState) EnumDescriptor() ([]byte, []int) {
 	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{0}
 }
 
-// Policy is a resource's admission policy.
+// ReservationKind tells fixed-start reservations from variable jobs.
+type ReservationKind int32
+
+const (
+	// Never used on the wire by the server.
+	ReservationKind_RESERVATION_KIND_UNSPECIFIED ReservationKind = 0
+	// A booking with a start chosen at admission (Hold, Reserve).
+	ReservationKind_RESERVATION_KIND_RESERVATION ReservationKind = 1
+	// A batch job without a fixed start (SubmitJob): planned at its earliest
+	// slot and re-planned until it starts. COMMITTED means planned (its start
+	// may still move), ACTIVE means started (the start is fixed).
+	ReservationKind_RESERVATION_KIND_VARIABLE_JOB ReservationKind = 2
+)
+
+// Enum value maps for ReservationKind.
+var (
+	ReservationKind_name = map[int32]string{
+		0: "RESERVATION_KIND_UNSPECIFIED",
+		1: "RESERVATION_KIND_RESERVATION",
+		2: "RESERVATION_KIND_VARIABLE_JOB",
+	}
+	ReservationKind_value = map[string]int32{
+		"RESERVATION_KIND_UNSPECIFIED":  0,
+		"RESERVATION_KIND_RESERVATION":  1,
+		"RESERVATION_KIND_VARIABLE_JOB": 2,
+	}
+)
+
+func (x ReservationKind) Enum() *ReservationKind {
+	p := new(ReservationKind)
+	*p = x
+	return p
+}
+
+func (x ReservationKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ReservationKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_ledgerd_v1_types_proto_enumTypes[1].Descriptor()
+}
+
+func (ReservationKind) Type() protoreflect.EnumType {
+	return &file_ledgerd_v1_types_proto_enumTypes[1]
+}
+
+func (x ReservationKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ReservationKind.Descriptor instead.
+func (ReservationKind) EnumDescriptor() ([]byte, []int) {
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{1}
+}
+
+// Policy is a resource's admission policy. It decides what happens to a
+// reservation that does not fit the free capacity; variable jobs
+// (SubmitJob) may be submitted under every policy.
 type Policy int32
 
 const (
@@ -104,10 +167,16 @@ const (
 	Policy_POLICY_UNSPECIFIED Policy = 0
 	// Conventional: a request that does not fit is rejected.
 	Policy_POLICY_REJECT Policy = 1
-	// Variable batch jobs float to their earliest slot and may be moved later
-	// to admit a reservation.
+	// A reservation that collides only with planned, not yet started
+	// variable jobs is admitted and those jobs are re-planned later. A job
+	// moved max_pushes times is pinned (treated like a reservation), so no
+	// job starves.
 	Policy_POLICY_MOVE_VARIABLE Policy = 2
-	// Overlap admission with a probability threshold; violations are recorded.
+	// A reservation that overlaps others is admitted when the estimated
+	// probability that capacity is not short when it starts (learned from
+	// recorded early completions) is at least min_success_permille. A
+	// shortage at start is a violation: the reservation runs DEGRADED and an
+	// EVENT_TYPE_VIOLATED event is recorded.
 	Policy_POLICY_RELAXED Policy = 3
 )
 
@@ -138,11 +207,11 @@ func (x Policy) String() string {
 }
 
 func (Policy) Descriptor() protoreflect.EnumDescriptor {
-	return file_ledgerd_v1_types_proto_enumTypes[1].Descriptor()
+	return file_ledgerd_v1_types_proto_enumTypes[2].Descriptor()
 }
 
 func (Policy) Type() protoreflect.EnumType {
-	return &file_ledgerd_v1_types_proto_enumTypes[1]
+	return &file_ledgerd_v1_types_proto_enumTypes[2]
 }
 
 func (x Policy) Number() protoreflect.EnumNumber {
@@ -151,7 +220,7 @@ func (x Policy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Policy.Descriptor instead.
 func (Policy) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{1}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{2}
 }
 
 // EventType says what an Event changed.
@@ -166,6 +235,18 @@ const (
 	EventType_EVENT_TYPE_RESOURCE EventType = 2
 	// A resource was deleted; Event.resource holds its last value.
 	EventType_EVENT_TYPE_RESOURCE_DELETED EventType = 3
+	// A variable job's planned start changed (moved later to admit a
+	// reservation, or earlier when capacity freed up); Event.reservation is
+	// the job after the change.
+	EventType_EVENT_TYPE_REPLANNED EventType = 4
+	// A relaxed reservation started while capacity was genuinely short;
+	// Event.reservation is in RESERVATION_STATE_DEGRADED with short_units.
+	EventType_EVENT_TYPE_VIOLATED EventType = 5
+	// A variable job was submitted and planned; see Event.reservation.
+	EventType_EVENT_TYPE_JOB_SUBMITTED EventType = 6
+	// A resource's admission policy changed; Event.resource is the resource
+	// after the change.
+	EventType_EVENT_TYPE_POLICY_CHANGED EventType = 7
 )
 
 // Enum value maps for EventType.
@@ -175,12 +256,20 @@ var (
 		1: "EVENT_TYPE_RESERVATION",
 		2: "EVENT_TYPE_RESOURCE",
 		3: "EVENT_TYPE_RESOURCE_DELETED",
+		4: "EVENT_TYPE_REPLANNED",
+		5: "EVENT_TYPE_VIOLATED",
+		6: "EVENT_TYPE_JOB_SUBMITTED",
+		7: "EVENT_TYPE_POLICY_CHANGED",
 	}
 	EventType_value = map[string]int32{
 		"EVENT_TYPE_UNSPECIFIED":      0,
 		"EVENT_TYPE_RESERVATION":      1,
 		"EVENT_TYPE_RESOURCE":         2,
 		"EVENT_TYPE_RESOURCE_DELETED": 3,
+		"EVENT_TYPE_REPLANNED":        4,
+		"EVENT_TYPE_VIOLATED":         5,
+		"EVENT_TYPE_JOB_SUBMITTED":    6,
+		"EVENT_TYPE_POLICY_CHANGED":   7,
 	}
 )
 
@@ -195,11 +284,11 @@ func (x EventType) String() string {
 }
 
 func (EventType) Descriptor() protoreflect.EnumDescriptor {
-	return file_ledgerd_v1_types_proto_enumTypes[2].Descriptor()
+	return file_ledgerd_v1_types_proto_enumTypes[3].Descriptor()
 }
 
 func (EventType) Type() protoreflect.EnumType {
-	return &file_ledgerd_v1_types_proto_enumTypes[2]
+	return &file_ledgerd_v1_types_proto_enumTypes[3]
 }
 
 func (x EventType) Number() protoreflect.EnumNumber {
@@ -208,7 +297,7 @@ func (x EventType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use EventType.Descriptor instead.
 func (EventType) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{2}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{3}
 }
 
 // ResourceAmount is one resource's share of a request: amount units of
@@ -383,7 +472,22 @@ type Reservation struct {
 	RequestedDuration *durationpb.Duration `protobuf:"bytes,12,opt,name=requested_duration,json=requestedDuration,proto3" json:"requested_duration,omitempty"`
 	// When the work actually ended; set only when the reservation was
 	// completed early (equal to end then).
-	ActualEnd     *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=actual_end,json=actualEnd,proto3" json:"actual_end,omitempty"`
+	ActualEnd *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=actual_end,json=actualEnd,proto3" json:"actual_end,omitempty"`
+	// Reservation or variable job.
+	Kind ReservationKind `protobuf:"varint,14,opt,name=kind,proto3,enum=ledgerd.v1.ReservationKind" json:"kind,omitempty"`
+	// Estimated probability, in 1/1000, that this booking causes no
+	// violation: 1000 for a booking that fits the free capacity, less for one
+	// admitted by overlap on a POLICY_RELAXED resource.
+	ProbabilityPermille uint32 `protobuf:"varint,15,opt,name=probability_permille,json=probabilityPermille,proto3" json:"probability_permille,omitempty"`
+	// Admitted by overlap on a POLICY_RELAXED resource (not a rigid fit).
+	Relaxed bool `protobuf:"varint,16,opt,name=relaxed,proto3" json:"relaxed,omitempty"`
+	// How often this variable job was moved later to admit reservations
+	// (POLICY_MOVE_VARIABLE); at the resource's max_pushes it is pinned.
+	Pushes uint32 `protobuf:"varint,17,opt,name=pushes,proto3" json:"pushes,omitempty"`
+	// Units missing when it started; set in RESERVATION_STATE_DEGRADED only.
+	ShortUnits int64 `protobuf:"varint,18,opt,name=short_units,json=shortUnits,proto3" json:"short_units,omitempty"`
+	// Earliest start the variable job may be planned at (variable jobs only).
+	NotBefore     *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -509,6 +613,113 @@ func (x *Reservation) GetActualEnd() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Reservation) GetKind() ReservationKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ReservationKind_RESERVATION_KIND_UNSPECIFIED
+}
+
+func (x *Reservation) GetProbabilityPermille() uint32 {
+	if x != nil {
+		return x.ProbabilityPermille
+	}
+	return 0
+}
+
+func (x *Reservation) GetRelaxed() bool {
+	if x != nil {
+		return x.Relaxed
+	}
+	return false
+}
+
+func (x *Reservation) GetPushes() uint32 {
+	if x != nil {
+		return x.Pushes
+	}
+	return 0
+}
+
+func (x *Reservation) GetShortUnits() int64 {
+	if x != nil {
+		return x.ShortUnits
+	}
+	return 0
+}
+
+func (x *Reservation) GetNotBefore() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NotBefore
+	}
+	return nil
+}
+
+// MovedJob is a variable job that a write re-planned later to make room
+// (POLICY_MOVE_VARIABLE): its planned start went from from to to.
+type MovedJob struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Variable job id.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Planned start before the write.
+	From *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`
+	// Planned start after the write.
+	To            *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MovedJob) Reset() {
+	*x = MovedJob{}
+	mi := &file_ledgerd_v1_types_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MovedJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MovedJob) ProtoMessage() {}
+
+func (x *MovedJob) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_types_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MovedJob.ProtoReflect.Descriptor instead.
+func (*MovedJob) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *MovedJob) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *MovedJob) GetFrom() *timestamppb.Timestamp {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *MovedJob) GetTo() *timestamppb.Timestamp {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
 // PendingModification is the new shape of a reservation held next to the old
 // one by Modify. Commit swaps it in; Abort releases it; the original slot is
 // kept until then.
@@ -528,7 +739,7 @@ type PendingModification struct {
 
 func (x *PendingModification) Reset() {
 	*x = PendingModification{}
-	mi := &file_ledgerd_v1_types_proto_msgTypes[3]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -540,7 +751,7 @@ func (x *PendingModification) String() string {
 func (*PendingModification) ProtoMessage() {}
 
 func (x *PendingModification) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_types_proto_msgTypes[3]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -553,7 +764,7 @@ func (x *PendingModification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingModification.ProtoReflect.Descriptor instead.
 func (*PendingModification) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{3}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *PendingModification) GetParts() []*ResourceAmount {
@@ -598,14 +809,22 @@ type Resource struct {
 	// Admission policy.
 	Policy Policy `protobuf:"varint,5,opt,name=policy,proto3,enum=ledgerd.v1.Policy" json:"policy,omitempty"`
 	// Ledger version of the last change.
-	Version       uint64 `protobuf:"varint,6,opt,name=version,proto3" json:"version,omitempty"`
+	Version uint64 `protobuf:"varint,6,opt,name=version,proto3" json:"version,omitempty"`
+	// v* of POLICY_RELAXED in 1/1000 (1..1000; 0 means the default 800, i.e.
+	// 0.8): the least estimated probability of no violation at which an
+	// overlapping reservation is admitted. Must be 0 for other policies.
+	MinSuccessPermille uint32 `protobuf:"varint,7,opt,name=min_success_permille,json=minSuccessPermille,proto3" json:"min_success_permille,omitempty"`
+	// POLICY_MOVE_VARIABLE's starvation guard: how often one variable job may
+	// be moved later before it is pinned (0 means the default 8). Must be 0
+	// for other policies.
+	MaxPushes     uint32 `protobuf:"varint,8,opt,name=max_pushes,json=maxPushes,proto3" json:"max_pushes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_ledgerd_v1_types_proto_msgTypes[4]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -617,7 +836,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_types_proto_msgTypes[4]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -630,7 +849,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{4}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Resource) GetName() string {
@@ -675,6 +894,20 @@ func (x *Resource) GetVersion() uint64 {
 	return 0
 }
 
+func (x *Resource) GetMinSuccessPermille() uint32 {
+	if x != nil {
+		return x.MinSuccessPermille
+	}
+	return 0
+}
+
+func (x *Resource) GetMaxPushes() uint32 {
+	if x != nil {
+		return x.MaxPushes
+	}
+	return 0
+}
+
 // FreeBlock is one step of a free-capacity step function: free units over
 // [start, end).
 type FreeBlock struct {
@@ -691,7 +924,7 @@ type FreeBlock struct {
 
 func (x *FreeBlock) Reset() {
 	*x = FreeBlock{}
-	mi := &file_ledgerd_v1_types_proto_msgTypes[5]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -703,7 +936,7 @@ func (x *FreeBlock) String() string {
 func (*FreeBlock) ProtoMessage() {}
 
 func (x *FreeBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_types_proto_msgTypes[5]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -716,7 +949,7 @@ func (x *FreeBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FreeBlock.ProtoReflect.Descriptor instead.
 func (*FreeBlock) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{5}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *FreeBlock) GetStart() *timestamppb.Timestamp {
@@ -766,7 +999,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_ledgerd_v1_types_proto_msgTypes[6]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -778,7 +1011,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_types_proto_msgTypes[6]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -791,7 +1024,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Event) GetVersion() uint64 {
@@ -861,7 +1094,7 @@ type Rejection struct {
 
 func (x *Rejection) Reset() {
 	*x = Rejection{}
-	mi := &file_ledgerd_v1_types_proto_msgTypes[7]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -873,7 +1106,7 @@ func (x *Rejection) String() string {
 func (*Rejection) ProtoMessage() {}
 
 func (x *Rejection) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_types_proto_msgTypes[7]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -886,7 +1119,7 @@ func (x *Rejection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejection.ProtoReflect.Descriptor instead.
 func (*Rejection) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Rejection) GetReason() string {
@@ -926,7 +1159,7 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"not_before\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x126\n" +
 	"\bdeadline\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12;\n" +
 	"\vexact_start\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"exactStart\"\xba\x05\n" +
+	"exactStart\"\xac\a\n" +
 	"\vReservation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x120\n" +
@@ -942,22 +1175,37 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"\apending\x18\v \x01(\v2\x1f.ledgerd.v1.PendingModificationR\apending\x12H\n" +
 	"\x12requested_duration\x18\f \x01(\v2\x19.google.protobuf.DurationR\x11requestedDuration\x129\n" +
 	"\n" +
-	"actual_end\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tactualEnd\x1a9\n" +
+	"actual_end\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tactualEnd\x12/\n" +
+	"\x04kind\x18\x0e \x01(\x0e2\x1b.ledgerd.v1.ReservationKindR\x04kind\x121\n" +
+	"\x14probability_permille\x18\x0f \x01(\rR\x13probabilityPermille\x12\x18\n" +
+	"\arelaxed\x18\x10 \x01(\bR\arelaxed\x12\x16\n" +
+	"\x06pushes\x18\x11 \x01(\rR\x06pushes\x12\x1f\n" +
+	"\vshort_units\x18\x12 \x01(\x03R\n" +
+	"shortUnits\x129\n" +
+	"\n" +
+	"not_before\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xeb\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"v\n" +
+	"\bMovedJob\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
+	"\x04from\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
+	"\x02to\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\"\xeb\x01\n" +
 	"\x13PendingModification\x120\n" +
 	"\x05parts\x18\x01 \x03(\v2\x1a.ledgerd.v1.ResourceAmountR\x05parts\x120\n" +
 	"\x05start\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
 	"\x03end\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12B\n" +
-	"\x0fhold_expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\rholdExpiresAt\"\x89\x02\n" +
+	"\x0fhold_expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\rholdExpiresAt\"\xda\x02\n" +
 	"\bResource\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bcapacity\x18\x02 \x01(\x03R\bcapacity\x12\x12\n" +
 	"\x04unit\x18\x03 \x01(\tR\x04unit\x128\n" +
 	"\x06labels\x18\x04 \x03(\v2 .ledgerd.v1.Resource.LabelsEntryR\x06labels\x12*\n" +
 	"\x06policy\x18\x05 \x01(\x0e2\x12.ledgerd.v1.PolicyR\x06policy\x12\x18\n" +
-	"\aversion\x18\x06 \x01(\x04R\aversion\x1a9\n" +
+	"\aversion\x18\x06 \x01(\x04R\aversion\x120\n" +
+	"\x14min_success_permille\x18\a \x01(\rR\x12minSuccessPermille\x12\x1d\n" +
+	"\n" +
+	"max_pushes\x18\b \x01(\rR\tmaxPushes\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x7f\n" +
@@ -976,7 +1224,7 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"\tRejection\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12A\n" +
-	"\x0eearliest_start\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\rearliestStart*\x90\x02\n" +
+	"\x0eearliest_start\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\rearliestStart*\xb0\x02\n" +
 	"\x10ReservationState\x12!\n" +
 	"\x1dRESERVATION_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16RESERVATION_STATE_HELD\x10\x01\x12\x1f\n" +
@@ -985,17 +1233,26 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"\x1bRESERVATION_STATE_COMPLETED\x10\x04\x12\x1d\n" +
 	"\x19RESERVATION_STATE_ABORTED\x10\x05\x12\x1d\n" +
 	"\x19RESERVATION_STATE_EXPIRED\x10\x06\x12\x1f\n" +
-	"\x1bRESERVATION_STATE_CANCELLED\x10\a*a\n" +
+	"\x1bRESERVATION_STATE_CANCELLED\x10\a\x12\x1e\n" +
+	"\x1aRESERVATION_STATE_DEGRADED\x10\b*x\n" +
+	"\x0fReservationKind\x12 \n" +
+	"\x1cRESERVATION_KIND_UNSPECIFIED\x10\x00\x12 \n" +
+	"\x1cRESERVATION_KIND_RESERVATION\x10\x01\x12!\n" +
+	"\x1dRESERVATION_KIND_VARIABLE_JOB\x10\x02*a\n" +
 	"\x06Policy\x12\x16\n" +
 	"\x12POLICY_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rPOLICY_REJECT\x10\x01\x12\x18\n" +
 	"\x14POLICY_MOVE_VARIABLE\x10\x02\x12\x12\n" +
-	"\x0ePOLICY_RELAXED\x10\x03*}\n" +
+	"\x0ePOLICY_RELAXED\x10\x03*\xed\x01\n" +
 	"\tEventType\x12\x1a\n" +
 	"\x16EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16EVENT_TYPE_RESERVATION\x10\x01\x12\x17\n" +
 	"\x13EVENT_TYPE_RESOURCE\x10\x02\x12\x1f\n" +
-	"\x1bEVENT_TYPE_RESOURCE_DELETED\x10\x03B5Z3github.com/ledgerd/ledgerd/gen/ledgerd/v1;ledgerdv1b\x06proto3"
+	"\x1bEVENT_TYPE_RESOURCE_DELETED\x10\x03\x12\x18\n" +
+	"\x14EVENT_TYPE_REPLANNED\x10\x04\x12\x17\n" +
+	"\x13EVENT_TYPE_VIOLATED\x10\x05\x12\x1c\n" +
+	"\x18EVENT_TYPE_JOB_SUBMITTED\x10\x06\x12\x1d\n" +
+	"\x19EVENT_TYPE_POLICY_CHANGED\x10\aB5Z3github.com/ledgerd/ledgerd/gen/ledgerd/v1;ledgerdv1b\x06proto3"
 
 var (
 	file_ledgerd_v1_types_proto_rawDescOnce sync.Once
@@ -1009,58 +1266,64 @@ func file_ledgerd_v1_types_proto_rawDescGZIP() []byte {
 	return file_ledgerd_v1_types_proto_rawDescData
 }
 
-var file_ledgerd_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_ledgerd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_ledgerd_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_ledgerd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_ledgerd_v1_types_proto_goTypes = []any{
 	(ReservationState)(0),         // 0: ledgerd.v1.ReservationState
-	(Policy)(0),                   // 1: ledgerd.v1.Policy
-	(EventType)(0),                // 2: ledgerd.v1.EventType
-	(*ResourceAmount)(nil),        // 3: ledgerd.v1.ResourceAmount
-	(*Shape)(nil),                 // 4: ledgerd.v1.Shape
-	(*Reservation)(nil),           // 5: ledgerd.v1.Reservation
-	(*PendingModification)(nil),   // 6: ledgerd.v1.PendingModification
-	(*Resource)(nil),              // 7: ledgerd.v1.Resource
-	(*FreeBlock)(nil),             // 8: ledgerd.v1.FreeBlock
-	(*Event)(nil),                 // 9: ledgerd.v1.Event
-	(*Rejection)(nil),             // 10: ledgerd.v1.Rejection
-	nil,                           // 11: ledgerd.v1.Reservation.LabelsEntry
-	nil,                           // 12: ledgerd.v1.Resource.LabelsEntry
-	(*durationpb.Duration)(nil),   // 13: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
+	(ReservationKind)(0),          // 1: ledgerd.v1.ReservationKind
+	(Policy)(0),                   // 2: ledgerd.v1.Policy
+	(EventType)(0),                // 3: ledgerd.v1.EventType
+	(*ResourceAmount)(nil),        // 4: ledgerd.v1.ResourceAmount
+	(*Shape)(nil),                 // 5: ledgerd.v1.Shape
+	(*Reservation)(nil),           // 6: ledgerd.v1.Reservation
+	(*MovedJob)(nil),              // 7: ledgerd.v1.MovedJob
+	(*PendingModification)(nil),   // 8: ledgerd.v1.PendingModification
+	(*Resource)(nil),              // 9: ledgerd.v1.Resource
+	(*FreeBlock)(nil),             // 10: ledgerd.v1.FreeBlock
+	(*Event)(nil),                 // 11: ledgerd.v1.Event
+	(*Rejection)(nil),             // 12: ledgerd.v1.Rejection
+	nil,                           // 13: ledgerd.v1.Reservation.LabelsEntry
+	nil,                           // 14: ledgerd.v1.Resource.LabelsEntry
+	(*durationpb.Duration)(nil),   // 15: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
 }
 var file_ledgerd_v1_types_proto_depIdxs = []int32{
-	3,  // 0: ledgerd.v1.Shape.parts:type_name -> ledgerd.v1.ResourceAmount
-	13, // 1: ledgerd.v1.Shape.duration:type_name -> google.protobuf.Duration
-	14, // 2: ledgerd.v1.Shape.not_before:type_name -> google.protobuf.Timestamp
-	14, // 3: ledgerd.v1.Shape.deadline:type_name -> google.protobuf.Timestamp
-	14, // 4: ledgerd.v1.Shape.exact_start:type_name -> google.protobuf.Timestamp
-	3,  // 5: ledgerd.v1.Reservation.parts:type_name -> ledgerd.v1.ResourceAmount
-	14, // 6: ledgerd.v1.Reservation.start:type_name -> google.protobuf.Timestamp
-	14, // 7: ledgerd.v1.Reservation.end:type_name -> google.protobuf.Timestamp
+	4,  // 0: ledgerd.v1.Shape.parts:type_name -> ledgerd.v1.ResourceAmount
+	15, // 1: ledgerd.v1.Shape.duration:type_name -> google.protobuf.Duration
+	16, // 2: ledgerd.v1.Shape.not_before:type_name -> google.protobuf.Timestamp
+	16, // 3: ledgerd.v1.Shape.deadline:type_name -> google.protobuf.Timestamp
+	16, // 4: ledgerd.v1.Shape.exact_start:type_name -> google.protobuf.Timestamp
+	4,  // 5: ledgerd.v1.Reservation.parts:type_name -> ledgerd.v1.ResourceAmount
+	16, // 6: ledgerd.v1.Reservation.start:type_name -> google.protobuf.Timestamp
+	16, // 7: ledgerd.v1.Reservation.end:type_name -> google.protobuf.Timestamp
 	0,  // 8: ledgerd.v1.Reservation.state:type_name -> ledgerd.v1.ReservationState
-	14, // 9: ledgerd.v1.Reservation.hold_expires_at:type_name -> google.protobuf.Timestamp
-	11, // 10: ledgerd.v1.Reservation.labels:type_name -> ledgerd.v1.Reservation.LabelsEntry
-	6,  // 11: ledgerd.v1.Reservation.pending:type_name -> ledgerd.v1.PendingModification
-	13, // 12: ledgerd.v1.Reservation.requested_duration:type_name -> google.protobuf.Duration
-	14, // 13: ledgerd.v1.Reservation.actual_end:type_name -> google.protobuf.Timestamp
-	3,  // 14: ledgerd.v1.PendingModification.parts:type_name -> ledgerd.v1.ResourceAmount
-	14, // 15: ledgerd.v1.PendingModification.start:type_name -> google.protobuf.Timestamp
-	14, // 16: ledgerd.v1.PendingModification.end:type_name -> google.protobuf.Timestamp
-	14, // 17: ledgerd.v1.PendingModification.hold_expires_at:type_name -> google.protobuf.Timestamp
-	12, // 18: ledgerd.v1.Resource.labels:type_name -> ledgerd.v1.Resource.LabelsEntry
-	1,  // 19: ledgerd.v1.Resource.policy:type_name -> ledgerd.v1.Policy
-	14, // 20: ledgerd.v1.FreeBlock.start:type_name -> google.protobuf.Timestamp
-	14, // 21: ledgerd.v1.FreeBlock.end:type_name -> google.protobuf.Timestamp
-	14, // 22: ledgerd.v1.Event.time:type_name -> google.protobuf.Timestamp
-	2,  // 23: ledgerd.v1.Event.type:type_name -> ledgerd.v1.EventType
-	5,  // 24: ledgerd.v1.Event.reservation:type_name -> ledgerd.v1.Reservation
-	7,  // 25: ledgerd.v1.Event.resource:type_name -> ledgerd.v1.Resource
-	14, // 26: ledgerd.v1.Rejection.earliest_start:type_name -> google.protobuf.Timestamp
-	27, // [27:27] is the sub-list for method output_type
-	27, // [27:27] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	16, // 9: ledgerd.v1.Reservation.hold_expires_at:type_name -> google.protobuf.Timestamp
+	13, // 10: ledgerd.v1.Reservation.labels:type_name -> ledgerd.v1.Reservation.LabelsEntry
+	8,  // 11: ledgerd.v1.Reservation.pending:type_name -> ledgerd.v1.PendingModification
+	15, // 12: ledgerd.v1.Reservation.requested_duration:type_name -> google.protobuf.Duration
+	16, // 13: ledgerd.v1.Reservation.actual_end:type_name -> google.protobuf.Timestamp
+	1,  // 14: ledgerd.v1.Reservation.kind:type_name -> ledgerd.v1.ReservationKind
+	16, // 15: ledgerd.v1.Reservation.not_before:type_name -> google.protobuf.Timestamp
+	16, // 16: ledgerd.v1.MovedJob.from:type_name -> google.protobuf.Timestamp
+	16, // 17: ledgerd.v1.MovedJob.to:type_name -> google.protobuf.Timestamp
+	4,  // 18: ledgerd.v1.PendingModification.parts:type_name -> ledgerd.v1.ResourceAmount
+	16, // 19: ledgerd.v1.PendingModification.start:type_name -> google.protobuf.Timestamp
+	16, // 20: ledgerd.v1.PendingModification.end:type_name -> google.protobuf.Timestamp
+	16, // 21: ledgerd.v1.PendingModification.hold_expires_at:type_name -> google.protobuf.Timestamp
+	14, // 22: ledgerd.v1.Resource.labels:type_name -> ledgerd.v1.Resource.LabelsEntry
+	2,  // 23: ledgerd.v1.Resource.policy:type_name -> ledgerd.v1.Policy
+	16, // 24: ledgerd.v1.FreeBlock.start:type_name -> google.protobuf.Timestamp
+	16, // 25: ledgerd.v1.FreeBlock.end:type_name -> google.protobuf.Timestamp
+	16, // 26: ledgerd.v1.Event.time:type_name -> google.protobuf.Timestamp
+	3,  // 27: ledgerd.v1.Event.type:type_name -> ledgerd.v1.EventType
+	6,  // 28: ledgerd.v1.Event.reservation:type_name -> ledgerd.v1.Reservation
+	9,  // 29: ledgerd.v1.Event.resource:type_name -> ledgerd.v1.Resource
+	16, // 30: ledgerd.v1.Rejection.earliest_start:type_name -> google.protobuf.Timestamp
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_v1_types_proto_init() }
@@ -1073,8 +1336,8 @@ func file_ledgerd_v1_types_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_v1_types_proto_rawDesc), len(file_ledgerd_v1_types_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   10,
+			NumEnums:      4,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -38,6 +38,9 @@ const (
 	// ReservationServiceReserveProcedure is the fully-qualified name of the ReservationService's
 	// Reserve RPC.
 	ReservationServiceReserveProcedure = "/ledgerd.v1.ReservationService/Reserve"
+	// ReservationServiceSubmitJobProcedure is the fully-qualified name of the ReservationService's
+	// SubmitJob RPC.
+	ReservationServiceSubmitJobProcedure = "/ledgerd.v1.ReservationService/SubmitJob"
 	// ReservationServiceCommitProcedure is the fully-qualified name of the ReservationService's Commit
 	// RPC.
 	ReservationServiceCommitProcedure = "/ledgerd.v1.ReservationService/Commit"
@@ -80,6 +83,14 @@ type ReservationServiceClient interface {
 	Hold(context.Context, *connect.Request[v1.HoldRequest]) (*connect.Response[v1.HoldResponse], error)
 	// Reserve holds and commits in one step.
 	Reserve(context.Context, *connect.Request[v1.ReserveRequest]) (*connect.Response[v1.ReserveResponse], error)
+	// SubmitJob submits a variable job: one resource, an amount and a
+	// duration, but no fixed start. The ledger plans it at its earliest slot
+	// at or after not_before and re-plans it until it starts: earlier when
+	// capacity frees up, later when a reservation on a POLICY_MOVE_VARIABLE
+	// resource needs its slot. It is returned COMMITTED (planned), becomes
+	// ACTIVE when it starts and COMPLETED at its end; Cancel and Complete
+	// work as for reservations.
+	SubmitJob(context.Context, *connect.Request[v1.SubmitJobRequest]) (*connect.Response[v1.SubmitJobResponse], error)
 	// Commit makes a hold (or a pending modification) final.
 	Commit(context.Context, *connect.Request[v1.CommitRequest]) (*connect.Response[v1.CommitResponse], error)
 	// Abort releases a hold (or a pending modification; the original booking stays).
@@ -130,6 +141,12 @@ func NewReservationServiceClient(httpClient connect.HTTPClient, baseURL string, 
 			httpClient,
 			baseURL+ReservationServiceReserveProcedure,
 			connect.WithSchema(reservationServiceMethods.ByName("Reserve")),
+			connect.WithClientOptions(opts...),
+		),
+		submitJob: connect.NewClient[v1.SubmitJobRequest, v1.SubmitJobResponse](
+			httpClient,
+			baseURL+ReservationServiceSubmitJobProcedure,
+			connect.WithSchema(reservationServiceMethods.ByName("SubmitJob")),
 			connect.WithClientOptions(opts...),
 		),
 		commit: connect.NewClient[v1.CommitRequest, v1.CommitResponse](
@@ -217,6 +234,7 @@ func NewReservationServiceClient(httpClient connect.HTTPClient, baseURL string, 
 type reservationServiceClient struct {
 	hold         *connect.Client[v1.HoldRequest, v1.HoldResponse]
 	reserve      *connect.Client[v1.ReserveRequest, v1.ReserveResponse]
+	submitJob    *connect.Client[v1.SubmitJobRequest, v1.SubmitJobResponse]
 	commit       *connect.Client[v1.CommitRequest, v1.CommitResponse]
 	abort        *connect.Client[v1.AbortRequest, v1.AbortResponse]
 	modify       *connect.Client[v1.ModifyRequest, v1.ModifyResponse]
@@ -239,6 +257,11 @@ func (c *reservationServiceClient) Hold(ctx context.Context, req *connect.Reques
 // Reserve calls ledgerd.v1.ReservationService.Reserve.
 func (c *reservationServiceClient) Reserve(ctx context.Context, req *connect.Request[v1.ReserveRequest]) (*connect.Response[v1.ReserveResponse], error) {
 	return c.reserve.CallUnary(ctx, req)
+}
+
+// SubmitJob calls ledgerd.v1.ReservationService.SubmitJob.
+func (c *reservationServiceClient) SubmitJob(ctx context.Context, req *connect.Request[v1.SubmitJobRequest]) (*connect.Response[v1.SubmitJobResponse], error) {
+	return c.submitJob.CallUnary(ctx, req)
 }
 
 // Commit calls ledgerd.v1.ReservationService.Commit.
@@ -308,6 +331,14 @@ type ReservationServiceHandler interface {
 	Hold(context.Context, *connect.Request[v1.HoldRequest]) (*connect.Response[v1.HoldResponse], error)
 	// Reserve holds and commits in one step.
 	Reserve(context.Context, *connect.Request[v1.ReserveRequest]) (*connect.Response[v1.ReserveResponse], error)
+	// SubmitJob submits a variable job: one resource, an amount and a
+	// duration, but no fixed start. The ledger plans it at its earliest slot
+	// at or after not_before and re-plans it until it starts: earlier when
+	// capacity frees up, later when a reservation on a POLICY_MOVE_VARIABLE
+	// resource needs its slot. It is returned COMMITTED (planned), becomes
+	// ACTIVE when it starts and COMPLETED at its end; Cancel and Complete
+	// work as for reservations.
+	SubmitJob(context.Context, *connect.Request[v1.SubmitJobRequest]) (*connect.Response[v1.SubmitJobResponse], error)
 	// Commit makes a hold (or a pending modification) final.
 	Commit(context.Context, *connect.Request[v1.CommitRequest]) (*connect.Response[v1.CommitResponse], error)
 	// Abort releases a hold (or a pending modification; the original booking stays).
@@ -354,6 +385,12 @@ func NewReservationServiceHandler(svc ReservationServiceHandler, opts ...connect
 		ReservationServiceReserveProcedure,
 		svc.Reserve,
 		connect.WithSchema(reservationServiceMethods.ByName("Reserve")),
+		connect.WithHandlerOptions(opts...),
+	)
+	reservationServiceSubmitJobHandler := connect.NewUnaryHandler(
+		ReservationServiceSubmitJobProcedure,
+		svc.SubmitJob,
+		connect.WithSchema(reservationServiceMethods.ByName("SubmitJob")),
 		connect.WithHandlerOptions(opts...),
 	)
 	reservationServiceCommitHandler := connect.NewUnaryHandler(
@@ -440,6 +477,8 @@ func NewReservationServiceHandler(svc ReservationServiceHandler, opts ...connect
 			reservationServiceHoldHandler.ServeHTTP(w, r)
 		case ReservationServiceReserveProcedure:
 			reservationServiceReserveHandler.ServeHTTP(w, r)
+		case ReservationServiceSubmitJobProcedure:
+			reservationServiceSubmitJobHandler.ServeHTTP(w, r)
 		case ReservationServiceCommitProcedure:
 			reservationServiceCommitHandler.ServeHTTP(w, r)
 		case ReservationServiceAbortProcedure:
@@ -479,6 +518,10 @@ func (UnimplementedReservationServiceHandler) Hold(context.Context, *connect.Req
 
 func (UnimplementedReservationServiceHandler) Reserve(context.Context, *connect.Request[v1.ReserveRequest]) (*connect.Response[v1.ReserveResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("ledgerd.v1.ReservationService.Reserve is not implemented"))
+}
+
+func (UnimplementedReservationServiceHandler) SubmitJob(context.Context, *connect.Request[v1.SubmitJobRequest]) (*connect.Response[v1.SubmitJobResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("ledgerd.v1.ReservationService.SubmitJob is not implemented"))
 }
 
 func (UnimplementedReservationServiceHandler) Commit(context.Context, *connect.Request[v1.CommitRequest]) (*connect.Response[v1.CommitResponse], error) {

@@ -40,6 +40,9 @@ const (
 	ResourceServiceUpdateCapacityProcedure = "/ledgerd.v1.ResourceService/UpdateCapacity"
 	// ResourceServiceDeleteProcedure is the fully-qualified name of the ResourceService's Delete RPC.
 	ResourceServiceDeleteProcedure = "/ledgerd.v1.ResourceService/Delete"
+	// ResourceServiceSetPolicyProcedure is the fully-qualified name of the ResourceService's SetPolicy
+	// RPC.
+	ResourceServiceSetPolicyProcedure = "/ledgerd.v1.ResourceService/SetPolicy"
 	// ResourceServiceListProcedure is the fully-qualified name of the ResourceService's List RPC.
 	ResourceServiceListProcedure = "/ledgerd.v1.ResourceService/List"
 )
@@ -53,6 +56,11 @@ type ResourceServiceClient interface {
 	UpdateCapacity(context.Context, *connect.Request[v1.UpdateCapacityRequest]) (*connect.Response[v1.UpdateCapacityResponse], error)
 	// Delete removes a resource; refused while future bookings exist unless force.
 	Delete(context.Context, *connect.Request[v1.DeleteRequest]) (*connect.Response[v1.DeleteResponse], error)
+	// SetPolicy changes a resource's admission policy. Bookings already made
+	// stay; the new policy applies to later requests. Switching a resource
+	// that carries waiting variable jobs to POLICY_REJECT is refused
+	// (FailedPrecondition).
+	SetPolicy(context.Context, *connect.Request[v1.SetPolicyRequest]) (*connect.Response[v1.SetPolicyResponse], error)
 	// List returns every resource.
 	List(context.Context, *connect.Request[v1.ResourceServiceListRequest]) (*connect.Response[v1.ResourceServiceListResponse], error)
 }
@@ -86,6 +94,12 @@ func NewResourceServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			connect.WithSchema(resourceServiceMethods.ByName("Delete")),
 			connect.WithClientOptions(opts...),
 		),
+		setPolicy: connect.NewClient[v1.SetPolicyRequest, v1.SetPolicyResponse](
+			httpClient,
+			baseURL+ResourceServiceSetPolicyProcedure,
+			connect.WithSchema(resourceServiceMethods.ByName("SetPolicy")),
+			connect.WithClientOptions(opts...),
+		),
 		list: connect.NewClient[v1.ResourceServiceListRequest, v1.ResourceServiceListResponse](
 			httpClient,
 			baseURL+ResourceServiceListProcedure,
@@ -101,6 +115,7 @@ type resourceServiceClient struct {
 	create         *connect.Client[v1.CreateRequest, v1.CreateResponse]
 	updateCapacity *connect.Client[v1.UpdateCapacityRequest, v1.UpdateCapacityResponse]
 	delete         *connect.Client[v1.DeleteRequest, v1.DeleteResponse]
+	setPolicy      *connect.Client[v1.SetPolicyRequest, v1.SetPolicyResponse]
 	list           *connect.Client[v1.ResourceServiceListRequest, v1.ResourceServiceListResponse]
 }
 
@@ -119,6 +134,11 @@ func (c *resourceServiceClient) Delete(ctx context.Context, req *connect.Request
 	return c.delete.CallUnary(ctx, req)
 }
 
+// SetPolicy calls ledgerd.v1.ResourceService.SetPolicy.
+func (c *resourceServiceClient) SetPolicy(ctx context.Context, req *connect.Request[v1.SetPolicyRequest]) (*connect.Response[v1.SetPolicyResponse], error) {
+	return c.setPolicy.CallUnary(ctx, req)
+}
+
 // List calls ledgerd.v1.ResourceService.List.
 func (c *resourceServiceClient) List(ctx context.Context, req *connect.Request[v1.ResourceServiceListRequest]) (*connect.Response[v1.ResourceServiceListResponse], error) {
 	return c.list.CallUnary(ctx, req)
@@ -133,6 +153,11 @@ type ResourceServiceHandler interface {
 	UpdateCapacity(context.Context, *connect.Request[v1.UpdateCapacityRequest]) (*connect.Response[v1.UpdateCapacityResponse], error)
 	// Delete removes a resource; refused while future bookings exist unless force.
 	Delete(context.Context, *connect.Request[v1.DeleteRequest]) (*connect.Response[v1.DeleteResponse], error)
+	// SetPolicy changes a resource's admission policy. Bookings already made
+	// stay; the new policy applies to later requests. Switching a resource
+	// that carries waiting variable jobs to POLICY_REJECT is refused
+	// (FailedPrecondition).
+	SetPolicy(context.Context, *connect.Request[v1.SetPolicyRequest]) (*connect.Response[v1.SetPolicyResponse], error)
 	// List returns every resource.
 	List(context.Context, *connect.Request[v1.ResourceServiceListRequest]) (*connect.Response[v1.ResourceServiceListResponse], error)
 }
@@ -162,6 +187,12 @@ func NewResourceServiceHandler(svc ResourceServiceHandler, opts ...connect.Handl
 		connect.WithSchema(resourceServiceMethods.ByName("Delete")),
 		connect.WithHandlerOptions(opts...),
 	)
+	resourceServiceSetPolicyHandler := connect.NewUnaryHandler(
+		ResourceServiceSetPolicyProcedure,
+		svc.SetPolicy,
+		connect.WithSchema(resourceServiceMethods.ByName("SetPolicy")),
+		connect.WithHandlerOptions(opts...),
+	)
 	resourceServiceListHandler := connect.NewUnaryHandler(
 		ResourceServiceListProcedure,
 		svc.List,
@@ -177,6 +208,8 @@ func NewResourceServiceHandler(svc ResourceServiceHandler, opts ...connect.Handl
 			resourceServiceUpdateCapacityHandler.ServeHTTP(w, r)
 		case ResourceServiceDeleteProcedure:
 			resourceServiceDeleteHandler.ServeHTTP(w, r)
+		case ResourceServiceSetPolicyProcedure:
+			resourceServiceSetPolicyHandler.ServeHTTP(w, r)
 		case ResourceServiceListProcedure:
 			resourceServiceListHandler.ServeHTTP(w, r)
 		default:
@@ -198,6 +231,10 @@ func (UnimplementedResourceServiceHandler) UpdateCapacity(context.Context, *conn
 
 func (UnimplementedResourceServiceHandler) Delete(context.Context, *connect.Request[v1.DeleteRequest]) (*connect.Response[v1.DeleteResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("ledgerd.v1.ResourceService.Delete is not implemented"))
+}
+
+func (UnimplementedResourceServiceHandler) SetPolicy(context.Context, *connect.Request[v1.SetPolicyRequest]) (*connect.Response[v1.SetPolicyResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("ledgerd.v1.ResourceService.SetPolicy is not implemented"))
 }
 
 func (UnimplementedResourceServiceHandler) List(context.Context, *connect.Request[v1.ResourceServiceListRequest]) (*connect.Response[v1.ResourceServiceListResponse], error) {
