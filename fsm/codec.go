@@ -8,10 +8,29 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// CurrentVersion is the command envelope version this release writes. A
-// replica applies every version from 1 up to CurrentVersion and refuses
-// anything newer, so a cluster must be upgraded before new writers appear.
-const CurrentVersion uint32 = 1
+// CurrentVersion is the newest command envelope version this release
+// writes. A replica applies every version from 1 up to CurrentVersion and
+// refuses anything newer, so a cluster must be upgraded before new writers
+// appear. Encode writes the lowest version that has every feature the
+// command uses (minVersion), so entries that older replicas understand
+// stay readable to them during a rolling upgrade.
+const CurrentVersion uint32 = versionPolicies
+
+// versionPolicies is the first envelope version with admission policies
+// and variable jobs (TYPE_SET_POLICY, TYPE_SUBMIT_JOB,
+// CreateResource.policy). A replica of version 1 would ignore the policy
+// field and diverge, so such entries must carry version 2.
+const versionPolicies uint32 = 2
+
+// minVersion returns the lowest envelope version that can carry c.
+func minVersion(c *fsmv1.Command) uint32 {
+	switch {
+	case c.GetType() == fsmv1.Command_TYPE_SET_POLICY, c.GetType() == fsmv1.Command_TYPE_SUBMIT_JOB,
+		c.GetCreateResource().GetPolicy() != nil:
+		return versionPolicies
+	}
+	return 1
+}
 
 // ErrMalformed marks bytes that are not a command this release can apply:
 // undecodable protobuf, an unknown or missing type, an unsupported envelope
@@ -24,8 +43,8 @@ var ErrMalformed = errors.New("malformed command")
 var marshalOpts = proto.MarshalOptions{Deterministic: true}
 
 // Encode checks the envelope of cmd and returns its deterministic wire
-// encoding. A zero Version is written as CurrentVersion (cmd itself is not
-// modified). Field-level problems (a negative amount, an unknown resource)
+// encoding. A zero Version is written as minVersion(cmd) (cmd itself is
+// not modified). Field-level problems (a negative amount, an unknown resource)
 // are not checked here: they are domain results of Apply.
 func Encode(cmd *fsmv1.Command) ([]byte, error) {
 	if cmd == nil {
@@ -33,7 +52,7 @@ func Encode(cmd *fsmv1.Command) ([]byte, error) {
 	}
 	if cmd.GetVersion() == 0 {
 		cmd = proto.CloneOf(cmd)
-		cmd.Version = CurrentVersion
+		cmd.Version = minVersion(cmd)
 	}
 	if err := checkEnvelope(cmd); err != nil {
 		return nil, fmt.Errorf("encode command: %w", err)
@@ -90,7 +109,7 @@ func Stamp(cmd []byte, nowMillis int64) ([]byte, error) {
 func TickCommand() []byte {
 	b, err := Encode(&fsmv1.Command{
 		Type:    fsmv1.Command_TYPE_EXPIRE,
-		Version: CurrentVersion,
+		Version: 1,
 		Payload: &fsmv1.Command_Expire{Expire: &fsmv1.Expire{}},
 	})
 	if err != nil {
@@ -126,6 +145,9 @@ func checkEnvelope(c *fsmv1.Command) error {
 	if v := c.GetVersion(); v == 0 || v > CurrentVersion {
 		return fmt.Errorf("%w: version %d not supported (this release applies 1..%d)", ErrMalformed, v, CurrentVersion)
 	}
+	if v, need := c.GetVersion(), minVersion(c); v < need {
+		return fmt.Errorf("%w: version %d entry uses features of version %d", ErrMalformed, v, need)
+	}
 	var ok bool
 	switch c.GetType() {
 	case fsmv1.Command_TYPE_CREATE_RESOURCE:
@@ -144,6 +166,10 @@ func checkEnvelope(c *fsmv1.Command) error {
 		ok = c.GetExpire() != nil
 	case fsmv1.Command_TYPE_COMPLETE:
 		ok = c.GetComplete() != nil
+	case fsmv1.Command_TYPE_SET_POLICY:
+		ok = c.GetSetPolicy() != nil
+	case fsmv1.Command_TYPE_SUBMIT_JOB:
+		ok = c.GetSubmitJob() != nil
 	default:
 		return fmt.Errorf("%w: unknown type %d", ErrMalformed, int32(c.GetType()))
 	}

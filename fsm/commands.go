@@ -256,6 +256,9 @@ func (s *state) createResource(c *fsmv1.CreateResource) *fsmv1.Result {
 	if r := checkLabels("create_resource.labels", c.GetLabels()); r != nil {
 		return r
 	}
+	if r := checkPolicySpec("create_resource.policy", c.GetPolicy()); r != nil {
+		return r
+	}
 	if _, exists := s.resources[c.GetName()]; exists {
 		return conflict(fsmv1.Conflict_KIND_RESOURCE_EXISTS, fmt.Sprintf("resource %q already exists", c.GetName()))
 	}

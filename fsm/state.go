@@ -369,6 +369,10 @@ func (s *state) dispatch(cmd *fsmv1.Command) *fsmv1.Result {
 		return &fsmv1.Result{Status: fsmv1.Result_STATUS_OK}
 	case fsmv1.Command_TYPE_COMPLETE:
 		return s.complete(cmd)
+	case fsmv1.Command_TYPE_SET_POLICY:
+		return s.setPolicy(cmd.GetSetPolicy())
+	case fsmv1.Command_TYPE_SUBMIT_JOB:
+		return s.submitJob(cmd)
 	}
 	// Decode admits only the types above.
 	panic("fsm: unreachable command type " + cmd.GetType().String())

@@ -34,6 +34,67 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// AdmissionPolicy decides what a resource does with a reservation that
+// collides with what is already planned there.
+type AdmissionPolicy int32
+
+const (
+	// Not set: the same as ADMISSION_POLICY_REJECT.
+	AdmissionPolicy_ADMISSION_POLICY_UNSPECIFIED AdmissionPolicy = 0
+	// Refuse a reservation if anything occupies its window (the default).
+	AdmissionPolicy_ADMISSION_POLICY_REJECT AdmissionPolicy = 1
+	// Also admit a reservation that collides only with planned, not yet
+	// started variable jobs; those jobs are re-planned later (at most
+	// max_pushes times each).
+	AdmissionPolicy_ADMISSION_POLICY_MOVE_VARIABLE AdmissionPolicy = 2
+	// Also admit a reservation that overlaps others when the estimated
+	// probability that no violation occurs is at least min_success_permille.
+	AdmissionPolicy_ADMISSION_POLICY_RELAXED AdmissionPolicy = 3
+)
+
+// Enum value maps for AdmissionPolicy.
+var (
+	AdmissionPolicy_name = map[int32]string{
+		0: "ADMISSION_POLICY_UNSPECIFIED",
+		1: "ADMISSION_POLICY_REJECT",
+		2: "ADMISSION_POLICY_MOVE_VARIABLE",
+		3: "ADMISSION_POLICY_RELAXED",
+	}
+	AdmissionPolicy_value = map[string]int32{
+		"ADMISSION_POLICY_UNSPECIFIED":   0,
+		"ADMISSION_POLICY_REJECT":        1,
+		"ADMISSION_POLICY_MOVE_VARIABLE": 2,
+		"ADMISSION_POLICY_RELAXED":       3,
+	}
+)
+
+func (x AdmissionPolicy) Enum() *AdmissionPolicy {
+	p := new(AdmissionPolicy)
+	*p = x
+	return p
+}
+
+func (x AdmissionPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AdmissionPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[0].Descriptor()
+}
+
+func (AdmissionPolicy) Type() protoreflect.EnumType {
+	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[0]
+}
+
+func (x AdmissionPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AdmissionPolicy.Descriptor instead.
+func (AdmissionPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{0}
+}
+
 // Type names the operation. Numbers are never reused.
 type Command_Type int32
 
@@ -63,6 +124,11 @@ const (
 	// End a committed or active reservation early: the rest of its
 	// interval is given back (payload: complete).
 	Command_TYPE_COMPLETE Command_Type = 11
+	// Change a resource's admission policy (payload: set_policy).
+	Command_TYPE_SET_POLICY Command_Type = 12
+	// Submit a variable job: planned at its earliest slot and re-planned
+	// until it starts (payload: submit_job).
+	Command_TYPE_SUBMIT_JOB Command_Type = 13
 )
 
 // Enum value maps for Command_Type.
@@ -80,6 +146,8 @@ var (
 		9:  "TYPE_CANCEL",
 		10: "TYPE_EXPIRE",
 		11: "TYPE_COMPLETE",
+		12: "TYPE_SET_POLICY",
+		13: "TYPE_SUBMIT_JOB",
 	}
 	Command_Type_value = map[string]int32{
 		"TYPE_UNKNOWN":         0,
@@ -94,6 +162,8 @@ var (
 		"TYPE_CANCEL":          9,
 		"TYPE_EXPIRE":          10,
 		"TYPE_COMPLETE":        11,
+		"TYPE_SET_POLICY":      12,
+		"TYPE_SUBMIT_JOB":      13,
 	}
 )
 
@@ -108,11 +178,11 @@ func (x Command_Type) String() string {
 }
 
 func (Command_Type) Descriptor() protoreflect.EnumDescriptor {
-	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[0].Descriptor()
+	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[1].Descriptor()
 }
 
 func (Command_Type) Type() protoreflect.EnumType {
-	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[0]
+	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[1]
 }
 
 func (x Command_Type) Number() protoreflect.EnumNumber {
@@ -125,7 +195,10 @@ func (Command_Type) EnumDescriptor() ([]byte, []int) {
 }
 
 // Lifecycle state. HELD -> COMMITTED -> ACTIVE -> COMPLETED (the last two by
-// log time); HELD -> ABORTED | EXPIRED; COMMITTED/ACTIVE -> CANCELLED.
+// log time); HELD -> ABORTED | EXPIRED; COMMITTED/ACTIVE -> CANCELLED. On a
+// RELAXED resource a reservation may start as DEGRADED instead of ACTIVE.
+// Variable jobs: COMMITTED (planned, start may move) -> ACTIVE -> COMPLETED;
+// COMMITTED/ACTIVE -> CANCELLED.
 type Reservation_State int32
 
 const (
@@ -145,6 +218,9 @@ const (
 	Reservation_STATE_EXPIRED Reservation_State = 6
 	// Cancelled after commit (terminal).
 	Reservation_STATE_CANCELLED Reservation_State = 7
+	// Started with capacity genuinely short (see short_units); still
+	// running, and ends like ACTIVE.
+	Reservation_STATE_DEGRADED Reservation_State = 8
 )
 
 // Enum value maps for Reservation_State.
@@ -158,6 +234,7 @@ var (
 		5: "STATE_ABORTED",
 		6: "STATE_EXPIRED",
 		7: "STATE_CANCELLED",
+		8: "STATE_DEGRADED",
 	}
 	Reservation_State_value = map[string]int32{
 		"STATE_UNKNOWN":   0,
@@ -168,6 +245,7 @@ var (
 		"STATE_ABORTED":   5,
 		"STATE_EXPIRED":   6,
 		"STATE_CANCELLED": 7,
+		"STATE_DEGRADED":  8,
 	}
 )
 
@@ -182,11 +260,11 @@ func (x Reservation_State) String() string {
 }
 
 func (Reservation_State) Descriptor() protoreflect.EnumDescriptor {
-	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[1].Descriptor()
+	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[2].Descriptor()
 }
 
 func (Reservation_State) Type() protoreflect.EnumType {
-	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[1]
+	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[2]
 }
 
 func (x Reservation_State) Number() protoreflect.EnumNumber {
@@ -195,7 +273,56 @@ func (x Reservation_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reservation_State.Descriptor instead.
 func (Reservation_State) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{10, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13, 0}
+}
+
+// What kind of row this is.
+type Reservation_Kind int32
+
+const (
+	// A reservation: a fixed interval (the default).
+	Reservation_KIND_RESERVATION Reservation_Kind = 0
+	// A variable job: planned at its earliest slot, moved until it starts.
+	Reservation_KIND_VARIABLE_JOB Reservation_Kind = 1
+)
+
+// Enum value maps for Reservation_Kind.
+var (
+	Reservation_Kind_name = map[int32]string{
+		0: "KIND_RESERVATION",
+		1: "KIND_VARIABLE_JOB",
+	}
+	Reservation_Kind_value = map[string]int32{
+		"KIND_RESERVATION":  0,
+		"KIND_VARIABLE_JOB": 1,
+	}
+)
+
+func (x Reservation_Kind) Enum() *Reservation_Kind {
+	p := new(Reservation_Kind)
+	*p = x
+	return p
+}
+
+func (x Reservation_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Reservation_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[3].Descriptor()
+}
+
+func (Reservation_Kind) Type() protoreflect.EnumType {
+	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[3]
+}
+
+func (x Reservation_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Reservation_Kind.Descriptor instead.
+func (Reservation_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13, 1}
 }
 
 // Outcome class.
@@ -251,11 +378,11 @@ func (x Result_Status) String() string {
 }
 
 func (Result_Status) Descriptor() protoreflect.EnumDescriptor {
-	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[2].Descriptor()
+	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[4].Descriptor()
 }
 
 func (Result_Status) Type() protoreflect.EnumType {
-	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[2]
+	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[4]
 }
 
 func (x Result_Status) Number() protoreflect.EnumNumber {
@@ -264,7 +391,7 @@ func (x Result_Status) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Result_Status.Descriptor instead.
 func (Result_Status) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{14, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17, 0}
 }
 
 // What kind of conflict.
@@ -316,11 +443,11 @@ func (x Conflict_Kind) String() string {
 }
 
 func (Conflict_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[3].Descriptor()
+	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[5].Descriptor()
 }
 
 func (Conflict_Kind) Type() protoreflect.EnumType {
-	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[3]
+	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[5]
 }
 
 func (x Conflict_Kind) Number() protoreflect.EnumNumber {
@@ -329,7 +456,7 @@ func (x Conflict_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Conflict_Kind.Descriptor instead.
 func (Conflict_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21, 0}
 }
 
 // What changed.
@@ -370,6 +497,15 @@ const (
 	// earlier and the rest of the interval was released. It completes by
 	// log time at the new end.
 	Event_TYPE_SHORTENED Event_Type = 15
+	// A variable job's planned start changed (reservation = the job after).
+	Event_TYPE_REPLANNED Event_Type = 16
+	// A reservation started short of capacity (reservation in
+	// STATE_DEGRADED, or still HELD, with short_units).
+	Event_TYPE_VIOLATED Event_Type = 17
+	// A variable job was submitted and planned.
+	Event_TYPE_JOB_SUBMITTED Event_Type = 18
+	// A resource's admission policy changed (resource = after).
+	Event_TYPE_POLICY_CHANGED Event_Type = 19
 )
 
 // Enum value maps for Event_Type.
@@ -391,6 +527,10 @@ var (
 		13: "TYPE_RESOURCE_UPDATED",
 		14: "TYPE_RESOURCE_DELETED",
 		15: "TYPE_SHORTENED",
+		16: "TYPE_REPLANNED",
+		17: "TYPE_VIOLATED",
+		18: "TYPE_JOB_SUBMITTED",
+		19: "TYPE_POLICY_CHANGED",
 	}
 	Event_Type_value = map[string]int32{
 		"TYPE_UNKNOWN":          0,
@@ -409,6 +549,10 @@ var (
 		"TYPE_RESOURCE_UPDATED": 13,
 		"TYPE_RESOURCE_DELETED": 14,
 		"TYPE_SHORTENED":        15,
+		"TYPE_REPLANNED":        16,
+		"TYPE_VIOLATED":         17,
+		"TYPE_JOB_SUBMITTED":    18,
+		"TYPE_POLICY_CHANGED":   19,
 	}
 )
 
@@ -423,11 +567,11 @@ func (x Event_Type) String() string {
 }
 
 func (Event_Type) Descriptor() protoreflect.EnumDescriptor {
-	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[4].Descriptor()
+	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[6].Descriptor()
 }
 
 func (Event_Type) Type() protoreflect.EnumType {
-	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[4]
+	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[6]
 }
 
 func (x Event_Type) Number() protoreflect.EnumNumber {
@@ -436,7 +580,7 @@ func (x Event_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Event_Type.Descriptor instead.
 func (Event_Type) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{18, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{22, 0}
 }
 
 // Command is one log entry: a typed, versioned envelope around one payload.
@@ -471,6 +615,8 @@ type Command struct {
 	//	*Command_Modify
 	//	*Command_Expire
 	//	*Command_Complete
+	//	*Command_SetPolicy
+	//	*Command_SubmitJob
 	Payload       isCommand_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -627,6 +773,24 @@ func (x *Command) GetComplete() *Complete {
 	return nil
 }
 
+func (x *Command) GetSetPolicy() *SetPolicy {
+	if x != nil {
+		if x, ok := x.Payload.(*Command_SetPolicy); ok {
+			return x.SetPolicy
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetSubmitJob() *SubmitJob {
+	if x != nil {
+		if x, ok := x.Payload.(*Command_SubmitJob); ok {
+			return x.SubmitJob
+		}
+	}
+	return nil
+}
+
 type isCommand_Payload interface {
 	isCommand_Payload()
 }
@@ -671,6 +835,16 @@ type Command_Complete struct {
 	Complete *Complete `protobuf:"bytes,17,opt,name=complete,proto3,oneof"`
 }
 
+type Command_SetPolicy struct {
+	// For TYPE_SET_POLICY.
+	SetPolicy *SetPolicy `protobuf:"bytes,18,opt,name=set_policy,json=setPolicy,proto3,oneof"`
+}
+
+type Command_SubmitJob struct {
+	// For TYPE_SUBMIT_JOB.
+	SubmitJob *SubmitJob `protobuf:"bytes,19,opt,name=submit_job,json=submitJob,proto3,oneof"`
+}
+
 func (*Command_CreateResource) isCommand_Payload() {}
 
 func (*Command_UpdateResource) isCommand_Payload() {}
@@ -687,6 +861,220 @@ func (*Command_Expire) isCommand_Payload() {}
 
 func (*Command_Complete) isCommand_Payload() {}
 
+func (*Command_SetPolicy) isCommand_Payload() {}
+
+func (*Command_SubmitJob) isCommand_Payload() {}
+
+// PolicySpec is a resource's admission policy with its options.
+// Probabilities are integer permille (1/1000) so that the replicated state
+// holds no floating-point numbers.
+type PolicySpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The policy; UNSPECIFIED means REJECT.
+	Policy AdmissionPolicy `protobuf:"varint,1,opt,name=policy,proto3,enum=ledgerd.fsm.v1.AdmissionPolicy" json:"policy,omitempty"`
+	// v*, the least acceptable probability of no violation, in permille,
+	// 1..1000; 0 selects the default 800. RELAXED only.
+	MinSuccessPermille uint32 `protobuf:"varint,2,opt,name=min_success_permille,json=minSuccessPermille,proto3" json:"min_success_permille,omitempty"`
+	// How often one variable job may be pushed later before it is pinned;
+	// 0 selects the default (8). MOVE_VARIABLE only.
+	MaxPushes     uint32 `protobuf:"varint,3,opt,name=max_pushes,json=maxPushes,proto3" json:"max_pushes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PolicySpec) Reset() {
+	*x = PolicySpec{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PolicySpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PolicySpec) ProtoMessage() {}
+
+func (x *PolicySpec) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PolicySpec.ProtoReflect.Descriptor instead.
+func (*PolicySpec) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *PolicySpec) GetPolicy() AdmissionPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return AdmissionPolicy_ADMISSION_POLICY_UNSPECIFIED
+}
+
+func (x *PolicySpec) GetMinSuccessPermille() uint32 {
+	if x != nil {
+		return x.MinSuccessPermille
+	}
+	return 0
+}
+
+func (x *PolicySpec) GetMaxPushes() uint32 {
+	if x != nil {
+		return x.MaxPushes
+	}
+	return 0
+}
+
+// SetPolicy changes a resource's admission policy. Reservations already
+// admitted keep their bookings.
+type SetPolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The resource.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The new policy; absent means REJECT.
+	Policy        *PolicySpec `protobuf:"bytes,2,opt,name=policy,proto3" json:"policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPolicy) Reset() {
+	*x = SetPolicy{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPolicy) ProtoMessage() {}
+
+func (x *SetPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPolicy.ProtoReflect.Descriptor instead.
+func (*SetPolicy) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SetPolicy) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SetPolicy) GetPolicy() *PolicySpec {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+// SubmitJob submits a variable job (Heine et al.): one part for
+// duration_millis with no fixed start. It is planned at its earliest
+// start >= not_before and may be re-planned (earlier when capacity frees
+// up, later on a MOVE_VARIABLE resource) until it starts.
+type SubmitJob struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Client-chosen job ID; empty means the state machine assigns one from
+	// the log index. Same rules as ReservationRequest.id.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The single part.
+	Part *Part `protobuf:"bytes,2,opt,name=part,proto3" json:"part,omitempty"`
+	// Run time, > 0.
+	DurationMillis int64 `protobuf:"varint,3,opt,name=duration_millis,json=durationMillis,proto3" json:"duration_millis,omitempty"`
+	// Earliest acceptable start; earlier than the log time means "now".
+	NotBeforeMillis int64 `protobuf:"varint,4,opt,name=not_before_millis,json=notBeforeMillis,proto3" json:"not_before_millis,omitempty"`
+	// Free-form labels kept with the job.
+	Labels        map[string]string `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitJob) Reset() {
+	*x = SubmitJob{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitJob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitJob) ProtoMessage() {}
+
+func (x *SubmitJob) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitJob.ProtoReflect.Descriptor instead.
+func (*SubmitJob) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SubmitJob) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SubmitJob) GetPart() *Part {
+	if x != nil {
+		return x.Part
+	}
+	return nil
+}
+
+func (x *SubmitJob) GetDurationMillis() int64 {
+	if x != nil {
+		return x.DurationMillis
+	}
+	return 0
+}
+
+func (x *SubmitJob) GetNotBeforeMillis() int64 {
+	if x != nil {
+		return x.NotBeforeMillis
+	}
+	return 0
+}
+
+func (x *SubmitJob) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
 // CreateResource adds a bookable resource.
 type CreateResource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -697,14 +1085,16 @@ type CreateResource struct {
 	// Free-form unit label ("cores", "GPUs", "Gbit/s").
 	Unit string `protobuf:"bytes,3,opt,name=unit,proto3" json:"unit,omitempty"`
 	// Free-form labels.
-	Labels        map[string]string `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Labels map[string]string `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Admission policy; absent means REJECT.
+	Policy        *PolicySpec `protobuf:"bytes,5,opt,name=policy,proto3" json:"policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateResource) Reset() {
 	*x = CreateResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -716,7 +1106,7 @@ func (x *CreateResource) String() string {
 func (*CreateResource) ProtoMessage() {}
 
 func (x *CreateResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -729,7 +1119,7 @@ func (x *CreateResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateResource.ProtoReflect.Descriptor instead.
 func (*CreateResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{1}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CreateResource) GetName() string {
@@ -760,6 +1150,13 @@ func (x *CreateResource) GetLabels() map[string]string {
 	return nil
 }
 
+func (x *CreateResource) GetPolicy() *PolicySpec {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
 // UpdateResource changes a resource's capacity. Without a window the change
 // applies from the log time on; with from_millis/to_millis it applies over
 // [from, to) only (maintenance, a drained node). A change that would overbook
@@ -780,7 +1177,7 @@ type UpdateResource struct {
 
 func (x *UpdateResource) Reset() {
 	*x = UpdateResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -792,7 +1189,7 @@ func (x *UpdateResource) String() string {
 func (*UpdateResource) ProtoMessage() {}
 
 func (x *UpdateResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -805,7 +1202,7 @@ func (x *UpdateResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateResource.ProtoReflect.Descriptor instead.
 func (*UpdateResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{2}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *UpdateResource) GetName() string {
@@ -847,7 +1244,7 @@ type DeleteResource struct {
 
 func (x *DeleteResource) Reset() {
 	*x = DeleteResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -859,7 +1256,7 @@ func (x *DeleteResource) String() string {
 func (*DeleteResource) ProtoMessage() {}
 
 func (x *DeleteResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -872,7 +1269,7 @@ func (x *DeleteResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResource.ProtoReflect.Descriptor instead.
 func (*DeleteResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{3}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DeleteResource) GetName() string {
@@ -895,7 +1292,7 @@ type Part struct {
 
 func (x *Part) Reset() {
 	*x = Part{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -907,7 +1304,7 @@ func (x *Part) String() string {
 func (*Part) ProtoMessage() {}
 
 func (x *Part) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -920,7 +1317,7 @@ func (x *Part) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Part.ProtoReflect.Descriptor instead.
 func (*Part) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{4}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Part) GetResource() string {
@@ -967,7 +1364,7 @@ type ReservationRequest struct {
 
 func (x *ReservationRequest) Reset() {
 	*x = ReservationRequest{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -979,7 +1376,7 @@ func (x *ReservationRequest) String() string {
 func (*ReservationRequest) ProtoMessage() {}
 
 func (x *ReservationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -992,7 +1389,7 @@ func (x *ReservationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationRequest.ProtoReflect.Descriptor instead.
 func (*ReservationRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{5}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReservationRequest) GetId() string {
@@ -1062,7 +1459,7 @@ type Target struct {
 
 func (x *Target) Reset() {
 	*x = Target{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1074,7 +1471,7 @@ func (x *Target) String() string {
 func (*Target) ProtoMessage() {}
 
 func (x *Target) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1087,7 +1484,7 @@ func (x *Target) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Target.ProtoReflect.Descriptor instead.
 func (*Target) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{6}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Target) GetId() string {
@@ -1121,7 +1518,7 @@ type Modify struct {
 
 func (x *Modify) Reset() {
 	*x = Modify{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1133,7 +1530,7 @@ func (x *Modify) String() string {
 func (*Modify) ProtoMessage() {}
 
 func (x *Modify) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1146,7 +1543,7 @@ func (x *Modify) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modify.ProtoReflect.Descriptor instead.
 func (*Modify) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{7}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Modify) GetId() string {
@@ -1202,7 +1599,7 @@ type Complete struct {
 
 func (x *Complete) Reset() {
 	*x = Complete{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1214,7 +1611,7 @@ func (x *Complete) String() string {
 func (*Complete) ProtoMessage() {}
 
 func (x *Complete) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1227,7 +1624,7 @@ func (x *Complete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Complete.ProtoReflect.Descriptor instead.
 func (*Complete) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{8}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Complete) GetId() string {
@@ -1253,7 +1650,7 @@ type Expire struct {
 
 func (x *Expire) Reset() {
 	*x = Expire{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1265,7 +1662,7 @@ func (x *Expire) String() string {
 func (*Expire) ProtoMessage() {}
 
 func (x *Expire) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1278,7 +1675,7 @@ func (x *Expire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expire.ProtoReflect.Descriptor instead.
 func (*Expire) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{9}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{12}
 }
 
 // Reservation is one row of the reservation table.
@@ -1317,13 +1714,27 @@ type Reservation struct {
 	// When the work ended, set when the reservation was completed early
 	// (equal to end_millis then; 0 otherwise).
 	ActualEndMillis int64 `protobuf:"varint,15,opt,name=actual_end_millis,json=actualEndMillis,proto3" json:"actual_end_millis,omitempty"`
+	// Reservation or variable job.
+	Kind Reservation_Kind `protobuf:"varint,16,opt,name=kind,proto3,enum=ledgerd.fsm.v1.Reservation_Kind" json:"kind,omitempty"`
+	// For rows admitted through a MOVE_VARIABLE or RELAXED resource's
+	// scheduler, and variable jobs: the estimated probability of no
+	// violation in permille (floor), 1000 for a rigid fit; 0 for plain rows.
+	ProbabilityPermille uint32 `protobuf:"varint,17,opt,name=probability_permille,json=probabilityPermille,proto3" json:"probability_permille,omitempty"`
+	// True when a RELAXED resource admitted it by overlapping others.
+	Relaxed bool `protobuf:"varint,18,opt,name=relaxed,proto3" json:"relaxed,omitempty"`
+	// Times a variable job was pushed later by a reservation.
+	Pushes uint32 `protobuf:"varint,19,opt,name=pushes,proto3" json:"pushes,omitempty"`
+	// Units missing when it started (STATE_DEGRADED only).
+	ShortUnits int64 `protobuf:"varint,20,opt,name=short_units,json=shortUnits,proto3" json:"short_units,omitempty"`
+	// A variable job's earliest allowed start.
+	NotBeforeMillis int64 `protobuf:"varint,21,opt,name=not_before_millis,json=notBeforeMillis,proto3" json:"not_before_millis,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Reservation) Reset() {
 	*x = Reservation{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1335,7 +1746,7 @@ func (x *Reservation) String() string {
 func (*Reservation) ProtoMessage() {}
 
 func (x *Reservation) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1348,7 +1759,7 @@ func (x *Reservation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reservation.ProtoReflect.Descriptor instead.
 func (*Reservation) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{10}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Reservation) GetId() string {
@@ -1456,6 +1867,48 @@ func (x *Reservation) GetActualEndMillis() int64 {
 	return 0
 }
 
+func (x *Reservation) GetKind() Reservation_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return Reservation_KIND_RESERVATION
+}
+
+func (x *Reservation) GetProbabilityPermille() uint32 {
+	if x != nil {
+		return x.ProbabilityPermille
+	}
+	return 0
+}
+
+func (x *Reservation) GetRelaxed() bool {
+	if x != nil {
+		return x.Relaxed
+	}
+	return false
+}
+
+func (x *Reservation) GetPushes() uint32 {
+	if x != nil {
+		return x.Pushes
+	}
+	return 0
+}
+
+func (x *Reservation) GetShortUnits() int64 {
+	if x != nil {
+		return x.ShortUnits
+	}
+	return 0
+}
+
+func (x *Reservation) GetNotBeforeMillis() int64 {
+	if x != nil {
+		return x.NotBeforeMillis
+	}
+	return 0
+}
+
 // Modification is a new shape held beside a committed reservation.
 type Modification struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1475,7 +1928,7 @@ type Modification struct {
 
 func (x *Modification) Reset() {
 	*x = Modification{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1487,7 +1940,7 @@ func (x *Modification) String() string {
 func (*Modification) ProtoMessage() {}
 
 func (x *Modification) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1500,7 +1953,7 @@ func (x *Modification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modification.ProtoReflect.Descriptor instead.
 func (*Modification) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{11}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Modification) GetParts() []*Part {
@@ -1553,7 +2006,7 @@ type CapacityWindow struct {
 
 func (x *CapacityWindow) Reset() {
 	*x = CapacityWindow{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1565,7 +2018,7 @@ func (x *CapacityWindow) String() string {
 func (*CapacityWindow) ProtoMessage() {}
 
 func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1578,7 +2031,7 @@ func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapacityWindow.ProtoReflect.Descriptor instead.
 func (*CapacityWindow) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{12}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CapacityWindow) GetFromMillis() int64 {
@@ -1620,13 +2073,15 @@ type Resource struct {
 	CreatedVersion uint64 `protobuf:"varint,6,opt,name=created_version,json=createdVersion,proto3" json:"created_version,omitempty"`
 	// Log index that last changed it.
 	UpdatedVersion uint64 `protobuf:"varint,7,opt,name=updated_version,json=updatedVersion,proto3" json:"updated_version,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Admission policy (absent means REJECT).
+	Policy        *PolicySpec `protobuf:"bytes,8,opt,name=policy,proto3" json:"policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1638,7 +2093,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1651,7 +2106,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Resource) GetName() string {
@@ -1703,6 +2158,13 @@ func (x *Resource) GetUpdatedVersion() uint64 {
 	return 0
 }
 
+func (x *Resource) GetPolicy() *PolicySpec {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
 // Result is what Apply returns for one entry, encoded. It carries everything
 // a client needs; the server forwards these bytes unchanged.
 type Result struct {
@@ -1724,6 +2186,9 @@ type Result struct {
 	Resource *Resource `protobuf:"bytes,7,opt,name=resource,proto3" json:"resource,omitempty"`
 	// Holds and modifications expired by this entry (all commands).
 	Expired int64 `protobuf:"varint,8,opt,name=expired,proto3" json:"expired,omitempty"`
+	// Variable jobs whose planned start this entry changed, sorted by id
+	// (all commands: reservations, completions and log time move jobs).
+	Moved []*Move `protobuf:"bytes,9,rep,name=moved,proto3" json:"moved,omitempty"`
 	// Details for REJECTED, INVALID and CONFLICT.
 	//
 	// Types that are valid to be assigned to Detail:
@@ -1738,7 +2203,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1750,7 +2215,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1763,7 +2228,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{14}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Result) GetStatus() Result_Status {
@@ -1820,6 +2285,13 @@ func (x *Result) GetExpired() int64 {
 		return x.Expired
 	}
 	return 0
+}
+
+func (x *Result) GetMoved() []*Move {
+	if x != nil {
+		return x.Moved
+	}
+	return nil
 }
 
 func (x *Result) GetDetail() isResult_Detail {
@@ -1881,6 +2353,70 @@ func (*Result_Invalid) isResult_Detail() {}
 
 func (*Result_Conflict) isResult_Detail() {}
 
+// Move records a variable job re-planned by one entry.
+type Move struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The job's ID.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Planned start before the entry.
+	FromMillis int64 `protobuf:"varint,2,opt,name=from_millis,json=fromMillis,proto3" json:"from_millis,omitempty"`
+	// Planned start after the entry.
+	ToMillis      int64 `protobuf:"varint,3,opt,name=to_millis,json=toMillis,proto3" json:"to_millis,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Move) Reset() {
+	*x = Move{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Move) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Move) ProtoMessage() {}
+
+func (x *Move) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Move.ProtoReflect.Descriptor instead.
+func (*Move) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *Move) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Move) GetFromMillis() int64 {
+	if x != nil {
+		return x.FromMillis
+	}
+	return 0
+}
+
+func (x *Move) GetToMillis() int64 {
+	if x != nil {
+		return x.ToMillis
+	}
+	return 0
+}
+
 // Rejected explains a capacity rejection.
 type Rejected struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1894,7 +2430,7 @@ type Rejected struct {
 
 func (x *Rejected) Reset() {
 	*x = Rejected{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1906,7 +2442,7 @@ func (x *Rejected) String() string {
 func (*Rejected) ProtoMessage() {}
 
 func (x *Rejected) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1919,7 +2455,7 @@ func (x *Rejected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejected.ProtoReflect.Descriptor instead.
 func (*Rejected) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{15}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Rejected) GetLaterOk() bool {
@@ -1949,7 +2485,7 @@ type Invalid struct {
 
 func (x *Invalid) Reset() {
 	*x = Invalid{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1961,7 +2497,7 @@ func (x *Invalid) String() string {
 func (*Invalid) ProtoMessage() {}
 
 func (x *Invalid) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1974,7 +2510,7 @@ func (x *Invalid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invalid.ProtoReflect.Descriptor instead.
 func (*Invalid) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{16}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Invalid) GetField() string {
@@ -2006,7 +2542,7 @@ type Conflict struct {
 
 func (x *Conflict) Reset() {
 	*x = Conflict{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2018,7 +2554,7 @@ func (x *Conflict) String() string {
 func (*Conflict) ProtoMessage() {}
 
 func (x *Conflict) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2031,7 +2567,7 @@ func (x *Conflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conflict.ProtoReflect.Descriptor instead.
 func (*Conflict) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Conflict) GetKind() Conflict_Kind {
@@ -2076,7 +2612,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2088,7 +2624,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2101,7 +2637,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{18}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Event) GetVersion() uint64 {
@@ -2163,7 +2699,7 @@ type IdempotencyRecord struct {
 
 func (x *IdempotencyRecord) Reset() {
 	*x = IdempotencyRecord{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2175,7 +2711,7 @@ func (x *IdempotencyRecord) String() string {
 func (*IdempotencyRecord) ProtoMessage() {}
 
 func (x *IdempotencyRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2188,7 +2724,7 @@ func (x *IdempotencyRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IdempotencyRecord.ProtoReflect.Descriptor instead.
 func (*IdempotencyRecord) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *IdempotencyRecord) GetOwner() string {
@@ -2236,14 +2772,20 @@ type Snapshot struct {
 	// Idempotency records, in apply order.
 	Idempotency []*IdempotencyRecord `protobuf:"bytes,5,rep,name=idempotency,proto3" json:"idempotency,omitempty"`
 	// The retained tail of the event history, in order.
-	History       []*Event `protobuf:"bytes,6,rep,name=history,proto3" json:"history,omitempty"`
+	History []*Event `protobuf:"bytes,6,rep,name=history,proto3" json:"history,omitempty"`
+	// The admission scheduler's live items: per resource in name order, each
+	// resource's items in submission order (the order re-planning follows).
+	// Policies live on the resource rows.
+	SchedulerItems []*SchedulerItem `protobuf:"bytes,7,rep,name=scheduler_items,json=schedulerItems,proto3" json:"scheduler_items,omitempty"`
+	// The learned release-time model; absent while nothing was recorded.
+	ReleaseModel  *ReleaseModel `protobuf:"bytes,8,opt,name=release_model,json=releaseModel,proto3" json:"release_model,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2255,7 +2797,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2268,7 +2810,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{20}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Snapshot) GetAppliedIndex() uint64 {
@@ -2313,11 +2855,346 @@ func (x *Snapshot) GetHistory() []*Event {
 	return nil
 }
 
+func (x *Snapshot) GetSchedulerItems() []*SchedulerItem {
+	if x != nil {
+		return x.SchedulerItems
+	}
+	return nil
+}
+
+func (x *Snapshot) GetReleaseModel() *ReleaseModel {
+	if x != nil {
+		return x.ReleaseModel
+	}
+	return nil
+}
+
+// SchedulerItem is a reservation or variable job the admission scheduler
+// manages (mirrors planner.Item).
+type SchedulerItem struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Reservation or job ID.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Owner.
+	Owner string `protobuf:"bytes,2,opt,name=owner,proto3" json:"owner,omitempty"`
+	// Reservation or variable job.
+	Kind Reservation_Kind `protobuf:"varint,3,opt,name=kind,proto3,enum=ledgerd.fsm.v1.Reservation_Kind" json:"kind,omitempty"`
+	// The single resource.
+	Resource string `protobuf:"bytes,4,opt,name=resource,proto3" json:"resource,omitempty"`
+	// Units.
+	Amount int64 `protobuf:"varint,5,opt,name=amount,proto3" json:"amount,omitempty"`
+	// Planned interval start.
+	StartMillis int64 `protobuf:"varint,6,opt,name=start_millis,json=startMillis,proto3" json:"start_millis,omitempty"`
+	// Planned interval end (exclusive; the requested end).
+	EndMillis int64 `protobuf:"varint,7,opt,name=end_millis,json=endMillis,proto3" json:"end_millis,omitempty"`
+	// A variable job's earliest allowed start.
+	NotBeforeMillis int64 `protobuf:"varint,8,opt,name=not_before_millis,json=notBeforeMillis,proto3" json:"not_before_millis,omitempty"`
+	// Started (its start is fixed).
+	Running bool `protobuf:"varint,9,opt,name=running,proto3" json:"running,omitempty"`
+	// Times a variable job was pushed later.
+	Pushes uint32 `protobuf:"varint,10,opt,name=pushes,proto3" json:"pushes,omitempty"`
+	// Units a relaxed admission placed beyond the planned free capacity.
+	Overbooked    int64 `protobuf:"varint,11,opt,name=overbooked,proto3" json:"overbooked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SchedulerItem) Reset() {
+	*x = SchedulerItem{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchedulerItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchedulerItem) ProtoMessage() {}
+
+func (x *SchedulerItem) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchedulerItem.ProtoReflect.Descriptor instead.
+func (*SchedulerItem) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SchedulerItem) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SchedulerItem) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *SchedulerItem) GetKind() Reservation_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return Reservation_KIND_RESERVATION
+}
+
+func (x *SchedulerItem) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *SchedulerItem) GetAmount() int64 {
+	if x != nil {
+		return x.Amount
+	}
+	return 0
+}
+
+func (x *SchedulerItem) GetStartMillis() int64 {
+	if x != nil {
+		return x.StartMillis
+	}
+	return 0
+}
+
+func (x *SchedulerItem) GetEndMillis() int64 {
+	if x != nil {
+		return x.EndMillis
+	}
+	return 0
+}
+
+func (x *SchedulerItem) GetNotBeforeMillis() int64 {
+	if x != nil {
+		return x.NotBeforeMillis
+	}
+	return 0
+}
+
+func (x *SchedulerItem) GetRunning() bool {
+	if x != nil {
+		return x.Running
+	}
+	return false
+}
+
+func (x *SchedulerItem) GetPushes() uint32 {
+	if x != nil {
+		return x.Pushes
+	}
+	return 0
+}
+
+func (x *SchedulerItem) GetOverbooked() int64 {
+	if x != nil {
+		return x.Overbooked
+	}
+	return 0
+}
+
+// ReleaseModel is the learned distribution of actual/requested duration:
+// histogram buckets in permille, globally and per owner.
+type ReleaseModel struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Pseudo-observations at ratio 1000 added to every distribution.
+	PriorWeight int64 `protobuf:"varint,1,opt,name=prior_weight,json=priorWeight,proto3" json:"prior_weight,omitempty"`
+	// Completions an owner needs before its own histogram is used.
+	MinOwnerSamples int64 `protobuf:"varint,2,opt,name=min_owner_samples,json=minOwnerSamples,proto3" json:"min_owner_samples,omitempty"`
+	// Non-zero buckets of all completions, by permille.
+	Global []*RatioCount `protobuf:"bytes,3,rep,name=global,proto3" json:"global,omitempty"`
+	// Per-owner histograms, sorted by owner.
+	Owners        []*OwnerRatios `protobuf:"bytes,4,rep,name=owners,proto3" json:"owners,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseModel) Reset() {
+	*x = ReleaseModel{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseModel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseModel) ProtoMessage() {}
+
+func (x *ReleaseModel) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseModel.ProtoReflect.Descriptor instead.
+func (*ReleaseModel) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ReleaseModel) GetPriorWeight() int64 {
+	if x != nil {
+		return x.PriorWeight
+	}
+	return 0
+}
+
+func (x *ReleaseModel) GetMinOwnerSamples() int64 {
+	if x != nil {
+		return x.MinOwnerSamples
+	}
+	return 0
+}
+
+func (x *ReleaseModel) GetGlobal() []*RatioCount {
+	if x != nil {
+		return x.Global
+	}
+	return nil
+}
+
+func (x *ReleaseModel) GetOwners() []*OwnerRatios {
+	if x != nil {
+		return x.Owners
+	}
+	return nil
+}
+
+// RatioCount is one histogram bucket.
+type RatioCount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// actual/requested duration in permille, 0..1000.
+	Permille uint32 `protobuf:"varint,1,opt,name=permille,proto3" json:"permille,omitempty"`
+	// Completions in the bucket.
+	Count         int64 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RatioCount) Reset() {
+	*x = RatioCount{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RatioCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RatioCount) ProtoMessage() {}
+
+func (x *RatioCount) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RatioCount.ProtoReflect.Descriptor instead.
+func (*RatioCount) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *RatioCount) GetPermille() uint32 {
+	if x != nil {
+		return x.Permille
+	}
+	return 0
+}
+
+func (x *RatioCount) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+// OwnerRatios is one owner's histogram.
+type OwnerRatios struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The owner.
+	Owner string `protobuf:"bytes,1,opt,name=owner,proto3" json:"owner,omitempty"`
+	// Non-zero buckets, by permille.
+	Counts        []*RatioCount `protobuf:"bytes,2,rep,name=counts,proto3" json:"counts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OwnerRatios) Reset() {
+	*x = OwnerRatios{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OwnerRatios) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OwnerRatios) ProtoMessage() {}
+
+func (x *OwnerRatios) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OwnerRatios.ProtoReflect.Descriptor instead.
+func (*OwnerRatios) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *OwnerRatios) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *OwnerRatios) GetCounts() []*RatioCount {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
 var File_ledgerd_fsm_v1_fsm_proto protoreflect.FileDescriptor
 
 const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\n" +
-	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xbe\a\n" +
+	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xe0\b\n" +
 	"\aCommand\x120\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1c.ledgerd.fsm.v1.Command.TypeR\x04type\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\rR\aversion\x12\x1d\n" +
@@ -2336,7 +3213,11 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x06target\x18\x0e \x01(\v2\x16.ledgerd.fsm.v1.TargetH\x00R\x06target\x120\n" +
 	"\x06modify\x18\x0f \x01(\v2\x16.ledgerd.fsm.v1.ModifyH\x00R\x06modify\x120\n" +
 	"\x06expire\x18\x10 \x01(\v2\x16.ledgerd.fsm.v1.ExpireH\x00R\x06expire\x126\n" +
-	"\bcomplete\x18\x11 \x01(\v2\x18.ledgerd.fsm.v1.CompleteH\x00R\bcomplete\"\xee\x01\n" +
+	"\bcomplete\x18\x11 \x01(\v2\x18.ledgerd.fsm.v1.CompleteH\x00R\bcomplete\x12:\n" +
+	"\n" +
+	"set_policy\x18\x12 \x01(\v2\x19.ledgerd.fsm.v1.SetPolicyH\x00R\tsetPolicy\x12:\n" +
+	"\n" +
+	"submit_job\x18\x13 \x01(\v2\x19.ledgerd.fsm.v1.SubmitJobH\x00R\tsubmitJob\"\x98\x02\n" +
 	"\x04Type\x12\x10\n" +
 	"\fTYPE_UNKNOWN\x10\x00\x12\x18\n" +
 	"\x14TYPE_CREATE_RESOURCE\x10\x01\x12\x18\n" +
@@ -2351,13 +3232,34 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\vTYPE_CANCEL\x10\t\x12\x0f\n" +
 	"\vTYPE_EXPIRE\x10\n" +
 	"\x12\x11\n" +
-	"\rTYPE_COMPLETE\x10\vB\t\n" +
-	"\apayload\"\xd3\x01\n" +
+	"\rTYPE_COMPLETE\x10\v\x12\x13\n" +
+	"\x0fTYPE_SET_POLICY\x10\f\x12\x13\n" +
+	"\x0fTYPE_SUBMIT_JOB\x10\rB\t\n" +
+	"\apayload\"\x96\x01\n" +
+	"\n" +
+	"PolicySpec\x127\n" +
+	"\x06policy\x18\x01 \x01(\x0e2\x1f.ledgerd.fsm.v1.AdmissionPolicyR\x06policy\x120\n" +
+	"\x14min_success_permille\x18\x02 \x01(\rR\x12minSuccessPermille\x12\x1d\n" +
+	"\n" +
+	"max_pushes\x18\x03 \x01(\rR\tmaxPushes\"S\n" +
+	"\tSetPolicy\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x122\n" +
+	"\x06policy\x18\x02 \x01(\v2\x1a.ledgerd.fsm.v1.PolicySpecR\x06policy\"\x94\x02\n" +
+	"\tSubmitJob\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12(\n" +
+	"\x04part\x18\x02 \x01(\v2\x14.ledgerd.fsm.v1.PartR\x04part\x12'\n" +
+	"\x0fduration_millis\x18\x03 \x01(\x03R\x0edurationMillis\x12*\n" +
+	"\x11not_before_millis\x18\x04 \x01(\x03R\x0fnotBeforeMillis\x12=\n" +
+	"\x06labels\x18\x05 \x03(\v2%.ledgerd.fsm.v1.SubmitJob.LabelsEntryR\x06labels\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x87\x02\n" +
 	"\x0eCreateResource\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bcapacity\x18\x02 \x01(\x03R\bcapacity\x12\x12\n" +
 	"\x04unit\x18\x03 \x01(\tR\x04unit\x12B\n" +
-	"\x06labels\x18\x04 \x03(\v2*.ledgerd.fsm.v1.CreateResource.LabelsEntryR\x06labels\x1a9\n" +
+	"\x06labels\x18\x04 \x03(\v2*.ledgerd.fsm.v1.CreateResource.LabelsEntryR\x06labels\x122\n" +
+	"\x06policy\x18\x05 \x01(\v2\x1a.ledgerd.fsm.v1.PolicySpecR\x06policy\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa6\x01\n" +
@@ -2404,7 +3306,7 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\tat_millis\x18\x02 \x01(\x03H\x00R\batMillis\x88\x01\x01B\f\n" +
 	"\n" +
 	"_at_millis\"\b\n" +
-	"\x06Expire\"\xea\x06\n" +
+	"\x06Expire\"\x9b\t\n" +
 	"\vReservation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x12?\n" +
@@ -2422,10 +3324,17 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x0eupdated_millis\x18\f \x01(\x03R\rupdatedMillis\x126\n" +
 	"\apending\x18\r \x01(\v2\x1c.ledgerd.fsm.v1.ModificationR\apending\x12:\n" +
 	"\x19requested_duration_millis\x18\x0e \x01(\x03R\x17requestedDurationMillis\x12*\n" +
-	"\x11actual_end_millis\x18\x0f \x01(\x03R\x0factualEndMillis\x1a9\n" +
+	"\x11actual_end_millis\x18\x0f \x01(\x03R\x0factualEndMillis\x124\n" +
+	"\x04kind\x18\x10 \x01(\x0e2 .ledgerd.fsm.v1.Reservation.KindR\x04kind\x121\n" +
+	"\x14probability_permille\x18\x11 \x01(\rR\x13probabilityPermille\x12\x18\n" +
+	"\arelaxed\x18\x12 \x01(\bR\arelaxed\x12\x16\n" +
+	"\x06pushes\x18\x13 \x01(\rR\x06pushes\x12\x1f\n" +
+	"\vshort_units\x18\x14 \x01(\x03R\n" +
+	"shortUnits\x12*\n" +
+	"\x11not_before_millis\x18\x15 \x01(\x03R\x0fnotBeforeMillis\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa1\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb5\x01\n" +
 	"\x05State\x12\x11\n" +
 	"\rSTATE_UNKNOWN\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -2435,7 +3344,11 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x0fSTATE_COMPLETED\x10\x04\x12\x11\n" +
 	"\rSTATE_ABORTED\x10\x05\x12\x11\n" +
 	"\rSTATE_EXPIRED\x10\x06\x12\x13\n" +
-	"\x0fSTATE_CANCELLED\x10\a\"\xc6\x01\n" +
+	"\x0fSTATE_CANCELLED\x10\a\x12\x12\n" +
+	"\x0eSTATE_DEGRADED\x10\b\"3\n" +
+	"\x04Kind\x12\x14\n" +
+	"\x10KIND_RESERVATION\x10\x00\x12\x15\n" +
+	"\x11KIND_VARIABLE_JOB\x10\x01\"\xc6\x01\n" +
 	"\fModification\x12*\n" +
 	"\x05parts\x18\x01 \x03(\v2\x14.ledgerd.fsm.v1.PartR\x05parts\x12!\n" +
 	"\fstart_millis\x18\x02 \x01(\x03R\vstartMillis\x12\x1d\n" +
@@ -2447,7 +3360,7 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\vfrom_millis\x18\x01 \x01(\x03R\n" +
 	"fromMillis\x12\x1b\n" +
 	"\tto_millis\x18\x02 \x01(\x03R\btoMillis\x12\x1a\n" +
-	"\bcapacity\x18\x03 \x01(\x03R\bcapacity\"\xd3\x02\n" +
+	"\bcapacity\x18\x03 \x01(\x03R\bcapacity\"\x87\x03\n" +
 	"\bResource\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bcapacity\x18\x02 \x01(\x03R\bcapacity\x12\x12\n" +
@@ -2455,10 +3368,11 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x06labels\x18\x04 \x03(\v2$.ledgerd.fsm.v1.Resource.LabelsEntryR\x06labels\x128\n" +
 	"\awindows\x18\x05 \x03(\v2\x1e.ledgerd.fsm.v1.CapacityWindowR\awindows\x12'\n" +
 	"\x0fcreated_version\x18\x06 \x01(\x04R\x0ecreatedVersion\x12'\n" +
-	"\x0fupdated_version\x18\a \x01(\x04R\x0eupdatedVersion\x1a9\n" +
+	"\x0fupdated_version\x18\a \x01(\x04R\x0eupdatedVersion\x122\n" +
+	"\x06policy\x18\b \x01(\v2\x1a.ledgerd.fsm.v1.PolicySpecR\x06policy\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8c\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb8\x05\n" +
 	"\x06Result\x125\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1d.ledgerd.fsm.v1.Result.StatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x18\n" +
@@ -2468,7 +3382,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\breplayed\x18\x05 \x01(\bR\breplayed\x12=\n" +
 	"\vreservation\x18\x06 \x01(\v2\x1b.ledgerd.fsm.v1.ReservationR\vreservation\x124\n" +
 	"\bresource\x18\a \x01(\v2\x18.ledgerd.fsm.v1.ResourceR\bresource\x12\x18\n" +
-	"\aexpired\x18\b \x01(\x03R\aexpired\x126\n" +
+	"\aexpired\x18\b \x01(\x03R\aexpired\x12*\n" +
+	"\x05moved\x18\t \x03(\v2\x14.ledgerd.fsm.v1.MoveR\x05moved\x126\n" +
 	"\brejected\x18\n" +
 	" \x01(\v2\x18.ledgerd.fsm.v1.RejectedH\x00R\brejected\x123\n" +
 	"\ainvalid\x18\v \x01(\v2\x17.ledgerd.fsm.v1.InvalidH\x00R\ainvalid\x126\n" +
@@ -2481,7 +3396,12 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x10STATUS_NOT_FOUND\x10\x04\x12\x13\n" +
 	"\x0fSTATUS_CONFLICT\x10\x05\x12\x1c\n" +
 	"\x18STATUS_PERMISSION_DENIED\x10\x06B\b\n" +
-	"\x06detail\"S\n" +
+	"\x06detail\"T\n" +
+	"\x04Move\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
+	"\vfrom_millis\x18\x02 \x01(\x03R\n" +
+	"fromMillis\x12\x1b\n" +
+	"\tto_millis\x18\x03 \x01(\x03R\btoMillis\"S\n" +
 	"\bRejected\x12\x19\n" +
 	"\blater_ok\x18\x01 \x01(\bR\alaterOk\x12,\n" +
 	"\x12later_start_millis\x18\x02 \x01(\x03R\x10laterStartMillis\"7\n" +
@@ -2498,14 +3418,14 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x11KIND_DUPLICATE_ID\x10\x02\x12\x0f\n" +
 	"\vKIND_IN_USE\x10\x03\x12\x11\n" +
 	"\rKIND_CAPACITY\x10\x04\x12\x18\n" +
-	"\x14KIND_RESOURCE_EXISTS\x10\x05\"\xdb\x04\n" +
+	"\x14KIND_RESOURCE_EXISTS\x10\x05\"\xb3\x05\n" +
 	"\x05Event\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x04R\aversion\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\rR\x03seq\x12.\n" +
 	"\x04type\x18\x03 \x01(\x0e2\x1a.ledgerd.fsm.v1.Event.TypeR\x04type\x12\x1b\n" +
 	"\tat_millis\x18\x04 \x01(\x03R\batMillis\x12=\n" +
 	"\vreservation\x18\x05 \x01(\v2\x1b.ledgerd.fsm.v1.ReservationR\vreservation\x124\n" +
-	"\bresource\x18\x06 \x01(\v2\x18.ledgerd.fsm.v1.ResourceR\bresource\"\xe3\x02\n" +
+	"\bresource\x18\x06 \x01(\v2\x18.ledgerd.fsm.v1.ResourceR\bresource\"\xbb\x03\n" +
 	"\x04Type\x12\x10\n" +
 	"\fTYPE_UNKNOWN\x10\x00\x12\r\n" +
 	"\tTYPE_HELD\x10\x01\x12\x12\n" +
@@ -2523,12 +3443,16 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x15TYPE_RESOURCE_CREATED\x10\f\x12\x19\n" +
 	"\x15TYPE_RESOURCE_UPDATED\x10\r\x12\x19\n" +
 	"\x15TYPE_RESOURCE_DELETED\x10\x0e\x12\x12\n" +
-	"\x0eTYPE_SHORTENED\x10\x0f\"\x88\x01\n" +
+	"\x0eTYPE_SHORTENED\x10\x0f\x12\x12\n" +
+	"\x0eTYPE_REPLANNED\x10\x10\x12\x11\n" +
+	"\rTYPE_VIOLATED\x10\x11\x12\x16\n" +
+	"\x12TYPE_JOB_SUBMITTED\x10\x12\x12\x17\n" +
+	"\x13TYPE_POLICY_CHANGED\x10\x13\"\x88\x01\n" +
 	"\x11IdempotencyRecord\x12\x14\n" +
 	"\x05owner\x18\x01 \x01(\tR\x05owner\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x1b\n" +
 	"\tat_millis\x18\x03 \x01(\x03R\batMillis\x12.\n" +
-	"\x06result\x18\x04 \x01(\v2\x16.ledgerd.fsm.v1.ResultR\x06result\"\xbd\x02\n" +
+	"\x06result\x18\x04 \x01(\v2\x16.ledgerd.fsm.v1.ResultR\x06result\"\xc8\x03\n" +
 	"\bSnapshot\x12#\n" +
 	"\rapplied_index\x18\x01 \x01(\x04R\fappliedIndex\x12\x1d\n" +
 	"\n" +
@@ -2536,7 +3460,42 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\tresources\x18\x03 \x03(\v2\x18.ledgerd.fsm.v1.ResourceR\tresources\x12?\n" +
 	"\freservations\x18\x04 \x03(\v2\x1b.ledgerd.fsm.v1.ReservationR\freservations\x12C\n" +
 	"\vidempotency\x18\x05 \x03(\v2!.ledgerd.fsm.v1.IdempotencyRecordR\vidempotency\x12/\n" +
-	"\ahistory\x18\x06 \x03(\v2\x15.ledgerd.fsm.v1.EventR\ahistoryB5Z3github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1;fsmv1b\x06proto3"
+	"\ahistory\x18\x06 \x03(\v2\x15.ledgerd.fsm.v1.EventR\ahistory\x12F\n" +
+	"\x0fscheduler_items\x18\a \x03(\v2\x1d.ledgerd.fsm.v1.SchedulerItemR\x0eschedulerItems\x12A\n" +
+	"\rrelease_model\x18\b \x01(\v2\x1c.ledgerd.fsm.v1.ReleaseModelR\freleaseModel\"\xdf\x02\n" +
+	"\rSchedulerItem\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05owner\x18\x02 \x01(\tR\x05owner\x124\n" +
+	"\x04kind\x18\x03 \x01(\x0e2 .ledgerd.fsm.v1.Reservation.KindR\x04kind\x12\x1a\n" +
+	"\bresource\x18\x04 \x01(\tR\bresource\x12\x16\n" +
+	"\x06amount\x18\x05 \x01(\x03R\x06amount\x12!\n" +
+	"\fstart_millis\x18\x06 \x01(\x03R\vstartMillis\x12\x1d\n" +
+	"\n" +
+	"end_millis\x18\a \x01(\x03R\tendMillis\x12*\n" +
+	"\x11not_before_millis\x18\b \x01(\x03R\x0fnotBeforeMillis\x12\x18\n" +
+	"\arunning\x18\t \x01(\bR\arunning\x12\x16\n" +
+	"\x06pushes\x18\n" +
+	" \x01(\rR\x06pushes\x12\x1e\n" +
+	"\n" +
+	"overbooked\x18\v \x01(\x03R\n" +
+	"overbooked\"\xc6\x01\n" +
+	"\fReleaseModel\x12!\n" +
+	"\fprior_weight\x18\x01 \x01(\x03R\vpriorWeight\x12*\n" +
+	"\x11min_owner_samples\x18\x02 \x01(\x03R\x0fminOwnerSamples\x122\n" +
+	"\x06global\x18\x03 \x03(\v2\x1a.ledgerd.fsm.v1.RatioCountR\x06global\x123\n" +
+	"\x06owners\x18\x04 \x03(\v2\x1b.ledgerd.fsm.v1.OwnerRatiosR\x06owners\">\n" +
+	"\n" +
+	"RatioCount\x12\x1a\n" +
+	"\bpermille\x18\x01 \x01(\rR\bpermille\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x03R\x05count\"W\n" +
+	"\vOwnerRatios\x12\x14\n" +
+	"\x05owner\x18\x01 \x01(\tR\x05owner\x122\n" +
+	"\x06counts\x18\x02 \x03(\v2\x1a.ledgerd.fsm.v1.RatioCountR\x06counts*\x92\x01\n" +
+	"\x0fAdmissionPolicy\x12 \n" +
+	"\x1cADMISSION_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17ADMISSION_POLICY_REJECT\x10\x01\x12\"\n" +
+	"\x1eADMISSION_POLICY_MOVE_VARIABLE\x10\x02\x12\x1c\n" +
+	"\x18ADMISSION_POLICY_RELAXED\x10\x03B5Z3github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1;fsmv1b\x06proto3"
 
 var (
 	file_ledgerd_fsm_v1_fsm_proto_rawDescOnce sync.Once
@@ -2550,82 +3509,109 @@ func file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP() []byte {
 	return file_ledgerd_fsm_v1_fsm_proto_rawDescData
 }
 
-var file_ledgerd_fsm_v1_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_ledgerd_fsm_v1_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_ledgerd_fsm_v1_fsm_proto_goTypes = []any{
-	(Command_Type)(0),          // 0: ledgerd.fsm.v1.Command.Type
-	(Reservation_State)(0),     // 1: ledgerd.fsm.v1.Reservation.State
-	(Result_Status)(0),         // 2: ledgerd.fsm.v1.Result.Status
-	(Conflict_Kind)(0),         // 3: ledgerd.fsm.v1.Conflict.Kind
-	(Event_Type)(0),            // 4: ledgerd.fsm.v1.Event.Type
-	(*Command)(nil),            // 5: ledgerd.fsm.v1.Command
-	(*CreateResource)(nil),     // 6: ledgerd.fsm.v1.CreateResource
-	(*UpdateResource)(nil),     // 7: ledgerd.fsm.v1.UpdateResource
-	(*DeleteResource)(nil),     // 8: ledgerd.fsm.v1.DeleteResource
-	(*Part)(nil),               // 9: ledgerd.fsm.v1.Part
-	(*ReservationRequest)(nil), // 10: ledgerd.fsm.v1.ReservationRequest
-	(*Target)(nil),             // 11: ledgerd.fsm.v1.Target
-	(*Modify)(nil),             // 12: ledgerd.fsm.v1.Modify
-	(*Complete)(nil),           // 13: ledgerd.fsm.v1.Complete
-	(*Expire)(nil),             // 14: ledgerd.fsm.v1.Expire
-	(*Reservation)(nil),        // 15: ledgerd.fsm.v1.Reservation
-	(*Modification)(nil),       // 16: ledgerd.fsm.v1.Modification
-	(*CapacityWindow)(nil),     // 17: ledgerd.fsm.v1.CapacityWindow
-	(*Resource)(nil),           // 18: ledgerd.fsm.v1.Resource
-	(*Result)(nil),             // 19: ledgerd.fsm.v1.Result
-	(*Rejected)(nil),           // 20: ledgerd.fsm.v1.Rejected
-	(*Invalid)(nil),            // 21: ledgerd.fsm.v1.Invalid
-	(*Conflict)(nil),           // 22: ledgerd.fsm.v1.Conflict
-	(*Event)(nil),              // 23: ledgerd.fsm.v1.Event
-	(*IdempotencyRecord)(nil),  // 24: ledgerd.fsm.v1.IdempotencyRecord
-	(*Snapshot)(nil),           // 25: ledgerd.fsm.v1.Snapshot
-	nil,                        // 26: ledgerd.fsm.v1.CreateResource.LabelsEntry
-	nil,                        // 27: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	nil,                        // 28: ledgerd.fsm.v1.Reservation.LabelsEntry
-	nil,                        // 29: ledgerd.fsm.v1.Resource.LabelsEntry
+	(AdmissionPolicy)(0),       // 0: ledgerd.fsm.v1.AdmissionPolicy
+	(Command_Type)(0),          // 1: ledgerd.fsm.v1.Command.Type
+	(Reservation_State)(0),     // 2: ledgerd.fsm.v1.Reservation.State
+	(Reservation_Kind)(0),      // 3: ledgerd.fsm.v1.Reservation.Kind
+	(Result_Status)(0),         // 4: ledgerd.fsm.v1.Result.Status
+	(Conflict_Kind)(0),         // 5: ledgerd.fsm.v1.Conflict.Kind
+	(Event_Type)(0),            // 6: ledgerd.fsm.v1.Event.Type
+	(*Command)(nil),            // 7: ledgerd.fsm.v1.Command
+	(*PolicySpec)(nil),         // 8: ledgerd.fsm.v1.PolicySpec
+	(*SetPolicy)(nil),          // 9: ledgerd.fsm.v1.SetPolicy
+	(*SubmitJob)(nil),          // 10: ledgerd.fsm.v1.SubmitJob
+	(*CreateResource)(nil),     // 11: ledgerd.fsm.v1.CreateResource
+	(*UpdateResource)(nil),     // 12: ledgerd.fsm.v1.UpdateResource
+	(*DeleteResource)(nil),     // 13: ledgerd.fsm.v1.DeleteResource
+	(*Part)(nil),               // 14: ledgerd.fsm.v1.Part
+	(*ReservationRequest)(nil), // 15: ledgerd.fsm.v1.ReservationRequest
+	(*Target)(nil),             // 16: ledgerd.fsm.v1.Target
+	(*Modify)(nil),             // 17: ledgerd.fsm.v1.Modify
+	(*Complete)(nil),           // 18: ledgerd.fsm.v1.Complete
+	(*Expire)(nil),             // 19: ledgerd.fsm.v1.Expire
+	(*Reservation)(nil),        // 20: ledgerd.fsm.v1.Reservation
+	(*Modification)(nil),       // 21: ledgerd.fsm.v1.Modification
+	(*CapacityWindow)(nil),     // 22: ledgerd.fsm.v1.CapacityWindow
+	(*Resource)(nil),           // 23: ledgerd.fsm.v1.Resource
+	(*Result)(nil),             // 24: ledgerd.fsm.v1.Result
+	(*Move)(nil),               // 25: ledgerd.fsm.v1.Move
+	(*Rejected)(nil),           // 26: ledgerd.fsm.v1.Rejected
+	(*Invalid)(nil),            // 27: ledgerd.fsm.v1.Invalid
+	(*Conflict)(nil),           // 28: ledgerd.fsm.v1.Conflict
+	(*Event)(nil),              // 29: ledgerd.fsm.v1.Event
+	(*IdempotencyRecord)(nil),  // 30: ledgerd.fsm.v1.IdempotencyRecord
+	(*Snapshot)(nil),           // 31: ledgerd.fsm.v1.Snapshot
+	(*SchedulerItem)(nil),      // 32: ledgerd.fsm.v1.SchedulerItem
+	(*ReleaseModel)(nil),       // 33: ledgerd.fsm.v1.ReleaseModel
+	(*RatioCount)(nil),         // 34: ledgerd.fsm.v1.RatioCount
+	(*OwnerRatios)(nil),        // 35: ledgerd.fsm.v1.OwnerRatios
+	nil,                        // 36: ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	nil,                        // 37: ledgerd.fsm.v1.CreateResource.LabelsEntry
+	nil,                        // 38: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	nil,                        // 39: ledgerd.fsm.v1.Reservation.LabelsEntry
+	nil,                        // 40: ledgerd.fsm.v1.Resource.LabelsEntry
 }
 var file_ledgerd_fsm_v1_fsm_proto_depIdxs = []int32{
-	0,  // 0: ledgerd.fsm.v1.Command.type:type_name -> ledgerd.fsm.v1.Command.Type
-	6,  // 1: ledgerd.fsm.v1.Command.create_resource:type_name -> ledgerd.fsm.v1.CreateResource
-	7,  // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
-	8,  // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
-	10, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
-	11, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
-	12, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
-	14, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
-	13, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
-	26, // 9: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
-	9,  // 10: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
-	27, // 11: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	9,  // 12: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
-	28, // 13: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
-	9,  // 14: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
-	1,  // 15: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	16, // 16: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
-	9,  // 17: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
-	29, // 18: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
-	17, // 19: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
-	2,  // 20: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
-	15, // 21: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	18, // 22: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
-	20, // 23: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
-	21, // 24: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
-	22, // 25: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
-	3,  // 26: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
-	1,  // 27: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	4,  // 28: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
-	15, // 29: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	18, // 30: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
-	19, // 31: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
-	18, // 32: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
-	15, // 33: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
-	24, // 34: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
-	23, // 35: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
-	36, // [36:36] is the sub-list for method output_type
-	36, // [36:36] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	1,  // 0: ledgerd.fsm.v1.Command.type:type_name -> ledgerd.fsm.v1.Command.Type
+	11, // 1: ledgerd.fsm.v1.Command.create_resource:type_name -> ledgerd.fsm.v1.CreateResource
+	12, // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
+	13, // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
+	15, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
+	16, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
+	17, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
+	19, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
+	18, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
+	9,  // 9: ledgerd.fsm.v1.Command.set_policy:type_name -> ledgerd.fsm.v1.SetPolicy
+	10, // 10: ledgerd.fsm.v1.Command.submit_job:type_name -> ledgerd.fsm.v1.SubmitJob
+	0,  // 11: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
+	8,  // 12: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	14, // 13: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
+	36, // 14: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	37, // 15: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
+	8,  // 16: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	14, // 17: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
+	38, // 18: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	14, // 19: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
+	39, // 20: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
+	14, // 21: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
+	2,  // 22: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	21, // 23: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
+	3,  // 24: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	14, // 25: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
+	40, // 26: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
+	22, // 27: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
+	8,  // 28: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	4,  // 29: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
+	20, // 30: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	23, // 31: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
+	25, // 32: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
+	26, // 33: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
+	27, // 34: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
+	28, // 35: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
+	5,  // 36: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
+	2,  // 37: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	6,  // 38: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
+	20, // 39: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	23, // 40: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
+	24, // 41: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
+	23, // 42: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
+	20, // 43: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
+	30, // 44: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
+	29, // 45: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
+	32, // 46: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
+	33, // 47: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
+	3,  // 48: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	34, // 49: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
+	35, // 50: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
+	34, // 51: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
+	52, // [52:52] is the sub-list for method output_type
+	52, // [52:52] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_fsm_v1_fsm_proto_init() }
@@ -2642,12 +3628,14 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 		(*Command_Modify)(nil),
 		(*Command_Expire)(nil),
 		(*Command_Complete)(nil),
+		(*Command_SetPolicy)(nil),
+		(*Command_SubmitJob)(nil),
 	}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[2].OneofWrappers = []any{}
 	file_ledgerd_fsm_v1_fsm_proto_msgTypes[5].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[7].OneofWrappers = []any{}
 	file_ledgerd_fsm_v1_fsm_proto_msgTypes[8].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[14].OneofWrappers = []any{
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[10].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[11].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[17].OneofWrappers = []any{
 		(*Result_Rejected)(nil),
 		(*Result_Invalid)(nil),
 		(*Result_Conflict)(nil),
@@ -2657,8 +3645,8 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_fsm_v1_fsm_proto_rawDesc), len(file_ledgerd_fsm_v1_fsm_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   25,
+			NumEnums:      7,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
