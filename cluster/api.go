@@ -95,11 +95,21 @@ type Config struct {
 	// Timing knobs, mainly for tests: zero means the hashicorp/raft default
 	// (HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout 1s/1s/500ms).
 	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout time.Duration
-	// SnapshotThreshold and SnapshotInterval control automatic snapshots;
-	// zero means the raft defaults. TrailingLogs is kept after a snapshot.
+	// SnapshotThreshold and SnapshotInterval control automatic snapshots:
+	// every SnapshotInterval (randomly stretched up to twice as long) Raft
+	// snapshots if more than SnapshotThreshold entries were logged since
+	// the last snapshot. A restart restores the newest snapshot and
+	// replays only the entries after it, so these bound the replay after
+	// a crash. TrailingLogs entries are kept behind a snapshot so a
+	// follower that lags by less catches up from the log, not from a
+	// snapshot. Zero means the raft defaults (8192, 120s, 10240).
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
+	// SnapshotOnShutdown takes a snapshot during a graceful Shutdown
+	// (after handing over leadership, before Raft stops), so the next
+	// start restores it and replays almost nothing.
+	SnapshotOnShutdown bool
 	// ReconcileInterval is how often the leader reconciles gossip membership
 	// with the Raft configuration. Default 5s.
 	ReconcileInterval time.Duration

@@ -47,8 +47,10 @@ type Node struct {
 	m      *metrics
 
 	meta     nodeMeta // what this node announces
-	token    string   // internal endpoint token, from the gossip key
-	hadState bool     // raft state existed on disk at start
+	started  time.Time
+	raftConf raft.Config // as started; timeouts restored after an early election
+	token    string      // internal endpoint token, from the gossip key
+	hadState bool        // raft state existed on disk at start
 
 	// readable is the term in which this node, as leader, completed a
 	// barrier; reads on the leader wait for it so the FSM reflects every
@@ -89,6 +91,7 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &Node{
+		started:  time.Now(),
 		cfg:      cfg,
 		id:       id,
 		log:      cfg.Logger.With("node", cfg.NodeName, "id", id),
@@ -100,6 +103,7 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 		ctx:      ctx,
 		cancel:   cancel,
 	}
+	n.fsm.log = n.log
 	ok := false
 	defer func() {
 		if !ok {
@@ -118,6 +122,9 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 		if err := n.m.register(cfg.Registerer); err != nil {
 			return nil, err
 		}
+	}
+	if n.hadState {
+		n.electNowIfSoleVoter()
 	}
 	n.ap = autopilot.New(n.raft, &apDelegate{n: n},
 		autopilot.WithLogger(newHclog(n.log, "autopilot")),
@@ -175,6 +182,7 @@ func (n *Node) createRaft() error {
 		return fmt.Errorf("cluster: open raft.db: %w", err)
 	}
 	n.store = store
+	n.log.Info("opened raft.db", "since_start", time.Since(n.started).Round(time.Millisecond))
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, newHclog(n.log, "snapshot"))
 	if err != nil {
 		return fmt.Errorf("cluster: open snapshot store: %w", err)
@@ -202,11 +210,17 @@ func (n *Node) createRaft() error {
 		return fmt.Errorf("cluster: log cache: %w", err)
 	}
 	n.logs = logs
+	// NewRaft restores the newest snapshot before it returns; the entries
+	// after it are replayed once a leader commits them.
 	r, err := raft.NewRaft(rc, n.fsm, logs, store, snaps, n.trans)
 	if err != nil {
 		return fmt.Errorf("cluster: start raft: %w", err)
 	}
 	n.raft = r
+	n.raftConf = *rc
+	st := r.Stats()
+	n.log.Info("raft started", "since_start", time.Since(n.started).Round(time.Millisecond),
+		"snapshot_index", st["last_snapshot_index"], "last_index", st["last_log_index"])
 	return nil
 }
 
@@ -357,6 +371,7 @@ func (n *Node) bootstrap(servers []raft.Server) {
 		return
 	}
 	n.log.Info("bootstrapped cluster", "servers", len(servers))
+	n.electNowIfSoleVoter()
 }
 
 // leadershipLoop starts the leader's duties when this node wins an
@@ -383,7 +398,7 @@ func (n *Node) leadershipLoop() {
 				n.log.Info("lost leadership")
 				continue
 			}
-			n.log.Info("became leader")
+			n.log.Info("became leader", "since_start", time.Since(n.started).Round(time.Millisecond))
 			n.leaderSince.Store(time.Now().UnixNano())
 			ctx, cancel := context.WithCancel(n.ctx)
 			stop = cancel
@@ -536,7 +551,9 @@ func (n *Node) readyLoop() {
 		cancel()
 		if err == nil {
 			n.ready.Store(true)
-			n.log.Info("node ready", "applied", n.fsm.Applied())
+			applied, restored := n.fsm.Applied(), n.fsm.restored.Load()
+			n.log.Info("node ready", "since_start", time.Since(n.started).Round(time.Millisecond),
+				"applied", applied, "snapshot_restored", restored, "replayed_or_received", applied-min(applied, restored))
 			return
 		}
 	}
@@ -661,8 +678,9 @@ func mapRaftErr(err error) error {
 }
 
 // Shutdown stops the node gracefully: a leader first hands leadership to
-// another voter, then the node leaves gossip (so the new leader removes it
-// from the configuration) and stops Raft. Safe to call more than once.
+// another voter, then the node snapshots (with SnapshotOnShutdown), leaves
+// gossip (so the new leader removes it from the configuration) and stops
+// Raft. Safe to call more than once.
 func (n *Node) Shutdown(ctx context.Context) error {
 	n.shutOnce.Do(func() {
 		n.closed.Store(true)
@@ -670,6 +688,9 @@ func (n *Node) Shutdown(ctx context.Context) error {
 			if err := n.waitFuture(ctx, "transfer leadership", n.raft.LeadershipTransfer()); err != nil {
 				n.log.Warn("leadership transfer before shutdown failed", "err", err)
 			}
+		}
+		if n.cfg.SnapshotOnShutdown {
+			n.shutdownSnapshot(ctx)
 		}
 		leave := 2 * time.Second
 		if d, ok := ctx.Deadline(); ok {

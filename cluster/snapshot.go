@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -32,23 +33,9 @@ func (n *Node) SaveSnapshot(ctx context.Context, w io.Writer) (SnapshotInfo, err
 	if n.closed.Load() {
 		return SnapshotInfo{}, fmt.Errorf("cluster: save snapshot: %w", ErrShutdown)
 	}
-	var fut raft.SnapshotFuture
-	for {
-		fut = n.raft.Snapshot()
-		err := n.waitFuture(ctx, "save snapshot", fut)
-		if err == nil {
-			break
-		}
-		// Raft refuses to snapshot while a configuration change is
-		// committed but not yet applied; that clears within moments.
-		if !strings.Contains(err.Error(), "wait until the configuration entry") {
-			return SnapshotInfo{}, err
-		}
-		select {
-		case <-ctx.Done():
-			return SnapshotInfo{}, fmt.Errorf("cluster: save snapshot: %w", ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
+	fut, err := n.snapshotNow(ctx)
+	if err != nil {
+		return SnapshotInfo{}, err
 	}
 	meta, rc, err := fut.Open()
 	if err != nil {
@@ -67,6 +54,43 @@ func (n *Node) SaveSnapshot(ctx context.Context, w io.Writer) (SnapshotInfo, err
 		return SnapshotInfo{}, fmt.Errorf("cluster: write snapshot: %w", err)
 	}
 	return SnapshotInfo{ID: meta.ID, Index: meta.Index, Term: meta.Term, Size: size}, nil
+}
+
+// snapshotNow takes a Raft snapshot and waits for it to be persisted.
+func (n *Node) snapshotNow(ctx context.Context) (raft.SnapshotFuture, error) {
+	for {
+		fut := n.raft.Snapshot()
+		err := n.waitFuture(ctx, "snapshot", fut)
+		if err == nil {
+			return fut, nil
+		}
+		// Raft refuses to snapshot while a configuration change is
+		// committed but not yet applied; that clears within moments.
+		if !strings.Contains(err.Error(), "wait until the configuration entry") {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("cluster: snapshot: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// shutdownSnapshot snapshots before a graceful stop so the next start
+// restores it instead of replaying the log since the last automatic
+// snapshot. Nothing new since the last snapshot is not an error.
+func (n *Node) shutdownSnapshot(ctx context.Context) {
+	start := time.Now()
+	if _, err := n.snapshotNow(ctx); err != nil {
+		if errors.Is(err, raft.ErrNothingNewToSnapshot) {
+			n.log.Info("shutdown snapshot: nothing new since the last snapshot", "applied", n.fsm.Applied())
+			return
+		}
+		n.log.Warn("shutdown snapshot failed; the next start replays the log since the last snapshot", "err", err)
+		return
+	}
+	n.log.Info("shutdown snapshot taken", "applied", n.fsm.Applied(), "took", time.Since(start).Round(time.Millisecond))
 }
 
 // RestoreSnapshot replaces the whole cluster's state with a snapshot written
