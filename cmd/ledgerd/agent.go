@@ -146,6 +146,7 @@ func newServer(cfg agentConfig, opts agentOptions, log *slog.Logger) *server {
 // run is the agent's life: a sequence of small steps, then wait for ctx.
 func (s *server) run(ctx context.Context, out io.Writer) error {
 	defer s.cleanup()
+	s.log.Info("agent starting", "pid", os.Getpid())
 	if err := s.createDataDir(); err != nil {
 		return err
 	}
@@ -244,11 +245,16 @@ func (s *server) createNode() error {
 		GossipKey:       key,
 		DeadServerGrace: time.Duration(s.cfg.DeadServerGrace),
 		TickInterval:    time.Duration(s.cfg.TickInterval),
-		Stamp:           fsm.Stamp,
-		Now:             newSkewedClock(s.cfg.DataDir, s.log).Now,
-		Tick:            fsm.TickCommand,
-		Logger:          s.log,
-		Registerer:      s.reg,
+
+		SnapshotThreshold:  s.cfg.SnapshotThreshold,
+		SnapshotInterval:   time.Duration(s.cfg.SnapshotInterval),
+		TrailingLogs:       s.cfg.TrailingLogs,
+		SnapshotOnShutdown: s.cfg.SnapshotOnShutdown,
+		Stamp:              fsm.Stamp,
+		Now:                newSkewedClock(s.cfg.DataDir, s.log).Now,
+		Tick:               fsm.TickCommand,
+		Logger:             s.log,
+		Registerer:         s.reg,
 	}, s.fsm)
 	if err != nil {
 		return err
@@ -262,6 +268,9 @@ func (s *server) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/internal/", s.node.Handler())
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	if s.cfg.Pprof {
+		mountPprof(mux)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})

@@ -50,6 +50,10 @@ func TestAgentConfigRejectsBadInputNamingTheKey(t *testing.T) {
 		{"rate limit", `{"data_dir":"d","rate_limit":-1}`, nil, nil, "rate_limit"},
 		{"tokens file", `{"data_dir":"d","tokens_file":"/no/such/tokens.json"}`, nil, nil, "tokens_file"},
 		{"max request", `{"data_dir":"d"}`, []string{"-max-request-bytes", "big"}, nil, "max-request-bytes"},
+		{"snapshot threshold", `{"data_dir":"d"}`, []string{"-snapshot-threshold", "-1"}, nil, "snapshot-threshold"},
+		{"snapshot interval", `{"data_dir":"d","snapshot_interval":"1ms"}`, nil, nil, "snapshot_interval"},
+		{"snapshot on shutdown", `{"data_dir":"d"}`, nil, map[string]string{"LEDGERD_SNAPSHOT_ON_SHUTDOWN": "sometimes"}, "LEDGERD_SNAPSHOT_ON_SHUTDOWN"},
+		{"trailing logs type", `{"data_dir":"d","trailing_logs":"many"}`, nil, nil, "trailing_logs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"-config", writeConfig(t, tc.file)}, tc.args...)
@@ -130,3 +134,33 @@ func TestDispatchListsCommands(t *testing.T) {
 }
 
 func errHelp() error { return flag.ErrHelp }
+
+func TestAgentConfigSnapshotKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		file string
+		env  map[string]string
+		args []string
+		want agentConfig
+	}{
+		{"defaults", `{"data_dir":"d"}`, nil, nil, agentConfig{SnapshotThreshold: 16384, SnapshotInterval: duration(10 * time.Second), TrailingLogs: 10240, SnapshotOnShutdown: true}},
+		{"file", `{"data_dir":"d","snapshot_threshold":100,"snapshot_interval":"1m","trailing_logs":5,"snapshot_on_shutdown":false,"pprof":true}`, nil, nil,
+			agentConfig{SnapshotThreshold: 100, SnapshotInterval: duration(time.Minute), TrailingLogs: 5, Pprof: true}},
+		{"env and flags", `{"data_dir":"d"}`, map[string]string{"LEDGERD_SNAPSHOT_ON_SHUTDOWN": "false", "LEDGERD_TRAILING_LOGS": "7"},
+			[]string{"-snapshot-threshold", "9", "-snapshot-interval", "3s", "-pprof=true"},
+			agentConfig{SnapshotThreshold: 9, SnapshotInterval: duration(3 * time.Second), TrailingLogs: 7, Pprof: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _, err := parseAgentArgs(append([]string{"-config", writeConfig(t, tc.file)}, tc.args...), func(k string) string { return tc.env[k] }, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := agentConfig{SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval,
+				TrailingLogs: cfg.TrailingLogs, SnapshotOnShutdown: cfg.SnapshotOnShutdown, Pprof: cfg.Pprof}
+			if got.SnapshotThreshold != tc.want.SnapshotThreshold || got.SnapshotInterval != tc.want.SnapshotInterval ||
+				got.TrailingLogs != tc.want.TrailingLogs || got.SnapshotOnShutdown != tc.want.SnapshotOnShutdown || got.Pprof != tc.want.Pprof {
+				t.Fatalf("snapshot settings = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

@@ -122,3 +122,22 @@ func TestDevAgent(t *testing.T) {
 		t.Errorf("dev data dir %s survived exit (%v)", dir, err)
 	}
 }
+
+// The profiling endpoints exist only when the pprof key is set.
+func TestAgentPprofKey(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{{nil, http.StatusNotFound}, {[]string{"-pprof=true"}, http.StatusOK}} {
+		s, _ := startAgent(t, tc.args...)
+		resp, err := http.Get("http://" + s.httpLn.Addr().String() + "/debug/pprof/heap?debug=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want || tc.want == http.StatusOK && !strings.Contains(string(body), "heap profile") {
+			t.Errorf("args %q: GET /debug/pprof/heap = %d, want %d", tc.args, resp.StatusCode, tc.want)
+		}
+	}
+}

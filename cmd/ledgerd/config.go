@@ -54,6 +54,16 @@ type agentConfig struct {
 	LogFormat       string   `json:"log_format"`
 	DeadServerGrace duration `json:"dead_server_grace"`
 	TickInterval    duration `json:"tick_interval"`
+	// Snapshots: see cluster.Config. The defaults keep the log replayed
+	// after a crash to about SnapshotThreshold plus two SnapshotIntervals
+	// of writes; a graceful stop snapshots so the next start replays
+	// almost nothing.
+	SnapshotThreshold  uint64   `json:"snapshot_threshold"`
+	SnapshotInterval   duration `json:"snapshot_interval"`
+	TrailingLogs       uint64   `json:"trailing_logs"`
+	SnapshotOnShutdown bool     `json:"snapshot_on_shutdown"`
+	// Pprof serves net/http/pprof under /debug/pprof/ on the HTTP port.
+	Pprof bool `json:"pprof"`
 	// Public API settings (see rpc.Options).
 	TokensFile      string   `json:"tokens_file"`
 	CORSOrigins     []string `json:"cors_origins"`
@@ -85,8 +95,24 @@ func defaultAgentConfig() agentConfig {
 		GossipAddr: "127.0.0.1:7422",
 		LogLevel:   "info",
 		LogFormat:  "text",
+
+		SnapshotThreshold:  DefaultSnapshotThreshold,
+		SnapshotInterval:   duration(DefaultSnapshotInterval),
+		TrailingLogs:       DefaultTrailingLogs,
+		SnapshotOnShutdown: true,
 	}
 }
+
+// Snapshot defaults of the agent. Raft's own (8192 entries checked every
+// 120 s) let a busy node log minutes of writes between snapshots, all of
+// which a restart after a crash replays; checking every 10 s bounds the
+// replay to about 16k entries plus 20 s of writes, and the threshold keeps
+// a quiet node from rewriting its snapshot for a handful of entries.
+const (
+	DefaultSnapshotThreshold uint64 = 16384
+	DefaultSnapshotInterval         = 10 * time.Second
+	DefaultTrailingLogs      uint64 = 10240
+)
 
 // setting describes one configuration key and how to set it from a string.
 type setting struct {
@@ -127,22 +153,8 @@ var settings = []setting{
 	{"tls_cert_file", "PEM certificate of this server (Raft TLS)", str(func(c *agentConfig) *string { return &c.TLSCertFile })},
 	{"tls_key_file", "PEM private key of this server (Raft TLS)", str(func(c *agentConfig) *string { return &c.TLSKeyFile })},
 	{"tls_ca_file", "PEM CA bundle that signs the servers' certificates", str(func(c *agentConfig) *string { return &c.TLSCAFile })},
-	{"tls_verify_incoming", "require peers to present a certificate (mutual TLS)", func(c *agentConfig, v string) error {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("want true or false: %w", err)
-		}
-		c.TLSVerifyIncoming = b
-		return nil
-	}},
-	{"tls_http", "serve the HTTP API over TLS (HTTP/2 and HTTP/1.1) with tls_cert_file/tls_key_file; peers reach it over https checked against tls_ca_file", func(c *agentConfig, v string) error {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("want true or false: %w", err)
-		}
-		c.TLSHTTP = b
-		return nil
-	}},
+	{"tls_verify_incoming", "require peers to present a certificate (mutual TLS)", boolSetter(func(c *agentConfig) *bool { return &c.TLSVerifyIncoming })},
+	{"tls_http", "serve the HTTP API over TLS (HTTP/2 and HTTP/1.1) with tls_cert_file/tls_key_file; peers reach it over https checked against tls_ca_file", boolSetter(func(c *agentConfig) *bool { return &c.TLSHTTP })},
 	{"tls_http_client_ca_file", "PEM CA bundle that signs API clients' certificates (with tls_http and tls_verify_incoming; tls_ca_file is always accepted)", str(func(c *agentConfig) *string { return &c.TLSHTTPClientCAFile })},
 	{"gossip_key", "base64 key (16, 24 or 32 bytes) that encrypts gossip", str(func(c *agentConfig) *string { return &c.GossipKey })},
 	{"log_level", "debug, info, warn or error", str(func(c *agentConfig) *string { return &c.LogLevel })},
@@ -157,6 +169,15 @@ var settings = []setting{
 		c.TickInterval = duration(d)
 		return err
 	}},
+	{"snapshot_threshold", "entries logged since the last snapshot that make the next check take one", uintSetter(func(c *agentConfig) *uint64 { return &c.SnapshotThreshold })},
+	{"snapshot_interval", "how often to check whether a snapshot is due (randomly up to twice as long)", func(c *agentConfig, v string) error {
+		d, err := time.ParseDuration(v)
+		c.SnapshotInterval = duration(d)
+		return err
+	}},
+	{"trailing_logs", "log entries kept behind a snapshot for lagging followers", uintSetter(func(c *agentConfig) *uint64 { return &c.TrailingLogs })},
+	{"snapshot_on_shutdown", "take a snapshot on graceful shutdown so the next start replays almost nothing", boolSetter(func(c *agentConfig) *bool { return &c.SnapshotOnShutdown })},
+	{"pprof", "serve Go profiles under /debug/pprof/ on the HTTP port (debugging only)", boolSetter(func(c *agentConfig) *bool { return &c.Pprof })},
 	{"tokens_file", "API bearer-token file; empty turns API authentication off", str(func(c *agentConfig) *string { return &c.TokensFile })},
 	{"cors_origins", "browser origins allowed to call the API; repeat or separate with commas", func(c *agentConfig, v string) error {
 		for _, o := range strings.Split(v, ",") {
@@ -176,6 +197,28 @@ var settings = []setting{
 	}},
 	{"rate_burst", "API rate-limit bucket size (default rate_limit)", intSetter(func(c *agentConfig) *int { return &c.RateBurst })},
 	{"max_request_bytes", "largest API request message", intSetter(func(c *agentConfig) *int { return &c.MaxRequestBytes })},
+}
+
+func uintSetter(p func(*agentConfig) *uint64) func(*agentConfig, string) error {
+	return func(c *agentConfig, v string) error {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("want a non-negative integer: %w", err)
+		}
+		*p(c) = n
+		return nil
+	}
+}
+
+func boolSetter(p func(*agentConfig) *bool) func(*agentConfig, string) error {
+	return func(c *agentConfig, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("want true or false: %w", err)
+		}
+		*p(c) = b
+		return nil
+	}
 }
 
 func intSetter(p func(*agentConfig) *int) func(*agentConfig, string) error {
@@ -354,6 +397,9 @@ func (c *agentConfig) validate(dev bool) error {
 	}
 	if c.TickInterval < 0 {
 		return fmt.Errorf("config: tick_interval: must not be negative")
+	}
+	if c.SnapshotInterval != 0 && time.Duration(c.SnapshotInterval) < 5*time.Millisecond {
+		return fmt.Errorf("config: snapshot_interval: must be at least 5ms (or 0 for the raft default), got %s", time.Duration(c.SnapshotInterval))
 	}
 	if c.RateLimit < 0 {
 		return fmt.Errorf("config: rate_limit: must be >= 0, got %g", c.RateLimit)
