@@ -152,19 +152,20 @@ func BadField(err error) (field string, ok bool) {
 	return "", false
 }
 
-// LeaderHeader carries the leader's API address on Unavailable errors.
+// LeaderHeader carries the leader's API address on unary responses and on
+// errors, so that clients can send writes straight to the leader.
 const LeaderHeader = "Ledgerd-Leader"
 
-// leaderHint is an interceptor that adds LeaderHeader to Unavailable
-// errors of unary and streaming calls.
+// leaderHint is an interceptor that adds LeaderHeader to unary responses
+// and to the errors of unary and streaming calls.
 type leaderHint func() string
 
 func (h leaderHint) annotate(err error) error {
-	if h == nil || connect.CodeOf(err) != connect.CodeUnavailable {
+	var ce *connect.Error
+	if h == nil || !errors.As(err, &ce) {
 		return err
 	}
-	var ce *connect.Error
-	if a := h(); a != "" && errors.As(err, &ce) {
+	if a := h(); a != "" {
 		ce.Meta().Set(LeaderHeader, a)
 	}
 	return err
@@ -174,7 +175,15 @@ func (h leaderHint) annotate(err error) error {
 func (h leaderHint) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		resp, err := next(ctx, req)
-		return resp, h.annotate(err)
+		if err != nil {
+			return resp, h.annotate(err)
+		}
+		if h != nil && resp != nil {
+			if a := h(); a != "" {
+				resp.Header().Set(LeaderHeader, a)
+			}
+		}
+		return resp, nil
 	}
 }
 

@@ -52,8 +52,8 @@ type Options struct {
 	// Logger receives request errors; default slog.Default().
 	Logger *slog.Logger
 	// LeaderHint, if set, returns the API address (host:port) of the
-	// current leader, or "". It is sent with Unavailable errors in the
-	// Ledgerd-Leader header so clients can go straight to the leader.
+	// current leader, or "". It is sent on every unary response and error
+	// in the Ledgerd-Leader header so clients can go straight to the leader.
 	LeaderHint func() string
 	// Ready, if set, decides the gRPC health status: NOT_SERVING while it
 	// returns false (no leader yet, still catching up). Nil means always

@@ -68,6 +68,16 @@ type Client struct {
 	next  atomic.Uint64
 	hc    *http.Client
 	copts []connect.ClientOption
+	// leader is the node the last response named as leader: writes go
+	// there directly instead of through a follower's forwarding hop.
+	leader atomic.Pointer[leaderRef]
+}
+
+// leaderRef is a learned leader: its API address as the server named it
+// and the endpoint built for it.
+type leaderRef struct {
+	addr string
+	ep   *endpoint
 }
 
 // New builds a Client for the given node addresses ("host:port" or URLs).
@@ -99,10 +109,11 @@ func New(addrs []string, opts Options) (*Client, error) {
 	default:
 		return nil, fmt.Errorf("client: unknown protocol %d", opts.Protocol)
 	}
+	c := &Client{opts: opts, hc: hc}
 	if opts.Token != "" {
 		copts = append(copts, connect.WithInterceptors(bearer(opts.Token)))
 	}
-	c := &Client{opts: opts, hc: hc, copts: copts}
+	c.copts = append(copts, connect.WithInterceptors(leaderWatch{c}))
 	for i, a := range addrs {
 		a = strings.TrimSpace(a)
 		if a == "" {
@@ -162,7 +173,7 @@ func (c *Client) hinted(err error) *endpoint {
 	if !errors.As(err, &ce) {
 		return nil
 	}
-	a := ce.Meta().Get("Ledgerd-Leader")
+	a := ce.Meta().Get(leaderHeader)
 	if a == "" {
 		return nil
 	}
@@ -216,6 +227,38 @@ func (b bearer) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.
 	return next
 }
 
+// leaderHeader names the leader's API address on responses (rpc.LeaderHeader).
+const leaderHeader = "Ledgerd-Leader"
+
+// leaderWatch learns the leader from the header servers put on every
+// unary response and error.
+type leaderWatch struct{ c *Client }
+
+// WrapUnary implements connect.Interceptor.
+func (w leaderWatch) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		resp, err := next(ctx, req)
+		var ce *connect.Error
+		switch {
+		case err == nil:
+			w.c.learnLeader(resp.Header().Get(leaderHeader))
+		case errors.As(err, &ce):
+			w.c.learnLeader(ce.Meta().Get(leaderHeader))
+		}
+		return resp, err
+	}
+}
+
+// WrapStreamingClient implements connect.Interceptor; streams pass through.
+func (w leaderWatch) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+// WrapStreamingHandler implements connect.Interceptor; servers are not wrapped.
+func (w leaderWatch) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}
+
 // NewKey returns a fresh random idempotency key.
 func NewKey() string {
 	var b [16]byte
@@ -236,17 +279,66 @@ func Retryable(err error) bool {
 	return ce.Code() == connect.CodeUnavailable || !connect.IsWireError(err)
 }
 
-// do runs fn against nodes in round-robin order until it succeeds, fails
-// with a non-retryable error, runs out of attempts, or ctx ends.
-func do[T any](ctx context.Context, c *Client, fn func(*endpoint) (T, error)) (T, error) {
+// route says where a call goes first.
+type route int
+
+const (
+	// spread: the next node in round-robin order, so that a client's reads
+	// are spread over the cluster.
+	spread route = iota
+	// toLeader: the leader the last response named, when known; writes
+	// sent there skip a follower's forwarding hop.
+	toLeader
+)
+
+// pick returns the node for a call's first attempt; retries move on from
+// the round-robin position.
+func (c *Client) pick(r route) *endpoint {
+	if r == toLeader {
+		if l := c.leader.Load(); l != nil {
+			return l.ep
+		}
+		return c.eps[c.next.Load()%uint64(len(c.eps))]
+	}
+	return c.eps[c.next.Add(1)%uint64(len(c.eps))]
+}
+
+// learnLeader records the leader a server named (API "host:port").
+func (c *Client) learnLeader(a string) {
+	if a == "" {
+		return
+	}
+	if l := c.leader.Load(); l != nil && l.addr == a {
+		return
+	}
+	c.leader.Store(&leaderRef{addr: a, ep: c.endpointFor(a)})
+}
+
+// forgetLeader drops the learned leader if it is ep, which just failed:
+// writes go round-robin until a response names the leader again.
+func (c *Client) forgetLeader(ep *endpoint) {
+	if l := c.leader.Load(); l != nil && l.ep == ep {
+		c.leader.CompareAndSwap(l, nil)
+	}
+}
+
+// do runs fn against nodes, the first chosen by r, then in round-robin
+// order, until it succeeds, fails with a non-retryable error, runs out of
+// attempts, or ctx ends.
+func do[T any](ctx context.Context, c *Client, r route, fn func(*endpoint) (T, error)) (T, error) {
 	var zero T
 	var last error
 	backoff := c.opts.BaseBackoff
 	var hinted *endpoint
 	for attempt := 0; attempt < c.opts.MaxAttempts; attempt++ {
-		ep := c.eps[c.next.Load()%uint64(len(c.eps))]
-		if hinted != nil {
+		var ep *endpoint
+		switch {
+		case hinted != nil:
 			ep, hinted = hinted, nil
+		case attempt == 0:
+			ep = c.pick(r)
+		default:
+			ep = c.eps[c.next.Load()%uint64(len(c.eps))]
 		}
 		v, err := fn(ep)
 		if err == nil {
@@ -256,6 +348,7 @@ func do[T any](ctx context.Context, c *Client, fn func(*endpoint) (T, error)) (T
 		if !Retryable(err) || ctx.Err() != nil {
 			return zero, err
 		}
+		c.forgetLeader(ep)
 		// Follow the server's leader hint once, else move on to the next
 		// node (another caller may have done so already).
 		hinted = c.hinted(err)
@@ -285,7 +378,7 @@ func key(k string) string {
 // retries).
 func (c *Client) Hold(ctx context.Context, req *ledgerdv1.HoldRequest) (*ledgerdv1.Reservation, error) {
 	req.IdempotencyKey = key(req.IdempotencyKey)
-	return do(ctx, c, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
+	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
 		r, err := ep.reservations.Hold(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err
@@ -297,7 +390,7 @@ func (c *Client) Hold(ctx context.Context, req *ledgerdv1.HoldRequest) (*ledgerd
 // Reserve books in one phase.
 func (c *Client) Reserve(ctx context.Context, req *ledgerdv1.ReserveRequest) (*ledgerdv1.Reservation, error) {
 	req.IdempotencyKey = key(req.IdempotencyKey)
-	return do(ctx, c, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
+	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
 		r, err := ep.reservations.Reserve(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err
@@ -309,7 +402,7 @@ func (c *Client) Reserve(ctx context.Context, req *ledgerdv1.ReserveRequest) (*l
 // Commit commits a hold or pending modification; idemKey may be empty.
 func (c *Client) Commit(ctx context.Context, id, idemKey string) (*ledgerdv1.Reservation, error) {
 	req := &ledgerdv1.CommitRequest{Id: id, IdempotencyKey: key(idemKey)}
-	return do(ctx, c, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
+	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
 		r, err := ep.reservations.Commit(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err
@@ -321,7 +414,7 @@ func (c *Client) Commit(ctx context.Context, id, idemKey string) (*ledgerdv1.Res
 // Abort releases a hold or pending modification; idemKey may be empty.
 func (c *Client) Abort(ctx context.Context, id, idemKey string) (*ledgerdv1.Reservation, error) {
 	req := &ledgerdv1.AbortRequest{Id: id, IdempotencyKey: key(idemKey)}
-	return do(ctx, c, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
+	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
 		r, err := ep.reservations.Abort(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err
@@ -333,7 +426,7 @@ func (c *Client) Abort(ctx context.Context, id, idemKey string) (*ledgerdv1.Rese
 // Cancel releases a committed reservation; idemKey may be empty.
 func (c *Client) Cancel(ctx context.Context, id, idemKey string) (*ledgerdv1.Reservation, error) {
 	req := &ledgerdv1.CancelRequest{Id: id, IdempotencyKey: key(idemKey)}
-	return do(ctx, c, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
+	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
 		r, err := ep.reservations.Cancel(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err
@@ -350,7 +443,7 @@ func (c *Client) Complete(ctx context.Context, id string, at time.Time, idemKey 
 	if !at.IsZero() {
 		req.At = timestamppb.New(at)
 	}
-	return do(ctx, c, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
+	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
 		r, err := ep.reservations.Complete(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err
@@ -362,7 +455,7 @@ func (c *Client) Complete(ctx context.Context, id string, at time.Time, idemKey 
 // Modify holds a new shape beside a reservation.
 func (c *Client) Modify(ctx context.Context, req *ledgerdv1.ModifyRequest) (*ledgerdv1.Reservation, error) {
 	req.IdempotencyKey = key(req.IdempotencyKey)
-	return do(ctx, c, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
+	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
 		r, err := ep.reservations.Modify(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err
@@ -373,7 +466,7 @@ func (c *Client) Modify(ctx context.Context, req *ledgerdv1.ModifyRequest) (*led
 
 // Get returns one reservation.
 func (c *Client) Get(ctx context.Context, id string) (*ledgerdv1.Reservation, error) {
-	return do(ctx, c, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
+	return do(ctx, c, spread, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
 		r, err := ep.reservations.Get(ctx, connect.NewRequest(&ledgerdv1.GetRequest{Id: id}))
 		if err != nil {
 			return nil, err
@@ -384,7 +477,7 @@ func (c *Client) Get(ctx context.Context, id string) (*ledgerdv1.Reservation, er
 
 // List returns one page of reservations.
 func (c *Client) List(ctx context.Context, req *ledgerdv1.ListRequest) (*ledgerdv1.ListResponse, error) {
-	return do(ctx, c, func(ep *endpoint) (*ledgerdv1.ListResponse, error) {
+	return do(ctx, c, spread, func(ep *endpoint) (*ledgerdv1.ListResponse, error) {
 		r, err := ep.reservations.List(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err
@@ -412,7 +505,7 @@ func (c *Client) ListAll(ctx context.Context, req *ledgerdv1.ListRequest) ([]*le
 
 // Find returns where a shape would fit, without booking.
 func (c *Client) Find(ctx context.Context, shape *ledgerdv1.Shape) (*ledgerdv1.FindResponse, error) {
-	return do(ctx, c, func(ep *endpoint) (*ledgerdv1.FindResponse, error) {
+	return do(ctx, c, spread, func(ep *endpoint) (*ledgerdv1.FindResponse, error) {
 		r, err := ep.reservations.Find(ctx, connect.NewRequest(&ledgerdv1.FindRequest{Shape: shape}))
 		if err != nil {
 			return nil, err
@@ -423,7 +516,7 @@ func (c *Client) Find(ctx context.Context, shape *ledgerdv1.Shape) (*ledgerdv1.F
 
 // Offers returns up to k feasible intervals.
 func (c *Client) Offers(ctx context.Context, shape *ledgerdv1.Shape, k int) ([]*ledgerdv1.Offer, error) {
-	return do(ctx, c, func(ep *endpoint) ([]*ledgerdv1.Offer, error) {
+	return do(ctx, c, spread, func(ep *endpoint) ([]*ledgerdv1.Offer, error) {
 		r, err := ep.reservations.Offers(ctx, connect.NewRequest(&ledgerdv1.OffersRequest{Shape: shape, MaxOffers: int32(k)}))
 		if err != nil {
 			return nil, err
@@ -434,7 +527,7 @@ func (c *Client) Offers(ctx context.Context, shape *ledgerdv1.Shape, k int) ([]*
 
 // Availability returns free capacity of a resource over [from, to).
 func (c *Client) Availability(ctx context.Context, req *ledgerdv1.AvailabilityRequest) (*ledgerdv1.AvailabilityResponse, error) {
-	return do(ctx, c, func(ep *endpoint) (*ledgerdv1.AvailabilityResponse, error) {
+	return do(ctx, c, spread, func(ep *endpoint) (*ledgerdv1.AvailabilityResponse, error) {
 		r, err := ep.reservations.Availability(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err
@@ -445,7 +538,7 @@ func (c *Client) Availability(ctx context.Context, req *ledgerdv1.AvailabilityRe
 
 // History returns events from a position on.
 func (c *Client) History(ctx context.Context, req *ledgerdv1.HistoryRequest) (*ledgerdv1.HistoryResponse, error) {
-	return do(ctx, c, func(ep *endpoint) (*ledgerdv1.HistoryResponse, error) {
+	return do(ctx, c, spread, func(ep *endpoint) (*ledgerdv1.HistoryResponse, error) {
 		r, err := ep.reservations.History(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err
@@ -523,7 +616,7 @@ func (c *Client) Watch(ctx context.Context, pos Position, fn func(*ledgerdv1.Eve
 // CreateResource adds a resource (operator).
 func (c *Client) CreateResource(ctx context.Context, r *ledgerdv1.Resource) (*ledgerdv1.Resource, error) {
 	req := &ledgerdv1.CreateRequest{Resource: r, IdempotencyKey: NewKey()}
-	return do(ctx, c, func(ep *endpoint) (*ledgerdv1.Resource, error) {
+	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Resource, error) {
 		out, err := ep.resources.Create(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err
@@ -535,7 +628,7 @@ func (c *Client) CreateResource(ctx context.Context, r *ledgerdv1.Resource) (*le
 // UpdateCapacity changes capacity, over [from, to) when given (operator).
 func (c *Client) UpdateCapacity(ctx context.Context, req *ledgerdv1.UpdateCapacityRequest) (*ledgerdv1.Resource, error) {
 	req.IdempotencyKey = key(req.IdempotencyKey)
-	return do(ctx, c, func(ep *endpoint) (*ledgerdv1.Resource, error) {
+	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Resource, error) {
 		out, err := ep.resources.UpdateCapacity(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err
@@ -547,7 +640,7 @@ func (c *Client) UpdateCapacity(ctx context.Context, req *ledgerdv1.UpdateCapaci
 // DeleteResource removes a resource (operator).
 func (c *Client) DeleteResource(ctx context.Context, name string, force bool) error {
 	req := &ledgerdv1.DeleteRequest{Name: name, Force: force, IdempotencyKey: NewKey()}
-	_, err := do(ctx, c, func(ep *endpoint) (struct{}, error) {
+	_, err := do(ctx, c, toLeader, func(ep *endpoint) (struct{}, error) {
 		_, err := ep.resources.Delete(ctx, connect.NewRequest(req))
 		return struct{}{}, err
 	})
@@ -556,7 +649,7 @@ func (c *Client) DeleteResource(ctx context.Context, name string, force bool) er
 
 // Resources lists every resource.
 func (c *Client) Resources(ctx context.Context) ([]*ledgerdv1.Resource, error) {
-	return do(ctx, c, func(ep *endpoint) ([]*ledgerdv1.Resource, error) {
+	return do(ctx, c, spread, func(ep *endpoint) ([]*ledgerdv1.Resource, error) {
 		out, err := ep.resources.List(ctx, connect.NewRequest(&ledgerdv1.ResourceServiceListRequest{}))
 		if err != nil {
 			return nil, err
@@ -567,7 +660,7 @@ func (c *Client) Resources(ctx context.Context) ([]*ledgerdv1.Resource, error) {
 
 // Members lists the cluster's servers (operator).
 func (c *Client) Members(ctx context.Context) ([]*ledgerdv1.Member, error) {
-	return do(ctx, c, func(ep *endpoint) ([]*ledgerdv1.Member, error) {
+	return do(ctx, c, spread, func(ep *endpoint) ([]*ledgerdv1.Member, error) {
 		out, err := ep.cluster.Members(ctx, connect.NewRequest(&ledgerdv1.MembersRequest{}))
 		if err != nil {
 			return nil, err
@@ -578,7 +671,7 @@ func (c *Client) Members(ctx context.Context) ([]*ledgerdv1.Member, error) {
 
 // Leader returns the current leader (operator).
 func (c *Client) Leader(ctx context.Context) (*ledgerdv1.LeaderResponse, error) {
-	return do(ctx, c, func(ep *endpoint) (*ledgerdv1.LeaderResponse, error) {
+	return do(ctx, c, spread, func(ep *endpoint) (*ledgerdv1.LeaderResponse, error) {
 		out, err := ep.cluster.Leader(ctx, connect.NewRequest(&ledgerdv1.LeaderRequest{}))
 		if err != nil {
 			return nil, err
@@ -589,7 +682,7 @@ func (c *Client) Leader(ctx context.Context) (*ledgerdv1.LeaderResponse, error) 
 
 // TransferLeadership asks the leader to hand over, to target if not empty.
 func (c *Client) TransferLeadership(ctx context.Context, target string) error {
-	_, err := do(ctx, c, func(ep *endpoint) (struct{}, error) {
+	_, err := do(ctx, c, toLeader, func(ep *endpoint) (struct{}, error) {
 		_, err := ep.cluster.TransferLeadership(ctx, connect.NewRequest(&ledgerdv1.TransferLeadershipRequest{TargetId: target}))
 		return struct{}{}, err
 	})
@@ -598,7 +691,7 @@ func (c *Client) TransferLeadership(ctx context.Context, target string) error {
 
 // RemoveServer removes a server from the Raft configuration.
 func (c *Client) RemoveServer(ctx context.Context, id string) error {
-	_, err := do(ctx, c, func(ep *endpoint) (struct{}, error) {
+	_, err := do(ctx, c, toLeader, func(ep *endpoint) (struct{}, error) {
 		_, err := ep.cluster.RemoveServer(ctx, connect.NewRequest(&ledgerdv1.RemoveServerRequest{Id: id}))
 		return struct{}{}, err
 	})
@@ -646,7 +739,7 @@ func (c *Client) RestoreSnapshot(ctx context.Context, r io.Reader) (uint64, erro
 	if err != nil {
 		return c.restoreOnce(ctx, r)
 	}
-	return do(ctx, c, func(*endpoint) (uint64, error) {
+	return do(ctx, c, spread, func(*endpoint) (uint64, error) {
 		if _, err := seeker.Seek(origin, io.SeekStart); err != nil {
 			return 0, fmt.Errorf("client: restore snapshot: rewind: %w", err)
 		}

@@ -1,7 +1,9 @@
 // Package client is the Go client of ledgerd for brokers and tools.
 //
-// A Client talks to one ledgerd cluster through any of its nodes (writes are
-// forwarded to the leader by the server). It fills in an idempotency key for
+// A Client talks to one ledgerd cluster through any of its nodes. It sends
+// writes straight to the leader named by the last response (a follower
+// would forward them: one more hop) and spreads reads over the nodes. It
+// fills in an idempotency key for
 // every mutating call that has none and retries calls that failed with
 // Unavailable — no leader during an election, a node down, an outcome left
 // unknown by a lost leadership — on the next node with exponential backoff
@@ -14,5 +16,5 @@
 //
 // What it must not do: retry non-idempotent work without a key, hide a
 // rejection (errors keep their Connect code and details), or keep state
-// beyond the node list and the round-robin position.
+// beyond the node list, the round-robin position and the last leader seen.
 package client

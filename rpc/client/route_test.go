@@ -1,0 +1,114 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"path"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ledgerd/ledgerd/rpc/rpctest"
+
+	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+)
+
+// hostRecorder is a transport that notes which node each call went to.
+type hostRecorder struct {
+	next  http.RoundTripper
+	mu    sync.Mutex
+	calls []call
+}
+
+type call struct{ method, host string }
+
+func (r *hostRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	r.calls = append(r.calls, call{method: path.Base(req.URL.Path), host: req.URL.Host})
+	r.mu.Unlock()
+	return r.next.RoundTrip(req)
+}
+
+// hosts returns the nodes the calls of method went to since call number from.
+func (r *hostRecorder) hosts(method string, from int) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, c := range r.calls[from:] {
+		if c.method == method {
+			out = append(out, c.host)
+		}
+	}
+	return out
+}
+
+func (r *hostRecorder) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.calls)
+}
+
+// TestWritesGoStraightToTheLeader starts a client at a follower of a real
+// three-node cluster: its first write is forwarded by that follower, whose
+// response names the leader, and every later write goes to the leader
+// directly, while reads keep visiting every node. When the leader stops,
+// writes find the new one.
+func TestWritesGoStraightToTheLeader(t *testing.T) {
+	c := rpctest.NewCluster(t, 3, rpctestAPI(t))
+	leader := c.WaitLeader(15 * time.Second)
+	follower := slices.IndexFunc(c.Servers, func(s *rpctest.Server) bool { return s != leader })
+	rec := &hostRecorder{next: httpClient(nil).Transport}
+	cl, err := New(c.Addrs(), Options{Token: rpctest.TokenOps, HTTPClient: &http.Client{Transport: rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.next.Store(uint64(follower))
+	ctx := context.Background()
+	if _, err := cl.CreateResource(ctx, &ledgerdv1.Resource{Name: "gpu", Capacity: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.hosts("Create", 0); !slices.Equal(got, []string{c.Servers[follower].Addr}) {
+		t.Fatalf("Create went to %v, want the follower %s", got, c.Servers[follower].Addr)
+	}
+	reserve := func() {
+		t.Helper()
+		if _, err := cl.Reserve(ctx, &ledgerdv1.ReserveRequest{Shape: gpuShape(1, time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mark := rec.len()
+	var ids []string
+	for range 6 {
+		r, err := cl.Reserve(ctx, &ledgerdv1.ReserveRequest{Shape: gpuShape(1, time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.Id)
+	}
+	for i, h := range rec.hosts("Reserve", mark) {
+		if h != leader.Addr {
+			t.Fatalf("Reserve %d went to %s, want the leader %s", i, h, leader.Addr)
+		}
+	}
+	mark = rec.len()
+	for _, id := range ids {
+		if _, err := cl.Get(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := rec.hosts("Get", mark)
+	slices.Sort(got)
+	if got = slices.Compact(got); len(got) != 3 {
+		t.Fatalf("6 Gets went to %v, want every node", got)
+	}
+
+	c.Stop(leader)
+	next := c.WaitLeader(15 * time.Second)
+	reserve()
+	mark = rec.len()
+	reserve()
+	if got := rec.hosts("Reserve", mark); !slices.Equal(got, []string{next.Addr}) {
+		t.Fatalf("after the failover Reserve went to %v, want the new leader %s", got, next.Addr)
+	}
+}
