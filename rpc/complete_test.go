@@ -1,7 +1,6 @@
 package rpc_test
 
 import (
-	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
-	"github.com/ledgerd/ledgerd/rpc"
 	"github.com/ledgerd/ledgerd/rpc/rpctest"
 )
 
@@ -55,19 +53,7 @@ func TestCompleteOverConnect(t *testing.T) {
 	}
 	for _, tc := range refusals {
 		t.Run(tc.name, func(t *testing.T) {
-			before := state(t, ops)
-			_, err := complete(tc.c, tc.id, tc.at)
-			if got := connect.CodeOf(err); got != tc.code {
-				t.Fatalf("code = %v (%v), want %v", got, err, tc.code)
-			}
-			if tc.field != "" {
-				if f, ok := rpc.BadField(err); !ok || f != tc.field {
-					t.Fatalf("field = %q (%v), want %q", f, ok, tc.field)
-				}
-			}
-			if after := state(t, ops); !bytes.Equal(before, after) {
-				t.Fatal("a refused complete changed the ledger")
-			}
+			refusal(t, ops, func() error { _, err := complete(tc.c, tc.id, tc.at); return err }, tc.code, tc.field)
 		})
 	}
 

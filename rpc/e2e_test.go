@@ -286,6 +286,25 @@ func state(t *testing.T, ops api) []byte {
 	return append(b1, b2...)
 }
 
+// refusal runs call and checks that it fails with code, naming field in a
+// BadRequest detail when field is not empty, and leaves the ledger as it was.
+func refusal(t *testing.T, ops api, call func() error, code connect.Code, field string) {
+	t.Helper()
+	before := state(t, ops)
+	err := call()
+	if got := connect.CodeOf(err); got != code {
+		t.Fatalf("code = %v (%v), want %v", got, err, code)
+	}
+	if field != "" {
+		if f, ok := rpc.BadField(err); !ok || f != field {
+			t.Fatalf("field = %q (%v), want %q", f, ok, field)
+		}
+	}
+	if after := state(t, ops); !bytes.Equal(before, after) {
+		t.Fatal("a refused call changed the ledger")
+	}
+}
+
 func TestBadInputs(t *testing.T) {
 	ctx := context.Background()
 	s, ops := newSite(t, rpctest.Options{API: rpc.Options{MaxRequestBytes: 4 << 10}})
@@ -378,21 +397,7 @@ func TestBadInputs(t *testing.T) {
 		{"unknown JSON field", func() error { return rawPost(s.URLs[0], "application/json", []byte(`{"bogus": 1}`)) }, connect.CodeInvalidArgument, ""},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			before := state(t, ops)
-			err := tc.call()
-			if got := connect.CodeOf(err); got != tc.code {
-				t.Fatalf("code = %v (%v), want %v", got, err, tc.code)
-			}
-			if tc.field != "" {
-				if f, ok := rpc.BadField(err); !ok || f != tc.field {
-					t.Fatalf("field = %q (%v), want %q", f, ok, tc.field)
-				}
-			}
-			if after := state(t, ops); !bytes.Equal(before, after) {
-				t.Fatal("a refused call changed the ledger")
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { refusal(t, ops, tc.call, tc.code, tc.field) })
 	}
 }
 
