@@ -96,10 +96,21 @@ func resultErr(r *fsmv1.Result) error {
 	return fmt.Errorf("unexpected result status %v: %s", r.GetStatus(), r.GetMessage())
 }
 
+// apiFields maps fsm field-path prefixes to the public requests', first
+// match wins.
+var apiFields = [][2]string{
+	{"request.labels", "labels"}, {"request.hold_ttl_millis", "hold_ttl"}, {"request.", "shape."}, {"modify.", "shape."},
+	{"complete.at_millis", "at"}, {"complete.", ""},
+	{"create_resource.policy.", "resource."}, {"create_resource.", "resource."},
+	{"set_policy.policy.", ""}, {"set_policy.", ""},
+	{"submit_job.part.", ""}, {"submit_job.part", "resource"}, {"submit_job.duration_millis", "duration"},
+	{"submit_job.not_before_millis", "not_before"}, {"submit_job.", ""},
+}
+
 // apiField renames an fsm field path to the public request's, e.g.
 // "request.parts[1].amount" → "shape.parts[1].amount".
 func apiField(f string) string {
-	for _, p := range [][2]string{{"request.labels", "labels"}, {"request.hold_ttl_millis", "hold_ttl"}, {"request.", "shape."}, {"modify.", "shape."}, {"complete.at_millis", "at"}, {"complete.", ""}} {
+	for _, p := range apiFields {
 		if rest, ok := strings.CutPrefix(f, p[0]); ok {
 			return p[1] + rest
 		}
@@ -128,7 +139,7 @@ func plannerReq(s Shape) planner.Request {
 }
 
 // Hold implements Ledger.
-func (l *FSMLedger) Hold(ctx context.Context, a HoldArgs) (*ledgerdv1.Reservation, error) {
+func (l *FSMLedger) Hold(ctx context.Context, a HoldArgs) (*ledgerdv1.Reservation, []*ledgerdv1.MovedJob, error) {
 	t, op := fsmv1.Command_TYPE_HOLD, "hold"
 	if a.Commit {
 		t, op = fsmv1.Command_TYPE_RESERVE, "reserve"
@@ -147,9 +158,9 @@ func (l *FSMLedger) Hold(ctx context.Context, a HoldArgs) (*ledgerdv1.Reservatio
 	cmd.Payload = &fsmv1.Command_Request{Request: req}
 	res, err := l.apply(ctx, op, cmd)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return reservationToAPI(res.GetReservation()), nil
+	return reservationToAPI(res.GetReservation()), movesToAPI(res.GetMoved()), nil
 }
 
 func (l *FSMLedger) target(ctx context.Context, op string, t fsmv1.Command_Type, w Write, id string) (*ledgerdv1.Reservation, error) {
@@ -359,13 +370,13 @@ func (l *FSMLedger) Notify(after uint64) <-chan struct{} {
 // Version implements Ledger.
 func (l *FSMLedger) Version() uint64 { return l.FSM.AppliedIndex() }
 
-// CreateResource implements Ledger. The fsm admits with POLICY_REJECT only.
+// CreateResource implements Ledger.
 func (l *FSMLedger) CreateResource(ctx context.Context, w Write, r *ledgerdv1.Resource) (*ledgerdv1.Resource, error) {
-	if r.Policy != ledgerdv1.Policy_POLICY_UNSPECIFIED && r.Policy != ledgerdv1.Policy_POLICY_REJECT {
-		return nil, &FieldError{Field: "resource.policy", Reason: "only POLICY_REJECT is supported by this server"}
-	}
 	cmd := envelope(fsmv1.Command_TYPE_CREATE_RESOURCE, w)
-	cmd.Payload = &fsmv1.Command_CreateResource{CreateResource: &fsmv1.CreateResource{Name: r.Name, Capacity: r.Capacity, Unit: r.Unit, Labels: r.Labels}}
+	cmd.Payload = &fsmv1.Command_CreateResource{CreateResource: &fsmv1.CreateResource{
+		Name: r.Name, Capacity: r.Capacity, Unit: r.Unit, Labels: r.Labels,
+		Policy: policySpec(r.Policy, r.MinSuccessPermille, r.MaxPushes),
+	}}
 	res, err := l.apply(ctx, "create resource", cmd)
 	if err != nil {
 		return nil, err
@@ -402,7 +413,7 @@ func (l *FSMLedger) DeleteResource(ctx context.Context, w Write, name string, fo
 		if err := l.barrier(ctx, "delete resource", false); err != nil {
 			return err
 		}
-		live := []fsmv1.Reservation_State{fsmv1.Reservation_STATE_HELD, fsmv1.Reservation_STATE_COMMITTED, fsmv1.Reservation_STATE_ACTIVE}
+		live := []fsmv1.Reservation_State{fsmv1.Reservation_STATE_HELD, fsmv1.Reservation_STATE_COMMITTED, fsmv1.Reservation_STATE_ACTIVE, fsmv1.Reservation_STATE_DEGRADED}
 		token := ""
 		for {
 			rs, next, err := l.FSM.List(fsm.Filter{Resource: name, States: live, PageToken: token, PageSize: fsm.MaxPageSize})
@@ -482,6 +493,7 @@ func reservationToAPI(r *fsmv1.Reservation) *ledgerdv1.Reservation {
 	if ms := r.GetActualEndMillis(); ms != 0 {
 		out.ActualEnd = MsToTimestamp(ms)
 	}
+	schedulerToAPI(out, r)
 	return out
 }
 
@@ -489,10 +501,12 @@ func resourceToAPI(r *fsmv1.Resource) *ledgerdv1.Resource {
 	if r == nil {
 		return nil
 	}
-	return &ledgerdv1.Resource{
+	out := &ledgerdv1.Resource{
 		Name: r.GetName(), Capacity: r.GetCapacity(), Unit: r.GetUnit(), Labels: r.GetLabels(),
-		Policy: ledgerdv1.Policy_POLICY_REJECT, Version: r.GetUpdatedVersion(),
+		Version: r.GetUpdatedVersion(),
 	}
+	policyToAPI(out, r.GetPolicy())
+	return out
 }
 
 func eventToAPI(e *fsmv1.Event) *ledgerdv1.Event {
@@ -502,13 +516,17 @@ func eventToAPI(e *fsmv1.Event) *ledgerdv1.Event {
 		Time:    MsToTimestamp(e.GetAtMillis()),
 		Action:  strings.ToLower(strings.TrimPrefix(e.GetType().String(), "TYPE_")),
 	}
-	switch e.GetType() {
-	case fsmv1.Event_TYPE_RESOURCE_CREATED, fsmv1.Event_TYPE_RESOURCE_UPDATED:
-		out.Type = ledgerdv1.EventType_EVENT_TYPE_RESOURCE
-	case fsmv1.Event_TYPE_RESOURCE_DELETED:
-		out.Type = ledgerdv1.EventType_EVENT_TYPE_RESOURCE_DELETED
-	default:
-		out.Type = ledgerdv1.EventType_EVENT_TYPE_RESERVATION
+	if t, ok := policyEventType(e.GetType()); ok {
+		out.Type = t
+	} else {
+		switch e.GetType() {
+		case fsmv1.Event_TYPE_RESOURCE_CREATED, fsmv1.Event_TYPE_RESOURCE_UPDATED:
+			out.Type = ledgerdv1.EventType_EVENT_TYPE_RESOURCE
+		case fsmv1.Event_TYPE_RESOURCE_DELETED:
+			out.Type = ledgerdv1.EventType_EVENT_TYPE_RESOURCE_DELETED
+		default:
+			out.Type = ledgerdv1.EventType_EVENT_TYPE_RESERVATION
+		}
 	}
 	out.Reservation = reservationToAPI(e.GetReservation())
 	out.Resource = resourceToAPI(e.GetResource())

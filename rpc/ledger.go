@@ -96,7 +96,11 @@ type CapacityArgs struct {
 // except the cluster sentinel errors the implementation translates to
 // ErrUnavailable or ErrOutcomeUnknown.
 type Ledger interface {
-	Hold(ctx context.Context, a HoldArgs) (*ledgerdv1.Reservation, error)
+	// Hold admits a shape (and commits it when a.Commit) and returns the
+	// reservation with the variable jobs the admission moved later.
+	Hold(ctx context.Context, a HoldArgs) (*ledgerdv1.Reservation, []*ledgerdv1.MovedJob, error)
+	// SubmitJob plans a variable job at its earliest slot.
+	SubmitJob(ctx context.Context, a JobArgs) (*ledgerdv1.Reservation, error)
 	Commit(ctx context.Context, w Write, id string) (*ledgerdv1.Reservation, error)
 	Abort(ctx context.Context, w Write, id string) (*ledgerdv1.Reservation, error)
 	Modify(ctx context.Context, a ModifyArgs) (*ledgerdv1.Reservation, error)
@@ -127,6 +131,8 @@ type Ledger interface {
 
 	CreateResource(ctx context.Context, w Write, r *ledgerdv1.Resource) (*ledgerdv1.Resource, error)
 	UpdateCapacity(ctx context.Context, a CapacityArgs) (*ledgerdv1.Resource, error)
+	// SetPolicy changes a resource's admission policy.
+	SetPolicy(ctx context.Context, a PolicyArgs) (*ledgerdv1.Resource, error)
 	DeleteResource(ctx context.Context, w Write, name string, force bool) error
 	Resources(ctx context.Context, stale bool) ([]*ledgerdv1.Resource, error)
 }

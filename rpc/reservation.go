@@ -72,20 +72,20 @@ func (s *Server) own(ctx context.Context, p Principal, id string, stale bool) (*
 	return r, nil
 }
 
-func (h *reservations) hold(ctx context.Context, shape *ledgerdv1.Shape, labels map[string]string, key string, ttl int64, commit bool) (*ledgerdv1.Reservation, error) {
+func (h *reservations) hold(ctx context.Context, shape *ledgerdv1.Shape, labels map[string]string, key string, ttl int64, commit bool) (*ledgerdv1.Reservation, []*ledgerdv1.MovedJob, error) {
 	w, _, err := h.s.write(ctx, key)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sh, err := shapeFromProto("shape", shape, h.s.nowMs())
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, nil, toConnect(err)
 	}
 	if err := checkLabels("labels", labels); err != nil {
-		return nil, toConnect(err)
+		return nil, nil, toConnect(err)
 	}
-	r, err := h.s.opts.Ledger.Hold(ctx, HoldArgs{Write: w, Shape: sh, TTL: ttl, Labels: labels, Commit: commit})
-	return r, toConnect(err)
+	r, moved, err := h.s.opts.Ledger.Hold(ctx, HoldArgs{Write: w, Shape: sh, TTL: ttl, Labels: labels, Commit: commit})
+	return r, moved, toConnect(err)
 }
 
 // Hold implements ReservationService.Hold.
@@ -95,21 +95,21 @@ func (h *reservations) Hold(ctx context.Context, req *connect.Request[ledgerdv1.
 	if err != nil {
 		return nil, toConnect(err)
 	}
-	r, err := h.hold(ctx, m.Shape, m.Labels, m.IdempotencyKey, ttl, false)
+	r, moved, err := h.hold(ctx, m.Shape, m.Labels, m.IdempotencyKey, ttl, false)
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&ledgerdv1.HoldResponse{Reservation: r}), nil
+	return connect.NewResponse(&ledgerdv1.HoldResponse{Reservation: r, Moved: moved}), nil
 }
 
 // Reserve implements ReservationService.Reserve.
 func (h *reservations) Reserve(ctx context.Context, req *connect.Request[ledgerdv1.ReserveRequest]) (*connect.Response[ledgerdv1.ReserveResponse], error) {
 	m := req.Msg
-	r, err := h.hold(ctx, m.Shape, m.Labels, m.IdempotencyKey, 0, true)
+	r, moved, err := h.hold(ctx, m.Shape, m.Labels, m.IdempotencyKey, 0, true)
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&ledgerdv1.ReserveResponse{Reservation: r}), nil
+	return connect.NewResponse(&ledgerdv1.ReserveResponse{Reservation: r, Moved: moved}), nil
 }
 
 // transition runs one id-based lifecycle write; the Ledger checks

@@ -47,8 +47,8 @@ func (h *resources) Create(ctx context.Context, req *connect.Request[ledgerdv1.C
 	if err := checkLabels("resource.labels", r.Labels); err != nil {
 		return nil, toConnect(err)
 	}
-	if _, ok := ledgerdv1.Policy_name[int32(r.Policy)]; !ok {
-		return nil, toConnect(&FieldError{Field: "resource.policy", Reason: "unknown policy"})
+	if err := checkPolicy("resource.", r.Policy, r.MinSuccessPermille, r.MaxPushes); err != nil {
+		return nil, toConnect(err)
 	}
 	out, err := h.s.opts.Ledger.CreateResource(ctx, w, r)
 	if err != nil {
