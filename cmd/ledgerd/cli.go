@@ -398,7 +398,7 @@ func printReservations(asJSON bool, rs ...*ledgerdv1.Reservation) {
 		return
 	}
 	w := table()
-	fmt.Fprintln(w, "ID\tTENANT\tSTATE\tPARTS\tSTART\tEND\tHOLD EXPIRES\tPENDING")
+	fmt.Fprintln(w, "ID\tTENANT\tKIND\tSTATE\tPARTS\tSTART\tEND\tHOLD EXPIRES\tPENDING\tSCHEDULING")
 	for _, r := range rs {
 		pending := "-"
 		if p := r.Pending; p != nil {
@@ -416,7 +416,7 @@ func printReservations(asJSON bool, rs ...*ledgerdv1.Reservation) {
 			// Completed early: the end is the actual one.
 			end += " (early; booked " + r.RequestedDuration.AsDuration().String() + ")"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Id, r.Tenant, stateName(r.State), partsString(r.Parts), fmtTime(r.Start), end, expires, pending)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Id, r.Tenant, kindName(r.Kind), stateName(r.State), partsString(r.Parts), fmtTime(r.Start), end, expires, pending, admissionNote(r))
 	}
 	w.Flush()
 }

@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register("resources", "List, create, update or delete resources (operator)", runResources)
+	register("resources", "List, create, update or delete resources, or set their admission policy (operator)", runResources)
 	register("members", "List the cluster's servers with role and health (operator)", runMembers)
 	register("snapshot", "Save or restore a snapshot of the ledger (operator)", runSnapshot)
 }
@@ -33,8 +33,10 @@ func runResources(args []string) int {
 		return resourcesUpdate(args)
 	case "delete":
 		return resourcesDelete(args)
+	case "policy":
+		return resourcesPolicy(args)
 	}
-	fmt.Fprintf(cliErr, "ledgerd resources: unknown subcommand %q (list, create, update, delete)\n", sub)
+	fmt.Fprintf(cliErr, "ledgerd resources: unknown subcommand %q (list, create, update, delete, policy)\n", sub)
 	return exitUsage
 }
 
@@ -54,7 +56,7 @@ func printResources(asJSON bool, rs ...*ledgerdv1.Resource) {
 		return
 	}
 	w := table()
-	fmt.Fprintln(w, "NAME\tCAPACITY\tUNIT\tLABELS")
+	fmt.Fprintln(w, "NAME\tCAPACITY\tUNIT\tPOLICY\tLABELS")
 	for _, r := range rs {
 		keys := make([]string, 0, len(r.Labels))
 		for k := range r.Labels {
@@ -65,7 +67,7 @@ func printResources(asJSON bool, rs ...*ledgerdv1.Resource) {
 		for _, k := range keys {
 			ls = append(ls, k+"="+r.Labels[k])
 		}
-		fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", r.Name, r.Capacity, r.Unit, strings.Join(ls, ","))
+		fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\n", r.Name, r.Capacity, r.Unit, policyString(r), strings.Join(ls, ","))
 	}
 	w.Flush()
 }
@@ -96,6 +98,8 @@ func resourcesCreate(args []string) int {
 	unit := fs.String("unit", "", "unit label, e.g. cores")
 	labels := kvFlag{}
 	fs.Var(labels, "label", "label key=value (repeatable)")
+	var pf policyFlags
+	pf.register(fs, "reject")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -108,13 +112,17 @@ func resourcesCreate(args []string) int {
 	if *capacity <= 0 {
 		return usageErr(fs, "-capacity must be > 0")
 	}
+	p, vstar, maxPushes, err := pf.spec()
+	if err != nil {
+		return usageErr(fs, "%v", err)
+	}
 	c, err := cf.client()
 	if err != nil {
 		return fail("resources create", err)
 	}
 	ctx, cancel := cf.context()
 	defer cancel()
-	r, err := c.CreateResource(ctx, &ledgerdv1.Resource{Name: name, Capacity: *capacity, Unit: *unit, Labels: labels})
+	r, err := c.CreateResource(ctx, &ledgerdv1.Resource{Name: name, Capacity: *capacity, Unit: *unit, Labels: labels, Policy: p, MinSuccessPermille: vstar, MaxPushes: maxPushes})
 	if err != nil {
 		return fail("resources create", err)
 	}

@@ -59,19 +59,27 @@ func book(name string, args []string, hold bool) int {
 	ctx, cancel := cf.context()
 	defer cancel()
 	var r *ledgerdv1.Reservation
+	var moved []*ledgerdv1.MovedJob
 	if hold {
 		req := &ledgerdv1.HoldRequest{Shape: shape, Labels: labels, IdempotencyKey: *key}
 		if ttl > 0 {
 			req.HoldTtl = durationpb.New(ttl)
 		}
-		r, err = c.Hold(ctx, req)
+		var resp *ledgerdv1.HoldResponse
+		if resp, err = c.HoldMoving(ctx, req); err == nil {
+			r, moved = resp.Reservation, resp.Moved
+		}
 	} else {
-		r, err = c.Reserve(ctx, &ledgerdv1.ReserveRequest{Shape: shape, Labels: labels, IdempotencyKey: *key})
+		var resp *ledgerdv1.ReserveResponse
+		if resp, err = c.ReserveMoving(ctx, &ledgerdv1.ReserveRequest{Shape: shape, Labels: labels, IdempotencyKey: *key}); err == nil {
+			r, moved = resp.Reservation, resp.Moved
+		}
 	}
 	if err != nil {
 		return fail(name, err)
 	}
 	printReservations(cf.json, r)
+	printMoved(cf.json, moved)
 	return exitOK
 }
 
@@ -199,7 +207,7 @@ func parseStates(s string) ([]ledgerdv1.ReservationState, error) {
 		}
 		v, ok := ledgerdv1.ReservationState_value["RESERVATION_STATE_"+name]
 		if !ok || v == 0 {
-			return nil, fmt.Errorf("-state: unknown state %q (held, committed, active, completed, aborted, expired, cancelled)", name)
+			return nil, fmt.Errorf("-state: unknown state %q (held, committed, active, degraded, completed, aborted, expired, cancelled)", name)
 		}
 		out = append(out, ledgerdv1.ReservationState(v))
 	}
