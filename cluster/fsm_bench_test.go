@@ -17,6 +17,7 @@ import (
 
 	"github.com/ledgerd/ledgerd/fsm"
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"github.com/ledgerd/ledgerd/internal/testnet"
 )
 
 // benchOpsPerWriter is how many writes each writer makes, back to back,
@@ -69,48 +70,52 @@ type benchNode struct {
 // the FSM mk returns, and waits for three voters.
 func startBenchCluster(b *testing.B, mk func() raft.FSM, stamp func([]byte, int64) ([]byte, error)) *Node {
 	b.Helper()
-	type addrs struct{ raft, gossip, rpc string }
-	as := make([]addrs, 3)
-	for i := range as {
-		as[i] = addrs{freeAddr(b), freeAddr(b), freeAddr(b)}
-	}
 	var nodes []benchNode
-	b.Cleanup(func() {
+	stop := func() {
 		for _, bn := range nodes {
 			_ = bn.srv.Close()
 			_ = bn.node.stop()
 		}
-	})
-	for i, a := range as {
-		var join []string
-		for j, o := range as {
-			if j != i {
-				join = append(join, o.gossip)
-			}
-		}
-		ln, err := net.Listen("tcp", a.rpc)
-		if err != nil {
-			b.Fatal(err)
-		}
-		n, err := New(Config{
-			NodeName: fmt.Sprintf("b%d", i), DataDir: filepath.Join(b.TempDir(), "data"),
-			RaftBind: a.raft, GossipBind: a.gossip, RPCAdvertise: a.rpc, RetryJoin: join,
-			BootstrapExpect: 3, Stamp: stamp, Logger: testLogger(),
-			// Raft's default timeouts (1 s), as in production: the
-			// tests' tight timings lose leadership under this load on a
-			// small machine, which would measure elections, not writes.
-			ReconcileInterval: 200 * time.Millisecond, ServerStabilizationTime: 400 * time.Millisecond,
-		}, mk())
-		if err != nil {
-			ln.Close()
-			b.Fatal(err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/internal/", n.Handler())
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
-		nodes = append(nodes, benchNode{n, srv})
+		nodes = nil
 	}
+	b.Cleanup(stop)
+	// Start all three again on fresh ports if one was taken meanwhile.
+	testnet.Start(b, 9, func(a []string) error {
+		for i := range 3 {
+			raftAddr, gossip, rpcAddr := a[3*i], a[3*i+1], a[3*i+2]
+			var join []string
+			for j := range 3 {
+				if j != i {
+					join = append(join, a[3*j+1])
+				}
+			}
+			ln, err := net.Listen("tcp", rpcAddr)
+			if err != nil {
+				stop()
+				return err
+			}
+			n, err := New(Config{
+				NodeName: fmt.Sprintf("b%d", i), DataDir: filepath.Join(b.TempDir(), "data"),
+				RaftBind: raftAddr, GossipBind: gossip, RPCAdvertise: rpcAddr, RetryJoin: join,
+				BootstrapExpect: 3, Stamp: stamp, Logger: testLogger(),
+				// Raft's default timeouts (1 s), as in production: the
+				// tests' tight timings lose leadership under this load on a
+				// small machine, which would measure elections, not writes.
+				ReconcileInterval: 200 * time.Millisecond, ServerStabilizationTime: 400 * time.Millisecond,
+			}, mk())
+			if err != nil {
+				ln.Close()
+				stop()
+				return fmt.Errorf("b%d: %w", i, err)
+			}
+			mux := http.NewServeMux()
+			mux.Handle("/internal/", n.Handler())
+			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+			go func() { _ = srv.Serve(ln) }()
+			nodes = append(nodes, benchNode{n, srv})
+		}
+		return nil
+	})
 	var leader *Node
 	waitFor(b, 60*time.Second, "three voters", func() bool {
 		for _, bn := range nodes {

@@ -10,12 +10,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/ledgerd/ledgerd/internal/testnet"
 )
 
 // tnode is one server of a test cluster, with its own HTTP server for the
@@ -32,6 +33,7 @@ type tnode struct {
 	join                 []string
 	tweak                func(*Config)
 	running              bool
+	started              bool // has run before: its addresses are known to peers
 }
 
 type tcluster struct {
@@ -44,31 +46,6 @@ func testLogger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
-var (
-	portsMu sync.Mutex
-	ports   = map[string]bool{}
-)
-
-// freeAddr returns a loopback address with a port free right now and not
-// handed out before in this test binary.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		if !ports[addr] {
-			ports[addr] = true
-			return addr
-		}
-	}
 }
 
 // newCluster starts n servers that bootstrap together with
@@ -89,15 +66,13 @@ func newCluster(t testing.TB, n int, tweak func(*Config)) *tcluster {
 // add creates (without starting) a server expecting `expect` peers.
 func (c *tcluster) add(expect int, tweak func(*Config)) *tnode {
 	tn := &tnode{
-		name:       fmt.Sprintf("n%d", len(c.nodes)),
-		dir:        filepath.Join(c.t.TempDir(), "data"),
-		raftAddr:   freeAddr(c.t),
-		gossipAddr: freeAddr(c.t),
-		rpcAddr:    freeAddr(c.t),
-		fsm:        newKVFSM(),
-		expect:     expect,
-		tweak:      tweak,
+		name:   fmt.Sprintf("n%d", len(c.nodes)),
+		dir:    filepath.Join(c.t.TempDir(), "data"),
+		fsm:    newKVFSM(),
+		expect: expect,
+		tweak:  tweak,
 	}
+	tn.setAddrs(testnet.Addrs(c.t, 3))
 	// Like a real deployment, every server lists the others to join; the
 	// first node's list is filled in as the others are added.
 	for _, o := range c.nodes {
@@ -134,15 +109,36 @@ func testConfig(tn *tnode) Config {
 	return cfg
 }
 
+func (tn *tnode) setAddrs(a []string) { tn.raftAddr, tn.gossipAddr, tn.rpcAddr = a[0], a[1], a[2] }
+
+// moveAddrs gives tn, which has never run, fresh addresses, and points the
+// other nodes' join lists at its new gossip address.
+func (c *tcluster) moveAddrs(tn *tnode) {
+	old := tn.gossipAddr
+	tn.setAddrs(testnet.Addrs(c.t, 3))
+	for _, o := range c.nodes {
+		for i, j := range o.join {
+			if j == old {
+				o.join[i] = tn.gossipAddr
+			}
+		}
+	}
+}
+
+// start starts tn. Its ports are reserved (see testnet), but an unrelated
+// program may still have bound one: a node that never ran moves to fresh
+// ports; a restarting node must keep its addresses (its peers know them),
+// so it retries them for a few seconds, in case whoever held a port lets
+// go.
 func (c *tcluster) start(tn *tnode) {
 	c.t.Helper()
-	// A port freed by a stopped node can briefly serve as the source port
-	// of some outgoing connection; retry binding for a few seconds.
 	var ln net.Listener
 	var node *Node
 	var err error
-	cfg := testConfig(tn)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	var cfg Config
+	deadline := time.Now().Add(10 * time.Second)
+	for attempt := 1; ; attempt++ {
+		cfg = testConfig(tn)
 		ln, err = net.Listen("tcp", tn.rpcAddr)
 		if err == nil {
 			node, err = New(cfg, tn.fsm)
@@ -153,8 +149,16 @@ func (c *tcluster) start(tn *tnode) {
 		if err == nil {
 			break
 		}
-		if !strings.Contains(err.Error(), "address already in use") || time.Now().After(deadline) {
+		switch {
+		case !testnet.InUse(err):
 			c.t.Fatalf("%s: start: %v", tn.name, err)
+		case !tn.started && attempt < testnet.Attempts:
+			c.t.Logf("%s: start: %v; moving to fresh ports", tn.name, err)
+			c.moveAddrs(tn)
+		case tn.started && time.Now().Before(deadline):
+			time.Sleep(100 * time.Millisecond)
+		default:
+			c.t.Fatalf("%s: start after %d attempts: %v", tn.name, attempt, err)
 		}
 	}
 	mux := http.NewServeMux()
@@ -168,7 +172,7 @@ func (c *tcluster) start(tn *tnode) {
 	} else {
 		go func() { _ = tn.srv.Serve(ln) }()
 	}
-	tn.node, tn.running = node, true
+	tn.node, tn.running, tn.started = node, true, true
 }
 
 // crash stops tn without leaving gossip or handing over leadership.
@@ -333,4 +337,32 @@ func readEntries(t testing.TB, tn *tnode) []string {
 func isRetryable(err error) bool {
 	return errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, ErrNoLeader) ||
 		errors.Is(err, ErrNotLeader) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// TestHarnessStartsOffTakenPorts: when something else binds one of a new
+// node's ports between reservation and start, the node comes up on fresh
+// ones and the other nodes' join lists follow its gossip address.
+func TestHarnessStartsOffTakenPorts(t *testing.T) {
+	for _, port := range []string{"raft", "gossip", "rpc"} {
+		t.Run(port, func(t *testing.T) {
+			c := &tcluster{t: t}
+			tn := c.add(0, func(cfg *Config) { cfg.Dev = true })
+			other := c.add(0, nil) // never started: only its join list matters
+			taken := map[string]string{"raft": tn.raftAddr, "gossip": tn.gossipAddr, "rpc": tn.rpcAddr}[port]
+			ln, err := net.Listen("tcp", taken)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			c.start(tn)
+			t.Cleanup(c.stopAll)
+			c.leader()
+			if slices.Contains([]string{tn.raftAddr, tn.gossipAddr, tn.rpcAddr}, taken) {
+				t.Fatalf("node runs on the taken address %s", taken)
+			}
+			if !slices.Equal(other.join, []string{tn.gossipAddr}) {
+				t.Fatalf("other node joins %v, want the moved gossip address %s", other.join, tn.gossipAddr)
+			}
+		})
+	}
 }
