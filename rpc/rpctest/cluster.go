@@ -2,7 +2,6 @@ package rpctest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,13 +9,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ledgerd/ledgerd/cluster"
 	"github.com/ledgerd/ledgerd/fsm"
+	"github.com/ledgerd/ledgerd/internal/testnet"
 	"github.com/ledgerd/ledgerd/rpc"
 )
 
@@ -35,16 +33,6 @@ type Server struct {
 type Cluster struct {
 	Servers []*Server
 	t       testing.TB
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func logger() *slog.Logger {
@@ -68,10 +56,10 @@ func NewCluster(t testing.TB, n int, api rpc.Options) *Cluster {
 			ln   net.Listener
 			node *cluster.Node
 		)
-		// A port found free can be taken by a parallel test process before
-		// this node binds it: pick fresh ports and try again.
-		for attempt := 0; ; attempt++ {
-			gossip, raftAddr, apiAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+		// Ports are reserved (see testnet), but an unrelated program may
+		// still have bound one: then the node starts over on fresh ones.
+		testnet.Start(t, 3, func(a []string) error {
+			gossip, raftAddr, apiAddr := a[0], a[1], a[2]
 			cfg = cluster.Config{
 				NodeName:                fmt.Sprintf("n%d", i),
 				DataDir:                 filepath.Join(t.TempDir(), "data"),
@@ -102,22 +90,17 @@ func NewCluster(t testing.TB, n int, api rpc.Options) *Cluster {
 			}
 			var err error
 			if f, err = fsm.New(fsm.Config{}); err != nil {
-				t.Fatal(err)
+				return err
 			}
-			if ln, err = net.Listen("tcp", apiAddr); err == nil {
-				if node, err = cluster.New(cfg, f); err != nil {
-					ln.Close()
-				}
+			if ln, err = net.Listen("tcp", apiAddr); err != nil {
+				return err
 			}
-			if err == nil {
-				break
+			if node, err = cluster.New(cfg, f); err != nil {
+				ln.Close()
+				return fmt.Errorf("node %d: %w", i, err)
 			}
-			// memberlist flattens the bind error into text, so match both.
-			inUse := errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
-			if !inUse || attempt == 4 {
-				t.Fatalf("node %d: %v", i, err)
-			}
-		}
+			return nil
+		})
 		apiAddr := cfg.RPCAdvertise
 		o := api
 		o.Ledger = &rpc.FSMLedger{R: node, FSM: f}
