@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/ledgerd/ledgerd/fsm"
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"github.com/ledgerd/ledgerd/internal/testnet"
 )
 
 // agentProc is one real `ledgerd agent` process.
@@ -25,7 +25,9 @@ type agentProc struct {
 	name, http, raft, gossip string
 	args                     []string
 	cmd                      *exec.Cmd
-	log                      *bytes.Buffer
+	log                      *bytes.Buffer // read only after exited is closed
+	exited                   chan struct{}
+	waitErr                  error // set when exited is closed
 }
 
 // start runs the agent process (again) with its arguments.
@@ -36,16 +38,94 @@ func (p *agentProc) start(t *testing.T, bin string) {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	p.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}) {
+		p.waitErr = cmd.Wait()
+		close(exited)
+	}(p.cmd, p.exited)
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// stop kills the process if it still runs and waits for it.
+func (p *agentProc) stop() {
+	select {
+	case <-p.exited:
+	default:
+		_ = p.cmd.Process.Kill()
+		<-p.exited
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+}
+
+// startAgents starts three agents that bootstrap together and waits until
+// each is ready. Ports are reserved (see testnet), but an unrelated program
+// may still have bound one, which only shows as an agent exiting: then all
+// three start over on fresh ports and data directories.
+func startAgents(t *testing.T, bin string) []*agentProc {
+	t.Helper()
+	var procs []*agentProc
+	testnet.Start(t, 9, func(a []string) error {
+		data := t.TempDir()
+		procs = make([]*agentProc, 3)
+		for i := range procs {
+			procs[i] = &agentProc{name: fmt.Sprintf("head-%d", i+1), http: a[3*i], raft: a[3*i+1], gossip: a[3*i+2], log: new(bytes.Buffer)}
+		}
+		for i, p := range procs {
+			args := []string{"agent", "-node-name", p.name, "-data-dir", filepath.Join(data, p.name),
+				"-http-addr", p.http, "-raft-addr", p.raft, "-gossip-addr", p.gossip, "-bootstrap-expect", "3",
+				"-dead-server-grace", "5s", "-log-format", "json"}
+			for j, o := range procs {
+				if j != i {
+					args = append(args, "-retry-join", o.gossip)
+				}
+			}
+			p.args = args
+			p.start(t, bin)
+		}
+		if err := waitReady(procs, 60*time.Second); err != nil {
+			for _, p := range procs {
+				p.stop()
+			}
+			return err
+		}
+		return nil
+	})
+	return procs
+}
+
+// waitReady waits until every agent answers /readyz with 200, or fails
+// with the log of the first that exits: one that cannot bind a port exits
+// while the others wait for it forever.
+func waitReady(procs []*agentProc, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	ready := map[*agentProc]bool{}
+	for {
+		var last error
+		for _, p := range procs {
+			select {
+			case <-p.exited:
+				return fmt.Errorf("%s exited before ready (%v): %s", p.name, p.waitErr, tail(p.log.String(), 2000))
+			default:
+			}
+			if ready[p] {
+				continue
+			}
+			resp, err := http.Get("http://" + p.http + "/readyz")
+			if err != nil {
+				last = err
+				continue
+			}
+			resp.Body.Close()
+			if ready[p] = resp.StatusCode == http.StatusOK; !ready[p] {
+				last = fmt.Errorf("%s: /readyz: %s", p.name, resp.Status)
+			}
+		}
+		if last == nil && len(ready) == len(procs) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("agents not ready after %s (last: %v)", timeout, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // TestThreeAgentProcesses starts three `ledgerd agent -bootstrap-expect 3`
@@ -64,37 +144,16 @@ func TestThreeAgentProcesses(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	procs := make([]*agentProc, 3)
-	for i := range procs {
-		procs[i] = &agentProc{name: fmt.Sprintf("head-%d", i+1), http: freePort(t), raft: freePort(t), gossip: freePort(t), log: new(bytes.Buffer)}
-	}
-	for i, p := range procs {
-		args := []string{"agent", "-node-name", p.name, "-data-dir", filepath.Join(t.TempDir(), p.name),
-			"-http-addr", p.http, "-raft-addr", p.raft, "-gossip-addr", p.gossip, "-bootstrap-expect", "3",
-			"-dead-server-grace", "5s", "-log-format", "json"}
-		for j, o := range procs {
-			if j != i {
-				args = append(args, "-retry-join", o.gossip)
-			}
-		}
-		p.args = args
-		p.start(t, bin)
-	}
+	start := time.Now()
+	procs := startAgents(t, bin)
 	t.Cleanup(func() {
 		for _, p := range procs {
-			if p.cmd.ProcessState == nil {
-				_ = p.cmd.Process.Kill()
-				_ = p.cmd.Wait()
-			}
+			p.stop()
 			if t.Failed() {
 				t.Logf("--- %s log (tail) ---\n%s", p.name, tail(p.log.String(), 3000))
 			}
 		}
 	})
-	start := time.Now()
-	for _, p := range procs {
-		waitHTTP(t, p, "/readyz", 60*time.Second)
-	}
 	t.Logf("three agents ready in %s", time.Since(start).Round(time.Millisecond))
 
 	leader := findLeader(t, procs)
@@ -110,7 +169,7 @@ func TestThreeAgentProcesses(t *testing.T) {
 	if err := leader.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = leader.cmd.Wait()
+	<-leader.exited
 	var alive []*agentProc
 	for _, p := range procs {
 		if p != leader {
@@ -136,9 +195,11 @@ func TestThreeAgentProcesses(t *testing.T) {
 
 	// The killed leader restarts on its data and catches up with
 	// everything committed while it was down.
-	leader.log.Reset()
+	leader.log.Reset() // the process has exited: nothing writes to it
 	leader.start(t, bin)
-	waitHTTP(t, leader, "/readyz", 60*time.Second)
+	if err := waitReady([]*agentProc{leader}, 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	target := status(t, findLeader(t, procs)).CommitIndex
 	deadline := time.Now().Add(30 * time.Second)
 	for status(t, leader).Applied < target {
@@ -154,12 +215,10 @@ func TestThreeAgentProcesses(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("%s exited after SIGTERM: %v", p.name, err)
+	case <-p.exited:
+		if p.waitErr != nil {
+			t.Fatalf("%s exited after SIGTERM: %v", p.name, p.waitErr)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("%s did not exit within 30s of SIGTERM", p.name)
@@ -189,24 +248,6 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
-}
-
-func waitHTTP(t *testing.T, p *agentProc, path string, timeout time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		resp, err := http.Get("http://" + p.http + path)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s not OK after %s (last: %v)", p.name, path, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func findLeader(t *testing.T, procs []*agentProc) *agentProc {

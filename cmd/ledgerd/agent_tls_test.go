@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -20,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgerd/ledgerd/internal/testnet"
 	"github.com/ledgerd/ledgerd/rpc/client"
 )
 
@@ -225,47 +227,61 @@ func TestThreeAgentsForwardOverTLS(t *testing.T) {
 	dir := t.TempDir()
 	ca := newThrowawayCA(t, dir, "servers")
 	type addrs struct{ http, raft, gossip string }
-	nodes := make([]addrs, 3)
-	for i := range nodes {
-		nodes[i] = addrs{freePort(t), freePort(t), freePort(t)}
-	}
-	servers := make([]*server, 3)
-	for i, a := range nodes {
-		name := "s" + strconv.Itoa(i)
-		_, certFile, keyFile := ca.issue(t, dir, name)
-		args := []string{
-			"-node-name", name, "-data-dir", filepath.Join(dir, name), "-log-level", "error",
-			"-http-addr", a.http, "-raft-addr", a.raft, "-gossip-addr", a.gossip, "-bootstrap-expect", "3",
-			"-tls-http", "true", "-tls-verify-incoming", "true",
-			"-tls-cert-file", certFile, "-tls-key-file", keyFile, "-tls-ca-file", ca.file,
-			"-gossip-key", "MDEyMzQ1Njc4OWFiY2RlZg==",
+	var nodes []addrs
+	var servers []*server
+	var stops []func()
+	stopAll := func() {
+		for _, stop := range stops {
+			stop()
 		}
-		for j, o := range nodes {
-			if j != i {
-				args = append(args, "-retry-join", o.gossip)
+		servers, stops = nil, nil
+	}
+	t.Cleanup(stopAll)
+	// Ports are reserved (see testnet), but an unrelated program may still
+	// have bound one: then all three start over on fresh ports.
+	testnet.Start(t, 9, func(a []string) error {
+		nodes = []addrs{{a[0], a[1], a[2]}, {a[3], a[4], a[5]}, {a[6], a[7], a[8]}}
+		data := t.TempDir()
+		for i, a := range nodes {
+			name := "s" + strconv.Itoa(i)
+			_, certFile, keyFile := ca.issue(t, dir, name)
+			args := []string{
+				"-node-name", name, "-data-dir", filepath.Join(data, name), "-log-level", "error",
+				"-http-addr", a.http, "-raft-addr", a.raft, "-gossip-addr", a.gossip, "-bootstrap-expect", "3",
+				"-tls-http", "true", "-tls-verify-incoming", "true",
+				"-tls-cert-file", certFile, "-tls-key-file", keyFile, "-tls-ca-file", ca.file,
+				"-gossip-key", "MDEyMzQ1Njc4OWFiY2RlZg==",
 			}
+			for j, o := range nodes {
+				if j != i {
+					args = append(args, "-retry-join", o.gossip)
+				}
+			}
+			cfg, opts, err := parseAgentArgs(args, func(string) string { return "" }, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := newServer(cfg, opts, cfg.newLogger(io.Discard))
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- s.run(ctx, io.Discard) }()
+			stops = append(stops, func() {
+				cancel()
+				<-done
+			})
+			select {
+			case <-s.listening:
+			case err := <-done:
+				done <- err
+				stopAll()
+				return fmt.Errorf("%s stopped early: %w", name, err)
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%s not listening within 30s", name)
+			}
+			servers = append(servers, s)
 		}
-		cfg, opts, err := parseAgentArgs(args, func(string) string { return "" }, io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := newServer(cfg, opts, cfg.newLogger(io.Discard))
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- s.run(ctx, io.Discard) }()
-		t.Cleanup(func() {
-			cancel()
-			<-done
-		})
-		select {
-		case <-s.listening:
-		case err := <-done:
-			t.Fatalf("%s stopped early: %v", name, err)
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s not listening within 30s", name)
-		}
-		servers[i] = s
-	}
+		return nil
+	})
 	var follower *server
 	deadline := time.Now().Add(30 * time.Second)
 	for follower == nil {
