@@ -8,7 +8,6 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -37,24 +36,18 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+// bannerAddr finds the API address in the dev agent's ready banner.
+var bannerAddr = regexp.MustCompile(`HTTP API \(.*\): http://(\S+)`)
 
 // scrapeDevAgent starts `ledgerd agent -dev`, waits until it is ready and
 // returns the metric family names its /metrics exposes.
 func scrapeDevAgent(t *testing.T) map[string]bool {
 	t.Helper()
 	bin := ledgerdBinary(t)
-	addr := freePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "agent", "-dev", "-http-addr", addr, "-log-level", "warn")
+	// The agent binds a port of the kernel's choosing and prints it, so no
+	// other process can take the port between choosing and binding.
+	cmd := exec.CommandContext(ctx, bin, "agent", "-dev", "-http-addr", "127.0.0.1:0", "-log-level", "warn")
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 20 * time.Second
 	logs := &lockedBuffer{}
@@ -71,17 +64,21 @@ func scrapeDevAgent(t *testing.T) map[string]bool {
 	}()
 	client := &http.Client{Timeout: 2 * time.Second}
 	deadline := time.Now().Add(60 * time.Second)
+	var err error
 	for {
 		// The dev agent seeds sample data through the log after it is
-		// ready and prints its banner when done; by then every family
-		// that a write touches has been observed.
-		seeded := strings.Contains(logs.String(), "dev agent is ready")
-		names, ready, err := scrape(client, "http://"+addr+"/metrics")
-		if err == nil && ready && (seeded || names["ledgerd_apply_duration_seconds"]) {
-			return names
+		// ready and prints its banner, with its address, when done; by
+		// then every family that a write touches has been observed.
+		if m := bannerAddr.FindStringSubmatch(logs.String()); m != nil {
+			var names map[string]bool
+			var ready bool
+			names, ready, err = scrape(client, "http://"+m[1]+"/metrics")
+			if err == nil && ready {
+				return names
+			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("dev agent at %s not ready after 60s (last error: %v)", addr, err)
+			t.Fatalf("dev agent not ready after 60s (last error: %v)", err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
