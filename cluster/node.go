@@ -545,7 +545,8 @@ func (n *Node) removeFailed(id string) {
 // readyLoop marks the node ready once a leader is known and the local FSM
 // has applied everything the leader had committed when we asked.
 func (n *Node) readyLoop() {
-	for n.sleep(100 * time.Millisecond) {
+	// Try at once: a restarted one-server cluster is often leader already.
+	for first := true; first || n.sleep(100*time.Millisecond); first = false {
 		ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
 		err := n.ReadBarrier(ctx)
 		cancel()
