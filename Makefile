@@ -6,7 +6,7 @@ TERRAFORM := $(CURDIR)/bin/terraform
 PKGS      := ./...
 
 .PHONY: test lint proto-check unit build run generate fuzz help tools-terraform deploy-check rehearsal three-nodes \
-	chaos bench-planner seedexp simexp bench-service bench-raft
+	chaos bench-planner seedexp simexp bench-service bench-raft bench-recovery
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -75,3 +75,7 @@ simexp: ## policy simulator: reject / move-variable / relaxed (see benchmarks/si
 
 bench-service: ## ledgerd vs raw raft, etcd and PostgreSQL (see benchmarks/results)
 	scripts/bench-service.sh
+
+bench-recovery: ## restart time and RSS of one agent at 100k and 1M reservations (benchmarks/results/recovery)
+	LIVE=100000 OUT=benchmarks/results/recovery scripts/bench-recovery.sh
+	LIVE=1000000 OUT=benchmarks/results/recovery scripts/bench-recovery.sh

@@ -1,32 +1,106 @@
 #!/usr/bin/env bash
-# Where a ledgerd node's restart time goes: fill a one-node agent with LIVE
-# reservations (one-phase reserves through the API), stop it with SIGTERM,
-# restart it on the same data directory with debug logging, and print the
-# time to /readyz with the log lines that mark each phase (follower state,
-# election, leader, node ready with the applied index) and the data dir
-# (whether a snapshot existed).
+# Restart time and resident memory of a one-node `ledgerd agent` holding
+# LIVE reservations:
 #
-#   LIVE=50000 scripts/bench-recovery.sh
+#   1. prefill: LIVE committed reservations written through the agent's own
+#      write path in-process (benchmarks/recovery), stopped gracefully;
+#   2. first start of the agent on that data dir (restore of the shutdown
+#      snapshot), RSS after ready, a short API load, RSS and heap after it;
+#   3. graceful restart: SIGTERM (snapshot on shutdown), start, time to ready;
+#   4. crash restart: a short load, SIGKILL, start, time to ready (restore of
+#      the last automatic snapshot plus replay of the tail).
+#
+# Each start prints the time from exec to /readyz and the agent's phase
+# log lines (since_start: raft.db open, snapshot restore split into reading
+# and decoding/rebuilding, election, ready with entries replayed).
+#
+#   LIVE=100000 scripts/bench-recovery.sh
+#   LIVE=1000000 OUT=benchmarks/results/recovery scripts/bench-recovery.sh
+#
+# OUT (optional) receives run-LIVE.log, the agent logs and pprof output.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-LIVE=${LIVE:-50000}
+LIVE=${LIVE:-100000}
+LOAD=${LOAD:-10s}
 work=$(mktemp -d -t ledgerd-recovery-XXXXXX)
-# shellcheck source=scripts/bench-lib.sh
-source scripts/bench-lib.sh
-trap 'agents_stop; rm -rf "$work"' EXIT
-bench_build
-agents_start 1 18200
-"$work/loadgen" -system ledgerd -addrs "$addrs" -mix reserve -clients 64 -live "$LIVE" \
-	-resources $((LIVE / 100)) -duration 2s -quiet | tail -3
-echo "RSS loaded: $(rss_kib "${agent_pid[1]}") KiB"
-agents_stop
-data="$work/data-18200-1"
-ls -la "$data" "$data/snapshots"
+out=${OUT:-$work/out}
+mkdir -p "$out"
+log="$out/run-$LIVE.log"
+: >"$log"
+pid=""
+trap '[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+say() { echo "$*" | tee -a "$log"; }
+
+go build -tags hashicorpmetrics -o "$work/ledgerd" ./cmd/ledgerd
+go build -tags hashicorpmetrics -o "$work/loadgen" ./benchmarks/service/cmd/loadgen
+go build -tags hashicorpmetrics -o "$work/prefill" ./benchmarks/recovery/cmd/prefill
+go build -tags hashicorpmetrics -o "$work/restoreprof" ./benchmarks/recovery/cmd/restoreprof
+
+data="$work/data"
+http=127.0.0.1:18201
+addrs=(-node-name n1 -data-dir "$data" -http-addr "$http" -raft-addr 127.0.0.1:18211 -gossip-addr 127.0.0.1:18221)
+resources=$((LIVE / 100 > 8 ? LIVE / 100 : 8))
+
+say "# $(date -u +%FT%TZ) LIVE=$LIVE commit $(git rev-parse --short HEAD) $(go version | cut -d' ' -f3) $(nproc) cores"
+say "# load: $(cut -d' ' -f1-3 /proc/loadavg)"
+/usr/bin/time -f "prefill process: %e s wall, %U s user, %S s sys, max RSS %M KiB" \
+	"$work/prefill" "${addrs[@]}" -live "$LIVE" 2>&1 | grep -v '^prefill: [0-9]*/' | tee -a "$log"
+say "data dir: $(du -sh "$data" | cut -f1) ($(du -sh "$data/raft.db" | cut -f1) raft.db, snapshot $(du -ch "$data"/snapshots/*/state.bin | tail -1 | cut -f1))"
+
+# mem LABEL: VmRSS, RssAnon, RssFile of the agent and its Go heap.
+mem() {
+	local s
+	s=$(awk '/^(VmRSS|RssAnon|RssFile):/ {printf "%s %d MiB  ", $1, $2/1024}' "/proc/$pid/status")
+	say "$1: $s heap_inuse $(curl -fs "http://$http/metrics" | awk '/^go_memstats_heap_inuse_bytes/ {printf "%d MiB", $2/1048576}')"
+}
+
+# start LABEL: start the agent, wait for /readyz, print the phases.
+start() {
+	local t0 t1 alog="$out/agent-$LIVE-$1.log"
+	t0=$(date +%s.%N)
+	"$work/ledgerd" agent "${addrs[@]}" -bootstrap-expect 1 -pprof=true >"$alog" 2>&1 &
+	pid=$!
+	until curl -fs "http://$http/readyz" >/dev/null 2>&1; do
+		kill -0 "$pid" 2>/dev/null || { cat "$alog"; exit 1; }
+		sleep 0.02
+	done
+	t1=$(date +%s.%N)
+	say "$1: ready $(echo "$t1 - $t0" | bc) s after exec (load $(cut -d' ' -f1 /proc/loadavg))"
+	grep -E 'msg="(agent starting|opened raft.db|restored snapshot|raft started|became leader|node ready)"' "$alog" |
+		sed -E 's/^time=[^ ]*T([^ ]*) level=[A-Z]+ /  \1 /; s/ node=n1 id=[^ ]*//' | tee -a "$log"
+}
+
+load() {
+	"$work/loadgen" -system ledgerd -addrs "$http" -mix reserve -clients 64 -live 2000 \
+		-resources "$resources" -duration "$1" -quiet | tail -4 | tee -a "$log"
+}
+
+start "first start (prefill's shutdown snapshot)"
+sleep 2
+mem "RSS after restore"
+load "$LOAD"
+mem "RSS after ${LOAD} of load"
+curl -fs "http://$http/debug/pprof/heap" -o "$out/heap-$LIVE.pb.gz"
+go tool pprof -top -inuse_space "$out/heap-$LIVE.pb.gz" 2>/dev/null | head -25 >"$out/heap-$LIVE.top"
+
 t0=$(date +%s.%N)
-"$work/ledgerd" agent -node-name n1 -data-dir "$data" -http-addr 127.0.0.1:18201 -raft-addr 127.0.0.1:18211 \
-	-gossip-addr 127.0.0.1:18221 -bootstrap-expect 1 -log-level debug >"$work/restart.log" 2>&1 &
-agent_pid=([1]=$!)
-until curl -fs http://127.0.0.1:18201/readyz >/dev/null; do sleep 0.05; done
-t1=$(date +%s.%N)
-echo "started $(date -u -d "@$t0" +%H:%M:%S.%N | cut -c1-12), ready after $(echo "$t1 - $t0" | bc) s; RSS $(rss_kib "${agent_pid[1]}") KiB"
-grep -E "initial configuration|restor|snapshot|entering|election|became leader|node ready" "$work/restart.log" | cut -c1-160
+kill -TERM "$pid"
+wait "$pid" || true
+say "graceful stop (with shutdown snapshot): $(echo "$(date +%s.%N) - $t0" | bc) s"
+start "graceful restart"
+
+load 5s
+sleep 1
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null || true
+start "crash restart (SIGKILL)"
+mem "RSS after crash restart"
+kill -TERM "$pid"
+wait "$pid" || true
+pid=""
+
+# Where the restore's CPU goes: the newest snapshot restored in-process
+# under the CPU profiler.
+"$work/restoreprof" -data-dir "$data" -cpuprofile "$out/restore-cpu-$LIVE.pb.gz" | tee -a "$log"
+go tool pprof -top -cum "$out/restore-cpu-$LIVE.pb.gz" 2>/dev/null | head -40 >"$out/restore-cpu-$LIVE.top"
+say "# load at end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,101 @@
+// Command restoreprof restores the newest snapshot of a stopped agent's
+// data directory into a fresh ledger FSM in-process, under the CPU
+// profiler, and prints the time to read the file, the time to restore it,
+// and the Go heap the restored ledger holds.
+//
+//	go run -tags hashicorpmetrics ./benchmarks/recovery/cmd/restoreprof -data-dir /tmp/d -cpuprofile cpu.pb.gz
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/ledgerd/ledgerd/fsm"
+	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+)
+
+// clusterHeader is the prefix the cluster package writes before the FSM's
+// snapshot: 8 bytes of magic and the applied index.
+const clusterHeader = 16
+
+func main() {
+	dir := flag.String("data-dir", "", "agent data_dir (the agent must be stopped)")
+	cpu := flag.String("cpuprofile", "", "write a CPU profile of the restore here")
+	flag.Parse()
+	if err := run(*dir, *cpu); err != nil {
+		fmt.Fprintln(os.Stderr, "restoreprof:", err)
+		os.Exit(1)
+	}
+}
+
+func run(dir, cpuFile string) error {
+	snaps, err := raft.NewFileSnapshotStore(dir, 2, io.Discard)
+	if err != nil {
+		return err
+	}
+	list, err := snaps.List()
+	if err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		return errors.New("no snapshot in " + dir)
+	}
+	t0 := time.Now()
+	_, rc, err := snaps.Open(list[0].ID)
+	if err != nil {
+		return err
+	}
+	data, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		return fmt.Errorf("read snapshot: %w", err)
+	}
+	if len(data) < clusterHeader || string(data[:8]) != "ldgrsnp1" {
+		return errors.New("not a ledgerd snapshot")
+	}
+	read, size := time.Since(t0), len(data)
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if cpuFile != "" {
+		f, err := os.Create(cpuFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
+	t1 := time.Now()
+	l, err := fsm.New(fsm.Config{})
+	if err != nil {
+		return err
+	}
+	if err := l.Restore(io.NopCloser(bytes.NewReader(data[clusterHeader:]))); err != nil {
+		return err
+	}
+	took := time.Since(t1)
+	pprof.StopCPUProfile()
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	st := l.Stats()
+	live := st.ByState[fsmv1.Reservation_STATE_COMMITTED] + st.ByState[fsmv1.Reservation_STATE_ACTIVE] + st.ByState[fsmv1.Reservation_STATE_HELD]
+	heap := after.HeapInuse - min(after.HeapInuse, before.HeapInuse)
+	fmt.Printf("restoreprof: snapshot %s, %d MiB, read %s, fsm restore %s (%.1f us per live reservation); "+
+		"%d live, %d idempotency keys; heap held by the ledger %d MiB (%.0f B per live reservation)\n",
+		list[0].ID, size>>20, read.Round(time.Millisecond), took.Round(time.Millisecond),
+		float64(took.Microseconds())/float64(max(live, 1)), live, st.IdempotencyKeys, heap>>20, float64(heap)/float64(max(live, 1)))
+	runtime.KeepAlive(l)
+	return nil
+}

@@ -1,0 +1,257 @@
+// Package recovery fills a ledgerd data directory with many live
+// reservations fast, so restart time and memory can be measured at 100k
+// and 1M reservations with the real agent.
+//
+// Prefill runs the agent's own stack in-process: a cluster.Node (real
+// raft, raft-boltdb, snapshot store and transport on loopback) around the
+// ledger FSM, with the agent's stamp and tick, and writes through
+// rpc.FSMLedger, the code behind the public API. The log therefore holds
+// exactly the commands the API would have logged for the same requests
+// (one-phase reserves with client-style idempotency keys), and the data
+// directory is the one the agent writes. Only HTTP, Connect and the
+// per-call network round trips are skipped. The agent must then be
+// started with the same data directory, node name and Raft address (the
+// Raft configuration records it).
+package recovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ledgerd/ledgerd/benchmarks/service"
+	"github.com/ledgerd/ledgerd/cluster"
+	"github.com/ledgerd/ledgerd/fsm"
+	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/rpc"
+	"github.com/ledgerd/ledgerd/rpc/client"
+)
+
+// Config configures Prefill. Zero values take the documented defaults.
+type Config struct {
+	// DataDir is the agent's data_dir; it must not hold Raft state yet.
+	DataDir string
+	// NodeName, RaftAddr, GossipAddr and HTTPAddr are the agent's
+	// node_name, raft_addr, gossip_addr and http_addr. Nothing listens on
+	// HTTPAddr during the prefill; it is recorded in gossip meta only.
+	NodeName, RaftAddr, GossipAddr, HTTPAddr string
+	// Live is the number of committed reservations to reach.
+	Live int
+	// Resources is the number of resources (default Live/100, at least 8),
+	// named like the load generator's, each of Capacity (default 128).
+	Resources int
+	Capacity  int64
+	// Base is where the booking horizon starts (default now + 1h, so no
+	// reservation starts during a measurement); Horizon its length
+	// (default 24h); Slack the window slack (default 1).
+	Base    time.Time
+	Horizon time.Duration
+	Slack   float64
+	// Workers is the number of concurrent writers (default 256): enough
+	// for raft to batch many entries per disk write.
+	Workers int
+	// Seed seeds the request shapes.
+	Seed uint64
+	// Snapshot settings, as the agent's keys of the same names.
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+	TrailingLogs      uint64
+	// Progress, if set, receives a line every ProgressEvery (default 10s).
+	Progress      io.Writer
+	ProgressEvery time.Duration
+	// Logger receives the node's logs (default: discarded).
+	Logger *slog.Logger
+}
+
+// Result summarizes a prefill.
+type Result struct {
+	Accepted, Rejected int
+	Resources          int
+	Elapsed            time.Duration
+	AppliedIndex       uint64
+}
+
+func (c Config) withDefaults() (Config, error) {
+	switch {
+	case c.DataDir == "":
+		return c, errors.New("prefill: DataDir is required")
+	case c.RaftAddr == "" || c.GossipAddr == "" || c.HTTPAddr == "":
+		return c, errors.New("prefill: RaftAddr, GossipAddr and HTTPAddr are required")
+	case c.Live <= 0:
+		return c, fmt.Errorf("prefill: Live = %d: must be > 0", c.Live)
+	case c.Resources < 0 || c.Workers < 0:
+		return c, fmt.Errorf("prefill: Resources = %d, Workers = %d: must be >= 0", c.Resources, c.Workers)
+	}
+	if c.Resources == 0 {
+		c.Resources = max(c.Live/100, 8)
+	}
+	if c.Capacity == 0 {
+		c.Capacity = 128
+	}
+	if c.Base.IsZero() {
+		c.Base = time.Now().Add(time.Hour)
+	}
+	if c.Horizon == 0 {
+		c.Horizon = 24 * time.Hour
+	}
+	if c.Slack == 0 {
+		c.Slack = 1
+	}
+	if c.Workers == 0 {
+		c.Workers = 256
+	}
+	if c.ProgressEvery == 0 {
+		c.ProgressEvery = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return c, nil
+}
+
+// Prefill writes c.Live committed reservations into c.DataDir and stops
+// the node gracefully (which snapshots, as the agent does by default).
+func Prefill(ctx context.Context, c Config) (Result, error) {
+	c, err := c.withDefaults()
+	if err != nil {
+		return Result{}, err
+	}
+	f, err := fsm.New(fsm.Config{}) // the agent's FSM settings
+	if err != nil {
+		return Result{}, fmt.Errorf("prefill: %w", err)
+	}
+	node, err := cluster.New(cluster.Config{
+		NodeName: c.NodeName, DataDir: c.DataDir,
+		RaftBind: c.RaftAddr, GossipBind: c.GossipAddr, RPCAdvertise: c.HTTPAddr,
+		BootstrapExpect: 1, Stamp: fsm.Stamp, Tick: fsm.TickCommand, Logger: c.Logger,
+		SnapshotThreshold: c.SnapshotThreshold, SnapshotInterval: c.SnapshotInterval,
+		TrailingLogs: c.TrailingLogs, SnapshotOnShutdown: true,
+	}, f)
+	if err != nil {
+		return Result{}, fmt.Errorf("prefill: %w", err)
+	}
+	res, err := fill(ctx, c, node, f)
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if serr := node.Shutdown(sctx); serr != nil && err == nil {
+		err = fmt.Errorf("prefill: shutdown: %w", serr)
+	}
+	return res, err
+}
+
+func fill(ctx context.Context, c Config, node *cluster.Node, f *fsm.FSM) (Result, error) {
+	start := time.Now()
+	res := Result{Resources: c.Resources}
+	for !node.Ready() {
+		select {
+		case <-ctx.Done():
+			return res, fmt.Errorf("prefill: waiting for the node: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if f.Stats().AppliedIndex > 1 {
+		return res, fmt.Errorf("prefill: %s already holds a ledger; use an empty data dir", c.DataDir)
+	}
+	led := &rpc.FSMLedger{R: node, FSM: f}
+	// The API's principal when authentication is off.
+	w := rpc.Write{Tenant: "default", Operator: true}
+	names := service.ResourceNames(c.Resources)
+	for _, name := range names {
+		w.IdempotencyKey = client.NewKey()
+		if _, err := led.CreateResource(ctx, w, &ledgerdv1.Resource{Name: name, Capacity: c.Capacity, Policy: ledgerdv1.Policy_POLICY_REJECT}); err != nil {
+			return res, fmt.Errorf("prefill: create resource %s: %w", name, err)
+		}
+	}
+	var accepted, rejected atomic.Int64
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := progress(c, &accepted, &rejected, start)
+	defer stop()
+	var wg sync.WaitGroup
+	for i := range c.Workers {
+		sh, err := service.NewShaper(service.ShaperConfig{Resources: names, Capacity: c.Capacity,
+			Base: c.Base.UnixMilli(), Horizon: c.Horizon.Milliseconds(), Slack: c.Slack, Seed: c.Seed*1_000_003 + uint64(i)})
+		if err != nil {
+			return res, fmt.Errorf("prefill: %w", err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := writer(ctx, led, w, sh, int64(c.Live), &accepted, &rejected); err != nil {
+				cancel(err)
+			}
+		}()
+	}
+	wg.Wait()
+	res.Accepted, res.Rejected = int(accepted.Load()), int(rejected.Load())
+	res.Elapsed = time.Since(start)
+	res.AppliedIndex = node.AppliedIndex()
+	if err := context.Cause(ctx); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// writer reserves shapes until live reservations were accepted in total.
+// An attempt that ends with an unknown outcome is retried with the same
+// idempotency key, as the API client does.
+func writer(ctx context.Context, led *rpc.FSMLedger, w rpc.Write, sh *service.Shaper, live int64, accepted, rejected *atomic.Int64) error {
+	for accepted.Load() < live {
+		s := sh.Next()
+		w.IdempotencyKey = client.NewKey()
+		args := rpc.HoldArgs{Write: w, Commit: true, Shape: rpc.Shape{
+			Parts:    []rpc.Part{{Resource: s.Resource, Amount: s.Amount}},
+			Duration: s.Duration, NotBefore: s.NotBefore, Deadline: s.Deadline,
+		}}
+		for attempt := 0; ; attempt++ {
+			_, _, err := led.Hold(ctx, args)
+			var rej *rpc.RejectedError
+			switch {
+			case err == nil:
+				accepted.Add(1)
+			case errors.As(err, &rej):
+				rejected.Add(1)
+			case (errors.Is(err, rpc.ErrUnavailable) || errors.Is(err, rpc.ErrOutcomeUnknown)) && attempt < 10 && ctx.Err() == nil:
+				time.Sleep(50 * time.Millisecond)
+				continue
+			case ctx.Err() != nil:
+				return nil // another writer failed or the caller gave up
+			default:
+				return fmt.Errorf("prefill: reserve: %w", err)
+			}
+			break
+		}
+	}
+	return nil
+}
+
+// progress prints the running totals every c.ProgressEvery until stopped.
+func progress(c Config, accepted, rejected *atomic.Int64, start time.Time) (stop func()) {
+	if c.Progress == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(c.ProgressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				a, el := accepted.Load(), time.Since(start)
+				fmt.Fprintf(c.Progress, "prefill: %d/%d accepted, %d rejected, %.0f accepted/s, %s\n",
+					a, c.Live, rejected.Load(), float64(a)/el.Seconds(), el.Round(time.Second))
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
