@@ -592,14 +592,9 @@ func (s *Scheduler) Cancel(id string) error {
 	if it.Running {
 		return fmt.Errorf("cancel %q: already running; use Complete", id)
 	}
-	if s.p.has(id) {
-		if _, err := s.p.Release(id); err != nil {
-			return fmt.Errorf("cancel %q: %w", id, err)
-		}
+	if err := s.drop(it); err != nil {
+		return fmt.Errorf("cancel %q: %w", id, err)
 	}
-	s.remove(it)
-	s.claim(it.Resource)
-	s.compress(it.Resource)
 	return nil
 }
 
