@@ -273,6 +273,11 @@ func (s *state) createResource(c *fsmv1.CreateResource) *fsmv1.Result {
 		CreatedVersion: s.index,
 		UpdatedVersion: s.index,
 	}
+	var err error
+	if r.Policy, err = s.installPolicy(r.Name, c.GetPolicy()); err != nil {
+		_ = s.plan.RemoveResource(r.Name)
+		return s.fromPlanner(err, createFields)
+	}
 	s.resources[r.Name] = r
 	s.emit(fsmv1.Event_TYPE_RESOURCE_CREATED, nil, r)
 	return okResource(r)
@@ -322,6 +327,7 @@ func (s *state) updateResource(c *fsmv1.UpdateResource) *fsmv1.Result {
 	}
 	s.resources[n.Name] = n
 	s.emit(fsmv1.Event_TYPE_RESOURCE_UPDATED, nil, n)
+	s.replan([]*fsmv1.Part{{Resource: n.Name}})
 	return okResource(n)
 }
 
@@ -333,6 +339,9 @@ func (s *state) deleteResource(c *fsmv1.DeleteResource) *fsmv1.Result {
 		}
 		return notFound(fmt.Sprintf("resource %q not found", c.GetName()))
 	}
+	if n := s.itemsOn(old.GetName()); n > 0 {
+		return conflict(fsmv1.Conflict_KIND_IN_USE, fmt.Sprintf("resource %q carries %d scheduled reservation(s) or job(s)", old.GetName(), n))
+	}
 	if err := s.plan.RemoveResource(old.GetName()); err != nil {
 		return s.fromPlanner(err, deleteFields)
 	}
@@ -343,21 +352,47 @@ func (s *state) deleteResource(c *fsmv1.DeleteResource) *fsmv1.Result {
 
 // ---- reservations ----
 
+// newID resolves the ID of a new row (empty: assigned from the log index)
+// and checks it, and the owner, before anything is booked.
+func (s *state) newID(cmd *fsmv1.Command, field, id string) (string, *fsmv1.Result) {
+	if id == "" {
+		id = AutoID(s.index)
+	} else if why := validID(id); why != "" {
+		return "", invalid(field, why)
+	}
+	if len(cmd.GetOwner()) > maxOwnerLen {
+		return "", invalid("owner", fmt.Sprintf("longer than %d bytes", maxOwnerLen))
+	}
+	if _, exists := s.resv[id]; exists {
+		return "", conflict(fsmv1.Conflict_KIND_DUPLICATE_ID, fmt.Sprintf("reservation %q already exists", id))
+	}
+	return id, nil
+}
+
+// newRow returns a new HELD row created by the current entry.
+func (s *state) newRow(cmd *fsmv1.Command, id string, labels map[string]string, parts []planner.Part, start, end int64) *fsmv1.Reservation {
+	return &fsmv1.Reservation{
+		Id:             id,
+		Owner:          cmd.GetOwner(),
+		Labels:         maps.Clone(labels),
+		Parts:          sortedParts(parts),
+		StartMillis:    start,
+		EndMillis:      end,
+		State:          fsmv1.Reservation_STATE_HELD,
+		CreatedVersion: s.index,
+		UpdatedVersion: s.index,
+		CreatedMillis:  s.now,
+		UpdatedMillis:  s.now,
+	}
+}
+
 // hold admits a request and stores it as HELD, or as COMMITTED when commit
 // is set (one-phase reserve).
 func (s *state) hold(cmd *fsmv1.Command, commit bool) *fsmv1.Result {
 	req := cmd.GetRequest()
-	id := req.GetId()
-	if id == "" {
-		id = AutoID(s.index)
-	} else if why := validID(id); why != "" {
-		return invalid("request.id", why)
-	}
-	if len(cmd.GetOwner()) > maxOwnerLen {
-		return invalid("owner", fmt.Sprintf("longer than %d bytes", maxOwnerLen))
-	}
-	if _, exists := s.resv[id]; exists {
-		return conflict(fsmv1.Conflict_KIND_DUPLICATE_ID, fmt.Sprintf("reservation %q already exists", id))
+	id, bad := s.newID(cmd, "request.id", req.GetId())
+	if bad != nil {
+		return bad
 	}
 	if r := checkParts("request.parts", req.GetParts()); r != nil {
 		return r
@@ -413,25 +448,28 @@ func (s *state) hold(cmd *fsmv1.Command, commit bool) *fsmv1.Result {
 		}
 	}
 
-	d, err := s.plan.Reserve(id, pr)
-	if err != nil {
-		if errors.Is(err, planner.ErrNoCapacity) {
-			return rejected(d, "no common start in the booking window has enough free capacity")
-		}
-		return s.fromPlanner(err, fields)
+	viaScheduler, bad := s.routeScheduled(pr.Parts)
+	if bad != nil {
+		return bad
 	}
-	r := &fsmv1.Reservation{
-		Id:             id,
-		Owner:          cmd.GetOwner(),
-		Labels:         maps.Clone(req.GetLabels()),
-		Parts:          sortedParts(pr.Parts),
-		StartMillis:    d.Start,
-		EndMillis:      d.Start + dur,
-		State:          fsmv1.Reservation_STATE_HELD,
-		CreatedVersion: s.index,
-		UpdatedVersion: s.index,
-		CreatedMillis:  s.now,
-		UpdatedMillis:  s.now,
+	var d planner.Decision
+	var adm planner.Admission
+	if viaScheduler {
+		if d.Start, adm, bad = s.admitScheduled(cmd.GetOwner(), id, req.StartMillis != nil, pr); bad != nil {
+			return bad
+		}
+	} else {
+		var err error
+		if d, err = s.plan.Reserve(id, pr); err != nil {
+			if errors.Is(err, planner.ErrNoCapacity) {
+				return rejected(d, "no common start in the booking window has enough free capacity")
+			}
+			return s.fromPlanner(err, fields)
+		}
+	}
+	r := s.newRow(cmd, id, req.GetLabels(), pr.Parts, d.Start, d.Start+dur)
+	if viaScheduler {
+		s.markAdmission(r, adm)
 	}
 	if commit {
 		r.State = fsmv1.Reservation_STATE_COMMITTED
@@ -443,6 +481,9 @@ func (s *state) hold(cmd *fsmv1.Command, commit bool) *fsmv1.Result {
 		r.HoldExpiresMillis = min(addSat(s.now, ttl), r.EndMillis)
 		s.put(id, r)
 		s.emit(fsmv1.Event_TYPE_HELD, r, nil)
+	}
+	if len(adm.Moved) > 0 {
+		s.syncJobs(pr.Parts[0].Resource)
 	}
 	return okResult(r)
 }
@@ -459,7 +500,7 @@ func (s *state) commit(cmd *fsmv1.Command) *fsmv1.Result {
 		n.HoldExpiresMillis = 0
 		s.put(n.Id, n)
 		s.emit(fsmv1.Event_TYPE_COMMITTED, n, nil)
-		return okResult(n)
+		return okResult(s.afterCommit(n))
 	case r.GetState() == fsmv1.Reservation_STATE_COMMITTED && r.GetPending() != nil:
 		// Swap: free the held new shape, then move the booking onto it.
 		// The capacity just freed is exactly what the move needs, so it
@@ -492,7 +533,7 @@ func (s *state) abort(cmd *fsmv1.Command) *fsmv1.Result {
 	}
 	switch {
 	case r.GetState() == fsmv1.Reservation_STATE_HELD:
-		s.release(r.Id)
+		s.releaseRow(r)
 		n := s.change(r)
 		n.State = fsmv1.Reservation_STATE_ABORTED
 		n.HoldExpiresMillis = 0
@@ -516,8 +557,8 @@ func (s *state) cancel(cmd *fsmv1.Command) *fsmv1.Result {
 		return bad
 	}
 	switch r.GetState() {
-	case fsmv1.Reservation_STATE_COMMITTED, fsmv1.Reservation_STATE_ACTIVE:
-		s.release(r.Id)
+	case fsmv1.Reservation_STATE_COMMITTED, fsmv1.Reservation_STATE_ACTIVE, fsmv1.Reservation_STATE_DEGRADED:
+		s.releaseRow(r)
 		if r.GetPending() != nil {
 			s.release(modKey(r.Id))
 		}
@@ -538,6 +579,9 @@ func (s *state) modify(cmd *fsmv1.Command) *fsmv1.Result {
 	r, bad := s.owned(cmd, "modify.id", m.GetId())
 	if bad != nil {
 		return bad
+	}
+	if scheduled(r) {
+		return invalid("modify.id", "modifying a variable job or a reservation on a MOVE_VARIABLE or RELAXED resource is not supported yet; cancel it and reserve again")
 	}
 	if r.GetState() != fsmv1.Reservation_STATE_COMMITTED || r.GetPending() != nil {
 		return wrongState(r, "modify")
@@ -570,6 +614,13 @@ func (s *state) modify(cmd *fsmv1.Command) *fsmv1.Result {
 		return invalid("modify.end_millis", "must be after start")
 	}
 	pp := plannerParts(parts)
+	for i, p := range pp {
+		if s.resourcePolicy(p.Resource) == planner.PolicyRelaxed {
+			// Everything booked on a RELAXED resource must be a
+			// scheduler item; a modification is a plain booking.
+			return invalid(fmt.Sprintf("modify.parts[%d].resource", i), fmt.Sprintf("resource %q is RELAXED: a reservation cannot be modified onto it", p.Resource))
+		}
+	}
 	if err := s.plan.Book(planner.Booking{ID: modKey(r.Id), Parts: pp, Start: start, End: end}); err != nil {
 		if errors.Is(err, planner.ErrNoCapacity) {
 			// Where the same shape would fit later, beside the current one.
@@ -603,6 +654,9 @@ func (s *state) complete(cmd *fsmv1.Command) *fsmv1.Result {
 	if bad != nil {
 		return bad
 	}
+	if scheduled(r) {
+		return s.completeScheduled(c, r)
+	}
 	switch st := r.GetState(); {
 	case st != fsmv1.Reservation_STATE_COMMITTED && st != fsmv1.Reservation_STATE_ACTIVE,
 		r.GetPending() != nil:
@@ -625,6 +679,15 @@ func (s *state) complete(cmd *fsmv1.Command) *fsmv1.Result {
 		fm := fieldMap{"complete.", map[string]string{"at": "at_millis"}}
 		return s.fromPlanner(err, fm)
 	}
+	n := s.endEarly(r, at)
+	s.replan(r.GetParts())
+	return okResult(n)
+}
+
+// endEarly stores r ended at at: COMPLETED at once when at is the log
+// time, otherwise SHORTENED (its timers complete it at at). The row keeps
+// the first requested duration.
+func (s *state) endEarly(r *fsmv1.Reservation, at int64) *fsmv1.Reservation {
 	n := s.change(r)
 	if n.RequestedDurationMillis == 0 {
 		n.RequestedDurationMillis = r.GetEndMillis() - r.GetStartMillis()
@@ -634,9 +697,9 @@ func (s *state) complete(cmd *fsmv1.Command) *fsmv1.Result {
 		n.State = fsmv1.Reservation_STATE_COMPLETED
 		s.put(n.Id, n)
 		s.emit(fsmv1.Event_TYPE_COMPLETED, n, nil)
-		return okResult(n)
+		return n
 	}
 	s.put(n.Id, n)
 	s.emit(fsmv1.Event_TYPE_SHORTENED, n, nil)
-	return okResult(n)
+	return n
 }

@@ -23,6 +23,7 @@ const (
 	ABORTED   = fsmv1.Reservation_STATE_ABORTED
 	EXPIRED   = fsmv1.Reservation_STATE_EXPIRED
 	CANCELLED = fsmv1.Reservation_STATE_CANCELLED
+	DEGRADED  = fsmv1.Reservation_STATE_DEGRADED
 	GONE      = fsmv1.Reservation_STATE_UNKNOWN
 )
 
@@ -470,11 +471,14 @@ func checkInvariants(t testing.TB, f *FSM) {
 	live := 0
 	for id, r := range s.resv {
 		switch r.GetState() {
-		case HELD, COMMITTED, ACTIVE:
-			live++
+		case HELD, COMMITTED, ACTIVE, DEGRADED:
 			if r.GetEndMillis() <= s.now {
 				t.Fatalf("%s is %s but ended at %d <= now %d", id, r.GetState(), r.GetEndMillis(), s.now)
 			}
+			if scheduled(r) {
+				break // checkScheduled
+			}
+			live++
 			if _, ok := s.plan.Get(id); !ok {
 				t.Fatalf("live reservation %s not booked in the planner", id)
 			}
@@ -491,7 +495,7 @@ func checkInvariants(t testing.TB, f *FSM) {
 			t.Fatalf("hold %s outlived its expiry %d (now %d)", id, r.GetHoldExpiresMillis(), s.now)
 		case st == COMMITTED && r.GetStartMillis() <= s.now:
 			t.Fatalf("%s still COMMITTED at %d, started at %d", id, s.now, r.GetStartMillis())
-		case st == ACTIVE && (r.GetStartMillis() > s.now || r.GetEndMillis() <= s.now):
+		case (st == ACTIVE || st == DEGRADED) && (r.GetStartMillis() > s.now || r.GetEndMillis() <= s.now):
 			t.Fatalf("%s ACTIVE at %d outside [%d,%d)", id, s.now, r.GetStartMillis(), r.GetEndMillis())
 		case isTerminal(st) && addSat(r.GetUpdatedMillis(), s.cfg.Retention) <= s.now:
 			t.Fatalf("%s retained past its retention (updated %d, now %d)", id, r.GetUpdatedMillis(), s.now)
@@ -502,6 +506,7 @@ func checkInvariants(t testing.TB, f *FSM) {
 			}
 		}
 	}
+	live += checkScheduled(t, s)
 	if s.plan.Len() != live {
 		t.Fatalf("planner has %d bookings, table %d", s.plan.Len(), live)
 	}
@@ -524,7 +529,7 @@ func checkInvariants(t testing.TB, f *FSM) {
 		shapes := []struct {
 			parts      []*fsmv1.Part
 			start, end int64
-		}{{r.GetParts(), r.GetStartMillis(), r.GetEndMillis()}}
+		}{{bookedParts(s, r), r.GetStartMillis(), r.GetEndMillis()}}
 		if p := r.GetPending(); p != nil {
 			shapes = append(shapes, shapes[0])
 			shapes[1].parts, shapes[1].start, shapes[1].end = p.GetParts(), p.GetStartMillis(), p.GetEndMillis()
@@ -539,7 +544,7 @@ func checkInvariants(t testing.TB, f *FSM) {
 					if isTerminal(o.GetState()) {
 						continue
 					}
-					booked += overlapAmount(o.GetParts(), o.GetStartMillis(), o.GetEndMillis(), p.GetResource(), from)
+					booked += overlapAmount(bookedParts(s, o), o.GetStartMillis(), o.GetEndMillis(), p.GetResource(), from)
 					if pd := o.GetPending(); pd != nil {
 						booked += overlapAmount(pd.GetParts(), pd.GetStartMillis(), pd.GetEndMillis(), p.GetResource(), from)
 					}

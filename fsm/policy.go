@@ -1,25 +1,236 @@
 package fsm
 
 import (
+	"fmt"
+	"math"
+
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"github.com/ledgerd/ledgerd/planner"
+	"google.golang.org/protobuf/proto"
 )
 
-// Admission policies and variable jobs (issue #7). The commands are part of
-// the log format from envelope version 2 on; their apply logic follows.
+// Admission policies (issue #7). A resource's policy lives on its row and
+// in the planner.Scheduler that wraps the state's planner. Requests on a
+// REJECT resource book the planner directly, exactly as before policies
+// existed; a request with a part on a MOVE_VARIABLE or RELAXED resource,
+// and every variable job, goes through the scheduler ("scheduled" rows,
+// see scheduled). DESIGN.md explains the rules that keep the two in step.
 
-// checkPolicySpec validates a policy given with a command.
-func checkPolicySpec(field string, p *fsmv1.PolicySpec) *fsmv1.Result {
-	switch p.GetPolicy() {
-	case fsmv1.AdmissionPolicy_ADMISSION_POLICY_UNSPECIFIED, fsmv1.AdmissionPolicy_ADMISSION_POLICY_REJECT:
-		return nil
+// DefaultMinSuccessPermille is v* of a RELAXED resource that asks for none.
+const DefaultMinSuccessPermille = 800
+
+// policyState is the scheduler and what the fsm keeps beside it.
+type policyState struct {
+	// sched is created on first use (scheduler()), so a state that never
+	// meets a policy or job pays nothing for it.
+	sched *planner.Scheduler
+	// moves collects the variable jobs re-planned by the current entry.
+	moves []*fsmv1.Move
+	// Counters since this process started or restored (not replicated
+	// state: they feed metrics only).
+	relaxedAdmissions int64
+	violations        map[string]int64
+	pushes            int64
+}
+
+// scheduler returns the state's scheduler, creating it on first use.
+func (s *state) scheduler() *planner.Scheduler {
+	if s.pol.sched == nil {
+		s.pol.sched = planner.NewScheduler(s.plan)
 	}
-	return invalid(field+".policy", "only REJECT is implemented in this release so far")
+	return s.pol.sched
 }
 
-func (s *state) setPolicy(*fsmv1.SetPolicy) *fsmv1.Result {
-	return invalid("set_policy", "not implemented in this release so far")
+// hasItems reports whether the scheduler manages any live item.
+func (s *state) hasItems() bool { return s.pol.sched != nil && s.pol.sched.Len() > 0 }
+
+// resourcePolicy returns the admission policy of resource (REJECT when
+// none was set).
+func (s *state) resourcePolicy(resource string) planner.Policy {
+	if s.pol.sched == nil {
+		return planner.PolicyReject
+	}
+	return s.pol.sched.Policy(resource).Policy
 }
 
-func (s *state) submitJob(*fsmv1.Command) *fsmv1.Result {
-	return invalid("submit_job", "not implemented in this release so far")
+// scheduled reports whether a row is managed by the scheduler: every
+// variable job, and every reservation admitted through a MOVE_VARIABLE or
+// RELAXED resource (those carry probability_permille >= 1). Their time
+// lifecycle (start, finish, violation) follows the scheduler's Advance
+// instead of the table's timers, except for hold expiry.
+func scheduled(r *fsmv1.Reservation) bool {
+	return r.GetKind() == fsmv1.Reservation_KIND_VARIABLE_JOB || r.GetProbabilityPermille() > 0
+}
+
+// toPermille converts a probability to permille by the one rounding rule
+// of the log: floor. Admitted reservations get at least 1, so that a
+// stored 0 always means "not admitted by the scheduler".
+func toPermille(p float64) uint32 {
+	return uint32(min(max(math.Floor(p*1000), 1), 1000))
+}
+
+// checkPolicySpec validates a policy given with a command (nil is REJECT).
+func checkPolicySpec(field string, p *fsmv1.PolicySpec) *fsmv1.Result {
+	pol := p.GetPolicy()
+	switch pol {
+	case fsmv1.AdmissionPolicy_ADMISSION_POLICY_UNSPECIFIED, fsmv1.AdmissionPolicy_ADMISSION_POLICY_REJECT,
+		fsmv1.AdmissionPolicy_ADMISSION_POLICY_MOVE_VARIABLE, fsmv1.AdmissionPolicy_ADMISSION_POLICY_RELAXED:
+	default:
+		return invalid(field+".policy", fmt.Sprintf("unknown admission policy %d", int32(pol)))
+	}
+	if v := p.GetMinSuccessPermille(); v != 0 {
+		if pol != fsmv1.AdmissionPolicy_ADMISSION_POLICY_RELAXED {
+			return invalid(field+".min_success_permille", "only RELAXED uses it (leave it 0)")
+		}
+		if v > 1000 {
+			return invalid(field+".min_success_permille", "must be in 1..1000 (0 selects 800)")
+		}
+	}
+	if p.GetMaxPushes() != 0 && pol != fsmv1.AdmissionPolicy_ADMISSION_POLICY_MOVE_VARIABLE {
+		return invalid(field+".max_pushes", "only MOVE_VARIABLE uses it (leave it 0)")
+	}
+	return nil
+}
+
+// normalPolicy returns the spec as stored on the resource row: the policy
+// named explicitly and its defaults filled in.
+func normalPolicy(p *fsmv1.PolicySpec) *fsmv1.PolicySpec {
+	n := &fsmv1.PolicySpec{Policy: p.GetPolicy()}
+	switch n.Policy {
+	case fsmv1.AdmissionPolicy_ADMISSION_POLICY_UNSPECIFIED:
+		n.Policy = fsmv1.AdmissionPolicy_ADMISSION_POLICY_REJECT
+	case fsmv1.AdmissionPolicy_ADMISSION_POLICY_MOVE_VARIABLE:
+		n.MaxPushes = p.GetMaxPushes()
+		if n.MaxPushes == 0 {
+			n.MaxPushes = planner.DefaultMaxPushes
+		}
+	case fsmv1.AdmissionPolicy_ADMISSION_POLICY_RELAXED:
+		n.MinSuccessPermille = p.GetMinSuccessPermille()
+		if n.MinSuccessPermille == 0 {
+			n.MinSuccessPermille = DefaultMinSuccessPermille
+		}
+	}
+	return n
+}
+
+// plannerPolicy converts a validated spec. v* is permille/1000 in
+// float64; the scheduler admits when its estimate is >= that value.
+func plannerPolicy(p *fsmv1.PolicySpec) planner.ResourcePolicy {
+	n := normalPolicy(p)
+	switch n.GetPolicy() {
+	case fsmv1.AdmissionPolicy_ADMISSION_POLICY_MOVE_VARIABLE:
+		return planner.ResourcePolicy{Policy: planner.PolicyMoveVariable, MaxPushes: int(n.GetMaxPushes())}
+	case fsmv1.AdmissionPolicy_ADMISSION_POLICY_RELAXED:
+		return planner.ResourcePolicy{Policy: planner.PolicyRelaxed, MinSuccess: float64(n.GetMinSuccessPermille()) / 1000}
+	}
+	return planner.ResourcePolicy{}
+}
+
+// installPolicy gives a new resource its policy (spec may be nil) and
+// returns the spec to store on its row (nil keeps rows created without a
+// policy exactly as before policies existed). A name reused after a
+// delete must not inherit the old resource's policy, hence the reset.
+func (s *state) installPolicy(name string, spec *fsmv1.PolicySpec) (*fsmv1.PolicySpec, error) {
+	if spec == nil && s.pol.sched == nil {
+		return nil, nil
+	}
+	if err := s.scheduler().SetPolicy(name, plannerPolicy(spec)); err != nil {
+		return nil, fmt.Errorf("policy of %q: %w", name, err)
+	}
+	if spec == nil {
+		return nil, nil
+	}
+	return normalPolicy(spec), nil
+}
+
+// setPolicy applies TYPE_SET_POLICY. Two switches are refused because the
+// scheduler's estimates and violation checks only see its own items: to
+// RELAXED while reservations booked outside the scheduler (or pending
+// modifications) use the resource, and away from RELAXED while relaxed
+// admissions still overbook it. Switching to REJECT with planned variable
+// jobs is allowed: jobs may live on any resource; they just stop being
+// pushed by reservations.
+func (s *state) setPolicy(c *fsmv1.SetPolicy) *fsmv1.Result {
+	old, found := s.resources[c.GetName()]
+	if !found {
+		if c.GetName() == "" {
+			return invalid("set_policy.name", "must not be empty")
+		}
+		return notFound(fmt.Sprintf("resource %q not found", c.GetName()))
+	}
+	if r := checkPolicySpec("set_policy.policy", c.GetPolicy()); r != nil {
+		return r
+	}
+	name := old.GetName()
+	now, next := s.resourcePolicy(name), plannerPolicy(c.GetPolicy()).Policy
+	if next == planner.PolicyRelaxed && now != planner.PolicyRelaxed {
+		if n := s.unscheduledOn(name); n > 0 {
+			return conflict(fsmv1.Conflict_KIND_IN_USE, fmt.Sprintf(
+				"resource %q carries %d live reservation(s) or modification(s) booked outside the scheduler; "+
+					"RELAXED needs every booking there to be admitted by it", name, n))
+		}
+	}
+	if now == planner.PolicyRelaxed && next != planner.PolicyRelaxed {
+		if n := s.overbookedOn(name); n > 0 {
+			return conflict(fsmv1.Conflict_KIND_IN_USE, fmt.Sprintf(
+				"resource %q carries %d relaxed admission(s) beyond its free capacity; it stays RELAXED until they end", name, n))
+		}
+	}
+	if err := s.scheduler().SetPolicy(name, plannerPolicy(c.GetPolicy())); err != nil {
+		return s.fromPlanner(err, fieldMap{"set_policy.policy.", nil})
+	}
+	n := proto.CloneOf(old)
+	n.Policy = normalPolicy(c.GetPolicy())
+	n.UpdatedVersion = s.index
+	s.resources[name] = n
+	s.emit(fsmv1.Event_TYPE_POLICY_CHANGED, nil, n)
+	return okResource(n)
+}
+
+// unscheduledOn counts live rows not managed by the scheduler that book
+// resource (a pending modification counts as well).
+func (s *state) unscheduledOn(resource string) int {
+	on := func(ps []*fsmv1.Part) bool {
+		for _, p := range ps {
+			if p.GetResource() == resource {
+				return true
+			}
+		}
+		return false
+	}
+	n := 0
+	s.ids.Ascend(func(id string) bool {
+		r := s.resv[id]
+		if isTerminal(r.GetState()) || scheduled(r) {
+			return true
+		}
+		if on(r.GetParts()) || on(r.GetPending().GetParts()) {
+			n++
+		}
+		return true
+	})
+	return n
+}
+
+// overbookedOn counts the scheduler's items on resource that hold units
+// beyond the planned free capacity.
+func (s *state) overbookedOn(resource string) int {
+	if s.pol.sched == nil {
+		return 0
+	}
+	n := 0
+	for _, it := range s.pol.sched.Items(resource) {
+		if it.Overbooked > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// itemsOn counts the scheduler's live items on resource.
+func (s *state) itemsOn(resource string) int {
+	if s.pol.sched == nil {
+		return 0
+	}
+	return len(s.pol.sched.Items(resource))
 }

@@ -308,7 +308,7 @@ func rebuild(cfg Config, msg *fsmv1.Snapshot, idem []idemEntry) (*state, error) 
 		if _, known := fsmv1.Reservation_State_name[int32(st)]; !known || st == fsmv1.Reservation_STATE_UNKNOWN {
 			return nil, badf("reservations[%d]: unknown state %d", i, int32(st))
 		}
-		if !isTerminal(st) {
+		if !isTerminal(st) && !scheduled(r) {
 			if err := bookFrom(s.plan, id, r.GetParts(), r.GetStartMillis(), r.GetEndMillis(), origin); err != nil {
 				return nil, badf("reservations[%d]: %v", i, err)
 			}
@@ -319,6 +319,9 @@ func rebuild(cfg Config, msg *fsmv1.Snapshot, idem []idemEntry) (*state, error) 
 			}
 		}
 		s.put(id, r)
+	}
+	if err := s.restoreScheduler(msg); err != nil {
+		return nil, err
 	}
 
 	for i, e := range idem {

@@ -98,6 +98,9 @@ type state struct {
 	// Per-entry scratch: next event seq and the number of expirations.
 	seq     uint32
 	expired int64
+
+	// pol is the admission scheduler and its counters (policy.go).
+	pol policyState
 }
 
 func newState(cfg Config) *state {
@@ -144,13 +147,16 @@ func (s *state) timersFor(buf []timer, r *fsmv1.Reservation) []timer {
 	switch st := r.GetState(); {
 	case st == fsmv1.Reservation_STATE_HELD:
 		return append(buf, timer{r.GetHoldExpiresMillis(), timerHoldExpiry, id})
+	case (st == fsmv1.Reservation_STATE_COMMITTED || st == fsmv1.Reservation_STATE_ACTIVE) && scheduled(r):
+		// The scheduler starts and finishes its rows (advance).
+		return buf
 	case st == fsmv1.Reservation_STATE_COMMITTED:
 		buf = append(buf, timer{r.GetStartMillis(), timerActivate, id})
 		if p := r.GetPending(); p != nil {
 			buf = append(buf, timer{p.GetHoldExpiresMillis(), timerModExpiry, id})
 		}
 		return buf
-	case st == fsmv1.Reservation_STATE_ACTIVE:
+	case st == fsmv1.Reservation_STATE_ACTIVE, st == fsmv1.Reservation_STATE_DEGRADED:
 		return append(buf, timer{r.GetEndMillis(), timerComplete, id})
 	case isTerminal(st):
 		return append(buf, timer{addSat(r.GetUpdatedMillis(), s.cfg.Retention), timerDrop, id})
@@ -234,46 +240,51 @@ func (s *state) runTimers() {
 			return
 		}
 		s.timers.Delete(t)
-		r := s.resv[t.id]
-		switch t.kind {
-		case timerHoldExpiry:
-			s.release(t.id)
-			n := s.change(r)
-			n.State = fsmv1.Reservation_STATE_EXPIRED
-			n.HoldExpiresMillis = 0
-			s.put(t.id, n)
-			s.expired++
-			s.emit(fsmv1.Event_TYPE_EXPIRED, n, nil)
-		case timerModExpiry:
+		s.fire(t)
+	}
+}
+
+// fire performs one timer's work (the timer is already removed).
+func (s *state) fire(t timer) {
+	r := s.resv[t.id]
+	switch t.kind {
+	case timerHoldExpiry:
+		s.releaseRow(r)
+		n := s.change(r)
+		n.State = fsmv1.Reservation_STATE_EXPIRED
+		n.HoldExpiresMillis = 0
+		s.put(t.id, n)
+		s.expired++
+		s.emit(fsmv1.Event_TYPE_EXPIRED, n, nil)
+	case timerModExpiry:
+		s.release(modKey(t.id))
+		n := s.change(r)
+		n.Pending = nil
+		s.put(t.id, n)
+		s.expired++
+		s.emit(fsmv1.Event_TYPE_MODIFY_EXPIRED, n, nil)
+	case timerActivate:
+		n := s.change(r)
+		if n.Pending != nil {
+			// A pending modification cannot move a reservation that
+			// has begun; it lapses with the start.
 			s.release(modKey(t.id))
-			n := s.change(r)
 			n.Pending = nil
-			s.put(t.id, n)
 			s.expired++
 			s.emit(fsmv1.Event_TYPE_MODIFY_EXPIRED, n, nil)
-		case timerActivate:
-			n := s.change(r)
-			if n.Pending != nil {
-				// A pending modification cannot move a reservation that
-				// has begun; it lapses with the start.
-				s.release(modKey(t.id))
-				n.Pending = nil
-				s.expired++
-				s.emit(fsmv1.Event_TYPE_MODIFY_EXPIRED, n, nil)
-				n = proto.CloneOf(n)
-			}
-			n.State = fsmv1.Reservation_STATE_ACTIVE
-			s.put(t.id, n)
-			s.emit(fsmv1.Event_TYPE_ACTIVATED, n, nil)
-		case timerComplete:
-			s.release(t.id)
-			n := s.change(r)
-			n.State = fsmv1.Reservation_STATE_COMPLETED
-			s.put(t.id, n)
-			s.emit(fsmv1.Event_TYPE_COMPLETED, n, nil)
-		case timerDrop:
-			s.put(t.id, nil)
+			n = proto.CloneOf(n)
 		}
+		n.State = fsmv1.Reservation_STATE_ACTIVE
+		s.put(t.id, n)
+		s.emit(fsmv1.Event_TYPE_ACTIVATED, n, nil)
+	case timerComplete:
+		s.release(t.id)
+		n := s.change(r)
+		n.State = fsmv1.Reservation_STATE_COMPLETED
+		s.put(t.id, n)
+		s.emit(fsmv1.Event_TYPE_COMPLETED, n, nil)
+	case timerDrop:
+		s.put(t.id, nil)
 	}
 }
 
@@ -300,11 +311,11 @@ func (s *state) pruneIdem() {
 func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, []byte) {
 	s.index = index
 	s.now = max(s.now, cmd.GetNowMillis())
-	s.seq, s.expired = 0, 0
+	s.seq, s.expired, s.pol.moves = 0, 0, nil
 
 	// Time first: whatever log time makes due happens before the command,
 	// so a command never sees a hold that should already have expired.
-	s.runTimers()
+	s.advance()
 	s.plan.Advance(s.now)
 	s.pruneIdem()
 
@@ -325,7 +336,8 @@ func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, [
 	res := s.dispatch(cmd)
 	// Work made due by the command itself (a reservation made for "now"
 	// activates at once).
-	s.runTimers()
+	s.advance()
+	res.Moved = s.takeMoves()
 	if r := res.GetReservation(); r != nil {
 		// Report the row as it stands after this entry.
 		if cur, ok := s.resv[r.GetId()]; ok {
@@ -396,6 +408,7 @@ func (s *state) capture() (*fsmv1.Snapshot, []idemEntry) {
 		msg.Reservations = append(msg.Reservations, s.resv[id])
 		return true
 	})
+	s.captureScheduler(msg)
 	return msg, slices.Clone(s.idemLog)
 }
 
