@@ -813,10 +813,11 @@ type Resource struct {
 	// v* of POLICY_RELAXED in 1/1000 (1..1000; 0 means the default 800, i.e.
 	// 0.8): the least estimated probability of no violation at which an
 	// overlapping reservation is admitted. Must be 0 for other policies.
+	// Responses carry the value in force (the default filled in).
 	MinSuccessPermille uint32 `protobuf:"varint,7,opt,name=min_success_permille,json=minSuccessPermille,proto3" json:"min_success_permille,omitempty"`
 	// POLICY_MOVE_VARIABLE's starvation guard: how often one variable job may
-	// be moved later before it is pinned (0 means the default 8). Must be 0
-	// for other policies.
+	// be moved later before it is pinned (0 means the default 8; at most
+	// 1000). Must be 0 for other policies. Responses carry the value in force.
 	MaxPushes     uint32 `protobuf:"varint,8,opt,name=max_pushes,json=maxPushes,proto3" json:"max_pushes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -57,9 +57,12 @@ type ResourceServiceClient interface {
 	// Delete removes a resource; refused while future bookings exist unless force.
 	Delete(context.Context, *connect.Request[v1.DeleteRequest]) (*connect.Response[v1.DeleteResponse], error)
 	// SetPolicy changes a resource's admission policy. Bookings already made
-	// stay; the new policy applies to later requests. Switching a resource
-	// that carries waiting variable jobs to POLICY_REJECT is refused
-	// (FailedPrecondition).
+	// stay; the new policy applies to later requests. Planned variable jobs
+	// stay planned under every policy (under POLICY_REJECT nothing moves them
+	// any more). Refused with FailedPrecondition when the policy could not
+	// account for what is booked: to POLICY_RELAXED while reservations
+	// admitted under another policy are live, and away from POLICY_RELAXED
+	// while relaxed admissions still overbook the resource.
 	SetPolicy(context.Context, *connect.Request[v1.SetPolicyRequest]) (*connect.Response[v1.SetPolicyResponse], error)
 	// List returns every resource.
 	List(context.Context, *connect.Request[v1.ResourceServiceListRequest]) (*connect.Response[v1.ResourceServiceListResponse], error)
@@ -154,9 +157,12 @@ type ResourceServiceHandler interface {
 	// Delete removes a resource; refused while future bookings exist unless force.
 	Delete(context.Context, *connect.Request[v1.DeleteRequest]) (*connect.Response[v1.DeleteResponse], error)
 	// SetPolicy changes a resource's admission policy. Bookings already made
-	// stay; the new policy applies to later requests. Switching a resource
-	// that carries waiting variable jobs to POLICY_REJECT is refused
-	// (FailedPrecondition).
+	// stay; the new policy applies to later requests. Planned variable jobs
+	// stay planned under every policy (under POLICY_REJECT nothing moves them
+	// any more). Refused with FailedPrecondition when the policy could not
+	// account for what is booked: to POLICY_RELAXED while reservations
+	// admitted under another policy are live, and away from POLICY_RELAXED
+	// while relaxed admissions still overbook the resource.
 	SetPolicy(context.Context, *connect.Request[v1.SetPolicyRequest]) (*connect.Response[v1.SetPolicyResponse], error)
 	// List returns every resource.
 	List(context.Context, *connect.Request[v1.ResourceServiceListRequest]) (*connect.Response[v1.ResourceServiceListResponse], error)
