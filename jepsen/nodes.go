@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ledgerd/ledgerd/internal/testnet"
 )
 
 // BuildAgent compiles the ledgerd binary from the module that contains the
@@ -60,6 +63,8 @@ type Node struct {
 	running bool
 	paused  bool
 	fresh   bool // started without bootstrap-expect: joins an existing cluster
+	bound   bool // has answered HTTP once: its ports are its own from then on
+	logFrom int64
 }
 
 // APIAddr is where clients of the harness reach the node directly.
@@ -106,7 +111,7 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 	c := &Cluster{bin: cfg.Bin, root: cfg.Dir, log: cfg.Log, extra: cfg.ExtraArgs, ids: NewIDMap(), clients: map[string]*ConnectClient{}}
 	for i := range cfg.Nodes {
 		n := &Node{Name: fmt.Sprintf("n%d", i+1), DataDir: filepath.Join(cfg.Dir, fmt.Sprintf("n%d", i+1))}
-		ports, err := freePorts(3)
+		ports, err := testnet.Ports(3)
 		if err != nil {
 			c.Close()
 			return nil, err
@@ -124,27 +129,6 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 		c.nodes = append(c.nodes, n)
 	}
 	return c, nil
-}
-
-// freePorts finds n distinct free TCP ports on 127.0.0.1 (the gossip port
-// must also be free for UDP; on loopback it practically always is).
-func freePorts(n int) ([]int, error) {
-	var lns []net.Listener
-	defer func() {
-		for _, l := range lns {
-			l.Close()
-		}
-	}()
-	var out []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("free port: %w", err)
-		}
-		lns = append(lns, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
 }
 
 // identify names the node process that owns the far end of a proxied
@@ -250,13 +234,86 @@ func (c *Cluster) AgentArgs(n *Node) []string {
 	return append(args, c.extra...)
 }
 
-// Start launches every node that is not running.
+// Start launches every node that is not running and waits until those
+// starting for the first time have bound their ports. Ports are reserved
+// (see internal/testnet), but an unrelated program may still have bound
+// one: such a node moves to fresh ports and starts again. Its proxies, the
+// addresses the other nodes dial, stay where they are.
 func (c *Cluster) Start() error {
+	var first []*Node
 	for _, name := range c.Names() {
+		n := c.Node(name)
+		c.mu.Lock()
+		isFirst := !n.bound && !n.running
+		c.mu.Unlock()
 		if err := c.StartNode(name); err != nil {
 			return err
 		}
+		if isFirst {
+			first = append(first, n)
+		}
 	}
+	for _, n := range first {
+		for attempt := 1; ; attempt++ {
+			err := c.waitBound(n, 60*time.Second)
+			if err == nil {
+				break
+			}
+			if !testnet.InUse(err) || attempt == testnet.Attempts {
+				return err
+			}
+			fmt.Fprintf(c.log, "%v; moving %s to fresh ports\n", err, n.Name)
+			if err := c.movePorts(n); err != nil {
+				return err
+			}
+			if err := c.StartNode(n.Name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// waitBound waits until n answers HTTP (the agent serves only once Raft
+// and gossip are bound too), or fails with the output of this launch if
+// the process exits first.
+func (c *Cluster) waitBound(n *Node, timeout time.Duration) error {
+	c.mu.Lock()
+	done, from := n.done, n.logFrom
+	c.mu.Unlock()
+	hc := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(timeout)
+	for {
+		if resp, err := hc.Get("http://" + n.APIAddr() + "/healthz"); err == nil {
+			resp.Body.Close()
+			c.mu.Lock()
+			n.bound = true
+			c.mu.Unlock()
+			return nil
+		}
+		select {
+		case <-done:
+			out, _ := os.ReadFile(filepath.Join(c.root, n.Name+".log"))
+			return fmt.Errorf("start %s: exited: %s", n.Name, strings.TrimSpace(string(out[min(from, int64(len(out))):])))
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("start %s: no HTTP answer within %s", n.Name, timeout)
+		}
+	}
+}
+
+// movePorts gives n, which has never bound its ports, fresh ones.
+func (c *Cluster) movePorts(n *Node) error {
+	ports, err := testnet.Ports(3)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	n.RaftPort, n.GossipPort, n.APIPort = ports[0], ports[1], ports[2]
+	c.mu.Unlock()
+	n.RaftProxy.SetTarget(fmt.Sprintf("127.0.0.1:%d", n.RaftPort))
+	n.APIProxy.SetTarget(n.APIAddr())
 	return nil
 }
 
@@ -280,8 +337,13 @@ func (c *Cluster) StartNode(name string) error {
 	if err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}
+	var from int64
+	if st, err := logf.Stat(); err == nil {
+		from = st.Size()
+	}
 	c.mu.Lock()
 	args := c.AgentArgs(n)
+	n.logFrom = from
 	c.mu.Unlock()
 	cmd := exec.Command(c.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf

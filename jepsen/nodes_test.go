@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,8 +15,8 @@ import (
 
 // TestMain lets the test binary double as a stand-in agent for the process
 // manager tests: with JEPSEN_FAKE_AGENT=1 it parses the agent flags, writes
-// a marker into its data dir, listens on its API address and waits to be
-// signalled.
+// a marker into its data dir, answers HTTP on its API address (exiting
+// like the agent if the address is taken) and waits to be signalled.
 func TestMain(m *testing.M) {
 	if os.Getenv("JEPSEN_FAKE_AGENT") == "1" && len(os.Args) > 1 && os.Args[1] == "agent" {
 		os.Exit(fakeAgent(os.Args[2:]))
@@ -38,15 +39,11 @@ func fakeAgent(args []string) int {
 	}
 	ln, err := net.Listen("tcp", *httpAddr)
 	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 4
 	}
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return 0
-		}
-		defer c.Close()
-	}
+	_ = http.Serve(ln, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	return 0
 }
 
 // procState returns the state letter of /proc/<pid>/stat (R, S, T, Z, ...).
@@ -181,4 +178,37 @@ func TestClusterProcesses(t *testing.T) {
 			t.Errorf("%s (pid %d) still alive after Close: state %s", n, p, st)
 		}
 	}
+}
+
+// TestClusterStartMovesOffTakenPorts: a node whose reserved port something
+// else bound before its first start comes up on fresh ports, and its
+// proxy, which the other nodes dial, forwards to the new ones.
+func TestClusterStartMovesOffTakenPorts(t *testing.T) {
+	t.Setenv("JEPSEN_FAKE_AGENT", "1")
+	c, err := NewCluster(ClusterConfig{Bin: os.Args[0], Dir: t.TempDir(), Nodes: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	n2 := c.Node("n2")
+	taken := n2.APIAddr()
+	squatter, err := net.Listen("tcp", taken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer squatter.Close()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if n2.APIAddr() == taken || !c.Running("n2") {
+		t.Fatalf("n2 still on the taken %s (running %v)", taken, c.Running("n2"))
+	}
+	if args := strings.Join(c.AgentArgs(n2), " "); !strings.Contains(args, "-http-addr "+n2.APIAddr()) {
+		t.Fatalf("agent args %q lack the new address %s", args, n2.APIAddr())
+	}
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + n2.APIProxy.Addr() + "/healthz")
+	if err != nil {
+		t.Fatalf("n2's proxy does not reach its new port: %v", err)
+	}
+	resp.Body.Close()
 }

@@ -32,11 +32,11 @@ import (
 // A Proxy is safe for concurrent use.
 type Proxy struct {
 	name     string
-	target   string
 	ln       net.Listener
 	identify func(remote, local net.Addr) string
 
 	mu     sync.Mutex
+	target string
 	faults map[string]LinkFaults // by source node; "" = unidentified sources
 	conns  map[*proxyConn]struct{}
 	stats  map[string]*LinkStats // by source
@@ -96,6 +96,14 @@ func NewProxy(name, listen, target string, identify func(remote, local net.Addr)
 
 // Addr is the address peers should dial.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// SetTarget makes new connections go to target; live ones stay where they
+// are. The harness uses it when a node moves to other ports.
+func (p *Proxy) SetTarget(target string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = target
+}
 
 // Name identifies the proxy in logs and reports (e.g. "n2/raft").
 func (p *Proxy) Name() string { return p.name }
@@ -204,7 +212,10 @@ func (p *Proxy) serve(down net.Conn) {
 	c := &proxyConn{src: p.identify(down.RemoteAddr(), down.LocalAddr()), down: down}
 	f := p.faultsFor(c.src)
 	if !f.Cut {
-		up, err := net.DialTimeout("tcp", p.target, 2*time.Second)
+		p.mu.Lock()
+		target := p.target
+		p.mu.Unlock()
+		up, err := net.DialTimeout("tcp", target, 2*time.Second)
 		if err != nil {
 			down.Close()
 			return
