@@ -21,8 +21,9 @@ const utilizationWindow = 24 * time.Hour
 type ledgerCollector struct {
 	f *fsm.FSM
 
-	holds, pendingMods, reservations, logTime, idemKeys, history *prometheus.Desc
-	capacity, inUse, utilization, scrapeErrors                   *prometheus.Desc
+	holds, pendingMods, reservations, logTime, idemKeys, history  *prometheus.Desc
+	capacity, inUse, utilization, scrapeErrors                    *prometheus.Desc
+	relaxed, violations, pushes, waitingJobs, pinnedJobs, samples *prometheus.Desc
 }
 
 func newLedgerCollector(f *fsm.FSM) *ledgerCollector {
@@ -42,13 +43,21 @@ func newLedgerCollector(f *fsm.FSM) *ledgerCollector {
 		utilization: d("ledgerd_fsm_resource_utilization_ratio",
 			"Booked share of the resource's capacity over the next 24 hours from the log time (booked area / capacity area).", "resource"),
 		scrapeErrors: d("ledgerd_fsm_metrics_errors", "1 if the last scrape could not compute the per-resource utilization."),
+		relaxed:      d("ledgerd_fsm_relaxed_admissions_total", "Reservations a RELAXED resource admitted by overlapping others, applied by this replica since it started or restored a snapshot."),
+		violations: d("ledgerd_fsm_violations_total",
+			"Bookings that were due to start while capacity was genuinely short (reservations then run DEGRADED), by resource, applied by this replica since it started or restored a snapshot.", "resource"),
+		pushes:      d("ledgerd_fsm_variable_job_pushes_total", "Times a variable job was moved later to admit a reservation (MOVE_VARIABLE), applied by this replica since it started or restored a snapshot."),
+		waitingJobs: d("ledgerd_fsm_variable_jobs_waiting", "Planned variable jobs that have not started."),
+		pinnedJobs:  d("ledgerd_fsm_variable_jobs_pinned", "Waiting variable jobs moved as often as their resource allows; they are not moved again."),
+		samples:     d("ledgerd_fsm_release_model_samples", "Completions recorded in the release-time model RELAXED admission learns from."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *ledgerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.holds, c.pendingMods, c.reservations, c.logTime, c.idemKeys,
-		c.history, c.capacity, c.inUse, c.utilization, c.scrapeErrors} {
+		c.history, c.capacity, c.inUse, c.utilization, c.scrapeErrors,
+		c.relaxed, c.violations, c.pushes, c.waitingJobs, c.pinnedJobs, c.samples} {
 		ch <- d
 	}
 }
@@ -82,6 +91,7 @@ func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 		g(c.capacity, float64(r.Capacity), r.Name)
 		g(c.inUse, float64(r.InUse), r.Name)
 	}
+	c.collectPolicy(ch, st.Resources)
 	usage, err := c.f.UsageAhead(utilizationWindow.Milliseconds())
 	if err != nil {
 		g(c.scrapeErrors, 1)
@@ -91,4 +101,22 @@ func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, u := range usage {
 		g(c.utilization, u.Utilization, u.Name)
 	}
+}
+
+// collectPolicy exports the admission-policy counters and gauges. Every
+// resource gets a violations series, zero included, so that alerts on its
+// rate see the series before the first violation.
+func (c *ledgerCollector) collectPolicy(ch chan<- prometheus.Metric, resources []fsm.ResourceStats) {
+	m := func(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, t, v, labels...)
+	}
+	ps := c.f.PolicyStats()
+	m(c.relaxed, prometheus.CounterValue, float64(ps.RelaxedAdmissions))
+	m(c.pushes, prometheus.CounterValue, float64(ps.Pushes))
+	for _, r := range resources {
+		m(c.violations, prometheus.CounterValue, float64(ps.Violations[r.Name]), r.Name)
+	}
+	m(c.waitingJobs, prometheus.GaugeValue, float64(ps.WaitingJobs))
+	m(c.pinnedJobs, prometheus.GaugeValue, float64(ps.PinnedJobs))
+	m(c.samples, prometheus.GaugeValue, float64(ps.ReleaseSamples))
 }
