@@ -2,9 +2,12 @@ package fsm
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"testing"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
@@ -104,7 +107,7 @@ func BenchmarkSnapshot(b *testing.B) {
 
 // BenchmarkRestore measures decode, verification and the planner rebuild.
 func BenchmarkRestore(b *testing.B) {
-	for _, live := range []int{1_000, 10_000, 100_000} {
+	for _, live := range []int{1_000, 10_000, 100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("live=%d", live), func(b *testing.B) {
 			f, _ := loaded(b, live)
 			snap := snapshotBytes(b, f)
@@ -118,6 +121,7 @@ func BenchmarkRestore(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*live), "ns/reservation")
 		})
 	}
 }
@@ -139,6 +143,15 @@ func BenchmarkEncodeStamp(b *testing.B) {
 	}
 }
 
+// heapProfile names a file for BenchmarkLoad to write an in-use heap
+// profile of the loaded state machine to (the last case run wins), for the
+// breakdown of what holds the memory:
+//
+//	go test -tags hashicorpmetrics -run '^$' -bench 'Load/hold.commit/live=100000$' \
+//	    -benchtime=1x -memprofilerate=4096 -fsm.heapprofile=heap.out ./fsm/
+//	go tool pprof -sample_index=inuse_space -top heap.out
+var heapProfile = flag.String("fsm.heapprofile", "", "BenchmarkLoad writes the in-use heap of the loaded state machine here")
+
 // BenchmarkLoad applies live one-phase reservations into an empty state
 // machine per iteration and reports the heap each live reservation keeps
 // (table row, timers, planner booking, idempotency record, history share).
@@ -152,6 +165,8 @@ func BenchmarkLoad(b *testing.B) {
 		{"reserve", 100_000, false},
 		{"hold+commit", 10_000, true},
 		{"hold+commit", 100_000, true},
+		{"reserve", 1_000_000, false},
+		{"hold+commit", 1_000_000, true},
 	} {
 		live := tc.live
 		b.Run(fmt.Sprintf("%s/live=%d", tc.mode, live), func(b *testing.B) {
@@ -165,10 +180,27 @@ func BenchmarkLoad(b *testing.B) {
 				runtime.GC()
 				runtime.ReadMemStats(&after)
 				perRes = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(live)
+				if *heapProfile != "" {
+					writeHeapProfile(b, *heapProfile)
+				}
 				runtime.KeepAlive(f)
 			}
 			b.ReportMetric(perRes, "heap-bytes/reservation")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*live), "ns/reservation")
 		})
+	}
+}
+
+func writeHeapProfile(b *testing.B, path string) {
+	b.Helper()
+	out, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.Lookup("heap").WriteTo(out, 0); err != nil {
+		b.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		b.Fatal(err)
 	}
 }
