@@ -28,23 +28,23 @@ func (p *Planner) checkParts(parts []Part) ([]resPart, error) {
 		return nil, &FieldError{Field: "parts", Reason: "must not be empty"}
 	}
 	out := make([]resPart, 0, len(parts))
+	// Field names are formatted only on error: this runs on every
+	// admission and every booking of a bulk load.
 	for i, pt := range parts {
-		field := fmt.Sprintf("parts[%d].resource", i)
-		r, err := p.lookup(field, pt.Resource)
-		if err != nil {
-			return nil, err
+		r, ok := p.resources[pt.Resource]
+		if !ok {
+			return nil, partErr(p, i, pt.Resource)
 		}
 		for _, prev := range out {
 			if prev.res == r {
-				return nil, &FieldError{Field: field, Reason: fmt.Sprintf("duplicate resource %q", pt.Resource)}
+				return nil, &FieldError{Field: fmt.Sprintf("parts[%d].resource", i), Reason: fmt.Sprintf("duplicate resource %q", pt.Resource)}
 			}
 		}
-		field = fmt.Sprintf("parts[%d].amount", i)
 		if pt.Amount <= 0 {
-			return nil, &FieldError{Field: field, Reason: "must be > 0"}
+			return nil, &FieldError{Field: fmt.Sprintf("parts[%d].amount", i), Reason: "must be > 0"}
 		}
 		if pt.Amount > r.maxCap {
-			return nil, &FieldError{Field: field, Reason: fmt.Sprintf("exceeds the capacity %d of %q", r.maxCap, pt.Resource)}
+			return nil, &FieldError{Field: fmt.Sprintf("parts[%d].amount", i), Reason: fmt.Sprintf("exceeds the capacity %d of %q", r.maxCap, pt.Resource)}
 		}
 		out = append(out, resPart{res: r, amount: pt.Amount})
 	}
@@ -89,4 +89,10 @@ func (p *Planner) checkRect(parts []Part, start, end int64) ([]resPart, error) {
 		return nil, &FieldError{Field: "end", Reason: "must be after start"}
 	}
 	return rp, nil
+}
+
+// partErr is the lookup error for the resource of parts[i].
+func partErr(p *Planner, i int, name string) error {
+	_, err := p.lookup(fmt.Sprintf("parts[%d].resource", i), name)
+	return err
 }
