@@ -251,9 +251,22 @@ func (h endHeap) down(t *bookTable, i int) bool {
 
 // push adds the live slot s.
 func (h *endHeap) push(t *bookTable, s uint32) {
+	h.up(t, h.append(t, s))
+}
+
+// append adds the live slot s at the end, out of order, and returns its
+// position: the caller restores the order with up or heapify.
+func (h *endHeap) append(t *bookTable, s uint32) int {
 	*h = append(*h, s)
 	t.at(s).pos = uint32(len(*h) - 1)
-	h.up(t, len(*h)-1)
+	return len(*h) - 1
+}
+
+// heapify restores the heap order of all positions in O(n).
+func (h endHeap) heapify(t *bookTable) {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(t, i)
+	}
 }
 
 // remove deletes the live slot s.

@@ -570,16 +570,35 @@ func (p *Planner) releaseParts(parts []resPart, start, end int64) error {
 
 // store records a booking whose capacity is already booked.
 func (p *Planner) store(id string, parts []resPart, start, end int64) {
+	p.expiry.up(&p.bookings, p.storeOnly(id, parts, start, end))
+}
+
+// storeOnly is store without restoring the expiry heap's order: the new
+// slot is appended at the heap's end, and its position returned.
+func (p *Planner) storeOnly(id string, parts []resPart, start, end int64) int {
+	return p.link(p.bookings.add(newEntry(id, parts, start, end)), parts)
+}
+
+// newEntry is the table record of a booking.
+func newEntry(id string, parts []resPart, start, end int64) entry {
 	e := entry{id: id, start: start, end: end, res: noRes}
 	if len(parts) == 1 {
 		e.res, e.amount = parts[0].res.idx, parts[0].amount
-	} else {
-		p.multi[id] = slices.Clone(parts)
+	}
+	return e
+}
+
+// link completes storing the booking in slot: its parts (kept aside for
+// a multi-part booking), the resources' reference counts, and its place at
+// the end of the expiry heap, whose position it returns.
+func (p *Planner) link(slot uint32, parts []resPart) int {
+	if len(parts) != 1 {
+		p.multi[p.bookings.at(slot).id] = slices.Clone(parts)
 	}
 	for _, rp := range parts {
 		rp.res.refs++
 	}
-	p.expiry.push(&p.bookings, p.bookings.add(e))
+	return p.expiry.append(&p.bookings, slot)
 }
 
 // forget drops the booking in slot from the tables (its capacity is

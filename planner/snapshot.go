@@ -74,24 +74,8 @@ func Restore(f TimelineFactory, s Snapshot) (*Planner, error) {
 			}
 		}
 	}
-	for i, b := range s.Bookings {
-		if b.ID == "" {
-			return nil, &FieldError{Field: fmt.Sprintf("bookings[%d].id", i), Reason: "must not be empty"}
-		}
-		if p.has(b.ID) {
-			return nil, fmt.Errorf("restore bookings[%d] %q: %w", i, b.ID, ErrDuplicateID)
-		}
-		if b.End <= s.Origin || b.End <= b.Start {
-			return nil, &FieldError{Field: fmt.Sprintf("bookings[%d].end", i), Reason: "must be after start and origin"}
-		}
-		parts, err := p.checkParts(b.Parts)
-		if err != nil {
-			return nil, fmt.Errorf("restore bookings[%d]: %w", i, err)
-		}
-		if err := p.bookParts(parts, b.Start, b.End); err != nil {
-			return nil, fmt.Errorf("restore bookings[%d] %q: %w", i, b.ID, err)
-		}
-		p.store(b.ID, parts, b.Start, b.End)
+	if err := p.Load(s.Bookings); err != nil {
+		return nil, fmt.Errorf("restore: %w", err)
 	}
 	return p, nil
 }

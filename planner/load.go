@@ -1,0 +1,229 @@
+package planner
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Load books every rectangle of bs at once, with the outcome of calling
+// Book for each in turn: the same bookings (stored in the order given),
+// the same canonical timelines. It is the bulk path for rebuilding a
+// planner from a snapshot of its bookings. Instead of one admission check
+// and one timeline update per booking, it sorts each resource's booking
+// edges and builds the resource's free blocks in one sweep, which makes
+// loading n bookings O(n log n) with small constants.
+//
+// A booking may have begun before the origin: only its part from the
+// origin on is booked (as Restore does); its end must lie after the
+// origin. Load checks everything before it changes anything and returns
+// the first problem found: an invalid or duplicate booking (an error
+// naming bookings[i]), then a resource that the bookings together
+// overbook (an error wrapping ErrNoCapacity). On error nothing has
+// changed.
+func (p *Planner) Load(bs []Booking) error {
+	if len(bs) == 0 {
+		return nil
+	}
+	parts, offs, err := p.resolveAll(bs)
+	if err != nil {
+		return err
+	}
+	if !p.canLoadBlocks() {
+		return p.loadEach(bs)
+	}
+	// IDs first: each booking takes its slot in the table, as Book would.
+	slots := make([]uint32, len(bs))
+	for i, b := range bs {
+		if p.bookings.has(b.ID) {
+			p.dropSlots(slots[:i])
+			return fmt.Errorf("load bookings[%d] %q: %w", i, b.ID, ErrDuplicateID)
+		}
+		slots[i] = p.bookings.add(newEntry(b.ID, parts[offs[i]:offs[i+1]], b.Start, b.End))
+	}
+	// Per resource (by idx): the booked amount's change points.
+	edges := make([][]edge, len(p.byIdx))
+	for i, b := range bs {
+		start := max(b.Start, p.origin)
+		for _, rp := range parts[offs[i]:offs[i+1]] {
+			e := edges[rp.res.idx]
+			edges[rp.res.idx] = append(e, edge{start, rp.amount}, edge{b.End, -rp.amount})
+		}
+	}
+	free := make([][]Block, len(p.byIdx))
+	for _, name := range p.names {
+		r := p.resources[name]
+		if len(edges[r.idx]) == 0 {
+			continue
+		}
+		blocks, err := subtractBooked(r.tl.Blocks(p.origin, MaxTime), edges[r.idx])
+		if err != nil {
+			p.dropSlots(slots)
+			return fmt.Errorf("load: resource %q %w", name, err)
+		}
+		free[r.idx] = blocks
+	}
+	// Everything fits: link the bookings and install the timelines.
+	for i, s := range slots {
+		p.link(s, parts[offs[i]:offs[i+1]])
+	}
+	for idx, blocks := range free {
+		if blocks != nil {
+			p.byIdx[idx].tl.(blockLoader).loadBlocks(blocks)
+		}
+	}
+	// The new slots join the expiry heap in one O(n) heapify; the heap's
+	// order is (end, slot), so its shape does not change what it yields.
+	p.expiry.heapify(&p.bookings)
+	return nil
+}
+
+// dropSlots frees table slots a failed Load took, last first.
+func (p *Planner) dropSlots(slots []uint32) {
+	for _, s := range slices.Backward(slots) {
+		p.bookings.remove(s)
+	}
+}
+
+// edge is a change of a resource's booked amount at instant t.
+type edge struct{ t, delta int64 }
+
+// subtractBooked returns the canonical free blocks of a timeline whose
+// current blocks are cur once the bookings with the given edges (each
+// edge at or after cur's start) are booked too; it fails, naming an
+// instant, if they do not fit.
+func subtractBooked(cur []Block, edges []edge) ([]Block, error) {
+	// At one instant, ends come before starts: the booked sum then never
+	// exceeds the amount booked over a stretch of time.
+	slices.SortFunc(edges, func(a, b edge) int {
+		if c := cmp.Compare(a.t, b.t); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.delta, b.delta)
+	})
+	out := make([]Block, 0, len(cur)+len(edges))
+	booked, i, j := int64(0), 0, 0
+	for t := cur[0].Start; t < MaxTime; {
+		for ; j < len(edges) && edges[j].t == t; j++ {
+			if d := edges[j].delta; d > 0 && booked > math.MaxInt64-d {
+				return nil, fmt.Errorf("at %d: %w", t, ErrNoCapacity)
+			}
+			booked += edges[j].delta
+		}
+		for cur[i].End <= t {
+			i++
+		}
+		f := cur[i].Free - booked
+		if f < 0 {
+			return nil, fmt.Errorf("at %d: %w", t, ErrNoCapacity)
+		}
+		next := cur[i].End
+		if j < len(edges) && edges[j].t < next {
+			next = edges[j].t
+		}
+		if n := len(out); n > 0 && out[n-1].Free == f {
+			out[n-1].End = next
+		} else {
+			out = append(out, Block{Start: t, End: next, Free: f})
+		}
+		t = next
+	}
+	return out, nil
+}
+
+// resolveAll validates every booking of bs and returns their resolved
+// parts, concatenated: booking i's are parts[offs[i]:offs[i+1]].
+func (p *Planner) resolveAll(bs []Booking) (parts []resPart, offs []int, err error) {
+	parts = make([]resPart, 0, len(bs))
+	offs = make([]int, 1, len(bs)+1)
+	for i, b := range bs {
+		if b.ID == "" {
+			return nil, nil, &FieldError{Field: fmt.Sprintf("bookings[%d].id", i), Reason: "must not be empty"}
+		}
+		if b.End <= p.origin || b.End <= b.Start {
+			return nil, nil, &FieldError{Field: fmt.Sprintf("bookings[%d].end", i), Reason: "must be after start and origin"}
+		}
+		rps, err := p.checkParts(b.Parts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("load bookings[%d]: %w", i, err)
+		}
+		parts = append(parts, rps...)
+		offs = append(offs, len(parts))
+	}
+	return parts, offs, nil
+}
+
+// blockLoader is implemented by timelines that can take a whole canonical
+// block list at once.
+type blockLoader interface {
+	// loadBlocks replaces the timeline's blocks by blocks, which are
+	// canonical and start at the timeline's origin.
+	loadBlocks(blocks []Block)
+}
+
+// canLoadBlocks reports whether every timeline can take its blocks at once.
+func (p *Planner) canLoadBlocks() bool {
+	for _, r := range p.byIdx {
+		if r == nil {
+			continue
+		}
+		if _, ok := r.tl.(blockLoader); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// loadEach is Load for timelines without a bulk path: one Book per
+// booking, undone on the first failure.
+func (p *Planner) loadEach(bs []Booking) error {
+	for i, b := range bs {
+		if p.has(b.ID) {
+			p.unload(bs[:i])
+			return fmt.Errorf("load bookings[%d] %q: %w", i, b.ID, ErrDuplicateID)
+		}
+		parts, err := p.checkParts(b.Parts)
+		if err == nil {
+			err = p.bookParts(parts, b.Start, b.End)
+		}
+		if err != nil {
+			p.unload(bs[:i])
+			return fmt.Errorf("load bookings[%d] %q: %w", i, b.ID, err)
+		}
+		p.store(b.ID, parts, b.Start, b.End)
+	}
+	return nil
+}
+
+// unload releases the bookings bs that a failed Load stored, last first.
+func (p *Planner) unload(bs []Booking) {
+	for _, b := range slices.Backward(bs) {
+		_, _ = p.Release(b.ID)
+	}
+}
+
+// loadBlocks implements blockLoader.
+func (l *ListTimeline) loadBlocks(blocks []Block) { l.blocks = blocks }
+
+// loadBlocks implements blockLoader: the blocks are cut into chunks three
+// quarters full, so that the first insertions into a chunk do not split it.
+func (t *IndexedTimeline) loadBlocks(blocks []Block) {
+	n := len(blocks)
+	k := (n + chunkCap*3/4 - 1) / (chunkCap * 3 / 4)
+	t.chunks = t.chunks[:0]
+	t.firsts = t.firsts[:0]
+	for c := range k {
+		lo, hi := c*n/k, (c+1)*n/k
+		ch := &chunk{start: make([]int64, hi-lo, chunkCap), free: make([]int64, hi-lo, chunkCap)}
+		for i, b := range blocks[lo:hi] {
+			ch.start[i], ch.free[i] = b.Start, b.Free
+		}
+		ch.summarize()
+		t.chunks = append(t.chunks, ch)
+		t.firsts = append(t.firsts, ch.start[0])
+	}
+	t.n = n
+	t.hint, t.loneHint = 0, 0
+	t.seg.build(t.chunks)
+}
