@@ -297,8 +297,13 @@ func rebuild(cfg Config, msg *fsmv1.Snapshot, idem []idemEntry) (*state, error) 
 		s.resources[name] = r
 	}
 
+	rows := msg.GetReservations()
+	s.resv = make(map[string]*fsmv1.Reservation, len(rows))
+	// The live rows' bookings go to the planner in one bulk Load (sorted
+	// edges per resource) rather than one admission check per row.
+	books := make([]planner.Booking, 0, len(rows))
 	prev = ""
-	for i, r := range msg.GetReservations() {
+	for i, r := range rows {
 		id := r.GetId()
 		if id == "" || (i > 0 && id <= prev) {
 			return nil, badf("reservations not sorted by ID at %d (%q after %q)", i, id, prev)
@@ -309,21 +314,21 @@ func rebuild(cfg Config, msg *fsmv1.Snapshot, idem []idemEntry) (*state, error) 
 			return nil, badf("reservations[%d]: unknown state %d", i, int32(st))
 		}
 		if !isTerminal(st) && !scheduled(r) {
-			if err := bookFrom(s.plan, id, r.GetParts(), r.GetStartMillis(), r.GetEndMillis(), origin); err != nil {
-				return nil, badf("reservations[%d]: %v", i, err)
-			}
+			books = appendBooking(books, id, r.GetParts(), r.GetStartMillis(), r.GetEndMillis(), origin)
 			if p := r.GetPending(); p != nil {
-				if err := bookFrom(s.plan, modKey(id), p.GetParts(), p.GetStartMillis(), p.GetEndMillis(), origin); err != nil {
-					return nil, badf("reservations[%d].pending: %v", i, err)
-				}
+				books = appendBooking(books, modKey(id), p.GetParts(), p.GetStartMillis(), p.GetEndMillis(), origin)
 			}
 		}
 		s.put(id, r)
+	}
+	if err := s.plan.Load(books); err != nil {
+		return nil, badf("reservations: %v", err)
 	}
 	if err := s.restoreScheduler(msg); err != nil {
 		return nil, err
 	}
 
+	s.idem = make(map[idemKey][]byte, len(idem))
 	for i, e := range idem {
 		if _, dup := s.idem[e.key]; dup {
 			return nil, badf("idempotency[%d]: duplicate key", i)
@@ -336,6 +341,17 @@ func rebuild(cfg Config, msg *fsmv1.Snapshot, idem []idemEntry) (*state, error) 
 		s.history = s.history[n:]
 	}
 	return s, nil
+}
+
+// appendBooking appends the booking of parts over [max(start, origin),
+// end) under key; a booking wholly in the past needs no capacity and is
+// skipped.
+func appendBooking(bs []planner.Booking, key string, parts []*fsmv1.Part, start, end, origin int64) []planner.Booking {
+	start = max(start, origin)
+	if end <= start {
+		return bs
+	}
+	return append(bs, planner.Booking{ID: key, Parts: plannerParts(parts), Start: start, End: end})
 }
 
 // bookFrom books parts over [max(start, origin), end) under key; a booking
