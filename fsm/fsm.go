@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -223,7 +222,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
-// readSnapshot reads a whole snapshot file, sizing the buffer from the
+// readSnapshot reads a whole snapshot file into a buffer sized from the
 // body length in its header (bounded, since the header is not verified
 // yet) instead of growing it step by step.
 func readSnapshot(r io.Reader) ([]byte, error) {
@@ -232,25 +231,37 @@ func readSnapshot(r io.Reader) ([]byte, error) {
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	if n == headerLen {
-		const maxPrealloc = 1 << 26
-		buf.Grow(headerLen + int(min(binary.BigEndian.Uint64(hdr[8:]), maxPrealloc)) + bytes.MinRead)
+	if n < headerLen {
+		return hdr[:n], nil // checkHeader refuses it
 	}
-	buf.Write(hdr[:n])
-	if n == headerLen {
-		if _, err := buf.ReadFrom(r); err != nil {
-			return nil, err
-		}
+	// Up to 1 GiB is taken on the header's word: a large allocation is
+	// backed by fresh pages, which cost memory only as the body fills
+	// them, while growing by doubling copied a 1M-reservation snapshot
+	// twice.
+	const maxPrealloc = 1 << 30
+	buf := make([]byte, headerLen+int(min(binary.BigEndian.Uint64(hdr[8:]), maxPrealloc)))
+	copy(buf, hdr[:])
+	m, err := io.ReadFull(r, buf[headerLen:])
+	buf = buf[:headerLen+m]
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return buf, nil // shorter than the header says: checkHeader refuses it
+	case err != nil:
+		return nil, err
 	}
-	return buf.Bytes(), nil
+	// Whatever follows (a body longer than the header says, also refused).
+	rest, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	return append(buf, rest...), nil
 }
 
 // fsmSnapshot is a captured state awaiting Persist.
 type fsmSnapshot struct {
 	msg *fsmv1.Snapshot
 	// idem is encoded into the file by Persist, outside the state lock.
-	idem []idemEntry
+	idem idemView
 }
 
 // Persist encodes the captured state and writes it to sink.

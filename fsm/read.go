@@ -256,7 +256,7 @@ func (f *FSM) Stats() Stats {
 		HoldsOutstanding:     s.byState[fsmv1.Reservation_STATE_HELD] + s.pendingMods,
 		PendingModifications: s.pendingMods,
 		Bookings:             s.plan.Len(),
-		IdempotencyKeys:      len(s.idem),
+		IdempotencyKeys:      s.idem.len(),
 		HistoryLen:           len(s.history),
 	}
 	from := max(s.now, s.plan.Origin())

@@ -43,15 +43,15 @@ func TestDecodeSplitMatchesDecodeSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(full.GetIdempotency()) != 5 || len(idem) != len(full.GetIdempotency()) {
-		t.Fatalf("idempotency records: split %d, full %d, want 5", len(idem), len(full.GetIdempotency()))
+	if len(full.GetIdempotency()) != 5 || idem.len() != len(full.GetIdempotency()) {
+		t.Fatalf("idempotency records: split %d, full %d, want 5", idem.len(), len(full.GetIdempotency()))
 	}
 	recs := full.Idempotency
 	full.Idempotency = nil
 	if !proto.Equal(msg, full) {
 		t.Fatalf("split message differs from the full decode without idempotency")
 	}
-	back, err := expandIdem(idem)
+	back, err := expandIdem(idem.view())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,16 +296,17 @@ func TestRestoreShortInput(t *testing.T) {
 	}
 }
 
-// expandIdem decodes compact idempotency entries into the records of
+// expandIdem decodes compact idempotency records into the records of
 // the snapshot format.
-func expandIdem(entries []idemEntry) ([]*fsmv1.IdempotencyRecord, error) {
-	out := make([]*fsmv1.IdempotencyRecord, len(entries))
-	for i, e := range entries {
+func expandIdem(v idemView) ([]*fsmv1.IdempotencyRecord, error) {
+	var out []*fsmv1.IdempotencyRecord
+	var err error
+	v.each(func(e idemRecord) {
 		r := new(fsmv1.Result)
-		if err := proto.Unmarshal(e.result, r); err != nil {
-			return nil, fmt.Errorf("idempotency record %d: %w", i, err)
+		if uerr := proto.Unmarshal(e.result, r); uerr != nil && err == nil {
+			err = fmt.Errorf("idempotency record %d: %w", len(out), uerr)
 		}
-		out[i] = &fsmv1.IdempotencyRecord{Owner: e.key.owner, Key: e.key.key, AtMillis: e.at, Result: r}
-	}
-	return out, nil
+		out = append(out, &fsmv1.IdempotencyRecord{Owner: string(e.owner), Key: string(e.key), AtMillis: e.at, Result: r})
+	})
+	return out, err
 }

@@ -62,13 +62,13 @@ func frameSnapshot(body []byte) []byte {
 }
 
 // encodeSnapshotIdem is EncodeSnapshot for msg (without idempotency
-// records) plus the compact entries idem, whose stored result bytes are
+// records) plus the compact records idem, whose stored result bytes are
 // copied instead of decoded and encoded again. The deterministic encoder
 // writes fields in field-number order and a nested message exactly as it
 // encodes it alone, so the bytes equal EncodeSnapshot of the expanded
 // message as long as the stored results are deterministic encodings
 // (encodeResult makes them; restored ones come from such a file).
-func encodeSnapshotIdem(msg *fsmv1.Snapshot, idem []idemEntry) ([]byte, error) {
+func encodeSnapshotIdem(msg *fsmv1.Snapshot, idem idemView) ([]byte, error) {
 	if len(msg.GetIdempotency()) > 0 {
 		return nil, errors.New("encode snapshot: idempotency records given twice")
 	}
@@ -92,18 +92,18 @@ func encodeSnapshotIdem(msg *fsmv1.Snapshot, idem []idemEntry) ([]byte, error) {
 		}
 		cut += n + m
 	}
-	body := make([]byte, cut, len(whole)+len(idem)*192)
+	body := make([]byte, cut, len(whole)+idem.size()+idem.n*8)
 	copy(body, whole[:cut])
 	var rec []byte
-	for _, e := range idem {
+	idem.each(func(e idemRecord) {
 		rec = rec[:0]
-		if e.key.owner != "" {
+		if len(e.owner) > 0 {
 			rec = protowire.AppendTag(rec, 1, protowire.BytesType)
-			rec = protowire.AppendString(rec, e.key.owner)
+			rec = protowire.AppendBytes(rec, e.owner)
 		}
-		if e.key.key != "" {
+		if len(e.key) > 0 {
 			rec = protowire.AppendTag(rec, 2, protowire.BytesType)
-			rec = protowire.AppendString(rec, e.key.key)
+			rec = protowire.AppendBytes(rec, e.key)
 		}
 		if e.at != 0 {
 			rec = protowire.AppendTag(rec, 3, protowire.VarintType)
@@ -113,7 +113,7 @@ func encodeSnapshotIdem(msg *fsmv1.Snapshot, idem []idemEntry) ([]byte, error) {
 		rec = protowire.AppendBytes(rec, e.result)
 		body = protowire.AppendTag(body, snapshotIdemField, protowire.BytesType)
 		body = protowire.AppendBytes(body, rec)
-	}
+	})
 	return frameSnapshot(append(body, whole[cut:]...)), nil
 }
 
@@ -157,60 +157,79 @@ func checkHeader(b []byte) ([]byte, error) {
 const snapshotIdemField = 5
 
 // decodeSplit is DecodeSnapshot for Restore: it leaves the idempotency
-// records out of the message and returns them in their compact form, so
+// records out of the message and returns them in their compact store, so
 // their results are kept as the stored bytes instead of being decoded
 // into messages and encoded again. The results are still checked to
 // decode. The outcome is the one proto.Unmarshal gives: fields may come
 // in any order, repeated occurrences of a message field merge (their
-// bytes are concatenated) and the last scalar wins.
-func decodeSplit(b []byte) (*fsmv1.Snapshot, []idemEntry, error) {
+// bytes are concatenated) and the last scalar wins. The other fields are
+// decoded in place, run by run, with merging (decoding concatenated
+// bytes is merging their decodings), rather than copied out first.
+func decodeSplit(b []byte) (*fsmv1.Snapshot, *idemStore, error) {
 	body, err := checkHeader(b)
 	if err != nil {
 		return nil, nil, err
 	}
-	rest := make([]byte, 0, len(body))
+	msg := new(fsmv1.Snapshot)
+	merge := proto.UnmarshalOptions{Merge: true}
+	flush := func(run []byte) error {
+		if len(run) == 0 {
+			return nil
+		}
+		if err := merge.Unmarshal(run, msg); err != nil {
+			return fmt.Errorf("%w: body: %v", ErrBadSnapshot, err)
+		}
+		return nil
+	}
 	var raw [][]byte
-	for in := body; len(in) > 0; {
-		num, typ, n := protowire.ConsumeTag(in)
+	runStart := 0
+	for at := 0; at < len(body); {
+		num, typ, n := protowire.ConsumeTag(body[at:])
 		if n < 0 {
 			return nil, nil, fmt.Errorf("%w: body: %v", ErrBadSnapshot, protowire.ParseError(n))
 		}
-		m := protowire.ConsumeFieldValue(num, typ, in[n:])
+		m := protowire.ConsumeFieldValue(num, typ, body[at+n:])
 		if m < 0 {
 			return nil, nil, fmt.Errorf("%w: body: %v", ErrBadSnapshot, protowire.ParseError(m))
 		}
 		if num == snapshotIdemField && typ == protowire.BytesType {
-			v, _ := protowire.ConsumeBytes(in[n : n+m])
+			if err := flush(body[runStart:at]); err != nil {
+				return nil, nil, err
+			}
+			v, _ := protowire.ConsumeBytes(body[at+n : at+n+m])
 			raw = append(raw, v)
-		} else {
-			rest = append(rest, in[:n+m]...)
+			runStart = at + n + m
 		}
-		in = in[n+m:]
+		at += n + m
 	}
-	msg := new(fsmv1.Snapshot)
-	if err := proto.Unmarshal(rest, msg); err != nil {
-		return nil, nil, fmt.Errorf("%w: body: %v", ErrBadSnapshot, err)
+	if err := flush(body[runStart:]); err != nil {
+		return nil, nil, err
 	}
-	entries := make([]idemEntry, len(raw))
+	idem := new(idemStore)
+	idem.grow(len(raw))
 	var check fsmv1.Result
 	for i, r := range raw {
 		e, err := decodeIdemRecord(r, &check)
 		if err != nil {
 			return nil, nil, badf("idempotency[%d]: %v", i, err)
 		}
-		entries[i] = e
+		if !idem.add(e.owner, e.key, e.at, e.result) {
+			return nil, nil, badf("idempotency[%d]: duplicate key", i)
+		}
 	}
-	return msg, entries, nil
+	return msg, idem, nil
 }
 
 // decodeIdemRecord reads one encoded IdempotencyRecord (owner = 1, key =
 // 2, at_millis = 3, result = 4), checking that the result decodes into
 // check. Unknown fields and fields of an unexpected wire type are skipped,
-// as proto.Unmarshal keeps them as unknown.
-func decodeIdemRecord(b []byte, check *fsmv1.Result) (idemEntry, error) {
-	var e idemEntry
-	var result []byte
+// as proto.Unmarshal keeps them as unknown. The owner and key alias b;
+// the result does too unless the record repeats the field, whose
+// occurrences are then concatenated (merged).
+func decodeIdemRecord(b []byte, check *fsmv1.Result) (idemRecord, error) {
+	var e idemRecord
 	seenResult := false // an empty result message is encoded as zero bytes
+	merged := false
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -229,27 +248,33 @@ func decodeIdemRecord(b []byte, check *fsmv1.Result) (idemEntry, error) {
 				return e, fmt.Errorf("field %d: invalid UTF-8", num)
 			}
 			if num == 1 {
-				e.key.owner = string(str)
+				e.owner = str
 			} else {
-				e.key.key = string(str)
+				e.key = str
 			}
 		case num == 3 && typ == protowire.VarintType:
 			x, _ := protowire.ConsumeVarint(v)
 			e.at = int64(x)
 		case num == 4 && typ == protowire.BytesType:
 			r, _ := protowire.ConsumeBytes(v)
-			// Copied: the entry outlives the snapshot buffer.
-			result = append(result, r...)
+			if seenResult && !merged {
+				e.result = append([]byte(nil), e.result...)
+				merged = true
+			}
+			if merged {
+				e.result = append(e.result, r...)
+			} else {
+				e.result = r
+			}
 			seenResult = true
 		}
 	}
-	if e.key.key == "" || !seenResult {
+	if len(e.key) == 0 || !seenResult {
 		return e, errors.New("empty key or result")
 	}
-	if err := proto.Unmarshal(result, check); err != nil {
+	if err := proto.Unmarshal(e.result, check); err != nil {
 		return e, fmt.Errorf("result: %w", err)
 	}
-	e.result = result
 	return e, nil
 }
 
@@ -258,12 +283,12 @@ func badf(format string, args ...any) error {
 }
 
 // rebuild makes a fresh state from a decoded snapshot (msg without its
-// idempotency records, which come compact in idem): the tables as
+// idempotency records, which come in their store idem): the tables as
 // stored, and a planner rebuilt from them. The planner starts at the
 // snapshot's log time; bookings and capacity windows that began earlier
 // are entered from that instant on, which gives exactly the free profile
 // the original planner has from its origin on (the only part it consults).
-func rebuild(cfg Config, msg *fsmv1.Snapshot, idem []idemEntry) (*state, error) {
+func rebuild(cfg Config, msg *fsmv1.Snapshot, idem *idemStore) (*state, error) {
 	s := newState(cfg)
 	s.index, s.now = msg.GetAppliedIndex(), msg.GetNowMillis()
 	if s.now < 0 {
@@ -301,7 +326,7 @@ func rebuild(cfg Config, msg *fsmv1.Snapshot, idem []idemEntry) (*state, error) 
 	s.resv = make(map[string]*fsmv1.Reservation, len(rows))
 	// The live rows' bookings go to the planner in one bulk Load (sorted
 	// edges per resource) rather than one admission check per row.
-	books := make([]planner.Booking, 0, len(rows))
+	books := bookings{list: make([]planner.Booking, 0, len(rows)), parts: make([]planner.Part, 0, len(rows))}
 	prev = ""
 	for i, r := range rows {
 		id := r.GetId()
@@ -314,28 +339,25 @@ func rebuild(cfg Config, msg *fsmv1.Snapshot, idem []idemEntry) (*state, error) 
 			return nil, badf("reservations[%d]: unknown state %d", i, int32(st))
 		}
 		if !isTerminal(st) && !scheduled(r) {
-			books = appendBooking(books, id, r.GetParts(), r.GetStartMillis(), r.GetEndMillis(), origin)
+			books.add(id, r.GetParts(), r.GetStartMillis(), r.GetEndMillis(), origin)
 			if p := r.GetPending(); p != nil {
-				books = appendBooking(books, modKey(id), p.GetParts(), p.GetStartMillis(), p.GetEndMillis(), origin)
+				books.add(modKey(id), p.GetParts(), p.GetStartMillis(), p.GetEndMillis(), origin)
 			}
 		}
-		s.put(id, r)
+		// IDs are new and ascending: no old row to unlink, and ids
+		// grows at its right edge.
+		s.resv[id] = r
+		s.ids.ReplaceOrInsert(id)
+		s.link(r)
 	}
-	if err := s.plan.Load(books); err != nil {
+	if err := s.plan.Load(books.list); err != nil {
 		return nil, badf("reservations: %v", err)
 	}
 	if err := s.restoreScheduler(msg); err != nil {
 		return nil, err
 	}
 
-	s.idem = make(map[idemKey][]byte, len(idem))
-	for i, e := range idem {
-		if _, dup := s.idem[e.key]; dup {
-			return nil, badf("idempotency[%d]: duplicate key", i)
-		}
-		s.idem[e.key] = e.result
-	}
-	s.idemLog = idem
+	s.idem = *idem
 	s.history = append(s.history, msg.GetHistory()...)
 	if n := len(s.history) - cfg.HistoryLimit; n > 0 {
 		s.history = s.history[n:]
@@ -343,15 +365,25 @@ func rebuild(cfg Config, msg *fsmv1.Snapshot, idem []idemEntry) (*state, error) 
 	return s, nil
 }
 
-// appendBooking appends the booking of parts over [max(start, origin),
-// end) under key; a booking wholly in the past needs no capacity and is
-// skipped.
-func appendBooking(bs []planner.Booking, key string, parts []*fsmv1.Part, start, end, origin int64) []planner.Booking {
+// bookings collects the planner bookings of a restored table, their
+// parts sharing one array.
+type bookings struct {
+	list  []planner.Booking
+	parts []planner.Part
+}
+
+// add adds the booking of parts over [max(start, origin), end) under key;
+// a booking wholly in the past needs no capacity and is skipped.
+func (b *bookings) add(key string, parts []*fsmv1.Part, start, end, origin int64) {
 	start = max(start, origin)
 	if end <= start {
-		return bs
+		return
 	}
-	return append(bs, planner.Booking{ID: key, Parts: plannerParts(parts), Start: start, End: end})
+	from := len(b.parts)
+	for _, p := range parts {
+		b.parts = append(b.parts, planner.Part{Resource: p.GetResource(), Amount: p.GetAmount()})
+	}
+	b.list = append(b.list, planner.Booking{ID: key, Parts: b.parts[from:len(b.parts):len(b.parts)], Start: start, End: end})
 }
 
 // bookFrom books parts over [max(start, origin), end) under key; a booking

@@ -42,25 +42,11 @@ func timerLess(a, b timer) bool {
 	return a.id < b.id
 }
 
-// idemKey scopes idempotency keys by owner.
-type idemKey struct{ owner, key string }
-
-// idemEntry is one remembered idempotency key in its compact form: the
-// first Result for the key, deterministically encoded (the bytes the client
-// received). Keeping the encoding instead of the message graph costs about
-// the size of the wire form and does not pin superseded reservation
-// records in memory for the whole idempotency window.
-type idemEntry struct {
-	key    idemKey
-	at     int64
-	result []byte
-}
-
 // state is everything Apply changes. It is owned by the FSM and guarded by
 // its lock.
 //
 // Records (*fsmv1.Reservation, *fsmv1.Resource, *fsmv1.Event, and the
-// encoded results of idemEntry) are immutable once stored: a change stores a
+// records of idem) are immutable once stored: a change stores a
 // modified copy. Snapshots and readers can therefore share them.
 type state struct {
 	cfg Config
@@ -77,11 +63,10 @@ type state struct {
 	// timers holds exactly timersFor(r) for every r in resv.
 	timers *btree.BTreeG[timer]
 
-	// idem maps a key to its encoded first Result (shared with idemLog).
-	idem map[idemKey][]byte
-	// idemLog holds the entries of idem in apply order (so also in log
-	// time order): the oldest is pruned first.
-	idemLog []idemEntry
+	// idem remembers each idempotency key, scoped by owner, with its
+	// encoded first Result, in apply order (so also in log time order):
+	// the oldest is pruned first.
+	idem idemStore
 
 	// history is the retained tail of events, oldest first.
 	history []*fsmv1.Event
@@ -110,7 +95,6 @@ func newState(cfg Config) *state {
 		resv:      make(map[string]*fsmv1.Reservation),
 		ids:       btree.NewOrderedG[string](32),
 		timers:    btree.NewG(32, timerLess),
-		idem:      make(map[idemKey][]byte),
 		plan:      planner.New(cfg.Timelines),
 		byState:   make(map[fsmv1.Reservation_State]int),
 	}
@@ -168,7 +152,8 @@ func (s *state) timersFor(buf []timer, r *fsmv1.Reservation) []timer {
 // the counters consistent.
 func (s *state) put(id string, r *fsmv1.Reservation) {
 	var buf [2]timer
-	if old, ok := s.resv[id]; ok {
+	old, had := s.resv[id]
+	if had {
 		for _, t := range s.timersFor(buf[:0], old) {
 			s.timers.Delete(t)
 		}
@@ -183,7 +168,15 @@ func (s *state) put(id string, r *fsmv1.Reservation) {
 		return
 	}
 	s.resv[id] = r
-	s.ids.ReplaceOrInsert(id)
+	if !had {
+		s.ids.ReplaceOrInsert(id)
+	}
+	s.link(r)
+}
+
+// link enters the timers and counts of r, which has just been stored.
+func (s *state) link(r *fsmv1.Reservation) {
+	var buf [2]timer
 	for _, t := range s.timersFor(buf[:0], r) {
 		s.timers.ReplaceOrInsert(t)
 	}
@@ -289,20 +282,7 @@ func (s *state) fire(t timer) {
 }
 
 // pruneIdem forgets idempotency records older than the window.
-func (s *state) pruneIdem() {
-	n := 0
-	for _, e := range s.idemLog {
-		if s.now-e.at < s.cfg.IdempotencyWindow {
-			break
-		}
-		delete(s.idem, e.key)
-		n++
-	}
-	if n > 0 {
-		clear(s.idemLog[:n])
-		s.idemLog = s.idemLog[n:]
-	}
-}
+func (s *state) pruneIdem() { s.idem.prune(s.now, s.cfg.IdempotencyWindow) }
 
 // applyEncoded applies one decoded command at log index index. It also
 // returns the deterministic encoding of the result when it had to make one
@@ -319,9 +299,9 @@ func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, [
 	s.plan.Advance(s.now)
 	s.pruneIdem()
 
-	key := idemKey{cmd.GetOwner(), cmd.GetIdempotencyKey()}
-	if key.key != "" {
-		if enc, ok := s.idem[key]; ok {
+	owner, key := cmd.GetOwner(), cmd.GetIdempotencyKey()
+	if key != "" {
+		if enc, ok := s.idem.get(owner, key); ok {
 			r := new(fsmv1.Result)
 			if err := proto.Unmarshal(enc, r); err != nil {
 				// The bytes were made by encodeResult or verified by
@@ -348,10 +328,9 @@ func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, [
 	res.NowMillis = s.now
 	res.Expired = s.expired
 
-	if key.key != "" {
+	if key != "" {
 		enc := encodeResult(res)
-		s.idem[key] = enc
-		s.idemLog = append(s.idemLog, idemEntry{key: key, at: s.now, result: enc})
+		s.idem.add([]byte(owner), []byte(key), s.now, enc)
 		return res, enc
 	}
 	return res, nil
@@ -391,9 +370,9 @@ func (s *state) dispatch(cmd *fsmv1.Command) *fsmv1.Result {
 }
 
 // capture returns the state as a Snapshot message sharing the immutable
-// records, without its idempotency records, and the idempotency entries
-// that go with it (encodeSnapshotIdem writes both).
-func (s *state) capture() (*fsmv1.Snapshot, []idemEntry) {
+// records, without its idempotency records, and a view of the
+// idempotency records that go with it (encodeSnapshotIdem writes both).
+func (s *state) capture() (*fsmv1.Snapshot, idemView) {
 	msg := &fsmv1.Snapshot{
 		AppliedIndex: s.index,
 		NowMillis:    s.now,
@@ -409,7 +388,7 @@ func (s *state) capture() (*fsmv1.Snapshot, []idemEntry) {
 		return true
 	})
 	s.captureScheduler(msg)
-	return msg, slices.Clone(s.idemLog)
+	return msg, s.idem.view()
 }
 
 // sortedParts returns planner parts converted to proto parts, sorted by

@@ -1,0 +1,290 @@
+package fsm
+
+import "encoding/binary"
+
+// idemStore holds the remembered idempotency keys: for each (owner, key),
+// the log time it was first seen and the deterministic encoding of its
+// first Result (the bytes the client received).
+//
+// Layout, chosen for memory at millions of keys: records are appended in
+// apply order (so also in log time order) to a chunked byte log, each as
+//
+//	uvarint at | uvarint len(owner) | owner | uvarint len(key) | key |
+//	uvarint len(result) | result
+//
+// and an open-addressing hash table (linear probing, at most half full)
+// maps (owner, key) to a record's position, with 8 more bits of the hash
+// per cell so that a probe rarely reads a record that is not the one
+// sought. A key costs its record bytes plus at most 18 bytes of index
+// cells: no per-key allocation, map entry, string header or slice header. The oldest records are pruned from the
+// front, and a chunk is dropped once every record in it is pruned.
+//
+// Records are never changed once written and chunks never move, so a
+// view (a snapshot's copy of the chunk headers) stays valid while
+// records are appended and pruned; only the index changes in place.
+// Nothing here depends on map order: the hash is a fixed function of the
+// bytes, and iteration follows the log.
+type idemStore struct {
+	// chunks holds the live chunks; chunks[i] has sequence number
+	// first+i. Only the last one is appended to.
+	chunks [][]byte
+	first  uint32
+	// front is the offset of the oldest live record in chunks[0].
+	front int
+	// index holds pos+1 per cell (0: empty), pos = seq<<32 | offset;
+	// tags holds the top byte of the hash of the cell's key.
+	index []uint64
+	tags  []uint8
+	n     int
+}
+
+// idemChunk is the size of a chunk of records; a record larger than that
+// gets a chunk of its own size.
+const idemChunk = 256 << 10
+
+// idemRecord is one record as read from the log; its slices alias the
+// chunk.
+type idemRecord struct {
+	at                 int64
+	owner, key, result []byte
+}
+
+// idemHash is FNV-1a over owner, a separator and key, followed by the
+// finaliser that the planner's booking table uses.
+func idemHash[T string | []byte](owner, key T) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(owner); i++ {
+		h ^= uint64(owner[i])
+		h *= 1099511628211
+	}
+	h ^= 0xff
+	h *= 1099511628211
+	for i := 0; i < len(key); i++ {
+		h ^= uint64(key[i])
+		h *= 1099511628211
+	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
+}
+
+// len returns the number of remembered keys.
+func (s *idemStore) len() int { return s.n }
+
+// chunkAt returns the chunk with sequence number seq.
+func (s *idemStore) chunkAt(seq uint32) []byte { return s.chunks[seq-s.first] }
+
+// record reads the record at pos.
+func (s *idemStore) record(pos uint64) idemRecord {
+	r, _ := readIdemRecord(s.chunkAt(uint32(pos >> 32))[uint32(pos):])
+	return r
+}
+
+// readIdemRecord reads the record at the start of b and returns it and
+// its length. The bytes were written by appendIdemRecord.
+func readIdemRecord(b []byte) (idemRecord, int) {
+	var r idemRecord
+	at, n := binary.Uvarint(b)
+	r.at = int64(at)
+	i := n
+	field := func() []byte {
+		l, n := binary.Uvarint(b[i:])
+		i += n
+		v := b[i : i+int(l) : i+int(l)]
+		i += int(l)
+		return v
+	}
+	r.owner = field()
+	r.key = field()
+	r.result = field()
+	return r, i
+}
+
+// get returns the stored result of (owner, key); the bytes alias the
+// store and must not be changed.
+func (s *idemStore) get(owner, key string) ([]byte, bool) {
+	r, ok := idemFind(s, owner, key)
+	return r.result, ok
+}
+
+// idemFind returns the record of (owner, key).
+func idemFind[T string | []byte](s *idemStore, owner, key T) (idemRecord, bool) {
+	if s.n == 0 {
+		return idemRecord{}, false
+	}
+	mask := uint64(len(s.index) - 1)
+	h := idemHash(owner, key)
+	for i := h & mask; ; i = (i + 1) & mask {
+		c := s.index[i]
+		if c == 0 {
+			return idemRecord{}, false
+		}
+		if s.tags[i] != uint8(h>>56) {
+			continue
+		}
+		if r := s.record(c - 1); string(r.owner) == string(owner) && string(r.key) == string(key) {
+			return r, true
+		}
+	}
+}
+
+// add appends a record for (owner, key) unless the key is stored
+// already; it reports whether it did.
+func (s *idemStore) add(owner, key []byte, at int64, result []byte) bool {
+	if _, dup := idemFind(s, owner, key); dup {
+		return false
+	}
+	need := 4*binary.MaxVarintLen64 + len(owner) + len(key) + len(result)
+	last := len(s.chunks) - 1
+	if last < 0 || cap(s.chunks[last])-len(s.chunks[last]) < need {
+		s.chunks = append(s.chunks, make([]byte, 0, max(idemChunk, need)))
+		last++
+	}
+	c := s.chunks[last]
+	pos := uint64(s.first+uint32(last))<<32 | uint64(len(c))
+	c = binary.AppendUvarint(c, uint64(at))
+	c = binary.AppendUvarint(c, uint64(len(owner)))
+	c = append(c, owner...)
+	c = binary.AppendUvarint(c, uint64(len(key)))
+	c = append(c, key...)
+	c = binary.AppendUvarint(c, uint64(len(result)))
+	s.chunks[last] = append(c, result...)
+	s.grow(1)
+	s.place(pos, idemHash(owner, key))
+	s.n++
+	return true
+}
+
+// place puts pos in the first empty cell of the probe sequence of h.
+func (s *idemStore) place(pos, h uint64) {
+	mask := uint64(len(s.index) - 1)
+	i := h & mask
+	for s.index[i] != 0 {
+		i = (i + 1) & mask
+	}
+	s.index[i] = pos + 1
+	s.tags[i] = uint8(h >> 56)
+}
+
+// grow sizes the index for n more keys (at most half full), rebuilding it
+// once rather than doubling it step by step.
+func (s *idemStore) grow(n int) {
+	size := max(64, len(s.index))
+	for (s.n+n)*2 > size {
+		size *= 2
+	}
+	if size == len(s.index) {
+		return
+	}
+	old := s.index
+	s.index, s.tags = make([]uint64, size), make([]uint8, size)
+	for _, c := range old {
+		if c != 0 {
+			r := s.record(c - 1)
+			s.place(c-1, idemHash(r.owner, r.key))
+		}
+	}
+}
+
+// prune forgets the oldest records, those at least window older than
+// now.
+func (s *idemStore) prune(now, window int64) {
+	for s.n > 0 {
+		if s.front == len(s.chunks[0]) {
+			// Every record of the first chunk is gone; it is not the last
+			// chunk, since a record is left.
+			s.chunks[0] = nil
+			s.chunks = s.chunks[1:]
+			s.first++
+			s.front = 0
+		}
+		r, l := readIdemRecord(s.chunks[0][s.front:])
+		if now-r.at < window {
+			return
+		}
+		s.unindex(uint64(s.first)<<32|uint64(s.front), idemHash(r.owner, r.key))
+		s.front += l
+		s.n--
+	}
+	if len(s.chunks) > 1 || s.front > 0 {
+		// All pruned: keep only the last chunk's unused room.
+		last := s.chunks[len(s.chunks)-1]
+		s.first += uint32(len(s.chunks) - 1)
+		s.chunks = [][]byte{last[len(last):len(last):cap(last)]}
+		s.front = 0
+	}
+}
+
+// unindex deletes the cell holding pos (whose hash is h), shifting later
+// members of its probe run back so that no tombstones accumulate.
+func (s *idemStore) unindex(pos, h uint64) {
+	mask := uint64(len(s.index) - 1)
+	i := h & mask
+	for s.index[i] != pos+1 {
+		i = (i + 1) & mask
+	}
+	for j := i; ; {
+		s.index[i] = 0
+		for {
+			j = (j + 1) & mask
+			c := s.index[j]
+			if c == 0 {
+				return
+			}
+			r := s.record(c - 1)
+			k := idemHash(r.owner, r.key) & mask
+			if i <= j {
+				if i < k && k <= j {
+					continue
+				}
+			} else if i < k || k <= j {
+				continue
+			}
+			s.index[i], s.tags[i] = c, s.tags[j]
+			i = j
+			break
+		}
+	}
+}
+
+// view returns the records as they stand, for a snapshot: later appends
+// and prunes do not change it.
+func (s *idemStore) view() idemView {
+	v := idemView{chunks: make([][]byte, len(s.chunks)), n: s.n}
+	for i, c := range s.chunks {
+		v.chunks[i] = c[:len(c):len(c)]
+	}
+	if len(v.chunks) > 0 {
+		v.chunks[0] = v.chunks[0][s.front:]
+	}
+	return v
+}
+
+// idemView is a fixed list of idempotency records in apply order.
+type idemView struct {
+	chunks [][]byte
+	n      int
+}
+
+// each calls f for every record in order.
+func (v idemView) each(f func(idemRecord)) {
+	for _, c := range v.chunks {
+		for len(c) > 0 {
+			r, l := readIdemRecord(c)
+			f(r)
+			c = c[l:]
+		}
+	}
+}
+
+// size returns the number of bytes of the records.
+func (v idemView) size() int {
+	n := 0
+	for _, c := range v.chunks {
+		n += len(c)
+	}
+	return n
+}
