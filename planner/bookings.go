@@ -118,6 +118,18 @@ func (t *bookTable) add(e entry) uint32 {
 	return s
 }
 
+// grow sizes the index for n more bookings at once, instead of doubling
+// it step by step as they are added.
+func (t *bookTable) grow(n int) {
+	size := max(minIndex, len(t.index))
+	for (t.n+n)*2 > size {
+		size *= 2
+	}
+	if size > len(t.index) {
+		t.rehash(size)
+	}
+}
+
 // place puts slot s into the index at the first empty cell of its probe
 // sequence.
 func (t *bookTable) place(s uint32) {

@@ -35,6 +35,7 @@ func (p *Planner) Load(bs []Booking) error {
 	}
 	// IDs first: each booking takes its slot in the table, as Book would.
 	slots := make([]uint32, len(bs))
+	p.bookings.grow(len(bs))
 	for i, b := range bs {
 		if p.bookings.has(b.ID) {
 			p.dropSlots(slots[:i])
@@ -42,13 +43,22 @@ func (p *Planner) Load(bs []Booking) error {
 		}
 		slots[i] = p.bookings.add(newEntry(b.ID, parts[offs[i]:offs[i+1]], b.Start, b.End))
 	}
-	// Per resource (by idx): the booked amount's change points.
+	// Per resource (by idx): the booked amount's change points, two per
+	// part, counted first so that each list is allocated once.
+	count := make([]int, len(p.byIdx))
+	for _, rp := range parts {
+		count[rp.res.idx] += 2
+	}
 	edges := make([][]edge, len(p.byIdx))
+	for idx, n := range count {
+		if n > 0 {
+			edges[idx] = make([]edge, 0, n)
+		}
+	}
 	for i, b := range bs {
 		start := max(b.Start, p.origin)
 		for _, rp := range parts[offs[i]:offs[i+1]] {
-			e := edges[rp.res.idx]
-			edges[rp.res.idx] = append(e, edge{start, rp.amount}, edge{b.End, -rp.amount})
+			edges[rp.res.idx] = append(edges[rp.res.idx], edge{start, rp.amount}, edge{b.End, -rp.amount})
 		}
 	}
 	free := make([][]Block, len(p.byIdx))
@@ -65,6 +75,7 @@ func (p *Planner) Load(bs []Booking) error {
 		free[r.idx] = blocks
 	}
 	// Everything fits: link the bookings and install the timelines.
+	p.expiry = slices.Grow(p.expiry, len(slots))
 	for i, s := range slots {
 		p.link(s, parts[offs[i]:offs[i+1]])
 	}
