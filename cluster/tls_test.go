@@ -1,16 +1,9 @@
 package cluster
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -19,67 +12,26 @@ import (
 
 	"github.com/hashicorp/raft"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/ledgerd/ledgerd/internal/testpki"
 )
 
-// testCA issues certificates for 127.0.0.1.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pool *x509.CertPool
-}
-
-func newTestCA(t *testing.T) *testCA {
+// serverTLS returns a mutual-TLS config for one server with a certificate
+// signed by ca: it serves and dials with that certificate and trusts only ca.
+func serverTLS(t *testing.T, ca *testpki.CA, name string) *tls.Config {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ledgerd test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &testCA{cert: cert, key: key, pool: pool}
-}
-
-// serverTLS returns a mutual-TLS config for one server signed by ca.
-func (ca *testCA) serverTLS(t *testing.T, name string) *tls.Config {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
 	return &tls.Config{
 		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}},
-		RootCAs:      ca.pool,
-		ClientCAs:    ca.pool,
+		Certificates: []tls.Certificate{ca.Issue(t, name, testpki.Options{}).TLS},
+		RootCAs:      ca.Pool,
+		ClientCAs:    ca.Pool,
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 	}
 }
 
 func TestMutualTLSRaftCluster(t *testing.T) {
-	ca := newTestCA(t)
-	c := newCluster(t, 3, func(cfg *Config) { cfg.RaftTLS = ca.serverTLS(t, cfg.NodeName) })
+	ca := testpki.NewCA(t, "ledgerd test CA")
+	c := newCluster(t, 3, func(cfg *Config) { cfg.RaftTLS = serverTLS(t, ca, cfg.NodeName) })
 	c.waitVoters(3)
 	var want []string
 	for i := range 5 {
@@ -94,8 +46,8 @@ func TestMutualTLSRaftCluster(t *testing.T) {
 }
 
 func TestRaftStreamLayerRefusesUntrustedPeers(t *testing.T) {
-	ca, other := newTestCA(t), newTestCA(t)
-	ln, err := newStreamLayer("127.0.0.1:0", "", ca.serverTLS(t, "server"))
+	ca, other := testpki.NewCA(t, "ledgerd test CA"), testpki.NewCA(t, "ledgerd test CA")
+	ln, err := newStreamLayer("127.0.0.1:0", "", serverTLS(t, ca, "server"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,9 +69,9 @@ func TestRaftStreamLayerRefusesUntrustedPeers(t *testing.T) {
 		conf *tls.Config
 		ok   bool
 	}{
-		{"same CA", ca.serverTLS(t, "peer"), true},
-		{"other CA", other.serverTLS(t, "intruder"), false},
-		{"no client certificate", &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: ca.pool}, false},
+		{"same CA", serverTLS(t, ca, "peer"), true},
+		{"other CA", serverTLS(t, other, "intruder"), false},
+		{"no client certificate", &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: ca.Pool}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &streamLayer{tls: tc.conf}
@@ -181,10 +133,10 @@ func TestInternalEndpointsNeedTheClusterToken(t *testing.T) {
 // sent to followers reach the leader over https, and a plain-http or
 // certificate-less caller is refused.
 func TestForwardingOverTLS(t *testing.T) {
-	ca := newTestCA(t)
+	ca := testpki.NewCA(t, "ledgerd test CA")
 	c := newCluster(t, 3, func(cfg *Config) {
-		cfg.RaftTLS = ca.serverTLS(t, cfg.NodeName)
-		cfg.RPCTLS = ca.serverTLS(t, cfg.NodeName)
+		cfg.RaftTLS = serverTLS(t, ca, cfg.NodeName)
+		cfg.RPCTLS = serverTLS(t, ca, cfg.NodeName)
 	})
 	c.waitVoters(3)
 	f := c.follower()
@@ -214,9 +166,9 @@ func TestForwardingOverTLS(t *testing.T) {
 		conf   *tls.Config
 		ok     bool
 	}{
-		{"peer certificate", "https", ca.serverTLS(t, "peer"), true},
-		{"no client certificate", "https", &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: ca.pool}, false},
-		{"other CA", "https", newTestCA(t).serverTLS(t, "intruder"), false},
+		{"peer certificate", "https", serverTLS(t, ca, "peer"), true},
+		{"no client certificate", "https", &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: ca.Pool}, false},
+		{"other CA", "https", serverTLS(t, testpki.NewCA(t, "ledgerd test CA"), "intruder"), false},
 		{"plain http", "http", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,16 +2,10 @@ package rpc_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -31,6 +25,7 @@ import (
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/internal/testpki"
 	"github.com/ledgerd/ledgerd/rpc"
 	"github.com/ledgerd/ledgerd/rpc/client"
 	"github.com/ledgerd/ledgerd/rpc/rpctest"
@@ -38,57 +33,18 @@ import (
 
 // pki is a throw-away CA with a server and a client certificate, as PEM files.
 type pki struct {
-	dir                       string
 	caFile, certFile, keyFile string
 	clientCert, clientKey     string
 	pool                      *x509.CertPool
 }
 
-func writePEM(t *testing.T, path, typ string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func newPKI(t *testing.T) *pki {
 	t.Helper()
-	p := &pki{dir: t.TempDir()}
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ledgerd test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	p.pool = x509.NewCertPool()
-	p.pool.AddCert(ca)
-	p.caFile = filepath.Join(p.dir, "ca.pem")
-	writePEM(t, p.caFile, "CERTIFICATE", caDER)
-	leaf := func(name string, serial int64, usage x509.ExtKeyUsage) (string, string) {
-		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kder, _ := x509.MarshalECPrivateKey(key)
-		cf, kf := filepath.Join(p.dir, name+".pem"), filepath.Join(p.dir, name+"-key.pem")
-		writePEM(t, cf, "CERTIFICATE", der)
-		writePEM(t, kf, "EC PRIVATE KEY", kder)
-		return cf, kf
-	}
-	p.certFile, p.keyFile = leaf("server", 2, x509.ExtKeyUsageServerAuth)
-	p.clientCert, p.clientKey = leaf("broker-1", 3, x509.ExtKeyUsageClientAuth)
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "ledgerd test CA")
+	p := &pki{caFile: ca.WriteFile(t, dir), pool: ca.Pool}
+	p.certFile, p.keyFile = ca.Issue(t, "server", testpki.Options{Usage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}).WriteFiles(t, dir)
+	p.clientCert, p.clientKey = ca.Issue(t, "broker-1", testpki.Options{Usage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}).WriteFiles(t, dir)
 	return p
 }
 

@@ -2,19 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,100 +13,23 @@ import (
 	"time"
 
 	"github.com/ledgerd/ledgerd/internal/testnet"
+	"github.com/ledgerd/ledgerd/internal/testpki"
 	"github.com/ledgerd/ledgerd/rpc/client"
 )
-
-// throwawayCA is a certificate authority generated for one test.
-type throwawayCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pool *x509.CertPool
-	file string
-}
-
-func newThrowawayCA(t *testing.T, dir, name string) *throwawayCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	file := filepath.Join(dir, name+"-ca.pem")
-	writePEM(t, file, "CERTIFICATE", der)
-	return &throwawayCA{cert: cert, key: key, pool: pool, file: file}
-}
-
-func writePEM(t *testing.T, path, typ string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// issue signs a certificate for 127.0.0.1 usable by servers and clients,
-// writes it and its key under dir, and returns the pair and file names.
-func (ca *throwawayCA) issue(t *testing.T, dir, name string) (tls.Certificate, string, string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile := filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem")
-	writePEM(t, certFile, "CERTIFICATE", der)
-	writePEM(t, keyFile, "PRIVATE KEY", kder)
-	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pair, certFile, keyFile
-}
 
 // TestAgentServesTLS: with tls_http the API port speaks only TLS, HTTP/2
 // via ALPN and HTTP/1.1; with tls_verify_incoming a client without a
 // certificate signed by an accepted CA is refused.
 func TestAgentServesTLS(t *testing.T) {
 	dir := t.TempDir()
-	ca := newThrowawayCA(t, dir, "servers")
-	brokers := newThrowawayCA(t, dir, "brokers")
-	stranger := newThrowawayCA(t, dir, "stranger")
-	_, certFile, keyFile := ca.issue(t, dir, "server")
-	brokerCert, _, _ := brokers.issue(t, dir, "broker")
-	peerCert, _, _ := ca.issue(t, dir, "peer")
-	strangerCert, _, _ := stranger.issue(t, dir, "stranger")
-	tlsArgs := []string{"-tls-http", "true", "-tls-cert-file", certFile, "-tls-key-file", keyFile, "-tls-ca-file", ca.file}
+	ca := testpki.NewCA(t, "servers")
+	brokers := testpki.NewCA(t, "brokers")
+	stranger := testpki.NewCA(t, "stranger")
+	certFile, keyFile := ca.Issue(t, "server", testpki.Options{}).WriteFiles(t, dir)
+	brokerCert := brokers.Issue(t, "broker", testpki.Options{}).TLS
+	peerCert := ca.Issue(t, "peer", testpki.Options{}).TLS
+	strangerCert := stranger.Issue(t, "stranger", testpki.Options{}).TLS
+	tlsArgs := []string{"-tls-http", "true", "-tls-cert-file", certFile, "-tls-key-file", keyFile, "-tls-ca-file", ca.WriteFile(t, dir)}
 
 	type probe struct {
 		name  string
@@ -148,9 +62,9 @@ func TestAgentServesTLS(t *testing.T) {
 			})
 		}
 	}
-	trust := &tls.Config{RootCAs: ca.pool}
+	trust := &tls.Config{RootCAs: ca.Pool}
 	with := func(c tls.Certificate) *tls.Config {
-		return &tls.Config{RootCAs: ca.pool, Certificates: []tls.Certificate{c}}
+		return &tls.Config{RootCAs: ca.Pool, Certificates: []tls.Certificate{c}}
 	}
 
 	t.Run("server TLS", func(t *testing.T) {
@@ -162,7 +76,7 @@ func TestAgentServesTLS(t *testing.T) {
 			{name: "https HTTP/2", url: "https", conf: trust, h2: true, ok: true, proto: 2},
 			{name: "https HTTP/1.1", url: "https", conf: trust, ok: true, proto: 1},
 			{name: "plain http", url: "http", ok: false},
-			{name: "untrusted server certificate", url: "https", conf: &tls.Config{RootCAs: stranger.pool}, ok: false},
+			{name: "untrusted server certificate", url: "https", conf: &tls.Config{RootCAs: stranger.Pool}, ok: false},
 		})
 		c, err := client.New([]string{s.httpLn.Addr().String()}, client.Options{TLS: trust, MaxAttempts: 1})
 		if err != nil {
@@ -174,7 +88,7 @@ func TestAgentServesTLS(t *testing.T) {
 		}
 	})
 	t.Run("mutual TLS", func(t *testing.T) {
-		s, _ := startAgent(t, append(tlsArgs, "-tls-verify-incoming", "true", "-tls-http-client-ca-file", brokers.file)...)
+		s, _ := startAgent(t, append(tlsArgs, "-tls-verify-incoming", "true", "-tls-http-client-ca-file", brokers.WriteFile(t, dir))...)
 		run(t, s, []probe{
 			{name: "broker certificate", url: "https", conf: with(brokerCert), h2: true, ok: true, proto: 2},
 			{name: "server CA certificate", url: "https", conf: with(peerCert), ok: true, proto: 1},
@@ -187,21 +101,22 @@ func TestAgentServesTLS(t *testing.T) {
 
 func TestAgentTLSConfigCheck(t *testing.T) {
 	dir := t.TempDir()
-	ca := newThrowawayCA(t, dir, "servers")
-	_, certFile, keyFile := ca.issue(t, dir, "server")
+	ca := testpki.NewCA(t, "servers")
+	caFile := ca.WriteFile(t, dir)
+	certFile, keyFile := ca.Issue(t, "server", testpki.Options{}).WriteFiles(t, dir)
 	missing := filepath.Join(dir, "missing.pem")
-	base := []string{"-dev", "-config-check", "-tls-cert-file", certFile, "-tls-key-file", keyFile, "-tls-ca-file", ca.file}
+	base := []string{"-dev", "-config-check", "-tls-cert-file", certFile, "-tls-key-file", keyFile, "-tls-ca-file", caFile}
 	for _, tc := range []struct {
 		name string
 		args []string
 		want string // "" = valid
 	}{
 		{"tls_http", append(base, "-tls-http", "true"), ""},
-		{"mutual TLS with client CA", append(base, "-tls-http", "true", "-tls-verify-incoming", "true", "-tls-http-client-ca-file", ca.file), ""},
+		{"mutual TLS with client CA", append(base, "-tls-http", "true", "-tls-verify-incoming", "true", "-tls-http-client-ca-file", caFile), ""},
 		{"tls_http without certificate", []string{"-dev", "-tls-http", "true"}, "tls_http: needs tls_cert_file"},
-		{"client CA without tls_http", append(base, "-tls-verify-incoming", "true", "-tls-http-client-ca-file", ca.file), "tls_http_client_ca_file: only used with"},
+		{"client CA without tls_http", append(base, "-tls-verify-incoming", "true", "-tls-http-client-ca-file", caFile), "tls_http_client_ca_file: only used with"},
 		{"missing client CA file", append(base, "-tls-http", "true", "-tls-verify-incoming", "true", "-tls-http-client-ca-file", missing), "tls_http_client_ca_file: stat " + missing},
-		{"missing certificate file", []string{"-dev", "-tls-http", "true", "-tls-cert-file", missing, "-tls-key-file", keyFile, "-tls-ca-file", ca.file}, "tls_cert_file: stat " + missing},
+		{"missing certificate file", []string{"-dev", "-tls-http", "true", "-tls-cert-file", missing, "-tls-key-file", keyFile, "-tls-ca-file", caFile}, "tls_cert_file: stat " + missing},
 		{"not a PEM CA", append(base[:len(base)-1], keyFile, "-tls-http", "true"), "tls_ca_file: no PEM certificates"},
 		{"bad tls_http value", []string{"-dev", "-tls-http", "maybe"}, "tls-http"},
 	} {
@@ -225,7 +140,8 @@ func TestThreeAgentsForwardOverTLS(t *testing.T) {
 		t.Skip("starts a three-server cluster")
 	}
 	dir := t.TempDir()
-	ca := newThrowawayCA(t, dir, "servers")
+	ca := testpki.NewCA(t, "servers")
+	caFile := ca.WriteFile(t, dir)
 	type addrs struct{ http, raft, gossip string }
 	var nodes []addrs
 	var servers []*server
@@ -244,12 +160,12 @@ func TestThreeAgentsForwardOverTLS(t *testing.T) {
 		data := t.TempDir()
 		for i, a := range nodes {
 			name := "s" + strconv.Itoa(i)
-			_, certFile, keyFile := ca.issue(t, dir, name)
+			certFile, keyFile := ca.Issue(t, name, testpki.Options{}).WriteFiles(t, dir)
 			args := []string{
 				"-node-name", name, "-data-dir", filepath.Join(data, name), "-log-level", "error",
 				"-http-addr", a.http, "-raft-addr", a.raft, "-gossip-addr", a.gossip, "-bootstrap-expect", "3",
 				"-tls-http", "true", "-tls-verify-incoming", "true",
-				"-tls-cert-file", certFile, "-tls-key-file", keyFile, "-tls-ca-file", ca.file,
+				"-tls-cert-file", certFile, "-tls-key-file", keyFile, "-tls-ca-file", caFile,
 				"-gossip-key", "MDEyMzQ1Njc4OWFiY2RlZg==",
 			}
 			for j, o := range nodes {
@@ -313,7 +229,7 @@ func TestThreeAgentsForwardOverTLS(t *testing.T) {
 		}
 	}
 	// The internal endpoint refuses a caller without a certificate.
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool}}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool}}
 	defer tr.CloseIdleConnections()
 	if resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Get("https://" + nodes[0].http + "/internal/status"); err == nil {
 		resp.Body.Close()
