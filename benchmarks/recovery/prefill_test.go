@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,40 +14,29 @@ import (
 	"github.com/ledgerd/ledgerd/cluster"
 	"github.com/ledgerd/ledgerd/fsm"
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"github.com/ledgerd/ledgerd/internal/testnet"
 )
-
-// loopbackAddrs returns n distinct loopback addresses free right now: the
-// listeners stay open until all n ports are picked.
-func loopbackAddrs(t *testing.T, n int) []string {
-	t.Helper()
-	out := make([]string, n)
-	for i := range out {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		out[i] = ln.Addr().String()
-	}
-	return out
-}
 
 // A small prefill, then the data directory opened the way the agent opens
 // it: every accepted reservation is there, committed, from the shutdown
 // snapshot; a second prefill into it is refused.
 func TestPrefillSmoke(t *testing.T) {
-	a := loopbackAddrs(t, 3)
-	c := Config{
-		DataDir: filepath.Join(t.TempDir(), "data"), NodeName: "n1",
-		RaftAddr: a[0], GossipAddr: a[1], HTTPAddr: a[2],
-		Live: 300, Workers: 8, Seed: 7,
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := Prefill(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var c Config
+	var res Result
+	// The node is reopened on the same (reserved) ports below; only this
+	// first start may move to fresh ones if an unrelated program took one.
+	testnet.Start(t, 3, func(a []string) error {
+		c = Config{
+			DataDir: filepath.Join(t.TempDir(), "data"), NodeName: "n1",
+			RaftAddr: a[0], GossipAddr: a[1], HTTPAddr: a[2],
+			Live: 300, Workers: 8, Seed: 7,
+		}
+		var err error
+		res, err = Prefill(ctx, c)
+		return err
+	})
 	if res.Accepted < c.Live || res.Resources != 8 || res.AppliedIndex == 0 {
 		t.Fatalf("result %+v, want >= %d accepted on 8 resources", res, c.Live)
 	}
