@@ -17,7 +17,8 @@ import (
 )
 
 // RawRaft is the ceiling: n in-process hashicorp/raft nodes on loopback TCP
-// with the store ledgerd uses (raft-boltdb/v2) and a no-op FSM. Every write
+// with the store ledgerd uses (raft-boltdb/v2 behind the same log cache),
+// raft's default configuration as in ledgerd, and a no-op FSM. Every write
 // of the mix becomes as many Apply calls of a command of ledgerd's size as
 // ledgerd makes Raft entries (hold+commit and modify: two), a read becomes
 // VerifyLeader. Nothing is decided, so nothing is ever rejected.
@@ -46,6 +47,10 @@ type noopSnap struct{}
 
 func (noopSnap) Persist(s raft.SnapshotSink) error { return s.Close() }
 func (noopSnap) Release()                          {}
+
+// logCacheSize is the size of the in-memory log cache ledgerd's cluster
+// package puts in front of raft-boltdb.
+const logCacheSize = 512
 
 // rawCommand is the size of a typical ledgerd reserve command.
 var rawCommand = make([]byte, 160)
@@ -92,10 +97,18 @@ func NewRawRaft(n int, dir string) (*RawRaft, error) {
 			r.Close()
 			return nil, fmt.Errorf("rawraft: snapshots %d: %w", i, err)
 		}
+		// The store stack of a ledgerd node: recent entries cached in
+		// memory in front of raft-boltdb, so that replication does not
+		// read every entry just written back from disk.
+		logs, err := raft.NewLogCache(logCacheSize, store)
+		if err != nil {
+			r.Close()
+			return nil, fmt.Errorf("rawraft: log cache %d: %w", i, err)
+		}
 		cfg := raft.DefaultConfig()
 		cfg.LocalID = servers[i].ID
 		cfg.Logger = logger
-		node, err := raft.NewRaft(cfg, &noopFSM{}, store, store, snaps, r.trans[i])
+		node, err := raft.NewRaft(cfg, &noopFSM{}, logs, store, snaps, r.trans[i])
 		if err != nil {
 			r.Close()
 			return nil, fmt.Errorf("rawraft: node %d: %w", i, err)
