@@ -99,7 +99,8 @@ func resultErr(r *fsmv1.Result) error {
 // apiFields maps fsm field-path prefixes to the public requests', first
 // match wins.
 var apiFields = [][2]string{
-	{"request.labels", "labels"}, {"request.hold_ttl_millis", "hold_ttl"}, {"request.", "shape."}, {"modify.", "shape."},
+	{"request.labels", "labels"}, {"request.hold_ttl_millis", "hold_ttl"}, {"request.", "shape."},
+	{"modify.id", "id"}, {"modify.hold_ttl_millis", "hold_ttl"}, {"modify.", "shape."},
 	{"complete.at_millis", "at"}, {"complete.", ""},
 	{"create_resource.policy.", "resource."}, {"create_resource.", "resource."},
 	{"set_policy.policy.", ""}, {"set_policy.", ""},

@@ -234,6 +234,7 @@ func TestPolicyBadInputs(t *testing.T) {
 	s, ops := newSite(t, rpctest.Options{})
 	acme := newAPI(s.URLs[0], rpctest.TokenAcme)
 	createPolicyResource(t, ops, &ledgerdv1.Resource{Name: "batch", Capacity: 10, Policy: ledgerdv1.Policy_POLICY_MOVE_VARIABLE})
+	must[*ledgerdv1.Reservation](t)(submit(acme, "j1", "batch", 2, time.Hour, time.Hour))
 
 	create := func(r *ledgerdv1.Resource) error {
 		_, err := ops.rsc.Create(ctx, connect.NewRequest(&ledgerdv1.CreateRequest{Resource: r}))
@@ -280,6 +281,11 @@ func TestPolicyBadInputs(t *testing.T) {
 		{"job without a duration", func() error { r := okJob(); r.Duration = nil; return job(r) }, connect.CodeInvalidArgument, "duration"},
 		{"job with a bad id", func() error { r := okJob(); r.Id = "has space"; return job(r) }, connect.CodeInvalidArgument, "id"},
 		{"job with a reserved id", func() error { r := okJob(); r.Id = "r-1"; return job(r) }, connect.CodeInvalidArgument, "id"},
+		{"modify a variable job", func() error {
+			_, err := acme.res.Modify(ctx, connect.NewRequest(&ledgerdv1.ModifyRequest{Id: "j1", Shape: shape("batch", 2, time.Hour, 3*time.Hour, 0)}))
+			return err
+		}, connect.CodeInvalidArgument, "id"},
+		{"duplicate job id", func() error { r := okJob(); r.Id = "j1"; return job(r) }, connect.CodeAlreadyExists, ""},
 		{"multi-part reservation on a policy resource", func() error {
 			sh := shape("batch", 1, time.Hour, 0, 0)
 			sh.Parts = append(sh.Parts, &ledgerdv1.ResourceAmount{Resource: "cpu", Amount: 1})
