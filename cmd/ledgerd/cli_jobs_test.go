@@ -39,6 +39,13 @@ func TestCLIPolicies(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "relaxed v*=0.750") {
 		t.Fatalf("policy set: %d\n%s%s", code, out, errOut)
 	}
+	// The watch shows the job's submission and move and the policy change.
+	code, out, errOut = runCLI(t, "watch", "-from-version", "1", "-for", "1s")
+	for _, want := range []string{"job_submitted", "replanned", "policy_changed", "relaxed v*=0.750"} {
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Fatalf("watch lacks %q: %d\n%s%s", want, code, out, errOut)
+		}
+	}
 
 	cases := []struct {
 		name string

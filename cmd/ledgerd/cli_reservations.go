@@ -463,7 +463,11 @@ func runWatch(args []string) int {
 		if r := e.Reservation; r != nil {
 			fmt.Fprintf(cliOut, row, pos, fmtTime(e.Time), e.Action, r.Id, r.Tenant, stateName(r.State), partsString(r.Parts), fmtTime(r.Start), fmtTime(r.End))
 		} else if res := e.Resource; res != nil {
-			fmt.Fprintf(cliOut, row, pos, fmtTime(e.Time), e.Action, res.Name, "-", "-", fmt.Sprintf("capacity=%d", res.Capacity), "-", "-")
+			detail := fmt.Sprintf("capacity=%d", res.Capacity)
+			if e.Type == ledgerdv1.EventType_EVENT_TYPE_POLICY_CHANGED {
+				detail = policyString(res)
+			}
+			fmt.Fprintf(cliOut, row, pos, fmtTime(e.Time), e.Action, res.Name, "-", "-", detail, "-", "-")
 		}
 		return nil
 	})
