@@ -8,10 +8,14 @@ import (
 	"testing"
 )
 
-// quickStart returns the client commands of the README's quick start: the
-// lines of its first shell block that start with "ledgerd", with comments
-// removed and ";"-separated commands split.
-func quickStart(t *testing.T) [][]string {
+// quickStart returns the client commands of the README's quick start.
+func quickStart(t *testing.T) [][]string { return readmeCommands(t, "") }
+
+// readmeCommands returns the client commands of the README's first block
+// of ledgerd commands after the line heading (from the top when heading
+// is empty): the lines that start with "ledgerd", with comments removed
+// and ";"-separated commands split.
+func readmeCommands(t *testing.T, heading string) [][]string {
 	t.Helper()
 	f, err := os.Open("../../README.md")
 	if err != nil {
@@ -19,11 +23,13 @@ func quickStart(t *testing.T) [][]string {
 	}
 	defer f.Close()
 	var cmds [][]string
-	in := false
+	in, found := false, heading == ""
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		switch {
+		case !found:
+			found = line == heading
 		case strings.HasPrefix(line, "```"):
 			if in && len(cmds) > 0 {
 				return cmds
@@ -38,7 +44,7 @@ func quickStart(t *testing.T) [][]string {
 			}
 		}
 	}
-	t.Fatal("README has no shell block of ledgerd commands")
+	t.Fatalf("README has no shell block of ledgerd commands after %q", heading)
 	return nil
 }
 
@@ -81,6 +87,25 @@ func TestReadmeQuickStart(t *testing.T) {
 			if len(ids) != 3 || !ids["sample"] {
 				t.Errorf("ledgerd list -json: want the sample and the two new reservations, got %v", ids)
 			}
+		}
+	}
+}
+
+// TestReadmePolicyExample runs the README's admission-policy example
+// against a dev agent: the reservation inside the job's slot is admitted
+// and moves the job, as the README shows.
+func TestReadmePolicyExample(t *testing.T) {
+	cmds := readmeCommands(t, "## Admission policies")
+	s, _ := startAgent(t, "-data-dir", t.TempDir())
+	t.Setenv("LEDGERD_ADDR", s.httpLn.Addr().String())
+	want := []string{"move-variable max-pushes=4", "not before", "moved job nightly-build: ", "moved later 1x"}
+	if len(cmds) != len(want) {
+		t.Fatalf("policy example has %d commands, want %d: %q", len(cmds), len(want), cmds)
+	}
+	for i, c := range cmds {
+		code, stdout, stderr := runCLI(t, c...)
+		if code != exitOK || !strings.Contains(stdout, want[i]) {
+			t.Fatalf("ledgerd %s: exit %d, output lacks %q:\n%s%s", strings.Join(c, " "), code, want[i], stdout, stderr)
 		}
 	}
 }
