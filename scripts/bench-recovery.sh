@@ -18,6 +18,7 @@
 #   LIVE=1000000 OUT=benchmarks/results/recovery scripts/bench-recovery.sh
 #
 # OUT (optional) receives run-LIVE.log, the agent logs and pprof output.
+# AGENT_GOMEMLIMIT (optional) is passed to the agent as GOMEMLIMIT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LIVE=${LIVE:-100000}
@@ -41,7 +42,7 @@ http=127.0.0.1:18201
 addrs=(-node-name n1 -data-dir "$data" -http-addr "$http" -raft-addr 127.0.0.1:18211 -gossip-addr 127.0.0.1:18221)
 resources=$((LIVE / 100 > 8 ? LIVE / 100 : 8))
 
-say "# $(date -u +%FT%TZ) LIVE=$LIVE commit $(git rev-parse --short HEAD) $(go version | cut -d' ' -f3) $(nproc) cores"
+say "# $(date -u +%FT%TZ) LIVE=$LIVE ${AGENT_GOMEMLIMIT:+GOMEMLIMIT=$AGENT_GOMEMLIMIT }commit $(git rev-parse --short HEAD) $(go version | cut -d' ' -f3) $(nproc) cores"
 say "# load: $(cut -d' ' -f1-3 /proc/loadavg)"
 /usr/bin/time -f "prefill process: %e s wall, %U s user, %S s sys, max RSS %M KiB" \
 	"$work/prefill" "${addrs[@]}" -live "$LIVE" 2>&1 | grep -v '^prefill: [0-9]*/' | tee -a "$log"
@@ -54,18 +55,23 @@ mem() {
 	say "$1: $s heap_inuse $(curl -fs "http://$http/metrics" | awk '/^go_memstats_heap_inuse_bytes/ {printf "%d MiB", $2/1048576}')"
 }
 
+cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$pid/stat"; }
+
 # start LABEL: start the agent, wait for /readyz, print the phases.
 start() {
 	local t0 t1 alog="$out/agent-$LIVE-$1.log"
 	t0=$(date +%s.%N)
-	"$work/ledgerd" agent "${addrs[@]}" -bootstrap-expect 1 -pprof=true >"$alog" 2>&1 &
+	env ${AGENT_GOMEMLIMIT:+GOMEMLIMIT=$AGENT_GOMEMLIMIT} \
+		"$work/ledgerd" agent "${addrs[@]}" -bootstrap-expect 1 -pprof=true >"$alog" 2>&1 &
 	pid=$!
 	until curl -fs "http://$http/readyz" >/dev/null 2>&1; do
 		kill -0 "$pid" 2>/dev/null || { cat "$alog"; exit 1; }
 		sleep 0.02
 	done
 	t1=$(date +%s.%N)
-	say "$1: ready $(echo "$t1 - $t0" | bc) s after exec (load $(cut -d' ' -f1 /proc/loadavg))"
+	# CPU the agent used to get there (user + system), which the shared
+	# machine's load does not inflate the way it inflates wall time.
+	say "$1: ready $(echo "$t1 - $t0" | bc) s after exec, $(cpu_s) s CPU (load $(cut -d' ' -f1 /proc/loadavg))"
 	grep -E 'msg="(agent starting|opened raft.db|restored snapshot|raft started|became leader|node ready)"' "$alog" |
 		sed -E 's/^time=[^ ]*T([^ ]*) level=[A-Z]+ /  \1 /; s/ node=n1 id=[^ ]*//' | tee -a "$log"
 }
