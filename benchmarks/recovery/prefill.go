@@ -161,11 +161,8 @@ func fill(ctx context.Context, c Config, node *cluster.Node, f *fsm.FSM) (Result
 	// The API's principal when authentication is off.
 	w := rpc.Write{Tenant: "default", Operator: true}
 	names := service.ResourceNames(c.Resources)
-	for _, name := range names {
-		w.IdempotencyKey = client.NewKey()
-		if _, err := led.CreateResource(ctx, w, &ledgerdv1.Resource{Name: name, Capacity: c.Capacity, Policy: ledgerdv1.Policy_POLICY_REJECT}); err != nil {
-			return res, fmt.Errorf("prefill: create resource %s: %w", name, err)
-		}
+	if err := createResources(ctx, led, w, names, c.Capacity, c.Workers); err != nil {
+		return res, err
 	}
 	var accepted, rejected atomic.Int64
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -195,6 +192,30 @@ func fill(ctx context.Context, c Config, node *cluster.Node, f *fsm.FSM) (Result
 		return res, err
 	}
 	return res, nil
+}
+
+// createResources creates the resources with up to workers in flight, so
+// raft batches them as it batches the reservations.
+func createResources(ctx context.Context, led *rpc.FSMLedger, w rpc.Write, names []string, capacity int64, workers int) error {
+	var next atomic.Int64
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for i := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := w
+			for j := int(next.Add(1)) - 1; j < len(names) && errs[i] == nil; j = int(next.Add(1)) - 1 {
+				w.IdempotencyKey = client.NewKey()
+				r := &ledgerdv1.Resource{Name: names[j], Capacity: capacity, Policy: ledgerdv1.Policy_POLICY_REJECT}
+				if _, err := led.CreateResource(ctx, w, r); err != nil {
+					errs[i] = fmt.Errorf("prefill: create resource %s: %w", names[j], err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // writer reserves shapes until live reservations were accepted in total.

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"time"
 
 	"github.com/ledgerd/ledgerd/benchmarks/recovery"
@@ -34,15 +35,29 @@ func main() {
 	flag.Uint64Var(&c.SnapshotThreshold, "snapshot-threshold", 16384, "as the agent's snapshot_threshold (its default)")
 	flag.DurationVar(&c.SnapshotInterval, "snapshot-interval", 10*time.Second, "as the agent's snapshot_interval (its default)")
 	flag.Uint64Var(&c.TrailingLogs, "trailing-logs", 10240, "as the agent's trailing_logs (its default)")
+	cpu := flag.String("cpuprofile", "", "write a CPU profile of the whole prefill here")
 	flag.Parse()
 	c.Progress = os.Stderr
+	if *cpu != "" {
+		f, err := os.Create(*cpu)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "prefill:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	res, err := recovery.Prefill(ctx, c)
+	stop()
 	fmt.Printf("prefill: %d accepted, %d rejected on %d resources in %s (%.0f accepted/s), applied index %d\n",
 		res.Accepted, res.Rejected, res.Resources, res.Elapsed.Round(time.Millisecond),
 		float64(res.Accepted)/res.Elapsed.Seconds(), res.AppliedIndex)
 	if err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "prefill:", err)
 		os.Exit(1)
 	}
