@@ -3,7 +3,10 @@
 # LIVE reservations:
 #
 #   1. prefill: LIVE committed reservations written through the agent's own
-#      write path in-process (benchmarks/recovery), stopped gracefully;
+#      write path in-process (benchmarks/recovery), stopped gracefully. It
+#      snapshots only when it stops (an automatic snapshot every 16k entries
+#      of a growing ledger would triple its time); the data dir is then what
+#      an agent leaves: one snapshot and the trailing log entries;
 #   2. first start of the agent on that data dir (restore of the shutdown
 #      snapshot), RSS after ready, a short API load, RSS and heap after it;
 #   3. graceful restart: SIGTERM (snapshot on shutdown), start, time to ready;
@@ -19,6 +22,9 @@
 #
 # OUT (optional) receives run-LIVE.log, the agent logs and pprof output.
 # AGENT_GOMEMLIMIT (optional) is passed to the agent as GOMEMLIMIT.
+# KEEP=DIR saves a copy of the prefilled data dir there; PREFILLED=DIR
+# starts from such a copy instead of running the prefill (the addresses
+# below are recorded in it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LIVE=${LIVE:-100000}
@@ -44,8 +50,14 @@ resources=$((LIVE / 100 > 8 ? LIVE / 100 : 8))
 
 say "# $(date -u +%FT%TZ) LIVE=$LIVE ${AGENT_GOMEMLIMIT:+GOMEMLIMIT=$AGENT_GOMEMLIMIT }commit $(git rev-parse --short HEAD) $(go version | cut -d' ' -f3) $(nproc) cores"
 say "# load: $(cut -d' ' -f1-3 /proc/loadavg)"
-/usr/bin/time -f "prefill process: %e s wall, %U s user, %S s sys, max RSS %M KiB" \
-	"$work/prefill" "${addrs[@]}" -live "$LIVE" 2>&1 | grep -v '^prefill: [0-9]*/' | tee -a "$log"
+if [ -n "${PREFILLED:-}" ]; then
+	cp -a "$PREFILLED" "$data"
+	say "prefilled data dir copied from a previous prefill"
+else
+	/usr/bin/time -f "prefill process: %e s wall, %U s user, %S s sys, max RSS %M KiB" \
+		"$work/prefill" "${addrs[@]}" -live "$LIVE" -snapshot-interval 1h 2>&1 | grep -v '^prefill: [0-9]*/' | tee -a "$log"
+	if [ -n "${KEEP:-}" ]; then cp -a "$data" "$KEEP"; fi
+fi
 say "data dir: $(du -sh "$data" | cut -f1) ($(du -sh "$data/raft.db" | cut -f1) raft.db, snapshot $(du -ch "$data"/snapshots/*/state.bin | tail -1 | cut -f1))"
 
 # mem LABEL: VmRSS, RssAnon, RssFile of the agent and its Go heap.
