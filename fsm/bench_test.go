@@ -64,21 +64,27 @@ func BenchmarkApplyHoldAbort(b *testing.B) {
 	for _, live := range []int{1_000, 10_000, 100_000} {
 		b.Run(fmt.Sprintf("live=%d", live), func(b *testing.B) {
 			f, idx := loaded(b, live)
-			// The hold takes an ID from its log index; the abort must be
-			// encoded per iteration (that cost is included).
-			holdCmd := encodeAt(b, hold("", "cpu", 32, 40, withTTL(10_000)), 0)
-			b.ReportAllocs()
-			for b.Loop() {
-				res, err := DecodeResult(f.ApplyCommand(idx, holdCmd))
-				if err != nil || res.GetStatus() != OK {
-					b.Fatalf("hold: %v %v", res, err)
-				}
-				f.ApplyCommand(idx+1, encodeAt(b, abort(AutoID(idx)), 0))
-				idx += 2
-			}
-			b.ReportMetric(2, "entries/op")
+			holdAbortLoop(b, f, idx)
 		})
 	}
+}
+
+// holdAbortLoop applies a hold of 32 units on cpu (earliest fit) and its
+// abort per iteration, from log index idx on. The hold takes an ID from
+// its log index; the abort is encoded per iteration (that cost is
+// included).
+func holdAbortLoop(b *testing.B, f *FSM, idx uint64) {
+	holdCmd := encodeAt(b, hold("", "cpu", 32, 40, withTTL(10_000)), 0)
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := DecodeResult(f.ApplyCommand(idx, holdCmd))
+		if err != nil || res.GetStatus() != OK {
+			b.Fatalf("hold: %v %v", res, err)
+		}
+		f.ApplyCommand(idx+1, encodeAt(b, abort(AutoID(idx)), 0))
+		idx += 2
+	}
+	b.ReportMetric(2, "entries/op")
 }
 
 // BenchmarkSnapshot measures capture plus Persist (encoding) and reports

@@ -26,6 +26,13 @@ func fuzzBase(t testing.TB) *FSM {
 	h.must(1000, OK, reserve("b", "gpu", 2, 100, withStart(1200)))
 	h.must(1000, OK, reserve("c", "cpu", 2, 1000, withStart(1000)))
 	h.must(1000, OK, modify("b", nil, ptr(int64(1300)), nil))
+	// Policy resources with a waiting job, a running and a held
+	// scheduled reservation.
+	h.must(1000, OK, createPolicyRes("batch", 10, spec(MOVE, 0, 0)))
+	h.must(1000, OK, createPolicyRes("lax", 10, spec(RELAXED, 10, 0)))
+	h.must(1000, OK, submitJob("j", "batch", 4, 100, 1500))
+	h.must(1000, OK, reserve("run", "lax", 6, 500, withStart(1000)))
+	h.must(1000, OK, hold("h", "batch", 8, 100, withStart(1200)))
 	return f
 }
 
@@ -119,6 +126,17 @@ func FuzzSnapshot(f *testing.F) {
 	snap := snapshotBytes(f, small)
 	f.Add(snap)
 	f.Add(snap[headerLen:])
+	// A small state with scheduler items and a release model.
+	pol, err := New(Config{DefaultHoldTTL: 100})
+	if err != nil {
+		f.Fatal(err)
+	}
+	h = &harness{t: f, f: pol}
+	h.must(1000, OK, createPolicyRes("q", 4, spec(MOVE, 0, 0)))
+	h.must(1000, OK, reserve("r", "q", 2, 10, withStart(1000)))
+	h.must(1005, OK, complete("r", nil))
+	h.must(1005, OK, submitJob("j", "q", 3, 20, 1010))
+	f.Add(snapshotBytes(f, pol)[headerLen:])
 	empty, err := New(Config{})
 	if err != nil {
 		f.Fatal(err)

@@ -71,6 +71,12 @@ func goldenCommands() []struct {
 		{"18_set_policy.bin", 3_080, &fsmv1.Command{Type: fsmv1.Command_TYPE_SET_POLICY, Owner: "ops", Privileged: true,
 			Payload: &fsmv1.Command_SetPolicy{SetPolicy: &fsmv1.SetPolicy{Name: "gpu",
 				Policy: &fsmv1.PolicySpec{Policy: fsmv1.AdmissionPolicy_ADMISSION_POLICY_RELAXED, MinSuccessPermille: 900}}}}},
+		{"19_reserve_move.bin", 3_090, &fsmv1.Command{Type: fsmv1.Command_TYPE_RESERVE, Owner: "broker-5",
+			Payload: &fsmv1.Command_Request{Request: &fsmv1.ReservationRequest{
+				Parts: []*fsmv1.Part{{Resource: "batch", Amount: 8}}, DurationMillis: 10_000, StartMillis: proto.Int64(20_000)}}}},
+		{"20_set_policy.bin", 3_100, &fsmv1.Command{Type: fsmv1.Command_TYPE_SET_POLICY, Owner: "ops", Privileged: true,
+			Payload: &fsmv1.Command_SetPolicy{SetPolicy: &fsmv1.SetPolicy{Name: "batch",
+				Policy: &fsmv1.PolicySpec{Policy: fsmv1.AdmissionPolicy_ADMISSION_POLICY_RELAXED, MinSuccessPermille: 700}}}}},
 	}
 }
 
@@ -82,6 +88,9 @@ const legacyGolden = 15
 // goldenStatuses are the results the golden script must produce.
 var goldenStatuses = []fsmv1.Result_Status{
 	OK, OK, OK, OK, OK, OK, OK, OK, OK, OK, OK, OK, OK, OK, OK,
+	// 18: gpu still carries job-1, booked outside the scheduler, so it
+	// cannot become RELAXED.
+	OK, OK, CONFLICT, OK, OK,
 }
 
 func checkGolden(t *testing.T, path string, got []byte) {
@@ -142,15 +151,57 @@ func TestGoldenCommands(t *testing.T) {
 	}
 }
 
-// TestGoldenSnapshot replays the stored golden entries and pins the
-// snapshot they produce; the stored snapshot must restore and re-encode
-// to the same bytes.
+// TestGoldenSnapshot replays the stored golden entries of envelope
+// version 1 and pins the snapshot they produce; the stored snapshot must
+// restore and re-encode to the same bytes.
 func TestGoldenSnapshot(t *testing.T) {
+	g := goldenReplay(t, legacyGolden, "snapshot-v1.golden")
+	want := map[string]fsmv1.Reservation_State{
+		"job-1": COMMITTED, "tentative": EXPIRED, AutoID(6): CANCELLED,
+	}
+	for id, st := range want {
+		r, ok := g.Get(id)
+		if !ok || r.GetState() != st {
+			t.Errorf("%s: %v, want %s", id, r.GetState(), st)
+		}
+	}
+	if r, _ := g.Get("job-1"); r.GetEndMillis() != 1_000_000 || r.GetActualEndMillis() != 1_000_000 || r.GetRequestedDurationMillis() != 3_600_000 {
+		t.Errorf("job-1 after early completion: end %d actual %d requested %d, want 1000000 1000000 3600000",
+			r.GetEndMillis(), r.GetActualEndMillis(), r.GetRequestedDurationMillis())
+	}
+}
+
+// TestGoldenPolicySnapshot does the same with every golden entry, so the
+// scheduler's part of the snapshot (items, policies on resource rows) is
+// pinned as well.
+func TestGoldenPolicySnapshot(t *testing.T) {
+	g := goldenReplay(t, len(goldenCommands()), "snapshot-v1-policies.golden")
+	job, _ := g.Get("sim-1")
+	if job.GetKind() != JOB || job.GetStartMillis() != 30_000 || job.GetPushes() != 1 || job.GetState() != COMMITTED {
+		t.Errorf("sim-1 after the move: %v", job)
+	}
+	if r, _ := g.Get(AutoID(19)); r.GetProbabilityPermille() != 1000 || r.GetStartMillis() != 20_000 {
+		t.Errorf("reservation that moved sim-1: %v", r)
+	}
+	if r, _ := g.Resource("batch"); !proto.Equal(r.GetPolicy(), spec(RELAXED, 700, 0)) {
+		t.Errorf("batch policy %v", r.GetPolicy())
+	}
+	if r, _ := g.Resource("gpu"); r.GetPolicy() != nil {
+		t.Errorf("gpu policy %v after a refused change", r.GetPolicy())
+	}
+}
+
+// goldenReplay applies the first n stored golden entries, checks their
+// statuses, pins the snapshot under testdata/name, and returns a state
+// machine restored from the stored snapshot after checking that it
+// re-encodes to the same bytes.
+func goldenReplay(t *testing.T, n int, name string) *FSM {
+	t.Helper()
 	f, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, g := range goldenCommands()[:legacyGolden] {
+	for i, g := range goldenCommands()[:n] {
 		b, err := os.ReadFile(filepath.Join("testdata", "commands", g.file))
 		if err != nil && !*update {
 			t.Fatal(err)
@@ -172,7 +223,7 @@ func TestGoldenSnapshot(t *testing.T) {
 		}
 	}
 	snap := snapshotBytes(t, f)
-	path := filepath.Join("testdata", "snapshot-v1.golden")
+	path := filepath.Join("testdata", name)
 	checkGolden(t, path, snap)
 
 	stored, err := os.ReadFile(path)
@@ -189,17 +240,5 @@ func TestGoldenSnapshot(t *testing.T) {
 	if again := snapshotBytes(t, g); !bytes.Equal(again, stored) {
 		t.Fatal("stored snapshot does not re-encode to the same bytes")
 	}
-	want := map[string]fsmv1.Reservation_State{
-		"job-1": COMMITTED, "tentative": EXPIRED, AutoID(6): CANCELLED,
-	}
-	for id, st := range want {
-		r, ok := g.Get(id)
-		if !ok || r.GetState() != st {
-			t.Errorf("%s: %v, want %s", id, r.GetState(), st)
-		}
-	}
-	if r, _ := g.Get("job-1"); r.GetEndMillis() != 1_000_000 || r.GetActualEndMillis() != 1_000_000 || r.GetRequestedDurationMillis() != 3_600_000 {
-		t.Errorf("job-1 after early completion: end %d actual %d requested %d, want 1000000 1000000 3600000",
-			r.GetEndMillis(), r.GetActualEndMillis(), r.GetRequestedDurationMillis())
-	}
+	return g
 }

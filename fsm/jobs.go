@@ -164,7 +164,7 @@ func (s *state) afterCommit(n *fsmv1.Reservation) *fsmv1.Reservation {
 	if !scheduled(n) {
 		return n
 	}
-	switch it, live := s.pol.sched.Get(n.GetId()); {
+	switch it, live := s.scheduler().Get(n.GetId()); {
 	case n.GetShortUnits() > 0:
 		d := s.change(n)
 		d.State = fsmv1.Reservation_STATE_DEGRADED

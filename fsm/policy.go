@@ -45,9 +45,10 @@ func (s *state) scheduler() *planner.Scheduler {
 func (s *state) hasItems() bool { return s.pol.sched != nil && s.pol.sched.Len() > 0 }
 
 // resourcePolicy returns the admission policy of resource (REJECT when
-// none was set).
+// none was set, or when there is no such resource: the scheduler keeps the
+// policy of a deleted one until the name is created again).
 func (s *state) resourcePolicy(resource string) planner.Policy {
-	if s.pol.sched == nil {
+	if _, ok := s.resources[resource]; !ok || s.pol.sched == nil {
 		return planner.PolicyReject
 	}
 	return s.pol.sched.Policy(resource).Policy

@@ -16,7 +16,9 @@ type PolicyStats struct {
 	// overlapping others.
 	RelaxedAdmissions int64
 	// Violations counts, by resource, items that were due to start while
-	// capacity was genuinely short (reservations then run DEGRADED).
+	// capacity was genuinely short and were not re-planned (they run
+	// DEGRADED); variable jobs re-planned after a violation are not
+	// counted.
 	Violations map[string]int64
 	// Pushes counts variable jobs pushed later by reservations.
 	Pushes int64

@@ -95,6 +95,7 @@ func (s *state) restoreScheduler(msg *fsmv1.Snapshot) error {
 		}
 		items[it.GetId()] = true
 		if it.GetKind() != r.GetKind() || len(r.GetParts()) != 1 || r.GetParts()[0].GetResource() != it.GetResource() ||
+			r.GetParts()[0].GetAmount() != it.GetAmount() || r.GetStartMillis() != it.GetStartMillis() || r.GetEndMillis() != it.GetEndMillis() ||
 			it.GetRunning() != (r.GetState() == fsmv1.Reservation_STATE_ACTIVE) && r.GetState() != fsmv1.Reservation_STATE_HELD {
 			return badf("scheduler_items[%d]: %q does not match its row", i, it.GetId())
 		}

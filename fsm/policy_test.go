@@ -2,6 +2,8 @@ package fsm
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"slices"
 	"testing"
 
@@ -417,5 +419,54 @@ func TestJobOnRejectResource(t *testing.T) {
 	res := h.must(1020, OK, cancel("p"))
 	if !sameMoves(res.GetMoved(), moves(mv("j", 1100, 1020))) || h.state("j") != ACTIVE {
 		t.Fatalf("moved %v, j %s", res.GetMoved(), h.state("j"))
+	}
+}
+
+// TestRestoreRejectsBadSchedulerState: snapshots whose scheduler part
+// contradicts the table or the planner are refused with ErrBadSnapshot and
+// leave the state untouched.
+func TestRestoreRejectsBadSchedulerState(t *testing.T) {
+	h := newHarness(t, propConfig)
+	h.must(1000, OK, createPolicyRes("train", 1, spec(RELAXED, 0, 0)))
+	h.must(1000, OK, createPolicyRes("batch", 10, spec(MOVE, 0, 0)))
+	now := trainReleases(h, "train", 1000, 2)
+	h.must(now, OK, submitJob("j", "batch", 4, 100, now+50))
+	h.must(now, OK, reserve("r", "batch", 4, 100, withStart(now)))
+	good, err := DecodeSnapshot(snapshotBytes(t, h.f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(good.GetSchedulerItems()) != 2 || good.GetReleaseModel() == nil {
+		t.Fatalf("snapshot without scheduler state: %v", good)
+	}
+	cases := map[string]func(m *fsmv1.Snapshot){
+		"item dropped":         func(m *fsmv1.Snapshot) { m.SchedulerItems = m.SchedulerItems[1:] },
+		"item of no row":       func(m *fsmv1.Snapshot) { m.SchedulerItems[0].Id = "ghost" },
+		"item repeated":        func(m *fsmv1.Snapshot) { m.SchedulerItems = append(m.SchedulerItems, m.SchedulerItems[0]) },
+		"amount differs":       func(m *fsmv1.Snapshot) { m.SchedulerItems[0].Amount++ },
+		"running differs":      func(m *fsmv1.Snapshot) { m.SchedulerItems[1].Running = !m.SchedulerItems[1].Running },
+		"overbooked too large": func(m *fsmv1.Snapshot) { m.SchedulerItems[0].Overbooked = 99 },
+		"bucket out of range":  func(m *fsmv1.Snapshot) { m.ReleaseModel.Global[0].Permille = 1001 },
+		"owners unsorted": func(m *fsmv1.Snapshot) {
+			m.ReleaseModel.Owners = append(m.ReleaseModel.Owners, &fsmv1.OwnerRatios{Owner: "a"})
+		},
+		"bad policy on a row": func(m *fsmv1.Snapshot) { m.Resources[0].Policy = spec(MOVE, 2000, 0) },
+	}
+	before := snapshotBytes(t, h.f)
+	for name, mutate := range cases {
+		t.Run(name, func(t *testing.T) {
+			m := proto.CloneOf(good)
+			mutate(m)
+			b, err := EncodeSnapshot(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.f.Restore(io.NopCloser(bytes.NewReader(b))); !errors.Is(err, ErrBadSnapshot) {
+				t.Fatalf("restore: %v, want ErrBadSnapshot", err)
+			}
+			if !bytes.Equal(snapshotBytes(t, h.f), before) {
+				t.Fatal("failed restore changed the state")
+			}
+		})
 	}
 }

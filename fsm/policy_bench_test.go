@@ -1,0 +1,26 @@
+package fsm
+
+import (
+	"fmt"
+	"testing"
+)
+
+// BenchmarkApplyScheduledHoldAbort is BenchmarkApplyHoldAbort on a
+// MOVE_VARIABLE resource whose live reservations are all scheduler items
+// (plus a tenth as many waiting variable jobs): it shows what the
+// scheduler's per-resource scans cost next to the plain path.
+func BenchmarkApplyScheduledHoldAbort(b *testing.B) {
+	for _, live := range []int{100, 1_000, 10_000} {
+		b.Run(fmt.Sprintf("live=%d", live), func(b *testing.B) {
+			h := newHarness(b, Config{})
+			h.must(0, OK, createPolicyRes("cpu", 128, spec(MOVE, 0, 0)))
+			for i := range live {
+				h.must(0, OK, reserve(fmt.Sprintf("job-%07d", i), "cpu", int64(1+i%64), int64(10+i%50), withWindow(int64(i*7), 0)))
+				if i%10 == 0 {
+					h.must(0, OK, submitJob(fmt.Sprintf("var-%07d", i), "cpu", 8, 100, int64(i*7)))
+				}
+			}
+			holdAbortLoop(b, h.f, h.index+1)
+		})
+	}
+}
