@@ -168,6 +168,10 @@ func (cf *clientFlags) context() (context.Context, context.CancelFunc) {
 func fail(name string, err error) int {
 	if rej, ok := rpc.Rejection(err); ok {
 		msg := "rejected: no capacity in the requested window"
+		if rej.Message != "" {
+			// The ledger's reason, e.g. why a policy did not admit it.
+			msg = "rejected: " + rej.Message
+		}
 		if rej.EarliestStart != nil {
 			msg += "; earliest start that would fit: " + fmtTime(rej.EarliestStart)
 		}

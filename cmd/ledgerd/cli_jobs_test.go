@@ -53,6 +53,7 @@ func TestCLIPolicies(t *testing.T) {
 		code int
 		want string
 	}{
+		{"relaxed refusal says why", []string{"reserve", "-res", "batch=10", "-dur", "1h", "-at", "+3h"}, exitRejected, "under its policy: probability of no violation"},
 		{"v* without relaxed", []string{"resource", "create", "x", "-capacity", "1", "-vstar", "0.8"}, exitUsage, "-vstar applies to -policy relaxed only"},
 		{"v* above 1", []string{"resource", "policy", "set", "batch", "-policy", "relaxed", "-vstar", "1.5"}, exitUsage, "must lie in (0, 1]"},
 		{"v* too precise", []string{"resource", "policy", "set", "batch", "-policy", "relaxed", "-vstar", "0.8125"}, exitUsage, "more than three decimals"},
