@@ -8,7 +8,9 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"syscall"
 	"testing"
+	"time"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"google.golang.org/protobuf/proto"
@@ -122,12 +124,16 @@ func BenchmarkRestore(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
+			cpu := cpuTime()
 			for b.Loop() {
 				if err := g.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*live), "ns/reservation")
+			// On a shared machine the process's CPU time (all threads, GC
+			// included) is steadier than the wall time.
+			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
@@ -192,6 +198,9 @@ func BenchmarkLoad(b *testing.B) {
 				runtime.KeepAlive(f)
 			}
 			b.ReportMetric(perRes, "heap-bytes/reservation")
+			// The process's peak resident set: run one case per process
+			// (with GOGC or GOMEMLIMIT set) to read it for that case.
+			b.ReportMetric(float64(peakRSS())/(1<<20), "peak-rss-MiB")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*live), "ns/reservation")
 		})
 	}
@@ -209,4 +218,22 @@ func writeHeapProfile(b *testing.B, path string) {
 	if err := out.Close(); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// cpuTime returns the user plus system CPU time of the process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// peakRSS returns the process's peak resident set in bytes.
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Maxrss << 10 // kilobytes on Linux
 }
