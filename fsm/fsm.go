@@ -266,11 +266,7 @@ type fsmSnapshot struct {
 
 // Persist encodes the captured state and writes it to sink.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	b, err := encodeSnapshotIdem(s.msg, s.idem)
-	if err == nil {
-		_, err = sink.Write(b)
-	}
-	if err != nil {
+	if err := writeSnapshotIdem(sink, s.msg, s.idem); err != nil {
 		_ = sink.Cancel()
 		return fmt.Errorf("persist snapshot: %w", err)
 	}

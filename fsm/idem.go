@@ -279,12 +279,3 @@ func (v idemView) each(f func(idemRecord)) {
 		}
 	}
 }
-
-// size returns the number of bytes of the records.
-func (v idemView) size() int {
-	n := 0
-	for _, c := range v.chunks {
-		n += len(c)
-	}
-	return n
-}

@@ -1,10 +1,13 @@
 package fsm
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"unicode/utf8"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
@@ -53,68 +56,150 @@ func EncodeSnapshot(msg *fsmv1.Snapshot) ([]byte, error) {
 
 // frameSnapshot prepends the header to an encoded body.
 func frameSnapshot(body []byte) []byte {
-	out := make([]byte, headerLen, headerLen+len(body))
+	return append(snapshotHeader(uint64(len(body)), crc32.Checksum(body, castagnoli)), body...)
+}
+
+// snapshotHeader returns the header of a body of size bytes with
+// checksum crc.
+func snapshotHeader(size uint64, crc uint32) []byte {
+	out := make([]byte, headerLen)
 	copy(out, snapshotMagic)
 	binary.BigEndian.PutUint32(out[4:], SnapshotVersion)
-	binary.BigEndian.PutUint64(out[8:], uint64(len(body)))
-	binary.BigEndian.PutUint32(out[16:], crc32.Checksum(body, castagnoli))
-	return append(out, body...)
+	binary.BigEndian.PutUint64(out[8:], size)
+	binary.BigEndian.PutUint32(out[16:], crc)
+	return out
 }
 
 // encodeSnapshotIdem is EncodeSnapshot for msg (without idempotency
-// records) plus the compact records idem, whose stored result bytes are
-// copied instead of decoded and encoded again. The deterministic encoder
-// writes fields in field-number order and a nested message exactly as it
-// encodes it alone, so the bytes equal EncodeSnapshot of the expanded
-// message as long as the stored results are deterministic encodings
-// (encodeResult makes them; restored ones come from such a file).
+// records) plus the compact records idem; see writeSnapshotIdem.
 func encodeSnapshotIdem(msg *fsmv1.Snapshot, idem idemView) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := writeSnapshotIdem(&buf, msg, idem); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// writeSnapshotIdem writes to w the file EncodeSnapshot makes for msg
+// (without idempotency records) plus the compact records idem, whose
+// stored result bytes are copied instead of decoded and encoded again.
+// The deterministic encoder writes fields in field-number order and a
+// nested message exactly as it encodes it alone, so the bytes equal
+// EncodeSnapshot of the expanded message as long as the stored results
+// are deterministic encodings (encodeResult makes them; restored ones
+// come from such a file).
+//
+// The body is streamed, never held whole: at a million reservations it
+// is hundreds of megabytes, and holding it (three times over, as the
+// encoding used to) was the largest spike of resident memory. The header
+// needs the body's length and checksum first, so the body is encoded
+// twice: once to measure, once to write. msg's reservations are detached
+// while its other fields are encoded, and put back.
+func writeSnapshotIdem(w io.Writer, msg *fsmv1.Snapshot, idem idemView) error {
 	if len(msg.GetIdempotency()) > 0 {
-		return nil, errors.New("encode snapshot: idempotency records given twice")
+		return errors.New("encode snapshot: idempotency records given twice")
 	}
-	whole, err := marshalOpts.Marshal(msg)
+	rows := msg.Reservations
+	msg.Reservations = nil
+	rest, err := marshalOpts.Marshal(msg)
+	msg.Reservations = rows
 	if err != nil {
-		return nil, fmt.Errorf("encode snapshot: %w", err)
+		return fmt.Errorf("encode snapshot: %w", err)
 	}
-	// Split at the first field numbered after the idempotency records.
+	// Split the other fields before the first one numbered after the
+	// idempotency records; reservations and records go between.
 	cut := 0
-	for cut < len(whole) {
-		num, typ, n := protowire.ConsumeTag(whole[cut:])
+	for cut < len(rest) {
+		num, typ, n := protowire.ConsumeTag(rest[cut:])
 		if n < 0 {
-			return nil, fmt.Errorf("encode snapshot: %w", protowire.ParseError(n))
+			return fmt.Errorf("encode snapshot: %w", protowire.ParseError(n))
 		}
 		if num > snapshotIdemField {
 			break
 		}
-		m := protowire.ConsumeFieldValue(num, typ, whole[cut+n:])
+		m := protowire.ConsumeFieldValue(num, typ, rest[cut+n:])
 		if m < 0 {
-			return nil, fmt.Errorf("encode snapshot: %w", protowire.ParseError(m))
+			return fmt.Errorf("encode snapshot: %w", protowire.ParseError(m))
 		}
 		cut += n + m
 	}
-	body := make([]byte, cut, len(whole)+idem.size()+idem.n*8)
-	copy(body, whole[:cut])
-	var rec []byte
-	idem.each(func(e idemRecord) {
-		rec = rec[:0]
-		if len(e.owner) > 0 {
-			rec = protowire.AppendTag(rec, 1, protowire.BytesType)
-			rec = protowire.AppendBytes(rec, e.owner)
+	body := func(emit func([]byte) error) error {
+		if err := emit(rest[:cut]); err != nil {
+			return err
 		}
-		if len(e.key) > 0 {
-			rec = protowire.AppendTag(rec, 2, protowire.BytesType)
-			rec = protowire.AppendBytes(rec, e.key)
+		var buf []byte
+		flush := func(force bool) error {
+			if len(buf) < 64<<10 && !force {
+				return nil
+			}
+			err := emit(buf)
+			buf = buf[:0]
+			return err
 		}
-		if e.at != 0 {
-			rec = protowire.AppendTag(rec, 3, protowire.VarintType)
-			rec = protowire.AppendVarint(rec, uint64(e.at))
+		for _, r := range rows {
+			buf = protowire.AppendTag(buf, snapshotResvField, protowire.BytesType)
+			buf = protowire.AppendVarint(buf, uint64(marshalOpts.Size(r)))
+			var merr error
+			if buf, merr = marshalOpts.MarshalAppend(buf, r); merr != nil {
+				return fmt.Errorf("encode snapshot: reservation %q: %w", r.GetId(), merr)
+			}
+			if err := flush(false); err != nil {
+				return err
+			}
 		}
-		rec = protowire.AppendTag(rec, 4, protowire.BytesType)
-		rec = protowire.AppendBytes(rec, e.result)
-		body = protowire.AppendTag(body, snapshotIdemField, protowire.BytesType)
-		body = protowire.AppendBytes(body, rec)
-	})
-	return frameSnapshot(append(body, whole[cut:]...)), nil
+		var rec []byte
+		var ferr error
+		idem.each(func(e idemRecord) {
+			rec = appendIdemRecord(rec[:0], e)
+			buf = protowire.AppendTag(buf, snapshotIdemField, protowire.BytesType)
+			buf = protowire.AppendBytes(buf, rec)
+			if err := flush(false); err != nil && ferr == nil {
+				ferr = err
+			}
+		})
+		if ferr != nil {
+			return ferr
+		}
+		if err := flush(true); err != nil {
+			return err
+		}
+		return emit(rest[cut:])
+	}
+	var size uint64
+	crc := uint32(0)
+	if err := body(func(b []byte) error {
+		size += uint64(len(b))
+		crc = crc32.Update(crc, castagnoli, b)
+		return nil
+	}); err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 1<<20)
+	if _, err := bw.Write(snapshotHeader(size, crc)); err != nil {
+		return err
+	}
+	if err := body(func(b []byte) error { _, err := bw.Write(b); return err }); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// appendIdemRecord appends the IdempotencyRecord encoding of e.
+func appendIdemRecord(rec []byte, e idemRecord) []byte {
+	if len(e.owner) > 0 {
+		rec = protowire.AppendTag(rec, 1, protowire.BytesType)
+		rec = protowire.AppendBytes(rec, e.owner)
+	}
+	if len(e.key) > 0 {
+		rec = protowire.AppendTag(rec, 2, protowire.BytesType)
+		rec = protowire.AppendBytes(rec, e.key)
+	}
+	if e.at != 0 {
+		rec = protowire.AppendTag(rec, 3, protowire.VarintType)
+		rec = protowire.AppendVarint(rec, uint64(e.at))
+	}
+	rec = protowire.AppendTag(rec, 4, protowire.BytesType)
+	return protowire.AppendBytes(rec, e.result)
 }
 
 // DecodeSnapshot verifies the header and checksum and decodes the body.
@@ -153,8 +238,11 @@ func checkHeader(b []byte) ([]byte, error) {
 	return body, nil
 }
 
-// snapshotIdemField is the field number of Snapshot.idempotency.
-const snapshotIdemField = 5
+// Field numbers of Snapshot.reservations and Snapshot.idempotency.
+const (
+	snapshotResvField = 4
+	snapshotIdemField = 5
+)
 
 // decodeSplit is DecodeSnapshot for Restore: it leaves the idempotency
 // records out of the message and returns them in their compact store, so
