@@ -225,6 +225,15 @@ func TestRelaxedOverConnect(t *testing.T) {
 	if !changed {
 		t.Fatal("no POLICY_CHANGED event for lab in the history")
 	}
+	// A forced delete cancels the degraded reservation with the others.
+	if _, err := ops.rsc.Delete(ctx, connect.NewRequest(&ledgerdv1.DeleteRequest{Name: "lab", Force: true})); err != nil {
+		t.Fatalf("forced delete: %v", err)
+	}
+	for _, id := range []string{r1.Id, r2.Id} {
+		if got := must[*connect.Response[ledgerdv1.GetResponse]](t)(acme.res.Get(ctx, connect.NewRequest(&ledgerdv1.GetRequest{Id: id}))).Msg.Reservation; got.State != ledgerdv1.ReservationState_RESERVATION_STATE_CANCELLED {
+			t.Fatalf("%s after the forced delete: %v", id, got.State)
+		}
+	}
 }
 
 // TestPolicyBadInputs: every malformed policy or job request names the
