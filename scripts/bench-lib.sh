@@ -46,5 +46,12 @@ agents_stop() {
 	agent_pid=()
 }
 
+# agent_pids: the running agents' process ids, comma-separated (for
+# loadgen -cpu-pids).
+agent_pids() {
+	local IFS=,
+	echo "${agent_pid[*]}"
+}
+
 # rss_kib PID: resident set size of a process in KiB.
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }

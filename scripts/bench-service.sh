@@ -67,12 +67,12 @@ fi
 if ! skip ledgerd; then
 	step "ledgerd, 3 nodes, default mix"
 	agents_start 3 17500
-	"$work/loadgen" -system ledgerd -addrs "$addrs" -label "3 nodes" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
+	"$work/loadgen" -system ledgerd -addrs "$addrs" -cpu-pids "$(agent_pids)" -label "3 nodes" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
 	agents_stop
 	if ! skip reserve-mix; then
 		step "ledgerd, 3 nodes, reserve mix"
 		agents_start 3 17600
-		"$work/loadgen" -system ledgerd -addrs "$addrs" -label "3 nodes" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
+		"$work/loadgen" -system ledgerd -addrs "$addrs" -cpu-pids "$(agent_pids)" -label "3 nodes" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
 		agents_stop
 	fi
 fi
@@ -81,7 +81,7 @@ if ! skip ledgerd-nodes; then
 	for n in 1 5; do
 		step "ledgerd, $n nodes, default mix"
 		agents_start "$n" $((17700 + 100 * n))
-		"$work/loadgen" -system ledgerd -addrs "$addrs" -label "$n nodes" -clients 16,64 "${common[@]}" | tee -a "$log"
+		"$work/loadgen" -system ledgerd -addrs "$addrs" -cpu-pids "$(agent_pids)" -label "$n nodes" -clients 16,64 "${common[@]}" | tee -a "$log"
 		agents_stop
 	done
 fi
@@ -117,7 +117,7 @@ if ! skip recovery; then
 	agents_start 1 18000
 	pid=${agent_pid[1]}
 	rss0=$(rss_kib "$pid")
-	"$work/loadgen" -system ledgerd -addrs "$addrs" -label "1 node, recovery" -mix reserve -clients 64 \
+	"$work/loadgen" -system ledgerd -addrs "$addrs" -cpu-pids "$(agent_pids)" -label "1 node, recovery" -mix reserve -clients 64 \
 		-live "$RECOVERY_LIVE" -resources $((RECOVERY_LIVE / 100)) -duration 5s -json "$out/recovery.jsonl" -quiet | tee -a "$log"
 	rss1=$(rss_kib "$pid")
 	du_kib=$(du -sk "$work/data-18000-1" | cut -f1)

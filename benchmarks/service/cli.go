@@ -27,6 +27,7 @@ type Flags struct {
 	JSON      string
 	Label     string
 	Quiet     bool
+	CPUPids   string
 }
 
 // Register adds the flags to fs.
@@ -43,6 +44,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.JSON, "json", "", "append one JSON result per run to this file")
 	fs.StringVar(&f.Label, "label", "", "label of the system in reports, e.g. \"3 nodes\"")
 	fs.BoolVar(&f.Quiet, "quiet", false, "no progress lines")
+	fs.StringVar(&f.CPUPids, "cpu-pids", "", "process ids of the system's servers, comma-separated: their CPU time per operation is reported")
 }
 
 // ClientCounts parses the -clients list.
@@ -70,6 +72,16 @@ func RunAll(ctx context.Context, sys System, f Flags, nodes int, out io.Writer) 
 	if err != nil {
 		return nil, fmt.Errorf("-mix: %w", err)
 	}
+	var pids []int
+	if f.CPUPids != "" {
+		for _, s := range strings.Split(f.CPUPids, ",") {
+			p, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || p <= 0 {
+				return nil, fmt.Errorf("-cpu-pids: %q is not a process id", s)
+			}
+			pids = append(pids, p)
+		}
+	}
 	resources := f.Resources
 	if resources <= 0 {
 		resources = max(f.Live/100, 8)
@@ -84,7 +96,7 @@ func RunAll(ctx context.Context, sys System, f Flags, nodes int, out io.Writer) 
 	for _, n := range counts {
 		res, err := Run(ctx, sys, Config{
 			Clients: n, Live: f.Live, Duration: f.Duration, Resources: resources, Capacity: f.Capacity,
-			Horizon: f.Horizon, Slack: f.Slack, Mix: mix, Seed: f.Seed, Progress: progress, Base: base, Existing: carry,
+			Horizon: f.Horizon, Slack: f.Slack, Mix: mix, Seed: f.Seed, Progress: progress, Base: base, Existing: carry, CPUPids: pids,
 		})
 		if err != nil {
 			return results, fmt.Errorf("%s with %d clients: %w", sys.Name(), n, err)

@@ -46,7 +46,13 @@ type Result struct {
 	// ErrorSamples holds one error message per key of Errors.
 	ErrorSamples map[string]string `json:"error_samples,omitempty"`
 	Verified     int               `json:"verified,omitempty"`
-	VerifyError  string            `json:"verify_error,omitempty"`
+	// CPUOwnPerOp is the load generator's CPU time per operation of the
+	// measured phase, in microseconds (the whole system's for one run in
+	// this process: raw raft, embedded etcd); CPUServersPerOp is that of
+	// the server processes named by Config.CPUPids.
+	CPUOwnPerOp     float64 `json:"cpu_own_us_per_op,omitempty"`
+	CPUServersPerOp float64 `json:"cpu_servers_us_per_op,omitempty"`
+	VerifyError     string  `json:"verify_error,omitempty"`
 
 	// Bookings are the live bookings at the end, to carry into the next run.
 	Bookings []Booking `json:"-"`
@@ -102,6 +108,8 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "total %.0f ops/s, committed reservations %.0f/s (p99 %.2f ms), acceptance %.1f%%\n",
 		r.OpsPerSecond, r.Committed, r.CommittedP99, 100*r.AcceptanceRate)
+	fmt.Fprintf(w, "CPU per operation: %.0f us (load generator process %.0f us, server processes %.0f us)\n",
+		r.CPUOwnPerOp+r.CPUServersPerOp, r.CPUOwnPerOp, r.CPUServersPerOp)
 	if len(r.Errors) > 0 {
 		keys := make([]string, 0, len(r.Errors))
 		for k := range r.Errors {

@@ -82,6 +82,10 @@ type Config struct {
 	// Existing are live bookings left by an earlier run on the same system
 	// (Result.Bookings); the prefill only tops them up to Live.
 	Existing []Booking
+	// CPUPids are the system's server processes (ledgerd agents) whose CPU
+	// time over the measured phase is reported with the load generator's
+	// own; a system run inside this process needs none.
+	CPUPids []int
 }
 
 func (c *Config) check() error {
@@ -248,6 +252,7 @@ func Run(ctx context.Context, sys System, cfg Config) (*Result, error) {
 	runEnd, _ := mctx.Deadline()
 	defer mcancel()
 	stop = make(chan struct{})
+	cpu0, cpuErr := readCPU(cfg.CPUPids)
 	start := time.Now()
 	go progress(cfg.Progress, "run", stop, func() string {
 		el := time.Since(start).Seconds()
@@ -358,9 +363,13 @@ func Run(ctx context.Context, sys System, cfg Config) (*Result, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu1, err := readCPU(cfg.CPUPids)
 	close(stop)
 	if firstErr != nil {
 		return nil, firstErr
+	}
+	if cpuErr = errors.Join(cpuErr, err); cpuErr != nil {
+		return nil, fmt.Errorf("measure CPU: %w", cpuErr)
 	}
 	res.Seconds = elapsed.Seconds()
 	res.Live = int(live.Load())
@@ -391,6 +400,10 @@ func Run(ctx context.Context, sys System, cfg Config) (*Result, error) {
 		}
 	}
 	res.summarise()
+	if n := float64(opsDone.Load()); n > 0 {
+		res.CPUOwnPerOp = (cpu1.own - cpu0.own) * 1e6 / n
+		res.CPUServersPerOp = (cpu1.others - cpu0.others) * 1e6 / n
+	}
 	for _, st := range states {
 		res.Bookings = append(res.Bookings, st.live...)
 	}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/ledgerd/ledgerd/benchmarks/service"
@@ -37,12 +38,24 @@ func run() error {
 	dir := flag.String("dir", "", "rawraft data directory (default: a temporary one)")
 	report := flag.String("report", "", "instead of a run: read this JSON-lines result file and write tables and plots to -out")
 	out := flag.String("out", ".", "directory for -report")
+	cpuprofile := flag.String("cpuprofile", "", "write the load generator's own CPU profile to this file")
 	flag.Parse()
 	if *report != "" {
 		return writeReport(*report, *out)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if *cpuprofile != "" {
+		fh, err := os.Create(*cpuprofile)
+		if err != nil {
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+		defer fh.Close()
+		if err := pprof.StartCPUProfile(fh); err != nil {
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	var sys service.System
 	switch *system {
