@@ -142,6 +142,9 @@ type Scheduler struct {
 	// Releases is the learned release-time model (exported so that a
 	// caller can tune its prior).
 	Releases *ReleaseModel
+	// moves lists the variable jobs re-planned by the current (or last)
+	// call; see Moves.
+	moves []Move
 }
 
 // NewScheduler returns a Scheduler over p (which must hold no bookings).
@@ -292,6 +295,7 @@ func (s *Scheduler) Reserve(id, owner string, part Part, start, duration int64) 
 		return Admission{}, err
 	}
 	it := &Item{ID: id, Owner: owner, Kind: KindReservation, Resource: r.name, Amount: part.Amount, Start: start, End: start + duration, NotBefore: start}
+	s.moves = nil
 	a, err := s.admit(it, s.policies[r.name])
 	if err != nil {
 		return Admission{}, fmt.Errorf("reserve %q: %w", id, err)
@@ -426,6 +430,7 @@ func (s *Scheduler) moveVariable(it *Item, pol ResourcePolicy) ([]Move, error) {
 		if o.Start != from {
 			o.Pushes++
 			moves = append(moves, Move{ID: o.ID, From: from, To: o.Start})
+			s.moves = append(s.moves, Move{ID: o.ID, From: from, To: o.Start})
 		}
 	}
 	return moves, nil
@@ -557,6 +562,7 @@ var ErrNotRunning = errors.New("item has not started")
 // planned variable jobs of that resource are re-planned earlier where the
 // freed capacity allows, in submission order.
 func (s *Scheduler) Complete(id string, at int64) (Completion, error) {
+	s.moves = nil
 	it, ok := s.items[id]
 	if !ok {
 		return Completion{}, fmt.Errorf("complete %q: %w", id, ErrUnknownBooking)
@@ -585,6 +591,7 @@ func (s *Scheduler) Complete(id string, at int64) (Completion, error) {
 
 // Cancel withdraws an item that has not started.
 func (s *Scheduler) Cancel(id string) error {
+	s.moves = nil
 	it, ok := s.items[id]
 	if !ok {
 		return fmt.Errorf("cancel %q: %w", id, ErrUnknownBooking)
@@ -647,6 +654,9 @@ func (s *Scheduler) compress(resource string) {
 			o.Start, o.End = old, old+dur
 			_ = s.book(o, o.Amount)
 		}
+		if o.Start != old {
+			s.moves = append(s.moves, Move{ID: o.ID, From: old, To: o.Start})
+		}
 	}
 }
 
@@ -661,6 +671,7 @@ func (s *Scheduler) compress(resource string) {
 // processed at its own instant: use NextStart.
 func (s *Scheduler) Advance(now int64) AdvanceReport {
 	var rep AdvanceReport
+	s.moves = nil
 	if now < s.p.origin {
 		return rep
 	}
@@ -734,6 +745,7 @@ func (s *Scheduler) advanceResource(name string, now int64, rep *AdvanceReport) 
 		}
 		if next.Kind == KindVariable && nextEnd < MaxTime {
 			if _, err := s.plan(next, max(nextEnd, next.NotBefore)); err == nil {
+				s.moves = append(s.moves, Move{ID: next.ID, From: at, To: next.Start})
 				v.Replanned = true
 				rep.Violations = append(rep.Violations, v)
 				continue

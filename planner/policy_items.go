@@ -2,6 +2,12 @@ package planner
 
 import "fmt"
 
+// Moves returns the variable jobs whose planned start the last call of
+// Reserve, Complete, Cancel, Drop, Replan or Advance changed, in the order
+// it changed them (a job may appear more than once). The slice is not
+// reused by later calls.
+func (s *Scheduler) Moves() []Move { return s.moves }
+
 // Len returns the number of live items.
 func (s *Scheduler) Len() int { return len(s.items) }
 
@@ -29,6 +35,7 @@ func (s *Scheduler) NextEvent() (int64, bool) {
 // the resource's overbooked admissions and variable jobs are then
 // re-planned into the freed capacity as after Cancel.
 func (s *Scheduler) Drop(id string) error {
+	s.moves = nil
 	it, ok := s.items[id]
 	if !ok {
 		return fmt.Errorf("drop %q: %w", id, ErrUnknownBooking)
@@ -58,6 +65,7 @@ func (s *Scheduler) drop(it *Item) error {
 // overbooked admissions and waiting variable jobs there, exactly as after
 // Cancel: jobs only ever move earlier.
 func (s *Scheduler) Replan(resource string) {
+	s.moves = nil
 	if len(s.byRes[resource]) == 0 {
 		return
 	}

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -37,6 +38,9 @@ func TestSchedulerDrop(t *testing.T) {
 	if err := s.Drop("r"); err != nil {
 		t.Fatal(err)
 	}
+	if got := s.Moves(); !reflect.DeepEqual(got, []Move{{ID: "v", From: 20, To: 5}}) {
+		t.Fatalf("moves of the drop %v", got)
+	}
 	if _, ok := s.Get("r"); ok || s.Len() != 1 {
 		t.Fatal("r still live")
 	}
@@ -51,6 +55,9 @@ func TestSchedulerDrop(t *testing.T) {
 	}
 	if err := s.Drop("v"); err != nil {
 		t.Fatal(err)
+	}
+	if got := s.Moves(); len(got) != 0 {
+		t.Fatalf("moves of a drop that moved nothing %v", got)
 	}
 	if _, ok := s.NextEvent(); ok || s.p.Len() != 0 {
 		t.Fatalf("empty scheduler has work or bookings (%d)", s.p.Len())

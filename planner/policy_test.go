@@ -170,8 +170,8 @@ func TestSchedulerMoveVariable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(a.Moved, tc.moved) {
-				t.Fatalf("moved = %v, want %v", a.Moved, tc.moved)
+			if !reflect.DeepEqual(a.Moved, tc.moved) || !reflect.DeepEqual(s.Moves(), tc.moved) {
+				t.Fatalf("moved = %v (Moves %v), want %v", a.Moved, s.Moves(), tc.moved)
 			}
 			if v, _ := s.Get("v"); v.Pushes != 1 {
 				t.Fatalf("pushes = %d", v.Pushes)
