@@ -1,8 +1,6 @@
 package fsm
 
 import (
-	"slices"
-
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"github.com/ledgerd/ledgerd/planner"
 )
@@ -72,10 +70,8 @@ func (s *state) applyReport(rep planner.AdvanceReport) {
 		s.put(id, n)
 		s.emit(fsmv1.Event_TYPE_ACTIVATED, n, nil)
 	}
-	var touched []string
 	for _, v := range rep.Violations {
 		if v.Replanned {
-			touched = append(touched, v.Resource)
 			continue
 		}
 		r, ok := s.resv[v.ID]
@@ -95,8 +91,5 @@ func (s *state) applyReport(rep planner.AdvanceReport) {
 		s.put(v.ID, n)
 		s.emit(fsmv1.Event_TYPE_VIOLATED, n, nil)
 	}
-	slices.Sort(touched)
-	for _, res := range slices.Compact(touched) {
-		s.syncJobs(res)
-	}
+	s.syncMoves()
 }

@@ -482,8 +482,8 @@ func (s *state) hold(cmd *fsmv1.Command, commit bool) *fsmv1.Result {
 		s.put(id, r)
 		s.emit(fsmv1.Event_TYPE_HELD, r, nil)
 	}
-	if len(adm.Moved) > 0 {
-		s.syncJobs(pr.Parts[0].Resource)
+	if viaScheduler {
+		s.syncMoves()
 	}
 	return okResult(r)
 }

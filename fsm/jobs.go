@@ -141,7 +141,7 @@ func (s *state) releaseRow(r *fsmv1.Reservation) {
 		return
 	}
 	if err := s.pol.sched.Drop(r.GetId()); err == nil {
-		s.syncJobs(r.GetParts()[0].GetResource())
+		s.syncMoves()
 	}
 }
 
@@ -153,7 +153,7 @@ func (s *state) replan(parts []*fsmv1.Part) {
 	}
 	for _, p := range parts {
 		s.pol.sched.Replan(p.GetResource())
-		s.syncJobs(p.GetResource())
+		s.syncMoves()
 	}
 }
 
@@ -211,33 +211,31 @@ func (s *state) completeScheduled(c *fsmv1.Complete, r *fsmv1.Reservation) *fsmv
 		s.scheduler().Releases.Record(r.GetOwner(), r.GetEndMillis()-r.GetStartMillis(), at-r.GetStartMillis())
 	}
 	n := s.endEarly(r, at)
-	s.syncJobs(r.GetParts()[0].GetResource())
+	if st == fsmv1.Reservation_STATE_ACTIVE {
+		s.syncMoves()
+	}
 	return okResult(n)
 }
 
-// syncJobs copies the scheduler's plan of the waiting variable jobs on
-// resource into their rows: every job whose planned start changed gets
-// its new interval and push count, a REPLANNED event (in submission order)
-// and an entry in the result's moves.
-func (s *state) syncJobs(resource string) {
+// syncMoves copies the variable jobs the last scheduler call re-planned
+// (Scheduler.Moves) into their rows: each gets its new interval and push
+// count, a REPLANNED event (in the order the scheduler moved them) and an
+// entry in the result's moves. It costs O(moves), not O(items).
+func (s *state) syncMoves() {
 	if s.pol.sched == nil {
 		return
 	}
-	for _, it := range s.pol.sched.Items(resource) {
-		if it.Kind != planner.KindVariable || it.Running {
-			continue
-		}
-		r, ok := s.resv[it.ID]
-		if !ok || (r.GetStartMillis() == it.Start && r.GetPushes() == uint32(it.Pushes)) {
+	for _, m := range s.pol.sched.Moves() {
+		r, ok := s.resv[m.ID]
+		it, live := s.pol.sched.Get(m.ID)
+		if !ok || !live {
 			continue
 		}
 		n := s.change(r)
-		n.StartMillis, n.EndMillis, n.Pushes = it.Start, it.End, uint32(it.Pushes)
+		n.StartMillis, n.EndMillis, n.Pushes = m.To, m.To+(r.GetEndMillis()-r.GetStartMillis()), uint32(it.Pushes)
 		s.put(n.Id, n)
-		if r.GetStartMillis() != it.Start {
-			s.pol.moves = append(s.pol.moves, &fsmv1.Move{Id: it.ID, FromMillis: r.GetStartMillis(), ToMillis: it.Start})
-			s.emit(fsmv1.Event_TYPE_REPLANNED, n, nil)
-		}
+		s.pol.moves = append(s.pol.moves, &fsmv1.Move{Id: m.ID, FromMillis: m.From, ToMillis: m.To})
+		s.emit(fsmv1.Event_TYPE_REPLANNED, n, nil)
 	}
 }
 
