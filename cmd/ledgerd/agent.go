@@ -147,6 +147,7 @@ func newServer(cfg agentConfig, opts agentOptions, log *slog.Logger) *server {
 func (s *server) run(ctx context.Context, out io.Writer) error {
 	defer s.cleanup()
 	s.log.Info("agent starting", "pid", os.Getpid())
+	s.applyMemoryLimit()
 	if err := s.createDataDir(); err != nil {
 		return err
 	}

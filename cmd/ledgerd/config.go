@@ -62,6 +62,9 @@ type agentConfig struct {
 	SnapshotInterval   duration `json:"snapshot_interval"`
 	TrailingLogs       uint64   `json:"trailing_logs"`
 	SnapshotOnShutdown bool     `json:"snapshot_on_shutdown"`
+	// MemoryLimit is the Go runtime's soft memory limit in bytes (0: the
+	// runtime's own, from GOMEMLIMIT or none); see applyMemoryLimit.
+	MemoryLimit byteSize `json:"memory_limit"`
 	// Pprof serves net/http/pprof under /debug/pprof/ on the HTTP port.
 	Pprof bool `json:"pprof"`
 	// Public API settings (see rpc.Options).
@@ -177,6 +180,11 @@ var settings = []setting{
 	}},
 	{"trailing_logs", "log entries kept behind a snapshot for lagging followers", uintSetter(func(c *agentConfig) *uint64 { return &c.TrailingLogs })},
 	{"snapshot_on_shutdown", "take a snapshot on graceful shutdown so the next start replays almost nothing", boolSetter(func(c *agentConfig) *bool { return &c.SnapshotOnShutdown })},
+	{"memory_limit", "soft limit on the process's memory, e.g. 900MiB: the Go collector works harder near it (0: none, or GOMEMLIMIT)", func(c *agentConfig, v string) error {
+		n, err := parseByteSize(v)
+		c.MemoryLimit = n
+		return err
+	}},
 	{"pprof", "serve Go profiles under /debug/pprof/ on the HTTP port (debugging only)", boolSetter(func(c *agentConfig) *bool { return &c.Pprof })},
 	{"tokens_file", "API bearer-token file; empty turns API authentication off", str(func(c *agentConfig) *string { return &c.TokensFile })},
 	{"cors_origins", "browser origins allowed to call the API; repeat or separate with commas", func(c *agentConfig, v string) error {

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"strings"
+)
+
+// byteSize is a number of bytes, written as an integer or as a string
+// with a binary unit: "900MiB", "2GiB", "512KiB", "123".
+type byteSize int64
+
+// byteUnits are the accepted suffixes, longest first.
+var byteUnits = []struct {
+	suffix string
+	mult   int64
+}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"B", 1}}
+
+// parseByteSize reads "<integer>[KiB|MiB|GiB|TiB|B]".
+func parseByteSize(v string) (byteSize, error) {
+	num, mult := strings.TrimSpace(v), int64(1)
+	for _, u := range byteUnits {
+		if rest, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, mult = strings.TrimSpace(rest), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("want a non-negative integer of bytes, optionally with KiB, MiB, GiB or TiB, got %q", v)
+	}
+	if n > (1<<63-1)/mult {
+		return 0, fmt.Errorf("%q overflows", v)
+	}
+	return byteSize(n * mult), nil
+}
+
+// UnmarshalJSON accepts a number of bytes or a string with a unit. Its
+// errors name memory_limit, the one key of this type, because the file
+// decoder does not name the key of a value that fails its own decoding.
+func (b *byteSize) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		var n json.Number
+		if err := json.Unmarshal(data, &n); err != nil {
+			return fmt.Errorf("memory_limit: want bytes as a number or a string such as \"900MiB\": %w", err)
+		}
+		s = n.String()
+	}
+	v, err := parseByteSize(s)
+	if err != nil {
+		return fmt.Errorf("memory_limit: %w", err)
+	}
+	*b = v
+	return nil
+}
+
+// applyMemoryLimit sets the Go runtime's soft memory limit from
+// memory_limit (0 leaves the runtime's own: GOMEMLIMIT, or none). Near
+// the limit the collector runs more often instead of letting the heap
+// grow to twice the live data, which is what keeps a node with a large
+// table inside the memory it was given.
+func (s *server) applyMemoryLimit() {
+	if s.cfg.MemoryLimit <= 0 {
+		return
+	}
+	prev := debug.SetMemoryLimit(int64(s.cfg.MemoryLimit))
+	s.log.Info("memory limit set", "bytes", int64(s.cfg.MemoryLimit), "previous", prev)
+}

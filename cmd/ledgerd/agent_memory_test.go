@@ -1,0 +1,62 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"math"
+	"runtime/debug"
+	"strings"
+	"testing"
+)
+
+func TestMemoryLimitConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		file string
+		args []string
+		env  map[string]string
+		want byteSize
+		err  string
+	}{
+		{"default", `{"data_dir":"d"}`, nil, nil, 0, ""},
+		{"file string", `{"data_dir":"d","memory_limit":"900MiB"}`, nil, nil, 900 << 20, ""},
+		{"file number", `{"data_dir":"d","memory_limit":123456}`, nil, nil, 123456, ""},
+		{"env", `{"data_dir":"d"}`, nil, map[string]string{"LEDGERD_MEMORY_LIMIT": "2GiB"}, 2 << 30, ""},
+		{"flag over file", `{"data_dir":"d","memory_limit":"1GiB"}`, []string{"-memory-limit", "512KiB"}, nil, 512 << 10, ""},
+		{"bytes unit", `{"data_dir":"d","memory_limit":"77B"}`, nil, nil, 77, ""},
+		{"bad unit", `{"data_dir":"d","memory_limit":"9GB"}`, nil, nil, 0, "memory_limit"},
+		{"negative", `{"data_dir":"d"}`, []string{"-memory-limit", "-1"}, nil, 0, "memory-limit"},
+		{"fraction", `{"data_dir":"d","memory_limit":"1.5GiB"}`, nil, nil, 0, "memory_limit"},
+		{"overflow", `{"data_dir":"d"}`, nil, map[string]string{"LEDGERD_MEMORY_LIMIT": "9000000000TiB"}, 0, "LEDGERD_MEMORY_LIMIT"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"-config", writeConfig(t, tc.file)}, tc.args...)
+			cfg, _, err := parseAgentArgs(args, func(k string) string { return tc.env[k] }, io.Discard)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error = %v, want one naming %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil || cfg.MemoryLimit != tc.want {
+				t.Fatalf("memory_limit = %d (%v), want %d", cfg.MemoryLimit, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestApplyMemoryLimit(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	defer debug.SetMemoryLimit(prev)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	debug.SetMemoryLimit(math.MaxInt64)
+	newServer(agentConfig{}, agentOptions{}, log).applyMemoryLimit()
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Fatalf("memory_limit 0 changed the runtime's limit to %d", got)
+	}
+	newServer(agentConfig{MemoryLimit: 700 << 20}, agentOptions{}, log).applyMemoryLimit()
+	if got := debug.SetMemoryLimit(-1); got != 700<<20 {
+		t.Fatalf("runtime limit = %d, want %d", got, 700<<20)
+	}
+}
