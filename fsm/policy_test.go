@@ -470,3 +470,37 @@ func TestRestoreRejectsBadSchedulerState(t *testing.T) {
 		})
 	}
 }
+
+// TestNextDueAndPolicyStats: NextDue names the earliest table timer or
+// scheduler event; PolicyStats counts waiting and pinned jobs and pushes.
+func TestNextDueAndPolicyStats(t *testing.T) {
+	h := newHarness(t, policyConfig)
+	if _, ok := h.f.NextDue(); ok {
+		t.Fatal("empty state has due work")
+	}
+	h.must(1000, OK, createPolicyRes("batch", 10, spec(MOVE, 0, 1)))
+	h.must(1000, OK, hold("h", "batch", 1, 500, withStart(3000), withTTL(900)))
+	if at, ok := h.f.NextDue(); !ok || at != 1900 {
+		t.Fatalf("next due %d %v, want the hold expiry 1900", at, ok)
+	}
+	h.must(1000, OK, submitJob("j", "batch", 10, 100, 1100))
+	if at, ok := h.f.NextDue(); !ok || at != 1100 {
+		t.Fatalf("next due %d %v, want the job start 1100", at, ok)
+	}
+	h.must(1001, OK, reserve("r", "batch", 5, 100, withStart(1150)))
+	st := h.f.PolicyStats()
+	if st.WaitingJobs != 1 || st.PinnedJobs != 1 || st.Pushes != 1 || st.RelaxedAdmissions != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	if at, ok := h.f.NextDue(); !ok || at != 1150 {
+		t.Fatalf("next due %d %v, want the reservation start 1150", at, ok)
+	}
+	h.must(1150, OK, tick())
+	if at, ok := h.f.NextDue(); !ok || at != 1250 {
+		t.Fatalf("next due %d %v, want r's end and j's start 1250", at, ok)
+	}
+	h.must(1250, OK, tick())
+	if st := h.f.PolicyStats(); st.WaitingJobs != 0 || st.PinnedJobs != 0 || h.state("j") != ACTIVE {
+		t.Fatalf("after j started: %+v, j %s", st, h.state("j"))
+	}
+}
