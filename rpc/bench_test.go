@@ -3,6 +3,7 @@ package rpc_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,6 +62,45 @@ func BenchmarkValidationReject(b *testing.B) {
 	for b.Loop() {
 		if _, err := c.res.Hold(context.Background(), req); connect.CodeOf(err) != connect.CodeInvalidArgument {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPolicyReserve measures a one-unit Reserve through the whole
+// stack (Connect) on a resource with each admission policy, with live
+// reservations already booked there. REJECT books the planner directly;
+// the other policies go through the planner's Scheduler, so the ratio is
+// what a policy costs an admission that fits.
+func BenchmarkPolicyReserve(b *testing.B) {
+	ctx := context.Background()
+	for _, live := range []int{100, 10000} {
+		for _, pol := range []ledgerdv1.Policy{ledgerdv1.Policy_POLICY_REJECT, ledgerdv1.Policy_POLICY_MOVE_VARIABLE, ledgerdv1.Policy_POLICY_RELAXED} {
+			s := rpctest.NewSite(b, rpctest.Options{API: rpc.Options{Auth: rpctest.NewAuth(b)}})
+			ops, err := client.New(s.Addrs, client.Options{Token: rpctest.TokenOps})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := ops.CreateResource(ctx, &ledgerdv1.Resource{Name: "cpu", Capacity: 1 << 40, Policy: pol}); err != nil {
+				b.Fatal(err)
+			}
+			acme, _ := client.New(s.Addrs, client.Options{Token: rpctest.TokenAcme})
+			reserve := func(i int) {
+				if _, err := acme.Reserve(ctx, &ledgerdv1.ReserveRequest{Shape: shape("cpu", 1, time.Hour, time.Hour+time.Duration(i%97)*time.Minute, 0)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for i := range live {
+				reserve(i)
+			}
+			name := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(pol.String(), "POLICY_"), "_", "-"))
+			b.Run(fmt.Sprintf("policy=%s/live=%d", name, live), func(b *testing.B) {
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					reserve(i)
+					i++
+				}
+			})
 		}
 	}
 }
