@@ -303,15 +303,27 @@ func (c *Client) pick(r route) *endpoint {
 	return c.eps[c.next.Add(1)%uint64(len(c.eps))]
 }
 
-// learnLeader records the leader a server named (API "host:port").
+// learnLeader records the leader a server named (API "host:port"). Only
+// configured nodes are used: an advertised address may be one this client
+// cannot reach or whose certificate names another host, and writes to a
+// leader outside the list simply keep going through a follower.
 func (c *Client) learnLeader(a string) {
 	if a == "" {
 		return
 	}
-	if l := c.leader.Load(); l != nil && l.addr == a {
+	l := c.leader.Load()
+	if l != nil && l.addr == a {
 		return
 	}
-	c.leader.Store(&leaderRef{addr: a, ep: c.endpointFor(a)})
+	for _, ep := range c.eps {
+		if strings.HasSuffix(ep.addr, "://"+a) {
+			c.leader.Store(&leaderRef{addr: a, ep: ep})
+			return
+		}
+	}
+	if l != nil {
+		c.leader.CompareAndSwap(l, nil)
+	}
 }
 
 // forgetLeader drops the learned leader if it is ep, which just failed:

@@ -103,6 +103,28 @@ func TestWritesGoStraightToTheLeader(t *testing.T) {
 		t.Fatalf("6 Gets went to %v, want every node", got)
 	}
 
+	// A client not given the leader's address never dials it: its writes
+	// go through a follower, as before.
+	var followers []string
+	for _, s := range c.Servers {
+		if s != leader {
+			followers = append(followers, s.Addr)
+		}
+	}
+	rec2 := &hostRecorder{next: httpClient(nil).Transport}
+	fc, err := New(followers, Options{Token: rpctest.TokenOps, HTTPClient: &http.Client{Transport: rec2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := fc.Reserve(ctx, &ledgerdv1.ReserveRequest{Shape: gpuShape(1, time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := rec2.hosts("Reserve", 0); len(got) != 3 || slices.Contains(got, leader.Addr) {
+		t.Fatalf("a client without the leader's address sent its writes to %v (leader %s)", got, leader.Addr)
+	}
+
 	c.Stop(leader)
 	next := c.WaitLeader(15 * time.Second)
 	reserve()
