@@ -26,7 +26,8 @@ const (
 // HoldRequest asks to hold a shape.
 type HoldRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// What to book.
+	// What to book. A shape with a part on a POLICY_MOVE_VARIABLE or
+	// POLICY_RELAXED resource must have exactly one part.
 	Shape *Shape `protobuf:"bytes,1,opt,name=shape,proto3" json:"shape,omitempty"`
 	// How long the hold lives without commit; unset means the server default.
 	HoldTtl *durationpb.Duration `protobuf:"bytes,2,opt,name=hold_ttl,json=holdTtl,proto3" json:"hold_ttl,omitempty"`
@@ -155,7 +156,8 @@ func (x *HoldResponse) GetMoved() []*MovedJob {
 // ReserveRequest asks to book a shape in one phase.
 type ReserveRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// What to book.
+	// What to book. A shape with a part on a POLICY_MOVE_VARIABLE or
+	// POLICY_RELAXED resource must have exactly one part.
 	Shape *Shape `protobuf:"bytes,1,opt,name=shape,proto3" json:"shape,omitempty"`
 	// Labels stored with the reservation.
 	Labels map[string]string `protobuf:"bytes,2,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
