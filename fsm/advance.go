@@ -18,11 +18,10 @@ func (s *state) advance() {
 		s.runTimers()
 		return
 	}
-	sch := s.pol.sched
 	for {
 		t, timerDue := s.timers.Min()
 		timerDue = timerDue && t.at <= s.now
-		at, eventDue := sch.NextEvent()
+		at, eventDue := s.nextEvent()
 		eventDue = eventDue && at <= s.now
 		switch {
 		case timerDue && (!eventDue || t.at <= at):
@@ -31,8 +30,8 @@ func (s *state) advance() {
 			s.fire(t)
 		case eventDue:
 			at = max(at, s.plan.Origin())
-			s.applyReport(sch.Advance(at))
-			if next, ok := sch.NextEvent(); ok && next <= at {
+			s.applyReport(s.scheduler().Advance(at))
+			if next, ok := s.nextEvent(); ok && next <= at {
 				// Advance did not get past at (it cannot happen: every
 				// due event starts, finishes or re-plans later); stop
 				// rather than loop.

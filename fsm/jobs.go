@@ -140,7 +140,7 @@ func (s *state) releaseRow(r *fsmv1.Reservation) {
 	if s.pol.sched == nil {
 		return
 	}
-	if err := s.pol.sched.Drop(r.GetId()); err == nil {
+	if err := s.scheduler().Drop(r.GetId()); err == nil {
 		s.syncMoves()
 	}
 }
@@ -152,8 +152,13 @@ func (s *state) replan(parts []*fsmv1.Part) {
 		return
 	}
 	for _, p := range parts {
+		// Not through scheduler(): only moved jobs (compress) change the
+		// next event; grown overbooked admissions (claim) do not.
 		s.pol.sched.Replan(p.GetResource())
-		s.syncMoves()
+		if len(s.pol.sched.Moves()) > 0 {
+			s.pol.dueValid = false
+			s.syncMoves()
+		}
 	}
 }
 

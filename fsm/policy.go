@@ -31,14 +31,32 @@ type policyState struct {
 	relaxedAdmissions int64
 	violations        map[string]int64
 	pushes            int64
+	// due caches Scheduler.NextEvent (a scan of every item) while
+	// dueValid: every entry asks for it at least twice, and only calls
+	// through scheduler() can change it.
+	due             int64
+	dueOK, dueValid bool
 }
 
-// scheduler returns the state's scheduler, creating it on first use.
+// scheduler returns the state's scheduler, creating it on first use. Use
+// it for every call that may change the plan (it drops the cached next
+// event); reads may use s.pol.sched.
 func (s *state) scheduler() *planner.Scheduler {
+	s.pol.dueValid = false
 	if s.pol.sched == nil {
 		s.pol.sched = planner.NewScheduler(s.plan)
 	}
 	return s.pol.sched
+}
+
+// nextEvent is Scheduler.NextEvent, cached until the next scheduler()
+// call.
+func (s *state) nextEvent() (int64, bool) {
+	if !s.pol.dueValid {
+		s.pol.due, s.pol.dueOK = s.pol.sched.NextEvent()
+		s.pol.dueValid = true
+	}
+	return s.pol.due, s.pol.dueOK
 }
 
 // hasItems reports whether the scheduler manages any live item.

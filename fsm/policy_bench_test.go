@@ -24,3 +24,20 @@ func BenchmarkApplyScheduledHoldAbort(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkApplyHoldAbortBesideJobs is BenchmarkApplyHoldAbort on a plain
+// resource while another resource carries waiting variable jobs: the
+// scheduler's per-entry overhead on the plain path.
+func BenchmarkApplyHoldAbortBesideJobs(b *testing.B) {
+	for _, jobs := range []int{1_000, 10_000} {
+		b.Run(fmt.Sprintf("jobs=%d", jobs), func(b *testing.B) {
+			h := newHarness(b, Config{})
+			h.must(0, OK, createRes("cpu", 128))
+			h.must(0, OK, createRes("batch", 4))
+			for i := range jobs {
+				h.must(0, OK, submitJob(fmt.Sprintf("var-%07d", i), "batch", 4, 100, 1_000_000))
+			}
+			holdAbortLoop(b, h.f, h.index+1)
+		})
+	}
+}
