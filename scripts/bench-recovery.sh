@@ -69,9 +69,11 @@ mem() {
 
 cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$pid/stat"; }
 
-# start LABEL: start the agent, wait for /readyz, print the phases.
+# start NAME LABEL: start the agent (log in agent-LIVE-NAME.log), wait for
+# /readyz, print the phases.
 start() {
 	local t0 t1 alog="$out/agent-$LIVE-$1.log"
+	shift
 	t0=$(date +%s.%N)
 	env ${AGENT_GOMEMLIMIT:+GOMEMLIMIT=$AGENT_GOMEMLIMIT} \
 		"$work/ledgerd" agent "${addrs[@]}" -bootstrap-expect 1 -pprof=true >"$alog" 2>&1 &
@@ -93,7 +95,7 @@ load() {
 		-resources "$resources" -duration "$1" -quiet | tail -4 | tee -a "$log"
 }
 
-start "first start (prefill's shutdown snapshot)"
+start first "first start (prefill's shutdown snapshot)"
 sleep 2
 mem "RSS after restore"
 load "$LOAD"
@@ -105,13 +107,13 @@ t0=$(date +%s.%N)
 kill -TERM "$pid"
 wait "$pid" || true
 say "graceful stop (with shutdown snapshot): $(echo "$(date +%s.%N) - $t0" | bc) s"
-start "graceful restart"
+start graceful "graceful restart"
 
 load 5s
 sleep 1
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null || true
-start "crash restart (SIGKILL)"
+start crash "crash restart (SIGKILL)"
 mem "RSS after crash restart"
 kill -TERM "$pid"
 wait "$pid" || true
