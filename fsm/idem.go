@@ -134,8 +134,20 @@ func idemFind[T string | []byte](s *idemStore, owner, key T) (idemRecord, bool) 
 // add appends a record for (owner, key) unless the key is stored
 // already; it reports whether it did.
 func (s *idemStore) add(owner, key []byte, at int64, result []byte) bool {
-	if _, dup := idemFind(s, owner, key); dup {
-		return false
+	s.grow(1)
+	// One probe both looks for the key and finds its cell: with no
+	// tombstones, a missing key belongs in the first empty cell of its
+	// probe sequence.
+	h := idemHash(owner, key)
+	mask := uint64(len(s.index) - 1)
+	i := h & mask
+	for ; s.index[i] != 0; i = (i + 1) & mask {
+		if s.tags[i] != uint8(h>>56) {
+			continue
+		}
+		if r := s.record(s.index[i] - 1); string(r.owner) == string(owner) && string(r.key) == string(key) {
+			return false
+		}
 	}
 	need := 4*binary.MaxVarintLen64 + len(owner) + len(key) + len(result)
 	last := len(s.chunks) - 1
@@ -152,8 +164,7 @@ func (s *idemStore) add(owner, key []byte, at int64, result []byte) bool {
 	c = append(c, key...)
 	c = binary.AppendUvarint(c, uint64(len(result)))
 	s.chunks[last] = append(c, result...)
-	s.grow(1)
-	s.place(pos, idemHash(owner, key))
+	s.index[i], s.tags[i] = pos+1, uint8(h>>56)
 	s.n++
 	return true
 }
