@@ -217,8 +217,10 @@ func (p *Planner) unload(bs []Booking) {
 // loadBlocks implements blockLoader.
 func (l *ListTimeline) loadBlocks(blocks []Block) { l.blocks = blocks }
 
-// loadBlocks implements blockLoader: the blocks are cut into chunks three
-// quarters full, so that the first insertions into a chunk do not split it.
+// loadBlocks implements blockLoader: the blocks are cut into chunks of at
+// most three quarters of chunkCap, so that the first insertions into a
+// chunk do not split it, each with a quarter of its length to grow into
+// (a timeline with few blocks does not reserve a whole chunk).
 func (t *IndexedTimeline) loadBlocks(blocks []Block) {
 	n := len(blocks)
 	k := (n + chunkCap*3/4 - 1) / (chunkCap * 3 / 4)
@@ -226,7 +228,8 @@ func (t *IndexedTimeline) loadBlocks(blocks []Block) {
 	t.firsts = t.firsts[:0]
 	for c := range k {
 		lo, hi := c*n/k, (c+1)*n/k
-		ch := &chunk{start: make([]int64, hi-lo, chunkCap), free: make([]int64, hi-lo, chunkCap)}
+		room := hi - lo + (hi-lo)/4 + 4
+		ch := &chunk{start: make([]int64, hi-lo, room), free: make([]int64, hi-lo, room)}
 		for i, b := range blocks[lo:hi] {
 			ch.start[i], ch.free[i] = b.Start, b.Free
 		}
