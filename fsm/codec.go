@@ -18,7 +18,7 @@ const CurrentVersion uint32 = versionPolicies
 
 // versionPolicies is the first envelope version with admission policies
 // and variable jobs (TYPE_SET_POLICY, TYPE_SUBMIT_JOB,
-// CreateResource.policy). A replica of version 1 would ignore the policy
+// CreateResource.policy) and co-reservation (TYPE_CO_RESERVE). A replica of version 1 would ignore the policy
 // field and diverge, so such entries must carry version 2.
 const versionPolicies uint32 = 2
 
@@ -26,7 +26,7 @@ const versionPolicies uint32 = 2
 func minVersion(c *fsmv1.Command) uint32 {
 	switch {
 	case c.GetType() == fsmv1.Command_TYPE_SET_POLICY, c.GetType() == fsmv1.Command_TYPE_SUBMIT_JOB,
-		c.GetCreateResource().GetPolicy() != nil:
+		c.GetType() == fsmv1.Command_TYPE_CO_RESERVE, c.GetCreateResource().GetPolicy() != nil:
 		return versionPolicies
 	}
 	return 1
@@ -170,6 +170,8 @@ func checkEnvelope(c *fsmv1.Command) error {
 		ok = c.GetSetPolicy() != nil
 	case fsmv1.Command_TYPE_SUBMIT_JOB:
 		ok = c.GetSubmitJob() != nil
+	case fsmv1.Command_TYPE_CO_RESERVE:
+		ok = c.GetCoReserve() != nil
 	default:
 		return fmt.Errorf("%w: unknown type %d", ErrMalformed, int32(c.GetType()))
 	}

@@ -77,8 +77,18 @@ func goldenCommands() []struct {
 		{"20_set_policy.bin", 3_100, &fsmv1.Command{Type: fsmv1.Command_TYPE_SET_POLICY, Owner: "ops", Privileged: true,
 			Payload: &fsmv1.Command_SetPolicy{SetPolicy: &fsmv1.SetPolicy{Name: "batch",
 				Policy: &fsmv1.PolicySpec{Policy: fsmv1.AdmissionPolicy_ADMISSION_POLICY_RELAXED, MinSuccessPermille: 700}}}}},
+		// Co-reservation (still envelope version 2).
+		{"21_co_reserve.bin", 3_110, &fsmv1.Command{Type: fsmv1.Command_TYPE_CO_RESERVE, Owner: "broker-6", IdempotencyKey: "co1",
+			Payload: &fsmv1.Command_CoReserve{CoReserve: &fsmv1.CoReserve{Id: "co-1",
+				Subs:       []*fsmv1.CoSub{{Amount: 4, StartMillis: 40_000, DurationMillis: 10_000}, {Amount: 40, StartMillis: 100_000, DurationMillis: 5_000}},
+				Candidates: []string{"batch", "cluster/cores"}, MinJointPermille: 500, Labels: labels}}}},
 	}
 }
+
+// policyGolden is the number of golden entries pinned by
+// snapshot-v1-policies.golden (entries added later have their own
+// snapshot, so that file stays as it was recorded).
+const policyGolden = 20
 
 // legacyGolden is the number of golden entries written by envelope
 // version 1; snapshot-v1.golden pins the state after exactly these, so
@@ -91,6 +101,7 @@ var goldenStatuses = []fsmv1.Result_Status{
 	// 18: gpu still carries job-1, booked outside the scheduler, so it
 	// cannot become RELAXED.
 	OK, OK, CONFLICT, OK, OK,
+	OK,
 }
 
 func checkGolden(t *testing.T, path string, got []byte) {
@@ -175,7 +186,7 @@ func TestGoldenSnapshot(t *testing.T) {
 // scheduler's part of the snapshot (items, policies on resource rows) is
 // pinned as well.
 func TestGoldenPolicySnapshot(t *testing.T) {
-	g := goldenReplay(t, len(goldenCommands()), "snapshot-v1-policies.golden")
+	g := goldenReplay(t, policyGolden, "snapshot-v1-policies.golden")
 	job, _ := g.Get("sim-1")
 	if job.GetKind() != JOB || job.GetStartMillis() != 30_000 || job.GetPushes() != 1 || job.GetState() != COMMITTED {
 		t.Errorf("sim-1 after the move: %v", job)
@@ -241,4 +252,17 @@ func goldenReplay(t *testing.T, n int, name string) *FSM {
 		t.Fatal("stored snapshot does not re-encode to the same bytes")
 	}
 	return g
+}
+
+// TestGoldenCoReserveSnapshot pins the snapshot after every golden entry,
+// the co-reservation included: its sub-reservations are scheduler items.
+func TestGoldenCoReserveSnapshot(t *testing.T) {
+	g := goldenReplay(t, len(goldenCommands()), "snapshot-v1-coreserve.golden")
+	want := map[string]string{"co-1/0": "batch", "co-1/1": "cluster/cores"}
+	for id, res := range want {
+		r, ok := g.Get(id)
+		if !ok || r.GetState() != COMMITTED || r.GetParts()[0].GetResource() != res || r.GetProbabilityPermille() != 1000 {
+			t.Errorf("%s: %v, want COMMITTED on %s", id, r, res)
+		}
+	}
 }

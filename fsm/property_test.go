@@ -105,8 +105,8 @@ func (g *gen) policySpec() *fsmv1.PolicySpec {
 }
 
 // policyCommand makes c (by k in 0..23) a SET_POLICY, a SUBMIT_JOB, a
-// one-part reservation that contends for a policy resource soon, or a
-// completion at the log time (what teaches the release model).
+// CO_RESERVE, a one-part reservation that contends for a policy resource
+// soon, or a completion at the log time (what teaches the release model).
 func (g *gen) policyCommand(c *fsmv1.Command, k int) {
 	switch {
 	case k < 10:
@@ -137,6 +137,9 @@ func (g *gen) policyCommand(c *fsmv1.Command, k int) {
 		c.Type = fsmv1.Command_TYPE_SET_POLICY
 		c.Payload = &fsmv1.Command_SetPolicy{SetPolicy: &fsmv1.SetPolicy{Name: name, Policy: g.policySpec()}}
 		return
+	case k >= 23:
+		g.coReserve(c)
+		return
 	}
 	j := &fsmv1.SubmitJob{
 		Part:            g.parts()[0],
@@ -149,6 +152,33 @@ func (g *gen) policyCommand(c *fsmv1.Command, k int) {
 	}
 	c.Type = fsmv1.Command_TYPE_SUBMIT_JOB
 	c.Payload = &fsmv1.Command_SubmitJob{SubmitJob: j}
+}
+
+// coReserve makes c a CO_RESERVE of 1..3 sub-requests soon over 1..3
+// candidates (sometimes the same one twice, or a zero amount).
+func (g *gen) coReserve(c *fsmv1.Command) {
+	co := &fsmv1.CoReserve{MinJointPermille: []uint32{0, 0, 300, 900}[g.r.IntN(4)]}
+	if g.r.IntN(2) == 0 {
+		co.Id = g.pick([]string{"a", "b", "c", "d", "e", "f"})
+	}
+	for range 1 + g.r.IntN(3) {
+		co.Subs = append(co.Subs, &fsmv1.CoSub{Amount: g.amount(), StartMillis: g.now + int64(g.r.IntN(400)) - 20, DurationMillis: int64(g.r.IntN(200))})
+		co.Candidates = append(co.Candidates, g.pick([]string{"cpu", "gpu", "net", "lax", "lax"}))
+	}
+	c.Type = fsmv1.Command_TYPE_CO_RESERVE
+	c.Payload = &fsmv1.Command_CoReserve{CoReserve: co}
+}
+
+// resultIDs returns the reservation IDs a result names.
+func resultIDs(res *fsmv1.Result) []string {
+	var ids []string
+	if r := res.GetReservation(); r != nil {
+		ids = append(ids, r.GetId())
+	}
+	for _, p := range res.GetCoAdmission().GetPlacements() {
+		ids = append(ids, p.GetReservation().GetId())
+	}
+	return ids
 }
 
 // tableCommand makes c one of the reservation and resource commands.
@@ -321,8 +351,8 @@ func TestDeterminism(t *testing.T) {
 				if !bytes.Equal(ra, rb) {
 					t.Fatalf("seed %d step %d: results differ", seed, i)
 				}
-				if res, err := DecodeResult(ra); err == nil && res.GetReservation() != nil {
-					g.ids = append(g.ids, res.GetReservation().GetId())
+				if res, err := DecodeResult(ra); err == nil {
+					g.ids = append(g.ids, resultIDs(res)...)
 				}
 				if c != nil {
 					if rc := c.ApplyCommand(idx, cmd); !bytes.Equal(ra, rc) {
@@ -360,6 +390,7 @@ func TestStreamCoverage(t *testing.T) {
 	cfg.HistoryLimit = 100_000
 	seen := map[fsmv1.Result_Status]int{}
 	events := map[fsmv1.Event_Type]int{}
+	coAdmitted := 0
 	for seed := range uint64(6) {
 		g := &gen{r: rand.New(rand.NewPCG(seed, 0x1ed9e4)), now: 1_000}
 		h := newHarness(t, cfg)
@@ -369,9 +400,10 @@ func TestStreamCoverage(t *testing.T) {
 				t.Fatal(err)
 			}
 			seen[res.GetStatus()]++
-			if res.GetReservation() != nil {
-				g.ids = append(g.ids, res.GetReservation().GetId())
+			if res.GetCoAdmission() != nil {
+				coAdmitted++
 			}
+			g.ids = append(g.ids, resultIDs(res)...)
 		}
 		for _, e := range h.f.History(0, 0) {
 			events[e.GetType()]++
@@ -387,7 +419,10 @@ func TestStreamCoverage(t *testing.T) {
 			t.Errorf("no %s event in the random streams", fsmv1.Event_Type(e))
 		}
 	}
-	t.Logf("statuses %v", seen)
+	if coAdmitted == 0 {
+		t.Error("no admitted co-reservation in the random streams")
+	}
+	t.Logf("statuses %v, %d co-reservations admitted", seen, coAdmitted)
 	t.Logf("events %v", events)
 }
 

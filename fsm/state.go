@@ -324,6 +324,11 @@ func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, [
 			res.Reservation = cur
 		}
 	}
+	for _, p := range res.GetCoAdmission().GetPlacements() {
+		if cur, ok := s.resv[p.GetReservation().GetId()]; ok {
+			p.Reservation = cur
+		}
+	}
 	res.Version = index
 	res.NowMillis = s.now
 	res.Expired = s.expired
@@ -364,6 +369,8 @@ func (s *state) dispatch(cmd *fsmv1.Command) *fsmv1.Result {
 		return s.setPolicy(cmd.GetSetPolicy())
 	case fsmv1.Command_TYPE_SUBMIT_JOB:
 		return s.submitJob(cmd)
+	case fsmv1.Command_TYPE_CO_RESERVE:
+		return s.coReserve(cmd)
 	}
 	// Decode admits only the types above.
 	panic("fsm: unreachable command type " + cmd.GetType().String())

@@ -129,6 +129,9 @@ const (
 	// Submit a variable job: planned at its earliest slot and re-planned
 	// until it starts (payload: submit_job).
 	Command_TYPE_SUBMIT_JOB Command_Type = 13
+	// Co-reserve sub-requests over candidate resources, all or nothing
+	// (payload: co_reserve).
+	Command_TYPE_CO_RESERVE Command_Type = 14
 )
 
 // Enum value maps for Command_Type.
@@ -148,6 +151,7 @@ var (
 		11: "TYPE_COMPLETE",
 		12: "TYPE_SET_POLICY",
 		13: "TYPE_SUBMIT_JOB",
+		14: "TYPE_CO_RESERVE",
 	}
 	Command_Type_value = map[string]int32{
 		"TYPE_UNKNOWN":         0,
@@ -164,6 +168,7 @@ var (
 		"TYPE_COMPLETE":        11,
 		"TYPE_SET_POLICY":      12,
 		"TYPE_SUBMIT_JOB":      13,
+		"TYPE_CO_RESERVE":      14,
 	}
 )
 
@@ -273,7 +278,7 @@ func (x Reservation_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reservation_State.Descriptor instead.
 func (Reservation_State) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17, 0}
 }
 
 // What kind of row this is.
@@ -322,7 +327,7 @@ func (x Reservation_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reservation_Kind.Descriptor instead.
 func (Reservation_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13, 1}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17, 1}
 }
 
 // Outcome class.
@@ -391,7 +396,7 @@ func (x Result_Status) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Result_Status.Descriptor instead.
 func (Result_Status) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21, 0}
 }
 
 // What kind of conflict.
@@ -456,7 +461,7 @@ func (x Conflict_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Conflict_Kind.Descriptor instead.
 func (Conflict_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25, 0}
 }
 
 // What changed.
@@ -580,7 +585,7 @@ func (x Event_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Event_Type.Descriptor instead.
 func (Event_Type) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{22, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{26, 0}
 }
 
 // Command is one log entry: a typed, versioned envelope around one payload.
@@ -617,6 +622,7 @@ type Command struct {
 	//	*Command_Complete
 	//	*Command_SetPolicy
 	//	*Command_SubmitJob
+	//	*Command_CoReserve
 	Payload       isCommand_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -791,6 +797,15 @@ func (x *Command) GetSubmitJob() *SubmitJob {
 	return nil
 }
 
+func (x *Command) GetCoReserve() *CoReserve {
+	if x != nil {
+		if x, ok := x.Payload.(*Command_CoReserve); ok {
+			return x.CoReserve
+		}
+	}
+	return nil
+}
+
 type isCommand_Payload interface {
 	isCommand_Payload()
 }
@@ -845,6 +860,11 @@ type Command_SubmitJob struct {
 	SubmitJob *SubmitJob `protobuf:"bytes,19,opt,name=submit_job,json=submitJob,proto3,oneof"`
 }
 
+type Command_CoReserve struct {
+	// For TYPE_CO_RESERVE.
+	CoReserve *CoReserve `protobuf:"bytes,20,opt,name=co_reserve,json=coReserve,proto3,oneof"`
+}
+
 func (*Command_CreateResource) isCommand_Payload() {}
 
 func (*Command_UpdateResource) isCommand_Payload() {}
@@ -864,6 +884,8 @@ func (*Command_Complete) isCommand_Payload() {}
 func (*Command_SetPolicy) isCommand_Payload() {}
 
 func (*Command_SubmitJob) isCommand_Payload() {}
+
+func (*Command_CoReserve) isCommand_Payload() {}
 
 // PolicySpec is a resource's admission policy with its options.
 // Probabilities are integer permille (1/1000) so that the replicated state
@@ -1075,6 +1097,282 @@ func (x *SubmitJob) GetLabels() map[string]string {
 	return nil
 }
 
+// CoReserve books m sub-requests, each on one of the candidate resources
+// (co-reservation, Xiao & Hu Algorithm 3), all or nothing. Each
+// sub-request goes to the first candidate where it fits rigidly, and only
+// when none exists to the RELAXED candidate with the highest probability
+// of no violation that reaches its v*. Sub-request i is stored as its own
+// COMMITTED reservation with ID "<id>/<i>".
+type CoReserve struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Client-chosen ID of the whole request; empty means the state machine
+	// assigns one from the log index. Same rules as ReservationRequest.id,
+	// and "<id>/<m-1>" must fit in 128 characters.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The sub-requests, 1..64, placed in this order.
+	Subs []*CoSub `protobuf:"bytes,2,rep,name=subs,proto3" json:"subs,omitempty"`
+	// Candidate resources in order of preference, 1..64, distinct.
+	Candidates []string `protobuf:"bytes,3,rep,name=candidates,proto3" json:"candidates,omitempty"`
+	// Least acceptable joint probability of no violation (the product over
+	// the sub-requests), in permille, 0..1000.
+	MinJointPermille uint32 `protobuf:"varint,4,opt,name=min_joint_permille,json=minJointPermille,proto3" json:"min_joint_permille,omitempty"`
+	// Free-form labels kept with every sub-reservation.
+	Labels        map[string]string `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CoReserve) Reset() {
+	*x = CoReserve{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CoReserve) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CoReserve) ProtoMessage() {}
+
+func (x *CoReserve) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CoReserve.ProtoReflect.Descriptor instead.
+func (*CoReserve) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *CoReserve) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CoReserve) GetSubs() []*CoSub {
+	if x != nil {
+		return x.Subs
+	}
+	return nil
+}
+
+func (x *CoReserve) GetCandidates() []string {
+	if x != nil {
+		return x.Candidates
+	}
+	return nil
+}
+
+func (x *CoReserve) GetMinJointPermille() uint32 {
+	if x != nil {
+		return x.MinJointPermille
+	}
+	return 0
+}
+
+func (x *CoReserve) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+// CoSub is one sub-request of a co-reservation: amount units over
+// [start_millis, start_millis + duration_millis) on one resource.
+type CoSub struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Units, > 0.
+	Amount int64 `protobuf:"varint,1,opt,name=amount,proto3" json:"amount,omitempty"`
+	// Exact start, not before the log time.
+	StartMillis int64 `protobuf:"varint,2,opt,name=start_millis,json=startMillis,proto3" json:"start_millis,omitempty"`
+	// Length, > 0.
+	DurationMillis int64 `protobuf:"varint,3,opt,name=duration_millis,json=durationMillis,proto3" json:"duration_millis,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *CoSub) Reset() {
+	*x = CoSub{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CoSub) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CoSub) ProtoMessage() {}
+
+func (x *CoSub) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CoSub.ProtoReflect.Descriptor instead.
+func (*CoSub) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *CoSub) GetAmount() int64 {
+	if x != nil {
+		return x.Amount
+	}
+	return 0
+}
+
+func (x *CoSub) GetStartMillis() int64 {
+	if x != nil {
+		return x.StartMillis
+	}
+	return 0
+}
+
+func (x *CoSub) GetDurationMillis() int64 {
+	if x != nil {
+		return x.DurationMillis
+	}
+	return 0
+}
+
+// CoAdmission is the outcome of an admitted co-reservation.
+type CoAdmission struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One placement per sub-request, in request order.
+	Placements []*CoPlacement `protobuf:"bytes,1,rep,name=placements,proto3" json:"placements,omitempty"`
+	// The joint probability of no violation (product of the placements'
+	// probabilities), permille, floor.
+	JointPermille uint32 `protobuf:"varint,2,opt,name=joint_permille,json=jointPermille,proto3" json:"joint_permille,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CoAdmission) Reset() {
+	*x = CoAdmission{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CoAdmission) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CoAdmission) ProtoMessage() {}
+
+func (x *CoAdmission) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CoAdmission.ProtoReflect.Descriptor instead.
+func (*CoAdmission) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CoAdmission) GetPlacements() []*CoPlacement {
+	if x != nil {
+		return x.Placements
+	}
+	return nil
+}
+
+func (x *CoAdmission) GetJointPermille() uint32 {
+	if x != nil {
+		return x.JointPermille
+	}
+	return 0
+}
+
+// CoPlacement is where one sub-request was booked.
+type CoPlacement struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The chosen resource.
+	Resource string `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// Estimated probability of no violation, permille (floor; 1000 for a
+	// rigid fit).
+	ProbabilityPermille uint32 `protobuf:"varint,2,opt,name=probability_permille,json=probabilityPermille,proto3" json:"probability_permille,omitempty"`
+	// The sub-reservation "<id>/<i>" as it stands after the entry.
+	Reservation   *Reservation `protobuf:"bytes,3,opt,name=reservation,proto3" json:"reservation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CoPlacement) Reset() {
+	*x = CoPlacement{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CoPlacement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CoPlacement) ProtoMessage() {}
+
+func (x *CoPlacement) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CoPlacement.ProtoReflect.Descriptor instead.
+func (*CoPlacement) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CoPlacement) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *CoPlacement) GetProbabilityPermille() uint32 {
+	if x != nil {
+		return x.ProbabilityPermille
+	}
+	return 0
+}
+
+func (x *CoPlacement) GetReservation() *Reservation {
+	if x != nil {
+		return x.Reservation
+	}
+	return nil
+}
+
 // CreateResource adds a bookable resource.
 type CreateResource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1094,7 +1392,7 @@ type CreateResource struct {
 
 func (x *CreateResource) Reset() {
 	*x = CreateResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1106,7 +1404,7 @@ func (x *CreateResource) String() string {
 func (*CreateResource) ProtoMessage() {}
 
 func (x *CreateResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1119,7 +1417,7 @@ func (x *CreateResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateResource.ProtoReflect.Descriptor instead.
 func (*CreateResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{4}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CreateResource) GetName() string {
@@ -1177,7 +1475,7 @@ type UpdateResource struct {
 
 func (x *UpdateResource) Reset() {
 	*x = UpdateResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1189,7 +1487,7 @@ func (x *UpdateResource) String() string {
 func (*UpdateResource) ProtoMessage() {}
 
 func (x *UpdateResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1202,7 +1500,7 @@ func (x *UpdateResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateResource.ProtoReflect.Descriptor instead.
 func (*UpdateResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{5}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UpdateResource) GetName() string {
@@ -1244,7 +1542,7 @@ type DeleteResource struct {
 
 func (x *DeleteResource) Reset() {
 	*x = DeleteResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1256,7 +1554,7 @@ func (x *DeleteResource) String() string {
 func (*DeleteResource) ProtoMessage() {}
 
 func (x *DeleteResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1269,7 +1567,7 @@ func (x *DeleteResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResource.ProtoReflect.Descriptor instead.
 func (*DeleteResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{6}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DeleteResource) GetName() string {
@@ -1292,7 +1590,7 @@ type Part struct {
 
 func (x *Part) Reset() {
 	*x = Part{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1304,7 +1602,7 @@ func (x *Part) String() string {
 func (*Part) ProtoMessage() {}
 
 func (x *Part) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1317,7 +1615,7 @@ func (x *Part) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Part.ProtoReflect.Descriptor instead.
 func (*Part) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{7}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Part) GetResource() string {
@@ -1364,7 +1662,7 @@ type ReservationRequest struct {
 
 func (x *ReservationRequest) Reset() {
 	*x = ReservationRequest{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1376,7 +1674,7 @@ func (x *ReservationRequest) String() string {
 func (*ReservationRequest) ProtoMessage() {}
 
 func (x *ReservationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1389,7 +1687,7 @@ func (x *ReservationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationRequest.ProtoReflect.Descriptor instead.
 func (*ReservationRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{8}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ReservationRequest) GetId() string {
@@ -1459,7 +1757,7 @@ type Target struct {
 
 func (x *Target) Reset() {
 	*x = Target{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1471,7 +1769,7 @@ func (x *Target) String() string {
 func (*Target) ProtoMessage() {}
 
 func (x *Target) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1484,7 +1782,7 @@ func (x *Target) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Target.ProtoReflect.Descriptor instead.
 func (*Target) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{9}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Target) GetId() string {
@@ -1518,7 +1816,7 @@ type Modify struct {
 
 func (x *Modify) Reset() {
 	*x = Modify{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1530,7 +1828,7 @@ func (x *Modify) String() string {
 func (*Modify) ProtoMessage() {}
 
 func (x *Modify) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1543,7 +1841,7 @@ func (x *Modify) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modify.ProtoReflect.Descriptor instead.
 func (*Modify) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{10}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Modify) GetId() string {
@@ -1599,7 +1897,7 @@ type Complete struct {
 
 func (x *Complete) Reset() {
 	*x = Complete{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1611,7 +1909,7 @@ func (x *Complete) String() string {
 func (*Complete) ProtoMessage() {}
 
 func (x *Complete) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1624,7 +1922,7 @@ func (x *Complete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Complete.ProtoReflect.Descriptor instead.
 func (*Complete) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{11}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Complete) GetId() string {
@@ -1650,7 +1948,7 @@ type Expire struct {
 
 func (x *Expire) Reset() {
 	*x = Expire{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1662,7 +1960,7 @@ func (x *Expire) String() string {
 func (*Expire) ProtoMessage() {}
 
 func (x *Expire) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1675,7 +1973,7 @@ func (x *Expire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expire.ProtoReflect.Descriptor instead.
 func (*Expire) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{12}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{16}
 }
 
 // Reservation is one row of the reservation table.
@@ -1734,7 +2032,7 @@ type Reservation struct {
 
 func (x *Reservation) Reset() {
 	*x = Reservation{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1746,7 +2044,7 @@ func (x *Reservation) String() string {
 func (*Reservation) ProtoMessage() {}
 
 func (x *Reservation) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1759,7 +2057,7 @@ func (x *Reservation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reservation.ProtoReflect.Descriptor instead.
 func (*Reservation) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Reservation) GetId() string {
@@ -1928,7 +2226,7 @@ type Modification struct {
 
 func (x *Modification) Reset() {
 	*x = Modification{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1940,7 +2238,7 @@ func (x *Modification) String() string {
 func (*Modification) ProtoMessage() {}
 
 func (x *Modification) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1953,7 +2251,7 @@ func (x *Modification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modification.ProtoReflect.Descriptor instead.
 func (*Modification) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{14}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Modification) GetParts() []*Part {
@@ -2006,7 +2304,7 @@ type CapacityWindow struct {
 
 func (x *CapacityWindow) Reset() {
 	*x = CapacityWindow{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2018,7 +2316,7 @@ func (x *CapacityWindow) String() string {
 func (*CapacityWindow) ProtoMessage() {}
 
 func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2031,7 +2329,7 @@ func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapacityWindow.ProtoReflect.Descriptor instead.
 func (*CapacityWindow) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{15}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CapacityWindow) GetFromMillis() int64 {
@@ -2081,7 +2379,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2093,7 +2391,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2106,7 +2404,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{16}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Resource) GetName() string {
@@ -2189,6 +2487,8 @@ type Result struct {
 	// Variable jobs whose planned start this entry changed, sorted by id
 	// (all commands: reservations, completions and log time move jobs).
 	Moved []*Move `protobuf:"bytes,9,rep,name=moved,proto3" json:"moved,omitempty"`
+	// The placements of an admitted TYPE_CO_RESERVE.
+	CoAdmission *CoAdmission `protobuf:"bytes,13,opt,name=co_admission,json=coAdmission,proto3" json:"co_admission,omitempty"`
 	// Details for REJECTED, INVALID and CONFLICT.
 	//
 	// Types that are valid to be assigned to Detail:
@@ -2203,7 +2503,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2215,7 +2515,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2228,7 +2528,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Result) GetStatus() Result_Status {
@@ -2290,6 +2590,13 @@ func (x *Result) GetExpired() int64 {
 func (x *Result) GetMoved() []*Move {
 	if x != nil {
 		return x.Moved
+	}
+	return nil
+}
+
+func (x *Result) GetCoAdmission() *CoAdmission {
+	if x != nil {
+		return x.CoAdmission
 	}
 	return nil
 }
@@ -2368,7 +2675,7 @@ type Move struct {
 
 func (x *Move) Reset() {
 	*x = Move{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2380,7 +2687,7 @@ func (x *Move) String() string {
 func (*Move) ProtoMessage() {}
 
 func (x *Move) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2393,7 +2700,7 @@ func (x *Move) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Move.ProtoReflect.Descriptor instead.
 func (*Move) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{18}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Move) GetId() string {
@@ -2430,7 +2737,7 @@ type Rejected struct {
 
 func (x *Rejected) Reset() {
 	*x = Rejected{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2442,7 +2749,7 @@ func (x *Rejected) String() string {
 func (*Rejected) ProtoMessage() {}
 
 func (x *Rejected) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2455,7 +2762,7 @@ func (x *Rejected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejected.ProtoReflect.Descriptor instead.
 func (*Rejected) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Rejected) GetLaterOk() bool {
@@ -2485,7 +2792,7 @@ type Invalid struct {
 
 func (x *Invalid) Reset() {
 	*x = Invalid{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2497,7 +2804,7 @@ func (x *Invalid) String() string {
 func (*Invalid) ProtoMessage() {}
 
 func (x *Invalid) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2510,7 +2817,7 @@ func (x *Invalid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invalid.ProtoReflect.Descriptor instead.
 func (*Invalid) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{20}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Invalid) GetField() string {
@@ -2542,7 +2849,7 @@ type Conflict struct {
 
 func (x *Conflict) Reset() {
 	*x = Conflict{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2554,7 +2861,7 @@ func (x *Conflict) String() string {
 func (*Conflict) ProtoMessage() {}
 
 func (x *Conflict) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2567,7 +2874,7 @@ func (x *Conflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conflict.ProtoReflect.Descriptor instead.
 func (*Conflict) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Conflict) GetKind() Conflict_Kind {
@@ -2612,7 +2919,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2624,7 +2931,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2637,7 +2944,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{22}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Event) GetVersion() uint64 {
@@ -2699,7 +3006,7 @@ type IdempotencyRecord struct {
 
 func (x *IdempotencyRecord) Reset() {
 	*x = IdempotencyRecord{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2711,7 +3018,7 @@ func (x *IdempotencyRecord) String() string {
 func (*IdempotencyRecord) ProtoMessage() {}
 
 func (x *IdempotencyRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2724,7 +3031,7 @@ func (x *IdempotencyRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IdempotencyRecord.ProtoReflect.Descriptor instead.
 func (*IdempotencyRecord) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{23}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *IdempotencyRecord) GetOwner() string {
@@ -2785,7 +3092,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2797,7 +3104,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2810,7 +3117,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{24}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Snapshot) GetAppliedIndex() uint64 {
@@ -2901,7 +3208,7 @@ type SchedulerItem struct {
 
 func (x *SchedulerItem) Reset() {
 	*x = SchedulerItem{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2913,7 +3220,7 @@ func (x *SchedulerItem) String() string {
 func (*SchedulerItem) ProtoMessage() {}
 
 func (x *SchedulerItem) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2926,7 +3233,7 @@ func (x *SchedulerItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerItem.ProtoReflect.Descriptor instead.
 func (*SchedulerItem) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SchedulerItem) GetId() string {
@@ -3024,7 +3331,7 @@ type ReleaseModel struct {
 
 func (x *ReleaseModel) Reset() {
 	*x = ReleaseModel{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3036,7 +3343,7 @@ func (x *ReleaseModel) String() string {
 func (*ReleaseModel) ProtoMessage() {}
 
 func (x *ReleaseModel) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3049,7 +3356,7 @@ func (x *ReleaseModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseModel.ProtoReflect.Descriptor instead.
 func (*ReleaseModel) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{26}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ReleaseModel) GetPriorWeight() int64 {
@@ -3093,7 +3400,7 @@ type RatioCount struct {
 
 func (x *RatioCount) Reset() {
 	*x = RatioCount{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3105,7 +3412,7 @@ func (x *RatioCount) String() string {
 func (*RatioCount) ProtoMessage() {}
 
 func (x *RatioCount) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3118,7 +3425,7 @@ func (x *RatioCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RatioCount.ProtoReflect.Descriptor instead.
 func (*RatioCount) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RatioCount) GetPermille() uint32 {
@@ -3148,7 +3455,7 @@ type OwnerRatios struct {
 
 func (x *OwnerRatios) Reset() {
 	*x = OwnerRatios{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3160,7 +3467,7 @@ func (x *OwnerRatios) String() string {
 func (*OwnerRatios) ProtoMessage() {}
 
 func (x *OwnerRatios) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3173,7 +3480,7 @@ func (x *OwnerRatios) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OwnerRatios.ProtoReflect.Descriptor instead.
 func (*OwnerRatios) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{28}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *OwnerRatios) GetOwner() string {
@@ -3194,7 +3501,7 @@ var File_ledgerd_fsm_v1_fsm_proto protoreflect.FileDescriptor
 
 const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\n" +
-	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xe0\b\n" +
+	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xb1\t\n" +
 	"\aCommand\x120\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1c.ledgerd.fsm.v1.Command.TypeR\x04type\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\rR\aversion\x12\x1d\n" +
@@ -3217,7 +3524,9 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\n" +
 	"set_policy\x18\x12 \x01(\v2\x19.ledgerd.fsm.v1.SetPolicyH\x00R\tsetPolicy\x12:\n" +
 	"\n" +
-	"submit_job\x18\x13 \x01(\v2\x19.ledgerd.fsm.v1.SubmitJobH\x00R\tsubmitJob\"\x98\x02\n" +
+	"submit_job\x18\x13 \x01(\v2\x19.ledgerd.fsm.v1.SubmitJobH\x00R\tsubmitJob\x12:\n" +
+	"\n" +
+	"co_reserve\x18\x14 \x01(\v2\x19.ledgerd.fsm.v1.CoReserveH\x00R\tcoReserve\"\xad\x02\n" +
 	"\x04Type\x12\x10\n" +
 	"\fTYPE_UNKNOWN\x10\x00\x12\x18\n" +
 	"\x14TYPE_CREATE_RESOURCE\x10\x01\x12\x18\n" +
@@ -3234,7 +3543,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x12\x11\n" +
 	"\rTYPE_COMPLETE\x10\v\x12\x13\n" +
 	"\x0fTYPE_SET_POLICY\x10\f\x12\x13\n" +
-	"\x0fTYPE_SUBMIT_JOB\x10\rB\t\n" +
+	"\x0fTYPE_SUBMIT_JOB\x10\r\x12\x13\n" +
+	"\x0fTYPE_CO_RESERVE\x10\x0eB\t\n" +
 	"\apayload\"\x96\x01\n" +
 	"\n" +
 	"PolicySpec\x127\n" +
@@ -3253,7 +3563,31 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x06labels\x18\x05 \x03(\v2%.ledgerd.fsm.v1.SubmitJob.LabelsEntryR\x06labels\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x87\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8e\x02\n" +
+	"\tCoReserve\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12)\n" +
+	"\x04subs\x18\x02 \x03(\v2\x15.ledgerd.fsm.v1.CoSubR\x04subs\x12\x1e\n" +
+	"\n" +
+	"candidates\x18\x03 \x03(\tR\n" +
+	"candidates\x12,\n" +
+	"\x12min_joint_permille\x18\x04 \x01(\rR\x10minJointPermille\x12=\n" +
+	"\x06labels\x18\x05 \x03(\v2%.ledgerd.fsm.v1.CoReserve.LabelsEntryR\x06labels\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"k\n" +
+	"\x05CoSub\x12\x16\n" +
+	"\x06amount\x18\x01 \x01(\x03R\x06amount\x12!\n" +
+	"\fstart_millis\x18\x02 \x01(\x03R\vstartMillis\x12'\n" +
+	"\x0fduration_millis\x18\x03 \x01(\x03R\x0edurationMillis\"q\n" +
+	"\vCoAdmission\x12;\n" +
+	"\n" +
+	"placements\x18\x01 \x03(\v2\x1b.ledgerd.fsm.v1.CoPlacementR\n" +
+	"placements\x12%\n" +
+	"\x0ejoint_permille\x18\x02 \x01(\rR\rjointPermille\"\x9b\x01\n" +
+	"\vCoPlacement\x12\x1a\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\x121\n" +
+	"\x14probability_permille\x18\x02 \x01(\rR\x13probabilityPermille\x12=\n" +
+	"\vreservation\x18\x03 \x01(\v2\x1b.ledgerd.fsm.v1.ReservationR\vreservation\"\x87\x02\n" +
 	"\x0eCreateResource\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bcapacity\x18\x02 \x01(\x03R\bcapacity\x12\x12\n" +
@@ -3372,7 +3706,7 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x06policy\x18\b \x01(\v2\x1a.ledgerd.fsm.v1.PolicySpecR\x06policy\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb8\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf8\x05\n" +
 	"\x06Result\x125\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1d.ledgerd.fsm.v1.Result.StatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x18\n" +
@@ -3383,7 +3717,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\vreservation\x18\x06 \x01(\v2\x1b.ledgerd.fsm.v1.ReservationR\vreservation\x124\n" +
 	"\bresource\x18\a \x01(\v2\x18.ledgerd.fsm.v1.ResourceR\bresource\x12\x18\n" +
 	"\aexpired\x18\b \x01(\x03R\aexpired\x12*\n" +
-	"\x05moved\x18\t \x03(\v2\x14.ledgerd.fsm.v1.MoveR\x05moved\x126\n" +
+	"\x05moved\x18\t \x03(\v2\x14.ledgerd.fsm.v1.MoveR\x05moved\x12>\n" +
+	"\fco_admission\x18\r \x01(\v2\x1b.ledgerd.fsm.v1.CoAdmissionR\vcoAdmission\x126\n" +
 	"\brejected\x18\n" +
 	" \x01(\v2\x18.ledgerd.fsm.v1.RejectedH\x00R\brejected\x123\n" +
 	"\ainvalid\x18\v \x01(\v2\x17.ledgerd.fsm.v1.InvalidH\x00R\ainvalid\x126\n" +
@@ -3510,7 +3845,7 @@ func file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP() []byte {
 }
 
 var file_ledgerd_fsm_v1_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_ledgerd_fsm_v1_fsm_proto_goTypes = []any{
 	(AdmissionPolicy)(0),       // 0: ledgerd.fsm.v1.AdmissionPolicy
 	(Command_Type)(0),          // 1: ledgerd.fsm.v1.Command.Type
@@ -3523,95 +3858,106 @@ var file_ledgerd_fsm_v1_fsm_proto_goTypes = []any{
 	(*PolicySpec)(nil),         // 8: ledgerd.fsm.v1.PolicySpec
 	(*SetPolicy)(nil),          // 9: ledgerd.fsm.v1.SetPolicy
 	(*SubmitJob)(nil),          // 10: ledgerd.fsm.v1.SubmitJob
-	(*CreateResource)(nil),     // 11: ledgerd.fsm.v1.CreateResource
-	(*UpdateResource)(nil),     // 12: ledgerd.fsm.v1.UpdateResource
-	(*DeleteResource)(nil),     // 13: ledgerd.fsm.v1.DeleteResource
-	(*Part)(nil),               // 14: ledgerd.fsm.v1.Part
-	(*ReservationRequest)(nil), // 15: ledgerd.fsm.v1.ReservationRequest
-	(*Target)(nil),             // 16: ledgerd.fsm.v1.Target
-	(*Modify)(nil),             // 17: ledgerd.fsm.v1.Modify
-	(*Complete)(nil),           // 18: ledgerd.fsm.v1.Complete
-	(*Expire)(nil),             // 19: ledgerd.fsm.v1.Expire
-	(*Reservation)(nil),        // 20: ledgerd.fsm.v1.Reservation
-	(*Modification)(nil),       // 21: ledgerd.fsm.v1.Modification
-	(*CapacityWindow)(nil),     // 22: ledgerd.fsm.v1.CapacityWindow
-	(*Resource)(nil),           // 23: ledgerd.fsm.v1.Resource
-	(*Result)(nil),             // 24: ledgerd.fsm.v1.Result
-	(*Move)(nil),               // 25: ledgerd.fsm.v1.Move
-	(*Rejected)(nil),           // 26: ledgerd.fsm.v1.Rejected
-	(*Invalid)(nil),            // 27: ledgerd.fsm.v1.Invalid
-	(*Conflict)(nil),           // 28: ledgerd.fsm.v1.Conflict
-	(*Event)(nil),              // 29: ledgerd.fsm.v1.Event
-	(*IdempotencyRecord)(nil),  // 30: ledgerd.fsm.v1.IdempotencyRecord
-	(*Snapshot)(nil),           // 31: ledgerd.fsm.v1.Snapshot
-	(*SchedulerItem)(nil),      // 32: ledgerd.fsm.v1.SchedulerItem
-	(*ReleaseModel)(nil),       // 33: ledgerd.fsm.v1.ReleaseModel
-	(*RatioCount)(nil),         // 34: ledgerd.fsm.v1.RatioCount
-	(*OwnerRatios)(nil),        // 35: ledgerd.fsm.v1.OwnerRatios
-	nil,                        // 36: ledgerd.fsm.v1.SubmitJob.LabelsEntry
-	nil,                        // 37: ledgerd.fsm.v1.CreateResource.LabelsEntry
-	nil,                        // 38: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	nil,                        // 39: ledgerd.fsm.v1.Reservation.LabelsEntry
-	nil,                        // 40: ledgerd.fsm.v1.Resource.LabelsEntry
+	(*CoReserve)(nil),          // 11: ledgerd.fsm.v1.CoReserve
+	(*CoSub)(nil),              // 12: ledgerd.fsm.v1.CoSub
+	(*CoAdmission)(nil),        // 13: ledgerd.fsm.v1.CoAdmission
+	(*CoPlacement)(nil),        // 14: ledgerd.fsm.v1.CoPlacement
+	(*CreateResource)(nil),     // 15: ledgerd.fsm.v1.CreateResource
+	(*UpdateResource)(nil),     // 16: ledgerd.fsm.v1.UpdateResource
+	(*DeleteResource)(nil),     // 17: ledgerd.fsm.v1.DeleteResource
+	(*Part)(nil),               // 18: ledgerd.fsm.v1.Part
+	(*ReservationRequest)(nil), // 19: ledgerd.fsm.v1.ReservationRequest
+	(*Target)(nil),             // 20: ledgerd.fsm.v1.Target
+	(*Modify)(nil),             // 21: ledgerd.fsm.v1.Modify
+	(*Complete)(nil),           // 22: ledgerd.fsm.v1.Complete
+	(*Expire)(nil),             // 23: ledgerd.fsm.v1.Expire
+	(*Reservation)(nil),        // 24: ledgerd.fsm.v1.Reservation
+	(*Modification)(nil),       // 25: ledgerd.fsm.v1.Modification
+	(*CapacityWindow)(nil),     // 26: ledgerd.fsm.v1.CapacityWindow
+	(*Resource)(nil),           // 27: ledgerd.fsm.v1.Resource
+	(*Result)(nil),             // 28: ledgerd.fsm.v1.Result
+	(*Move)(nil),               // 29: ledgerd.fsm.v1.Move
+	(*Rejected)(nil),           // 30: ledgerd.fsm.v1.Rejected
+	(*Invalid)(nil),            // 31: ledgerd.fsm.v1.Invalid
+	(*Conflict)(nil),           // 32: ledgerd.fsm.v1.Conflict
+	(*Event)(nil),              // 33: ledgerd.fsm.v1.Event
+	(*IdempotencyRecord)(nil),  // 34: ledgerd.fsm.v1.IdempotencyRecord
+	(*Snapshot)(nil),           // 35: ledgerd.fsm.v1.Snapshot
+	(*SchedulerItem)(nil),      // 36: ledgerd.fsm.v1.SchedulerItem
+	(*ReleaseModel)(nil),       // 37: ledgerd.fsm.v1.ReleaseModel
+	(*RatioCount)(nil),         // 38: ledgerd.fsm.v1.RatioCount
+	(*OwnerRatios)(nil),        // 39: ledgerd.fsm.v1.OwnerRatios
+	nil,                        // 40: ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	nil,                        // 41: ledgerd.fsm.v1.CoReserve.LabelsEntry
+	nil,                        // 42: ledgerd.fsm.v1.CreateResource.LabelsEntry
+	nil,                        // 43: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	nil,                        // 44: ledgerd.fsm.v1.Reservation.LabelsEntry
+	nil,                        // 45: ledgerd.fsm.v1.Resource.LabelsEntry
 }
 var file_ledgerd_fsm_v1_fsm_proto_depIdxs = []int32{
 	1,  // 0: ledgerd.fsm.v1.Command.type:type_name -> ledgerd.fsm.v1.Command.Type
-	11, // 1: ledgerd.fsm.v1.Command.create_resource:type_name -> ledgerd.fsm.v1.CreateResource
-	12, // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
-	13, // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
-	15, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
-	16, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
-	17, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
-	19, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
-	18, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
+	15, // 1: ledgerd.fsm.v1.Command.create_resource:type_name -> ledgerd.fsm.v1.CreateResource
+	16, // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
+	17, // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
+	19, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
+	20, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
+	21, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
+	23, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
+	22, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
 	9,  // 9: ledgerd.fsm.v1.Command.set_policy:type_name -> ledgerd.fsm.v1.SetPolicy
 	10, // 10: ledgerd.fsm.v1.Command.submit_job:type_name -> ledgerd.fsm.v1.SubmitJob
-	0,  // 11: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
-	8,  // 12: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	14, // 13: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
-	36, // 14: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
-	37, // 15: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
-	8,  // 16: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	14, // 17: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
-	38, // 18: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	14, // 19: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
-	39, // 20: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
-	14, // 21: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
-	2,  // 22: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	21, // 23: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
-	3,  // 24: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	14, // 25: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
-	40, // 26: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
-	22, // 27: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
-	8,  // 28: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	4,  // 29: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
-	20, // 30: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	23, // 31: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
-	25, // 32: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
-	26, // 33: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
-	27, // 34: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
-	28, // 35: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
-	5,  // 36: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
-	2,  // 37: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	6,  // 38: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
-	20, // 39: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	23, // 40: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
-	24, // 41: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
-	23, // 42: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
-	20, // 43: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
-	30, // 44: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
-	29, // 45: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
-	32, // 46: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
-	33, // 47: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
-	3,  // 48: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	34, // 49: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
-	35, // 50: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
-	34, // 51: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
-	52, // [52:52] is the sub-list for method output_type
-	52, // [52:52] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	11, // 11: ledgerd.fsm.v1.Command.co_reserve:type_name -> ledgerd.fsm.v1.CoReserve
+	0,  // 12: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
+	8,  // 13: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	18, // 14: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
+	40, // 15: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	12, // 16: ledgerd.fsm.v1.CoReserve.subs:type_name -> ledgerd.fsm.v1.CoSub
+	41, // 17: ledgerd.fsm.v1.CoReserve.labels:type_name -> ledgerd.fsm.v1.CoReserve.LabelsEntry
+	14, // 18: ledgerd.fsm.v1.CoAdmission.placements:type_name -> ledgerd.fsm.v1.CoPlacement
+	24, // 19: ledgerd.fsm.v1.CoPlacement.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	42, // 20: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
+	8,  // 21: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	18, // 22: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
+	43, // 23: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	18, // 24: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
+	44, // 25: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
+	18, // 26: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
+	2,  // 27: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	25, // 28: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
+	3,  // 29: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	18, // 30: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
+	45, // 31: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
+	26, // 32: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
+	8,  // 33: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	4,  // 34: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
+	24, // 35: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	27, // 36: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
+	29, // 37: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
+	13, // 38: ledgerd.fsm.v1.Result.co_admission:type_name -> ledgerd.fsm.v1.CoAdmission
+	30, // 39: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
+	31, // 40: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
+	32, // 41: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
+	5,  // 42: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
+	2,  // 43: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	6,  // 44: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
+	24, // 45: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	27, // 46: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
+	28, // 47: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
+	27, // 48: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
+	24, // 49: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
+	34, // 50: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
+	33, // 51: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
+	36, // 52: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
+	37, // 53: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
+	3,  // 54: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	38, // 55: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
+	39, // 56: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
+	38, // 57: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
+	58, // [58:58] is the sub-list for method output_type
+	58, // [58:58] is the sub-list for method input_type
+	58, // [58:58] is the sub-list for extension type_name
+	58, // [58:58] is the sub-list for extension extendee
+	0,  // [0:58] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_fsm_v1_fsm_proto_init() }
@@ -3630,12 +3976,13 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 		(*Command_Complete)(nil),
 		(*Command_SetPolicy)(nil),
 		(*Command_SubmitJob)(nil),
+		(*Command_CoReserve)(nil),
 	}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[5].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[8].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[10].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[11].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[17].OneofWrappers = []any{
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[9].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[12].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[14].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[15].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[21].OneofWrappers = []any{
 		(*Result_Rejected)(nil),
 		(*Result_Invalid)(nil),
 		(*Result_Conflict)(nil),
@@ -3646,7 +3993,7 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_fsm_v1_fsm_proto_rawDesc), len(file_ledgerd_fsm_v1_fsm_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   34,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

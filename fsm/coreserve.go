@@ -1,0 +1,135 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"github.com/ledgerd/ledgerd/planner"
+)
+
+// Co-reservation (TYPE_CO_RESERVE): m sub-requests placed over candidate
+// resources by Scheduler.CoReserve, all or nothing. Sub-request i becomes
+// its own scheduled reservation row "<id>/<i>" (the scheduler's item ID),
+// so Cancel, Complete, violations and snapshots treat it like any other
+// reservation admitted through the scheduler.
+
+// coSubID is the row and scheduler item ID of sub-request i; '/' is not
+// allowed in client IDs, so it never collides with one.
+func coSubID(id string, i int) string { return fmt.Sprintf("%s/%d", id, i) }
+
+// coReserve applies TYPE_CO_RESERVE.
+func (s *state) coReserve(cmd *fsmv1.Command) *fsmv1.Result {
+	c := cmd.GetCoReserve()
+	id, bad := s.newID(cmd, "co_reserve.id", c.GetId())
+	if bad != nil {
+		return bad
+	}
+	if bad := s.checkCoReserve(id, c); bad != nil {
+		return bad
+	}
+	subs := make([]planner.SubRequest, len(c.GetSubs()))
+	for i, sub := range c.GetSubs() {
+		subs[i] = planner.SubRequest{Amount: sub.GetAmount(), Start: sub.GetStartMillis(), Duration: sub.GetDurationMillis()}
+	}
+	minJoint := float64(c.GetMinJointPermille()) / 1000
+	adm, err := s.scheduler().CoReserve(id, cmd.GetOwner(), subs, c.GetCandidates(), minJoint)
+	if err != nil {
+		if errors.Is(err, planner.ErrNoCapacity) {
+			return rejected(planner.Decision{}, fmt.Sprintf("co-reservation not admitted: %v", err))
+		}
+		return s.coPlannerError(err)
+	}
+	out := &fsmv1.CoAdmission{JointPermille: uint32(math.Floor(adm.Joint * 1000))}
+	for i, res := range adm.Mapping {
+		sub := subs[i]
+		r := s.newRow(cmd, coSubID(id, i), c.GetLabels(), []planner.Part{{Resource: res, Amount: sub.Amount}},
+			sub.Start, sub.Start+sub.Duration)
+		r.State = fsmv1.Reservation_STATE_COMMITTED
+		r.ProbabilityPermille = toPermille(adm.Probability[i])
+		// A placement that did not fit rigidly is booked partly or wholly
+		// beyond the free capacity.
+		if it, ok := s.pol.sched.Get(r.Id); ok && it.Overbooked > 0 {
+			r.Relaxed = true
+			s.pol.relaxedAdmissions++
+		}
+		s.put(r.Id, r)
+		s.emit(fsmv1.Event_TYPE_COMMITTED, r, nil)
+		out.Placements = append(out.Placements, &fsmv1.CoPlacement{
+			Resource: res, ProbabilityPermille: r.ProbabilityPermille, Reservation: r,
+		})
+	}
+	return &fsmv1.Result{Status: fsmv1.Result_STATUS_OK, CoAdmission: out}
+}
+
+// checkCoReserve validates a co-reservation before the scheduler sees it,
+// so every refusal names the command's field and nothing is booked.
+func (s *state) checkCoReserve(id string, c *fsmv1.CoReserve) *fsmv1.Result {
+	subs, cands := c.GetSubs(), c.GetCandidates()
+	switch {
+	case len(subs) == 0:
+		return invalid("co_reserve.subs", "must not be empty")
+	case len(subs) > maxParts:
+		return invalid("co_reserve.subs", fmt.Sprintf("more than %d sub-requests", maxParts))
+	case len(cands) == 0:
+		return invalid("co_reserve.candidates", "must not be empty")
+	case len(cands) > maxParts:
+		return invalid("co_reserve.candidates", fmt.Sprintf("more than %d candidates", maxParts))
+	case c.GetMinJointPermille() > 1000:
+		return invalid("co_reserve.min_joint_permille", "must be in 0..1000")
+	case len(coSubID(id, len(subs)-1)) > maxIDLen:
+		return invalid("co_reserve.id", fmt.Sprintf("%q is longer than %d bytes", coSubID(id, len(subs)-1), maxIDLen))
+	}
+	if r := checkLabels("co_reserve.labels", c.GetLabels()); r != nil {
+		return r
+	}
+	seen := make(map[string]bool, len(cands))
+	for i, name := range cands {
+		f := fmt.Sprintf("co_reserve.candidates[%d]", i)
+		if _, ok := s.resources[name]; !ok {
+			return invalid(f, fmt.Sprintf("no resource %q", name))
+		}
+		if seen[name] {
+			return invalid(f, fmt.Sprintf("resource %q named twice", name))
+		}
+		seen[name] = true
+	}
+	for i, sub := range subs {
+		f := fmt.Sprintf("co_reserve.subs[%d].", i)
+		switch {
+		case sub.GetAmount() <= 0:
+			return invalid(f+"amount", "must be > 0")
+		case sub.GetDurationMillis() <= 0:
+			return invalid(f+"duration_millis", "must be > 0")
+		case sub.GetStartMillis() < s.now:
+			return invalid(f+"start_millis", fmt.Sprintf("must not be before the log time %d", s.now))
+		case sub.GetDurationMillis() > planner.MaxTime-sub.GetStartMillis():
+			return invalid(f+"duration_millis", "start + duration overflows")
+		}
+		if _, dup := s.resv[coSubID(id, i)]; dup {
+			return conflict(fsmv1.Conflict_KIND_DUPLICATE_ID, fmt.Sprintf("reservation %q already exists", coSubID(id, i)))
+		}
+	}
+	return nil
+}
+
+// coPlannerError maps a scheduler refusal the checks above did not
+// anticipate, renaming its argument names to the command's fields.
+func (s *state) coPlannerError(err error) *fsmv1.Result {
+	var fe *planner.FieldError
+	if errors.As(err, &fe) {
+		f := fe.Field
+		for _, suf := range []string{"start", "duration"} {
+			if strings.HasSuffix(f, "."+suf) {
+				f += "_millis"
+			}
+		}
+		if f == "min_joint" {
+			f = "min_joint_permille"
+		}
+		return invalid("co_reserve."+f, fe.Reason)
+	}
+	return s.fromPlanner(err, fieldMap{"co_reserve.", nil})
+}
