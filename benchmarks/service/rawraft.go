@@ -14,11 +14,13 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
 )
 
 // RawRaft is the ceiling: n in-process hashicorp/raft nodes on loopback TCP
-// with the store ledgerd uses (raft-boltdb/v2 behind the same log cache),
-// raft's default configuration as in ledgerd, and a no-op FSM. Every write
+// with the store ledgerd uses (raft-boltdb/v2 with the same bolt options,
+// behind the same log cache), ledgerd's raft configuration (raft's defaults
+// and the agent's snapshot settings), and a no-op FSM. Every write
 // of the mix becomes as many Apply calls of a command of ledgerd's size as
 // ledgerd makes Raft entries (hold+commit and modify: two), a read becomes
 // VerifyLeader. Nothing is decided, so nothing is ever rejected.
@@ -47,6 +49,12 @@ type noopSnap struct{}
 
 func (noopSnap) Persist(s raft.SnapshotSink) error { return s.Close() }
 func (noopSnap) Release()                          {}
+
+// boltOptions are the raft.db options of ledgerd's cluster package: no
+// free-list sync on commit, hashmap free list.
+func boltOptions() *bbolt.Options {
+	return &bbolt.Options{NoFreelistSync: true, FreelistType: bbolt.FreelistMapType}
+}
 
 // logCacheSize is the size of the in-memory log cache ledgerd's cluster
 // package puts in front of raft-boltdb.
@@ -88,7 +96,7 @@ func NewRawRaft(n int, dir string) (*RawRaft, error) {
 			r.Close()
 			return nil, fmt.Errorf("rawraft: %w", err)
 		}
-		store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(d, "raft.db")})
+		store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(d, "raft.db"), BoltOptions: boltOptions()})
 		if err != nil {
 			r.Close()
 			return nil, fmt.Errorf("rawraft: store %d: %w", i, err)
@@ -110,6 +118,11 @@ func NewRawRaft(n int, dir string) (*RawRaft, error) {
 		cfg := raft.DefaultConfig()
 		cfg.LocalID = servers[i].ID
 		cfg.Logger = logger
+		// A ledgerd agent's snapshot defaults: snapshots (and the log
+		// compaction behind them) happen within a cell, as on ledgerd.
+		cfg.SnapshotInterval = 10 * time.Second
+		cfg.SnapshotThreshold = 16384
+		cfg.TrailingLogs = 10240
 		node, err := raft.NewRaft(cfg, &noopFSM{}, logs, store, snaps, r.trans[i])
 		if err != nil {
 			r.Close()
