@@ -111,6 +111,13 @@ var apiFields = [][2]string{
 // apiField renames an fsm field path to the public request's, e.g.
 // "request.parts[1].amount" → "shape.parts[1].amount".
 func apiField(f string) string {
+	if rest, ok := strings.CutPrefix(f, "co_reserve."); ok {
+		// subs[i].start_millis → subs[i].start, and duration alike.
+		if strings.HasSuffix(rest, ".start_millis") || strings.HasSuffix(rest, ".duration_millis") {
+			return strings.TrimSuffix(rest, "_millis")
+		}
+		return rest
+	}
 	for _, p := range apiFields {
 		if rest, ok := strings.CutPrefix(f, p[0]); ok {
 			return p[1] + rest

@@ -101,6 +101,8 @@ type Ledger interface {
 	Hold(ctx context.Context, a HoldArgs) (*ledgerdv1.Reservation, []*ledgerdv1.MovedJob, error)
 	// SubmitJob plans a variable job at its earliest slot.
 	SubmitJob(ctx context.Context, a JobArgs) (*ledgerdv1.Reservation, error)
+	// CoReserve books every sub-request on one of the candidates, or none.
+	CoReserve(ctx context.Context, a CoReserveArgs) (*ledgerdv1.CoReserveResponse, error)
 	Commit(ctx context.Context, w Write, id string) (*ledgerdv1.Reservation, error)
 	Abort(ctx context.Context, w Write, id string) (*ledgerdv1.Reservation, error)
 	Modify(ctx context.Context, a ModifyArgs) (*ledgerdv1.Reservation, error)

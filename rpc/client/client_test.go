@@ -32,6 +32,16 @@ func newSite(t *testing.T, servers int) *rpctest.Site {
 	return s
 }
 
+// downBriefly makes the site's log unavailable for 100 ms, as during an
+// election, so that a call started now must be retried.
+func downBriefly(s *rpctest.Site) {
+	s.Log.Down.Store(true)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		s.Log.Down.Store(false)
+	}()
+}
+
 // newClient returns a client over every server of s, starting at server 0.
 func newClient(t *testing.T, s *rpctest.Site, token string) *Client {
 	t.Helper()
@@ -82,11 +92,7 @@ func TestRetriesThroughAnElectionExactlyOnce(t *testing.T) {
 	s := newSite(t, 1)
 	c := newClient(t, s, rpctest.TokenAcme)
 	c.opts.MaxAttempts = 50
-	s.Log.Down.Store(true)
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		s.Log.Down.Store(false)
-	}()
+	downBriefly(s)
 	if _, err := c.Reserve(context.Background(), &ledgerdv1.ReserveRequest{Shape: gpuShape(2, time.Hour)}); err != nil {
 		t.Fatalf("reserve across an election: %v", err)
 	}

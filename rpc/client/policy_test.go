@@ -26,11 +26,7 @@ func TestPolicyCalls(t *testing.T) {
 		t.Fatalf("set policy: %v, %v", res, err)
 	}
 
-	s.Log.Down.Store(true)
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		s.Log.Down.Store(false)
-	}()
+	downBriefly(s)
 	job, err := acme.SubmitJob(ctx, &ledgerdv1.SubmitJobRequest{Resource: "gpu", Amount: 8, Duration: durationpb.New(time.Hour), NotBefore: timestamppb.New(t0.Add(time.Hour))})
 	if err != nil {
 		t.Fatalf("submit across an election: %v", err)

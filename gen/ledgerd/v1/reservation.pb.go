@@ -422,6 +422,284 @@ func (x *SubmitJobResponse) GetReservation() *Reservation {
 	return nil
 }
 
+// CoReserveRequest asks for a co-reservation over candidate resources.
+type CoReserveRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Client-chosen id of the whole request; empty means the server assigns
+	// one. Same characters as SubmitJobRequest.id; "<id>/<n-1>" must fit in
+	// 128 characters.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The sub-requests, 1..64, placed in this order.
+	Subs []*CoSubRequest `protobuf:"bytes,2,rep,name=subs,proto3" json:"subs,omitempty"`
+	// Candidate resources in order of preference, 1..64, distinct.
+	Candidates []string `protobuf:"bytes,3,rep,name=candidates,proto3" json:"candidates,omitempty"`
+	// Least acceptable joint probability of no violation, permille 0..1000.
+	MinJointPermille uint32 `protobuf:"varint,4,opt,name=min_joint_permille,json=minJointPermille,proto3" json:"min_joint_permille,omitempty"`
+	// Labels stored with every sub-reservation.
+	Labels map[string]string `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Deduplicates retries; the Go client fills one in when empty.
+	IdempotencyKey string `protobuf:"bytes,6,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *CoReserveRequest) Reset() {
+	*x = CoReserveRequest{}
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CoReserveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CoReserveRequest) ProtoMessage() {}
+
+func (x *CoReserveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CoReserveRequest.ProtoReflect.Descriptor instead.
+func (*CoReserveRequest) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CoReserveRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CoReserveRequest) GetSubs() []*CoSubRequest {
+	if x != nil {
+		return x.Subs
+	}
+	return nil
+}
+
+func (x *CoReserveRequest) GetCandidates() []string {
+	if x != nil {
+		return x.Candidates
+	}
+	return nil
+}
+
+func (x *CoReserveRequest) GetMinJointPermille() uint32 {
+	if x != nil {
+		return x.MinJointPermille
+	}
+	return 0
+}
+
+func (x *CoReserveRequest) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *CoReserveRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+// CoSubRequest is one sub-request: amount units over [start, start + duration).
+type CoSubRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Units of capacity; must be > 0.
+	Amount int64 `protobuf:"varint,1,opt,name=amount,proto3" json:"amount,omitempty"`
+	// Exact start; must not lie in the past.
+	Start *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=start,proto3" json:"start,omitempty"`
+	// Length; must be > 0.
+	Duration      *durationpb.Duration `protobuf:"bytes,3,opt,name=duration,proto3" json:"duration,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CoSubRequest) Reset() {
+	*x = CoSubRequest{}
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CoSubRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CoSubRequest) ProtoMessage() {}
+
+func (x *CoSubRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CoSubRequest.ProtoReflect.Descriptor instead.
+func (*CoSubRequest) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CoSubRequest) GetAmount() int64 {
+	if x != nil {
+		return x.Amount
+	}
+	return 0
+}
+
+func (x *CoSubRequest) GetStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *CoSubRequest) GetDuration() *durationpb.Duration {
+	if x != nil {
+		return x.Duration
+	}
+	return nil
+}
+
+// CoReserveResponse returns where each sub-request was booked.
+type CoReserveResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One placement per sub-request, in request order.
+	Placements []*CoPlacement `protobuf:"bytes,1,rep,name=placements,proto3" json:"placements,omitempty"`
+	// Joint probability of no violation (product of the placements'),
+	// permille, rounded down.
+	JointPermille uint32 `protobuf:"varint,2,opt,name=joint_permille,json=jointPermille,proto3" json:"joint_permille,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CoReserveResponse) Reset() {
+	*x = CoReserveResponse{}
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CoReserveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CoReserveResponse) ProtoMessage() {}
+
+func (x *CoReserveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CoReserveResponse.ProtoReflect.Descriptor instead.
+func (*CoReserveResponse) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CoReserveResponse) GetPlacements() []*CoPlacement {
+	if x != nil {
+		return x.Placements
+	}
+	return nil
+}
+
+func (x *CoReserveResponse) GetJointPermille() uint32 {
+	if x != nil {
+		return x.JointPermille
+	}
+	return 0
+}
+
+// CoPlacement is where one sub-request was booked.
+type CoPlacement struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The chosen resource.
+	Resource string `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// Estimated probability of no violation, permille rounded down (1000
+	// when it fits without overlap).
+	ProbabilityPermille uint32 `protobuf:"varint,2,opt,name=probability_permille,json=probabilityPermille,proto3" json:"probability_permille,omitempty"`
+	// The sub-reservation "<id>/i", state COMMITTED.
+	Reservation   *Reservation `protobuf:"bytes,3,opt,name=reservation,proto3" json:"reservation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CoPlacement) Reset() {
+	*x = CoPlacement{}
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CoPlacement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CoPlacement) ProtoMessage() {}
+
+func (x *CoPlacement) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CoPlacement.ProtoReflect.Descriptor instead.
+func (*CoPlacement) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *CoPlacement) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *CoPlacement) GetProbabilityPermille() uint32 {
+	if x != nil {
+		return x.ProbabilityPermille
+	}
+	return 0
+}
+
+func (x *CoPlacement) GetReservation() *Reservation {
+	if x != nil {
+		return x.Reservation
+	}
+	return nil
+}
+
 // CommitRequest commits a hold or a pending modification.
 type CommitRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -435,7 +713,7 @@ type CommitRequest struct {
 
 func (x *CommitRequest) Reset() {
 	*x = CommitRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[6]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -447,7 +725,7 @@ func (x *CommitRequest) String() string {
 func (*CommitRequest) ProtoMessage() {}
 
 func (x *CommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[6]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -460,7 +738,7 @@ func (x *CommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRequest.ProtoReflect.Descriptor instead.
 func (*CommitRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{6}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CommitRequest) GetId() string {
@@ -488,7 +766,7 @@ type CommitResponse struct {
 
 func (x *CommitResponse) Reset() {
 	*x = CommitResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[7]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -500,7 +778,7 @@ func (x *CommitResponse) String() string {
 func (*CommitResponse) ProtoMessage() {}
 
 func (x *CommitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[7]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -513,7 +791,7 @@ func (x *CommitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitResponse.ProtoReflect.Descriptor instead.
 func (*CommitResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{7}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CommitResponse) GetReservation() *Reservation {
@@ -536,7 +814,7 @@ type AbortRequest struct {
 
 func (x *AbortRequest) Reset() {
 	*x = AbortRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[8]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -548,7 +826,7 @@ func (x *AbortRequest) String() string {
 func (*AbortRequest) ProtoMessage() {}
 
 func (x *AbortRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[8]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -561,7 +839,7 @@ func (x *AbortRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortRequest.ProtoReflect.Descriptor instead.
 func (*AbortRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{8}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *AbortRequest) GetId() string {
@@ -589,7 +867,7 @@ type AbortResponse struct {
 
 func (x *AbortResponse) Reset() {
 	*x = AbortResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[9]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -601,7 +879,7 @@ func (x *AbortResponse) String() string {
 func (*AbortResponse) ProtoMessage() {}
 
 func (x *AbortResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[9]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -614,7 +892,7 @@ func (x *AbortResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortResponse.ProtoReflect.Descriptor instead.
 func (*AbortResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{9}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AbortResponse) GetReservation() *Reservation {
@@ -641,7 +919,7 @@ type ModifyRequest struct {
 
 func (x *ModifyRequest) Reset() {
 	*x = ModifyRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[10]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -653,7 +931,7 @@ func (x *ModifyRequest) String() string {
 func (*ModifyRequest) ProtoMessage() {}
 
 func (x *ModifyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[10]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -666,7 +944,7 @@ func (x *ModifyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModifyRequest.ProtoReflect.Descriptor instead.
 func (*ModifyRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{10}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ModifyRequest) GetId() string {
@@ -708,7 +986,7 @@ type ModifyResponse struct {
 
 func (x *ModifyResponse) Reset() {
 	*x = ModifyResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[11]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -720,7 +998,7 @@ func (x *ModifyResponse) String() string {
 func (*ModifyResponse) ProtoMessage() {}
 
 func (x *ModifyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[11]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -733,7 +1011,7 @@ func (x *ModifyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModifyResponse.ProtoReflect.Descriptor instead.
 func (*ModifyResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{11}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ModifyResponse) GetReservation() *Reservation {
@@ -756,7 +1034,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[12]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -768,7 +1046,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[12]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -781,7 +1059,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{12}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CancelRequest) GetId() string {
@@ -809,7 +1087,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[13]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -821,7 +1099,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[13]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -834,7 +1112,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{13}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CancelResponse) GetReservation() *Reservation {
@@ -861,7 +1139,7 @@ type CompleteRequest struct {
 
 func (x *CompleteRequest) Reset() {
 	*x = CompleteRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[14]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -873,7 +1151,7 @@ func (x *CompleteRequest) String() string {
 func (*CompleteRequest) ProtoMessage() {}
 
 func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[14]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -886,7 +1164,7 @@ func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
 func (*CompleteRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{14}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CompleteRequest) GetId() string {
@@ -921,7 +1199,7 @@ type CompleteResponse struct {
 
 func (x *CompleteResponse) Reset() {
 	*x = CompleteResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[15]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -933,7 +1211,7 @@ func (x *CompleteResponse) String() string {
 func (*CompleteResponse) ProtoMessage() {}
 
 func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[15]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -946,7 +1224,7 @@ func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
 func (*CompleteResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{15}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CompleteResponse) GetReservation() *Reservation {
@@ -969,7 +1247,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[16]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -981,7 +1259,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[16]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -994,7 +1272,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{16}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetRequest) GetId() string {
@@ -1022,7 +1300,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[17]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1034,7 +1312,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[17]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1047,7 +1325,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{17}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetResponse) GetReservation() *Reservation {
@@ -1082,7 +1360,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[18]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1094,7 +1372,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[18]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1107,7 +1385,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{18}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListRequest) GetResource() string {
@@ -1179,7 +1457,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[19]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1191,7 +1469,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[19]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1204,7 +1482,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{19}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListResponse) GetReservations() []*Reservation {
@@ -1232,7 +1510,7 @@ type FindRequest struct {
 
 func (x *FindRequest) Reset() {
 	*x = FindRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[20]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1244,7 +1522,7 @@ func (x *FindRequest) String() string {
 func (*FindRequest) ProtoMessage() {}
 
 func (x *FindRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[20]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1257,7 +1535,7 @@ func (x *FindRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindRequest.ProtoReflect.Descriptor instead.
 func (*FindRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{20}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *FindRequest) GetShape() *Shape {
@@ -1282,7 +1560,7 @@ type FindResponse struct {
 
 func (x *FindResponse) Reset() {
 	*x = FindResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[21]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1294,7 +1572,7 @@ func (x *FindResponse) String() string {
 func (*FindResponse) ProtoMessage() {}
 
 func (x *FindResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[21]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1307,7 +1585,7 @@ func (x *FindResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindResponse.ProtoReflect.Descriptor instead.
 func (*FindResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{21}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *FindResponse) GetFits() bool {
@@ -1344,7 +1622,7 @@ type OffersRequest struct {
 
 func (x *OffersRequest) Reset() {
 	*x = OffersRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[22]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1356,7 +1634,7 @@ func (x *OffersRequest) String() string {
 func (*OffersRequest) ProtoMessage() {}
 
 func (x *OffersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[22]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1369,7 +1647,7 @@ func (x *OffersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffersRequest.ProtoReflect.Descriptor instead.
 func (*OffersRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{22}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *OffersRequest) GetShape() *Shape {
@@ -1399,7 +1677,7 @@ type Offer struct {
 
 func (x *Offer) Reset() {
 	*x = Offer{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[23]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1411,7 +1689,7 @@ func (x *Offer) String() string {
 func (*Offer) ProtoMessage() {}
 
 func (x *Offer) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[23]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1424,7 +1702,7 @@ func (x *Offer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Offer.ProtoReflect.Descriptor instead.
 func (*Offer) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{23}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Offer) GetStart() *timestamppb.Timestamp {
@@ -1452,7 +1730,7 @@ type OffersResponse struct {
 
 func (x *OffersResponse) Reset() {
 	*x = OffersResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[24]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1464,7 +1742,7 @@ func (x *OffersResponse) String() string {
 func (*OffersResponse) ProtoMessage() {}
 
 func (x *OffersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[24]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1477,7 +1755,7 @@ func (x *OffersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffersResponse.ProtoReflect.Descriptor instead.
 func (*OffersResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{24}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *OffersResponse) GetOffers() []*Offer {
@@ -1502,7 +1780,7 @@ type AvailabilityRequest struct {
 
 func (x *AvailabilityRequest) Reset() {
 	*x = AvailabilityRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[25]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1514,7 +1792,7 @@ func (x *AvailabilityRequest) String() string {
 func (*AvailabilityRequest) ProtoMessage() {}
 
 func (x *AvailabilityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[25]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1527,7 +1805,7 @@ func (x *AvailabilityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AvailabilityRequest.ProtoReflect.Descriptor instead.
 func (*AvailabilityRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{25}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *AvailabilityRequest) GetResource() string {
@@ -1564,7 +1842,7 @@ type AvailabilityResponse struct {
 
 func (x *AvailabilityResponse) Reset() {
 	*x = AvailabilityResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[26]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1576,7 +1854,7 @@ func (x *AvailabilityResponse) String() string {
 func (*AvailabilityResponse) ProtoMessage() {}
 
 func (x *AvailabilityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[26]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1589,7 +1867,7 @@ func (x *AvailabilityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AvailabilityResponse.ProtoReflect.Descriptor instead.
 func (*AvailabilityResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{26}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *AvailabilityResponse) GetResource() *Resource {
@@ -1621,7 +1899,7 @@ type HistoryRequest struct {
 
 func (x *HistoryRequest) Reset() {
 	*x = HistoryRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[27]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1633,7 +1911,7 @@ func (x *HistoryRequest) String() string {
 func (*HistoryRequest) ProtoMessage() {}
 
 func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[27]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1646,7 +1924,7 @@ func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryRequest.ProtoReflect.Descriptor instead.
 func (*HistoryRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{27}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *HistoryRequest) GetFromVersion() uint64 {
@@ -1685,7 +1963,7 @@ type HistoryResponse struct {
 
 func (x *HistoryResponse) Reset() {
 	*x = HistoryResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[28]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1697,7 +1975,7 @@ func (x *HistoryResponse) String() string {
 func (*HistoryResponse) ProtoMessage() {}
 
 func (x *HistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[28]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1710,7 +1988,7 @@ func (x *HistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryResponse.ProtoReflect.Descriptor instead.
 func (*HistoryResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{28}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *HistoryResponse) GetEvents() []*Event {
@@ -1750,7 +2028,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[29]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1762,7 +2040,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[29]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1775,7 +2053,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{29}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WatchRequest) GetFromVersion() uint64 {
@@ -1806,7 +2084,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[30]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1818,7 +2096,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_reservation_proto_msgTypes[30]
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1831,7 +2109,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{30}
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *WatchResponse) GetEvent() *Event {
@@ -1888,7 +2166,32 @@ const file_ledgerd_v1_reservation_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"N\n" +
 	"\x11SubmitJobResponse\x129\n" +
-	"\vreservation\x18\x01 \x01(\v2\x17.ledgerd.v1.ReservationR\vreservation\"H\n" +
+	"\vreservation\x18\x01 \x01(\v2\x17.ledgerd.v1.ReservationR\vreservation\"\xc4\x02\n" +
+	"\x10CoReserveRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12,\n" +
+	"\x04subs\x18\x02 \x03(\v2\x18.ledgerd.v1.CoSubRequestR\x04subs\x12\x1e\n" +
+	"\n" +
+	"candidates\x18\x03 \x03(\tR\n" +
+	"candidates\x12,\n" +
+	"\x12min_joint_permille\x18\x04 \x01(\rR\x10minJointPermille\x12@\n" +
+	"\x06labels\x18\x05 \x03(\v2(.ledgerd.v1.CoReserveRequest.LabelsEntryR\x06labels\x12'\n" +
+	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8f\x01\n" +
+	"\fCoSubRequest\x12\x16\n" +
+	"\x06amount\x18\x01 \x01(\x03R\x06amount\x120\n" +
+	"\x05start\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x125\n" +
+	"\bduration\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\bduration\"s\n" +
+	"\x11CoReserveResponse\x127\n" +
+	"\n" +
+	"placements\x18\x01 \x03(\v2\x17.ledgerd.v1.CoPlacementR\n" +
+	"placements\x12%\n" +
+	"\x0ejoint_permille\x18\x02 \x01(\rR\rjointPermille\"\x97\x01\n" +
+	"\vCoPlacement\x12\x1a\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\x121\n" +
+	"\x14probability_permille\x18\x02 \x01(\rR\x13probabilityPermille\x129\n" +
+	"\vreservation\x18\x03 \x01(\v2\x17.ledgerd.v1.ReservationR\vreservation\"H\n" +
 	"\rCommitRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0fidempotency_key\x18\x02 \x01(\tR\x0eidempotencyKey\"K\n" +
@@ -1975,11 +2278,12 @@ const file_ledgerd_v1_reservation_proto_rawDesc = "" +
 	"from_index\x18\x02 \x01(\rR\tfromIndex\"c\n" +
 	"\rWatchResponse\x12'\n" +
 	"\x05event\x18\x01 \x01(\v2\x11.ledgerd.v1.EventR\x05event\x12)\n" +
-	"\x10progress_version\x18\x02 \x01(\x04R\x0fprogressVersion2\x89\b\n" +
+	"\x10progress_version\x18\x02 \x01(\x04R\x0fprogressVersion2\xd3\b\n" +
 	"\x12ReservationService\x129\n" +
 	"\x04Hold\x12\x17.ledgerd.v1.HoldRequest\x1a\x18.ledgerd.v1.HoldResponse\x12B\n" +
 	"\aReserve\x12\x1a.ledgerd.v1.ReserveRequest\x1a\x1b.ledgerd.v1.ReserveResponse\x12H\n" +
-	"\tSubmitJob\x12\x1c.ledgerd.v1.SubmitJobRequest\x1a\x1d.ledgerd.v1.SubmitJobResponse\x12?\n" +
+	"\tSubmitJob\x12\x1c.ledgerd.v1.SubmitJobRequest\x1a\x1d.ledgerd.v1.SubmitJobResponse\x12H\n" +
+	"\tCoReserve\x12\x1c.ledgerd.v1.CoReserveRequest\x1a\x1d.ledgerd.v1.CoReserveResponse\x12?\n" +
 	"\x06Commit\x12\x19.ledgerd.v1.CommitRequest\x1a\x1a.ledgerd.v1.CommitResponse\x12<\n" +
 	"\x05Abort\x12\x18.ledgerd.v1.AbortRequest\x1a\x19.ledgerd.v1.AbortResponse\x12?\n" +
 	"\x06Modify\x12\x19.ledgerd.v1.ModifyRequest\x1a\x1a.ledgerd.v1.ModifyResponse\x12?\n" +
@@ -2005,7 +2309,7 @@ func file_ledgerd_v1_reservation_proto_rawDescGZIP() []byte {
 	return file_ledgerd_v1_reservation_proto_rawDescData
 }
 
-var file_ledgerd_v1_reservation_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_ledgerd_v1_reservation_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_ledgerd_v1_reservation_proto_goTypes = []any{
 	(*HoldRequest)(nil),           // 0: ledgerd.v1.HoldRequest
 	(*HoldResponse)(nil),          // 1: ledgerd.v1.HoldResponse
@@ -2013,119 +2317,132 @@ var file_ledgerd_v1_reservation_proto_goTypes = []any{
 	(*ReserveResponse)(nil),       // 3: ledgerd.v1.ReserveResponse
 	(*SubmitJobRequest)(nil),      // 4: ledgerd.v1.SubmitJobRequest
 	(*SubmitJobResponse)(nil),     // 5: ledgerd.v1.SubmitJobResponse
-	(*CommitRequest)(nil),         // 6: ledgerd.v1.CommitRequest
-	(*CommitResponse)(nil),        // 7: ledgerd.v1.CommitResponse
-	(*AbortRequest)(nil),          // 8: ledgerd.v1.AbortRequest
-	(*AbortResponse)(nil),         // 9: ledgerd.v1.AbortResponse
-	(*ModifyRequest)(nil),         // 10: ledgerd.v1.ModifyRequest
-	(*ModifyResponse)(nil),        // 11: ledgerd.v1.ModifyResponse
-	(*CancelRequest)(nil),         // 12: ledgerd.v1.CancelRequest
-	(*CancelResponse)(nil),        // 13: ledgerd.v1.CancelResponse
-	(*CompleteRequest)(nil),       // 14: ledgerd.v1.CompleteRequest
-	(*CompleteResponse)(nil),      // 15: ledgerd.v1.CompleteResponse
-	(*GetRequest)(nil),            // 16: ledgerd.v1.GetRequest
-	(*GetResponse)(nil),           // 17: ledgerd.v1.GetResponse
-	(*ListRequest)(nil),           // 18: ledgerd.v1.ListRequest
-	(*ListResponse)(nil),          // 19: ledgerd.v1.ListResponse
-	(*FindRequest)(nil),           // 20: ledgerd.v1.FindRequest
-	(*FindResponse)(nil),          // 21: ledgerd.v1.FindResponse
-	(*OffersRequest)(nil),         // 22: ledgerd.v1.OffersRequest
-	(*Offer)(nil),                 // 23: ledgerd.v1.Offer
-	(*OffersResponse)(nil),        // 24: ledgerd.v1.OffersResponse
-	(*AvailabilityRequest)(nil),   // 25: ledgerd.v1.AvailabilityRequest
-	(*AvailabilityResponse)(nil),  // 26: ledgerd.v1.AvailabilityResponse
-	(*HistoryRequest)(nil),        // 27: ledgerd.v1.HistoryRequest
-	(*HistoryResponse)(nil),       // 28: ledgerd.v1.HistoryResponse
-	(*WatchRequest)(nil),          // 29: ledgerd.v1.WatchRequest
-	(*WatchResponse)(nil),         // 30: ledgerd.v1.WatchResponse
-	nil,                           // 31: ledgerd.v1.HoldRequest.LabelsEntry
-	nil,                           // 32: ledgerd.v1.ReserveRequest.LabelsEntry
-	nil,                           // 33: ledgerd.v1.SubmitJobRequest.LabelsEntry
-	(*Shape)(nil),                 // 34: ledgerd.v1.Shape
-	(*durationpb.Duration)(nil),   // 35: google.protobuf.Duration
-	(*Reservation)(nil),           // 36: ledgerd.v1.Reservation
-	(*MovedJob)(nil),              // 37: ledgerd.v1.MovedJob
-	(*timestamppb.Timestamp)(nil), // 38: google.protobuf.Timestamp
-	(ReservationState)(0),         // 39: ledgerd.v1.ReservationState
-	(*Resource)(nil),              // 40: ledgerd.v1.Resource
-	(*FreeBlock)(nil),             // 41: ledgerd.v1.FreeBlock
-	(*Event)(nil),                 // 42: ledgerd.v1.Event
+	(*CoReserveRequest)(nil),      // 6: ledgerd.v1.CoReserveRequest
+	(*CoSubRequest)(nil),          // 7: ledgerd.v1.CoSubRequest
+	(*CoReserveResponse)(nil),     // 8: ledgerd.v1.CoReserveResponse
+	(*CoPlacement)(nil),           // 9: ledgerd.v1.CoPlacement
+	(*CommitRequest)(nil),         // 10: ledgerd.v1.CommitRequest
+	(*CommitResponse)(nil),        // 11: ledgerd.v1.CommitResponse
+	(*AbortRequest)(nil),          // 12: ledgerd.v1.AbortRequest
+	(*AbortResponse)(nil),         // 13: ledgerd.v1.AbortResponse
+	(*ModifyRequest)(nil),         // 14: ledgerd.v1.ModifyRequest
+	(*ModifyResponse)(nil),        // 15: ledgerd.v1.ModifyResponse
+	(*CancelRequest)(nil),         // 16: ledgerd.v1.CancelRequest
+	(*CancelResponse)(nil),        // 17: ledgerd.v1.CancelResponse
+	(*CompleteRequest)(nil),       // 18: ledgerd.v1.CompleteRequest
+	(*CompleteResponse)(nil),      // 19: ledgerd.v1.CompleteResponse
+	(*GetRequest)(nil),            // 20: ledgerd.v1.GetRequest
+	(*GetResponse)(nil),           // 21: ledgerd.v1.GetResponse
+	(*ListRequest)(nil),           // 22: ledgerd.v1.ListRequest
+	(*ListResponse)(nil),          // 23: ledgerd.v1.ListResponse
+	(*FindRequest)(nil),           // 24: ledgerd.v1.FindRequest
+	(*FindResponse)(nil),          // 25: ledgerd.v1.FindResponse
+	(*OffersRequest)(nil),         // 26: ledgerd.v1.OffersRequest
+	(*Offer)(nil),                 // 27: ledgerd.v1.Offer
+	(*OffersResponse)(nil),        // 28: ledgerd.v1.OffersResponse
+	(*AvailabilityRequest)(nil),   // 29: ledgerd.v1.AvailabilityRequest
+	(*AvailabilityResponse)(nil),  // 30: ledgerd.v1.AvailabilityResponse
+	(*HistoryRequest)(nil),        // 31: ledgerd.v1.HistoryRequest
+	(*HistoryResponse)(nil),       // 32: ledgerd.v1.HistoryResponse
+	(*WatchRequest)(nil),          // 33: ledgerd.v1.WatchRequest
+	(*WatchResponse)(nil),         // 34: ledgerd.v1.WatchResponse
+	nil,                           // 35: ledgerd.v1.HoldRequest.LabelsEntry
+	nil,                           // 36: ledgerd.v1.ReserveRequest.LabelsEntry
+	nil,                           // 37: ledgerd.v1.SubmitJobRequest.LabelsEntry
+	nil,                           // 38: ledgerd.v1.CoReserveRequest.LabelsEntry
+	(*Shape)(nil),                 // 39: ledgerd.v1.Shape
+	(*durationpb.Duration)(nil),   // 40: google.protobuf.Duration
+	(*Reservation)(nil),           // 41: ledgerd.v1.Reservation
+	(*MovedJob)(nil),              // 42: ledgerd.v1.MovedJob
+	(*timestamppb.Timestamp)(nil), // 43: google.protobuf.Timestamp
+	(ReservationState)(0),         // 44: ledgerd.v1.ReservationState
+	(*Resource)(nil),              // 45: ledgerd.v1.Resource
+	(*FreeBlock)(nil),             // 46: ledgerd.v1.FreeBlock
+	(*Event)(nil),                 // 47: ledgerd.v1.Event
 }
 var file_ledgerd_v1_reservation_proto_depIdxs = []int32{
-	34, // 0: ledgerd.v1.HoldRequest.shape:type_name -> ledgerd.v1.Shape
-	35, // 1: ledgerd.v1.HoldRequest.hold_ttl:type_name -> google.protobuf.Duration
-	31, // 2: ledgerd.v1.HoldRequest.labels:type_name -> ledgerd.v1.HoldRequest.LabelsEntry
-	36, // 3: ledgerd.v1.HoldResponse.reservation:type_name -> ledgerd.v1.Reservation
-	37, // 4: ledgerd.v1.HoldResponse.moved:type_name -> ledgerd.v1.MovedJob
-	34, // 5: ledgerd.v1.ReserveRequest.shape:type_name -> ledgerd.v1.Shape
-	32, // 6: ledgerd.v1.ReserveRequest.labels:type_name -> ledgerd.v1.ReserveRequest.LabelsEntry
-	36, // 7: ledgerd.v1.ReserveResponse.reservation:type_name -> ledgerd.v1.Reservation
-	37, // 8: ledgerd.v1.ReserveResponse.moved:type_name -> ledgerd.v1.MovedJob
-	35, // 9: ledgerd.v1.SubmitJobRequest.duration:type_name -> google.protobuf.Duration
-	38, // 10: ledgerd.v1.SubmitJobRequest.not_before:type_name -> google.protobuf.Timestamp
-	33, // 11: ledgerd.v1.SubmitJobRequest.labels:type_name -> ledgerd.v1.SubmitJobRequest.LabelsEntry
-	36, // 12: ledgerd.v1.SubmitJobResponse.reservation:type_name -> ledgerd.v1.Reservation
-	36, // 13: ledgerd.v1.CommitResponse.reservation:type_name -> ledgerd.v1.Reservation
-	36, // 14: ledgerd.v1.AbortResponse.reservation:type_name -> ledgerd.v1.Reservation
-	34, // 15: ledgerd.v1.ModifyRequest.shape:type_name -> ledgerd.v1.Shape
-	35, // 16: ledgerd.v1.ModifyRequest.hold_ttl:type_name -> google.protobuf.Duration
-	36, // 17: ledgerd.v1.ModifyResponse.reservation:type_name -> ledgerd.v1.Reservation
-	36, // 18: ledgerd.v1.CancelResponse.reservation:type_name -> ledgerd.v1.Reservation
-	38, // 19: ledgerd.v1.CompleteRequest.at:type_name -> google.protobuf.Timestamp
-	36, // 20: ledgerd.v1.CompleteResponse.reservation:type_name -> ledgerd.v1.Reservation
-	36, // 21: ledgerd.v1.GetResponse.reservation:type_name -> ledgerd.v1.Reservation
-	39, // 22: ledgerd.v1.ListRequest.states:type_name -> ledgerd.v1.ReservationState
-	38, // 23: ledgerd.v1.ListRequest.from:type_name -> google.protobuf.Timestamp
-	38, // 24: ledgerd.v1.ListRequest.to:type_name -> google.protobuf.Timestamp
-	36, // 25: ledgerd.v1.ListResponse.reservations:type_name -> ledgerd.v1.Reservation
-	34, // 26: ledgerd.v1.FindRequest.shape:type_name -> ledgerd.v1.Shape
-	38, // 27: ledgerd.v1.FindResponse.start:type_name -> google.protobuf.Timestamp
-	38, // 28: ledgerd.v1.FindResponse.later_start:type_name -> google.protobuf.Timestamp
-	34, // 29: ledgerd.v1.OffersRequest.shape:type_name -> ledgerd.v1.Shape
-	38, // 30: ledgerd.v1.Offer.start:type_name -> google.protobuf.Timestamp
-	38, // 31: ledgerd.v1.Offer.end:type_name -> google.protobuf.Timestamp
-	23, // 32: ledgerd.v1.OffersResponse.offers:type_name -> ledgerd.v1.Offer
-	38, // 33: ledgerd.v1.AvailabilityRequest.from:type_name -> google.protobuf.Timestamp
-	38, // 34: ledgerd.v1.AvailabilityRequest.to:type_name -> google.protobuf.Timestamp
-	40, // 35: ledgerd.v1.AvailabilityResponse.resource:type_name -> ledgerd.v1.Resource
-	41, // 36: ledgerd.v1.AvailabilityResponse.blocks:type_name -> ledgerd.v1.FreeBlock
-	42, // 37: ledgerd.v1.HistoryResponse.events:type_name -> ledgerd.v1.Event
-	42, // 38: ledgerd.v1.WatchResponse.event:type_name -> ledgerd.v1.Event
-	0,  // 39: ledgerd.v1.ReservationService.Hold:input_type -> ledgerd.v1.HoldRequest
-	2,  // 40: ledgerd.v1.ReservationService.Reserve:input_type -> ledgerd.v1.ReserveRequest
-	4,  // 41: ledgerd.v1.ReservationService.SubmitJob:input_type -> ledgerd.v1.SubmitJobRequest
-	6,  // 42: ledgerd.v1.ReservationService.Commit:input_type -> ledgerd.v1.CommitRequest
-	8,  // 43: ledgerd.v1.ReservationService.Abort:input_type -> ledgerd.v1.AbortRequest
-	10, // 44: ledgerd.v1.ReservationService.Modify:input_type -> ledgerd.v1.ModifyRequest
-	12, // 45: ledgerd.v1.ReservationService.Cancel:input_type -> ledgerd.v1.CancelRequest
-	14, // 46: ledgerd.v1.ReservationService.Complete:input_type -> ledgerd.v1.CompleteRequest
-	16, // 47: ledgerd.v1.ReservationService.Get:input_type -> ledgerd.v1.GetRequest
-	18, // 48: ledgerd.v1.ReservationService.List:input_type -> ledgerd.v1.ListRequest
-	20, // 49: ledgerd.v1.ReservationService.Find:input_type -> ledgerd.v1.FindRequest
-	22, // 50: ledgerd.v1.ReservationService.Offers:input_type -> ledgerd.v1.OffersRequest
-	25, // 51: ledgerd.v1.ReservationService.Availability:input_type -> ledgerd.v1.AvailabilityRequest
-	27, // 52: ledgerd.v1.ReservationService.History:input_type -> ledgerd.v1.HistoryRequest
-	29, // 53: ledgerd.v1.ReservationService.Watch:input_type -> ledgerd.v1.WatchRequest
-	1,  // 54: ledgerd.v1.ReservationService.Hold:output_type -> ledgerd.v1.HoldResponse
-	3,  // 55: ledgerd.v1.ReservationService.Reserve:output_type -> ledgerd.v1.ReserveResponse
-	5,  // 56: ledgerd.v1.ReservationService.SubmitJob:output_type -> ledgerd.v1.SubmitJobResponse
-	7,  // 57: ledgerd.v1.ReservationService.Commit:output_type -> ledgerd.v1.CommitResponse
-	9,  // 58: ledgerd.v1.ReservationService.Abort:output_type -> ledgerd.v1.AbortResponse
-	11, // 59: ledgerd.v1.ReservationService.Modify:output_type -> ledgerd.v1.ModifyResponse
-	13, // 60: ledgerd.v1.ReservationService.Cancel:output_type -> ledgerd.v1.CancelResponse
-	15, // 61: ledgerd.v1.ReservationService.Complete:output_type -> ledgerd.v1.CompleteResponse
-	17, // 62: ledgerd.v1.ReservationService.Get:output_type -> ledgerd.v1.GetResponse
-	19, // 63: ledgerd.v1.ReservationService.List:output_type -> ledgerd.v1.ListResponse
-	21, // 64: ledgerd.v1.ReservationService.Find:output_type -> ledgerd.v1.FindResponse
-	24, // 65: ledgerd.v1.ReservationService.Offers:output_type -> ledgerd.v1.OffersResponse
-	26, // 66: ledgerd.v1.ReservationService.Availability:output_type -> ledgerd.v1.AvailabilityResponse
-	28, // 67: ledgerd.v1.ReservationService.History:output_type -> ledgerd.v1.HistoryResponse
-	30, // 68: ledgerd.v1.ReservationService.Watch:output_type -> ledgerd.v1.WatchResponse
-	54, // [54:69] is the sub-list for method output_type
-	39, // [39:54] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	39, // 0: ledgerd.v1.HoldRequest.shape:type_name -> ledgerd.v1.Shape
+	40, // 1: ledgerd.v1.HoldRequest.hold_ttl:type_name -> google.protobuf.Duration
+	35, // 2: ledgerd.v1.HoldRequest.labels:type_name -> ledgerd.v1.HoldRequest.LabelsEntry
+	41, // 3: ledgerd.v1.HoldResponse.reservation:type_name -> ledgerd.v1.Reservation
+	42, // 4: ledgerd.v1.HoldResponse.moved:type_name -> ledgerd.v1.MovedJob
+	39, // 5: ledgerd.v1.ReserveRequest.shape:type_name -> ledgerd.v1.Shape
+	36, // 6: ledgerd.v1.ReserveRequest.labels:type_name -> ledgerd.v1.ReserveRequest.LabelsEntry
+	41, // 7: ledgerd.v1.ReserveResponse.reservation:type_name -> ledgerd.v1.Reservation
+	42, // 8: ledgerd.v1.ReserveResponse.moved:type_name -> ledgerd.v1.MovedJob
+	40, // 9: ledgerd.v1.SubmitJobRequest.duration:type_name -> google.protobuf.Duration
+	43, // 10: ledgerd.v1.SubmitJobRequest.not_before:type_name -> google.protobuf.Timestamp
+	37, // 11: ledgerd.v1.SubmitJobRequest.labels:type_name -> ledgerd.v1.SubmitJobRequest.LabelsEntry
+	41, // 12: ledgerd.v1.SubmitJobResponse.reservation:type_name -> ledgerd.v1.Reservation
+	7,  // 13: ledgerd.v1.CoReserveRequest.subs:type_name -> ledgerd.v1.CoSubRequest
+	38, // 14: ledgerd.v1.CoReserveRequest.labels:type_name -> ledgerd.v1.CoReserveRequest.LabelsEntry
+	43, // 15: ledgerd.v1.CoSubRequest.start:type_name -> google.protobuf.Timestamp
+	40, // 16: ledgerd.v1.CoSubRequest.duration:type_name -> google.protobuf.Duration
+	9,  // 17: ledgerd.v1.CoReserveResponse.placements:type_name -> ledgerd.v1.CoPlacement
+	41, // 18: ledgerd.v1.CoPlacement.reservation:type_name -> ledgerd.v1.Reservation
+	41, // 19: ledgerd.v1.CommitResponse.reservation:type_name -> ledgerd.v1.Reservation
+	41, // 20: ledgerd.v1.AbortResponse.reservation:type_name -> ledgerd.v1.Reservation
+	39, // 21: ledgerd.v1.ModifyRequest.shape:type_name -> ledgerd.v1.Shape
+	40, // 22: ledgerd.v1.ModifyRequest.hold_ttl:type_name -> google.protobuf.Duration
+	41, // 23: ledgerd.v1.ModifyResponse.reservation:type_name -> ledgerd.v1.Reservation
+	41, // 24: ledgerd.v1.CancelResponse.reservation:type_name -> ledgerd.v1.Reservation
+	43, // 25: ledgerd.v1.CompleteRequest.at:type_name -> google.protobuf.Timestamp
+	41, // 26: ledgerd.v1.CompleteResponse.reservation:type_name -> ledgerd.v1.Reservation
+	41, // 27: ledgerd.v1.GetResponse.reservation:type_name -> ledgerd.v1.Reservation
+	44, // 28: ledgerd.v1.ListRequest.states:type_name -> ledgerd.v1.ReservationState
+	43, // 29: ledgerd.v1.ListRequest.from:type_name -> google.protobuf.Timestamp
+	43, // 30: ledgerd.v1.ListRequest.to:type_name -> google.protobuf.Timestamp
+	41, // 31: ledgerd.v1.ListResponse.reservations:type_name -> ledgerd.v1.Reservation
+	39, // 32: ledgerd.v1.FindRequest.shape:type_name -> ledgerd.v1.Shape
+	43, // 33: ledgerd.v1.FindResponse.start:type_name -> google.protobuf.Timestamp
+	43, // 34: ledgerd.v1.FindResponse.later_start:type_name -> google.protobuf.Timestamp
+	39, // 35: ledgerd.v1.OffersRequest.shape:type_name -> ledgerd.v1.Shape
+	43, // 36: ledgerd.v1.Offer.start:type_name -> google.protobuf.Timestamp
+	43, // 37: ledgerd.v1.Offer.end:type_name -> google.protobuf.Timestamp
+	27, // 38: ledgerd.v1.OffersResponse.offers:type_name -> ledgerd.v1.Offer
+	43, // 39: ledgerd.v1.AvailabilityRequest.from:type_name -> google.protobuf.Timestamp
+	43, // 40: ledgerd.v1.AvailabilityRequest.to:type_name -> google.protobuf.Timestamp
+	45, // 41: ledgerd.v1.AvailabilityResponse.resource:type_name -> ledgerd.v1.Resource
+	46, // 42: ledgerd.v1.AvailabilityResponse.blocks:type_name -> ledgerd.v1.FreeBlock
+	47, // 43: ledgerd.v1.HistoryResponse.events:type_name -> ledgerd.v1.Event
+	47, // 44: ledgerd.v1.WatchResponse.event:type_name -> ledgerd.v1.Event
+	0,  // 45: ledgerd.v1.ReservationService.Hold:input_type -> ledgerd.v1.HoldRequest
+	2,  // 46: ledgerd.v1.ReservationService.Reserve:input_type -> ledgerd.v1.ReserveRequest
+	4,  // 47: ledgerd.v1.ReservationService.SubmitJob:input_type -> ledgerd.v1.SubmitJobRequest
+	6,  // 48: ledgerd.v1.ReservationService.CoReserve:input_type -> ledgerd.v1.CoReserveRequest
+	10, // 49: ledgerd.v1.ReservationService.Commit:input_type -> ledgerd.v1.CommitRequest
+	12, // 50: ledgerd.v1.ReservationService.Abort:input_type -> ledgerd.v1.AbortRequest
+	14, // 51: ledgerd.v1.ReservationService.Modify:input_type -> ledgerd.v1.ModifyRequest
+	16, // 52: ledgerd.v1.ReservationService.Cancel:input_type -> ledgerd.v1.CancelRequest
+	18, // 53: ledgerd.v1.ReservationService.Complete:input_type -> ledgerd.v1.CompleteRequest
+	20, // 54: ledgerd.v1.ReservationService.Get:input_type -> ledgerd.v1.GetRequest
+	22, // 55: ledgerd.v1.ReservationService.List:input_type -> ledgerd.v1.ListRequest
+	24, // 56: ledgerd.v1.ReservationService.Find:input_type -> ledgerd.v1.FindRequest
+	26, // 57: ledgerd.v1.ReservationService.Offers:input_type -> ledgerd.v1.OffersRequest
+	29, // 58: ledgerd.v1.ReservationService.Availability:input_type -> ledgerd.v1.AvailabilityRequest
+	31, // 59: ledgerd.v1.ReservationService.History:input_type -> ledgerd.v1.HistoryRequest
+	33, // 60: ledgerd.v1.ReservationService.Watch:input_type -> ledgerd.v1.WatchRequest
+	1,  // 61: ledgerd.v1.ReservationService.Hold:output_type -> ledgerd.v1.HoldResponse
+	3,  // 62: ledgerd.v1.ReservationService.Reserve:output_type -> ledgerd.v1.ReserveResponse
+	5,  // 63: ledgerd.v1.ReservationService.SubmitJob:output_type -> ledgerd.v1.SubmitJobResponse
+	8,  // 64: ledgerd.v1.ReservationService.CoReserve:output_type -> ledgerd.v1.CoReserveResponse
+	11, // 65: ledgerd.v1.ReservationService.Commit:output_type -> ledgerd.v1.CommitResponse
+	13, // 66: ledgerd.v1.ReservationService.Abort:output_type -> ledgerd.v1.AbortResponse
+	15, // 67: ledgerd.v1.ReservationService.Modify:output_type -> ledgerd.v1.ModifyResponse
+	17, // 68: ledgerd.v1.ReservationService.Cancel:output_type -> ledgerd.v1.CancelResponse
+	19, // 69: ledgerd.v1.ReservationService.Complete:output_type -> ledgerd.v1.CompleteResponse
+	21, // 70: ledgerd.v1.ReservationService.Get:output_type -> ledgerd.v1.GetResponse
+	23, // 71: ledgerd.v1.ReservationService.List:output_type -> ledgerd.v1.ListResponse
+	25, // 72: ledgerd.v1.ReservationService.Find:output_type -> ledgerd.v1.FindResponse
+	28, // 73: ledgerd.v1.ReservationService.Offers:output_type -> ledgerd.v1.OffersResponse
+	30, // 74: ledgerd.v1.ReservationService.Availability:output_type -> ledgerd.v1.AvailabilityResponse
+	32, // 75: ledgerd.v1.ReservationService.History:output_type -> ledgerd.v1.HistoryResponse
+	34, // 76: ledgerd.v1.ReservationService.Watch:output_type -> ledgerd.v1.WatchResponse
+	61, // [61:77] is the sub-list for method output_type
+	45, // [45:61] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_v1_reservation_proto_init() }
@@ -2140,7 +2457,7 @@ func file_ledgerd_v1_reservation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_v1_reservation_proto_rawDesc), len(file_ledgerd_v1_reservation_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   34,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

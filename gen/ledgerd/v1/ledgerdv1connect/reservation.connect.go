@@ -41,6 +41,9 @@ const (
 	// ReservationServiceSubmitJobProcedure is the fully-qualified name of the ReservationService's
 	// SubmitJob RPC.
 	ReservationServiceSubmitJobProcedure = "/ledgerd.v1.ReservationService/SubmitJob"
+	// ReservationServiceCoReserveProcedure is the fully-qualified name of the ReservationService's
+	// CoReserve RPC.
+	ReservationServiceCoReserveProcedure = "/ledgerd.v1.ReservationService/CoReserve"
 	// ReservationServiceCommitProcedure is the fully-qualified name of the ReservationService's Commit
 	// RPC.
 	ReservationServiceCommitProcedure = "/ledgerd.v1.ReservationService/Commit"
@@ -91,6 +94,15 @@ type ReservationServiceClient interface {
 	// ACTIVE when it starts and COMPLETED at its end; Cancel and Complete
 	// work as for reservations.
 	SubmitJob(context.Context, *connect.Request[v1.SubmitJobRequest]) (*connect.Response[v1.SubmitJobResponse], error)
+	// CoReserve books several sub-requests (amount, start, duration), each
+	// on one of the candidate resources, all or nothing: each goes to the
+	// first candidate where it fits without overlap, and only when none
+	// exists to the POLICY_RELAXED candidate with the highest probability of
+	// no violation that reaches its threshold. The request is refused
+	// unless every sub-request is placed and the joint probability (the
+	// product) reaches min_joint_permille. Sub-request i is booked as its
+	// own COMMITTED reservation "<id>/i", cancelled and completed on its own.
+	CoReserve(context.Context, *connect.Request[v1.CoReserveRequest]) (*connect.Response[v1.CoReserveResponse], error)
 	// Commit makes a hold (or a pending modification) final.
 	Commit(context.Context, *connect.Request[v1.CommitRequest]) (*connect.Response[v1.CommitResponse], error)
 	// Abort releases a hold (or a pending modification; the original booking stays).
@@ -147,6 +159,12 @@ func NewReservationServiceClient(httpClient connect.HTTPClient, baseURL string, 
 			httpClient,
 			baseURL+ReservationServiceSubmitJobProcedure,
 			connect.WithSchema(reservationServiceMethods.ByName("SubmitJob")),
+			connect.WithClientOptions(opts...),
+		),
+		coReserve: connect.NewClient[v1.CoReserveRequest, v1.CoReserveResponse](
+			httpClient,
+			baseURL+ReservationServiceCoReserveProcedure,
+			connect.WithSchema(reservationServiceMethods.ByName("CoReserve")),
 			connect.WithClientOptions(opts...),
 		),
 		commit: connect.NewClient[v1.CommitRequest, v1.CommitResponse](
@@ -235,6 +253,7 @@ type reservationServiceClient struct {
 	hold         *connect.Client[v1.HoldRequest, v1.HoldResponse]
 	reserve      *connect.Client[v1.ReserveRequest, v1.ReserveResponse]
 	submitJob    *connect.Client[v1.SubmitJobRequest, v1.SubmitJobResponse]
+	coReserve    *connect.Client[v1.CoReserveRequest, v1.CoReserveResponse]
 	commit       *connect.Client[v1.CommitRequest, v1.CommitResponse]
 	abort        *connect.Client[v1.AbortRequest, v1.AbortResponse]
 	modify       *connect.Client[v1.ModifyRequest, v1.ModifyResponse]
@@ -262,6 +281,11 @@ func (c *reservationServiceClient) Reserve(ctx context.Context, req *connect.Req
 // SubmitJob calls ledgerd.v1.ReservationService.SubmitJob.
 func (c *reservationServiceClient) SubmitJob(ctx context.Context, req *connect.Request[v1.SubmitJobRequest]) (*connect.Response[v1.SubmitJobResponse], error) {
 	return c.submitJob.CallUnary(ctx, req)
+}
+
+// CoReserve calls ledgerd.v1.ReservationService.CoReserve.
+func (c *reservationServiceClient) CoReserve(ctx context.Context, req *connect.Request[v1.CoReserveRequest]) (*connect.Response[v1.CoReserveResponse], error) {
+	return c.coReserve.CallUnary(ctx, req)
 }
 
 // Commit calls ledgerd.v1.ReservationService.Commit.
@@ -339,6 +363,15 @@ type ReservationServiceHandler interface {
 	// ACTIVE when it starts and COMPLETED at its end; Cancel and Complete
 	// work as for reservations.
 	SubmitJob(context.Context, *connect.Request[v1.SubmitJobRequest]) (*connect.Response[v1.SubmitJobResponse], error)
+	// CoReserve books several sub-requests (amount, start, duration), each
+	// on one of the candidate resources, all or nothing: each goes to the
+	// first candidate where it fits without overlap, and only when none
+	// exists to the POLICY_RELAXED candidate with the highest probability of
+	// no violation that reaches its threshold. The request is refused
+	// unless every sub-request is placed and the joint probability (the
+	// product) reaches min_joint_permille. Sub-request i is booked as its
+	// own COMMITTED reservation "<id>/i", cancelled and completed on its own.
+	CoReserve(context.Context, *connect.Request[v1.CoReserveRequest]) (*connect.Response[v1.CoReserveResponse], error)
 	// Commit makes a hold (or a pending modification) final.
 	Commit(context.Context, *connect.Request[v1.CommitRequest]) (*connect.Response[v1.CommitResponse], error)
 	// Abort releases a hold (or a pending modification; the original booking stays).
@@ -391,6 +424,12 @@ func NewReservationServiceHandler(svc ReservationServiceHandler, opts ...connect
 		ReservationServiceSubmitJobProcedure,
 		svc.SubmitJob,
 		connect.WithSchema(reservationServiceMethods.ByName("SubmitJob")),
+		connect.WithHandlerOptions(opts...),
+	)
+	reservationServiceCoReserveHandler := connect.NewUnaryHandler(
+		ReservationServiceCoReserveProcedure,
+		svc.CoReserve,
+		connect.WithSchema(reservationServiceMethods.ByName("CoReserve")),
 		connect.WithHandlerOptions(opts...),
 	)
 	reservationServiceCommitHandler := connect.NewUnaryHandler(
@@ -479,6 +518,8 @@ func NewReservationServiceHandler(svc ReservationServiceHandler, opts ...connect
 			reservationServiceReserveHandler.ServeHTTP(w, r)
 		case ReservationServiceSubmitJobProcedure:
 			reservationServiceSubmitJobHandler.ServeHTTP(w, r)
+		case ReservationServiceCoReserveProcedure:
+			reservationServiceCoReserveHandler.ServeHTTP(w, r)
 		case ReservationServiceCommitProcedure:
 			reservationServiceCommitHandler.ServeHTTP(w, r)
 		case ReservationServiceAbortProcedure:
@@ -522,6 +563,10 @@ func (UnimplementedReservationServiceHandler) Reserve(context.Context, *connect.
 
 func (UnimplementedReservationServiceHandler) SubmitJob(context.Context, *connect.Request[v1.SubmitJobRequest]) (*connect.Response[v1.SubmitJobResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("ledgerd.v1.ReservationService.SubmitJob is not implemented"))
+}
+
+func (UnimplementedReservationServiceHandler) CoReserve(context.Context, *connect.Request[v1.CoReserveRequest]) (*connect.Response[v1.CoReserveResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("ledgerd.v1.ReservationService.CoReserve is not implemented"))
 }
 
 func (UnimplementedReservationServiceHandler) Commit(context.Context, *connect.Request[v1.CommitRequest]) (*connect.Response[v1.CommitResponse], error) {
