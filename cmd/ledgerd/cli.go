@@ -152,6 +152,22 @@ func (cf *clientFlags) client() (*client.Client, error) {
 	return client.New(strings.Split(cf.addr, ","), client.Options{Token: cf.token, TLS: tc})
 }
 
+// withClient connects to the agents named by the flags and runs call with
+// the command's context. An error from either is printed under name and
+// becomes the exit code fail gives it; otherwise the code is exitOK.
+func (cf *clientFlags) withClient(name string, call func(context.Context, *client.Client) error) int {
+	c, err := cf.client()
+	if err != nil {
+		return fail(name, err)
+	}
+	ctx, cancel := cf.context()
+	defer cancel()
+	if err := call(ctx, c); err != nil {
+		return fail(name, err)
+	}
+	return exitOK
+}
+
 // context returns the command's context: the -timeout deadline, cancelled
 // on interrupt.
 func (cf *clientFlags) context() (context.Context, context.CancelFunc) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"sort"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/rpc/client"
 )
 
 func init() {
@@ -77,18 +79,13 @@ func resourcesList(args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	c, err := cf.client()
-	if err != nil {
-		return fail("resources", err)
-	}
-	ctx, cancel := cf.context()
-	defer cancel()
-	rs, err := c.Resources(ctx)
-	if err != nil {
-		return fail("resources", err)
-	}
-	printResources(cf.json, rs...)
-	return exitOK
+	return cf.withClient("resources", func(ctx context.Context, c *client.Client) error {
+		rs, err := c.Resources(ctx)
+		if err == nil {
+			printResources(cf.json, rs...)
+		}
+		return err
+	})
 }
 
 func resourcesCreate(args []string) int {
@@ -116,18 +113,13 @@ func resourcesCreate(args []string) int {
 	if err != nil {
 		return usageErr(fs, "%v", err)
 	}
-	c, err := cf.client()
-	if err != nil {
-		return fail("resources create", err)
-	}
-	ctx, cancel := cf.context()
-	defer cancel()
-	r, err := c.CreateResource(ctx, &ledgerdv1.Resource{Name: name, Capacity: *capacity, Unit: *unit, Labels: labels, Policy: p, MinSuccessPermille: vstar, MaxPushes: maxPushes})
-	if err != nil {
-		return fail("resources create", err)
-	}
-	printResources(cf.json, r)
-	return exitOK
+	return cf.withClient("resources create", func(ctx context.Context, c *client.Client) error {
+		r, err := c.CreateResource(ctx, &ledgerdv1.Resource{Name: name, Capacity: *capacity, Unit: *unit, Labels: labels, Policy: p, MinSuccessPermille: vstar, MaxPushes: maxPushes})
+		if err == nil {
+			printResources(cf.json, r)
+		}
+		return err
+	})
 }
 
 func resourcesUpdate(args []string) int {
@@ -156,18 +148,13 @@ func resourcesUpdate(args []string) int {
 	if !to.IsZero() {
 		req.To = timestamppb.New(to)
 	}
-	c, err := cf.client()
-	if err != nil {
-		return fail("resources update", err)
-	}
-	ctx, cancel := cf.context()
-	defer cancel()
-	r, err := c.UpdateCapacity(ctx, req)
-	if err != nil {
-		return fail("resources update", err)
-	}
-	printResources(cf.json, r)
-	return exitOK
+	return cf.withClient("resources update", func(ctx context.Context, c *client.Client) error {
+		r, err := c.UpdateCapacity(ctx, req)
+		if err == nil {
+			printResources(cf.json, r)
+		}
+		return err
+	})
 }
 
 func resourcesDelete(args []string) int {
@@ -183,19 +170,13 @@ func resourcesDelete(args []string) int {
 	if name == "" {
 		return usageErr(fs, "want a resource name")
 	}
-	c, err := cf.client()
-	if err != nil {
-		return fail("resources delete", err)
-	}
-	ctx, cancel := cf.context()
-	defer cancel()
-	if err := c.DeleteResource(ctx, name, *force); err != nil {
-		return fail("resources delete", err)
-	}
-	if !cf.json {
-		fmt.Fprintf(cliOut, "deleted %s\n", name)
-	}
-	return exitOK
+	return cf.withClient("resources delete", func(ctx context.Context, c *client.Client) error {
+		err := c.DeleteResource(ctx, name, *force)
+		if err == nil && !cf.json {
+			fmt.Fprintf(cliOut, "deleted %s\n", name)
+		}
+		return err
+	})
 }
 
 func runMembers(args []string) int {
@@ -203,27 +184,23 @@ func runMembers(args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	c, err := cf.client()
-	if err != nil {
-		return fail("members", err)
-	}
-	ctx, cancel := cf.context()
-	defer cancel()
-	ms, err := c.Members(ctx)
-	if err != nil {
-		return fail("members", err)
-	}
-	if cf.json {
-		printJSON(&ledgerdv1.MembersResponse{Members: ms})
-		return exitOK
-	}
-	w := table()
-	fmt.Fprintln(w, "ID\tROLE\tHEALTHY\tSTATUS\tRAFT\tAPI")
-	for _, m := range ms {
-		fmt.Fprintf(w, "%s\t%s\t%t\t%s\t%s\t%s\n", m.Id, strings.ToLower(strings.TrimPrefix(m.Role.String(), "ROLE_")), m.Healthy, m.Status, m.RaftAddress, m.ApiAddress)
-	}
-	w.Flush()
-	return exitOK
+	return cf.withClient("members", func(ctx context.Context, c *client.Client) error {
+		ms, err := c.Members(ctx)
+		if err != nil {
+			return err
+		}
+		if cf.json {
+			printJSON(&ledgerdv1.MembersResponse{Members: ms})
+			return nil
+		}
+		w := table()
+		fmt.Fprintln(w, "ID\tROLE\tHEALTHY\tSTATUS\tRAFT\tAPI")
+		for _, m := range ms {
+			fmt.Fprintf(w, "%s\t%s\t%t\t%s\t%s\t%s\n", m.Id, strings.ToLower(strings.TrimPrefix(m.Role.String(), "ROLE_")), m.Healthy, m.Status, m.RaftAddress, m.ApiAddress)
+		}
+		w.Flush()
+		return nil
+	})
 }
 
 func runSnapshot(args []string) int {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/rpc/client"
 )
 
 func init() {
@@ -63,16 +65,11 @@ func runJob(args []string) int {
 	if !notBefore.IsZero() {
 		req.NotBefore = timestamppb.New(notBefore)
 	}
-	c, err := cf.client()
-	if err != nil {
-		return fail("job submit", err)
-	}
-	ctx, cancel := cf.context()
-	defer cancel()
-	r, err := c.SubmitJob(ctx, req)
-	if err != nil {
-		return fail("job submit", err)
-	}
-	printReservations(cf.json, r)
-	return exitOK
+	return cf.withClient("job submit", func(ctx context.Context, c *client.Client) error {
+		r, err := c.SubmitJob(ctx, req)
+		if err == nil {
+			printReservations(cf.json, r)
+		}
+		return err
+	})
 }

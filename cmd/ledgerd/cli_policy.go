@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/rpc/client"
 )
 
 func init() {
@@ -186,18 +188,13 @@ func resourcesPolicy(args []string) int {
 	if err != nil {
 		return usageErr(fs, "%v", err)
 	}
-	c, err := cf.client()
-	if err != nil {
-		return fail("resources policy set", err)
-	}
-	ctx, cancel := cf.context()
-	defer cancel()
-	r, err := c.SetPolicy(ctx, &ledgerdv1.SetPolicyRequest{Name: name, Policy: p, MinSuccessPermille: vstar, MaxPushes: maxPushes})
-	if err != nil {
-		return fail("resources policy set", err)
-	}
-	printResources(cf.json, r)
-	return exitOK
+	return cf.withClient("resources policy set", func(ctx context.Context, c *client.Client) error {
+		r, err := c.SetPolicy(ctx, &ledgerdv1.SetPolicyRequest{Name: name, Policy: p, MinSuccessPermille: vstar, MaxPushes: maxPushes})
+		if err == nil {
+			printResources(cf.json, r)
+		}
+		return err
+	})
 }
 
 // printMoved reports the variable jobs a booking moved later: one line

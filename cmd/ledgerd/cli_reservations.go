@@ -52,35 +52,30 @@ func book(name string, args []string, hold bool) int {
 	if err != nil {
 		return usageErr(fs, "%v", err)
 	}
-	c, err := cf.client()
-	if err != nil {
-		return fail(name, err)
-	}
-	ctx, cancel := cf.context()
-	defer cancel()
-	var r *ledgerdv1.Reservation
-	var moved []*ledgerdv1.MovedJob
-	if hold {
-		req := &ledgerdv1.HoldRequest{Shape: shape, Labels: labels, IdempotencyKey: *key}
-		if ttl > 0 {
-			req.HoldTtl = durationpb.New(ttl)
-		}
-		var resp *ledgerdv1.HoldResponse
-		if resp, err = c.HoldMoving(ctx, req); err == nil {
+	return cf.withClient(name, func(ctx context.Context, c *client.Client) error {
+		var r *ledgerdv1.Reservation
+		var moved []*ledgerdv1.MovedJob
+		if hold {
+			req := &ledgerdv1.HoldRequest{Shape: shape, Labels: labels, IdempotencyKey: *key}
+			if ttl > 0 {
+				req.HoldTtl = durationpb.New(ttl)
+			}
+			resp, err := c.HoldMoving(ctx, req)
+			if err != nil {
+				return err
+			}
+			r, moved = resp.Reservation, resp.Moved
+		} else {
+			resp, err := c.ReserveMoving(ctx, &ledgerdv1.ReserveRequest{Shape: shape, Labels: labels, IdempotencyKey: *key})
+			if err != nil {
+				return err
+			}
 			r, moved = resp.Reservation, resp.Moved
 		}
-	} else {
-		var resp *ledgerdv1.ReserveResponse
-		if resp, err = c.ReserveMoving(ctx, &ledgerdv1.ReserveRequest{Shape: shape, Labels: labels, IdempotencyKey: *key}); err == nil {
-			r, moved = resp.Reservation, resp.Moved
-		}
-	}
-	if err != nil {
-		return fail(name, err)
-	}
-	printReservations(cf.json, r)
-	printMoved(cf.json, moved)
-	return exitOK
+		printReservations(cf.json, r)
+		printMoved(cf.json, moved)
+		return nil
+	})
 }
 
 func runReserve(args []string) int { return book("reserve", args, false) }
@@ -96,21 +91,16 @@ func runTransition(name string, args []string) int {
 	if fs.NArg() != 1 {
 		return usageErr(fs, "want exactly one reservation ID")
 	}
-	c, err := cf.client()
-	if err != nil {
-		return fail(name, err)
-	}
-	ctx, cancel := cf.context()
-	defer cancel()
-	op := map[string]func(context.Context, string, string) (*ledgerdv1.Reservation, error){
-		"commit": c.Commit, "abort": c.Abort, "cancel": c.Cancel,
-	}[name]
-	r, err := op(ctx, fs.Arg(0), *key)
-	if err != nil {
-		return fail(name, err)
-	}
-	printReservations(cf.json, r)
-	return exitOK
+	return cf.withClient(name, func(ctx context.Context, c *client.Client) error {
+		op := map[string]func(context.Context, string, string) (*ledgerdv1.Reservation, error){
+			"commit": c.Commit, "abort": c.Abort, "cancel": c.Cancel,
+		}[name]
+		r, err := op(ctx, fs.Arg(0), *key)
+		if err == nil {
+			printReservations(cf.json, r)
+		}
+		return err
+	})
 }
 
 // runComplete ends a reservation early: now, or at -at (an instant before
@@ -126,18 +116,13 @@ func runComplete(args []string) int {
 	if fs.NArg() != 1 {
 		return usageErr(fs, "want exactly one reservation ID")
 	}
-	c, err := cf.client()
-	if err != nil {
-		return fail("complete", err)
-	}
-	ctx, cancel := cf.context()
-	defer cancel()
-	r, err := c.Complete(ctx, fs.Arg(0), at, *key)
-	if err != nil {
-		return fail("complete", err)
-	}
-	printReservations(cf.json, r)
-	return exitOK
+	return cf.withClient("complete", func(ctx context.Context, c *client.Client) error {
+		r, err := c.Complete(ctx, fs.Arg(0), at, *key)
+		if err == nil {
+			printReservations(cf.json, r)
+		}
+		return err
+	})
 }
 
 func runModify(args []string) int {
@@ -157,22 +142,17 @@ func runModify(args []string) int {
 	if err != nil {
 		return usageErr(fs, "%v", err)
 	}
-	c, err := cf.client()
-	if err != nil {
-		return fail("modify", err)
-	}
-	ctx, cancel := cf.context()
-	defer cancel()
 	req := &ledgerdv1.ModifyRequest{Id: fs.Arg(0), Shape: shape, IdempotencyKey: *key}
 	if ttl > 0 {
 		req.HoldTtl = durationpb.New(ttl)
 	}
-	r, err := c.Modify(ctx, req)
-	if err != nil {
-		return fail("modify", err)
-	}
-	printReservations(cf.json, r)
-	return exitOK
+	return cf.withClient("modify", func(ctx context.Context, c *client.Client) error {
+		r, err := c.Modify(ctx, req)
+		if err == nil {
+			printReservations(cf.json, r)
+		}
+		return err
+	})
 }
 
 func runGet(args []string) int {
@@ -183,18 +163,13 @@ func runGet(args []string) int {
 	if fs.NArg() != 1 {
 		return usageErr(fs, "want exactly one reservation ID")
 	}
-	c, err := cf.client()
-	if err != nil {
-		return fail("get", err)
-	}
-	ctx, cancel := cf.context()
-	defer cancel()
-	r, err := c.Get(ctx, fs.Arg(0))
-	if err != nil {
-		return fail("get", err)
-	}
-	printReservations(cf.json, r)
-	return exitOK
+	return cf.withClient("get", func(ctx context.Context, c *client.Client) error {
+		r, err := c.Get(ctx, fs.Arg(0))
+		if err == nil {
+			printReservations(cf.json, r)
+		}
+		return err
+	})
 }
 
 // parseStates reads "held,committed".
@@ -242,30 +217,27 @@ func runList(args []string) int {
 	if !to.IsZero() {
 		req.To = timestamppb.New(to)
 	}
-	c, err := cf.client()
-	if err != nil {
-		return fail("list", err)
-	}
-	ctx, cancel := cf.context()
-	defer cancel()
-	var rs []*ledgerdv1.Reservation
-	next := ""
-	if *all {
-		rs, err = c.ListAll(ctx, req)
-	} else {
-		var resp *ledgerdv1.ListResponse
-		if resp, err = c.List(ctx, req); err == nil {
+	return cf.withClient("list", func(ctx context.Context, c *client.Client) error {
+		var rs []*ledgerdv1.Reservation
+		next := ""
+		if *all {
+			var err error
+			if rs, err = c.ListAll(ctx, req); err != nil {
+				return err
+			}
+		} else {
+			resp, err := c.List(ctx, req)
+			if err != nil {
+				return err
+			}
 			rs, next = resp.Reservations, resp.NextPageToken
 		}
-	}
-	if err != nil {
-		return fail("list", err)
-	}
-	printReservations(cf.json, rs...)
-	if next != "" && !cf.json {
-		fmt.Fprintf(cliErr, "more: ledgerd list -page %s (or -all)\n", next)
-	}
-	return exitOK
+		printReservations(cf.json, rs...)
+		if next != "" && !cf.json {
+			fmt.Fprintf(cliErr, "more: ledgerd list -page %s (or -all)\n", next)
+		}
+		return nil
+	})
 }
 
 func runFind(args []string) int {
@@ -279,29 +251,28 @@ func runFind(args []string) int {
 	if err != nil {
 		return usageErr(fs, "%v", err)
 	}
-	c, err := cf.client()
-	if err != nil {
-		return fail("find", err)
-	}
-	ctx, cancel := cf.context()
-	defer cancel()
-	f, err := c.Find(ctx, shape)
-	if err != nil {
-		return fail("find", err)
-	}
-	if cf.json {
-		printJSON(f)
-	} else if f.Fits {
-		fmt.Fprintf(cliOut, "fits at %s\n", fmtTime(f.Start))
-	} else if f.LaterStart != nil {
-		fmt.Fprintf(cliOut, "no fit in the window; earliest start without the deadline: %s\n", fmtTime(f.LaterStart))
-	} else {
-		fmt.Fprintln(cliOut, "no fit")
-	}
-	if !f.Fits {
+	fits := false
+	code := cf.withClient("find", func(ctx context.Context, c *client.Client) error {
+		f, err := c.Find(ctx, shape)
+		if err != nil {
+			return err
+		}
+		if cf.json {
+			printJSON(f)
+		} else if f.Fits {
+			fmt.Fprintf(cliOut, "fits at %s\n", fmtTime(f.Start))
+		} else if f.LaterStart != nil {
+			fmt.Fprintf(cliOut, "no fit in the window; earliest start without the deadline: %s\n", fmtTime(f.LaterStart))
+		} else {
+			fmt.Fprintln(cliOut, "no fit")
+		}
+		fits = f.Fits
+		return nil
+	})
+	if code == exitOK && !fits {
 		return exitRejected
 	}
-	return exitOK
+	return code
 }
 
 func runOffers(args []string) int {
@@ -316,30 +287,29 @@ func runOffers(args []string) int {
 	if err != nil {
 		return usageErr(fs, "%v", err)
 	}
-	c, err := cf.client()
-	if err != nil {
-		return fail("offers", err)
-	}
-	ctx, cancel := cf.context()
-	defer cancel()
-	offers, err := c.Offers(ctx, shape, *n)
-	if err != nil {
-		return fail("offers", err)
-	}
-	if cf.json {
-		printJSON(&ledgerdv1.OffersResponse{Offers: offers})
-	} else {
-		w := table()
-		fmt.Fprintln(w, "#\tSTART\tEND")
-		for i, o := range offers {
-			fmt.Fprintf(w, "%d\t%s\t%s\n", i+1, fmtTime(o.Start), fmtTime(o.End))
+	found := false
+	code := cf.withClient("offers", func(ctx context.Context, c *client.Client) error {
+		offers, err := c.Offers(ctx, shape, *n)
+		if err != nil {
+			return err
 		}
-		w.Flush()
-	}
-	if len(offers) == 0 {
+		if cf.json {
+			printJSON(&ledgerdv1.OffersResponse{Offers: offers})
+		} else {
+			w := table()
+			fmt.Fprintln(w, "#\tSTART\tEND")
+			for i, o := range offers {
+				fmt.Fprintf(w, "%d\t%s\t%s\n", i+1, fmtTime(o.Start), fmtTime(o.End))
+			}
+			w.Flush()
+		}
+		found = len(offers) > 0
+		return nil
+	})
+	if code == exitOK && !found {
 		return exitRejected
 	}
-	return exitOK
+	return code
 }
 
 func runAvailability(args []string) int {
@@ -364,22 +334,18 @@ func runAvailability(args []string) int {
 	if to.IsZero() {
 		to = from.Add(24 * time.Hour)
 	}
-	c, err := cf.client()
-	if err != nil {
-		return fail("availability", err)
-	}
-	ctx, cancel := cf.context()
-	defer cancel()
-	a, err := c.Availability(ctx, &ledgerdv1.AvailabilityRequest{Resource: fs.Arg(0), From: timestamppb.New(from), To: timestamppb.New(to)})
-	if err != nil {
-		return fail("availability", err)
-	}
-	if cf.json {
-		printJSON(a)
-		return exitOK
-	}
-	fmt.Fprint(cliOut, chart(a, from, to, *width, *height))
-	return exitOK
+	return cf.withClient("availability", func(ctx context.Context, c *client.Client) error {
+		a, err := c.Availability(ctx, &ledgerdv1.AvailabilityRequest{Resource: fs.Arg(0), From: timestamppb.New(from), To: timestamppb.New(to)})
+		if err != nil {
+			return err
+		}
+		if cf.json {
+			printJSON(a)
+		} else {
+			fmt.Fprint(cliOut, chart(a, from, to, *width, *height))
+		}
+		return nil
+	})
 }
 
 // chart draws the free-capacity step function as rows of '#' (free) over
@@ -442,37 +408,33 @@ func runWatch(args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	c, err := cf.client()
-	if err != nil {
-		return fail("watch", err)
-	}
-	ctx, cancel := cf.context()
-	defer cancel()
-	// Events arrive one at a time, so columns have fixed widths instead of
-	// being aligned over the whole output.
-	const row = "%-10s %-20s %-18s %-24s %-10s %-10s %-16s %-20s %s\n"
-	if !cf.json {
-		fmt.Fprintf(cliOut, row, "VERSION", "TIME", "ACTION", "ID", "TENANT", "STATE", "PARTS", "START", "END")
-	}
-	err = c.Watch(ctx, client.Position{Version: *from, Index: uint32(*index)}, func(e *ledgerdv1.Event) error {
-		if cf.json {
-			printJSON(e)
-			return nil
+	return cf.withClient("watch", func(ctx context.Context, c *client.Client) error {
+		// Events arrive one at a time, so columns have fixed widths instead of
+		// being aligned over the whole output.
+		const row = "%-10s %-20s %-18s %-24s %-10s %-10s %-16s %-20s %s\n"
+		if !cf.json {
+			fmt.Fprintf(cliOut, row, "VERSION", "TIME", "ACTION", "ID", "TENANT", "STATE", "PARTS", "START", "END")
 		}
-		pos := fmt.Sprintf("%d.%d", e.Version, e.Index)
-		if r := e.Reservation; r != nil {
-			fmt.Fprintf(cliOut, row, pos, fmtTime(e.Time), e.Action, r.Id, r.Tenant, stateName(r.State), partsString(r.Parts), fmtTime(r.Start), fmtTime(r.End))
-		} else if res := e.Resource; res != nil {
-			detail := fmt.Sprintf("capacity=%d", res.Capacity)
-			if e.Type == ledgerdv1.EventType_EVENT_TYPE_POLICY_CHANGED {
-				detail = policyString(res)
+		err := c.Watch(ctx, client.Position{Version: *from, Index: uint32(*index)}, func(e *ledgerdv1.Event) error {
+			if cf.json {
+				printJSON(e)
+				return nil
 			}
-			fmt.Fprintf(cliOut, row, pos, fmtTime(e.Time), e.Action, res.Name, "-", "-", detail, "-", "-")
+			pos := fmt.Sprintf("%d.%d", e.Version, e.Index)
+			if r := e.Reservation; r != nil {
+				fmt.Fprintf(cliOut, row, pos, fmtTime(e.Time), e.Action, r.Id, r.Tenant, stateName(r.State), partsString(r.Parts), fmtTime(r.Start), fmtTime(r.End))
+			} else if res := e.Resource; res != nil {
+				detail := fmt.Sprintf("capacity=%d", res.Capacity)
+				if e.Type == ledgerdv1.EventType_EVENT_TYPE_POLICY_CHANGED {
+					detail = policyString(res)
+				}
+				fmt.Fprintf(cliOut, row, pos, fmtTime(e.Time), e.Action, res.Name, "-", "-", detail, "-", "-")
+			}
+			return nil
+		})
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return nil // -for elapsed or interrupted: the normal end of a watch
 		}
-		return nil
+		return err
 	})
-	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-		return fail("watch", err)
-	}
-	return exitOK
 }
