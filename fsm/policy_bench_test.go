@@ -41,3 +41,37 @@ func BenchmarkApplyHoldAbortBesideJobs(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkApplyCoReserveCancel books a co-reservation of two
+// sub-requests over candidates a and b beside live scheduler items on
+// both (a is full over the window, so both sub-requests land on b), then
+// cancels both sub-reservations: three entries per op, to set against
+// BenchmarkApplyScheduledHoldAbort's two.
+func BenchmarkApplyCoReserveCancel(b *testing.B) {
+	for _, live := range []int{100, 1_000, 10_000} {
+		b.Run(fmt.Sprintf("live=%d", live), func(b *testing.B) {
+			h := newHarness(b, Config{})
+			h.must(0, OK, createPolicyRes("a", 128, spec(MOVE, 0, 0)))
+			h.must(0, OK, createPolicyRes("b", 128, spec(MOVE, 0, 0)))
+			for i := range live {
+				res := []string{"a", "b"}[i%2]
+				h.must(0, OK, reserve(fmt.Sprintf("job-%07d", i), res, int64(1+i%64), int64(10+i%50), withWindow(int64(1000+i*7), 0)))
+			}
+			h.must(0, OK, reserve("full", "a", 128, 100, withStart(0)))
+			idx := h.index + 1
+			co := encodeAt(b, coReserve("", 0, []string{"a", "b"}, coSub(64, 10, 40), coSub(64, 10, 40)), 0)
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := DecodeResult(h.f.ApplyCommand(idx, co))
+				if err != nil || res.GetStatus() != OK || len(res.GetCoAdmission().GetPlacements()) != 2 {
+					b.Fatalf("co-reserve: %v %v", res, err)
+				}
+				for i := range 2 {
+					h.f.ApplyCommand(idx+1+uint64(i), encodeAt(b, cancel(coSubID(AutoID(idx), i)), 0))
+				}
+				idx += 3
+			}
+			b.ReportMetric(3, "entries/op")
+		})
+	}
+}
