@@ -38,6 +38,7 @@ func TestCLIClientErrorsNameTheCommand(t *testing.T) {
 		{"members", []string{"members"}},
 		{"snapshot", []string{"snapshot", "save", filepath.Join(t.TempDir(), "snap")}},
 		{"job submit", []string{"job", "submit", "-resource", "gpu", "-amount", "1", "-duration", "1h"}},
+		{"coreserve", []string{"coreserve", "-sub", "1@+1h+1h", "-candidates", "gpu"}},
 		{"coalloc", []string{"coalloc", "-site", "a=127.0.0.1:1", "-res", "a:gpu=1", "-dur", "1h"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/rpc/client"
 )
 
 func init() {
@@ -68,19 +70,21 @@ func runCoReserve(args []string) int {
 		}
 		req.MinJointPermille = p
 	}
-	c, err := cf.client()
-	if err != nil {
-		return fail("coreserve", err)
-	}
-	ctx, cancel := cf.context()
-	defer cancel()
-	out, err := c.CoReserve(ctx, req)
-	if err != nil {
-		return fail("coreserve", err)
-	}
-	if cf.json {
+	return cf.withClient("coreserve", func(ctx context.Context, c *client.Client) error {
+		out, err := c.CoReserve(ctx, req)
+		if err == nil {
+			printCoAdmission(cf.json, req, out)
+		}
+		return err
+	})
+}
+
+// printCoAdmission prints the placements and the joint probability as a
+// table, or the response as one JSON line.
+func printCoAdmission(asJSON bool, req *ledgerdv1.CoReserveRequest, out *ledgerdv1.CoReserveResponse) {
+	if asJSON {
 		printJSON(out)
-		return exitOK
+		return
 	}
 	w := table()
 	fmt.Fprintln(w, "SUB\tID\tRESOURCE\tAMOUNT\tSTART\tEND\tPROBABILITY\tADMITTED")
@@ -95,7 +99,6 @@ func runCoReserve(args []string) int {
 	}
 	_ = w.Flush()
 	fmt.Fprintf(cliOut, "joint probability %s\n", permille(out.JointPermille))
-	return exitOK
 }
 
 // permille prints a permille probability as a fraction, e.g. 0.833.
