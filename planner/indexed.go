@@ -73,9 +73,12 @@ func (c *chunk) summarize() { c.mn, c.mx = minMax(c.free) }
 //
 // An IndexedTimeline is not safe for concurrent use.
 type IndexedTimeline struct {
-	// origin is the earliest instant described.
+	// origin is the instant the blocks have been trimmed to.
 	// Invariant: chunks[0].start[0] == origin.
 	origin int64
+	// clock, when set, is the owning Planner's origin: the timeline
+	// describes nothing before it even while origin lags (see advance.go).
+	clock *int64
 	// chunks holds the canonical blocks in order.
 	// Invariant: non-empty; neighbouring blocks (also across chunks) differ
 	// in free.
@@ -122,8 +125,14 @@ func NewIndexed(capacity, origin int64) Timeline {
 	return t
 }
 
-// Origin returns the earliest instant the timeline still describes.
-func (t *IndexedTimeline) Origin() int64 { return t.origin }
+// Origin returns the earliest instant the timeline still describes: the
+// later of the trimmed origin and the owning Planner's clock.
+func (t *IndexedTimeline) Origin() int64 {
+	if t.clock != nil && *t.clock > t.origin {
+		return *t.clock
+	}
+	return t.origin
+}
 
 // Len returns the number of canonical free blocks.
 func (t *IndexedTimeline) Len() int { return t.n }
@@ -171,8 +180,8 @@ func (t *IndexedTimeline) blockEnd(ci, bi int) int64 {
 // origin); ok is false when x lies in the last, open-ended block. The
 // Planner uses it to enumerate candidate starts.
 func (t *IndexedTimeline) NextChange(x int64) (int64, bool) {
-	if x < t.origin {
-		x = t.origin
+	if o := t.Origin(); x < o {
+		x = o
 	}
 	ci, bi := t.locate(x)
 	if bi+1 < len(t.chunks[ci].start) {
@@ -242,8 +251,8 @@ func (t *IndexedTimeline) Earliest(amount, duration, notBefore, latestStart int6
 	if amount <= 0 || duration <= 0 {
 		return 0, false
 	}
-	if notBefore < t.origin {
-		notBefore = t.origin
+	if o := t.Origin(); notBefore < o {
+		notBefore = o
 	}
 	if notBefore > latestStart || latestStart > MaxTime-duration {
 		return 0, false
@@ -279,8 +288,8 @@ func (t *IndexedTimeline) Earliest(amount, duration, notBefore, latestStart int6
 // the origin. For an empty window it returns the free capacity at start
 // (math.MaxInt64 at MaxTime), as the list timeline does.
 func (t *IndexedTimeline) MinFree(start, end int64) int64 {
-	if start < t.origin {
-		start = t.origin
+	if o := t.Origin(); start < o {
+		start = o
 	}
 	if end <= start {
 		if start >= MaxTime {
@@ -297,8 +306,8 @@ func (t *IndexedTimeline) MinFree(start, end int64) int64 {
 // origin; (MaxInt64, MinInt64) for an empty window.
 func (t *IndexedTimeline) rangeMinMax(start, end int64) (mn, mx int64) {
 	mn, mx = math.MaxInt64, math.MinInt64
-	if start < t.origin {
-		start = t.origin
+	if o := t.Origin(); start < o {
+		start = o
 	}
 	if start >= end {
 		return mn, mx
@@ -329,8 +338,8 @@ func (t *IndexedTimeline) rangeMinMax(start, end int64) (mn, mx int64) {
 // that window and to the origin. The result is freshly allocated and never
 // nil.
 func (t *IndexedTimeline) Blocks(from, to int64) []Block {
-	if from < t.origin {
-		from = t.origin
+	if o := t.Origin(); from < o {
+		from = o
 	}
 	out := []Block{}
 	if from >= to {
@@ -356,9 +365,9 @@ func (t *IndexedTimeline) Blocks(from, to int64) []Block {
 // clipping or the amount is zero (both are no-ops, as in the list
 // timeline). A negative amount is an error.
 func (t *IndexedTimeline) checkWindow(op string, start, end, amount int64) (s int64, ok bool, err error) {
-	if start < t.origin {
+	if o := t.Origin(); start < o {
 		// The past is forgotten; only the part from the origin on counts.
-		start = t.origin
+		start = o
 	}
 	if end <= start || amount == 0 {
 		return start, false, nil

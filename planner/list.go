@@ -18,6 +18,9 @@ import (
 type ListTimeline struct {
 	blocks []Block
 	origin int64
+	// clock, when set, is the owning Planner's origin: the timeline
+	// describes nothing before it even while origin lags (see advance.go).
+	clock *int64
 }
 
 var _ Timeline = (*ListTimeline)(nil)
@@ -39,8 +42,14 @@ func newList(capacity, origin int64) *ListTimeline {
 	}
 }
 
-// Origin implements Timeline.
-func (l *ListTimeline) Origin() int64 { return l.origin }
+// Origin implements Timeline: the later of the trimmed origin and the
+// owning Planner's clock.
+func (l *ListTimeline) Origin() int64 {
+	if l.clock != nil && *l.clock > l.origin {
+		return *l.clock
+	}
+	return l.origin
+}
 
 // Len implements Timeline.
 func (l *ListTimeline) Len() int { return len(l.blocks) }
@@ -56,8 +65,8 @@ func (l *ListTimeline) find(t int64) int {
 // free capacity, then extends the run over adjacent blocks until the run
 // covers the duration, starting over behind any block that is too small.
 func (l *ListTimeline) Earliest(amount, duration, notBefore, latestStart int64) (int64, bool) {
-	if notBefore < l.origin {
-		notBefore = l.origin
+	if o := l.Origin(); notBefore < o {
+		notBefore = o
 	}
 	if amount <= 0 || duration <= 0 || notBefore > latestStart || latestStart > MaxTime-duration {
 		return 0, false
@@ -92,8 +101,8 @@ func (l *ListTimeline) Earliest(amount, duration, notBefore, latestStart int64) 
 // MinFree implements Timeline. For an empty interval it returns the free
 // capacity at start.
 func (l *ListTimeline) MinFree(start, end int64) int64 {
-	if start < l.origin {
-		start = l.origin
+	if o := l.Origin(); start < o {
+		start = o
 	}
 	if end <= start {
 		if i := l.find(start); i < len(l.blocks) {
@@ -110,8 +119,8 @@ func (l *ListTimeline) MinFree(start, end int64) int64 {
 
 // Blocks implements Timeline.
 func (l *ListTimeline) Blocks(from, to int64) []Block {
-	if from < l.origin {
-		from = l.origin
+	if o := l.Origin(); from < o {
+		from = o
 	}
 	if to <= from {
 		return []Block{}
@@ -132,8 +141,8 @@ func (l *ListTimeline) Blocks(from, to int64) []Block {
 
 // Book implements Timeline. Time before the origin is ignored.
 func (l *ListTimeline) Book(start, end, amount int64) error {
-	if start < l.origin {
-		start = l.origin
+	if o := l.Origin(); start < o {
+		start = o
 	}
 	if end <= start || amount == 0 {
 		return nil
@@ -150,8 +159,8 @@ func (l *ListTimeline) Book(start, end, amount int64) error {
 
 // Release implements Timeline. Time before the origin is ignored.
 func (l *ListTimeline) Release(start, end, amount int64) error {
-	if start < l.origin {
-		start = l.origin
+	if o := l.Origin(); start < o {
+		start = o
 	}
 	if end <= start || amount == 0 {
 		return nil

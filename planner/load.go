@@ -81,7 +81,7 @@ func (p *Planner) Load(bs []Booking) error {
 	}
 	for idx, blocks := range free {
 		if blocks != nil {
-			p.byIdx[idx].tl.(blockLoader).loadBlocks(blocks)
+			p.installBlocks(p.byIdx[idx], blocks)
 		}
 	}
 	// The new slots join the expiry heap in one O(n) heapify; the heap's

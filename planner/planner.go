@@ -25,6 +25,12 @@ type Planner struct {
 	factory TimelineFactory
 	// Invariant: origin only grows; every timeline's Origin() equals it.
 	origin int64
+	// clock mirrors origin for the timelines, which read it to clip
+	// queries while their own trimming lags (see advance.go).
+	clock *int64
+	// trims orders the resources by the origin at which Advance must
+	// next trim them.
+	trims trimHeap
 	// resources by name; names holds the same keys, sorted.
 	resources map[string]*resource
 	names     []string
@@ -58,6 +64,12 @@ type resource struct {
 	maxCap int64
 	// refs counts the live bookings that use this resource.
 	refs int
+	// key is the origin at which Advance must next trim the timelines;
+	// hpos is the resource's position in Planner.trims; lazy is set when
+	// the timelines follow the Planner's clock (see advance.go).
+	key  int64
+	hpos int
+	lazy bool
 }
 
 // resPart is a validated Part: the resource resolved.
@@ -74,6 +86,7 @@ func New(f TimelineFactory) *Planner {
 	}
 	return &Planner{
 		factory:   f,
+		clock:     new(int64),
 		resources: make(map[string]*resource),
 		multi:     make(map[string][]resPart),
 	}
@@ -114,6 +127,7 @@ func (p *Planner) AddResource(name string, capacity int64) error {
 		p.byIdx = append(p.byIdx, r)
 	}
 	p.resources[name] = r
+	p.track(r)
 	i, _ := slices.BinarySearch(p.names, name)
 	p.names = slices.Insert(p.names, i, name)
 	return nil
@@ -130,6 +144,7 @@ func (p *Planner) RemoveResource(name string) error {
 		return fmt.Errorf("remove resource %q: %d live booking(s): %w", name, r.refs, ErrInUse)
 	}
 	delete(p.resources, name)
+	p.trims.remove(r.hpos)
 	p.byIdx[r.idx] = nil
 	p.freeIdx = append(p.freeIdx, r.idx)
 	if i, ok := slices.BinarySearch(p.names, name); ok {
@@ -203,10 +218,12 @@ func (p *Planner) SetCapacity(resource string, from, to, capacity int64) error {
 			for _, u := range slices.Backward(segs[:i]) {
 				_ = p.shiftCapacity(r, u.Start, u.End, u.Free-capacity)
 			}
+			p.touch(r)
 			return fmt.Errorf("set capacity of %q: %w", resource, err)
 		}
 	}
 	r.maxCap = profileMax(r.capacity)
+	p.touch(r)
 	return nil
 }
 
@@ -539,6 +556,7 @@ func (p *Planner) bookParts(parts []resPart, start, end int64) error {
 			return fmt.Errorf("resource %q over [%d,%d): %w", rp.res.name, start, end, ErrNoCapacity)
 		}
 	}
+	defer p.touchParts(parts)
 	for i, rp := range parts {
 		if err := rp.res.tl.Book(start, end, rp.amount); err != nil {
 			for _, u := range slices.Backward(parts[:i]) {
@@ -557,6 +575,7 @@ func (p *Planner) releaseParts(parts []resPart, start, end int64) error {
 	if end <= start {
 		return nil
 	}
+	defer p.touchParts(parts)
 	for i, rp := range parts {
 		if err := rp.res.tl.Release(start, end, rp.amount); err != nil {
 			for _, u := range slices.Backward(parts[:i]) {
@@ -566,6 +585,13 @@ func (p *Planner) releaseParts(parts []resPart, start, end int64) error {
 		}
 	}
 	return nil
+}
+
+// touchParts re-keys the resources of parts after a write to them.
+func (p *Planner) touchParts(parts []resPart) {
+	for _, rp := range parts {
+		p.touch(rp.res)
+	}
 }
 
 // store records a booking whose capacity is already booked.
@@ -631,26 +657,6 @@ func (p *Planner) booking(e entry) Booking {
 		parts[i] = Part{Resource: rp.res.name, Amount: rp.amount}
 	}
 	return Booking{ID: e.id, Parts: parts, Start: e.start, End: e.end}
-}
-
-// Advance moves the origin to now (it never moves back; now is capped at
-// MaxTime-1): every timeline, in resource-name order, forgets the past,
-// and bookings that end at or before now are forgotten.
-func (p *Planner) Advance(now int64) {
-	now = min(now, MaxTime-1)
-	if now <= p.origin {
-		return
-	}
-	p.origin = now
-	for _, n := range p.names {
-		r := p.resources[n]
-		r.tl.Advance(now)
-		r.capacity.Advance(now)
-		r.maxCap = profileMax(r.capacity)
-	}
-	for len(p.expiry) > 0 && p.bookings.at(p.expiry[0]).end <= now {
-		p.forget(p.expiry[0])
-	}
 }
 
 // Availability returns the free blocks of resource over [from, to).

@@ -58,6 +58,7 @@ func Restore(f TimelineFactory, s Snapshot) (*Planner, error) {
 	}
 	p := New(f)
 	p.origin = s.Origin
+	*p.clock = s.Origin
 	for i, rs := range s.Resources {
 		if i > 0 && s.Resources[i-1].Name >= rs.Name {
 			return nil, &FieldError{Field: fmt.Sprintf("resources[%d].name", i), Reason: "resources must be sorted and unique"}
