@@ -123,6 +123,9 @@ func BenchmarkRestore(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			runtime.GC()
+			var empty, full runtime.MemStats
+			runtime.ReadMemStats(&empty)
 			b.ReportAllocs()
 			cpu := cpuTime()
 			for b.Loop() {
@@ -130,10 +133,20 @@ func BenchmarkRestore(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			cpu = cpuTime() - cpu
+			b.StopTimer()
+			// The heap the restored state holds (the source state and the
+			// snapshot were live before and after).
+			runtime.GC()
+			runtime.ReadMemStats(&full)
+			b.ReportMetric(float64(int64(full.HeapAlloc)-int64(empty.HeapAlloc))/float64(live), "restored-heap-bytes/reservation")
+			runtime.KeepAlive(f)
+			runtime.KeepAlive(g)
+			runtime.KeepAlive(snap)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*live), "ns/reservation")
 			// On a shared machine the process's CPU time (all threads, GC
 			// included) is steadier than the wall time.
-			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
