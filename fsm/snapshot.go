@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 	"unicode/utf8"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
@@ -415,6 +416,7 @@ func rebuild(cfg Config, msg *fsmv1.Snapshot, idem *idemStore) (*state, error) {
 	// The live rows' bookings go to the planner in one bulk Load (sorted
 	// edges per resource) rather than one admission check per row.
 	books := bookings{list: make([]planner.Booking, 0, len(rows)), parts: make([]planner.Part, 0, len(rows))}
+	owners := make(map[string]string)
 	prev = ""
 	for i, r := range rows {
 		id := r.GetId()
@@ -432,6 +434,7 @@ func rebuild(cfg Config, msg *fsmv1.Snapshot, idem *idemStore) (*state, error) {
 				books.add(modKey(id), p.GetParts(), p.GetStartMillis(), p.GetEndMillis(), origin)
 			}
 		}
+		s.shareStrings(r, owners)
 		// IDs are new and ascending: no old row to unlink, and ids
 		// grows at its right edge.
 		s.resv[id] = r
@@ -451,6 +454,31 @@ func rebuild(cfg Config, msg *fsmv1.Snapshot, idem *idemStore) (*state, error) {
 		s.history = s.history[n:]
 	}
 	return s, nil
+}
+
+// maxSharedOwners bounds the owners shareStrings remembers: past it, a
+// table of mostly distinct owners would only grow the map.
+const maxSharedOwners = 1 << 12
+
+// shareStrings points a freshly decoded row's owner and part resource
+// names at one copy each (the resource's own name, the first row's owner)
+// instead of the copy per row that decoding makes: at a million rows
+// that is tens of megabytes. The row is not shared with anyone yet.
+func (s *state) shareStrings(r *fsmv1.Reservation, owners map[string]string) {
+	if o, ok := owners[r.GetOwner()]; ok {
+		r.Owner = o
+	} else if len(owners) < maxSharedOwners {
+		owners[r.GetOwner()] = r.GetOwner()
+	}
+	parts := r.GetParts()
+	if p := r.GetPending(); p != nil {
+		parts = append(slices.Clip(parts), p.GetParts()...)
+	}
+	for _, p := range parts {
+		if res, ok := s.resources[p.GetResource()]; ok {
+			p.Resource = res.GetName()
+		}
+	}
 }
 
 // bookings collects the planner bookings of a restored table, their
