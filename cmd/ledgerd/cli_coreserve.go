@@ -95,14 +95,11 @@ func printCoAdmission(asJSON bool, req *ledgerdv1.CoReserveRequest, out *ledgerd
 			how = "by overlap"
 		}
 		fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", i, r.GetId(), p.Resource, req.Subs[i].Amount,
-			fmtTime(r.GetStart()), fmtTime(r.GetEnd()), permille(p.ProbabilityPermille), how)
+			fmtTime(r.GetStart()), fmtTime(r.GetEnd()), permilleString(p.ProbabilityPermille), how)
 	}
 	_ = w.Flush()
-	fmt.Fprintf(cliOut, "joint probability %s\n", permille(out.JointPermille))
+	fmt.Fprintf(cliOut, "joint probability %s\n", permilleString(out.JointPermille))
 }
-
-// permille prints a permille probability as a fraction, e.g. 0.833.
-func permille(p uint32) string { return fmt.Sprintf("%d.%03d", p/1000, p%1000) }
 
 // parseCoSub reads AMOUNT@START+DURATION. START is anything -at takes
 // (RFC 3339, now, +2h); the duration follows the last '+'.
