@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -13,6 +15,21 @@ import (
 	"github.com/ledgerd/ledgerd/rpc"
 	"github.com/ledgerd/ledgerd/rpc/rpctest"
 )
+
+// waitApplied waits until every server has applied what leader has.
+func waitApplied(t *testing.T, c *rpctest.Cluster, leader *rpctest.Server) {
+	t.Helper()
+	want := leader.FSM.AppliedIndex()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, s := range c.Servers {
+		for s.FSM.AppliedIndex() < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s stuck at index %d < %d", s.Name, s.FSM.AppliedIndex(), want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
 
 // TestPoliciesOnRealCluster runs variable jobs on a MOVE_VARIABLE resource
 // through a real three-node Raft cluster: writes through followers, every
@@ -57,16 +74,7 @@ func TestPoliciesOnRealCluster(t *testing.T) {
 
 	// Every replica has applied the move the same way.
 	leader := c.WaitLeader(10 * time.Second)
-	want := leader.FSM.AppliedIndex()
-	deadline := time.Now().Add(10 * time.Second)
-	for _, s := range c.Servers {
-		for s.FSM.AppliedIndex() < want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s stuck at index %d < %d", s.Name, s.FSM.AppliedIndex(), want)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	waitApplied(t, c, leader)
 	for _, j := range jobs {
 		ref, _ := leader.FSM.Get(j.Id)
 		for _, s := range c.Servers {
@@ -90,5 +98,64 @@ func TestPoliciesOnRealCluster(t *testing.T) {
 	second := reserveInside(j2)
 	if got, err := acme.Get(ctx, jobs[1].Id); err != nil || got.Pushes != 1 || !got.Start.AsTime().Equal(second.Moved[0].To.AsTime()) {
 		t.Fatalf("second job after the fail-over: %v, %v", got, err)
+	}
+}
+
+// TestCoReserveOnRealCluster books co-reservations through a follower of a
+// real three-node Raft cluster: every replica holds the same
+// sub-reservations, and after the leader is lost the new one places the
+// next request from the replicated state (a is full, so it goes to b) and
+// still knows the IDs already taken.
+func TestCoReserveOnRealCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real Raft cluster")
+	}
+	ctx := context.Background()
+	c := rpctest.NewCluster(t, 3, rpc.Options{Auth: rpctest.NewAuth(t)})
+	ops := clusterClient(t, c.Addrs(), rpctest.TokenOps)
+	for _, r := range []*ledgerdv1.Resource{{Name: "a", Capacity: 4}, {Name: "b", Capacity: 8}} {
+		if _, err := ops.CreateResource(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := time.Now().Add(time.Hour).Truncate(time.Second)
+	req := func(id string) *ledgerdv1.CoReserveRequest {
+		return &ledgerdv1.CoReserveRequest{Id: id, Candidates: []string{"a", "b"}, Subs: []*ledgerdv1.CoSubRequest{
+			{Amount: 4, Start: timestamppb.New(base), Duration: durationpb.New(time.Hour)},
+			{Amount: 3, Start: timestamppb.New(base), Duration: durationpb.New(time.Hour)},
+		}}
+	}
+	leader := c.WaitLeader(10 * time.Second)
+	var follower string
+	for i, s := range c.Servers {
+		if s != leader {
+			follower = c.Addrs()[i]
+		}
+	}
+	viaFollower := clusterClient(t, []string{follower}, rpctest.TokenAcme)
+	out, err := viaFollower.CoReserve(ctx, req("co"))
+	if err != nil || out.Placements[0].Resource != "a" || out.Placements[1].Resource != "b" {
+		t.Fatalf("co-reserve via a follower: %v, %v", out, err)
+	}
+	waitApplied(t, c, leader)
+	for _, s := range c.Servers {
+		for _, id := range []string{"co/0", "co/1"} {
+			ref, _ := leader.FSM.Get(id)
+			if got, ok := s.FSM.Get(id); !ok || !proto.Equal(got, ref) {
+				t.Fatalf("%s has %s as %v, the leader as %v", s.Name, id, got, ref)
+			}
+		}
+	}
+
+	c.Stop(leader)
+	c.WaitLeader(15 * time.Second)
+	acme := clusterClient(t, c.Addrs(), rpctest.TokenAcme)
+	if _, err := acme.CoReserve(ctx, req("co")); connect.CodeOf(err) != connect.CodeAlreadyExists {
+		t.Fatalf("the same id after the fail-over: %v, want already_exists", err)
+	}
+	next := req("co2")
+	next.Subs = next.Subs[:1]
+	if out, err := acme.CoReserve(ctx, next); err != nil || out.Placements[0].Resource != "b" {
+		t.Fatalf("co-reserve after the fail-over: %v, %v", out, err)
 	}
 }
