@@ -593,8 +593,9 @@ type Command struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The operation; must match the payload that is set.
 	Type Command_Type `protobuf:"varint,1,opt,name=type,proto3,enum=ledgerd.fsm.v1.Command_Type" json:"type,omitempty"`
-	// Envelope version. Writers set CurrentVersion (1); replicas refuse
-	// versions they do not know.
+	// Envelope version: the lowest one that carries every feature the entry
+	// uses (1 for the original commands; 2 for admission policies, variable
+	// jobs and co-reservation). Replicas refuse versions they do not know.
 	Version uint32 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
 	// The leader's clock when it proposed the entry (Unix ms). The state
 	// machine uses max(previous log time, now_millis), so log time never runs
