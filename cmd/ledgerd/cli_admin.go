@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"sort"
@@ -48,6 +49,15 @@ func splitName(args []string) (string, []string) {
 		return args[0], args[1:]
 	}
 	return "", args
+}
+
+// nameArg returns the name splitName found before the flags, or else the
+// only positional argument left after them (empty when there is none).
+func nameArg(fs *flag.FlagSet, name string) string {
+	if name == "" && fs.NArg() == 1 {
+		return fs.Arg(0)
+	}
+	return name
 }
 
 func printResources(asJSON bool, rs ...*ledgerdv1.Resource) {
@@ -100,10 +110,7 @@ func resourcesCreate(args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	if name == "" && fs.NArg() == 1 {
-		name = fs.Arg(0)
-	}
-	if name == "" {
+	if name = nameArg(fs, name); name == "" {
 		return usageErr(fs, "want a resource name")
 	}
 	if *capacity <= 0 {
@@ -132,10 +139,7 @@ func resourcesUpdate(args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	if name == "" && fs.NArg() == 1 {
-		name = fs.Arg(0)
-	}
-	if name == "" {
+	if name = nameArg(fs, name); name == "" {
 		return usageErr(fs, "want a resource name")
 	}
 	if *capacity < 0 {
@@ -164,10 +168,7 @@ func resourcesDelete(args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	if name == "" && fs.NArg() == 1 {
-		name = fs.Arg(0)
-	}
-	if name == "" {
+	if name = nameArg(fs, name); name == "" {
 		return usageErr(fs, "want a resource name")
 	}
 	return cf.withClient("resources delete", func(ctx context.Context, c *client.Client) error {

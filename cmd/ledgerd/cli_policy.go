@@ -175,10 +175,7 @@ func resourcesPolicy(args []string) int {
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
-	if name == "" && fs.NArg() == 1 {
-		name = fs.Arg(0)
-	}
-	if name == "" {
+	if name = nameArg(fs, name); name == "" {
 		return usageErr(fs, "want a resource name")
 	}
 	if pf.policy == "" {
