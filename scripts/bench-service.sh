@@ -81,7 +81,7 @@ if ! skip ledgerd-nodes; then
 	for n in 1 5; do
 		step "ledgerd, $n nodes, default mix"
 		agents_start "$n" $((17700 + 100 * n))
-		"$work/loadgen" -system ledgerd -addrs "$addrs" -cpu-pids "$(agent_pids)" -label "$n nodes" -clients 16,64 "${common[@]}" | tee -a "$log"
+		"$work/loadgen" -system ledgerd -addrs "$addrs" -cpu-pids "$(agent_pids)" -label "$n nodes" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
 		agents_stop
 	done
 fi
