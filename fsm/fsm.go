@@ -28,6 +28,12 @@ type Config struct {
 	// IdempotencyWindow is how long an idempotency key is remembered.
 	// Default 24 h.
 	IdempotencyWindow int64
+	// IdempotencyMaxKeys bounds the number of remembered idempotency
+	// keys: past it the oldest are forgotten first, even inside the
+	// window, so memory stays bounded at any write rate. A retry whose
+	// key has been forgotten is applied again. Default 262,144 (see
+	// DefaultIdempotencyMaxKeys).
+	IdempotencyMaxKeys int
 	// HistoryLimit is the number of events kept for History. Default 10,000.
 	HistoryLimit int
 	// Timelines makes the planner's per-resource timelines; nil selects
@@ -44,7 +50,13 @@ const (
 	DefaultMaxHoldTTL        int64 = 3_600_000
 	DefaultRetention         int64 = 24 * 3_600_000
 	DefaultIdempotencyWindow int64 = 24 * 3_600_000
-	DefaultHistoryLimit            = 10_000
+	// DefaultIdempotencyMaxKeys keeps about 87 s of keyed writes at 3,000
+	// writes/s (the service's target rate), far beyond the client's own
+	// retries of one call (8 attempts, at most 2 s apart), for about 40 MB
+	// (≈ 160 bytes per key with its result). The 24 h window alone would
+	// keep 260M keys at that rate.
+	DefaultIdempotencyMaxKeys = 1 << 18
+	DefaultHistoryLimit       = 10_000
 )
 
 func (c Config) withDefaults() (Config, error) {
@@ -59,6 +71,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.IdempotencyWindow == 0 {
 		c.IdempotencyWindow = DefaultIdempotencyWindow
+	}
+	if c.IdempotencyMaxKeys == 0 {
+		c.IdempotencyMaxKeys = DefaultIdempotencyMaxKeys
 	}
 	if c.HistoryLimit == 0 {
 		c.HistoryLimit = DefaultHistoryLimit
@@ -75,6 +90,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("config: Retention %d must be >= 0", c.Retention)
 	case c.IdempotencyWindow < 0:
 		return c, fmt.Errorf("config: IdempotencyWindow %d must be >= 0", c.IdempotencyWindow)
+	case c.IdempotencyMaxKeys < 0:
+		return c, fmt.Errorf("config: IdempotencyMaxKeys %d must be >= 0", c.IdempotencyMaxKeys)
 	case c.HistoryLimit < 0:
 		return c, fmt.Errorf("config: HistoryLimit %d must be >= 0", c.HistoryLimit)
 	}

@@ -203,6 +203,17 @@ func (s *idemStore) grow(n int) {
 // prune forgets the oldest records, those at least window older than
 // now.
 func (s *idemStore) prune(now, window int64) {
+	s.dropWhile(func(r idemRecord) bool { return now-r.at >= window })
+}
+
+// trim forgets the oldest records until at most maxKeys are left.
+func (s *idemStore) trim(maxKeys int) {
+	s.dropWhile(func(idemRecord) bool { return s.n > maxKeys })
+}
+
+// dropWhile forgets records from the oldest on for as long as drop says
+// so.
+func (s *idemStore) dropWhile(drop func(idemRecord) bool) {
 	for s.n > 0 {
 		if s.front == len(s.chunks[0]) {
 			// Every record of the first chunk is gone; it is not the last
@@ -213,7 +224,7 @@ func (s *idemStore) prune(now, window int64) {
 			s.front = 0
 		}
 		r, l := readIdemRecord(s.chunks[0][s.front:])
-		if now-r.at < window {
+		if !drop(r) {
 			return
 		}
 		s.unindex(uint64(s.first)<<32|uint64(s.front), idemHash(r.owner, r.key))

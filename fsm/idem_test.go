@@ -21,7 +21,8 @@ type idemModelRec struct {
 }
 
 // TestIdemStoreMatchesModel drives the compact store and a map-and-log
-// model with the same random adds, lookups, prunes and snapshot views
+// model with the same random adds, lookups, prunes, trims to a count and
+// snapshot views
 // (results up to several chunks long, so chunks fill, are dropped and
 // start over) and checks every answer, the count, and that each view
 // still lists exactly the records it was taken with after the store has
@@ -62,6 +63,15 @@ func TestIdemStoreMatchesModel(t *testing.T) {
 					want, wok := m.byKey[[2]string{owner, key}]
 					if got, ok := s.get(owner, key); ok != wok || !bytes.Equal(got, want) {
 						t.Fatalf("step %d: get %q/%q = %v, want %v", step, owner, key, ok, wok)
+					}
+				case op == 16 && r.IntN(4) == 0:
+					keep := r.IntN(len(m.log) + 2)
+					s.trim(keep)
+					if n := len(m.log) - keep; n > 0 {
+						for _, e := range m.log[:n] {
+							delete(m.byKey, [2]string{e.owner, e.key})
+						}
+						m.log = m.log[n:]
 					}
 				case op < 18:
 					now += int64(r.IntN(40))

@@ -449,6 +449,9 @@ func rebuild(cfg Config, msg *fsmv1.Snapshot, idem *idemStore) (*state, error) {
 	}
 
 	s.idem = *idem
+	// A snapshot written under a larger cap (or none) keeps only the
+	// newest keys, as applying its log under this cap would have.
+	s.idem.trim(cfg.IdempotencyMaxKeys)
 	s.history = append(s.history, msg.GetHistory()...)
 	if n := len(s.history) - cfg.HistoryLimit; n > 0 {
 		s.history = s.history[n:]

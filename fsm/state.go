@@ -65,7 +65,7 @@ type state struct {
 
 	// idem remembers each idempotency key, scoped by owner, with its
 	// encoded first Result, in apply order (so also in log time order):
-	// the oldest is pruned first.
+	// the oldest is pruned first, by the window and by the count cap.
 	idem idemStore
 
 	// history is the retained tail of events, oldest first.
@@ -336,6 +336,7 @@ func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, [
 	if key != "" {
 		enc := encodeResult(res)
 		s.idem.add([]byte(owner), []byte(key), s.now, enc)
+		s.idem.trim(s.cfg.IdempotencyMaxKeys)
 		return res, enc
 	}
 	return res, nil

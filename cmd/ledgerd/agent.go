@@ -184,7 +184,7 @@ func (s *server) createDataDir() error {
 }
 
 func (s *server) createFSM() error {
-	f, err := fsm.New(fsm.Config{})
+	f, err := fsm.New(s.cfg.fsmConfig())
 	if err != nil {
 		return fmt.Errorf("fsm: %w", err)
 	}

@@ -54,6 +54,8 @@ func TestAgentConfigRejectsBadInputNamingTheKey(t *testing.T) {
 		{"snapshot interval", `{"data_dir":"d","snapshot_interval":"1ms"}`, nil, nil, "snapshot_interval"},
 		{"snapshot on shutdown", `{"data_dir":"d"}`, nil, map[string]string{"LEDGERD_SNAPSHOT_ON_SHUTDOWN": "sometimes"}, "LEDGERD_SNAPSHOT_ON_SHUTDOWN"},
 		{"trailing logs type", `{"data_dir":"d","trailing_logs":"many"}`, nil, nil, "trailing_logs"},
+		{"idempotency max keys", `{"data_dir":"d","idempotency_max_keys":-5}`, nil, nil, "idempotency_max_keys"},
+		{"idempotency max keys flag", `{"data_dir":"d"}`, []string{"-idempotency-max-keys", "many"}, nil, "idempotency-max-keys"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"-config", writeConfig(t, tc.file)}, tc.args...)
@@ -160,6 +162,33 @@ func TestAgentConfigSnapshotKeys(t *testing.T) {
 			if got.SnapshotThreshold != tc.want.SnapshotThreshold || got.SnapshotInterval != tc.want.SnapshotInterval ||
 				got.TrailingLogs != tc.want.TrailingLogs || got.SnapshotOnShutdown != tc.want.SnapshotOnShutdown || got.Pprof != tc.want.Pprof {
 				t.Fatalf("snapshot settings = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAgentConfigIdempotencyMaxKeys checks that the key reaches the
+// ledger's configuration from every source.
+func TestAgentConfigIdempotencyMaxKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		file string
+		env  map[string]string
+		args []string
+		want int
+	}{
+		{"default", `{"data_dir":"d"}`, nil, nil, 0},
+		{"file", `{"data_dir":"d","idempotency_max_keys":1000}`, nil, nil, 1000},
+		{"env", `{"data_dir":"d","idempotency_max_keys":1000}`, map[string]string{"LEDGERD_IDEMPOTENCY_MAX_KEYS": "77"}, nil, 77},
+		{"flag", `{"data_dir":"d"}`, map[string]string{"LEDGERD_IDEMPOTENCY_MAX_KEYS": "77"}, []string{"-idempotency-max-keys", "5"}, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _, err := parseAgentArgs(append([]string{"-config", writeConfig(t, tc.file)}, tc.args...), func(k string) string { return tc.env[k] }, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.fsmConfig().IdempotencyMaxKeys; got != tc.want {
+				t.Fatalf("IdempotencyMaxKeys = %d, want %d", got, tc.want)
 			}
 		})
 	}

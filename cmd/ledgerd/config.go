@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ledgerd/ledgerd/fsm"
 )
 
 // agentConfig is the agent's configuration. A config file is JSON with
@@ -65,6 +67,10 @@ type agentConfig struct {
 	// MemoryLimit is the Go runtime's soft memory limit in bytes (0: the
 	// runtime's own, from GOMEMLIMIT or none); see applyMemoryLimit.
 	MemoryLimit byteSize `json:"memory_limit"`
+	// IdempotencyMaxKeys caps the idempotency keys the ledger remembers
+	// (0: fsm.DefaultIdempotencyMaxKeys); see fsmConfig. Every server of
+	// a cluster must use the same value.
+	IdempotencyMaxKeys int `json:"idempotency_max_keys"`
 	// Pprof serves net/http/pprof under /debug/pprof/ on the HTTP port.
 	Pprof bool `json:"pprof"`
 	// Public API settings (see rpc.Options).
@@ -185,6 +191,7 @@ var settings = []setting{
 		c.MemoryLimit = n
 		return err
 	}},
+	{"idempotency_max_keys", "idempotency keys remembered at most, oldest forgotten first; the same on every server (0: 262144)", intSetter(func(c *agentConfig) *int { return &c.IdempotencyMaxKeys })},
 	{"pprof", "serve Go profiles under /debug/pprof/ on the HTTP port (debugging only)", boolSetter(func(c *agentConfig) *bool { return &c.Pprof })},
 	{"tokens_file", "API bearer-token file; empty turns API authentication off", str(func(c *agentConfig) *string { return &c.TokensFile })},
 	{"cors_origins", "browser origins allowed to call the API; repeat or separate with commas", func(c *agentConfig, v string) error {
@@ -409,6 +416,9 @@ func (c *agentConfig) validate(dev bool) error {
 	if c.SnapshotInterval != 0 && time.Duration(c.SnapshotInterval) < 5*time.Millisecond {
 		return fmt.Errorf("config: snapshot_interval: must be at least 5ms (or 0 for the raft default), got %s", time.Duration(c.SnapshotInterval))
 	}
+	if c.IdempotencyMaxKeys < 0 {
+		return fmt.Errorf("config: idempotency_max_keys: must be >= 0, got %d", c.IdempotencyMaxKeys)
+	}
 	if c.RateLimit < 0 {
 		return fmt.Errorf("config: rate_limit: must be >= 0, got %g", c.RateLimit)
 	}
@@ -424,6 +434,12 @@ func (c *agentConfig) validate(dev bool) error {
 		}
 	}
 	return nil
+}
+
+// fsmConfig is the ledger's configuration. It decides what applying an
+// entry does, so it must be the same on every server.
+func (c *agentConfig) fsmConfig() fsm.Config {
+	return fsm.Config{IdempotencyMaxKeys: c.IdempotencyMaxKeys}
 }
 
 func checkHostPort(v string) error {

@@ -132,11 +132,11 @@ func runRecover(args []string) int {
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	rc, err := recoverConfig(*configFile, *dataDir, *raftAddr)
+	rc, fc, err := recoverConfig(*configFile, *dataDir, *raftAddr)
 	if err != nil {
 		return usageErr(fs, "%v", err)
 	}
-	f, err := fsm.New(fsm.Config{})
+	f, err := fsm.New(fc)
 	if err != nil {
 		return fail("operator raft recover", err)
 	}
@@ -160,13 +160,16 @@ then start the others; they join as new servers.
 
 // recoverConfig resolves the data directory and Raft address from the
 // agent's config file and the flags (flags win).
-func recoverConfig(configFile, dataDir, raftAddr string) (cluster.RecoverConfig, error) {
+func recoverConfig(configFile, dataDir, raftAddr string) (cluster.RecoverConfig, fsm.Config, error) {
 	var rc cluster.RecoverConfig
+	var fc fsm.Config
 	if configFile != "" {
 		cfg := defaultAgentConfig()
 		if err := loadConfigFile(configFile, &cfg); err != nil {
-			return rc, err
+			return rc, fc, err
 		}
+		// The log is replayed as the agent applies it.
+		fc = cfg.fsmConfig()
 		rc.DataDir = cfg.DataDir
 		rc.RaftAddr = cfg.RaftAdvertise
 		if rc.RaftAddr == "" {
@@ -180,14 +183,14 @@ func recoverConfig(configFile, dataDir, raftAddr string) (cluster.RecoverConfig,
 		rc.RaftAddr = raftAddr
 	}
 	if rc.DataDir == "" {
-		return rc, fmt.Errorf("-data-dir (or data_dir in -config) is required")
+		return rc, fc, fmt.Errorf("-data-dir (or data_dir in -config) is required")
 	}
 	host, _, err := net.SplitHostPort(rc.RaftAddr)
 	if err != nil {
-		return rc, fmt.Errorf("-raft-addr (or raft_advertise/raft_addr in -config) must be host:port, got %q", rc.RaftAddr)
+		return rc, fc, fmt.Errorf("-raft-addr (or raft_advertise/raft_addr in -config) must be host:port, got %q", rc.RaftAddr)
 	}
 	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-		return rc, fmt.Errorf("-raft-addr: %q is not an address peers can dial; give the advertised one", rc.RaftAddr)
+		return rc, fc, fmt.Errorf("-raft-addr: %q is not an address peers can dial; give the advertised one", rc.RaftAddr)
 	}
-	return rc, nil
+	return rc, fc, nil
 }
