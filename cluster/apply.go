@@ -92,25 +92,20 @@ func (n *Node) applyLocal(ctx context.Context, cmd []byte) ([]byte, error) {
 		timeout = max(time.Until(d), time.Millisecond)
 	}
 	f := n.raft.Apply(cmd, timeout)
-	ch := make(chan error, 1)
-	go func() { ch <- f.Error() }()
+	type result struct {
+		data []byte
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		d, err := futureResult(f)
+		ch <- result{d, err}
+	}()
 	select {
-	case err := <-ch:
-		if err != nil {
-			return nil, fmt.Errorf("cluster: apply: %w", mapRaftErr(err))
-		}
+	case r := <-ch:
+		return r.data, r.err
 	case <-ctx.Done():
 		return nil, fmt.Errorf("cluster: apply: %w: %w", ErrOutcomeUnknown, ctx.Err())
-	}
-	switch r := f.Response().(type) {
-	case nil:
-		return nil, nil
-	case []byte:
-		return r, nil
-	case error:
-		return nil, &ApplyError{Msg: r.Error()}
-	default:
-		return nil, fmt.Errorf("cluster: fsm returned %T, want []byte or error", r)
 	}
 }
 

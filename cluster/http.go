@@ -75,6 +75,7 @@ type status struct {
 func (n *Node) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+pathApply, n.serveApply)
+	mux.HandleFunc("POST "+pathApplyBatch, n.serveApplyBatch)
 	mux.HandleFunc("GET "+pathReadIndex, n.serveReadIndex)
 	mux.HandleFunc("GET "+pathStatus, n.serveStatus)
 	if n.token == "" {
@@ -194,7 +195,16 @@ func writeClusterErr(w http.ResponseWriter, err error) {
 func decodeErr(resp *http.Response) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	msg := string(bytes.TrimSpace(body))
-	switch resp.Header.Get(errHeader) {
+	if err := classErr(resp.Header.Get(errHeader), msg); err != nil {
+		return err
+	}
+	return fmt.Errorf("leader answered %s: %s", resp.Status, msg)
+}
+
+// classErr maps an error class on the wire and its message back to the
+// sentinels; nil for errClassOther and unknown classes.
+func classErr(class, msg string) error {
+	switch class {
 	case errClassFSM:
 		return &ApplyError{Msg: msg}
 	case errClassNotLeader:
@@ -208,7 +218,7 @@ func decodeErr(resp *http.Response) error {
 	case errClassUnknown:
 		return fmt.Errorf("leader answered: %s: %w", msg, ErrOutcomeUnknown)
 	}
-	return fmt.Errorf("leader answered %s: %s", resp.Status, msg)
+	return nil
 }
 
 // isDialErr reports whether err happened before the request was sent, so a

@@ -1,0 +1,173 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Result is the outcome of one command of ApplyBatch: what Apply would
+// have returned for it alone.
+type Result struct {
+	Data []byte
+	Err  error
+}
+
+// ApplyBatch replicates cmds, one log entry each, and returns one Result
+// per command in order. The commands are proposed back to back in the
+// given order without waiting for each other, so they share disk syncs
+// and replication rounds; the results are only collected afterwards. It
+// works on any node: a follower forwards the whole batch to the leader in
+// one request. Each result has Apply's meaning, ErrOutcomeUnknown
+// included; commands refused before they reached the log (the node was
+// not, or stopped being, the leader) are retried, within
+// Config.LeaderWait, on the new leader.
+func (n *Node) ApplyBatch(ctx context.Context, cmds [][]byte) []Result {
+	start := time.Now()
+	out := make([]Result, len(cmds))
+	paths := make([]string, len(cmds))
+	for i := range paths {
+		paths[i] = "local"
+	}
+	todo := seq(len(cmds))
+	deadline := time.Now().Add(n.cfg.LeaderWait)
+	var lastErr error
+	for len(todo) > 0 {
+		if n.closed.Load() {
+			fail(out, todo, fmt.Errorf("cluster: apply: %w", ErrShutdown))
+			break
+		}
+		sub := make([][]byte, len(todo))
+		for j, i := range todo {
+			sub[j] = cmds[i]
+		}
+		var res []Result
+		path := "local"
+		if n.raft.State() == raft.Leader {
+			res = n.applyLocalBatch(ctx, sub)
+		} else if id, rpc := n.Leader(); id != "" && rpc != "" {
+			res, path = n.forwardApplyBatch(ctx, rpc, sub), "forwarded"
+		}
+		retry := todo[:0]
+		for j, i := range todo {
+			if res == nil || errors.Is(res[j].Err, ErrNotLeader) || (path == "forwarded" && errors.Is(res[j].Err, ErrNoLeader)) {
+				if res != nil {
+					lastErr = res[j].Err
+				}
+				retry = append(retry, i)
+				continue
+			}
+			out[i], paths[i] = res[j], path
+		}
+		todo = retry
+		if len(todo) == 0 {
+			break
+		}
+		if err := n.waitLeaderChange(ctx, deadline); err != nil {
+			if lastErr != nil {
+				err = fmt.Errorf("%w (last attempt: %w)", err, lastErr)
+			}
+			fail(out, todo, fmt.Errorf("cluster: apply: %w", err))
+			break
+		}
+	}
+	for i, r := range out {
+		n.m.observeApply(paths[i], start, r.Err)
+	}
+	return out
+}
+
+// fail sets err as the result of every command in idx.
+func fail(out []Result, idx []int, err error) {
+	for _, i := range idx {
+		out[i] = Result{Err: err}
+	}
+}
+
+// applyLocalBatch stamps and proposes every command, then waits for all
+// of them with a single goroutine (not one per command). It never
+// forwards. When ctx ends first, the commands whose outcome is not yet
+// known fail with ErrOutcomeUnknown.
+func (n *Node) applyLocalBatch(ctx context.Context, cmds [][]byte) []Result {
+	out := make([]Result, len(cmds))
+	if n.raft.State() != raft.Leader {
+		fail(out, seq(len(cmds)), fmt.Errorf("cluster: apply: %w", ErrNotLeader))
+		return out
+	}
+	var timeout time.Duration
+	if d, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(d), time.Millisecond)
+	}
+	futures := make([]raft.ApplyFuture, len(cmds))
+	for i, cmd := range cmds {
+		if n.cfg.Stamp != nil {
+			stamped, err := n.cfg.Stamp(cmd, n.cfg.Now().UnixMilli())
+			if err != nil {
+				out[i].Err = fmt.Errorf("cluster: stamp command: %w", err)
+				continue
+			}
+			cmd = stamped
+		}
+		futures[i] = n.raft.Apply(cmd, timeout)
+	}
+	// The waiter fills its own slice and publishes how far it got, so a
+	// caller that stops waiting never races with it.
+	got := make([]Result, len(cmds))
+	var known atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i, f := range futures {
+			if f != nil {
+				got[i].Data, got[i].Err = futureResult(f)
+			}
+			known.Store(int64(i + 1))
+		}
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	k := int(known.Load())
+	for i := range futures {
+		switch {
+		case futures[i] == nil: // stamping failed; out[i] holds the error
+		case i < k:
+			out[i] = got[i]
+		default:
+			out[i].Err = fmt.Errorf("cluster: apply: %w: %w", ErrOutcomeUnknown, ctx.Err())
+		}
+	}
+	return out
+}
+
+// seq returns 0..n-1.
+func seq(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}
+
+// futureResult waits for f and returns the FSM's result the way Apply
+// does.
+func futureResult(f raft.ApplyFuture) ([]byte, error) {
+	if err := f.Error(); err != nil {
+		return nil, fmt.Errorf("cluster: apply: %w", mapRaftErr(err))
+	}
+	switch r := f.Response().(type) {
+	case nil:
+		return nil, nil
+	case []byte:
+		return r, nil
+	case error:
+		return nil, &ApplyError{Msg: r.Error()}
+	default:
+		return nil, fmt.Errorf("cluster: fsm returned %T, want []byte or error", r)
+	}
+}

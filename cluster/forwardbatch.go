@@ -1,0 +1,208 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+)
+
+// pathApplyBatch takes several commands in one request: the follower side
+// of ApplyBatch.
+const pathApplyBatch = "/internal/applybatch"
+
+// maxBatchCommands bounds the commands of one forwarded batch.
+const maxBatchCommands = 4096
+
+// Batch wire format. Request: uvarint count, then per command uvarint
+// length and bytes. Response (200): per command one class byte (0 for
+// success, else an index into wireClasses), uvarint length and the result
+// or the error message.
+var wireClasses = []string{"", errClassFSM, errClassNotLeader, errClassNoLeader, errClassShutdown, errClassUnknown, errClassOther}
+
+func appendChunk(b, p []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(p)))
+	return append(b, p...)
+}
+
+func readChunk(r *bytes.Reader, limit int) ([]byte, error) {
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(limit) || n > uint64(r.Len()) {
+		return nil, fmt.Errorf("chunk of %d bytes exceeds what is left (%d)", n, r.Len())
+	}
+	p := make([]byte, n)
+	_, err = io.ReadFull(r, p)
+	return p, err
+}
+
+func encodeCommands(cmds [][]byte) []byte {
+	b := binary.AppendUvarint(nil, uint64(len(cmds)))
+	for _, c := range cmds {
+		b = appendChunk(b, c)
+	}
+	return b
+}
+
+func decodeCommands(body []byte) ([][]byte, error) {
+	r := bytes.NewReader(body)
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return nil, fmt.Errorf("command count: %w", err)
+	}
+	if n > maxBatchCommands {
+		return nil, fmt.Errorf("%d commands, at most %d per batch", n, maxBatchCommands)
+	}
+	cmds := make([][]byte, n)
+	for i := range cmds {
+		if cmds[i], err = readChunk(r, maxCommandSize); err != nil {
+			return nil, fmt.Errorf("command %d: %w", i, err)
+		}
+	}
+	if r.Len() != 0 {
+		return nil, fmt.Errorf("%d trailing bytes after %d commands", r.Len(), n)
+	}
+	return cmds, nil
+}
+
+// errClassOf is the wire class of an apply error (as writeClusterErr
+// classifies it).
+func errClassOf(err error) (string, string) {
+	var ae *ApplyError
+	switch {
+	case errors.As(err, &ae):
+		return errClassFSM, ae.Msg
+	case errors.Is(err, ErrNotLeader):
+		return errClassNotLeader, err.Error()
+	case errors.Is(err, ErrNoLeader):
+		return errClassNoLeader, err.Error()
+	case errors.Is(err, ErrShutdown):
+		return errClassShutdown, err.Error()
+	case errors.Is(err, ErrOutcomeUnknown):
+		return errClassUnknown, err.Error()
+	}
+	return errClassOther, err.Error()
+}
+
+func encodeResults(res []Result) []byte {
+	var b []byte
+	for _, r := range res {
+		if r.Err == nil {
+			b = appendChunk(append(b, 0), r.Data)
+			continue
+		}
+		class, msg := errClassOf(r.Err)
+		k := 0
+		for i, c := range wireClasses {
+			if c == class {
+				k = i
+			}
+		}
+		b = appendChunk(append(b, byte(k)), []byte(msg))
+	}
+	return b
+}
+
+func decodeResults(body []byte, n int) ([]Result, error) {
+	r := bytes.NewReader(body)
+	out := make([]Result, n)
+	for i := range out {
+		k, err := r.ReadByte()
+		if err != nil {
+			return nil, fmt.Errorf("result %d: %w", i, err)
+		}
+		if int(k) >= len(wireClasses) {
+			return nil, fmt.Errorf("result %d: unknown class %d", i, k)
+		}
+		p, err := readChunk(r, maxCommandSize)
+		if err != nil {
+			return nil, fmt.Errorf("result %d: %w", i, err)
+		}
+		if k == 0 {
+			out[i].Data = p
+			continue
+		}
+		if out[i].Err = classErr(wireClasses[k], string(p)); out[i].Err == nil {
+			out[i].Err = fmt.Errorf("leader answered: %s", p)
+		}
+	}
+	if r.Len() != 0 {
+		return nil, fmt.Errorf("%d trailing bytes after %d results", r.Len(), n)
+	}
+	return out, nil
+}
+
+func (n *Node) serveApplyBatch(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4*maxCommandSize))
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, errClassOther, fmt.Errorf("read commands: %w", err))
+		return
+	}
+	cmds, err := decodeCommands(body)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, errClassOther, fmt.Errorf("decode commands: %w", err))
+		return
+	}
+	res := n.applyLocalBatch(r.Context(), cmds)
+	w.Header().Set("Content-Type", "application/octet-stream")
+	_, _ = w.Write(encodeResults(res))
+}
+
+// forwardApplyBatch sends cmds to the leader at rpcAddr in one request. A
+// leader that predates the batch endpoint gets the commands one request
+// each, concurrently.
+func (n *Node) forwardApplyBatch(ctx context.Context, rpcAddr string, cmds [][]byte) []Result {
+	all := func(err error) []Result {
+		out := make([]Result, len(cmds))
+		fail(out, seq(len(cmds)), err)
+		return out
+	}
+	fctx, cancel := context.WithTimeout(ctx, n.cfg.ForwardTimeout)
+	defer cancel()
+	req, err := n.newInternalRequest(fctx, http.MethodPost, n.scheme+"://"+rpcAddr+pathApplyBatch, bytes.NewReader(encodeCommands(cmds)))
+	if err != nil {
+		return all(fmt.Errorf("cluster: forward apply batch: %w", err))
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	n.m.forwarded.Add(float64(len(cmds)))
+	resp, err := n.client.Do(req)
+	if err != nil {
+		if isDialErr(err) {
+			return all(fmt.Errorf("cluster: forward apply batch to %s: %w: %w", rpcAddr, ErrNotLeader, err))
+		}
+		return all(fmt.Errorf("cluster: forward apply batch to %s: %w: %w", rpcAddr, ErrOutcomeUnknown, err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed {
+		return n.forwardEach(ctx, rpcAddr, cmds)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return all(fmt.Errorf("cluster: forward apply batch to %s: %w", rpcAddr, decodeErr(resp)))
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return all(fmt.Errorf("cluster: forward apply batch to %s: read results: %w: %w", rpcAddr, ErrOutcomeUnknown, err))
+	}
+	res, err := decodeResults(body, len(cmds))
+	if err != nil {
+		return all(fmt.Errorf("cluster: forward apply batch to %s: decode results: %w: %w", rpcAddr, ErrOutcomeUnknown, err))
+	}
+	return res
+}
+
+// forwardEach forwards every command on its own, concurrently.
+func (n *Node) forwardEach(ctx context.Context, rpcAddr string, cmds [][]byte) []Result {
+	out := make([]Result, len(cmds))
+	var wg sync.WaitGroup
+	for i, c := range cmds {
+		wg.Go(func() { out[i].Data, out[i].Err = n.forwardApply(ctx, rpcAddr, c) })
+	}
+	wg.Wait()
+	return out
+}
