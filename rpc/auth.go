@@ -179,15 +179,25 @@ func (i *authInterceptor) admit(ctx context.Context, h http.Header) (context.Con
 		addDetail(e, &errdetails.ErrorInfo{Reason: ReasonUnauthenticted, Domain: ErrorDomain})
 		return ctx, e
 	}
-	if i.limit != nil {
-		if wait, ok := i.limit.allow(p.Tenant); !ok {
-			e := connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("rate limit exceeded for tenant %q", p.Tenant))
-			addDetail(e, &errdetails.ErrorInfo{Reason: ReasonRateLimited, Domain: ErrorDomain})
-			addDetail(e, &errdetails.RetryInfo{RetryDelay: durationpb.New(wait)})
-			return ctx, e
-		}
+	if err := i.limit.take(p.Tenant); err != nil {
+		return ctx, err
 	}
 	return context.WithValue(ctx, principalKey{}, p), nil
+}
+
+// take spends one of tenant's tokens, or returns ResourceExhausted saying
+// when the next one will be there. A nil limiter always allows.
+func (l *rateLimiter) take(tenant string) error {
+	if l == nil {
+		return nil
+	}
+	if wait, ok := l.allow(tenant); !ok {
+		e := connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("rate limit exceeded for tenant %q", tenant))
+		addDetail(e, &errdetails.ErrorInfo{Reason: ReasonRateLimited, Domain: ErrorDomain})
+		addDetail(e, &errdetails.RetryInfo{RetryDelay: durationpb.New(wait)})
+		return e
+	}
+	return nil
 }
 
 // WrapUnary implements connect.Interceptor.

@@ -52,7 +52,12 @@ func (l *FSMLedger) apply(ctx context.Context, op string, cmd *fsmv1.Command) (*
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	out, err := l.R.Apply(ctx, b)
+	var out []byte
+	if s, ok := slotOf(ctx); ok {
+		out, err = s.apply(b)
+	} else {
+		out, err = l.R.Apply(ctx, b)
+	}
 	if err != nil {
 		return nil, clusterErr(op, err)
 	}
@@ -242,8 +247,22 @@ func (l *FSMLedger) barrier(ctx context.Context, op string, stale bool) error {
 	if stale {
 		return nil
 	}
-	if err := l.R.ReadBarrier(ctx); err != nil {
+	var err error
+	if s, ok := slotOf(ctx); ok {
+		err = s.barrier()
+	} else {
+		err = l.R.ReadBarrier(ctx)
+	}
+	if err != nil {
 		return clusterErr(op, err)
+	}
+	return nil
+}
+
+// pipeline implements pipeliner when the Replicator can apply batches.
+func (l *FSMLedger) pipeline(n int) *pipeline {
+	if br, ok := l.R.(BatchReplicator); ok {
+		return newPipeline(br, n)
 	}
 	return nil
 }

@@ -55,6 +55,9 @@ type Options struct {
 	// current leader, or "". It is sent on every unary response and error
 	// in the Ledgerd-Leader header so clients can go straight to the leader.
 	LeaderHint func() string
+	// MaxBatch caps the operations of one Batch call (default 256);
+	// a longer batch is refused with InvalidArgument naming "operations".
+	MaxBatch int
 	// Ready, if set, decides the gRPC health status: NOT_SERVING while it
 	// returns false (no leader yet, still catching up). Nil means always
 	// SERVING.
@@ -64,6 +67,9 @@ type Options struct {
 // Server is the public API of one ledgerd node.
 type Server struct {
 	opts Options
+	// limiter is the per-tenant rate limit, nil when off; a Batch takes
+	// one token per operation.
+	limiter *rateLimiter
 }
 
 // compressMinBytes is the smallest message that is compressed (when the
@@ -90,6 +96,12 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxHoldTTL < time.Millisecond {
 		return nil, fmt.Errorf("rpc: Options.MaxHoldTTL: must be at least 1ms, got %s", opts.MaxHoldTTL)
 	}
+	if opts.MaxBatch == 0 {
+		opts.MaxBatch = 256
+	}
+	if opts.MaxBatch < 0 {
+		return nil, fmt.Errorf("rpc: Options.MaxBatch: must be >= 0, got %d", opts.MaxBatch)
+	}
 	if opts.WatchProgress <= 0 {
 		opts.WatchProgress = 10 * time.Second
 	}
@@ -99,7 +111,11 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Server{opts: opts}, nil
+	s := &Server{opts: opts}
+	if opts.RateLimit > 0 {
+		s.limiter = newRateLimiter(opts.RateLimit, opts.RateBurst, opts.Now)
+	}
+	return s, nil
 }
 
 func (s *Server) nowMs() int64 { return s.opts.Now().UnixMilli() }
@@ -117,12 +133,8 @@ var ServiceNames = []string{
 // everything else goes through authentication, rate limiting and the
 // request size limit.
 func (s *Server) Mount(mux *http.ServeMux) {
-	var limiter *rateLimiter
-	if s.opts.RateLimit > 0 {
-		limiter = newRateLimiter(s.opts.RateLimit, s.opts.RateBurst, s.opts.Now)
-	}
 	opts := []connect.HandlerOption{
-		connect.WithInterceptors(&authInterceptor{auth: s.opts.Auth, limit: limiter}, leaderHint(s.opts.LeaderHint)),
+		connect.WithInterceptors(&authInterceptor{auth: s.opts.Auth, limit: s.limiter}, leaderHint(s.opts.LeaderHint)),
 		connect.WithReadMaxBytes(s.opts.MaxRequestBytes),
 		// Most messages are a few hundred bytes: gzip costs more CPU than
 		// it saves there (about a tenth of all CPU in the service profile).

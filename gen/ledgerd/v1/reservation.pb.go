@@ -9,6 +9,7 @@ package ledgerdv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	anypb "google.golang.org/protobuf/types/known/anypb"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
@@ -2126,12 +2127,532 @@ func (x *WatchResponse) GetProgressVersion() uint64 {
 	return 0
 }
 
+// BatchRequest carries independent operations.
+type BatchRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The operations, at most the server's batch limit (default 256).
+	Operations    []*BatchOperation `protobuf:"bytes,1,rep,name=operations,proto3" json:"operations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchRequest) Reset() {
+	*x = BatchRequest{}
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchRequest) ProtoMessage() {}
+
+func (x *BatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchRequest.ProtoReflect.Descriptor instead.
+func (*BatchRequest) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *BatchRequest) GetOperations() []*BatchOperation {
+	if x != nil {
+		return x.Operations
+	}
+	return nil
+}
+
+// BatchOperation is one operation of a batch: the request its unary call
+// takes.
+type BatchOperation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The operation; exactly one must be set.
+	//
+	// Types that are valid to be assigned to Op:
+	//
+	//	*BatchOperation_Hold
+	//	*BatchOperation_Reserve
+	//	*BatchOperation_Commit
+	//	*BatchOperation_Abort
+	//	*BatchOperation_Cancel
+	//	*BatchOperation_Modify
+	//	*BatchOperation_Get
+	Op            isBatchOperation_Op `protobuf_oneof:"op"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchOperation) Reset() {
+	*x = BatchOperation{}
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchOperation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchOperation) ProtoMessage() {}
+
+func (x *BatchOperation) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchOperation.ProtoReflect.Descriptor instead.
+func (*BatchOperation) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *BatchOperation) GetOp() isBatchOperation_Op {
+	if x != nil {
+		return x.Op
+	}
+	return nil
+}
+
+func (x *BatchOperation) GetHold() *HoldRequest {
+	if x != nil {
+		if x, ok := x.Op.(*BatchOperation_Hold); ok {
+			return x.Hold
+		}
+	}
+	return nil
+}
+
+func (x *BatchOperation) GetReserve() *ReserveRequest {
+	if x != nil {
+		if x, ok := x.Op.(*BatchOperation_Reserve); ok {
+			return x.Reserve
+		}
+	}
+	return nil
+}
+
+func (x *BatchOperation) GetCommit() *CommitRequest {
+	if x != nil {
+		if x, ok := x.Op.(*BatchOperation_Commit); ok {
+			return x.Commit
+		}
+	}
+	return nil
+}
+
+func (x *BatchOperation) GetAbort() *AbortRequest {
+	if x != nil {
+		if x, ok := x.Op.(*BatchOperation_Abort); ok {
+			return x.Abort
+		}
+	}
+	return nil
+}
+
+func (x *BatchOperation) GetCancel() *CancelRequest {
+	if x != nil {
+		if x, ok := x.Op.(*BatchOperation_Cancel); ok {
+			return x.Cancel
+		}
+	}
+	return nil
+}
+
+func (x *BatchOperation) GetModify() *ModifyRequest {
+	if x != nil {
+		if x, ok := x.Op.(*BatchOperation_Modify); ok {
+			return x.Modify
+		}
+	}
+	return nil
+}
+
+func (x *BatchOperation) GetGet() *GetRequest {
+	if x != nil {
+		if x, ok := x.Op.(*BatchOperation_Get); ok {
+			return x.Get
+		}
+	}
+	return nil
+}
+
+type isBatchOperation_Op interface {
+	isBatchOperation_Op()
+}
+
+type BatchOperation_Hold struct {
+	// As ReservationService.Hold.
+	Hold *HoldRequest `protobuf:"bytes,1,opt,name=hold,proto3,oneof"`
+}
+
+type BatchOperation_Reserve struct {
+	// As ReservationService.Reserve.
+	Reserve *ReserveRequest `protobuf:"bytes,2,opt,name=reserve,proto3,oneof"`
+}
+
+type BatchOperation_Commit struct {
+	// As ReservationService.Commit.
+	Commit *CommitRequest `protobuf:"bytes,3,opt,name=commit,proto3,oneof"`
+}
+
+type BatchOperation_Abort struct {
+	// As ReservationService.Abort.
+	Abort *AbortRequest `protobuf:"bytes,4,opt,name=abort,proto3,oneof"`
+}
+
+type BatchOperation_Cancel struct {
+	// As ReservationService.Cancel.
+	Cancel *CancelRequest `protobuf:"bytes,5,opt,name=cancel,proto3,oneof"`
+}
+
+type BatchOperation_Modify struct {
+	// As ReservationService.Modify.
+	Modify *ModifyRequest `protobuf:"bytes,6,opt,name=modify,proto3,oneof"`
+}
+
+type BatchOperation_Get struct {
+	// As ReservationService.Get.
+	Get *GetRequest `protobuf:"bytes,7,opt,name=get,proto3,oneof"`
+}
+
+func (*BatchOperation_Hold) isBatchOperation_Op() {}
+
+func (*BatchOperation_Reserve) isBatchOperation_Op() {}
+
+func (*BatchOperation_Commit) isBatchOperation_Op() {}
+
+func (*BatchOperation_Abort) isBatchOperation_Op() {}
+
+func (*BatchOperation_Cancel) isBatchOperation_Op() {}
+
+func (*BatchOperation_Modify) isBatchOperation_Op() {}
+
+func (*BatchOperation_Get) isBatchOperation_Op() {}
+
+// BatchResponse answers every operation of a batch, in request order.
+type BatchResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// results[i] answers operations[i].
+	Results       []*BatchResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchResponse) Reset() {
+	*x = BatchResponse{}
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchResponse) ProtoMessage() {}
+
+func (x *BatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchResponse.ProtoReflect.Descriptor instead.
+func (*BatchResponse) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *BatchResponse) GetResults() []*BatchResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// BatchResult is the answer to one operation: the response its unary call
+// would return, or the error it would fail with.
+type BatchResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The outcome; the response field matches the operation's.
+	//
+	// Types that are valid to be assigned to Result:
+	//
+	//	*BatchResult_Hold
+	//	*BatchResult_Reserve
+	//	*BatchResult_Commit
+	//	*BatchResult_Abort
+	//	*BatchResult_Cancel
+	//	*BatchResult_Modify
+	//	*BatchResult_Get
+	//	*BatchResult_Error
+	Result        isBatchResult_Result `protobuf_oneof:"result"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchResult) Reset() {
+	*x = BatchResult{}
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchResult) ProtoMessage() {}
+
+func (x *BatchResult) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchResult.ProtoReflect.Descriptor instead.
+func (*BatchResult) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *BatchResult) GetResult() isBatchResult_Result {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *BatchResult) GetHold() *HoldResponse {
+	if x != nil {
+		if x, ok := x.Result.(*BatchResult_Hold); ok {
+			return x.Hold
+		}
+	}
+	return nil
+}
+
+func (x *BatchResult) GetReserve() *ReserveResponse {
+	if x != nil {
+		if x, ok := x.Result.(*BatchResult_Reserve); ok {
+			return x.Reserve
+		}
+	}
+	return nil
+}
+
+func (x *BatchResult) GetCommit() *CommitResponse {
+	if x != nil {
+		if x, ok := x.Result.(*BatchResult_Commit); ok {
+			return x.Commit
+		}
+	}
+	return nil
+}
+
+func (x *BatchResult) GetAbort() *AbortResponse {
+	if x != nil {
+		if x, ok := x.Result.(*BatchResult_Abort); ok {
+			return x.Abort
+		}
+	}
+	return nil
+}
+
+func (x *BatchResult) GetCancel() *CancelResponse {
+	if x != nil {
+		if x, ok := x.Result.(*BatchResult_Cancel); ok {
+			return x.Cancel
+		}
+	}
+	return nil
+}
+
+func (x *BatchResult) GetModify() *ModifyResponse {
+	if x != nil {
+		if x, ok := x.Result.(*BatchResult_Modify); ok {
+			return x.Modify
+		}
+	}
+	return nil
+}
+
+func (x *BatchResult) GetGet() *GetResponse {
+	if x != nil {
+		if x, ok := x.Result.(*BatchResult_Get); ok {
+			return x.Get
+		}
+	}
+	return nil
+}
+
+func (x *BatchResult) GetError() *BatchError {
+	if x != nil {
+		if x, ok := x.Result.(*BatchResult_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+type isBatchResult_Result interface {
+	isBatchResult_Result()
+}
+
+type BatchResult_Hold struct {
+	// Answer to a hold.
+	Hold *HoldResponse `protobuf:"bytes,1,opt,name=hold,proto3,oneof"`
+}
+
+type BatchResult_Reserve struct {
+	// Answer to a reserve.
+	Reserve *ReserveResponse `protobuf:"bytes,2,opt,name=reserve,proto3,oneof"`
+}
+
+type BatchResult_Commit struct {
+	// Answer to a commit.
+	Commit *CommitResponse `protobuf:"bytes,3,opt,name=commit,proto3,oneof"`
+}
+
+type BatchResult_Abort struct {
+	// Answer to an abort.
+	Abort *AbortResponse `protobuf:"bytes,4,opt,name=abort,proto3,oneof"`
+}
+
+type BatchResult_Cancel struct {
+	// Answer to a cancel.
+	Cancel *CancelResponse `protobuf:"bytes,5,opt,name=cancel,proto3,oneof"`
+}
+
+type BatchResult_Modify struct {
+	// Answer to a modify.
+	Modify *ModifyResponse `protobuf:"bytes,6,opt,name=modify,proto3,oneof"`
+}
+
+type BatchResult_Get struct {
+	// Answer to a get.
+	Get *GetResponse `protobuf:"bytes,7,opt,name=get,proto3,oneof"`
+}
+
+type BatchResult_Error struct {
+	// The error the unary call would have failed with.
+	Error *BatchError `protobuf:"bytes,8,opt,name=error,proto3,oneof"`
+}
+
+func (*BatchResult_Hold) isBatchResult_Result() {}
+
+func (*BatchResult_Reserve) isBatchResult_Result() {}
+
+func (*BatchResult_Commit) isBatchResult_Result() {}
+
+func (*BatchResult_Abort) isBatchResult_Result() {}
+
+func (*BatchResult_Cancel) isBatchResult_Result() {}
+
+func (*BatchResult_Modify) isBatchResult_Result() {}
+
+func (*BatchResult_Get) isBatchResult_Result() {}
+
+func (*BatchResult_Error) isBatchResult_Result() {}
+
+// BatchError is an operation's error as its unary call would report it.
+type BatchError struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The Connect/gRPC status code (e.g. 9 for FAILED_PRECONDITION).
+	Code uint32 `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	// The error message.
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// The error details (google.rpc.BadRequest, google.rpc.ErrorInfo,
+	// ledgerd.v1.Rejection, ...).
+	Details       []*anypb.Any `protobuf:"bytes,3,rep,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchError) Reset() {
+	*x = BatchError{}
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchError) ProtoMessage() {}
+
+func (x *BatchError) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_reservation_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchError.ProtoReflect.Descriptor instead.
+func (*BatchError) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_reservation_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *BatchError) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *BatchError) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *BatchError) GetDetails() []*anypb.Any {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
 var File_ledgerd_v1_reservation_proto protoreflect.FileDescriptor
 
 const file_ledgerd_v1_reservation_proto_rawDesc = "" +
 	"\n" +
 	"\x1cledgerd/v1/reservation.proto\x12\n" +
-	"ledgerd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16ledgerd/v1/types.proto\"\x8d\x02\n" +
+	"ledgerd.v1\x1a\x19google/protobuf/any.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16ledgerd/v1/types.proto\"\x8d\x02\n" +
 	"\vHoldRequest\x12'\n" +
 	"\x05shape\x18\x01 \x01(\v2\x11.ledgerd.v1.ShapeR\x05shape\x124\n" +
 	"\bhold_ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\aholdTtl\x12;\n" +
@@ -2278,7 +2799,37 @@ const file_ledgerd_v1_reservation_proto_rawDesc = "" +
 	"from_index\x18\x02 \x01(\rR\tfromIndex\"c\n" +
 	"\rWatchResponse\x12'\n" +
 	"\x05event\x18\x01 \x01(\v2\x11.ledgerd.v1.EventR\x05event\x12)\n" +
-	"\x10progress_version\x18\x02 \x01(\x04R\x0fprogressVersion2\xd3\b\n" +
+	"\x10progress_version\x18\x02 \x01(\x04R\x0fprogressVersion\"J\n" +
+	"\fBatchRequest\x12:\n" +
+	"\n" +
+	"operations\x18\x01 \x03(\v2\x1a.ledgerd.v1.BatchOperationR\n" +
+	"operations\"\xfa\x02\n" +
+	"\x0eBatchOperation\x12-\n" +
+	"\x04hold\x18\x01 \x01(\v2\x17.ledgerd.v1.HoldRequestH\x00R\x04hold\x126\n" +
+	"\areserve\x18\x02 \x01(\v2\x1a.ledgerd.v1.ReserveRequestH\x00R\areserve\x123\n" +
+	"\x06commit\x18\x03 \x01(\v2\x19.ledgerd.v1.CommitRequestH\x00R\x06commit\x120\n" +
+	"\x05abort\x18\x04 \x01(\v2\x18.ledgerd.v1.AbortRequestH\x00R\x05abort\x123\n" +
+	"\x06cancel\x18\x05 \x01(\v2\x19.ledgerd.v1.CancelRequestH\x00R\x06cancel\x123\n" +
+	"\x06modify\x18\x06 \x01(\v2\x19.ledgerd.v1.ModifyRequestH\x00R\x06modify\x12*\n" +
+	"\x03get\x18\a \x01(\v2\x16.ledgerd.v1.GetRequestH\x00R\x03getB\x04\n" +
+	"\x02op\"B\n" +
+	"\rBatchResponse\x121\n" +
+	"\aresults\x18\x01 \x03(\v2\x17.ledgerd.v1.BatchResultR\aresults\"\xb2\x03\n" +
+	"\vBatchResult\x12.\n" +
+	"\x04hold\x18\x01 \x01(\v2\x18.ledgerd.v1.HoldResponseH\x00R\x04hold\x127\n" +
+	"\areserve\x18\x02 \x01(\v2\x1b.ledgerd.v1.ReserveResponseH\x00R\areserve\x124\n" +
+	"\x06commit\x18\x03 \x01(\v2\x1a.ledgerd.v1.CommitResponseH\x00R\x06commit\x121\n" +
+	"\x05abort\x18\x04 \x01(\v2\x19.ledgerd.v1.AbortResponseH\x00R\x05abort\x124\n" +
+	"\x06cancel\x18\x05 \x01(\v2\x1a.ledgerd.v1.CancelResponseH\x00R\x06cancel\x124\n" +
+	"\x06modify\x18\x06 \x01(\v2\x1a.ledgerd.v1.ModifyResponseH\x00R\x06modify\x12+\n" +
+	"\x03get\x18\a \x01(\v2\x17.ledgerd.v1.GetResponseH\x00R\x03get\x12.\n" +
+	"\x05error\x18\b \x01(\v2\x16.ledgerd.v1.BatchErrorH\x00R\x05errorB\b\n" +
+	"\x06result\"j\n" +
+	"\n" +
+	"BatchError\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\rR\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12.\n" +
+	"\adetails\x18\x03 \x03(\v2\x14.google.protobuf.AnyR\adetails2\x91\t\n" +
 	"\x12ReservationService\x129\n" +
 	"\x04Hold\x12\x17.ledgerd.v1.HoldRequest\x1a\x18.ledgerd.v1.HoldResponse\x12B\n" +
 	"\aReserve\x12\x1a.ledgerd.v1.ReserveRequest\x1a\x1b.ledgerd.v1.ReserveResponse\x12H\n" +
@@ -2294,7 +2845,8 @@ const file_ledgerd_v1_reservation_proto_rawDesc = "" +
 	"\x04Find\x12\x17.ledgerd.v1.FindRequest\x1a\x18.ledgerd.v1.FindResponse\"\x03\x90\x02\x01\x12D\n" +
 	"\x06Offers\x12\x19.ledgerd.v1.OffersRequest\x1a\x1a.ledgerd.v1.OffersResponse\"\x03\x90\x02\x01\x12V\n" +
 	"\fAvailability\x12\x1f.ledgerd.v1.AvailabilityRequest\x1a .ledgerd.v1.AvailabilityResponse\"\x03\x90\x02\x01\x12G\n" +
-	"\aHistory\x12\x1a.ledgerd.v1.HistoryRequest\x1a\x1b.ledgerd.v1.HistoryResponse\"\x03\x90\x02\x01\x12>\n" +
+	"\aHistory\x12\x1a.ledgerd.v1.HistoryRequest\x1a\x1b.ledgerd.v1.HistoryResponse\"\x03\x90\x02\x01\x12<\n" +
+	"\x05Batch\x12\x18.ledgerd.v1.BatchRequest\x1a\x19.ledgerd.v1.BatchResponse\x12>\n" +
 	"\x05Watch\x12\x18.ledgerd.v1.WatchRequest\x1a\x19.ledgerd.v1.WatchResponse0\x01B5Z3github.com/ledgerd/ledgerd/gen/ledgerd/v1;ledgerdv1b\x06proto3"
 
 var (
@@ -2309,7 +2861,7 @@ func file_ledgerd_v1_reservation_proto_rawDescGZIP() []byte {
 	return file_ledgerd_v1_reservation_proto_rawDescData
 }
 
-var file_ledgerd_v1_reservation_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_ledgerd_v1_reservation_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_ledgerd_v1_reservation_proto_goTypes = []any{
 	(*HoldRequest)(nil),           // 0: ledgerd.v1.HoldRequest
 	(*HoldResponse)(nil),          // 1: ledgerd.v1.HoldResponse
@@ -2346,103 +2898,129 @@ var file_ledgerd_v1_reservation_proto_goTypes = []any{
 	(*HistoryResponse)(nil),       // 32: ledgerd.v1.HistoryResponse
 	(*WatchRequest)(nil),          // 33: ledgerd.v1.WatchRequest
 	(*WatchResponse)(nil),         // 34: ledgerd.v1.WatchResponse
-	nil,                           // 35: ledgerd.v1.HoldRequest.LabelsEntry
-	nil,                           // 36: ledgerd.v1.ReserveRequest.LabelsEntry
-	nil,                           // 37: ledgerd.v1.SubmitJobRequest.LabelsEntry
-	nil,                           // 38: ledgerd.v1.CoReserveRequest.LabelsEntry
-	(*Shape)(nil),                 // 39: ledgerd.v1.Shape
-	(*durationpb.Duration)(nil),   // 40: google.protobuf.Duration
-	(*Reservation)(nil),           // 41: ledgerd.v1.Reservation
-	(*MovedJob)(nil),              // 42: ledgerd.v1.MovedJob
-	(*timestamppb.Timestamp)(nil), // 43: google.protobuf.Timestamp
-	(ReservationState)(0),         // 44: ledgerd.v1.ReservationState
-	(*Resource)(nil),              // 45: ledgerd.v1.Resource
-	(*FreeBlock)(nil),             // 46: ledgerd.v1.FreeBlock
-	(*Event)(nil),                 // 47: ledgerd.v1.Event
+	(*BatchRequest)(nil),          // 35: ledgerd.v1.BatchRequest
+	(*BatchOperation)(nil),        // 36: ledgerd.v1.BatchOperation
+	(*BatchResponse)(nil),         // 37: ledgerd.v1.BatchResponse
+	(*BatchResult)(nil),           // 38: ledgerd.v1.BatchResult
+	(*BatchError)(nil),            // 39: ledgerd.v1.BatchError
+	nil,                           // 40: ledgerd.v1.HoldRequest.LabelsEntry
+	nil,                           // 41: ledgerd.v1.ReserveRequest.LabelsEntry
+	nil,                           // 42: ledgerd.v1.SubmitJobRequest.LabelsEntry
+	nil,                           // 43: ledgerd.v1.CoReserveRequest.LabelsEntry
+	(*Shape)(nil),                 // 44: ledgerd.v1.Shape
+	(*durationpb.Duration)(nil),   // 45: google.protobuf.Duration
+	(*Reservation)(nil),           // 46: ledgerd.v1.Reservation
+	(*MovedJob)(nil),              // 47: ledgerd.v1.MovedJob
+	(*timestamppb.Timestamp)(nil), // 48: google.protobuf.Timestamp
+	(ReservationState)(0),         // 49: ledgerd.v1.ReservationState
+	(*Resource)(nil),              // 50: ledgerd.v1.Resource
+	(*FreeBlock)(nil),             // 51: ledgerd.v1.FreeBlock
+	(*Event)(nil),                 // 52: ledgerd.v1.Event
+	(*anypb.Any)(nil),             // 53: google.protobuf.Any
 }
 var file_ledgerd_v1_reservation_proto_depIdxs = []int32{
-	39, // 0: ledgerd.v1.HoldRequest.shape:type_name -> ledgerd.v1.Shape
-	40, // 1: ledgerd.v1.HoldRequest.hold_ttl:type_name -> google.protobuf.Duration
-	35, // 2: ledgerd.v1.HoldRequest.labels:type_name -> ledgerd.v1.HoldRequest.LabelsEntry
-	41, // 3: ledgerd.v1.HoldResponse.reservation:type_name -> ledgerd.v1.Reservation
-	42, // 4: ledgerd.v1.HoldResponse.moved:type_name -> ledgerd.v1.MovedJob
-	39, // 5: ledgerd.v1.ReserveRequest.shape:type_name -> ledgerd.v1.Shape
-	36, // 6: ledgerd.v1.ReserveRequest.labels:type_name -> ledgerd.v1.ReserveRequest.LabelsEntry
-	41, // 7: ledgerd.v1.ReserveResponse.reservation:type_name -> ledgerd.v1.Reservation
-	42, // 8: ledgerd.v1.ReserveResponse.moved:type_name -> ledgerd.v1.MovedJob
-	40, // 9: ledgerd.v1.SubmitJobRequest.duration:type_name -> google.protobuf.Duration
-	43, // 10: ledgerd.v1.SubmitJobRequest.not_before:type_name -> google.protobuf.Timestamp
-	37, // 11: ledgerd.v1.SubmitJobRequest.labels:type_name -> ledgerd.v1.SubmitJobRequest.LabelsEntry
-	41, // 12: ledgerd.v1.SubmitJobResponse.reservation:type_name -> ledgerd.v1.Reservation
+	44, // 0: ledgerd.v1.HoldRequest.shape:type_name -> ledgerd.v1.Shape
+	45, // 1: ledgerd.v1.HoldRequest.hold_ttl:type_name -> google.protobuf.Duration
+	40, // 2: ledgerd.v1.HoldRequest.labels:type_name -> ledgerd.v1.HoldRequest.LabelsEntry
+	46, // 3: ledgerd.v1.HoldResponse.reservation:type_name -> ledgerd.v1.Reservation
+	47, // 4: ledgerd.v1.HoldResponse.moved:type_name -> ledgerd.v1.MovedJob
+	44, // 5: ledgerd.v1.ReserveRequest.shape:type_name -> ledgerd.v1.Shape
+	41, // 6: ledgerd.v1.ReserveRequest.labels:type_name -> ledgerd.v1.ReserveRequest.LabelsEntry
+	46, // 7: ledgerd.v1.ReserveResponse.reservation:type_name -> ledgerd.v1.Reservation
+	47, // 8: ledgerd.v1.ReserveResponse.moved:type_name -> ledgerd.v1.MovedJob
+	45, // 9: ledgerd.v1.SubmitJobRequest.duration:type_name -> google.protobuf.Duration
+	48, // 10: ledgerd.v1.SubmitJobRequest.not_before:type_name -> google.protobuf.Timestamp
+	42, // 11: ledgerd.v1.SubmitJobRequest.labels:type_name -> ledgerd.v1.SubmitJobRequest.LabelsEntry
+	46, // 12: ledgerd.v1.SubmitJobResponse.reservation:type_name -> ledgerd.v1.Reservation
 	7,  // 13: ledgerd.v1.CoReserveRequest.subs:type_name -> ledgerd.v1.CoSubRequest
-	38, // 14: ledgerd.v1.CoReserveRequest.labels:type_name -> ledgerd.v1.CoReserveRequest.LabelsEntry
-	43, // 15: ledgerd.v1.CoSubRequest.start:type_name -> google.protobuf.Timestamp
-	40, // 16: ledgerd.v1.CoSubRequest.duration:type_name -> google.protobuf.Duration
+	43, // 14: ledgerd.v1.CoReserveRequest.labels:type_name -> ledgerd.v1.CoReserveRequest.LabelsEntry
+	48, // 15: ledgerd.v1.CoSubRequest.start:type_name -> google.protobuf.Timestamp
+	45, // 16: ledgerd.v1.CoSubRequest.duration:type_name -> google.protobuf.Duration
 	9,  // 17: ledgerd.v1.CoReserveResponse.placements:type_name -> ledgerd.v1.CoPlacement
-	41, // 18: ledgerd.v1.CoPlacement.reservation:type_name -> ledgerd.v1.Reservation
-	41, // 19: ledgerd.v1.CommitResponse.reservation:type_name -> ledgerd.v1.Reservation
-	41, // 20: ledgerd.v1.AbortResponse.reservation:type_name -> ledgerd.v1.Reservation
-	39, // 21: ledgerd.v1.ModifyRequest.shape:type_name -> ledgerd.v1.Shape
-	40, // 22: ledgerd.v1.ModifyRequest.hold_ttl:type_name -> google.protobuf.Duration
-	41, // 23: ledgerd.v1.ModifyResponse.reservation:type_name -> ledgerd.v1.Reservation
-	41, // 24: ledgerd.v1.CancelResponse.reservation:type_name -> ledgerd.v1.Reservation
-	43, // 25: ledgerd.v1.CompleteRequest.at:type_name -> google.protobuf.Timestamp
-	41, // 26: ledgerd.v1.CompleteResponse.reservation:type_name -> ledgerd.v1.Reservation
-	41, // 27: ledgerd.v1.GetResponse.reservation:type_name -> ledgerd.v1.Reservation
-	44, // 28: ledgerd.v1.ListRequest.states:type_name -> ledgerd.v1.ReservationState
-	43, // 29: ledgerd.v1.ListRequest.from:type_name -> google.protobuf.Timestamp
-	43, // 30: ledgerd.v1.ListRequest.to:type_name -> google.protobuf.Timestamp
-	41, // 31: ledgerd.v1.ListResponse.reservations:type_name -> ledgerd.v1.Reservation
-	39, // 32: ledgerd.v1.FindRequest.shape:type_name -> ledgerd.v1.Shape
-	43, // 33: ledgerd.v1.FindResponse.start:type_name -> google.protobuf.Timestamp
-	43, // 34: ledgerd.v1.FindResponse.later_start:type_name -> google.protobuf.Timestamp
-	39, // 35: ledgerd.v1.OffersRequest.shape:type_name -> ledgerd.v1.Shape
-	43, // 36: ledgerd.v1.Offer.start:type_name -> google.protobuf.Timestamp
-	43, // 37: ledgerd.v1.Offer.end:type_name -> google.protobuf.Timestamp
+	46, // 18: ledgerd.v1.CoPlacement.reservation:type_name -> ledgerd.v1.Reservation
+	46, // 19: ledgerd.v1.CommitResponse.reservation:type_name -> ledgerd.v1.Reservation
+	46, // 20: ledgerd.v1.AbortResponse.reservation:type_name -> ledgerd.v1.Reservation
+	44, // 21: ledgerd.v1.ModifyRequest.shape:type_name -> ledgerd.v1.Shape
+	45, // 22: ledgerd.v1.ModifyRequest.hold_ttl:type_name -> google.protobuf.Duration
+	46, // 23: ledgerd.v1.ModifyResponse.reservation:type_name -> ledgerd.v1.Reservation
+	46, // 24: ledgerd.v1.CancelResponse.reservation:type_name -> ledgerd.v1.Reservation
+	48, // 25: ledgerd.v1.CompleteRequest.at:type_name -> google.protobuf.Timestamp
+	46, // 26: ledgerd.v1.CompleteResponse.reservation:type_name -> ledgerd.v1.Reservation
+	46, // 27: ledgerd.v1.GetResponse.reservation:type_name -> ledgerd.v1.Reservation
+	49, // 28: ledgerd.v1.ListRequest.states:type_name -> ledgerd.v1.ReservationState
+	48, // 29: ledgerd.v1.ListRequest.from:type_name -> google.protobuf.Timestamp
+	48, // 30: ledgerd.v1.ListRequest.to:type_name -> google.protobuf.Timestamp
+	46, // 31: ledgerd.v1.ListResponse.reservations:type_name -> ledgerd.v1.Reservation
+	44, // 32: ledgerd.v1.FindRequest.shape:type_name -> ledgerd.v1.Shape
+	48, // 33: ledgerd.v1.FindResponse.start:type_name -> google.protobuf.Timestamp
+	48, // 34: ledgerd.v1.FindResponse.later_start:type_name -> google.protobuf.Timestamp
+	44, // 35: ledgerd.v1.OffersRequest.shape:type_name -> ledgerd.v1.Shape
+	48, // 36: ledgerd.v1.Offer.start:type_name -> google.protobuf.Timestamp
+	48, // 37: ledgerd.v1.Offer.end:type_name -> google.protobuf.Timestamp
 	27, // 38: ledgerd.v1.OffersResponse.offers:type_name -> ledgerd.v1.Offer
-	43, // 39: ledgerd.v1.AvailabilityRequest.from:type_name -> google.protobuf.Timestamp
-	43, // 40: ledgerd.v1.AvailabilityRequest.to:type_name -> google.protobuf.Timestamp
-	45, // 41: ledgerd.v1.AvailabilityResponse.resource:type_name -> ledgerd.v1.Resource
-	46, // 42: ledgerd.v1.AvailabilityResponse.blocks:type_name -> ledgerd.v1.FreeBlock
-	47, // 43: ledgerd.v1.HistoryResponse.events:type_name -> ledgerd.v1.Event
-	47, // 44: ledgerd.v1.WatchResponse.event:type_name -> ledgerd.v1.Event
-	0,  // 45: ledgerd.v1.ReservationService.Hold:input_type -> ledgerd.v1.HoldRequest
-	2,  // 46: ledgerd.v1.ReservationService.Reserve:input_type -> ledgerd.v1.ReserveRequest
-	4,  // 47: ledgerd.v1.ReservationService.SubmitJob:input_type -> ledgerd.v1.SubmitJobRequest
-	6,  // 48: ledgerd.v1.ReservationService.CoReserve:input_type -> ledgerd.v1.CoReserveRequest
-	10, // 49: ledgerd.v1.ReservationService.Commit:input_type -> ledgerd.v1.CommitRequest
-	12, // 50: ledgerd.v1.ReservationService.Abort:input_type -> ledgerd.v1.AbortRequest
-	14, // 51: ledgerd.v1.ReservationService.Modify:input_type -> ledgerd.v1.ModifyRequest
-	16, // 52: ledgerd.v1.ReservationService.Cancel:input_type -> ledgerd.v1.CancelRequest
-	18, // 53: ledgerd.v1.ReservationService.Complete:input_type -> ledgerd.v1.CompleteRequest
-	20, // 54: ledgerd.v1.ReservationService.Get:input_type -> ledgerd.v1.GetRequest
-	22, // 55: ledgerd.v1.ReservationService.List:input_type -> ledgerd.v1.ListRequest
-	24, // 56: ledgerd.v1.ReservationService.Find:input_type -> ledgerd.v1.FindRequest
-	26, // 57: ledgerd.v1.ReservationService.Offers:input_type -> ledgerd.v1.OffersRequest
-	29, // 58: ledgerd.v1.ReservationService.Availability:input_type -> ledgerd.v1.AvailabilityRequest
-	31, // 59: ledgerd.v1.ReservationService.History:input_type -> ledgerd.v1.HistoryRequest
-	33, // 60: ledgerd.v1.ReservationService.Watch:input_type -> ledgerd.v1.WatchRequest
-	1,  // 61: ledgerd.v1.ReservationService.Hold:output_type -> ledgerd.v1.HoldResponse
-	3,  // 62: ledgerd.v1.ReservationService.Reserve:output_type -> ledgerd.v1.ReserveResponse
-	5,  // 63: ledgerd.v1.ReservationService.SubmitJob:output_type -> ledgerd.v1.SubmitJobResponse
-	8,  // 64: ledgerd.v1.ReservationService.CoReserve:output_type -> ledgerd.v1.CoReserveResponse
-	11, // 65: ledgerd.v1.ReservationService.Commit:output_type -> ledgerd.v1.CommitResponse
-	13, // 66: ledgerd.v1.ReservationService.Abort:output_type -> ledgerd.v1.AbortResponse
-	15, // 67: ledgerd.v1.ReservationService.Modify:output_type -> ledgerd.v1.ModifyResponse
-	17, // 68: ledgerd.v1.ReservationService.Cancel:output_type -> ledgerd.v1.CancelResponse
-	19, // 69: ledgerd.v1.ReservationService.Complete:output_type -> ledgerd.v1.CompleteResponse
-	21, // 70: ledgerd.v1.ReservationService.Get:output_type -> ledgerd.v1.GetResponse
-	23, // 71: ledgerd.v1.ReservationService.List:output_type -> ledgerd.v1.ListResponse
-	25, // 72: ledgerd.v1.ReservationService.Find:output_type -> ledgerd.v1.FindResponse
-	28, // 73: ledgerd.v1.ReservationService.Offers:output_type -> ledgerd.v1.OffersResponse
-	30, // 74: ledgerd.v1.ReservationService.Availability:output_type -> ledgerd.v1.AvailabilityResponse
-	32, // 75: ledgerd.v1.ReservationService.History:output_type -> ledgerd.v1.HistoryResponse
-	34, // 76: ledgerd.v1.ReservationService.Watch:output_type -> ledgerd.v1.WatchResponse
-	61, // [61:77] is the sub-list for method output_type
-	45, // [45:61] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	48, // 39: ledgerd.v1.AvailabilityRequest.from:type_name -> google.protobuf.Timestamp
+	48, // 40: ledgerd.v1.AvailabilityRequest.to:type_name -> google.protobuf.Timestamp
+	50, // 41: ledgerd.v1.AvailabilityResponse.resource:type_name -> ledgerd.v1.Resource
+	51, // 42: ledgerd.v1.AvailabilityResponse.blocks:type_name -> ledgerd.v1.FreeBlock
+	52, // 43: ledgerd.v1.HistoryResponse.events:type_name -> ledgerd.v1.Event
+	52, // 44: ledgerd.v1.WatchResponse.event:type_name -> ledgerd.v1.Event
+	36, // 45: ledgerd.v1.BatchRequest.operations:type_name -> ledgerd.v1.BatchOperation
+	0,  // 46: ledgerd.v1.BatchOperation.hold:type_name -> ledgerd.v1.HoldRequest
+	2,  // 47: ledgerd.v1.BatchOperation.reserve:type_name -> ledgerd.v1.ReserveRequest
+	10, // 48: ledgerd.v1.BatchOperation.commit:type_name -> ledgerd.v1.CommitRequest
+	12, // 49: ledgerd.v1.BatchOperation.abort:type_name -> ledgerd.v1.AbortRequest
+	16, // 50: ledgerd.v1.BatchOperation.cancel:type_name -> ledgerd.v1.CancelRequest
+	14, // 51: ledgerd.v1.BatchOperation.modify:type_name -> ledgerd.v1.ModifyRequest
+	20, // 52: ledgerd.v1.BatchOperation.get:type_name -> ledgerd.v1.GetRequest
+	38, // 53: ledgerd.v1.BatchResponse.results:type_name -> ledgerd.v1.BatchResult
+	1,  // 54: ledgerd.v1.BatchResult.hold:type_name -> ledgerd.v1.HoldResponse
+	3,  // 55: ledgerd.v1.BatchResult.reserve:type_name -> ledgerd.v1.ReserveResponse
+	11, // 56: ledgerd.v1.BatchResult.commit:type_name -> ledgerd.v1.CommitResponse
+	13, // 57: ledgerd.v1.BatchResult.abort:type_name -> ledgerd.v1.AbortResponse
+	17, // 58: ledgerd.v1.BatchResult.cancel:type_name -> ledgerd.v1.CancelResponse
+	15, // 59: ledgerd.v1.BatchResult.modify:type_name -> ledgerd.v1.ModifyResponse
+	21, // 60: ledgerd.v1.BatchResult.get:type_name -> ledgerd.v1.GetResponse
+	39, // 61: ledgerd.v1.BatchResult.error:type_name -> ledgerd.v1.BatchError
+	53, // 62: ledgerd.v1.BatchError.details:type_name -> google.protobuf.Any
+	0,  // 63: ledgerd.v1.ReservationService.Hold:input_type -> ledgerd.v1.HoldRequest
+	2,  // 64: ledgerd.v1.ReservationService.Reserve:input_type -> ledgerd.v1.ReserveRequest
+	4,  // 65: ledgerd.v1.ReservationService.SubmitJob:input_type -> ledgerd.v1.SubmitJobRequest
+	6,  // 66: ledgerd.v1.ReservationService.CoReserve:input_type -> ledgerd.v1.CoReserveRequest
+	10, // 67: ledgerd.v1.ReservationService.Commit:input_type -> ledgerd.v1.CommitRequest
+	12, // 68: ledgerd.v1.ReservationService.Abort:input_type -> ledgerd.v1.AbortRequest
+	14, // 69: ledgerd.v1.ReservationService.Modify:input_type -> ledgerd.v1.ModifyRequest
+	16, // 70: ledgerd.v1.ReservationService.Cancel:input_type -> ledgerd.v1.CancelRequest
+	18, // 71: ledgerd.v1.ReservationService.Complete:input_type -> ledgerd.v1.CompleteRequest
+	20, // 72: ledgerd.v1.ReservationService.Get:input_type -> ledgerd.v1.GetRequest
+	22, // 73: ledgerd.v1.ReservationService.List:input_type -> ledgerd.v1.ListRequest
+	24, // 74: ledgerd.v1.ReservationService.Find:input_type -> ledgerd.v1.FindRequest
+	26, // 75: ledgerd.v1.ReservationService.Offers:input_type -> ledgerd.v1.OffersRequest
+	29, // 76: ledgerd.v1.ReservationService.Availability:input_type -> ledgerd.v1.AvailabilityRequest
+	31, // 77: ledgerd.v1.ReservationService.History:input_type -> ledgerd.v1.HistoryRequest
+	35, // 78: ledgerd.v1.ReservationService.Batch:input_type -> ledgerd.v1.BatchRequest
+	33, // 79: ledgerd.v1.ReservationService.Watch:input_type -> ledgerd.v1.WatchRequest
+	1,  // 80: ledgerd.v1.ReservationService.Hold:output_type -> ledgerd.v1.HoldResponse
+	3,  // 81: ledgerd.v1.ReservationService.Reserve:output_type -> ledgerd.v1.ReserveResponse
+	5,  // 82: ledgerd.v1.ReservationService.SubmitJob:output_type -> ledgerd.v1.SubmitJobResponse
+	8,  // 83: ledgerd.v1.ReservationService.CoReserve:output_type -> ledgerd.v1.CoReserveResponse
+	11, // 84: ledgerd.v1.ReservationService.Commit:output_type -> ledgerd.v1.CommitResponse
+	13, // 85: ledgerd.v1.ReservationService.Abort:output_type -> ledgerd.v1.AbortResponse
+	15, // 86: ledgerd.v1.ReservationService.Modify:output_type -> ledgerd.v1.ModifyResponse
+	17, // 87: ledgerd.v1.ReservationService.Cancel:output_type -> ledgerd.v1.CancelResponse
+	19, // 88: ledgerd.v1.ReservationService.Complete:output_type -> ledgerd.v1.CompleteResponse
+	21, // 89: ledgerd.v1.ReservationService.Get:output_type -> ledgerd.v1.GetResponse
+	23, // 90: ledgerd.v1.ReservationService.List:output_type -> ledgerd.v1.ListResponse
+	25, // 91: ledgerd.v1.ReservationService.Find:output_type -> ledgerd.v1.FindResponse
+	28, // 92: ledgerd.v1.ReservationService.Offers:output_type -> ledgerd.v1.OffersResponse
+	30, // 93: ledgerd.v1.ReservationService.Availability:output_type -> ledgerd.v1.AvailabilityResponse
+	32, // 94: ledgerd.v1.ReservationService.History:output_type -> ledgerd.v1.HistoryResponse
+	37, // 95: ledgerd.v1.ReservationService.Batch:output_type -> ledgerd.v1.BatchResponse
+	34, // 96: ledgerd.v1.ReservationService.Watch:output_type -> ledgerd.v1.WatchResponse
+	80, // [80:97] is the sub-list for method output_type
+	63, // [63:80] is the sub-list for method input_type
+	63, // [63:63] is the sub-list for extension type_name
+	63, // [63:63] is the sub-list for extension extendee
+	0,  // [0:63] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_v1_reservation_proto_init() }
@@ -2451,13 +3029,32 @@ func file_ledgerd_v1_reservation_proto_init() {
 		return
 	}
 	file_ledgerd_v1_types_proto_init()
+	file_ledgerd_v1_reservation_proto_msgTypes[36].OneofWrappers = []any{
+		(*BatchOperation_Hold)(nil),
+		(*BatchOperation_Reserve)(nil),
+		(*BatchOperation_Commit)(nil),
+		(*BatchOperation_Abort)(nil),
+		(*BatchOperation_Cancel)(nil),
+		(*BatchOperation_Modify)(nil),
+		(*BatchOperation_Get)(nil),
+	}
+	file_ledgerd_v1_reservation_proto_msgTypes[38].OneofWrappers = []any{
+		(*BatchResult_Hold)(nil),
+		(*BatchResult_Reserve)(nil),
+		(*BatchResult_Commit)(nil),
+		(*BatchResult_Abort)(nil),
+		(*BatchResult_Cancel)(nil),
+		(*BatchResult_Modify)(nil),
+		(*BatchResult_Get)(nil),
+		(*BatchResult_Error)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_v1_reservation_proto_rawDesc), len(file_ledgerd_v1_reservation_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   39,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -74,6 +74,9 @@ const (
 	// ReservationServiceHistoryProcedure is the fully-qualified name of the ReservationService's
 	// History RPC.
 	ReservationServiceHistoryProcedure = "/ledgerd.v1.ReservationService/History"
+	// ReservationServiceBatchProcedure is the fully-qualified name of the ReservationService's Batch
+	// RPC.
+	ReservationServiceBatchProcedure = "/ledgerd.v1.ReservationService/Batch"
 	// ReservationServiceWatchProcedure is the fully-qualified name of the ReservationService's Watch
 	// RPC.
 	ReservationServiceWatchProcedure = "/ledgerd.v1.ReservationService/Watch"
@@ -126,6 +129,14 @@ type ReservationServiceClient interface {
 	Availability(context.Context, *connect.Request[v1.AvailabilityRequest]) (*connect.Response[v1.AvailabilityResponse], error)
 	// History returns ledger events from a version on.
 	History(context.Context, *connect.Request[v1.HistoryRequest]) (*connect.Response[v1.HistoryResponse], error)
+	// Batch runs several independent operations (hold, reserve, commit,
+	// abort, cancel, modify, get) in one call and answers each in order.
+	// It is not a transaction: every operation succeeds or fails on its own,
+	// exactly as its unary call would (same validation, authorization, rate
+	// limit and idempotency key), and the operations of one batch are
+	// concurrent: a get does not necessarily see a write of the same batch.
+	// Writes are proposed to the log in the given order, one entry each.
+	Batch(context.Context, *connect.Request[v1.BatchRequest]) (*connect.Response[v1.BatchResponse], error)
 	// Watch streams ledger events from a version on. Resume after a reconnect
 	// from the last event seen (v, i) with from_version = v, from_index = i + 1:
 	// no gap, no duplicate.
@@ -239,6 +250,12 @@ func NewReservationServiceClient(httpClient connect.HTTPClient, baseURL string, 
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		batch: connect.NewClient[v1.BatchRequest, v1.BatchResponse](
+			httpClient,
+			baseURL+ReservationServiceBatchProcedure,
+			connect.WithSchema(reservationServiceMethods.ByName("Batch")),
+			connect.WithClientOptions(opts...),
+		),
 		watch: connect.NewClient[v1.WatchRequest, v1.WatchResponse](
 			httpClient,
 			baseURL+ReservationServiceWatchProcedure,
@@ -265,6 +282,7 @@ type reservationServiceClient struct {
 	offers       *connect.Client[v1.OffersRequest, v1.OffersResponse]
 	availability *connect.Client[v1.AvailabilityRequest, v1.AvailabilityResponse]
 	history      *connect.Client[v1.HistoryRequest, v1.HistoryResponse]
+	batch        *connect.Client[v1.BatchRequest, v1.BatchResponse]
 	watch        *connect.Client[v1.WatchRequest, v1.WatchResponse]
 }
 
@@ -343,6 +361,11 @@ func (c *reservationServiceClient) History(ctx context.Context, req *connect.Req
 	return c.history.CallUnary(ctx, req)
 }
 
+// Batch calls ledgerd.v1.ReservationService.Batch.
+func (c *reservationServiceClient) Batch(ctx context.Context, req *connect.Request[v1.BatchRequest]) (*connect.Response[v1.BatchResponse], error) {
+	return c.batch.CallUnary(ctx, req)
+}
+
 // Watch calls ledgerd.v1.ReservationService.Watch.
 func (c *reservationServiceClient) Watch(ctx context.Context, req *connect.Request[v1.WatchRequest]) (*connect.ServerStreamForClient[v1.WatchResponse], error) {
 	return c.watch.CallServerStream(ctx, req)
@@ -395,6 +418,14 @@ type ReservationServiceHandler interface {
 	Availability(context.Context, *connect.Request[v1.AvailabilityRequest]) (*connect.Response[v1.AvailabilityResponse], error)
 	// History returns ledger events from a version on.
 	History(context.Context, *connect.Request[v1.HistoryRequest]) (*connect.Response[v1.HistoryResponse], error)
+	// Batch runs several independent operations (hold, reserve, commit,
+	// abort, cancel, modify, get) in one call and answers each in order.
+	// It is not a transaction: every operation succeeds or fails on its own,
+	// exactly as its unary call would (same validation, authorization, rate
+	// limit and idempotency key), and the operations of one batch are
+	// concurrent: a get does not necessarily see a write of the same batch.
+	// Writes are proposed to the log in the given order, one entry each.
+	Batch(context.Context, *connect.Request[v1.BatchRequest]) (*connect.Response[v1.BatchResponse], error)
 	// Watch streams ledger events from a version on. Resume after a reconnect
 	// from the last event seen (v, i) with from_version = v, from_index = i + 1:
 	// no gap, no duplicate.
@@ -504,6 +535,12 @@ func NewReservationServiceHandler(svc ReservationServiceHandler, opts ...connect
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	reservationServiceBatchHandler := connect.NewUnaryHandler(
+		ReservationServiceBatchProcedure,
+		svc.Batch,
+		connect.WithSchema(reservationServiceMethods.ByName("Batch")),
+		connect.WithHandlerOptions(opts...),
+	)
 	reservationServiceWatchHandler := connect.NewServerStreamHandler(
 		ReservationServiceWatchProcedure,
 		svc.Watch,
@@ -542,6 +579,8 @@ func NewReservationServiceHandler(svc ReservationServiceHandler, opts ...connect
 			reservationServiceAvailabilityHandler.ServeHTTP(w, r)
 		case ReservationServiceHistoryProcedure:
 			reservationServiceHistoryHandler.ServeHTTP(w, r)
+		case ReservationServiceBatchProcedure:
+			reservationServiceBatchHandler.ServeHTTP(w, r)
 		case ReservationServiceWatchProcedure:
 			reservationServiceWatchHandler.ServeHTTP(w, r)
 		default:
@@ -611,6 +650,10 @@ func (UnimplementedReservationServiceHandler) Availability(context.Context, *con
 
 func (UnimplementedReservationServiceHandler) History(context.Context, *connect.Request[v1.HistoryRequest]) (*connect.Response[v1.HistoryResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("ledgerd.v1.ReservationService.History is not implemented"))
+}
+
+func (UnimplementedReservationServiceHandler) Batch(context.Context, *connect.Request[v1.BatchRequest]) (*connect.Response[v1.BatchResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("ledgerd.v1.ReservationService.Batch is not implemented"))
 }
 
 func (UnimplementedReservationServiceHandler) Watch(context.Context, *connect.Request[v1.WatchRequest], *connect.ServerStream[v1.WatchResponse]) error {
