@@ -49,7 +49,7 @@ func (s *state) advance() {
 // their short units, violated variable jobs re-planned (REPLANNED).
 func (s *state) applyReport(rep planner.AdvanceReport) {
 	for _, id := range rep.Finished {
-		r, ok := s.resv[id]
+		r, ok := s.resv.get(id)
 		if !ok || r.GetState() != fsmv1.Reservation_STATE_ACTIVE {
 			continue
 		}
@@ -60,7 +60,7 @@ func (s *state) applyReport(rep planner.AdvanceReport) {
 		s.emit(fsmv1.Event_TYPE_COMPLETED, n, nil)
 	}
 	for _, id := range rep.Started {
-		r, ok := s.resv[id]
+		r, ok := s.resv.get(id)
 		if !ok || r.GetState() != fsmv1.Reservation_STATE_COMMITTED {
 			continue
 		}
@@ -73,7 +73,7 @@ func (s *state) applyReport(rep planner.AdvanceReport) {
 		if v.Replanned {
 			continue
 		}
-		r, ok := s.resv[v.ID]
+		r, ok := s.resv.get(v.ID)
 		if !ok {
 			continue
 		}

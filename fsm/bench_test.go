@@ -89,6 +89,36 @@ func holdAbortLoop(b *testing.B, f *FSM, idx uint64) {
 	b.ReportMetric(2, "entries/op")
 }
 
+// BenchmarkApplyHoldCommitCancel measures the service's usual two-phase
+// path on a loaded table: a keyed hold, its keyed commit and a keyed
+// cancel that gives the capacity back, through the whole Apply path
+// (the commands are encoded per iteration; that cost is included).
+func BenchmarkApplyHoldCommitCancel(b *testing.B) {
+	for _, live := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("live=%d", live), func(b *testing.B) {
+			f, idx := loaded(b, live)
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				id, key := fmt.Sprintf("bench-%d", n), fmt.Sprintf("bench-key-%d", n)
+				n++
+				for _, cmd := range []*fsmv1.Command{
+					hold(id, "cpu", 32, 40, withKey(key+"h"), withTTL(10_000)),
+					commit(id, withKey(key+"c")),
+					cancel(id, withKey(key+"x")),
+				} {
+					res, err := DecodeResult(f.ApplyCommand(idx, encodeAt(b, cmd, 0)))
+					if err != nil || res.GetStatus() != OK {
+						b.Fatalf("%s: %v %v", cmd.GetType(), res, err)
+					}
+					idx++
+				}
+			}
+			b.ReportMetric(3, "entries/op")
+		})
+	}
+}
+
 // BenchmarkSnapshot measures capture plus Persist (encoding) and reports
 // the snapshot size per live reservation.
 func BenchmarkSnapshot(b *testing.B) {

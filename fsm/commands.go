@@ -228,7 +228,7 @@ func (s *state) owned(cmd *fsmv1.Command, field, id string) (*fsmv1.Reservation,
 	if id == "" {
 		return nil, invalid(field, "must not be empty")
 	}
-	r, found := s.resv[id]
+	r, found := s.resv.get(id)
 	if !found {
 		return nil, notFound(fmt.Sprintf("reservation %q not found", id))
 	}
@@ -363,7 +363,7 @@ func (s *state) newID(cmd *fsmv1.Command, field, id string) (string, *fsmv1.Resu
 	if len(cmd.GetOwner()) > maxOwnerLen {
 		return "", invalid("owner", fmt.Sprintf("longer than %d bytes", maxOwnerLen))
 	}
-	if _, exists := s.resv[id]; exists {
+	if s.resv.has(id) {
 		return "", conflict(fsmv1.Conflict_KIND_DUPLICATE_ID, fmt.Sprintf("reservation %q already exists", id))
 	}
 	return id, nil

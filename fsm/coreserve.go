@@ -108,7 +108,7 @@ func (s *state) checkCoReserve(id string, c *fsmv1.CoReserve) *fsmv1.Result {
 		case sub.GetDurationMillis() > planner.MaxTime-sub.GetStartMillis():
 			return invalid(f+"duration_millis", "start + duration overflows")
 		}
-		if _, dup := s.resv[coSubID(id, i)]; dup {
+		if s.resv.has(coSubID(id, i)) {
 			return conflict(fsmv1.Conflict_KIND_DUPLICATE_ID, fmt.Sprintf("reservation %q already exists", coSubID(id, i)))
 		}
 	}

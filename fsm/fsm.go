@@ -211,8 +211,8 @@ func (f *FSM) Notify() <-chan struct{} {
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	msg, idem := f.st.capture()
-	return &fsmSnapshot{msg: msg, idem: idem}, nil
+	msg, rows, idem := f.st.capture()
+	return &fsmSnapshot{msg: msg, rows: rows, idem: idem}, nil
 }
 
 // Restore replaces the whole state with the snapshot read from rc. It
@@ -224,11 +224,11 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return fmt.Errorf("restore: read: %w", err)
 	}
-	msg, idem, err := decodeSplit(data)
+	parts, err := decodeSplit(data)
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
-	st, err := rebuild(f.cfg, msg, idem)
+	st, err := rebuild(f.cfg, parts)
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
@@ -276,14 +276,17 @@ func readSnapshot(r io.Reader) ([]byte, error) {
 
 // fsmSnapshot is a captured state awaiting Persist.
 type fsmSnapshot struct {
+	// msg is the state without reservations and idempotency records.
 	msg *fsmv1.Snapshot
+	// rows are the encoded reservations in ID order.
+	rows []string
 	// idem is encoded into the file by Persist, outside the state lock.
 	idem idemView
 }
 
 // Persist encodes the captured state and writes it to sink.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := writeSnapshotIdem(sink, s.msg, s.idem); err != nil {
+	if err := writeSnapshotIdem(sink, s.msg, s.rows, s.idem); err != nil {
 		_ = sink.Cancel()
 		return fmt.Errorf("persist snapshot: %w", err)
 	}

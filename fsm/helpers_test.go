@@ -151,3 +151,32 @@ func complete(id string, at *int64, opts ...reqOpt) *fsmv1.Command {
 	}
 	return c
 }
+
+// allRows decodes the reservation table, checking the store's own
+// invariants on the way: each key is its row's ID, every row is the
+// canonical encoding scanRow accepts, and ids lists exactly the keys.
+func allRows(t testing.TB, s *state) map[string]*fsmv1.Reservation {
+	t.Helper()
+	out := make(map[string]*fsmv1.Reservation, s.resv.len())
+	var sc rowScan
+	for id, row := range s.resv.m {
+		if err := scanRow(row, &sc); err != nil || sc.id != id {
+			t.Fatalf("row %q: scan %v, id %q", id, err, sc.id)
+		}
+		r := decodeRow(row)
+		if enc, _ := marshalOpts.Marshal(r); string(enc) != row {
+			t.Fatalf("row %q is not its canonical encoding", id)
+		}
+		out[id] = r
+	}
+	if s.ids.Len() != len(out) {
+		t.Fatalf("ids holds %d IDs, table %d rows", s.ids.Len(), len(out))
+	}
+	s.ids.Ascend(func(id string) bool {
+		if _, ok := out[id]; !ok {
+			t.Fatalf("ids holds %q, which has no row", id)
+		}
+		return true
+	})
+	return out
+}

@@ -9,6 +9,7 @@ import (
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"github.com/ledgerd/ledgerd/planner"
+	"google.golang.org/protobuf/proto"
 )
 
 // Rows admitted through the scheduler: variable jobs, and reservations on
@@ -171,13 +172,14 @@ func (s *state) afterCommit(n *fsmv1.Reservation) *fsmv1.Reservation {
 	}
 	switch it, live := s.scheduler().Get(n.GetId()); {
 	case n.GetShortUnits() > 0:
-		d := s.change(n)
+		// n was stored (and emitted): change a copy.
+		d := s.change(proto.CloneOf(n))
 		d.State = fsmv1.Reservation_STATE_DEGRADED
 		s.put(d.Id, d)
 		s.emit(fsmv1.Event_TYPE_VIOLATED, d, nil)
 		return d
 	case live && it.Running:
-		a := s.change(n)
+		a := s.change(proto.CloneOf(n))
 		a.State = fsmv1.Reservation_STATE_ACTIVE
 		s.put(a.Id, a)
 		s.emit(fsmv1.Event_TYPE_ACTIVATED, a, nil)
@@ -231,7 +233,7 @@ func (s *state) syncMoves() {
 		return
 	}
 	for _, m := range s.pol.sched.Moves() {
-		r, ok := s.resv[m.ID]
+		r, ok := s.resv.get(m.ID)
 		it, live := s.pol.sched.Get(m.ID)
 		if !ok || !live {
 			continue

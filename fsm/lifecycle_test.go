@@ -469,7 +469,8 @@ func checkInvariants(t testing.TB, f *FSM) {
 	defer f.mu.Unlock()
 	s := f.st
 	live := 0
-	for id, r := range s.resv {
+	rows := allRows(t, s)
+	for id, r := range rows {
 		switch r.GetState() {
 		case HELD, COMMITTED, ACTIVE, DEGRADED:
 			if r.GetEndMillis() <= s.now {
@@ -522,7 +523,7 @@ func checkInvariants(t testing.TB, f *FSM) {
 			}
 		}
 	}
-	for id, r := range s.resv {
+	for id, r := range rows {
 		if isTerminal(r.GetState()) {
 			continue
 		}
@@ -540,7 +541,7 @@ func checkInvariants(t testing.TB, f *FSM) {
 			from := max(shape.start, s.now)
 			for _, p := range shape.parts {
 				booked := int64(0)
-				for _, o := range s.resv {
+				for _, o := range rows {
 					if isTerminal(o.GetState()) {
 						continue
 					}

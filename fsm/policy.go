@@ -209,21 +209,14 @@ func (s *state) setPolicy(c *fsmv1.SetPolicy) *fsmv1.Result {
 // unscheduledOn counts live rows not managed by the scheduler that book
 // resource (a pending modification counts as well).
 func (s *state) unscheduledOn(resource string) int {
-	on := func(ps []*fsmv1.Part) bool {
-		for _, p := range ps {
-			if p.GetResource() == resource {
-				return true
-			}
-		}
-		return false
-	}
 	n := 0
+	var sc rowScan
 	s.ids.Ascend(func(id string) bool {
-		r := s.resv[id]
-		if isTerminal(r.GetState()) || scheduled(r) {
-			return true
+		row, _ := s.resv.raw(id)
+		if err := scanRow(row, &sc); err != nil {
+			panic(fmt.Sprintf("fsm: stored reservation %q: %v", id, err))
 		}
-		if on(r.GetParts()) || on(r.GetPending().GetParts()) {
+		if !isTerminal(sc.state) && !sc.scheduled() && sc.books(resource) {
 			n++
 		}
 		return true

@@ -70,10 +70,11 @@ func bookedParts(s *state, r *fsmv1.Reservation) []*fsmv1.Part {
 func checkScheduled(t testing.TB, s *state) int {
 	t.Helper()
 	n := 0
+	rows := allRows(t, s)
 	if s.pol.sched != nil {
 		for name := range s.resources {
 			for _, it := range s.pol.sched.Items(name) {
-				r, ok := s.resv[it.ID]
+				r, ok := rows[it.ID]
 				if !ok || !scheduled(r) || isTerminal(r.GetState()) {
 					t.Fatalf("scheduler item %s has row %v", it.ID, r)
 				}
@@ -104,7 +105,7 @@ func checkScheduled(t testing.TB, s *state) int {
 			}
 		}
 	}
-	for id, r := range s.resv {
+	for id, r := range rows {
 		if !scheduled(r) {
 			continue
 		}

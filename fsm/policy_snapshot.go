@@ -73,8 +73,9 @@ func plannerCounts(rc []*fsmv1.RatioCount) []planner.RatioCount {
 // the planned part of every item from the origin on, then hands items,
 // policies and release model to planner.RestoreScheduler (which checks the
 // bookings). Every item must belong to a live scheduled row and every
-// such row that the scheduler still tracks must have an item.
-func (s *state) restoreScheduler(msg *fsmv1.Snapshot) error {
+// such row that the scheduler still tracks (scheduledIDs lists the
+// scheduled rows, in ID order) must have an item.
+func (s *state) restoreScheduler(msg *fsmv1.Snapshot, scheduledIDs []string) error {
 	var st planner.SchedulerState
 	for _, r := range msg.GetResources() {
 		if p := r.GetPolicy(); p != nil {
@@ -89,7 +90,7 @@ func (s *state) restoreScheduler(msg *fsmv1.Snapshot) error {
 	origin := s.plan.Origin()
 	items := make(map[string]bool, len(msg.GetSchedulerItems()))
 	for i, it := range msg.GetSchedulerItems() {
-		r, ok := s.resv[it.GetId()]
+		r, ok := s.resv.get(it.GetId())
 		if !ok || !scheduled(r) || isTerminal(r.GetState()) || items[it.GetId()] {
 			return badf("scheduler_items[%d]: %q is not a live scheduled reservation or job, or repeats", i, it.GetId())
 		}
@@ -115,7 +116,8 @@ func (s *state) restoreScheduler(msg *fsmv1.Snapshot) error {
 			Running: it.GetRunning(), Pushes: int(it.GetPushes()), Overbooked: it.GetOverbooked(),
 		})
 	}
-	for _, r := range msg.GetReservations() {
+	for _, id := range scheduledIDs {
+		r, _ := s.resv.get(id)
 		st := r.GetState()
 		tracked := st == fsmv1.Reservation_STATE_COMMITTED || st == fsmv1.Reservation_STATE_ACTIVE ||
 			st == fsmv1.Reservation_STATE_HELD && r.GetShortUnits() == 0

@@ -42,11 +42,7 @@ func (f *FSM) Now() int64 {
 func (f *FSM) Get(id string) (*fsmv1.Reservation, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	r, ok := f.st.resv[id]
-	if !ok {
-		return nil, false
-	}
-	return proto.CloneOf(r), true
+	return f.st.resv.get(id)
 }
 
 // Filter selects reservations for List. Zero fields match everything.
@@ -93,19 +89,24 @@ func (f *FSM) List(flt Filter) (out []*fsmv1.Reservation, nextToken string, err 
 
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	// Rows are filtered on their encoding; only the page is decoded.
+	var sc rowScan
 	visit := func(id string) bool {
 		if id == after {
 			return true
 		}
-		r := f.st.resv[id]
-		if !matches(r, &flt) {
+		row, _ := f.st.resv.raw(id)
+		if err := scanRow(row, &sc); err != nil {
+			panic(fmt.Sprintf("fsm: stored reservation %q: %v", id, err))
+		}
+		if !matches(&sc, &flt) {
 			return true
 		}
 		if len(out) == size {
 			nextToken = base64.RawURLEncoding.EncodeToString([]byte(out[len(out)-1].GetId()))
 			return false
 		}
-		out = append(out, proto.CloneOf(r))
+		out = append(out, decodeRow(row))
 		return true
 	}
 	if after == "" {
@@ -116,25 +117,20 @@ func (f *FSM) List(flt Filter) (out []*fsmv1.Reservation, nextToken string, err 
 	return out, nextToken, nil
 }
 
-func matches(r *fsmv1.Reservation, flt *Filter) bool {
-	if flt.Owner != "" && r.GetOwner() != flt.Owner {
+func matches(r *rowScan, flt *Filter) bool {
+	if flt.Owner != "" && r.owner != flt.Owner {
 		return false
 	}
-	if len(flt.States) > 0 && !slices.Contains(flt.States, r.GetState()) {
+	if len(flt.States) > 0 && !slices.Contains(flt.States, r.state) {
 		return false
 	}
-	if flt.Resource != "" {
-		has := func(ps []*fsmv1.Part) bool {
-			return slices.ContainsFunc(ps, func(p *fsmv1.Part) bool { return p.GetResource() == flt.Resource })
-		}
-		if !has(r.GetParts()) && !has(r.GetPending().GetParts()) {
-			return false
-		}
-	}
-	if r.GetEndMillis() <= flt.FromMillis {
+	if flt.Resource != "" && !r.books(flt.Resource) {
 		return false
 	}
-	if flt.ToMillis != 0 && r.GetStartMillis() >= flt.ToMillis {
+	if r.end <= flt.FromMillis {
+		return false
+	}
+	if flt.ToMillis != 0 && r.start >= flt.ToMillis {
 		return false
 	}
 	return true

@@ -39,17 +39,27 @@ func TestDecodeSplitMatchesDecodeSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, idem, err := decodeSplit(snap)
+	split, err := decodeSplit(snap)
 	if err != nil {
 		t.Fatal(err)
 	}
+	msg, idem := split.msg, split.idem
 	if len(full.GetIdempotency()) != 5 || idem.len() != len(full.GetIdempotency()) {
 		t.Fatalf("idempotency records: split %d, full %d, want 5", idem.len(), len(full.GetIdempotency()))
 	}
 	recs := full.Idempotency
 	full.Idempotency = nil
+	if len(split.rows) == 0 || len(split.rows) != len(full.GetReservations()) {
+		t.Fatalf("reservations: split %d, full %d", len(split.rows), len(full.GetReservations()))
+	}
+	for i, row := range split.rows {
+		if want, _ := marshalOpts.Marshal(full.GetReservations()[i]); !bytes.Equal(row, want) {
+			t.Fatalf("reservations[%d]: split bytes differ from the full decode's encoding", i)
+		}
+	}
+	full.Reservations = nil
 	if !proto.Equal(msg, full) {
-		t.Fatalf("split message differs from the full decode without idempotency")
+		t.Fatalf("split message differs from the full decode without reservations and idempotency")
 	}
 	back, err := expandIdem(idem.view())
 	if err != nil {
@@ -124,16 +134,19 @@ func TestEncodeSnapshotIdem(t *testing.T) {
 				}
 				h.apply(int64(i), hold(fmt.Sprintf("r%d", i), "cpu", 1+int64(i%3), 50, opts...))
 			}
-			msg, idem := h.f.st.capture()
+			msg, rows, idem := h.f.st.capture()
 			recs, err := expandIdem(idem)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := encodeSnapshotIdem(msg, idem)
+			got, err := encodeSnapshotIdem(msg, rows, idem)
 			if err != nil {
 				t.Fatal(err)
 			}
 			msg.Idempotency = recs
+			for _, row := range rows {
+				msg.Reservations = append(msg.Reservations, decodeRow(row))
+			}
 			want, err := EncodeSnapshot(msg)
 			if err != nil {
 				t.Fatal(err)
@@ -141,7 +154,8 @@ func TestEncodeSnapshotIdem(t *testing.T) {
 			if !bytes.Equal(got, want) {
 				t.Fatalf("compact encoding (%d bytes) differs from the plain one (%d bytes)", len(got), len(want))
 			}
-			if _, err := encodeSnapshotIdem(msg, idem); tc.keyed && err == nil {
+			msg.Reservations = nil
+			if _, err := encodeSnapshotIdem(msg, rows, idem); tc.keyed && err == nil {
 				t.Fatal("records given both ways were accepted")
 			}
 		})
@@ -214,7 +228,7 @@ func TestRestoreIdempotencyRecords(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := frameBody(tc.body)
 			_, fullErr := DecodeSnapshot(snap)
-			_, _, splitErr := decodeSplit(snap)
+			_, splitErr := decodeSplit(snap)
 			if tc.bad != (splitErr != nil || tc.name == "duplicate key") {
 				t.Fatalf("decodeSplit error %v, want bad=%v", splitErr, tc.bad)
 			}

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"slices"
+	"strings"
 	"unicode/utf8"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
@@ -72,38 +72,41 @@ func snapshotHeader(size uint64, crc uint32) []byte {
 }
 
 // encodeSnapshotIdem is EncodeSnapshot for msg (without idempotency
-// records) plus the compact records idem; see writeSnapshotIdem.
-func encodeSnapshotIdem(msg *fsmv1.Snapshot, idem idemView) ([]byte, error) {
+// records) plus the encoded reservations rows and the compact records
+// idem; see writeSnapshotIdem.
+func encodeSnapshotIdem(msg *fsmv1.Snapshot, rows []string, idem idemView) ([]byte, error) {
 	var buf bytes.Buffer
-	if err := writeSnapshotIdem(&buf, msg, idem); err != nil {
+	if err := writeSnapshotIdem(&buf, msg, rows, idem); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
 }
 
 // writeSnapshotIdem writes to w the file EncodeSnapshot makes for msg
-// (without idempotency records) plus the compact records idem, whose
-// stored result bytes are copied instead of decoded and encoded again.
-// The deterministic encoder writes fields in field-number order and a
-// nested message exactly as it encodes it alone, so the bytes equal
-// EncodeSnapshot of the expanded message as long as the stored results
-// are deterministic encodings (encodeResult makes them; restored ones
-// come from such a file).
+// (without idempotency records) with the encoded reservations rows
+// appended to its reservations and the compact records idem, whose
+// stored bytes are copied instead of decoded and encoded again. The
+// deterministic encoder writes fields in field-number order and a nested
+// message exactly as it encodes it alone, so the bytes equal
+// EncodeSnapshot of the expanded message as long as the stored rows and
+// results are deterministic encodings (rowStore.set and encodeResult
+// make them; restored ones come from such a file and are checked).
 //
 // The body is streamed, never held whole: at a million reservations it
 // is hundreds of megabytes, and holding it (three times over, as the
 // encoding used to) was the largest spike of resident memory. The header
 // needs the body's length and checksum first, so the body is encoded
-// twice: once to measure, once to write. msg's reservations are detached
-// while its other fields are encoded, and put back.
-func writeSnapshotIdem(w io.Writer, msg *fsmv1.Snapshot, idem idemView) error {
+// twice: once to measure, once to write. msg's reservations (written
+// before rows) are detached while its other fields are encoded, and put
+// back.
+func writeSnapshotIdem(w io.Writer, msg *fsmv1.Snapshot, rows []string, idem idemView) error {
 	if len(msg.GetIdempotency()) > 0 {
 		return errors.New("encode snapshot: idempotency records given twice")
 	}
-	rows := msg.Reservations
+	msgRows := msg.Reservations
 	msg.Reservations = nil
 	rest, err := marshalOpts.Marshal(msg)
-	msg.Reservations = rows
+	msg.Reservations = msgRows
 	if err != nil {
 		return fmt.Errorf("encode snapshot: %w", err)
 	}
@@ -137,13 +140,21 @@ func writeSnapshotIdem(w io.Writer, msg *fsmv1.Snapshot, idem idemView) error {
 			buf = buf[:0]
 			return err
 		}
-		for _, r := range rows {
+		for _, r := range msgRows {
 			buf = protowire.AppendTag(buf, snapshotResvField, protowire.BytesType)
 			buf = protowire.AppendVarint(buf, uint64(marshalOpts.Size(r)))
 			var merr error
 			if buf, merr = marshalOpts.MarshalAppend(buf, r); merr != nil {
 				return fmt.Errorf("encode snapshot: reservation %q: %w", r.GetId(), merr)
 			}
+			if err := flush(false); err != nil {
+				return err
+			}
+		}
+		for _, row := range rows {
+			buf = protowire.AppendTag(buf, snapshotResvField, protowire.BytesType)
+			buf = protowire.AppendVarint(buf, uint64(len(row)))
+			buf = append(buf, row...)
 			if err := flush(false); err != nil {
 				return err
 			}
@@ -245,19 +256,33 @@ const (
 	snapshotIdemField = 5
 )
 
-// decodeSplit is DecodeSnapshot for Restore: it leaves the idempotency
-// records out of the message and returns them in their compact store, so
-// their results are kept as the stored bytes instead of being decoded
-// into messages and encoded again. The results are still checked to
-// decode. The outcome is the one proto.Unmarshal gives: fields may come
-// in any order, repeated occurrences of a message field merge (their
-// bytes are concatenated) and the last scalar wins. The other fields are
-// decoded in place, run by run, with merging (decoding concatenated
-// bytes is merging their decodings), rather than copied out first.
-func decodeSplit(b []byte) (*fsmv1.Snapshot, *idemStore, error) {
+// splitSnapshot is a snapshot body as Restore reads it: the message
+// without reservations and idempotency records, the encoded reservations
+// (aliasing the file, not yet checked: rebuild scans them), and the
+// idempotency records in their compact store.
+type splitSnapshot struct {
+	msg  *fsmv1.Snapshot
+	rows [][]byte
+	idem *idemStore
+}
+
+// decodeSplit is DecodeSnapshot for Restore: it leaves the reservations
+// and the idempotency records out of the message. Reservations are
+// returned as their encodings, which rebuild keeps (one string per row)
+// after scanning them, instead of decoding a message per row. Idempotency
+// records go to their compact store, so their results are kept as the
+// stored bytes instead of being decoded into messages and encoded again;
+// the results are still checked to decode. For the other fields the
+// outcome is the one proto.Unmarshal gives: fields may come in any order,
+// repeated occurrences of a message field merge (their bytes are
+// concatenated) and the last scalar wins. They are decoded in place, run
+// by run, with merging (decoding concatenated bytes is merging their
+// decodings), rather than copied out first.
+func decodeSplit(b []byte) (splitSnapshot, error) {
+	var out splitSnapshot
 	body, err := checkHeader(b)
 	if err != nil {
-		return nil, nil, err
+		return out, err
 	}
 	msg := new(fsmv1.Snapshot)
 	merge := proto.UnmarshalOptions{Merge: true}
@@ -275,24 +300,28 @@ func decodeSplit(b []byte) (*fsmv1.Snapshot, *idemStore, error) {
 	for at := 0; at < len(body); {
 		num, typ, n := protowire.ConsumeTag(body[at:])
 		if n < 0 {
-			return nil, nil, fmt.Errorf("%w: body: %v", ErrBadSnapshot, protowire.ParseError(n))
+			return out, fmt.Errorf("%w: body: %v", ErrBadSnapshot, protowire.ParseError(n))
 		}
 		m := protowire.ConsumeFieldValue(num, typ, body[at+n:])
 		if m < 0 {
-			return nil, nil, fmt.Errorf("%w: body: %v", ErrBadSnapshot, protowire.ParseError(m))
+			return out, fmt.Errorf("%w: body: %v", ErrBadSnapshot, protowire.ParseError(m))
 		}
-		if num == snapshotIdemField && typ == protowire.BytesType {
+		if (num == snapshotIdemField || num == snapshotResvField) && typ == protowire.BytesType {
 			if err := flush(body[runStart:at]); err != nil {
-				return nil, nil, err
+				return out, err
 			}
 			v, _ := protowire.ConsumeBytes(body[at+n : at+n+m])
-			raw = append(raw, v)
+			if num == snapshotIdemField {
+				raw = append(raw, v)
+			} else {
+				out.rows = append(out.rows, v)
+			}
 			runStart = at + n + m
 		}
 		at += n + m
 	}
 	if err := flush(body[runStart:]); err != nil {
-		return nil, nil, err
+		return out, err
 	}
 	idem := new(idemStore)
 	idem.grow(len(raw))
@@ -300,13 +329,14 @@ func decodeSplit(b []byte) (*fsmv1.Snapshot, *idemStore, error) {
 	for i, r := range raw {
 		e, err := decodeIdemRecord(r, &check)
 		if err != nil {
-			return nil, nil, badf("idempotency[%d]: %v", i, err)
+			return out, badf("idempotency[%d]: %v", i, err)
 		}
 		if !idem.add(e.owner, e.key, e.at, e.result) {
-			return nil, nil, badf("idempotency[%d]: duplicate key", i)
+			return out, badf("idempotency[%d]: duplicate key", i)
 		}
 	}
-	return msg, idem, nil
+	out.msg, out.idem = msg, idem
+	return out, nil
 }
 
 // decodeIdemRecord reads one encoded IdempotencyRecord (owner = 1, key =
@@ -371,13 +401,13 @@ func badf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrBadSnapshot, fmt.Sprintf(format, args...))
 }
 
-// rebuild makes a fresh state from a decoded snapshot (msg without its
-// idempotency records, which come in their store idem): the tables as
+// rebuild makes a fresh state from a split snapshot: the tables as
 // stored, and a planner rebuilt from them. The planner starts at the
 // snapshot's log time; bookings and capacity windows that began earlier
 // are entered from that instant on, which gives exactly the free profile
 // the original planner has from its origin on (the only part it consults).
-func rebuild(cfg Config, msg *fsmv1.Snapshot, idem *idemStore) (*state, error) {
+func rebuild(cfg Config, split splitSnapshot) (*state, error) {
+	msg := split.msg
 	s := newState(cfg)
 	s.index, s.now = msg.GetAppliedIndex(), msg.GetNowMillis()
 	if s.now < 0 {
@@ -411,44 +441,56 @@ func rebuild(cfg Config, msg *fsmv1.Snapshot, idem *idemStore) (*state, error) {
 		s.resources[name] = r
 	}
 
-	rows := msg.GetReservations()
-	s.resv = make(map[string]*fsmv1.Reservation, len(rows))
+	rows := split.rows
+	s.resv = newRowStore(len(rows))
 	// The live rows' bookings go to the planner in one bulk Load (sorted
 	// edges per resource) rather than one admission check per row.
 	books := bookings{list: make([]planner.Booking, 0, len(rows)), parts: make([]planner.Part, 0, len(rows))}
-	owners := make(map[string]string)
+	var sc rowScan
+	var scheduledIDs []string
 	prev = ""
-	for i, r := range rows {
-		id := r.GetId()
-		if id == "" || (i > 0 && id <= prev) {
+	for i, b := range rows {
+		// One copy per row: the string is the stored row, and its ID
+		// (a substring) the key.
+		row := string(b)
+		if err := scanRow(row, &sc); err != nil {
+			return nil, badf("reservations[%d]: %v", i, err)
+		}
+		id := sc.id
+		if i > 0 && id <= prev {
 			return nil, badf("reservations not sorted by ID at %d (%q after %q)", i, id, prev)
 		}
 		prev = id
-		st := r.GetState()
+		st := sc.state
 		if _, known := fsmv1.Reservation_State_name[int32(st)]; !known || st == fsmv1.Reservation_STATE_UNKNOWN {
 			return nil, badf("reservations[%d]: unknown state %d", i, int32(st))
 		}
-		if !isTerminal(st) && !scheduled(r) {
-			books.add(id, r.GetParts(), r.GetStartMillis(), r.GetEndMillis(), origin)
-			if p := r.GetPending(); p != nil {
-				books.add(modKey(id), p.GetParts(), p.GetStartMillis(), p.GetEndMillis(), origin)
+		if sc.scheduled() {
+			scheduledIDs = append(scheduledIDs, id)
+		}
+		if !isTerminal(st) && !sc.scheduled() {
+			// The planner keeps its own copy of the ID: a row substring
+			// would keep this row's bytes alive after the row changes.
+			key := strings.Clone(id)
+			books.add(s, key, sc.parts, sc.start, sc.end, origin)
+			if sc.hasPending {
+				books.add(s, modKey(key), sc.pendParts, sc.pendStart, sc.pendEnd, origin)
 			}
 		}
-		s.shareStrings(r, owners)
 		// IDs are new and ascending: no old row to unlink, and ids
 		// grows at its right edge.
-		s.resv[id] = r
+		s.resv.insert(id, row)
 		s.ids.ReplaceOrInsert(id)
-		s.link(r)
+		s.link(&sc.rowMeta)
 	}
 	if err := s.plan.Load(books.list); err != nil {
 		return nil, badf("reservations: %v", err)
 	}
-	if err := s.restoreScheduler(msg); err != nil {
+	if err := s.restoreScheduler(msg, scheduledIDs); err != nil {
 		return nil, err
 	}
 
-	s.idem = *idem
+	s.idem = *split.idem
 	// A snapshot written under a larger cap (or none) keeps only the
 	// newest keys, as applying its log under this cap would have.
 	s.idem.trim(cfg.IdempotencyMaxKeys)
@@ -459,31 +501,6 @@ func rebuild(cfg Config, msg *fsmv1.Snapshot, idem *idemStore) (*state, error) {
 	return s, nil
 }
 
-// maxSharedOwners bounds the owners shareStrings remembers: past it, a
-// table of mostly distinct owners would only grow the map.
-const maxSharedOwners = 1 << 12
-
-// shareStrings points a freshly decoded row's owner and part resource
-// names at one copy each (the resource's own name, the first row's owner)
-// instead of the copy per row that decoding makes: at a million rows
-// that is tens of megabytes. The row is not shared with anyone yet.
-func (s *state) shareStrings(r *fsmv1.Reservation, owners map[string]string) {
-	if o, ok := owners[r.GetOwner()]; ok {
-		r.Owner = o
-	} else if len(owners) < maxSharedOwners {
-		owners[r.GetOwner()] = r.GetOwner()
-	}
-	parts := r.GetParts()
-	if p := r.GetPending(); p != nil {
-		parts = append(slices.Clip(parts), p.GetParts()...)
-	}
-	for _, p := range parts {
-		if res, ok := s.resources[p.GetResource()]; ok {
-			p.Resource = res.GetName()
-		}
-	}
-}
-
 // bookings collects the planner bookings of a restored table, their
 // parts sharing one array.
 type bookings struct {
@@ -492,15 +509,21 @@ type bookings struct {
 }
 
 // add adds the booking of parts over [max(start, origin), end) under key;
-// a booking wholly in the past needs no capacity and is skipped.
-func (b *bookings) add(key string, parts []*fsmv1.Part, start, end, origin int64) {
+// a booking wholly in the past needs no capacity and is skipped. Resource
+// names are the resource table's strings, not the row's substrings, so
+// the planner does not keep rows alive.
+func (b *bookings) add(s *state, key string, parts []scanPart, start, end, origin int64) {
 	start = max(start, origin)
 	if end <= start {
 		return
 	}
 	from := len(b.parts)
 	for _, p := range parts {
-		b.parts = append(b.parts, planner.Part{Resource: p.GetResource(), Amount: p.GetAmount()})
+		name := p.resource
+		if res, ok := s.resources[name]; ok {
+			name = res.GetName()
+		}
+		b.parts = append(b.parts, planner.Part{Resource: name, Amount: p.amount})
 	}
 	b.list = append(b.list, planner.Booking{ID: key, Parts: b.parts[from:len(b.parts):len(b.parts)], Start: start, End: end})
 }

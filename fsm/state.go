@@ -45,9 +45,11 @@ func timerLess(a, b timer) bool {
 // state is everything Apply changes. It is owned by the FSM and guarded by
 // its lock.
 //
-// Records (*fsmv1.Reservation, *fsmv1.Resource, *fsmv1.Event, and the
-// records of idem) are immutable once stored: a change stores a
-// modified copy. Snapshots and readers can therefore share them.
+// Records (the encoded rows of resv, *fsmv1.Resource, *fsmv1.Event, and
+// the records of idem) are immutable once stored: a change stores a
+// modified copy. Snapshots and readers can therefore share them. A row
+// message that was stored (put) is not changed afterwards either: events
+// and results share it.
 type state struct {
 	cfg Config
 
@@ -57,11 +59,16 @@ type state struct {
 	now   int64
 
 	resources map[string]*fsmv1.Resource
-	resv      map[string]*fsmv1.Reservation
-	// ids holds the keys of resv, sorted.
+	resv      rowStore
+	// ids holds the keys of resv, sorted: the same strings as the keys
+	// (substrings of the current rows).
 	ids *btree.BTreeG[string]
 	// timers holds exactly timersFor(r) for every r in resv.
 	timers *btree.BTreeG[timer]
+	// lastPut is the row put stored last (nil after a removal), so the
+	// entry's result need not decode it again; scan is put's scratch.
+	lastPut *fsmv1.Reservation
+	scan    rowScan
 
 	// idem remembers each idempotency key, scoped by owner, with its
 	// encoded first Result, in apply order (so also in log time order):
@@ -92,7 +99,7 @@ func newState(cfg Config) *state {
 	return &state{
 		cfg:       cfg,
 		resources: make(map[string]*fsmv1.Resource),
-		resv:      make(map[string]*fsmv1.Reservation),
+		resv:      newRowStore(0),
 		ids:       btree.NewOrderedG[string](32),
 		timers:    btree.NewG(32, timerLess),
 		plan:      planner.New(cfg.Timelines),
@@ -126,73 +133,85 @@ func isTerminal(s fsmv1.Reservation_State) bool {
 // timersFor appends to buf the time-triggered work a reservation in its
 // current state is waiting for (at most two timers, so a caller's [2]timer
 // array keeps this off the heap).
-func (s *state) timersFor(buf []timer, r *fsmv1.Reservation) []timer {
-	id := r.GetId()
-	switch st := r.GetState(); {
+func (s *state) timersFor(buf []timer, m *rowMeta) []timer {
+	id := m.id
+	switch st := m.state; {
 	case st == fsmv1.Reservation_STATE_HELD:
-		return append(buf, timer{r.GetHoldExpiresMillis(), timerHoldExpiry, id})
-	case (st == fsmv1.Reservation_STATE_COMMITTED || st == fsmv1.Reservation_STATE_ACTIVE) && scheduled(r):
+		return append(buf, timer{m.holdExp, timerHoldExpiry, id})
+	case (st == fsmv1.Reservation_STATE_COMMITTED || st == fsmv1.Reservation_STATE_ACTIVE) && m.scheduled():
 		// The scheduler starts and finishes its rows (advance).
 		return buf
 	case st == fsmv1.Reservation_STATE_COMMITTED:
-		buf = append(buf, timer{r.GetStartMillis(), timerActivate, id})
-		if p := r.GetPending(); p != nil {
-			buf = append(buf, timer{p.GetHoldExpiresMillis(), timerModExpiry, id})
+		buf = append(buf, timer{m.start, timerActivate, id})
+		if m.hasPending {
+			buf = append(buf, timer{m.pendExp, timerModExpiry, id})
 		}
 		return buf
 	case st == fsmv1.Reservation_STATE_ACTIVE, st == fsmv1.Reservation_STATE_DEGRADED:
-		return append(buf, timer{r.GetEndMillis(), timerComplete, id})
+		return append(buf, timer{m.end, timerComplete, id})
 	case isTerminal(st):
-		return append(buf, timer{addSat(r.GetUpdatedMillis(), s.cfg.Retention), timerDrop, id})
+		return append(buf, timer{addSat(m.update, s.cfg.Retention), timerDrop, id})
 	}
 	return buf
 }
 
 // put stores r under its ID (r == nil removes id), keeping ids, timers and
-// the counters consistent.
+// the counters consistent. r must not be changed afterwards.
 func (s *state) put(id string, r *fsmv1.Reservation) {
-	var buf [2]timer
-	old, had := s.resv[id]
-	if had {
-		for _, t := range s.timersFor(buf[:0], old) {
-			s.timers.Delete(t)
+	if old, had := s.resv.raw(id); had {
+		if err := scanRow(old, &s.scan); err != nil {
+			panic(fmt.Sprintf("fsm: stored reservation %q: %v", id, err))
 		}
-		s.byState[old.GetState()]--
-		if old.GetPending() != nil {
-			s.pendingMods--
-		}
+		s.unlink(&s.scan.rowMeta)
 	}
 	if r == nil {
-		delete(s.resv, id)
+		s.resv.del(id)
 		s.ids.Delete(id)
+		s.lastPut = nil
 		return
 	}
-	s.resv[id] = r
-	if !had {
-		s.ids.ReplaceOrInsert(id)
-	}
-	s.link(r)
+	_, key := s.resv.set(r)
+	// Replacing the ID (even an equal one) keeps the tree's string the
+	// current row's, so it does not keep the old row alive.
+	s.ids.ReplaceOrInsert(key)
+	m := metaOf(r)
+	m.id = key
+	s.link(&m)
+	s.lastPut = r
 }
 
-// link enters the timers and counts of r, which has just been stored.
-func (s *state) link(r *fsmv1.Reservation) {
+// unlink removes the timers and counts of a row about to be replaced.
+func (s *state) unlink(m *rowMeta) {
 	var buf [2]timer
-	for _, t := range s.timersFor(buf[:0], r) {
+	for _, t := range s.timersFor(buf[:0], m) {
+		s.timers.Delete(t)
+	}
+	s.byState[m.state]--
+	if m.hasPending {
+		s.pendingMods--
+	}
+}
+
+// link enters the timers and counts of a row that has just been stored.
+func (s *state) link(m *rowMeta) {
+	var buf [2]timer
+	for _, t := range s.timersFor(buf[:0], m) {
 		s.timers.ReplaceOrInsert(t)
 	}
-	s.byState[r.GetState()]++
-	if r.GetPending() != nil {
+	s.byState[m.state]++
+	if m.hasPending {
 		s.pendingMods++
 	}
 }
 
-// change returns a copy of r stamped with the current index and log time,
-// ready to be modified and stored.
+// change stamps r, the caller's own copy of a row (get decodes a fresh
+// one), with the current index and log time, ready to be modified and
+// stored, and returns it. A row that was already stored must be cloned
+// first.
 func (s *state) change(r *fsmv1.Reservation) *fsmv1.Reservation {
-	n := proto.CloneOf(r)
-	n.UpdatedVersion = s.index
-	n.UpdatedMillis = s.now
-	return n
+	r.UpdatedVersion = s.index
+	r.UpdatedMillis = s.now
+	return r
 }
 
 // emit appends an event for the current entry.
@@ -239,7 +258,7 @@ func (s *state) runTimers() {
 
 // fire performs one timer's work (the timer is already removed).
 func (s *state) fire(t timer) {
-	r := s.resv[t.id]
+	r, _ := s.resv.get(t.id)
 	switch t.kind {
 	case timerHoldExpiry:
 		s.releaseRow(r)
@@ -292,6 +311,7 @@ func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, [
 	s.index = index
 	s.now = max(s.now, cmd.GetNowMillis())
 	s.seq, s.expired, s.pol.moves = 0, 0, nil
+	s.lastPut = nil
 
 	// Time first: whatever log time makes due happens before the command,
 	// so a command never sees a hold that should already have expired.
@@ -320,12 +340,12 @@ func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, [
 	res.Moved = s.takeMoves()
 	if r := res.GetReservation(); r != nil {
 		// Report the row as it stands after this entry.
-		if cur, ok := s.resv[r.GetId()]; ok {
+		if cur, ok := s.current(r.GetId()); ok {
 			res.Reservation = cur
 		}
 	}
 	for _, p := range res.GetCoAdmission().GetPlacements() {
-		if cur, ok := s.resv[p.GetReservation().GetId()]; ok {
+		if cur, ok := s.current(p.GetReservation().GetId()); ok {
 			p.Reservation = cur
 		}
 	}
@@ -340,6 +360,15 @@ func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, [
 		return res, enc
 	}
 	return res, nil
+}
+
+// current returns row id as stored: the message put stored last when it
+// is that row (usually the command's own), decoded otherwise.
+func (s *state) current(id string) (*fsmv1.Reservation, bool) {
+	if r := s.lastPut; r != nil && r.GetId() == id {
+		return r, true
+	}
+	return s.resv.get(id)
 }
 
 func (s *state) dispatch(cmd *fsmv1.Command) *fsmv1.Result {
@@ -378,25 +407,27 @@ func (s *state) dispatch(cmd *fsmv1.Command) *fsmv1.Result {
 }
 
 // capture returns the state as a Snapshot message sharing the immutable
-// records, without its idempotency records, and a view of the
-// idempotency records that go with it (encodeSnapshotIdem writes both).
-func (s *state) capture() (*fsmv1.Snapshot, idemView) {
+// records, without its reservations and idempotency records, and the
+// encoded reservations in ID order and a view of the idempotency records
+// that go with it (encodeSnapshotIdem writes all three).
+func (s *state) capture() (*fsmv1.Snapshot, []string, idemView) {
 	msg := &fsmv1.Snapshot{
 		AppliedIndex: s.index,
 		NowMillis:    s.now,
 		Resources:    make([]*fsmv1.Resource, 0, len(s.resources)),
-		Reservations: make([]*fsmv1.Reservation, 0, len(s.resv)),
 		History:      slices.Clone(s.history),
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.resources)) {
 		msg.Resources = append(msg.Resources, s.resources[name])
 	}
+	rows := make([]string, 0, s.resv.len())
 	s.ids.Ascend(func(id string) bool {
-		msg.Reservations = append(msg.Reservations, s.resv[id])
+		row, _ := s.resv.raw(id)
+		rows = append(rows, row)
 		return true
 	})
 	s.captureScheduler(msg)
-	return msg, s.idem.view()
+	return msg, rows, s.idem.view()
 }
 
 // sortedParts returns planner parts converted to proto parts, sorted by
