@@ -50,6 +50,18 @@ type Options struct {
 	BaseBackoff, MaxBackoff time.Duration
 	// HTTPClient overrides the transport (tests); TLS is then ignored.
 	HTTPClient *http.Client
+	// NoCoalesce sends every Hold, Reserve, Commit, Abort, Cancel, Modify
+	// and Get as its own call. By default concurrent ones to the same node
+	// are sent together as Batch calls (see coalesce.go); results, errors
+	// and retries are the same either way, and a node without Batch gets
+	// unary calls.
+	NoCoalesce bool
+	// MaxBatch caps the operations of one Batch call (default 128; the
+	// server refuses more than its own limit, 256 by default).
+	MaxBatch int
+	// MaxInFlight is how many Batch calls may be in flight to one node
+	// before further calls queue for the next one (default 2).
+	MaxInFlight int
 }
 
 // endpoint is one node's generated clients.
@@ -58,6 +70,8 @@ type endpoint struct {
 	reservations ledgerdv1connect.ReservationServiceClient
 	resources    ledgerdv1connect.ResourceServiceClient
 	cluster      ledgerdv1connect.ClusterServiceClient
+	// batch coalesces calls to this node; nil when coalescing is off.
+	batch *batcher
 }
 
 // Client is a ledgerd client over a list of nodes of one cluster. It is safe
@@ -93,6 +107,12 @@ func New(addrs []string, opts Options) (*Client, error) {
 	}
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 2 * time.Second
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 128
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = 2
 	}
 	hc := opts.HTTPClient
 	if hc == nil {
@@ -136,12 +156,16 @@ func (c *Client) endpoint(a string) *endpoint {
 		}
 	}
 	a = strings.TrimRight(a, "/")
-	return &endpoint{
+	ep := &endpoint{
 		addr:         a,
 		reservations: ledgerdv1connect.NewReservationServiceClient(c.hc, a, c.copts...),
 		resources:    ledgerdv1connect.NewResourceServiceClient(c.hc, a, c.copts...),
 		cluster:      ledgerdv1connect.NewClusterServiceClient(c.hc, a, c.copts...),
 	}
+	if !c.opts.NoCoalesce {
+		ep.batch = &batcher{ep: ep, maxBatch: c.opts.MaxBatch, maxInFlight: c.opts.MaxInFlight}
+	}
+	return ep
 }
 
 // leaderEndpoint returns an endpoint for the leader's API address when it
@@ -390,60 +414,65 @@ func key(k string) string {
 // retries).
 func (c *Client) Hold(ctx context.Context, req *ledgerdv1.HoldRequest) (*ledgerdv1.Reservation, error) {
 	req.IdempotencyKey = key(req.IdempotencyKey)
+	op := &ledgerdv1.BatchOperation{Op: &ledgerdv1.BatchOperation_Hold{Hold: req}}
 	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
-		r, err := ep.reservations.Hold(ctx, connect.NewRequest(req))
-		if err != nil {
-			return nil, err
-		}
-		return r.Msg.Reservation, nil
+		return coalesced(ctx, ep, op, func(r *ledgerdv1.BatchResult) (*ledgerdv1.Reservation, bool) {
+			return r.GetHold().GetReservation(), r.GetHold() != nil
+		}, func() (*ledgerdv1.Reservation, error) {
+			return reservationOf(ep.reservations.Hold(ctx, connect.NewRequest(req)))
+		})
 	})
 }
 
 // Reserve books in one phase.
 func (c *Client) Reserve(ctx context.Context, req *ledgerdv1.ReserveRequest) (*ledgerdv1.Reservation, error) {
 	req.IdempotencyKey = key(req.IdempotencyKey)
+	op := &ledgerdv1.BatchOperation{Op: &ledgerdv1.BatchOperation_Reserve{Reserve: req}}
 	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
-		r, err := ep.reservations.Reserve(ctx, connect.NewRequest(req))
-		if err != nil {
-			return nil, err
-		}
-		return r.Msg.Reservation, nil
+		return coalesced(ctx, ep, op, func(r *ledgerdv1.BatchResult) (*ledgerdv1.Reservation, bool) {
+			return r.GetReserve().GetReservation(), r.GetReserve() != nil
+		}, func() (*ledgerdv1.Reservation, error) {
+			return reservationOf(ep.reservations.Reserve(ctx, connect.NewRequest(req)))
+		})
 	})
 }
 
 // Commit commits a hold or pending modification; idemKey may be empty.
 func (c *Client) Commit(ctx context.Context, id, idemKey string) (*ledgerdv1.Reservation, error) {
 	req := &ledgerdv1.CommitRequest{Id: id, IdempotencyKey: key(idemKey)}
+	op := &ledgerdv1.BatchOperation{Op: &ledgerdv1.BatchOperation_Commit{Commit: req}}
 	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
-		r, err := ep.reservations.Commit(ctx, connect.NewRequest(req))
-		if err != nil {
-			return nil, err
-		}
-		return r.Msg.Reservation, nil
+		return coalesced(ctx, ep, op, func(r *ledgerdv1.BatchResult) (*ledgerdv1.Reservation, bool) {
+			return r.GetCommit().GetReservation(), r.GetCommit() != nil
+		}, func() (*ledgerdv1.Reservation, error) {
+			return reservationOf(ep.reservations.Commit(ctx, connect.NewRequest(req)))
+		})
 	})
 }
 
 // Abort releases a hold or pending modification; idemKey may be empty.
 func (c *Client) Abort(ctx context.Context, id, idemKey string) (*ledgerdv1.Reservation, error) {
 	req := &ledgerdv1.AbortRequest{Id: id, IdempotencyKey: key(idemKey)}
+	op := &ledgerdv1.BatchOperation{Op: &ledgerdv1.BatchOperation_Abort{Abort: req}}
 	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
-		r, err := ep.reservations.Abort(ctx, connect.NewRequest(req))
-		if err != nil {
-			return nil, err
-		}
-		return r.Msg.Reservation, nil
+		return coalesced(ctx, ep, op, func(r *ledgerdv1.BatchResult) (*ledgerdv1.Reservation, bool) {
+			return r.GetAbort().GetReservation(), r.GetAbort() != nil
+		}, func() (*ledgerdv1.Reservation, error) {
+			return reservationOf(ep.reservations.Abort(ctx, connect.NewRequest(req)))
+		})
 	})
 }
 
 // Cancel releases a committed reservation; idemKey may be empty.
 func (c *Client) Cancel(ctx context.Context, id, idemKey string) (*ledgerdv1.Reservation, error) {
 	req := &ledgerdv1.CancelRequest{Id: id, IdempotencyKey: key(idemKey)}
+	op := &ledgerdv1.BatchOperation{Op: &ledgerdv1.BatchOperation_Cancel{Cancel: req}}
 	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
-		r, err := ep.reservations.Cancel(ctx, connect.NewRequest(req))
-		if err != nil {
-			return nil, err
-		}
-		return r.Msg.Reservation, nil
+		return coalesced(ctx, ep, op, func(r *ledgerdv1.BatchResult) (*ledgerdv1.Reservation, bool) {
+			return r.GetCancel().GetReservation(), r.GetCancel() != nil
+		}, func() (*ledgerdv1.Reservation, error) {
+			return reservationOf(ep.reservations.Cancel(ctx, connect.NewRequest(req)))
+		})
 	})
 }
 
@@ -456,35 +485,48 @@ func (c *Client) Complete(ctx context.Context, id string, at time.Time, idemKey 
 		req.At = timestamppb.New(at)
 	}
 	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
-		r, err := ep.reservations.Complete(ctx, connect.NewRequest(req))
-		if err != nil {
-			return nil, err
-		}
-		return r.Msg.Reservation, nil
+		return reservationOf(ep.reservations.Complete(ctx, connect.NewRequest(req)))
 	})
 }
 
 // Modify holds a new shape beside a reservation.
 func (c *Client) Modify(ctx context.Context, req *ledgerdv1.ModifyRequest) (*ledgerdv1.Reservation, error) {
 	req.IdempotencyKey = key(req.IdempotencyKey)
+	op := &ledgerdv1.BatchOperation{Op: &ledgerdv1.BatchOperation_Modify{Modify: req}}
 	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
-		r, err := ep.reservations.Modify(ctx, connect.NewRequest(req))
-		if err != nil {
-			return nil, err
-		}
-		return r.Msg.Reservation, nil
+		return coalesced(ctx, ep, op, func(r *ledgerdv1.BatchResult) (*ledgerdv1.Reservation, bool) {
+			return r.GetModify().GetReservation(), r.GetModify() != nil
+		}, func() (*ledgerdv1.Reservation, error) {
+			return reservationOf(ep.reservations.Modify(ctx, connect.NewRequest(req)))
+		})
 	})
 }
 
 // Get returns one reservation.
 func (c *Client) Get(ctx context.Context, id string) (*ledgerdv1.Reservation, error) {
+	req := &ledgerdv1.GetRequest{Id: id}
+	op := &ledgerdv1.BatchOperation{Op: &ledgerdv1.BatchOperation_Get{Get: req}}
 	return do(ctx, c, spread, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
-		r, err := ep.reservations.Get(ctx, connect.NewRequest(&ledgerdv1.GetRequest{Id: id}))
-		if err != nil {
-			return nil, err
-		}
-		return r.Msg.Reservation, nil
+		return coalesced(ctx, ep, op, func(r *ledgerdv1.BatchResult) (*ledgerdv1.Reservation, bool) {
+			return r.GetGet().GetReservation(), r.GetGet() != nil
+		}, func() (*ledgerdv1.Reservation, error) {
+			return reservationOf(ep.reservations.Get(ctx, connect.NewRequest(req)))
+		})
 	})
+}
+
+// reservationResponse is a unary response message carrying a reservation.
+type reservationResponse[M any] interface {
+	*M
+	GetReservation() *ledgerdv1.Reservation
+}
+
+// reservationOf returns the reservation of a unary response.
+func reservationOf[M any, PM reservationResponse[M]](r *connect.Response[M], err error) (*ledgerdv1.Reservation, error) {
+	if err != nil {
+		return nil, err
+	}
+	return PM(r.Msg).GetReservation(), nil
 }
 
 // List returns one page of reservations.

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"path"
 	"slices"
@@ -53,13 +54,26 @@ func (r *hostRecorder) len() int {
 // three-node cluster: its first write is forwarded by that follower, whose
 // response names the leader, and every later write goes to the leader
 // directly, while reads keep visiting every node. When the leader stops,
-// writes find the new one.
+// writes find the new one. Coalesced calls (sent as Batch) route alike.
 func TestWritesGoStraightToTheLeader(t *testing.T) {
+	for _, coalesce := range []bool{true, false} {
+		t.Run(fmt.Sprintf("coalesce=%v", coalesce), func(t *testing.T) { testWritesGoStraightToTheLeader(t, coalesce) })
+	}
+}
+
+func testWritesGoStraightToTheLeader(t *testing.T, coalesce bool) {
+	// The calls are sequential: each Batch carries one operation.
+	method := func(m string) string {
+		if coalesce {
+			return "Batch"
+		}
+		return m
+	}
 	c := rpctest.NewCluster(t, 3, rpctestAPI(t))
 	leader := c.WaitLeader(15 * time.Second)
 	follower := slices.IndexFunc(c.Servers, func(s *rpctest.Server) bool { return s != leader })
 	rec := &hostRecorder{next: httpClient(nil).Transport}
-	cl, err := New(c.Addrs(), Options{Token: rpctest.TokenOps, HTTPClient: &http.Client{Transport: rec}})
+	cl, err := New(c.Addrs(), Options{Token: rpctest.TokenOps, HTTPClient: &http.Client{Transport: rec}, NoCoalesce: !coalesce})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +100,11 @@ func TestWritesGoStraightToTheLeader(t *testing.T) {
 		}
 		ids = append(ids, r.Id)
 	}
-	for i, h := range rec.hosts("Reserve", mark) {
+	got := rec.hosts(method("Reserve"), mark)
+	if len(got) != 6 {
+		t.Fatalf("6 Reserves made %d calls", len(got))
+	}
+	for i, h := range got {
 		if h != leader.Addr {
 			t.Fatalf("Reserve %d went to %s, want the leader %s", i, h, leader.Addr)
 		}
@@ -97,7 +115,7 @@ func TestWritesGoStraightToTheLeader(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := rec.hosts("Get", mark)
+	got = rec.hosts(method("Get"), mark)
 	slices.Sort(got)
 	if got = slices.Compact(got); len(got) != 3 {
 		t.Fatalf("6 Gets went to %v, want every node", got)
@@ -112,7 +130,7 @@ func TestWritesGoStraightToTheLeader(t *testing.T) {
 		}
 	}
 	rec2 := &hostRecorder{next: httpClient(nil).Transport}
-	fc, err := New(followers, Options{Token: rpctest.TokenOps, HTTPClient: &http.Client{Transport: rec2}})
+	fc, err := New(followers, Options{Token: rpctest.TokenOps, HTTPClient: &http.Client{Transport: rec2}, NoCoalesce: !coalesce})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +139,7 @@ func TestWritesGoStraightToTheLeader(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := rec2.hosts("Reserve", 0); len(got) != 3 || slices.Contains(got, leader.Addr) {
+	if got := rec2.hosts(method("Reserve"), 0); len(got) != 3 || slices.Contains(got, leader.Addr) {
 		t.Fatalf("a client without the leader's address sent its writes to %v (leader %s)", got, leader.Addr)
 	}
 
@@ -130,7 +148,7 @@ func TestWritesGoStraightToTheLeader(t *testing.T) {
 	reserve()
 	mark = rec.len()
 	reserve()
-	if got := rec.hosts("Reserve", mark); !slices.Equal(got, []string{next.Addr}) {
+	if got := rec.hosts(method("Reserve"), mark); !slices.Equal(got, []string{next.Addr}) {
 		t.Fatalf("after the failover Reserve went to %v, want the new leader %s", got, next.Addr)
 	}
 }

@@ -1,0 +1,203 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"connectrpc.com/connect"
+
+	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+)
+
+// Coalescing: the API round trip of one call costs more CPU than the raft
+// write behind it, so concurrent Hold, Reserve, Commit, Abort, Cancel,
+// Modify and Get calls to one node travel together as Batch calls. A call
+// that finds fewer than MaxInFlight batches in flight to its node goes out
+// at once (no added latency at low load); otherwise it queues and leaves
+// with the next batch. Each operation is answered with exactly what its
+// unary call would return, so retries, leader routing and errors work on
+// it one by one as for a unary call (see do).
+
+// errNoBatch means the node cannot take this batch (it predates Batch, or
+// its batch limit is lower than ours): the call goes out on its own.
+var errNoBatch = errors.New("client: batch not served by this node")
+
+// batcher queues one node's coalesced calls.
+type batcher struct {
+	ep          *endpoint
+	maxBatch    int
+	maxInFlight int
+	// unsupported is set once the node answered Batch with Unimplemented.
+	unsupported atomic.Bool
+
+	mu       sync.Mutex
+	queue    []*pendingOp
+	inFlight int
+}
+
+// pendingOp is one call waiting for its batch.
+type pendingOp struct {
+	ctx  context.Context
+	op   *ledgerdv1.BatchOperation
+	done chan struct{}
+	res  *ledgerdv1.BatchResult
+	err  error
+}
+
+// submit queues op, starts a batch when fewer than maxInFlight are in
+// flight, and waits for op's result or ctx.
+func (b *batcher) submit(ctx context.Context, op *ledgerdv1.BatchOperation) (*ledgerdv1.BatchResult, error) {
+	p := &pendingOp{ctx: ctx, op: op, done: make(chan struct{})}
+	b.mu.Lock()
+	b.queue = append(b.queue, p)
+	batch := b.startLocked()
+	b.mu.Unlock()
+	if batch != nil {
+		go b.send(batch)
+	}
+	select {
+	case <-p.done:
+		return p.res, p.err
+	case <-ctx.Done():
+		// What a unary call returns when its context ends first.
+		code := connect.CodeCanceled
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			code = connect.CodeDeadlineExceeded
+		}
+		return nil, connect.NewError(code, ctx.Err())
+	}
+}
+
+// startLocked takes the next batch off the queue when a slot is free,
+// leaving out calls whose caller has gone.
+func (b *batcher) startLocked() []*pendingOp {
+	if b.inFlight >= b.maxInFlight {
+		return nil
+	}
+	var batch []*pendingOp
+	n := 0
+	for _, p := range b.queue {
+		n++
+		if p.ctx.Err() != nil {
+			continue
+		}
+		batch = append(batch, p)
+		if len(batch) == b.maxBatch {
+			break
+		}
+	}
+	b.queue = b.queue[n:]
+	if len(batch) == 0 {
+		return nil
+	}
+	b.inFlight++
+	return batch
+}
+
+// batchContext is the context of one Batch call: detached from the
+// callers (one leaving must not cancel the others' operations), with the
+// latest of their deadlines when all have one.
+func batchContext(batch []*pendingOp) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, p := range batch {
+		d, ok := p.ctx.Deadline()
+		if !ok {
+			return context.WithCancel(context.Background())
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(context.Background(), latest)
+}
+
+// send makes one Batch call for batch, hands every call its answer, then
+// starts the next batch if calls are waiting.
+func (b *batcher) send(batch []*pendingOp) {
+	ops := make([]*ledgerdv1.BatchOperation, len(batch))
+	for i, p := range batch {
+		ops[i] = p.op
+	}
+	ctx, cancel := batchContext(batch)
+	resp, err := b.ep.reservations.Batch(ctx, connect.NewRequest(&ledgerdv1.BatchRequest{Operations: ops}))
+	cancel()
+	var leader string
+	switch {
+	case err != nil:
+		var ce *connect.Error
+		if errors.As(err, &ce) {
+			leader = ce.Meta().Get(leaderHeader)
+		}
+		if connect.CodeOf(err) == connect.CodeUnimplemented {
+			b.unsupported.Store(true)
+			err = errNoBatch
+		} else if connect.CodeOf(err) == connect.CodeInvalidArgument {
+			// The node's batch limit is below ours.
+			err = errNoBatch
+		}
+	case len(resp.Msg.Results) != len(batch):
+		err = connect.NewError(connect.CodeInternal, fmt.Errorf("client: batch of %d operations answered with %d results", len(batch), len(resp.Msg.Results)))
+	default:
+		leader = resp.Header().Get(leaderHeader)
+	}
+	for i, p := range batch {
+		if err != nil {
+			p.err = err
+		} else if e := resp.Msg.Results[i].GetError(); e != nil {
+			p.err = batchError(e, leader)
+		} else {
+			p.res = resp.Msg.Results[i]
+		}
+		close(p.done)
+	}
+	b.mu.Lock()
+	b.inFlight--
+	next := b.startLocked()
+	b.mu.Unlock()
+	if next != nil {
+		go b.send(next)
+	}
+}
+
+// batchError rebuilds the error a unary call would have returned: the
+// same code, message and details, sent by the server, with the leader
+// header the batch response carried.
+func batchError(e *ledgerdv1.BatchError, leader string) error {
+	ce := connect.NewWireError(connect.Code(e.Code), errors.New(e.Message))
+	for _, d := range e.Details {
+		if ed, err := connect.NewErrorDetail(d); err == nil {
+			ce.AddDetail(ed)
+		}
+	}
+	if leader != "" {
+		ce.Meta().Set(leaderHeader, leader)
+	}
+	return ce
+}
+
+// coalesced answers one call on ep: through ep's batcher when coalescing
+// is on and the node takes batches, else (or when the node turns out not
+// to) by the unary call. pick extracts the answer from a batch result.
+func coalesced[T any](ctx context.Context, ep *endpoint, op *ledgerdv1.BatchOperation, pick func(*ledgerdv1.BatchResult) (T, bool), unary func() (T, error)) (T, error) {
+	b := ep.batch
+	if b == nil || b.unsupported.Load() {
+		return unary()
+	}
+	res, err := b.submit(ctx, op)
+	if errors.Is(err, errNoBatch) {
+		return unary()
+	}
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, ok := pick(res)
+	if !ok {
+		return v, connect.NewError(connect.CodeInternal, fmt.Errorf("client: batch answered %T for a %T", res.GetResult(), op.GetOp()))
+	}
+	return v, nil
+}
