@@ -21,7 +21,7 @@ LIVE=${LIVE:-10000}
 CLIENTS=${CLIENTS:-1,16,64,256}
 RECOVERY_LIVE=${RECOVERY_LIVE:-100000}
 OUT=${OUT:-benchmarks/results/service}
-SKIP=${SKIP:-} # space-separated: rawraft ledgerd ledgerd-nodes etcd postgres recovery reserve-mix
+SKIP=${SKIP:-} # space-separated: rawraft ledgerd ledgerd-unary ledgerd-nodes etcd postgres recovery reserve-mix
 
 mkdir -p "$OUT"
 out=$(cd "$OUT" && pwd)
@@ -73,6 +73,21 @@ if ! skip ledgerd; then
 		step "ledgerd, 3 nodes, reserve mix"
 		agents_start 3 17600
 		"$work/loadgen" -system ledgerd -addrs "$addrs" -cpu-pids "$(agent_pids)" -label "3 nodes" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
+		agents_stop
+	fi
+fi
+
+# The same 64-client cells with one API call per operation (no coalescing
+# into Batch calls), for the side-by-side comparison.
+if ! skip ledgerd && ! skip ledgerd-unary; then
+	step "ledgerd, 3 nodes, default mix, unary client"
+	agents_start 3 17650
+	"$work/loadgen" -system ledgerd -coalesce=false -addrs "$addrs" -cpu-pids "$(agent_pids)" -label "3 nodes, unary" -clients 64 "${common[@]}" | tee -a "$log"
+	agents_stop
+	if ! skip reserve-mix; then
+		step "ledgerd, 3 nodes, reserve mix, unary client"
+		agents_start 3 17680
+		"$work/loadgen" -system ledgerd -coalesce=false -addrs "$addrs" -cpu-pids "$(agent_pids)" -label "3 nodes, unary" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
 		agents_stop
 	fi
 fi

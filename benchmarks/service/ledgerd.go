@@ -16,10 +16,12 @@ import (
 )
 
 // Ledgerd drives a ledgerd cluster through its public API with the Go
-// client (idempotency keys, retries on Unavailable).
+// client (idempotency keys, retries on Unavailable, and unless
+// Options.NoCoalesce concurrent calls coalesced into Batch calls).
 type Ledgerd struct {
-	c     *client.Client
-	label string
+	c      *client.Client
+	label  string
+	client string
 	// HoldTTL is the TTL of holds; 0 means 30s.
 	HoldTTL time.Duration
 }
@@ -30,11 +32,18 @@ func NewLedgerd(addrs []string, opts client.Options, label string) (*Ledgerd, er
 	if err != nil {
 		return nil, fmt.Errorf("ledgerd system: %w", err)
 	}
-	return &Ledgerd{c: c, label: label}, nil
+	mode := "coalesced"
+	if opts.NoCoalesce {
+		mode = "unary"
+	}
+	return &Ledgerd{c: c, label: label, client: mode}, nil
 }
 
 // Name implements System.
 func (l *Ledgerd) Name() string { return "ledgerd" }
+
+// ClientMode says how operations reach the API: "coalesced" or "unary".
+func (l *Ledgerd) ClientMode() string { return l.client }
 
 // Setup implements System: creates the resources (existing ones are kept).
 func (l *Ledgerd) Setup(ctx context.Context, resources []string, capacity int64) error {

@@ -78,6 +78,9 @@ func WriteMarkdown(w io.Writer, rs []*Result) error {
 		if r.Label != "" {
 			name += " " + r.Label
 		}
+		if r.Client != "" {
+			name += " (" + r.Client + " client)"
+		}
 		if _, err := fmt.Fprintf(w, "| %s | %s | %d | %d (%d) | %d | %.0f | %.0f | %.1f / %.1f | %.1f | %.0f | %.1f%% | %d | %s |\n",
 			name, r.Mix, r.Clients, r.Live, r.TargetLive, r.Resources, r.OpsPerSecond, r.Committed, p50, r.CommittedP99, readP99,
 			r.CPUOwnPerOp+r.CPUServersPerOp, 100*r.AcceptanceRate, errs, check); err != nil {

@@ -74,8 +74,20 @@ func TestReportRendering(t *testing.T) {
 	if err := WriteBars(&b, rs); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "4.50×") || !strings.Contains(b.String(), "67%") {
+	if !strings.Contains(b.String(), "4.50×") || !strings.Contains(b.String(), "67%") || strings.Contains(b.String(), "unary") {
 		t.Fatalf("bars: %s", b.String())
+	}
+	// Unary-client cells of the same run are shown beside the bars, which
+	// stay judged on the default cells.
+	rs = append(rs, mk("ledgerd", unaryLabel, "default", 64, 300), mk("ledgerd", unaryLabel, "reserve", 64, 450))
+	b.Reset()
+	if err := WriteBars(&b, rs); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"4.50×", "67%", "unary client, same run: 300 committed/s = 1.50×", "unary client, same run: 900 writes/s = 30%"} {
+		if !strings.Contains(b.String(), want) {
+			t.Fatalf("bars lack %q: %s", want, b.String())
+		}
 	}
 	b.Reset()
 	if err := WriteMarkdown(&b, rs); err != nil {

@@ -24,10 +24,14 @@ type OpStats struct {
 
 // Result is one run of one system.
 type Result struct {
-	System     string `json:"system"`
-	Label      string `json:"label,omitempty"` // e.g. "3 nodes"
-	Nodes      int    `json:"nodes,omitempty"`
-	Mix        string `json:"mix,omitempty"`
+	System string `json:"system"`
+	Label  string `json:"label,omitempty"` // e.g. "3 nodes"
+	Nodes  int    `json:"nodes,omitempty"`
+	Mix    string `json:"mix,omitempty"`
+	// Client is how the load generator called the system when it has a
+	// choice: "coalesced" (ledgerd's Go client batching concurrent calls,
+	// the default) or "unary" (one API call per operation).
+	Client     string `json:"client,omitempty"`
 	Clients    int    `json:"clients"`
 	TargetLive int    `json:"target_live"`
 	Live       int    `json:"live"`
@@ -92,6 +96,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 	name := r.System
 	if r.Label != "" {
 		name += " (" + r.Label + ")"
+	}
+	if r.Client != "" {
+		name += ", " + r.Client + " client"
 	}
 	fmt.Fprintf(w, "%s: %d clients, %d live (target %d) on %d resources of %d, mix %s, %.1fs measured after %.1fs prefill\n",
 		name, r.Clients, r.Live, r.TargetLive, r.Resources, r.Capacity, r.Mix, r.Seconds, r.PrefillSeconds)

@@ -165,6 +165,9 @@ func Run(ctx context.Context, sys System, cfg Config) (*Result, error) {
 		})
 	}
 	res := &Result{System: sys.Name(), Clients: cfg.Clients, TargetLive: cfg.Live, Resources: cfg.Resources, Capacity: cfg.Capacity}
+	if cm, ok := sys.(interface{ ClientMode() string }); ok {
+		res.Client = cm.ClientMode()
+	}
 
 	// Prefill: one-phase reserves until Live bookings stand.
 	t0 := time.Now()

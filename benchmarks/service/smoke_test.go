@@ -14,10 +14,17 @@ import (
 )
 
 // TestSmokeLedgerd runs the generator for a few seconds against an
-// in-process one-node cluster and checks the report adds up.
+// in-process one-node cluster, with the coalescing client and with unary
+// calls, and checks the report adds up.
 func TestSmokeLedgerd(t *testing.T) {
+	for _, mode := range []string{"coalesced", "unary"} {
+		t.Run(mode, func(t *testing.T) { smokeLedgerd(t, mode) })
+	}
+}
+
+func smokeLedgerd(t *testing.T, mode string) {
 	c := rpctest.NewCluster(t, 1, rpc.Options{Auth: rpctest.NewAuth(t)})
-	sys, err := NewLedgerd(c.Addrs(), client.Options{Token: rpctest.TokenOps}, "1 node")
+	sys, err := NewLedgerd(c.Addrs(), client.Options{Token: rpctest.TokenOps, NoCoalesce: mode == "unary"}, "1 node")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,6 +41,9 @@ func TestSmokeLedgerd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log("\n" + table.String())
+	if res.Client != mode || !strings.Contains(table.String(), mode+" client") {
+		t.Fatalf("result client %q, table %q; want %s recorded", res.Client, table.String(), mode)
+	}
 	if len(res.Errors) != 0 {
 		t.Fatalf("errors: %v", res.Errors)
 	}

@@ -4,6 +4,7 @@
 // service and prints a result table per client count.
 //
 //	go run -tags hashicorpmetrics ./benchmarks/service/cmd/loadgen -system ledgerd -addrs 127.0.0.1:7420 -clients 1,16,64 -live 10000
+//	go run -tags hashicorpmetrics ./benchmarks/service/cmd/loadgen -system ledgerd -coalesce=false -clients 64
 //	go run -tags hashicorpmetrics ./benchmarks/service/cmd/loadgen -system rawraft -nodes 3 -clients 64
 package main
 
@@ -39,6 +40,8 @@ func run() error {
 	report := flag.String("report", "", "instead of a run: read this JSON-lines result file and write tables and plots to -out")
 	out := flag.String("out", ".", "directory for -report")
 	cpuprofile := flag.String("cpuprofile", "", "write the load generator's own CPU profile to this file")
+	coalesce := flag.Bool("coalesce", true, "ledgerd: coalesce concurrent calls into Batch calls (false: one API call per operation)")
+	inFlight := flag.Int("batch-inflight", 0, "ledgerd: Batch calls in flight per node before calls queue (0: the client's default)")
 	flag.Parse()
 	if *report != "" {
 		return writeReport(*report, *out)
@@ -60,7 +63,7 @@ func run() error {
 	var sys service.System
 	switch *system {
 	case "ledgerd":
-		l, err := service.NewLedgerd(strings.Split(*addrs, ","), client.Options{Token: *token}, f.Label)
+		l, err := service.NewLedgerd(strings.Split(*addrs, ","), client.Options{Token: *token, NoCoalesce: !*coalesce, MaxInFlight: *inFlight}, f.Label)
 		if err != nil {
 			return err
 		}
