@@ -157,6 +157,11 @@ func (n *Node) createRaft() error {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(n.id)
 	rc.Logger = newHclog(n.log, "raft")
+	// ApplyBatch proposes a batch's commands from one goroutine, back to
+	// back. With raft's unbuffered apply channel the leader loop would take
+	// them one at a time and write and sync each alone; buffered, it drains
+	// them into one log write and one replication round.
+	rc.BatchApplyCh = true
 	if cfg.HeartbeatTimeout > 0 {
 		rc.HeartbeatTimeout = cfg.HeartbeatTimeout
 	}
