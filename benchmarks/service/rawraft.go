@@ -123,6 +123,8 @@ func NewRawRaft(n int, dir string) (*RawRaft, error) {
 		cfg.SnapshotInterval = 10 * time.Second
 		cfg.SnapshotThreshold = 16384
 		cfg.TrailingLogs = 10240
+		// And its buffered apply channel (cluster/node.go).
+		cfg.BatchApplyCh = true
 		node, err := raft.NewRaft(cfg, &noopFSM{}, logs, store, snaps, r.trans[i])
 		if err != nil {
 			r.Close()
