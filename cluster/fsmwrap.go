@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -139,6 +140,14 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 	// stands in for every entry this node had applied before.
 	f.setApplied(index)
 	f.restored.Store(index)
+	// The snapshot body and the decoding scratch are garbage now, and the
+	// collector's goal was set while they were live: left alone, the heap
+	// keeps growing to about twice the restored state plus the body before
+	// the next cycle, and the freed pages go back to the OS only slowly
+	// (at 1M reservations the agent sat at 1.2 GiB resident for a ledger
+	// of 325 MiB). One forced cycle, off the FSM goroutine so it does not
+	// delay startup, resets the goal and returns the pages.
+	go debug.FreeOSMemory()
 	if f.log != nil {
 		took := time.Since(start)
 		f.log.Info("restored snapshot", "index", index, "bytes", tr.n, "took", took.Round(time.Millisecond),
