@@ -20,13 +20,13 @@ import (
 // over two resources, and the next free log index. Every reservation
 // carries an idempotency key, as the API's clients send them, so the
 // idempotency records count in the memory and snapshot figures.
-func loaded(b *testing.B, live int) (*FSM, uint64) {
+func loaded(b testing.TB, live int) (*FSM, uint64) {
 	return loadedWith(b, live, false)
 }
 
 // loadedWith is loaded; twoPhase books each reservation as a keyed hold
 // and a keyed commit (the first result then names a superseded row).
-func loadedWith(b *testing.B, live int, twoPhase bool) (*FSM, uint64) {
+func loadedWith(b testing.TB, live int, twoPhase bool) (*FSM, uint64) {
 	b.Helper()
 	h := newHarness(b, Config{})
 	h.must(0, OK, createRes("cpu", 128))

@@ -251,14 +251,22 @@ func readSnapshot(r io.Reader) ([]byte, error) {
 	if n < headerLen {
 		return hdr[:n], nil // checkHeader refuses it
 	}
-	// Up to 1 GiB is taken on the header's word: a large allocation is
-	// backed by fresh pages, which cost memory only as the body fills
-	// them, while growing by doubling copied a 1M-reservation snapshot
-	// twice.
-	const maxPrealloc = 1 << 30
-	buf := make([]byte, headerLen+int(min(binary.BigEndian.Uint64(hdr[8:]), maxPrealloc)))
+	// Growing by doubling copied a 1M-reservation snapshot twice, so the
+	// header's length is taken on its word, up to 1 GiB — but only once
+	// the first 4 MiB of body have arrived: a short or corrupt file never
+	// costs more than that (the fuzzer's workers died of 1 GiB buffers).
+	const firstRead, maxPrealloc = 4 << 20, 1 << 30
+	want := int(min(binary.BigEndian.Uint64(hdr[8:]), maxPrealloc))
+	buf := make([]byte, headerLen+min(want, firstRead))
 	copy(buf, hdr[:])
 	m, err := io.ReadFull(r, buf[headerLen:])
+	if err == nil && want > firstRead {
+		whole := make([]byte, headerLen+want)
+		copy(whole, buf)
+		var more int
+		more, err = io.ReadFull(r, whole[len(buf):])
+		buf, m = whole, m+more
+	}
 	buf = buf[:headerLen+m]
 	switch {
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):

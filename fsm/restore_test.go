@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"testing"
+	"testing/iotest"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -323,4 +324,28 @@ func expandIdem(v idemView) ([]*fsmv1.IdempotencyRecord, error) {
 		out = append(out, &fsmv1.IdempotencyRecord{Owner: string(e.owner), Key: string(e.key), AtMillis: e.at, Result: r})
 	})
 	return out, err
+}
+
+// TestRestoreLargeSnapshot restores a snapshot longer than readSnapshot's
+// first read, delivered in small pieces, and checks that the restored
+// state snapshots to the same bytes.
+func TestRestoreLargeSnapshot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads 30,000 reservations")
+	}
+	f, _ := loaded(t, 30000)
+	snap := snapshotBytes(t, f)
+	if len(snap) <= 4<<20 {
+		t.Fatalf("snapshot of %d bytes does not exceed the 4 MiB first read", len(snap))
+	}
+	g, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Restore(io.NopCloser(iotest.HalfReader(bytes.NewReader(snap)))); err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshotBytes(t, g); !bytes.Equal(got, snap) {
+		t.Fatalf("restored state snapshots to %d bytes that differ from the %d restored", len(got), len(snap))
+	}
 }
