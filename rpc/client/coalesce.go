@@ -11,6 +11,7 @@ import (
 	"connectrpc.com/connect"
 
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/gen/ledgerd/v1/ledgerdv1connect"
 )
 
 // Coalescing: the API round trip of one call costs more CPU than the raft
@@ -28,7 +29,8 @@ var errNoBatch = errors.New("client: batch not served by this node")
 
 // batcher queues one node's coalesced calls.
 type batcher struct {
-	ep          *endpoint
+	// rpc is the node's client for Batch calls.
+	rpc         ledgerdv1connect.ReservationServiceClient
 	maxBatch    int
 	maxInFlight int
 	// unsupported is set once the node answered Batch with Unimplemented.
@@ -123,7 +125,7 @@ func (b *batcher) send(batch []*pendingOp) {
 		ops[i] = p.op
 	}
 	ctx, cancel := batchContext(batch)
-	resp, err := b.ep.reservations.Batch(ctx, connect.NewRequest(&ledgerdv1.BatchRequest{Operations: ops}))
+	resp, err := b.rpc.Batch(ctx, connect.NewRequest(&ledgerdv1.BatchRequest{Operations: ops}))
 	cancel()
 	var leader string
 	switch {

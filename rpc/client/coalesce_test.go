@@ -61,19 +61,26 @@ func sameOutcome(a, b outcome) string {
 	return ""
 }
 
-// batchCounter counts the Batch calls going through a transport.
+// batchCounter counts the Batch calls going through a transport and
+// those answered compressed.
 type batchCounter struct {
-	next    http.RoundTripper
-	batches atomic.Int64
-	calls   atomic.Int64
+	next       http.RoundTripper
+	batches    atomic.Int64
+	calls      atomic.Int64
+	compressed atomic.Int64
 }
 
 func (b *batchCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	b.calls.Add(1)
-	if strings.HasSuffix(req.URL.Path, "/Batch") {
+	isBatch := strings.HasSuffix(req.URL.Path, "/Batch")
+	if isBatch {
 		b.batches.Add(1)
 	}
-	return b.next.RoundTrip(req)
+	resp, err := b.next.RoundTrip(req)
+	if isBatch && err == nil && resp.Header.Get("Content-Encoding") != "" {
+		b.compressed.Add(1)
+	}
+	return resp, err
 }
 
 // TestCoalescedCallsAnswerAsUnary runs one script of calls, covering
@@ -370,6 +377,9 @@ func TestCoalescedBrokersOnRealCluster(t *testing.T) {
 		if b.Free != 0 {
 			t.Fatalf("free gpu %d in %v..%v after booking the whole window", b.Free, b.Start.AsTime(), b.End.AsTime())
 		}
+	}
+	if n := counter.compressed.Load(); n != 0 {
+		t.Errorf("%d Batch answers were compressed; batches ask for plain ones", n)
 	}
 	ops := int64(brokers + cyclers*5*3)
 	if n := counter.calls.Load() - calls0; n >= ops {
