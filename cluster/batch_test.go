@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -125,5 +128,38 @@ func TestBatchWireRoundTrip(t *testing.T) {
 	}
 	if _, err := decodeResults(encodeResults(in)[:5], len(in)); err == nil {
 		t.Error("truncated results decoded without error")
+	}
+}
+
+// TestForwardBatchToLeaderWithoutBatchEndpoint: a leader that predates
+// /internal/applybatch (404) gets the commands of a forwarded batch one
+// /internal/apply request each, and the results come back in order.
+func TestForwardBatchToLeaderWithoutBatchEndpoint(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	c.waitVoters(3)
+	leader, follower := c.leader(), c.follower()
+	var singles atomic.Int64
+	h := leader.node.Handler()
+	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == pathApplyBatch {
+			http.NotFound(w, r)
+			return
+		}
+		singles.Add(1)
+		h.ServeHTTP(w, r)
+	}))
+	defer old.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res := follower.node.forwardApplyBatch(ctx, old.Listener.Addr().String(), [][]byte{[]byte("p|z1"), []byte("fail|no"), []byte("q|z2")})
+	got := make([]string, len(res))
+	for i, r := range res {
+		got[i] = batchOutcome(r)
+	}
+	if want := []string{"ok:1", "fsm:refused no", "ok:2"}; !slices.Equal(got, want) {
+		t.Fatalf("results %q, want %q", got, want)
+	}
+	if n := singles.Load(); n != 3 {
+		t.Fatalf("%d single forwards, want 3", n)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
 )
 
 // pathApplyBatch takes several commands in one request: the follower side
@@ -156,7 +155,8 @@ func (n *Node) serveApplyBatch(w http.ResponseWriter, r *http.Request) {
 
 // forwardApplyBatch sends cmds to the leader at rpcAddr in one request. A
 // leader that predates the batch endpoint gets the commands one request
-// each, concurrently.
+// each, one after the other so that they keep their order (a rolling
+// upgrade's slow path).
 func (n *Node) forwardApplyBatch(ctx context.Context, rpcAddr string, cmds [][]byte) []Result {
 	all := func(err error) []Result {
 		out := make([]Result, len(cmds))
@@ -196,13 +196,11 @@ func (n *Node) forwardApplyBatch(ctx context.Context, rpcAddr string, cmds [][]b
 	return res
 }
 
-// forwardEach forwards every command on its own, concurrently.
+// forwardEach forwards every command on its own, in order.
 func (n *Node) forwardEach(ctx context.Context, rpcAddr string, cmds [][]byte) []Result {
 	out := make([]Result, len(cmds))
-	var wg sync.WaitGroup
 	for i, c := range cmds {
-		wg.Go(func() { out[i].Data, out[i].Err = n.forwardApply(ctx, rpcAddr, c) })
+		out[i].Data, out[i].Err = n.forwardApply(ctx, rpcAddr, c)
 	}
-	wg.Wait()
 	return out
 }
