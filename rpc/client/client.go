@@ -508,11 +508,15 @@ func (c *Client) Modify(ctx context.Context, req *ledgerdv1.ModifyRequest) (*led
 	})
 }
 
-// Get returns one reservation.
+// Get returns one reservation, as of a linearizable read. It goes to the
+// leader like a write: there the read barrier is one heartbeat round and
+// is shared with the writes of the same batch, while a follower must ask
+// the leader for the commit index and then wait to learn that it is
+// committed.
 func (c *Client) Get(ctx context.Context, id string) (*ledgerdv1.Reservation, error) {
 	req := &ledgerdv1.GetRequest{Id: id}
 	op := &ledgerdv1.BatchOperation{Op: &ledgerdv1.BatchOperation_Get{Get: req}}
-	return do(ctx, c, spread, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
+	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
 		return coalesced(ctx, ep, op, func(r *ledgerdv1.BatchResult) (*ledgerdv1.Reservation, bool) {
 			return r.GetGet().GetReservation(), r.GetGet() != nil
 		}, func() (*ledgerdv1.Reservation, error) {

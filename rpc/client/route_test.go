@@ -115,10 +115,27 @@ func testWritesGoStraightToTheLeader(t *testing.T, coalesce bool) {
 			t.Fatal(err)
 		}
 	}
+	// A linearizable Get goes to the leader too (its read barrier is
+	// cheapest there); other reads are spread over every node.
 	got = rec.hosts(method("Get"), mark)
+	if len(got) != 6 {
+		t.Fatalf("6 Gets made %d calls", len(got))
+	}
+	for i, h := range got {
+		if h != leader.Addr {
+			t.Fatalf("Get %d went to %s, want the leader %s", i, h, leader.Addr)
+		}
+	}
+	mark = rec.len()
+	for range 6 {
+		if _, err := cl.List(ctx, &ledgerdv1.ListRequest{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got = rec.hosts("List", mark)
 	slices.Sort(got)
 	if got = slices.Compact(got); len(got) != 3 {
-		t.Fatalf("6 Gets went to %v, want every node", got)
+		t.Fatalf("6 Lists went to %v, want every node", got)
 	}
 
 	// A client not given the leader's address never dials it: its writes
