@@ -61,8 +61,8 @@ rehearsal: ## three agents on 127.0.0.11-13 from rendered configs: form, lose th
 three-nodes: ## three agents on loopback with -bootstrap-expect 3; kill the leader; keep admitting
 	scripts/three-nodes.sh
 
-chaos: ## long chaos campaign against real agents (NODES, DURATION, NEMESIS)
-	$(GO) run -tags $(TAGS) ./jepsen/cmd/chaos -nodes $${NODES:-5} -duration $${DURATION:-10m} -nemesis $${NEMESIS:-all}
+chaos: ## long chaos campaign against real agents (NODES, DURATION, NEMESIS, CLIENT=unary|batch)
+	$(GO) run -tags $(TAGS) ./jepsen/cmd/chaos -nodes $${NODES:-5} -duration $${DURATION:-10m} -nemesis $${NEMESIS:-all} -client $${CLIENT:-unary}
 
 bench-planner: ## list vs indexed admission benchmarks, 1k-1M live reservations (see benchmarks/planner)
 	$(GO) test -tags $(TAGS) -timeout 90m -run '^$$' -bench 'Admission|Release' -count 6 ./planner/

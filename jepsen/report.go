@@ -12,10 +12,12 @@ import (
 // Report is the outcome of one campaign, written as report.json and
 // summarised in report.txt.
 type Report struct {
-	Seed     uint64        `json:"seed"`
-	Nodes    int           `json:"nodes"`
-	Clients  int           `json:"clients"`
-	Nemeses  []string      `json:"nemeses"`
+	Seed    uint64   `json:"seed"`
+	Nodes   int      `json:"nodes"`
+	Clients int      `json:"clients"`
+	Nemeses []string `json:"nemeses"`
+	// Client is the client mode (ClientUnary or ClientBatch).
+	Client   string        `json:"client,omitempty"`
 	Duration time.Duration `json:"duration_ns"`
 	// Ops counts operations by kind and outcome code.
 	Ops map[OpKind]map[Code]int `json:"ops"`
@@ -27,6 +29,8 @@ type Report struct {
 	// Availability is the share of operations with a definite answer, and
 	// the rate of successful operations, during faults and outside them.
 	Availability Availability `json:"availability"`
+	// Batches describes the Batch calls of a batch-mode run.
+	Batches *BatchSummary `json:"batches,omitempty"`
 	// TTLProbes counts acknowledged short-TTL probe holds, which the
 	// holds-expire invariant requires to be gone by the end.
 	TTLProbes int `json:"ttl_probes"`
@@ -176,8 +180,12 @@ func (r *Report) Text() string {
 	if !r.Pass {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(&b, "ledgerd chaos run: %s  (seed %d, %d nodes, %d clients, %v, nemeses %s)\n",
-		verdict, r.Seed, r.Nodes, r.Clients, r.Duration.Round(time.Second), strings.Join(r.Nemeses, ","))
+	mode := r.Client
+	if mode == "" {
+		mode = ClientUnary
+	}
+	fmt.Fprintf(&b, "ledgerd chaos run: %s  (seed %d, %d nodes, %d %s clients, %v, nemeses %s)\n",
+		verdict, r.Seed, r.Nodes, r.Clients, mode, r.Duration.Round(time.Second), strings.Join(r.Nemeses, ","))
 	b.WriteString("\noperations (by outcome):\n")
 	kinds := make([]string, 0, len(r.Ops))
 	for k := range r.Ops {
@@ -198,6 +206,9 @@ func (r *Report) Text() string {
 		fmt.Fprintf(&b, "  %-8s %6d  %-52s p50 %6.1fms p99 %7.1fms max %7.1fms\n", k, n, strings.Join(parts, " "), l.P50, l.P99, l.Max)
 	}
 	fmt.Fprintf(&b, "  total    %6d\n", total)
+	if r.Batches != nil {
+		fmt.Fprintf(&b, "\nbatching: %s\n", r.Batches.Text())
+	}
 	a := r.Availability
 	fmt.Fprintf(&b, "\navailability: outside faults %.1f%% definite, %.1f ok/s over %v; during faults %.1f%% definite, %.1f ok/s over %v\n",
 		100*a.DefiniteQuiet, a.OKPerSecQuiet, a.QuietTime.Round(time.Second), 100*a.DefiniteFault, a.OKPerSecFault, a.FaultTime.Round(time.Second))

@@ -36,6 +36,9 @@ type Config struct {
 	Settle time.Duration
 	// ExtraArgs are appended to every agent command line.
 	ExtraArgs []string
+	// Client is how the workload talks to the nodes: ClientUnary (the
+	// default) or ClientBatch.
+	Client string
 	// Progress receives one line per phase and per fault; nil discards.
 	Progress io.Writer
 }
@@ -67,6 +70,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Progress == nil {
 		c.Progress = io.Discard
+	}
+	switch c.Client {
+	case "":
+		c.Client = ClientUnary
+	case ClientUnary, ClientBatch:
+	default:
+		return c, fmt.Errorf("campaign: Client must be %q or %q, got %q", ClientUnary, ClientBatch, c.Client)
 	}
 	return c, nil
 }
@@ -110,8 +120,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	say("leader %s", cl.Leader(ctx))
 
 	rec := NewRecorder()
+	clientFor := cl.Client
+	var batches *BatchStats
+	if cfg.Client == ClientBatch {
+		batches = &BatchStats{}
+		clientFor = (&batchClients{cl: cl, stats: batches}).client
+	}
 	w, err := NewWorkload(WorkloadConfig{Clients: cfg.Clients, Groups: cfg.Groups, Seed: cfg.Seed, Retries: 4,
-		Prefix: fmt.Sprintf("j%d", cfg.Seed%100000)}, rec, cl.Names(), cl.Client)
+		Prefix: fmt.Sprintf("j%d", cfg.Seed%100000)}, rec, cl.Names(), clientFor)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +146,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	sched := &Schedule{Cluster: cl, Nemeses: cfg.Nemeses, Quiet: cfg.Quiet, Hold: cfg.Hold, Combine: cfg.Combine,
 		Seed: cfg.Seed, Clock: rec.Now, Log: cfg.Progress}
-	rep := &Report{Seed: cfg.Seed, Nodes: cfg.Nodes, Clients: cfg.Clients, Nemeses: cfg.Nemeses}
+	rep := &Report{Seed: cfg.Seed, Nodes: cfg.Nodes, Clients: cfg.Clients, Nemeses: cfg.Nemeses, Client: cfg.Client}
 
 	say("running workload for %v (nemeses: %v)", cfg.Duration, cfg.Nemeses)
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
@@ -200,6 +216,10 @@ loop:
 			}
 		}
 		rep.Resolved = checked.Resolve(final)
+	}
+	if batches != nil {
+		s := batches.Summary()
+		rep.Batches = &s
 	}
 	rep.Faults = sched.Faults()
 	rep.Links = cl.LinkStats()

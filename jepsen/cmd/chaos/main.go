@@ -32,6 +32,7 @@ func run(args []string) int {
 		dir      = fs.String("dir", "", "output directory (default: a new temporary directory)")
 		bin      = fs.String("bin", "", "prebuilt ledgerd binary (default: build from this module)")
 		check    = fs.Duration("check-timeout", 2*time.Minute, "porcupine time limit per resource group")
+		client   = fs.String("client", jepsen.ClientUnary, "how clients talk to their node: unary (one Connect call per operation) or batch (the coalescing client: concurrent operations share Batch calls)")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: go run ./jepsen/cmd/chaos [flags]\n\nRuns a chaos campaign against real ledgerd processes and checks linearizability and invariants.\n\n")
@@ -63,7 +64,7 @@ func run(args []string) int {
 	rep, err := jepsen.Run(ctx, jepsen.Config{
 		Bin: *bin, Dir: *dir, Nodes: *nodes, Clients: *clients, Groups: *groups, Duration: *duration,
 		Nemeses: nem, Quiet: *quiet, Hold: *hold, Combine: *combine, Seed: *seed, CheckTimeout: *check,
-		Progress: os.Stdout,
+		Client: *client, Progress: os.Stdout,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
