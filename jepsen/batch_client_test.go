@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -193,5 +194,44 @@ func TestBatchClientTransportFailures(t *testing.T) {
 				t.Errorf("%s: %+v (err %v), want %s with the error", tc.in.Op, out, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestBatchSummary: sizes land in their buckets, calls of one operation
+// do not count as shared, and the line names every figure.
+func TestBatchSummary(t *testing.T) {
+	s := &BatchStats{}
+	for _, n := range []int{1, 1, 2, 3, 4, 5, 8, 9, 40} {
+		s.add(n)
+	}
+	s.undecodable()
+	got := s.Summary()
+	want := BatchSummary{Calls: 9, Ops: 73, Multi: 7, OpsInMulti: 71, Max: 40, Undecodable: 1,
+		Sizes: map[string]int{"1": 2, "2": 1, "3-4": 2, "5-8": 2, "9+": 2}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("summary %+v, want %+v", got, want)
+	}
+	line := "9 Batch calls carrying 73 operations (mean 8.11, max 40); 7 calls with more than one operation carried 71; by size 1:2 2:1 3-4:2 5-8:2 9+:2"
+	if got.Text() != line {
+		t.Errorf("text %q, want %q", got.Text(), line)
+	}
+}
+
+// TestConfigClientMode: the client mode defaults to unary and anything
+// but unary or batch is refused, naming the field.
+func TestConfigClientMode(t *testing.T) {
+	for _, tc := range []struct{ in, want, err string }{
+		{"", ClientUnary, ""},
+		{ClientUnary, ClientUnary, ""},
+		{ClientBatch, ClientBatch, ""},
+		{"grpc", "", `Client must be "unary" or "batch", got "grpc"`},
+	} {
+		c, err := Config{Dir: "x", Duration: time.Second, Client: tc.in}.withDefaults()
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("Client %q: error %v, want %q", tc.in, err, tc.err)
+		case tc.err == "" && (err != nil || c.Client != tc.want):
+			t.Errorf("Client %q: %q, %v; want %q", tc.in, c.Client, err, tc.want)
+		}
 	}
 }
