@@ -60,10 +60,11 @@ else
 fi
 say "data dir: $(du -sh "$data" | cut -f1) ($(du -sh "$data/raft.db" | cut -f1) raft.db, snapshot $(du -ch "$data"/snapshots/*/state.bin | tail -1 | cut -f1))"
 
-# mem LABEL: VmRSS, RssAnon, RssFile of the agent and its Go heap.
+# mem LABEL: VmRSS, RssAnon, RssFile of the agent, its peak resident set
+# since it started (VmHWM), and its Go heap.
 mem() {
 	local s
-	s=$(awk '/^(VmRSS|RssAnon|RssFile):/ {printf "%s %d MiB  ", $1, $2/1024}' "/proc/$pid/status")
+	s=$(awk '/^(VmRSS|RssAnon|RssFile|VmHWM):/ {printf "%s %d MiB  ", $1, $2/1024}' "/proc/$pid/status")
 	say "$1: $s heap_inuse $(curl -fs "http://$http/metrics" | awk '/^go_memstats_heap_inuse_bytes/ {printf "%d MiB", $2/1048576}')"
 }
 
