@@ -100,15 +100,21 @@ func testWritesGoStraightToTheLeader(t *testing.T, coalesce bool) {
 		}
 		ids = append(ids, r.Id)
 	}
-	got := rec.hosts(method("Reserve"), mark)
-	if len(got) != 6 {
-		t.Fatalf("6 Reserves made %d calls", len(got))
-	}
-	for i, h := range got {
-		if h != leader.Addr {
-			t.Fatalf("Reserve %d went to %s, want the leader %s", i, h, leader.Addr)
+	// sixToLeader checks that six calls of op each made one request, to
+	// the leader.
+	sixToLeader := func(op string, mark int) {
+		t.Helper()
+		got := rec.hosts(method(op), mark)
+		if len(got) != 6 {
+			t.Fatalf("6 %ss made %d calls", op, len(got))
+		}
+		for i, h := range got {
+			if h != leader.Addr {
+				t.Fatalf("%s %d went to %s, want the leader %s", op, i, h, leader.Addr)
+			}
 		}
 	}
+	sixToLeader("Reserve", mark)
 	mark = rec.len()
 	for _, id := range ids {
 		if _, err := cl.Get(ctx, id); err != nil {
@@ -117,22 +123,14 @@ func testWritesGoStraightToTheLeader(t *testing.T, coalesce bool) {
 	}
 	// A linearizable Get goes to the leader too (its read barrier is
 	// cheapest there); other reads are spread over every node.
-	got = rec.hosts(method("Get"), mark)
-	if len(got) != 6 {
-		t.Fatalf("6 Gets made %d calls", len(got))
-	}
-	for i, h := range got {
-		if h != leader.Addr {
-			t.Fatalf("Get %d went to %s, want the leader %s", i, h, leader.Addr)
-		}
-	}
+	sixToLeader("Get", mark)
 	mark = rec.len()
 	for range 6 {
 		if _, err := cl.List(ctx, &ledgerdv1.ListRequest{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got = rec.hosts("List", mark)
+	got := rec.hosts("List", mark)
 	slices.Sort(got)
 	if got = slices.Compact(got); len(got) != 3 {
 		t.Fatalf("6 Lists went to %v, want every node", got)
