@@ -14,10 +14,60 @@ import (
 // faults — kill the leader, isolate the leader, pause a node, a bridge
 // partition — for about 25 seconds, then the full check. It is skipped
 // with -short and when the agent cannot be built or does not start.
-//
-// Set LEDGERD_JEPSEN_KEEP=1 to keep the output directory (logs, history,
-// report, visualizations) and print its path.
 func TestShortCampaign(t *testing.T) {
+	rep := shortCampaign(t, Config{
+		Nodes: 3, Clients: 6, Groups: 2, Duration: 25 * time.Second,
+		Nemeses: []string{"kill-leader", "partition-leader", "pause", "partition-bridge"},
+	})
+	n := 0
+	for _, m := range rep.Ops {
+		n += m[CodeOK]
+	}
+	if n == 0 {
+		t.Error("no operation succeeded")
+	}
+}
+
+// TestShortBatchCampaign is the same kind of run with the coalescing
+// client (Config.Client = ClientBatch): the workers' concurrent operations
+// on a node share Batch calls, which a follower forwards to the leader as
+// a whole and the leader writes back to back, while nodes are killed and
+// partitioned. Besides the verdict it requires that Batch calls really
+// carried several operations.
+func TestShortBatchCampaign(t *testing.T) {
+	rep := shortCampaign(t, Config{
+		Nodes: 3, Clients: 6, Groups: 2, Duration: 20 * time.Second, Client: ClientBatch,
+		Nemeses: []string{"kill", "partition-leader", "kill-leader", "partition-halves"},
+	})
+	b := rep.Batches
+	if b == nil {
+		t.Fatal("batch mode reported no batch statistics")
+	}
+	if b.Multi == 0 || b.Undecodable != 0 {
+		t.Errorf("batching: %s (%d undecodable): want calls with more than one operation", b.Text(), b.Undecodable)
+	}
+	batched := 0
+	for kind, m := range rep.Ops {
+		if kind != OpFind {
+			for _, n := range m {
+				batched += n
+			}
+		}
+	}
+	// Every batched operation is one attempt, and each goes out in a Batch
+	// call unless its caller gave up while it queued.
+	if b.Ops == 0 || b.Ops > batched {
+		t.Errorf("%d operations in Batch calls for %d batchable operations in the history", b.Ops, batched)
+	}
+}
+
+// shortCampaign runs one default-suite campaign with cfg (Bin, Dir, Seed,
+// timings and Progress filled in) and fails t unless faults were injected
+// and the run passed. It skips with -short and when the agent cannot be
+// built or does not start. Set LEDGERD_JEPSEN_KEEP=1 to keep the output
+// directory (logs, history, report, visualizations) and print its path.
+func shortCampaign(t *testing.T, cfg Config) *Report {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("chaos campaign skipped in -short mode")
 	}
@@ -39,13 +89,10 @@ func TestShortCampaign(t *testing.T) {
 	if out, _ := exec.CommandContext(ctx, bin, "agent", "-help").CombinedOutput(); !strings.Contains(string(out), "-data-dir") {
 		t.Skipf("this ledgerd has no agent command with -data-dir yet:\n%s", out)
 	}
-	rep, err := Run(ctx, Config{
-		Bin: bin, Dir: dir, Nodes: 3, Clients: 6, Groups: 2,
-		Duration: 25 * time.Second, Quiet: 3 * time.Second, Hold: 4 * time.Second,
-		Nemeses: []string{"kill-leader", "partition-leader", "pause", "partition-bridge"},
-		Seed:    uint64(time.Now().UnixNano()), CheckTimeout: 30 * time.Second, Settle: 30 * time.Second,
-		Progress: testWriter{t},
-	})
+	cfg.Bin, cfg.Dir, cfg.Seed = bin, dir, uint64(time.Now().UnixNano())
+	cfg.Quiet, cfg.Hold, cfg.CheckTimeout, cfg.Settle = 3*time.Second, 4*time.Second, 30*time.Second, 30*time.Second
+	cfg.Progress = testWriter{t}
+	rep, err := Run(ctx, cfg)
 	if err != nil {
 		t.Fatalf("campaign could not run: %v", err)
 	}
@@ -53,16 +100,10 @@ func TestShortCampaign(t *testing.T) {
 	if len(rep.Faults) == 0 {
 		t.Error("no fault was injected")
 	}
-	n := 0
-	for _, m := range rep.Ops {
-		n += m[CodeOK]
-	}
-	if n == 0 {
-		t.Error("no operation succeeded")
-	}
 	if !rep.Pass {
 		t.Errorf("campaign failed (seed %d); output in %s", rep.Seed, dir)
 	}
+	return rep
 }
 
 type testWriter struct{ t *testing.T }
