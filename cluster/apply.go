@@ -75,38 +75,11 @@ func (n *Node) waitLeaderChange(ctx context.Context, deadline time.Time) error {
 }
 
 // applyLocal stamps cmd with this leader's clock and applies it. It never
-// forwards.
+// forwards. It is applyLocalBatch of one command, so the single and the
+// batched path stamp, propose and wait the same way.
 func (n *Node) applyLocal(ctx context.Context, cmd []byte) ([]byte, error) {
-	if n.raft.State() != raft.Leader {
-		return nil, fmt.Errorf("cluster: apply: %w", ErrNotLeader)
-	}
-	if n.cfg.Stamp != nil {
-		stamped, err := n.cfg.Stamp(cmd, n.cfg.Now().UnixMilli())
-		if err != nil {
-			return nil, fmt.Errorf("cluster: stamp command: %w", err)
-		}
-		cmd = stamped
-	}
-	var timeout time.Duration
-	if d, ok := ctx.Deadline(); ok {
-		timeout = max(time.Until(d), time.Millisecond)
-	}
-	f := n.raft.Apply(cmd, timeout)
-	type result struct {
-		data []byte
-		err  error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		d, err := futureResult(f)
-		ch <- result{d, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.data, r.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("cluster: apply: %w: %w", ErrOutcomeUnknown, ctx.Err())
-	}
+	r := n.applyLocalBatch(ctx, [][]byte{cmd})[0]
+	return r.Data, r.Err
 }
 
 // ReadBarrier makes the next local read linearizable: when it returns nil

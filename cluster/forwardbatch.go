@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -68,25 +67,6 @@ func decodeCommands(body []byte) ([][]byte, error) {
 		return nil, fmt.Errorf("%d trailing bytes after %d commands", r.Len(), n)
 	}
 	return cmds, nil
-}
-
-// errClassOf is the wire class of an apply error (as writeClusterErr
-// classifies it).
-func errClassOf(err error) (string, string) {
-	var ae *ApplyError
-	switch {
-	case errors.As(err, &ae):
-		return errClassFSM, ae.Msg
-	case errors.Is(err, ErrNotLeader):
-		return errClassNotLeader, err.Error()
-	case errors.Is(err, ErrNoLeader):
-		return errClassNoLeader, err.Error()
-	case errors.Is(err, ErrShutdown):
-		return errClassShutdown, err.Error()
-	case errors.Is(err, ErrOutcomeUnknown):
-		return errClassUnknown, err.Error()
-	}
-	return errClassOther, err.Error()
 }
 
 func encodeResults(res []Result) []byte {

@@ -173,22 +173,38 @@ func writeErr(w http.ResponseWriter, code int, class string, err error) {
 	http.Error(w, err.Error(), code)
 }
 
-func writeClusterErr(w http.ResponseWriter, err error) {
+// errClassOf is the wire class of an apply error and the message sent
+// with it (writeClusterErr and the batch results).
+func errClassOf(err error) (string, string) {
 	var ae *ApplyError
 	switch {
 	case errors.As(err, &ae):
-		writeErr(w, http.StatusUnprocessableEntity, errClassFSM, errors.New(ae.Msg))
+		return errClassFSM, ae.Msg
 	case errors.Is(err, ErrNotLeader):
-		writeErr(w, http.StatusConflict, errClassNotLeader, err)
+		return errClassNotLeader, err.Error()
 	case errors.Is(err, ErrNoLeader):
-		writeErr(w, http.StatusServiceUnavailable, errClassNoLeader, err)
+		return errClassNoLeader, err.Error()
 	case errors.Is(err, ErrShutdown):
-		writeErr(w, http.StatusServiceUnavailable, errClassShutdown, err)
+		return errClassShutdown, err.Error()
 	case errors.Is(err, ErrOutcomeUnknown):
-		writeErr(w, http.StatusGatewayTimeout, errClassUnknown, err)
-	default:
-		writeErr(w, http.StatusInternalServerError, errClassOther, err)
+		return errClassUnknown, err.Error()
 	}
+	return errClassOther, err.Error()
+}
+
+// classStatus is the HTTP status of each error class.
+var classStatus = map[string]int{
+	errClassFSM:       http.StatusUnprocessableEntity,
+	errClassNotLeader: http.StatusConflict,
+	errClassNoLeader:  http.StatusServiceUnavailable,
+	errClassShutdown:  http.StatusServiceUnavailable,
+	errClassUnknown:   http.StatusGatewayTimeout,
+	errClassOther:     http.StatusInternalServerError,
+}
+
+func writeClusterErr(w http.ResponseWriter, err error) {
+	class, msg := errClassOf(err)
+	writeErr(w, classStatus[class], class, errors.New(msg))
 }
 
 // decodeErr maps an internal error response back to the sentinels.
