@@ -305,6 +305,11 @@ func (f *FSM) History(from uint64, limit int) []*fsmv1.Event {
 	return out
 }
 
+// HistoryLimit returns the number of events the history retains (the
+// configured limit after defaults). Once the history has held that many,
+// events older than OldestVersion may have been dropped.
+func (f *FSM) HistoryLimit() int { return f.cfg.HistoryLimit }
+
 // OldestVersion returns the version of the oldest retained event (0 when
 // the history is empty). A reader asking for older versions has missed
 // events and must resynchronise from a List.

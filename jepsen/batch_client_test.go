@@ -10,14 +10,14 @@ import (
 	"time"
 
 	"github.com/ledgerd/ledgerd/rpc"
-	"github.com/ledgerd/ledgerd/rpc/rpctest"
+	"github.com/ledgerd/ledgerd/agent/agenttest"
 )
 
 // batchNode starts a real single-node cluster and returns a unary and a
 // batching client for it, sharing one ID map, and the batch statistics.
 func batchNode(t *testing.T) (*ConnectClient, *BatchClient, *BatchStats) {
 	t.Helper()
-	c := rpctest.NewCluster(t, 1, rpc.Options{})
+	c := agenttest.NewCluster(t, 1, rpc.Options{})
 	addr := c.Servers[0].Addr
 	plain := NewConnectClient(addr, NewIDMap(), ConnectOptions{})
 	stats := &BatchStats{}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"connectrpc.com/connect"
+	"github.com/ledgerd/ledgerd/ledger"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -247,7 +248,7 @@ func requireOperator(ctx context.Context) (Principal, error) {
 		return p, err
 	}
 	if !p.Operator {
-		return p, toConnect(fmt.Errorf("operator role required: %w", ErrPermission))
+		return p, toConnect(fmt.Errorf("operator role required: %w", ledger.ErrPermission))
 	}
 	return p, nil
 }

@@ -10,28 +10,34 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/ledger"
 )
 
 // Batch implements ReservationService.Batch. Every operation runs through
 // its unary handler, so validation, authorization and errors are the
 // unary call's; the operations run concurrently, and when the Ledger can
-// pipeline (FSMLedger on a cluster node) their writes are proposed
+// pipeline (a ledger.Pipeliner, as the replicated ledger is) their writes are proposed
 // together in request order and their reads share one barrier. The
 // interceptor charged the call one rate-limit token; every further
 // operation takes its own.
 func (h *reservations) Batch(ctx context.Context, req *connect.Request[ledgerdv1.BatchRequest]) (*connect.Response[ledgerdv1.BatchResponse], error) {
 	ops := req.Msg.Operations
 	if len(ops) > h.s.opts.MaxBatch {
-		return nil, toConnect(&FieldError{Field: "operations", Reason: fmt.Sprintf("at most %d operations per batch, got %d", h.s.opts.MaxBatch, len(ops))})
+		return nil, toConnect(&ledger.FieldError{Field: "operations", Reason: fmt.Sprintf("at most %d operations per batch, got %d", h.s.opts.MaxBatch, len(ops))})
 	}
 	p, err := callerOf(ctx)
 	if err != nil {
 		return nil, err
 	}
 	results := make([]*ledgerdv1.BatchResult, len(ops))
-	var pl *pipeline
-	if pr, ok := h.s.opts.Ledger.(pipeliner); ok {
-		pl = pr.pipeline(len(ops))
+	var pl ledger.Pipeline
+	if pr, ok := h.l.(ledger.Pipeliner); ok {
+		pl = pr.Pipeline(len(ops))
+	}
+	done := func(i int) {
+		if pl != nil {
+			pl.Done(i)
+		}
 	}
 	var wg sync.WaitGroup
 	for i, op := range ops {
@@ -39,20 +45,22 @@ func (h *reservations) Batch(ctx context.Context, req *connect.Request[ledgerdv1
 		if i > 0 {
 			if err := h.s.limiter.take(p.Tenant); err != nil {
 				results[i] = errResult(err)
-				pl.done(i)
+				done(i)
 				continue
 			}
 		}
-		opCtx := ctx
+		oh := h
 		if pl != nil {
-			opCtx = pl.bind(ctx, i)
+			oh = &reservations{s: h.s, l: pl.Op(i)}
 		}
 		wg.Go(func() {
-			defer pl.done(i)
-			results[i] = h.runOp(opCtx, i, op)
+			defer done(i)
+			results[i] = oh.runOp(ctx, i, op)
 		})
 	}
-	pl.run(ctx)
+	if pl != nil {
+		pl.Run(ctx)
+	}
 	wg.Wait()
 	return connect.NewResponse(&ledgerdv1.BatchResponse{Results: results}), nil
 }
@@ -89,7 +97,7 @@ func (h *reservations) runOp(ctx context.Context, i int, op *ledgerdv1.BatchOper
 	case *ledgerdv1.BatchOperation_Get:
 		return answer(ctx, o.Get, h.Get, func(m *ledgerdv1.GetResponse) *br { return &br{Result: &ledgerdv1.BatchResult_Get{Get: m}} })
 	}
-	return errResult(toConnect(&FieldError{Field: fmt.Sprintf("operations[%d].op", i), Reason: "exactly one operation must be set"}))
+	return errResult(toConnect(&ledger.FieldError{Field: fmt.Sprintf("operations[%d].op", i), Reason: "exactly one operation must be set"}))
 }
 
 // errResult carries err as the unary call would send it: code, message

@@ -8,9 +8,9 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/ledgerd/ledgerd/agent/agenttest"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/rpc"
-	"github.com/ledgerd/ledgerd/rpc/rpctest"
 )
 
 func reserveOp(amount int64) *ledgerdv1.BatchOperation {
@@ -24,8 +24,8 @@ func reserveOp(amount int64) *ledgerdv1.BatchOperation {
 // naming its index; the rate limit charges every operation.
 func TestBatchLimits(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newSite(t, rpctest.Options{API: rpc.Options{MaxBatch: 3, RateLimit: 0.001, RateBurst: 3}})
-	acme := newAPI(s.URLs[0], rpctest.TokenAcme)
+	s, _ := newSite(t, agenttest.Options{API: rpc.Options{MaxBatch: 3, RateLimit: 0.001, RateBurst: 3}})
+	acme := newAPI(s.URLs[0], agenttest.TokenAcme)
 
 	_, err := acme.res.Batch(ctx, connect.NewRequest(&ledgerdv1.BatchRequest{Operations: []*ledgerdv1.BatchOperation{reserveOp(1), reserveOp(1), reserveOp(1), reserveOp(1)}}))
 	if f, _ := rpc.BadField(err); connect.CodeOf(err) != connect.CodeInvalidArgument || f != "operations" {
@@ -63,15 +63,15 @@ func TestBatchOnRealCluster(t *testing.T) {
 		t.Skip("starts a real Raft cluster")
 	}
 	ctx := context.Background()
-	c := rpctest.NewCluster(t, 3, rpc.Options{Auth: rpctest.NewAuth(t)})
+	c := agenttest.NewCluster(t, 3, rpc.Options{Auth: agenttest.NewAuth(t)})
 	leader := c.WaitLeader(10 * time.Second)
-	var follower *rpctest.Server
+	var follower *agenttest.Server
 	for _, s := range c.Servers {
 		if s != leader {
 			follower = s
 		}
 	}
-	ops := newAPI("http://"+leader.Addr, rpctest.TokenOps)
+	ops := newAPI("http://"+leader.Addr, agenttest.TokenOps)
 	if _, err := ops.rsc.Create(ctx, connect.NewRequest(&ledgerdv1.CreateRequest{Resource: &ledgerdv1.Resource{Name: "gpu", Capacity: 8}})); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestBatchOnRealCluster(t *testing.T) {
 		s.Deadline = timestamppb.New(s.NotBefore.AsTime().Add(time.Hour))
 		return s
 	}
-	acme := newAPI("http://"+leader.Addr, rpctest.TokenAcme)
+	acme := newAPI("http://"+leader.Addr, agenttest.TokenAcme)
 	resp, err := acme.res.Batch(ctx, connect.NewRequest(&ledgerdv1.BatchRequest{Operations: []*ledgerdv1.BatchOperation{
 		{Op: &ledgerdv1.BatchOperation_Hold{Hold: &ledgerdv1.HoldRequest{Shape: soon(2)}}},
 		{Op: &ledgerdv1.BatchOperation_Reserve{Reserve: &ledgerdv1.ReserveRequest{Shape: soon(3)}}},
@@ -105,7 +105,7 @@ func TestBatchOnRealCluster(t *testing.T) {
 		t.Errorf("cancel of an unknown id = %v, want NotFound", rs[3])
 	}
 	// Through a follower: commit the hold, read both, cancel the booking.
-	viaFollower := newAPI("http://"+follower.Addr, rpctest.TokenAcme)
+	viaFollower := newAPI("http://"+follower.Addr, agenttest.TokenAcme)
 	resp, err = viaFollower.res.Batch(ctx, connect.NewRequest(&ledgerdv1.BatchRequest{Operations: []*ledgerdv1.BatchOperation{
 		{Op: &ledgerdv1.BatchOperation_Commit{Commit: &ledgerdv1.CommitRequest{Id: held.Id}}},
 		{Op: &ledgerdv1.BatchOperation_Get{Get: &ledgerdv1.GetRequest{Id: booked.Id}}},

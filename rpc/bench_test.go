@@ -9,10 +9,10 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/ledgerd/ledgerd/agent/agenttest"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/rpc"
 	"github.com/ledgerd/ledgerd/rpc/client"
-	"github.com/ledgerd/ledgerd/rpc/rpctest"
 )
 
 // BenchmarkAPI measures one call through the whole API stack (client,
@@ -24,15 +24,15 @@ func BenchmarkAPI(b *testing.B) {
 		name string
 		p    client.Protocol
 	}{{"connect", client.ProtocolConnect}, {"grpc", client.ProtocolGRPC}, {"grpcweb", client.ProtocolGRPCWeb}} {
-		s := rpctest.NewSite(b, rpctest.Options{API: rpc.Options{Auth: rpctest.NewAuth(b)}})
-		ops, err := client.New(s.Addrs, client.Options{Token: rpctest.TokenOps, Protocol: proto.p})
+		s := agenttest.NewSite(b, agenttest.Options{API: rpc.Options{Auth: agenttest.NewAuth(b)}})
+		ops, err := client.New(s.Addrs, client.Options{Token: agenttest.TokenOps, Protocol: proto.p})
 		if err != nil {
 			b.Fatal(err)
 		}
 		if _, err := ops.CreateResource(ctx, &ledgerdv1.Resource{Name: "cpu", Capacity: 1 << 40}); err != nil {
 			b.Fatal(err)
 		}
-		acme, _ := client.New(s.Addrs, client.Options{Token: rpctest.TokenAcme, Protocol: proto.p})
+		acme, _ := client.New(s.Addrs, client.Options{Token: agenttest.TokenAcme, Protocol: proto.p})
 		b.Run(fmt.Sprintf("op=find/proto=%s", proto.name), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -55,8 +55,8 @@ func BenchmarkAPI(b *testing.B) {
 // BenchmarkValidationReject measures the cost of refusing a bad request,
 // which must stay cheap since it runs before anything is replicated.
 func BenchmarkValidationReject(b *testing.B) {
-	s := rpctest.NewSite(b, rpctest.Options{API: rpc.Options{Auth: rpctest.NewAuth(b)}})
-	c := newAPI(s.URLs[0], rpctest.TokenAcme)
+	s := agenttest.NewSite(b, agenttest.Options{API: rpc.Options{Auth: agenttest.NewAuth(b)}})
+	c := newAPI(s.URLs[0], agenttest.TokenAcme)
 	req := connect.NewRequest(&ledgerdv1.HoldRequest{Shape: shape("cpu", -1, time.Hour, 0, 0)})
 	b.ReportAllocs()
 	for b.Loop() {
@@ -75,15 +75,15 @@ func BenchmarkPolicyReserve(b *testing.B) {
 	ctx := context.Background()
 	for _, live := range []int{100, 10000} {
 		for _, pol := range []ledgerdv1.Policy{ledgerdv1.Policy_POLICY_REJECT, ledgerdv1.Policy_POLICY_MOVE_VARIABLE, ledgerdv1.Policy_POLICY_RELAXED} {
-			s := rpctest.NewSite(b, rpctest.Options{API: rpc.Options{Auth: rpctest.NewAuth(b)}})
-			ops, err := client.New(s.Addrs, client.Options{Token: rpctest.TokenOps})
+			s := agenttest.NewSite(b, agenttest.Options{API: rpc.Options{Auth: agenttest.NewAuth(b)}})
+			ops, err := client.New(s.Addrs, client.Options{Token: agenttest.TokenOps})
 			if err != nil {
 				b.Fatal(err)
 			}
 			if _, err := ops.CreateResource(ctx, &ledgerdv1.Resource{Name: "cpu", Capacity: 1 << 40, Policy: pol}); err != nil {
 				b.Fatal(err)
 			}
-			acme, _ := client.New(s.Addrs, client.Options{Token: rpctest.TokenAcme})
+			acme, _ := client.New(s.Addrs, client.Options{Token: agenttest.TokenAcme})
 			reserve := func(i int) {
 				if _, err := acme.Reserve(ctx, &ledgerdv1.ReserveRequest{Shape: shape("cpu", 1, time.Hour, time.Hour+time.Duration(i%97)*time.Minute, 0)}); err != nil {
 					b.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/gen/ledgerd/v1/ledgerdv1connect"
+	"github.com/ledgerd/ledgerd/ledger"
 )
 
 // clusterSvc implements ClusterService; every call needs the operator role.
@@ -21,7 +22,7 @@ type clusterSvc struct {
 // snapshotChunk is the size of one SaveSnapshot message.
 const snapshotChunk = 256 << 10
 
-func (h *clusterSvc) cluster(ctx context.Context) (Cluster, error) {
+func (h *clusterSvc) cluster(ctx context.Context) (ledger.Cluster, error) {
 	if _, err := requireOperator(ctx); err != nil {
 		return nil, err
 	}

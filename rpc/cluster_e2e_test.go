@@ -16,10 +16,10 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/ledgerd/ledgerd/agent/agenttest"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/rpc"
 	"github.com/ledgerd/ledgerd/rpc/client"
-	"github.com/ledgerd/ledgerd/rpc/rpctest"
 )
 
 // realShape asks for amount GPUs for an hour, starting at least start from now.
@@ -53,8 +53,8 @@ func TestRealClusters(t *testing.T) {
 
 func testRealCluster(t *testing.T, n int) {
 	ctx := context.Background()
-	c := rpctest.NewCluster(t, n, rpc.Options{Auth: rpctest.NewAuth(t)})
-	ops := clusterClient(t, c.Addrs(), rpctest.TokenOps)
+	c := agenttest.NewCluster(t, n, rpc.Options{Auth: agenttest.NewAuth(t)})
+	ops := clusterClient(t, c.Addrs(), agenttest.TokenOps)
 	if _, err := ops.CreateResource(ctx, &ledgerdv1.Resource{Name: "gpu", Capacity: 8}); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func testRealCluster(t *testing.T, n int) {
 	// Book through every node; followers forward to the leader.
 	var ids []string
 	for i, addr := range c.Addrs() {
-		acme := clusterClient(t, []string{addr}, rpctest.TokenAcme)
+		acme := clusterClient(t, []string{addr}, agenttest.TokenAcme)
 		r, err := acme.Reserve(ctx, &ledgerdv1.ReserveRequest{Shape: realShape(2, time.Hour)})
 		if err != nil {
 			t.Fatalf("reserve via node %d: %v", i, err)
@@ -71,7 +71,7 @@ func testRealCluster(t *testing.T, n int) {
 	}
 	// Every node reads every booking (linearizable reads).
 	for i, addr := range c.Addrs() {
-		acme := clusterClient(t, []string{addr}, rpctest.TokenAcme)
+		acme := clusterClient(t, []string{addr}, agenttest.TokenAcme)
 		for _, id := range ids {
 			if _, err := acme.Get(ctx, id); err != nil {
 				t.Fatalf("node %d cannot read %s: %v", i, id, err)
@@ -85,7 +85,7 @@ func testRealCluster(t *testing.T, n int) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	gctx := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+rpctest.TokenAcme)
+	gctx := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+agenttest.TokenAcme)
 	var got ledgerdv1.ListResponse
 	if err := conn.Invoke(gctx, "/ledgerd.v1.ReservationService/List", &ledgerdv1.ListRequest{}, &got); err != nil {
 		t.Fatal(err)
@@ -150,13 +150,13 @@ func testRealCluster(t *testing.T, n int) {
 	// A leader-only call through a client that knows only a follower
 	// follows the Ledgerd-Leader hint.
 	old := c.WaitLeader(10 * time.Second)
-	var follower *rpctest.Server
+	var follower *agenttest.Server
 	for _, s := range c.Servers {
 		if s != old {
 			follower = s
 		}
 	}
-	viaFollower, err := client.New([]string{follower.Addr}, client.Options{Token: rpctest.TokenOps, MaxAttempts: 10, BaseBackoff: 20 * time.Millisecond})
+	viaFollower, err := client.New([]string{follower.Addr}, client.Options{Token: agenttest.TokenOps, MaxAttempts: 10, BaseBackoff: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,8 +175,8 @@ func testRealCluster(t *testing.T, n int) {
 	// per idempotency key, and a watch attached to the leader resumes on
 	// another node without gap or duplicate.
 	leader := c.WaitLeader(10 * time.Second)
-	acme := clusterClient(t, c.Addrs(), rpctest.TokenAcme)
-	watcher := clusterClient(t, []string{leader.Addr, c.Addrs()[0], c.Addrs()[1], c.Addrs()[2]}, rpctest.TokenOps)
+	acme := clusterClient(t, c.Addrs(), agenttest.TokenAcme)
+	watcher := clusterClient(t, []string{leader.Addr, c.Addrs()[0], c.Addrs()[1], c.Addrs()[2]}, agenttest.TokenOps)
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	events := make(chan *ledgerdv1.Event, 1000)
@@ -240,8 +240,8 @@ func TestRealClusterUnavailableWithoutQuorum(t *testing.T) {
 		t.Skip("starts a real Raft cluster")
 	}
 	ctx := context.Background()
-	c := rpctest.NewCluster(t, 3, rpc.Options{Auth: rpctest.NewAuth(t)})
-	ops := clusterClient(t, c.Addrs(), rpctest.TokenOps)
+	c := agenttest.NewCluster(t, 3, rpc.Options{Auth: agenttest.NewAuth(t)})
+	ops := clusterClient(t, c.Addrs(), agenttest.TokenOps)
 	if _, err := ops.CreateResource(ctx, &ledgerdv1.Resource{Name: "gpu", Capacity: 8}); err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestRealClusterUnavailableWithoutQuorum(t *testing.T) {
 	for _, s := range c.Servers[1:] {
 		c.Stop(s)
 	}
-	one, err := client.New([]string{survivor.Addr}, client.Options{Token: rpctest.TokenAcme, MaxAttempts: 1})
+	one, err := client.New([]string{survivor.Addr}, client.Options{Token: agenttest.TokenAcme, MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/ledgerd/ledgerd/agent/agenttest"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
-	"github.com/ledgerd/ledgerd/rpc/rpctest"
 )
 
 // TestCompleteOverConnect ends an active reservation early at now and
@@ -17,9 +17,9 @@ import (
 // bookable at once and the reservation keeps its requested duration.
 func TestCompleteOverConnect(t *testing.T) {
 	ctx := context.Background()
-	s, ops := newSite(t, rpctest.Options{})
-	acme := newAPI(s.URLs[0], rpctest.TokenAcme)
-	globex := newAPI(s.URLs[0], rpctest.TokenGlobex)
+	s, ops := newSite(t, agenttest.Options{})
+	acme := newAPI(s.URLs[0], agenttest.TokenAcme)
+	globex := newAPI(s.URLs[0], agenttest.TokenGlobex)
 	complete := func(c api, id string, at *timestamppb.Timestamp) (*ledgerdv1.Reservation, error) {
 		r, err := c.res.Complete(ctx, connect.NewRequest(&ledgerdv1.CompleteRequest{Id: id, At: at}))
 		if err != nil {

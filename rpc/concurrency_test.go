@@ -12,9 +12,9 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/ledgerd/ledgerd/agent/agenttest"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/rpc/client"
-	"github.com/ledgerd/ledgerd/rpc/rpctest"
 )
 
 // TestConcurrentBrokersNeverOverbook races brokers through the API with
@@ -32,15 +32,15 @@ func TestConcurrentBrokersNeverOverbook(t *testing.T) {
 		seed = n
 	}
 	t.Logf("seed %d (replay the operations with LEDGERD_TEST_SEED=%d)", seed, seed)
-	s, _ := newSite(t, rpctest.Options{Servers: 2})
+	s, _ := newSite(t, agenttest.Options{Servers: 2})
 	ctx := context.Background()
 	const brokers, ops, capacity = 6, 25, 8
 	var wg sync.WaitGroup
 	for b := range brokers {
 		r := rand.New(rand.NewPCG(seed, uint64(b)))
-		token := rpctest.TokenAcme
+		token := agenttest.TokenAcme
 		if b%2 == 1 {
-			token = rpctest.TokenGlobex
+			token = agenttest.TokenGlobex
 		}
 		c, err := client.New(s.Addrs, client.Options{Token: token})
 		if err != nil {
@@ -98,7 +98,7 @@ func TestConcurrentBrokersNeverOverbook(t *testing.T) {
 	}
 	wg.Wait()
 
-	opsC := newClientFor(t, s, rpctest.TokenOps)
+	opsC := newClientFor(t, s, agenttest.TokenOps)
 	all, err := opsC.ListAll(ctx, &ledgerdv1.ListRequest{States: []ledgerdv1.ReservationState{
 		ledgerdv1.ReservationState_RESERVATION_STATE_HELD, ledgerdv1.ReservationState_RESERVATION_STATE_COMMITTED, ledgerdv1.ReservationState_RESERVATION_STATE_ACTIVE,
 	}})
@@ -149,7 +149,7 @@ func TestConcurrentBrokersNeverOverbook(t *testing.T) {
 	t.Logf("%d live bookings, %d availability steps", len(all), len(av.Blocks))
 }
 
-func newClientFor(t *testing.T, s *rpctest.Site, token string) *client.Client {
+func newClientFor(t *testing.T, s *agenttest.Site, token string) *client.Client {
 	t.Helper()
 	c, err := client.New(s.Addrs, client.Options{Token: token})
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/ledgerd/ledgerd/agent/agenttest"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
-	"github.com/ledgerd/ledgerd/rpc/rpctest"
 )
 
 func coSub(amount int64, start, dur time.Duration) *ledgerdv1.CoSubRequest {
@@ -25,8 +25,8 @@ func coSub(amount int64, start, dur time.Duration) *ledgerdv1.CoSubRequest {
 // are ordinary reservations afterwards (Get, Cancel by their "<id>/i").
 func TestCoReserveOverConnect(t *testing.T) {
 	ctx := context.Background()
-	s, ops := newSite(t, rpctest.Options{})
-	acme := newAPI(s.URLs[0], rpctest.TokenAcme)
+	s, ops := newSite(t, agenttest.Options{})
+	acme := newAPI(s.URLs[0], agenttest.TokenAcme)
 	createPolicyResource(t, ops, &ledgerdv1.Resource{Name: "lab", Capacity: 10, Policy: ledgerdv1.Policy_POLICY_RELAXED, MinSuccessPermille: 500})
 	for range 20 {
 		r := must[*connect.Response[ledgerdv1.ReserveResponse]](t)(acme.res.Reserve(ctx, connect.NewRequest(&ledgerdv1.ReserveRequest{Shape: exactShape("lab", 1, s.Clock.Now().Sub(t0), 2*time.Hour)}))).Msg.Reservation
@@ -89,8 +89,8 @@ func TestCoReserveOverConnect(t *testing.T) {
 // at fault and changes nothing.
 func TestCoReserveBadInputs(t *testing.T) {
 	ctx := context.Background()
-	s, ops := newSite(t, rpctest.Options{})
-	acme := newAPI(s.URLs[0], rpctest.TokenAcme)
+	s, ops := newSite(t, agenttest.Options{})
+	acme := newAPI(s.URLs[0], agenttest.TokenAcme)
 	now := s.Clock.Now().Sub(t0)
 	ok := func() *ledgerdv1.CoReserveRequest {
 		return &ledgerdv1.CoReserveRequest{Candidates: []string{"cpu", "gpu"}, Subs: []*ledgerdv1.CoSubRequest{coSub(1, now+time.Hour, time.Hour)}}

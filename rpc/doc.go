@@ -11,10 +11,12 @@
 // outcomes to Connect codes with machine-readable details (see errors.go and
 // README.md).
 //
-// What it must not do: decide admissions, keep reservation state or talk to
-// Raft directly. Everything stateful goes through the Ledger and Cluster
-// interfaces (ledger.go); the agent supplies implementations backed by the
-// replicated FSM. The handlers hold no locks and are safe for concurrent use.
+// What it must not do: decide admissions, keep reservation state, or import
+// the FSM, the planner or the cluster layer (deps_test.go enforces this).
+// Everything stateful goes through the ledger.Ledger and ledger.Cluster
+// interfaces; the agent supplies the implementations of ledger/replicated.
+// A Batch runs its operations through a ledger.Pipeline when the ledger
+// offers one. The handlers hold no locks and are safe for concurrent use.
 //
 // Caller's duties: build a Server with New, mount it with Server.Mount (or
 // serve Server.Handler) on an http.Server that speaks HTTP/1.1 and HTTP/2

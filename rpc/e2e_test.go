@@ -24,11 +24,11 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/ledgerd/ledgerd/agent/agenttest"
 	"github.com/ledgerd/ledgerd/fsm"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/gen/ledgerd/v1/ledgerdv1connect"
 	"github.com/ledgerd/ledgerd/rpc"
-	"github.com/ledgerd/ledgerd/rpc/rpctest"
 )
 
 // api bundles the generated Connect clients of one server for one token.
@@ -89,13 +89,13 @@ func shape(res string, amount int64, dur, notBefore, deadline time.Duration) *le
 }
 
 // newSite starts a site with auth and resources cpu (128) and gpu (8).
-func newSite(t *testing.T, o rpctest.Options) (*rpctest.Site, api) {
+func newSite(t *testing.T, o agenttest.Options) (*agenttest.Site, api) {
 	t.Helper()
 	if o.API.Auth == nil {
-		o.API.Auth = rpctest.NewAuth(t)
+		o.API.Auth = agenttest.NewAuth(t)
 	}
-	s := rpctest.NewSite(t, o)
-	ops := newAPI(s.URLs[0], rpctest.TokenOps)
+	s := agenttest.NewSite(t, o)
+	ops := newAPI(s.URLs[0], agenttest.TokenOps)
 	for _, r := range []*ledgerdv1.Resource{{Name: "cpu", Capacity: 128, Unit: "cores"}, {Name: "gpu", Capacity: 8, Unit: "GPUs"}} {
 		if _, err := ops.rsc.Create(context.Background(), connect.NewRequest(&ledgerdv1.CreateRequest{Resource: r})); err != nil {
 			t.Fatalf("create %s: %v", r.Name, err)
@@ -116,8 +116,8 @@ func must[T any](t *testing.T) func(T, error) T {
 
 func TestLifecycleOverConnect(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newSite(t, rpctest.Options{})
-	acme := newAPI(s.URLs[0], rpctest.TokenAcme)
+	s, _ := newSite(t, agenttest.Options{})
+	acme := newAPI(s.URLs[0], agenttest.TokenAcme)
 
 	// Two-phase: hold, then commit.
 	h := must[*connect.Response[ledgerdv1.HoldResponse]](t)(acme.res.Hold(ctx, connect.NewRequest(&ledgerdv1.HoldRequest{
@@ -188,8 +188,8 @@ func TestLifecycleOverConnect(t *testing.T) {
 
 func TestRejectionCarriesEarliestStart(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newSite(t, rpctest.Options{})
-	acme := newAPI(s.URLs[0], rpctest.TokenAcme)
+	s, _ := newSite(t, agenttest.Options{})
+	acme := newAPI(s.URLs[0], agenttest.TokenAcme)
 	must[*connect.Response[ledgerdv1.ReserveResponse]](t)(acme.res.Reserve(ctx, connect.NewRequest(&ledgerdv1.ReserveRequest{Shape: shape("gpu", 8, 2*time.Hour, 0, 0)})))
 	_, err := acme.res.Reserve(ctx, connect.NewRequest(&ledgerdv1.ReserveRequest{Shape: shape("gpu", 1, time.Hour, 0, 90*time.Minute)}))
 	if connect.CodeOf(err) != connect.CodeFailedPrecondition {
@@ -214,8 +214,8 @@ func TestRejectionCarriesEarliestStart(t *testing.T) {
 
 func TestIdempotentRetryBooksOnce(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newSite(t, rpctest.Options{})
-	acme := newAPI(s.URLs[0], rpctest.TokenAcme)
+	s, _ := newSite(t, agenttest.Options{})
+	acme := newAPI(s.URLs[0], agenttest.TokenAcme)
 	req := &ledgerdv1.ReserveRequest{Shape: shape("gpu", 3, time.Hour, 0, 0), IdempotencyKey: "k-1"}
 	a := must[*connect.Response[ledgerdv1.ReserveResponse]](t)(acme.res.Reserve(ctx, connect.NewRequest(req)))
 	b := must[*connect.Response[ledgerdv1.ReserveResponse]](t)(acme.res.Reserve(ctx, connect.NewRequest(req)))
@@ -230,9 +230,9 @@ func TestIdempotentRetryBooksOnce(t *testing.T) {
 
 func TestListFiltersAndPages(t *testing.T) {
 	ctx := context.Background()
-	s, ops := newSite(t, rpctest.Options{})
-	acme := newAPI(s.URLs[0], rpctest.TokenAcme)
-	globex := newAPI(s.URLs[0], rpctest.TokenGlobex)
+	s, ops := newSite(t, agenttest.Options{})
+	acme := newAPI(s.URLs[0], agenttest.TokenAcme)
+	globex := newAPI(s.URLs[0], agenttest.TokenGlobex)
 	for i := range 7 {
 		must[*connect.Response[ledgerdv1.ReserveResponse]](t)(acme.res.Reserve(ctx, connect.NewRequest(&ledgerdv1.ReserveRequest{Shape: shape("cpu", 1, time.Hour, time.Duration(i)*time.Hour, 0)})))
 	}
@@ -307,9 +307,9 @@ func refusal(t *testing.T, ops api, call func() error, code connect.Code, field 
 
 func TestBadInputs(t *testing.T) {
 	ctx := context.Background()
-	s, ops := newSite(t, rpctest.Options{API: rpc.Options{MaxRequestBytes: 4 << 10}})
-	acme := newAPI(s.URLs[0], rpctest.TokenAcme)
-	globex := newAPI(s.URLs[0], rpctest.TokenGlobex)
+	s, ops := newSite(t, agenttest.Options{API: rpc.Options{MaxRequestBytes: 4 << 10}})
+	acme := newAPI(s.URLs[0], agenttest.TokenAcme)
+	globex := newAPI(s.URLs[0], agenttest.TokenGlobex)
 	anon := newAPI(s.URLs[0], "")
 	held := must[*connect.Response[ledgerdv1.HoldResponse]](t)(globex.res.Hold(ctx, connect.NewRequest(&ledgerdv1.HoldRequest{Shape: shape("gpu", 1, time.Hour, 0, 0)}))).Msg.Reservation
 
@@ -406,7 +406,7 @@ func TestBadInputs(t *testing.T) {
 func rawPost(url, ct string, body []byte) error {
 	req, _ := http.NewRequest(http.MethodPost, url+"/ledgerd.v1.ReservationService/Hold", bytes.NewReader(body))
 	req.Header.Set("Content-Type", ct)
-	req.Header.Set("Authorization", "Bearer "+rpctest.TokenAcme)
+	req.Header.Set("Authorization", "Bearer "+agenttest.TokenAcme)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
@@ -428,11 +428,11 @@ func rawPost(url, ct string, body []byte) error {
 }
 
 func TestHTTPJSONPost(t *testing.T) {
-	s, _ := newSite(t, rpctest.Options{})
+	s, _ := newSite(t, agenttest.Options{})
 	body := `{"shape": {"parts": [{"resource": "cpu", "amount": "16"}], "duration": "3600s", "notBefore": "2030-01-01T01:00:00Z"}, "idempotencyKey": "json-1"}`
 	req, _ := http.NewRequest(http.MethodPost, s.URLs[0]+"/ledgerd.v1.ReservationService/Reserve", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+rpctest.TokenAcme)
+	req.Header.Set("Authorization", "Bearer "+agenttest.TokenAcme)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -458,13 +458,13 @@ func TestHTTPJSONPost(t *testing.T) {
 }
 
 func TestPlainGRPCClient(t *testing.T) {
-	s, _ := newSite(t, rpctest.Options{})
+	s, _ := newSite(t, agenttest.Options{})
 	conn, err := grpc.NewClient(s.Addrs[0], grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+rpctest.TokenAcme)
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+agenttest.TokenAcme)
 
 	out := new(ledgerdv1.ReserveResponse)
 	if err := conn.Invoke(ctx, "/ledgerd.v1.ReservationService/Reserve", &ledgerdv1.ReserveRequest{Shape: shape("gpu", 2, time.Hour, time.Hour, 0)}, out); err != nil {
@@ -514,9 +514,9 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 func (rawCodec) Name() string { return "proto" }
 
 func TestGRPCWebAndConnectGRPCProtocols(t *testing.T) {
-	s, _ := newSite(t, rpctest.Options{})
+	s, _ := newSite(t, agenttest.Options{})
 	for name, opt := range map[string]connect.ClientOption{"grpc-web": connect.WithGRPCWeb(), "connect-json": connect.WithProtoJSON()} {
-		c := newAPI(s.URLs[0], rpctest.TokenAcme, opt)
+		c := newAPI(s.URLs[0], agenttest.TokenAcme, opt)
 		r, err := c.rsc.List(context.Background(), connect.NewRequest(&ledgerdv1.ResourceServiceListRequest{}))
 		if err != nil || len(r.Msg.Resources) != 2 {
 			t.Fatalf("%s: list = %v, %v", name, r, err)
@@ -526,7 +526,7 @@ func TestGRPCWebAndConnectGRPCProtocols(t *testing.T) {
 
 func TestCompactedHistoryIsOutOfRange(t *testing.T) {
 	ctx := context.Background()
-	s, ops := newSite(t, rpctest.Options{FSM: fsm.Config{HistoryLimit: 4}})
+	s, ops := newSite(t, agenttest.Options{FSM: fsm.Config{HistoryLimit: 4}})
 	for range 4 {
 		if _, err := ops.res.Reserve(ctx, connect.NewRequest(&ledgerdv1.ReserveRequest{Shape: shape("gpu", 1, time.Hour, time.Hour, 0)})); err != nil {
 			t.Fatal(err)
@@ -555,8 +555,8 @@ func TestCompactedHistoryIsOutOfRange(t *testing.T) {
 
 func TestResourceCapacityWindowsAndDelete(t *testing.T) {
 	ctx := context.Background()
-	s, ops := newSite(t, rpctest.Options{})
-	acme := newAPI(s.URLs[0], rpctest.TokenAcme)
+	s, ops := newSite(t, agenttest.Options{})
+	acme := newAPI(s.URLs[0], agenttest.TokenAcme)
 	// Maintenance: gpu drops to 2 over [2h, 4h).
 	if _, err := ops.rsc.UpdateCapacity(ctx, connect.NewRequest(&ledgerdv1.UpdateCapacityRequest{Name: "gpu", Capacity: 2, From: ts(2 * time.Hour), To: ts(4 * time.Hour)})); err != nil {
 		t.Fatal(err)

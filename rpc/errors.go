@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/ledger"
 )
 
 // ErrorDomain is the google.rpc.ErrorInfo domain of every ledgerd error.
@@ -18,7 +19,7 @@ const ErrorDomain = "ledgerd.io"
 
 // Reasons carried in google.rpc.ErrorInfo.reason.
 const (
-	ReasonNoCapacity     = "NO_CAPACITY"
+	ReasonNoCapacity     = ledger.ReasonNoCapacity
 	ReasonInvalid        = "INVALID_ARGUMENT"
 	ReasonNotFound       = "NOT_FOUND"
 	ReasonExists         = "ALREADY_EXISTS"
@@ -53,11 +54,11 @@ func toConnect(err error) error {
 	if errors.As(err, &ce) {
 		return ce
 	}
-	var fe *FieldError
+	var fe *ledger.FieldError
 	if errors.As(err, &fe) {
 		return fieldErr(fe)
 	}
-	var re *RejectedError
+	var re *ledger.RejectedError
 	if errors.As(err, &re) {
 		e := connect.NewError(connect.CodeFailedPrecondition, err)
 		rej := &ledgerdv1.Rejection{Reason: re.Reason, Message: re.Message}
@@ -73,21 +74,21 @@ func toConnect(err error) error {
 	}
 	code, reason := connect.CodeInternal, ""
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, ledger.ErrNotFound):
 		code, reason = connect.CodeNotFound, ReasonNotFound
-	case errors.Is(err, ErrExists):
+	case errors.Is(err, ledger.ErrExists):
 		code, reason = connect.CodeAlreadyExists, ReasonExists
-	case errors.Is(err, ErrWrongState):
+	case errors.Is(err, ledger.ErrWrongState):
 		code, reason = connect.CodeFailedPrecondition, ReasonWrongState
-	case errors.Is(err, ErrInUse):
+	case errors.Is(err, ledger.ErrInUse):
 		code, reason = connect.CodeFailedPrecondition, ReasonInUse
-	case errors.Is(err, ErrUnavailable):
+	case errors.Is(err, ledger.ErrUnavailable):
 		code, reason = connect.CodeUnavailable, ReasonNoLeader
-	case errors.Is(err, ErrOutcomeUnknown):
+	case errors.Is(err, ledger.ErrOutcomeUnknown):
 		code, reason = connect.CodeUnavailable, ReasonOutcomeUnknown
-	case errors.Is(err, ErrPermission):
+	case errors.Is(err, ledger.ErrPermission):
 		code, reason = connect.CodePermissionDenied, ReasonPermission
-	case errors.Is(err, ErrCompacted):
+	case errors.Is(err, ledger.ErrCompacted):
 		code, reason = connect.CodeOutOfRange, ReasonCompacted
 	case errors.Is(err, context.Canceled):
 		return connect.NewError(connect.CodeCanceled, err)
@@ -102,7 +103,7 @@ func toConnect(err error) error {
 }
 
 // fieldErr is InvalidArgument with google.rpc.BadRequest naming the field.
-func fieldErr(fe *FieldError) *connect.Error {
+func fieldErr(fe *ledger.FieldError) *connect.Error {
 	e := connect.NewError(connect.CodeInvalidArgument, fe)
 	addDetail(e, &errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: fe.Field, Description: fe.Reason}}})
 	addDetail(e, &errdetails.ErrorInfo{Reason: ReasonInvalid, Domain: ErrorDomain, Metadata: map[string]string{"field": fe.Field}})

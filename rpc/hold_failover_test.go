@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgerd/ledgerd/agent/agenttest"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/rpc"
-	"github.com/ledgerd/ledgerd/rpc/rpctest"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
@@ -20,13 +20,13 @@ func TestHoldExpiresAcrossLeaderChange(t *testing.T) {
 		t.Skip("starts a real Raft cluster")
 	}
 	ctx := context.Background()
-	c := rpctest.NewCluster(t, 3, rpc.Options{Auth: rpctest.NewAuth(t)})
-	ops := clusterClient(t, c.Addrs(), rpctest.TokenOps)
+	c := agenttest.NewCluster(t, 3, rpc.Options{Auth: agenttest.NewAuth(t)})
+	ops := clusterClient(t, c.Addrs(), agenttest.TokenOps)
 	if _, err := ops.CreateResource(ctx, &ledgerdv1.Resource{Name: "gpu", Capacity: 8}); err != nil {
 		t.Fatal(err)
 	}
 	old := c.WaitLeader(15 * time.Second)
-	acme := clusterClient(t, []string{old.Addr}, rpctest.TokenAcme)
+	acme := clusterClient(t, []string{old.Addr}, agenttest.TokenAcme)
 	const ttl = 2 * time.Second
 	shape := realShape(8, time.Hour)
 	held, err := acme.Hold(ctx, &ledgerdv1.HoldRequest{Shape: shape, HoldTtl: durationpb.New(ttl)})
@@ -43,13 +43,13 @@ func TestHoldExpiresAcrossLeaderChange(t *testing.T) {
 			rest = append(rest, a)
 		}
 	}
-	survivors := clusterClient(t, rest, rpctest.TokenAcme)
+	survivors := clusterClient(t, rest, agenttest.TokenAcme)
 
 	// Every surviving node must see the hold expire: TTL, plus an election,
 	// plus one tick interval, with generous slack for a loaded machine.
 	deadline := time.Now().Add(30 * time.Second)
 	for _, addr := range rest {
-		one := clusterClient(t, []string{addr}, rpctest.TokenAcme)
+		one := clusterClient(t, []string{addr}, agenttest.TokenAcme)
 		for {
 			r, err := one.Get(ctx, held.Id)
 			if err == nil && r.State == ledgerdv1.ReservationState_RESERVATION_STATE_EXPIRED {

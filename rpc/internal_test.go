@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/ledger"
 )
 
 func TestShapeFromProto(t *testing.T) {
@@ -24,32 +25,32 @@ func TestShapeFromProto(t *testing.T) {
 	cases := []struct {
 		name  string
 		in    *ledgerdv1.Shape
-		want  Shape
+		want  ledger.Shape
 		field string // expected FieldError field, "" for success
 	}{
-		{"defaults", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour}, Shape{Parts: []Part{{"cpu", 4}}, Duration: 3_600_000, NotBefore: now, Deadline: NoDeadline}, ""},
-		{"window", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, NotBefore: at(now + 10), Deadline: at(now + 10 + 3_600_000)}, Shape{Parts: []Part{{"cpu", 4}}, Duration: 3_600_000, NotBefore: now + 10, Deadline: now + 10 + 3_600_000}, ""},
-		{"past not_before is now", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, NotBefore: at(5)}, Shape{Parts: []Part{{"cpu", 4}}, Duration: 3_600_000, NotBefore: now, Deadline: NoDeadline}, ""},
-		{"exact start", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, ExactStart: at(now + 7)}, Shape{Parts: []Part{{"cpu", 4}}, Duration: 3_600_000, NotBefore: now + 7, Deadline: now + 7 + 3_600_000}, ""},
-		{"nil", nil, Shape{}, "shape"},
-		{"no parts", &ledgerdv1.Shape{Duration: hour}, Shape{}, "shape.parts"},
-		{"nil part", &ledgerdv1.Shape{Parts: parts(nil), Duration: hour}, Shape{}, "shape.parts[0]"},
-		{"empty resource", &ledgerdv1.Shape{Parts: parts(&ledgerdv1.ResourceAmount{Amount: 1}), Duration: hour}, Shape{}, "shape.parts[0].resource"},
-		{"space in name", &ledgerdv1.Shape{Parts: parts(&ledgerdv1.ResourceAmount{Resource: "a b", Amount: 1}), Duration: hour}, Shape{}, "shape.parts[0].resource"},
-		{"duplicate resource", &ledgerdv1.Shape{Parts: parts(cpu, cpu), Duration: hour}, Shape{}, "shape.parts[1].resource"},
-		{"zero amount", &ledgerdv1.Shape{Parts: parts(&ledgerdv1.ResourceAmount{Resource: "cpu"}), Duration: hour}, Shape{}, "shape.parts[0].amount"},
-		{"no duration", &ledgerdv1.Shape{Parts: parts(cpu)}, Shape{}, "shape.duration"},
-		{"negative duration", &ledgerdv1.Shape{Parts: parts(cpu), Duration: durationpb.New(-time.Second)}, Shape{}, "shape.duration"},
-		{"sub-millisecond duration", &ledgerdv1.Shape{Parts: parts(cpu), Duration: durationpb.New(time.Microsecond)}, Shape{}, "shape.duration"},
-		{"invalid duration", &ledgerdv1.Shape{Parts: parts(cpu), Duration: &durationpb.Duration{Seconds: 1, Nanos: -1}}, Shape{}, "shape.duration"},
-		{"huge duration", &ledgerdv1.Shape{Parts: parts(cpu), Duration: durationpb.New(200 * 365 * 24 * time.Hour)}, Shape{}, "shape.duration"},
-		{"invalid timestamp", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, NotBefore: &timestamppb.Timestamp{Nanos: 2e9}}, Shape{}, "shape.not_before"},
-		{"before 1970", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, Deadline: &timestamppb.Timestamp{Seconds: -10}}, Shape{}, "shape.deadline"},
-		{"inverted window", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, NotBefore: at(now + 5_000_000), Deadline: at(now + 1_000)}, Shape{}, "shape.deadline"},
-		{"window shorter than duration", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, NotBefore: at(now), Deadline: at(now + 3_599_999)}, Shape{}, "shape.deadline"},
-		{"exact start with window", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, ExactStart: at(now), Deadline: at(now + 3_600_000)}, Shape{}, "shape.exact_start"},
-		{"exact start in the past", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, ExactStart: at(now - 1)}, Shape{}, "shape.exact_start"},
-		{"exact start near 9999", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, ExactStart: at(maxTimestampMs - 10)}, Shape{}, "shape.exact_start"},
+		{"defaults", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour}, ledger.Shape{Parts: []ledger.Part{{Resource: "cpu", Amount: 4}}, Duration: 3_600_000, NotBefore: now, Deadline: ledger.NoDeadline}, ""},
+		{"window", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, NotBefore: at(now + 10), Deadline: at(now + 10 + 3_600_000)}, ledger.Shape{Parts: []ledger.Part{{Resource: "cpu", Amount: 4}}, Duration: 3_600_000, NotBefore: now + 10, Deadline: now + 10 + 3_600_000}, ""},
+		{"past not_before is now", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, NotBefore: at(5)}, ledger.Shape{Parts: []ledger.Part{{Resource: "cpu", Amount: 4}}, Duration: 3_600_000, NotBefore: now, Deadline: ledger.NoDeadline}, ""},
+		{"exact start", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, ExactStart: at(now + 7)}, ledger.Shape{Parts: []ledger.Part{{Resource: "cpu", Amount: 4}}, Duration: 3_600_000, NotBefore: now + 7, Deadline: now + 7 + 3_600_000}, ""},
+		{"nil", nil, ledger.Shape{}, "shape"},
+		{"no parts", &ledgerdv1.Shape{Duration: hour}, ledger.Shape{}, "shape.parts"},
+		{"nil part", &ledgerdv1.Shape{Parts: parts(nil), Duration: hour}, ledger.Shape{}, "shape.parts[0]"},
+		{"empty resource", &ledgerdv1.Shape{Parts: parts(&ledgerdv1.ResourceAmount{Amount: 1}), Duration: hour}, ledger.Shape{}, "shape.parts[0].resource"},
+		{"space in name", &ledgerdv1.Shape{Parts: parts(&ledgerdv1.ResourceAmount{Resource: "a b", Amount: 1}), Duration: hour}, ledger.Shape{}, "shape.parts[0].resource"},
+		{"duplicate resource", &ledgerdv1.Shape{Parts: parts(cpu, cpu), Duration: hour}, ledger.Shape{}, "shape.parts[1].resource"},
+		{"zero amount", &ledgerdv1.Shape{Parts: parts(&ledgerdv1.ResourceAmount{Resource: "cpu"}), Duration: hour}, ledger.Shape{}, "shape.parts[0].amount"},
+		{"no duration", &ledgerdv1.Shape{Parts: parts(cpu)}, ledger.Shape{}, "shape.duration"},
+		{"negative duration", &ledgerdv1.Shape{Parts: parts(cpu), Duration: durationpb.New(-time.Second)}, ledger.Shape{}, "shape.duration"},
+		{"sub-millisecond duration", &ledgerdv1.Shape{Parts: parts(cpu), Duration: durationpb.New(time.Microsecond)}, ledger.Shape{}, "shape.duration"},
+		{"invalid duration", &ledgerdv1.Shape{Parts: parts(cpu), Duration: &durationpb.Duration{Seconds: 1, Nanos: -1}}, ledger.Shape{}, "shape.duration"},
+		{"huge duration", &ledgerdv1.Shape{Parts: parts(cpu), Duration: durationpb.New(200 * 365 * 24 * time.Hour)}, ledger.Shape{}, "shape.duration"},
+		{"invalid timestamp", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, NotBefore: &timestamppb.Timestamp{Nanos: 2e9}}, ledger.Shape{}, "shape.not_before"},
+		{"before 1970", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, Deadline: &timestamppb.Timestamp{Seconds: -10}}, ledger.Shape{}, "shape.deadline"},
+		{"inverted window", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, NotBefore: at(now + 5_000_000), Deadline: at(now + 1_000)}, ledger.Shape{}, "shape.deadline"},
+		{"window shorter than duration", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, NotBefore: at(now), Deadline: at(now + 3_599_999)}, ledger.Shape{}, "shape.deadline"},
+		{"exact start with window", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, ExactStart: at(now), Deadline: at(now + 3_600_000)}, ledger.Shape{}, "shape.exact_start"},
+		{"exact start in the past", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, ExactStart: at(now - 1)}, ledger.Shape{}, "shape.exact_start"},
+		{"exact start near 9999", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, ExactStart: at(maxTimestampMs - 10)}, ledger.Shape{}, "shape.exact_start"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,7 +64,7 @@ func TestShapeFromProto(t *testing.T) {
 				}
 				return
 			}
-			var fe *FieldError
+			var fe *ledger.FieldError
 			if !errors.As(err, &fe) || fe.Field != tc.field {
 				t.Fatalf("err = %v, want a FieldError on %s", err, tc.field)
 			}
@@ -76,17 +77,17 @@ func TestToConnectCodes(t *testing.T) {
 		err  error
 		code connect.Code
 	}{
-		{&FieldError{Field: "x", Reason: "y"}, connect.CodeInvalidArgument},
-		{fmt.Errorf("wrapped: %w", &FieldError{Field: "x"}), connect.CodeInvalidArgument},
-		{&RejectedError{Reason: ReasonNoCapacity}, connect.CodeFailedPrecondition},
-		{fmt.Errorf("get: %w", ErrNotFound), connect.CodeNotFound},
-		{ErrExists, connect.CodeAlreadyExists},
-		{ErrWrongState, connect.CodeFailedPrecondition},
-		{ErrInUse, connect.CodeFailedPrecondition},
-		{ErrUnavailable, connect.CodeUnavailable},
-		{ErrOutcomeUnknown, connect.CodeUnavailable},
-		{ErrPermission, connect.CodePermissionDenied},
-		{ErrCompacted, connect.CodeOutOfRange},
+		{&ledger.FieldError{Field: "x", Reason: "y"}, connect.CodeInvalidArgument},
+		{fmt.Errorf("wrapped: %w", &ledger.FieldError{Field: "x"}), connect.CodeInvalidArgument},
+		{&ledger.RejectedError{Reason: ReasonNoCapacity}, connect.CodeFailedPrecondition},
+		{fmt.Errorf("get: %w", ledger.ErrNotFound), connect.CodeNotFound},
+		{ledger.ErrExists, connect.CodeAlreadyExists},
+		{ledger.ErrWrongState, connect.CodeFailedPrecondition},
+		{ledger.ErrInUse, connect.CodeFailedPrecondition},
+		{ledger.ErrUnavailable, connect.CodeUnavailable},
+		{ledger.ErrOutcomeUnknown, connect.CodeUnavailable},
+		{ledger.ErrPermission, connect.CodePermissionDenied},
+		{ledger.ErrCompacted, connect.CodeOutOfRange},
 		{context.Canceled, connect.CodeCanceled},
 		{fmt.Errorf("x: %w", context.DeadlineExceeded), connect.CodeDeadlineExceeded},
 		{errors.New("boom"), connect.CodeInternal},

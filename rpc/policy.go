@@ -7,6 +7,7 @@ import (
 	"connectrpc.com/connect"
 
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/ledger"
 )
 
 // Bounds of the admission-policy parameters.
@@ -18,44 +19,21 @@ const (
 	maxPushesLimit = 1000
 )
 
-// PolicyArgs are the arguments of Ledger.SetPolicy. Zero MinSuccess and
-// MaxPushes select the ledger's defaults.
-type PolicyArgs struct {
-	Write
-	Name       string
-	Policy     ledgerdv1.Policy
-	MinSuccess uint32 // v* in permille, POLICY_RELAXED only
-	MaxPushes  uint32 // POLICY_MOVE_VARIABLE only
-}
-
-// JobArgs are the arguments of Ledger.SubmitJob: a variable job of Amount
-// units of Resource for Duration ms, planned at or after NotBefore (Unix
-// ms, already at least now).
-type JobArgs struct {
-	Write
-	ID        string // empty: the ledger assigns one
-	Resource  string
-	Amount    int64
-	Duration  int64
-	NotBefore int64
-	Labels    map[string]string
-}
-
 // checkPolicy validates a policy and its parameters; prefix is the field
 // path of the message holding them ("resource." or "").
 func checkPolicy(prefix string, p ledgerdv1.Policy, minSuccess, maxPushes uint32) error {
 	if _, ok := ledgerdv1.Policy_name[int32(p)]; !ok {
-		return &FieldError{Field: prefix + "policy", Reason: "unknown policy"}
+		return &ledger.FieldError{Field: prefix + "policy", Reason: "unknown policy"}
 	}
 	switch {
 	case minSuccess > maxPermille:
-		return &FieldError{Field: prefix + "min_success_permille", Reason: fmt.Sprintf("must be at most %d (a probability of 1)", maxPermille)}
+		return &ledger.FieldError{Field: prefix + "min_success_permille", Reason: fmt.Sprintf("must be at most %d (a probability of 1)", maxPermille)}
 	case minSuccess != 0 && p != ledgerdv1.Policy_POLICY_RELAXED:
-		return &FieldError{Field: prefix + "min_success_permille", Reason: "only POLICY_RELAXED takes a success threshold"}
+		return &ledger.FieldError{Field: prefix + "min_success_permille", Reason: "only POLICY_RELAXED takes a success threshold"}
 	case maxPushes > maxPushesLimit:
-		return &FieldError{Field: prefix + "max_pushes", Reason: fmt.Sprintf("must be at most %d", maxPushesLimit)}
+		return &ledger.FieldError{Field: prefix + "max_pushes", Reason: fmt.Sprintf("must be at most %d", maxPushesLimit)}
 	case maxPushes != 0 && p != ledgerdv1.Policy_POLICY_MOVE_VARIABLE:
-		return &FieldError{Field: prefix + "max_pushes", Reason: "only POLICY_MOVE_VARIABLE takes a push bound"}
+		return &ledger.FieldError{Field: prefix + "max_pushes", Reason: "only POLICY_MOVE_VARIABLE takes a push bound"}
 	}
 	return nil
 }
@@ -73,7 +51,7 @@ func (h *resources) SetPolicy(ctx context.Context, req *connect.Request[ledgerdv
 	if err := checkPolicy("", m.Policy, m.MinSuccessPermille, m.MaxPushes); err != nil {
 		return nil, toConnect(err)
 	}
-	out, err := h.s.opts.Ledger.SetPolicy(ctx, PolicyArgs{Write: w, Name: m.Name, Policy: m.Policy, MinSuccess: m.MinSuccessPermille, MaxPushes: m.MaxPushes})
+	out, err := h.l.SetPolicy(ctx, ledger.PolicyArgs{Write: w, Name: m.Name, Policy: m.Policy, MinSuccess: m.MinSuccessPermille, MaxPushes: m.MaxPushes})
 	if err != nil {
 		return nil, toConnect(err)
 	}
@@ -92,7 +70,7 @@ func (h *reservations) SubmitJob(ctx context.Context, req *connect.Request[ledge
 		return nil, toConnect(err)
 	}
 	a.Write = w
-	r, err := h.s.opts.Ledger.SubmitJob(ctx, a)
+	r, err := h.l.SubmitJob(ctx, a)
 	if err != nil {
 		return nil, toConnect(err)
 	}
@@ -101,8 +79,8 @@ func (h *reservations) SubmitJob(ctx context.Context, req *connect.Request[ledge
 
 // jobArgs validates a SubmitJobRequest; now (Unix ms) is the default and
 // the floor of not_before.
-func jobArgs(m *ledgerdv1.SubmitJobRequest, now int64) (JobArgs, error) {
-	a := JobArgs{ID: m.Id, Resource: m.Resource, Amount: m.Amount, NotBefore: now, Labels: m.Labels}
+func jobArgs(m *ledgerdv1.SubmitJobRequest, now int64) (ledger.JobArgs, error) {
+	a := ledger.JobArgs{ID: m.Id, Resource: m.Resource, Amount: m.Amount, NotBefore: now, Labels: m.Labels}
 	if m.Id != "" {
 		if err := checkID("id", m.Id); err != nil {
 			return a, err
@@ -112,7 +90,7 @@ func jobArgs(m *ledgerdv1.SubmitJobRequest, now int64) (JobArgs, error) {
 		return a, err
 	}
 	if m.Amount <= 0 {
-		return a, &FieldError{Field: "amount", Reason: "must be > 0"}
+		return a, &ledger.FieldError{Field: "amount", Reason: "must be > 0"}
 	}
 	d, err := durMs("duration", m.Duration)
 	if err != nil {
@@ -127,7 +105,7 @@ func jobArgs(m *ledgerdv1.SubmitJobRequest, now int64) (JobArgs, error) {
 		a.NotBefore = max(nb, now)
 	}
 	if a.NotBefore > maxTimestampMs-d {
-		return a, &FieldError{Field: "not_before", Reason: "not_before + duration lies after 9999"}
+		return a, &ledger.FieldError{Field: "not_before", Reason: "not_before + duration lies after 9999"}
 	}
 	if err := checkLabels("labels", m.Labels); err != nil {
 		return a, err

@@ -11,13 +11,13 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/ledgerd/ledgerd/agent/agenttest"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/rpc"
-	"github.com/ledgerd/ledgerd/rpc/rpctest"
 )
 
 // waitApplied waits until every server has applied what leader has.
-func waitApplied(t *testing.T, c *rpctest.Cluster, leader *rpctest.Server) {
+func waitApplied(t *testing.T, c *agenttest.Cluster, leader *agenttest.Server) {
 	t.Helper()
 	want := leader.FSM.AppliedIndex()
 	deadline := time.Now().Add(10 * time.Second)
@@ -40,8 +40,8 @@ func TestPoliciesOnRealCluster(t *testing.T) {
 		t.Skip("starts a real Raft cluster")
 	}
 	ctx := context.Background()
-	c := rpctest.NewCluster(t, 3, rpc.Options{Auth: rpctest.NewAuth(t)})
-	ops := clusterClient(t, c.Addrs(), rpctest.TokenOps)
+	c := agenttest.NewCluster(t, 3, rpc.Options{Auth: agenttest.NewAuth(t)})
+	ops := clusterClient(t, c.Addrs(), agenttest.TokenOps)
 	if _, err := ops.CreateResource(ctx, &ledgerdv1.Resource{Name: "batch", Capacity: 10, Policy: ledgerdv1.Policy_POLICY_MOVE_VARIABLE}); err != nil {
 		t.Fatal(err)
 	}
@@ -50,14 +50,14 @@ func TestPoliciesOnRealCluster(t *testing.T) {
 	base := time.Now().Add(time.Hour).Truncate(time.Second)
 	var jobs []*ledgerdv1.Reservation
 	for i, d := range []time.Duration{2 * time.Hour, time.Hour} {
-		acme := clusterClient(t, []string{c.Addrs()[i+1]}, rpctest.TokenAcme)
+		acme := clusterClient(t, []string{c.Addrs()[i+1]}, agenttest.TokenAcme)
 		j, err := acme.SubmitJob(ctx, &ledgerdv1.SubmitJobRequest{Resource: "batch", Amount: 10, Duration: durationpb.New(d), NotBefore: timestamppb.New(base)})
 		if err != nil {
 			t.Fatalf("submit via node %d: %v", i+1, err)
 		}
 		jobs = append(jobs, j)
 	}
-	acme := clusterClient(t, c.Addrs(), rpctest.TokenAcme)
+	acme := clusterClient(t, c.Addrs(), agenttest.TokenAcme)
 	reserveInside := func(j *ledgerdv1.Reservation) *ledgerdv1.ReserveResponse {
 		t.Helper()
 		resp, err := acme.ReserveMoving(ctx, &ledgerdv1.ReserveRequest{Shape: &ledgerdv1.Shape{
@@ -111,8 +111,8 @@ func TestCoReserveOnRealCluster(t *testing.T) {
 		t.Skip("starts a real Raft cluster")
 	}
 	ctx := context.Background()
-	c := rpctest.NewCluster(t, 3, rpc.Options{Auth: rpctest.NewAuth(t)})
-	ops := clusterClient(t, c.Addrs(), rpctest.TokenOps)
+	c := agenttest.NewCluster(t, 3, rpc.Options{Auth: agenttest.NewAuth(t)})
+	ops := clusterClient(t, c.Addrs(), agenttest.TokenOps)
 	for _, r := range []*ledgerdv1.Resource{{Name: "a", Capacity: 4}, {Name: "b", Capacity: 8}} {
 		if _, err := ops.CreateResource(ctx, r); err != nil {
 			t.Fatal(err)
@@ -132,7 +132,7 @@ func TestCoReserveOnRealCluster(t *testing.T) {
 			follower = c.Addrs()[i]
 		}
 	}
-	viaFollower := clusterClient(t, []string{follower}, rpctest.TokenAcme)
+	viaFollower := clusterClient(t, []string{follower}, agenttest.TokenAcme)
 	out, err := viaFollower.CoReserve(ctx, req("co"))
 	if err != nil || out.Placements[0].Resource != "a" || out.Placements[1].Resource != "b" {
 		t.Fatalf("co-reserve via a follower: %v, %v", out, err)
@@ -149,7 +149,7 @@ func TestCoReserveOnRealCluster(t *testing.T) {
 
 	c.Stop(leader)
 	c.WaitLeader(15 * time.Second)
-	acme := clusterClient(t, c.Addrs(), rpctest.TokenAcme)
+	acme := clusterClient(t, c.Addrs(), agenttest.TokenAcme)
 	if _, err := acme.CoReserve(ctx, req("co")); connect.CodeOf(err) != connect.CodeAlreadyExists {
 		t.Fatalf("the same id after the fail-over: %v, want already_exists", err)
 	}

@@ -9,9 +9,9 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/ledgerd/ledgerd/agent/agenttest"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/rpc"
-	"github.com/ledgerd/ledgerd/rpc/rpctest"
 )
 
 // createPolicyResource adds a resource with a policy and checks that the
@@ -76,8 +76,8 @@ func watchFor(t *testing.T, c api, typ ledgerdv1.EventType, id string) *ledgerdv
 // push bound the job is no longer moved and the reservation is rejected.
 func TestMoveVariableOverConnect(t *testing.T) {
 	ctx := context.Background()
-	s, ops := newSite(t, rpctest.Options{})
-	acme := newAPI(s.URLs[0], rpctest.TokenAcme)
+	s, ops := newSite(t, agenttest.Options{})
+	acme := newAPI(s.URLs[0], agenttest.TokenAcme)
 	createPolicyResource(t, ops, &ledgerdv1.Resource{Name: "batch", Capacity: 10, Unit: "nodes", Policy: ledgerdv1.Policy_POLICY_MOVE_VARIABLE, MaxPushes: 1})
 
 	j1 := must[*ledgerdv1.Reservation](t)(submit(acme, "j1", "batch", 10, 2*time.Hour, time.Hour))
@@ -151,8 +151,8 @@ func TestMoveVariableOverConnect(t *testing.T) {
 // when the capacity is really short at its start.
 func TestRelaxedOverConnect(t *testing.T) {
 	ctx := context.Background()
-	s, ops := newSite(t, rpctest.Options{})
-	acme := newAPI(s.URLs[0], rpctest.TokenAcme)
+	s, ops := newSite(t, agenttest.Options{})
+	acme := newAPI(s.URLs[0], agenttest.TokenAcme)
 	createPolicyResource(t, ops, &ledgerdv1.Resource{Name: "lab", Capacity: 10, Policy: ledgerdv1.Policy_POLICY_RELAXED, MinSuccessPermille: 501})
 
 	// Twenty bookings of acme that each end after half their time: with the
@@ -212,7 +212,7 @@ func TestRelaxedOverConnect(t *testing.T) {
 		t.Fatalf("violated event = %v", e)
 	}
 	// The policy change was an event too, visible to every tenant.
-	h := must[*connect.Response[ledgerdv1.HistoryResponse]](t)(newAPI(s.URLs[0], rpctest.TokenGlobex).res.History(ctx, connect.NewRequest(&ledgerdv1.HistoryRequest{FromVersion: 1, Limit: 1000})))
+	h := must[*connect.Response[ledgerdv1.HistoryResponse]](t)(newAPI(s.URLs[0], agenttest.TokenGlobex).res.History(ctx, connect.NewRequest(&ledgerdv1.HistoryRequest{FromVersion: 1, Limit: 1000})))
 	changed := false
 	for _, e := range h.Msg.Events {
 		if e.Type == ledgerdv1.EventType_EVENT_TYPE_POLICY_CHANGED && e.Resource.GetName() == "lab" && e.Resource.MinSuccessPermille == 500 {
@@ -240,8 +240,8 @@ func TestRelaxedOverConnect(t *testing.T) {
 // field at fault and changes nothing.
 func TestPolicyBadInputs(t *testing.T) {
 	ctx := context.Background()
-	s, ops := newSite(t, rpctest.Options{})
-	acme := newAPI(s.URLs[0], rpctest.TokenAcme)
+	s, ops := newSite(t, agenttest.Options{})
+	acme := newAPI(s.URLs[0], agenttest.TokenAcme)
 	createPolicyResource(t, ops, &ledgerdv1.Resource{Name: "batch", Capacity: 10, Policy: ledgerdv1.Policy_POLICY_MOVE_VARIABLE})
 	must[*ledgerdv1.Reservation](t)(submit(acme, "j1", "batch", 2, time.Hour, time.Hour))
 

@@ -11,12 +11,16 @@ import (
 
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/gen/ledgerd/v1/ledgerdv1connect"
+	"github.com/ledgerd/ledgerd/ledger"
 )
 
 // reservations implements ReservationService.
 type reservations struct {
 	ledgerdv1connect.UnimplementedReservationServiceHandler
 	s *Server
+	// l is the ledger the handlers call: the server's, or inside a Batch
+	// the operation's view of the batch's pipeline.
+	l ledger.Ledger
 }
 
 // newKey returns a random idempotency key for callers that sent none.
@@ -27,18 +31,18 @@ func newKey() string {
 }
 
 // write builds the common write arguments for the caller.
-func (s *Server) write(ctx context.Context, key string) (Write, Principal, error) {
+func (s *Server) write(ctx context.Context, key string) (ledger.Write, Principal, error) {
 	p, err := callerOf(ctx)
 	if err != nil {
-		return Write{}, p, err
+		return ledger.Write{}, p, err
 	}
 	if err := checkKey("idempotency_key", key); err != nil {
-		return Write{}, p, toConnect(err)
+		return ledger.Write{}, p, toConnect(err)
 	}
 	if key == "" {
 		key = newKey()
 	}
-	return Write{Tenant: p.Tenant, Operator: p.Operator, IdempotencyKey: key}, p, nil
+	return ledger.Write{Tenant: p.Tenant, Operator: p.Operator, IdempotencyKey: key}, p, nil
 }
 
 func (s *Server) ttl(field string, d interface {
@@ -49,25 +53,25 @@ func (s *Server) ttl(field string, d interface {
 	}
 	ms := d.AsDuration().Milliseconds()
 	if ms <= 0 {
-		return 0, &FieldError{Field: field, Reason: "must be > 0"}
+		return 0, &ledger.FieldError{Field: field, Reason: "must be > 0"}
 	}
 	if ms > s.opts.MaxHoldTTL.Milliseconds() {
-		return 0, &FieldError{Field: field, Reason: fmt.Sprintf("must be at most %s", s.opts.MaxHoldTTL)}
+		return 0, &ledger.FieldError{Field: field, Reason: fmt.Sprintf("must be at most %s", s.opts.MaxHoldTTL)}
 	}
 	return ms, nil
 }
 
 // own returns reservation id if the caller may see it.
-func (s *Server) own(ctx context.Context, p Principal, id string, stale bool) (*ledgerdv1.Reservation, error) {
+func (h *reservations) own(ctx context.Context, p Principal, id string, stale bool) (*ledgerdv1.Reservation, error) {
 	if err := checkID("id", id); err != nil {
 		return nil, err
 	}
-	r, err := s.opts.Ledger.Get(ctx, id, stale)
+	r, err := h.l.Get(ctx, id, stale)
 	if err != nil {
 		return nil, err
 	}
 	if !p.Operator && r.Tenant != p.Tenant {
-		return nil, fmt.Errorf("reservation %q belongs to another tenant: %w", id, ErrPermission)
+		return nil, fmt.Errorf("reservation %q belongs to another tenant: %w", id, ledger.ErrPermission)
 	}
 	return r, nil
 }
@@ -84,7 +88,7 @@ func (h *reservations) hold(ctx context.Context, shape *ledgerdv1.Shape, labels 
 	if err := checkLabels("labels", labels); err != nil {
 		return nil, nil, toConnect(err)
 	}
-	r, moved, err := h.s.opts.Ledger.Hold(ctx, HoldArgs{Write: w, Shape: sh, TTL: ttl, Labels: labels, Commit: commit})
+	r, moved, err := h.l.Hold(ctx, ledger.HoldArgs{Write: w, Shape: sh, TTL: ttl, Labels: labels, Commit: commit})
 	return r, moved, toConnect(err)
 }
 
@@ -114,7 +118,7 @@ func (h *reservations) Reserve(ctx context.Context, req *connect.Request[ledgerd
 
 // transition runs one id-based lifecycle write; the Ledger checks
 // ownership atomically with the write.
-func (h *reservations) transition(ctx context.Context, id, key string, op func(context.Context, Write, string) (*ledgerdv1.Reservation, error)) (*ledgerdv1.Reservation, error) {
+func (h *reservations) transition(ctx context.Context, id, key string, op func(context.Context, ledger.Write, string) (*ledgerdv1.Reservation, error)) (*ledgerdv1.Reservation, error) {
 	w, _, err := h.s.write(ctx, key)
 	if err != nil {
 		return nil, err
@@ -128,7 +132,7 @@ func (h *reservations) transition(ctx context.Context, id, key string, op func(c
 
 // Commit implements ReservationService.Commit.
 func (h *reservations) Commit(ctx context.Context, req *connect.Request[ledgerdv1.CommitRequest]) (*connect.Response[ledgerdv1.CommitResponse], error) {
-	r, err := h.transition(ctx, req.Msg.Id, req.Msg.IdempotencyKey, h.s.opts.Ledger.Commit)
+	r, err := h.transition(ctx, req.Msg.Id, req.Msg.IdempotencyKey, h.l.Commit)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +141,7 @@ func (h *reservations) Commit(ctx context.Context, req *connect.Request[ledgerdv
 
 // Abort implements ReservationService.Abort.
 func (h *reservations) Abort(ctx context.Context, req *connect.Request[ledgerdv1.AbortRequest]) (*connect.Response[ledgerdv1.AbortResponse], error) {
-	r, err := h.transition(ctx, req.Msg.Id, req.Msg.IdempotencyKey, h.s.opts.Ledger.Abort)
+	r, err := h.transition(ctx, req.Msg.Id, req.Msg.IdempotencyKey, h.l.Abort)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +150,7 @@ func (h *reservations) Abort(ctx context.Context, req *connect.Request[ledgerdv1
 
 // Cancel implements ReservationService.Cancel.
 func (h *reservations) Cancel(ctx context.Context, req *connect.Request[ledgerdv1.CancelRequest]) (*connect.Response[ledgerdv1.CancelResponse], error) {
-	r, err := h.transition(ctx, req.Msg.Id, req.Msg.IdempotencyKey, h.s.opts.Ledger.Cancel)
+	r, err := h.transition(ctx, req.Msg.Id, req.Msg.IdempotencyKey, h.l.Cancel)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +159,7 @@ func (h *reservations) Cancel(ctx context.Context, req *connect.Request[ledgerdv
 
 // Complete implements ReservationService.Complete.
 func (h *reservations) Complete(ctx context.Context, req *connect.Request[ledgerdv1.CompleteRequest]) (*connect.Response[ledgerdv1.CompleteResponse], error) {
-	r, err := h.transition(ctx, req.Msg.Id, req.Msg.IdempotencyKey, func(ctx context.Context, w Write, id string) (*ledgerdv1.Reservation, error) {
+	r, err := h.transition(ctx, req.Msg.Id, req.Msg.IdempotencyKey, func(ctx context.Context, w ledger.Write, id string) (*ledgerdv1.Reservation, error) {
 		var at int64
 		if req.Msg.At != nil {
 			var err error
@@ -165,7 +169,7 @@ func (h *reservations) Complete(ctx context.Context, req *connect.Request[ledger
 			// 0 means "now" to the Ledger; the epoch is long past anyway.
 			at = max(at, 1)
 		}
-		return h.s.opts.Ledger.Complete(ctx, w, id, at)
+		return h.l.Complete(ctx, w, id, at)
 	})
 	if err != nil {
 		return nil, err
@@ -191,7 +195,7 @@ func (h *reservations) Modify(ctx context.Context, req *connect.Request[ledgerdv
 	if err != nil {
 		return nil, toConnect(err)
 	}
-	r, err := h.s.opts.Ledger.Modify(ctx, ModifyArgs{Write: w, ID: m.Id, Shape: sh, TTL: ttl})
+	r, err := h.l.Modify(ctx, ledger.ModifyArgs{Write: w, ID: m.Id, Shape: sh, TTL: ttl})
 	if err != nil {
 		return nil, toConnect(err)
 	}
@@ -204,7 +208,7 @@ func (h *reservations) Get(ctx context.Context, req *connect.Request[ledgerdv1.G
 	if err != nil {
 		return nil, err
 	}
-	r, err := h.s.own(ctx, p, req.Msg.Id, req.Msg.Stale)
+	r, err := h.own(ctx, p, req.Msg.Id, req.Msg.Stale)
 	if err != nil {
 		return nil, toConnect(err)
 	}
@@ -223,16 +227,16 @@ func (h *reservations) List(ctx context.Context, req *connect.Request[ledgerdv1.
 		return nil, err
 	}
 	m := req.Msg
-	q := ListQuery{Resource: m.Resource, Tenant: m.Tenant, States: m.States, Stale: m.Stale, Limit: defaultPage}
+	q := ledger.ListQuery{Resource: m.Resource, Tenant: m.Tenant, States: m.States, Stale: m.Stale, Limit: defaultPage}
 	if !p.Operator {
 		if m.Tenant != "" && m.Tenant != p.Tenant {
-			return nil, toConnect(fmt.Errorf("tenant %q may not list tenant %q: %w", p.Tenant, m.Tenant, ErrPermission))
+			return nil, toConnect(fmt.Errorf("tenant %q may not list tenant %q: %w", p.Tenant, m.Tenant, ledger.ErrPermission))
 		}
 		q.Tenant = p.Tenant
 	}
 	switch {
 	case m.PageSize < 0:
-		return nil, toConnect(&FieldError{Field: "page_size", Reason: "must be >= 0"})
+		return nil, toConnect(&ledger.FieldError{Field: "page_size", Reason: "must be >= 0"})
 	case m.PageSize > maxPage:
 		q.Limit = maxPage
 	case m.PageSize > 0:
@@ -240,7 +244,7 @@ func (h *reservations) List(ctx context.Context, req *connect.Request[ledgerdv1.
 	}
 	for i, st := range m.States {
 		if _, ok := ledgerdv1.ReservationState_name[int32(st)]; !ok || st == ledgerdv1.ReservationState_RESERVATION_STATE_UNSPECIFIED {
-			return nil, toConnect(&FieldError{Field: fmt.Sprintf("states[%d]", i), Reason: "unknown state"})
+			return nil, toConnect(&ledger.FieldError{Field: fmt.Sprintf("states[%d]", i), Reason: "unknown state"})
 		}
 	}
 	if m.From != nil {
@@ -253,14 +257,14 @@ func (h *reservations) List(ctx context.Context, req *connect.Request[ledgerdv1.
 			return nil, toConnect(err)
 		}
 		if q.To <= q.From {
-			return nil, toConnect(&FieldError{Field: "to", Reason: "must be after from"})
+			return nil, toConnect(&ledger.FieldError{Field: "to", Reason: "must be after from"})
 		}
 	}
 	if len(m.PageToken) > 256 {
-		return nil, toConnect(&FieldError{Field: "page_token", Reason: "malformed"})
+		return nil, toConnect(&ledger.FieldError{Field: "page_token", Reason: "malformed"})
 	}
 	q.PageToken = m.PageToken
-	rs, next, err := h.s.opts.Ledger.List(ctx, q)
+	rs, next, err := h.l.List(ctx, q)
 	if err != nil {
 		return nil, toConnect(err)
 	}
@@ -274,15 +278,15 @@ func (h *reservations) Find(ctx context.Context, req *connect.Request[ledgerdv1.
 	if err != nil {
 		return nil, toConnect(err)
 	}
-	f, err := h.s.opts.Ledger.Find(ctx, sh)
+	f, err := h.l.Find(ctx, sh)
 	if err != nil {
 		return nil, toConnect(err)
 	}
 	resp := &ledgerdv1.FindResponse{Fits: f.Fits}
 	if f.Fits {
-		resp.Start = MsToTimestamp(f.Start)
+		resp.Start = ledger.MsToTimestamp(f.Start)
 	} else if f.LaterOK {
-		resp.LaterStart = MsToTimestamp(f.LaterStart)
+		resp.LaterStart = ledger.MsToTimestamp(f.LaterStart)
 	}
 	return connect.NewResponse(resp), nil
 }
@@ -296,17 +300,17 @@ func (h *reservations) Offers(ctx context.Context, req *connect.Request[ledgerdv
 	k := int(req.Msg.MaxOffers)
 	switch {
 	case k < 0 || k > 100:
-		return nil, toConnect(&FieldError{Field: "max_offers", Reason: "must be between 0 and 100"})
+		return nil, toConnect(&ledger.FieldError{Field: "max_offers", Reason: "must be between 0 and 100"})
 	case k == 0:
 		k = 5
 	}
-	starts, err := h.s.opts.Ledger.Offers(ctx, sh, k)
+	starts, err := h.l.Offers(ctx, sh, k)
 	if err != nil {
 		return nil, toConnect(err)
 	}
 	resp := &ledgerdv1.OffersResponse{}
 	for _, st := range starts {
-		resp.Offers = append(resp.Offers, &ledgerdv1.Offer{Start: MsToTimestamp(st), End: MsToTimestamp(st + sh.Duration)})
+		resp.Offers = append(resp.Offers, &ledgerdv1.Offer{Start: ledger.MsToTimestamp(st), End: ledger.MsToTimestamp(st + sh.Duration)})
 	}
 	return connect.NewResponse(resp), nil
 }
@@ -325,16 +329,16 @@ func (h *reservations) Availability(ctx context.Context, req *connect.Request[le
 		}
 	}
 	if m.To == nil {
-		return nil, toConnect(&FieldError{Field: "to", Reason: "required"})
+		return nil, toConnect(&ledger.FieldError{Field: "to", Reason: "required"})
 	}
 	to, err := tsMs("to", m.To)
 	if err != nil {
 		return nil, toConnect(err)
 	}
 	if to <= from {
-		return nil, toConnect(&FieldError{Field: "to", Reason: "must be after from"})
+		return nil, toConnect(&ledger.FieldError{Field: "to", Reason: "must be after from"})
 	}
-	res, blocks, err := h.s.opts.Ledger.Availability(ctx, m.Resource, from, to)
+	res, blocks, err := h.l.Availability(ctx, m.Resource, from, to)
 	if err != nil {
 		return nil, toConnect(err)
 	}
@@ -357,13 +361,13 @@ func (h *reservations) History(ctx context.Context, req *connect.Request[ledgerd
 	limit := defaultPage
 	switch {
 	case m.Limit < 0:
-		return nil, toConnect(&FieldError{Field: "limit", Reason: "must be >= 0"})
+		return nil, toConnect(&ledger.FieldError{Field: "limit", Reason: "must be >= 0"})
 	case m.Limit > maxPage:
 		limit = maxPage
 	case m.Limit > 0:
 		limit = int(m.Limit)
 	}
-	evs, err := h.s.opts.Ledger.History(ctx, m.FromVersion, m.FromIndex, limit)
+	evs, err := h.l.History(ctx, m.FromVersion, m.FromIndex, limit)
 	if err != nil {
 		return nil, toConnect(err)
 	}
@@ -389,7 +393,7 @@ func (h *reservations) Watch(ctx context.Context, req *connect.Request[ledgerdv1
 	if err != nil {
 		return err
 	}
-	led := h.s.opts.Ledger
+	led := h.l
 	v, idx := req.Msg.FromVersion, req.Msg.FromIndex
 	if v == 0 {
 		// Start after the current version and say so at once, so a client

@@ -8,18 +8,20 @@ import (
 
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/gen/ledgerd/v1/ledgerdv1connect"
+	"github.com/ledgerd/ledgerd/ledger"
 )
 
 // resources implements ResourceService.
 type resources struct {
 	ledgerdv1connect.UnimplementedResourceServiceHandler
 	s *Server
+	l ledger.Ledger
 }
 
 // operatorWrite checks the operator role and builds the write arguments.
-func (s *Server) operatorWrite(ctx context.Context, key string) (Write, error) {
+func (s *Server) operatorWrite(ctx context.Context, key string) (ledger.Write, error) {
 	if _, err := requireOperator(ctx); err != nil {
-		return Write{}, err
+		return ledger.Write{}, err
 	}
 	w, _, err := s.write(ctx, key)
 	return w, err
@@ -33,16 +35,16 @@ func (h *resources) Create(ctx context.Context, req *connect.Request[ledgerdv1.C
 	}
 	r := req.Msg.Resource
 	if r == nil {
-		return nil, toConnect(&FieldError{Field: "resource", Reason: "required"})
+		return nil, toConnect(&ledger.FieldError{Field: "resource", Reason: "required"})
 	}
 	if err := checkName("resource.name", r.Name); err != nil {
 		return nil, toConnect(err)
 	}
 	if r.Capacity < 0 {
-		return nil, toConnect(&FieldError{Field: "resource.capacity", Reason: "must be >= 0"})
+		return nil, toConnect(&ledger.FieldError{Field: "resource.capacity", Reason: "must be >= 0"})
 	}
 	if len(r.Unit) > maxNameLen {
-		return nil, toConnect(&FieldError{Field: "resource.unit", Reason: fmt.Sprintf("longer than %d bytes", maxNameLen)})
+		return nil, toConnect(&ledger.FieldError{Field: "resource.unit", Reason: fmt.Sprintf("longer than %d bytes", maxNameLen)})
 	}
 	if err := checkLabels("resource.labels", r.Labels); err != nil {
 		return nil, toConnect(err)
@@ -50,7 +52,7 @@ func (h *resources) Create(ctx context.Context, req *connect.Request[ledgerdv1.C
 	if err := checkPolicy("resource.", r.Policy, r.MinSuccessPermille, r.MaxPushes); err != nil {
 		return nil, toConnect(err)
 	}
-	out, err := h.s.opts.Ledger.CreateResource(ctx, w, r)
+	out, err := h.l.CreateResource(ctx, w, r)
 	if err != nil {
 		return nil, toConnect(err)
 	}
@@ -68,11 +70,11 @@ func (h *resources) UpdateCapacity(ctx context.Context, req *connect.Request[led
 		return nil, toConnect(err)
 	}
 	if m.Capacity < 0 {
-		return nil, toConnect(&FieldError{Field: "capacity", Reason: "must be >= 0"})
+		return nil, toConnect(&ledger.FieldError{Field: "capacity", Reason: "must be >= 0"})
 	}
-	a := CapacityArgs{Write: w, Name: m.Name, Capacity: m.Capacity}
+	a := ledger.CapacityArgs{Write: w, Name: m.Name, Capacity: m.Capacity}
 	if m.From != nil || m.To != nil {
-		a.From, a.To = h.s.nowMs(), NoDeadline
+		a.From, a.To = h.s.nowMs(), ledger.NoDeadline
 		if m.From != nil {
 			if a.From, err = tsMs("from", m.From); err != nil {
 				return nil, toConnect(err)
@@ -84,10 +86,10 @@ func (h *resources) UpdateCapacity(ctx context.Context, req *connect.Request[led
 			}
 		}
 		if a.To <= a.From {
-			return nil, toConnect(&FieldError{Field: "to", Reason: "must be after from"})
+			return nil, toConnect(&ledger.FieldError{Field: "to", Reason: "must be after from"})
 		}
 	}
-	out, err := h.s.opts.Ledger.UpdateCapacity(ctx, a)
+	out, err := h.l.UpdateCapacity(ctx, a)
 	if err != nil {
 		return nil, toConnect(err)
 	}
@@ -103,7 +105,7 @@ func (h *resources) Delete(ctx context.Context, req *connect.Request[ledgerdv1.D
 	if err := checkName("name", req.Msg.Name); err != nil {
 		return nil, toConnect(err)
 	}
-	if err := h.s.opts.Ledger.DeleteResource(ctx, w, req.Msg.Name, req.Msg.Force); err != nil {
+	if err := h.l.DeleteResource(ctx, w, req.Msg.Name, req.Msg.Force); err != nil {
 		return nil, toConnect(err)
 	}
 	return connect.NewResponse(&ledgerdv1.DeleteResponse{}), nil
@@ -114,7 +116,7 @@ func (h *resources) List(ctx context.Context, req *connect.Request[ledgerdv1.Res
 	if _, err := callerOf(ctx); err != nil {
 		return nil, err
 	}
-	rs, err := h.s.opts.Ledger.Resources(ctx, req.Msg.Stale)
+	rs, err := h.l.Resources(ctx, req.Msg.Stale)
 	if err != nil {
 		return nil, toConnect(err)
 	}

@@ -24,11 +24,11 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 
+	"github.com/ledgerd/ledgerd/agent/agenttest"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/internal/testpki"
 	"github.com/ledgerd/ledgerd/rpc"
 	"github.com/ledgerd/ledgerd/rpc/client"
-	"github.com/ledgerd/ledgerd/rpc/rpctest"
 )
 
 // pki is a throw-away CA with a server and a client certificate, as PEM files.
@@ -63,9 +63,9 @@ func serveTLS(t *testing.T, srv *rpc.Server, cfg *tls.Config) string {
 
 func TestMutualTLSIdentity(t *testing.T) {
 	p := newPKI(t)
-	site := rpctest.NewSite(t, rpctest.Options{})
+	site := agenttest.NewSite(t, agenttest.Options{})
 	auth, err := rpc.NewAuthenticator(rpc.AuthFile{
-		Tokens: []rpc.TokenEntry{{Token: rpctest.TokenOps, Tenant: "ops", Operator: true}},
+		Tokens: []rpc.TokenEntry{{Token: agenttest.TokenOps, Tenant: "ops", Operator: true}},
 		Certs:  []rpc.CertEntry{{CommonName: "broker-1", Tenant: "acme"}},
 	})
 	if err != nil {
@@ -88,7 +88,7 @@ func TestMutualTLSIdentity(t *testing.T) {
 	ctx := context.Background()
 	// Operator over TLS with a token and the client certificate creates a
 	// resource; the certificate alone maps to tenant acme.
-	opsC, _ := client.New([]string{addr}, client.Options{Token: rpctest.TokenOps, TLS: &tls.Config{RootCAs: p.pool, Certificates: []tls.Certificate{cert}}})
+	opsC, _ := client.New([]string{addr}, client.Options{Token: agenttest.TokenOps, TLS: &tls.Config{RootCAs: p.pool, Certificates: []tls.Certificate{cert}}})
 	if _, err := opsC.CreateResource(ctx, &ledgerdv1.Resource{Name: "gpu", Capacity: 8}); err != nil {
 		t.Fatalf("operator over mTLS: %v", err)
 	}
@@ -105,9 +105,9 @@ func TestMutualTLSIdentity(t *testing.T) {
 }
 
 func TestRateLimitPerTenant(t *testing.T) {
-	s, _ := newSite(t, rpctest.Options{API: rpc.Options{RateLimit: 0.001, RateBurst: 2}})
-	acme := newAPI(s.URLs[0], rpctest.TokenAcme)
-	globex := newAPI(s.URLs[0], rpctest.TokenGlobex)
+	s, _ := newSite(t, agenttest.Options{API: rpc.Options{RateLimit: 0.001, RateBurst: 2}})
+	acme := newAPI(s.URLs[0], agenttest.TokenAcme)
+	globex := newAPI(s.URLs[0], agenttest.TokenGlobex)
 	ctx := context.Background()
 	list := func(c api) error {
 		_, err := c.rsc.List(ctx, connect.NewRequest(&ledgerdv1.ResourceServiceListRequest{}))
@@ -142,7 +142,7 @@ func TestRateLimitPerTenant(t *testing.T) {
 }
 
 func TestStreamsAreAuthenticated(t *testing.T) {
-	s, _ := newSite(t, rpctest.Options{})
+	s, _ := newSite(t, agenttest.Options{})
 	anon := newAPI(s.URLs[0], "")
 	stream, err := anon.res.Watch(context.Background(), connect.NewRequest(&ledgerdv1.WatchRequest{FromVersion: 1}))
 	if err == nil {
@@ -155,8 +155,8 @@ func TestStreamsAreAuthenticated(t *testing.T) {
 		t.Fatalf("anonymous watch: %v", err)
 	}
 	// Tenants only see their own reservation events, operators all.
-	acme := newAPI(s.URLs[0], rpctest.TokenAcme)
-	globex := newAPI(s.URLs[0], rpctest.TokenGlobex)
+	acme := newAPI(s.URLs[0], agenttest.TokenAcme)
+	globex := newAPI(s.URLs[0], agenttest.TokenGlobex)
 	ctx := context.Background()
 	if _, err := globex.res.Reserve(ctx, connect.NewRequest(&ledgerdv1.ReserveRequest{Shape: shape("gpu", 1, time.Hour, time.Hour, 0)})); err != nil {
 		t.Fatal(err)
@@ -173,7 +173,7 @@ func TestStreamsAreAuthenticated(t *testing.T) {
 }
 
 func TestCORSOnlyForConfiguredOrigins(t *testing.T) {
-	s, _ := newSite(t, rpctest.Options{API: rpc.Options{CORSOrigins: []string{"https://app.example"}}})
+	s, _ := newSite(t, agenttest.Options{API: rpc.Options{CORSOrigins: []string{"https://app.example"}}})
 	preflight := func(origin string) *http.Response {
 		req, _ := http.NewRequest(http.MethodOptions, s.URLs[0]+"/ledgerd.v1.ResourceService/List", nil)
 		req.Header.Set("Origin", origin)
@@ -226,7 +226,7 @@ func TestAuthFileValidation(t *testing.T) {
 }
 
 func TestHealthFollowsReadinessAndReflectionListsServices(t *testing.T) {
-	site := rpctest.NewSite(t, rpctest.Options{})
+	site := agenttest.NewSite(t, agenttest.Options{})
 	var ready atomic.Bool
 	srv, err := rpc.New(rpc.Options{Ledger: site.Ledger, Ready: ready.Load})
 	if err != nil {

@@ -17,15 +17,16 @@ import (
 	"connectrpc.com/grpcreflect"
 
 	"github.com/ledgerd/ledgerd/gen/ledgerd/v1/ledgerdv1connect"
+	"github.com/ledgerd/ledgerd/ledger"
 )
 
 // Options configures a Server. Ledger is required; zero values elsewhere
 // take the documented defaults.
 type Options struct {
 	// Ledger serves reservations and resources. Required.
-	Ledger Ledger
+	Ledger ledger.Ledger
 	// Cluster serves ClusterService; nil makes those calls Unimplemented.
-	Cluster Cluster
+	Cluster ledger.Cluster
 	// Auth maps credentials to principals; nil turns authentication off
 	// (every caller is operator of tenant "default"; for -dev only).
 	Auth *Authenticator
@@ -143,10 +144,10 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	reflector := grpcreflect.NewStaticReflector(ServiceNames...)
 	for _, route := range []func() (string, http.Handler){
 		func() (string, http.Handler) {
-			return ledgerdv1connect.NewReservationServiceHandler(&reservations{s: s}, opts...)
+			return ledgerdv1connect.NewReservationServiceHandler(&reservations{s: s, l: s.opts.Ledger}, opts...)
 		},
 		func() (string, http.Handler) {
-			return ledgerdv1connect.NewResourceServiceHandler(&resources{s: s}, opts...)
+			return ledgerdv1connect.NewResourceServiceHandler(&resources{s: s, l: s.opts.Ledger}, opts...)
 		},
 		func() (string, http.Handler) {
 			return ledgerdv1connect.NewClusterServiceHandler(&clusterSvc{s: s}, opts...)

@@ -2,10 +2,10 @@
 // reservations fast, so restart time and memory can be measured at 100k
 // and 1M reservations with the real agent.
 //
-// Prefill runs the agent's own stack in-process: a cluster.Node (real
-// raft, raft-boltdb, snapshot store and transport on loopback) around the
-// ledger FSM, with the agent's stamp and tick, and writes through
-// rpc.FSMLedger, the code behind the public API. The log therefore holds
+// Prefill runs the agent's own stack in-process, assembled by agent.New: a
+// cluster.Node (real raft, raft-boltdb, snapshot store and transport on
+// loopback) around the ledger FSM, with the agent's stamp and tick, and
+// writes through the agent's ledger, the code behind the public API. The log therefore holds
 // exactly the commands the API would have logged for the same requests
 // (one-phase reserves with client-style idempotency keys), and the data
 // directory is the one the agent writes. Only HTTP, Connect and the
@@ -24,11 +24,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ledgerd/ledgerd/agent"
 	"github.com/ledgerd/ledgerd/benchmarks/service"
 	"github.com/ledgerd/ledgerd/cluster"
 	"github.com/ledgerd/ledgerd/fsm"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
-	"github.com/ledgerd/ledgerd/rpc"
+	"github.com/ledgerd/ledgerd/ledger"
+	"github.com/ledgerd/ledgerd/ledger/replicated"
 	"github.com/ledgerd/ledgerd/rpc/client"
 )
 
@@ -121,30 +123,31 @@ func Prefill(ctx context.Context, c Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	f, err := fsm.New(fsm.Config{}) // the agent's FSM settings
+	cfg := agent.DefaultConfig()
+	cfg.NodeName, cfg.DataDir = c.NodeName, c.DataDir
+	cfg.HTTPAddr, cfg.RaftAddr, cfg.GossipAddr = c.HTTPAddr, c.RaftAddr, c.GossipAddr
+	cfg.BootstrapExpect = 1
+	cfg.SnapshotThreshold, cfg.TrailingLogs = c.SnapshotThreshold, c.TrailingLogs
+	cfg.SnapshotInterval = agent.Duration(c.SnapshotInterval)
+	cfg.SnapshotOnShutdown = true
+	if err := cfg.Validate(false); err != nil {
+		return Result{}, fmt.Errorf("prefill: %w", err)
+	}
+	a, err := agent.New(cfg, agent.Options{Logger: c.Logger})
 	if err != nil {
 		return Result{}, fmt.Errorf("prefill: %w", err)
 	}
-	node, err := cluster.New(cluster.Config{
-		NodeName: c.NodeName, DataDir: c.DataDir,
-		RaftBind: c.RaftAddr, GossipBind: c.GossipAddr, RPCAdvertise: c.HTTPAddr,
-		BootstrapExpect: 1, Stamp: fsm.Stamp, Tick: fsm.TickCommand, Logger: c.Logger,
-		SnapshotThreshold: c.SnapshotThreshold, SnapshotInterval: c.SnapshotInterval,
-		TrailingLogs: c.TrailingLogs, SnapshotOnShutdown: true,
-	}, f)
-	if err != nil {
-		return Result{}, fmt.Errorf("prefill: %w", err)
-	}
-	res, err := fill(ctx, c, node, f)
+	defer a.Close()
+	res, err := fill(ctx, c, a.Node(), a.FSM(), a.Ledger())
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if serr := node.Shutdown(sctx); serr != nil && err == nil {
+	if serr := a.Shutdown(sctx); serr != nil && err == nil {
 		err = fmt.Errorf("prefill: shutdown: %w", serr)
 	}
 	return res, err
 }
 
-func fill(ctx context.Context, c Config, node *cluster.Node, f *fsm.FSM) (Result, error) {
+func fill(ctx context.Context, c Config, node *cluster.Node, f *fsm.FSM, led *replicated.Ledger) (Result, error) {
 	start := time.Now()
 	res := Result{Resources: c.Resources}
 	for !node.Ready() {
@@ -157,9 +160,8 @@ func fill(ctx context.Context, c Config, node *cluster.Node, f *fsm.FSM) (Result
 	if f.Stats().AppliedIndex > 1 {
 		return res, fmt.Errorf("prefill: %s already holds a ledger; use an empty data dir", c.DataDir)
 	}
-	led := &rpc.FSMLedger{R: node, FSM: f}
 	// The API's principal when authentication is off.
-	w := rpc.Write{Tenant: "default", Operator: true}
+	w := ledger.Write{Tenant: "default", Operator: true}
 	names := service.ResourceNames(c.Resources)
 	if err := createResources(ctx, led, w, names, c.Capacity, c.Workers); err != nil {
 		return res, err
@@ -196,7 +198,7 @@ func fill(ctx context.Context, c Config, node *cluster.Node, f *fsm.FSM) (Result
 
 // createResources creates the resources with up to workers in flight, so
 // raft batches them as it batches the reservations.
-func createResources(ctx context.Context, led *rpc.FSMLedger, w rpc.Write, names []string, capacity int64, workers int) error {
+func createResources(ctx context.Context, led *replicated.Ledger, w ledger.Write, names []string, capacity int64, workers int) error {
 	var next atomic.Int64
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
@@ -221,23 +223,23 @@ func createResources(ctx context.Context, led *rpc.FSMLedger, w rpc.Write, names
 // writer reserves shapes until live reservations were accepted in total.
 // An attempt that ends with an unknown outcome is retried with the same
 // idempotency key, as the API client does.
-func writer(ctx context.Context, led *rpc.FSMLedger, w rpc.Write, sh *service.Shaper, live int64, accepted, rejected *atomic.Int64) error {
+func writer(ctx context.Context, led *replicated.Ledger, w ledger.Write, sh *service.Shaper, live int64, accepted, rejected *atomic.Int64) error {
 	for accepted.Load() < live {
 		s := sh.Next()
 		w.IdempotencyKey = client.NewKey()
-		args := rpc.HoldArgs{Write: w, Commit: true, Shape: rpc.Shape{
-			Parts:    []rpc.Part{{Resource: s.Resource, Amount: s.Amount}},
+		args := ledger.HoldArgs{Write: w, Commit: true, Shape: ledger.Shape{
+			Parts:    []ledger.Part{{Resource: s.Resource, Amount: s.Amount}},
 			Duration: s.Duration, NotBefore: s.NotBefore, Deadline: s.Deadline,
 		}}
 		for attempt := 0; ; attempt++ {
 			_, _, err := led.Hold(ctx, args)
-			var rej *rpc.RejectedError
+			var rej *ledger.RejectedError
 			switch {
 			case err == nil:
 				accepted.Add(1)
 			case errors.As(err, &rej):
 				rejected.Add(1)
-			case (errors.Is(err, rpc.ErrUnavailable) || errors.Is(err, rpc.ErrOutcomeUnknown)) && attempt < 10 && ctx.Err() == nil:
+			case (errors.Is(err, ledger.ErrUnavailable) || errors.Is(err, ledger.ErrOutcomeUnknown)) && attempt < 10 && ctx.Err() == nil:
 				time.Sleep(50 * time.Millisecond)
 				continue
 			case ctx.Err() != nil:

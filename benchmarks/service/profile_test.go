@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgerd/ledgerd/agent/agenttest"
 	"github.com/ledgerd/ledgerd/rpc"
 	"github.com/ledgerd/ledgerd/rpc/client"
-	"github.com/ledgerd/ledgerd/rpc/rpctest"
 )
 
 // TestProfileLedgerd runs the workload against an in-process cluster so
@@ -29,8 +29,8 @@ func TestProfileLedgerd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := rpctest.NewCluster(t, n, rpc.Options{Auth: rpctest.NewAuth(t)})
-	sys, err := NewLedgerd(c.Addrs(), client.Options{Token: rpctest.TokenOps}, strconv.Itoa(n)+" nodes")
+	c := agenttest.NewCluster(t, n, rpc.Options{Auth: agenttest.NewAuth(t)})
+	sys, err := NewLedgerd(c.Addrs(), client.Options{Token: agenttest.TokenOps}, strconv.Itoa(n)+" nodes")
 	if err != nil {
 		t.Fatal(err)
 	}

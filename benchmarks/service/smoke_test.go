@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgerd/ledgerd/agent/agenttest"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/rpc"
 	"github.com/ledgerd/ledgerd/rpc/client"
-	"github.com/ledgerd/ledgerd/rpc/rpctest"
 )
 
 // TestSmokeLedgerd runs the generator for a few seconds against an
@@ -23,8 +23,8 @@ func TestSmokeLedgerd(t *testing.T) {
 }
 
 func smokeLedgerd(t *testing.T, mode string) {
-	c := rpctest.NewCluster(t, 1, rpc.Options{Auth: rpctest.NewAuth(t)})
-	sys, err := NewLedgerd(c.Addrs(), client.Options{Token: rpctest.TokenOps, NoCoalesce: mode == "unary"}, "1 node")
+	c := agenttest.NewCluster(t, 1, rpc.Options{Auth: agenttest.NewAuth(t)})
+	sys, err := NewLedgerd(c.Addrs(), client.Options{Token: agenttest.TokenOps, NoCoalesce: mode == "unary"}, "1 node")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func smokeLedgerd(t *testing.T, mode string) {
 		t.Fatalf("no progress line: %q", progress.String())
 	}
 	// The same live set read back through the API: nothing was lost.
-	cl, err := client.New(c.Addrs(), client.Options{Token: rpctest.TokenOps})
+	cl, err := client.New(c.Addrs(), client.Options{Token: agenttest.TokenOps})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ledgerd/ledgerd/rpc/rpctest"
+	"github.com/ledgerd/ledgerd/agent/agenttest"
 )
 
 // TestCLICoReserve books sub-requests over two resources, each on the
@@ -15,7 +15,7 @@ import (
 func TestCLICoReserve(t *testing.T) {
 	cliSite(t)
 	for _, name := range []string{"a", "b"} {
-		if code, _, errOut := runCLI(t, "resource", "create", name, "-capacity", "8", "-token", rpctest.TokenOps); code != exitOK {
+		if code, _, errOut := runCLI(t, "resource", "create", name, "-capacity", "8", "-token", agenttest.TokenOps); code != exitOK {
 			t.Fatalf("create %s: %s", name, errOut)
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ledgerd/ledgerd/rpc/rpctest"
+	"github.com/ledgerd/ledgerd/agent/agenttest"
 )
 
 // TestCLIPolicies creates a move-variable resource, submits a variable job,
@@ -12,7 +12,7 @@ import (
 // and server errors exit as every other command does.
 func TestCLIPolicies(t *testing.T) {
 	cliSite(t)
-	code, out, errOut := runCLI(t, "resource", "create", "batch", "--capacity", "10", "--policy", "move-variable", "--max-pushes", "2", "-token", rpctest.TokenOps)
+	code, out, errOut := runCLI(t, "resource", "create", "batch", "--capacity", "10", "--policy", "move-variable", "--max-pushes", "2", "-token", agenttest.TokenOps)
 	if code != exitOK || !strings.Contains(out, "move-variable max-pushes=2") {
 		t.Fatalf("resource create: %d\n%s%s", code, out, errOut)
 	}
@@ -35,7 +35,7 @@ func TestCLIPolicies(t *testing.T) {
 		t.Fatalf("get j1: %d\n%s", code, out)
 	}
 
-	code, out, errOut = runCLI(t, "resources", "policy", "set", "batch", "--policy", "relaxed", "--vstar", "0.75", "-token", rpctest.TokenOps)
+	code, out, errOut = runCLI(t, "resources", "policy", "set", "batch", "--policy", "relaxed", "--vstar", "0.75", "-token", agenttest.TokenOps)
 	if code != exitOK || !strings.Contains(out, "relaxed v*=0.750") {
 		t.Fatalf("policy set: %d\n%s%s", code, out, errOut)
 	}

@@ -7,23 +7,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgerd/ledgerd/agent/agenttest"
 	"github.com/ledgerd/ledgerd/rpc"
-	"github.com/ledgerd/ledgerd/rpc/rpctest"
 )
 
 var cliT0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // cliSite starts an API server and points the CLI at it through the
 // environment, with the clock at cliT0.
-func cliSite(t *testing.T) *rpctest.Site {
+func cliSite(t *testing.T) *agenttest.Site {
 	t.Helper()
-	s := rpctest.NewSite(t, rpctest.Options{API: rpc.Options{Auth: rpctest.NewAuth(t)}})
+	s := agenttest.NewSite(t, agenttest.Options{API: rpc.Options{Auth: agenttest.NewAuth(t)}})
 	t.Setenv("LEDGERD_ADDR", s.Addrs[0])
-	t.Setenv("LEDGERD_TOKEN", rpctest.TokenAcme)
+	t.Setenv("LEDGERD_TOKEN", agenttest.TokenAcme)
 	old := cliNow
 	cliNow = func() time.Time { return cliT0 }
 	t.Cleanup(func() { cliNow = old })
-	if code, _, errOut := runCLI(t, "resources", "create", "gpu", "-capacity", "8", "-unit", "GPUs", "-token", rpctest.TokenOps); code != 0 {
+	if code, _, errOut := runCLI(t, "resources", "create", "gpu", "-capacity", "8", "-unit", "GPUs", "-token", agenttest.TokenOps); code != 0 {
 		t.Fatalf("resources create: %d %s", code, errOut)
 	}
 	return s
@@ -151,7 +151,7 @@ func TestCLIAvailabilityChartAndOffers(t *testing.T) {
 func TestCLIWatchPrintsEvents(t *testing.T) {
 	cliSite(t)
 	runCLI(t, "reserve", "-res", "gpu=1", "-dur", "1h", "-after", "+1h")
-	code, out, errOut := runCLI(t, "watch", "-from-version", "1", "-for", "2s", "-json", "-token", rpctest.TokenOps)
+	code, out, errOut := runCLI(t, "watch", "-from-version", "1", "-for", "2s", "-json", "-token", agenttest.TokenOps)
 	if code != exitOK {
 		t.Fatalf("watch: %d %s", code, errOut)
 	}
@@ -185,7 +185,7 @@ func TestParseTime(t *testing.T) {
 
 func TestCLIResources(t *testing.T) {
 	cliSite(t)
-	ops := []string{"-token", rpctest.TokenOps}
+	ops := []string{"-token", agenttest.TokenOps}
 	steps := []struct {
 		args []string
 		code int
@@ -212,8 +212,8 @@ func TestCLIResources(t *testing.T) {
 
 func TestCLICoalloc(t *testing.T) {
 	a := cliSite(t)
-	b := rpctest.NewSite(t, rpctest.Options{API: rpc.Options{Auth: rpctest.NewAuth(t)}})
-	if code, _, errOut := runCLI(t, "resources", "create", "cpu", "-capacity", "64", "-addr", b.Addrs[0], "-token", rpctest.TokenOps); code != 0 {
+	b := agenttest.NewSite(t, agenttest.Options{API: rpc.Options{Auth: agenttest.NewAuth(t)}})
+	if code, _, errOut := runCLI(t, "resources", "create", "cpu", "-capacity", "64", "-addr", b.Addrs[0], "-token", agenttest.TokenOps); code != 0 {
 		t.Fatal(errOut)
 	}
 	// Site b is busy for the first two hours: the common start is +2h.

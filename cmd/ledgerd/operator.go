@@ -3,11 +3,9 @@ package main
 import (
 	"flag"
 	"fmt"
-	"net"
 	"strings"
 
-	"github.com/ledgerd/ledgerd/cluster"
-	"github.com/ledgerd/ledgerd/fsm"
+	"github.com/ledgerd/ledgerd/agent"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 )
 
@@ -132,15 +130,11 @@ func runRecover(args []string) int {
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	rc, fc, err := recoverConfig(*configFile, *dataDir, *raftAddr)
+	plan, err := agent.PlanRecovery(*configFile, *dataDir, *raftAddr)
 	if err != nil {
 		return usageErr(fs, "%v", err)
 	}
-	f, err := fsm.New(fc)
-	if err != nil {
-		return fail("operator raft recover", err)
-	}
-	info, err := cluster.Recover(rc, f)
+	info, err := plan.Run()
 	if err != nil {
 		return fail("operator raft recover", err)
 	}
@@ -148,49 +142,11 @@ func runRecover(args []string) int {
 	for _, s := range info.Previous {
 		prev = append(prev, fmt.Sprintf("%s (%s)", s.ID, s.Address))
 	}
-	st := f.Stats()
 	fmt.Fprintf(cliOut, `recovered %s at %s as a one-server cluster
   last index: %d; resources: %d; holds outstanding: %d
   previous configuration: %s
 Next: wipe the data directory of every other old server, start this agent,
 then start the others; they join as new servers.
-`, info.ID, info.RaftAddr, info.LastIndex, len(st.Resources), st.HoldsOutstanding, strings.Join(prev, ", "))
+`, info.ID, info.RaftAddr, info.LastIndex, info.Resources, info.HoldsOutstanding, strings.Join(prev, ", "))
 	return exitOK
-}
-
-// recoverConfig resolves the data directory and Raft address from the
-// agent's config file and the flags (flags win).
-func recoverConfig(configFile, dataDir, raftAddr string) (cluster.RecoverConfig, fsm.Config, error) {
-	var rc cluster.RecoverConfig
-	var fc fsm.Config
-	if configFile != "" {
-		cfg := defaultAgentConfig()
-		if err := loadConfigFile(configFile, &cfg); err != nil {
-			return rc, fc, err
-		}
-		// The log is replayed as the agent applies it.
-		fc = cfg.fsmConfig()
-		rc.DataDir = cfg.DataDir
-		rc.RaftAddr = cfg.RaftAdvertise
-		if rc.RaftAddr == "" {
-			rc.RaftAddr = cfg.RaftAddr
-		}
-	}
-	if dataDir != "" {
-		rc.DataDir = dataDir
-	}
-	if raftAddr != "" {
-		rc.RaftAddr = raftAddr
-	}
-	if rc.DataDir == "" {
-		return rc, fc, fmt.Errorf("-data-dir (or data_dir in -config) is required")
-	}
-	host, _, err := net.SplitHostPort(rc.RaftAddr)
-	if err != nil {
-		return rc, fc, fmt.Errorf("-raft-addr (or raft_advertise/raft_addr in -config) must be host:port, got %q", rc.RaftAddr)
-	}
-	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-		return rc, fc, fmt.Errorf("-raft-addr: %q is not an address peers can dial; give the advertised one", rc.RaftAddr)
-	}
-	return rc, fc, nil
 }

@@ -56,7 +56,7 @@ func TestReadmeQuickStart(t *testing.T) {
 		t.Fatalf("quick start has %d commands, want the resources/reserve/hold/find/availability/list/watch tour", len(cmds))
 	}
 	s, _ := startAgent(t, "-data-dir", t.TempDir())
-	t.Setenv("LEDGERD_ADDR", s.httpLn.Addr().String())
+	t.Setenv("LEDGERD_ADDR", s.Addr())
 
 	// What each command must show, beyond exiting 0.
 	want := map[string]string{
@@ -97,7 +97,7 @@ func TestReadmeQuickStart(t *testing.T) {
 func TestReadmePolicyExample(t *testing.T) {
 	cmds := readmeCommands(t, "## Admission policies")
 	s, _ := startAgent(t, "-data-dir", t.TempDir())
-	t.Setenv("LEDGERD_ADDR", s.httpLn.Addr().String())
+	t.Setenv("LEDGERD_ADDR", s.Addr())
 	want := []string{"move-variable max-pushes=4", "not before", "moved job nightly-build: ", "moved later 1x"}
 	if len(cmds) != len(want) {
 		t.Fatalf("policy example has %d commands, want %d: %q", len(cmds), len(want), cmds)

@@ -13,17 +13,17 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/ledgerd/ledgerd/agent/agenttest"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
-	"github.com/ledgerd/ledgerd/rpc/rpctest"
 )
 
 var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // newSite starts a site with resources cpu (128) and gpu (8).
-func newSite(t *testing.T, servers int) *rpctest.Site {
+func newSite(t *testing.T, servers int) *agenttest.Site {
 	t.Helper()
-	s := rpctest.NewSite(t, rpctest.Options{Servers: servers, API: rpctestAPI(t)})
-	ops := newClient(t, s, rpctest.TokenOps)
+	s := agenttest.NewSite(t, agenttest.Options{Servers: servers, API: rpctestAPI(t)})
+	ops := newClient(t, s, agenttest.TokenOps)
 	for _, r := range []*ledgerdv1.Resource{{Name: "cpu", Capacity: 128}, {Name: "gpu", Capacity: 8}} {
 		if _, err := ops.CreateResource(context.Background(), r); err != nil {
 			t.Fatal(err)
@@ -34,7 +34,7 @@ func newSite(t *testing.T, servers int) *rpctest.Site {
 
 // downBriefly makes the site's log unavailable for 100 ms, as during an
 // election, so that a call started now must be retried.
-func downBriefly(s *rpctest.Site) {
+func downBriefly(s *agenttest.Site) {
 	s.Log.Down.Store(true)
 	go func() {
 		time.Sleep(100 * time.Millisecond)
@@ -43,7 +43,7 @@ func downBriefly(s *rpctest.Site) {
 }
 
 // newClient returns a client over every server of s, starting at server 0.
-func newClient(t *testing.T, s *rpctest.Site, token string) *Client {
+func newClient(t *testing.T, s *agenttest.Site, token string) *Client {
 	t.Helper()
 	c, err := New(s.Addrs, Options{Token: token, MaxAttempts: 5, BaseBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	if err != nil {
@@ -75,7 +75,7 @@ func countLive(t *testing.T, c *Client) int {
 func TestRetriesOnNextNodeWhenOneIsDown(t *testing.T) {
 	s := newSite(t, 2)
 	s.Stop(0)
-	c := newClient(t, s, rpctest.TokenAcme)
+	c := newClient(t, s, agenttest.TokenAcme)
 	r, err := c.Reserve(context.Background(), &ledgerdv1.ReserveRequest{Shape: gpuShape(2, time.Hour)})
 	if err != nil {
 		t.Fatalf("reserve with node 0 down: %v", err)
@@ -90,7 +90,7 @@ func TestRetriesOnNextNodeWhenOneIsDown(t *testing.T) {
 
 func TestRetriesThroughAnElectionExactlyOnce(t *testing.T) {
 	s := newSite(t, 1)
-	c := newClient(t, s, rpctest.TokenAcme)
+	c := newClient(t, s, agenttest.TokenAcme)
 	c.opts.MaxAttempts = 50
 	downBriefly(s)
 	if _, err := c.Reserve(context.Background(), &ledgerdv1.ReserveRequest{Shape: gpuShape(2, time.Hour)}); err != nil {
@@ -103,7 +103,7 @@ func TestRetriesThroughAnElectionExactlyOnce(t *testing.T) {
 
 func TestNoRetryOnRejection(t *testing.T) {
 	s := newSite(t, 1)
-	c := newClient(t, s, rpctest.TokenAcme)
+	c := newClient(t, s, agenttest.TokenAcme)
 	if _, err := c.Reserve(context.Background(), &ledgerdv1.ReserveRequest{Shape: gpuShape(8, time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
@@ -122,8 +122,8 @@ func TestNoRetryOnRejection(t *testing.T) {
 // duplicate.
 func TestWatchResumesAcrossFailover(t *testing.T) {
 	s := newSite(t, 2)
-	acme := newClient(t, s, rpctest.TokenAcme)
-	ops := newClient(t, s, rpctest.TokenOps)
+	acme := newClient(t, s, agenttest.TokenAcme)
+	ops := newClient(t, s, agenttest.TokenOps)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -205,7 +205,7 @@ func TestWatchResumesAcrossFailover(t *testing.T) {
 // it starts with event (v, 1).
 func TestWatchResumeInsideAVersion(t *testing.T) {
 	s := newSite(t, 1)
-	acme := newClient(t, s, rpctest.TokenAcme)
+	acme := newClient(t, s, agenttest.TokenAcme)
 	ctx := context.Background()
 	for range 3 {
 		if _, err := acme.Hold(ctx, &ledgerdv1.HoldRequest{Shape: gpuShape(1, time.Hour), HoldTtl: durationpb.New(time.Minute)}); err != nil {
@@ -239,8 +239,8 @@ var errStop = errors.New("stop")
 // booking's event after the reconnect.
 func TestWatchFromNowKeepsItsPlaceAcrossReconnect(t *testing.T) {
 	s := newSite(t, 2)
-	acme := newClient(t, s, rpctest.TokenAcme)
-	watcher := newClient(t, s, rpctest.TokenAcme)
+	acme := newClient(t, s, agenttest.TokenAcme)
+	watcher := newClient(t, s, agenttest.TokenAcme)
 	watcher.opts.BaseBackoff = 400 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	events := make(chan *ledgerdv1.Event, 10)

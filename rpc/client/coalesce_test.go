@@ -17,9 +17,9 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/ledgerd/ledgerd/agent/agenttest"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/rpc"
-	"github.com/ledgerd/ledgerd/rpc/rpctest"
 )
 
 // outcome is one call's answer in comparable form.
@@ -161,7 +161,7 @@ func TestCoalescedCallsAnswerAsUnary(t *testing.T) {
 			}
 			return c
 		}
-		acme, globex := mk(rpctest.TokenAcme), mk(rpctest.TokenGlobex)
+		acme, globex := mk(agenttest.TokenAcme), mk(agenttest.TokenGlobex)
 		var out []outcome
 		for _, st := range steps {
 			r, err := st.call(context.Background(), acme, globex)
@@ -204,9 +204,9 @@ func TestCoalescedCallsAnswerAsUnary(t *testing.T) {
 
 // oldServer serves s's ledger like a server that predates Batch (404 on
 // it) or, with delay, answers Batch slowly.
-func oldServer(t *testing.T, s *rpctest.Site, batch func(w http.ResponseWriter, r *http.Request, next http.Handler)) string {
+func oldServer(t *testing.T, s *agenttest.Site, batch func(w http.ResponseWriter, r *http.Request, next http.Handler)) string {
 	t.Helper()
-	srv, err := rpc.New(rpc.Options{Ledger: s.Ledger, Auth: rpctest.NewAuth(t), Now: s.Clock.Now})
+	srv, err := rpc.New(rpc.Options{Ledger: s.Ledger, Auth: agenttest.NewAuth(t), Now: s.Clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestCoalescingFallsBackToUnary(t *testing.T) {
 	s := newSite(t, 1)
 	addr := oldServer(t, s, func(w http.ResponseWriter, r *http.Request, _ http.Handler) { http.NotFound(w, r) })
 	counter := &batchCounter{next: httpClient(nil).Transport}
-	c, err := New([]string{addr}, Options{Token: rpctest.TokenAcme, MaxAttempts: 1, HTTPClient: &http.Client{Transport: counter}})
+	c, err := New([]string{addr}, Options{Token: agenttest.TokenAcme, MaxAttempts: 1, HTTPClient: &http.Client{Transport: counter}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestCoalescedCallDeadline(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		next.ServeHTTP(w, r)
 	})
-	c, err := New([]string{addr}, Options{Token: rpctest.TokenAcme, MaxAttempts: 1, MaxInFlight: 1})
+	c, err := New([]string{addr}, Options{Token: agenttest.TokenAcme, MaxAttempts: 1, MaxInFlight: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,9 +295,9 @@ func TestCoalescedBrokersOnRealCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real Raft cluster")
 	}
-	c := rpctest.NewCluster(t, 3, rpctestAPI(t))
+	c := agenttest.NewCluster(t, 3, rpctestAPI(t))
 	counter := &batchCounter{next: httpClient(nil).Transport}
-	cl, err := New(c.Addrs(), Options{Token: rpctest.TokenOps, MaxAttempts: 20, BaseBackoff: 10 * time.Millisecond, HTTPClient: &http.Client{Transport: counter}})
+	cl, err := New(c.Addrs(), Options{Token: agenttest.TokenOps, MaxAttempts: 20, BaseBackoff: 10 * time.Millisecond, HTTPClient: &http.Client{Transport: counter}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,17 +10,17 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/ledgerd/ledgerd/agent/agenttest"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/rpc"
-	"github.com/ledgerd/ledgerd/rpc/rpctest"
 )
 
 // twoSites starts sites A and B (each its own ledger) and a CoRequest for
 // 4 GPUs on each for one hour from t0+1h.
-func twoSites(t *testing.T) (a, b *rpctest.Site, ca, cb *Client, req CoRequest) {
+func twoSites(t *testing.T) (a, b *agenttest.Site, ca, cb *Client, req CoRequest) {
 	t.Helper()
 	a, b = newSite(t, 1), newSite(t, 1)
-	ca, cb = newClient(t, a, rpctest.TokenAcme), newClient(t, b, rpctest.TokenAcme)
+	ca, cb = newClient(t, a, agenttest.TokenAcme), newClient(t, b, agenttest.TokenAcme)
 	parts := []*ledgerdv1.ResourceAmount{{Resource: "gpu", Amount: 4}}
 	req = CoRequest{
 		Sites:     []SiteRequest{{Site: "A", Client: ca, Parts: parts}, {Site: "B", Client: cb, Parts: parts}},
@@ -155,8 +155,8 @@ func TestCoAllocateHoldExpiresMidwayCompensates(t *testing.T) {
 	oneState(t, ca, "A", cancelled)
 	oneState(t, cb, "B", expired)
 	// Nothing is booked on either site afterwards.
-	for name, s := range map[string]*rpctest.Site{"A": a, "B": b} {
-		f, err := newClient(t, s, rpctest.TokenAcme).Find(context.Background(), &ledgerdv1.Shape{
+	for name, s := range map[string]*agenttest.Site{"A": a, "B": b} {
+		f, err := newClient(t, s, agenttest.TokenAcme).Find(context.Background(), &ledgerdv1.Shape{
 			Parts: req.Sites[0].Parts, Duration: durationpb.New(time.Hour), ExactStart: timestamppb.New(t0.Add(time.Hour)),
 		})
 		if err != nil || !f.Fits {

@@ -8,8 +8,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/ledgerd/ledgerd/agent/agenttest"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
-	"github.com/ledgerd/ledgerd/rpc/rpctest"
 )
 
 // TestCoReserveCall: a co-reservation retried across an election is
@@ -17,7 +17,7 @@ import (
 func TestCoReserveCall(t *testing.T) {
 	ctx := context.Background()
 	s := newSite(t, 1)
-	acme := newClient(t, s, rpctest.TokenAcme)
+	acme := newClient(t, s, agenttest.TokenAcme)
 	acme.opts.MaxAttempts = 50
 	sub := func(amount int64) *ledgerdv1.CoSubRequest {
 		return &ledgerdv1.CoSubRequest{Amount: amount, Start: timestamppb.New(t0.Add(time.Hour)), Duration: durationpb.New(time.Hour)}

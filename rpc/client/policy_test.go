@@ -8,8 +8,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/ledgerd/ledgerd/agent/agenttest"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
-	"github.com/ledgerd/ledgerd/rpc/rpctest"
 )
 
 // TestPolicyCalls drives SetPolicy, SubmitJob (retried through an
@@ -19,7 +19,7 @@ import (
 func TestPolicyCalls(t *testing.T) {
 	ctx := context.Background()
 	s := newSite(t, 1)
-	ops, acme := newClient(t, s, rpctest.TokenOps), newClient(t, s, rpctest.TokenAcme)
+	ops, acme := newClient(t, s, agenttest.TokenOps), newClient(t, s, agenttest.TokenAcme)
 	acme.opts.MaxAttempts = 50
 	res, err := ops.SetPolicy(ctx, &ledgerdv1.SetPolicyRequest{Name: "gpu", Policy: ledgerdv1.Policy_POLICY_MOVE_VARIABLE, MaxPushes: 3})
 	if err != nil || res.Policy != ledgerdv1.Policy_POLICY_MOVE_VARIABLE || res.MaxPushes != 3 {

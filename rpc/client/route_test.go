@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ledgerd/ledgerd/rpc/rpctest"
+	"github.com/ledgerd/ledgerd/agent/agenttest"
 
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 )
@@ -69,11 +69,11 @@ func testWritesGoStraightToTheLeader(t *testing.T, coalesce bool) {
 		}
 		return m
 	}
-	c := rpctest.NewCluster(t, 3, rpctestAPI(t))
+	c := agenttest.NewCluster(t, 3, rpctestAPI(t))
 	leader := c.WaitLeader(15 * time.Second)
-	follower := slices.IndexFunc(c.Servers, func(s *rpctest.Server) bool { return s != leader })
+	follower := slices.IndexFunc(c.Servers, func(s *agenttest.Server) bool { return s != leader })
 	rec := &hostRecorder{next: httpClient(nil).Transport}
-	cl, err := New(c.Addrs(), Options{Token: rpctest.TokenOps, HTTPClient: &http.Client{Transport: rec}, NoCoalesce: !coalesce})
+	cl, err := New(c.Addrs(), Options{Token: agenttest.TokenOps, HTTPClient: &http.Client{Transport: rec}, NoCoalesce: !coalesce})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func testWritesGoStraightToTheLeader(t *testing.T, coalesce bool) {
 		}
 	}
 	rec2 := &hostRecorder{next: httpClient(nil).Transport}
-	fc, err := New(followers, Options{Token: rpctest.TokenOps, HTTPClient: &http.Client{Transport: rec2}, NoCoalesce: !coalesce})
+	fc, err := New(followers, Options{Token: agenttest.TokenOps, HTTPClient: &http.Client{Transport: rec2}, NoCoalesce: !coalesce})
 	if err != nil {
 		t.Fatal(err)
 	}

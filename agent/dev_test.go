@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -31,18 +31,18 @@ func (s *syncBuffer) String() string {
 
 // startAgent runs an in-process dev agent with args and returns it once
 // it has seeded its sample data.
-func startAgent(t *testing.T, args ...string) (*server, *syncBuffer) {
+func startAgent(t *testing.T, args ...string) (*Agent, *syncBuffer) {
 	t.Helper()
-	cfg, opts, err := parseAgentArgs(append([]string{"-dev", "-http-addr", "127.0.0.1:0", "-log-level", "error"}, args...),
+	cfg, opts, err := ParseArgs(append([]string{"-dev", "-http-addr", "127.0.0.1:0", "-log-level", "error"}, args...),
 		func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &syncBuffer{}
-	s := newServer(cfg, opts, cfg.newLogger(io.Discard))
+	s := mustAgent(t, cfg, opts)
 	done := make(chan error, 1)
-	go func() { done <- s.run(ctx, out) }()
+	go func() { done <- s.Run(ctx, out) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -69,16 +69,16 @@ func startAgent(t *testing.T, args ...string) (*server, *syncBuffer) {
 // sample data through the log, serve /healthz, /readyz and /metrics, and
 // remove its temporary data dir on exit.
 func TestDevAgent(t *testing.T) {
-	cfg, opts, err := parseAgentArgs([]string{"-dev", "-http-addr", "127.0.0.1:0", "-log-level", "error"},
+	cfg, opts, err := ParseArgs([]string{"-dev", "-http-addr", "127.0.0.1:0", "-log-level", "error"},
 		func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &syncBuffer{}
-	s := newServer(cfg, opts, cfg.newLogger(io.Discard))
+	s := mustAgent(t, cfg, opts)
 	done := make(chan error, 1)
-	go func() { done <- s.run(ctx, out) }()
+	go func() { done <- s.Run(ctx, out) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(out.String(), "ready") {
 		select {
@@ -96,8 +96,7 @@ func TestDevAgent(t *testing.T) {
 			t.Errorf("banner lacks %q:\n%s", want, out.String())
 		}
 	}
-	<-s.listening
-	base := "http://" + s.httpLn.Addr().String()
+	base := "http://" + s.Addr()
 	for path, want := range map[string]string{
 		"/healthz": "ok",
 		"/readyz":  "ready",
@@ -130,7 +129,7 @@ func TestAgentPprofKey(t *testing.T) {
 		want int
 	}{{nil, http.StatusNotFound}, {[]string{"-pprof=true"}, http.StatusOK}} {
 		s, _ := startAgent(t, tc.args...)
-		resp, err := http.Get("http://" + s.httpLn.Addr().String() + "/debug/pprof/heap?debug=1")
+		resp, err := http.Get("http://" + s.Addr() + "/debug/pprof/heap?debug=1")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package rpc
+package replicated
 
 import (
 	"context"
@@ -7,16 +7,17 @@ import (
 
 	"github.com/ledgerd/ledgerd/cluster"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/ledger"
 )
 
-// NodeCluster implements Cluster on a cluster.Node. Leader-only operations
+// Cluster implements Cluster on a cluster.Node. Leader-only operations
 // (TransferLeadership, RemoveServer, RestoreSnapshot) fail with Unavailable
 // on followers, so a retrying client moves on until it reaches the leader.
-type NodeCluster struct {
+type Cluster struct {
 	Node *cluster.Node
 }
 
-var _ Cluster = NodeCluster{}
+var _ ledger.Cluster = Cluster{}
 
 // roles maps cluster.Member roles to the API's.
 var roles = map[string]ledgerdv1.Role{
@@ -26,7 +27,7 @@ var roles = map[string]ledgerdv1.Role{
 }
 
 // Members implements Cluster.
-func (c NodeCluster) Members(context.Context) ([]*ledgerdv1.Member, error) {
+func (c Cluster) Members(context.Context) ([]*ledgerdv1.Member, error) {
 	ms := c.Node.Members()
 	out := make([]*ledgerdv1.Member, len(ms))
 	for i, m := range ms {
@@ -39,7 +40,7 @@ func (c NodeCluster) Members(context.Context) ([]*ledgerdv1.Member, error) {
 }
 
 // Leader implements Cluster.
-func (c NodeCluster) Leader(context.Context) (*ledgerdv1.LeaderResponse, error) {
+func (c Cluster) Leader(context.Context) (*ledgerdv1.LeaderResponse, error) {
 	id, api := c.Node.Leader()
 	out := &ledgerdv1.LeaderResponse{Id: id, ApiAddress: api}
 	for _, m := range c.Node.Members() {
@@ -52,9 +53,9 @@ func (c NodeCluster) Leader(context.Context) (*ledgerdv1.LeaderResponse, error) 
 
 // TransferLeadership implements Cluster; the cluster layer lets Raft pick
 // the successor, so a target cannot be named.
-func (c NodeCluster) TransferLeadership(ctx context.Context, target string) error {
+func (c Cluster) TransferLeadership(ctx context.Context, target string) error {
 	if target != "" {
-		return &FieldError{Field: "target_id", Reason: "naming the successor is not supported; leave it empty"}
+		return &ledger.FieldError{Field: "target_id", Reason: "naming the successor is not supported; leave it empty"}
 	}
 	if err := c.Node.TransferLeadership(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -62,13 +63,13 @@ func (c NodeCluster) TransferLeadership(ctx context.Context, target string) erro
 		}
 		// A transfer that timed out or raced an election leaves the
 		// cluster as it was; asking again is safe, so say Unavailable.
-		return fmt.Errorf("transfer leadership: %w: %w", ErrUnavailable, err)
+		return fmt.Errorf("transfer leadership: %w: %w", ledger.ErrUnavailable, err)
 	}
 	return nil
 }
 
 // RemoveServer implements Cluster.
-func (c NodeCluster) RemoveServer(ctx context.Context, id string) error {
+func (c Cluster) RemoveServer(ctx context.Context, id string) error {
 	if err := c.Node.RemoveServer(ctx, id); err != nil {
 		return clusterErr("remove server", err)
 	}
@@ -76,7 +77,7 @@ func (c NodeCluster) RemoveServer(ctx context.Context, id string) error {
 }
 
 // SaveSnapshot implements Cluster.
-func (c NodeCluster) SaveSnapshot(ctx context.Context, w io.Writer) (uint64, error) {
+func (c Cluster) SaveSnapshot(ctx context.Context, w io.Writer) (uint64, error) {
 	info, err := c.Node.SaveSnapshot(ctx, w)
 	if err != nil {
 		return 0, clusterErr("save snapshot", err)
@@ -85,7 +86,7 @@ func (c NodeCluster) SaveSnapshot(ctx context.Context, w io.Writer) (uint64, err
 }
 
 // RestoreSnapshot implements Cluster.
-func (c NodeCluster) RestoreSnapshot(ctx context.Context, r io.Reader) (uint64, error) {
+func (c Cluster) RestoreSnapshot(ctx context.Context, r io.Reader) (uint64, error) {
 	if err := c.Node.RestoreSnapshot(ctx, r); err != nil {
 		return 0, clusterErr("restore snapshot", err)
 	}
@@ -96,4 +97,4 @@ func (c NodeCluster) RestoreSnapshot(ctx context.Context, r io.Reader) (uint64, 
 }
 
 // String names the node, for logs.
-func (c NodeCluster) String() string { return fmt.Sprintf("node %s", c.Node.ID()) }
+func (c Cluster) String() string { return fmt.Sprintf("node %s", c.Node.ID()) }

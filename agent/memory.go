@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"encoding/json"
@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// byteSize is a number of bytes, written as an integer or as a string
+// ByteSize is a number of bytes, written as an integer or as a string
 // with a binary unit: "900MiB", "2GiB", "512KiB", "123".
-type byteSize int64
+type ByteSize int64
 
 // byteUnits are the accepted suffixes, longest first.
 var byteUnits = []struct {
@@ -19,7 +19,7 @@ var byteUnits = []struct {
 }{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"B", 1}}
 
 // parseByteSize reads "<integer>[KiB|MiB|GiB|TiB|B]".
-func parseByteSize(v string) (byteSize, error) {
+func parseByteSize(v string) (ByteSize, error) {
 	num, mult := strings.TrimSpace(v), int64(1)
 	for _, u := range byteUnits {
 		if rest, ok := strings.CutSuffix(num, u.suffix); ok {
@@ -34,13 +34,13 @@ func parseByteSize(v string) (byteSize, error) {
 	if n > (1<<63-1)/mult {
 		return 0, fmt.Errorf("%q overflows", v)
 	}
-	return byteSize(n * mult), nil
+	return ByteSize(n * mult), nil
 }
 
 // UnmarshalJSON accepts a number of bytes or a string with a unit. Its
 // errors name memory_limit, the one key of this type, because the file
 // decoder does not name the key of a value that fails its own decoding.
-func (b *byteSize) UnmarshalJSON(data []byte) error {
+func (b *ByteSize) UnmarshalJSON(data []byte) error {
 	var s string
 	if err := json.Unmarshal(data, &s); err != nil {
 		var n json.Number
@@ -62,10 +62,10 @@ func (b *byteSize) UnmarshalJSON(data []byte) error {
 // the limit the collector runs more often instead of letting the heap
 // grow to twice the live data, which is what keeps a node with a large
 // table inside the memory it was given.
-func (s *server) applyMemoryLimit() {
-	if s.cfg.MemoryLimit <= 0 {
+func (a *Agent) applyMemoryLimit() {
+	if a.cfg.MemoryLimit <= 0 {
 		return
 	}
-	prev := debug.SetMemoryLimit(int64(s.cfg.MemoryLimit))
-	s.log.Info("memory limit set", "bytes", int64(s.cfg.MemoryLimit), "previous", prev)
+	prev := debug.SetMemoryLimit(int64(a.cfg.MemoryLimit))
+	a.log.Info("memory limit set", "bytes", int64(a.cfg.MemoryLimit), "previous", prev)
 }

@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -103,7 +103,7 @@ func TestClockJumpsOnTheLeader(t *testing.T) {
 	}
 	dir := t.TempDir()
 	s, _ := startAgent(t, "-data-dir", dir, "-tick-interval", "100ms")
-	f := s.fsm
+	f := s.FSM()
 	setOffset := func(d time.Duration) {
 		t.Helper()
 		if err := os.WriteFile(filepath.Join(dir, clockOffsetFile), []byte(strconv.FormatInt(d.Milliseconds(), 10)), 0o600); err != nil {

@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -20,7 +20,7 @@ func TestAgentPolicyMetrics(t *testing.T) {
 	s, _ := startAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := client.New([]string{s.httpLn.Addr().String()}, client.Options{})
+	c, err := client.New([]string{s.Addr()}, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestAgentPolicyMetrics(t *testing.T) {
 	if err != nil || len(resp.Moved) != 1 {
 		t.Fatalf("reserve over the job: %v, %v", resp, err)
 	}
-	m := scrape(t, "http://"+s.httpLn.Addr().String()+"/metrics")
+	m := scrape(t, "http://"+s.Addr()+"/metrics")
 	for _, c := range []struct {
 		series string
 		want   float64

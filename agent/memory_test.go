@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"io"
@@ -15,7 +15,7 @@ func TestMemoryLimitConfig(t *testing.T) {
 		file string
 		args []string
 		env  map[string]string
-		want byteSize
+		want ByteSize
 		err  string
 	}{
 		{"default", `{"data_dir":"d"}`, nil, nil, 0, ""},
@@ -31,7 +31,7 @@ func TestMemoryLimitConfig(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"-config", writeConfig(t, tc.file)}, tc.args...)
-			cfg, _, err := parseAgentArgs(args, func(k string) string { return tc.env[k] }, io.Discard)
+			cfg, _, err := ParseArgs(args, func(k string) string { return tc.env[k] }, io.Discard)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error = %v, want one naming %s", err, tc.err)
@@ -51,11 +51,11 @@ func TestApplyMemoryLimit(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 
 	debug.SetMemoryLimit(math.MaxInt64)
-	newServer(agentConfig{}, agentOptions{}, log).applyMemoryLimit()
+	(&Agent{cfg: Config{}, log: log}).applyMemoryLimit()
 	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
 		t.Fatalf("memory_limit 0 changed the runtime's limit to %d", got)
 	}
-	newServer(agentConfig{MemoryLimit: 700 << 20}, agentOptions{}, log).applyMemoryLimit()
+	(&Agent{cfg: Config{MemoryLimit: 700 << 20}, log: log}).applyMemoryLimit()
 	if got := debug.SetMemoryLimit(-1); got != 700<<20 {
 		t.Fatalf("runtime limit = %d, want %d", got, 700<<20)
 	}

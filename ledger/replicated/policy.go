@@ -1,14 +1,15 @@
-package rpc
+package replicated
 
 import (
 	"context"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/ledger"
 )
 
 // SetPolicy implements Ledger.
-func (l *FSMLedger) SetPolicy(ctx context.Context, a PolicyArgs) (*ledgerdv1.Resource, error) {
+func (l *Ledger) SetPolicy(ctx context.Context, a ledger.PolicyArgs) (*ledgerdv1.Resource, error) {
 	cmd := envelope(fsmv1.Command_TYPE_SET_POLICY, a.Write)
 	cmd.Payload = &fsmv1.Command_SetPolicy{SetPolicy: &fsmv1.SetPolicy{Name: a.Name, Policy: policySpec(a.Policy, a.MinSuccess, a.MaxPushes)}}
 	res, err := l.apply(ctx, "set policy", cmd)
@@ -19,7 +20,7 @@ func (l *FSMLedger) SetPolicy(ctx context.Context, a PolicyArgs) (*ledgerdv1.Res
 }
 
 // SubmitJob implements Ledger.
-func (l *FSMLedger) SubmitJob(ctx context.Context, a JobArgs) (*ledgerdv1.Reservation, error) {
+func (l *Ledger) SubmitJob(ctx context.Context, a ledger.JobArgs) (*ledgerdv1.Reservation, error) {
 	cmd := envelope(fsmv1.Command_TYPE_SUBMIT_JOB, a.Write)
 	cmd.Payload = &fsmv1.Command_SubmitJob{SubmitJob: &fsmv1.SubmitJob{
 		Id:              a.ID,
@@ -67,7 +68,7 @@ func schedulerToAPI(out *ledgerdv1.Reservation, r *fsmv1.Reservation) {
 	out.Pushes = r.GetPushes()
 	out.ShortUnits = r.GetShortUnits()
 	if ms := r.GetNotBeforeMillis(); ms != 0 {
-		out.NotBefore = MsToTimestamp(ms)
+		out.NotBefore = ledger.MsToTimestamp(ms)
 	}
 }
 
@@ -78,7 +79,7 @@ func movesToAPI(ms []*fsmv1.Move) []*ledgerdv1.MovedJob {
 	}
 	out := make([]*ledgerdv1.MovedJob, len(ms))
 	for i, m := range ms {
-		out[i] = &ledgerdv1.MovedJob{Id: m.GetId(), From: MsToTimestamp(m.GetFromMillis()), To: MsToTimestamp(m.GetToMillis())}
+		out[i] = &ledgerdv1.MovedJob{Id: m.GetId(), From: ledger.MsToTimestamp(m.GetFromMillis()), To: ledger.MsToTimestamp(m.GetToMillis())}
 	}
 	return out
 }

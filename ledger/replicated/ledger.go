@@ -1,4 +1,4 @@
-package rpc
+package replicated
 
 import (
 	"context"
@@ -10,54 +10,62 @@ import (
 	"github.com/ledgerd/ledgerd/fsm"
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/ledger"
 	"github.com/ledgerd/ledgerd/planner"
 )
 
-// Replicator is what FSMLedger needs from the cluster layer; *cluster.Node
+// Log is what Ledger needs from the cluster layer; *cluster.Node
 // implements it. Apply replicates an encoded fsm command and returns the
 // encoded fsm result; ReadBarrier waits until the local FSM reflects every
 // acknowledged write.
-type Replicator interface {
+type Log interface {
 	Apply(ctx context.Context, cmd []byte) ([]byte, error)
 	ReadBarrier(ctx context.Context) error
 }
 
-// FSMLedger implements Ledger on the replicated state machine: writes are
-// encoded as fsm commands and go through the Replicator, reads come from
+// Ledger implements Ledger on the replicated state machine: writes are
+// encoded as fsm commands and go through the Log, reads come from
 // the local FSM after a read barrier (or without one when stale is asked).
-type FSMLedger struct {
-	R   Replicator
-	FSM *fsm.FSM
-	// HistoryLimit must equal the FSM's Config.HistoryLimit (0 means the
-	// fsm default); it tells whether the retained history was ever cut.
-	HistoryLimit int
+//
+// It is the one place where API requests become fsm commands and fsm
+// results become API answers and errors. It holds no state of its own.
+type Ledger struct {
+	log Log
+	fsm *fsm.FSM
 }
 
-var _ Ledger = (*FSMLedger)(nil)
+var (
+	_ ledger.Ledger    = (*Ledger)(nil)
+	_ ledger.Pipeliner = (*Ledger)(nil)
+)
+
+// New returns the ledger that replicates writes through log and reads f,
+// the FSM that log applies its entries to.
+func New(log Log, f *fsm.FSM) *Ledger {
+	return &Ledger{log: log, fsm: f}
+}
+
+// FSM returns the state machine the ledger reads.
+func (l *Ledger) FSM() *fsm.FSM { return l.fsm }
 
 // clusterErr maps the cluster sentinels to the API's outcome errors.
 func clusterErr(op string, err error) error {
 	switch {
 	case errors.Is(err, cluster.ErrOutcomeUnknown):
-		return fmt.Errorf("%s: %w: %w", op, ErrOutcomeUnknown, err)
+		return fmt.Errorf("%s: %w: %w", op, ledger.ErrOutcomeUnknown, err)
 	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, cluster.ErrNotLeader), errors.Is(err, cluster.ErrShutdown):
-		return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
+		return fmt.Errorf("%s: %w: %w", op, ledger.ErrUnavailable, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
 
 // apply encodes and replicates cmd and maps a non-OK result to an error.
-func (l *FSMLedger) apply(ctx context.Context, op string, cmd *fsmv1.Command) (*fsmv1.Result, error) {
+func (l *Ledger) apply(ctx context.Context, op string, cmd *fsmv1.Command) (*fsmv1.Result, error) {
 	b, err := fsm.Encode(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	var out []byte
-	if s, ok := slotOf(ctx); ok {
-		out, err = s.apply(b)
-	} else {
-		out, err = l.R.Apply(ctx, b)
-	}
+	out, err := l.log.Apply(ctx, b)
 	if err != nil {
 		return nil, clusterErr(op, err)
 	}
@@ -78,24 +86,24 @@ func resultErr(r *fsmv1.Result) error {
 		return nil
 	case fsmv1.Result_STATUS_REJECTED:
 		rj := r.GetRejected()
-		return &RejectedError{Reason: ReasonNoCapacity, Message: r.GetMessage(), LaterOK: rj.GetLaterOk(), LaterStart: rj.GetLaterStartMillis()}
+		return &ledger.RejectedError{Reason: ledger.ReasonNoCapacity, Message: r.GetMessage(), LaterOK: rj.GetLaterOk(), LaterStart: rj.GetLaterStartMillis()}
 	case fsmv1.Result_STATUS_INVALID:
-		return &FieldError{Field: apiField(r.GetInvalid().GetField()), Reason: r.GetInvalid().GetReason()}
+		return &ledger.FieldError{Field: apiField(r.GetInvalid().GetField()), Reason: r.GetInvalid().GetReason()}
 	case fsmv1.Result_STATUS_NOT_FOUND:
-		return fmt.Errorf("%s: %w", r.GetMessage(), ErrNotFound)
+		return fmt.Errorf("%s: %w", r.GetMessage(), ledger.ErrNotFound)
 	case fsmv1.Result_STATUS_PERMISSION_DENIED:
-		return fmt.Errorf("%s: %w", r.GetMessage(), ErrPermission)
+		return fmt.Errorf("%s: %w", r.GetMessage(), ledger.ErrPermission)
 	case fsmv1.Result_STATUS_CONFLICT:
 		c := r.GetConflict()
 		switch c.GetKind() {
 		case fsmv1.Conflict_KIND_DUPLICATE_ID, fsmv1.Conflict_KIND_RESOURCE_EXISTS:
-			return fmt.Errorf("%s: %w", r.GetMessage(), ErrExists)
+			return fmt.Errorf("%s: %w", r.GetMessage(), ledger.ErrExists)
 		case fsmv1.Conflict_KIND_IN_USE:
-			return fmt.Errorf("%s: %w", r.GetMessage(), ErrInUse)
+			return fmt.Errorf("%s: %w", r.GetMessage(), ledger.ErrInUse)
 		case fsmv1.Conflict_KIND_CAPACITY:
-			return fmt.Errorf("%s (overbooked: %s): %w", r.GetMessage(), strings.Join(c.GetViolatedIds(), ","), ErrInUse)
+			return fmt.Errorf("%s (overbooked: %s): %w", r.GetMessage(), strings.Join(c.GetViolatedIds(), ","), ledger.ErrInUse)
 		default:
-			return fmt.Errorf("%s: %w", r.GetMessage(), ErrWrongState)
+			return fmt.Errorf("%s: %w", r.GetMessage(), ledger.ErrWrongState)
 		}
 	}
 	return fmt.Errorf("unexpected result status %v: %s", r.GetStatus(), r.GetMessage())
@@ -131,11 +139,11 @@ func apiField(f string) string {
 	return f
 }
 
-func envelope(t fsmv1.Command_Type, w Write) *fsmv1.Command {
+func envelope(t fsmv1.Command_Type, w ledger.Write) *fsmv1.Command {
 	return &fsmv1.Command{Type: t, IdempotencyKey: w.IdempotencyKey, Owner: w.Tenant, Privileged: w.Operator}
 }
 
-func fsmParts(ps []Part) []*fsmv1.Part {
+func fsmParts(ps []ledger.Part) []*fsmv1.Part {
 	out := make([]*fsmv1.Part, len(ps))
 	for i, p := range ps {
 		out[i] = &fsmv1.Part{Resource: p.Resource, Amount: p.Amount}
@@ -143,7 +151,7 @@ func fsmParts(ps []Part) []*fsmv1.Part {
 	return out
 }
 
-func plannerReq(s Shape) planner.Request {
+func plannerReq(s ledger.Shape) planner.Request {
 	r := planner.Request{Duration: s.Duration, NotBefore: s.NotBefore, Deadline: s.Deadline}
 	for _, p := range s.Parts {
 		r.Parts = append(r.Parts, planner.Part{Resource: p.Resource, Amount: p.Amount})
@@ -152,20 +160,21 @@ func plannerReq(s Shape) planner.Request {
 }
 
 // Hold implements Ledger.
-func (l *FSMLedger) Hold(ctx context.Context, a HoldArgs) (*ledgerdv1.Reservation, []*ledgerdv1.MovedJob, error) {
+func (l *Ledger) Hold(ctx context.Context, a ledger.HoldArgs) (*ledgerdv1.Reservation, []*ledgerdv1.MovedJob, error) {
 	t, op := fsmv1.Command_TYPE_HOLD, "hold"
 	if a.Commit {
 		t, op = fsmv1.Command_TYPE_RESERVE, "reserve"
 	}
 	cmd := envelope(t, a.Write)
 	req := &fsmv1.ReservationRequest{
+		Id:              a.ID,
 		Parts:           fsmParts(a.Shape.Parts),
 		DurationMillis:  a.Shape.Duration,
 		NotBeforeMillis: a.Shape.NotBefore,
 		HoldTtlMillis:   a.TTL,
 		Labels:          a.Labels,
 	}
-	if a.Shape.Deadline != NoDeadline {
+	if a.Shape.Deadline != ledger.NoDeadline {
 		req.DeadlineMillis = a.Shape.Deadline
 	}
 	cmd.Payload = &fsmv1.Command_Request{Request: req}
@@ -176,7 +185,7 @@ func (l *FSMLedger) Hold(ctx context.Context, a HoldArgs) (*ledgerdv1.Reservatio
 	return reservationToAPI(res.GetReservation()), movesToAPI(res.GetMoved()), nil
 }
 
-func (l *FSMLedger) target(ctx context.Context, op string, t fsmv1.Command_Type, w Write, id string) (*ledgerdv1.Reservation, error) {
+func (l *Ledger) target(ctx context.Context, op string, t fsmv1.Command_Type, w ledger.Write, id string) (*ledgerdv1.Reservation, error) {
 	cmd := envelope(t, w)
 	cmd.Payload = &fsmv1.Command_Target{Target: &fsmv1.Target{Id: id}}
 	res, err := l.apply(ctx, op, cmd)
@@ -187,22 +196,22 @@ func (l *FSMLedger) target(ctx context.Context, op string, t fsmv1.Command_Type,
 }
 
 // Commit implements Ledger.
-func (l *FSMLedger) Commit(ctx context.Context, w Write, id string) (*ledgerdv1.Reservation, error) {
+func (l *Ledger) Commit(ctx context.Context, w ledger.Write, id string) (*ledgerdv1.Reservation, error) {
 	return l.target(ctx, "commit", fsmv1.Command_TYPE_COMMIT, w, id)
 }
 
 // Abort implements Ledger.
-func (l *FSMLedger) Abort(ctx context.Context, w Write, id string) (*ledgerdv1.Reservation, error) {
+func (l *Ledger) Abort(ctx context.Context, w ledger.Write, id string) (*ledgerdv1.Reservation, error) {
 	return l.target(ctx, "abort", fsmv1.Command_TYPE_ABORT, w, id)
 }
 
 // Cancel implements Ledger.
-func (l *FSMLedger) Cancel(ctx context.Context, w Write, id string) (*ledgerdv1.Reservation, error) {
+func (l *Ledger) Cancel(ctx context.Context, w ledger.Write, id string) (*ledgerdv1.Reservation, error) {
 	return l.target(ctx, "cancel", fsmv1.Command_TYPE_CANCEL, w, id)
 }
 
 // Complete implements Ledger.
-func (l *FSMLedger) Complete(ctx context.Context, w Write, id string, at int64) (*ledgerdv1.Reservation, error) {
+func (l *Ledger) Complete(ctx context.Context, w ledger.Write, id string, at int64) (*ledgerdv1.Reservation, error) {
 	cmd := envelope(fsmv1.Command_TYPE_COMPLETE, w)
 	e := &fsmv1.Complete{Id: id}
 	if at != 0 {
@@ -220,16 +229,16 @@ func (l *FSMLedger) Complete(ctx context.Context, w Write, id string, at int64) 
 // earliest start of the new shape inside its window is found first (beside
 // the current booking, which stays held until commit); if the schedule
 // changes in between, the fsm rejects and the caller may retry.
-func (l *FSMLedger) Modify(ctx context.Context, a ModifyArgs) (*ledgerdv1.Reservation, error) {
+func (l *Ledger) Modify(ctx context.Context, a ledger.ModifyArgs) (*ledgerdv1.Reservation, error) {
 	if err := l.barrier(ctx, "modify", false); err != nil {
 		return nil, err
 	}
-	d, err := l.FSM.Find(plannerReq(a.Shape))
+	d, err := l.fsm.Find(plannerReq(a.Shape))
 	if err != nil {
 		return nil, fmt.Errorf("modify: %w", plannerErr(err))
 	}
 	if !d.Fits {
-		return nil, &RejectedError{Reason: ReasonNoCapacity, Message: "the new shape does not fit in its window", LaterOK: d.LaterOK, LaterStart: d.LaterStart}
+		return nil, &ledger.RejectedError{Reason: ledger.ReasonNoCapacity, Message: "the new shape does not fit in its window", LaterOK: d.LaterOK, LaterStart: d.LaterStart}
 	}
 	start, end := d.Start, d.Start+a.Shape.Duration
 	cmd := envelope(fsmv1.Command_TYPE_MODIFY, a.Write)
@@ -243,28 +252,27 @@ func (l *FSMLedger) Modify(ctx context.Context, a ModifyArgs) (*ledgerdv1.Reserv
 	return reservationToAPI(res.GetReservation()), nil
 }
 
-func (l *FSMLedger) barrier(ctx context.Context, op string, stale bool) error {
+func (l *Ledger) barrier(ctx context.Context, op string, stale bool) error {
 	if stale {
 		return nil
 	}
-	var err error
-	if s, ok := slotOf(ctx); ok {
-		err = s.barrier()
-	} else {
-		err = l.R.ReadBarrier(ctx)
-	}
-	if err != nil {
+	if err := l.log.ReadBarrier(ctx); err != nil {
 		return clusterErr(op, err)
 	}
 	return nil
 }
 
-// pipeline implements pipeliner when the Replicator can apply batches.
-func (l *FSMLedger) pipeline(n int) *pipeline {
-	if br, ok := l.R.(BatchReplicator); ok {
-		return newPipeline(br, n)
+// Pipeline implements Pipeliner when the Log can apply batches.
+func (l *Ledger) Pipeline(n int) ledger.Pipeline {
+	br, ok := l.log.(BatchLog)
+	if !ok {
+		return nil
 	}
-	return nil
+	return newPipeline(br, n, func(r Log) ledger.Ledger {
+		op := *l
+		op.log = r
+		return &op
+	})
 }
 
 // plannerErr maps planner sentinels to the API's outcome errors.
@@ -272,27 +280,27 @@ func plannerErr(err error) error {
 	var fe *planner.FieldError
 	switch {
 	case errors.As(err, &fe):
-		return &FieldError{Field: "shape." + fe.Field, Reason: fe.Reason}
+		return &ledger.FieldError{Field: "shape." + fe.Field, Reason: fe.Reason}
 	case errors.Is(err, planner.ErrUnknownResource):
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
+		return fmt.Errorf("%w: %w", ledger.ErrNotFound, err)
 	}
 	return err
 }
 
 // Get implements Ledger.
-func (l *FSMLedger) Get(ctx context.Context, id string, stale bool) (*ledgerdv1.Reservation, error) {
+func (l *Ledger) Get(ctx context.Context, id string, stale bool) (*ledgerdv1.Reservation, error) {
 	if err := l.barrier(ctx, "get", stale); err != nil {
 		return nil, err
 	}
-	r, ok := l.FSM.Get(id)
+	r, ok := l.fsm.Get(id)
 	if !ok {
-		return nil, fmt.Errorf("reservation %q: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("reservation %q: %w", id, ledger.ErrNotFound)
 	}
 	return reservationToAPI(r), nil
 }
 
 // List implements Ledger.
-func (l *FSMLedger) List(ctx context.Context, q ListQuery) ([]*ledgerdv1.Reservation, string, error) {
+func (l *Ledger) List(ctx context.Context, q ledger.ListQuery) ([]*ledgerdv1.Reservation, string, error) {
 	if err := l.barrier(ctx, "list", q.Stale); err != nil {
 		return nil, "", err
 	}
@@ -300,11 +308,11 @@ func (l *FSMLedger) List(ctx context.Context, q ListQuery) ([]*ledgerdv1.Reserva
 	for _, s := range q.States {
 		f.States = append(f.States, fsmv1.Reservation_State(s))
 	}
-	rs, next, err := l.FSM.List(f)
+	rs, next, err := l.fsm.List(f)
 	if err != nil {
 		var fe *planner.FieldError
 		if errors.As(err, &fe) {
-			return nil, "", &FieldError{Field: fe.Field, Reason: fe.Reason}
+			return nil, "", &ledger.FieldError{Field: fe.Field, Reason: fe.Reason}
 		}
 		return nil, "", fmt.Errorf("list: %w", err)
 	}
@@ -316,23 +324,23 @@ func (l *FSMLedger) List(ctx context.Context, q ListQuery) ([]*ledgerdv1.Reserva
 }
 
 // Find implements Ledger.
-func (l *FSMLedger) Find(ctx context.Context, s Shape) (FindResult, error) {
+func (l *Ledger) Find(ctx context.Context, s ledger.Shape) (ledger.FindResult, error) {
 	if err := l.barrier(ctx, "find", false); err != nil {
-		return FindResult{}, err
+		return ledger.FindResult{}, err
 	}
-	d, err := l.FSM.Find(plannerReq(s))
+	d, err := l.fsm.Find(plannerReq(s))
 	if err != nil {
-		return FindResult{}, fmt.Errorf("find: %w", plannerErr(err))
+		return ledger.FindResult{}, fmt.Errorf("find: %w", plannerErr(err))
 	}
-	return FindResult{Fits: d.Fits, Start: d.Start, LaterOK: d.LaterOK, LaterStart: d.LaterStart}, nil
+	return ledger.FindResult{Fits: d.Fits, Start: d.Start, LaterOK: d.LaterOK, LaterStart: d.LaterStart}, nil
 }
 
 // Offers implements Ledger.
-func (l *FSMLedger) Offers(ctx context.Context, s Shape, k int) ([]int64, error) {
+func (l *Ledger) Offers(ctx context.Context, s ledger.Shape, k int) ([]int64, error) {
 	if err := l.barrier(ctx, "offers", false); err != nil {
 		return nil, err
 	}
-	out, err := l.FSM.Offers(plannerReq(s), k)
+	out, err := l.fsm.Offers(plannerReq(s), k)
 	if err != nil {
 		return nil, fmt.Errorf("offers: %w", plannerErr(err))
 	}
@@ -340,39 +348,35 @@ func (l *FSMLedger) Offers(ctx context.Context, s Shape, k int) ([]int64, error)
 }
 
 // Availability implements Ledger.
-func (l *FSMLedger) Availability(ctx context.Context, resource string, from, to int64) (*ledgerdv1.Resource, []*ledgerdv1.FreeBlock, error) {
+func (l *Ledger) Availability(ctx context.Context, resource string, from, to int64) (*ledgerdv1.Resource, []*ledgerdv1.FreeBlock, error) {
 	if err := l.barrier(ctx, "availability", false); err != nil {
 		return nil, nil, err
 	}
-	r, ok := l.FSM.Resource(resource)
+	r, ok := l.fsm.Resource(resource)
 	if !ok {
-		return nil, nil, fmt.Errorf("resource %q: %w", resource, ErrNotFound)
+		return nil, nil, fmt.Errorf("resource %q: %w", resource, ledger.ErrNotFound)
 	}
-	bs, err := l.FSM.Availability(resource, from, to)
+	bs, err := l.fsm.Availability(resource, from, to)
 	if err != nil {
 		return nil, nil, fmt.Errorf("availability: %w", plannerErr(err))
 	}
 	out := make([]*ledgerdv1.FreeBlock, len(bs))
 	for i, b := range bs {
-		out[i] = &ledgerdv1.FreeBlock{Start: MsToTimestamp(b.Start), End: MsToTimestamp(min(b.End, to)), Free: b.Free}
+		out[i] = &ledgerdv1.FreeBlock{Start: ledger.MsToTimestamp(b.Start), End: ledger.MsToTimestamp(min(b.End, to)), Free: b.Free}
 	}
 	return resourceToAPI(r), out, nil
 }
 
 // History implements Ledger.
-func (l *FSMLedger) History(_ context.Context, version uint64, index uint32, limit int) ([]*ledgerdv1.Event, error) {
-	if oldest := l.FSM.OldestVersion(); oldest > version && version > 0 {
+func (l *Ledger) History(_ context.Context, version uint64, index uint32, limit int) ([]*ledgerdv1.Event, error) {
+	if oldest := l.fsm.OldestVersion(); oldest > version && version > 0 {
 		// Events before oldest are gone only if the history ever reached
 		// its limit; until then everything since version 1 is retained.
-		hl := l.HistoryLimit
-		if hl == 0 {
-			hl = fsm.DefaultHistoryLimit
-		}
-		if l.FSM.Stats().HistoryLen >= hl {
-			return nil, fmt.Errorf("history from version %d: oldest retained is %d: %w", version, oldest, ErrCompacted)
+		if l.fsm.Stats().HistoryLen >= l.fsm.HistoryLimit() {
+			return nil, fmt.Errorf("history from version %d: oldest retained is %d: %w", version, oldest, ledger.ErrCompacted)
 		}
 	}
-	evs := l.FSM.History(version, limit)
+	evs := l.fsm.History(version, limit)
 	out := make([]*ledgerdv1.Event, 0, len(evs))
 	for _, e := range evs {
 		if e.GetVersion() == version && e.GetSeq() < index {
@@ -384,9 +388,9 @@ func (l *FSMLedger) History(_ context.Context, version uint64, index uint32, lim
 }
 
 // Notify implements Ledger.
-func (l *FSMLedger) Notify(after uint64) <-chan struct{} {
-	ch := l.FSM.Notify()
-	if l.FSM.AppliedIndex() > after {
+func (l *Ledger) Notify(after uint64) <-chan struct{} {
+	ch := l.fsm.Notify()
+	if l.fsm.AppliedIndex() > after {
 		done := make(chan struct{})
 		close(done)
 		return done
@@ -395,10 +399,10 @@ func (l *FSMLedger) Notify(after uint64) <-chan struct{} {
 }
 
 // Version implements Ledger.
-func (l *FSMLedger) Version() uint64 { return l.FSM.AppliedIndex() }
+func (l *Ledger) Version() uint64 { return l.fsm.AppliedIndex() }
 
 // CreateResource implements Ledger.
-func (l *FSMLedger) CreateResource(ctx context.Context, w Write, r *ledgerdv1.Resource) (*ledgerdv1.Resource, error) {
+func (l *Ledger) CreateResource(ctx context.Context, w ledger.Write, r *ledgerdv1.Resource) (*ledgerdv1.Resource, error) {
 	cmd := envelope(fsmv1.Command_TYPE_CREATE_RESOURCE, w)
 	cmd.Payload = &fsmv1.Command_CreateResource{CreateResource: &fsmv1.CreateResource{
 		Name: r.Name, Capacity: r.Capacity, Unit: r.Unit, Labels: r.Labels,
@@ -412,12 +416,12 @@ func (l *FSMLedger) CreateResource(ctx context.Context, w Write, r *ledgerdv1.Re
 }
 
 // UpdateCapacity implements Ledger.
-func (l *FSMLedger) UpdateCapacity(ctx context.Context, a CapacityArgs) (*ledgerdv1.Resource, error) {
+func (l *Ledger) UpdateCapacity(ctx context.Context, a ledger.CapacityArgs) (*ledgerdv1.Resource, error) {
 	u := &fsmv1.UpdateResource{Name: a.Name, Capacity: a.Capacity}
 	if a.From != 0 || a.To != 0 {
 		from := a.From
 		u.FromMillis = &from
-		if a.To != NoDeadline {
+		if a.To != ledger.NoDeadline {
 			to := a.To
 			u.ToMillis = &to
 		}
@@ -435,7 +439,7 @@ func (l *FSMLedger) UpdateCapacity(ctx context.Context, a CapacityArgs) (*ledger
 // resource are aborted (holds) or cancelled (commitments) first, each as its
 // own idempotent write, then the resource is deleted; without force the fsm
 // refuses while any live reservation exists.
-func (l *FSMLedger) DeleteResource(ctx context.Context, w Write, name string, force bool) error {
+func (l *Ledger) DeleteResource(ctx context.Context, w ledger.Write, name string, force bool) error {
 	if force {
 		if err := l.barrier(ctx, "delete resource", false); err != nil {
 			return err
@@ -443,7 +447,7 @@ func (l *FSMLedger) DeleteResource(ctx context.Context, w Write, name string, fo
 		live := []fsmv1.Reservation_State{fsmv1.Reservation_STATE_HELD, fsmv1.Reservation_STATE_COMMITTED, fsmv1.Reservation_STATE_ACTIVE, fsmv1.Reservation_STATE_DEGRADED}
 		token := ""
 		for {
-			rs, next, err := l.FSM.List(fsm.Filter{Resource: name, States: live, PageToken: token, PageSize: fsm.MaxPageSize})
+			rs, next, err := l.fsm.List(fsm.Filter{Resource: name, States: live, PageToken: token, PageSize: fsm.MaxPageSize})
 			if err != nil {
 				return fmt.Errorf("delete resource: %w", err)
 			}
@@ -452,8 +456,8 @@ func (l *FSMLedger) DeleteResource(ctx context.Context, w Write, name string, fo
 				if r.GetState() == fsmv1.Reservation_STATE_HELD {
 					t, op = fsmv1.Command_TYPE_ABORT, "abort"
 				}
-				sub := Write{Tenant: w.Tenant, Operator: true, IdempotencyKey: w.IdempotencyKey + "/" + op + "/" + r.GetId()}
-				if _, err := l.target(ctx, "delete resource: "+op, t, sub, r.GetId()); err != nil && !errors.Is(err, ErrWrongState) && !errors.Is(err, ErrNotFound) {
+				sub := ledger.Write{Tenant: w.Tenant, Operator: true, IdempotencyKey: w.IdempotencyKey + "/" + op + "/" + r.GetId()}
+				if _, err := l.target(ctx, "delete resource: "+op, t, sub, r.GetId()); err != nil && !errors.Is(err, ledger.ErrWrongState) && !errors.Is(err, ledger.ErrNotFound) {
 					return err
 				}
 			}
@@ -470,11 +474,11 @@ func (l *FSMLedger) DeleteResource(ctx context.Context, w Write, name string, fo
 }
 
 // Resources implements Ledger.
-func (l *FSMLedger) Resources(ctx context.Context, stale bool) ([]*ledgerdv1.Resource, error) {
+func (l *Ledger) Resources(ctx context.Context, stale bool) ([]*ledgerdv1.Resource, error) {
 	if err := l.barrier(ctx, "resources", stale); err != nil {
 		return nil, err
 	}
-	rs := l.FSM.Resources()
+	rs := l.fsm.Resources()
 	out := make([]*ledgerdv1.Resource, len(rs))
 	for i, r := range rs {
 		out[i] = resourceToAPI(r)
@@ -491,8 +495,8 @@ func reservationToAPI(r *fsmv1.Reservation) *ledgerdv1.Reservation {
 	out := &ledgerdv1.Reservation{
 		Id:             r.GetId(),
 		Tenant:         r.GetOwner(),
-		Start:          MsToTimestamp(r.GetStartMillis()),
-		End:            MsToTimestamp(r.GetEndMillis()),
+		Start:          ledger.MsToTimestamp(r.GetStartMillis()),
+		End:            ledger.MsToTimestamp(r.GetEndMillis()),
 		State:          ledgerdv1.ReservationState(r.GetState()),
 		Labels:         r.GetLabels(),
 		CreatedVersion: r.GetCreatedVersion(),
@@ -502,12 +506,12 @@ func reservationToAPI(r *fsmv1.Reservation) *ledgerdv1.Reservation {
 		out.Parts = append(out.Parts, &ledgerdv1.ResourceAmount{Resource: p.GetResource(), Amount: p.GetAmount()})
 	}
 	if ms := r.GetHoldExpiresMillis(); ms != 0 {
-		out.HoldExpiresAt = MsToTimestamp(ms)
+		out.HoldExpiresAt = ledger.MsToTimestamp(ms)
 	}
 	if pm := r.GetPending(); pm != nil {
-		p := &ledgerdv1.PendingModification{Start: MsToTimestamp(pm.GetStartMillis()), End: MsToTimestamp(pm.GetEndMillis())}
+		p := &ledgerdv1.PendingModification{Start: ledger.MsToTimestamp(pm.GetStartMillis()), End: ledger.MsToTimestamp(pm.GetEndMillis())}
 		if ms := pm.GetHoldExpiresMillis(); ms != 0 {
-			p.HoldExpiresAt = MsToTimestamp(ms)
+			p.HoldExpiresAt = ledger.MsToTimestamp(ms)
 		}
 		for _, part := range pm.GetParts() {
 			p.Parts = append(p.Parts, &ledgerdv1.ResourceAmount{Resource: part.GetResource(), Amount: part.GetAmount()})
@@ -515,10 +519,10 @@ func reservationToAPI(r *fsmv1.Reservation) *ledgerdv1.Reservation {
 		out.Pending = p
 	}
 	if d := r.GetRequestedDurationMillis(); d != 0 {
-		out.RequestedDuration = MsToDuration(d)
+		out.RequestedDuration = ledger.MsToDuration(d)
 	}
 	if ms := r.GetActualEndMillis(); ms != 0 {
-		out.ActualEnd = MsToTimestamp(ms)
+		out.ActualEnd = ledger.MsToTimestamp(ms)
 	}
 	schedulerToAPI(out, r)
 	return out
@@ -540,7 +544,7 @@ func eventToAPI(e *fsmv1.Event) *ledgerdv1.Event {
 	out := &ledgerdv1.Event{
 		Version: e.GetVersion(),
 		Index:   e.GetSeq(),
-		Time:    MsToTimestamp(e.GetAtMillis()),
+		Time:    ledger.MsToTimestamp(e.GetAtMillis()),
 		Action:  strings.ToLower(strings.TrimPrefix(e.GetType().String(), "TYPE_")),
 	}
 	if t, ok := policyEventType(e.GetType()); ok {

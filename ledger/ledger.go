@@ -1,4 +1,4 @@
-package rpc
+package ledger
 
 import (
 	"context"
@@ -45,6 +45,8 @@ type Write struct {
 // HoldArgs are the arguments of Ledger.Hold.
 type HoldArgs struct {
 	Write
+	// ID names the reservation; empty lets the ledger assign one.
+	ID     string
 	Shape  Shape
 	TTL    int64 // milliseconds; 0 means the ledger's default
 	Labels map[string]string
@@ -86,6 +88,29 @@ type CapacityArgs struct {
 	Name     string
 	Capacity int64
 	From, To int64
+}
+
+// PolicyArgs are the arguments of Ledger.SetPolicy. Zero MinSuccess and
+// MaxPushes select the ledger's defaults.
+type PolicyArgs struct {
+	Write
+	Name       string
+	Policy     ledgerdv1.Policy
+	MinSuccess uint32 // v* in permille, POLICY_RELAXED only
+	MaxPushes  uint32 // POLICY_MOVE_VARIABLE only
+}
+
+// JobArgs are the arguments of Ledger.SubmitJob: a variable job of Amount
+// units of Resource for Duration ms, planned at or after NotBefore (Unix
+// ms, already at least now).
+type JobArgs struct {
+	Write
+	ID        string // empty: the ledger assigns one
+	Resource  string
+	Amount    int64
+	Duration  int64
+	NotBefore int64
+	Labels    map[string]string
 }
 
 // Ledger is the replicated reservation ledger as the API sees it. Writes are
@@ -173,6 +198,9 @@ var (
 	// must resynchronise with List (OutOfRange).
 	ErrCompacted = errors.New("history compacted")
 )
+
+// ReasonNoCapacity is the Reason of a RejectedError for lack of capacity.
+const ReasonNoCapacity = "NO_CAPACITY"
 
 // RejectedError is an admission rejection: the shape does not fit inside its
 // window. LaterOK/LaterStart give the earliest start that would fit ignoring

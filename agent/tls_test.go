@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -39,8 +39,8 @@ func TestAgentServesTLS(t *testing.T) {
 		ok    bool
 		proto int // wanted major protocol version when ok
 	}
-	run := func(t *testing.T, s *server, probes []probe) {
-		addr := s.httpLn.Addr().String()
+	run := func(t *testing.T, s *Agent, probes []probe) {
+		addr := s.Addr()
 		for _, p := range probes {
 			t.Run(p.name, func(t *testing.T) {
 				tr := &http.Transport{TLSClientConfig: p.conf.Clone(), ForceAttemptHTTP2: p.h2}
@@ -78,7 +78,7 @@ func TestAgentServesTLS(t *testing.T) {
 			{name: "plain http", url: "http", ok: false},
 			{name: "untrusted server certificate", url: "https", conf: &tls.Config{RootCAs: stranger.Pool}, ok: false},
 		})
-		c, err := client.New([]string{s.httpLn.Addr().String()}, client.Options{TLS: trust, MaxAttempts: 1})
+		c, err := client.New([]string{s.Addr()}, client.Options{TLS: trust, MaxAttempts: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func TestAgentTLSConfigCheck(t *testing.T) {
 		{"bad tls_http value", []string{"-dev", "-tls-http", "maybe"}, "tls-http"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := parseAgentArgs(tc.args, func(string) string { return "" }, io.Discard)
+			_, _, err := ParseArgs(tc.args, func(string) string { return "" }, io.Discard)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("valid config rejected: %v", err)
@@ -144,7 +144,7 @@ func TestThreeAgentsForwardOverTLS(t *testing.T) {
 	caFile := ca.WriteFile(t, dir)
 	type addrs struct{ http, raft, gossip string }
 	var nodes []addrs
-	var servers []*server
+	var servers []*Agent
 	var stops []func()
 	stopAll := func() {
 		for _, stop := range stops {
@@ -173,36 +173,31 @@ func TestThreeAgentsForwardOverTLS(t *testing.T) {
 					args = append(args, "-retry-join", o.gossip)
 				}
 			}
-			cfg, opts, err := parseAgentArgs(args, func(string) string { return "" }, io.Discard)
+			cfg, opts, err := ParseArgs(args, func(string) string { return "" }, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := newServer(cfg, opts, cfg.newLogger(io.Discard))
+			s, err := New(cfg, Options{Dev: opts.Dev, Logger: cfg.NewLogger(io.Discard)})
+			if err != nil {
+				stopAll()
+				return fmt.Errorf("%s: %w", name, err)
+			}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
-			go func() { done <- s.run(ctx, io.Discard) }()
+			go func() { done <- s.Run(ctx, io.Discard) }()
 			stops = append(stops, func() {
 				cancel()
 				<-done
 			})
-			select {
-			case <-s.listening:
-			case err := <-done:
-				done <- err
-				stopAll()
-				return fmt.Errorf("%s stopped early: %w", name, err)
-			case <-time.After(30 * time.Second):
-				t.Fatalf("%s not listening within 30s", name)
-			}
 			servers = append(servers, s)
 		}
 		return nil
 	})
-	var follower *server
+	var follower *Agent
 	deadline := time.Now().Add(30 * time.Second)
 	for follower == nil {
 		for _, s := range servers {
-			if id, _ := s.node.Leader(); s.node.Ready() && id != "" && !s.node.IsLeader() {
+			if id, _ := s.Node().Leader(); s.Node().Ready() && id != "" && !s.Node().IsLeader() {
 				follower = s
 			}
 		}
@@ -219,7 +214,7 @@ func TestThreeAgentsForwardOverTLS(t *testing.T) {
 	waitAll := time.Now().Add(10 * time.Second)
 	for _, s := range servers {
 		for {
-			if r, ok := s.fsm.Resource("tls-cpu"); ok && r.GetCapacity() == 32 {
+			if r, ok := s.FSM().Resource("tls-cpu"); ok && r.GetCapacity() == 32 {
 				break
 			}
 			if time.Now().After(waitAll) {

@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"bufio"
@@ -60,7 +60,7 @@ func TestAgentLedgerMetrics(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	m := scrape(t, "http://"+s.httpLn.Addr().String()+"/metrics")
+	m := scrape(t, "http://"+s.Addr()+"/metrics")
 	near := func(got, want float64) bool { return math.Abs(got-want) <= 1e-3 }
 	for _, c := range []struct {
 		series string

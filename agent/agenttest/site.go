@@ -1,4 +1,4 @@
-package rpctest
+package agenttest
 
 import (
 	"context"
@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgerd/ledgerd/agent"
 	"github.com/ledgerd/ledgerd/cluster"
 	"github.com/ledgerd/ledgerd/fsm"
+	"github.com/ledgerd/ledgerd/ledger/replicated"
 	"github.com/ledgerd/ledgerd/rpc"
 )
 
@@ -47,7 +49,7 @@ type LocalLog struct {
 	index uint64
 }
 
-// Apply implements rpc.Replicator.
+// Apply implements ledger.Log.
 func (l *LocalLog) Apply(ctx context.Context, cmd []byte) ([]byte, error) {
 	if l.Down.Load() {
 		return nil, fmt.Errorf("local log: %w", cluster.ErrNoLeader)
@@ -74,7 +76,7 @@ func (l *LocalLog) Tick() error {
 	return err
 }
 
-// ReadBarrier implements rpc.Replicator; a single replica is always current.
+// ReadBarrier implements ledger.Log; a single replica is always current.
 func (l *LocalLog) ReadBarrier(context.Context) error {
 	if l.Down.Load() {
 		return fmt.Errorf("local log: %w", cluster.ErrNoLeader)
@@ -121,7 +123,7 @@ type Options struct {
 type Site struct {
 	FSM    *fsm.FSM
 	Log    *LocalLog
-	Ledger *rpc.FSMLedger
+	Ledger *replicated.Ledger
 	Clock  *Clock
 	// URLs of the servers ("http://127.0.0.1:port"), by index.
 	URLs []string
@@ -145,7 +147,7 @@ func NewSite(t testing.TB, o Options) *Site {
 	}
 	s := &Site{FSM: f, Clock: NewClock(o.Start)}
 	s.Log = &LocalLog{FSM: f, Clock: s.Clock}
-	s.Ledger = &rpc.FSMLedger{R: s.Log, FSM: f, HistoryLimit: o.FSM.HistoryLimit}
+	s.Ledger = agent.NewLedger(s.Log, f)
 	api := o.API
 	api.Ledger = s.Ledger
 	api.Now = s.Clock.Now

@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"errors"
@@ -59,7 +59,7 @@ func TestAgentConfigRejectsBadInputNamingTheKey(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"-config", writeConfig(t, tc.file)}, tc.args...)
-			_, _, err := parseAgentArgs(args, func(k string) string { return tc.env[k] }, io.Discard)
+			_, _, err := ParseArgs(args, func(k string) string { return tc.env[k] }, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error = %v, want one naming %s", err, tc.want)
 			}
@@ -71,12 +71,12 @@ func TestAgentConfigPrecedence(t *testing.T) {
 	file := writeConfig(t, `{"data_dir":"/file","node_name":"file","http_addr":"127.0.0.1:1","retry_join":["f:1"],
 		"bootstrap_expect":3,"dead_server_grace":"1m","log_format":"json"}`)
 	env := map[string]string{"LEDGERD_NODE_NAME": "env", "LEDGERD_HTTP_ADDR": "127.0.0.1:2", "LEDGERD_RETRY_JOIN": "e:1,e:2"}
-	cfg, opts, err := parseAgentArgs([]string{"-config", file, "-http-addr", "127.0.0.1:3", "-retry-join", "a:1", "-retry-join", "b:1"},
+	cfg, opts, err := ParseArgs([]string{"-config", file, "-http-addr", "127.0.0.1:3", "-retry-join", "a:1", "-retry-join", "b:1"},
 		func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if opts.dev || opts.configFile != file {
+	if opts.Dev || opts.ConfigFile != file {
 		t.Fatalf("opts = %+v", opts)
 	}
 	for _, c := range []struct{ key, got, want string }{
@@ -97,7 +97,7 @@ func TestAgentConfigPrecedence(t *testing.T) {
 		t.Errorf("expect %d grace %s", cfg.BootstrapExpect, time.Duration(cfg.DeadServerGrace))
 	}
 	// The environment alone replaces the file's retry_join list.
-	cfg, _, err = parseAgentArgs([]string{"-config", file}, func(k string) string { return env[k] }, io.Discard)
+	cfg, _, err = ParseArgs([]string{"-config", file}, func(k string) string { return env[k] }, io.Discard)
 	if err != nil || !slices.Equal(cfg.RetryJoin, []string{"e:1", "e:2"}) {
 		t.Errorf("retry_join from env = %q (%v)", cfg.RetryJoin, err)
 	}
@@ -106,32 +106,14 @@ func TestAgentConfigPrecedence(t *testing.T) {
 func TestAgentConfigCheckAndHelp(t *testing.T) {
 	good := writeConfig(t, `{"data_dir":"d","bootstrap_expect":3,"retry_join":["10.0.0.2:7422"],
 		"gossip_key":"MDEyMzQ1Njc4OWFiY2RlZg=="}`)
-	if _, opts, err := parseAgentArgs([]string{"-config", good, "-config-check"}, func(string) string { return "" }, io.Discard); err != nil || !opts.configCheck {
+	if _, opts, err := ParseArgs([]string{"-config", good, "-config-check"}, func(string) string { return "" }, io.Discard); err != nil || !opts.ConfigCheck {
 		t.Fatalf("valid config: %v", err)
 	}
-	if _, _, err := parseAgentArgs([]string{"-help"}, func(string) string { return "" }, io.Discard); !errors.Is(err, errHelp()) {
+	if _, _, err := ParseArgs([]string{"-help"}, func(string) string { return "" }, io.Discard); !errors.Is(err, errHelp()) {
 		t.Fatalf("-help = %v", err)
 	}
-	if _, _, err := parseAgentArgs([]string{"extra"}, func(string) string { return "" }, io.Discard); err == nil {
+	if _, _, err := ParseArgs([]string{"extra"}, func(string) string { return "" }, io.Discard); err == nil {
 		t.Fatal("stray argument accepted")
-	}
-}
-
-func TestDispatchListsCommands(t *testing.T) {
-	var out strings.Builder
-	if code := dispatch([]string{"--help"}, &out, io.Discard); code != 0 {
-		t.Fatalf("--help exit %d", code)
-	}
-	for _, name := range []string{"agent", "version"} {
-		if !strings.Contains(out.String(), name) {
-			t.Errorf("help lacks %q:\n%s", name, out.String())
-		}
-	}
-	if code := dispatch([]string{"no-such"}, io.Discard, io.Discard); code == 0 {
-		t.Error("unknown command exited 0")
-	}
-	if code := dispatch(nil, io.Discard, io.Discard); code == 0 {
-		t.Error("no command exited 0")
 	}
 }
 
@@ -143,21 +125,21 @@ func TestAgentConfigSnapshotKeys(t *testing.T) {
 		file string
 		env  map[string]string
 		args []string
-		want agentConfig
+		want Config
 	}{
-		{"defaults", `{"data_dir":"d"}`, nil, nil, agentConfig{SnapshotThreshold: 16384, SnapshotInterval: duration(10 * time.Second), TrailingLogs: 10240, SnapshotOnShutdown: true}},
+		{"defaults", `{"data_dir":"d"}`, nil, nil, Config{SnapshotThreshold: 16384, SnapshotInterval: Duration(10 * time.Second), TrailingLogs: 10240, SnapshotOnShutdown: true}},
 		{"file", `{"data_dir":"d","snapshot_threshold":100,"snapshot_interval":"1m","trailing_logs":5,"snapshot_on_shutdown":false,"pprof":true}`, nil, nil,
-			agentConfig{SnapshotThreshold: 100, SnapshotInterval: duration(time.Minute), TrailingLogs: 5, Pprof: true}},
+			Config{SnapshotThreshold: 100, SnapshotInterval: Duration(time.Minute), TrailingLogs: 5, Pprof: true}},
 		{"env and flags", `{"data_dir":"d"}`, map[string]string{"LEDGERD_SNAPSHOT_ON_SHUTDOWN": "false", "LEDGERD_TRAILING_LOGS": "7"},
 			[]string{"-snapshot-threshold", "9", "-snapshot-interval", "3s", "-pprof=true"},
-			agentConfig{SnapshotThreshold: 9, SnapshotInterval: duration(3 * time.Second), TrailingLogs: 7, Pprof: true}},
+			Config{SnapshotThreshold: 9, SnapshotInterval: Duration(3 * time.Second), TrailingLogs: 7, Pprof: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, _, err := parseAgentArgs(append([]string{"-config", writeConfig(t, tc.file)}, tc.args...), func(k string) string { return tc.env[k] }, io.Discard)
+			cfg, _, err := ParseArgs(append([]string{"-config", writeConfig(t, tc.file)}, tc.args...), func(k string) string { return tc.env[k] }, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := agentConfig{SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval,
+			got := Config{SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval,
 				TrailingLogs: cfg.TrailingLogs, SnapshotOnShutdown: cfg.SnapshotOnShutdown, Pprof: cfg.Pprof}
 			if got.SnapshotThreshold != tc.want.SnapshotThreshold || got.SnapshotInterval != tc.want.SnapshotInterval ||
 				got.TrailingLogs != tc.want.TrailingLogs || got.SnapshotOnShutdown != tc.want.SnapshotOnShutdown || got.Pprof != tc.want.Pprof {
@@ -183,7 +165,7 @@ func TestAgentConfigIdempotencyMaxKeys(t *testing.T) {
 		{"flag", `{"data_dir":"d"}`, map[string]string{"LEDGERD_IDEMPOTENCY_MAX_KEYS": "77"}, []string{"-idempotency-max-keys", "5"}, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, _, err := parseAgentArgs(append([]string{"-config", writeConfig(t, tc.file)}, tc.args...), func(k string) string { return tc.env[k] }, io.Discard)
+			cfg, _, err := ParseArgs(append([]string{"-config", writeConfig(t, tc.file)}, tc.args...), func(k string) string { return tc.env[k] }, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}

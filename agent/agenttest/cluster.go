@@ -1,31 +1,29 @@
-package rpctest
+package agenttest
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/ledgerd/ledgerd/agent"
 	"github.com/ledgerd/ledgerd/cluster"
 	"github.com/ledgerd/ledgerd/fsm"
 	"github.com/ledgerd/ledgerd/internal/testnet"
 	"github.com/ledgerd/ledgerd/rpc"
 )
 
-// Server is one real ledgerd server: a cluster.Node with its FSM and the
-// public API on the node's RPC address.
+// Server is one real ledgerd server assembled by agent.New: a cluster.Node
+// with its FSM, the ledger, and the public API on the node's RPC address.
 type Server struct {
 	Name    string
 	Addr    string // API host:port
+	Agent   *agent.Agent
 	Node    *cluster.Node
 	FSM     *fsm.FSM
-	http    *http.Server
 	running bool
 }
 
@@ -42,87 +40,71 @@ func logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
+// fastTimings shortens elections, membership and forwarding for tests.
+func fastTimings(c *cluster.Config) {
+	c.DeadServerGrace = time.Minute
+	c.ForwardTimeout = 5 * time.Second
+	c.LeaderWait = 5 * time.Second
+	c.HeartbeatTimeout = 200 * time.Millisecond
+	c.ElectionTimeout = 200 * time.Millisecond
+	c.LeaderLeaseTimeout = 100 * time.Millisecond
+	c.ReconcileInterval = 200 * time.Millisecond
+	c.ServerStabilizationTime = 400 * time.Millisecond
+}
+
 // NewCluster starts n servers that bootstrap together (n == 1: a dev
 // node) with fast test timings and waits until every server agrees on a
-// leader. api configures the API servers (Ledger and Cluster are filled in).
+// leader. api configures the API servers (Ledger, Cluster, Ready and
+// LeaderHint are filled in by the agent).
 func NewCluster(t testing.TB, n int, api rpc.Options) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
 	var first string
 	for i := range n {
-		var (
-			cfg  cluster.Config
-			f    *fsm.FSM
-			ln   net.Listener
-			node *cluster.Node
-		)
+		var a *agent.Agent
+		name := fmt.Sprintf("n%d", i)
 		// Ports are reserved (see testnet), but an unrelated program may
 		// still have bound one: then the node starts over on fresh ones.
-		testnet.Start(t, 3, func(a []string) error {
-			gossip, raftAddr, apiAddr := a[0], a[1], a[2]
-			cfg = cluster.Config{
-				NodeName:                fmt.Sprintf("n%d", i),
-				DataDir:                 filepath.Join(t.TempDir(), "data"),
-				RaftBind:                raftAddr,
-				GossipBind:              gossip,
-				RPCAdvertise:            apiAddr,
-				BootstrapExpect:         n,
-				Dev:                     n == 1,
-				DeadServerGrace:         time.Minute,
-				ForwardTimeout:          5 * time.Second,
-				LeaderWait:              5 * time.Second,
-				Stamp:                   fsm.Stamp,
-				Tick:                    fsm.TickCommand,
-				Logger:                  logger().With("node", i),
-				HeartbeatTimeout:        200 * time.Millisecond,
-				ElectionTimeout:         200 * time.Millisecond,
-				LeaderLeaseTimeout:      100 * time.Millisecond,
-				ReconcileInterval:       200 * time.Millisecond,
-				ServerStabilizationTime: 400 * time.Millisecond,
-			}
+		testnet.Start(t, 3, func(addrs []string) error {
+			gossip, raftAddr, apiAddr := addrs[0], addrs[1], addrs[2]
+			cfg := agent.DefaultConfig()
+			cfg.NodeName = name
+			cfg.DataDir = filepath.Join(t.TempDir(), "data")
+			cfg.HTTPAddr, cfg.RaftAddr, cfg.GossipAddr = apiAddr, raftAddr, gossip
+			cfg.BootstrapExpect = n
 			if n == 1 {
 				cfg.BootstrapExpect = 0
 			}
 			if i > 0 {
 				cfg.RetryJoin = []string{first}
-			} else {
-				first = gossip
 			}
+			log := logger().With("node", i)
 			var err error
-			if f, err = fsm.New(fsm.Config{}); err != nil {
-				return err
-			}
-			if ln, err = net.Listen("tcp", apiAddr); err != nil {
-				return err
-			}
-			if node, err = cluster.New(cfg, f); err != nil {
-				ln.Close()
+			a, err = agent.New(cfg, agent.Options{
+				Logger: log,
+				Cluster: func(cc *cluster.Config) {
+					fastTimings(cc)
+					cc.Dev = n == 1
+				},
+				API: func(o *rpc.Options) {
+					ledger, cl, ready, hint := o.Ledger, o.Cluster, o.Ready, o.LeaderHint
+					*o = api
+					o.Ledger, o.Cluster, o.Ready, o.LeaderHint = ledger, cl, ready, hint
+					if o.Logger == nil {
+						o.Logger = log
+					}
+				},
+			})
+			if err != nil {
 				return fmt.Errorf("node %d: %w", i, err)
+			}
+			if i == 0 {
+				first = gossip
 			}
 			return nil
 		})
-		apiAddr := cfg.RPCAdvertise
-		o := api
-		o.Ledger = &rpc.FSMLedger{R: node, FSM: f}
-		o.Cluster = rpc.NodeCluster{Node: node}
-		o.Ready = node.Ready
-		o.LeaderHint = func() string {
-			_, addr := node.Leader()
-			return addr
-		}
-		if o.Logger == nil {
-			o.Logger = logger()
-		}
-		srv, err := rpc.New(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/internal/", node.Handler())
-		srv.Mount(mux)
-		hs := &http.Server{Handler: mux, Protocols: rpc.ServeProtocols(), ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = hs.Serve(ln) }()
-		c.Servers = append(c.Servers, &Server{Name: cfg.NodeName, Addr: apiAddr, Node: node, FSM: f, http: hs, running: true})
+		a.Start()
+		c.Servers = append(c.Servers, &Server{Name: name, Addr: a.Addr(), Agent: a, Node: a.Node(), FSM: a.FSM(), running: true})
 	}
 	t.Cleanup(c.Close)
 	c.WaitLeader(15 * time.Second)
@@ -177,10 +159,7 @@ func (c *Cluster) Stop(s *Server) {
 		return
 	}
 	s.running = false
-	_ = s.http.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = s.Node.Shutdown(ctx)
+	s.Agent.Close()
 }
 
 // Close stops every server.

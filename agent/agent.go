@@ -1,0 +1,316 @@
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/ledgerd/ledgerd/cluster"
+	"github.com/ledgerd/ledgerd/fsm"
+	"github.com/ledgerd/ledgerd/ledger/replicated"
+	"github.com/ledgerd/ledgerd/rpc"
+)
+
+// Options are what assembling a node needs beyond its Config: the choices
+// of the command line (-dev) and the hooks of test harnesses and
+// benchmarks. The zero value is a production agent.
+type Options struct {
+	// Dev runs the one-node playground of `ledgerd agent -dev`: a
+	// temporary data dir (unless Config.DataDir is set), free loopback
+	// ports for Raft and gossip, a cluster of one, and sample data on Run.
+	Dev bool
+	// Logger receives the agent's logs; default: Config's log_level and
+	// log_format on stderr.
+	Logger *slog.Logger
+	// HTTPListener, if set, is served instead of listening on
+	// Config.HTTPAddr; the agent closes it.
+	HTTPListener net.Listener
+	// Now is the clock the leader stamps into commands; default the wall
+	// clock, skewed by a clock-offset file in the data dir (chaos tests).
+	Now func() time.Time
+	// Cluster, if set, adjusts the node's cluster configuration after it
+	// has been built from Config (test timings).
+	Cluster func(*cluster.Config)
+	// API, if set, adjusts the public API's options after they have been
+	// built from Config (authentication, clock).
+	API func(*rpc.Options)
+}
+
+// Agent is one assembled ledgerd server: the FSM, its cluster node, the
+// ledger on top of both, the public API, and the HTTP server that serves
+// the API with the cluster's internal endpoints, metrics and health.
+//
+// Lifecycle: New assembles and starts the node (Raft and gossip run from
+// then on); Start serves HTTP; Shutdown stops both. Run does all three for
+// the command line. The accessors may be called at any time after New.
+type Agent struct {
+	cfg  Config
+	opts Options
+	log  *slog.Logger
+
+	fsm    *fsm.FSM
+	node   *cluster.Node
+	ledger *replicated.Ledger
+	reg    *prometheus.Registry
+
+	httpLn net.Listener
+	http   *http.Server
+	// httpTLS serves the API over TLS when set (tls_http).
+	httpTLS *tls.Config
+	// tempDir is the dev data dir, removed by Close.
+	tempDir string
+	// addr is the host:port the HTTP listener bound.
+	addr string
+}
+
+// New assembles a node from cfg: it creates the data dir (dev), the FSM,
+// the HTTP listener, the cluster node and the ledger, and builds the HTTP
+// handler. The node runs from here on; call Start to serve HTTP and
+// Shutdown (or Close, after a failed start) to stop. cfg must have been
+// validated (Config.Validate), as ParseArgs does.
+func New(cfg Config, o Options) (*Agent, error) {
+	a := &Agent{cfg: cfg, opts: o, log: o.Logger, httpLn: o.HTTPListener}
+	if a.log == nil {
+		a.log = cfg.NewLogger(os.Stderr)
+	}
+	a.applyMemoryLimit()
+	for _, step := range []func() error{a.createDataDir, a.createFSM, a.listenHTTP, a.createNode} {
+		if err := step(); err != nil {
+			a.Close()
+			return nil, err
+		}
+	}
+	a.addr = a.httpLn.Addr().String()
+	a.ledger = NewLedger(a.node, a.fsm)
+	a.http = &http.Server{Handler: a.handler(), Protocols: rpc.ServeProtocols(), ReadHeaderTimeout: 10 * time.Second, TLSConfig: a.httpTLS}
+	return a, nil
+}
+
+// NewLedger builds the ledger that replicates writes through log and reads
+// f: the one place where a ledger is assembled, for agents and for test
+// harnesses that replace Raft with a local log.
+func NewLedger(log replicated.Log, f *fsm.FSM) *replicated.Ledger {
+	return replicated.New(log, f)
+}
+
+// Run is the agent's life on the command line: serve, seed the dev sample
+// data, wait for ctx, then shut down gracefully. out receives the dev
+// agent's greeting.
+func (a *Agent) Run(ctx context.Context, out io.Writer) error {
+	defer a.Close()
+	a.log.Info("agent starting", "pid", os.Getpid())
+	a.Start()
+	if a.opts.Dev {
+		if err := a.seedDev(ctx, out); err != nil {
+			a.log.Error("dev sample data", "err", err)
+		}
+	}
+	<-ctx.Done()
+	a.log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return a.Shutdown(sctx)
+}
+
+func (a *Agent) createDataDir() error {
+	if a.opts.Dev && a.cfg.DataDir == "" {
+		dir, err := os.MkdirTemp("", "ledgerd-dev-")
+		if err != nil {
+			return fmt.Errorf("dev data dir: %w", err)
+		}
+		a.tempDir, a.cfg.DataDir = dir, dir
+	}
+	return nil
+}
+
+func (a *Agent) createFSM() error {
+	f, err := fsm.New(a.cfg.fsmConfig())
+	if err != nil {
+		return fmt.Errorf("fsm: %w", err)
+	}
+	a.fsm = f
+	return nil
+}
+
+func (a *Agent) listenHTTP() error {
+	if a.httpLn != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", a.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("http_addr: %w", err)
+	}
+	a.httpLn = ln
+	return nil
+}
+
+// clusterConfig is the node's cluster configuration: the one place where
+// Config becomes a cluster.Config.
+func (a *Agent) clusterConfig() (cluster.Config, error) {
+	raftTLS, err := a.cfg.raftTLS()
+	if err != nil {
+		return cluster.Config{}, err
+	}
+	httpTLS, peerTLS, err := a.cfg.httpTLS()
+	if err != nil {
+		return cluster.Config{}, err
+	}
+	a.httpTLS = httpTLS
+	var key []byte
+	if a.cfg.GossipKey != "" {
+		key, _ = base64.StdEncoding.DecodeString(a.cfg.GossipKey) // validated
+	} else if !a.opts.Dev {
+		a.log.Warn("no gossip_key: gossip is unencrypted and the /internal/ endpoints accept anyone who reaches the HTTP port; set gossip_key outside trusted networks")
+	}
+	advertise := a.cfg.HTTPAdvertise
+	if advertise == "" {
+		advertise = a.httpLn.Addr().String()
+	}
+	raftAddr, gossipAddr := a.cfg.RaftAddr, a.cfg.GossipAddr
+	if a.opts.Dev {
+		// One node, nobody dials in: free ports avoid clashing with a
+		// real agent on the same machine.
+		raftAddr, gossipAddr = "127.0.0.1:0", "127.0.0.1:0"
+	}
+	now := a.opts.Now
+	if now == nil {
+		now = newSkewedClock(a.cfg.DataDir, a.log).Now
+	}
+	c := cluster.Config{
+		NodeName:        a.cfg.NodeName,
+		DataDir:         a.cfg.DataDir,
+		RaftBind:        raftAddr,
+		RaftAdvertise:   a.cfg.RaftAdvertise,
+		GossipBind:      gossipAddr,
+		GossipAdvertise: a.cfg.GossipAdvertise,
+		RPCAdvertise:    advertise,
+		RetryJoin:       a.cfg.RetryJoin,
+		BootstrapExpect: a.cfg.BootstrapExpect,
+		Dev:             a.opts.Dev,
+		RaftTLS:         raftTLS,
+		RPCTLS:          peerTLS,
+		GossipKey:       key,
+		DeadServerGrace: time.Duration(a.cfg.DeadServerGrace),
+		TickInterval:    time.Duration(a.cfg.TickInterval),
+
+		SnapshotThreshold:  a.cfg.SnapshotThreshold,
+		SnapshotInterval:   time.Duration(a.cfg.SnapshotInterval),
+		TrailingLogs:       a.cfg.TrailingLogs,
+		SnapshotOnShutdown: a.cfg.SnapshotOnShutdown,
+		Stamp:              fsm.Stamp,
+		Now:                now,
+		Tick:               fsm.TickCommand,
+		Logger:             a.log,
+		Registerer:         a.reg,
+	}
+	if a.opts.Cluster != nil {
+		a.opts.Cluster(&c)
+	}
+	return c, nil
+}
+
+func (a *Agent) createNode() error {
+	a.reg = prometheus.NewRegistry()
+	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newLedgerCollector(a.fsm))
+	cfg, err := a.clusterConfig()
+	if err != nil {
+		return err
+	}
+	node, err := cluster.New(cfg, a.fsm)
+	if err != nil {
+		return err
+	}
+	a.node = node
+	return nil
+}
+
+// Start serves HTTP on the agent's listener.
+func (a *Agent) Start() {
+	go func() {
+		var err error
+		if a.httpTLS != nil {
+			err = a.http.ServeTLS(a.httpLn, "", "")
+		} else {
+			err = a.http.Serve(a.httpLn)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.log.Error("http server", "err", err)
+		}
+	}()
+	a.log.Info("listening", "http", a.httpLn.Addr().String(), "tls", a.httpTLS != nil, "raft", a.node.RaftAddr(), "gossip", a.node.GossipAddr())
+}
+
+// Shutdown hands over leadership, leaves the cluster, then stops HTTP.
+func (a *Agent) Shutdown(ctx context.Context) error {
+	var errs []error
+	if a.node != nil {
+		if err := a.node.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		a.node = nil
+	}
+	if err := a.http.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+	}
+	a.httpLn = nil
+	return errors.Join(errs...)
+}
+
+// Close stops the agent abruptly: the HTTP server closes at once (open
+// connections break), then the node shuts down, and the dev data dir is
+// removed. It releases what is left after a failed New, and is safe after
+// Shutdown and more than once.
+func (a *Agent) Close() {
+	if a.http != nil {
+		_ = a.http.Close()
+	}
+	if a.httpLn != nil {
+		a.httpLn.Close()
+		a.httpLn = nil
+	}
+	if a.node != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = a.node.Shutdown(ctx)
+		cancel()
+		a.node = nil
+	}
+	if a.tempDir != "" {
+		os.RemoveAll(a.tempDir)
+		a.tempDir = ""
+	}
+}
+
+// Node returns the agent's cluster node.
+func (a *Agent) Node() *cluster.Node { return a.node }
+
+// FSM returns the agent's state machine.
+func (a *Agent) FSM() *fsm.FSM { return a.fsm }
+
+// Ledger returns the agent's ledger.
+func (a *Agent) Ledger() *replicated.Ledger { return a.ledger }
+
+// Addr returns the host:port the HTTP server listens on.
+func (a *Agent) Addr() string { return a.addr }
+
+// URL returns the base URL of the agent's HTTP API.
+func (a *Agent) URL() string { return a.scheme() + "://" + a.addr }
+
+// scheme is the URL scheme of this agent's HTTP API.
+func (a *Agent) scheme() string {
+	if a.httpTLS != nil {
+		return "https"
+	}
+	return "http"
+}

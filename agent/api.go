@@ -1,0 +1,95 @@
+package agent
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ledgerd/ledgerd/ledger/replicated"
+	"github.com/ledgerd/ledgerd/rpc"
+)
+
+// handler builds the agent's one HTTP mux: the cluster's internal
+// endpoints, metrics, health, profiles (when asked for) and the public API.
+func (a *Agent) handler() http.Handler {
+	node := a.node // a.node is cleared by Shutdown while requests may still run
+	mux := http.NewServeMux()
+	mux.Handle("/internal/", node.Handler())
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
+	if a.cfg.Pprof {
+		mountPprof(mux)
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !node.Ready() {
+			http.Error(w, "not ready: no leader yet or still catching up", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ready\n")
+	})
+	srv, err := a.apiServer()
+	if err != nil {
+		mountRefusal(mux, a, err)
+		return mux
+	}
+	srv.Mount(mux)
+	return mux
+}
+
+// apiOptions are the public API's options built from the configuration.
+func (a *Agent) apiOptions() (rpc.Options, error) {
+	node := a.node
+	opts := rpc.Options{
+		Ledger:          a.ledger,
+		Cluster:         replicated.Cluster{Node: node},
+		CORSOrigins:     a.cfg.CORSOrigins,
+		RateLimit:       a.cfg.RateLimit,
+		RateBurst:       a.cfg.RateBurst,
+		MaxRequestBytes: a.cfg.MaxRequestBytes,
+		Logger:          a.log,
+		Ready:           node.Ready,
+		LeaderHint: func() string {
+			_, addr := node.Leader()
+			return addr
+		},
+	}
+	if a.cfg.TokensFile != "" {
+		auth, err := rpc.LoadAuthFile(a.cfg.TokensFile)
+		if err != nil {
+			return opts, fmt.Errorf("api: %w", err)
+		}
+		opts.Auth = auth
+	} else if !a.opts.Dev {
+		a.log.Warn("API authentication is off: every caller is an operator; pass a tokens file to turn it on")
+	}
+	if a.opts.API != nil {
+		a.opts.API(&opts)
+	}
+	return opts, nil
+}
+
+// apiServer builds the public API server.
+func (a *Agent) apiServer() (*rpc.Server, error) {
+	opts, err := a.apiOptions()
+	if err != nil {
+		return nil, err
+	}
+	return rpc.New(opts)
+}
+
+// mountRefusal makes every API path answer 503 with err: an API that
+// cannot be built (e.g. an unreadable tokens file) fails closed instead of
+// serving without its configured authentication.
+func mountRefusal(mux *http.ServeMux, a *Agent, err error) {
+	a.log.Error("public API disabled", "err", err)
+	refuse := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "ledgerd API unavailable: "+err.Error(), http.StatusServiceUnavailable)
+	})
+	for _, name := range rpc.ServiceNames {
+		mux.Handle("/"+name+"/", refuse)
+	}
+}

@@ -1,0 +1,266 @@
+package agent
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ledgerd/ledgerd/fsm"
+)
+
+// Config is the agent's configuration. A config file is JSON with
+// exactly these keys (unknown keys are rejected); every key can also be set
+// by the environment variable LEDGERD_<KEY> (upper case) and by the flag
+// -<key> with dashes for underscores. Flags beat the environment, which
+// beats the file, which beats the defaults.
+type Config struct {
+	NodeName        string   `json:"node_name"`
+	DataDir         string   `json:"data_dir"`
+	HTTPAddr        string   `json:"http_addr"`
+	HTTPAdvertise   string   `json:"http_advertise"`
+	RaftAddr        string   `json:"raft_addr"`
+	RaftAdvertise   string   `json:"raft_advertise"`
+	GossipAddr      string   `json:"gossip_addr"`
+	GossipAdvertise string   `json:"gossip_advertise"`
+	RetryJoin       []string `json:"retry_join"`
+	BootstrapExpect int      `json:"bootstrap_expect"`
+	// TLS for the Raft transport: certificate and key of this server, and
+	// the CA that signs every server's certificate. With verify_incoming
+	// the peers must present certificates too (mutual TLS).
+	TLSCertFile       string `json:"tls_cert_file"`
+	TLSKeyFile        string `json:"tls_key_file"`
+	TLSCAFile         string `json:"tls_ca_file"`
+	TLSVerifyIncoming bool   `json:"tls_verify_incoming"`
+	// TLSHTTP serves the HTTP API (and the internal endpoints peers call
+	// on it) over TLS with the same certificate and key; peers are
+	// verified against tls_ca_file. With tls_verify_incoming every API
+	// client must present a certificate signed by tls_ca_file or
+	// tls_http_client_ca_file.
+	TLSHTTP             bool   `json:"tls_http"`
+	TLSHTTPClientCAFile string `json:"tls_http_client_ca_file"`
+	// GossipKey is base64 of 16, 24 or 32 bytes; it encrypts gossip.
+	GossipKey       string   `json:"gossip_key"`
+	LogLevel        string   `json:"log_level"`
+	LogFormat       string   `json:"log_format"`
+	DeadServerGrace Duration `json:"dead_server_grace"`
+	TickInterval    Duration `json:"tick_interval"`
+	// Snapshots: see cluster.Config. The defaults keep the log replayed
+	// after a crash to about SnapshotThreshold plus two SnapshotIntervals
+	// of writes; a graceful stop snapshots so the next start replays
+	// almost nothing.
+	SnapshotThreshold  uint64   `json:"snapshot_threshold"`
+	SnapshotInterval   Duration `json:"snapshot_interval"`
+	TrailingLogs       uint64   `json:"trailing_logs"`
+	SnapshotOnShutdown bool     `json:"snapshot_on_shutdown"`
+	// MemoryLimit is the Go runtime's soft memory limit in bytes (0: the
+	// runtime's own, from GOMEMLIMIT or none); see applyMemoryLimit.
+	MemoryLimit ByteSize `json:"memory_limit"`
+	// IdempotencyMaxKeys caps the idempotency keys the ledger remembers
+	// (0: fsm.DefaultIdempotencyMaxKeys); see fsmConfig. Every server of
+	// a cluster must use the same value.
+	IdempotencyMaxKeys int `json:"idempotency_max_keys"`
+	// Pprof serves net/http/pprof under /debug/pprof/ on the HTTP port.
+	Pprof bool `json:"pprof"`
+	// Public API settings (see rpc.Options).
+	TokensFile      string   `json:"tokens_file"`
+	CORSOrigins     []string `json:"cors_origins"`
+	RateLimit       float64  `json:"rate_limit"`
+	RateBurst       int      `json:"rate_burst"`
+	MaxRequestBytes int      `json:"max_request_bytes"`
+}
+
+// Duration is a time.Duration written as a Go duration string ("30s").
+type Duration time.Duration
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("want a duration string such as \"30s\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+func DefaultConfig() Config {
+	return Config{
+		HTTPAddr:   "127.0.0.1:7420",
+		RaftAddr:   "127.0.0.1:7421",
+		GossipAddr: "127.0.0.1:7422",
+		LogLevel:   "info",
+		LogFormat:  "text",
+
+		SnapshotThreshold:  DefaultSnapshotThreshold,
+		SnapshotInterval:   Duration(DefaultSnapshotInterval),
+		TrailingLogs:       DefaultTrailingLogs,
+		SnapshotOnShutdown: true,
+	}
+}
+
+// Snapshot defaults of the agent. Raft's own (8192 entries checked every
+// 120 s) let a busy node log minutes of writes between snapshots, all of
+// which a restart after a crash replays; checking every 10 s bounds the
+// replay to about 16k entries plus 20 s of writes, and the threshold keeps
+// a quiet node from rewriting its snapshot for a handful of entries.
+const (
+	DefaultSnapshotThreshold uint64 = 16384
+	DefaultSnapshotInterval         = 10 * time.Second
+	DefaultTrailingLogs      uint64 = 10240
+)
+
+// Validate checks the configuration and names the offending key.
+func (c *Config) Validate(dev bool) error {
+	if c.DataDir == "" && !dev {
+		return errors.New("config: data_dir is required (or run with -dev)")
+	}
+	for _, a := range []struct{ key, v string }{
+		{"http_addr", c.HTTPAddr}, {"raft_addr", c.RaftAddr}, {"gossip_addr", c.GossipAddr},
+		{"http_advertise", c.HTTPAdvertise}, {"raft_advertise", c.RaftAdvertise}, {"gossip_advertise", c.GossipAdvertise},
+	} {
+		if a.v == "" && strings.HasSuffix(a.key, "_advertise") {
+			continue
+		}
+		if err := checkHostPort(a.v); err != nil {
+			return fmt.Errorf("config: %s: %w", a.key, err)
+		}
+	}
+	if c.HTTPAdvertise == "" && !dev {
+		if host, _, _ := net.SplitHostPort(c.HTTPAddr); host == "" || net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified() {
+			return fmt.Errorf("config: http_advertise: required when http_addr (%s) binds every interface; peers forward writes to it", c.HTTPAddr)
+		}
+	}
+	for i, j := range c.RetryJoin {
+		if err := checkHostPort(j); err != nil {
+			return fmt.Errorf("config: retry_join[%d]: %w", i, err)
+		}
+	}
+	if c.BootstrapExpect < 0 {
+		return fmt.Errorf("config: bootstrap_expect: must be >= 0, got %d", c.BootstrapExpect)
+	}
+	if dev && c.BootstrapExpect > 1 {
+		return fmt.Errorf("config: bootstrap_expect: must be 0 or 1 with -dev, got %d", c.BootstrapExpect)
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return errors.New("config: tls_cert_file and tls_key_file must be set together")
+	}
+	if c.TLSCertFile != "" && c.TLSCAFile == "" {
+		return errors.New("config: tls_ca_file: required with tls_cert_file (peers' certificates are checked against it)")
+	}
+	if c.TLSVerifyIncoming && c.TLSCertFile == "" {
+		return errors.New("config: tls_verify_incoming: needs tls_cert_file, tls_key_file and tls_ca_file")
+	}
+	if c.TLSHTTP && c.TLSCertFile == "" {
+		return errors.New("config: tls_http: needs tls_cert_file, tls_key_file and tls_ca_file")
+	}
+	if c.TLSHTTPClientCAFile != "" && (!c.TLSHTTP || !c.TLSVerifyIncoming) {
+		return errors.New("config: tls_http_client_ca_file: only used with tls_http and tls_verify_incoming")
+	}
+	for _, f := range []struct{ key, path string }{
+		{"tls_cert_file", c.TLSCertFile}, {"tls_key_file", c.TLSKeyFile}, {"tls_ca_file", c.TLSCAFile},
+		{"tls_http_client_ca_file", c.TLSHTTPClientCAFile},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			return fmt.Errorf("config: %s: %w", f.key, err)
+		}
+	}
+	if c.GossipKey != "" {
+		k, err := base64.StdEncoding.DecodeString(c.GossipKey)
+		if err != nil {
+			return fmt.Errorf("config: gossip_key: not base64: %w", err)
+		}
+		if n := len(k); n != 16 && n != 24 && n != 32 {
+			return fmt.Errorf("config: gossip_key: must decode to 16, 24 or 32 bytes, got %d", n)
+		}
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		return fmt.Errorf("config: log_level: %w", err)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return fmt.Errorf("config: log_format: want text or json, got %q", c.LogFormat)
+	}
+	if c.DeadServerGrace < 0 {
+		return fmt.Errorf("config: dead_server_grace: must not be negative")
+	}
+	if c.TickInterval < 0 {
+		return fmt.Errorf("config: tick_interval: must not be negative")
+	}
+	if c.SnapshotInterval != 0 && time.Duration(c.SnapshotInterval) < 5*time.Millisecond {
+		return fmt.Errorf("config: snapshot_interval: must be at least 5ms (or 0 for the raft default), got %s", time.Duration(c.SnapshotInterval))
+	}
+	if c.IdempotencyMaxKeys < 0 {
+		return fmt.Errorf("config: idempotency_max_keys: must be >= 0, got %d", c.IdempotencyMaxKeys)
+	}
+	if c.RateLimit < 0 {
+		return fmt.Errorf("config: rate_limit: must be >= 0, got %g", c.RateLimit)
+	}
+	if c.RateBurst < 0 {
+		return fmt.Errorf("config: rate_burst: must be >= 0, got %d", c.RateBurst)
+	}
+	if c.MaxRequestBytes < 0 {
+		return fmt.Errorf("config: max_request_bytes: must be >= 0, got %d", c.MaxRequestBytes)
+	}
+	if c.TokensFile != "" {
+		if _, err := os.Stat(c.TokensFile); err != nil {
+			return fmt.Errorf("config: tokens_file: %w", err)
+		}
+	}
+	return nil
+}
+
+// fsmConfig is the ledger's configuration. It decides what applying an
+// entry does, so it must be the same on every server.
+func (c *Config) fsmConfig() fsm.Config {
+	return fsm.Config{IdempotencyMaxKeys: c.IdempotencyMaxKeys}
+}
+
+func checkHostPort(v string) error {
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return fmt.Errorf("want host:port, got %q", v)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("bad port in %q", v)
+	}
+	_ = host
+	return nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info", "":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("want debug, info, warn or error, got %q", s)
+}
+
+// NewLogger builds the agent's slog logger.
+func (c *Config) NewLogger(w io.Writer) *slog.Logger {
+	level, _ := parseLevel(c.LogLevel)
+	opts := &slog.HandlerOptions{Level: level}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,18 @@
+// Package replicated implements the ledger contract (package ledger) on
+// the Raft-replicated state machine: it is the one place where API
+// requests become fsm commands and fsm results and errors become API
+// answers and ledger errors.
+//
+// A write is built as an fsm command, encoded once (fsm.Encode), handed to
+// a Log (a cluster.Node: forwarded to the leader, stamped with its clock,
+// replicated and applied on every node) and its encoded fsm.Result is
+// decoded and mapped to the API once. A read waits on the Log's read
+// barrier unless the caller accepts stale data, then reads the local FSM.
+// Cluster maps the operator view of a cluster.Node. The operations of one
+// API Batch share a pipeline (Pipeline): their writes go to the log back to
+// back in one ApplyBatch, their reads share one barrier.
+//
+// What it must not do: decide admissions (the FSM does, at apply time),
+// keep state of its own, or read a clock for anything that reaches the
+// log (the leader stamps time into every command).
+package replicated

@@ -1,0 +1,129 @@
+package replicated
+
+import (
+	"github.com/ledgerd/ledgerd/ledger"
+
+	"context"
+	"slices"
+
+	"github.com/ledgerd/ledgerd/cluster"
+)
+
+// BatchLog is a Log that can also propose several commands
+// back to back and wait for them together; *cluster.Node implements it.
+// ApplyBatch returns one result per command, in order, each with Apply's
+// meaning.
+type BatchLog interface {
+	Log
+	ApplyBatch(ctx context.Context, cmds [][]byte) []cluster.Result
+}
+
+// pipeline implements ledger.Pipeline on a BatchLog: it gathers what the
+// concurrent operations of one batch ask of the log. Once every unfinished operation is waiting, it serves all pending
+// read barriers with one barrier, or else proposes all pending writes in
+// one ApplyBatch in operation order; released operations carry on (a
+// modify reads after its barrier, then writes) until all are done.
+type pipeline struct {
+	r      BatchLog
+	n      int
+	events chan pipeEvent
+	// op makes the ledger view of one operation.
+	op func(Log) ledger.Ledger
+}
+
+type pipeKind int
+
+const (
+	pipeApply pipeKind = iota
+	pipeBarrier
+	pipeDone
+)
+
+type pipeEvent struct {
+	kind  pipeKind
+	slot  int
+	cmd   []byte
+	reply chan cluster.Result
+}
+
+// pipeSlot is the Log of one operation: it hands the operation's
+// log calls to the pipeline.
+type pipeSlot struct {
+	p    *pipeline
+	slot int
+}
+
+var _ Log = pipeSlot{}
+
+func newPipeline(r BatchLog, n int, op func(Log) ledger.Ledger) *pipeline {
+	return &pipeline{r: r, n: n, events: make(chan pipeEvent, n), op: op}
+}
+
+// Op returns the Ledger operation slot must use.
+func (p *pipeline) Op(slot int) ledger.Ledger { return p.op(pipeSlot{p: p, slot: slot}) }
+
+// Done reports that operation slot finished.
+func (p *pipeline) Done(slot int) {
+	p.events <- pipeEvent{kind: pipeDone, slot: slot}
+}
+
+// Apply hands cmd to the pipeline and waits for its result.
+func (s pipeSlot) Apply(_ context.Context, cmd []byte) ([]byte, error) {
+	ch := make(chan cluster.Result, 1)
+	s.p.events <- pipeEvent{kind: pipeApply, slot: s.slot, cmd: cmd, reply: ch}
+	r := <-ch
+	return r.Data, r.Err
+}
+
+// ReadBarrier waits for the batch's shared read barrier.
+func (s pipeSlot) ReadBarrier(context.Context) error {
+	ch := make(chan cluster.Result, 1)
+	s.p.events <- pipeEvent{kind: pipeBarrier, slot: s.slot, reply: ch}
+	return (<-ch).Err
+}
+
+// Run serves the operations until all are done; ctx bounds the barriers
+// and writes it performs for them. nil-safe.
+func (p *pipeline) Run(ctx context.Context) {
+	live := p.n
+	var waiting []pipeEvent
+	for live > 0 {
+		e := <-p.events
+		if e.kind == pipeDone {
+			live--
+		} else {
+			waiting = append(waiting, e)
+		}
+		if live == 0 || len(waiting) < live {
+			continue
+		}
+		var applies []pipeEvent
+		barriers := 0
+		for _, w := range waiting {
+			if w.kind == pipeBarrier {
+				barriers++
+			} else {
+				applies = append(applies, w)
+			}
+		}
+		if barriers > 0 {
+			err := p.r.ReadBarrier(ctx)
+			for _, w := range waiting {
+				if w.kind == pipeBarrier {
+					w.reply <- cluster.Result{Err: err}
+				}
+			}
+			waiting = applies
+			continue
+		}
+		slices.SortFunc(applies, func(a, b pipeEvent) int { return a.slot - b.slot })
+		cmds := make([][]byte, len(applies))
+		for i, w := range applies {
+			cmds[i] = w.cmd
+		}
+		for i, r := range p.r.ApplyBatch(ctx, cmds) {
+			applies[i].reply <- r
+		}
+		waiting = nil
+	}
+}
