@@ -162,7 +162,7 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 	if err != nil {
 		return cluster.Config{}, err
 	}
-	httpTLS, peerTLS, err := a.cfg.httpTLS()
+	httpTLS, peerTLS, err := a.cfg.HTTPTLS()
 	if err != nil {
 		return cluster.Config{}, err
 	}

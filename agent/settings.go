@@ -79,7 +79,7 @@ func ParseArgs(args []string, getenv func(string) string, stderr io.Writer) (Con
 	if _, err := cfg.raftTLS(); err != nil {
 		return cfg, opts, err
 	}
-	if _, _, err := cfg.httpTLS(); err != nil {
+	if _, _, err := cfg.HTTPTLS(); err != nil {
 		return cfg, opts, err
 	}
 	return cfg, opts, nil

@@ -49,11 +49,11 @@ func loadCAPool(pool *x509.CertPool, key, path string) error {
 	return nil
 }
 
-// httpTLS builds the TLS configurations of the HTTP API: server is what
+// HTTPTLS builds the TLS configurations of the HTTP API: server is what
 // the listener serves (HTTP/2 and HTTP/1.1 via ALPN, client certificates
 // required with tls_verify_incoming), peer is what this node presents and
 // checks when it calls another server's API. Both are nil without tls_http.
-func (c *Config) httpTLS() (server, peer *tls.Config, err error) {
+func (c *Config) HTTPTLS() (server, peer *tls.Config, err error) {
 	if !c.TLSHTTP {
 		return nil, nil, nil
 	}

@@ -177,7 +177,7 @@ func (i *authInterceptor) admit(ctx context.Context, h http.Header) (context.Con
 	p, err := i.auth.authenticate(h, cn)
 	if err != nil {
 		e := connect.NewError(connect.CodeUnauthenticated, err)
-		addDetail(e, &errdetails.ErrorInfo{Reason: ReasonUnauthenticted, Domain: ErrorDomain})
+		addDetail(e, &errdetails.ErrorInfo{Reason: ReasonUnauthenticated, Domain: ErrorDomain})
 		return ctx, e
 	}
 	if err := i.limit.take(p.Tenant); err != nil {

@@ -19,18 +19,18 @@ const ErrorDomain = "ledgerd.io"
 
 // Reasons carried in google.rpc.ErrorInfo.reason.
 const (
-	ReasonNoCapacity     = ledger.ReasonNoCapacity
-	ReasonInvalid        = "INVALID_ARGUMENT"
-	ReasonNotFound       = "NOT_FOUND"
-	ReasonExists         = "ALREADY_EXISTS"
-	ReasonWrongState     = "WRONG_STATE"
-	ReasonInUse          = "RESOURCE_IN_USE"
-	ReasonNoLeader       = "NO_LEADER"
-	ReasonOutcomeUnknown = "OUTCOME_UNKNOWN"
-	ReasonPermission     = "PERMISSION_DENIED"
-	ReasonUnauthenticted = "UNAUTHENTICATED"
-	ReasonRateLimited    = "RATE_LIMITED"
-	ReasonCompacted      = "HISTORY_COMPACTED"
+	ReasonNoCapacity      = ledger.ReasonNoCapacity
+	ReasonInvalid         = "INVALID_ARGUMENT"
+	ReasonNotFound        = "NOT_FOUND"
+	ReasonExists          = "ALREADY_EXISTS"
+	ReasonWrongState      = "WRONG_STATE"
+	ReasonInUse           = "RESOURCE_IN_USE"
+	ReasonNoLeader        = "NO_LEADER"
+	ReasonOutcomeUnknown  = "OUTCOME_UNKNOWN"
+	ReasonPermission      = "PERMISSION_DENIED"
+	ReasonUnauthenticated = "UNAUTHENTICATED"
+	ReasonRateLimited     = "RATE_LIMITED"
+	ReasonCompacted       = "HISTORY_COMPACTED"
 )
 
 // toConnect maps an outcome error to a *connect.Error with details:

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 
+	"github.com/ledgerd/ledgerd/agent"
 	"github.com/ledgerd/ledgerd/agent/agenttest"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/internal/testpki"
@@ -75,7 +76,12 @@ func TestMutualTLSIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := rpc.ServerTLS(rpc.TLSFiles{CertFile: p.certFile, KeyFile: p.keyFile, ClientCAFile: p.caFile})
+	// The agent's own TLS set-up of the API listener (tls_http with
+	// tls_verify_incoming), so this covers the code the agent runs.
+	ac := agent.DefaultConfig()
+	ac.TLSHTTP, ac.TLSVerifyIncoming = true, true
+	ac.TLSCertFile, ac.TLSKeyFile, ac.TLSCAFile = p.certFile, p.keyFile, p.caFile
+	cfg, _, err := ac.HTTPTLS()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,10 @@ package rpc
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"slices"
 	"time"
 
@@ -199,47 +196,4 @@ func ServeProtocols() *http.Protocols {
 	p.SetHTTP2(true)
 	p.SetUnencryptedHTTP2(true)
 	return p
-}
-
-// TLSFiles names the PEM files of a server's TLS setup.
-type TLSFiles struct {
-	CertFile, KeyFile string
-	// ClientCAFile, when set, enables mutual TLS: clients must present a
-	// certificate signed by one of these CAs.
-	ClientCAFile string
-}
-
-// ServerTLS loads the files into a tls.Config for the API listener
-// (TLS 1.2+, HTTP/2 and HTTP/1.1 via ALPN).
-func ServerTLS(f TLSFiles) (*tls.Config, error) {
-	if f.CertFile == "" || f.KeyFile == "" {
-		return nil, errors.New("rpc: TLS needs both a certificate and a key file")
-	}
-	cert, err := tls.LoadX509KeyPair(f.CertFile, f.KeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("rpc: load TLS key pair: %w", err)
-	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
-	if f.ClientCAFile != "" {
-		pool, err := loadPool(f.ClientCAFile)
-		if err != nil {
-			return nil, err
-		}
-		cfg.ClientCAs = pool
-		cfg.ClientAuth = tls.RequireAndVerifyClientCert
-	}
-	return cfg, nil
-}
-
-// loadPool reads a PEM bundle of CA certificates.
-func loadPool(path string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("rpc: read CA file: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("rpc: CA file %s holds no PEM certificate", path)
-	}
-	return pool, nil
 }
