@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"strings"
 
 	"github.com/ledgerd/ledgerd/agent"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/rpc/client"
 )
 
 func init() {
@@ -77,27 +79,22 @@ func runListPeers(args []string) int {
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	c, err := cf.client()
-	if err != nil {
-		return fail("operator raft list-peers", err)
-	}
-	ctx, cancel := cf.context()
-	defer cancel()
-	ms, err := c.Members(ctx)
-	if err != nil {
-		return fail("operator raft list-peers", err)
-	}
-	if cf.json {
-		printJSON(&ledgerdv1.MembersResponse{Members: ms})
-		return exitOK
-	}
-	w := table()
-	fmt.Fprintln(w, "NODE ID\tADDRESS\tSTATE\tVOTER\tLEADER")
-	for _, r := range peerRows(ms) {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%t\t%t\n", r.ID, r.Address, r.State, r.Voter, r.Leader)
-	}
-	w.Flush()
-	return exitOK
+	return cf.withClient("operator raft list-peers", func(ctx context.Context, c *client.Client) error {
+		ms, err := c.Members(ctx)
+		if err != nil {
+			return err
+		}
+		if cf.json {
+			printJSON(&ledgerdv1.MembersResponse{Members: ms})
+			return nil
+		}
+		w := table()
+		fmt.Fprintln(w, "NODE ID\tADDRESS\tSTATE\tVOTER\tLEADER")
+		for _, r := range peerRows(ms) {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%t\t%t\n", r.ID, r.Address, r.State, r.Voter, r.Leader)
+		}
+		return w.Flush()
+	})
 }
 
 const recoverUsage = `Usage: ledgerd operator raft recover [-config FILE] [-data-dir DIR] [-raft-addr HOST:PORT]

@@ -1,6 +1,11 @@
 package main
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+
+	"github.com/ledgerd/ledgerd/rpc/client"
+)
 
 // runRemovePeer removes a server from the Raft configuration: the way to
 // drop a dead server for good before its grace period ends, or one that
@@ -14,17 +19,13 @@ func runRemovePeer(args []string) int {
 		return usageErr(fs, "want exactly one node ID (see `ledgerd operator raft list-peers`)")
 	}
 	id := fs.Arg(0)
-	c, err := cf.client()
-	if err != nil {
-		return fail("operator raft remove-peer", err)
-	}
-	ctx, cancel := cf.context()
-	defer cancel()
-	if err := c.RemoveServer(ctx, id); err != nil {
-		return fail("operator raft remove-peer", err)
-	}
-	fmt.Fprintf(cliOut, "removed %s from the Raft configuration\n", id)
-	return exitOK
+	return cf.withClient("operator raft remove-peer", func(ctx context.Context, c *client.Client) error {
+		if err := c.RemoveServer(ctx, id); err != nil {
+			return err
+		}
+		fmt.Fprintf(cliOut, "removed %s from the Raft configuration\n", id)
+		return nil
+	})
 }
 
 // runTransferLeader asks the leader to hand leadership to another voter,
@@ -37,15 +38,11 @@ func runTransferLeader(args []string) int {
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	c, err := cf.client()
-	if err != nil {
-		return fail("operator raft transfer-leader", err)
-	}
-	ctx, cancel := cf.context()
-	defer cancel()
-	if err := c.TransferLeadership(ctx, ""); err != nil {
-		return fail("operator raft transfer-leader", err)
-	}
-	fmt.Fprintln(cliOut, "leadership transferred")
-	return exitOK
+	return cf.withClient("operator raft transfer-leader", func(ctx context.Context, c *client.Client) error {
+		if err := c.TransferLeadership(ctx, ""); err != nil {
+			return err
+		}
+		fmt.Fprintln(cliOut, "leadership transferred")
+		return nil
+	})
 }
