@@ -91,7 +91,7 @@ before="$OUT/before.txt" after="$OUT/after.txt"
 go test -c -tags hashicorpmetrics -o "$work/after.test" ./ledger/replicated/
 for i in $(seq "$COUNT"); do
   echo "round $i/$COUNT (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
-  (cd "$work/base/${basepkg#./}" && "$work/before.test" -test.run '^$' -test.bench HoldPath -test.benchtime "$BENCHTIME") | grep -E '^(Benchmark|goos|goarch|pkg|cpu)' >>"$before"
-  (cd ledger/replicated && "$work/after.test" -test.run '^$' -test.bench HoldPath -test.benchtime "$BENCHTIME") | grep -E '^(Benchmark|goos|goarch|pkg|cpu)' >>"$after"
+  (cd "$work/base/${basepkg#./}" && "$work/before.test" -test.run '^$' -test.bench HoldPath -test.benchtime "$BENCHTIME") | grep -E '^(Benchmark|goos|goarch|cpu)' >>"$before"
+  (cd ledger/replicated && "$work/after.test" -test.run '^$' -test.bench HoldPath -test.benchtime "$BENCHTIME") | grep -E '^(Benchmark|goos|goarch|cpu)' >>"$after"
 done
 go run "$BENCHSTAT" "$before" "$after" | tee "$OUT/benchstat.txt"
