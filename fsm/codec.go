@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -87,20 +88,75 @@ func Validate(b []byte) error {
 
 // Stamp returns a copy of the encoded command with the leader's clock
 // (Unix milliseconds) set as its now_millis. The leader calls it right
-// before raft.Apply; apply itself never reads a clock. Stamp decodes the
-// command first and refuses, with ErrMalformed, everything Decode refuses,
-// so a leader that stamps every entry has also validated it.
+// before raft.Apply; apply itself never reads a clock.
+//
+// Stamp does not decode the command. It walks the envelope's top-level
+// fields (a handful of tags and lengths; the payload is skipped by its
+// length, not parsed), drops any now_millis already there and writes the
+// new one where the deterministic encoder puts it: before the first field
+// with a higher number. For the output of Encode the result is byte for
+// byte what decoding, setting now_millis and re-encoding gives (what Stamp
+// did before), so the log format is unchanged and every release reads the
+// entry as before; for any other bytes that Decode accepts, the result
+// decodes to the same command as that reference with now_millis set
+// (TestStampMatchesReference, FuzzStamp). It costs one allocation.
+//
+// Stamp checks only that cmd is a sequence of complete protobuf fields,
+// so the stamp can never be swallowed by a truncated field; it refuses
+// anything else with ErrMalformed and never panics. It does not check the
+// envelope or the payload: bytes made in-process by Encode need no check,
+// and commands that arrive from other nodes must pass Decode before they
+// are proposed (see the package documentation).
 func Stamp(cmd []byte, nowMillis int64) ([]byte, error) {
-	c, err := Decode(cmd)
-	if err != nil {
-		return nil, fmt.Errorf("stamp: %w", err)
+	out := make([]byte, 0, len(cmd)+stampLen(nowMillis))
+	stamped := false
+	for rest := cmd; len(rest) > 0; {
+		num, typ, n := protowire.ConsumeTag(rest)
+		if n < 0 {
+			return nil, fmt.Errorf("stamp: %w: %v", ErrMalformed, protowire.ParseError(n))
+		}
+		m := protowire.ConsumeFieldValue(num, typ, rest[n:])
+		if m < 0 {
+			return nil, fmt.Errorf("stamp: %w: field %d: %v", ErrMalformed, num, protowire.ParseError(m))
+		}
+		field := rest[:n+m]
+		rest = rest[n+m:]
+		if !stamped && num > nowMillisField {
+			out, stamped = appendStamp(out, nowMillis), true
+		}
+		if num == nowMillisField && typ == protowire.VarintType {
+			// An earlier stamp: the decoder would let the last one
+			// win, so only the new one is kept.
+			continue
+		}
+		out = append(out, field...)
 	}
-	c.NowMillis = nowMillis
-	b, err := marshalOpts.Marshal(c)
-	if err != nil {
-		return nil, fmt.Errorf("stamp: %w", err)
+	if !stamped {
+		out = appendStamp(out, nowMillis)
 	}
-	return b, nil
+	return out, nil
+}
+
+// nowMillisField is the field number of Command.now_millis
+// (TestNowMillisField checks it against the schema).
+const nowMillisField protowire.Number = 3
+
+// stampLen is the encoded size of now_millis = v (0: proto3 omits a zero).
+func stampLen(v int64) int {
+	if v == 0 {
+		return 0
+	}
+	return protowire.SizeTag(nowMillisField) + protowire.SizeVarint(uint64(v))
+}
+
+// appendStamp appends now_millis = v as the deterministic encoder writes
+// it: nothing for zero, else the tag and the varint.
+func appendStamp(b []byte, v int64) []byte {
+	if v == 0 {
+		return b
+	}
+	b = protowire.AppendTag(b, nowMillisField, protowire.VarintType)
+	return protowire.AppendVarint(b, uint64(v))
 }
 
 // TickCommand returns an encoded TYPE_EXPIRE command without a timestamp.
