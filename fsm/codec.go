@@ -204,6 +204,12 @@ func checkEnvelope(c *fsmv1.Command) error {
 	if v, need := c.GetVersion(), minVersion(c); v < need {
 		return fmt.Errorf("%w: version %d entry uses features of version %d", ErrMalformed, v, need)
 	}
+	return checkPayload(c)
+}
+
+// checkPayload verifies that c has a known type and the payload that type
+// requires.
+func checkPayload(c *fsmv1.Command) error {
 	var ok bool
 	switch c.GetType() {
 	case fsmv1.Command_TYPE_CREATE_RESOURCE:

@@ -19,13 +19,11 @@ func AutoID(index uint64) string { return fmt.Sprintf("%s%020d", AutoIDPrefix, i
 // newID resolves the ID of a new row (empty: assigned from the log index)
 // and checks it, and the owner, before anything is booked.
 func (s *state) newID(cmd *fsmv1.Command, field, id string) (string, *fsmv1.Result) {
+	if fe := checkNewRow(cmd, field, id); fe != nil {
+		return "", fe.result()
+	}
 	if id == "" {
 		id = AutoID(s.index)
-	} else if why := validID(id); why != "" {
-		return "", invalid(field, why)
-	}
-	if len(cmd.GetOwner()) > maxOwnerLen {
-		return "", invalid("owner", fmt.Sprintf("longer than %d bytes", maxOwnerLen))
 	}
 	if s.resv.has(id) {
 		return "", conflict(fsmv1.Conflict_KIND_DUPLICATE_ID, fmt.Sprintf("reservation %q already exists", id))
@@ -58,18 +56,9 @@ func (s *state) hold(cmd *fsmv1.Command, commit bool) *fsmv1.Result {
 	if bad != nil {
 		return bad
 	}
-	if r := checkParts("request.parts", req.GetParts()); r != nil {
-		return r
-	}
-	var ttl int64
-	if !commit {
-		var bad *fsmv1.Result
-		if ttl, bad = s.checkTTL("request.hold_ttl_millis", req.GetHoldTtlMillis()); bad != nil {
-			return bad
-		}
-	}
-	if r := checkLabels("request.labels", req.GetLabels()); r != nil {
-		return r
+	ttl, fe := checkRequest(&s.cfg, req, commit)
+	if fe != nil {
+		return fe.result()
 	}
 
 	dur := req.GetDurationMillis()
@@ -86,16 +75,10 @@ func (s *state) hold(cmd *fsmv1.Command, commit bool) *fsmv1.Result {
 			pr.Deadline = start + dur
 		}
 	} else {
+		// checkRequest has checked the window.
 		nb, dl := req.GetNotBeforeMillis(), req.GetDeadlineMillis()
-		switch {
-		case nb < 0:
-			return invalid("request.not_before_millis", "must be >= 0")
-		case dl < 0:
-			return invalid("request.deadline_millis", "must be >= 0 (0 means no deadline)")
-		case dl == 0:
+		if dl == 0 {
 			dl = planner.MaxTime
-		case dur > 0 && dl-nb < dur:
-			return invalid("request.deadline_millis", "booking window shorter than duration")
 		}
 		pr.NotBefore, pr.Deadline = max(nb, s.now), dl
 		if dur > 0 && dl != planner.MaxTime && dl-pr.NotBefore < dur {
@@ -250,12 +233,9 @@ func (s *state) modify(cmd *fsmv1.Command) *fsmv1.Result {
 	if r.GetState() != fsmv1.Reservation_STATE_COMMITTED || r.GetPending() != nil {
 		return wrongState(r, "modify")
 	}
-	if b := checkParts("modify.parts", m.GetParts()); b != nil {
-		return b
-	}
-	ttl, b := s.checkTTL("modify.hold_ttl_millis", m.GetHoldTtlMillis())
-	if b != nil {
-		return b
+	ttl, fe := checkModify(&s.cfg, m)
+	if fe != nil {
+		return fe.result()
 	}
 	parts := r.GetParts()
 	if len(m.GetParts()) > 0 {
@@ -274,8 +254,8 @@ func (s *state) modify(cmd *fsmv1.Command) *fsmv1.Result {
 	} else if m.StartMillis != nil {
 		end = addSat(start, r.GetEndMillis()-r.GetStartMillis())
 	}
-	if end <= start {
-		return invalid("modify.end_millis", "must be after start")
+	if fe := checkModifyEnd(start, end); fe != nil {
+		return fe.result()
 	}
 	pp := plannerParts(parts)
 	for i, p := range pp {

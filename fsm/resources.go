@@ -14,20 +14,8 @@ import (
 // window) and delete.
 
 func (s *state) createResource(c *fsmv1.CreateResource) *fsmv1.Result {
-	if why := validResourceName(c.GetName()); why != "" {
-		return invalid("create_resource.name", why)
-	}
-	if c.GetCapacity() <= 0 {
-		return invalid("create_resource.capacity", "must be > 0")
-	}
-	if len(c.GetUnit()) > maxUnitLen {
-		return invalid("create_resource.unit", fmt.Sprintf("longer than %d bytes", maxUnitLen))
-	}
-	if r := checkLabels("create_resource.labels", c.GetLabels()); r != nil {
-		return r
-	}
-	if r := checkPolicySpec("create_resource.policy", c.GetPolicy()); r != nil {
-		return r
+	if fe := checkCreateResource(c); fe != nil {
+		return fe.result()
 	}
 	if _, exists := s.resources[c.GetName()]; exists {
 		return conflict(fsmv1.Conflict_KIND_RESOURCE_EXISTS, fmt.Sprintf("resource %q already exists", c.GetName()))
@@ -54,29 +42,23 @@ func (s *state) createResource(c *fsmv1.CreateResource) *fsmv1.Result {
 }
 
 func (s *state) updateResource(c *fsmv1.UpdateResource) *fsmv1.Result {
+	if fe := checkNameSet("update_resource.name", c.GetName()); fe != nil {
+		return fe.result()
+	}
 	old, found := s.resources[c.GetName()]
 	if !found {
-		if c.GetName() == "" {
-			return invalid("update_resource.name", "must not be empty")
-		}
 		return notFound(fmt.Sprintf("resource %q not found", c.GetName()))
 	}
-	if c.GetCapacity() < 0 {
-		return invalid("update_resource.capacity", "must be >= 0")
+	if fe := checkUpdateResource(c); fe != nil {
+		return fe.result()
 	}
 	from, to := s.now, planner.MaxTime
 	if c.FromMillis != nil {
-		if c.GetFromMillis() < 0 {
-			return invalid("update_resource.from_millis", "must be >= 0")
-		}
 		// The past cannot change: a window that began earlier applies
 		// from the log time on.
 		from = max(c.GetFromMillis(), s.now)
 	}
 	if c.ToMillis != nil {
-		if c.FromMillis != nil && c.GetToMillis() <= c.GetFromMillis() {
-			return invalid("update_resource.to_millis", "must be after from_millis")
-		}
 		if c.GetToMillis() <= from {
 			return invalid("update_resource.to_millis", fmt.Sprintf("window ends before the log time %d", s.now))
 		}
@@ -102,11 +84,11 @@ func (s *state) updateResource(c *fsmv1.UpdateResource) *fsmv1.Result {
 }
 
 func (s *state) deleteResource(c *fsmv1.DeleteResource) *fsmv1.Result {
+	if fe := checkNameSet("delete_resource.name", c.GetName()); fe != nil {
+		return fe.result()
+	}
 	old, found := s.resources[c.GetName()]
 	if !found {
-		if c.GetName() == "" {
-			return invalid("delete_resource.name", "must not be empty")
-		}
 		return notFound(fmt.Sprintf("resource %q not found", c.GetName()))
 	}
 	if n := s.itemsOn(old.GetName()); n > 0 {
