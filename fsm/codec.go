@@ -35,10 +35,11 @@ func minVersion(c *fsmv1.Command) uint32 {
 
 // ErrMalformed marks bytes that are not a command this release can apply:
 // undecodable protobuf, an unknown or missing type, an unsupported envelope
-// version, or a payload that does not match the type. The cluster layer
-// calls Decode (or Validate) before raft.Apply and returns such errors to
-// the client; the same condition inside Apply is a panic, because a log
-// entry no replica can interpret would make replicas diverge.
+// version, or a payload that does not match the type. Decode returns
+// them; the cluster layer calls it on every command that arrives from
+// another node before it is proposed, and returns the error to the client.
+// The same condition inside Apply is a panic, because a log entry no
+// replica can interpret would make replicas diverge.
 var ErrMalformed = errors.New("malformed command")
 
 var marshalOpts = proto.MarshalOptions{Deterministic: true}
@@ -46,7 +47,9 @@ var marshalOpts = proto.MarshalOptions{Deterministic: true}
 // Encode checks the envelope of cmd and returns its deterministic wire
 // encoding. A zero Version is written as minVersion(cmd) (cmd itself is
 // not modified). Field-level problems (a negative amount, an unknown resource)
-// are not checked here: they are domain results of Apply.
+// are not checked here: they are domain results of Apply, and Check
+// reports those that no state can make acceptable before a command is
+// encoded.
 func Encode(cmd *fsmv1.Command) ([]byte, error) {
 	if cmd == nil {
 		return nil, fmt.Errorf("encode command: %w: nil command", ErrMalformed)
@@ -67,7 +70,10 @@ func Encode(cmd *fsmv1.Command) ([]byte, error) {
 
 // Decode parses an encoded command and checks its envelope (known type,
 // supported version, payload matching the type). Every entry Decode accepts
-// can be applied without panicking; every error wraps ErrMalformed.
+// can be applied without panicking; every error wraps ErrMalformed. The
+// cluster layer calls it on every command forwarded by another node before
+// proposing it (Stamp does not check); bytes made by Encode in-process
+// need no such check.
 func Decode(b []byte) (*fsmv1.Command, error) {
 	cmd := new(fsmv1.Command)
 	if err := proto.Unmarshal(b, cmd); err != nil {
@@ -77,13 +83,6 @@ func Decode(b []byte) (*fsmv1.Command, error) {
 		return nil, fmt.Errorf("decode command: %w", err)
 	}
 	return cmd, nil
-}
-
-// Validate reports whether b is an entry Apply accepts (see Decode). The
-// cluster layer calls it on every command before raft.Apply.
-func Validate(b []byte) error {
-	_, err := Decode(b)
-	return err
 }
 
 // Stamp returns a copy of the encoded command with the leader's clock
