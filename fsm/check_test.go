@@ -408,7 +408,7 @@ func TestCheckAgreesWithApply(t *testing.T) {
 		}
 	}
 	t.Logf("%v", counts)
-	if counts["refused by both"] < 50*len(seeds()) {
+	if counts["refused by both"] < 25*len(seeds()) {
 		t.Errorf("only %d refusals checked against Apply's", counts["refused by both"])
 	}
 }
