@@ -291,8 +291,10 @@ func checkPlanParts(prefix string, parts []*fsmv1.Part) *FieldError {
 	return nil
 }
 
-// checkNameSet refuses an empty resource name (no resource has one; any
-// other name is looked up by Apply).
+// checkNameSet refuses an empty resource name. No resource has one
+// (create and restore refuse it), so Apply may check it before the
+// lookup that used to find nothing and then refuse it; any other name is
+// Apply's to look up.
 func checkNameSet(field, name string) *FieldError {
 	if name == "" {
 		return fieldErr(field, "must not be empty")
