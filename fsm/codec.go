@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -34,10 +35,11 @@ func minVersion(c *fsmv1.Command) uint32 {
 
 // ErrMalformed marks bytes that are not a command this release can apply:
 // undecodable protobuf, an unknown or missing type, an unsupported envelope
-// version, or a payload that does not match the type. The cluster layer
-// calls Decode (or Validate) before raft.Apply and returns such errors to
-// the client; the same condition inside Apply is a panic, because a log
-// entry no replica can interpret would make replicas diverge.
+// version, or a payload that does not match the type. Decode returns
+// them; the cluster layer calls it on every command that arrives from
+// another node before it is proposed, and returns the error to the client.
+// The same condition inside Apply is a panic, because a log entry no
+// replica can interpret would make replicas diverge.
 var ErrMalformed = errors.New("malformed command")
 
 var marshalOpts = proto.MarshalOptions{Deterministic: true}
@@ -45,7 +47,9 @@ var marshalOpts = proto.MarshalOptions{Deterministic: true}
 // Encode checks the envelope of cmd and returns its deterministic wire
 // encoding. A zero Version is written as minVersion(cmd) (cmd itself is
 // not modified). Field-level problems (a negative amount, an unknown resource)
-// are not checked here: they are domain results of Apply.
+// are not checked here: they are domain results of Apply, and Check
+// reports those that no state can make acceptable before a command is
+// encoded.
 func Encode(cmd *fsmv1.Command) ([]byte, error) {
 	if cmd == nil {
 		return nil, fmt.Errorf("encode command: %w: nil command", ErrMalformed)
@@ -66,7 +70,10 @@ func Encode(cmd *fsmv1.Command) ([]byte, error) {
 
 // Decode parses an encoded command and checks its envelope (known type,
 // supported version, payload matching the type). Every entry Decode accepts
-// can be applied without panicking; every error wraps ErrMalformed.
+// can be applied without panicking; every error wraps ErrMalformed. The
+// cluster layer calls it on every command forwarded by another node before
+// proposing it (Stamp does not check); bytes made by Encode in-process
+// need no such check.
 func Decode(b []byte) (*fsmv1.Command, error) {
 	cmd := new(fsmv1.Command)
 	if err := proto.Unmarshal(b, cmd); err != nil {
@@ -78,29 +85,77 @@ func Decode(b []byte) (*fsmv1.Command, error) {
 	return cmd, nil
 }
 
-// Validate reports whether b is an entry Apply accepts (see Decode). The
-// cluster layer calls it on every command before raft.Apply.
-func Validate(b []byte) error {
-	_, err := Decode(b)
-	return err
-}
-
 // Stamp returns a copy of the encoded command with the leader's clock
 // (Unix milliseconds) set as its now_millis. The leader calls it right
-// before raft.Apply; apply itself never reads a clock. Stamp decodes the
-// command first and refuses, with ErrMalformed, everything Decode refuses,
-// so a leader that stamps every entry has also validated it.
+// before raft.Apply; apply itself never reads a clock.
+//
+// Stamp does not decode the command. It walks the envelope's top-level
+// fields (a handful of tags and lengths; the payload is skipped by its
+// length, not parsed), drops any now_millis already there and writes the
+// new one where the deterministic encoder puts it: before the first field
+// with a higher number. For the output of Encode the result is byte for
+// byte what decoding, setting now_millis and re-encoding gives (what Stamp
+// did before), so the log format is unchanged and every release reads the
+// entry as before; for any other bytes that Decode accepts, the result
+// decodes to the same command as that reference with now_millis set
+// (TestStampMatchesReference, FuzzStamp). It costs one allocation.
+//
+// Stamp checks only that cmd is a sequence of complete protobuf fields,
+// so the stamp can never be swallowed by a truncated field; it refuses
+// anything else with ErrMalformed and never panics. It does not check the
+// envelope or the payload: bytes made in-process by Encode need no check,
+// and commands that arrive from other nodes must pass Decode before they
+// are proposed (see the package documentation).
 func Stamp(cmd []byte, nowMillis int64) ([]byte, error) {
-	c, err := Decode(cmd)
-	if err != nil {
-		return nil, fmt.Errorf("stamp: %w", err)
+	out := make([]byte, 0, len(cmd)+stampLen(nowMillis))
+	stamped := false
+	for rest := cmd; len(rest) > 0; {
+		num, typ, n := protowire.ConsumeTag(rest)
+		if n < 0 {
+			return nil, fmt.Errorf("stamp: %w: %v", ErrMalformed, protowire.ParseError(n))
+		}
+		m := protowire.ConsumeFieldValue(num, typ, rest[n:])
+		if m < 0 {
+			return nil, fmt.Errorf("stamp: %w: field %d: %v", ErrMalformed, num, protowire.ParseError(m))
+		}
+		field := rest[:n+m]
+		rest = rest[n+m:]
+		if !stamped && num > nowMillisField {
+			out, stamped = appendStamp(out, nowMillis), true
+		}
+		if num == nowMillisField && typ == protowire.VarintType {
+			// An earlier stamp: the decoder would let the last one
+			// win, so only the new one is kept.
+			continue
+		}
+		out = append(out, field...)
 	}
-	c.NowMillis = nowMillis
-	b, err := marshalOpts.Marshal(c)
-	if err != nil {
-		return nil, fmt.Errorf("stamp: %w", err)
+	if !stamped {
+		out = appendStamp(out, nowMillis)
 	}
-	return b, nil
+	return out, nil
+}
+
+// nowMillisField is the field number of Command.now_millis
+// (TestNowMillisField checks it against the schema).
+const nowMillisField protowire.Number = 3
+
+// stampLen is the encoded size of now_millis = v (0: proto3 omits a zero).
+func stampLen(v int64) int {
+	if v == 0 {
+		return 0
+	}
+	return protowire.SizeTag(nowMillisField) + protowire.SizeVarint(uint64(v))
+}
+
+// appendStamp appends now_millis = v as the deterministic encoder writes
+// it: nothing for zero, else the tag and the varint.
+func appendStamp(b []byte, v int64) []byte {
+	if v == 0 {
+		return b
+	}
+	b = protowire.AppendTag(b, nowMillisField, protowire.VarintType)
+	return protowire.AppendVarint(b, uint64(v))
 }
 
 // TickCommand returns an encoded TYPE_EXPIRE command without a timestamp.
@@ -148,6 +203,12 @@ func checkEnvelope(c *fsmv1.Command) error {
 	if v, need := c.GetVersion(), minVersion(c); v < need {
 		return fmt.Errorf("%w: version %d entry uses features of version %d", ErrMalformed, v, need)
 	}
+	return checkPayload(c)
+}
+
+// checkPayload verifies that c has a known type and the payload that type
+// requires.
+func checkPayload(c *fsmv1.Command) error {
 	var ok bool
 	switch c.GetType() {
 	case fsmv1.Command_TYPE_CREATE_RESOURCE:

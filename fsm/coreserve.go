@@ -67,46 +67,25 @@ func (s *state) coReserve(cmd *fsmv1.Command) *fsmv1.Result {
 // checkCoReserve validates a co-reservation before the scheduler sees it,
 // so every refusal names the command's field and nothing is booked.
 func (s *state) checkCoReserve(id string, c *fsmv1.CoReserve) *fsmv1.Result {
-	subs, cands := c.GetSubs(), c.GetCandidates()
-	switch {
-	case len(subs) == 0:
-		return invalid("co_reserve.subs", "must not be empty")
-	case len(subs) > maxParts:
-		return invalid("co_reserve.subs", fmt.Sprintf("more than %d sub-requests", maxParts))
-	case len(cands) == 0:
-		return invalid("co_reserve.candidates", "must not be empty")
-	case len(cands) > maxParts:
-		return invalid("co_reserve.candidates", fmt.Sprintf("more than %d candidates", maxParts))
-	case c.GetMinJointPermille() > 1000:
-		return invalid("co_reserve.min_joint_permille", "must be in 0..1000")
-	case len(coSubID(id, len(subs)-1)) > maxIDLen:
-		return invalid("co_reserve.id", fmt.Sprintf("%q is longer than %d bytes", coSubID(id, len(subs)-1), maxIDLen))
+	if fe := checkCoReserveHead(id, c); fe != nil {
+		return fe.result()
 	}
-	if r := checkLabels("co_reserve.labels", c.GetLabels()); r != nil {
-		return r
-	}
-	seen := make(map[string]bool, len(cands))
-	for i, name := range cands {
-		f := fmt.Sprintf("co_reserve.candidates[%d]", i)
-		if _, ok := s.resources[name]; !ok {
-			return invalid(f, fmt.Sprintf("no resource %q", name))
+	seen := make(map[string]bool, len(c.GetCandidates()))
+	for i, name := range c.GetCandidates() {
+		_, exists := s.resources[name]
+		if fe := checkCoCandidate(i, name, exists, seen); fe != nil {
+			return fe.result()
 		}
-		if seen[name] {
-			return invalid(f, fmt.Sprintf("resource %q named twice", name))
-		}
-		seen[name] = true
 	}
-	for i, sub := range subs {
-		f := fmt.Sprintf("co_reserve.subs[%d].", i)
-		switch {
-		case sub.GetAmount() <= 0:
-			return invalid(f+"amount", "must be > 0")
-		case sub.GetDurationMillis() <= 0:
-			return invalid(f+"duration_millis", "must be > 0")
-		case sub.GetStartMillis() < s.now:
-			return invalid(f+"start_millis", fmt.Sprintf("must not be before the log time %d", s.now))
-		case sub.GetDurationMillis() > planner.MaxTime-sub.GetStartMillis():
-			return invalid(f+"duration_millis", "start + duration overflows")
+	for i, sub := range c.GetSubs() {
+		if fe := checkCoSub(i, sub); fe != nil {
+			return fe.result()
+		}
+		if sub.GetStartMillis() < s.now {
+			return invalid(fmt.Sprintf("co_reserve.subs[%d].start_millis", i), fmt.Sprintf("must not be before the log time %d", s.now))
+		}
+		if fe := checkCoSubEnd(i, sub); fe != nil {
+			return fe.result()
 		}
 		if s.resv.has(coSubID(id, i)) {
 			return conflict(fsmv1.Conflict_KIND_DUPLICATE_ID, fmt.Sprintf("reservation %q already exists", coSubID(id, i)))

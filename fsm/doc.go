@@ -1,7 +1,8 @@
 // Package fsm is the replicated state machine of ledgerd: it turns the
 // ordered entries of the Raft log into the reservation ledger. It owns the
 // versioned command envelope (Encode, Decode, Stamp, TickCommand), the
-// resource and reservation tables with the reservation lifecycle
+// field validator that the edge and Apply share (Check), the resource and
+// reservation tables with the reservation lifecycle
 //
 //	HELD → COMMITTED → ACTIVE → COMPLETED   (the last two by log time)
 //	HELD → ABORTED | EXPIRED
@@ -24,21 +25,41 @@
 //
 //  1. Malformed entries (undecodable bytes, unknown type or envelope
 //     version, payload not matching the type) are refused by Decode with
-//     ErrMalformed. The cluster layer must call Decode (or Validate) before
-//     raft.Apply; if such an entry reaches Apply anyway, Apply panics,
+//     ErrMalformed. If such an entry reaches Apply anyway, Apply panics,
 //     because a replica that skipped it could diverge from one (of a newer
 //     release) that applied it.
 //  2. Domain outcomes (bad field, no capacity, unknown ID, wrong state,
 //     owner mismatch, capacity conflict) are deterministic Result values
 //     with a status code; they change nothing and are the same on every
-//     replica.
+//     replica. The bad fields that no state can make acceptable are also
+//     reported by Check, before anything is replicated (a *FieldError).
 //  3. Errors of the read side and of snapshot decoding are ordinary Go
 //     errors wrapped with %w (ErrBadSnapshot, planner sentinels), for
 //     errors.Is.
 //
-// Caller's duties: give every replica the same Config; stamp each command
-// with the leader's clock (Stamp) right before raft.Apply; apply
-// TickCommand periodically so holds expire without other traffic; wait for
-// changes with Notify (a channel closed after each apply) instead of
-// polling. Read methods may be called from any goroutine at any time.
+// Caller's duties, along the path of a write:
+//
+//  1. The edge (the node that received the request) builds the command and
+//     calls Check, and refuses a *FieldError as invalid input (its Field
+//     is the public request's field, see PublicField) without replicating
+//     anything. Check reads only the Config and may run on any goroutine.
+//     Apply runs the same checks, so a command that passes Check is only
+//     refused for reasons that depend on the state.
+//  2. The edge encodes the command once (Encode). Those bytes travel as
+//     they are: to the leader when the edge is a follower, and into the
+//     log.
+//  3. The leader stamps each command with its clock right before
+//     raft.Apply (Stamp). Stamp does not decode: it splices now_millis into
+//     the bytes, which costs one allocation and gives the same bytes the
+//     encoder would.
+//  4. Because the leader no longer decodes what it stamps, the cluster
+//     layer must call Decode on every command that arrives from another
+//     node (a forwarded write) before proposing it, and return its
+//     ErrMalformed to the sender; that is what keeps Apply from panicking.
+//     Commands encoded in-process by Encode (and TickCommand) need no
+//     such check: Encode refuses what Decode would.
+//  5. Give every replica the same Config; apply TickCommand (stamped)
+//     periodically so holds expire without other traffic; wait for
+//     changes with Notify (a channel closed after each apply) instead of
+//     polling. Read methods may be called from any goroutine at any time.
 package fsm

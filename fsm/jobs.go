@@ -102,14 +102,8 @@ func (s *state) submitJob(cmd *fsmv1.Command) *fsmv1.Result {
 	if bad != nil {
 		return bad
 	}
-	if j.GetPart() == nil {
-		return invalid("submit_job.part", "must be set")
-	}
-	if r := checkLabels("submit_job.labels", j.GetLabels()); r != nil {
-		return r
-	}
-	if j.GetNotBeforeMillis() < 0 {
-		return invalid("submit_job.not_before_millis", "must be >= 0")
+	if fe := checkSubmitJob(j); fe != nil {
+		return fe.result()
 	}
 	nb := max(j.GetNotBeforeMillis(), s.now)
 	part := planner.Part{Resource: j.GetPart().GetResource(), Amount: j.GetPart().GetAmount()}

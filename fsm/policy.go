@@ -89,24 +89,24 @@ func toPermille(p float64) uint32 {
 }
 
 // checkPolicySpec validates a policy given with a command (nil is REJECT).
-func checkPolicySpec(field string, p *fsmv1.PolicySpec) *fsmv1.Result {
+func checkPolicySpec(field string, p *fsmv1.PolicySpec) *FieldError {
 	pol := p.GetPolicy()
 	switch pol {
 	case fsmv1.AdmissionPolicy_ADMISSION_POLICY_UNSPECIFIED, fsmv1.AdmissionPolicy_ADMISSION_POLICY_REJECT,
 		fsmv1.AdmissionPolicy_ADMISSION_POLICY_MOVE_VARIABLE, fsmv1.AdmissionPolicy_ADMISSION_POLICY_RELAXED:
 	default:
-		return invalid(field+".policy", fmt.Sprintf("unknown admission policy %d", int32(pol)))
+		return fieldErr(field+".policy", fmt.Sprintf("unknown admission policy %d", int32(pol)))
 	}
 	if v := p.GetMinSuccessPermille(); v != 0 {
 		if pol != fsmv1.AdmissionPolicy_ADMISSION_POLICY_RELAXED {
-			return invalid(field+".min_success_permille", "only RELAXED uses it (leave it 0)")
+			return fieldErr(field+".min_success_permille", "only RELAXED uses it (leave it 0)")
 		}
 		if v > 1000 {
-			return invalid(field+".min_success_permille", "must be in 1..1000 (0 selects 800)")
+			return fieldErr(field+".min_success_permille", "must be in 1..1000 (0 selects 800)")
 		}
 	}
 	if p.GetMaxPushes() != 0 && pol != fsmv1.AdmissionPolicy_ADMISSION_POLICY_MOVE_VARIABLE {
-		return invalid(field+".max_pushes", "only MOVE_VARIABLE uses it (leave it 0)")
+		return fieldErr(field+".max_pushes", "only MOVE_VARIABLE uses it (leave it 0)")
 	}
 	return nil
 }
@@ -170,15 +170,15 @@ func (s *state) installPolicy(name string, spec *fsmv1.PolicySpec) (*fsmv1.Polic
 // jobs is allowed: jobs may live on any resource; they just stop being
 // pushed by reservations.
 func (s *state) setPolicy(c *fsmv1.SetPolicy) *fsmv1.Result {
+	if fe := checkNameSet("set_policy.name", c.GetName()); fe != nil {
+		return fe.result()
+	}
 	old, found := s.resources[c.GetName()]
 	if !found {
-		if c.GetName() == "" {
-			return invalid("set_policy.name", "must not be empty")
-		}
 		return notFound(fmt.Sprintf("resource %q not found", c.GetName()))
 	}
-	if r := checkPolicySpec("set_policy.policy", c.GetPolicy()); r != nil {
-		return r
+	if fe := checkPolicySpec("set_policy.policy", c.GetPolicy()); fe != nil {
+		return fe.result()
 	}
 	name := old.GetName()
 	now, next := s.resourcePolicy(name), plannerPolicy(c.GetPolicy()).Policy

@@ -80,7 +80,7 @@ func (s *state) restoreScheduler(msg *fsmv1.Snapshot, scheduledIDs []string) err
 	for _, r := range msg.GetResources() {
 		if p := r.GetPolicy(); p != nil {
 			if bad := checkPolicySpec("policy", p); bad != nil {
-				return badf("resource %q: %s", r.GetName(), bad.GetMessage())
+				return badf("resource %q: %s", r.GetName(), bad.result().GetMessage())
 			}
 			if pol := plannerPolicy(p); pol.Policy != planner.PolicyReject {
 				st.Policies = append(st.Policies, planner.NamedPolicy{Resource: r.GetName(), Policy: pol})

@@ -1,0 +1,349 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+
+	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"github.com/ledgerd/ledgerd/planner"
+)
+
+// The reservation commands: hold and reserve, commit, abort, cancel,
+// two-phase modify and early completion.
+
+// AutoID returns the ID the state machine assigns to a reservation created
+// by log entry index without a client-chosen ID. IDs sort by index.
+func AutoID(index uint64) string { return fmt.Sprintf("%s%020d", AutoIDPrefix, index) }
+
+// newID resolves the ID of a new row (empty: assigned from the log index)
+// and checks it, and the owner, before anything is booked.
+func (s *state) newID(cmd *fsmv1.Command, field, id string) (string, *fsmv1.Result) {
+	if fe := checkNewRow(cmd, field, id); fe != nil {
+		return "", fe.result()
+	}
+	if id == "" {
+		id = AutoID(s.index)
+	}
+	if s.resv.has(id) {
+		return "", conflict(fsmv1.Conflict_KIND_DUPLICATE_ID, fmt.Sprintf("reservation %q already exists", id))
+	}
+	return id, nil
+}
+
+// newRow returns a new HELD row created by the current entry.
+func (s *state) newRow(cmd *fsmv1.Command, id string, labels map[string]string, parts []planner.Part, start, end int64) *fsmv1.Reservation {
+	return &fsmv1.Reservation{
+		Id:             id,
+		Owner:          cmd.GetOwner(),
+		Labels:         maps.Clone(labels),
+		Parts:          sortedParts(parts),
+		StartMillis:    start,
+		EndMillis:      end,
+		State:          fsmv1.Reservation_STATE_HELD,
+		CreatedVersion: s.index,
+		UpdatedVersion: s.index,
+		CreatedMillis:  s.now,
+		UpdatedMillis:  s.now,
+	}
+}
+
+// hold admits a request and stores it as HELD, or as COMMITTED when commit
+// is set (one-phase reserve).
+func (s *state) hold(cmd *fsmv1.Command, commit bool) *fsmv1.Result {
+	req := cmd.GetRequest()
+	id, bad := s.newID(cmd, "request.id", req.GetId())
+	if bad != nil {
+		return bad
+	}
+	ttl, fe := checkRequest(&s.cfg, req, commit)
+	if fe != nil {
+		return fe.result()
+	}
+
+	dur := req.GetDurationMillis()
+	pr := planner.Request{Parts: plannerParts(req.GetParts()), Duration: dur}
+	fields := requestFields
+	if req.StartMillis != nil {
+		fields = exactFields
+		start := req.GetStartMillis()
+		if start < s.now {
+			return invalid("request.start_millis", fmt.Sprintf("must not be before the log time %d", s.now))
+		}
+		pr.NotBefore, pr.Deadline = start, planner.MaxTime
+		if dur > 0 && dur <= planner.MaxTime-start {
+			pr.Deadline = start + dur
+		}
+	} else {
+		// checkRequest has checked the window.
+		nb, dl := req.GetNotBeforeMillis(), req.GetDeadlineMillis()
+		if dl == 0 {
+			dl = planner.MaxTime
+		}
+		pr.NotBefore, pr.Deadline = max(nb, s.now), dl
+		if dur > 0 && dl != planner.MaxTime && dl-pr.NotBefore < dur {
+			// The window was fine when sent but has passed in log time:
+			// a rejection, with the earliest start without a deadline.
+			late := pr
+			late.Deadline = planner.MaxTime
+			d, err := s.plan.Find(late)
+			if err != nil {
+				return s.fromPlanner(err, fields)
+			}
+			return rejected(planner.Decision{LaterOK: d.Fits, LaterStart: d.Start},
+				fmt.Sprintf("booking window ends before log time %d leaves room for the duration", s.now))
+		}
+	}
+
+	viaScheduler, bad := s.routeScheduled(pr.Parts)
+	if bad != nil {
+		return bad
+	}
+	var d planner.Decision
+	var adm planner.Admission
+	if viaScheduler {
+		if d.Start, adm, bad = s.admitScheduled(cmd.GetOwner(), id, req.StartMillis != nil, pr); bad != nil {
+			return bad
+		}
+	} else {
+		var err error
+		if d, err = s.plan.Reserve(id, pr); err != nil {
+			if errors.Is(err, planner.ErrNoCapacity) {
+				return rejected(d, "no common start in the booking window has enough free capacity")
+			}
+			return s.fromPlanner(err, fields)
+		}
+	}
+	r := s.newRow(cmd, id, req.GetLabels(), pr.Parts, d.Start, d.Start+dur)
+	if viaScheduler {
+		s.markAdmission(r, adm)
+	}
+	if commit {
+		r.State = fsmv1.Reservation_STATE_COMMITTED
+		s.put(id, r)
+		s.emit(fsmv1.Event_TYPE_COMMITTED, r, nil)
+	} else {
+		// A hold cannot outlive its interval: there is nothing left to
+		// commit once it has ended.
+		r.HoldExpiresMillis = min(addSat(s.now, ttl), r.EndMillis)
+		s.put(id, r)
+		s.emit(fsmv1.Event_TYPE_HELD, r, nil)
+	}
+	if viaScheduler {
+		s.syncMoves()
+	}
+	return okResult(r)
+}
+
+func (s *state) commit(cmd *fsmv1.Command) *fsmv1.Result {
+	r, bad := s.owned(cmd, "target.id", cmd.GetTarget().GetId())
+	if bad != nil {
+		return bad
+	}
+	switch {
+	case r.GetState() == fsmv1.Reservation_STATE_HELD:
+		n := s.change(r)
+		n.State = fsmv1.Reservation_STATE_COMMITTED
+		n.HoldExpiresMillis = 0
+		s.put(n.Id, n)
+		s.emit(fsmv1.Event_TYPE_COMMITTED, n, nil)
+		return okResult(s.afterCommit(n))
+	case r.GetState() == fsmv1.Reservation_STATE_COMMITTED && r.GetPending() != nil:
+		// Swap: free the held new shape, then move the booking onto it.
+		// The capacity just freed is exactly what the move needs, so it
+		// succeeds; should the planner refuse anyway, the held shape is
+		// booked back and nothing has changed.
+		p := r.GetPending()
+		s.release(modKey(r.Id))
+		parts := plannerParts(p.GetParts())
+		if err := s.plan.Modify(r.Id, parts, p.GetStartMillis(), p.GetEndMillis()); err != nil {
+			_ = s.plan.Book(planner.Booking{ID: modKey(r.Id), Parts: parts, Start: p.GetStartMillis(), End: p.GetEndMillis()})
+			return s.fromPlanner(err, modifyFields)
+		}
+		n := s.change(r)
+		n.Parts, n.StartMillis, n.EndMillis = p.GetParts(), p.GetStartMillis(), p.GetEndMillis()
+		n.Pending = nil
+		// The new shape is a new request: an announced early end of the
+		// old one no longer applies.
+		n.RequestedDurationMillis, n.ActualEndMillis = 0, 0
+		s.put(n.Id, n)
+		s.emit(fsmv1.Event_TYPE_MODIFY_COMMITTED, n, nil)
+		return okResult(n)
+	}
+	return wrongState(r, "commit")
+}
+
+func (s *state) abort(cmd *fsmv1.Command) *fsmv1.Result {
+	r, bad := s.owned(cmd, "target.id", cmd.GetTarget().GetId())
+	if bad != nil {
+		return bad
+	}
+	switch {
+	case r.GetState() == fsmv1.Reservation_STATE_HELD:
+		s.releaseRow(r)
+		n := s.change(r)
+		n.State = fsmv1.Reservation_STATE_ABORTED
+		n.HoldExpiresMillis = 0
+		s.put(n.Id, n)
+		s.emit(fsmv1.Event_TYPE_ABORTED, n, nil)
+		return okResult(n)
+	case r.GetPending() != nil:
+		s.release(modKey(r.Id))
+		n := s.change(r)
+		n.Pending = nil
+		s.put(n.Id, n)
+		s.emit(fsmv1.Event_TYPE_MODIFY_ABORTED, n, nil)
+		return okResult(n)
+	}
+	return wrongState(r, "abort")
+}
+
+func (s *state) cancel(cmd *fsmv1.Command) *fsmv1.Result {
+	r, bad := s.owned(cmd, "target.id", cmd.GetTarget().GetId())
+	if bad != nil {
+		return bad
+	}
+	switch r.GetState() {
+	case fsmv1.Reservation_STATE_COMMITTED, fsmv1.Reservation_STATE_ACTIVE, fsmv1.Reservation_STATE_DEGRADED:
+		s.releaseRow(r)
+		if r.GetPending() != nil {
+			s.release(modKey(r.Id))
+		}
+		n := s.change(r)
+		n.State = fsmv1.Reservation_STATE_CANCELLED
+		n.Pending = nil
+		s.put(n.Id, n)
+		s.emit(fsmv1.Event_TYPE_CANCELLED, n, nil)
+		return okResult(n)
+	}
+	return wrongState(r, "cancel")
+}
+
+// modify holds a new shape beside a committed reservation (two-phase,
+// PluS): the old booking stays until a commit swaps them.
+func (s *state) modify(cmd *fsmv1.Command) *fsmv1.Result {
+	m := cmd.GetModify()
+	r, bad := s.owned(cmd, "modify.id", m.GetId())
+	if bad != nil {
+		return bad
+	}
+	if scheduled(r) {
+		return invalid("modify.id", "modifying a variable job or a reservation on a MOVE_VARIABLE or RELAXED resource is not supported yet; cancel it and reserve again")
+	}
+	if r.GetState() != fsmv1.Reservation_STATE_COMMITTED || r.GetPending() != nil {
+		return wrongState(r, "modify")
+	}
+	ttl, fe := checkModify(&s.cfg, m)
+	if fe != nil {
+		return fe.result()
+	}
+	parts := r.GetParts()
+	if len(m.GetParts()) > 0 {
+		parts = m.GetParts()
+	}
+	start := r.GetStartMillis()
+	if m.StartMillis != nil {
+		start = m.GetStartMillis()
+	}
+	if start <= s.now {
+		return invalid("modify.start_millis", fmt.Sprintf("must be after the log time %d", s.now))
+	}
+	end := r.GetEndMillis()
+	if m.EndMillis != nil {
+		end = m.GetEndMillis()
+	} else if m.StartMillis != nil {
+		end = addSat(start, r.GetEndMillis()-r.GetStartMillis())
+	}
+	if fe := checkModifyEnd(start, end); fe != nil {
+		return fe.result()
+	}
+	pp := plannerParts(parts)
+	for i, p := range pp {
+		if s.resourcePolicy(p.Resource) == planner.PolicyRelaxed {
+			// Everything booked on a RELAXED resource must be a
+			// scheduler item; a modification is a plain booking.
+			return invalid(fmt.Sprintf("modify.parts[%d].resource", i), fmt.Sprintf("resource %q is RELAXED: a reservation cannot be modified onto it", p.Resource))
+		}
+	}
+	if err := s.plan.Book(planner.Booking{ID: modKey(r.Id), Parts: pp, Start: start, End: end}); err != nil {
+		if errors.Is(err, planner.ErrNoCapacity) {
+			// Where the same shape would fit later, beside the current one.
+			d, ferr := s.plan.Find(planner.Request{Parts: pp, Duration: end - start, NotBefore: start, Deadline: planner.MaxTime})
+			later := planner.Decision{LaterOK: ferr == nil && d.Fits, LaterStart: d.Start}
+			return rejected(later, "the new shape does not fit beside the current one")
+		}
+		return s.fromPlanner(err, modifyFields)
+	}
+	n := s.change(r)
+	n.Pending = &fsmv1.Modification{
+		Parts:       sortedParts(pp),
+		StartMillis: start,
+		EndMillis:   end,
+		// A modification must be decided before it would begin.
+		HoldExpiresMillis: min(addSat(s.now, ttl), start),
+		Version:           s.index,
+	}
+	s.put(n.Id, n)
+	s.emit(fsmv1.Event_TYPE_MODIFY_HELD, n, nil)
+	return okResult(n)
+}
+
+// complete ends a COMMITTED or ACTIVE reservation early: the planner gives
+// back [at, end), the row keeps its requested duration and records the
+// actual end. At the log time the reservation is COMPLETED at once; at a
+// later instant its end moves there and the completion timer fires then.
+func (s *state) complete(cmd *fsmv1.Command) *fsmv1.Result {
+	c := cmd.GetComplete()
+	r, bad := s.owned(cmd, "complete.id", c.GetId())
+	if bad != nil {
+		return bad
+	}
+	if scheduled(r) {
+		return s.completeScheduled(c, r)
+	}
+	switch st := r.GetState(); {
+	case st != fsmv1.Reservation_STATE_COMMITTED && st != fsmv1.Reservation_STATE_ACTIVE,
+		r.GetPending() != nil:
+		return wrongState(r, "complete")
+	}
+	at := s.now
+	if c.AtMillis != nil {
+		// Like not_before: an instant already past in log time means now.
+		at = max(c.GetAtMillis(), s.now)
+	}
+	if at < r.GetStartMillis() || at == r.GetStartMillis() && at != s.now {
+		// Only a reservation that has begun can end at its start (it
+		// then used nothing); ending one that has not begun is Cancel.
+		return invalid("complete.at_millis", fmt.Sprintf("must be after the start %d (cancel gives the whole interval back)", r.GetStartMillis()))
+	}
+	if at >= r.GetEndMillis() {
+		return invalid("complete.at_millis", fmt.Sprintf("must be before the booked end %d", r.GetEndMillis()))
+	}
+	if _, err := s.plan.Complete(r.GetId(), at); err != nil {
+		fm := fieldMap{"complete.", map[string]string{"at": "at_millis"}}
+		return s.fromPlanner(err, fm)
+	}
+	n := s.endEarly(r, at)
+	s.replan(r.GetParts())
+	return okResult(n)
+}
+
+// endEarly stores r ended at at: COMPLETED at once when at is the log
+// time, otherwise SHORTENED (its timers complete it at at). The row keeps
+// the first requested duration.
+func (s *state) endEarly(r *fsmv1.Reservation, at int64) *fsmv1.Reservation {
+	n := s.change(r)
+	if n.RequestedDurationMillis == 0 {
+		n.RequestedDurationMillis = r.GetEndMillis() - r.GetStartMillis()
+	}
+	n.EndMillis, n.ActualEndMillis = at, at
+	if at == s.now {
+		n.State = fsmv1.Reservation_STATE_COMPLETED
+		s.put(n.Id, n)
+		s.emit(fsmv1.Event_TYPE_COMPLETED, n, nil)
+		return n
+	}
+	s.put(n.Id, n)
+	s.emit(fsmv1.Event_TYPE_SHORTENED, n, nil)
+	return n
+}
