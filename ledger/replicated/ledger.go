@@ -59,8 +59,18 @@ func clusterErr(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-// apply encodes and replicates cmd and maps a non-OK result to an error.
+// apply checks, encodes and replicates cmd and maps a non-OK result to an
+// error. The FSM's own validator runs first, so a request that would be
+// refused as invalid whatever the ledger's state never reaches the log;
+// the command is encoded once, here, and the leader only stamps it.
 func (l *Ledger) apply(ctx context.Context, op string, cmd *fsmv1.Command) (*fsmv1.Result, error) {
+	if err := l.fsm.Check(cmd); err != nil {
+		var fe *fsm.FieldError
+		if errors.As(err, &fe) {
+			return nil, fmt.Errorf("%s: %w", op, &ledger.FieldError{Field: fe.Field, Reason: fe.Reason})
+		}
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
 	b, err := fsm.Encode(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
@@ -88,7 +98,7 @@ func resultErr(r *fsmv1.Result) error {
 		rj := r.GetRejected()
 		return &ledger.RejectedError{Reason: ledger.ReasonNoCapacity, Message: r.GetMessage(), LaterOK: rj.GetLaterOk(), LaterStart: rj.GetLaterStartMillis()}
 	case fsmv1.Result_STATUS_INVALID:
-		return &ledger.FieldError{Field: apiField(r.GetInvalid().GetField()), Reason: r.GetInvalid().GetReason()}
+		return &ledger.FieldError{Field: fsm.PublicField(r.GetInvalid().GetField()), Reason: r.GetInvalid().GetReason()}
 	case fsmv1.Result_STATUS_NOT_FOUND:
 		return fmt.Errorf("%s: %w", r.GetMessage(), ledger.ErrNotFound)
 	case fsmv1.Result_STATUS_PERMISSION_DENIED:
@@ -107,36 +117,6 @@ func resultErr(r *fsmv1.Result) error {
 		}
 	}
 	return fmt.Errorf("unexpected result status %v: %s", r.GetStatus(), r.GetMessage())
-}
-
-// apiFields maps fsm field-path prefixes to the public requests', first
-// match wins.
-var apiFields = [][2]string{
-	{"request.labels", "labels"}, {"request.hold_ttl_millis", "hold_ttl"}, {"request.", "shape."},
-	{"modify.id", "id"}, {"modify.hold_ttl_millis", "hold_ttl"}, {"modify.", "shape."},
-	{"complete.at_millis", "at"}, {"complete.", ""},
-	{"create_resource.policy.", "resource."}, {"create_resource.", "resource."},
-	{"set_policy.policy.", ""}, {"set_policy.", ""},
-	{"submit_job.part.", ""}, {"submit_job.part", "resource"}, {"submit_job.duration_millis", "duration"},
-	{"submit_job.not_before_millis", "not_before"}, {"submit_job.", ""},
-}
-
-// apiField renames an fsm field path to the public request's, e.g.
-// "request.parts[1].amount" → "shape.parts[1].amount".
-func apiField(f string) string {
-	if rest, ok := strings.CutPrefix(f, "co_reserve."); ok {
-		// subs[i].start_millis → subs[i].start, and duration alike.
-		if strings.HasSuffix(rest, ".start_millis") || strings.HasSuffix(rest, ".duration_millis") {
-			return strings.TrimSuffix(rest, "_millis")
-		}
-		return rest
-	}
-	for _, p := range apiFields {
-		if rest, ok := strings.CutPrefix(f, p[0]); ok {
-			return p[1] + rest
-		}
-	}
-	return f
 }
 
 func envelope(t fsmv1.Command_Type, w ledger.Write) *fsmv1.Command {
