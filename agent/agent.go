@@ -85,6 +85,7 @@ func New(cfg Config, o Options) (*Agent, error) {
 		a.log = cfg.NewLogger(os.Stderr)
 	}
 	a.applyMemoryLimit()
+	a.warnInsecure()
 	for _, step := range []func() error{a.createDataDir, a.createFSM, a.listenHTTP, a.createNode} {
 		if err := step(); err != nil {
 			a.Close()
@@ -170,8 +171,6 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 	var key []byte
 	if a.cfg.GossipKey != "" {
 		key, _ = base64.StdEncoding.DecodeString(a.cfg.GossipKey) // validated
-	} else if !a.opts.Dev {
-		a.log.Warn("no gossip_key: gossip is unencrypted and the /internal/ endpoints accept anyone who reaches the HTTP port; set gossip_key outside trusted networks")
 	}
 	advertise := a.cfg.HTTPAdvertise
 	if advertise == "" {
@@ -222,8 +221,14 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 
 func (a *Agent) createNode() error {
 	a.reg = prometheus.NewRegistry()
+	insecure := 0.0
+	if a.cfg.Insecure {
+		insecure = 1
+	}
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		newLedgerCollector(a.fsm))
+		newLedgerCollector(a.fsm),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ledgerd_insecure", Help: "1 when the agent runs with -insecure: some peers or callers are not authenticated."},
+			func() float64 { return insecure }))
 	cfg, err := a.clusterConfig()
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"crypto/subtle"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,8 +17,12 @@ import (
 func (a *Agent) handler() http.Handler {
 	node := a.node // a.node is cleared by Shutdown while requests may still run
 	mux := http.NewServeMux()
-	mux.Handle("/internal/", node.Handler())
-	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
+	internal := node.Handler()
+	if a.httpTLS != nil {
+		internal = requireServer(internal)
+	}
+	mux.Handle("/internal/", internal)
+	mux.Handle("GET /metrics", a.requireMetricsToken(promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{})))
 	if a.cfg.Pprof {
 		mountPprof(mux)
 	}
@@ -29,6 +34,10 @@ func (a *Agent) handler() http.Handler {
 			http.Error(w, "not ready: no leader yet or still catching up", http.StatusServiceUnavailable)
 			return
 		}
+		if a.cfg.Insecure {
+			_, _ = io.WriteString(w, "ready (INSECURE: peers and callers are not authenticated)\n")
+			return
+		}
 		_, _ = io.WriteString(w, "ready\n")
 	})
 	srv, err := a.apiServer()
@@ -38,6 +47,22 @@ func (a *Agent) handler() http.Handler {
 	}
 	srv.Mount(mux)
 	return mux
+}
+
+// requireMetricsToken guards /metrics with metrics_token when one is set.
+func (a *Agent) requireMetricsToken(next http.Handler) http.Handler {
+	if a.cfg.MetricsToken == "" {
+		return next
+	}
+	want := []byte("Bearer " + a.cfg.MetricsToken)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="ledgerd metrics"`)
+			http.Error(w, "metrics need the metrics token", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // apiOptions are the public API's options built from the configuration.
@@ -64,7 +89,7 @@ func (a *Agent) apiOptions() (rpc.Options, error) {
 		}
 		opts.Auth = auth
 	} else if !a.opts.Dev {
-		a.log.Warn("API authentication is off: every caller is an operator; pass a tokens file to turn it on")
+		a.log.Error("API authentication is off: every caller is an operator; pass a tokens file to turn it on")
 	}
 	if a.opts.API != nil {
 		a.opts.API(&opts)

@@ -41,11 +41,20 @@ type Config struct {
 	TLSVerifyIncoming bool   `json:"tls_verify_incoming"`
 	// TLSHTTP serves the HTTP API (and the internal endpoints peers call
 	// on it) over TLS with the same certificate and key; peers are
-	// verified against tls_ca_file. With tls_verify_incoming every API
-	// client must present a certificate signed by tls_ca_file or
-	// tls_http_client_ca_file.
+	// verified against tls_ca_file. A client certificate, when presented,
+	// must be signed by tls_ca_file or tls_http_client_ca_file.
 	TLSHTTP             bool   `json:"tls_http"`
 	TLSHTTPClientCAFile string `json:"tls_http_client_ca_file"`
+	// TLSHTTPRequireClientCert makes every API client present a
+	// certificate (otherwise a token is enough; /internal/ always requires
+	// a server's certificate).
+	TLSHTTPRequireClientCert bool `json:"tls_http_require_client_cert"`
+	// Insecure lets a non-dev agent run with listeners that do not
+	// authenticate their peers. It is logged at ERROR on every start and
+	// exported as ledgerd_insecure 1. Never use it outside a test bed.
+	Insecure bool `json:"insecure"`
+	// MetricsToken, if set, is the bearer token /metrics requires.
+	MetricsToken string `json:"metrics_token"`
 	// GossipKey is base64 of 16, 24 or 32 bytes; it encrypts gossip.
 	GossipKey       string   `json:"gossip_key"`
 	LogLevel        string   `json:"log_level"`
@@ -164,8 +173,11 @@ func (c *Config) Validate(dev bool) error {
 	if c.TLSHTTP && c.TLSCertFile == "" {
 		return errors.New("config: tls_http: needs tls_cert_file, tls_key_file and tls_ca_file")
 	}
-	if c.TLSHTTPClientCAFile != "" && (!c.TLSHTTP || !c.TLSVerifyIncoming) {
-		return errors.New("config: tls_http_client_ca_file: only used with tls_http and tls_verify_incoming")
+	if c.TLSHTTPClientCAFile != "" && !c.TLSHTTP {
+		return errors.New("config: tls_http_client_ca_file: only used with tls_http")
+	}
+	if c.TLSHTTPRequireClientCert && !c.TLSHTTP {
+		return errors.New("config: tls_http_require_client_cert: only used with tls_http")
 	}
 	for _, f := range []struct{ key, path string }{
 		{"tls_cert_file", c.TLSCertFile}, {"tls_key_file", c.TLSKeyFile}, {"tls_ca_file", c.TLSCAFile},
@@ -219,7 +231,7 @@ func (c *Config) Validate(dev bool) error {
 			return fmt.Errorf("config: tokens_file: %w", err)
 		}
 	}
-	return nil
+	return c.checkSecure(dev)
 }
 
 // fsmConfig is the ledger's configuration. It decides what applying an

@@ -58,7 +58,7 @@ func TestAgentConfigRejectsBadInputNamingTheKey(t *testing.T) {
 		{"idempotency max keys flag", `{"data_dir":"d"}`, []string{"-idempotency-max-keys", "many"}, nil, "idempotency-max-keys"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"-config", writeConfig(t, tc.file)}, tc.args...)
+			args := append([]string{"-insecure", "-config", writeConfig(t, tc.file)}, tc.args...)
 			_, _, err := ParseArgs(args, func(k string) string { return tc.env[k] }, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error = %v, want one naming %s", err, tc.want)
@@ -71,7 +71,7 @@ func TestAgentConfigPrecedence(t *testing.T) {
 	file := writeConfig(t, `{"data_dir":"/file","node_name":"file","http_addr":"127.0.0.1:1","retry_join":["f:1"],
 		"bootstrap_expect":3,"dead_server_grace":"1m","log_format":"json"}`)
 	env := map[string]string{"LEDGERD_NODE_NAME": "env", "LEDGERD_HTTP_ADDR": "127.0.0.1:2", "LEDGERD_RETRY_JOIN": "e:1,e:2"}
-	cfg, opts, err := ParseArgs([]string{"-config", file, "-http-addr", "127.0.0.1:3", "-retry-join", "a:1", "-retry-join", "b:1"},
+	cfg, opts, err := ParseArgs([]string{"-insecure", "-config", file, "-http-addr", "127.0.0.1:3", "-retry-join", "a:1", "-retry-join", "b:1"},
 		func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func TestAgentConfigPrecedence(t *testing.T) {
 		t.Errorf("expect %d grace %s", cfg.BootstrapExpect, time.Duration(cfg.DeadServerGrace))
 	}
 	// The environment alone replaces the file's retry_join list.
-	cfg, _, err = ParseArgs([]string{"-config", file}, func(k string) string { return env[k] }, io.Discard)
+	cfg, _, err = ParseArgs([]string{"-insecure", "-config", file}, func(k string) string { return env[k] }, io.Discard)
 	if err != nil || !slices.Equal(cfg.RetryJoin, []string{"e:1", "e:2"}) {
 		t.Errorf("retry_join from env = %q (%v)", cfg.RetryJoin, err)
 	}
@@ -106,7 +106,7 @@ func TestAgentConfigPrecedence(t *testing.T) {
 func TestAgentConfigCheckAndHelp(t *testing.T) {
 	good := writeConfig(t, `{"data_dir":"d","bootstrap_expect":3,"retry_join":["10.0.0.2:7422"],
 		"gossip_key":"MDEyMzQ1Njc4OWFiY2RlZg=="}`)
-	if _, opts, err := ParseArgs([]string{"-config", good, "-config-check"}, func(string) string { return "" }, io.Discard); err != nil || !opts.ConfigCheck {
+	if _, opts, err := ParseArgs([]string{"-insecure", "-config", good, "-config-check"}, func(string) string { return "" }, io.Discard); err != nil || !opts.ConfigCheck {
 		t.Fatalf("valid config: %v", err)
 	}
 	if _, _, err := ParseArgs([]string{"-help"}, func(string) string { return "" }, io.Discard); !errors.Is(err, errHelp()) {
@@ -135,7 +135,7 @@ func TestAgentConfigSnapshotKeys(t *testing.T) {
 			Config{SnapshotThreshold: 9, SnapshotInterval: Duration(3 * time.Second), TrailingLogs: 7, Pprof: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, _, err := ParseArgs(append([]string{"-config", writeConfig(t, tc.file)}, tc.args...), func(k string) string { return tc.env[k] }, io.Discard)
+			cfg, _, err := ParseArgs(append([]string{"-insecure", "-config", writeConfig(t, tc.file)}, tc.args...), func(k string) string { return tc.env[k] }, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -165,7 +165,7 @@ func TestAgentConfigIdempotencyMaxKeys(t *testing.T) {
 		{"flag", `{"data_dir":"d"}`, map[string]string{"LEDGERD_IDEMPOTENCY_MAX_KEYS": "77"}, []string{"-idempotency-max-keys", "5"}, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, _, err := ParseArgs(append([]string{"-config", writeConfig(t, tc.file)}, tc.args...), func(k string) string { return tc.env[k] }, io.Discard)
+			cfg, _, err := ParseArgs(append([]string{"-insecure", "-config", writeConfig(t, tc.file)}, tc.args...), func(k string) string { return tc.env[k] }, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,5 +173,21 @@ func TestAgentConfigIdempotencyMaxKeys(t *testing.T) {
 				t.Fatalf("IdempotencyMaxKeys = %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestValuelessKeysAreBooleans: a flag given without a value must be a
+// boolean key.
+func TestValuelessKeysAreBooleans(t *testing.T) {
+	for _, s := range settings {
+		var c Config
+		isBool := s.set(&c, "true") == nil && s.set(&c, "maybe") != nil && s.set(&c, "false") == nil
+		if valuelessKeys[s.key] && !isBool {
+			t.Errorf("key %s takes no value on the command line but is not a boolean", s.key)
+		}
+	}
+	cfg, _, err := ParseArgs([]string{"-insecure", "-data-dir", "d", "-tls-http", "false"}, func(string) string { return "" }, io.Discard)
+	if err != nil || !cfg.Insecure || cfg.TLSHTTP {
+		t.Fatalf("-insecure alone and -tls-http false: %+v, %v", cfg, err)
 	}
 }

@@ -30,7 +30,7 @@ func TestMemoryLimitConfig(t *testing.T) {
 		{"overflow", `{"data_dir":"d"}`, nil, map[string]string{"LEDGERD_MEMORY_LIMIT": "9000000000TiB"}, 0, "LEDGERD_MEMORY_LIMIT"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"-config", writeConfig(t, tc.file)}, tc.args...)
+			args := append([]string{"-insecure", "-config", writeConfig(t, tc.file)}, tc.args...)
 			cfg, _, err := ParseArgs(args, func(k string) string { return tc.env[k] }, io.Discard)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {

@@ -92,6 +92,12 @@ type setting struct {
 	set  func(c *Config, v string) error
 }
 
+// valuelessKeys are the keys whose flags may be given without a value:
+// -insecure means -insecure=true. The other boolean keys keep taking a
+// value after a space (-tls-http true), as they always have, which a
+// valueless flag cannot.
+var valuelessKeys = map[string]bool{"insecure": true}
+
 func str(p func(*Config) *string) func(*Config, string) error {
 	return func(c *Config, v string) error { *p(c) = v; return nil }
 }
@@ -124,9 +130,12 @@ var settings = []setting{
 	{"tls_cert_file", "PEM certificate of this server (Raft TLS)", str(func(c *Config) *string { return &c.TLSCertFile })},
 	{"tls_key_file", "PEM private key of this server (Raft TLS)", str(func(c *Config) *string { return &c.TLSKeyFile })},
 	{"tls_ca_file", "PEM CA bundle that signs the servers' certificates", str(func(c *Config) *string { return &c.TLSCAFile })},
-	{"tls_verify_incoming", "require peers to present a certificate (mutual TLS)", boolSetter(func(c *Config) *bool { return &c.TLSVerifyIncoming })},
+	{"tls_verify_incoming", "require peers to present a server certificate of the cluster (mutual TLS on Raft and /internal/)", boolSetter(func(c *Config) *bool { return &c.TLSVerifyIncoming })},
 	{"tls_http", "serve the HTTP API over TLS (HTTP/2 and HTTP/1.1) with tls_cert_file/tls_key_file; peers reach it over https checked against tls_ca_file", boolSetter(func(c *Config) *bool { return &c.TLSHTTP })},
-	{"tls_http_client_ca_file", "PEM CA bundle that signs API clients' certificates (with tls_http and tls_verify_incoming; tls_ca_file is always accepted)", str(func(c *Config) *string { return &c.TLSHTTPClientCAFile })},
+	{"tls_http_client_ca_file", "PEM CA bundle that signs API clients' certificates (with tls_http; tls_ca_file is always accepted)", str(func(c *Config) *string { return &c.TLSHTTPClientCAFile })},
+	{"tls_http_require_client_cert", "every API client must present a certificate (with tls_http); otherwise a bearer token is enough", boolSetter(func(c *Config) *bool { return &c.TLSHTTPRequireClientCert })},
+	{"insecure", "run without authenticating peers and callers (test beds only; logged at ERROR, ledgerd_insecure 1)", boolSetter(func(c *Config) *bool { return &c.Insecure })},
+	{"metrics_token", "bearer token /metrics requires (empty: /metrics is open to anyone who reaches the port)", str(func(c *Config) *string { return &c.MetricsToken })},
 	{"gossip_key", "base64 key (16, 24 or 32 bytes) that encrypts gossip", str(func(c *Config) *string { return &c.GossipKey })},
 	{"log_level", "debug, info, warn or error", str(func(c *Config) *string { return &c.LogLevel })},
 	{"log_format", "text or json", str(func(c *Config) *string { return &c.LogFormat })},
@@ -272,7 +281,11 @@ type flagValues struct {
 
 func (fv *flagValues) register(fs *flag.FlagSet) {
 	for _, s := range settings {
-		fs.Func(flagName(s.key), s.help+" (env "+envName(s.key)+")", func(v string) error {
+		define := fs.Func
+		if valuelessKeys[s.key] {
+			define = fs.BoolFunc
+		}
+		define(flagName(s.key), s.help+" (env "+envName(s.key)+")", func(v string) error {
 			fv.order = append(fv.order, struct {
 				s setting
 				v string

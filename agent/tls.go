@@ -5,6 +5,8 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
+
+	"github.com/ledgerd/ledgerd/agent/pki"
 )
 
 // raftTLS builds the Raft transport's TLS configuration, or nil.
@@ -30,6 +32,11 @@ func (c *Config) raftTLS() (*tls.Config, error) {
 		RootCAs:      pool,
 		ClientCAs:    pool,
 		ClientAuth:   tls.NoClientCert,
+		// Peers are servers: dial them by the server role's name and
+		// accept only certificates that carry the role, so a client
+		// certificate of the same CA cannot speak Raft.
+		ServerName:       pki.ServerName,
+		VerifyConnection: verifyServerPeer,
 	}
 	if c.TLSVerifyIncoming {
 		conf.ClientAuth = tls.RequireAndVerifyClientCert
@@ -50,9 +57,12 @@ func loadCAPool(pool *x509.CertPool, key, path string) error {
 }
 
 // HTTPTLS builds the TLS configurations of the HTTP API: server is what
-// the listener serves (HTTP/2 and HTTP/1.1 via ALPN, client certificates
-// required with tls_verify_incoming), peer is what this node presents and
-// checks when it calls another server's API. Both are nil without tls_http.
+// the listener serves (HTTP/2 and HTTP/1.1 via ALPN; a client certificate
+// is verified when presented and required with
+// tls_http_require_client_cert; /internal/ additionally requires one with
+// the server role, see requireServer), peer is what this node presents
+// when it calls another server's internal endpoints, accepting only
+// servers. Both are nil without tls_http.
 func (c *Config) HTTPTLS() (server, peer *tls.Config, err error) {
 	if !c.TLSHTTP {
 		return nil, nil, nil
@@ -79,11 +89,23 @@ func (c *Config) HTTPTLS() (server, peer *tls.Config, err error) {
 		Certificates: []tls.Certificate{cert},
 		NextProtos:   []string{"h2", "http/1.1"},
 		ClientCAs:    clients,
-		ClientAuth:   tls.NoClientCert,
+		ClientAuth:   tls.VerifyClientCertIfGiven,
 	}
-	if c.TLSVerifyIncoming {
+	if c.TLSHTTPRequireClientCert {
 		server.ClientAuth = tls.RequireAndVerifyClientCert
 	}
-	peer = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, RootCAs: servers}
+	peer = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, RootCAs: servers,
+		ServerName: pki.ServerName, VerifyConnection: verifyServerPeer}
 	return server, peer, nil
+}
+
+// verifyServerPeer checks the server role of a peer that presented a
+// certificate; a listener that does not require certificates
+// (tls_verify_incoming off, only with insecure) lets peers without one
+// through to whatever else guards it.
+func verifyServerPeer(cs tls.ConnectionState) error {
+	if len(cs.PeerCertificates) == 0 {
+		return nil
+	}
+	return pki.VerifyServerPeer(cs)
 }

@@ -3,8 +3,10 @@ package agent
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -12,14 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgerd/ledgerd/agent/pki"
 	"github.com/ledgerd/ledgerd/internal/testnet"
 	"github.com/ledgerd/ledgerd/internal/testpki"
 	"github.com/ledgerd/ledgerd/rpc/client"
 )
 
 // TestAgentServesTLS: with tls_http the API port speaks only TLS, HTTP/2
-// via ALPN and HTTP/1.1; with tls_verify_incoming a client without a
-// certificate signed by an accepted CA is refused.
+// via ALPN and HTTP/1.1; with tls_http_require_client_cert a client
+// without a certificate signed by an accepted CA is refused.
 func TestAgentServesTLS(t *testing.T) {
 	dir := t.TempDir()
 	ca := testpki.NewCA(t, "servers")
@@ -88,7 +91,7 @@ func TestAgentServesTLS(t *testing.T) {
 		}
 	})
 	t.Run("mutual TLS", func(t *testing.T) {
-		s, _ := startAgent(t, append(tlsArgs, "-tls-verify-incoming", "true", "-tls-http-client-ca-file", brokers.WriteFile(t, dir))...)
+		s, _ := startAgent(t, append(tlsArgs, "-tls-http-require-client-cert", "true", "-tls-http-client-ca-file", brokers.WriteFile(t, dir))...)
 		run(t, s, []probe{
 			{name: "broker certificate", url: "https", conf: with(brokerCert), h2: true, ok: true, proto: 2},
 			{name: "server CA certificate", url: "https", conf: with(peerCert), ok: true, proto: 1},
@@ -115,6 +118,7 @@ func TestAgentTLSConfigCheck(t *testing.T) {
 		{"mutual TLS with client CA", append(base, "-tls-http", "true", "-tls-verify-incoming", "true", "-tls-http-client-ca-file", caFile), ""},
 		{"tls_http without certificate", []string{"-dev", "-tls-http", "true"}, "tls_http: needs tls_cert_file"},
 		{"client CA without tls_http", append(base, "-tls-verify-incoming", "true", "-tls-http-client-ca-file", caFile), "tls_http_client_ca_file: only used with"},
+		{"client certificates without tls_http", append(base, "-tls-http-require-client-cert", "true"), "tls_http_require_client_cert: only used with"},
 		{"missing client CA file", append(base, "-tls-http", "true", "-tls-verify-incoming", "true", "-tls-http-client-ca-file", missing), "tls_http_client_ca_file: stat " + missing},
 		{"missing certificate file", []string{"-dev", "-tls-http", "true", "-tls-cert-file", missing, "-tls-key-file", keyFile, "-tls-ca-file", caFile}, "tls_cert_file: stat " + missing},
 		{"not a PEM CA", append(base[:len(base)-1], keyFile, "-tls-http", "true"), "tls_ca_file: no PEM certificates"},
@@ -139,9 +143,7 @@ func TestThreeAgentsForwardOverTLS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-server cluster")
 	}
-	dir := t.TempDir()
-	ca := testpki.NewCA(t, "servers")
-	caFile := ca.WriteFile(t, dir)
+	p := newTestPKI(t)
 	type addrs struct{ http, raft, gossip string }
 	var nodes []addrs
 	var servers []*Agent
@@ -160,14 +162,10 @@ func TestThreeAgentsForwardOverTLS(t *testing.T) {
 		data := t.TempDir()
 		for i, a := range nodes {
 			name := "s" + strconv.Itoa(i)
-			certFile, keyFile := ca.Issue(t, name, testpki.Options{}).WriteFiles(t, dir)
-			args := []string{
+			args := append([]string{
 				"-node-name", name, "-data-dir", filepath.Join(data, name), "-log-level", "error",
 				"-http-addr", a.http, "-raft-addr", a.raft, "-gossip-addr", a.gossip, "-bootstrap-expect", "3",
-				"-tls-http", "true", "-tls-verify-incoming", "true",
-				"-tls-cert-file", certFile, "-tls-key-file", keyFile, "-tls-ca-file", caFile,
-				"-gossip-key", "MDEyMzQ1Njc4OWFiY2RlZg==",
-			}
+			}, p.serverArgs(t, name)...)
 			for j, o := range nodes {
 				if j != i {
 					args = append(args, "-retry-join", o.gossip)
@@ -223,11 +221,79 @@ func TestThreeAgentsForwardOverTLS(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	// The internal endpoint refuses a caller without a certificate.
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool}}
-	defer tr.CloseIdleConnections()
-	if resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Get("https://" + nodes[0].http + "/internal/status"); err == nil {
-		resp.Body.Close()
-		t.Fatalf("status answered %s to a caller without a certificate", resp.Status)
+	// The internal endpoints refuse a caller without a certificate and one
+	// holding a client certificate of the cluster's own CA; a server's
+	// certificate gets through to the cluster's own check of its token.
+	pool := x509.NewCertPool()
+	pool.AddCert(p.ca.Cert)
+	clientCert, clientKey := p.issue(t, false, "broker")
+	serverCert, serverKey := p.issue(t, true, "s9")
+	for _, c := range []struct {
+		name       string
+		cert, key  string
+		wantStatus int
+		wantBody   string
+	}{
+		{"no certificate", "", "", http.StatusUnauthorized, "need a server certificate"},
+		{"client certificate of the cluster CA", clientCert, clientKey, http.StatusForbidden, "lacks the ledgerd server role"},
+		{"server certificate", serverCert, serverKey, http.StatusForbidden, "cluster token"},
+	} {
+		conf := &tls.Config{RootCAs: pool}
+		if c.cert != "" {
+			kp, err := tls.LoadX509KeyPair(c.cert, c.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conf.Certificates = []tls.Certificate{kp}
+		}
+		tr := &http.Transport{TLSClientConfig: conf}
+		for _, path := range []string{"/internal/status", "/internal/readindex"} {
+			resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Get("https://" + nodes[0].http + path)
+			if err != nil {
+				t.Fatalf("%s %s: %v", c.name, path, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != c.wantStatus || !strings.Contains(string(body), c.wantBody) {
+				t.Errorf("%s: GET %s = %s %q, want %d saying %q", c.name, path, resp.Status, body, c.wantStatus, c.wantBody)
+			}
+		}
+		tr.CloseIdleConnections()
+	}
+	// The Raft port: a TLS peer must present a server certificate of the
+	// cluster; a client certificate of the same CA is refused in the
+	// handshake, before a byte of Raft's protocol is read.
+	for _, c := range []struct {
+		name      string
+		cert, key string
+		ok        bool
+	}{
+		{"no certificate", "", "", false},
+		{"client certificate of the cluster CA", clientCert, clientKey, false},
+		{"server certificate", serverCert, serverKey, true},
+	} {
+		conf := &tls.Config{RootCAs: pool, ServerName: pki.ServerName, MinVersion: tls.VersionTLS13}
+		if c.cert != "" {
+			kp, err := tls.LoadX509KeyPair(c.cert, c.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conf.Certificates = []tls.Certificate{kp}
+		}
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", nodes[0].raft, conf)
+		ok := err == nil
+		if ok {
+			// TLS 1.3 reports a refused client certificate as an alert on
+			// the first read. An accepted peer reaches Raft, which closes
+			// the connection on an unknown message type without an alert.
+			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+			_, _ = conn.Write([]byte{0xff})
+			_, rerr := conn.Read(make([]byte, 1))
+			ok = rerr != nil && !strings.Contains(rerr.Error(), "tls:") && !strings.Contains(rerr.Error(), "timeout")
+			conn.Close()
+		}
+		if ok != c.ok {
+			t.Errorf("raft port, %s: accepted = %v (dial err %v), want %v", c.name, ok, err, c.ok)
+		}
 	}
 }
