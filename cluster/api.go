@@ -74,10 +74,23 @@ type Config struct {
 	// LeaderWait bounds how long Apply and ReadBarrier wait for a leader
 	// before failing with ErrNoLeader. Default 5s.
 	LeaderWait time.Duration
-	// Stamp, if set, is called on the leader with every command and the
-	// leader's wall clock in Unix milliseconds before the command enters
-	// the log; it returns the command to log.
+	// Stamp, if set, is called on the leader with every command (local,
+	// forwarded by a peer, or the tick) and the leader's wall clock in
+	// Unix milliseconds before the command enters the log; it returns the
+	// command to log. It may assume cmd is well formed: commands built in
+	// this process are so by construction, and commands from peers have
+	// passed Check first. An error refuses the command (class "other", as
+	// for any error that is not a cluster sentinel). It runs on the
+	// caller's goroutine, concurrently with other writes.
 	Stamp func(cmd []byte, nowMillis int64) ([]byte, error)
+	// Check, if set, is called on the leader with every command that
+	// arrived from another server (the internal write endpoints) before
+	// Stamp and before the command enters the log; an error refuses the
+	// command, which the sender gets back as a bad request: class "other"
+	// (the class of a Stamp failure), and 400 on the deprecated
+	// single-command endpoint. Commands applied in this process are not
+	// checked. Check must not modify cmd, and is called concurrently.
+	Check func(cmd []byte) error
 	// Now is the wall clock handed to Stamp; default time.Now. Chaos tests
 	// replace it with a skewed clock to move this node's idea of log time.
 	Now func() time.Time

@@ -84,7 +84,7 @@ func (n *Node) leaderDuties(ctx context.Context) {
 			n.removeFailed(id)
 		case <-tickC:
 			tctx, cancel := context.WithTimeout(ctx, n.cfg.TickInterval)
-			if _, err := n.applyLocal(tctx, n.cfg.Tick()); err != nil && ctx.Err() == nil {
+			if err := n.applyLocalBatch(tctx, [][]byte{n.cfg.Tick()}, false)[0].Err; err != nil && ctx.Err() == nil {
 				n.log.Warn("tick failed", "err", err)
 			}
 			cancel()
