@@ -46,7 +46,7 @@ func (n *Node) leadershipLoop() {
 
 // leaderDuties runs while this node leads: it makes reads safe (barrier),
 // runs autopilot, reconciles gossip with the Raft configuration from this
-// one goroutine, and applies the periodic tick.
+// one goroutine, and runs the tick (tickLoop) beside it.
 func (n *Node) leaderDuties(ctx context.Context) {
 	term := n.raft.CurrentTerm()
 	for {
@@ -63,14 +63,17 @@ func (n *Node) leaderDuties(ctx context.Context) {
 	n.ap.Start(ctx)
 	defer func() { <-n.ap.Stop() }()
 
+	// The tick runs beside the membership work so that neither waits for
+	// the other; it ends with ctx, before autopilot stops.
+	ticks := make(chan struct{})
+	go func() {
+		defer close(ticks)
+		n.tickLoop(ctx)
+	}()
+	defer func() { <-ticks }()
+
 	reconcile := time.NewTicker(n.cfg.ReconcileInterval)
 	defer reconcile.Stop()
-	var tickC <-chan time.Time
-	if n.cfg.Tick != nil {
-		t := time.NewTicker(n.cfg.TickInterval)
-		defer t.Stop()
-		tickC = t.C
-	}
 	n.reconcile()
 	for {
 		select {
@@ -82,12 +85,6 @@ func (n *Node) leaderDuties(ctx context.Context) {
 			n.reconcile()
 		case id := <-n.removeCh:
 			n.removeFailed(id)
-		case <-tickC:
-			tctx, cancel := context.WithTimeout(ctx, n.cfg.TickInterval)
-			if err := n.applyLocalBatch(tctx, [][]byte{n.cfg.Tick()}, false)[0].Err; err != nil && ctx.Err() == nil {
-				n.log.Warn("tick failed", "err", err)
-			}
-			cancel()
 		}
 	}
 }
