@@ -19,8 +19,10 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// Version is announced in gossip meta so operators can see mixed versions.
-const Version = "0.1.0"
+// Version is announced in gossip meta so operators can see mixed versions
+// during a rolling upgrade. 0.2.0 forwards only to /internal/applybatch
+// and still serves the deprecated /internal/apply for 0.1.0 followers.
+const Version = "0.2.0"
 
 // logCacheSize is how many recent log entries stay in memory in front of
 // raft.db (several batches of raft's default MaxAppendEntries of 64).
