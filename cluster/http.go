@@ -61,9 +61,9 @@ type status struct {
 
 // Handler serves the internal endpoints peers call on each other
 // (forwarded writes, read index, status; the single-command
-// /internal/apply only until 0.3.0, see pathApply). Mount it under /internal/ on the
-// HTTP server at Config.RPCAdvertise. It never forwards: a request that
-// reaches a non-leader is answered with a not-leader error.
+// /internal/apply only until 0.3.0, see pathApply). Mount it under
+// /internal/ on the HTTP server at Config.RPCAdvertise. It never forwards:
+// a request that reaches a non-leader is answered with a not-leader error.
 //
 // When Config.GossipKey is set, every request must carry a token derived
 // from it (servers share the key, clients of the public API do not), so
