@@ -183,9 +183,17 @@ func (n *Node) applyLocalBatch(ctx context.Context, cmds [][]byte, fromPeer bool
 			known.Store(int64(i + 1))
 		}
 	}()
+	// Also watch shutdown: a future raft never took from its buffered
+	// apply channel before it stopped is never answered.
+	var gaveUp error
 	select {
 	case <-done:
 	case <-ctx.Done():
+		gaveUp = ctx.Err()
+	case <-n.ctx.Done():
+		// Not ErrShutdown: that class means "refused before the log",
+		// which a forwarding follower would retry.
+		gaveUp = errors.New("node shutting down")
 	}
 	k := int(known.Load())
 	for i := range futures {
@@ -194,7 +202,7 @@ func (n *Node) applyLocalBatch(ctx context.Context, cmds [][]byte, fromPeer bool
 		case i < k:
 			out[i] = got[i]
 		default:
-			out[i].Err = fmt.Errorf("cluster: apply: %w: %w", ErrOutcomeUnknown, ctx.Err())
+			out[i].Err = fmt.Errorf("cluster: apply: %w: %w", ErrOutcomeUnknown, gaveUp)
 		}
 	}
 	return out

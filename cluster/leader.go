@@ -50,7 +50,12 @@ func (n *Node) leadershipLoop() {
 func (n *Node) leaderDuties(ctx context.Context) {
 	term := n.raft.CurrentTerm()
 	for {
-		err := n.raft.Barrier(n.cfg.LeaderWait).Error()
+		// Not Barrier().Error(): with BatchApplyCh the barrier sits in a
+		// buffered channel, and if raft shuts down before its leader loop
+		// takes it nobody ever answers it, which hung Shutdown forever.
+		// waitFuture also returns when ctx ends (its waiter goroutine is
+		// then left on the dead future).
+		err := n.waitFuture(ctx, "leader barrier", n.raft.Barrier(n.cfg.LeaderWait))
 		if err == nil {
 			break
 		}
