@@ -74,17 +74,48 @@ type Config struct {
 	// LeaderWait bounds how long Apply and ReadBarrier wait for a leader
 	// before failing with ErrNoLeader. Default 5s.
 	LeaderWait time.Duration
-	// Stamp, if set, is called on the leader with every command and the
-	// leader's wall clock in Unix milliseconds before the command enters
-	// the log; it returns the command to log.
+	// Stamp, if set, is called on the leader with every command (local,
+	// forwarded by a peer, or the tick) and the leader's wall clock in
+	// Unix milliseconds before the command enters the log; it returns the
+	// command to log. It may assume cmd is well formed: commands built in
+	// this process are so by construction, and commands from peers have
+	// passed Check first. An error refuses the command (class "other", as
+	// for any error that is not a cluster sentinel). It runs on the
+	// caller's goroutine, concurrently with other writes.
 	Stamp func(cmd []byte, nowMillis int64) ([]byte, error)
-	// Now is the wall clock handed to Stamp; default time.Now. Chaos tests
-	// replace it with a skewed clock to move this node's idea of log time.
+	// Check, if set, is called on the leader with every command that
+	// arrived from another server (the internal write endpoints) before
+	// Stamp and before the command enters the log; an error refuses the
+	// command, which the sender gets back as a bad request: class "other"
+	// (the class of a Stamp failure), and 400 on the deprecated
+	// single-command endpoint. Commands applied in this process are not
+	// checked. Check must not modify cmd, and is called concurrently.
+	Check func(cmd []byte) error
+	// Now is the wall clock handed to Stamp and compared with NextDue;
+	// default time.Now. Chaos tests replace it with a skewed clock to move
+	// this node's idea of log time.
 	Now func() time.Time
-	// Tick, if set, produces the command the leader applies every
-	// TickInterval (default 1s), e.g. to expire holds.
+	// Tick, if set, produces the command the leader applies for
+	// time-triggered work, e.g. to expire holds: when NextDue says work is
+	// due, or every TickInterval when NextDue is nil.
 	Tick func() []byte
-	// TickInterval is the period of Tick. Default 1s.
+	// NextDue, if set (with Tick), reports the earliest log time, in Unix
+	// milliseconds of the leader's stamping clock (Now), at which
+	// time-triggered work is due, and ok=false when nothing is. The leader
+	// then applies Tick once Now reaches that time, reads NextDue again
+	// whenever the FSM applies an entry (so an entry that makes work due
+	// earlier re-arms the timer), waits at least TickInterval between two
+	// ticks, and logs no tick at all while nothing is due. It is called
+	// from the leader's tick goroutine while the FSM applies entries, so
+	// it must be safe for concurrent use, and cheap.
+	NextDue func() (atMillis int64, ok bool)
+	// TickInterval is, with NextDue, the minimum gap between two ticks.
+	// Default 100ms: due work then waits at most that long past its time
+	// (a tenth of the old fixed period), and a stream of distinct due
+	// times (holds expiring a few milliseconds apart) costs at most ten
+	// tick entries a second rather than one per due time, since one tick
+	// does all the work due by then. Without NextDue it is the fixed
+	// period of Tick, default 1s as before.
 	TickInterval time.Duration
 	// Logger receives structured logs; raft and memberlist logs are routed
 	// into it at INFO and above. Default slog.Default().

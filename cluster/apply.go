@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -15,45 +16,90 @@ type ApplyError struct{ Msg string }
 
 func (e *ApplyError) Error() string { return "cluster: fsm: " + e.Msg }
 
+// Result is the outcome of one command of ApplyBatch: what Apply would
+// have returned for it alone.
+type Result struct {
+	Data []byte
+	Err  error
+}
+
 // Apply replicates cmd through the Raft log and returns the FSM's result.
 // It works on any node: a follower forwards the command to the leader. When
 // no leader is known it waits up to Config.LeaderWait, then fails with
 // ErrNoLeader. ErrOutcomeUnknown means the command may or may not have been
 // committed; retry it with the same idempotency key.
+//
+// Apply is ApplyBatch of one command: there is one write path.
 func (n *Node) Apply(ctx context.Context, cmd []byte) ([]byte, error) {
-	start := time.Now()
-	res, path, err := n.apply(ctx, cmd)
-	n.m.observeApply(path, start, err)
-	return res, err
+	r := n.ApplyBatch(ctx, [][]byte{cmd})[0]
+	return r.Data, r.Err
 }
 
-func (n *Node) apply(ctx context.Context, cmd []byte) ([]byte, string, error) {
+// ApplyBatch replicates cmds, one log entry each, and returns one Result
+// per command in order. The commands are proposed back to back in the
+// given order without waiting for each other, so they share disk syncs
+// and replication rounds; the results are only collected afterwards. It
+// works on any node: a follower forwards the whole batch to the leader in
+// one request. Each result has Apply's meaning, ErrOutcomeUnknown
+// included; commands refused before they reached the log (the node was
+// not, or stopped being, the leader) are retried, within
+// Config.LeaderWait, on the new leader.
+func (n *Node) ApplyBatch(ctx context.Context, cmds [][]byte) []Result {
+	start := time.Now()
+	out := make([]Result, len(cmds))
+	paths := make([]string, len(cmds))
+	for i := range paths {
+		paths[i] = "local"
+	}
+	todo := seq(len(cmds))
 	deadline := time.Now().Add(n.cfg.LeaderWait)
 	var lastErr error
-	for {
+	for len(todo) > 0 {
 		if n.closed.Load() {
-			return nil, "local", fmt.Errorf("cluster: apply: %w", ErrShutdown)
+			fail(out, todo, fmt.Errorf("cluster: apply: %w", ErrShutdown))
+			break
 		}
+		sub := make([][]byte, len(todo))
+		for j, i := range todo {
+			sub[j] = cmds[i]
+		}
+		var res []Result
+		path := "local"
 		if n.raft.State() == raft.Leader {
-			res, err := n.applyLocal(ctx, cmd)
-			if err == nil || !errors.Is(err, ErrNotLeader) {
-				return res, "local", err
-			}
-			lastErr = err
+			res = n.applyLocalBatch(ctx, sub, false)
 		} else if id, rpc := n.Leader(); id != "" && rpc != "" {
-			res, err := n.forwardApply(ctx, rpc, cmd)
-			if err == nil || !(errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNoLeader)) {
-				return res, "forwarded", err
+			res, path = n.forward(ctx, rpc, sub), "forwarded"
+		}
+		retry := todo[:0]
+		for j, i := range todo {
+			// Refused before reaching the log: safe to send again. A
+			// forwarded no-leader answer means the leader we knew stepped
+			// down in between.
+			if res == nil || errors.Is(res[j].Err, ErrNotLeader) || (path == "forwarded" && errors.Is(res[j].Err, ErrNoLeader)) {
+				if res != nil {
+					lastErr = res[j].Err
+				}
+				retry = append(retry, i)
+				continue
 			}
-			lastErr = err
+			out[i], paths[i] = res[j], path
+		}
+		todo = retry
+		if len(todo) == 0 {
+			break
 		}
 		if err := n.waitLeaderChange(ctx, deadline); err != nil {
 			if lastErr != nil {
-				return nil, "local", fmt.Errorf("cluster: apply: %w (last attempt: %w)", err, lastErr)
+				err = fmt.Errorf("%w (last attempt: %w)", err, lastErr)
 			}
-			return nil, "local", fmt.Errorf("cluster: apply: %w", err)
+			fail(out, todo, fmt.Errorf("cluster: apply: %w", err))
+			break
 		}
 	}
+	for i, r := range out {
+		n.m.observeApply(paths[i], start, r.Err)
+	}
+	return out
 }
 
 // waitLeaderChange sleeps briefly before the next attempt, failing with
@@ -74,120 +120,117 @@ func (n *Node) waitLeaderChange(ctx context.Context, deadline time.Time) error {
 	}
 }
 
-// applyLocal stamps cmd with this leader's clock and applies it. It never
-// forwards. It is applyLocalBatch of one command, so the single and the
-// batched path stamp, propose and wait the same way.
-func (n *Node) applyLocal(ctx context.Context, cmd []byte) ([]byte, error) {
-	r := n.applyLocalBatch(ctx, [][]byte{cmd})[0]
-	return r.Data, r.Err
+// fail sets err as the result of every command in idx.
+func fail(out []Result, idx []int, err error) {
+	for _, i := range idx {
+		out[i] = Result{Err: err}
+	}
 }
 
-// ReadBarrier makes the next local read linearizable: when it returns nil
-// the local FSM reflects every write acknowledged before the call. On the
-// leader it uses the read-index recipe (barrier once per term, then note
-// the commit index, confirm leadership with a heartbeat round, wait for the
-// FSM to apply that index); a follower asks the leader for that index over
-// HTTP and waits until it has applied it locally. Callers that accept stale
-// data simply skip it.
-func (n *Node) ReadBarrier(ctx context.Context) error {
-	deadline := time.Now().Add(n.cfg.LeaderWait)
-	var lastErr error
-	for {
-		if n.closed.Load() {
-			return fmt.Errorf("cluster: read barrier: %w", ErrShutdown)
-		}
-		var index uint64
-		var err error
-		if n.raft.State() == raft.Leader {
-			index, err = n.readIndex(ctx)
-		} else if id, rpc := n.Leader(); id != "" && rpc != "" {
-			index, err = n.fetchReadIndex(ctx, rpc)
-		} else {
-			err = ErrNoLeader
-		}
-		if err == nil {
-			if err := n.waitIndex(ctx, index); err != nil {
-				return fmt.Errorf("cluster: read barrier: %w", err)
+// refusedError is a command from a peer that Config.Check refused. It
+// travels in the "other" error class (a class older followers know) and is
+// answered on the single-command endpoint as 400 Bad Request.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string { return "cluster: refused forwarded command: " + e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
+
+// applyLocalBatch is the leader's side of every write, local or
+// forwarded, the tick included: it checks (commands from peers, with
+// Config.Check), stamps and proposes every command, then waits for all of
+// them with a single goroutine (not one per command). It never forwards.
+// When ctx ends first, the commands whose outcome is not yet known fail
+// with ErrOutcomeUnknown.
+func (n *Node) applyLocalBatch(ctx context.Context, cmds [][]byte, fromPeer bool) []Result {
+	out := make([]Result, len(cmds))
+	if n.raft.State() != raft.Leader {
+		fail(out, seq(len(cmds)), fmt.Errorf("cluster: apply: %w", ErrNotLeader))
+		return out
+	}
+	var timeout time.Duration
+	if d, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(d), time.Millisecond)
+	}
+	futures := make([]raft.ApplyFuture, len(cmds))
+	for i, cmd := range cmds {
+		if fromPeer && n.cfg.Check != nil {
+			if err := n.cfg.Check(cmd); err != nil {
+				out[i].Err = &refusedError{err: err}
+				continue
 			}
-			return nil
 		}
-		if !(errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNoLeader)) {
-			return fmt.Errorf("cluster: read barrier: %w", err)
+		if n.cfg.Stamp != nil {
+			stamped, err := n.cfg.Stamp(cmd, n.cfg.Now().UnixMilli())
+			if err != nil {
+				out[i].Err = fmt.Errorf("cluster: stamp command: %w", err)
+				continue
+			}
+			cmd = stamped
 		}
-		lastErr = err
-		if err := n.waitLeaderChange(ctx, deadline); err != nil {
-			return fmt.Errorf("cluster: read barrier: %w (last attempt: %w)", err, lastErr)
+		futures[i] = n.raft.Apply(cmd, timeout)
+	}
+	// The waiter fills its own slice and publishes how far it got, so a
+	// caller that stops waiting never races with it.
+	got := make([]Result, len(cmds))
+	var known atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i, f := range futures {
+			if f != nil {
+				got[i].Data, got[i].Err = futureResult(f)
+			}
+			known.Store(int64(i + 1))
+		}
+	}()
+	// Also watch shutdown: a future raft never took from its buffered
+	// apply channel before it stopped is never answered.
+	var gaveUp error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		gaveUp = ctx.Err()
+	case <-n.ctx.Done():
+		// Not ErrShutdown: that class means "refused before the log",
+		// which a forwarding follower would retry.
+		gaveUp = errors.New("node shutting down")
+	}
+	k := int(known.Load())
+	for i := range futures {
+		switch {
+		case futures[i] == nil: // refused or stamping failed; out[i] holds the error
+		case i < k:
+			out[i] = got[i]
+		default:
+			out[i].Err = fmt.Errorf("cluster: apply: %w: %w", ErrOutcomeUnknown, gaveUp)
 		}
 	}
+	return out
 }
 
-// readIndex returns an index such that, once applied locally, the FSM
-// reflects every write acknowledged before the call. Leader only.
-func (n *Node) readIndex(ctx context.Context) (uint64, error) {
-	// Wait for this term's barrier: until it completes, the commit index
-	// may not yet cover entries committed by earlier leaders.
-	for n.readable.Load() == 0 || n.readable.Load() != n.raft.CurrentTerm() {
-		if n.raft.State() != raft.Leader {
-			return 0, ErrNotLeader
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-n.ctx.Done():
-			return 0, ErrShutdown
-		case <-time.After(5 * time.Millisecond):
-		}
+// seq returns 0..n-1.
+func seq(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
 	}
-	index := n.raft.CommitIndex()
-	if err := n.waitFuture(ctx, "verify leader", n.raft.VerifyLeader()); err != nil {
-		return 0, err
-	}
-	return index, nil
+	return s
 }
 
-// waitIndex waits until the local FSM reflects every entry up to index.
-// Only commands reach the FSM, so it first waits for Raft to hand index to
-// the FSM goroutine, then for the FSM to apply the last command at or
-// below index (entries already compacted are covered by a snapshot the
-// FSM holds).
-func (n *Node) waitIndex(ctx context.Context, index uint64) error {
-	// Commands wake us through the FSM wrapper; entries that never reach
-	// the FSM (no-ops, barriers) are caught by a short poll.
-	sleep := 500 * time.Microsecond
-	for n.raft.AppliedIndex() < index {
-		n.fsm.mu.Lock()
-		changed := n.fsm.changed
-		n.fsm.mu.Unlock()
-		t := time.NewTimer(sleep)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("wait for index %d (raft applied %d): %w", index, n.raft.AppliedIndex(), ctx.Err())
-		case <-n.ctx.Done():
-			t.Stop()
-			return ErrShutdown
-		case <-changed:
-		case <-t.C:
-		}
-		t.Stop()
-		sleep = min(2*sleep, 5*time.Millisecond)
+// futureResult waits for f and returns the FSM's result the way Apply
+// does.
+func futureResult(f raft.ApplyFuture) ([]byte, error) {
+	if err := f.Error(); err != nil {
+		return nil, fmt.Errorf("cluster: apply: %w", mapRaftErr(err))
 	}
-	return n.fsm.waitApplied(ctx, n.lastCommandAtOrBelow(index))
-}
-
-func (n *Node) lastCommandAtOrBelow(index uint64) uint64 {
-	first, err := n.logs.FirstIndex()
-	if err != nil {
-		return index
+	switch r := f.Response().(type) {
+	case nil:
+		return nil, nil
+	case []byte:
+		return r, nil
+	case error:
+		return nil, &ApplyError{Msg: r.Error()}
+	default:
+		return nil, fmt.Errorf("cluster: fsm returned %T, want []byte or error", r)
 	}
-	var l raft.Log
-	for i := index; i >= first && i > 0; i-- {
-		if err := n.logs.GetLog(i, &l); err != nil {
-			return 0 // compacted into a snapshot the FSM has restored or taken
-		}
-		if l.Type == raft.LogCommand {
-			return i
-		}
-	}
-	return 0
 }

@@ -131,35 +131,40 @@ func TestBatchWireRoundTrip(t *testing.T) {
 	}
 }
 
-// TestForwardBatchToLeaderWithoutBatchEndpoint: a leader that predates
-// /internal/applybatch (404) gets the commands of a forwarded batch one
-// /internal/apply request each, and the results come back in order.
-func TestForwardBatchToLeaderWithoutBatchEndpoint(t *testing.T) {
+// TestForwardToLeaderWithoutBatchEndpoint: forwarding uses only
+// /internal/applybatch, which every server of this and the previous
+// release serves. A leader without it (404) gets nothing else: every
+// command fails at once with an error naming the endpoint, neither
+// retried as a leader change nor reported as an unknown outcome, and
+// nothing is applied.
+func TestForwardToLeaderWithoutBatchEndpoint(t *testing.T) {
 	c := newCluster(t, 3, nil)
 	c.waitVoters(3)
 	leader, follower := c.leader(), c.follower()
-	var singles atomic.Int64
+	var others atomic.Int64
 	h := leader.node.Handler()
 	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == pathApplyBatch {
 			http.NotFound(w, r)
 			return
 		}
-		singles.Add(1)
+		others.Add(1)
 		h.ServeHTTP(w, r)
 	}))
 	defer old.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res := follower.node.forwardApplyBatch(ctx, old.Listener.Addr().String(), [][]byte{[]byte("p|z1"), []byte("fail|no"), []byte("q|z2")})
-	got := make([]string, len(res))
+	res := follower.node.forward(ctx, old.Listener.Addr().String(), [][]byte{[]byte("p|z1"), []byte("fail|no"), []byte("q|z2")})
 	for i, r := range res {
-		got[i] = batchOutcome(r)
+		if r.Err == nil || !strings.Contains(r.Err.Error(), pathApplyBatch) ||
+			errors.Is(r.Err, ErrNotLeader) || errors.Is(r.Err, ErrOutcomeUnknown) {
+			t.Fatalf("command %d: %v, want a plain error naming %s", i, r.Err, pathApplyBatch)
+		}
 	}
-	if want := []string{"ok:1", "fsm:refused no", "ok:2"}; !slices.Equal(got, want) {
-		t.Fatalf("results %q, want %q", got, want)
+	if n := others.Load(); n != 0 {
+		t.Fatalf("%d requests to other endpoints, want none", n)
 	}
-	if n := singles.Load(); n != 3 {
-		t.Fatalf("%d single forwards, want 3", n)
+	if got := readEntries(t, leader); len(got) != 0 {
+		t.Fatalf("entries %q after a refused forward, want none", got)
 	}
 }

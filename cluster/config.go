@@ -75,7 +75,11 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.DeadServerGrace, 30*time.Second)
 	def(&c.ForwardTimeout, 10*time.Second)
 	def(&c.LeaderWait, 5*time.Second)
-	def(&c.TickInterval, time.Second)
+	if c.NextDue != nil {
+		def(&c.TickInterval, 100*time.Millisecond)
+	} else {
+		def(&c.TickInterval, time.Second)
+	}
 	def(&c.ReconcileInterval, 5*time.Second)
 	def(&c.ServerStabilizationTime, 5*time.Second)
 	if c.Now == nil {

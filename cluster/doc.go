@@ -4,22 +4,33 @@
 // bootstrap and membership, and raft-autopilot for promoting caught-up
 // non-voters and pruning dead servers. DESIGN.md explains the protocols.
 //
-// What it offers callers: Apply on any node (followers forward to the leader
-// over HTTP, the leader stamps its clock into the command first);
-// ReadBarrier for linearizable reads (callers that accept stale data read
-// the FSM without it); Leader, Members, TransferLeadership, RemoveServer,
-// SaveSnapshot and RestoreSnapshot for operators; Ready for /readyz; and an
-// http.Handler with the internal endpoints peers call on each other.
+// What it offers callers: Apply and ApplyBatch on any node (one write
+// path: Apply is a batch of one; a follower forwards the commands to the
+// leader in one HTTP request to /internal/applybatch; the leader checks
+// commands from peers with Config.Check and stamps its clock into every
+// command with Config.Stamp); ReadBarrier for linearizable reads (callers
+// that accept stale data read the FSM without it); a leader tick for
+// time-triggered work, applied when Config.NextDue says work is due (or
+// every TickInterval without it); Leader, Members, TransferLeadership,
+// RemoveServer, SaveSnapshot and RestoreSnapshot for operators; Ready for
+// /readyz; and an http.Handler with the internal endpoints peers call on
+// each other (the single-command /internal/apply is deprecated and served
+// only until 0.3.0, for rolling upgrades from 0.1.0).
 //
 // What it must not do: interpret commands or results (they are opaque bytes
-// produced and consumed by the FSM and its callers), read FSM state, or let
+// produced and consumed by the FSM and its callers), read FSM state (the
+// next due time is an answer the FSM gives through Config.NextDue), or let
 // any node other than the current leader change the Raft configuration.
 // Gossip events are hints; only the leader's membership goroutine turns them
 // into configuration changes.
 //
 // Caller's duties: supply an FSM whose Apply is deterministic and returns
-// []byte (or an error); if the FSM needs entries validated before they enter
-// the log, do it in Config.Stamp, which the leader runs on every command;
+// []byte (or an error); validate commands that arrive from other servers in
+// Config.Check (the leader runs it on every forwarded command before it
+// enters the log: an undecodable entry would stop every replica), and keep
+// Config.Stamp, which the leader runs on every command, to stamping
+// well-formed input; give Config.NextDue with Config.Tick, safe to call
+// while the FSM applies entries, so the leader ticks only when work is due;
 // mount Handler under /internal/ on the HTTP server whose address is
 // Config.RPCAdvertise; set Config.GossipKey outside trusted networks (it
 // also guards the internal endpoints); treat ErrOutcomeUnknown as "retry

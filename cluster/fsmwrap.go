@@ -53,6 +53,14 @@ func (f *trackedFSM) setApplied(index uint64) {
 	}
 }
 
+// changedCh returns a channel that is closed when applied next grows
+// (an entry applied or a snapshot restored).
+func (f *trackedFSM) changedCh() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changed
+}
+
 // Applied returns the last index applied to the FSM.
 func (f *trackedFSM) Applied() uint64 {
 	f.mu.Lock()

@@ -32,6 +32,7 @@ type tnode struct {
 	expect               int
 	join                 []string
 	tweak                func(*Config)
+	wrap                 func(*kvFSM) raft.FSM // if set, the FSM New gets is wrap(fsm)
 	running              bool
 	started              bool // has run before: its addresses are known to peers
 }
@@ -141,7 +142,11 @@ func (c *tcluster) start(tn *tnode) {
 		cfg = testConfig(tn)
 		ln, err = net.Listen("tcp", tn.rpcAddr)
 		if err == nil {
-			node, err = New(cfg, tn.fsm)
+			var f raft.FSM = tn.fsm
+			if tn.wrap != nil {
+				f = tn.wrap(tn.fsm)
+			}
+			node, err = New(cfg, f)
 			if err != nil {
 				ln.Close()
 			}

@@ -20,9 +20,9 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// Internal endpoints, served by Handler under /internal/.
+// Internal endpoints, served by Handler under /internal/ (the write
+// endpoints are in forward.go).
 const (
-	pathApply     = "/internal/apply"
 	pathReadIndex = "/internal/readindex"
 	pathStatus    = "/internal/status"
 )
@@ -43,9 +43,6 @@ const (
 	errClassOther     = "other"
 )
 
-// maxCommandSize bounds a forwarded command.
-const maxCommandSize = 8 << 20
-
 // status is what /internal/status reports; bootstrap and autopilot use it.
 type status struct {
 	ID          string `json:"id"`
@@ -63,9 +60,10 @@ type status struct {
 }
 
 // Handler serves the internal endpoints peers call on each other
-// (forwarded apply, read index, status). Mount it under /internal/ on the
-// HTTP server at Config.RPCAdvertise. It never forwards: a request that
-// reaches a non-leader is answered with a not-leader error.
+// (forwarded writes, read index, status; the single-command
+// /internal/apply only until 0.3.0, see pathApply). Mount it under
+// /internal/ on the HTTP server at Config.RPCAdvertise. It never forwards:
+// a request that reaches a non-leader is answered with a not-leader error.
 //
 // When Config.GossipKey is set, every request must carry a token derived
 // from it (servers share the key, clients of the public API do not), so
@@ -112,21 +110,6 @@ func (n *Node) newInternalRequest(ctx context.Context, method, url string, body 
 		req.Header.Set(tokenHeader, n.token)
 	}
 	return req, nil
-}
-
-func (n *Node) serveApply(w http.ResponseWriter, r *http.Request) {
-	cmd, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCommandSize))
-	if err != nil {
-		writeErr(w, http.StatusBadRequest, errClassOther, fmt.Errorf("read command: %w", err))
-		return
-	}
-	res, err := n.applyLocal(r.Context(), cmd)
-	if err != nil {
-		writeClusterErr(w, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	_, _ = w.Write(res)
 }
 
 func (n *Node) serveReadIndex(w http.ResponseWriter, r *http.Request) {
@@ -204,7 +187,12 @@ var classStatus = map[string]int{
 
 func writeClusterErr(w http.ResponseWriter, err error) {
 	class, msg := errClassOf(err)
-	writeErr(w, classStatus[class], class, errors.New(msg))
+	code := classStatus[class]
+	var refused *refusedError
+	if errors.As(err, &refused) {
+		code = http.StatusBadRequest // same class, but the sender's fault
+	}
+	writeErr(w, code, class, errors.New(msg))
 }
 
 // decodeErr maps an internal error response back to the sentinels.
@@ -242,39 +230,6 @@ func classErr(class, msg string) error {
 func isDialErr(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
-}
-
-// forwardApply sends cmd to the leader at rpcAddr.
-func (n *Node) forwardApply(ctx context.Context, rpcAddr string, cmd []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.ForwardTimeout)
-	defer cancel()
-	req, err := n.newInternalRequest(ctx, http.MethodPost, n.scheme+"://"+rpcAddr+pathApply, bytes.NewReader(cmd))
-	if err != nil {
-		return nil, fmt.Errorf("cluster: forward apply: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/octet-stream")
-	n.m.forwarded.Inc()
-	resp, err := n.client.Do(req)
-	if err != nil {
-		if isDialErr(err) {
-			return nil, fmt.Errorf("cluster: forward apply to %s: %w: %w", rpcAddr, ErrNotLeader, err)
-		}
-		return nil, fmt.Errorf("cluster: forward apply to %s: %w: %w", rpcAddr, ErrOutcomeUnknown, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		err := decodeErr(resp)
-		var ae *ApplyError
-		if errors.As(err, &ae) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("cluster: forward apply to %s: %w", rpcAddr, err)
-	}
-	res, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: forward apply to %s: read result: %w: %w", rpcAddr, ErrOutcomeUnknown, err)
-	}
-	return res, nil
 }
 
 // fetchReadIndex asks the leader at rpcAddr for its read index.

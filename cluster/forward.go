@@ -9,17 +9,34 @@ import (
 	"net/http"
 )
 
-// pathApplyBatch takes several commands in one request: the follower side
-// of ApplyBatch.
-const pathApplyBatch = "/internal/applybatch"
+// Forwarding: a follower sends the commands of Apply and ApplyBatch to the
+// leader's pathApplyBatch in one request, in the batch wire format below.
+// The leader answers each command with what applyLocalBatch returned.
+const (
+	// pathApplyBatch is the one endpoint followers forward writes to.
+	pathApplyBatch = "/internal/applybatch"
+	// pathApply takes one raw command and answers with the raw result or
+	// an error class header.
+	//
+	// Deprecated: servers of the previous release (0.1.0) forward single
+	// writes here, so this release (0.2.0) keeps serving it, through the
+	// batch code path, for rolling upgrades from 0.1.0. Nothing in this
+	// release sends to it. It goes away in release 0.3.0.
+	pathApply = "/internal/apply"
+)
 
 // maxBatchCommands bounds the commands of one forwarded batch.
 const maxBatchCommands = 4096
 
+// maxCommandSize bounds a forwarded command.
+const maxCommandSize = 8 << 20
+
 // Batch wire format. Request: uvarint count, then per command uvarint
 // length and bytes. Response (200): per command one class byte (0 for
 // success, else an index into wireClasses), uvarint length and the result
-// or the error message.
+// or the error message. The list only grows: a follower that meets an
+// index it does not know fails the whole batch as outcome unknown, so a
+// new class may only be sent once no server of an older release remains.
 var wireClasses = []string{"", errClassFSM, errClassNotLeader, errClassNoLeader, errClassShutdown, errClassUnknown, errClassOther}
 
 func appendChunk(b, p []byte) []byte {
@@ -117,6 +134,7 @@ func decodeResults(body []byte, n int) ([]Result, error) {
 	return out, nil
 }
 
+// serveApplyBatch is the leader's side of forwarding.
 func (n *Node) serveApplyBatch(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4*maxCommandSize))
 	if err != nil {
@@ -128,16 +146,35 @@ func (n *Node) serveApplyBatch(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, errClassOther, fmt.Errorf("decode commands: %w", err))
 		return
 	}
-	res := n.applyLocalBatch(r.Context(), cmds)
+	res := n.applyLocalBatch(r.Context(), cmds, true)
 	w.Header().Set("Content-Type", "application/octet-stream")
 	_, _ = w.Write(encodeResults(res))
 }
 
-// forwardApplyBatch sends cmds to the leader at rpcAddr in one request. A
-// leader that predates the batch endpoint gets the commands one request
-// each, one after the other so that they keep their order (a rolling
-// upgrade's slow path).
-func (n *Node) forwardApplyBatch(ctx context.Context, rpcAddr string, cmds [][]byte) []Result {
+// serveApply answers the deprecated single-command endpoint (see
+// pathApply) from the batch code path: a batch of one, answered in the
+// old format.
+func (n *Node) serveApply(w http.ResponseWriter, r *http.Request) {
+	cmd, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCommandSize))
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, errClassOther, fmt.Errorf("read command: %w", err))
+		return
+	}
+	res := n.applyLocalBatch(r.Context(), [][]byte{cmd}, true)[0]
+	if res.Err != nil {
+		writeClusterErr(w, res.Err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	_, _ = w.Write(res.Data)
+}
+
+// forward sends cmds to the leader at rpcAddr in one request: the only
+// way writes travel between servers. Commands the request never
+// delivered (dial failure) are ErrNotLeader, so the caller retries them;
+// a request that broke after it was sent leaves every command's outcome
+// unknown.
+func (n *Node) forward(ctx context.Context, rpcAddr string, cmds [][]byte) []Result {
 	all := func(err error) []Result {
 		out := make([]Result, len(cmds))
 		fail(out, seq(len(cmds)), err)
@@ -160,7 +197,10 @@ func (n *Node) forwardApplyBatch(ctx context.Context, rpcAddr string, cmds [][]b
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed {
-		return n.forwardEach(ctx, rpcAddr, cmds)
+		// Every server of this and the previous release serves the
+		// endpoint; nothing was applied, and retrying would not help.
+		return all(fmt.Errorf("cluster: forward apply batch to %s: the leader does not serve %s (%s): "+
+			"it runs a release older than the previous one or does not mount the internal endpoints", rpcAddr, pathApplyBatch, resp.Status))
 	}
 	if resp.StatusCode != http.StatusOK {
 		return all(fmt.Errorf("cluster: forward apply batch to %s: %w", rpcAddr, decodeErr(resp)))
@@ -174,13 +214,4 @@ func (n *Node) forwardApplyBatch(ctx context.Context, rpcAddr string, cmds [][]b
 		return all(fmt.Errorf("cluster: forward apply batch to %s: decode results: %w: %w", rpcAddr, ErrOutcomeUnknown, err))
 	}
 	return res
-}
-
-// forwardEach forwards every command on its own, in order.
-func (n *Node) forwardEach(ctx context.Context, rpcAddr string, cmds [][]byte) []Result {
-	out := make([]Result, len(cmds))
-	for i, c := range cmds {
-		out[i].Data, out[i].Err = n.forwardApply(ctx, rpcAddr, c)
-	}
-	return out
 }

@@ -1,0 +1,73 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/hashicorp/raft"
+)
+
+// Members lists the servers in the Raft configuration, plus servers known
+// to gossip but not (yet) in it, sorted by ID.
+func (n *Node) Members() []Member {
+	peers := n.gossip.snapshot()
+	_, lid := n.raft.LeaderWithID()
+	leaderID := string(lid)
+	var out []Member
+	seen := map[string]bool{}
+	fut := n.raft.GetConfiguration()
+	if fut.Error() == nil {
+		for _, s := range fut.Configuration().Servers {
+			id := string(s.ID)
+			seen[id] = true
+			m := Member{ID: id, RaftAddr: string(s.Address), Role: "nonvoter", Health: "unknown"}
+			if s.Suffrage == raft.Voter {
+				m.Role = "voter"
+			}
+			if id == leaderID {
+				m.Role = "leader"
+			}
+			if p, ok := peers[id]; ok {
+				m.Name, m.RPCAddr, m.Health = p.meta.Name, p.meta.RPC, string(p.status)
+			}
+			out = append(out, m)
+		}
+	}
+	for id, p := range peers {
+		if !seen[id] {
+			out = append(out, Member{ID: id, Name: p.meta.Name, RaftAddr: p.meta.Raft, RPCAddr: p.meta.RPC,
+				Role: "none", Health: string(p.status)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// TransferLeadership hands leadership to another voter. Only the leader
+// may call it.
+func (n *Node) TransferLeadership(ctx context.Context) error {
+	if n.closed.Load() {
+		return ErrShutdown
+	}
+	if n.raft.State() != raft.Leader {
+		return fmt.Errorf("cluster: transfer leadership: %w", ErrNotLeader)
+	}
+	return n.waitFuture(ctx, "transfer leadership", n.raft.LeadershipTransfer())
+}
+
+// RemoveServer removes a server from the Raft configuration. Only the
+// leader may call it; it refuses to remove the leader itself (transfer
+// leadership first).
+func (n *Node) RemoveServer(ctx context.Context, id string) error {
+	if n.closed.Load() {
+		return ErrShutdown
+	}
+	if n.raft.State() != raft.Leader {
+		return fmt.Errorf("cluster: remove server: %w", ErrNotLeader)
+	}
+	if id == n.id {
+		return fmt.Errorf("cluster: remove server: %q is the leader; transfer leadership first", id)
+	}
+	return n.waitFuture(ctx, "remove server", n.raft.RemoveServer(raft.ServerID(id), 0, 0))
+}

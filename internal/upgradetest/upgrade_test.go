@@ -1,0 +1,465 @@
+package upgradetest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ledgerd/ledgerd/internal/testbin"
+	"github.com/ledgerd/ledgerd/internal/testnet"
+)
+
+// previousRelease is the commit of the release this tree upgrades from.
+// Move it forward with every release.
+const previousRelease = "ee65182"
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
+
+// unavailable skips t because the old binary cannot be built here, or
+// fails it under CI=true, where the toolchain and history must be there.
+func unavailable(t *testing.T, err error) {
+	t.Helper()
+	msg := fmt.Sprintf("ROLLING-UPGRADE TEST NOT RUN: cannot build the previous release %s: %v "+
+		"(needs git history and a Go toolchain; CI=true turns this skip into a failure)", previousRelease, err)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// TestRollingUpgradeFromPreviousRelease walks a three-server cluster
+// through a rolling upgrade from the previous release to this tree, and at
+// every step books through every server with the ledgerd command line
+// (reserve, hold + commit) and reads every booking back from every server
+// (list):
+//
+//  1. three old servers;
+//  2. the two followers restarted on the new binary: an old leader with
+//     new followers, which forward to its /internal/applybatch;
+//  3. leadership handed to a new server (operator raft transfer-leader):
+//     a new leader with an old follower, which forwards single writes to
+//     the deprecated /internal/apply;
+//  4. the last old server restarted on the new binary.
+//
+// Writes through a follower must show in its forwarded-writes counter, so
+// the test cannot pass by the client reaching the leader directly.
+func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two binaries and starts agent processes; skipped with -short")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		unavailable(t, err)
+	}
+	type built struct {
+		bin, commit string
+		took        time.Duration
+		err         error
+	}
+	oldc := make(chan built, 1)
+	dir := t.TempDir()
+	go func() {
+		start := time.Now()
+		bin, commit, err := testbin.AtRevision(previousRelease, dir)
+		oldc <- built{bin, commit, time.Since(start), err}
+	}()
+	start := time.Now()
+	newBin := testbin.Ledgerd(t)
+	t.Logf("built this tree's ledgerd in %s", time.Since(start).Round(time.Millisecond))
+	old := <-oldc
+	if errors.Is(old.err, testbin.ErrUnavailable) {
+		unavailable(t, old.err)
+	}
+	if old.err != nil {
+		t.Fatal(old.err)
+	}
+	t.Logf("built the previous release's ledgerd (%s) in %s (concurrently with this tree's)", old.commit[:12], old.took.Round(time.Millisecond))
+
+	cli := &cli{t: t, bin: newBin}
+	clusterStart := time.Now()
+	agents := startAgents(t, old.bin)
+	t.Logf("three %s agents ready in %s", "old", time.Since(clusterStart).Round(time.Millisecond))
+	leader := findLeader(t, agents, nil)
+	cli.run("resources", "create", "cpu", "-capacity", "100000", "-addr", leader.http)
+
+	var booked []string
+	check := func(phase string) {
+		t.Helper()
+		l := findLeader(t, agents, nil)
+		t.Logf("%s: leader %s", phase, l)
+		for _, a := range agents {
+			before := forwarded(t, a)
+			key := fmt.Sprintf("%s-via-%s", phase, a.name)
+			r := cli.reservation("reserve", "-addr", a.http, "-key", key+"-r", "-res", "cpu=1", "-dur", "1h", "-after", "+1h")
+			if r.State != "RESERVATION_STATE_COMMITTED" {
+				t.Fatalf("%s: reserve through %s: %+v, want a committed reservation", phase, a, r)
+			}
+			h := cli.reservation("hold", "-addr", a.http, "-key", key+"-h", "-res", "cpu=1", "-dur", "1h", "-after", "+1h", "-ttl", "10m")
+			if h.State != "RESERVATION_STATE_HELD" {
+				t.Fatalf("%s: hold through %s: %+v, want a held reservation", phase, a, h)
+			}
+			c := cli.reservation("commit", h.ID, "-addr", a.http)
+			if c.ID != h.ID || c.State != "RESERVATION_STATE_COMMITTED" {
+				t.Fatalf("%s: commit %s through %s: %+v, want it committed", phase, h.ID, a, c)
+			}
+			booked = append(booked, r.ID, h.ID)
+			if a != l {
+				if after := forwarded(t, a); after < before+3 {
+					t.Fatalf("%s: follower %s forwarded %d writes for 3 writes through it", phase, a, after-before)
+				}
+			}
+		}
+		for _, a := range agents {
+			got := map[string]string{}
+			for _, r := range cli.reservations("list", "-all", "-addr", a.http) {
+				got[r.ID] = r.State
+			}
+			for _, id := range booked {
+				if got[id] != "RESERVATION_STATE_COMMITTED" {
+					t.Fatalf("%s: %s lists %s as %q, want committed (%d listed, %d booked)", phase, a, id, got[id], len(got), len(booked))
+				}
+			}
+		}
+		t.Logf("%s: 9 writes through 3 servers acknowledged; all %d bookings listed committed on every server", phase, len(booked))
+	}
+
+	check("all-old")
+	for _, a := range agents {
+		if a != leader {
+			a.restart(t, newBin, "new")
+		}
+	}
+	if l := findLeader(t, agents, nil); l != leader {
+		t.Fatalf("leadership moved from %s to %s while the followers were upgraded; the old-leader phase needs it to stay", leader, l)
+	}
+	check("old-leader-new-followers")
+
+	cli.run("operator", "raft", "transfer-leader", "-addr", leader.http)
+	newLeader := findLeader(t, agents, func(a *agent) bool { return a != leader })
+	if newLeader.version != "new" {
+		t.Fatalf("leader after the transfer is %s, want a new server", newLeader)
+	}
+	check("new-leader-old-follower")
+
+	leader.restart(t, newBin, "new")
+	check("all-new")
+	t.Logf("rolling upgrade from %s: %d bookings, cluster phases took %s", old.commit[:12], len(booked), time.Since(clusterStart).Round(time.Millisecond))
+}
+
+// cli runs this tree's ledgerd command line.
+type cli struct {
+	t   *testing.T
+	bin string
+}
+
+// run runs one command and returns its standard output; a non-zero exit
+// fails the test.
+func (c *cli) run(args ...string) string {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.bin, args...)
+	// The addresses come from -addr only; no token: the agents run open.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "LEDGERD_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		c.t.Fatalf("ledgerd %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, out.String(), errOut.String())
+	}
+	return out.String()
+}
+
+// reservationJSON is the part of a printed reservation the test reads.
+type reservationJSON struct {
+	ID    string `json:"id"`
+	State string `json:"state"`
+}
+
+// reservations runs a command with -json and decodes one reservation per
+// output line.
+func (c *cli) reservations(args ...string) []reservationJSON {
+	c.t.Helper()
+	out := c.run(append(args, "-json")...)
+	var rs []reservationJSON
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		var r reservationJSON
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			c.t.Fatalf("ledgerd %s: bad JSON line %q: %v", strings.Join(args, " "), line, err)
+		}
+		if r.ID != "" {
+			rs = append(rs, r)
+		}
+	}
+	return rs
+}
+
+// reservation runs a command that prints exactly one reservation.
+func (c *cli) reservation(args ...string) reservationJSON {
+	c.t.Helper()
+	rs := c.reservations(args...)
+	if len(rs) != 1 {
+		c.t.Fatalf("ledgerd %s printed %d reservations, want 1", strings.Join(args, " "), len(rs))
+	}
+	return rs[0]
+}
+
+// agent is one `ledgerd agent` process, restartable on another binary
+// with the same data and addresses.
+type agent struct {
+	name, http, raft, gossip string
+	args                     []string
+	version                  string // "old" or "new": the binary it runs
+	cmd                      *exec.Cmd
+	log                      *syncBuffer
+	exited                   chan struct{}
+	waitErr                  error // set when exited is closed
+}
+
+func (a *agent) String() string { return a.name + " (" + a.version + ")" }
+
+func (a *agent) start(t *testing.T, bin, version string) {
+	t.Helper()
+	a.version = version
+	a.cmd = exec.Command(bin, a.args...)
+	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
+	if err := a.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", a, err)
+	}
+	a.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}) {
+		a.waitErr = cmd.Wait()
+		close(exited)
+	}(a.cmd, a.exited)
+}
+
+// stop kills the process if it still runs and waits for it to exit.
+func (a *agent) stop() {
+	if a.cmd == nil {
+		return
+	}
+	select {
+	case <-a.exited:
+	default:
+		_ = a.cmd.Process.Kill()
+		<-a.exited
+	}
+}
+
+// restart kills the agent (nothing acknowledged is lost: raft.db is
+// synced before an acknowledgement) and starts it on bin with the same
+// data and addresses, then waits until it is ready again.
+func (a *agent) restart(t *testing.T, bin, version string) {
+	t.Helper()
+	was := a.String()
+	a.stop()
+	fmt.Fprintf(a.log, "\n--- restarted on the %s binary ---\n", version)
+	a.start(t, bin, version)
+	start := time.Now()
+	if err := waitReady([]*agent{a}, 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s restarted as %s, ready in %s", was, a, time.Since(start).Round(time.Millisecond))
+}
+
+// startAgents starts three agents on bin that bootstrap together, on
+// fresh loopback ports (testnet), and waits until each is ready.
+func startAgents(t *testing.T, bin string) []*agent {
+	t.Helper()
+	var agents []*agent
+	testnet.Start(t, 9, func(addrs []string) error {
+		data := t.TempDir()
+		agents = make([]*agent, 3)
+		for i := range agents {
+			agents[i] = &agent{name: fmt.Sprintf("head-%d", i+1), http: addrs[3*i], raft: addrs[3*i+1], gossip: addrs[3*i+2], log: &syncBuffer{}}
+		}
+		for i, a := range agents {
+			a.args = []string{"agent", "-node-name", a.name, "-data-dir", filepath.Join(data, a.name),
+				"-http-addr", a.http, "-raft-addr", a.raft, "-gossip-addr", a.gossip, "-bootstrap-expect", "3",
+				// Restarts take seconds; a server must not be removed
+				// as dead in between.
+				"-dead-server-grace", "2m"}
+			for j, o := range agents {
+				if j != i {
+					a.args = append(a.args, "-retry-join", o.gossip)
+				}
+			}
+			a.start(t, bin, "old")
+		}
+		if err := waitReady(agents, 60*time.Second); err != nil {
+			for _, a := range agents {
+				a.stop()
+			}
+			return err
+		}
+		return nil
+	})
+	t.Cleanup(func() {
+		for _, a := range agents {
+			a.stop()
+			if t.Failed() {
+				t.Logf("--- %s log (tail) ---\n%s", a, tail(a.log.String(), 4000))
+			}
+		}
+	})
+	return agents
+}
+
+// waitReady waits until every agent answers /readyz with 200, or fails
+// with the log of the first that exits.
+func waitReady(agents []*agent, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	ready := map[*agent]bool{}
+	for {
+		var last error
+		for _, a := range agents {
+			select {
+			case <-a.exited:
+				return fmt.Errorf("%s exited before ready (%v): %s", a, a.waitErr, tail(a.log.String(), 2000))
+			default:
+			}
+			if ready[a] {
+				continue
+			}
+			resp, err := http.Get("http://" + a.http + "/readyz")
+			if err != nil {
+				last = err
+				continue
+			}
+			resp.Body.Close()
+			if ready[a] = resp.StatusCode == http.StatusOK; !ready[a] {
+				last = fmt.Errorf("%s: /readyz: %s", a, resp.Status)
+			}
+		}
+		if last == nil && len(ready) == len(agents) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("agents not ready after %s (last: %v)", timeout, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// findLeader waits until exactly one agent reports itself leader, and it
+// satisfies want (if given), and every agent names it as leader.
+func findLeader(t *testing.T, agents []*agent, want func(*agent) bool) *agent {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var leaders []*agent
+		var id string
+		agree := true
+		for _, a := range agents {
+			st, err := status(a)
+			if err != nil {
+				agree = false
+				continue
+			}
+			if st.State == "Leader" {
+				leaders = append(leaders, a)
+				id = st.ID
+			}
+			if id != "" && st.LeaderID != "" && st.LeaderID != id {
+				agree = false
+			}
+		}
+		if len(leaders) == 1 && agree && (want == nil || want(leaders[0])) {
+			return leaders[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no single leader that every agent agrees on within 30s (leaders now: %v)", leaders)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+type nodeStatus struct {
+	ID       string `json:"id"`
+	State    string `json:"state"`
+	LeaderID string `json:"leader_id"`
+}
+
+func status(a *agent) (nodeStatus, error) {
+	var st nodeStatus
+	resp, err := http.Get("http://" + a.http + "/internal/status")
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	return st, err
+}
+
+// forwarded reads the agent's ledgerd_forwarded_writes_total.
+func forwarded(t *testing.T, a *agent) int {
+	t.Helper()
+	resp, err := http.Get("http://" + a.http + "/metrics")
+	if err != nil {
+		t.Fatalf("%s: /metrics: %v", a, err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "ledgerd_forwarded_writes_total "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("%s: ledgerd_forwarded_writes_total %q: %v", a, v, err)
+			}
+			return int(f)
+		}
+	}
+	t.Fatalf("%s: /metrics has no ledgerd_forwarded_writes_total (err %v)", a, sc.Err())
+	return 0
+}
+
+// syncBuffer is a bytes.Buffer the process writes to while the test may
+// read it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
