@@ -208,8 +208,10 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 		TrailingLogs:       a.cfg.TrailingLogs,
 		SnapshotOnShutdown: a.cfg.SnapshotOnShutdown,
 		Stamp:              fsm.Stamp,
+		Check:              checkForwarded,
 		Now:                now,
 		Tick:               fsm.TickCommand,
+		NextDue:            a.fsm.NextDue,
 		Logger:             a.log,
 		Registerer:         a.reg,
 	}
@@ -239,6 +241,15 @@ func (a *Agent) createNode() error {
 	}
 	a.node = node
 	return nil
+}
+
+// checkForwarded refuses, before it enters the log, a command a peer
+// forwarded that this node's FSM could not apply (undecodable, an unknown
+// type or a newer envelope version): applying it would stop every replica.
+// Commands built in this process are well formed by construction.
+func checkForwarded(cmd []byte) error {
+	_, err := fsm.Decode(cmd)
+	return err
 }
 
 // Start serves HTTP on the agent's listener.

@@ -144,7 +144,7 @@ var settings = []setting{
 		c.DeadServerGrace = Duration(d)
 		return err
 	}},
-	{"tick_interval", "how often the leader expires holds", func(c *Config, v string) error {
+	{"tick_interval", "minimum gap between two ticks, the log entries that expire holds and start and end reservations when they are due (default 100ms)", func(c *Config, v string) error {
 		d, err := time.ParseDuration(v)
 		c.TickInterval = Duration(d)
 		return err

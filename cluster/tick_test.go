@@ -149,7 +149,7 @@ func TestDueTicker(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			start := time.Now()
 			f := newFakeDue()
-			f.set(start.Add(90*time.Second), true) // beyond dueRecheck
+			f.set(start.Add(90*time.Second), true) // many recheck periods away
 			stop := startDueTicker(t, f, gap)
 			defer stop()
 			time.Sleep(5 * time.Minute)
@@ -167,9 +167,11 @@ func TestDueTicker(t *testing.T) {
 			stop := startDueTicker(t, f, gap)
 			defer stop()
 			time.Sleep(time.Minute + time.Second)
-			f.set(start.Add(time.Minute+5*time.Second), true)
+			// Due half a recheck period from now: only the re-arm on the
+			// applied entry ticks at that very instant.
+			f.set(start.Add(time.Minute+time.Second+dueRecheck/2), true)
 			time.Sleep(time.Minute)
-			want := start.Add(time.Minute + 5*time.Second)
+			want := start.Add(time.Minute + time.Second + dueRecheck/2)
 			if ticks, _ := f.state(); len(ticks) != 1 || !ticks[0].Equal(want) {
 				t.Fatalf("ticks %s, want one at %v", short(ticks), want)
 			}
