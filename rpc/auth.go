@@ -173,6 +173,13 @@ type authInterceptor struct {
 }
 
 func (i *authInterceptor) admit(ctx context.Context, h http.Header) (context.Context, error) {
+	if p, ok := PrincipalFrom(ctx); ok {
+		// Authenticated at the HTTP layer (withPreAuth).
+		if err := i.limit.take(p.Tenant); err != nil {
+			return ctx, err
+		}
+		return ctx, nil
+	}
 	cn, _ := ctx.Value(peerCNKey{}).(string)
 	p, err := i.auth.authenticate(h, cn)
 	if err != nil {

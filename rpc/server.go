@@ -1,9 +1,11 @@
 package rpc
 
 import (
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -68,6 +70,8 @@ type Server struct {
 	// limiter is the per-tenant rate limit, nil when off; a Batch takes
 	// one token per operation.
 	limiter *rateLimiter
+	// unauth limits failed authentications per remote address.
+	unauth *rateLimiter
 }
 
 // compressMinBytes is the smallest message that is compressed (when the
@@ -109,7 +113,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{opts: opts}
+	s := &Server{opts: opts, unauth: newRateLimiter(unauthRate, unauthBurst, opts.Now)}
 	if opts.RateLimit > 0 {
 		s.limiter = newRateLimiter(opts.RateLimit, opts.RateBurst, opts.Now)
 	}
@@ -128,26 +132,34 @@ var ServiceNames = []string{
 // Mount registers the three services, gRPC health (grpc.health.v1) and
 // gRPC reflection (v1 and v1alpha) on mux, each behind the HTTP-level
 // middleware of Wrap. Health and reflection need no credentials;
-// everything else goes through authentication, rate limiting and the
-// request size limit.
+// everything else is authenticated from its headers before its body is
+// read (withPreAuth), then rate limited and held to the request size
+// limit, compressed or not.
 func (s *Server) Mount(mux *http.ServeMux) {
 	opts := []connect.HandlerOption{
 		connect.WithInterceptors(&authInterceptor{auth: s.opts.Auth, limit: s.limiter}, leaderHint(s.opts.LeaderHint)),
 		connect.WithReadMaxBytes(s.opts.MaxRequestBytes),
+		// gzip that stops inflating at the size limit (see cappedGzip).
+		connect.WithCompression("gzip", newCappedGzip(int64(s.opts.MaxRequestBytes)),
+			func() connect.Compressor { return gzip.NewWriter(io.Discard) }),
 		// Most messages are a few hundred bytes: gzip costs more CPU than
 		// it saves there (about a tenth of all CPU in the service profile).
 		connect.WithCompressMinBytes(compressMinBytes),
 	}
 	reflector := grpcreflect.NewStaticReflector(ServiceNames...)
+	authed := func(path string, h http.Handler) (string, http.Handler) { return path, s.withPreAuth(h) }
+	if s.opts.Auth == nil {
+		authed = func(path string, h http.Handler) (string, http.Handler) { return path, h }
+	}
 	for _, route := range []func() (string, http.Handler){
 		func() (string, http.Handler) {
-			return ledgerdv1connect.NewReservationServiceHandler(&reservations{s: s, l: s.opts.Ledger}, opts...)
+			return authed(ledgerdv1connect.NewReservationServiceHandler(&reservations{s: s, l: s.opts.Ledger}, opts...))
 		},
 		func() (string, http.Handler) {
-			return ledgerdv1connect.NewResourceServiceHandler(&resources{s: s, l: s.opts.Ledger}, opts...)
+			return authed(ledgerdv1connect.NewResourceServiceHandler(&resources{s: s, l: s.opts.Ledger}, opts...))
 		},
 		func() (string, http.Handler) {
-			return ledgerdv1connect.NewClusterServiceHandler(&clusterSvc{s: s}, opts...)
+			return authed(ledgerdv1connect.NewClusterServiceHandler(&clusterSvc{s: s}, opts...))
 		},
 		func() (string, http.Handler) {
 			return grpchealth.NewHandler(readyChecker{ready: s.opts.Ready})
