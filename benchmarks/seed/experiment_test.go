@@ -41,7 +41,7 @@ func kthTrace(t testing.TB) string {
 
 func TestQuickSweepStructure(t *testing.T) {
 	cfg := QuickConfig()
-	cfg.KTHPath = kthTrace(t)
+	cfg.TracePath = kthTrace(t)
 	rep, err := Run(cfg, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -50,8 +50,8 @@ func TestQuickSweepStructure(t *testing.T) {
 		t.Fatalf("structural checks failed:\n%s", strings.Join(bad, "\n"))
 	}
 	wantPoints := len(cfg.Interarrivals)
-	if cfg.KTHPath != "" {
-		wantPoints += len(cfg.KTHScales)
+	if cfg.TracePath != "" {
+		wantPoints += len(cfg.TraceScales)
 	}
 	if len(rep.Points) != wantPoints {
 		t.Fatalf("%d points, want %d", len(rep.Points), wantPoints)
@@ -179,7 +179,7 @@ func TestConfigValidate(t *testing.T) {
 		{"reps", func(c *Config) { c.Reps = 0 }, "reps"},
 		{"slots not dividing", func(c *Config) { c.Slots = []int64{7} }, "slots"},
 		{"slack", func(c *Config) { c.Slack = -1 }, "slack"},
-		{"kth scale", func(c *Config) { c.KTHScales = []float64{-1} }, "kth-scales"},
+		{"trace scale", func(c *Config) { c.TraceScales = []float64{-1} }, "trace-scales"},
 		{"min replay", func(c *Config) { c.MinReplay = -1 }, "min-replay"},
 	}
 	for _, tc := range tests {
@@ -211,7 +211,7 @@ func BenchmarkReplay(b *testing.B) {
 	for i := range jobs {
 		jobs[i].Submit *= 200 / natural
 	}
-	rs, _, err := workload.FromSynth(jobs, cfg.reservationConfig(false))
+	rs, _, err := workload.FromSynth(jobs, cfg.reservationConfig(false, cfg.Capacity))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package seed
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,8 +84,8 @@ func (r *Report) Headline() ([]string, bool) {
 		faster := idx.NsPerRequest < list.NsPerRequest
 		ok := acc && fast && faster
 		all = all && ok
-		lines = append(lines, fmt.Sprintf("%s ia=%.0fs: list accepts >= %s: %s (%d vs %d); list faster than %s: %s (%.0f vs %.0f ns); indexed faster than list: %s (%.0f vs %.0f ns)",
-			p.Workload, p.MeanInterarrival, fine, yes(acc), list.Accepted, f.Accepted,
+		lines = append(lines, fmt.Sprintf("%s (%d CPUs) ia=%.0fs: list accepts >= %s: %s (%d vs %d); list faster than %s: %s (%.0f vs %.0f ns); indexed faster than list: %s (%.0f vs %.0f ns)",
+			p.Workload, p.Capacity, p.MeanInterarrival, fine, yes(acc), list.Accepted, f.Accepted,
 			coarse, yes(fast), list.NsPerRequest, c.NsPerRequest,
 			yes(faster), idx.NsPerRequest, list.NsPerRequest))
 	}
@@ -103,7 +104,16 @@ func yes(b bool) string {
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	c := r.Config
-	fmt.Fprintf(&b, "Capacity %d CPUs; book-ahead horizon %d s; time unit 1/%d s; start factor %g; window slack %g; seed %d.\n", c.Capacity, c.Horizon, c.TimeScale, c.StartFactor, c.Slack, c.Seed)
+	fmt.Fprintf(&b, "Book-ahead horizon %d s; time unit 1/%d s; start factor %g; window slack %g; seed %d.\n", c.Horizon, c.TimeScale, c.StartFactor, c.Slack, c.Seed)
+	if c.Synthetic {
+		fmt.Fprintf(&b, "Synthetic sweep (%s): %d Lublin–Feitelson jobs per point on %d CPUs; %d generated jobs dropped.\n", SyntheticName, c.Jobs, c.Capacity, r.SyntheticDropped)
+	} else {
+		b.WriteString("Synthetic sweep: off.\n")
+	}
+	if t := r.Trace; t != nil {
+		fmt.Fprintf(&b, "Trace %s (file %s) on %d CPUs (capacity from %s), submit times scaled by %s; durations are requested times (field 9). Conversion: %s.\n",
+			t.Name, filepath.Base(t.Path), t.Capacity, t.CapacitySource, floats(c.TraceScales), t.Tally)
+	}
 	fmt.Fprintf(&b, "ns/req: median over all timed replays of the replaying thread's CPU time divided by the requests (%d repetitions, each repeating a replay until %v of it had run; contenders interleaved). \"list blocks\" is the mean (max) length of the free-block list during the replay.\n\n", c.Reps, c.MinReplay)
 	for _, w := range r.Workloads() {
 		var pts []Point
@@ -112,7 +122,7 @@ func (r *Report) Markdown() string {
 				pts = append(pts, p)
 			}
 		}
-		fmt.Fprintf(&b, "### %s\n\n", w)
+		fmt.Fprintf(&b, "### %s, %d CPUs\n\n", w, pts[0].Capacity)
 		names := contenderNames(pts)
 		b.WriteString("| mean interarrival (s) | offered load | requests | list blocks |")
 		for _, n := range names {
@@ -176,12 +186,12 @@ func contenderNames(pts []Point) []string {
 // CSV renders every result as one row.
 func (r *Report) CSV() string {
 	var b strings.Builder
-	b.WriteString("workload,mean_interarrival_s,offered_load,requests,planner,accepted,success_rate,cpu_ns_per_request,wall_ns_per_request,replays,mean_len,max_len,decisions\n")
+	b.WriteString("workload,mean_interarrival_s,offered_load,requests,planner,accepted,success_rate,cpu_ns_per_request,wall_ns_per_request,replays,mean_len,max_len,decisions,capacity,trace_scale\n")
 	for _, p := range r.Points {
 		for _, res := range p.Results {
-			fmt.Fprintf(&b, "%s,%.1f,%.4f,%d,%s,%d,%.6f,%.1f,%.1f,%d,%.1f,%d,%016x\n", p.Workload, p.MeanInterarrival, p.OfferedLoad,
+			fmt.Fprintf(&b, "%s,%.1f,%.4f,%d,%s,%d,%.6f,%.1f,%.1f,%d,%.1f,%d,%016x,%d,%g\n", p.Workload, p.MeanInterarrival, p.OfferedLoad,
 				p.Requests, res.Planner, res.Accepted, res.SuccessRate, res.NsPerRequest, res.WallNsPerRequest, res.Replays,
-				res.MeanLen, res.MaxLen, res.Decisions)
+				res.MeanLen, res.MaxLen, res.Decisions, p.Capacity, p.Scale)
 		}
 	}
 	return b.String()
@@ -234,9 +244,9 @@ func (r *Report) SVG() string {
 		for col := range 2 {
 			ox, oy := float64(col)*cellW+ml, legendH+float64(row)*cellH+mt
 			logY := col == 1
-			title := fmt.Sprintf("%s: success rate", w)
+			title := fmt.Sprintf("%s, %d CPUs: success rate", w, pts[0].Capacity)
 			if logY {
-				title = fmt.Sprintf("%s: runtime per request (ns, log scale)", w)
+				title = fmt.Sprintf("%s, %d CPUs: CPU ns per request (log)", w, pts[0].Capacity)
 			}
 			val := func(res Result) float64 {
 				if logY {
@@ -304,4 +314,13 @@ func (r *Report) SVG() string {
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
+}
+
+// floats formats a list of floats as "1, 0.5, 0.25".
+func floats(xs []float64) string {
+	var s []string
+	for _, x := range xs {
+		s = append(s, strconv.FormatFloat(x, 'g', -1, 64))
+	}
+	return strings.Join(s, ", ")
 }

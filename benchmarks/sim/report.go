@@ -146,8 +146,9 @@ func esc(s string) string {
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"}
 
 // Plot001 draws rejection rate, SLDwA and utilization over the share of
-// reservations, one line per policy and start factor.
-func Plot001(w io.Writer, rows []Row001) error {
+// reservations, one line per policy and start factor. workload names the
+// trace and its settings in the title (e.g. "KTH-SP2-1996-2.1-cln, 100 nodes").
+func Plot001(w io.Writer, rows []Row001, workload string) error {
 	metrics := []struct {
 		title string
 		get   func(Result) float64
@@ -179,13 +180,14 @@ func Plot001(w io.Writer, rows []Row001) error {
 		}
 		panels = append(panels, p)
 	}
-	return SVG(w, "Reservations among variable jobs (KTH SP2): REJECT (dashed) vs MOVE_VARIABLE (solid)", panels)
+	return SVG(w, fmt.Sprintf("Reservations among variable jobs (%s): REJECT (dashed) vs MOVE_VARIABLE (solid)", workload), panels)
 }
 
 // Plot002 draws, for the middle k_over interval, rejection, utilization and
 // response time over the reservation rate (REJECT vs RELAXED v*=0.8), and
-// the violation rate over v* per reservation rate.
-func Plot002(w io.Writer, rows []Row002, kLo, kHi float64) error {
+// the violation rate over v* per reservation rate. workload names the job
+// stream and its settings in the title.
+func Plot002(w io.Writer, rows []Row002, kLo, kHi float64, workload string) error {
 	pick := func(pol planner.Policy, v float64, get func(Result) float64) Series {
 		s := Series{Name: pol.String(), Color: palette[0], Dashed: true}
 		if pol == planner.PolicyRelaxed {
@@ -227,7 +229,7 @@ func Plot002(w io.Writer, rows []Row002, kLo, kHi float64) error {
 		viol.Series = append(viol.Series, s)
 	}
 	panels = append(panels, viol)
-	return SVG(w, fmt.Sprintf("Relaxed reservations over 12 clusters (Lublin-Feitelson), k_over ~ U[%.1f,%.1f]", kLo, kHi), panels)
+	return SVG(w, fmt.Sprintf("Relaxed reservations (%s), k_over ~ U[%.1f,%.1f]", workload, kLo, kHi), panels)
 }
 
 func containsF(xs []float64, x float64) bool {
