@@ -97,6 +97,10 @@ type IndexedTimeline struct {
 	// chunk, so locate tries it before the binary search. It is only a
 	// cache: any value is correct.
 	hint int
+	// hintBi is the block index (in some chunk) the last lookup landed
+	// on; locate walks a few blocks from it before searching. Only a
+	// cache: any value is correct.
+	hintBi int
 	// loneHint is a block index of a lone chunk where the next lookup is
 	// likely to land: Earliest leaves the block of the start it found,
 	// which the Book that follows looks up. Only a cache: any value is
@@ -113,18 +117,20 @@ type IndexedTimeline struct {
 	// and .free are sbuf[lo:lo+n:lo+n] and fbuf[lo:lo+n:lo+n].
 	sbuf, fbuf []int64
 	lo         int
-	// fit remembers the window the last lone-chunk Earliest found, so
-	// that a Book of that window right after it (what an admission does)
-	// skips the lookup and the capacity check: every block of
+	// fit remembers the window the last Earliest found, so that a Book
+	// of that window right after it (what an admission does) skips the
+	// capacity check, and on a lone chunk the lookup too: every block of
 	// [fit.start, fit.end) has at least fit.amount free. Every mutation
 	// clears fit.ok. Only a cache: without it Book looks the window up.
 	fit fitCache
 }
 
-// fitCache is the window of the last lone-chunk Earliest: it starts in
-// block bi, and j is the first block starting at or after end.
+// fitCache is the window of the last Earliest. On a lone chunk (lone
+// set) it starts in block bi, and j is the first block starting at or
+// after end; with several chunks only the window is kept, which spares
+// Book its capacity check.
 type fitCache struct {
-	ok                 bool
+	ok, lone           bool
 	start, end, amount int64
 	bi, j              int
 }
@@ -171,8 +177,36 @@ func (t *IndexedTimeline) locate(x int64) (ci, bi int) {
 		ci = lastAtMost(t.firsts, x)
 		t.hint = ci
 	}
-	return ci, lastAtMost(t.chunks[ci].start, x)
+	st := t.chunks[ci].start
+	// The lookups of one admission (the fit, the two edges of the
+	// booking, the same edges again on release) land within a few blocks
+	// of each other: probe near the last block found before a binary
+	// search, whose first steps miss the cache at a million blocks.
+	if h := t.hintBi; h < len(st) {
+		if st[h] <= x {
+			for k := h; k < len(st) && k <= h+fingerProbe; k++ {
+				if k+1 == len(st) || st[k+1] > x {
+					t.hintBi = k
+					return ci, k
+				}
+			}
+		} else {
+			for k := h - 1; k >= 0 && k >= h-fingerProbe; k-- {
+				if st[k] <= x {
+					t.hintBi = k
+					return ci, k
+				}
+			}
+		}
+	}
+	bi = lastAtMost(st, x)
+	t.hintBi = bi
+	return ci, bi
 }
+
+// fingerProbe is how many blocks locate walks from the last block found
+// before it falls back to a binary search.
+const fingerProbe = 8
 
 // lastAtMost returns the index of the last element <= x of the sorted,
 // non-empty s, whose first element is <= x. The loop body has no
@@ -303,6 +337,7 @@ func (t *IndexedTimeline) Earliest(amount, duration, notBefore, latestStart int6
 		// for the first short block before cand+duration.
 		nci, nbi, found := t.nextBelowBefore(ci, bi+1, amount, cand+duration)
 		if !found {
+			t.fit = fitCache{ok: true, start: cand, end: cand + duration, amount: amount}
 			return cand, true
 		}
 		ci, bi = nci, nbi
@@ -412,7 +447,7 @@ func (t *IndexedTimeline) Book(start, end, amount int64) error {
 		return err
 	}
 	if len(t.chunks) == 1 {
-		if f := t.fit; f.ok && s == f.start && end == f.end && amount <= f.amount {
+		if f := t.fit; f.ok && f.lone && s == f.start && end == f.end && amount <= f.amount {
 			// The window Earliest just found: known to fit.
 			t.fit.ok = false
 			t.loneAdd(s, end, f.bi, f.j, -amount)
@@ -426,8 +461,12 @@ func (t *IndexedTimeline) Book(start, end, amount int64) error {
 		t.loneAdd(s, end, bi, j, -amount)
 		return nil
 	}
-	if mn := t.MinFree(s, end); mn < amount {
-		return fmt.Errorf("indexed timeline: book %d over [%d,%d): only %d free: %w", amount, start, end, mn, ErrNoCapacity)
+	f := t.fit
+	t.fit.ok = false
+	if !(f.ok && s == f.start && end == f.end && amount <= f.amount) {
+		if mn := t.MinFree(s, end); mn < amount {
+			return fmt.Errorf("indexed timeline: book %d over [%d,%d): only %d free: %w", amount, start, end, mn, ErrNoCapacity)
+		}
 	}
 	t.add(s, end, -amount)
 	return nil
@@ -451,9 +490,13 @@ func (t *IndexedTimeline) Release(start, end, amount int64) error {
 		t.loneAdd(s, end, bi, j, amount)
 		return nil
 	}
-	if _, mx := t.rangeMinMax(s, end); mx > math.MaxInt64-amount {
-		return fmt.Errorf("indexed timeline: release %d over [%d,%d): %w", amount, start, end,
-			&FieldError{Field: "amount", Reason: "free capacity would overflow int64"})
+	// The tree's root bounds every free amount: when even it leaves room
+	// for amount, the window does, and the scan is not needed.
+	if t.seg.mx[1] > math.MaxInt64-amount {
+		if _, mx := t.rangeMinMax(s, end); mx > math.MaxInt64-amount {
+			return fmt.Errorf("indexed timeline: release %d over [%d,%d): %w", amount, start, end,
+				&FieldError{Field: "amount", Reason: "free capacity would overflow int64"})
+		}
 	}
 	t.add(s, end, amount)
 	return nil
@@ -695,23 +738,7 @@ func (t *IndexedTimeline) loneEarliest(amount, duration, notBefore, latestStart 
 // and j is the first block starting at or after its end.
 func (t *IndexedTimeline) fitFound(cand, duration, amount int64, at, j int) {
 	t.loneHint = at
-	t.fit = fitCache{ok: true, start: cand, end: cand + duration, amount: amount, bi: at, j: j}
-}
-
-// insert puts block (s, f) at index i of the chunk.
-func (c *chunk) insert(i int, s, f int64) {
-	c.start = append(c.start, 0)
-	copy(c.start[i+1:], c.start[i:])
-	c.start[i] = s
-	c.free = append(c.free, 0)
-	copy(c.free[i+1:], c.free[i:])
-	c.free[i] = f
-}
-
-// remove deletes the block at index i of the chunk.
-func (c *chunk) remove(i int) {
-	c.start = append(c.start[:i], c.start[i+1:]...)
-	c.free = append(c.free[:i], c.free[i+1:]...)
+	t.fit = fitCache{ok: true, lone: true, start: cand, end: cand + duration, amount: amount, bi: at, j: j}
 }
 
 // add adds delta (non-zero) to the free amount over [start, end), with

@@ -161,8 +161,15 @@ type Contender struct {
 	SlotLen int64 // 0 for the free-list timelines
 }
 
+// FrozenSuffix marks the contender running the slotted code frozen at
+// the baseline commit (see frozen_slotted.go).
+const FrozenSuffix = "@ee65182"
+
 // Contenders returns the timelines compared by c: the list walk, the
-// indexed timeline, and one slotted timeline per slot count.
+// indexed timeline (the one the ledger uses), one slotted timeline per
+// slot count, and the coarsest slotting once more on the slotted code as
+// of the baseline commit, so that a run shows the baseline was not slowed
+// down.
 func (c Config) Contenders() []Contender {
 	h := c.Horizon * c.TimeScale
 	cs := []Contender{
@@ -171,6 +178,10 @@ func (c Config) Contenders() []Contender {
 	}
 	for _, n := range c.Slots {
 		cs = append(cs, Contender{Name: "slotted-" + strconv.FormatInt(n, 10), Factory: planner.SlottedFactory(h/n, n), SlotLen: h / n})
+	}
+	if len(c.Slots) > 0 {
+		n := slices.Min(c.Slots)
+		cs = append(cs, Contender{Name: "slotted-" + strconv.FormatInt(n, 10) + FrozenSuffix, Factory: frozenFactory(h/n, n), SlotLen: h / n})
 	}
 	if c.ExactSlotted {
 		cs = append(cs, Contender{Name: "slotted-exact", Factory: planner.SlottedFactory(1, h), SlotLen: 1})

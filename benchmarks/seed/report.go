@@ -53,15 +53,29 @@ func (r *Report) Check() []string {
 					p.Workload, p.MeanInterarrival, name, other.Accepted, other.Decisions, list.Accepted, list.Decisions))
 			}
 		}
+		// The frozen baseline runs the same algorithm as the current
+		// slotted code: it must decide identically.
+		for _, res := range p.Results {
+			name, ok := strings.CutSuffix(res.Planner, FrozenSuffix)
+			if !ok {
+				continue
+			}
+			cur, err := p.result(name)
+			if err == nil && (cur.Accepted != res.Accepted || cur.Decisions != res.Decisions) {
+				bad = append(bad, fmt.Sprintf("%s ia=%.0f: %s decided differently from %s", p.Workload, p.MeanInterarrival, name, res.Planner))
+			}
+		}
 	}
 	return bad
 }
 
-// Headline evaluates the seed papers' claim at every sweep point: the
-// free-list timelines accept at least as many requests as the finest
-// slotted configuration while running faster than the coarsest one, and the
-// indexed timeline is faster than the list. It returns one line per point
-// and whether every point agrees.
+// Headline evaluates the goal at every sweep point: the indexed timeline
+// (the planner the ledger uses) costs no more CPU per request than the
+// coarsest slotting while accepting at least as many requests as the
+// finest one. Each line also gives the seed papers' own comparison (the
+// plain list against the coarsest slotting) and the current coarsest
+// slotting against its frozen baseline copy. It returns one line per
+// point and whether the goal holds at every point.
 func (r *Report) Headline() ([]string, bool) {
 	if len(r.Config.Slots) == 0 {
 		return []string{"no slotted configuration: headline not evaluated"}, false
@@ -79,15 +93,17 @@ func (r *Report) Headline() ([]string, bool) {
 			all = false
 			continue
 		}
-		acc := list.Accepted >= f.Accepted
-		fast := list.NsPerRequest < c.NsPerRequest
-		faster := idx.NsPerRequest < list.NsPerRequest
-		ok := acc && fast && faster
-		all = all && ok
-		lines = append(lines, fmt.Sprintf("%s (%d CPUs) ia=%.0fs: list accepts >= %s: %s (%d vs %d); list faster than %s: %s (%.0f vs %.0f ns); indexed faster than list: %s (%.0f vs %.0f ns)",
-			p.Workload, p.Capacity, p.MeanInterarrival, fine, yes(acc), list.Accepted, f.Accepted,
-			coarse, yes(fast), list.NsPerRequest, c.NsPerRequest,
-			yes(faster), idx.NsPerRequest, list.NsPerRequest))
+		acc := idx.Accepted >= f.Accepted
+		fast := idx.NsPerRequest <= c.NsPerRequest
+		all = all && acc && fast
+		line := fmt.Sprintf("%s (%d CPUs) ia=%.0fs: indexed accepts >= %s: %s (%d vs %d); indexed CPU <= %s: %s (%.0f vs %.0f ns, ratio %.2f); list/%s %.2f",
+			p.Workload, p.Capacity, p.MeanInterarrival, fine, yes(acc), idx.Accepted, f.Accepted,
+			coarse, yes(fast), idx.NsPerRequest, c.NsPerRequest, idx.NsPerRequest/c.NsPerRequest,
+			coarse, list.NsPerRequest/c.NsPerRequest)
+		if fr, err := p.result(coarse + FrozenSuffix); err == nil {
+			line += fmt.Sprintf("; %s now/%s %.2f", coarse, FrozenSuffix[1:], c.NsPerRequest/fr.NsPerRequest)
+		}
+		lines = append(lines, line)
 	}
 	return lines, all
 }
@@ -152,7 +168,7 @@ func (r *Report) Markdown() string {
 		b.WriteString("\n")
 	}
 	lines, ok := r.Headline()
-	fmt.Fprintf(&b, "### Headline (free lists accept at least as many as the finest slotting, run faster than the coarsest, indexed faster than list): %s\n\n", map[bool]string{true: "holds at every point", false: "does NOT hold at every point"}[ok])
+	fmt.Fprintf(&b, "### Goal (the indexed timeline accepts at least as many as the finest slotting and costs no more CPU per request than the coarsest): %s\n\n", map[bool]string{true: "holds at every point", false: "does NOT hold at every point"}[ok])
 	for _, l := range lines {
 		fmt.Fprintf(&b, "- %s\n", l)
 	}
@@ -162,7 +178,7 @@ func (r *Report) Markdown() string {
 			fmt.Fprintf(&b, "- %s\n", l)
 		}
 	} else {
-		b.WriteString("\nStructural checks hold: success rates in [0,1]; list and indexed made identical decisions at every point")
+		b.WriteString("\nStructural checks hold: success rates in [0,1]; list and indexed made identical decisions at every point, and so did each slotted timeline and its frozen baseline copy")
 		if c.ExactSlotted {
 			b.WriteString("; the one-slot-per-unit slotted timeline decided identically too")
 		}
