@@ -41,8 +41,8 @@ func TestQuick001(t *testing.T) {
 	if want := len(e.Shares) * len(e.StartFactors) * 2; len(rows) != want || calls != want {
 		t.Fatalf("%d rows, %d progress calls, want %d", len(rows), calls, want)
 	}
-	if tally.Read != e.MaxJobs || tally.Kept+tally.Dropped() != tally.Read || tally.TooLarge != 0 {
-		t.Fatalf("tally %+v: want %d jobs read, none too large for 100 nodes", tally, e.MaxJobs)
+	if tally.Kept != e.MaxJobs || tally.Kept+tally.Dropped() != tally.Read || tally.TooLarge != 0 {
+		t.Fatalf("tally %+v: want %d jobs kept, none too large for 100 nodes", tally, e.MaxJobs)
 	}
 	for i := 0; i < len(rows); i += 2 {
 		rej, mv := rows[i], rows[i+1]

@@ -16,7 +16,7 @@ type HeineConfig struct {
 	Share       float64
 	StartFactor float64
 	Seed        uint64
-	// MaxJobs keeps only the first MaxJobs log jobs (0 = all).
+	// MaxJobs keeps only the first MaxJobs usable log jobs (0 = all).
 	MaxJobs int
 	// Capacity is the machine's size: larger jobs are dropped and counted
 	// (0 = no limit).
@@ -42,7 +42,7 @@ func Heine(log []workload.Job, c HeineConfig) ([]Job, workload.Tally, error) {
 	}
 	var base []Job
 	for _, j := range log {
-		if c.MaxJobs > 0 && tally.Read >= c.MaxJobs {
+		if c.MaxJobs > 0 && tally.Kept >= c.MaxJobs {
 			break
 		}
 		tally.Read++
@@ -97,7 +97,7 @@ func Heine(log []workload.Job, c HeineConfig) ([]Job, workload.Tally, error) {
 // with Enlarge times the nodes (split over clusters of ClusterSize nodes),
 // and every requested time the run time times k_over ~ U[KLo, KHi].
 type XiaoConfig struct {
-	Jobs            int // generated jobs; with Trace, the first Jobs trace jobs (0: all)
+	Jobs            int // generated jobs; with Trace, the first Jobs usable trace jobs (0: all)
 	ReservationRate float64
 	KLo, KHi        float64
 	ClusterSize     int64
@@ -152,7 +152,7 @@ func Xiao(c XiaoConfig) ([]Job, workload.Tally, error) {
 			t0 = c.Trace[0].Submit
 		}
 		for _, j := range c.Trace {
-			if c.Jobs > 0 && tally.Read >= c.Jobs {
+			if c.Jobs > 0 && tally.Kept >= c.Jobs {
 				break
 			}
 			tally.Read++

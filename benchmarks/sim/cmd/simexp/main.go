@@ -153,8 +153,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		label := fmt.Sprintf("%s, %d nodes", trace.Name, capacity)
 		head := fmt.Sprintf("## Experiment 001: trace %s (file %s) on %d nodes (capacity from %s)\n\n"+
-			"The first %d of the log's %d jobs; estimate = requested time (field 9). Conversion: %s. Wall time %s.\n\n",
-			trace.Name, filepath.Base(trace.Path), capacity, capSource, tally.Read, trace.Read, tally, time.Since(t0).Round(time.Second))
+			"The first %d usable jobs of the log's %d (limit %d, 0 = all); estimate = requested time (field 9). Conversion: %s. Wall time %s.\n\n",
+			trace.Name, filepath.Base(trace.Path), capacity, capSource, tally.Kept, trace.Read, e.MaxJobs, tally, time.Since(t0).Round(time.Second))
 		var table, csv, svg strings.Builder
 		if err := sim.Table001(&table, rows); err != nil {
 			return err
@@ -198,8 +198,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			}
 			source := fmt.Sprintf("%d generated jobs sized for clusters of %d nodes", e.Jobs, e.ClusterSize)
 			if o.traceSet {
-				source = fmt.Sprintf("the first %d of the %d jobs of trace %s (file %s), clusters of %d nodes (capacity from %s); requests follow the k_over model, field 9 unused",
-					tally.Read, trace.Read, trace.Name, filepath.Base(trace.Path), capacity, capSource)
+				source = fmt.Sprintf("the first %d usable of the %d jobs of trace %s (file %s), clusters of %d nodes (capacity from %s); requests follow the k_over model, field 9 unused",
+					tally.Kept, trace.Read, trace.Name, filepath.Base(trace.Path), capacity, capSource)
 			}
 			scaling := "times in seconds, reservation start offset U[100,1000] min"
 			if e.Minutes {
