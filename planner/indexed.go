@@ -744,6 +744,7 @@ func (t *IndexedTimeline) fitFound(cand, duration, amount int64, at, j int) {
 // add adds delta (non-zero) to the free amount over [start, end), with
 // origin <= start < end, and restores canonical form.
 func (t *IndexedTimeline) add(start, end, delta int64) {
+	t.split2(start, end)
 	if end < MaxTime {
 		t.splitAt(end)
 	}
@@ -772,10 +773,85 @@ func (t *IndexedTimeline) add(start, end, delta int64) {
 	// outer neighbours: inside, all blocks moved by the same delta.
 	// Removing the end edge leaves the start position valid unless chunks
 	// were restructured.
+	if haveEnd && t.merge2(sci, sbi, eci, ebi) {
+		return
+	}
 	if haveEnd && t.mergePos(eci, ebi) {
 		sci, sbi = t.locate(start)
 	}
 	t.mergePos(sci, sbi)
+}
+
+// split2Scan is how far split2 looks for the end of a window before it
+// leaves the work to two single splits.
+const split2Scan = 32
+
+// split2 makes both start and end block boundaries with one shift of the
+// chunk's tail when both fall strictly inside blocks of one chunk that has
+// room for two more (the usual Book: a window of a few blocks). At a
+// million blocks the tail of a chunk is hundreds of elements, and moving
+// it once instead of twice is a large part of a booking's cost. Otherwise
+// it does nothing and splitAt does the work.
+func (t *IndexedTimeline) split2(start, end int64) {
+	if end == MaxTime || t.sbuf != nil {
+		return
+	}
+	ci, bi := t.locate(start)
+	c := t.chunks[ci]
+	if c.start[bi] == start || len(c.start)+2 > chunkCap {
+		return
+	}
+	j, stop := bi+1, min(len(c.start), bi+1+split2Scan)
+	for j < stop && c.start[j] < end {
+		j++
+	}
+	if j == stop || c.start[j] == end {
+		return
+	}
+	fs, fe := c.free[bi], c.free[j-1]
+	c.start = insert2(c.start, bi+1, j, start, end)
+	c.free = insert2(c.free, bi+1, j, fs, fe)
+	t.n += 2
+	// The new blocks repeat their neighbours' free amounts: the chunk's
+	// summary is unchanged, and neither lands at index 0.
+	t.hintBi = bi + 1
+}
+
+// insert2 returns a with x inserted at index i and y at index j (i <= j,
+// indices of a before the insertions): x lands at i, y at j+1.
+func insert2(a []int64, i, j int, x, y int64) []int64 {
+	n := len(a)
+	a = append(a, 0, 0)
+	copy(a[j+2:], a[j:n])
+	copy(a[i+1:j+1], a[i:j])
+	a[i], a[j+1] = x, y
+	return a
+}
+
+// merge2 removes both edges of a window, the block at (sci, sbi) where it
+// starts and the block at (eci, ebi) where it ends, with one shift of the
+// chunk's tail, when both now equal their predecessors inside one chunk
+// and the chunk stays at least chunkMin long (or is alone). It reports
+// whether it did; otherwise nothing changed and mergePos does the work.
+func (t *IndexedTimeline) merge2(sci, sbi, eci, ebi int) bool {
+	if sci != eci || sbi == 0 || ebi <= sbi || t.sbuf != nil {
+		return false
+	}
+	c := t.chunks[sci]
+	n := len(c.start)
+	if c.free[sbi] != c.free[sbi-1] || c.free[ebi] != c.free[ebi-1] || (len(t.chunks) > 1 && n-2 < chunkMin) {
+		return false
+	}
+	for _, a := range [][]int64{c.start, c.free} {
+		copy(a[sbi:], a[sbi+1:ebi])
+		copy(a[ebi-1:], a[ebi+1:])
+	}
+	c.start, c.free = c.start[:n-2], c.free[:n-2]
+	t.n -= 2
+	// The removed blocks repeated their predecessors' free amounts: the
+	// summary is unchanged, and the chunk's first block stays.
+	t.hintBi = sbi - 1
+	return true
 }
 
 // adjusted updates the summary of chunk ci after delta was added to its

@@ -161,20 +161,22 @@ type Contender struct {
 	SlotLen int64 // 0 for the free-list timelines
 }
 
-// FrozenSuffix marks the contender running the slotted code frozen at
-// the baseline commit (see frozen_slotted.go).
+// FrozenSuffix marks the contenders running code frozen at the baseline
+// commit (frozen_indexed.go, frozen_slotted.go).
 const FrozenSuffix = "@ee65182"
 
 // Contenders returns the timelines compared by c: the list walk, the
-// indexed timeline (the one the ledger uses), one slotted timeline per
-// slot count, and the coarsest slotting once more on the slotted code as
-// of the baseline commit, so that a run shows the baseline was not slowed
+// indexed timeline (the one the ledger uses) and its baseline version, one
+// slotted timeline per slot count, and the coarsest slotting once more on
+// the slotted code as of the baseline commit, so that a run shows what the
+// indexed timeline gained and that the slotted baseline was not slowed
 // down.
 func (c Config) Contenders() []Contender {
 	h := c.Horizon * c.TimeScale
 	cs := []Contender{
 		{Name: "list", Factory: planner.NewList, Exact: true},
 		{Name: "indexed", Factory: planner.NewIndexed, Exact: true},
+		{Name: "indexed" + FrozenSuffix, Factory: newFrozenIndexed, Exact: true},
 	}
 	for _, n := range c.Slots {
 		cs = append(cs, Contender{Name: "slotted-" + strconv.FormatInt(n, 10), Factory: planner.SlottedFactory(h/n, n), SlotLen: h / n})

@@ -40,7 +40,7 @@ func (r *Report) Check() []string {
 				bad = append(bad, fmt.Sprintf("%s ia=%.0f %s: runtime %g ns not positive", p.Workload, p.MeanInterarrival, res.Planner, res.NsPerRequest))
 			}
 		}
-		for _, name := range []string{"indexed", "slotted-exact"} {
+		for _, name := range []string{"indexed", "indexed" + FrozenSuffix, "slotted-exact"} {
 			other, err := p.result(name)
 			if err != nil {
 				if name == "indexed" {
@@ -53,8 +53,8 @@ func (r *Report) Check() []string {
 					p.Workload, p.MeanInterarrival, name, other.Accepted, other.Decisions, list.Accepted, list.Decisions))
 			}
 		}
-		// The frozen baseline runs the same algorithm as the current
-		// slotted code: it must decide identically.
+		// A frozen baseline runs the same algorithm as the current code
+		// of its name: it must decide identically.
 		for _, res := range p.Results {
 			name, ok := strings.CutSuffix(res.Planner, FrozenSuffix)
 			if !ok {
@@ -100,6 +100,9 @@ func (r *Report) Headline() ([]string, bool) {
 			p.Workload, p.Capacity, p.MeanInterarrival, fine, yes(acc), idx.Accepted, f.Accepted,
 			coarse, yes(fast), idx.NsPerRequest, c.NsPerRequest, idx.NsPerRequest/c.NsPerRequest,
 			coarse, list.NsPerRequest/c.NsPerRequest)
+		if fr, err := p.result("indexed" + FrozenSuffix); err == nil {
+			line += fmt.Sprintf("; indexed now/%s %.2f", FrozenSuffix[1:], idx.NsPerRequest/fr.NsPerRequest)
+		}
 		if fr, err := p.result(coarse + FrozenSuffix); err == nil {
 			line += fmt.Sprintf("; %s now/%s %.2f", coarse, FrozenSuffix[1:], c.NsPerRequest/fr.NsPerRequest)
 		}
