@@ -289,6 +289,14 @@ func TestXiaoTrace(t *testing.T) {
 	if tally.Read != 8 || tally.Kept != 3 || tally.TooLarge != 2 || tally.NoTime != 2 || tally.NoSize != 1 {
 		t.Fatalf("tally %+v", tally)
 	}
+	// A job limit counts usable jobs: the first two are jobs 1 and 3.
+	limited, lt, err := Xiao(XiaoConfig{Jobs: 2, ReservationRate: 0, KLo: 1.2, KHi: 1.2, ClusterSize: 8, Enlarge: 1, Trace: tr.Jobs, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(limited) != 2 || lt.Kept != 2 || lt.Read != 3 || limited[1].Actual != 50 {
+		t.Fatalf("limit 2: %d jobs, tally %+v", len(limited), lt)
+	}
 	wantRun := []int64{100, 50, 500}
 	for i, j := range jobs {
 		if j.Actual != wantRun[i] || j.Requested != int64(math.Ceil(1.2*float64(wantRun[i]))) {

@@ -152,7 +152,7 @@ func Xiao(c XiaoConfig) ([]Job, workload.Tally, error) {
 			t0 = c.Trace[0].Submit
 		}
 		for _, j := range c.Trace {
-			if c.Jobs > 0 && tally.Kept >= c.Jobs {
+			if c.Jobs > 0 && len(src) >= c.Jobs {
 				break
 			}
 			tally.Read++
