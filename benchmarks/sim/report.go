@@ -22,12 +22,13 @@ func Table001(w io.Writer, rows []Row001) error {
 	return err
 }
 
-// CSV001 writes the Heine et al. results as CSV.
-func CSV001(w io.Writer, rows []Row001) error {
+// CSV001 writes the Heine et al. results as CSV, every row naming the
+// workload (the trace) and the capacity it ran on.
+func CSV001(w io.Writer, rows []Row001, workload string, capacity int64) error {
 	var b strings.Builder
-	b.WriteString("start_factor,share,policy,reservations,rejected,rejection_pct,sldwa,utilization_pct,moves,var_jobs\n")
+	b.WriteString("workload,capacity,start_factor,share,policy,reservations,rejected,rejection_pct,sldwa,utilization_pct,moves,var_jobs\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "%g,%g,%v,%d,%d,%.3f,%.4f,%.3f,%d,%d\n", r.StartFactor, r.Share, r.Policy, r.Result.Reservations,
+		fmt.Fprintf(&b, "%s,%d,%g,%g,%v,%d,%d,%.3f,%.4f,%.3f,%d,%d\n", workload, capacity, r.StartFactor, r.Share, r.Policy, r.Result.Reservations,
 			r.Result.Rejected, r.Result.RejectionRate(), r.Result.SLDwA, r.Result.Utilization, r.Result.Moves, r.Result.VarJobs)
 	}
 	_, err := io.WriteString(w, b.String())
@@ -51,12 +52,13 @@ func Table002(w io.Writer, rows []Row002) error {
 	return err
 }
 
-// CSV002 writes the Xiao & Hu results as CSV.
-func CSV002(w io.Writer, rows []Row002) error {
+// CSV002 writes the Xiao & Hu results as CSV, every row naming the
+// workload, the clusters' size and the time units.
+func CSV002(w io.Writer, rows []Row002, workload string, clusterSize int64, units string) error {
 	var b strings.Builder
-	b.WriteString("k_lo,k_hi,rate,policy,vstar,reservations,rejected,rejection_pct,relaxed,violations,relaxed_violations,violation_pct,utilization_pct,mean_response_s\n")
+	b.WriteString("workload,cluster_size,units,k_lo,k_hi,rate,policy,vstar,reservations,rejected,rejection_pct,relaxed,violations,relaxed_violations,violation_pct,utilization_pct,mean_response\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "%g,%g,%g,%v,%g,%d,%d,%.3f,%d,%d,%d,%.3f,%.3f,%.1f\n", r.KLo, r.KHi, r.Rate, r.Policy, r.VStar, r.Result.Reservations,
+		fmt.Fprintf(&b, "%s,%d,%s,%g,%g,%g,%v,%g,%d,%d,%.3f,%d,%d,%d,%.3f,%.3f,%.1f\n", workload, clusterSize, units, r.KLo, r.KHi, r.Rate, r.Policy, r.VStar, r.Result.Reservations,
 			r.Result.Rejected, r.Result.RejectionRate(), r.Result.Relaxed, r.Result.Violations, r.Result.RelaxedViolations, r.Result.ViolationRate(), r.Result.Utilization, r.Result.MeanResponse)
 	}
 	_, err := io.WriteString(w, b.String())

@@ -159,7 +159,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if err := sim.Table001(&table, rows); err != nil {
 			return err
 		}
-		if err := sim.CSV001(&csv, rows); err != nil {
+		if err := sim.CSV001(&csv, rows, trace.Name, capacity); err != nil {
 			return err
 		}
 		if err := sim.Plot001(&svg, rows, label); err != nil {
@@ -212,7 +212,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 			if err := sim.Table002(&table, rows); err != nil {
 				return err
 			}
-			if err := sim.CSV002(&csv, rows); err != nil {
+			csvName := "lublin-synthetic"
+			if o.traceSet {
+				csvName = trace.Name
+			}
+			if err := sim.CSV002(&csv, rows, csvName, e.ClusterSize, unit); err != nil {
 				return err
 			}
 			if err := sim.Plot002(&svg, rows, 1.2, 1.5, label); err != nil {

@@ -70,6 +70,11 @@ func TestTraceEverywhere(t *testing.T) {
 			t.Fatal(err)
 		}
 		if strings.HasSuffix(f, ".csv") {
+			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n")[1:] {
+				if !strings.HasPrefix(line, "small,8,") {
+					t.Errorf("%s row %q does not name the trace and its 8 nodes", f, line)
+				}
+			}
 			continue
 		}
 		if !strings.Contains(string(b), "small") || strings.Contains(string(b), "KTH") {
