@@ -67,11 +67,17 @@ chaos: ## long chaos campaign against real agents (NODES, DURATION, NEMESIS, CLI
 bench-planner: ## list vs indexed admission benchmarks, 1k-1M live reservations (see benchmarks/planner)
 	$(GO) test -tags $(TAGS) -timeout 90m -run '^$$' -bench 'Admission|Release' -count 6 ./planner/
 
-seedexp: ## the seed papers' list vs slotted-time experiment (see benchmarks/seed)
-	$(GO) run -tags $(TAGS) ./benchmarks/seed/cmd/seedexp -out benchmarks/seed/results
+# seedexp and simexp take any SWF trace (gzip or plain): make seedexp
+# TRACE=my.swf.gz [CAPACITY=n] [OUT=dir]. Without CAPACITY the trace header's
+# MaxProcs (else MaxNodes) is used; without OUT the committed results are
+# rewritten. SEEDFLAGS / SIMFLAGS pass further flags (-h lists them).
+TRACE_ARGS = $(if $(TRACE),-trace $(TRACE)) $(if $(CAPACITY),-capacity $(CAPACITY))
 
-simexp: ## policy simulator: reject / move-variable / relaxed (see benchmarks/sim)
-	$(GO) run -tags $(TAGS) ./benchmarks/sim/cmd/simexp -out benchmarks/sim/results
+seedexp: ## the seed papers' list vs slotted-time experiment; TRACE=, CAPACITY=, OUT= (see benchmarks/seed)
+	$(GO) run -tags $(TAGS) ./benchmarks/seed/cmd/seedexp $(TRACE_ARGS) -out $(or $(OUT),benchmarks/seed/results) $(SEEDFLAGS)
+
+simexp: ## policy simulator: reject / move-variable / relaxed; TRACE=, CAPACITY=, OUT= (see benchmarks/sim)
+	$(GO) run -tags $(TAGS) ./benchmarks/sim/cmd/simexp $(TRACE_ARGS) -out $(or $(OUT),benchmarks/sim/results) $(SIMFLAGS)
 
 bench-service: ## ledgerd vs raw raft, etcd and PostgreSQL (see benchmarks/results)
 	scripts/bench-service.sh

@@ -97,11 +97,42 @@ type IndexedTimeline struct {
 	// chunk, so locate tries it before the binary search. It is only a
 	// cache: any value is correct.
 	hint int
+	// hintBi is the block index (in some chunk) the last lookup landed
+	// on; locate walks a few blocks from it before searching. Only a
+	// cache: any value is correct.
+	hintBi int
 	// loneHint is a block index of a lone chunk where the next lookup is
 	// likely to land: Earliest leaves the block of the start it found,
 	// which the Book that follows looks up. Only a cache: any value is
 	// correct.
 	loneHint int
+	// sbuf and fbuf back a lone chunk's two arrays as a gap buffer: the
+	// blocks sit at [lo, lo+n) with free room on both sides, so Advance
+	// drops blocks by moving lo forward instead of copying the rest down,
+	// and an insertion or removal shifts whichever side of its position is
+	// shorter, usually the few blocks before it (bookings land near the
+	// head of a short timeline). nil while there are several chunks (and
+	// until the first lone operation after that); gapReady sets them up.
+	// Invariant: when sbuf != nil, len(chunks) == 1 and chunks[0].start
+	// and .free are sbuf[lo:lo+n:lo+n] and fbuf[lo:lo+n:lo+n].
+	sbuf, fbuf []int64
+	lo         int
+	// fit remembers the window the last Earliest found, so that a Book
+	// of that window right after it (what an admission does) skips the
+	// capacity check, and on a lone chunk the lookup too: every block of
+	// [fit.start, fit.end) has at least fit.amount free. Every mutation
+	// clears fit.ok. Only a cache: without it Book looks the window up.
+	fit fitCache
+}
+
+// fitCache is the window of the last Earliest. On a lone chunk (lone
+// set) it starts in block bi, and j is the first block starting at or
+// after end; with several chunks only the window is kept, which spares
+// Book its capacity check.
+type fitCache struct {
+	ok, lone           bool
+	start, end, amount int64
+	bi, j              int
 }
 
 var _ Timeline = (*IndexedTimeline)(nil)
@@ -146,8 +177,36 @@ func (t *IndexedTimeline) locate(x int64) (ci, bi int) {
 		ci = lastAtMost(t.firsts, x)
 		t.hint = ci
 	}
-	return ci, lastAtMost(t.chunks[ci].start, x)
+	st := t.chunks[ci].start
+	// The lookups of one admission (the fit, the two edges of the
+	// booking, the same edges again on release) land within a few blocks
+	// of each other: probe near the last block found before a binary
+	// search, whose first steps miss the cache at a million blocks.
+	if h := t.hintBi; h < len(st) {
+		if st[h] <= x {
+			for k := h; k < len(st) && k <= h+fingerProbe; k++ {
+				if k+1 == len(st) || st[k+1] > x {
+					t.hintBi = k
+					return ci, k
+				}
+			}
+		} else {
+			for k := h - 1; k >= 0 && k >= h-fingerProbe; k-- {
+				if st[k] <= x {
+					t.hintBi = k
+					return ci, k
+				}
+			}
+		}
+	}
+	bi = lastAtMost(st, x)
+	t.hintBi = bi
+	return ci, bi
 }
+
+// fingerProbe is how many blocks locate walks from the last block found
+// before it falls back to a binary search.
+const fingerProbe = 8
 
 // lastAtMost returns the index of the last element <= x of the sorted,
 // non-empty s, whose first element is <= x. The loop body has no
@@ -278,6 +337,7 @@ func (t *IndexedTimeline) Earliest(amount, duration, notBefore, latestStart int6
 		// for the first short block before cand+duration.
 		nci, nbi, found := t.nextBelowBefore(ci, bi+1, amount, cand+duration)
 		if !found {
+			t.fit = fitCache{ok: true, start: cand, end: cand + duration, amount: amount}
 			return cand, true
 		}
 		ci, bi = nci, nbi
@@ -387,6 +447,13 @@ func (t *IndexedTimeline) Book(start, end, amount int64) error {
 		return err
 	}
 	if len(t.chunks) == 1 {
+		if f := t.fit; f.ok && f.lone && s == f.start && end == f.end && amount <= f.amount {
+			// The window Earliest just found: known to fit.
+			t.fit.ok = false
+			t.loneAdd(s, end, f.bi, f.j, -amount)
+			return nil
+		}
+		t.fit.ok = false
 		bi, j, mn, _ := t.loneWindow(s, end)
 		if mn < amount {
 			return fmt.Errorf("indexed timeline: book %d over [%d,%d): only %d free: %w", amount, start, end, mn, ErrNoCapacity)
@@ -394,8 +461,12 @@ func (t *IndexedTimeline) Book(start, end, amount int64) error {
 		t.loneAdd(s, end, bi, j, -amount)
 		return nil
 	}
-	if mn := t.MinFree(s, end); mn < amount {
-		return fmt.Errorf("indexed timeline: book %d over [%d,%d): only %d free: %w", amount, start, end, mn, ErrNoCapacity)
+	f := t.fit
+	t.fit.ok = false
+	if !(f.ok && s == f.start && end == f.end && amount <= f.amount) {
+		if mn := t.MinFree(s, end); mn < amount {
+			return fmt.Errorf("indexed timeline: book %d over [%d,%d): only %d free: %w", amount, start, end, mn, ErrNoCapacity)
+		}
 	}
 	t.add(s, end, -amount)
 	return nil
@@ -405,6 +476,7 @@ func (t *IndexedTimeline) Book(start, end, amount int64) error {
 // origin is ignored; an empty window or a zero amount is a no-op. It fails, changing nothing, if a free amount would
 // overflow int64.
 func (t *IndexedTimeline) Release(start, end, amount int64) error {
+	t.fit.ok = false
 	s, ok, err := t.checkWindow("release", start, end, amount)
 	if err != nil || !ok {
 		return err
@@ -418,9 +490,13 @@ func (t *IndexedTimeline) Release(start, end, amount int64) error {
 		t.loneAdd(s, end, bi, j, amount)
 		return nil
 	}
-	if _, mx := t.rangeMinMax(s, end); mx > math.MaxInt64-amount {
-		return fmt.Errorf("indexed timeline: release %d over [%d,%d): %w", amount, start, end,
-			&FieldError{Field: "amount", Reason: "free capacity would overflow int64"})
+	// The tree's root bounds every free amount: when even it leaves room
+	// for amount, the window does, and the scan is not needed.
+	if t.seg.mx[1] > math.MaxInt64-amount {
+		if _, mx := t.rangeMinMax(s, end); mx > math.MaxInt64-amount {
+			return fmt.Errorf("indexed timeline: release %d over [%d,%d): %w", amount, start, end,
+				&FieldError{Field: "amount", Reason: "free capacity would overflow int64"})
+		}
 	}
 	t.add(s, end, amount)
 	return nil
@@ -457,42 +533,132 @@ func (t *IndexedTimeline) loneWindow(start, end int64) (bi, j int, mn, mx int64)
 func (t *IndexedTimeline) loneAdd(start, end int64, bi, j int, delta int64) {
 	c := t.chunks[0]
 	if len(c.start)+2 > chunkCap {
+		// The chunk will split: the arrays leave the gap buffer.
+		t.sbuf, t.fbuf = nil, nil
 		t.add(start, end, delta)
 		return
 	}
+	t.gapReady()
 	// j > bi: the block containing start starts before end. Make end a
 	// boundary (the block before j contains it), then start; neither
 	// insertion lands at index 0, so the origin and firsts stay put.
-	needEnd := end < MaxTime && (j == len(c.start) || c.start[j] != end)
-	switch needStart := c.start[bi] != start; {
-	case needStart && needEnd:
-		// One shift of the tail by two instead of two shifts by one.
-		fs, fe := c.free[bi], c.free[j-1]
-		c.start = insert2(c.start, bi+1, j, start, end)
-		c.free = insert2(c.free, bi+1, j, fs, fe)
-		bi, j = bi+1, j+1
-		t.n += 2
-	case needEnd:
-		c.insert(j, end, c.free[j-1])
+	if end < MaxTime && (j == len(c.start) || c.start[j] != end) {
+		t.gapInsert(c, j, end, c.free[j-1])
 		t.n++
-	case needStart:
+	}
+	if c.start[bi] != start {
 		bi++
-		c.insert(bi, start, c.free[bi-1])
+		t.gapInsert(c, bi, start, c.free[bi-1])
 		j++
 		t.n++
 	}
+	fr := c.free[:j]
 	for k := bi; k < j; k++ {
-		c.free[k] += delta
+		fr[k] += delta
 	}
 	// Only the edges can now equal their outer neighbours.
 	if j < len(c.start) && c.free[j] == c.free[j-1] {
-		c.remove(j)
+		t.gapRemove(c, j)
 		t.n--
 	}
 	if bi > 0 && c.free[bi] == c.free[bi-1] {
-		c.remove(bi)
+		t.gapRemove(c, bi)
 		t.n--
 	}
+}
+
+// gapReady makes the lone chunk's arrays live in the gap buffer, copying
+// them in if they do not yet (after NewIndexed, loadBlocks, or when the
+// timeline shrinks back to one chunk).
+func (t *IndexedTimeline) gapReady() {
+	if t.sbuf == nil {
+		t.regap(t.chunks[0])
+	}
+}
+
+// regap moves the lone chunk's n blocks to the middle of buffers of 2n+16
+// slots, reusing the current ones when they are large enough but not more
+// than four times too large. Afterwards both sides have at least n/2+8
+// free slots, so at least that many insertions at one side separate two
+// calls: the copy costs O(1) per insertion, amortised.
+func (t *IndexedTimeline) regap(c *chunk) {
+	n := len(c.start)
+	size := 2*n + 16
+	lo := (size - n) / 2
+	if len(t.sbuf) < size || len(t.sbuf) > 4*size {
+		sb, fb := make([]int64, size), make([]int64, size)
+		copy(sb[lo:], c.start)
+		copy(fb[lo:], c.free)
+		t.sbuf, t.fbuf = sb, fb
+	} else {
+		lo = (len(t.sbuf) - n) / 2
+		copy(t.sbuf[lo:lo+n], c.start) // copy handles the overlap
+		copy(t.fbuf[lo:lo+n], c.free)
+	}
+	t.lo = lo
+	c.start, c.free = t.sbuf[lo:lo+n:lo+n], t.fbuf[lo:lo+n:lo+n]
+}
+
+// gapInsert inserts block (s, f) at index i (1 <= i <= n) of the lone
+// chunk c, whose arrays are in the gap buffer, shifting the shorter side.
+func (t *IndexedTimeline) gapInsert(c *chunk, i int, s, f int64) {
+	n := len(c.start)
+	front := i <= n-i
+	if front && t.lo == 0 || !front && t.lo+n == len(t.sbuf) {
+		t.regap(c)
+	}
+	lo, sb, fb := t.lo, t.sbuf, t.fbuf
+	if front {
+		shift(sb[lo-1:lo+i], fb[lo-1:lo+i], -1)
+		lo--
+	} else {
+		shift(sb[lo+i:lo+n+1], fb[lo+i:lo+n+1], 1)
+	}
+	sb[lo+i], fb[lo+i] = s, f
+	t.lo = lo
+	c.start, c.free = sb[lo:lo+n+1:lo+n+1], fb[lo:lo+n+1:lo+n+1]
+}
+
+// shift moves the elements of a and b (same length k+1) by one place: dir
+// 1 moves [0, k) to [1, k+1), dir -1 moves [1, k+1) to [0, k). Short runs
+// (the usual case: a few blocks before a booking near the head) are moved
+// by a plain loop rather than a call to the runtime's memmove.
+func shift(a, b []int64, dir int) {
+	k := len(a) - 1
+	b = b[:len(a)]
+	switch {
+	case k > 8:
+		if dir > 0 {
+			copy(a[1:], a[:k])
+			copy(b[1:], b[:k])
+		} else {
+			copy(a[:k], a[1:])
+			copy(b[:k], b[1:])
+		}
+	case dir > 0:
+		for x := k; x > 0; x-- {
+			a[x], b[x] = a[x-1], b[x-1]
+		}
+	default:
+		for x := 0; x < k; x++ {
+			a[x], b[x] = a[x+1], b[x+1]
+		}
+	}
+}
+
+// gapRemove deletes the block at index i (1 <= i < n) of the lone chunk c,
+// whose arrays are in the gap buffer, shifting the shorter side.
+func (t *IndexedTimeline) gapRemove(c *chunk, i int) {
+	n := len(c.start)
+	lo, sb, fb := t.lo, t.sbuf, t.fbuf
+	if i < n-1-i {
+		shift(sb[lo:lo+i+1], fb[lo:lo+i+1], 1)
+		lo++
+	} else {
+		shift(sb[lo+i:lo+n], fb[lo+i:lo+n], -1)
+	}
+	t.lo = lo
+	c.start, c.free = sb[lo:lo+n-1:lo+n-1], fb[lo:lo+n-1:lo+n-1]
 }
 
 // loneFind returns the index of the block of st (the starts of a lone
@@ -526,69 +692,59 @@ func headFind(s []int64, x int64) int {
 	return n - 1 + lastAtMost(s[n-1:], x)
 }
 
-// insert2 returns a with x inserted at index i and y at index j (i <= j,
-// indices of a before the insertions): x lands at i, y at j+1.
-func insert2(a []int64, i, j int, x, y int64) []int64 {
-	n := len(a)
-	a = append(a, 0, 0)
-	copy(a[j+2:], a[j:n])
-	copy(a[i+1:j+1], a[i:j])
-	a[i], a[j+1] = x, y
-	return a
-}
-
 // loneEarliest is Earliest on a timeline of one chunk (arguments already
 // checked and notBefore clipped to the origin): the candidate walk of the
 // plain list, started at the block containing notBefore.
+//
+// The walk is written without a data-dependent branch per block: whether
+// a block has enough free is as good as random, and a mispredicted branch
+// costs more than the rest of a step. A block with too little free moves
+// the candidate start to the next block's start (a conditional move);
+// the two exits (the run from the candidate covers the duration, or the
+// candidate has passed latestStart) are rarely taken until the end.
 func (t *IndexedTimeline) loneEarliest(amount, duration, notBefore, latestStart int64) (int64, bool) {
 	c := t.chunks[0]
 	st := c.start
-	fr := c.free[:len(st)] // same length; lets the compiler drop bounds checks
-	var cand int64
-	have, at := false, 0
-	for i := headFind(st, notBefore); i < len(st); i++ {
+	n := len(st)
+	fr := c.free[:n] // same length; lets the compiler drop bounds checks
+	i := headFind(st, notBefore)
+	// cand is the start of the current run of blocks with enough free
+	// (notBefore until a short block is met), at the block holding it.
+	// cand <= latestStart <= MaxTime-duration inside the loop, and next
+	// >= cand, so next-cand cannot overflow.
+	cand, at := notBefore, i
+	for ; i < n-1; i++ {
+		next := st[i+1]
 		if fr[i] < amount {
-			have = false
-			continue
+			cand, at = next, i+1
 		}
-		if !have {
-			cand = max(st[i], notBefore)
-			if cand > latestStart {
-				return 0, false
-			}
-			have, at = true, i
+		if next-cand >= duration {
+			t.fitFound(cand, duration, amount, at, i+1)
+			return cand, true
 		}
-		// The run [cand, end of block i) has enough free; cand <=
-		// latestStart <= MaxTime-duration, so cand+duration cannot
-		// overflow.
-		if i+1 < len(st) && st[i+1] < cand+duration {
-			continue
+		if cand > latestStart {
+			return 0, false
 		}
-		t.loneHint = at
-		return cand, true
 	}
-	return 0, false
+	// The last block runs to MaxTime.
+	if fr[n-1] < amount || cand > latestStart {
+		return 0, false
+	}
+	t.fitFound(cand, duration, amount, at, n)
+	return cand, true
 }
 
-// insert puts block (s, f) at index i of the chunk.
-func (c *chunk) insert(i int, s, f int64) {
-	c.start = append(c.start, 0)
-	copy(c.start[i+1:], c.start[i:])
-	c.start[i] = s
-	c.free = append(c.free, 0)
-	copy(c.free[i+1:], c.free[i:])
-	c.free[i] = f
-}
-
-// remove deletes the block at index i of the chunk.
-func (c *chunk) remove(i int) {
-	c.start = append(c.start[:i], c.start[i+1:]...)
-	c.free = append(c.free[:i], c.free[i+1:]...)
+// fitFound records the window loneEarliest found: it starts in block at,
+// and j is the first block starting at or after its end.
+func (t *IndexedTimeline) fitFound(cand, duration, amount int64, at, j int) {
+	t.loneHint = at
+	t.fit = fitCache{ok: true, lone: true, start: cand, end: cand + duration, amount: amount, bi: at, j: j}
 }
 
 // add adds delta (non-zero) to the free amount over [start, end), with
 // origin <= start < end, and restores canonical form.
 func (t *IndexedTimeline) add(start, end, delta int64) {
+	t.split2(start, end)
 	if end < MaxTime {
 		t.splitAt(end)
 	}
@@ -617,10 +773,85 @@ func (t *IndexedTimeline) add(start, end, delta int64) {
 	// outer neighbours: inside, all blocks moved by the same delta.
 	// Removing the end edge leaves the start position valid unless chunks
 	// were restructured.
+	if haveEnd && t.merge2(sci, sbi, eci, ebi) {
+		return
+	}
 	if haveEnd && t.mergePos(eci, ebi) {
 		sci, sbi = t.locate(start)
 	}
 	t.mergePos(sci, sbi)
+}
+
+// split2Scan is how far split2 looks for the end of a window before it
+// leaves the work to two single splits.
+const split2Scan = 32
+
+// split2 makes both start and end block boundaries with one shift of the
+// chunk's tail when both fall strictly inside blocks of one chunk that has
+// room for two more (the usual Book: a window of a few blocks). At a
+// million blocks the tail of a chunk is hundreds of elements, and moving
+// it once instead of twice is a large part of a booking's cost. Otherwise
+// it does nothing and splitAt does the work.
+func (t *IndexedTimeline) split2(start, end int64) {
+	if end == MaxTime || t.sbuf != nil {
+		return
+	}
+	ci, bi := t.locate(start)
+	c := t.chunks[ci]
+	if c.start[bi] == start || len(c.start)+2 > chunkCap {
+		return
+	}
+	j, stop := bi+1, min(len(c.start), bi+1+split2Scan)
+	for j < stop && c.start[j] < end {
+		j++
+	}
+	if j == stop || c.start[j] == end {
+		return
+	}
+	fs, fe := c.free[bi], c.free[j-1]
+	c.start = insert2(c.start, bi+1, j, start, end)
+	c.free = insert2(c.free, bi+1, j, fs, fe)
+	t.n += 2
+	// The new blocks repeat their neighbours' free amounts: the chunk's
+	// summary is unchanged, and neither lands at index 0.
+	t.hintBi = bi + 1
+}
+
+// insert2 returns a with x inserted at index i and y at index j (i <= j,
+// indices of a before the insertions): x lands at i, y at j+1.
+func insert2(a []int64, i, j int, x, y int64) []int64 {
+	n := len(a)
+	a = append(a, 0, 0)
+	copy(a[j+2:], a[j:n])
+	copy(a[i+1:j+1], a[i:j])
+	a[i], a[j+1] = x, y
+	return a
+}
+
+// merge2 removes both edges of a window, the block at (sci, sbi) where it
+// starts and the block at (eci, ebi) where it ends, with one shift of the
+// chunk's tail, when both now equal their predecessors inside one chunk
+// and the chunk stays at least chunkMin long (or is alone). It reports
+// whether it did; otherwise nothing changed and mergePos does the work.
+func (t *IndexedTimeline) merge2(sci, sbi, eci, ebi int) bool {
+	if sci != eci || sbi == 0 || ebi <= sbi || t.sbuf != nil {
+		return false
+	}
+	c := t.chunks[sci]
+	n := len(c.start)
+	if c.free[sbi] != c.free[sbi-1] || c.free[ebi] != c.free[ebi-1] || (len(t.chunks) > 1 && n-2 < chunkMin) {
+		return false
+	}
+	for _, a := range [][]int64{c.start, c.free} {
+		copy(a[sbi:], a[sbi+1:ebi])
+		copy(a[ebi-1:], a[ebi+1:])
+	}
+	c.start, c.free = c.start[:n-2], c.free[:n-2]
+	t.n -= 2
+	// The removed blocks repeated their predecessors' free amounts: the
+	// summary is unchanged, and the chunk's first block stays.
+	t.hintBi = sbi - 1
+	return true
 }
 
 // adjusted updates the summary of chunk ci after delta was added to its
@@ -735,6 +966,7 @@ func (t *IndexedTimeline) removeAt(ci, bi int) bool {
 // splitChunk cuts chunk ci into two halves, each allocated with room to
 // grow to chunkCap without reallocating.
 func (t *IndexedTimeline) splitChunk(ci int) {
+	t.sbuf, t.fbuf = nil, nil // a second chunk: no gap buffer
 	c := t.chunks[ci]
 	half := len(c.start) / 2
 	right := &chunk{
@@ -805,23 +1037,24 @@ func (t *IndexedTimeline) Advance(now int64) {
 	if now <= t.origin {
 		return
 	}
+	t.fit.ok = false // block positions move
 	if now >= MaxTime {
 		now = MaxTime - 1
 	}
 	if len(t.chunks) == 1 {
-		// Walk from the head: the blocks passed over are the ones the
-		// copy below moves past, so this costs no more than the copy,
-		// and now is usually among the first few blocks.
+		// Walk from the head (now is usually among the first few
+		// blocks) and drop the blocks passed over by moving the start
+		// of the gap buffer: nothing is copied.
 		c := t.chunks[0]
 		st, bi := c.start, 0
 		for bi+1 < len(st) && st[bi+1] <= now {
 			bi++
 		}
 		if bi > 0 {
-			k := copy(c.start, c.start[bi:])
-			c.start = c.start[:k]
-			copy(c.free, c.free[bi:])
-			c.free = c.free[:k]
+			t.gapReady()
+			lo, k := t.lo+bi, len(st)-bi
+			c.start, c.free = t.sbuf[lo:lo+k:lo+k], t.fbuf[lo:lo+k:lo+k]
+			t.lo = lo
 			t.n -= bi
 		}
 		c.start[0] = now
@@ -914,7 +1147,28 @@ func (t *IndexedTimeline) checkInvariants() error {
 	if n != t.n {
 		return fmt.Errorf("block count %d, recorded %d", n, t.n)
 	}
+	if err := t.checkGap(); err != nil {
+		return err
+	}
 	return t.seg.check()
+}
+
+// checkGap verifies the gap buffer's invariant (see sbuf).
+func (t *IndexedTimeline) checkGap() error {
+	if t.sbuf == nil {
+		return nil
+	}
+	c := t.chunks[0]
+	k := len(c.start)
+	switch {
+	case len(t.chunks) != 1:
+		return fmt.Errorf("gap buffer kept with %d chunks", len(t.chunks))
+	case k == 0 || len(c.free) != k || len(t.fbuf) != len(t.sbuf) || t.lo < 0 || t.lo+k > len(t.sbuf):
+		return fmt.Errorf("gap buffer: lo %d, %d blocks, buffers %d and %d", t.lo, k, len(t.sbuf), len(t.fbuf))
+	case &t.sbuf[t.lo] != &c.start[0] || &t.fbuf[t.lo] != &c.free[0] || cap(c.start) != k || cap(c.free) != k:
+		return fmt.Errorf("lone chunk arrays are not the gap buffer's [%d, %d)", t.lo, t.lo+k)
+	}
+	return nil
 }
 
 func minMax(fr []int64) (mn, mx int64) {

@@ -846,22 +846,53 @@ func TestHeadFind(t *testing.T) {
 	}
 }
 
-// TestInsert2 checks the double insertion against two slices.Insert calls
-// for every pair of positions.
-func TestInsert2(t *testing.T) {
-	for n := 0; n <= 6; n++ {
-		for i := 0; i <= n; i++ {
-			for j := i; j <= n; j++ {
-				a := make([]int64, n, n+2)
-				for k := range a {
-					a[k] = int64(k)
-				}
-				want := slices.Insert(slices.Clone(a), j, -2)
-				want = slices.Insert(want, i, -1)
-				if got := insert2(a, i, j, -1, -2); !slices.Equal(got, want) {
-					t.Fatalf("insert2(len %d, %d, %d) = %v, want %v", n, i, j, got, want)
-				}
+// TestGapBuffer drives the lone chunk's gap buffer with random insertions,
+// removals and head drops (as Advance does) and compares its arrays with a
+// plain slice after every step. The seed is printed for replay.
+func TestGapBuffer(t *testing.T) {
+	seed := uint64(0x6a9b)
+	t.Logf("seed %#x", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	ix := NewIndexed(1, 0).(*IndexedTimeline)
+	c := ix.chunks[0]
+	ix.gapReady()
+	model := []int64{0}
+	next := int64(1)
+	most := 1
+	for step := range 20000 {
+		n := len(model)
+		switch op := rng.IntN(10); {
+		case op < 5 || n < 3: // insert at 1..n
+			i := 1 + rng.IntN(n)
+			ix.gapInsert(c, i, next, -next)
+			model = slices.Insert(model, i, next)
+			next++
+		case op < 8: // remove at 1..n-1
+			i := 1 + rng.IntN(n-1)
+			ix.gapRemove(c, i)
+			model = slices.Delete(model, i, i+1)
+		default: // drop k head blocks as Advance does, keeping one
+			k := rng.IntN(min(n, 4))
+			lo := ix.lo + k
+			m := n - k
+			c.start, c.free = ix.sbuf[lo:lo+m:lo+m], ix.fbuf[lo:lo+m:lo+m]
+			ix.lo = lo
+			model = model[k:]
+		}
+		if err := ix.checkGap(); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		if !slices.Equal(c.start, model) {
+			t.Fatalf("step %d: starts %v, want %v", step, c.start, model)
+		}
+		for k, s := range c.start {
+			if s != 0 && c.free[k] != -s {
+				t.Fatalf("step %d: block %d start %d has free %d, want %d", step, k, s, c.free[k], -s)
 			}
+		}
+		most = max(most, len(model))
+		if len(ix.sbuf) > 2*most+16 {
+			t.Fatalf("step %d: buffer of %d slots, but never more than %d blocks", step, len(ix.sbuf), most)
 		}
 	}
 }

@@ -239,5 +239,7 @@ func (t *IndexedTimeline) loadBlocks(blocks []Block) {
 	}
 	t.n = n
 	t.hint, t.loneHint = 0, 0
+	t.sbuf, t.fbuf = nil, nil
+	t.fit.ok = false
 	t.seg.build(t.chunks)
 }

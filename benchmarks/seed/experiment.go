@@ -18,7 +18,9 @@ import (
 // Config describes one run of the experiment. Times given in seconds are
 // converted to timeline units with TimeScale.
 type Config struct {
-	Capacity int64 // CPUs of the single resource (the papers use 128)
+	// Capacity is the CPUs of the single resource of the synthetic sweep
+	// (the papers use 128).
+	Capacity int64
 	// Horizon is the maximum book-ahead time in seconds: every planner
 	// refuses starts that would end more than Horizon after the request's
 	// arrival, and the slotted timelines divide it into their slots.
@@ -30,17 +32,26 @@ type Config struct {
 	// affordable with small Horizon*TimeScale).
 	ExactSlotted bool
 
+	// Synthetic runs the Lublin–Feitelson sweep; false replays only the
+	// trace.
+	Synthetic     bool
 	Jobs          int       // synthetic jobs per sweep point
 	Interarrivals []float64 // mean interarrival times (s) of the sweep
 	StartFactor   float64   // start delay = rand[0,1]*duration*StartFactor
 	Slack         float64   // deadline = start+duration*(1+rand[0,1]*Slack)
 	Seed          uint64
 
-	// KTHPath is the SWF trace replayed with requested times as durations;
-	// empty skips the replay. KTHJobs > 0 keeps only the first jobs.
-	KTHPath   string
-	KTHJobs   int
-	KTHScales []float64 // submit times are multiplied by each scale
+	// TracePath is the SWF trace (gzip or plain) replayed with requested
+	// times as durations (the run time where the log has none, counted in
+	// the report); empty skips the replay. TraceJobs > 0 keeps only the
+	// first jobs.
+	TracePath   string
+	TraceJobs   int
+	TraceScales []float64 // submit times are multiplied by each scale
+	// TraceCapacity is the CPUs of the resource the trace is replayed on;
+	// 0 takes the header's MaxProcs (or MaxNodes). Jobs larger than it are
+	// dropped and counted.
+	TraceCapacity int64
 
 	Reps int // timed repetitions per planner and point
 	// MinReplay is the least replay time per repetition: a fast
@@ -53,6 +64,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Capacity:      128,
+		Synthetic:     true,
 		Horizon:       7 * 86400,
 		TimeScale:     1000,
 		Slots:         []int64{90, 9000, 900000},
@@ -61,8 +73,8 @@ func DefaultConfig() Config {
 		StartFactor:   1,
 		Slack:         1,
 		Seed:          1,
-		KTHPath:       "../shared/workloads/KTH-SP2-1996-2.1-cln.swf.gz",
-		KTHScales:     []float64{1, 0.5, 0.35, 0.25},
+		TracePath:     "../shared/workloads/KTH-SP2-1996-2.1-cln.swf.gz",
+		TraceScales:   []float64{1, 0.5, 0.35, 0.25},
 		Reps:          5,
 		MinReplay:     200 * time.Millisecond,
 	}
@@ -78,8 +90,8 @@ func QuickConfig() Config {
 	c.ExactSlotted = true
 	c.Jobs = 300
 	c.Interarrivals = []float64{150, 600}
-	c.KTHJobs = 400
-	c.KTHScales = []float64{0.25}
+	c.TraceJobs = 400
+	c.TraceScales = []float64{0.25}
 	c.Reps = 1
 	c.MinReplay = 0
 	return c
@@ -97,10 +109,16 @@ func (c Config) Validate() error {
 		return bad("timescale", "must be > 0")
 	case c.Horizon > math.MaxInt64/4/c.TimeScale:
 		return bad("horizon", "times timescale overflows")
-	case c.Jobs <= 0:
+	case !c.Synthetic && c.TracePath == "":
+		return bad("synthetic/trace", "nothing to run: the synthetic sweep is off and no trace is given")
+	case c.Synthetic && c.Jobs <= 0:
 		return bad("jobs", "must be > 0")
-	case len(c.Interarrivals) == 0:
+	case c.Synthetic && len(c.Interarrivals) == 0:
 		return bad("interarrivals", "must list at least one value")
+	case c.TraceCapacity < 0:
+		return bad("capacity", "must be >= 0 (0: from the trace header)")
+	case c.TracePath != "" && len(c.TraceScales) == 0:
+		return bad("trace-scales", "must list at least one value")
 	case c.Reps <= 0:
 		return bad("reps", "must be > 0")
 	case c.MinReplay < 0:
@@ -113,9 +131,9 @@ func (c Config) Validate() error {
 			return bad("interarrivals", fmt.Sprintf("value %g must be > 0", ia))
 		}
 	}
-	for _, s := range c.KTHScales {
+	for _, s := range c.TraceScales {
 		if !(s > 0) {
-			return bad("kth-scales", fmt.Sprintf("value %g must be > 0", s))
+			return bad("trace-scales", fmt.Sprintf("value %g must be > 0", s))
 		}
 	}
 	h := c.Horizon * c.TimeScale
@@ -143,16 +161,29 @@ type Contender struct {
 	SlotLen int64 // 0 for the free-list timelines
 }
 
+// FrozenSuffix marks the contenders running code frozen at the baseline
+// commit (frozen_indexed.go, frozen_slotted.go).
+const FrozenSuffix = "@ee65182"
+
 // Contenders returns the timelines compared by c: the list walk, the
-// indexed timeline, and one slotted timeline per slot count.
+// indexed timeline (the one the ledger uses) and its baseline version, one
+// slotted timeline per slot count, and the coarsest slotting once more on
+// the slotted code as of the baseline commit, so that a run shows what the
+// indexed timeline gained and that the slotted baseline was not slowed
+// down.
 func (c Config) Contenders() []Contender {
 	h := c.Horizon * c.TimeScale
 	cs := []Contender{
 		{Name: "list", Factory: planner.NewList, Exact: true},
 		{Name: "indexed", Factory: planner.NewIndexed, Exact: true},
+		{Name: "indexed" + FrozenSuffix, Factory: newFrozenIndexed, Exact: true},
 	}
 	for _, n := range c.Slots {
 		cs = append(cs, Contender{Name: "slotted-" + strconv.FormatInt(n, 10), Factory: planner.SlottedFactory(h/n, n), SlotLen: h / n})
+	}
+	if len(c.Slots) > 0 {
+		n := slices.Min(c.Slots)
+		cs = append(cs, Contender{Name: "slotted-" + strconv.FormatInt(n, 10) + FrozenSuffix, Factory: frozenFactory(h/n, n), SlotLen: h / n})
 	}
 	if c.ExactSlotted {
 		cs = append(cs, Contender{Name: "slotted-exact", Factory: planner.SlottedFactory(1, h), SlotLen: 1})
@@ -183,21 +214,46 @@ type Result struct {
 
 // Point is one sweep point: a request stream and every contender's result.
 type Point struct {
-	Workload         string  // "lublin" or "kth"
+	// Workload names the request stream: SyntheticName for the sweep, the
+	// trace's name (its file name without .swf.gz) for a replay.
+	Workload         string
+	Capacity         int64   // CPUs of the resource
+	Scale            float64 // factor applied to the trace's submit times (0 for the sweep)
 	MeanInterarrival float64 // seconds
 	OfferedLoad      float64 // requested CPU-seconds / (capacity * span)
 	Requests         int
 	Results          []Result
 }
 
+// SyntheticName labels the points of the Lublin–Feitelson sweep.
+const SyntheticName = "lublin-synthetic"
+
+// TraceInfo says which trace was replayed, on what capacity, and what the
+// conversion into reservations did to its jobs.
+type TraceInfo struct {
+	Name           string
+	Path           string
+	Capacity       int64
+	CapacitySource string // "header MaxProcs", "header MaxNodes" or "-capacity"
+	Tally          workload.Tally
+}
+
 // Report is the outcome of Run.
 type Report struct {
 	Config Config
 	Points []Point
+	// Trace describes the replayed trace; nil when none was replayed.
+	Trace *TraceInfo
+	// SyntheticDropped counts the generated jobs the sweep's conversion
+	// dropped (no size or no run time, or larger than the capacity, which
+	// the generator, sized for the capacity, never produces), summed over
+	// the sweep points.
+	SyntheticDropped int
 }
 
 // Run executes the experiment, writing one progress line per replay to
-// progress (which may be io.Discard).
+// progress (which may be io.Discard), with the time spent and an estimate
+// of the time left.
 func Run(cfg Config, progress io.Writer) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -205,47 +261,75 @@ func Run(cfg Config, progress io.Writer) (*Report, error) {
 	rep := &Report{Config: cfg}
 	contenders := cfg.Contenders()
 
-	gen, err := workload.NewLublin(workload.LublinConfig{MaxNodes: cfg.Capacity, Seed: cfg.Seed})
-	if err != nil {
-		return nil, fmt.Errorf("seed: %w", err)
-	}
-	base := gen.Generate(cfg.Jobs)
-	natural := base[len(base)-1].Submit / float64(max(len(base)-1, 1))
-	for _, ia := range cfg.Interarrivals {
-		jobs := slices.Clone(base)
-		for i := range jobs {
-			jobs[i].Submit *= ia / natural
+	var trace *workload.Trace
+	if cfg.TracePath != "" {
+		var err error
+		trace, err = workload.LoadTrace(cfg.TracePath, cfg.TraceJobs)
+		if err != nil {
+			return nil, fmt.Errorf("seed: trace: %w", err)
 		}
-		rs, _, err := workload.FromSynth(jobs, cfg.reservationConfig(false))
+		capacity, source, err := trace.Capacity(cfg.TraceCapacity)
 		if err != nil {
 			return nil, fmt.Errorf("seed: %w", err)
 		}
-		p, err := cfg.runPoint("lublin", rs, contenders, progress)
-		if err != nil {
-			return nil, err
-		}
-		rep.Points = append(rep.Points, p)
+		rep.Trace = &TraceInfo{Name: trace.Name, Path: trace.Path, Capacity: capacity, CapacitySource: source}
 	}
+	points := 0
+	if cfg.Synthetic {
+		points += len(cfg.Interarrivals)
+	}
+	if trace != nil {
+		points += len(cfg.TraceScales)
+	}
+	prog := newProgress(progress, points*cfg.Reps*len(contenders))
 
-	if cfg.KTHPath != "" {
-		jobs, _, err := workload.ReadFile(cfg.KTHPath)
+	if cfg.Synthetic {
+		gen, err := workload.NewLublin(workload.LublinConfig{MaxNodes: cfg.Capacity, Seed: cfg.Seed})
 		if err != nil {
-			return nil, fmt.Errorf("seed: kth trace: %w", err)
+			return nil, fmt.Errorf("seed: %w", err)
 		}
-		if cfg.KTHJobs > 0 && len(jobs) > cfg.KTHJobs {
-			jobs = jobs[:cfg.KTHJobs]
-		}
-		t0 := jobs[0].Submit
-		for _, scale := range cfg.KTHScales {
-			scaled := slices.Clone(jobs)
-			for i := range scaled {
-				scaled[i].Submit = int64(math.Round(float64(scaled[i].Submit-t0) * scale))
+		base := gen.Generate(cfg.Jobs)
+		natural := base[len(base)-1].Submit / float64(max(len(base)-1, 1))
+		for _, ia := range cfg.Interarrivals {
+			jobs := slices.Clone(base)
+			for i := range jobs {
+				jobs[i].Submit *= ia / natural
 			}
-			rs, _, err := workload.FromSWF(scaled, cfg.reservationConfig(true))
+			rs, skipped, err := workload.FromSynth(jobs, cfg.reservationConfig(false, cfg.Capacity))
 			if err != nil {
 				return nil, fmt.Errorf("seed: %w", err)
 			}
-			p, err := cfg.runPoint("kth", rs, contenders, progress)
+			rep.SyntheticDropped += skipped
+			p, err := cfg.runPoint(SyntheticName, cfg.Capacity, 0, rs, contenders, prog)
+			if err != nil {
+				return nil, err
+			}
+			rep.Points = append(rep.Points, p)
+		}
+	}
+
+	if trace != nil {
+		jobs := trace.Jobs
+		t0 := jobs[0].Submit
+		for _, scale := range cfg.TraceScales {
+			scaled := slices.Clone(jobs)
+			for i := range scaled {
+				if scaled[i].Submit >= 0 {
+					scaled[i].Submit = int64(math.Round(float64(scaled[i].Submit-t0) * scale))
+				}
+			}
+			rs, tally, err := workload.FromTally(scaled, cfg.reservationConfig(true, rep.Trace.Capacity))
+			if err != nil {
+				return nil, fmt.Errorf("seed: %w", err)
+			}
+			rep.Trace.Tally = tally
+			if len(rs) == 0 {
+				return nil, fmt.Errorf("seed: trace %s: no job left to replay (%s)", trace.Name, tally)
+			}
+			if scale == cfg.TraceScales[0] {
+				prog.note("trace %s on %d CPUs (%s): %s", trace.Name, rep.Trace.Capacity, rep.Trace.CapacitySource, tally)
+			}
+			p, err := cfg.runPoint(trace.Name, rep.Trace.Capacity, scale, rs, contenders, prog)
 			if err != nil {
 				return nil, err
 			}
@@ -255,20 +339,48 @@ func Run(cfg Config, progress io.Writer) (*Report, error) {
 	return rep, nil
 }
 
-func (c Config) reservationConfig(requested bool) workload.ReservationConfig {
+func (c Config) reservationConfig(requested bool, capacity int64) workload.ReservationConfig {
 	return workload.ReservationConfig{
 		StartFactor:  c.StartFactor,
 		Slack:        c.Slack,
 		TimeScale:    c.TimeScale,
 		UseRequested: requested,
-		MaxAmount:    c.Capacity,
+		MaxAmount:    capacity,
 		Seed:         c.Seed,
 	}
 }
 
+// progress prints progress lines with the elapsed time and an estimate of
+// the time left, assuming the remaining steps take as long as the mean step
+// so far.
+type progress struct {
+	w     io.Writer
+	total int
+	done  int
+	begin time.Time
+}
+
+func newProgress(w io.Writer, total int) *progress {
+	return &progress{w: w, total: max(total, 1), begin: time.Now()}
+}
+
+// step counts one finished step and prints line with the timing appended.
+func (p *progress) step(format string, args ...any) {
+	p.done++
+	el := time.Since(p.begin)
+	eta := time.Duration(float64(el) / float64(p.done) * float64(p.total-p.done))
+	fmt.Fprintf(p.w, "[%d/%d %s elapsed, ETA %s] ", p.done, p.total, el.Round(time.Second), eta.Round(time.Second))
+	fmt.Fprintf(p.w, format+"\n", args...)
+}
+
+// note prints a line without counting a step.
+func (p *progress) note(format string, args ...any) {
+	fmt.Fprintf(p.w, format+"\n", args...)
+}
+
 // runPoint replays rs on every contender Reps times, interleaving the
 // contenders within each repetition so that machine noise spreads evenly.
-func (c Config) runPoint(name string, rs []workload.Reservation, cs []Contender, progress io.Writer) (Point, error) {
+func (c Config) runPoint(name string, capacity int64, scale float64, rs []workload.Reservation, cs []Contender, prog *progress) (Point, error) {
 	if len(rs) == 0 {
 		return Point{}, fmt.Errorf("seed: %s: no reservations", name)
 	}
@@ -280,7 +392,9 @@ func (c Config) runPoint(name string, rs []workload.Reservation, cs []Contender,
 	p := Point{
 		Workload:         name,
 		MeanInterarrival: span / float64(max(len(rs)-1, 1)),
-		OfferedLoad:      work / (float64(c.Capacity) * max(span, 1)),
+		OfferedLoad:      work / (float64(capacity) * max(span, 1)),
+		Capacity:         capacity,
+		Scale:            scale,
 		Requests:         len(rs),
 	}
 	results := make([]Result, len(cs))
@@ -291,7 +405,7 @@ func (c Config) runPoint(name string, rs []workload.Reservation, cs []Contender,
 			r := &results[i]
 			var spent time.Duration
 			for k := 0; k == 0 || spent < c.MinReplay; k++ {
-				tl := ct.Factory(c.Capacity, rs[0].Arrival)
+				tl := ct.Factory(capacity, rs[0].Arrival)
 				runtime.GC()
 				out, err := Replay(tl, rs, c.Horizon*c.TimeScale)
 				if err != nil {
@@ -311,8 +425,8 @@ func (c Config) runPoint(name string, rs []workload.Reservation, cs []Contender,
 				r.nsAll = append(r.nsAll, float64(cpu.Nanoseconds())/float64(len(rs)))
 				r.wallAll = append(r.wallAll, float64(out.Elapsed.Nanoseconds())/float64(len(rs)))
 			}
-			fmt.Fprintf(progress, "%-6s ia=%6.0fs load=%5.2f rep %d/%d %-16s success %.4f  %10.0f ns/request (cpu, median of %d replays so far)\n",
-				name, p.MeanInterarrival, p.OfferedLoad, rep+1, c.Reps, ct.Name, r.SuccessRate, median(r.nsAll), len(r.nsAll))
+			prog.step("%s cap=%d ia=%.0fs load=%.2f rep %d/%d %-16s success %.4f  %10.0f ns/request (cpu, median of %d replays so far)",
+				name, capacity, p.MeanInterarrival, p.OfferedLoad, rep+1, c.Reps, ct.Name, r.SuccessRate, median(r.nsAll), len(r.nsAll))
 		}
 	}
 	for i := range results {

@@ -22,12 +22,13 @@ func Table001(w io.Writer, rows []Row001) error {
 	return err
 }
 
-// CSV001 writes the Heine et al. results as CSV.
-func CSV001(w io.Writer, rows []Row001) error {
+// CSV001 writes the Heine et al. results as CSV, every row naming the
+// workload (the trace) and the capacity it ran on.
+func CSV001(w io.Writer, rows []Row001, workload string, capacity int64) error {
 	var b strings.Builder
-	b.WriteString("start_factor,share,policy,reservations,rejected,rejection_pct,sldwa,utilization_pct,moves,var_jobs\n")
+	b.WriteString("workload,capacity,start_factor,share,policy,reservations,rejected,rejection_pct,sldwa,utilization_pct,moves,var_jobs\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "%g,%g,%v,%d,%d,%.3f,%.4f,%.3f,%d,%d\n", r.StartFactor, r.Share, r.Policy, r.Result.Reservations,
+		fmt.Fprintf(&b, "%s,%d,%g,%g,%v,%d,%d,%.3f,%.4f,%.3f,%d,%d\n", workload, capacity, r.StartFactor, r.Share, r.Policy, r.Result.Reservations,
 			r.Result.Rejected, r.Result.RejectionRate(), r.Result.SLDwA, r.Result.Utilization, r.Result.Moves, r.Result.VarJobs)
 	}
 	_, err := io.WriteString(w, b.String())
@@ -51,12 +52,13 @@ func Table002(w io.Writer, rows []Row002) error {
 	return err
 }
 
-// CSV002 writes the Xiao & Hu results as CSV.
-func CSV002(w io.Writer, rows []Row002) error {
+// CSV002 writes the Xiao & Hu results as CSV, every row naming the
+// workload, the clusters' size and the time units.
+func CSV002(w io.Writer, rows []Row002, workload string, clusterSize int64, units string) error {
 	var b strings.Builder
-	b.WriteString("k_lo,k_hi,rate,policy,vstar,reservations,rejected,rejection_pct,relaxed,violations,relaxed_violations,violation_pct,utilization_pct,mean_response_s\n")
+	b.WriteString("workload,cluster_size,units,k_lo,k_hi,rate,policy,vstar,reservations,rejected,rejection_pct,relaxed,violations,relaxed_violations,violation_pct,utilization_pct,mean_response\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "%g,%g,%g,%v,%g,%d,%d,%.3f,%d,%d,%d,%.3f,%.3f,%.1f\n", r.KLo, r.KHi, r.Rate, r.Policy, r.VStar, r.Result.Reservations,
+		fmt.Fprintf(&b, "%s,%d,%s,%g,%g,%g,%v,%g,%d,%d,%.3f,%d,%d,%d,%.3f,%.3f,%.1f\n", workload, clusterSize, units, r.KLo, r.KHi, r.Rate, r.Policy, r.VStar, r.Result.Reservations,
 			r.Result.Rejected, r.Result.RejectionRate(), r.Result.Relaxed, r.Result.Violations, r.Result.RelaxedViolations, r.Result.ViolationRate(), r.Result.Utilization, r.Result.MeanResponse)
 	}
 	_, err := io.WriteString(w, b.String())
@@ -146,8 +148,9 @@ func esc(s string) string {
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"}
 
 // Plot001 draws rejection rate, SLDwA and utilization over the share of
-// reservations, one line per policy and start factor.
-func Plot001(w io.Writer, rows []Row001) error {
+// reservations, one line per policy and start factor. workload names the
+// trace and its settings in the title (e.g. "KTH-SP2-1996-2.1-cln, 100 nodes").
+func Plot001(w io.Writer, rows []Row001, workload string) error {
 	metrics := []struct {
 		title string
 		get   func(Result) float64
@@ -179,13 +182,14 @@ func Plot001(w io.Writer, rows []Row001) error {
 		}
 		panels = append(panels, p)
 	}
-	return SVG(w, "Reservations among variable jobs (KTH SP2): REJECT (dashed) vs MOVE_VARIABLE (solid)", panels)
+	return SVG(w, fmt.Sprintf("Reservations among variable jobs (%s): REJECT (dashed) vs MOVE_VARIABLE (solid)", workload), panels)
 }
 
 // Plot002 draws, for the middle k_over interval, rejection, utilization and
 // response time over the reservation rate (REJECT vs RELAXED v*=0.8), and
-// the violation rate over v* per reservation rate.
-func Plot002(w io.Writer, rows []Row002, kLo, kHi float64) error {
+// the violation rate over v* per reservation rate. workload names the job
+// stream and its settings in the title.
+func Plot002(w io.Writer, rows []Row002, kLo, kHi float64, workload string) error {
 	pick := func(pol planner.Policy, v float64, get func(Result) float64) Series {
 		s := Series{Name: pol.String(), Color: palette[0], Dashed: true}
 		if pol == planner.PolicyRelaxed {
@@ -227,7 +231,7 @@ func Plot002(w io.Writer, rows []Row002, kLo, kHi float64) error {
 		viol.Series = append(viol.Series, s)
 	}
 	panels = append(panels, viol)
-	return SVG(w, fmt.Sprintf("Relaxed reservations over 12 clusters (Lublin-Feitelson), k_over ~ U[%.1f,%.1f]", kLo, kHi), panels)
+	return SVG(w, fmt.Sprintf("Relaxed reservations (%s), k_over ~ U[%.1f,%.1f]", workload, kLo, kHi), panels)
 }
 
 func containsF(xs []float64, x float64) bool {

@@ -55,6 +55,11 @@ type Result struct {
 	// first submit).
 	Utilization float64
 	Moves       int64 // variable jobs pushed later (MOVE_VARIABLE)
+	// Skipped counts jobs Run did not submit: no size or requested time,
+	// or a job (not a split co-reservation) larger than every cluster.
+	// The workload builders drop and count such jobs first, so it is 0
+	// for their output.
+	Skipped int64
 }
 
 // RejectionRate is Rejected/Reservations in percent.
@@ -181,6 +186,7 @@ func Run(jobs []Job, cfg Config) (Result, error) {
 			j := &jobs[next]
 			next++
 			if j.Procs <= 0 || j.Requested <= 0 || j.Procs > maxCap && j.Split == 0 {
+				res.Skipped++
 				continue
 			}
 			if err := submit(s, names, j, byID, relaxedIDs, &res); err != nil {

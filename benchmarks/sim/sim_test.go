@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"math"
 	"os"
 	"reflect"
 	"testing"
@@ -26,12 +27,22 @@ func readKTH(t *testing.T) []workload.Job {
 
 func TestQuick001(t *testing.T) {
 	e := Default001(true)
-	rows, err := Run001(readKTH(t), e)
+	e.Capacity = 100
+	calls := 0
+	rows, tally, err := Run001(readKTH(t), e, func(done, total int, what string) {
+		calls++
+		if done != calls || total != 2*len(e.Shares)*len(e.StartFactors) || what == "" {
+			t.Errorf("progress(%d, %d, %q) at call %d", done, total, what, calls)
+		}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := len(e.Shares) * len(e.StartFactors) * 2; len(rows) != want {
-		t.Fatalf("%d rows, want %d", len(rows), want)
+	if want := len(e.Shares) * len(e.StartFactors) * 2; len(rows) != want || calls != want {
+		t.Fatalf("%d rows, %d progress calls, want %d", len(rows), calls, want)
+	}
+	if tally.Kept != e.MaxJobs || tally.Kept+tally.Dropped() != tally.Read || tally.TooLarge != 0 {
+		t.Fatalf("tally %+v: want %d jobs kept, none too large for 100 nodes", tally, e.MaxJobs)
 	}
 	for i := 0; i < len(rows); i += 2 {
 		rej, mv := rows[i], rows[i+1]
@@ -65,9 +76,12 @@ func TestQuick001(t *testing.T) {
 }
 
 func TestQuick002(t *testing.T) {
-	rows, err := Run002(Default002(true))
+	rows, tally, err := Run002(Default002(true), nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if tally.Kept != Default002(true).Jobs || tally.OneUnit != 0 {
+		t.Fatalf("tally %+v: want every generated job kept, none rounded (seconds)", tally)
 	}
 	if len(rows) != 2 || rows[0].Policy != planner.PolicyReject || rows[1].Policy != planner.PolicyRelaxed {
 		t.Fatalf("rows = %+v", rows)
@@ -88,7 +102,7 @@ func TestQuick002(t *testing.T) {
 }
 
 func TestRunDeterministic(t *testing.T) {
-	jobs, err := Xiao(XiaoConfig{Jobs: 400, ReservationRate: 0.3, KLo: 1.2, KHi: 1.5, ClusterSize: 32, Enlarge: 2, ArrivalScale: 4, Seed: 3})
+	jobs, _, err := Xiao(XiaoConfig{Jobs: 400, ReservationRate: 0.3, KLo: 1.2, KHi: 1.5, ClusterSize: 32, Enlarge: 2, ArrivalScale: 4, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,9 +127,12 @@ func TestHeineWorkload(t *testing.T) {
 		{Number: 3, Submit: 9, Run: -1, ReqTime: 20, AllocProcs: 2}, // no run time: dropped
 		{Number: 4, Submit: 9, Run: 5, ReqTime: 10, AllocProcs: 1},
 	}
-	jobs, err := Heine(log, HeineConfig{Share: 2.0 / 3, StartFactor: 2, Seed: 1})
+	jobs, tally, err := Heine(log, HeineConfig{Share: 2.0 / 3, StartFactor: 2, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if tally.Read != 4 || tally.Kept != 3 || tally.NoTime != 1 || tally.RunAsEstimate != 1 || tally.CutAtRequest != 0 {
+		t.Fatalf("tally %+v", tally)
 	}
 	var vars, res int
 	for _, j := range jobs {
@@ -134,8 +151,8 @@ func TestHeineWorkload(t *testing.T) {
 	if vars != 3 || res != 2 {
 		t.Fatalf("%d variable jobs and %d reservations, want 3 and 2", vars, res)
 	}
-	for _, c := range []HeineConfig{{Share: -0.1}, {Share: 1.1}, {Share: 0.5, StartFactor: -1}} {
-		if _, err := Heine(log, c); err == nil {
+	for _, c := range []HeineConfig{{Share: -0.1}, {Share: 1.1}, {Share: 0.5, StartFactor: -1}, {Share: 0.5, Capacity: -1}} {
+		if _, _, err := Heine(log, c); err == nil {
 			t.Fatalf("config %+v accepted", c)
 		}
 	}
@@ -153,11 +170,11 @@ func TestXiaoValidation(t *testing.T) {
 	} {
 		c := good
 		mut(&c)
-		if _, err := Xiao(c); err == nil {
+		if _, _, err := Xiao(c); err == nil {
 			t.Fatalf("config %+v accepted", c)
 		}
 	}
-	jobs, err := Xiao(good)
+	jobs, _, err := Xiao(good)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,5 +185,122 @@ func TestXiaoValidation(t *testing.T) {
 	}
 	if _, err := Run(nil, Config{}); err == nil {
 		t.Fatal("empty cluster list accepted")
+	}
+}
+
+// TestHeineTraceFixture converts the small fixture trace (one job per
+// rule) on its header's 8 nodes: the two larger jobs are dropped and
+// counted, never silently.
+func TestHeineTraceFixture(t *testing.T) {
+	tr, err := workload.LoadTrace("../workload/testdata/small.swf", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capacity, _, err := tr.Capacity(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, tally, err := Heine(tr.Jobs, HeineConfig{Share: 0, Seed: 1, Capacity: capacity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Jobs 1, 3 and 7 stay: 2 and 8 exceed 8 nodes, 4 and 5 never ran,
+	// 6 has no size; 3 has no request (run time stands in), 7 ran 500 s of
+	// a 300 s request (cut at it).
+	want := workload.Tally{Read: 8, Kept: 3, NoSize: 1, TooLarge: 2, NoTime: 2, RunAsEstimate: 1, CutAtRequest: 1, Capacity: 8}
+	got := tally
+	got.Oversized = 0
+	if !reflect.DeepEqual(clearWork(got), clearWork(want)) {
+		t.Fatalf("tally %+v\nwant  %+v", got, want)
+	}
+	if len(jobs) != 3 || jobs[2].Actual != 300 || jobs[1].Requested != 50 {
+		t.Fatalf("jobs %+v", jobs)
+	}
+	r, err := Run(jobs, Config{Clusters: []int64{capacity}, Policy: planner.PolicyReject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.VarJobs != 3 || r.Skipped != 0 {
+		t.Fatalf("result %+v: want all 3 jobs run, none skipped", r)
+	}
+}
+
+// clearWork zeroes the unexported work sums so that tallies compare by
+// their counts.
+func clearWork(t workload.Tally) workload.Tally {
+	return workload.Tally{Read: t.Read, Kept: t.Kept, NoSize: t.NoSize, TooLarge: t.TooLarge, NoTime: t.NoTime, NoSubmit: t.NoSubmit,
+		Capacity: t.Capacity, RunAsEstimate: t.RunAsEstimate, ZeroRun: t.ZeroRun, CutAtRequest: t.CutAtRequest, OneUnit: t.OneUnit}
+}
+
+// TestXiaoMinutesArtefact shows the rounding artefact of the paper's ÷60
+// scaling and that the default seconds mode avoids it: in minutes, every
+// job shorter than 90 s runs one unit and requests two whatever k_over is.
+func TestXiaoMinutesArtefact(t *testing.T) {
+	base := XiaoConfig{Jobs: 2000, ReservationRate: 0.2, KLo: 1.0, KHi: 1.2, ClusterSize: 64, Enlarge: 4, ArrivalScale: 10, Seed: 1}
+	minutes := base
+	minutes.Minutes = true
+	mj, mt, err := Xiao(minutes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sj, st, err := Xiao(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.OneUnit != 0 || mt.OneUnit < len(mj)/5 {
+		t.Fatalf("one-unit runs: seconds %d, minutes %d of %d", st.OneUnit, mt.OneUnit, len(mj))
+	}
+	doubled := func(jobs []Job) int {
+		n := 0
+		for _, j := range jobs {
+			if j.Requested >= 2*j.Actual {
+				n++
+			}
+		}
+		return n
+	}
+	// k_over <= 1.2 can never double a request; only rounding can.
+	if d := doubled(sj); d > len(sj)/100 {
+		t.Errorf("seconds: %d of %d requests are >= 2x the run", d, len(sj))
+	}
+	if d := doubled(mj); d < mt.OneUnit/2 {
+		t.Errorf("minutes: only %d of %d one-unit jobs request 2 units", d, mt.OneUnit)
+	}
+	// The same stream otherwise: sizes and reservation choices agree.
+	for i := range sj {
+		if sj[i].Procs != mj[i].Procs || sj[i].Reservation != mj[i].Reservation {
+			t.Fatalf("job %d differs beyond its times: %+v vs %+v", i, sj[i], mj[i])
+		}
+	}
+}
+
+// TestXiaoTrace builds the Xiao & Hu workload from the fixture trace:
+// its submit and run times in seconds, jobs larger than the cluster
+// dropped and counted.
+func TestXiaoTrace(t *testing.T) {
+	tr, err := workload.LoadTrace("../workload/testdata/small.swf", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, tally, err := Xiao(XiaoConfig{ReservationRate: 0, KLo: 1.2, KHi: 1.2, ClusterSize: 8, Enlarge: 1, Trace: tr.Jobs, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tally.Read != 8 || tally.Kept != 3 || tally.TooLarge != 2 || tally.NoTime != 2 || tally.NoSize != 1 {
+		t.Fatalf("tally %+v", tally)
+	}
+	// A job limit counts usable jobs: the first two are jobs 1 and 3.
+	limited, lt, err := Xiao(XiaoConfig{Jobs: 2, ReservationRate: 0, KLo: 1.2, KHi: 1.2, ClusterSize: 8, Enlarge: 1, Trace: tr.Jobs, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(limited) != 2 || lt.Kept != 2 || lt.Read != 3 || limited[1].Actual != 50 {
+		t.Fatalf("limit 2: %d jobs, tally %+v", len(limited), lt)
+	}
+	wantRun := []int64{100, 50, 500}
+	for i, j := range jobs {
+		if j.Actual != wantRun[i] || j.Requested != int64(math.Ceil(1.2*float64(wantRun[i]))) {
+			t.Errorf("job %d: actual %d requested %d, want %d and 1.2x", i, j.Actual, j.Requested, wantRun[i])
+		}
 	}
 }

@@ -77,30 +77,60 @@ func (c ReservationConfig) build(rng *rand.Rand, job int64, submit, dur float64,
 
 // FromSWF converts log jobs into reservations, in log order. Jobs with an
 // unknown size, no usable duration, or more than MaxAmount processors are
-// skipped; the count of skipped jobs is returned.
+// skipped; the count of skipped jobs is returned. FromTally says why.
 func FromSWF(jobs []Job, c ReservationConfig) ([]Reservation, int, error) {
+	rs, t, err := FromTally(jobs, c)
+	return rs, t.Dropped(), err
+}
+
+// FromTally is FromSWF that also counts every dropped or adjusted job by
+// reason. The duration is the requested time (field 9) when UseRequested
+// is set and the log has it, else the run time times OverEstimate (counted
+// as RunAsEstimate when UseRequested is set). A job whose run time is 0 or
+// unknown but whose requested time is used is kept and counted as ZeroRun.
+func FromTally(jobs []Job, c ReservationConfig) ([]Reservation, Tally, error) {
+	tally := Tally{Read: len(jobs), Capacity: c.MaxAmount}
 	rng, over, err := c.begin()
 	if err != nil {
-		return nil, 0, err
+		return nil, tally, err
 	}
 	out := make([]Reservation, 0, len(jobs))
-	skipped := 0
 	for _, j := range jobs {
 		amount := j.Procs()
+		tooLarge := c.MaxAmount > 0 && amount > c.MaxAmount
+		tally.Observe(j, tooLarge)
 		var dur float64
+		requested := c.UseRequested && j.ReqTime > 0
 		switch {
-		case c.UseRequested && j.ReqTime > 0:
+		case requested:
 			dur = float64(j.ReqTime)
 		case j.Run > 0:
 			dur = float64(j.Run) * over
 		}
-		if amount <= 0 || dur <= 0 || j.Submit < 0 || (c.MaxAmount > 0 && amount > c.MaxAmount) {
-			skipped++
+		switch {
+		case amount <= 0:
+			tally.NoSize++
+			continue
+		case tooLarge:
+			tally.TooLarge++
+			continue
+		case dur <= 0:
+			tally.NoTime++
+			continue
+		case j.Submit < 0:
+			tally.NoSubmit++
 			continue
 		}
+		if c.UseRequested && !requested {
+			tally.RunAsEstimate++
+		}
+		if requested && j.Run <= 0 {
+			tally.ZeroRun++
+		}
+		tally.Kept++
 		out = append(out, c.build(rng, j.Number, float64(j.Submit), dur, amount))
 	}
-	return out, skipped, nil
+	return out, tally, nil
 }
 
 // FromSynth converts generated jobs into reservations, keeping sub-second

@@ -15,9 +15,10 @@ import (
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "seedexp:", err)
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h: the usage was printed, which is success
 		}
+		fmt.Fprintln(os.Stderr, "seedexp:", err)
 		os.Exit(2)
 	}
 }
@@ -86,6 +87,13 @@ timeline and slotted time, swept over mean interarrival times. Reports the
 success rate and the median CPU time per request of the replaying thread
 (over -reps repetitions, each repeating the replay for at least -min-replay).
 
+Two request streams: a synthetic Lublin-Feitelson sweep on -synth-capacity
+CPUs (-synth=false turns it off) and the SWF trace -trace (gzip or plain;
+-kth is an alias), replayed on the capacity of its header's MaxProcs or
+MaxNodes line unless -capacity is given. Durations are the requested times
+(field 9); a job without one uses its run time. Every dropped or adjusted
+trace job is counted in the progress output and in results.md.
+
 Run from the repository root so that the default trace path resolves.
 
 Flags:
@@ -95,7 +103,9 @@ Flags:
 	def := seed.DefaultConfig()
 	quick := fs.Bool("quick", false, "tiny sweep for tests: 300 jobs, 2 points, whole seconds, 50-hour horizon, an exact slotted timeline; other flags override it")
 	out := fs.String("out", "", "directory for results.md, results.csv and results.svg (empty: print only)")
-	capacity := fs.Int64("capacity", def.Capacity, "CPUs of the resource")
+	capacity := fs.Int64("capacity", 0, "CPUs of the resource the trace is replayed on (0: the trace header's MaxProcs, else MaxNodes)")
+	synthCapacity := fs.Int64("synth-capacity", def.Capacity, "CPUs of the resource of the synthetic sweep")
+	synth := fs.Bool("synth", def.Synthetic, "run the synthetic Lublin-Feitelson sweep")
 	horizon := fs.Int64("horizon", def.Horizon, "maximum book-ahead time in seconds (divided into the slots)")
 	timescale := fs.Int64("timescale", def.TimeScale, "timeline units per second (1000 = milliseconds)")
 	jobs := fs.Int("jobs", def.Jobs, "synthetic jobs per sweep point")
@@ -103,14 +113,19 @@ Flags:
 	seedV := fs.Uint64("seed", def.Seed, "seed of the workload generator and the reservation windows")
 	startFactor := fs.Float64("start-factor", def.StartFactor, "start delay = rand[0,1] * duration * start-factor (Heine et al.)")
 	slack := fs.Float64("slack", def.Slack, "booking window = duration * (1 + rand[0,1] * slack)")
-	kth := fs.String("kth", def.KTHPath, "SWF trace replayed with requested times as durations (empty: skip)")
-	kthJobs := fs.Int("kth-jobs", 0, "replay only the first N trace jobs (0: all)")
+	trace := def.TracePath
+	fs.StringVar(&trace, "trace", def.TracePath, "SWF trace (gzip or plain) replayed with requested times as durations (empty: skip)")
+	fs.StringVar(&trace, "kth", def.TracePath, "alias of -trace")
+	traceJobs := 0
+	fs.IntVar(&traceJobs, "trace-jobs", 0, "replay only the first N trace jobs (0: all)")
+	fs.IntVar(&traceJobs, "kth-jobs", 0, "alias of -trace-jobs")
 	ias := floatList(def.Interarrivals)
 	fs.Var(&ias, "interarrivals", "comma-separated mean interarrival times (s) of the synthetic sweep")
 	slots := intList(def.Slots)
 	fs.Var(&slots, "slots", "comma-separated slot counts of the slotted timelines (each must divide horizon*timescale)")
-	scales := floatList(def.KTHScales)
-	fs.Var(&scales, "kth-scales", "comma-separated factors applied to the trace's submit times (< 1 compresses time, raising the load)")
+	scales := floatList(def.TraceScales)
+	fs.Var(&scales, "trace-scales", "comma-separated factors applied to the trace's submit times (< 1 compresses time, raising the load)")
+	fs.Var(&scales, "kth-scales", "alias of -trace-scales")
 	minReplay := fs.Duration("min-replay", def.MinReplay, "repeat each replay until this much of it has run per repetition (noise control)")
 	exact := fs.Bool("exact-slotted", false, "add a slotted timeline with one slot per time unit (must match the list exactly)")
 	if err := fs.Parse(args); err != nil {
@@ -125,8 +140,12 @@ Flags:
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if !*quick || set["capacity"] {
-		cfg.Capacity = *capacity
+	if !*quick || set["synth-capacity"] {
+		cfg.Capacity = *synthCapacity
+	}
+	cfg.TraceCapacity = *capacity
+	if set["synth"] {
+		cfg.Synthetic = *synth
 	}
 	if !*quick || set["horizon"] {
 		cfg.Horizon = *horizon
@@ -146,11 +165,11 @@ Flags:
 	if !*quick || set["slots"] {
 		cfg.Slots = slots
 	}
-	if !*quick || set["kth-scales"] {
-		cfg.KTHScales = scales
+	if !*quick || set["trace-scales"] || set["kth-scales"] {
+		cfg.TraceScales = scales
 	}
-	if !*quick || set["kth-jobs"] {
-		cfg.KTHJobs = *kthJobs
+	if !*quick || set["trace-jobs"] || set["kth-jobs"] {
+		cfg.TraceJobs = traceJobs
 	}
 	if !*quick || set["min-replay"] {
 		cfg.MinReplay = *minReplay
@@ -158,14 +177,14 @@ Flags:
 	if set["exact-slotted"] {
 		cfg.ExactSlotted = *exact
 	}
-	cfg.Seed, cfg.StartFactor, cfg.Slack, cfg.KTHPath = *seedV, *startFactor, *slack, *kth
-	if cfg.KTHPath != "" {
-		if _, err := os.Stat(cfg.KTHPath); err != nil {
-			if set["kth"] {
-				return fmt.Errorf("kth trace: %w", err)
+	cfg.Seed, cfg.StartFactor, cfg.Slack, cfg.TracePath = *seedV, *startFactor, *slack, trace
+	if cfg.TracePath != "" {
+		if _, err := os.Stat(cfg.TracePath); err != nil {
+			if set["trace"] || set["kth"] {
+				return fmt.Errorf("-trace: %w", err)
 			}
-			fmt.Fprintf(stderr, "seedexp: trace %s not found, skipping the KTH replay\n", cfg.KTHPath)
-			cfg.KTHPath = ""
+			fmt.Fprintf(stderr, "seedexp: default trace %s not found, skipping the trace replay\n", cfg.TracePath)
+			cfg.TracePath = ""
 		}
 	}
 

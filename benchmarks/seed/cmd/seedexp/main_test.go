@@ -83,7 +83,7 @@ func TestFlags(t *testing.T) {
 	if err := run([]string{"-h"}, &stdout, &stderr); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("-h: %v", err)
 	}
-	for _, want := range []string{"-interarrivals", "-slots", "-quick", "-min-replay", "median"} {
+	for _, want := range []string{"-interarrivals", "-slots", "-quick", "-min-replay", "median", "-trace", "-synth", "-capacity", "MaxNodes"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("help lacks %q", want)
 		}
@@ -95,7 +95,10 @@ func TestFlags(t *testing.T) {
 		{[]string{"-interarrivals", "100,abc"}, "abc"},
 		{[]string{"-slots", "90,x"}, "x"},
 		{[]string{"-quick", "-slots", "7", "-kth", ""}, "slots"},
-		{[]string{"-quick", "-kth", "/nonexistent/trace.swf"}, "kth"},
+		{[]string{"-quick", "-kth", "/nonexistent/trace.swf"}, "-trace"},
+		{[]string{"-quick", "-trace", "/nonexistent/trace.swf"}, "-trace"},
+		{[]string{"-quick", "-synth=false", "-trace", ""}, "nothing to run"},
+		{[]string{"-quick", "-synth=false", "-trace", "../../../workload/testdata/noheader.swf"}, "-capacity"},
 		{[]string{"extra"}, "unexpected"},
 	}
 	for _, tc := range tests {
@@ -104,5 +107,68 @@ func TestFlags(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error()+stderr.String(), tc.want) {
 			t.Errorf("%v: err = %v, want mention of %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestTraceFixture replays a small trace written for the tests: capacity
+// from its header (MaxNodes 8), the synthetic sweep off, and every dropped
+// or adjusted job reported with the trace's name in every output.
+func TestTraceFixture(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		trace    string
+		args     []string
+		capacity string
+		notes    []string
+	}{
+		{"header", "small", []string{"-trace", "../../../workload/testdata/small.swf"}, "8",
+			[]string{"on 8 CPUs (capacity from header MaxNodes)", "2 larger than the capacity 8", "1 without a requested time (field 9)", "1 with run time 0"}},
+		{"override", "small-gz", []string{"-kth", "../../../workload/testdata/small-gz.swf.gz", "-capacity", "12"}, "12",
+			[]string{"on 12 CPUs (capacity from -capacity)", "1 larger than the capacity 12"}},
+		{"no header", "noheader", []string{"-trace", "../../../workload/testdata/noheader.swf", "-capacity", "4"}, "4",
+			[]string{"on 4 CPUs (capacity from -capacity)", "none dropped", "1 without a requested time"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"-quick", "-synth=false", "-trace-scales", "1", "-out", dir}, tc.args...)
+			if err := run(args, &stdout, &stderr); err != nil {
+				t.Fatalf("run: %v\n%s", err, stderr.String())
+			}
+			name := tc.trace
+			md := stdout.String()
+			if strings.Contains(md, "lublin") || strings.Contains(md, "kth") {
+				t.Errorf("synthetic sweep or a KTH label in the output:\n%s", md)
+			}
+			for _, frag := range append([]string{"Synthetic sweep: off", "### " + name + ", " + tc.capacity + " CPUs"}, tc.notes...) {
+				if !strings.Contains(md, frag) {
+					t.Errorf("results.md lacks %q:\n%s", frag, md)
+				}
+			}
+			if !strings.Contains(stderr.String(), "ETA") || !strings.Contains(stderr.String(), name) {
+				t.Errorf("progress lacks an ETA or the trace name: %q", stderr.String())
+			}
+			svg, err := os.ReadFile(filepath.Join(dir, "results.svg"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(svg), name+", "+tc.capacity+" CPUs") {
+				t.Error("plot titles do not name the trace and capacity")
+			}
+			f, err := os.Open(filepath.Join(dir, "results.csv"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			rows, err := csv.NewReader(f).ReadAll()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rows[1:] {
+				if r[0] != name || r[13] != tc.capacity {
+					t.Errorf("csv row %v: want workload %s on %s CPUs", r, name, tc.capacity)
+				}
+			}
+		})
 	}
 }
