@@ -23,6 +23,7 @@ import (
 	"github.com/ledgerd/ledgerd/cluster"
 	"github.com/ledgerd/ledgerd/fsm"
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"github.com/ledgerd/ledgerd/ui"
 )
 
 func init() {
@@ -287,6 +288,8 @@ func (s *server) handler() http.Handler {
 		TokensFile: s.cfg.TokensFile, CORSOrigins: s.cfg.CORSOrigins,
 		RateLimit: s.cfg.RateLimit, RateBurst: s.cfg.RateBurst, MaxRequestBytes: s.cfg.MaxRequestBytes,
 	})
+	mux.Handle(ui.Path, ui.Handler())
+	mux.Handle("GET /{$}", ui.RedirectRoot())
 	return mux
 }
 
@@ -385,6 +388,7 @@ func (s *server) seedDev(ctx context.Context, out io.Writer) error {
 	fmt.Fprintf(out, `
 ledgerd dev agent is ready (data in a temporary directory, removed on exit).
 
+  Web UI: %[6]s://%[1]s%[7]s
   HTTP API (Connect, gRPC, gRPC-Web, JSON): %[6]s://%[1]s
   Metrics: %[6]s://%[1]s/metrics   Health: /healthz /readyz
 
@@ -398,7 +402,7 @@ Try:
 
 Press Ctrl-C to stop.
 `, addr, r.GetId(), time.UnixMilli(r.GetStartMillis()).UTC().Format(time.RFC3339),
-		time.UnixMilli(r.GetEndMillis()).UTC().Format(time.RFC3339), r.GetState(), s.scheme())
+		time.UnixMilli(r.GetEndMillis()).UTC().Format(time.RFC3339), r.GetState(), s.scheme(), ui.Path)
 	return nil
 }
 
