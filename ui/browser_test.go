@@ -250,7 +250,9 @@ func screenshot(t *testing.T, tb *tab, dir, name string) {
 		return
 	}
 	var png []byte
-	tb.run(t, "screenshot", chromedp.FullScreenshot(&png, 90))
+	tb.run(t, "screenshot",
+		waitJS(`document.querySelectorAll('#list tbody tr').length === Math.min(200, window.ledgerdUI.perf().lastVisible)`),
+		chromedp.FullScreenshot(&png, 100))
 	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
 		t.Fatal(err)
 	}

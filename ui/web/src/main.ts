@@ -55,7 +55,9 @@ function showApp(): void {
   let tableTimer = 0;
   tl.onFrame = (visible) => {
     clearTimeout(tableTimer);
-    tableTimer = window.setTimeout(() => renderTable(visible), 120);
+    tableTimer = window.setTimeout(() => {
+      renderTable([...visible].sort((a, b) => a.start - b.start || (a.id < b.id ? -1 : 1)));
+    }, 150);
   };
   bindToolbar(tl);
   window.ledgerdUI = {

@@ -131,6 +131,7 @@ export class Model {
       if (e.type === EventType.RESOURCE_DELETED) this.resources.delete(e.resource.name);
       else this.resources.set(e.resource.name, e.resource);
     }
+    this.changed();
   }
 
   /**

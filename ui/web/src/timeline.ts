@@ -66,7 +66,7 @@ export interface Perf {
   /** Reservations in the visible range in the last frame. */
   lastVisible: number;
   /** Ids of the reservations in the visible range in the last frame. */
-  visibleIds: string[];
+  readonly visibleIds: string[];
 }
 
 export class Timeline {
@@ -80,7 +80,15 @@ export class Timeline {
   onView: (start: number, end: number) => void = () => {};
   /** Called after each frame with the visible bars, sorted by start. */
   onFrame: (visible: Bar[]) => void = () => {};
-  perf: Perf = { first: null, redraws: [], lastBars: 0, lastVisible: 0, visibleIds: [] };
+  private visible: Bar[] = [];
+  perf: Perf = (() => {
+    const self = this;
+    return {
+      first: null, redraws: [], lastBars: 0, lastVisible: 0,
+      // Computed on demand: building it every frame costs a redraw budget.
+      get visibleIds() { return self.visible.map((b) => b.id); },
+    };
+  })();
   ready = false;
 
   private ctx: CanvasRenderingContext2D;
@@ -88,7 +96,8 @@ export class Timeline {
   private width = 800;
   private rows: Row[] = [];
   private byResource = new Map<string, Bar[]>();
-  private lanes = new Map<string, Map<string, number>>();
+  /** lanes.get(resource)[i] is the lane of byResource.get(resource)[i]. */
+  private lanes = new Map<string, Uint16Array>();
   private dirty = true;
   private frame = 0;
   private inputT: number | null = null;
@@ -98,6 +107,10 @@ export class Timeline {
   private hitH: number[] = [];
   private hitId: string[] = [];
   private drag: { x: number; start: number; end: number; moved: boolean } | null = null;
+  private scratchCols = 0;
+  private diff: Float64Array[] = [];
+  private heights: Float64Array[] = [];
+  private base = new Float64Array(0);
 
   constructor(private canvas: HTMLCanvasElement, private model: Model) {
     const ctx = canvas.getContext("2d", { alpha: false });
@@ -227,13 +240,14 @@ export class Timeline {
     for (const [name, list] of byRes) {
       list.sort((a, b) => a.start - b.start || (a.id < b.id ? -1 : 1));
       const ends: number[] = [];
-      const lane = new Map<string, number>();
-      for (const b of list) {
+      const lane = new Uint16Array(list.length);
+      for (let j = 0; j < list.length; j++) {
+        const b = list[j];
         const end = Math.max(b.end, b.pendingEnd);
         let i = 0;
         while (i < ends.length && ends[i] > b.start) i++;
         if (i < maxLanes) { ends[i] = end; } else { i = maxLanes - 1; ends[i] = Math.max(ends[i], end); }
-        lane.set(b.id, i);
+        lane[j] = i;
       }
       this.lanes.set(name, lane);
     }
@@ -251,7 +265,11 @@ export class Timeline {
       let lanes = 1;
       if (!aggregated) {
         const lane = this.lanes.get(name)!;
-        for (const b of list) if (b.end > this.viewStart && b.start < this.viewEnd) lanes = Math.max(lanes, lane.get(b.id)! + 1);
+        for (let j = 0; j < list.length; j++) {
+          const b = list[j];
+          if (b.start >= this.viewEnd) break;
+          if (b.end > this.viewStart && lane[j] >= lanes) lanes = lane[j] + 1;
+        }
       }
       const h = stripH + rowPad * 2 + (aggregated ? aggH : lanes * laneH);
       this.rows.push({ name, y, h, lanes });
@@ -343,10 +361,17 @@ export class Timeline {
     if (this.ghosts.length) {
       ctx.setLineDash([5, 3]);
       ctx.lineWidth = 2;
-      for (const g of this.ghosts) {
+      this.ghosts.forEach((g, gi) => {
         for (const r of this.rows) {
           if (!g.resources.includes(r.name)) continue;
           const gx = X(g.start), gw = Math.max(X(g.end) - gx, 2);
+          if (gi > 0) {
+            // Later offers: thin dashed marks along the row's bottom, so
+            // that the earliest fit stays readable.
+            ctx.strokeStyle = C.ghost;
+            ctx.strokeRect(gx + 1, r.y + r.h - 4 - 3 * (gi % 3), gw - 2, 1);
+            continue;
+          }
           ctx.globalAlpha = 0.18;
           ctx.fillStyle = C.ghost;
           ctx.fillRect(gx, r.y + 2, gw, r.h - 4);
@@ -354,9 +379,9 @@ export class Timeline {
           ctx.strokeStyle = C.ghost;
           ctx.strokeRect(gx + 1, r.y + 3, gw - 2, r.h - 6);
           ctx.fillStyle = C.fg;
-          if (gw > 40) ctx.fillText(clip(g.label, Math.floor((gw - 8) / 7)), gx + 5, r.y + r.h - 10);
+          if (gw > 40) ctx.fillText(fit(ctx, g.label, gw - 10), gx + 5, r.y + r.h - 14);
         }
-      }
+      });
       ctx.setLineDash([]);
     }
     // The now-line.
@@ -367,10 +392,9 @@ export class Timeline {
     }
     ctx.restore();
 
-    visible.sort((a, b) => a.start - b.start || (a.id < b.id ? -1 : 1));
+    this.visible = visible;
     this.perf.lastBars = drawn;
     this.perf.lastVisible = visible.length;
-    this.perf.visibleIds = visible.map((b) => b.id);
     const end = performance.now();
     if (this.inputT !== null) {
       if (this.ready) this.perf.redraws.push(end - this.inputT);
@@ -393,11 +417,13 @@ export class Timeline {
     const pend: number[] = [];
     let n = 0;
     let sel: number[] | null = null;
-    for (const b of list) {
+    for (let j = 0; j < list.length; j++) {
+      const b = list[j];
       if (b.start >= this.viewEnd) break;
       if (b.end <= this.viewStart && b.pendingEnd <= this.viewStart) continue;
-      if (!seen.has(b.id)) { seen.add(b.id); visible.push(b); }
-      const l = lane.get(b.id)!;
+      if (b.r.parts.length === 1) visible.push(b);
+      else if (!seen.has(b.id)) { seen.add(b.id); visible.push(b); }
+      const l = lane[j];
       const y = top + l * laneH + 1;
       const h = laneH - 3;
       const x = X(b.start);
@@ -408,7 +434,9 @@ export class Timeline {
       arr.push(x, y, w, h);
       this.hitX.push(x); this.hitY.push(y); this.hitW.push(Math.max(w, 4)); this.hitH.push(h); this.hitId.push(b.id);
       if (b.pendingEnd) pend.push(X(b.pendingStart), y - 1, Math.max(X(b.pendingEnd) - X(b.pendingStart), 2), h + 2);
-      if (w > 34) labels.push([b.id, x, y + h / 2, w]);
+      // Ids on bars wide enough to read, but not in the last lane, where
+      // overflowing bars pile up and their ids would be unreadable anyway.
+      if (w > 34 && l < maxLanes - 1 && labels.length < 400) labels.push([b.id, x, y + h / 2, w]);
       if (b.id === this.selected) sel = [x, y, w, h];
       n++;
     }
@@ -428,10 +456,11 @@ export class Timeline {
       ctx.setLineDash([]);
     }
     ctx.fillStyle = C["bar-text"];
+    const charW = ctx.measureText("0000000000").width / 10;
     for (const [id, x, y, w] of labels) {
       const lx = Math.max(x, labelW) + 3;
       const room = x + w - lx - 3;
-      if (room > 20) ctx.fillText(clip(id, Math.floor(room / 6.5)), lx, y);
+      if (room > 20) ctx.fillText(clip(id, Math.floor(room / charW)), lx, y);
     }
     if (sel) {
       ctx.strokeStyle = C.fg;
@@ -445,13 +474,24 @@ export class Timeline {
     const ctx = this.ctx, C = this.colors;
     const res = this.model.resources.get(r.name);
     const cols = Math.max(this.width - labelW, 1);
-    const classes = ["committed", "active", "held", "degraded", "job", "muted"];
-    const diff = classes.map(() => new Float64Array(cols + 1));
+    const classes = aggClasses;
+    // Scratch arrays reused across rows and frames: allocating them per
+    // frame showed up as garbage-collection pauses in the redraw p95.
+    if (this.scratchCols !== cols) {
+      this.scratchCols = cols;
+      this.diff = classes.map(() => new Float64Array(cols + 1));
+      this.heights = classes.map(() => new Float64Array(cols));
+      this.base = new Float64Array(cols);
+    }
+    const diff = this.diff, heights = this.heights, base = this.base;
+    for (const d of diff) d.fill(0);
+    base.fill(0);
     let peak = res ? Number(res.capacity) : 0;
     for (const b of list) {
       if (b.start >= this.viewEnd) break;
       if (b.end <= this.viewStart) continue;
-      if (!seen.has(b.id)) { seen.add(b.id); visible.push(b); }
+      if (b.r.parts.length === 1) visible.push(b);
+      else if (!seen.has(b.id)) { seen.add(b.id); visible.push(b); }
       let amount = 0;
       for (const p of b.r.parts) if (p.resource === r.name) amount += Number(p.amount);
       const c0 = Math.max(0, Math.floor(X(b.start) - labelW));
@@ -461,8 +501,6 @@ export class Timeline {
       d[c1] -= amount;
     }
     const run = classes.map(() => 0);
-    const base = new Float64Array(cols);
-    const heights = classes.map(() => new Float64Array(cols));
     for (let c = 0; c < cols; c++) {
       let sum = 0;
       for (let k = 0; k < classes.length; k++) { run[k] += diff[k][c]; heights[k][c] = run[k]; sum += run[k]; }
@@ -495,6 +533,8 @@ export class Timeline {
   }
 }
 
+const aggClasses = ["committed", "active", "held", "degraded", "job", "muted"];
+
 function barColor(b: Bar): string {
   if (b.job) return b.state === ReservationState.COMPLETED ? "muted" : "job";
   switch (b.state) {
@@ -504,6 +544,17 @@ function barColor(b: Bar): string {
     case ReservationState.COMPLETED: return "muted";
     default: return "committed";
   }
+}
+
+/** s, cut with an ellipsis to fit width pixels in ctx's font. */
+function fit(ctx: CanvasRenderingContext2D, s: string, width: number): string {
+  if (ctx.measureText(s).width <= width) return s;
+  let lo = 0, hi = s.length;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (ctx.measureText(s.slice(0, mid) + "…").width <= width) lo = mid; else hi = mid - 1;
+  }
+  return lo > 0 ? s.slice(0, lo) + "…" : "";
 }
 
 function clip(s: string, n: number): string {
