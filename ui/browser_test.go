@@ -213,6 +213,33 @@ func TestBrowser(t *testing.T) {
 		screenshot(t, tb, shots, "field-error")
 	})
 
+	// Last: it restarts the agent. The page must notice the lost stream,
+	// reconnect, and resume after the last event it saw, so an event made
+	// while it was still backing off arrives without a reload.
+	t.Run("Watch resumes after the agent restarts", func(t *testing.T) {
+		tb := newTab(t, ctx)
+		tb.signIn(t, a.url(), tokenA)
+		var before, after float64
+		tb.run(t, "navigation start", chromedp.Evaluate(`performance.timeOrigin`, &before))
+		a.crash(t)
+		tb.run(t, "stream lost", waitJS(`!window.ledgerdUI.connected()`))
+		if err := a.start(); err != nil {
+			t.Fatalf("restart agent: %v", err)
+		}
+		r := a.reserveCLI(t, tokenA, "-res", "cpu=2", "-dur", "1h", "-after", "+4h", "-label", "after=restart")
+		tb.run(t, "reconnected with the new event",
+			waitJS(fmt.Sprintf(`window.ledgerdUI.connected() && window.ledgerdUI.perf().visibleIds.includes(%q)`, r.ID)),
+			chromedp.Evaluate(`performance.timeOrigin`, &after))
+		if before != after {
+			t.Fatal("the page reloaded")
+		}
+		want := a.list(t, tokenA)
+		slices.Sort(want)
+		if got := visibleIDs(t, tb); !slices.Equal(got, want) {
+			t.Fatalf("after the restart the page shows %v, List says %v", got, want)
+		}
+	})
+
 	t.Run("dark scheme", func(t *testing.T) {
 		if shots == "" {
 			t.Skip("only renders screenshots (UI_SCREENSHOTS unset)")

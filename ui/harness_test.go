@@ -64,9 +64,16 @@ func chromium(tb testing.TB) string {
 func browser(tb testing.TB) context.Context {
 	tb.Helper()
 	bin := chromium(tb)
+	// Not tb.TempDir: Chromium's helper processes may still write into the
+	// profile for a moment after the browser is gone, which fails
+	// TempDir's strict removal. This one is removed best-effort.
+	profile, err := os.MkdirTemp("", "ledgerd-ui-chromium-")
+	if err != nil {
+		tb.Fatal(err)
+	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(bin),
-		chromedp.UserDataDir(tb.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.Flag("headless", true),
 		chromedp.Flag("no-sandbox", true),
 		chromedp.Flag("disable-gpu", true),
@@ -82,7 +89,16 @@ func browser(tb testing.TB) context.Context {
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelB := chromedp.NewContext(actx)
-	tb.Cleanup(func() { cancelB(); cancelA() })
+	tb.Cleanup(func() {
+		cancelB()
+		cancelA()
+		for range 3 {
+			if os.RemoveAll(profile) == nil {
+				return
+			}
+		}
+		tb.Logf("could not remove the browser profile %s", profile)
+	})
 	if err := chromedp.Run(ctx); err != nil {
 		tb.Fatalf("start chromium %s: %v", bin, err)
 	}
@@ -188,6 +204,8 @@ func waitJS(expr string) chromedp.Action {
 type agent struct {
 	addr string
 	bin  string
+	args []string
+	cmd  *exec.Cmd // nil while stopped
 }
 
 // Tokens of the test tokens file.
@@ -219,49 +237,72 @@ func startAgent(tb testing.TB, withTokens bool) *agent {
 	}
 	a := &agent{bin: bin}
 	testnet.Start(tb, 1, func(addrs []string) error {
-		args := append([]string{"agent", "-dev", "-http-addr", addrs[0], "-data-dir", filepath.Join(dir, addrs[0])}, extra...)
-		cmd := exec.Command(bin, args...)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			return err
-		}
-		var logs strings.Builder
-		var logMu sync.Mutex
-		cmd.Stderr = writerFunc(func(p []byte) (int, error) { logMu.Lock(); defer logMu.Unlock(); return logs.Write(p) })
-		if err := cmd.Start(); err != nil {
-			return err
-		}
-		ready := make(chan error, 1)
-		go func() {
-			sc := bufio.NewScanner(out)
-			seen := false
-			for sc.Scan() {
-				if !seen && strings.Contains(sc.Text(), "Web UI: http://"+addrs[0]+"/ui/") {
-					seen = true
-					ready <- nil
-				}
-			}
-			if !seen {
-				ready <- fmt.Errorf("agent exited before its banner")
-			}
-		}()
-		select {
-		case err = <-ready:
-		case <-time.After(60 * time.Second):
-			err = fmt.Errorf("no dev banner after 60s")
-		}
-		if err != nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			logMu.Lock()
-			defer logMu.Unlock()
-			return fmt.Errorf("%w: %s", err, logs.String())
-		}
-		tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 		a.addr = addrs[0]
-		return nil
+		a.args = append([]string{"agent", "-dev", "-http-addr", addrs[0], "-data-dir", filepath.Join(dir, addrs[0])}, extra...)
+		return a.start()
 	})
+	tb.Cleanup(a.kill)
 	return a
+}
+
+// start runs the agent process (again, on the same address and data
+// directory) and waits for its dev banner.
+func (a *agent) start() error {
+	cmd := exec.Command(a.bin, a.args...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	var logs strings.Builder
+	var logMu sync.Mutex
+	cmd.Stderr = writerFunc(func(p []byte) (int, error) { logMu.Lock(); defer logMu.Unlock(); return logs.Write(p) })
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	ready := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		seen := false
+		for sc.Scan() {
+			if !seen && strings.Contains(sc.Text(), "Web UI: http://"+a.addr+"/ui/") {
+				seen = true
+				ready <- nil
+			}
+		}
+		if !seen {
+			ready <- fmt.Errorf("agent exited before its banner")
+		}
+	}()
+	select {
+	case err = <-ready:
+	case <-time.After(60 * time.Second):
+		err = fmt.Errorf("no dev banner after 60s")
+	}
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logMu.Lock()
+		defer logMu.Unlock()
+		return fmt.Errorf("%w: %s", err, logs.String())
+	}
+	a.cmd = cmd
+	return nil
+}
+
+// crash kills the agent (SIGKILL) and waits for it. (Not SIGTERM: a
+// graceful stop waits for open Watch streams, the page's among them, until
+// the agent's 30 s shutdown deadline.)
+func (a *agent) crash(tb testing.TB) {
+	tb.Helper()
+	a.kill()
+	a.cmd = nil
+}
+
+func (a *agent) kill() {
+	if a.cmd != nil {
+		_ = a.cmd.Process.Kill()
+		_ = a.cmd.Wait()
+	}
 }
 
 type writerFunc func([]byte) (int, error)

@@ -34,6 +34,8 @@ export interface Bar {
   job: boolean;
   pendingStart: number;
   pendingEnd: number;
+  /** When a HELD reservation (or its pending change) lapses; 0 if none. */
+  holdExpires: number;
 }
 
 function toBar(r: Reservation): Bar {
@@ -41,6 +43,7 @@ function toBar(r: Reservation): Bar {
     r, id: r.id, start: ms(r.start), end: ms(r.end), state: r.state,
     job: r.kind === ReservationKind.VARIABLE_JOB,
     pendingStart: ms(r.pending?.start), pendingEnd: ms(r.pending?.end),
+    holdExpires: ms(r.pending?.holdExpiresAt ?? r.holdExpiresAt),
   };
 }
 

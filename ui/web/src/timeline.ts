@@ -415,6 +415,7 @@ export class Timeline {
     const batches = new Map<string, number[]>();
     const labels: [string, number, number, number][] = [];
     const pend: number[] = [];
+    const expiries: number[] = [];
     let n = 0;
     let sel: number[] | null = null;
     for (let j = 0; j < list.length; j++) {
@@ -434,9 +435,12 @@ export class Timeline {
       arr.push(x, y, w, h);
       this.hitX.push(x); this.hitY.push(y); this.hitW.push(Math.max(w, 4)); this.hitH.push(h); this.hitId.push(b.id);
       if (b.pendingEnd) pend.push(X(b.pendingStart), y - 1, Math.max(X(b.pendingEnd) - X(b.pendingStart), 2), h + 2);
+      if (b.state === ReservationState.HELD && b.holdExpires) expiries.push(X(b.holdExpires), y);
       // Ids on bars wide enough to read, but not in the last lane, where
       // overflowing bars pile up and their ids would be unreadable anyway.
-      if (w > 34 && l < maxLanes - 1 && labels.length < 400) labels.push([b.id, x, y + h / 2, w]);
+      if (w > 34 && l < maxLanes - 1 && labels.length < 400) {
+        labels.push([b.state === ReservationState.DEGRADED && b.r.shortUnits > 0n ? `${b.id} −${b.r.shortUnits}` : b.id, x, y + h / 2, w]);
+      }
       if (b.id === this.selected) sel = [x, y, w, h];
       n++;
     }
@@ -454,6 +458,11 @@ export class Timeline {
       ctx.setLineDash([4, 2]);
       for (let i = 0; i < pend.length; i += 4) ctx.strokeRect(pend[i], pend[i + 1], pend[i + 2], pend[i + 3]);
       ctx.setLineDash([]);
+    }
+    // A held bar's expiry: a tick where the hold lapses unless committed.
+    if (expiries.length) {
+      ctx.fillStyle = C.fg;
+      for (let i = 0; i < expiries.length; i += 2) ctx.fillRect(expiries[i] - 1, expiries[i + 1] - 2, 2, laneH);
     }
     ctx.fillStyle = C["bar-text"];
     const charW = ctx.measureText("0000000000").width / 10;
