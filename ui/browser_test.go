@@ -189,6 +189,13 @@ func TestBrowser(t *testing.T) {
 		if err != nil || r.Msg.Reservation.Pending != nil || r.Msg.Reservation.Parts[0].Amount != 4 {
 			t.Fatalf("after commit: %v %v", err, r)
 		}
+		cancel := `[...document.querySelectorAll('#details-actions button')].find(b => b.textContent === 'Cancel reservation')`
+		tb.run(t, "cancel", waitJS(cancel+` !== undefined`),
+			chromedp.Evaluate(cancel+`.click()`, nil),
+			waitJS(fmt.Sprintf(`!window.ledgerdUI.perf().visibleIds.includes(%q)`, ra1.ID)))
+		if out := a.cli(t, tokenA, "get", ra1.ID); !strings.Contains(out, "CANCELLED") {
+			t.Fatalf("after Cancel the CLI shows:\n%s", out)
+		}
 	})
 
 	t.Run("rejected booking shows the field error", func(t *testing.T) {
@@ -240,13 +247,32 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
-	t.Run("dark scheme", func(t *testing.T) {
-		if shots == "" {
-			t.Skip("only renders screenshots (UI_SCREENSHOTS unset)")
+	t.Run("click a bar for its details", func(t *testing.T) {
+		tb := newTab(t, ctx)
+		tb.signIn(t, a.url(), tokenA)
+		var rect []float64
+		tb.run(t, "find the bar", waitJS(fmt.Sprintf(`window.ledgerdUI.barRect(%q) !== null`, ra2.ID)),
+			chromedp.Evaluate(fmt.Sprintf(`window.ledgerdUI.barRect(%q)`, ra2.ID), &rect))
+		tb.run(t, "click it", chromedp.MouseClickXY(rect[0]+rect[2]/2, rect[1]+rect[3]/2),
+			waitJS(fmt.Sprintf(`document.getElementById('details-fields').textContent.includes(%q)`, ra2.ID)),
+			waitJS(`document.querySelectorAll('#details-history li').length > 0 && !document.getElementById('details-history').textContent.includes('loading')`))
+		var history string
+		tb.run(t, "history", chromedp.Text("#details-history", &history, chromedp.ByID))
+		if !strings.Contains(history, "→ committed") {
+			t.Fatalf("history of %s: %q", ra2.ID, history)
 		}
+	})
+
+	t.Run("dark scheme", func(t *testing.T) {
 		tb := newTab(t, ctx)
 		tb.run(t, "emulate dark", emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}))
 		tb.signIn(t, a.url(), tokenOp)
+		var bg, fg string
+		tb.run(t, "colours", chromedp.Evaluate(`getComputedStyle(document.body).backgroundColor`, &bg),
+			chromedp.Evaluate(`getComputedStyle(document.body).color`, &fg))
+		if bg != "rgb(13, 17, 23)" || fg != "rgb(230, 237, 243)" {
+			t.Fatalf("dark scheme: background %s, text %s", bg, fg)
+		}
 		screenshot(t, tb, shots, "operator-dark")
 	})
 }

@@ -21,6 +21,8 @@ declare global {
       zoom: (f: number) => void;
       pan: (f: number) => void;
       connected: () => boolean;
+      /** The bar of id on the page: [x, y, width, height] in CSS pixels. */
+      barRect: (id: string) => number[] | null;
     };
   }
 }
@@ -67,6 +69,12 @@ function showApp(): void {
     zoom: (f) => tl.zoom(f),
     pan: (f) => tl.pan(f),
     connected: () => model.connected,
+    barRect: (id) => {
+      const r = tl.rectOf(id);
+      if (!r) return null;
+      const c = canvas.getBoundingClientRect();
+      return [c.left + r[0], c.top + r[1], r[2], r[3]];
+    },
   };
   // Watch first, then List: events that race with List are applied on top
   // of it (newer versions win), so nothing between the two is lost.

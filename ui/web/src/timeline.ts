@@ -207,6 +207,12 @@ export class Timeline {
     });
   }
 
+  /** Where the bar of id was drawn in the last frame (canvas CSS pixels). */
+  rectOf(id: string): [number, number, number, number] | null {
+    const i = this.hitId.indexOf(id);
+    return i < 0 ? null : [this.hitX[i], this.hitY[i], this.hitW[i], this.hitH[i]];
+  }
+
   private timeAt(x: number): number {
     return this.viewStart + ((x - labelW) / Math.max(this.width - labelW, 1)) * (this.viewEnd - this.viewStart);
   }
