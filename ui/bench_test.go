@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -35,6 +37,8 @@ var (
 //
 //	view=day   individual bars, every seeded reservation in view
 //	view=week  the same data aggregated (zoom above a day)
+//
+// With UI_SCREENSHOTS=<dir> it also saves each view as load-<view>.png.
 //
 // make bench-ui runs it and writes benchmarks/results/ui/.
 func BenchmarkTimeline(b *testing.B) {
@@ -68,6 +72,15 @@ func BenchmarkTimeline(b *testing.B) {
 			tb.run(b, "set view", chromedp.Evaluate(fmt.Sprintf(`window.ledgerdUI.setView(%d, %d)`, mid-half, mid+half), nil),
 				waitJS(`window.ledgerdUI.perf().redraws.length > 0`),
 				chromedp.Evaluate(`window.ledgerdUI.perf().redraws.length = 0`, nil))
+			// The README's pictures of a loaded schedule (UI_SCREENSHOTS=dir).
+			if dir := os.Getenv("UI_SCREENSHOTS"); dir != "" {
+				var png []byte
+				tb.run(b, "screenshot", waitJS(`document.querySelectorAll('#list tbody tr').length === 200`),
+					chromedp.CaptureScreenshot(&png))
+				if err := os.WriteFile(filepath.Join(dir, "load-"+view.name+".png"), png, 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
 			// Pans at one span and zooms about the centre cancel out, so the
 			// window stays on the seeded day however many steps run.
 			steps := []string{`pan(0.05)`, `pan(-0.05)`, `zoom(0.8)`, `zoom(1.25)`}

@@ -47,7 +47,10 @@ function toBar(r: Reservation): Bar {
   };
 }
 
-export interface Listener { (): void }
+/** What changed: the reservations (or resources), or only free capacity. */
+export type Change = "bars" | "free";
+
+export interface Listener { (what: Change): void }
 
 export class Model {
   bars = new Map<string, Bar>();
@@ -65,7 +68,7 @@ export class Model {
   private loading: Promise<void> | null = null;
 
   onChange(l: Listener): void { this.listeners.push(l); }
-  private changed(): void { for (const l of this.listeners) l(); }
+  private changed(what: Change = "bars"): void { for (const l of this.listeners) l(what); }
 
   close(): void { this.stop.abort(); }
 
@@ -117,7 +120,7 @@ export class Model {
       } catch { /* a resource deleted meanwhile: no strip */ }
     }));
     this.free = out;
-    this.changed();
+    this.changed("free");
   }
 
   /** Applies one ledger event; stale copies never overwrite newer ones. */

@@ -107,6 +107,8 @@ export class Timeline {
   private hitH: number[] = [];
   private hitId: string[] = [];
   private drag: { x: number; start: number; end: number; moved: boolean } | null = null;
+  /** Per-row captions ("peak", "+N in the last lane"), drawn after clipping. */
+  private peaks: [number, string][] = [];
   private scratchCols = 0;
   private diff: Float64Array[] = [];
   private heights: Float64Array[] = [];
@@ -119,7 +121,9 @@ export class Timeline {
     const now = Date.now();
     this.viewStart = now - 2 * hour;
     this.viewEnd = now + 22 * hour;
-    model.onChange(() => { this.dirty = true; this.request(); });
+    // Only reservation changes need the lanes laid out again (a sort of
+    // every bar); free capacity only needs a redraw.
+    model.onChange((what) => { if (what === "bars") this.dirty = true; this.request(); });
     matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => { this.colors = readColors(); this.request(); });
     new ResizeObserver(() => this.request()).observe(canvas.parentElement!);
     this.bindInput();
@@ -250,9 +254,11 @@ export class Timeline {
       for (let j = 0; j < list.length; j++) {
         const b = list[j];
         const end = Math.max(b.end, b.pendingEnd);
+        // Lanes 0..maxLanes-2 hold bars that do not overlap; the last lane
+        // takes every bar that found no room (counted as "+N more").
         let i = 0;
-        while (i < ends.length && ends[i] > b.start) i++;
-        if (i < maxLanes) { ends[i] = end; } else { i = maxLanes - 1; ends[i] = Math.max(ends[i], end); }
+        while (i < maxLanes - 1 && i < ends.length && ends[i] > b.start) i++;
+        if (i < maxLanes - 1) ends[i] = end;
         lane[j] = i;
       }
       this.lanes.set(name, lane);
@@ -326,24 +332,33 @@ export class Timeline {
     ctx.fillRect(0, axisH - 1, this.width, 1);
     ctx.fillRect(labelW - 1, 0, 1, height);
 
-    // Free-capacity strip per resource.
+    // Free-capacity strip per resource: per pixel column the least free
+    // fraction in it, coloured from "full" to "free" and drawn as opaque
+    // runs (sub-pixel blocks drawn one by one would blend into mud).
+    const cols = Math.max(this.width - labelW, 1);
+    const full = rgb(C.full), free = rgb(C.free);
     for (const r of this.rows) {
       const res = this.model.resources.get(r.name);
       const blocks = this.model.free.get(r.name);
       if (!res || !blocks) continue;
-      const sy = r.y + rowPad - 3;
+      const frac = new Float32Array(cols).fill(-1);
       for (const b of blocks) {
-        const bs = Math.max(X(ms(b.start)), x0), be = Math.min(X(ms(b.end) || this.viewEnd), this.width);
-        if (be <= bs) continue;
+        const c0 = Math.max(0, Math.floor(X(ms(b.start)) - x0));
+        const c1 = Math.min(cols, Math.ceil(X(ms(b.end) || this.viewEnd) - x0));
         const f = res.capacity > 0 ? Math.max(0, Math.min(1, Number(b.free) / Number(res.capacity))) : 0;
-        ctx.globalAlpha = 1;
-        ctx.fillStyle = C.full;
-        ctx.fillRect(bs, sy, be - bs, stripH);
-        ctx.globalAlpha = f;
-        ctx.fillStyle = C.free;
-        ctx.fillRect(bs, sy, be - bs, stripH);
+        for (let c = c0; c < c1; c++) if (frac[c] < 0 || f < frac[c]) frac[c] = f;
       }
-      ctx.globalAlpha = 1;
+      const sy = r.y + rowPad - 3;
+      for (let c = 0; c < cols; ) {
+        const q = frac[c] < 0 ? -1 : Math.round(frac[c] * 32) / 32;
+        let e = c + 1;
+        while (e < cols && (frac[e] < 0 ? -1 : Math.round(frac[e] * 32) / 32) === q) e++;
+        if (q >= 0) {
+          ctx.fillStyle = `rgb(${mix(full[0], free[0], q)}, ${mix(full[1], free[1], q)}, ${mix(full[2], free[2], q)})`;
+          ctx.fillRect(x0 + c, sy, e - c, stripH);
+        }
+        c = e;
+      }
     }
 
     this.hitX.length = this.hitY.length = this.hitW.length = this.hitH.length = this.hitId.length = 0;
@@ -397,6 +412,9 @@ export class Timeline {
       ctx.fillRect(Math.round(nx) - 1, axisH - 6, 2, height - axisH + 6);
     }
     ctx.restore();
+    ctx.fillStyle = C.muted;
+    for (const [py, text] of this.peaks) ctx.fillText(text, 8, py);
+    this.peaks.length = 0;
 
     this.visible = visible;
     this.perf.lastBars = drawn;
@@ -423,6 +441,7 @@ export class Timeline {
     const pend: number[] = [];
     const expiries: number[] = [];
     let n = 0;
+    let overflow = 0;
     let sel: number[] | null = null;
     for (let j = 0; j < list.length; j++) {
       const b = list[j];
@@ -431,6 +450,7 @@ export class Timeline {
       if (b.r.parts.length === 1) visible.push(b);
       else if (!seen.has(b.id)) { seen.add(b.id); visible.push(b); }
       const l = lane[j];
+      if (l === maxLanes - 1) overflow++;
       const y = top + l * laneH + 1;
       const h = laneH - 3;
       const x = X(b.start);
@@ -482,6 +502,7 @@ export class Timeline {
       ctx.lineWidth = 2;
       ctx.strokeRect(sel[0] - 1, sel[1] - 1, sel[2] + 2, sel[3] + 2);
     }
+    if (overflow > 0) this.peaks.push([r.y + 44, `+${overflow} in the last lane`]);
     return n;
   }
 
@@ -501,7 +522,7 @@ export class Timeline {
     const diff = this.diff, heights = this.heights, base = this.base;
     for (const d of diff) d.fill(0);
     base.fill(0);
-    let peak = res ? Number(res.capacity) : 0;
+    let peak = 0;
     for (const b of list) {
       if (b.start >= this.viewEnd) break;
       if (b.end <= this.viewStart) continue;
@@ -521,7 +542,12 @@ export class Timeline {
       for (let k = 0; k < classes.length; k++) { run[k] += diff[k][c]; heights[k][c] = run[k]; sum += run[k]; }
       if (sum > peak) peak = sum;
     }
-    const scale = peak > 0 ? aggH / peak : 0;
+    // Scaled to the busiest column in view, so the shape of the load shows
+    // even on a large resource; the label says how that peak compares with
+    // the capacity, and a line marks the capacity when it is in range.
+    const capacity = res ? Number(res.capacity) : 0;
+    const scale = peak > 0 ? aggH / Math.max(peak, 1) : 0;
+    this.peaks.push([r.y + 44, capacity > 0 ? `peak ${Math.round(peak)} (${Math.round((100 * peak) / capacity)}%)` : `peak ${Math.round(peak)}`]);
     for (let k = 0; k < classes.length; k++) {
       ctx.fillStyle = C[classes[k]];
       ctx.globalAlpha = classes[k] === "muted" ? 0.45 : 1;
@@ -540,12 +566,24 @@ export class Timeline {
       ctx.fill();
     }
     ctx.globalAlpha = 1;
-    if (res && peak > Number(res.capacity)) {
-      const cy = top + aggH - Number(res.capacity) * scale;
+    if (capacity > 0 && capacity <= peak) {
+      const cy = top + aggH - capacity * scale;
       ctx.fillStyle = C.degraded;
       ctx.fillRect(labelW, cy, cols, 1);
     }
   }
+}
+
+/** The red, green and blue of a #rrggbb (or #rgb) colour. */
+function rgb(hex: string): [number, number, number] {
+  let h = hex.replace("#", "");
+  if (h.length === 3) h = h.split("").map((c) => c + c).join("");
+  const n = parseInt(h, 16);
+  return Number.isNaN(n) ? [128, 128, 128] : [(n >> 16) & 255, (n >> 8) & 255, n & 255];
+}
+
+function mix(a: number, b: number, t: number): number {
+  return Math.round(a + (b - a) * t);
 }
 
 const aggClasses = ["committed", "active", "held", "degraded", "job", "muted"];
