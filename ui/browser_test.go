@@ -55,6 +55,17 @@ func TestBrowser(t *testing.T) {
 		if p := tb.problems(); len(p) > 0 {
 			t.Fatalf("page reported errors: %v", p)
 		}
+		// The token lives in this tab's session storage only: not in the
+		// URL, not in a cookie, not in local storage.
+		var where struct {
+			URL, Cookie, Session string
+			Local                int
+		}
+		tb.run(t, "token storage", chromedp.Evaluate(`({URL: location.href, Cookie: document.cookie,
+			Session: sessionStorage.getItem('ledgerd.token'), Local: localStorage.length})`, &where))
+		if strings.Contains(where.URL, tokenA) || where.Cookie != "" || where.Local != 0 || where.Session != tokenA {
+			t.Fatalf("token storage: %+v", where)
+		}
 		screenshot(t, tb, shots, "timeline")
 	})
 
