@@ -6,12 +6,12 @@ TERRAFORM := $(CURDIR)/bin/terraform
 PKGS      := ./...
 
 .PHONY: test lint proto-check unit build run generate fuzz help tools-terraform deploy-check rehearsal three-nodes \
-	chaos bench-planner seedexp simexp bench-service bench-raft bench-recovery
+	chaos bench-planner seedexp simexp bench-service bench-raft bench-recovery ui-build ui-check ui-screenshots bench-ui
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-test: lint proto-check unit ## everything CI checks: gofmt, vet, staticcheck, schema checks, race tests
+test: lint proto-check ui-check unit ## everything CI checks: gofmt, vet, staticcheck, schema checks, UI bundle, race tests
 
 lint: ## gofmt, go vet, staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
@@ -85,3 +85,18 @@ bench-service: ## ledgerd vs raw raft, etcd and PostgreSQL (see benchmarks/resul
 bench-recovery: ## restart time and RSS of one agent at 100k and 1M reservations (benchmarks/results/recovery)
 	LIVE=100000 OUT=benchmarks/results/recovery scripts/bench-recovery.sh
 	LIVE=1000000 OUT=benchmarks/results/recovery scripts/bench-recovery.sh
+
+# The web UI (ui/): its built bundle ui/dist and generated TypeScript client
+# ui/web/src/gen are committed, so building ledgerd needs only Go. Editing
+# ui/web/src needs Node (ui/web/.nvmrc) and npm.
+ui-build: ## npm ci, regenerate the UI's TypeScript client, rebuild ui/dist
+	cd ui/web && npm ci --no-audit --no-fund && npm run generate && npm run build
+
+ui-check: ## ui/dist and ui/web/src/gen are reproducible from ui/web (skips loudly without npm's registry)
+	scripts/ui-check.sh
+
+ui-screenshots: ## regenerate the README's UI screenshots (docs/img) from the browser tests
+	UI_SCREENSHOTS=$(CURDIR)/docs/img $(GO) test -tags $(TAGS) -count=1 -run TestBrowser ./ui
+
+bench-ui: ## UI first render and pan/zoom redraw p95 with 10k reservations (benchmarks/results/ui)
+	scripts/bench-ui.sh

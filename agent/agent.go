@@ -72,6 +72,10 @@ type Agent struct {
 	tempDir string
 	// addr is the host:port the HTTP listener bound.
 	addr string
+	// stopRequests ends the context of every request in flight, so that
+	// streams (Watch) end when the agent shuts down instead of holding
+	// the HTTP server's graceful shutdown until its deadline.
+	stopRequests context.CancelFunc
 }
 
 // New assembles a node from cfg: it creates the data dir (dev), the FSM,
@@ -94,7 +98,10 @@ func New(cfg Config, o Options) (*Agent, error) {
 	}
 	a.addr = a.httpLn.Addr().String()
 	a.ledger = NewLedger(a.node, a.fsm)
-	a.http = &http.Server{Handler: a.handler(), Protocols: rpc.ServeProtocols(), ReadHeaderTimeout: 10 * time.Second, TLSConfig: a.httpTLS}
+	base, stop := context.WithCancel(context.Background())
+	a.stopRequests = stop
+	a.http = &http.Server{Handler: a.handler(), Protocols: rpc.ServeProtocols(), ReadHeaderTimeout: 10 * time.Second, TLSConfig: a.httpTLS,
+		BaseContext: func(net.Listener) context.Context { return base }}
 	return a, nil
 }
 
@@ -277,6 +284,7 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 		}
 		a.node = nil
 	}
+	a.stopRequests()
 	if err := a.http.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("http shutdown: %w", err))
 	}
@@ -289,6 +297,9 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 // removed. It releases what is left after a failed New, and is safe after
 // Shutdown and more than once.
 func (a *Agent) Close() {
+	if a.stopRequests != nil {
+		a.stopRequests()
+	}
 	if a.http != nil {
 		_ = a.http.Close()
 	}

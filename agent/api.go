@@ -10,6 +10,7 @@ import (
 
 	"github.com/ledgerd/ledgerd/ledger/replicated"
 	"github.com/ledgerd/ledgerd/rpc"
+	"github.com/ledgerd/ledgerd/ui"
 )
 
 // handler builds the agent's one HTTP mux: the cluster's internal
@@ -26,6 +27,8 @@ func (a *Agent) handler() http.Handler {
 	if a.cfg.Pprof {
 		mountPprof(mux)
 	}
+	mux.Handle(ui.Path, ui.Handler())
+	mux.Handle("GET /{$}", ui.RedirectRoot())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})

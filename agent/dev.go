@@ -8,6 +8,7 @@ import (
 
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/ledger"
+	"github.com/ledgerd/ledgerd/ui"
 )
 
 // devResources are the dev agent's sample resources.
@@ -48,6 +49,7 @@ func (a *Agent) seedDev(ctx context.Context, out io.Writer) error {
 	fmt.Fprintf(out, `
 ledgerd dev agent is ready (data in a temporary directory, removed on exit).
 
+  Web UI: %[6]s%[7]s
   HTTP API (Connect, gRPC, gRPC-Web, JSON): %[6]s
   Metrics: %[6]s/metrics   Health: /healthz /readyz
 
@@ -61,7 +63,7 @@ Try:
 
 Press Ctrl-C to stop.
 `, a.addr, r.GetId(), r.GetStart().AsTime().UTC().Format(time.RFC3339),
-		r.GetEnd().AsTime().UTC().Format(time.RFC3339), stateName(r.GetState()), a.URL())
+		r.GetEnd().AsTime().UTC().Format(time.RFC3339), stateName(r.GetState()), a.URL(), ui.Path)
 	return nil
 }
 
