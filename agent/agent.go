@@ -22,6 +22,10 @@ import (
 	"github.com/ledgerd/ledgerd/rpc"
 )
 
+// streamGrace is how long a graceful shutdown lets requests in flight
+// finish before it ends the streams that never would.
+const streamGrace = 2 * time.Second
+
 // Options are what assembling a node needs beyond its Config: the choices
 // of the command line (-dev) and the hooks of test harnesses and
 // benchmarks. The zero value is a production agent.
@@ -284,8 +288,18 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 		}
 		a.node = nil
 	}
-	a.stopRequests()
-	if err := a.http.Shutdown(ctx); err != nil {
+	// Unary calls in flight get a moment to finish; streams (Watch) never
+	// finish by themselves, so then every request's context ends.
+	done := make(chan error, 1)
+	go func() { done <- a.http.Shutdown(ctx) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(streamGrace):
+		a.stopRequests()
+		err = <-done
+	}
+	if err != nil {
 		errs = append(errs, fmt.Errorf("http shutdown: %w", err))
 	}
 	a.httpLn = nil
