@@ -69,6 +69,8 @@ type Agent struct {
 	reg    *prometheus.Registry
 
 	httpLn net.Listener
+	// capped is httpLn's connection cap.
+	capped *capListener
 	http   *http.Server
 	// httpTLS serves the API over TLS when set (tls_http).
 	httpTLS *tls.Config
@@ -104,7 +106,8 @@ func New(cfg Config, o Options) (*Agent, error) {
 	a.ledger = NewLedger(a.node, a.fsm)
 	base, stop := context.WithCancel(context.Background())
 	a.stopRequests = stop
-	a.http = &http.Server{Handler: a.handler(), Protocols: rpc.ServeProtocols(), ReadHeaderTimeout: 10 * time.Second, TLSConfig: a.httpTLS,
+	a.http = &http.Server{Handler: withBodyProgress(a.handler()), Protocols: rpc.ServeProtocols(), TLSConfig: a.httpTLS,
+		ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes,
 		BaseContext: func(net.Listener) context.Context { return base }}
 	return a, nil
 }
@@ -156,14 +159,15 @@ func (a *Agent) createFSM() error {
 }
 
 func (a *Agent) listenHTTP() error {
-	if a.httpLn != nil {
-		return nil
+	ln := a.httpLn
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", a.cfg.HTTPAddr); err != nil {
+			return fmt.Errorf("http_addr: %w", err)
+		}
 	}
-	ln, err := net.Listen("tcp", a.cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("http_addr: %w", err)
-	}
-	a.httpLn = ln
+	a.capped = newCapListener(ln, maxConns(), maxConnsPerIP)
+	a.httpLn = a.capped
 	return nil
 }
 
@@ -241,7 +245,9 @@ func (a *Agent) createNode() error {
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newLedgerCollector(a.fsm),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ledgerd_insecure", Help: "1 when the agent runs with -insecure: some peers or callers are not authenticated."},
-			func() float64 { return insecure }))
+			func() float64 { return insecure }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ledgerd_http_connections_refused_total", Help: "HTTP connections closed on accept because the agent's or one address's connection cap was reached."},
+			func() float64 { return float64(a.capped.Dropped()) }))
 	cfg, err := a.clusterConfig()
 	if err != nil {
 		return err
