@@ -69,6 +69,14 @@ type Agent struct {
 	reg    *prometheus.Registry
 
 	httpLn net.Listener
+	// certs is this server's certificate, reloaded by Reload; nil
+	// without TLS.
+	certs *certSource
+	// auth is the API's authenticator, reloaded by Reload; nil without a
+	// tokens file.
+	auth *rpc.Authenticator
+	// reloads counts Reload calls by result.
+	reloads *prometheus.CounterVec
 	// capped is httpLn's connection cap.
 	capped *capListener
 	http   *http.Server
@@ -174,11 +182,16 @@ func (a *Agent) listenHTTP() error {
 // clusterConfig is the node's cluster configuration: the one place where
 // Config becomes a cluster.Config.
 func (a *Agent) clusterConfig() (cluster.Config, error) {
-	raftTLS, err := a.cfg.raftTLS()
+	certs, err := a.cfg.newCertSource()
 	if err != nil {
 		return cluster.Config{}, err
 	}
-	httpTLS, peerTLS, err := a.cfg.HTTPTLS()
+	a.certs = certs
+	raftTLS, err := a.cfg.raftTLSWith(certs)
+	if err != nil {
+		return cluster.Config{}, err
+	}
+	httpTLS, peerTLS, err := a.cfg.httpTLSWith(certs)
 	if err != nil {
 		return cluster.Config{}, err
 	}
@@ -252,6 +265,7 @@ func (a *Agent) createNode() error {
 	if err != nil {
 		return err
 	}
+	a.reloadMetrics(a.reg)
 	node, err := cluster.New(cfg, a.fsm)
 	if err != nil {
 		return err

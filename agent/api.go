@@ -91,6 +91,7 @@ func (a *Agent) apiOptions() (rpc.Options, error) {
 			return opts, fmt.Errorf("api: %w", err)
 		}
 		opts.Auth = auth
+		a.auth = auth
 	} else if !a.opts.Dev {
 		a.log.Error("API authentication is off: every caller is an operator; pass a tokens file to turn it on")
 	}

@@ -4,13 +4,16 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -296,4 +299,101 @@ func TestThreeAgentsForwardOverTLS(t *testing.T) {
 			t.Errorf("raft port, %s: accepted = %v (dial err %v), want %v", c.name, ok, err, c.ok)
 		}
 	}
+
+	// Certificate and token rotation without a restart, while a follower
+	// keeps admitting writes: each server gets a new certificate in place
+	// and reloads; afterwards every server presents its new certificate,
+	// and a token added to the tokens file works on every server.
+	stopWrites := make(chan struct{})
+	writes := make(chan error, 1)
+	var written atomic.Int64
+	go func() {
+		for n := 0; ; n++ {
+			select {
+			case <-stopWrites:
+				writes <- nil
+				return
+			default:
+			}
+			wctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			_, err := follower.applyDev(wctx, createResource(fmt.Sprintf("rot-%d", n), 1))
+			cancel()
+			if err != nil {
+				writes <- fmt.Errorf("write %d during the rotation: %w", n, err)
+				return
+			}
+			written.Add(1)
+		}
+	}()
+	// waitWrites waits for n more acknowledged writes (or a failed one).
+	waitWrites := func(n int64) {
+		t.Helper()
+		want := written.Load() + n
+		deadline := time.Now().Add(30 * time.Second)
+		for written.Load() < want {
+			select {
+			case err := <-writes:
+				t.Fatalf("writer stopped: %v", err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("only %d of %d writes within 30s", written.Load(), want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitWrites(3)
+	newToken := "rotated-token-0042"
+	write(t, p.tokensFile, []byte(`{"tokens":[{"token":"`+newToken+`","tenant":"ops","operator":true}]}`))
+	serials := map[string]string{}
+	for i, s := range servers {
+		name := "s" + strconv.Itoa(i)
+		certFile, _ := p.issue(t, true, name) // the same files the server was started with
+		leaf := parsePEMFile(t, certFile)
+		serials[s.Addr()] = leaf.SerialNumber.String()
+		if err := s.Reload(); err != nil {
+			t.Fatalf("reload %s: %v", name, err)
+		}
+		waitWrites(3) // the cluster keeps admitting with the new certificate
+	}
+	close(stopWrites)
+	if err := <-writes; err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range servers {
+		conn, err := tls.Dial("tcp", s.Addr(), &tls.Config{RootCAs: pool, ServerName: pki.ServerName})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
+		conn.Close()
+		if got != serials[s.Addr()] {
+			t.Errorf("%s presents serial %s after the reload, want the new %s", s.Addr(), got, serials[s.Addr()])
+		}
+		newC, _ := client.New([]string{s.Addr()}, client.Options{Token: newToken, TLS: &tls.Config{RootCAs: pool}, MaxAttempts: 1})
+		if _, err := newC.Resources(context.Background()); err != nil {
+			t.Errorf("%s: the new token is refused after the reload: %v", s.Addr(), err)
+		}
+		oldC, _ := client.New([]string{s.Addr()}, client.Options{Token: p.operatorToken, TLS: &tls.Config{RootCAs: pool}, MaxAttempts: 1})
+		if _, err := oldC.Resources(context.Background()); err == nil {
+			t.Errorf("%s: the removed token still works after the reload", s.Addr())
+		}
+	}
+}
+
+func parsePEMFile(t *testing.T, path string) *x509.Certificate {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		t.Fatalf("%s: no PEM block", path)
+	}
+	c, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

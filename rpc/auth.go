@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"connectrpc.com/connect"
 	"github.com/ledgerd/ledgerd/ledger"
@@ -58,8 +59,21 @@ type AuthFile struct {
 // authentication is off: every caller is the operator of tenant "default"
 // (the -dev default, see README.md).
 type Authenticator struct {
+	// creds is replaced whole by Replace; readers load it once per call.
+	creds atomic.Pointer[credentials]
+}
+
+// credentials are the lookups of one tokens file.
+type credentials struct {
 	byHash map[[32]byte]Principal
 	byCN   map[string]Principal
+}
+
+// Replace makes a take the credentials of from (a tokens file read again),
+// atomically: a call is checked against the old set or the new one, never
+// a mix. It is how an agent reloads its tokens file without a restart.
+func (a *Authenticator) Replace(from *Authenticator) {
+	a.creds.Store(from.creds.Load())
 }
 
 // LoadAuthFile reads a tokens file (see AuthFile).
@@ -79,7 +93,7 @@ func LoadAuthFile(path string) (*Authenticator, error) {
 
 // NewAuthenticator builds an Authenticator, checking every entry.
 func NewAuthenticator(f AuthFile) (*Authenticator, error) {
-	a := &Authenticator{byHash: map[[32]byte]Principal{}, byCN: map[string]Principal{}}
+	a := &credentials{byHash: map[[32]byte]Principal{}, byCN: map[string]Principal{}}
 	for i, t := range f.Tokens {
 		if t.Tenant == "" {
 			return nil, fmt.Errorf("auth: tokens[%d].tenant: required", i)
@@ -108,7 +122,9 @@ func NewAuthenticator(f AuthFile) (*Authenticator, error) {
 		}
 		a.byCN[c.CommonName] = Principal{Tenant: c.Tenant, Operator: c.Operator}
 	}
-	return a, nil
+	auth := &Authenticator{}
+	auth.creds.Store(a)
+	return auth, nil
 }
 
 // devPrincipal is everyone when authentication is off.
@@ -119,10 +135,11 @@ var errUnauthenticated = errors.New("missing or unknown bearer token")
 
 // authenticate maps the request's credentials to a principal. Tokens are
 // compared by SHA-256 digest, so lookups do not leak the token through timing.
-func (a *Authenticator) authenticate(h http.Header, peerCN string) (Principal, error) {
-	if a == nil {
+func (auth *Authenticator) authenticate(h http.Header, peerCN string) (Principal, error) {
+	if auth == nil {
 		return devPrincipal, nil
 	}
+	a := auth.creds.Load()
 	if v := h.Get("Authorization"); v != "" {
 		tok, ok := strings.CutPrefix(v, "Bearer ")
 		if !ok {

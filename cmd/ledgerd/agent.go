@@ -17,7 +17,8 @@ func init() {
 }
 
 // runAgent is `ledgerd agent`: parse the configuration, assemble the node
-// (package agent) and run it until SIGINT or SIGTERM.
+// (package agent) and run it until SIGINT or SIGTERM; SIGHUP reloads the
+// TLS certificate and the tokens file.
 func runAgent(args []string) int {
 	cfg, flags, err := agent.ParseArgs(args, os.Getenv, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -35,6 +36,21 @@ func runAgent(args []string) int {
 	defer stop()
 	a, err := agent.New(cfg, agent.Options{Dev: flags.Dev})
 	if err == nil {
+		// SIGHUP reloads the certificate and the tokens file; a failed
+		// reload is logged and keeps the old ones.
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go func() {
+			for {
+				select {
+				case <-hup:
+					_ = a.Reload()
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
 		err = a.Run(ctx, os.Stdout)
 	}
 	if err != nil {
