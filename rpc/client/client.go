@@ -208,7 +208,12 @@ func (c *Client) hinted(err error) *endpoint {
 
 // httpClient speaks HTTP/2 to every node: over TLS with ALPN, or in clear
 // text with prior knowledge (h2c), so streams in both directions work.
+// The transport gets its own copy of cfg: it adds "h2" to the copy's ALPN
+// list, which would otherwise leak into the caller's other transports.
 func httpClient(cfg *tls.Config) *http.Client {
+	if cfg != nil {
+		cfg = cfg.Clone()
+	}
 	t := &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
