@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ledgerd/ledgerd/rpc"
 	"github.com/ledgerd/ledgerd/agent/agenttest"
+	"github.com/ledgerd/ledgerd/rpc"
 )
 
 // batchNode starts a real single-node cluster and returns a unary and a
