@@ -56,11 +56,15 @@ on)
 	secure_pki "$work/ledgerd" "$work/pki" n1
 	secure_args n1
 	sec=("${secure_args[@]}")
+	# The prefill turns verify-incoming and TLS on the API on with the files.
+	prefill_sec=()
+	for a in "${sec[@]}"; do [[ $a == -tls-verify-incoming=* || $a == -tls-http=* ]] || prefill_sec+=("$a"); done
 	client_tls=(-ca-file "$ca_file" -cert-file "$LEDGERD_CLIENT_CERT" -key-file "$LEDGERD_CLIENT_KEY" -token "$token")
 	scheme=https
 	;;
 off)
 	sec=(-insecure) # only to compare with the secured agent
+	prefill_sec=(-insecure)
 	client_tls=()
 	scheme=http
 	ca_file="" LEDGERD_CLIENT_CERT="" LEDGERD_CLIENT_KEY=""
@@ -89,7 +93,7 @@ if [ -n "${PREFILLED:-}" ]; then
 	say "prefilled data dir copied from a previous prefill"
 else
 	/usr/bin/time -f "prefill process: %e s wall, %U s user, %S s sys, max RSS %M KiB" \
-		"$work/prefill" "${addrs[@]}" "${sec[@]}" -live "$LIVE" -snapshot-interval 1h 2>&1 | grep -v '^prefill: [0-9]*/' | tee -a "$log"
+		"$work/prefill" "${addrs[@]}" "${prefill_sec[@]}" -live "$LIVE" -snapshot-interval 1h 2>&1 | grep -v '^prefill: [0-9]*/' | tee -a "$log"
 	if [ -n "${KEEP:-}" ]; then cp -a "$data" "$KEEP"; fi
 fi
 say "data dir: $(du -sh "$data" | cut -f1) ($(du -sh "$data/raft.db" | cut -f1) raft.db, snapshot $(du -ch "$data"/snapshots/*/state.bin | tail -1 | cut -f1))"
