@@ -50,15 +50,29 @@ type BatchClient struct {
 // map. Every Batch call is counted in stats.
 func NewBatchClient(addr string, plain *ConnectClient, stats *BatchStats) (*BatchClient, error) {
 	t := &http.Transport{
-		DialContext:     (&net.Dialer{Timeout: time.Second}).DialContext,
-		IdleConnTimeout: 5 * time.Second,
+		DialContext: (&net.Dialer{Timeout: time.Second}).DialContext,
+		// A copy: an HTTP/2 transport adds "h2" to the configuration's
+		// ALPN protocols, which must not leak into the unary client's
+		// HTTP/1.1 transport (the server would expect HTTP/2 there).
+		TLSClientConfig:     plain.tls.Clone(),
+		TLSHandshakeTimeout: time.Second,
+		IdleConnTimeout:     5 * time.Second,
 	}
-	// The agent serves HTTP/2 without TLS (h2c), as rpc/client speaks it.
+	// HTTP/2 as rpc/client speaks it: over TLS (ALPN) to a secured node,
+	// without TLS (h2c) to an insecure one.
 	p := new(http.Protocols)
-	p.SetUnencryptedHTTP2(true)
+	if plain.tls != nil {
+		p.SetHTTP2(true)
+	} else {
+		p.SetUnencryptedHTTP2(true)
+	}
 	t.Protocols = p
+	// With its own HTTPClient, rpc/client takes only the scheme from TLS
+	// (https for the addresses the servers name as leader).
 	c, err := ledgerclient.New([]string{addr}, ledgerclient.Options{
 		MaxAttempts: 1,
+		Token:       plain.token,
+		TLS:         plain.tls,
 		HTTPClient:  &http.Client{Transport: batchCounter{next: t, stats: stats}},
 	})
 	if err != nil {

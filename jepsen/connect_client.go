@@ -2,6 +2,7 @@ package jepsen
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -56,12 +57,19 @@ type ConnectClient struct {
 	ids   *IDMap
 	ttl   time.Duration
 	names func(raftAddr, apiAddr, id string) string
+	// token and tls are the credentials it was made with; the batch
+	// client to the same node uses them too.
+	token string
+	tls   *tls.Config
 }
 
 // ConnectOptions configures NewConnectClient.
 type ConnectOptions struct {
 	// Token, when set, is sent as a bearer token.
 	Token string
+	// TLS, when set, makes the client speak https with it (roots and
+	// client certificate); nil speaks plain http to an insecure node.
+	TLS *tls.Config
 	// HoldTTL is the TTL of every hold and modification; longer than the
 	// run so that expiry never interferes with the linearizability check.
 	HoldTTL time.Duration
@@ -76,6 +84,8 @@ type ConnectOptions struct {
 func NewConnectClient(addr string, ids *IDMap, opt ConnectOptions) *ConnectClient {
 	hc := &http.Client{Transport: &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: time.Second}).DialContext,
+		TLSClientConfig:     opt.TLS.Clone(), // the transport may add ALPN protocols to it
+		TLSHandshakeTimeout: time.Second,
 		MaxIdleConnsPerHost: 32,
 		IdleConnTimeout:     5 * time.Second,
 	}}
@@ -90,6 +100,9 @@ func NewConnectClient(addr string, ids *IDMap, opt ConnectOptions) *ConnectClien
 		opt.NodeName = func(_, api, _ string) string { return api }
 	}
 	base := "http://" + addr
+	if opt.TLS != nil {
+		base = "https://" + addr
+	}
 	return &ConnectClient{
 		res:   ledgerdv1connect.NewReservationServiceClient(hc, base, opts...),
 		rsc:   ledgerdv1connect.NewResourceServiceClient(hc, base, opts...),
@@ -97,6 +110,8 @@ func NewConnectClient(addr string, ids *IDMap, opt ConnectOptions) *ConnectClien
 		ids:   ids,
 		ttl:   opt.HoldTTL,
 		names: opt.NodeName,
+		token: opt.Token,
+		tls:   opt.TLS,
 	}
 }
 

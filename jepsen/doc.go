@@ -11,7 +11,10 @@
 // The pieces are usable on their own: Model and Check work on any recorded
 // History (tests feed them synthetic and checked-in histories with known
 // verdicts); Proxy is a plain TCP forwarder with faults; Cluster manages
-// processes; Run ties everything into a campaign and writes a Report.
+// processes; Security makes the CA, certificates, gossip key and token
+// that secure every node and client of a run (clusters are mutual TLS
+// everywhere unless made Insecure); Run ties everything into a campaign
+// and writes a Report.
 //
 // What it must not do: it is test tooling, never imported by the product
 // packages; it needs no root privileges, iptables or containers (faults are

@@ -58,6 +58,7 @@ type Node struct {
 	// advertises their addresses, so all node-to-node traffic crosses them.
 	RaftProxy, APIProxy *Proxy
 
+	secure  []string // the agent flags that secure it (Security.AgentArgs)
 	cmd     *exec.Cmd
 	done    chan struct{}
 	running bool
@@ -78,6 +79,8 @@ type Cluster struct {
 	log  io.Writer
 	// ExtraArgs are appended to every agent command line.
 	extra []string
+	// sec secures every node and client; nil only in an insecure cluster.
+	sec *Security
 
 	mu      sync.Mutex
 	nodes   []*Node
@@ -95,6 +98,11 @@ type ClusterConfig struct {
 	ExtraArgs []string
 	// Seed seeds the proxies' loss and jitter.
 	Seed uint64
+	// Insecure runs the nodes with -insecure: no TLS, no gossip key, no
+	// tokens. Only for runs about the insecure mode itself (a comparison);
+	// by default every cluster gets its own CA, certificates, gossip key
+	// and tokens under Dir/pki (see Security).
+	Insecure bool
 }
 
 // NewCluster allocates ports and proxies for cfg.Nodes nodes; Start runs them.
@@ -109,6 +117,17 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 		cfg.Log = io.Discard
 	}
 	c := &Cluster{bin: cfg.Bin, root: cfg.Dir, log: cfg.Log, extra: cfg.ExtraArgs, ids: NewIDMap(), clients: map[string]*ConnectClient{}}
+	if !cfg.Insecure {
+		names := make([]string, cfg.Nodes)
+		for i := range names {
+			names[i] = fmt.Sprintf("n%d", i+1)
+		}
+		sec, err := NewSecurity(filepath.Join(cfg.Dir, "pki"), names)
+		if err != nil {
+			return nil, err
+		}
+		c.sec = sec
+	}
 	for i := range cfg.Nodes {
 		n := &Node{Name: fmt.Sprintf("n%d", i+1), DataDir: filepath.Join(cfg.Dir, fmt.Sprintf("n%d", i+1))}
 		ports, err := testnet.Ports(3)
@@ -125,6 +144,14 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 			n.RaftProxy.Close()
 			c.Close()
 			return nil, err
+		}
+		if c.sec != nil {
+			if n.secure, err = c.sec.AgentArgs(n.Name); err != nil {
+				n.RaftProxy.Close()
+				n.APIProxy.Close()
+				c.Close()
+				return nil, err
+			}
 		}
 		c.nodes = append(c.nodes, n)
 	}
@@ -187,7 +214,11 @@ func (c *Cluster) connect(name string) *ConnectClient {
 			addr = n.APIAddr()
 		}
 	}
-	cl := NewConnectClient(addr, c.ids, ConnectOptions{NodeName: c.nameOf})
+	opt := ConnectOptions{NodeName: c.nameOf}
+	if c.sec != nil {
+		opt.Token, opt.TLS = c.sec.Token, c.sec.ClientTLS()
+	}
+	cl := NewConnectClient(addr, c.ids, opt)
 	c.clients[name] = cl
 	return cl
 }
@@ -204,10 +235,15 @@ func (c *Cluster) nameOf(raftAddr, apiAddr, id string) string {
 	return id
 }
 
+// Security is the cluster's TLS material, gossip key and token; nil when
+// the cluster runs insecure.
+func (c *Cluster) Security() *Security { return c.sec }
+
 // AgentArgs is the `ledgerd agent` command line for a node. Every node
 // advertises its proxies, never its own ports, for Raft and for the API
-// (followers forward writes to the leader's advertised API address).
-// Gossip is not proxied (see README.md).
+// (followers forward writes to the leader's advertised API address), and
+// is secured with the cluster's Security (or runs -insecure when the
+// cluster was made so). Gossip is not proxied (see README.md).
 func (c *Cluster) AgentArgs(n *Node) []string {
 	var join []string
 	bootstrap := 0
@@ -231,6 +267,13 @@ func (c *Cluster) AgentArgs(n *Node) []string {
 		"-bootstrap-expect", strconv.Itoa(bootstrap),
 	}
 	args = append(args, join...)
+	if c.sec == nil {
+		// The insecure mode is what this cluster is about (see
+		// ClusterConfig.Insecure).
+		args = append(args, "-insecure")
+	} else {
+		args = append(args, n.secure...)
+	}
 	return append(args, c.extra...)
 }
 
@@ -281,10 +324,14 @@ func (c *Cluster) waitBound(n *Node, timeout time.Duration) error {
 	c.mu.Lock()
 	done, from := n.done, n.logFrom
 	c.mu.Unlock()
-	hc := &http.Client{Timeout: time.Second}
+	hc, scheme := &http.Client{Timeout: time.Second}, "http://"
+	if c.sec != nil {
+		hc.Transport, scheme = &http.Transport{TLSClientConfig: c.sec.ClientTLS()}, "https://"
+		defer hc.CloseIdleConnections()
+	}
 	deadline := time.Now().Add(timeout)
 	for {
-		if resp, err := hc.Get("http://" + n.APIAddr() + "/healthz"); err == nil {
+		if resp, err := hc.Get(scheme + n.APIAddr() + "/healthz"); err == nil {
 			resp.Body.Close()
 			c.mu.Lock()
 			n.bound = true

@@ -1,6 +1,9 @@
 package jepsen
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
 	"flag"
 	"fmt"
 	"net"
@@ -11,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ledgerd/ledgerd/agent/pki"
+	"github.com/ledgerd/ledgerd/rpc"
 )
 
 // TestMain lets the test binary double as a stand-in agent for the process
@@ -28,9 +34,14 @@ func fakeAgent(args []string) int {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	dataDir := fs.String("data-dir", "", "")
 	httpAddr := fs.String("http-addr", "", "")
-	for _, f := range []string{"node-name", "raft-addr", "raft-advertise", "gossip-addr", "http-advertise", "bootstrap-expect", "retry-join"} {
+	cert, key, ca := fs.String("tls-cert-file", "", ""), fs.String("tls-key-file", "", ""), fs.String("tls-ca-file", "", "")
+	requireCert := fs.Bool("tls-http-require-client-cert", false, "")
+	insecure := fs.Bool("insecure", false, "")
+	for _, f := range []string{"node-name", "raft-addr", "raft-advertise", "gossip-addr", "http-advertise", "bootstrap-expect", "retry-join", "gossip-key", "tokens-file"} {
 		fs.String(f, "", "")
 	}
+	fs.Bool("tls-verify-incoming", false, "")
+	fs.Bool("tls-http", false, "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -41,6 +52,27 @@ func fakeAgent(args []string) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 4
+	}
+	if !*insecure {
+		// Like the real agent: TLS with the node's certificate, clients
+		// verified against the cluster CA.
+		kp, err := tls.LoadX509KeyPair(*cert, *key)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 5
+		}
+		pem, err := os.ReadFile(*ca)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 5
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(pem)
+		conf := &tls.Config{Certificates: []tls.Certificate{kp}, ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven}
+		if *requireCert {
+			conf.ClientAuth = tls.RequireAndVerifyClientCert
+		}
+		ln = tls.NewListener(ln, conf)
 	}
 	_ = http.Serve(ln, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	return 0
@@ -97,10 +129,16 @@ func TestClusterProcesses(t *testing.T) {
 	// Every node advertises its proxies and joins the others' gossip.
 	args := strings.Join(c.AgentArgs(c.Node("n1")), " ")
 	for _, want := range []string{"-raft-advertise " + c.Node("n1").RaftProxy.Addr(), "-http-advertise " + c.Node("n1").APIProxy.Addr(),
-		fmt.Sprintf("-retry-join 127.0.0.1:%d", c.Node("n2").GossipPort), "-bootstrap-expect 3"} {
+		fmt.Sprintf("-retry-join 127.0.0.1:%d", c.Node("n2").GossipPort), "-bootstrap-expect 3",
+		"-tls-cert-file " + filepath.Join(dir, "pki", "server-n1.pem"), "-tls-ca-file " + c.Security().CAFile,
+		"-tls-verify-incoming=true", "-tls-http=true", "-tls-http-require-client-cert=true",
+		"-gossip-key " + c.Security().GossipKey, "-tokens-file " + c.Security().TokensFile} {
 		if !strings.Contains(args, want) {
 			t.Errorf("agent args %q lack %q", args, want)
 		}
+	}
+	if strings.Contains(args, "-insecure") {
+		t.Errorf("a default cluster runs insecure: %q", args)
 	}
 
 	p1 := pid("n1")
@@ -206,9 +244,101 @@ func TestClusterStartMovesOffTakenPorts(t *testing.T) {
 	if args := strings.Join(c.AgentArgs(n2), " "); !strings.Contains(args, "-http-addr "+n2.APIAddr()) {
 		t.Fatalf("agent args %q lack the new address %s", args, n2.APIAddr())
 	}
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + n2.APIProxy.Addr() + "/healthz")
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: c.Security().ClientTLS()}}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get("https://" + n2.APIProxy.Addr() + "/healthz")
 	if err != nil {
 		t.Fatalf("n2's proxy does not reach its new port: %v", err)
 	}
 	resp.Body.Close()
+}
+
+// TestSecurity: the material NewSecurity makes is what a secured agent
+// needs — server certificates with the server role for each node (and
+// for no one else), a client certificate without it, a gossip key of 32
+// bytes, a tokens file naming the token as an operator — and an insecure
+// cluster, which only a test about the insecure mode asks for, says so.
+func TestSecurity(t *testing.T) {
+	dir := t.TempDir()
+	s, err := NewSecurity(dir, []string{"n1", "n2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	caPEM, err := os.ReadFile(s.CAFile)
+	if err != nil || !roots.AppendCertsFromPEM(caPEM) {
+		t.Fatalf("CA file %s: %v", s.CAFile, err)
+	}
+	load := func(certFile, keyFile string) *x509.Certificate {
+		t.Helper()
+		kp, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kp.Leaf.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+			t.Fatalf("%s does not verify against the cluster CA: %v", certFile, err)
+		}
+		return kp.Leaf
+	}
+	for _, n := range []string{"n1", "n2"} {
+		args, err := s.AgentArgs(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		flags := map[string]string{}
+		for i := 0; i < len(args); i++ {
+			k, v, ok := strings.Cut(args[i], "=")
+			if !ok && i+1 < len(args) {
+				v, i = args[i+1], i+1
+			}
+			flags[k] = v
+		}
+		cert := load(flags["-tls-cert-file"], flags["-tls-key-file"])
+		if !pki.IsServer(cert) || cert.Subject.CommonName != n {
+			t.Errorf("%s: certificate %q lacks the server role or the node name", n, cert.Subject.CommonName)
+		}
+		if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: "127.0.0.1"}); err != nil {
+			t.Errorf("%s: clients dial 127.0.0.1, the certificate is not valid there: %v", n, err)
+		}
+		for k, want := range map[string]string{"-tls-ca-file": s.CAFile, "-tls-verify-incoming": "true", "-tls-http": "true",
+			"-tls-http-require-client-cert": "true", "-gossip-key": s.GossipKey, "-tokens-file": s.TokensFile} {
+			if flags[k] != want {
+				t.Errorf("%s: %s = %q, want %q", n, k, flags[k], want)
+			}
+		}
+	}
+	if _, err := s.AgentArgs("n3"); err == nil {
+		t.Error("a node without a certificate got agent flags")
+	}
+	if c := load(s.ClientCertFile, s.ClientKeyFile); pki.IsServer(c) {
+		t.Error("the clients' certificate carries the server role")
+	}
+	if k, err := base64.StdEncoding.DecodeString(s.GossipKey); err != nil || len(k) != 32 {
+		t.Errorf("gossip key %q: %d bytes, %v", s.GossipKey, len(k), err)
+	}
+	auth, err := rpc.LoadAuthFile(s.TokensFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth == nil || !strings.Contains(mustRead(t, s.TokensFile), `"operator":true`) || !strings.Contains(mustRead(t, s.TokensFile), s.Token) {
+		t.Errorf("tokens file does not make %q an operator: %s", s.Token, mustRead(t, s.TokensFile))
+	}
+
+	c, err := NewCluster(ClusterConfig{Bin: "ledgerd", Dir: t.TempDir(), Nodes: 1, Insecure: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if args := c.AgentArgs(c.Node("n1")); c.Security() != nil || !slices.Contains(args, "-insecure") || slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-tls") }) {
+		t.Errorf("insecure cluster: security %v, args %v", c.Security(), args)
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -36,6 +36,11 @@ type Config struct {
 	Settle time.Duration
 	// ExtraArgs are appended to every agent command line.
 	ExtraArgs []string
+	// Insecure runs the nodes with -insecure and the clients over plain
+	// http; only for comparing with the insecure mode. By default the run
+	// makes its own CA, certificates, gossip key and token (Security) and
+	// every connection is mutual TLS.
+	Insecure bool
 	// Client is how the workload talks to the nodes: ClientUnary (the
 	// default) or ClientBatch.
 	Client string
@@ -102,7 +107,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 	}
-	cl, err := NewCluster(ClusterConfig{Bin: cfg.Bin, Dir: cfg.Dir, Nodes: cfg.Nodes, Log: cfg.Progress, ExtraArgs: cfg.ExtraArgs, Seed: cfg.Seed})
+	cl, err := NewCluster(ClusterConfig{Bin: cfg.Bin, Dir: cfg.Dir, Nodes: cfg.Nodes, Log: cfg.Progress, ExtraArgs: cfg.ExtraArgs, Seed: cfg.Seed, Insecure: cfg.Insecure})
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,12 @@
 #   LIVE=100000 scripts/bench-recovery.sh
 #   LIVE=1000000 OUT=benchmarks/results/recovery scripts/bench-recovery.sh
 #
+# The agent runs secured (TLS=on, the default): the prefill and every start
+# get the same server certificate, CA, gossip key and tokens file, made
+# with `ledgerd tls` and `ledgerd keygen` into the scratch directory, and
+# the API is reached over https with the client certificate and token.
+# TLS=off runs the prefill and the agent -insecure over plain http, only to
+# compare.
 # OUT (optional) receives run-LIVE.log, the agent logs and pprof output.
 # AGENT_GOMEMLIMIT (optional) is passed to the agent as GOMEMLIMIT.
 # KEEP=DIR saves a copy of the prefilled data dir there; PREFILLED=DIR
@@ -29,6 +35,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 LIVE=${LIVE:-100000}
 LOAD=${LOAD:-10s}
+TLS=${TLS:-on}
 work=$(mktemp -d -t ledgerd-recovery-XXXXXX)
 out=${OUT:-$work/out}
 mkdir -p "$out"
@@ -42,6 +49,37 @@ go build -tags hashicorpmetrics -o "$work/ledgerd" ./cmd/ledgerd
 go build -tags hashicorpmetrics -o "$work/loadgen" ./benchmarks/service/cmd/loadgen
 go build -tags hashicorpmetrics -o "$work/prefill" ./benchmarks/recovery/cmd/prefill
 go build -tags hashicorpmetrics -o "$work/restoreprof" ./benchmarks/recovery/cmd/restoreprof
+# shellcheck source=scripts/secure-lib.sh
+source scripts/secure-lib.sh
+case $TLS in
+on)
+	secure_pki "$work/ledgerd" "$work/pki" n1
+	secure_args n1
+	sec=("${secure_args[@]}")
+	# The prefill turns verify-incoming and TLS on the API on with the files.
+	prefill_sec=()
+	for a in "${sec[@]}"; do [[ $a == -tls-verify-incoming=* || $a == -tls-http=* ]] || prefill_sec+=("$a"); done
+	client_tls=(-ca-file "$ca_file" -cert-file "$LEDGERD_CLIENT_CERT" -key-file "$LEDGERD_CLIENT_KEY" -token "$token")
+	scheme=https
+	;;
+off)
+	sec=(-insecure) # only to compare with the secured agent
+	prefill_sec=(-insecure)
+	client_tls=()
+	scheme=http
+	ca_file="" LEDGERD_CLIENT_CERT="" LEDGERD_CLIENT_KEY=""
+	;;
+*)
+	echo "TLS=$TLS: want on or off" >&2
+	exit 2
+	;;
+esac
+# get PATH [CURL ARGS]: GET from the agent's HTTP API.
+get() {
+	local path=$1
+	shift
+	if [[ $TLS == on ]]; then api_curl -fs "$@" "$scheme://$http$path"; else curl -fs "$@" "$scheme://$http$path"; fi
+}
 
 data="$work/data"
 http=127.0.0.1:18201
@@ -55,7 +93,7 @@ if [ -n "${PREFILLED:-}" ]; then
 	say "prefilled data dir copied from a previous prefill"
 else
 	/usr/bin/time -f "prefill process: %e s wall, %U s user, %S s sys, max RSS %M KiB" \
-		"$work/prefill" "${addrs[@]}" -live "$LIVE" -snapshot-interval 1h 2>&1 | grep -v '^prefill: [0-9]*/' | tee -a "$log"
+		"$work/prefill" "${addrs[@]}" "${prefill_sec[@]}" -live "$LIVE" -snapshot-interval 1h 2>&1 | grep -v '^prefill: [0-9]*/' | tee -a "$log"
 	if [ -n "${KEEP:-}" ]; then cp -a "$data" "$KEEP"; fi
 fi
 say "data dir: $(du -sh "$data" | cut -f1) ($(du -sh "$data/raft.db" | cut -f1) raft.db, snapshot $(du -ch "$data"/snapshots/*/state.bin | tail -1 | cut -f1))"
@@ -65,7 +103,7 @@ say "data dir: $(du -sh "$data" | cut -f1) ($(du -sh "$data/raft.db" | cut -f1) 
 mem() {
 	local s
 	s=$(awk '/^(VmRSS|RssAnon|RssFile|VmHWM):/ {printf "%s %d MiB  ", $1, $2/1024}' "/proc/$pid/status")
-	say "$1: $s heap_inuse $(curl -fs "http://$http/metrics" | awk '/^go_memstats_heap_inuse_bytes/ {printf "%d MiB", $2/1048576}')"
+	say "$1: $s heap_inuse $(get /metrics | awk '/^go_memstats_heap_inuse_bytes/ {printf "%d MiB", $2/1048576}')"
 }
 
 cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$pid/stat"; }
@@ -77,9 +115,9 @@ start() {
 	shift
 	t0=$(date +%s.%N)
 	env ${AGENT_GOMEMLIMIT:+GOMEMLIMIT=$AGENT_GOMEMLIMIT} \
-		"$work/ledgerd" agent "${addrs[@]}" -bootstrap-expect 1 -pprof=true >"$alog" 2>&1 &
+		"$work/ledgerd" agent "${addrs[@]}" "${sec[@]}" -bootstrap-expect 1 -pprof=true >"$alog" 2>&1 &
 	pid=$!
-	until curl -fs "http://$http/readyz" >/dev/null 2>&1; do
+	until get /readyz >/dev/null 2>&1; do
 		kill -0 "$pid" 2>/dev/null || { cat "$alog"; exit 1; }
 		sleep 0.02
 	done
@@ -92,7 +130,7 @@ start() {
 }
 
 load() {
-	"$work/loadgen" -system ledgerd -addrs "$http" -mix reserve -clients 64 -live 2000 \
+	"$work/loadgen" -system ledgerd -addrs "$http" "${client_tls[@]}" -mix reserve -clients 64 -live 2000 \
 		-resources "$resources" -duration "$1" -quiet | tail -4 | tee -a "$log"
 }
 
@@ -101,7 +139,7 @@ sleep 2
 mem "RSS after restore"
 load "$LOAD"
 mem "RSS after ${LOAD} of load"
-curl -fs "http://$http/debug/pprof/heap" -o "$out/heap-$LIVE.pb.gz"
+get /debug/pprof/heap -o "$out/heap-$LIVE.pb.gz"
 go tool pprof -top -inuse_space "$out/heap-$LIVE.pb.gz" 2>/dev/null | head -25 >"$out/heap-$LIVE.top"
 
 t0=$(date +%s.%N)

@@ -7,6 +7,26 @@
 #
 #   scripts/bench-service.sh                 # the whole matrix (about 30 min)
 #   DURATION=5s CLIENTS=1,16 scripts/bench-service.sh   # quicker
+#   TLS=on,off scripts/bench-service.sh      # every cell with and without TLS, side by side
+#
+# TLS (a comma-separated list of on and off; default on) says how every
+# system runs; each cell is run once per setting, in the same run:
+#   on   ledgerd as a production cluster must run (secure by default): mutual
+#        TLS between the agents on Raft and the internal endpoints, the API
+#        over https (TLS 1.3 in practice) with a client certificate and the
+#        operator token, encrypted gossip; the PKI is made with `ledgerd tls`
+#        and `ledgerd keygen` into the scratch directory. Raw raft runs its
+#        transport over mutual TLS 1.3 with the same certificates; etcd
+#        serves clients and peers over mutual TLS (its embed config's client
+#        and peer TLS info, client-cert-auth); PostgreSQL runs with ssl=on
+#        and a self-signed certificate, and the benchmark connects with
+#        sslmode=require (encrypted, the server not verified, no client
+#        certificate: PostgreSQL's common setting).
+#   off  the same without TLS: ledgerd agents with -insecure over plain
+#        http (no authentication at all), raw raft over TCP, etcd over http,
+#        PostgreSQL with sslmode=disable. Only to show what security costs.
+# Cells of the first setting carry the plain labels ("3 nodes"), which the
+# report's bars judge; the others say ", no TLS" or ", TLS" after them.
 #
 # Results go to $OUT (default benchmarks/results/service): service.jsonl (one
 # JSON result per cell), run.log (the tables as printed), env.txt, recovery.md,
@@ -21,6 +41,7 @@ LIVE=${LIVE:-10000}
 CLIENTS=${CLIENTS:-1,16,64,256}
 RECOVERY_LIVE=${RECOVERY_LIVE:-100000}
 OUT=${OUT:-benchmarks/results/service}
+TLS=${TLS:-on}
 SKIP=${SKIP:-} # space-separated: rawraft ledgerd ledgerd-unary ledgerd-nodes etcd postgres recovery reserve-mix
 
 mkdir -p "$OUT"
@@ -54,96 +75,147 @@ log="$out/run.log"
 	echo "cores: $(nproc)"
 	echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
 	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "settings: DURATION=$DURATION LIVE=$LIVE CLIENTS=$CLIENTS RECOVERY_LIVE=$RECOVERY_LIVE"
+	echo "settings: DURATION=$DURATION LIVE=$LIVE CLIENTS=$CLIENTS RECOVERY_LIVE=$RECOVERY_LIVE TLS=$TLS"
 } >"$out/env.txt"
 common=(-live "$LIVE" -duration "$DURATION" -json "$json" -quiet)
 step() { echo "== $* (load $(cut -d' ' -f1 /proc/loadavg))" | tee -a "$log"; }
 
-if ! skip rawraft; then
-	step "raw raft, 3 nodes, reserve mix"
-	"$work/loadgen" -system rawraft -nodes 3 -mix reserve -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
-fi
-
-if ! skip ledgerd; then
-	step "ledgerd, 3 nodes, default mix"
-	agents_start 3 17500
-	"$work/loadgen" -system ledgerd -addrs "$addrs" -cpu-pids "$(agent_pids)" -label "3 nodes" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
-	agents_stop
-	if ! skip reserve-mix; then
-		step "ledgerd, 3 nodes, reserve mix"
-		agents_start 3 17600
-		"$work/loadgen" -system ledgerd -addrs "$addrs" -cpu-pids "$(agent_pids)" -label "3 nodes" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
-		agents_stop
+# TLS settings in run order; the first one's cells carry the plain labels.
+read -ra modes <<<"${TLS//,/ }"
+for m in "${modes[@]}"; do
+	[[ $m == on || $m == off ]] || {
+		echo "TLS=$TLS: want on, off or both (comma-separated)" >&2
+		exit 2
+	}
+done
+# label BASE MODE: the report label of a cell.
+label() {
+	if [[ $2 == "${modes[0]}" ]]; then
+		echo "$1"
+	elif [[ $2 == off ]]; then
+		echo "$1, no TLS"
+	else
+		echo "$1, TLS"
 	fi
-fi
+}
+# portbase BASE MODE: agents of the off setting get their own ports and
+# data directories.
+portbase() { if [[ $2 == on ]]; then echo "$1"; else echo $(($1 + 1000)); fi; }
+# peer_tls MODE: the flags that put raw raft's transport (loadgen) on
+# mutual TLS with the cluster's server certificate, or none.
+peer_tls() { [[ $1 == on ]] && echo "-ca-file $ca_file -cert-file $pki_dir/server-n1.pem -key-file $pki_dir/server-n1-key.pem" || true; }
 
-# The same 64-client cells with one API call per operation (no coalescing
-# into Batch calls), for the side-by-side comparison.
-if ! skip ledgerd && ! skip ledgerd-unary; then
-	step "ledgerd, 3 nodes, default mix, unary client"
-	agents_start 3 17650
-	"$work/loadgen" -system ledgerd -coalesce=false -addrs "$addrs" -cpu-pids "$(agent_pids)" -label "3 nodes, unary" -clients 64 "${common[@]}" | tee -a "$log"
-	agents_stop
-	if ! skip reserve-mix; then
-		step "ledgerd, 3 nodes, reserve mix, unary client"
-		agents_start 3 17680
-		"$work/loadgen" -system ledgerd -coalesce=false -addrs "$addrs" -cpu-pids "$(agent_pids)" -label "3 nodes, unary" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
-		agents_stop
+for mode in "${modes[@]}"; do
+	if ! skip rawraft; then
+		step "raw raft, 3 nodes, reserve mix, TLS $mode"
+		# shellcheck disable=SC2046
+		"$work/loadgen" -system rawraft -nodes 3 -mix reserve -label "$(label "3 nodes" "$mode")" $(peer_tls "$mode") \
+			-clients "$CLIENTS" "${common[@]}" | tee -a "$log"
 	fi
-fi
 
-if ! skip ledgerd-nodes; then
-	for n in 1 5; do
-		step "ledgerd, $n nodes, default mix"
-		agents_start "$n" $((17700 + 100 * n))
-		"$work/loadgen" -system ledgerd -addrs "$addrs" -cpu-pids "$(agent_pids)" -label "$n nodes" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
+	if ! skip ledgerd; then
+		step "ledgerd, 3 nodes, default mix, TLS $mode"
+		agents_start 3 "$(portbase 17500 "$mode")" "$mode"
+		"$work/loadgen" -system ledgerd -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "3 nodes" "$mode")" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
 		agents_stop
-	done
-fi
-
-if ! skip etcd; then
-	step "etcd, 3 members, default mix"
-	"$work/peerbench" -system etcd -nodes 3 -dir "$work/etcd" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
-	rm -rf "$work/etcd"
-	if ! skip reserve-mix; then
-		step "etcd, 3 members, reserve mix"
-		"$work/peerbench" -system etcd -nodes 3 -port 24790 -dir "$work/etcd2" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
-		rm -rf "$work/etcd2"
+		if ! skip reserve-mix; then
+			step "ledgerd, 3 nodes, reserve mix, TLS $mode"
+			agents_start 3 "$(portbase 17600 "$mode")" "$mode"
+			"$work/loadgen" -system ledgerd -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "3 nodes" "$mode")" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
+			agents_stop
+		fi
 	fi
-fi
+
+	# The same 64-client cells with one API call per operation (no coalescing
+	# into Batch calls), for the side-by-side comparison.
+	if ! skip ledgerd && ! skip ledgerd-unary; then
+		step "ledgerd, 3 nodes, default mix, unary client, TLS $mode"
+		agents_start 3 "$(portbase 17650 "$mode")" "$mode"
+		"$work/loadgen" -system ledgerd -coalesce=false -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "3 nodes, unary" "$mode")" -clients 64 "${common[@]}" | tee -a "$log"
+		agents_stop
+		if ! skip reserve-mix; then
+			step "ledgerd, 3 nodes, reserve mix, unary client, TLS $mode"
+			agents_start 3 "$(portbase 17680 "$mode")" "$mode"
+			"$work/loadgen" -system ledgerd -coalesce=false -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "3 nodes, unary" "$mode")" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
+			agents_stop
+		fi
+	fi
+
+	if ! skip ledgerd-nodes; then
+		for n in 1 5; do
+			step "ledgerd, $n nodes, default mix, TLS $mode"
+			agents_start "$n" "$(portbase $((17700 + 100 * n)) "$mode")" "$mode"
+			"$work/loadgen" -system ledgerd -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "$n nodes" "$mode")" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
+			agents_stop
+		done
+	fi
+
+	if ! skip etcd; then
+		etls=()
+		[[ $mode == on ]] && etls=(-tls-ca-file "$ca_file" -tls-cert-file "$pki_dir/server-n1.pem" -tls-key-file "$pki_dir/server-n1-key.pem")
+		step "etcd, 3 members, default mix, TLS $mode"
+		"$work/peerbench" -system etcd -nodes 3 -dir "$work/etcd" "${etls[@]}" -label "$(label "3 nodes" "$mode")" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
+		rm -rf "$work/etcd"
+		if ! skip reserve-mix; then
+			step "etcd, 3 members, reserve mix, TLS $mode"
+			"$work/peerbench" -system etcd -nodes 3 -port 24790 -dir "$work/etcd2" "${etls[@]}" -label "$(label "3 nodes" "$mode")" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
+			rm -rf "$work/etcd2"
+		fi
+	fi
+done
 
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
 if ! skip postgres && [[ -n "$pgbin" ]]; then
 	pgdir=$(mktemp -d -t ledgerd-pg-XXXXXX)
-	chown postgres "$pgdir"
+	# ssl=on with a self-signed certificate; each setting picks sslmode in
+	# the connection string (require: encrypted, disable: clear text).
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=127.0.0.1 \
+		-keyout "$pgdir/server.key" -out "$pgdir/server.crt" 2>/dev/null
+	chmod 600 "$pgdir/server.key"
+	chown -R postgres "$pgdir"
 	su postgres -c "$pgbin/initdb -D $pgdir/data -U postgres --auth=trust" >"$work/initdb.log"
-	su postgres -c "$pgbin/pg_ctl -D $pgdir/data -l $pgdir/pg.log -w start -o '-p 5499 -k $pgdir -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=256MB'" >/dev/null
-	step "postgresql $("$pgbin/postgres" --version | awk '{print $3}'), 1 node, default mix"
-	"$work/peerbench" -system postgres -dsn "postgres://postgres@127.0.0.1:5499/postgres" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
-	if ! skip reserve-mix; then
-		su postgres -c "$pgbin/psql -h $pgdir -p 5499 -U postgres -qc 'DROP TABLE bookings; DROP TABLE resources'" >/dev/null
-		step "postgresql, 1 node, reserve mix"
-		"$work/peerbench" -system postgres -dsn "postgres://postgres@127.0.0.1:5499/postgres" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
-	fi
+	su postgres -c "$pgbin/pg_ctl -D $pgdir/data -l $pgdir/pg.log -w start -o '-p 5499 -k $pgdir -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=256MB -c ssl=on -c ssl_cert_file=$pgdir/server.crt -c ssl_key_file=$pgdir/server.key'" >/dev/null
+	pg_reset() { su postgres -c "$pgbin/psql -h $pgdir -p 5499 -U postgres -qc 'DROP TABLE IF EXISTS bookings; DROP TABLE IF EXISTS resources'" >/dev/null 2>&1; }
+	for mode in "${modes[@]}"; do
+		sslmode=disable
+		[[ $mode == on ]] && sslmode=require
+		dsn="postgres://postgres@127.0.0.1:5499/postgres?sslmode=$sslmode"
+		pg_reset
+		step "postgresql $("$pgbin/postgres" --version | awk '{print $3}'), 1 node, default mix, TLS $mode"
+		"$work/peerbench" -system postgres -dsn "$dsn" -label "$(label "1 nodes" "$mode")" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
+		if ! skip reserve-mix; then
+			pg_reset
+			step "postgresql, 1 node, reserve mix, TLS $mode"
+			"$work/peerbench" -system postgres -dsn "$dsn" -label "$(label "1 nodes" "$mode")" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
+		fi
+	done
 fi
 
 if ! skip recovery; then
-	step "recovery: one ledgerd node with $RECOVERY_LIVE live reservations"
-	agents_start 1 18000
+	# The recovery cell runs in the first TLS setting only.
+	mode=${modes[0]}
+	base=$(portbase 18000 "$mode")
+	step "recovery: one ledgerd node with $RECOVERY_LIVE live reservations, TLS $mode"
+	agents_start 1 "$base" "$mode"
 	pid=${agent_pid[1]}
 	rss0=$(rss_kib "$pid")
-	"$work/loadgen" -system ledgerd -addrs "$addrs" -cpu-pids "$(agent_pids)" -label "1 node, recovery" -mix reserve -clients 64 \
+	"$work/loadgen" -system ledgerd -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "1 node, recovery" -mix reserve -clients 64 \
 		-live "$RECOVERY_LIVE" -resources $((RECOVERY_LIVE / 100)) -duration 5s -json "$out/recovery.jsonl" -quiet | tee -a "$log"
 	rss1=$(rss_kib "$pid")
-	du_kib=$(du -sk "$work/data-18000-1" | cut -f1)
+	du_kib=$(du -sk "$work/data-$base-1" | cut -f1)
 	kill -TERM "$pid"
 	wait "$pid" 2>/dev/null || true
+	sec=(-insecure) scheme=http
+	if [[ $mode == on ]]; then
+		secure_args n1
+		sec=("${secure_args[@]}") scheme=https
+	fi
 	t0=$(date +%s.%N)
-	"$work/ledgerd" agent -node-name n1 -data-dir "$work/data-18000-1" -http-addr 127.0.0.1:18001 \
-		-raft-addr 127.0.0.1:18011 -gossip-addr 127.0.0.1:18021 -bootstrap-expect 1 -log-level info \
+	"$work/ledgerd" agent -node-name n1 -data-dir "$work/data-$base-1" -http-addr "127.0.0.1:$((base + 1))" \
+		-raft-addr "127.0.0.1:$((base + 11))" -gossip-addr "127.0.0.1:$((base + 21))" -bootstrap-expect 1 -log-level info "${sec[@]}" \
 		>"$work/agent-restart.log" 2>&1 &
 	agent_pid=([1]=$!)
-	until curl -fs http://127.0.0.1:18001/readyz >/dev/null; do sleep 0.05; done
+	until api_curl -fs "$scheme://127.0.0.1:$((base + 1))/readyz" >/dev/null; do sleep 0.05; done
 	t1=$(date +%s.%N)
 	rss2=$(rss_kib "${agent_pid[1]}")
 	n=$(tail -1 "$out/recovery.jsonl" | sed 's/.*"live":\([0-9]*\).*/\1/')

@@ -9,6 +9,11 @@
 #      and take the node back with its data,
 #   3. survive a rolling restart (SIGTERM one node at a time, a write after
 #      each), ending with every node holding every reservation.
+# The rendered configs are secure (mutual TLS, the API over TLS, a tokens
+# file, a gossip key); the script makes each host's CA, server certificate
+# (with the host's address, -ip), client certificate and tokens file with
+# `ledgerd tls` (scripts/secure-lib.sh), as docs/operations.md tells an
+# operator to, and talks to the API over https with the operator token.
 #
 # Usage: scripts/rehearsal.sh [-k]   (-k keeps the scratch directory)
 # Env:   LEDGERD_BIN  use this binary instead of building one
@@ -61,20 +66,18 @@ all_addrs=${all_addrs%,}
 
 # --- hosts: rendered config + TLS material per node ---------------------------
 log "preparing three hosts in $work from the rendered configs"
-mkdir -p "$work/pki"
-openssl ecparam -name prime256v1 -genkey -noout -out "$work/pki/ca-key.pem" 2>/dev/null
-openssl req -x509 -new -key "$work/pki/ca-key.pem" -subj "/CN=rehearsal ledgerd CA" -days 1 \
-	-out "$work/pki/ca.pem" 2>/dev/null
+source "$repo/scripts/secure-lib.sh"
+specs=()
+for n in "${nodes[@]}"; do specs+=("$n=${addr[$n]}"); done
+secure_pki "$bin" "$work/pki" "${specs[@]}"
 for n in "${nodes[@]}"; do
 	d="$work/$n"
 	mkdir -p "$d/tls"
 	cp "$rendered/$n/ledgerd.json" "$d/ledgerd.json"
-	cp "$work/pki/ca.pem" "$d/tls/ca.pem"
-	openssl ecparam -name prime256v1 -genkey -noout -out "$d/tls/server-key.pem" 2>/dev/null
-	openssl req -new -key "$d/tls/server-key.pem" -subj "/CN=$n" -out "$d/tls/server.csr" 2>/dev/null
-	printf 'subjectAltName=IP:%s,DNS:%s\nextendedKeyUsage=serverAuth,clientAuth\n' "${addr[$n]}" "$n" >"$d/tls/ext.cnf"
-	openssl x509 -req -in "$d/tls/server.csr" -CA "$work/pki/ca.pem" -CAkey "$work/pki/ca-key.pem" \
-		-CAcreateserial -days 1 -extfile "$d/tls/ext.cnf" -out "$d/tls/server.pem" 2>/dev/null
+	cp "$ca_file" "$d/tls/ca.pem"
+	cp "$pki_dir/server-$n.pem" "$d/tls/server.pem"
+	cp "$pki_dir/server-$n-key.pem" "$d/tls/server-key.pem"
+	cp "$tokens_file" "$d/tokens.json"
 	(cd "$d" && "$bin" agent -config ledgerd.json -config-check) >/dev/null ||
 		die "$n: the rendered config fails -config-check"
 done
@@ -85,7 +88,7 @@ start() {
 	pid[$n]=$!
 }
 
-ready() { curl -fs -o /dev/null --max-time 2 "http://${addr[$1]}:7420/readyz"; }
+ready() { api_curl -fs -o /dev/null --max-time 2 "https://${addr[$1]}:7420/readyz"; }
 
 wait_ready() {
 	local n=$1 i
@@ -100,7 +103,7 @@ wait_ready() {
 leader() {
 	local n
 	for n in "$@"; do
-		if curl -fsS --max-time 2 "http://${addr[$n]}:7420/metrics" 2>/dev/null | grep -qx 'ledgerd_raft_is_leader 1'; then
+		if api_curl -fsS --max-time 2 "https://${addr[$n]}:7420/metrics" 2>/dev/null | grep -qx 'ledgerd_raft_is_leader 1'; then
 			echo "$n"
 			return 0
 		fi
@@ -143,7 +146,7 @@ write() {
 }
 
 # metric prints one unlabelled gauge of node $1.
-metric() { curl -fsS --max-time 2 "http://${addr[$1]}:7420/metrics" | awk -v m="$2" '$1 == m { printf "%d\n", $2 }'; }
+metric() { api_curl -fsS --max-time 2 "https://${addr[$1]}:7420/metrics" | awk -v m="$2" '$1 == m { printf "%d\n", $2 }'; }
 
 # wait_applied waits until node $1 has applied index $2 locally.
 wait_applied() {

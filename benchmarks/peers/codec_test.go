@@ -38,7 +38,7 @@ func TestEtcdAdmission(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an etcd member")
 	}
-	e, err := NewEtcd(1, 23700, t.TempDir())
+	e, err := NewEtcd(1, 23700, t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
@@ -34,9 +35,21 @@ type Etcd struct {
 	Conflicts atomic.Int64
 }
 
+// EtcdTLS names the PEM files that secure an etcd cluster the way a
+// secured ledgerd is secured: Cert and Key serve both the client and the
+// peer listeners and are what members and the benchmark client present
+// (a certificate valid for 127.0.0.1 with server and client auth, such as
+// one from `ledgerd tls cert create -server`); CA verifies them. Client
+// and peer connections are then mutual TLS (etcd's --client-cert-auth and
+// --peer-client-cert-auth).
+type EtcdTLS struct {
+	CA, Cert, Key string
+}
+
 // NewEtcd starts n members with client ports base+i and peer ports
-// base+100+i under dir (a temporary directory when empty).
-func NewEtcd(n, base int, dir string) (*Etcd, error) {
+// base+100+i under dir (a temporary directory when empty), with mutual
+// TLS when sec is set and in clear text when it is nil.
+func NewEtcd(n, base int, dir string, sec *EtcdTLS) (*Etcd, error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("etcd: members = %d: must be > 0", n)
 	}
@@ -48,10 +61,16 @@ func NewEtcd(n, base int, dir string) (*Etcd, error) {
 		}
 		e.dir, e.rmDir = d, true
 	}
-	u := func(port int) url.URL { return url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(port)} }
+	scheme := "http"
+	var info transport.TLSInfo
+	if sec != nil {
+		scheme = "https"
+		info = transport.TLSInfo{CertFile: sec.Cert, KeyFile: sec.Key, TrustedCAFile: sec.CA, ClientCertAuth: true}
+	}
+	u := func(port int) url.URL { return url.URL{Scheme: scheme, Host: "127.0.0.1:" + strconv.Itoa(port)} }
 	var initial []string
 	for i := range n {
-		initial = append(initial, fmt.Sprintf("m%d=%s", i, "http://127.0.0.1:"+strconv.Itoa(base+100+i)))
+		initial = append(initial, fmt.Sprintf("m%d=%s://127.0.0.1:%d", i, scheme, base+100+i))
 	}
 	var endpoints []string
 	var wg sync.WaitGroup
@@ -71,6 +90,9 @@ func NewEtcd(n, base int, dir string) (*Etcd, error) {
 		cfg.ClusterState = embed.ClusterStateFlagNew
 		cfg.LogLevel = "panic" // shutdown reports closed listeners at error level
 		cfg.QuotaBackendBytes = 8 << 30
+		if sec != nil {
+			cfg.ClientTLSInfo, cfg.PeerTLSInfo = info, info
+		}
 		endpoints = append(endpoints, cfg.ListenClientUrls[0].Host)
 		wg.Add(1)
 		go func() {
@@ -93,7 +115,16 @@ func NewEtcd(n, base int, dir string) (*Etcd, error) {
 		e.Close()
 		return nil, err
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	ccfg := clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	if sec != nil {
+		tc, err := info.ClientConfig()
+		if err != nil {
+			e.Close()
+			return nil, fmt.Errorf("etcd client TLS: %w", err)
+		}
+		ccfg.TLS = tc
+	}
+	cli, err := clientv3.New(ccfg)
 	if err != nil {
 		e.Close()
 		return nil, fmt.Errorf("etcd client: %w", err)

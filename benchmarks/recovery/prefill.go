@@ -68,6 +68,15 @@ type Config struct {
 	ProgressEvery time.Duration
 	// Logger receives the node's logs (default: discarded).
 	Logger *slog.Logger
+	// TLSCertFile, TLSKeyFile, TLSCAFile, GossipKey and TokensFile secure
+	// the node as the agent's keys of the same names do (with
+	// tls_verify_incoming and tls_http on): the prefill runs the agent's
+	// checks, which refuse an unsecured node unless Insecure is set. Give
+	// the agent that opens the data directory the same settings.
+	TLSCertFile, TLSKeyFile, TLSCAFile, GossipKey, TokensFile string
+	// Insecure runs the node without them (insecure: true), only to
+	// compare with an insecure agent.
+	Insecure bool
 }
 
 // Result summarizes a prefill.
@@ -130,6 +139,9 @@ func Prefill(ctx context.Context, c Config) (Result, error) {
 	cfg.SnapshotThreshold, cfg.TrailingLogs = c.SnapshotThreshold, c.TrailingLogs
 	cfg.SnapshotInterval = agent.Duration(c.SnapshotInterval)
 	cfg.SnapshotOnShutdown = true
+	cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSCAFile = c.TLSCertFile, c.TLSKeyFile, c.TLSCAFile
+	cfg.TLSVerifyIncoming, cfg.TLSHTTP = c.TLSCertFile != "", c.TLSCertFile != ""
+	cfg.GossipKey, cfg.TokensFile, cfg.Insecure = c.GossipKey, c.TokensFile, c.Insecure
 	if err := cfg.Validate(false); err != nil {
 		return Result{}, fmt.Errorf("prefill: %w", err)
 	}

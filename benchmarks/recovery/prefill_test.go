@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/ledgerd/ledgerd/agent/pki"
 	"github.com/ledgerd/ledgerd/cluster"
 	"github.com/ledgerd/ledgerd/fsm"
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
@@ -25,6 +27,7 @@ func TestPrefillSmoke(t *testing.T) {
 	defer cancel()
 	var c Config
 	var res Result
+	sec := newSecurity(t)
 	// The node is reopened on the same (reserved) ports below; only this
 	// first start may move to fresh ones if an unrelated program took one.
 	testnet.Start(t, 3, func(a []string) error {
@@ -33,6 +36,7 @@ func TestPrefillSmoke(t *testing.T) {
 			RaftAddr: a[0], GossipAddr: a[1], HTTPAddr: a[2],
 			Live: 300, Workers: 8, Seed: 7,
 		}
+		sec.apply(&c)
 		var err error
 		res, err = Prefill(ctx, c)
 		return err
@@ -81,5 +85,44 @@ func TestPrefillSmoke(t *testing.T) {
 	c.Live = 10
 	if _, err := Prefill(ctx, c); err == nil || !strings.Contains(err.Error(), "already holds a ledger") {
 		t.Fatalf("second prefill into the same dir: %v, want a refusal", err)
+	}
+}
+
+// security is the material a secured prefill needs, made with agent/pki
+// as `ledgerd tls` makes it.
+type security struct{ cert, key, ca, tokens string }
+
+func newSecurity(t *testing.T) security {
+	t.Helper()
+	dir := t.TempDir()
+	ca, err := pki.NewCA("prefill test CA", time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key, err := ca.Issue(pki.Request{Server: true, Name: "n1", Now: time.Now(), ValidFor: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := security{cert: filepath.Join(dir, "n1.pem"), key: filepath.Join(dir, "n1-key.pem"), ca: filepath.Join(dir, "ca.pem"), tokens: filepath.Join(dir, "tokens.json")}
+	for path, b := range map[string][]byte{s.cert: cert, s.key: key, s.ca: ca.CertPEM,
+		s.tokens: []byte(`{"tokens":[{"token":"prefill-test-token","tenant":"ops","operator":true}]}`)} {
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+func (s security) apply(c *Config) {
+	c.TLSCertFile, c.TLSKeyFile, c.TLSCAFile, c.TokensFile = s.cert, s.key, s.ca, s.tokens
+	c.GossipKey = "cHJlZmlsbC10ZXN0LW9ubHktZ29zc2lwLWtleS0zMmI="
+}
+
+// TestPrefillRefusesAnUnsecuredNode: without the security settings the
+// prefill refuses, as the agent does, naming the way out.
+func TestPrefillRefusesAnUnsecuredNode(t *testing.T) {
+	_, err := Prefill(context.Background(), Config{DataDir: t.TempDir(), RaftAddr: "127.0.0.1:1", GossipAddr: "127.0.0.1:2", HTTPAddr: "127.0.0.1:3", Live: 1})
+	if err == nil || !strings.Contains(err.Error(), "tls_cert_file") || !strings.Contains(err.Error(), "-insecure") {
+		t.Fatalf("err = %v, want the agent's refusal naming tls_cert_file and -insecure", err)
 	}
 }

@@ -19,6 +19,10 @@ func find(rs []*Result, system, label, mix string, n int) *Result {
 // beside the default (coalescing) ones.
 const unaryLabel = "3 nodes, unary"
 
+// noTLSLabel labels the ledgerd cells run with -insecure agents over plain
+// http (bench-service.sh TLS=on,off) beside the default, secured ones.
+const noTLSLabel = "3 nodes, no TLS"
+
 // clientNote names the client mode of a ledgerd result, if recorded.
 func clientNote(r *Result) string {
 	if r.Client == "" {
@@ -30,8 +34,9 @@ func clientNote(r *Result) string {
 // WriteBars evaluates the throughput bars of the service benchmark on rs
 // and writes one line per bar: ledgerd (3 nodes, 64 clients) against etcd
 // (committed reservations/s and p99) and against raw raft Apply. The bars
-// are judged on the "3 nodes" cells (the default, coalescing client); a
-// "3 nodes, unary" cell of the same run is shown beside them.
+// are judged on the "3 nodes" cells (the default, coalescing client, and
+// secured agents); "3 nodes, unary" and "3 nodes, no TLS" cells of the
+// same run are shown beside them.
 func WriteBars(w io.Writer, rs []*Result) error {
 	l := find(rs, "ledgerd", "3 nodes", "default", 64)
 	e := find(rs, "etcd", "3 nodes", "default", 64)
@@ -45,6 +50,9 @@ func WriteBars(w io.Writer, rs []*Result) error {
 			clientNote(l), l.Committed, e.Committed, ratio, l.CommittedP99, e.CommittedP99, verdict)
 		if u := find(rs, "ledgerd", unaryLabel, "default", 64); u != nil {
 			fmt.Fprintf(w, "  - unary client, same run: %.0f committed/s = %.2f×; p99 %.1f ms\n", u.Committed, u.Committed/e.Committed, u.CommittedP99)
+		}
+		if p := find(rs, "ledgerd", noTLSLabel, "default", 64); p != nil && p.Committed > 0 {
+			fmt.Fprintf(w, "  - without TLS, same run: %.0f committed/s (TLS costs %.0f%%); p99 %.1f ms\n", p.Committed, 100*(1-l.Committed/p.Committed), p.CommittedP99)
 		}
 	} else {
 		fmt.Fprintln(w, "- ledgerd vs etcd: a cell is missing")

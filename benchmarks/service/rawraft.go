@@ -2,9 +2,11 @@ package service
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -66,8 +68,11 @@ const logCacheSize = 512
 var rawCommand = make([]byte, 90)
 
 // NewRawRaft starts n nodes under dir (a temporary directory when empty)
-// and waits for a leader.
-func NewRawRaft(n int, dir string) (*RawRaft, error) {
+// and waits for a leader. With tc the nodes' transport is TLS with it, as
+// a secured ledgerd's Raft transport is (tc must carry a certificate for
+// 127.0.0.1 that serves as server and client, the CA as RootCAs and
+// ClientCAs, and RequireAndVerifyClientCert); nil is plain TCP.
+func NewRawRaft(n int, dir string, tc *tls.Config) (*RawRaft, error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("rawraft: nodes = %d: must be > 0", n)
 	}
@@ -82,7 +87,16 @@ func NewRawRaft(n int, dir string) (*RawRaft, error) {
 	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: io.Discard})
 	var servers []raft.Server
 	for i := range n {
-		t, err := raft.NewTCPTransportWithLogger("127.0.0.1:0", nil, 3, 10*time.Second, logger)
+		var t *raft.NetworkTransport
+		var err error
+		if tc == nil {
+			t, err = raft.NewTCPTransportWithLogger("127.0.0.1:0", nil, 3, 10*time.Second, logger)
+		} else {
+			var ln net.Listener
+			if ln, err = tls.Listen("tcp", "127.0.0.1:0", tc); err == nil {
+				t = raft.NewNetworkTransportWithLogger(&tlsStream{Listener: ln, conf: tc}, 3, 10*time.Second, logger)
+			}
+		}
 		if err != nil {
 			r.Close()
 			return nil, fmt.Errorf("rawraft: transport %d: %w", i, err)
@@ -145,6 +159,18 @@ func NewRawRaft(n int, dir string) (*RawRaft, error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return r, nil
+}
+
+// tlsStream is a raft.StreamLayer over TLS: it accepts on a TLS listener
+// and dials peers with the same configuration (by IP address).
+type tlsStream struct {
+	net.Listener
+	conf *tls.Config
+}
+
+// Dial implements raft.StreamLayer.
+func (s *tlsStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return (&tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: s.conf}).Dial("tcp", string(addr))
 }
 
 func (r *RawRaft) findLeader() *raft.Raft {

@@ -2,34 +2,68 @@ package service
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/xml"
 	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ledgerd/ledgerd/agent/pki"
 )
 
-// TestRawRaftRuns drives a one-node raw raft cluster briefly: every
-// operation succeeds, nothing is rejected, reads run.
+// TestRawRaftRuns drives a one-node raw raft cluster and a three-node one
+// on a mutual-TLS transport briefly: every operation succeeds, nothing is
+// rejected, reads run.
 func TestRawRaftRuns(t *testing.T) {
-	r, err := NewRawRaft(1, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name  string
+		nodes int
+		tls   *tls.Config
+	}{{"1 node, tcp", 1, nil}, {"3 nodes, tls", 3, raftTLS(t)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := NewRawRaft(tc.nodes, t.TempDir(), tc.tls)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			res, err := Run(context.Background(), r, Config{
+				Clients: 2, Live: 20, Duration: time.Second, Resources: 2, Capacity: 16,
+				Horizon: time.Hour, Mix: DefaultMix, Seed: 3,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Errors) != 0 || res.AcceptanceRate != 1 || res.OpsPerSecond <= 0 {
+				t.Fatalf("errors %v acceptance %.2f ops/s %.0f", res.Errors, res.AcceptanceRate, res.OpsPerSecond)
+			}
+		})
 	}
-	defer r.Close()
-	res, err := Run(context.Background(), r, Config{
-		Clients: 2, Live: 20, Duration: time.Second, Resources: 2, Capacity: 16,
-		Horizon: time.Hour, Mix: DefaultMix, Seed: 3,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Errors) != 0 || res.AcceptanceRate != 1 || res.OpsPerSecond <= 0 {
-		t.Fatalf("errors %v acceptance %.2f ops/s %.0f", res.Errors, res.AcceptanceRate, res.OpsPerSecond)
-	}
-	if _, err := NewRawRaft(0, ""); err == nil {
+	if _, err := NewRawRaft(0, "", nil); err == nil {
 		t.Fatal("zero nodes accepted")
 	}
+}
+
+// raftTLS is a mutual-TLS configuration for raw raft nodes on loopback,
+// with a server certificate of agent/pki (what a secured ledgerd uses).
+func raftTLS(t *testing.T) *tls.Config {
+	t.Helper()
+	ca, err := pki.NewCA("raw raft CA", time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, k, err := ca.Issue(pki.Request{Server: true, Name: "raft", Now: time.Now(), ValidFor: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := tls.X509KeyPair(c, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	return &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{kp}, RootCAs: pool, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert}
 }
 
 // TestReportRendering checks that the plots are well-formed XML with one
@@ -84,7 +118,13 @@ func TestReportRendering(t *testing.T) {
 	if err := WriteBars(&b, rs); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"4.50×", "67%", "unary client, same run: 300 committed/s = 1.50×", "unary client, same run: 900 writes/s = 30%"} {
+	rs = append(rs, mk("ledgerd", noTLSLabel, "default", 64, 1200))
+	b.Reset()
+	if err := WriteBars(&b, rs); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"4.50×", "67%", "unary client, same run: 300 committed/s = 1.50×", "unary client, same run: 900 writes/s = 30%",
+		"without TLS, same run: 1200 committed/s (TLS costs 25%)"} {
 		if !strings.Contains(b.String(), want) {
 			t.Fatalf("bars lack %q: %s", want, b.String())
 		}

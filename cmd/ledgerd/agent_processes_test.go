@@ -3,9 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,9 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ledgerd/ledgerd/fsm"
-	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/internal/testnet"
+	"github.com/ledgerd/ledgerd/rpc/client"
 )
 
 // agentProc is one real `ledgerd agent` process.
@@ -55,11 +59,77 @@ func (p *agentProc) stop() {
 	}
 }
 
-// startAgents starts three agents that bootstrap together and waits until
-// each is ready. Ports are reserved (see testnet), but an unrelated program
-// may still have bound one, which only shows as an agent exiting: then all
-// three start over on fresh ports and data directories.
-func startAgents(t *testing.T, bin string) []*agentProc {
+// securePKI is what secures the three agents, made with the binary's own
+// `ledgerd tls` and `ledgerd keygen` commands the way docs/operations.md
+// ("Securing a cluster") tells an operator to: a CA, a server certificate
+// per head node, a gossip key and a tokens file with an operator token.
+type securePKI struct {
+	dir, ca, gossipKey, tokensFile, token string
+	tls                                   *tls.Config // what clients dial the agents with
+}
+
+func makePKI(t *testing.T, bin string, nodes []string) *securePKI {
+	t.Helper()
+	p := &securePKI{dir: t.TempDir(), token: "e2e-operator-token"}
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ledgerd %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	run("tls", "ca", "create", "-dir", p.dir)
+	p.ca = filepath.Join(p.dir, "ledgerd-ca.pem")
+	for _, n := range nodes {
+		run("tls", "cert", "create", "-server", "-node", n, "-ip", "127.0.0.1", "-dir", p.dir,
+			"-ca", p.ca, "-ca-key", filepath.Join(p.dir, "ledgerd-ca-key.pem"))
+	}
+	p.gossipKey = strings.TrimSpace(run("keygen"))
+	p.tokensFile = filepath.Join(p.dir, "tokens.json")
+	if err := os.WriteFile(p.tokensFile, []byte(`{"tokens":[{"token":"`+p.token+`","tenant":"ops","operator":true}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pem, err := os.ReadFile(p.ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		t.Fatalf("%s holds no certificate", p.ca)
+	}
+	p.tls = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}
+	return p
+}
+
+// args are the flags that secure agent node.
+func (p *securePKI) args(node string) []string {
+	return []string{"-tls-cert-file", filepath.Join(p.dir, "server-"+node+".pem"), "-tls-key-file", filepath.Join(p.dir, "server-"+node+"-key.pem"),
+		"-tls-ca-file", p.ca, "-tls-verify-incoming=true", "-tls-http=true", "-gossip-key", p.gossipKey, "-tokens-file", p.tokensFile}
+}
+
+// client is an API client of the given agents (token, https).
+func (p *securePKI) client(t *testing.T, procs ...*agentProc) *client.Client {
+	t.Helper()
+	var addrs []string
+	for _, a := range procs {
+		addrs = append(addrs, a.http)
+	}
+	// A copy each time: the client's HTTP/2 transport adds "h2" to the
+	// configuration's ALPN list, which would break HTTP/1.1 users of it.
+	c, err := client.New(addrs, client.Options{Token: p.token, TLS: p.tls.Clone(), MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// startAgents starts three secured agents that bootstrap together and
+// waits until each is ready. Ports are reserved (see testnet), but an
+// unrelated program may still have bound one, which only shows as an
+// agent exiting: then all three start over on fresh ports and data
+// directories.
+func startAgents(t *testing.T, bin string, sec *securePKI) []*agentProc {
 	t.Helper()
 	var procs []*agentProc
 	testnet.Start(t, 9, func(a []string) error {
@@ -72,6 +142,7 @@ func startAgents(t *testing.T, bin string) []*agentProc {
 			args := []string{"agent", "-node-name", p.name, "-data-dir", filepath.Join(data, p.name),
 				"-http-addr", p.http, "-raft-addr", p.raft, "-gossip-addr", p.gossip, "-bootstrap-expect", "3",
 				"-dead-server-grace", "5s", "-log-format", "json"}
+			args = append(args, sec.args(p.name)...)
 			for j, o := range procs {
 				if j != i {
 					args = append(args, "-retry-join", o.gossip)
@@ -80,7 +151,7 @@ func startAgents(t *testing.T, bin string) []*agentProc {
 			p.args = args
 			p.start(t, bin)
 		}
-		if err := waitReady(procs, 60*time.Second); err != nil {
+		if err := waitReady(procs, sec.tls, 60*time.Second); err != nil {
 			for _, p := range procs {
 				p.stop()
 			}
@@ -91,10 +162,12 @@ func startAgents(t *testing.T, bin string) []*agentProc {
 	return procs
 }
 
-// waitReady waits until every agent answers /readyz with 200, or fails
-// with the log of the first that exits: one that cannot bind a port exits
-// while the others wait for it forever.
-func waitReady(procs []*agentProc, timeout time.Duration) error {
+// waitReady waits until every agent answers /readyz with 200 over https,
+// or fails with the log of the first that exits: one that cannot bind a
+// port exits while the others wait for it forever.
+func waitReady(procs []*agentProc, conf *tls.Config, timeout time.Duration) error {
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: conf.Clone()}}
+	defer hc.CloseIdleConnections()
 	deadline := time.Now().Add(timeout)
 	ready := map[*agentProc]bool{}
 	for {
@@ -108,7 +181,7 @@ func waitReady(procs []*agentProc, timeout time.Duration) error {
 			if ready[p] {
 				continue
 			}
-			resp, err := http.Get("http://" + p.http + "/readyz")
+			resp, err := hc.Get("https://" + p.http + "/readyz")
 			if err != nil {
 				last = err
 				continue
@@ -128,13 +201,14 @@ func waitReady(procs []*agentProc, timeout time.Duration) error {
 	}
 }
 
-// TestThreeAgentProcesses starts three `ledgerd agent -bootstrap-expect 3`
-// processes on loopback, writes through the leader's /internal/apply
-// (which never forwards; forwarding is covered in cluster), SIGKILLs it,
-// and checks that the survivors elect a new leader, keep every
-// acknowledged write and keep accepting writes; then SIGTERMs one survivor
-// and expects a clean exit. It builds the binary, so it only runs with
-// LEDGERD_E2E=1 (scripts/three-nodes.sh sets it).
+// TestThreeAgentProcesses starts three secured `ledgerd agent
+// -bootstrap-expect 3` processes on loopback (mutual TLS between them,
+// https and a token for clients, PKI made with `ledgerd tls`), writes
+// through the public API with the Go client, SIGKILLs the leader, and
+// checks that the survivors elect a new leader, keep every acknowledged
+// write and keep accepting writes; that the killed leader restarts and
+// catches up; and that SIGTERM gives a clean exit. It builds the binary,
+// so it only runs with LEDGERD_E2E=1 (scripts/three-nodes.sh sets it).
 func TestThreeAgentProcesses(t *testing.T) {
 	if os.Getenv("LEDGERD_E2E") == "" {
 		t.Skip("set LEDGERD_E2E=1 (or run scripts/three-nodes.sh) to start real agent processes")
@@ -145,7 +219,8 @@ func TestThreeAgentProcesses(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	start := time.Now()
-	procs := startAgents(t, bin)
+	sec := makePKI(t, bin, []string{"head-1", "head-2", "head-3"})
+	procs := startAgents(t, bin, sec)
 	t.Cleanup(func() {
 		for _, p := range procs {
 			p.stop()
@@ -154,15 +229,37 @@ func TestThreeAgentProcesses(t *testing.T) {
 			}
 		}
 	})
-	t.Logf("three agents ready in %s", time.Since(start).Round(time.Millisecond))
+	t.Logf("three secured agents ready in %s", time.Since(start).Round(time.Millisecond))
 
-	leader := findLeader(t, procs)
-	mustApply(t, procs, createResource("cpu", 128))
-	var acked []string
+	// Without a token the API refuses; over plain http nothing answers.
+	anon, err := client.New([]string{procs[0].http}, client.Options{TLS: sec.tls.Clone(), MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	_, err = anon.Resources(ctx)
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "unauthenticated") {
+		t.Fatalf("resources without a token: %v, want unauthenticated", err)
+	}
+	if resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + procs[0].http + "/readyz"); err == nil && resp.StatusCode == http.StatusOK {
+		resp.Body.Close()
+		t.Fatal("/readyz answered 200 over plain http")
+	}
+
+	leader := findLeader(t, sec, procs)
+	mustDo(t, sec, procs, "create cpu", func(ctx context.Context, c *client.Client) error {
+		_, err := c.CreateResource(ctx, &ledgerdv1.Resource{Name: "cpu", Capacity: 128, Unit: "cores"})
+		if err != nil && strings.Contains(err.Error(), "already exists") {
+			return nil // an earlier attempt's answer was lost
+		}
+		return err
+	})
+	acked := map[string]string{} // idempotency key -> reservation id
+	from := time.Now()
 	for i := range 10 {
-		id := fmt.Sprintf("before-%d", i)
-		mustApply(t, procs, reserve(id, 4))
-		acked = append(acked, id)
+		key := fmt.Sprintf("before-%d", i)
+		acked[key] = mustReserve(t, sec, procs, key, from)
 	}
 
 	killed := time.Now()
@@ -176,39 +273,54 @@ func TestThreeAgentProcesses(t *testing.T) {
 			alive = append(alive, p)
 		}
 	}
-	newLeader := findLeader(t, alive)
+	newLeader := findLeader(t, sec, alive)
 	t.Logf("leader %s killed; %s leads after %s", leader.name, newLeader.name, time.Since(killed).Round(time.Millisecond))
 	for i := range 10 {
-		id := fmt.Sprintf("after-%d", i)
-		mustApply(t, alive, reserve(id, 4))
-		acked = append(acked, id)
+		key := fmt.Sprintf("after-%d", i)
+		acked[key] = mustReserve(t, sec, alive, key, from)
 	}
 	// Every acknowledged reservation is still there: replaying its
 	// idempotency key returns the stored first result.
-	for _, id := range acked {
-		res := mustApply(t, alive, reserve(id, 4))
-		if !res.GetReplayed() || res.GetReservation().GetId() != id {
-			t.Fatalf("reservation %s lost after leader crash: %v", id, res)
+	for key, id := range acked {
+		if got := mustReserve(t, sec, alive, key, from); got != id {
+			t.Fatalf("reservation %s (%s) lost after leader crash: a replay booked %s", key, id, got)
 		}
 	}
 	t.Logf("%d acknowledged writes survived the leader's SIGKILL", len(acked))
 
 	// The killed leader restarts on its data and catches up with
-	// everything committed while it was down.
+	// everything committed while it was down: its own (stale, local)
+	// list holds every acknowledged reservation.
 	leader.log.Reset() // the process has exited: nothing writes to it
 	leader.start(t, bin)
-	if err := waitReady([]*agentProc{leader}, 60*time.Second); err != nil {
+	if err := waitReady([]*agentProc{leader}, sec.tls, 60*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	target := status(t, findLeader(t, procs)).CommitIndex
+	local := sec.client(t, leader)
 	deadline := time.Now().Add(30 * time.Second)
-	for status(t, leader).Applied < target {
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		list, err := local.ListAll(ctx, &ledgerdv1.ListRequest{Stale: true})
+		cancel()
+		have := map[string]bool{}
+		for _, r := range list {
+			have[r.GetId()] = true
+		}
+		missing := 0
+		for _, id := range acked {
+			if !have[id] {
+				missing++
+			}
+		}
+		if err == nil && missing == 0 {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("restarted %s stuck at applied %d < commit %d", leader.name, status(t, leader).Applied, target)
+			t.Fatalf("restarted %s still misses %d of %d acknowledged reservations (last error %v)", leader.name, missing, len(acked), err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Logf("restarted %s caught up to index %d", leader.name, target)
+	t.Logf("restarted %s caught up: it holds all %d acknowledged reservations", leader.name, len(acked))
 
 	// SIGTERM leaves cleanly.
 	p := alive[0]
@@ -225,24 +337,6 @@ func TestThreeAgentProcesses(t *testing.T) {
 	}
 }
 
-type nodeStatus struct {
-	State       string `json:"state"`
-	CommitIndex uint64 `json:"commit_index"`
-	Applied     uint64 `json:"applied"`
-}
-
-func status(t *testing.T, p *agentProc) nodeStatus {
-	t.Helper()
-	var st nodeStatus
-	resp, err := http.Get("http://" + p.http + "/internal/status")
-	if err != nil {
-		return st
-	}
-	defer resp.Body.Close()
-	_ = json.NewDecoder(resp.Body).Decode(&st)
-	return st
-}
-
 func tail(s string, n int) string {
 	if len(s) > n {
 		return s[len(s)-n:]
@@ -250,22 +344,23 @@ func tail(s string, n int) string {
 	return s
 }
 
-func findLeader(t *testing.T, procs []*agentProc) *agentProc {
+// findLeader returns the agent that the agents agree leads, asking each
+// through the public ClusterService.
+func findLeader(t *testing.T, sec *securePKI, procs []*agentProc) *agentProc {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, p := range procs {
-			resp, err := http.Get("http://" + p.http + "/internal/status")
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			l, err := sec.client(t, p).Leader(ctx)
+			cancel()
 			if err != nil {
 				continue
 			}
-			var st struct {
-				State string `json:"state"`
-			}
-			err = json.NewDecoder(resp.Body).Decode(&st)
-			resp.Body.Close()
-			if err == nil && st.State == "Leader" {
-				return p
+			for _, q := range procs {
+				if l.GetApiAddress() == q.http {
+					return q
+				}
 			}
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -274,50 +369,45 @@ func findLeader(t *testing.T, procs []*agentProc) *agentProc {
 	return nil
 }
 
-func createResource(name string, capacity int64) *fsmv1.Command {
-	return &fsmv1.Command{Type: fsmv1.Command_TYPE_CREATE_RESOURCE, IdempotencyKey: "create-" + name, Owner: "default",
-		Payload: &fsmv1.Command_CreateResource{CreateResource: &fsmv1.CreateResource{Name: name, Capacity: capacity, Unit: "cores"}}}
-}
-
-func reserve(id string, cores int64) *fsmv1.Command {
-	return &fsmv1.Command{Type: fsmv1.Command_TYPE_RESERVE, IdempotencyKey: id, Owner: "default",
-		Payload: &fsmv1.Command_Request{Request: &fsmv1.ReservationRequest{
-			Id: id, Parts: []*fsmv1.Part{{Resource: "cpu", Amount: cores}}, DurationMillis: 3_600_000,
-		}}}
-}
-
-// mustApply posts cmd to the current leader's /internal/apply, retrying
-// refusals (not the leader, no leader yet) with the same idempotency key.
-func mustApply(t *testing.T, procs []*agentProc, cmd *fsmv1.Command) *fsmv1.Result {
+// mustDo runs op with a client of procs until it succeeds, retrying
+// failures (no leader yet, a node that is gone) for 30 seconds.
+func mustDo(t *testing.T, sec *securePKI, procs []*agentProc, what string, op func(context.Context, *client.Client) error) {
 	t.Helper()
-	b, err := fsm.Encode(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	c := sec.client(t, procs...)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
-		p := findLeader(t, procs)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+p.http+"/internal/apply", bytes.NewReader(b))
-		resp, err := http.DefaultClient.Do(req)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := op(ctx, c)
+		cancel()
 		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				res, err := fsm.DecodeResult(body)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if res.GetStatus() != fsmv1.Result_STATUS_OK {
-					t.Fatalf("%s on %s: %s %s", cmd.GetType(), p.name, res.GetStatus(), res.GetMessage())
-				}
-				return res
-			}
-			err = fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
+			return
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("%s: %v", cmd.GetType(), err)
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// mustReserve books 4 cores for an hour with idempotency key key and
+// returns the reservation's id; retries reuse the key and the request
+// (window from now), so a lost answer never books twice.
+func mustReserve(t *testing.T, sec *securePKI, procs []*agentProc, key string, now time.Time) string {
+	t.Helper()
+	var id string
+	mustDo(t, sec, procs, "reserve "+key, func(ctx context.Context, c *client.Client) error {
+		r, err := c.Reserve(ctx, &ledgerdv1.ReserveRequest{IdempotencyKey: key, Shape: &ledgerdv1.Shape{
+			Parts:    []*ledgerdv1.ResourceAmount{{Resource: "cpu", Amount: 4}},
+			Duration: durationpb.New(time.Hour), NotBefore: timestamppb.New(now), Deadline: timestamppb.New(now.Add(24 * time.Hour)),
+		}})
+		if err != nil {
+			return err
+		}
+		if r.GetId() == "" {
+			return errors.New("no reservation id in the answer")
+		}
+		id = r.GetId()
+		return nil
+	})
+	return id
 }

@@ -1,12 +1,14 @@
 package terraform_test
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 
+	"github.com/ledgerd/ledgerd/agent/pki"
 	"github.com/ledgerd/ledgerd/internal/testbin"
-	"github.com/ledgerd/ledgerd/internal/testpki"
 )
 
 // repoRoot is the module root as seen from this package's directory.
@@ -34,17 +36,27 @@ func terraformBinary(t *testing.T) string {
 	return p
 }
 
-// testPKI is a throwaway CA and one server certificate signed by it, valid
-// for the rehearsal hosts.
+// testPKI is a throwaway CA and one server certificate signed by it with
+// the server role (agent/pki, what `ledgerd tls` makes), valid for the
+// rehearsal hosts.
 type testPKI struct {
 	caPEM, certPEM, keyPEM []byte
 }
 
 func newTestPKI(t *testing.T) testPKI {
 	t.Helper()
-	ca := testpki.NewCA(t, "test ledgerd CA")
-	leaf := ca.Issue(t, "server.ledgerd", testpki.Options{
-		Hosts: []string{"localhost", "server.ledgerd", "127.0.0.1", "127.0.0.11", "127.0.0.12", "127.0.0.13"},
-	})
-	return testPKI{caPEM: ca.PEM, certPEM: leaf.CertPEM, keyPEM: leaf.KeyPEM}
+	now := time.Now()
+	ca, err := pki.NewCA("test ledgerd CA", now, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ips []net.IP
+	for _, a := range []string{"127.0.0.11", "127.0.0.12", "127.0.0.13"} {
+		ips = append(ips, net.ParseIP(a))
+	}
+	cert, key, err := ca.Issue(pki.Request{Server: true, Name: "test-server", IPs: ips, Now: now, ValidFor: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testPKI{caPEM: ca.CertPEM, certPEM: cert, keyPEM: key}
 }

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,8 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgerd/ledgerd/agent/pki"
 	"github.com/ledgerd/ledgerd/internal/testbin"
 	"github.com/ledgerd/ledgerd/internal/testnet"
+	"github.com/ledgerd/ledgerd/rpc/client"
 )
 
 // previousRelease is the commit of the release this tree upgrades from.
@@ -59,6 +63,15 @@ func unavailable(t *testing.T, err error) {
 //
 // Writes through a follower must show in its forwarded-writes counter, so
 // the test cannot pass by the client reaching the leader directly.
+//
+// The mixed cluster runs secured throughout, with the keys both releases
+// know: server certificates with the server role (which the new servers
+// require of their peers; the old ones verify them by IP address, which
+// every certificate carries), tls_verify_incoming, tls_http, a gossip key
+// and a tokens file. The old release has neither insecure nor
+// tls_http_require_client_cert, and with tls_verify_incoming and tls_http
+// it requires a client certificate of every API caller, so the command
+// line and the test's own requests present one as well as the token.
 func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds two binaries and starts agent processes; skipped with -short")
@@ -90,9 +103,10 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 	}
 	t.Logf("built the previous release's ledgerd (%s) in %s (concurrently with this tree's)", old.commit[:12], old.took.Round(time.Millisecond))
 
-	cli := &cli{t: t, bin: newBin}
+	sec := newSecurity(t)
+	cli := &cli{t: t, bin: newBin, sec: sec}
 	clusterStart := time.Now()
-	agents := startAgents(t, old.bin)
+	agents := startAgents(t, old.bin, sec)
 	t.Logf("three %s agents ready in %s", "old", time.Since(clusterStart).Round(time.Millisecond))
 	leader := findLeader(t, agents, nil)
 	cli.run("resources", "create", "cpu", "-capacity", "100000", "-addr", leader.http)
@@ -161,10 +175,75 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 	t.Logf("rolling upgrade from %s: %d bookings, cluster phases took %s", old.commit[:12], len(booked), time.Since(clusterStart).Round(time.Millisecond))
 }
 
+// security is the material that secures the mixed cluster, made with
+// agent/pki (what `ledgerd tls` uses), and the credentials of the test's
+// own API calls.
+type security struct {
+	dir, ca, gossipKey, tokensFile, token string
+	clientCert, clientKey                 string
+	tls                                   *tls.Config // CA and client certificate
+}
+
+func newSecurity(t *testing.T) *security {
+	t.Helper()
+	s := &security{dir: t.TempDir(), gossipKey: "dXBncmFkZS10ZXN0LW9ubHktZ29zc2lwLWtleS0zMmI=", token: "upgrade-test-operator"}
+	now := time.Now()
+	ca, err := pki.NewCA("upgrade test CA", now, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, b []byte) string {
+		t.Helper()
+		p := filepath.Join(s.dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	s.ca = write("ca.pem", ca.CertPEM)
+	for i := 1; i <= 3; i++ {
+		name := fmt.Sprintf("head-%d", i)
+		c, k, err := ca.Issue(pki.Request{Server: true, Name: name, Now: now, ValidFor: 24 * time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(name+".pem", c)
+		write(name+"-key.pem", k)
+	}
+	c, k, err := ca.Issue(pki.Request{Name: "upgrade-test", Now: now, ValidFor: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.clientCert, s.clientKey = write("client.pem", c), write("client-key.pem", k)
+	s.tokensFile = write("tokens.json", []byte(`{"tokens":[{"token":"`+s.token+`","tenant":"ops","operator":true}]}`))
+	kp, err := tls.X509KeyPair(c, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	s.tls = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots, Certificates: []tls.Certificate{kp}}
+	return s
+}
+
+// args are the agent flags that secure server name, in both releases.
+func (s *security) args(name string) []string {
+	return []string{"-tls-cert-file", filepath.Join(s.dir, name+".pem"), "-tls-key-file", filepath.Join(s.dir, name+"-key.pem"),
+		"-tls-ca-file", s.ca, "-tls-verify-incoming=true", "-tls-http=true", "-gossip-key", s.gossipKey, "-tokens-file", s.tokensFile}
+}
+
+// httpClient speaks https to the agents with the client certificate.
+// Each caller gets its own copy of the configuration: an HTTP/2 transport
+// adds to its ALPN list.
+func (s *security) httpClient() *http.Client {
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: s.tls.Clone()}}
+}
+
 // cli runs this tree's ledgerd command line.
 type cli struct {
 	t   *testing.T
 	bin string
+	sec *security
 }
 
 // run runs one command and returns its standard output; a non-zero exit
@@ -174,12 +253,16 @@ func (c *cli) run(args ...string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.bin, args...)
-	// The addresses come from -addr only; no token: the agents run open.
+	// The addresses come from -addr only; the credentials are the
+	// test's: https against its CA, its client certificate (which the old
+	// release requires of API callers) and the operator token.
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "LEDGERD_") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	cmd.Env = append(cmd.Env, "LEDGERD_CACERT="+c.sec.ca, "LEDGERD_CLIENT_CERT="+c.sec.clientCert,
+		"LEDGERD_CLIENT_KEY="+c.sec.clientKey, "LEDGERD_TOKEN="+c.sec.token)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
@@ -233,6 +316,7 @@ func (c *cli) reservation(args ...string) reservationJSON {
 type agent struct {
 	name, http, raft, gossip string
 	args                     []string
+	sec                      *security
 	version                  string // "old" or "new": the binary it runs
 	cmd                      *exec.Cmd
 	log                      *syncBuffer
@@ -280,22 +364,22 @@ func (a *agent) restart(t *testing.T, bin, version string) {
 	fmt.Fprintf(a.log, "\n--- restarted on the %s binary ---\n", version)
 	a.start(t, bin, version)
 	start := time.Now()
-	if err := waitReady([]*agent{a}, 60*time.Second); err != nil {
+	if err := waitReady([]*agent{a}, a.sec, 60*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s restarted as %s, ready in %s", was, a, time.Since(start).Round(time.Millisecond))
 }
 
-// startAgents starts three agents on bin that bootstrap together, on
-// fresh loopback ports (testnet), and waits until each is ready.
-func startAgents(t *testing.T, bin string) []*agent {
+// startAgents starts three secured agents on bin that bootstrap together,
+// on fresh loopback ports (testnet), and waits until each is ready.
+func startAgents(t *testing.T, bin string, sec *security) []*agent {
 	t.Helper()
 	var agents []*agent
 	testnet.Start(t, 9, func(addrs []string) error {
 		data := t.TempDir()
 		agents = make([]*agent, 3)
 		for i := range agents {
-			agents[i] = &agent{name: fmt.Sprintf("head-%d", i+1), http: addrs[3*i], raft: addrs[3*i+1], gossip: addrs[3*i+2], log: &syncBuffer{}}
+			agents[i] = &agent{name: fmt.Sprintf("head-%d", i+1), http: addrs[3*i], raft: addrs[3*i+1], gossip: addrs[3*i+2], log: &syncBuffer{}, sec: sec}
 		}
 		for i, a := range agents {
 			a.args = []string{"agent", "-node-name", a.name, "-data-dir", filepath.Join(data, a.name),
@@ -303,6 +387,7 @@ func startAgents(t *testing.T, bin string) []*agent {
 				// Restarts take seconds; a server must not be removed
 				// as dead in between.
 				"-dead-server-grace", "2m"}
+			a.args = append(a.args, sec.args(a.name)...)
 			for j, o := range agents {
 				if j != i {
 					a.args = append(a.args, "-retry-join", o.gossip)
@@ -310,7 +395,7 @@ func startAgents(t *testing.T, bin string) []*agent {
 			}
 			a.start(t, bin, "old")
 		}
-		if err := waitReady(agents, 60*time.Second); err != nil {
+		if err := waitReady(agents, sec, 60*time.Second); err != nil {
 			for _, a := range agents {
 				a.stop()
 			}
@@ -329,9 +414,11 @@ func startAgents(t *testing.T, bin string) []*agent {
 	return agents
 }
 
-// waitReady waits until every agent answers /readyz with 200, or fails
-// with the log of the first that exits.
-func waitReady(agents []*agent, timeout time.Duration) error {
+// waitReady waits until every agent answers /readyz with 200 over https,
+// or fails with the log of the first that exits.
+func waitReady(agents []*agent, sec *security, timeout time.Duration) error {
+	hc := sec.httpClient()
+	defer hc.CloseIdleConnections()
 	deadline := time.Now().Add(timeout)
 	ready := map[*agent]bool{}
 	for {
@@ -345,7 +432,7 @@ func waitReady(agents []*agent, timeout time.Duration) error {
 			if ready[a] {
 				continue
 			}
-			resp, err := http.Get("http://" + a.http + "/readyz")
+			resp, err := hc.Get("https://" + a.http + "/readyz")
 			if err != nil {
 				last = err
 				continue
@@ -365,60 +452,64 @@ func waitReady(agents []*agent, timeout time.Duration) error {
 	}
 }
 
-// findLeader waits until exactly one agent reports itself leader, and it
-// satisfies want (if given), and every agent names it as leader.
+// findLeader waits until every agent names the same leader, one of the
+// agents, through the public ClusterService.Leader (both releases have
+// it), and it satisfies want (if given).
 func findLeader(t *testing.T, agents []*agent, want func(*agent) bool) *agent {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		var leaders []*agent
-		var id string
+		var leader *agent
 		agree := true
 		for _, a := range agents {
-			st, err := status(a)
+			l, err := leaderSeenBy(a)
 			if err != nil {
 				agree = false
-				continue
+				break
 			}
-			if st.State == "Leader" {
-				leaders = append(leaders, a)
-				id = st.ID
+			var named *agent
+			for _, b := range agents {
+				if b.http == l {
+					named = b
+				}
 			}
-			if id != "" && st.LeaderID != "" && st.LeaderID != id {
+			if named == nil || (leader != nil && named != leader) {
 				agree = false
+				break
 			}
+			leader = named
 		}
-		if len(leaders) == 1 && agree && (want == nil || want(leaders[0])) {
-			return leaders[0]
+		if agree && leader != nil && (want == nil || want(leader)) {
+			return leader
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no single leader that every agent agrees on within 30s (leaders now: %v)", leaders)
+			t.Fatalf("no leader that every agent agrees on within 30s (last: %v)", leader)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-type nodeStatus struct {
-	ID       string `json:"id"`
-	State    string `json:"state"`
-	LeaderID string `json:"leader_id"`
-}
-
-func status(a *agent) (nodeStatus, error) {
-	var st nodeStatus
-	resp, err := http.Get("http://" + a.http + "/internal/status")
+// leaderSeenBy returns the API address of the leader agent a names.
+func leaderSeenBy(a *agent) (string, error) {
+	c, err := client.New([]string{a.http}, client.Options{Token: a.sec.token, TLS: a.sec.tls.Clone(), MaxAttempts: 1})
 	if err != nil {
-		return st, err
+		return "", err
 	}
-	defer resp.Body.Close()
-	err = json.NewDecoder(resp.Body).Decode(&st)
-	return st, err
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	l, err := c.Leader(ctx)
+	if err != nil {
+		return "", err
+	}
+	return l.GetApiAddress(), nil
 }
 
 // forwarded reads the agent's ledgerd_forwarded_writes_total.
 func forwarded(t *testing.T, a *agent) int {
 	t.Helper()
-	resp, err := http.Get("http://" + a.http + "/metrics")
+	hc := a.sec.httpClient()
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get("https://" + a.http + "/metrics")
 	if err != nil {
 		t.Fatalf("%s: /metrics: %v", a, err)
 	}

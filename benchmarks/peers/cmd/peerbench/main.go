@@ -33,6 +33,9 @@ func run() error {
 	dir := flag.String("dir", "", "etcd data directory (default: a temporary one)")
 	dsn := flag.String("dsn", "postgres://postgres@127.0.0.1:5499/postgres", "PostgreSQL connection string")
 	conns := flag.Int("conns", 0, "PostgreSQL pool size (0 = the largest client count)")
+	caFile := flag.String("tls-ca-file", "", "etcd: PEM CA; with -tls-cert-file and -tls-key-file the members and the client use mutual TLS (PostgreSQL: put sslmode in -dsn)")
+	certFile := flag.String("tls-cert-file", "", "etcd: certificate of the members and the client (127.0.0.1, server and client auth)")
+	keyFile := flag.String("tls-key-file", "", "etcd: its key")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -41,7 +44,14 @@ func run() error {
 	n := *nodes
 	switch *system {
 	case "etcd":
-		e, err := peers.NewEtcd(n, *port, *dir)
+		var sec *peers.EtcdTLS
+		if *caFile != "" || *certFile != "" || *keyFile != "" {
+			if *caFile == "" || *certFile == "" || *keyFile == "" {
+				return fmt.Errorf("-tls-ca-file, -tls-cert-file and -tls-key-file go together")
+			}
+			sec = &peers.EtcdTLS{CA: *caFile, Cert: *certFile, Key: *keyFile}
+		}
+		e, err := peers.NewEtcd(n, *port, *dir, sec)
 		if err != nil {
 			return err
 		}

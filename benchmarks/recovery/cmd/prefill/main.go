@@ -1,10 +1,14 @@
 // Command prefill writes many live reservations into an empty ledgerd data
 // directory through the agent's own write path (see package recovery), then
 // stops gracefully. Start `ledgerd agent` on the same data directory with
-// the same node name and addresses afterwards.
+// the same node name, addresses and security settings afterwards. Like
+// the agent it runs secured: give it the agent's TLS files, gossip key and
+// tokens file (or -insecure to compare with an insecure agent).
 //
 //	go run -tags hashicorpmetrics ./benchmarks/recovery/cmd/prefill -data-dir /tmp/d -live 1000000 \
-//	    -raft-addr 127.0.0.1:18211 -gossip-addr 127.0.0.1:18221 -http-addr 127.0.0.1:18201
+//	    -raft-addr 127.0.0.1:18211 -gossip-addr 127.0.0.1:18221 -http-addr 127.0.0.1:18201 \
+//	    -tls-cert-file server-n1.pem -tls-key-file server-n1-key.pem -tls-ca-file ledgerd-ca.pem \
+//	    -gossip-key "$(ledgerd keygen)" -tokens-file tokens.json
 package main
 
 import (
@@ -35,6 +39,12 @@ func main() {
 	flag.Uint64Var(&c.SnapshotThreshold, "snapshot-threshold", 16384, "as the agent's snapshot_threshold (its default)")
 	flag.DurationVar(&c.SnapshotInterval, "snapshot-interval", 10*time.Second, "as the agent's snapshot_interval (its default)")
 	flag.Uint64Var(&c.TrailingLogs, "trailing-logs", 10240, "as the agent's trailing_logs (its default)")
+	flag.StringVar(&c.TLSCertFile, "tls-cert-file", "", "agent tls_cert_file (a server certificate: `ledgerd tls cert create -server`)")
+	flag.StringVar(&c.TLSKeyFile, "tls-key-file", "", "agent tls_key_file")
+	flag.StringVar(&c.TLSCAFile, "tls-ca-file", "", "agent tls_ca_file")
+	flag.StringVar(&c.GossipKey, "gossip-key", "", "agent gossip_key (`ledgerd keygen`)")
+	flag.StringVar(&c.TokensFile, "tokens-file", "", "agent tokens_file")
+	flag.BoolVar(&c.Insecure, "insecure", false, "run without the TLS files, gossip key and tokens file (only to compare with an insecure agent)")
 	cpu := flag.String("cpuprofile", "", "write a CPU profile of the whole prefill here")
 	flag.Parse()
 	c.Progress = os.Stderr

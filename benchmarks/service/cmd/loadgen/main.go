@@ -3,13 +3,16 @@
 // consensus library) with the closed-loop booking workload of package
 // service and prints a result table per client count.
 //
-//	go run -tags hashicorpmetrics ./benchmarks/service/cmd/loadgen -system ledgerd -addrs 127.0.0.1:7420 -clients 1,16,64 -live 10000
+//	go run -tags hashicorpmetrics ./benchmarks/service/cmd/loadgen -system ledgerd -addrs 127.0.0.1:7420 -clients 1,16,64 -live 10000 \
+//	    -ca-file ledgerd-ca.pem -token "$LEDGERD_TOKEN"
 //	go run -tags hashicorpmetrics ./benchmarks/service/cmd/loadgen -system ledgerd -coalesce=false -clients 64
 //	go run -tags hashicorpmetrics ./benchmarks/service/cmd/loadgen -system rawraft -nodes 3 -clients 64
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"os"
@@ -35,6 +38,9 @@ func run() error {
 	system := flag.String("system", "ledgerd", "ledgerd or rawraft")
 	addrs := flag.String("addrs", "127.0.0.1:7420", "ledgerd API addresses, comma-separated")
 	token := flag.String("token", "", "API bearer token (operator, to create resources)")
+	caFile := flag.String("ca-file", "", "ledgerd: PEM CA that signs the agents' certificates: speak https (a secured agent, tls_http); rawraft: run the transport over mutual TLS with this CA")
+	certFile := flag.String("cert-file", "", "ledgerd: client certificate for mutual TLS (with -ca-file); rawraft: the nodes' certificate (127.0.0.1, server and client auth)")
+	keyFile := flag.String("key-file", "", "ledgerd: client key for mutual TLS; rawraft: the nodes' key")
 	nodes := flag.Int("nodes", 0, "cluster size (rawraft: nodes to start; ledgerd: for the report)")
 	dir := flag.String("dir", "", "rawraft data directory (default: a temporary one)")
 	report := flag.String("report", "", "instead of a run: read this JSON-lines result file and write tables and plots to -out")
@@ -63,7 +69,11 @@ func run() error {
 	var sys service.System
 	switch *system {
 	case "ledgerd":
-		l, err := service.NewLedgerd(strings.Split(*addrs, ","), client.Options{Token: *token, NoCoalesce: !*coalesce, MaxInFlight: *inFlight}, f.Label)
+		tc, err := clientTLS(*caFile, *certFile, *keyFile)
+		if err != nil {
+			return err
+		}
+		l, err := service.NewLedgerd(strings.Split(*addrs, ","), client.Options{Token: *token, TLS: tc, NoCoalesce: !*coalesce, MaxInFlight: *inFlight}, f.Label)
 		if err != nil {
 			return err
 		}
@@ -75,7 +85,20 @@ func run() error {
 		if *nodes <= 0 {
 			*nodes = 3
 		}
-		r, err := service.NewRawRaft(*nodes, *dir)
+		// -cert-file/-key-file/-ca-file secure the nodes' transport, as
+		// a secured ledgerd's Raft transport is.
+		var tc *tls.Config
+		if *caFile != "" {
+			var err error
+			if tc, err = clientTLS(*caFile, *certFile, *keyFile); err != nil {
+				return err
+			}
+			if len(tc.Certificates) == 0 {
+				return fmt.Errorf("-system rawraft with -ca-file needs -cert-file and -key-file (a certificate for 127.0.0.1 with server and client auth)")
+			}
+			tc.ClientCAs, tc.ClientAuth, tc.MinVersion = tc.RootCAs, tls.RequireAndVerifyClientCert, tls.VersionTLS13
+		}
+		r, err := service.NewRawRaft(*nodes, *dir, tc)
 		if err != nil {
 			return err
 		}
@@ -89,6 +112,34 @@ func run() error {
 	}
 	_, err := service.RunAll(ctx, sys, f, *nodes, os.Stdout)
 	return err
+}
+
+// clientTLS is the TLS configuration of the agents' clients: nil (plain
+// http to an insecure agent) without caFile.
+func clientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
+	if caFile == "" {
+		if certFile != "" || keyFile != "" {
+			return nil, fmt.Errorf("-cert-file/-key-file need -ca-file")
+		}
+		return nil, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("-ca-file: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("-ca-file: %s holds no PEM certificate", caFile)
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}
+	if certFile != "" || keyFile != "" {
+		kp, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("-cert-file/-key-file: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{kp}
+	}
+	return tc, nil
 }
 
 // writeReport renders results.md (table and bars), throughput.svg and

@@ -48,7 +48,7 @@ variable "dns_name" {
 }
 
 variable "tokens_secret_id" {
-  description = "Secret holding the API tokens file, or null."
+  description = "Secret holding the API tokens file (JSON, see docs/operations.md, \"Securing a cluster\"). Required: the plan fails without it, as the agents would refuse to start."
   type        = string
   default     = null
 }

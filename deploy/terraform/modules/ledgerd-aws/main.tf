@@ -42,6 +42,7 @@ module "config" {
   binary_url        = var.binary_url
   binary_sha256     = var.binary_sha256
   secrets_region    = data.aws_region.current.name
+  insecure          = var.insecure
   tokens_file       = var.tokens_secret_id == null ? null : "${local.config_dir}/tokens"
   cors_origins      = var.cors_origins
   rate_limit        = var.rate_limit

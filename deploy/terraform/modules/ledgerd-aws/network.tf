@@ -130,9 +130,12 @@ resource "aws_lb" "api" {
 resource "aws_lb_target_group" "api" {
   count = var.create_load_balancer ? 1 : 0
 
+  # The agents serve the API over TLS (tls_http). Without a load balancer
+  # certificate the listener passes TLS through (TCP); with one it
+  # terminates TLS and opens a new TLS connection to the node.
   name_prefix          = "ldgrd-"
   port                 = var.http_port
-  protocol             = "TCP"
+  protocol             = var.lb_certificate_arn == null ? "TCP" : "TLS"
   vpc_id               = var.vpc_id
   target_type          = "instance"
   deregistration_delay = 30
@@ -141,7 +144,7 @@ resource "aws_lb_target_group" "api" {
   # /readyz answers 200 once the node has a leader and has caught up, so
   # a restarting node gets traffic only when it can serve it.
   health_check {
-    protocol            = "HTTP"
+    protocol            = "HTTPS"
     port                = "traffic-port"
     path                = "/readyz"
     matcher             = "200"

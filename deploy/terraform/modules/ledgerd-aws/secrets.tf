@@ -71,8 +71,11 @@ resource "tls_cert_request" "node" {
   for_each = local.generate_tls ? local.nodes : {}
 
   private_key_pem = tls_private_key.node[each.key].private_key_pem
-  dns_names       = [each.key, "server.${var.name}.ledgerd", "localhost"]
-  ip_addresses    = [each.value.private_ip, "127.0.0.1"]
+  # server.ledgerd (with server_auth below) is the server role the agents
+  # require of each other on Raft and on the internal endpoints (the
+  # agent/pki package); the private IP is what peers and clients dial.
+  dns_names    = [each.key, "server.ledgerd", "localhost"]
+  ip_addresses = [each.value.private_ip, "127.0.0.1"]
 
   subject {
     common_name  = "server.${var.name}.ledgerd"

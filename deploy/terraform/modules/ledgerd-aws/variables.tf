@@ -124,7 +124,7 @@ variable "create_load_balancer" {
 }
 
 variable "lb_certificate_arn" {
-  description = "ACM certificate for a TLS listener on the load balancer (clients speak TLS to it); null for a plain TCP listener."
+  description = "ACM certificate for a TLS listener on the load balancer (clients speak TLS to it, the load balancer speaks TLS to the nodes; client certificates do not cross it, so clients use tokens); null passes the nodes' own TLS through a TCP listener (clients verify the cluster CA)."
   type        = string
   default     = null
 }
@@ -176,9 +176,15 @@ variable "gossip_key_secret_id" {
 }
 
 variable "tokens_secret_id" {
-  description = "Existing secret holding the API bearer-token file (JSON); it is copied to /etc/ledgerd/tokens on every node and named by tokens_file. Null turns API authentication off."
+  description = "Existing secret holding the API bearer-token file (JSON); it is copied to /etc/ledgerd/tokens on every node and named by tokens_file. Required: null turns API authentication off, which only insecure = true allows."
   type        = string
   default     = null
+}
+
+variable "insecure" {
+  description = "Run the agents insecure (no API authentication when tokens_secret_id is null). Only for a test bed; the agents log it at ERROR on every start."
+  type        = bool
+  default     = false
 }
 
 variable "cors_origins" {

@@ -2,6 +2,7 @@ locals {
   tls_dir     = var.tls_dir != "" ? var.tls_dir : "${var.config_dir}/tls"
   config_path = "${var.config_dir}/ledgerd.json"
   env_path    = "${var.config_dir}/ledgerd.env"
+  tokens_file = var.tokens_file == "" ? "${var.config_dir}/tokens.json" : var.tokens_file
 
   # Every node joins the gossip addresses of the others; gossip spreads the
   # rest, so one live peer is enough to find the cluster.
@@ -30,10 +31,15 @@ locals {
         tls_key_file  = "${local.tls_dir}/server-key.pem"
         tls_ca_file   = "${local.tls_dir}/ca.pem"
       } : k => v if var.tls_enabled },
-      { for k, v in { tls_verify_incoming = var.tls_verify_incoming } : k => v if var.tls_enabled },
+      { for k, v in {
+        tls_verify_incoming = var.tls_verify_incoming
+        tls_http            = var.tls_http
+      } : k => v if var.tls_enabled },
+      { for k, v in { tls_http_require_client_cert = true } : k => v if var.tls_enabled && var.tls_http && var.tls_http_require_client_cert },
+      { for k, v in { insecure = true } : k => v if var.insecure },
       { for k, v in { gossip_key = var.gossip_key } : k => v if v != null },
       { for k, v in { dead_server_grace = var.dead_server_grace } : k => v if v != null },
-      { for k, v in { tokens_file = var.tokens_file } : k => v if v != null },
+      { for k, v in { tokens_file = local.tokens_file } : k => v if v != null },
       { for k, v in { cors_origins = var.cors_origins } : k => v if length(v) > 0 },
       { for k, v in {
         rate_limit        = var.rate_limit

@@ -70,8 +70,14 @@ variable "binary_path" {
   }
 }
 
+variable "insecure" {
+  description = "Render agents that do not authenticate all their peers and callers (insecure: true in the config; the agent logs it at ERROR on every start and exports ledgerd_insecure 1). Only for a test bed. It is the only way to turn off tls_enabled, tls_verify_incoming or tls_http, or to leave tokens_file out."
+  type        = bool
+  default     = false
+}
+
 variable "tls_enabled" {
-  description = "Encrypt the Raft transport with TLS. The files are <config_dir>/tls/ca.pem, server.pem and server-key.pem (or tls_dir)."
+  description = "Give the agent its TLS files: <config_dir>/tls/ca.pem, server.pem and server-key.pem (or tls_dir). server.pem must carry the server role (`ledgerd tls cert create -server -node NAME -ip ADDRESS`). Only insecure = true may turn it off."
   type        = bool
   default     = true
 }
@@ -83,13 +89,25 @@ variable "tls_dir" {
 }
 
 variable "tls_verify_incoming" {
-  description = "Require peers to present a certificate signed by the CA (mutual TLS). Recommended."
+  description = "Require Raft peers to present a server certificate signed by the CA (mutual TLS). Only insecure = true may turn it off."
   type        = bool
   default     = true
 }
 
+variable "tls_http" {
+  description = "Serve the HTTP API, and the internal endpoints the servers call on each other, over TLS with the server certificate; /internal/ then admits only server certificates. Only insecure = true may turn it off."
+  type        = bool
+  default     = true
+}
+
+variable "tls_http_require_client_cert" {
+  description = "Make every API client present a certificate of the CA (tls_ca_file); otherwise a bearer token from tokens_file is enough. Leave it off behind a load balancer that terminates TLS."
+  type        = bool
+  default     = false
+}
+
 variable "gossip_key" {
-  description = "Base64 gossip encryption key (16, 24 or 32 bytes) written into the config file. Leave null to pass it as LEDGERD_GOSSIP_KEY in <config_dir>/ledgerd.env instead (what the AWS module does, from the secret store)."
+  description = "Base64 gossip encryption key (16, 24 or 32 bytes, `ledgerd keygen`) written into the config file. Leave null to pass it as LEDGERD_GOSSIP_KEY in <config_dir>/ledgerd.env instead (what the AWS module does, from the secret store); a secured agent refuses to start, and the unit's -config-check fails, when neither gives it one."
   type        = string
   default     = null
   sensitive   = true
@@ -169,9 +187,9 @@ variable "secrets_region" {
 }
 
 variable "tokens_file" {
-  description = "Path of the API bearer-token file on the node (JSON, see the rpc package's AuthFile); null leaves API authentication off."
+  description = "Path of the API bearer-token file on the node (JSON, see the rpc package's AuthFile); empty means <config_dir>/tokens.json. Only insecure = true may set it to null, which leaves API authentication off (every caller is an operator)."
   type        = string
-  default     = null
+  default     = ""
 }
 
 variable "cors_origins" {

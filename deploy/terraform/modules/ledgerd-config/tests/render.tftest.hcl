@@ -28,6 +28,14 @@ run "three_nodes_join_each_other" {
     error_message = "mutual TLS is on by default with files under /etc/ledgerd/tls."
   }
   assert {
+    condition     = jsondecode(output.agent_configs["c"]).tls_http == true && jsondecode(output.agent_configs["c"]).tokens_file == "/etc/ledgerd/tokens.json"
+    error_message = "the API is served over TLS and authenticated with /etc/ledgerd/tokens.json by default."
+  }
+  assert {
+    condition     = !can(jsondecode(output.agent_configs["a"]).insecure) && !can(jsondecode(output.agent_configs["a"]).tls_http_require_client_cert)
+    error_message = "a default rendering is neither insecure nor requires client certificates of API callers."
+  }
+  assert {
     condition     = !can(jsondecode(output.agent_configs["a"]).gossip_key)
     error_message = "without gossip_key the config file must not carry one (it comes from ledgerd.env)."
   }
@@ -45,17 +53,24 @@ run "three_nodes_join_each_other" {
   }
 }
 
-run "tls_off_and_inline_gossip_key" {
+run "insecure_test_bed_and_inline_gossip_key" {
   command = plan
 
   variables {
+    insecure    = true
     tls_enabled = false
+    tls_http    = false
+    tokens_file = null
     gossip_key  = "cmVoZWFyc2FsLW9ubHktZ29zc2lwLWtleS0zMmJ5dGU="
   }
 
   assert {
-    condition     = !can(jsondecode(output.agent_configs["a"]).tls_cert_file) && !can(jsondecode(output.agent_configs["a"]).tls_verify_incoming)
+    condition     = !can(jsondecode(output.agent_configs["a"]).tls_cert_file) && !can(jsondecode(output.agent_configs["a"]).tls_verify_incoming) && !can(jsondecode(output.agent_configs["a"]).tls_http)
     error_message = "with TLS off no tls_* key is rendered."
+  }
+  assert {
+    condition     = jsondecode(output.agent_configs["a"]).insecure == true && !can(jsondecode(output.agent_configs["a"]).tokens_file)
+    error_message = "an insecure rendering says insecure: true and may leave the tokens file out."
   }
   assert {
     condition     = jsondecode(output.agent_configs["a"]).gossip_key == "cmVoZWFyc2FsLW9ubHktZ29zc2lwLWtleS0zMmJ5dGU="
@@ -129,5 +144,59 @@ run "api_settings_only_when_set" {
   assert {
     condition     = !can(jsondecode(output.agent_configs["a"]).rate_burst) && !can(jsondecode(output.agent_configs["a"]).max_request_bytes)
     error_message = "unset API limits are left to the agent's defaults."
+  }
+}
+
+run "tls_off_needs_insecure" {
+  command = plan
+
+  variables {
+    tls_enabled = false
+    tls_http    = false
+  }
+
+  expect_failures = [output.agent_configs]
+}
+
+run "verify_incoming_off_needs_insecure" {
+  command = plan
+
+  variables {
+    tls_verify_incoming = false
+  }
+
+  expect_failures = [output.agent_configs]
+}
+
+run "cleartext_api_needs_insecure" {
+  command = plan
+
+  variables {
+    tls_http = false
+  }
+
+  expect_failures = [output.agent_configs]
+}
+
+run "no_tokens_needs_insecure" {
+  command = plan
+
+  variables {
+    tokens_file = null
+  }
+
+  expect_failures = [output.agent_configs]
+}
+
+run "client_certificates_required_when_asked" {
+  command = plan
+
+  variables {
+    tls_http_require_client_cert = true
+  }
+
+  assert {
+    condition     = jsondecode(output.agent_configs["b"]).tls_http_require_client_cert == true
+    error_message = "tls_http_require_client_cert is rendered when set."
   }
 }
