@@ -212,6 +212,7 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 		Now:                now,
 		Tick:               fsm.TickCommand,
 		NextDue:            a.fsm.NextDue,
+		EnvelopeVersion:    fsm.CurrentVersion,
 		Logger:             a.log,
 		Registerer:         a.reg,
 	}

@@ -117,6 +117,12 @@ type Config struct {
 	// does all the work due by then. Without NextDue it is the fixed
 	// period of Tick, default 1s as before.
 	TickInterval time.Duration
+	// EnvelopeVersion is the highest FSM command envelope version this
+	// node can apply; 0 means 1. It is announced in gossip, and
+	// Node.CommonEnvelopeVersion reports the highest version every server
+	// of the Raft configuration announces, so that a new envelope version
+	// is proposed only once every server can apply it.
+	EnvelopeVersion uint32
 	// Logger receives structured logs; raft and memberlist logs are routed
 	// into it at INFO and above. Default slog.Default().
 	Logger *slog.Logger

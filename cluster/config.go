@@ -82,6 +82,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	def(&c.ReconcileInterval, 5*time.Second)
 	def(&c.ServerStabilizationTime, 5*time.Second)
+	if c.EnvelopeVersion == 0 {
+		c.EnvelopeVersion = 1
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}

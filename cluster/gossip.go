@@ -27,6 +27,11 @@ type nodeMeta struct {
 	// can tell a departure from a failure: memberlist reports both through
 	// NotifyLeave without a usable state on the node it passes.
 	Leaving bool `json:"l,omitempty"`
+	// Envelope is the highest FSM envelope version this server can apply
+	// (Config.EnvelopeVersion). Servers of the previous release do not
+	// send it (they ignore the field when they decode ours, as
+	// encoding/json skips unknown keys); absent means 1.
+	Envelope uint32 `json:"ev,omitempty"`
 }
 
 func (m nodeMeta) encode() ([]byte, error) {

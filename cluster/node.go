@@ -246,7 +246,7 @@ func boltOptions() *bbolt.Options {
 func (n *Node) createGossip() error {
 	n.meta = nodeMeta{
 		ID: n.id, Name: n.cfg.NodeName, Raft: string(n.trans.LocalAddr()), RPC: n.cfg.RPCAdvertise,
-		Expect: n.cfg.BootstrapExpect, Version: Version,
+		Expect: n.cfg.BootstrapExpect, Version: Version, Envelope: n.cfg.EnvelopeVersion,
 	}
 	meta, err := n.meta.encode()
 	if err != nil {
