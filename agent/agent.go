@@ -202,6 +202,7 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 		GossipKey:       key,
 		DeadServerGrace: time.Duration(a.cfg.DeadServerGrace),
 		TickInterval:    time.Duration(a.cfg.TickInterval),
+		ReadyLag:        a.cfg.ReadyMaxLag,
 
 		SnapshotThreshold:  a.cfg.SnapshotThreshold,
 		SnapshotInterval:   time.Duration(a.cfg.SnapshotInterval),

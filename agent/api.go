@@ -30,8 +30,8 @@ func (a *Agent) handler() http.Handler {
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !node.Ready() {
-			http.Error(w, "not ready: no leader yet or still catching up", http.StatusServiceUnavailable)
+		if why := node.NotReadyReason(); why != "" {
+			http.Error(w, "not ready: "+why, http.StatusServiceUnavailable)
 			return
 		}
 		if a.cfg.Insecure {

@@ -61,6 +61,10 @@ type Config struct {
 	LogFormat       string   `json:"log_format"`
 	DeadServerGrace Duration `json:"dead_server_grace"`
 	TickInterval    Duration `json:"tick_interval"`
+	// ReadyMaxLag is how many committed entries the node may have left to
+	// apply while /readyz still answers ready (0: cluster.Config's
+	// default, 250); see cluster.Config.ReadyLag.
+	ReadyMaxLag int `json:"ready_max_lag"`
 	// Snapshots: see cluster.Config. The defaults keep the log replayed
 	// after a crash to about SnapshotThreshold plus two SnapshotIntervals
 	// of writes; a graceful stop snapshots so the next start replays
@@ -207,6 +211,9 @@ func (c *Config) Validate(dev bool) error {
 	}
 	if c.DeadServerGrace < 0 {
 		return fmt.Errorf("config: dead_server_grace: must not be negative")
+	}
+	if c.ReadyMaxLag < 0 {
+		return fmt.Errorf("config: ready_max_lag: must be >= 0, got %d", c.ReadyMaxLag)
 	}
 	if c.TickInterval < 0 {
 		return fmt.Errorf("config: tick_interval: must not be negative")

@@ -117,6 +117,15 @@ type Config struct {
 	// does all the work due by then. Without NextDue it is the fixed
 	// period of Tick, default 1s as before.
 	TickInterval time.Duration
+	// ReadyLag is how many log entries this node may have left to apply,
+	// behind the leader's commit index, while Ready still reports true.
+	// Default 250: the lag autopilot accepts from a healthy voter
+	// (MaxTrailingLogs), and at the FSM's apply rate (thousands of
+	// entries a second) well under a second of catching up, so a node
+	// that reports ready answers a linearizable read without a noticeable
+	// wait, while a node restoring a snapshot or replaying a long tail
+	// reports not ready. A negative value is refused.
+	ReadyLag int
 	// EnvelopeVersion is the highest FSM command envelope version this
 	// node can apply; 0 means 1. It is announced in gossip, and
 	// Node.CommonEnvelopeVersion reports the highest version every server

@@ -57,7 +57,7 @@ func newMetrics(n *Node) *metrics {
 			Help: "Snapshots that failed to be taken or persisted since start.",
 		}, func() float64 { return float64(n.fsm.snapFailures.Load()) }),
 		gauge("ledgerd_fsm_applied_index", "Last index the FSM applied.", func() float64 { return float64(n.fsm.Applied()) }),
-		gauge("ledgerd_ready", "1 once the node caught up with the leader at startup.", func() float64 {
+		gauge("ledgerd_ready", "1 while the node is ready (Node.Ready: a leader is known and the FSM is at most ReadyLag entries behind its commit index).", func() float64 {
 			if n.Ready() {
 				return 1
 			}

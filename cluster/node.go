@@ -60,7 +60,12 @@ type Node struct {
 	readable atomic.Uint64
 	// leaderSince is when this node last became leader (UnixNano).
 	leaderSince atomic.Int64
-	ready       atomic.Bool
+	// ready latches once the node first caught up at startup; Ready
+	// also asks for a leader and a bounded lag (ready.go).
+	ready atomic.Bool
+	// leaderCommit is the leader's commit index as a follower last
+	// learned it from the leader's status (ready.go).
+	leaderCommit atomic.Uint64
 
 	removeCh chan string // failed servers autopilot wants removed
 
@@ -308,28 +313,6 @@ func (n *Node) sleep(d time.Duration) bool {
 		return false
 	}
 }
-
-// readyLoop marks the node ready once a leader is known and the local FSM
-// has applied everything the leader had committed when we asked.
-func (n *Node) readyLoop() {
-	// Try at once: a restarted one-server cluster is often leader already.
-	for first := true; first || n.sleep(100*time.Millisecond); first = false {
-		ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
-		err := n.ReadBarrier(ctx)
-		cancel()
-		if err == nil {
-			n.ready.Store(true)
-			applied, restored := n.fsm.Applied(), n.fsm.restored.Load()
-			n.log.Info("node ready", "since_start", time.Since(n.started).Round(time.Millisecond),
-				"applied", applied, "snapshot_restored", restored, "replayed_or_received", applied-min(applied, restored))
-			return
-		}
-	}
-}
-
-// Ready reports whether the node has seen a leader and caught up with the
-// leader's commit index as of startup. It backs /readyz.
-func (n *Node) Ready() bool { return n.ready.Load() && !n.closed.Load() }
 
 // Leader returns the current leader's server ID and RPC address, or empty
 // strings when no leader is known.
