@@ -83,7 +83,7 @@ func (n *Node) bootstrapLoop() {
 }
 
 func (n *Node) bootstrap(servers []raft.Server) {
-	err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+	err := n.waitFuture(n.ctx, "bootstrap", n.raft.BootstrapCluster(raft.Configuration{Servers: servers}))
 	if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 		n.log.Error("bootstrap failed", "err", err)
 		return

@@ -68,8 +68,9 @@ func (f *trackedFSM) Applied() uint64 {
 	return f.applied
 }
 
-// waitApplied blocks until the FSM has applied index or ctx ends.
-func (f *trackedFSM) waitApplied(ctx context.Context, index uint64) error {
+// waitApplied blocks until the FSM has applied index, ctx ends or stop
+// is closed (node shutdown: ErrShutdown).
+func (f *trackedFSM) waitApplied(ctx context.Context, stop <-chan struct{}, index uint64) error {
 	for {
 		f.mu.Lock()
 		applied, ch := f.applied, f.changed
@@ -80,7 +81,9 @@ func (f *trackedFSM) waitApplied(ctx context.Context, index uint64) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return fmt.Errorf("cluster: wait for index %d (applied %d): %w", index, applied, ctx.Err())
+			return fmt.Errorf("cluster: wait for index %d (applied %d): %w", index, applied, context.Cause(ctx))
+		case <-stop:
+			return fmt.Errorf("cluster: wait for index %d (applied %d): %w", index, applied, ErrShutdown)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"sort"
 	"time"
 
@@ -11,7 +12,7 @@ import (
 // as non-voters (autopilot promotes them once healthy and stable). A new
 // server that reuses the Raft address of a configured one (a wiped node
 // back under a new ID) replaces it.
-func (n *Node) reconcile() {
+func (n *Node) reconcile(ctx context.Context) {
 	if n.raft.State() != raft.Leader {
 		return
 	}
@@ -54,12 +55,12 @@ func (n *Node) reconcile() {
 		}
 		if old, ok := byAddr[addr]; ok && old.ID != sid {
 			n.log.Info("replacing server that reused an address", "old", old.ID, "new", sid, "addr", addr)
-			if err := n.raft.RemoveServer(old.ID, 0, 0).Error(); err != nil {
+			if err := n.configChange(ctx, "remove replaced server", n.raft.RemoveServer(old.ID, 0, 0)); err != nil {
 				n.log.Warn("remove replaced server", "id", old.ID, "err", err)
 				continue
 			}
 		}
-		if err := n.raft.AddNonvoter(sid, addr, 0, 0).Error(); err != nil {
+		if err := n.configChange(ctx, "add non-voter", n.raft.AddNonvoter(sid, addr, 0, 0)); err != nil {
 			n.log.Warn("add non-voter", "id", sid, "err", err)
 			continue
 		}
@@ -71,7 +72,7 @@ func (n *Node) reconcile() {
 // gracefully or been dead (or unknown to gossip) for DeadServerGrace.
 // Autopilot has already checked that the removal keeps a quorum and
 // respects MinQuorum.
-func (n *Node) removeFailed(id string) {
+func (n *Node) removeFailed(ctx context.Context, id string) {
 	if id == n.id || n.raft.State() != raft.Leader {
 		return
 	}
@@ -83,9 +84,17 @@ func (n *Node) removeFailed(id string) {
 	default:
 		return
 	}
-	if err := n.raft.RemoveServer(raft.ServerID(id), 0, 0).Error(); err != nil {
+	if err := n.configChange(ctx, "remove failed server", n.raft.RemoveServer(raft.ServerID(id), 0, 0)); err != nil {
 		n.log.Warn("remove failed server", "id", id, "err", err)
 		return
 	}
 	n.log.Info("removed server", "id", id, "gossip", p.status)
+}
+
+// configChange waits for a configuration change the leader proposed, for
+// at most ForwardTimeout and never past leadership or shutdown (ctx).
+func (n *Node) configChange(ctx context.Context, what string, f raft.Future) error {
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.ForwardTimeout)
+	defer cancel()
+	return n.waitFuture(ctx, what, f)
 }

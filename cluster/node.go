@@ -276,8 +276,8 @@ func (n *Node) closeResources() {
 	if n.gossip != nil && n.gossip.ml != nil {
 		_ = n.gossip.ml.Shutdown()
 	}
-	if n.raft != nil {
-		_ = n.raft.Shutdown().Error()
+	if n.raft != nil && !n.waitDone(closedCh(func() { _ = n.raft.Shutdown().Error() }), stopWait, "raft shutdown") {
+		return // raft may still use the stores
 	}
 	if n.trans != nil {
 		_ = n.trans.Close()
@@ -335,20 +335,6 @@ func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 
 // AppliedIndex returns the index of the last log entry the FSM applied.
 func (n *Node) AppliedIndex() uint64 { return n.fsm.Applied() }
-
-func (n *Node) waitFuture(ctx context.Context, what string, f raft.Future) error {
-	ch := make(chan error, 1)
-	go func() { ch <- f.Error() }()
-	select {
-	case err := <-ch:
-		if err != nil {
-			return fmt.Errorf("cluster: %s: %w", what, mapRaftErr(err))
-		}
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("cluster: %s: %w", what, ctx.Err())
-	}
-}
 
 // mapRaftErr turns hashicorp/raft errors into this package's sentinels,
 // keeping the original in the chain.
@@ -411,10 +397,20 @@ func (n *Node) stop() error {
 	if err := n.gossip.ml.Shutdown(); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: gossip shutdown: %w", err))
 	}
-	if err := n.raft.Shutdown().Error(); err != nil {
-		errs = append(errs, fmt.Errorf("cluster: raft shutdown: %w", err))
+	// raft's shutdown waits for its own goroutines, the FSM's included;
+	// an FSM that never returns must not hang the caller, so neither may
+	// this wait. When it times out the stores stay open: raft may still
+	// use them.
+	var raftErr error
+	if !n.waitDone(closedCh(func() { raftErr = n.raft.Shutdown().Error() }), stopWait, "raft shutdown") {
+		return errors.Join(append(errs, fmt.Errorf("cluster: raft shutdown: not done after %s (an FSM call that does not return?)", stopWait))...)
 	}
-	n.wg.Wait()
+	if raftErr != nil {
+		errs = append(errs, fmt.Errorf("cluster: raft shutdown: %w", raftErr))
+	}
+	if !n.waitDone(closedCh(n.wg.Wait), stopWait, "node goroutines") {
+		errs = append(errs, fmt.Errorf("cluster: node goroutines still running after %s", stopWait))
+	}
 	if err := n.trans.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: transport close: %w", err))
 	}
