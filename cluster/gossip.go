@@ -126,6 +126,13 @@ func (g *gossip) upsert(n *memberlist.Node, status gossipStatus) {
 	if err != nil {
 		return // not a ledgerd server (or a corrupt announcement): ignore
 	}
+	if n.Name != m.ID {
+		// A server's memberlist name is its ID, and memberlist keeps one
+		// live member per name; a meta naming another ID would let one
+		// member overwrite another's entry (and its RPC address, which
+		// followers forward writes to).
+		return
+	}
 	g.mu.Lock()
 	p, ok := g.peers[m.ID]
 	if status == statusFailed && (m.Leaving || ok && p.meta.Leaving) {

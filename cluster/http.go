@@ -45,7 +45,11 @@ const (
 
 // status is what /internal/status reports; bootstrap and autopilot use it.
 type status struct {
-	ID          string `json:"id"`
+	ID string `json:"id"`
+	// RaftAddr is the address this server's Raft transport advertises;
+	// the leader compares it with the member's gossip meta before adding
+	// the member to Raft. Servers of the previous release do not send it.
+	RaftAddr    string `json:"raft_addr,omitempty"`
 	HasState    bool   `json:"has_state"`
 	LeaderID    string `json:"leader_id,omitempty"`
 	State       string `json:"state"`
@@ -145,7 +149,7 @@ func (n *Node) localStatus() status {
 	leader, _ := n.Leader()
 	hasState := n.hadState || u("last_log_index") > 0 || leader != ""
 	return status{
-		ID: n.id, HasState: hasState, LeaderID: leader, State: n.raft.State().String(),
+		ID: n.id, RaftAddr: n.RaftAddr(), HasState: hasState, LeaderID: leader, State: n.raft.State().String(),
 		Term: u("term"), LastIndex: u("last_log_index"), LastTerm: u("last_log_term"),
 		CommitIndex: n.raft.CommitIndex(), Applied: n.fsm.Applied(), LastContactNanos: lc,
 	}

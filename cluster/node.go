@@ -69,6 +69,13 @@ type Node struct {
 
 	removeCh chan string // failed servers autopilot wants removed
 
+	// reconcileRounds counts the leader's reconcile rounds and
+	// refusedJoins the gossip members it kept out of Raft (membership.go).
+	reconcileRounds atomic.Uint64
+	refusedJoins    atomic.Uint64
+	refusedMu       sync.Mutex
+	refused         map[string]string // member ID -> last reason logged
+
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
