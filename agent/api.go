@@ -70,7 +70,7 @@ func (a *Agent) apiOptions() (rpc.Options, error) {
 	node := a.node
 	opts := rpc.Options{
 		Ledger:          a.ledger,
-		Cluster:         replicated.Cluster{Node: node},
+		Cluster:         clusterOps{replicated.Cluster{Node: node}},
 		CORSOrigins:     a.cfg.CORSOrigins,
 		RateLimit:       a.cfg.RateLimit,
 		RateBurst:       a.cfg.RateBurst,

@@ -3,11 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"crypto/subtle"
 	"crypto/tls"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,8 +65,9 @@ type status struct {
 // /internal/ on the HTTP server at Config.RPCAdvertise. It never forwards:
 // a request that reaches a non-leader is answered with a not-leader error.
 //
-// When Config.GossipKey is set, every request must carry a token derived
-// from it (servers share the key, clients of the public API do not), so
+// When gossip is encrypted, every request must carry a token derived from
+// a key of the gossip keyring (servers share the keys, clients of the
+// public API do not; see keyring.go), so
 // the endpoints, which take raw commands, cannot be used to bypass the
 // public API's authentication. Without a gossip key they are open: run
 // that way only on a trusted network or in dev mode.
@@ -80,28 +77,17 @@ func (n *Node) Handler() http.Handler {
 	mux.HandleFunc("POST "+pathApplyBatch, n.serveApplyBatch)
 	mux.HandleFunc("GET "+pathReadIndex, n.serveReadIndex)
 	mux.HandleFunc("GET "+pathStatus, n.serveStatus)
-	if n.token == "" {
+	mux.HandleFunc("POST "+pathKeyring, n.serveKeyring)
+	if n.keys == nil {
 		return mux
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := r.Header.Get(tokenHeader)
-		if subtle.ConstantTimeCompare([]byte(got), []byte(n.token)) != 1 {
+		if !n.tokenOK(r.Header.Get(tokenHeader)) {
 			writeErr(w, http.StatusForbidden, errClassOther, errors.New("cluster: internal endpoint: missing or wrong cluster token"))
 			return
 		}
 		mux.ServeHTTP(w, r)
 	})
-}
-
-// internalToken derives the token peers present on internal requests from
-// the gossip key; empty when there is no key.
-func internalToken(key []byte) string {
-	if len(key) == 0 {
-		return ""
-	}
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte("ledgerd internal endpoints v1"))
-	return hex.EncodeToString(m.Sum(nil))
 }
 
 // newInternalRequest builds a request to a peer's internal endpoint.
@@ -110,8 +96,8 @@ func (n *Node) newInternalRequest(ctx context.Context, method, url string, body 
 	if err != nil {
 		return nil, err
 	}
-	if n.token != "" {
-		req.Header.Set(tokenHeader, n.token)
+	if tok := n.sendToken(); tok != "" {
+		req.Header.Set(tokenHeader, tok)
 	}
 	return req, nil
 }

@@ -51,7 +51,7 @@ type Node struct {
 	meta     nodeMeta // what this node announces
 	started  time.Time
 	raftConf raft.Config // as started; timeouts restored after an early election
-	token    string      // internal endpoint token, from the gossip key
+	keys     *keyring    // gossip keyring; nil when gossip is unencrypted
 	hadState bool        // raft state existed on disk at start
 
 	// readable is the term in which this node, as leader, completed a
@@ -113,7 +113,6 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 		client:   &http.Client{Timeout: cfg.ForwardTimeout, Transport: peerTransport(cfg.RPCTLS)},
 		scheme:   peerScheme(cfg.RPCTLS),
 		removeCh: make(chan string, 16),
-		token:    internalToken(cfg.GossipKey),
 		ctx:      ctx,
 		cancel:   cancel,
 	}
@@ -264,10 +263,21 @@ func (n *Node) createGossip() error {
 	if err != nil {
 		return err
 	}
+	keys, fromFile, err := newKeyring(n.cfg.DataDir, n.cfg.GossipKey)
+	if err != nil {
+		return err
+	}
+	if fromFile {
+		n.log.Info("gossip keyring loaded from the data dir; it takes precedence over the configured gossip key", "file", keyringFile, "keys", len(keys.kr.GetKeys()))
+	}
+	n.keys = keys
 	g := &gossip{meta: meta, kick: make(chan struct{}, 1), peers: map[string]*peer{}}
 	mc, err := n.cfg.gossipConfig(n.id, g)
 	if err != nil {
 		return err
+	}
+	if keys != nil {
+		mc.SecretKey, mc.Keyring = nil, keys.kr
 	}
 	ml, err := memberlist.Create(mc)
 	if err != nil {

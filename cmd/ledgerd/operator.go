@@ -12,10 +12,11 @@ import (
 )
 
 func init() {
-	register("operator", "Operator tools: `operator raft list-peers | remove-peer | transfer-leader | recover`", runOperator)
+	register("operator", "Operator tools: `operator raft list-peers | remove-peer | transfer-leader | recover`, `operator gossip keyring`", runOperator)
 }
 
 const operatorUsage = `Usage: ledgerd operator raft <subcommand> [options]
+       ledgerd operator gossip keyring -list | -install KEY | -use KEY | -remove KEY
 
 Subcommands:
     list-peers       list the Raft servers: id, address, state, voter, leader
@@ -24,9 +25,19 @@ Subcommands:
     transfer-leader  hand leadership to another voter
     recover          turn a stopped server's data into a one-server cluster
                      after a lost quorum (see cluster/DESIGN.md)
+
+    gossip keyring   list, install, use or remove gossip encryption keys on
+                     every server (rotate the gossip key without downtime)
 `
 
 func runOperator(args []string) int {
+	if len(args) >= 2 && args[0] == "gossip" && args[1] == "keyring" {
+		return runGossipKeyring(args[2:])
+	}
+	if len(args) >= 1 && args[0] == "gossip" {
+		fmt.Fprint(cliErr, gossipUsage)
+		return exitUsage
+	}
 	if len(args) < 2 || args[0] != "raft" {
 		fmt.Fprint(cliErr, operatorUsage)
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
