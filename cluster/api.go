@@ -165,6 +165,12 @@ type Config struct {
 	// MinQuorum is the number of voters dead-server cleanup never goes
 	// below. Default: a majority of BootstrapExpect (1 in Dev mode).
 	MinQuorum int
+
+	// onApplyPanic, for tests in this package, replaces the panic that
+	// stops a node whose FSM cannot apply an entry: it gets the message,
+	// and the FSM goroutine then waits for the node to stop, as if the
+	// process had died.
+	onApplyPanic func(msg string)
 }
 
 // Member is one server as seen from this node: the Raft configuration

@@ -117,6 +117,12 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 		cancel:   cancel,
 	}
 	n.fsm.log = n.log
+	if cfg.onApplyPanic != nil {
+		n.fsm.fatal = func(msg string) {
+			cfg.onApplyPanic(msg)
+			<-n.ctx.Done()
+		}
+	}
 	ok := false
 	defer func() {
 		if !ok {
