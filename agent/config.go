@@ -55,7 +55,9 @@ type Config struct {
 	Insecure bool `json:"insecure"`
 	// MetricsToken, if set, is the bearer token /metrics requires.
 	MetricsToken string `json:"metrics_token"`
-	// GossipKey is base64 of 16, 24 or 32 bytes; it encrypts gossip.
+	// GossipKey is base64 of 16, 24 or 32 bytes; it encrypts gossip. Once
+	// `ledgerd operator gossip keyring` has changed the keys, the keyring
+	// in DATA_DIR/keyring.json is used instead (docs/operations.md).
 	GossipKey       string   `json:"gossip_key"`
 	LogLevel        string   `json:"log_level"`
 	LogFormat       string   `json:"log_format"`

@@ -64,7 +64,9 @@ type Config struct {
 	// Certificates as a client certificate (needed when the peers require
 	// mutual TLS). Nil means plain http.
 	RPCTLS *tls.Config
-	// GossipKey (16, 24 or 32 bytes) enables gossip encryption.
+	// GossipKey (16, 24 or 32 bytes) enables gossip encryption. Once a
+	// keyring operation (GossipKeyring) has written DataDir/keyring.json,
+	// that keyring is loaded at start instead.
 	GossipKey []byte
 	// DeadServerGrace is how long a server must be dead in gossip before the
 	// leader removes it from Raft. Default 30s.
