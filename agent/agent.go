@@ -230,6 +230,7 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 		GossipKey:       key,
 		DeadServerGrace: time.Duration(a.cfg.DeadServerGrace),
 		TickInterval:    time.Duration(a.cfg.TickInterval),
+		ReadyLag:        a.cfg.ReadyMaxLag,
 
 		SnapshotThreshold:  a.cfg.SnapshotThreshold,
 		SnapshotInterval:   time.Duration(a.cfg.SnapshotInterval),
@@ -240,6 +241,7 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 		Now:                now,
 		Tick:               fsm.TickCommand,
 		NextDue:            a.fsm.NextDue,
+		EnvelopeVersion:    fsm.CurrentVersion,
 		Logger:             a.log,
 		Registerer:         a.reg,
 	}

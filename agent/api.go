@@ -33,8 +33,8 @@ func (a *Agent) handler() http.Handler {
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !node.Ready() {
-			http.Error(w, "not ready: no leader yet or still catching up", http.StatusServiceUnavailable)
+		if why := node.NotReadyReason(); why != "" {
+			http.Error(w, "not ready: "+why, http.StatusServiceUnavailable)
 			return
 		}
 		if a.cfg.Insecure {
@@ -73,7 +73,7 @@ func (a *Agent) apiOptions() (rpc.Options, error) {
 	node := a.node
 	opts := rpc.Options{
 		Ledger:          a.ledger,
-		Cluster:         replicated.Cluster{Node: node},
+		Cluster:         clusterOps{replicated.Cluster{Node: node}},
 		CORSOrigins:     a.cfg.CORSOrigins,
 		RateLimit:       a.cfg.RateLimit,
 		RateBurst:       a.cfg.RateBurst,

@@ -55,12 +55,18 @@ type Config struct {
 	Insecure bool `json:"insecure"`
 	// MetricsToken, if set, is the bearer token /metrics requires.
 	MetricsToken string `json:"metrics_token"`
-	// GossipKey is base64 of 16, 24 or 32 bytes; it encrypts gossip.
+	// GossipKey is base64 of 16, 24 or 32 bytes; it encrypts gossip. Once
+	// `ledgerd operator gossip keyring` has changed the keys, the keyring
+	// in DATA_DIR/keyring.json is used instead (docs/operations.md).
 	GossipKey       string   `json:"gossip_key"`
 	LogLevel        string   `json:"log_level"`
 	LogFormat       string   `json:"log_format"`
 	DeadServerGrace Duration `json:"dead_server_grace"`
 	TickInterval    Duration `json:"tick_interval"`
+	// ReadyMaxLag is how many committed entries the node may have left to
+	// apply while /readyz still answers ready (0: cluster.Config's
+	// default, 250); see cluster.Config.ReadyLag.
+	ReadyMaxLag int `json:"ready_max_lag"`
 	// Snapshots: see cluster.Config. The defaults keep the log replayed
 	// after a crash to about SnapshotThreshold plus two SnapshotIntervals
 	// of writes; a graceful stop snapshots so the next start replays
@@ -207,6 +213,9 @@ func (c *Config) Validate(dev bool) error {
 	}
 	if c.DeadServerGrace < 0 {
 		return fmt.Errorf("config: dead_server_grace: must not be negative")
+	}
+	if c.ReadyMaxLag < 0 {
+		return fmt.Errorf("config: ready_max_lag: must be >= 0, got %d", c.ReadyMaxLag)
 	}
 	if c.TickInterval < 0 {
 		return fmt.Errorf("config: tick_interval: must not be negative")

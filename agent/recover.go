@@ -59,6 +59,14 @@ func PlanRecovery(configFile, dataDir, raftAddr string) (RecoveryPlan, error) {
 	return p, nil
 }
 
+// TruncatingFrom returns the plan with the log entries from index on
+// dropped before the replay (cluster.RecoverConfig.TruncateFrom): for a
+// committed entry every replica stops on. 0 keeps the whole log.
+func (p RecoveryPlan) TruncatingFrom(index uint64) RecoveryPlan {
+	p.cluster.TruncateFrom = index
+	return p
+}
+
 // DataDir is the data directory the plan recovers.
 func (p RecoveryPlan) DataDir() string { return p.cluster.DataDir }
 

@@ -136,7 +136,7 @@ var settings = []setting{
 	{"tls_http_require_client_cert", "every API client must present a certificate (with tls_http); otherwise a bearer token is enough", boolSetter(func(c *Config) *bool { return &c.TLSHTTPRequireClientCert })},
 	{"insecure", "run without authenticating peers and callers (test beds only; logged at ERROR, ledgerd_insecure 1)", boolSetter(func(c *Config) *bool { return &c.Insecure })},
 	{"metrics_token", "bearer token /metrics requires (empty: /metrics is open to anyone who reaches the port)", str(func(c *Config) *string { return &c.MetricsToken })},
-	{"gossip_key", "base64 key (16, 24 or 32 bytes) that encrypts gossip", str(func(c *Config) *string { return &c.GossipKey })},
+	{"gossip_key", "base64 key (16, 24 or 32 bytes) that encrypts gossip; DATA_DIR/keyring.json, once a key rotation wrote it, takes precedence", str(func(c *Config) *string { return &c.GossipKey })},
 	{"log_level", "debug, info, warn or error", str(func(c *Config) *string { return &c.LogLevel })},
 	{"log_format", "text or json", str(func(c *Config) *string { return &c.LogFormat })},
 	{"dead_server_grace", "how long a failed server stays in Raft before removal", func(c *Config, v string) error {
@@ -149,6 +149,7 @@ var settings = []setting{
 		c.TickInterval = Duration(d)
 		return err
 	}},
+	{"ready_max_lag", "committed entries the node may have left to apply while /readyz still says ready (0: 250)", intSetter(func(c *Config) *int { return &c.ReadyMaxLag })},
 	{"snapshot_threshold", "entries logged since the last snapshot that make the next check take one", uintSetter(func(c *Config) *uint64 { return &c.SnapshotThreshold })},
 	{"snapshot_interval", "how often to check whether a snapshot is due (randomly up to twice as long)", func(c *Config, v string) error {
 		d, err := time.ParseDuration(v)

@@ -64,7 +64,9 @@ type Config struct {
 	// Certificates as a client certificate (needed when the peers require
 	// mutual TLS). Nil means plain http.
 	RPCTLS *tls.Config
-	// GossipKey (16, 24 or 32 bytes) enables gossip encryption.
+	// GossipKey (16, 24 or 32 bytes) enables gossip encryption. Once a
+	// keyring operation (GossipKeyring) has written DataDir/keyring.json,
+	// that keyring is loaded at start instead.
 	GossipKey []byte
 	// DeadServerGrace is how long a server must be dead in gossip before the
 	// leader removes it from Raft. Default 30s.
@@ -117,6 +119,21 @@ type Config struct {
 	// does all the work due by then. Without NextDue it is the fixed
 	// period of Tick, default 1s as before.
 	TickInterval time.Duration
+	// ReadyLag is how many log entries this node may have left to apply,
+	// behind the leader's commit index, while Ready still reports true.
+	// Default 250: the lag autopilot accepts from a healthy voter
+	// (MaxTrailingLogs), and at the FSM's apply rate (thousands of
+	// entries a second) well under a second of catching up, so a node
+	// that reports ready answers a linearizable read without a noticeable
+	// wait, while a node restoring a snapshot or replaying a long tail
+	// reports not ready. A negative value is refused.
+	ReadyLag int
+	// EnvelopeVersion is the highest FSM command envelope version this
+	// node can apply; 0 means 1. It is announced in gossip, and
+	// Node.CommonEnvelopeVersion reports the highest version every server
+	// of the Raft configuration announces, so that a new envelope version
+	// is proposed only once every server can apply it.
+	EnvelopeVersion uint32
 	// Logger receives structured logs; raft and memberlist logs are routed
 	// into it at INFO and above. Default slog.Default().
 	Logger *slog.Logger
@@ -150,6 +167,12 @@ type Config struct {
 	// MinQuorum is the number of voters dead-server cleanup never goes
 	// below. Default: a majority of BootstrapExpect (1 in Dev mode).
 	MinQuorum int
+
+	// onApplyPanic, for tests in this package, replaces the panic that
+	// stops a node whose FSM cannot apply an entry: it gets the message,
+	// and the FSM goroutine then waits for the node to stop, as if the
+	// process had died.
+	onApplyPanic func(msg string)
 }
 
 // Member is one server as seen from this node: the Raft configuration

@@ -147,6 +147,12 @@ func (n *Node) applyLocalBatch(ctx context.Context, cmds [][]byte, fromPeer bool
 		fail(out, seq(len(cmds)), fmt.Errorf("cluster: apply: %w", ErrNotLeader))
 		return out
 	}
+	if _, ok := ctx.Deadline(); !ok {
+		// A future raft took is answered; this only bounds one it lost.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, maxWait)
+		defer cancel()
+	}
 	var timeout time.Duration
 	if d, ok := ctx.Deadline(); ok {
 		timeout = max(time.Until(d), time.Millisecond)

@@ -58,24 +58,38 @@ func (n *Node) bootstrapLoop() {
 			continue
 		}
 		abort := false
+		proven := servers[:0]
 		for _, s := range servers {
 			if string(s.ID) == n.id {
+				proven = append(proven, s)
 				continue
 			}
-			st, err := n.fetchStatus(n.ctx, peers[string(s.ID)].meta.RPC)
+			m := peers[string(s.ID)].meta
+			st, err := n.fetchStatus(n.ctx, m.RPC)
 			if err != nil {
 				n.log.Info("bootstrap: peer status unavailable; waiting", "peer", s.ID, "err", err)
 				abort = true
 				break
 			}
+			// With TLS on the internal endpoints, only members that
+			// prove they are servers of this cluster (as reconcile
+			// asks) may enter the first configuration.
+			if n.cfg.RPCTLS != nil {
+				if err := checkProof(m, st); err != nil {
+					n.refuse(m, err.Error())
+					continue
+				}
+			}
 			if st.HasState || st.LeaderID != "" {
 				n.log.Info("bootstrap: a peer already has raft state; joining instead", "peer", s.ID)
 				return
 			}
+			proven = append(proven, s)
 		}
-		if abort {
+		if abort || len(proven) < n.cfg.BootstrapExpect {
 			continue
 		}
+		servers = proven
 		sort.Slice(servers, func(i, j int) bool { return servers[i].ID < servers[j].ID })
 		n.bootstrap(servers)
 		return
@@ -83,7 +97,7 @@ func (n *Node) bootstrapLoop() {
 }
 
 func (n *Node) bootstrap(servers []raft.Server) {
-	err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+	err := n.waitFuture(n.ctx, "bootstrap", n.raft.BootstrapCluster(raft.Configuration{Servers: servers}))
 	if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 		n.log.Error("bootstrap failed", "err", err)
 		return

@@ -64,6 +64,9 @@ func (c Config) withDefaults() (Config, error) {
 			return c, fmt.Errorf("cluster: Config.%s must not be negative, got %s", name, d)
 		}
 	}
+	if c.ReadyLag < 0 {
+		return c, fmt.Errorf("cluster: Config.ReadyLag must be >= 0, got %d", c.ReadyLag)
+	}
 	if c.MinQuorum < 0 {
 		return c, fmt.Errorf("cluster: Config.MinQuorum must be >= 0, got %d", c.MinQuorum)
 	}
@@ -82,6 +85,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	def(&c.ReconcileInterval, 5*time.Second)
 	def(&c.ServerStabilizationTime, 5*time.Second)
+	if c.ReadyLag == 0 {
+		c.ReadyLag = defaultReadyLag
+	}
+	if c.EnvelopeVersion == 0 {
+		c.EnvelopeVersion = 1
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}

@@ -12,8 +12,9 @@
 // that accept stale data read the FSM without it); a leader tick for
 // time-triggered work, applied when Config.NextDue says work is due (or
 // every TickInterval without it); Leader, Members, TransferLeadership,
-// RemoveServer, SaveSnapshot and RestoreSnapshot for operators; Ready for
-// /readyz; and an http.Handler with the internal endpoints peers call on
+// RemoveServer, SaveSnapshot, RestoreSnapshot and GossipKeyring (gossip
+// key rotation) for operators; Ready for /readyz; CommonEnvelopeVersion,
+// the FSM envelope version every server can apply; and an http.Handler with the internal endpoints peers call on
 // each other (the single-command /internal/apply is deprecated and served
 // only until 0.3.0, for rolling upgrades from 0.1.0).
 //
@@ -33,7 +34,9 @@
 // while the FSM applies entries, so the leader ticks only when work is due;
 // mount Handler under /internal/ on the HTTP server whose address is
 // Config.RPCAdvertise; set Config.GossipKey outside trusted networks (it
-// also guards the internal endpoints); treat ErrOutcomeUnknown as "retry
+// also guards the internal endpoints), and Config.RPCTLS with a
+// configuration that accepts only server certificates (a gossip member
+// joins Raft only after proving itself over it); treat ErrOutcomeUnknown as "retry
 // with the same idempotency key"; call Shutdown once.
 //
 // Errors: ErrNoLeader, ErrNotLeader, ErrShutdown and ErrOutcomeUnknown are

@@ -34,13 +34,44 @@ type trackedFSM struct {
 	// log, if set, receives one line per restore with its timings.
 	log *slog.Logger
 
+	// fatal is called, on the FSM goroutine, with the message of an
+	// entry the FSM could not apply; it must not return while the node
+	// runs. Default: panic, which stops the process.
+	fatal func(msg string)
+
 	mu      sync.Mutex
 	applied uint64
 	changed chan struct{} // closed and replaced whenever applied grows
 }
 
 func newTrackedFSM(inner raft.FSM) *trackedFSM {
-	return &trackedFSM{inner: inner, changed: make(chan struct{})}
+	return &trackedFSM{inner: inner, changed: make(chan struct{}), fatal: func(msg string) { panic(msg) }}
+}
+
+// cannotApplyDoc is where the recovery procedure is written down.
+const cannotApplyDoc = `docs/operations.md, "A node stopped on an entry it cannot apply"`
+
+// stopOnPanic, deferred around the inner FSM's Apply, turns a panic (an
+// entry the FSM cannot decode or apply) into a stop with a message that
+// names the entry and the fix. The node must stop rather than skip the
+// entry: a replica that skipped it would diverge from the others.
+func (f *trackedFSM) stopOnPanic(first, last uint64) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	where := fmt.Sprintf("log entry %d", first)
+	if last != first {
+		where = fmt.Sprintf("one of log entries %d..%d", first, last)
+	}
+	msg := fmt.Sprintf("cluster: this server's FSM cannot apply %s (%v); the server stops so that replicas do not diverge. "+
+		"If this server runs an older release than the others, upgrade it; if only this replica is damaged, stop it, "+
+		"move its data dir aside, start it empty and remove its old ID with `ledgerd operator raft remove-peer`; see %s",
+		where, v, cannotApplyDoc)
+	if f.log != nil {
+		f.log.Error(msg, "stack", string(debug.Stack()))
+	}
+	f.fatal(msg)
 }
 
 func (f *trackedFSM) setApplied(index uint64) {
@@ -68,8 +99,9 @@ func (f *trackedFSM) Applied() uint64 {
 	return f.applied
 }
 
-// waitApplied blocks until the FSM has applied index or ctx ends.
-func (f *trackedFSM) waitApplied(ctx context.Context, index uint64) error {
+// waitApplied blocks until the FSM has applied index, ctx ends or stop
+// is closed (node shutdown: ErrShutdown).
+func (f *trackedFSM) waitApplied(ctx context.Context, stop <-chan struct{}, index uint64) error {
 	for {
 		f.mu.Lock()
 		applied, ch := f.applied, f.changed
@@ -80,16 +112,31 @@ func (f *trackedFSM) waitApplied(ctx context.Context, index uint64) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return fmt.Errorf("cluster: wait for index %d (applied %d): %w", index, applied, ctx.Err())
+			return fmt.Errorf("cluster: wait for index %d (applied %d): %w", index, applied, context.Cause(ctx))
+		case <-stop:
+			return fmt.Errorf("cluster: wait for index %d (applied %d): %w", index, applied, ErrShutdown)
 		}
 	}
 }
 
 // Apply implements raft.FSM.
 func (f *trackedFSM) Apply(l *raft.Log) any {
-	r := f.inner.Apply(l)
+	r := f.applyOne(l)
 	f.setApplied(l.Index)
 	return r
+}
+
+// applyOne applies one entry, stopping the node if the FSM panics on it.
+func (f *trackedFSM) applyOne(l *raft.Log) any {
+	defer f.stopOnPanic(l.Index, l.Index)
+	return f.inner.Apply(l)
+}
+
+// applyBatch hands logs to a batching FSM, stopping the node if it panics
+// (the entry is then one of the batch).
+func (f *trackedFSM) applyBatch(b raft.BatchingFSM, logs []*raft.Log) []any {
+	defer f.stopOnPanic(logs[0].Index, logs[len(logs)-1].Index)
+	return b.ApplyBatch(logs)
 }
 
 // ApplyBatch implements raft.BatchingFSM, so an application FSM that
@@ -101,12 +148,15 @@ func (f *trackedFSM) ApplyBatch(logs []*raft.Log) []any {
 	}
 	var out []any
 	if b, ok := f.inner.(raft.BatchingFSM); ok {
-		out = b.ApplyBatch(logs)
+		out = f.applyBatch(b, logs)
+		if len(out) != len(logs) {
+			out = make([]any, len(logs)) // only after a stop (tests): raft wants one response per entry
+		}
 	} else {
 		out = make([]any, len(logs))
 		for i, l := range logs {
 			if l.Type == raft.LogCommand {
-				out[i] = f.inner.Apply(l)
+				out[i] = f.applyOne(l)
 			}
 		}
 	}

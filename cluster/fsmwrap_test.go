@@ -67,11 +67,11 @@ func TestTrackedFSMAppliedIndexAndSnapshotHeader(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 			defer cancel()
-			if err := f.waitApplied(ctx, 7); err == nil {
+			if err := f.waitApplied(ctx, nil, 7); err == nil {
 				t.Fatal("waitApplied(7) returned before index 7 was applied")
 			}
 			go f.Apply(&raft.Log{Index: 7, Type: raft.LogCommand, Data: []byte("c|3")})
-			if err := f.waitApplied(context.Background(), 7); err != nil {
+			if err := f.waitApplied(context.Background(), nil, 7); err != nil {
 				t.Fatal(err)
 			}
 

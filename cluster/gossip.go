@@ -27,6 +27,11 @@ type nodeMeta struct {
 	// can tell a departure from a failure: memberlist reports both through
 	// NotifyLeave without a usable state on the node it passes.
 	Leaving bool `json:"l,omitempty"`
+	// Envelope is the highest FSM envelope version this server can apply
+	// (Config.EnvelopeVersion). Servers of the previous release do not
+	// send it (they ignore the field when they decode ours, as
+	// encoding/json skips unknown keys); absent means 1.
+	Envelope uint32 `json:"ev,omitempty"`
 }
 
 func (m nodeMeta) encode() ([]byte, error) {
@@ -120,6 +125,13 @@ func (g *gossip) upsert(n *memberlist.Node, status gossipStatus) {
 	m, err := decodeMeta(n.Meta)
 	if err != nil {
 		return // not a ledgerd server (or a corrupt announcement): ignore
+	}
+	if n.Name != m.ID {
+		// A server's memberlist name is its ID, and memberlist keeps one
+		// live member per name; a meta naming another ID would let one
+		// member overwrite another's entry (and its RPC address, which
+		// followers forward writes to).
+		return
 	}
 	g.mu.Lock()
 	p, ok := g.peers[m.ID]

@@ -3,11 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"crypto/subtle"
 	"crypto/tls"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,7 +41,11 @@ const (
 
 // status is what /internal/status reports; bootstrap and autopilot use it.
 type status struct {
-	ID          string `json:"id"`
+	ID string `json:"id"`
+	// RaftAddr is the address this server's Raft transport advertises;
+	// the leader compares it with the member's gossip meta before adding
+	// the member to Raft. Servers of the previous release do not send it.
+	RaftAddr    string `json:"raft_addr,omitempty"`
 	HasState    bool   `json:"has_state"`
 	LeaderID    string `json:"leader_id,omitempty"`
 	State       string `json:"state"`
@@ -65,8 +65,9 @@ type status struct {
 // /internal/ on the HTTP server at Config.RPCAdvertise. It never forwards:
 // a request that reaches a non-leader is answered with a not-leader error.
 //
-// When Config.GossipKey is set, every request must carry a token derived
-// from it (servers share the key, clients of the public API do not), so
+// When gossip is encrypted, every request must carry a token derived from
+// a key of the gossip keyring (servers share the keys, clients of the
+// public API do not; see keyring.go), so
 // the endpoints, which take raw commands, cannot be used to bypass the
 // public API's authentication. Without a gossip key they are open: run
 // that way only on a trusted network or in dev mode.
@@ -76,28 +77,17 @@ func (n *Node) Handler() http.Handler {
 	mux.HandleFunc("POST "+pathApplyBatch, n.serveApplyBatch)
 	mux.HandleFunc("GET "+pathReadIndex, n.serveReadIndex)
 	mux.HandleFunc("GET "+pathStatus, n.serveStatus)
-	if n.token == "" {
+	mux.HandleFunc("POST "+pathKeyring, n.serveKeyring)
+	if n.keys == nil {
 		return mux
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := r.Header.Get(tokenHeader)
-		if subtle.ConstantTimeCompare([]byte(got), []byte(n.token)) != 1 {
+		if !n.tokenOK(r.Header.Get(tokenHeader)) {
 			writeErr(w, http.StatusForbidden, errClassOther, errors.New("cluster: internal endpoint: missing or wrong cluster token"))
 			return
 		}
 		mux.ServeHTTP(w, r)
 	})
-}
-
-// internalToken derives the token peers present on internal requests from
-// the gossip key; empty when there is no key.
-func internalToken(key []byte) string {
-	if len(key) == 0 {
-		return ""
-	}
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte("ledgerd internal endpoints v1"))
-	return hex.EncodeToString(m.Sum(nil))
 }
 
 // newInternalRequest builds a request to a peer's internal endpoint.
@@ -106,8 +96,8 @@ func (n *Node) newInternalRequest(ctx context.Context, method, url string, body 
 	if err != nil {
 		return nil, err
 	}
-	if n.token != "" {
-		req.Header.Set(tokenHeader, n.token)
+	if tok := n.sendToken(); tok != "" {
+		req.Header.Set(tokenHeader, tok)
 	}
 	return req, nil
 }
@@ -145,7 +135,7 @@ func (n *Node) localStatus() status {
 	leader, _ := n.Leader()
 	hasState := n.hadState || u("last_log_index") > 0 || leader != ""
 	return status{
-		ID: n.id, HasState: hasState, LeaderID: leader, State: n.raft.State().String(),
+		ID: n.id, RaftAddr: n.RaftAddr(), HasState: hasState, LeaderID: leader, State: n.raft.State().String(),
 		Term: u("term"), LastIndex: u("last_log_index"), LastTerm: u("last_log_term"),
 		CommitIndex: n.raft.CommitIndex(), Applied: n.fsm.Applied(), LastContactNanos: lc,
 	}

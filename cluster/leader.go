@@ -15,7 +15,7 @@ func (n *Node) leadershipLoop() {
 	end := func() {
 		if stop != nil {
 			stop()
-			<-done
+			n.waitDone(done, stopWait, "leader duties")
 			stop = nil
 		}
 	}
@@ -53,8 +53,8 @@ func (n *Node) leaderDuties(ctx context.Context) {
 		// Not Barrier().Error(): with BatchApplyCh the barrier sits in a
 		// buffered channel, and if raft shuts down before its leader loop
 		// takes it nobody ever answers it, which hung Shutdown forever.
-		// waitFuture also returns when ctx ends (its waiter goroutine is
-		// then left on the dead future).
+		// waitFuture also returns when ctx ends or after maxWait (its
+		// waiter goroutine is then left on the dead future).
 		err := n.waitFuture(ctx, "leader barrier", n.raft.Barrier(n.cfg.LeaderWait))
 		if err == nil {
 			break
@@ -66,7 +66,7 @@ func (n *Node) leaderDuties(ctx context.Context) {
 	}
 	n.readable.Store(term)
 	n.ap.Start(ctx)
-	defer func() { <-n.ap.Stop() }()
+	defer func() { n.waitDone(n.ap.Stop(), stopWait, "autopilot stop") }()
 
 	// The tick runs beside the membership work so that neither waits for
 	// the other; it ends with ctx, before autopilot stops.
@@ -75,21 +75,21 @@ func (n *Node) leaderDuties(ctx context.Context) {
 		defer close(ticks)
 		n.tickLoop(ctx)
 	}()
-	defer func() { <-ticks }()
+	defer n.waitDone(ticks, stopWait, "leader tick")
 
 	reconcile := time.NewTicker(n.cfg.ReconcileInterval)
 	defer reconcile.Stop()
-	n.reconcile()
+	n.reconcile(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-n.gossip.kick:
-			n.reconcile()
+			n.reconcile(ctx)
 		case <-reconcile.C:
-			n.reconcile()
+			n.reconcile(ctx)
 		case id := <-n.removeCh:
-			n.removeFailed(id)
+			n.removeFailed(ctx, id)
 		}
 	}
 }

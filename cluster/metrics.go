@@ -56,8 +56,16 @@ func newMetrics(n *Node) *metrics {
 			Name: "ledgerd_snapshot_failures_total",
 			Help: "Snapshots that failed to be taken or persisted since start.",
 		}, func() float64 { return float64(n.fsm.snapFailures.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "ledgerd_reconcile_rounds_total",
+			Help: "Rounds of the leader's membership reconciliation (gossip into the Raft configuration).",
+		}, func() float64 { return float64(n.reconcileRounds.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "ledgerd_membership_refused_total",
+			Help: "Gossip members the leader kept out of Raft, one per member and round: no proof of being a server, or a claim on a live server's Raft address.",
+		}, func() float64 { return float64(n.refusedJoins.Load()) }),
 		gauge("ledgerd_fsm_applied_index", "Last index the FSM applied.", func() float64 { return float64(n.fsm.Applied()) }),
-		gauge("ledgerd_ready", "1 once the node caught up with the leader at startup.", func() float64 {
+		gauge("ledgerd_ready", "1 while the node is ready (Node.Ready: a leader is known and the FSM is at most ReadyLag entries behind its commit index).", func() float64 {
 			if n.Ready() {
 				return 1
 			}

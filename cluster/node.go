@@ -51,7 +51,7 @@ type Node struct {
 	meta     nodeMeta // what this node announces
 	started  time.Time
 	raftConf raft.Config // as started; timeouts restored after an early election
-	token    string      // internal endpoint token, from the gossip key
+	keys     *keyring    // gossip keyring; nil when gossip is unencrypted
 	hadState bool        // raft state existed on disk at start
 
 	// readable is the term in which this node, as leader, completed a
@@ -60,9 +60,21 @@ type Node struct {
 	readable atomic.Uint64
 	// leaderSince is when this node last became leader (UnixNano).
 	leaderSince atomic.Int64
-	ready       atomic.Bool
+	// ready latches once the node first caught up at startup; Ready
+	// also asks for a leader and a bounded lag (ready.go).
+	ready atomic.Bool
+	// leaderCommit is the leader's commit index as a follower last
+	// learned it from the leader's status (ready.go).
+	leaderCommit atomic.Uint64
 
 	removeCh chan string // failed servers autopilot wants removed
+
+	// reconcileRounds counts the leader's reconcile rounds and
+	// refusedJoins the gossip members it kept out of Raft (membership.go).
+	reconcileRounds atomic.Uint64
+	refusedJoins    atomic.Uint64
+	refusedMu       sync.Mutex
+	refused         map[string]string // member ID -> last reason logged
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -101,11 +113,16 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 		client:   &http.Client{Timeout: cfg.ForwardTimeout, Transport: peerTransport(cfg.RPCTLS)},
 		scheme:   peerScheme(cfg.RPCTLS),
 		removeCh: make(chan string, 16),
-		token:    internalToken(cfg.GossipKey),
 		ctx:      ctx,
 		cancel:   cancel,
 	}
 	n.fsm.log = n.log
+	if cfg.onApplyPanic != nil {
+		n.fsm.fatal = func(msg string) {
+			cfg.onApplyPanic(msg)
+			<-n.ctx.Done()
+		}
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -246,16 +263,27 @@ func boltOptions() *bbolt.Options {
 func (n *Node) createGossip() error {
 	n.meta = nodeMeta{
 		ID: n.id, Name: n.cfg.NodeName, Raft: string(n.trans.LocalAddr()), RPC: n.cfg.RPCAdvertise,
-		Expect: n.cfg.BootstrapExpect, Version: Version,
+		Expect: n.cfg.BootstrapExpect, Version: Version, Envelope: n.cfg.EnvelopeVersion,
 	}
 	meta, err := n.meta.encode()
 	if err != nil {
 		return err
 	}
+	keys, fromFile, err := newKeyring(n.cfg.DataDir, n.cfg.GossipKey)
+	if err != nil {
+		return err
+	}
+	if fromFile {
+		n.log.Info("gossip keyring loaded from the data dir; it takes precedence over the configured gossip key", "file", keyringFile, "keys", len(keys.kr.GetKeys()))
+	}
+	n.keys = keys
 	g := &gossip{meta: meta, kick: make(chan struct{}, 1), peers: map[string]*peer{}}
 	mc, err := n.cfg.gossipConfig(n.id, g)
 	if err != nil {
 		return err
+	}
+	if keys != nil {
+		mc.SecretKey, mc.Keyring = nil, keys.kr
 	}
 	ml, err := memberlist.Create(mc)
 	if err != nil {
@@ -271,8 +299,8 @@ func (n *Node) closeResources() {
 	if n.gossip != nil && n.gossip.ml != nil {
 		_ = n.gossip.ml.Shutdown()
 	}
-	if n.raft != nil {
-		_ = n.raft.Shutdown().Error()
+	if n.raft != nil && !n.waitDone(closedCh(func() { _ = n.raft.Shutdown().Error() }), stopWait, "raft shutdown") {
+		return // raft may still use the stores
 	}
 	if n.trans != nil {
 		_ = n.trans.Close()
@@ -309,28 +337,6 @@ func (n *Node) sleep(d time.Duration) bool {
 	}
 }
 
-// readyLoop marks the node ready once a leader is known and the local FSM
-// has applied everything the leader had committed when we asked.
-func (n *Node) readyLoop() {
-	// Try at once: a restarted one-server cluster is often leader already.
-	for first := true; first || n.sleep(100*time.Millisecond); first = false {
-		ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
-		err := n.ReadBarrier(ctx)
-		cancel()
-		if err == nil {
-			n.ready.Store(true)
-			applied, restored := n.fsm.Applied(), n.fsm.restored.Load()
-			n.log.Info("node ready", "since_start", time.Since(n.started).Round(time.Millisecond),
-				"applied", applied, "snapshot_restored", restored, "replayed_or_received", applied-min(applied, restored))
-			return
-		}
-	}
-}
-
-// Ready reports whether the node has seen a leader and caught up with the
-// leader's commit index as of startup. It backs /readyz.
-func (n *Node) Ready() bool { return n.ready.Load() && !n.closed.Load() }
-
 // Leader returns the current leader's server ID and RPC address, or empty
 // strings when no leader is known.
 func (n *Node) Leader() (id, rpcAddr string) {
@@ -352,20 +358,6 @@ func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 
 // AppliedIndex returns the index of the last log entry the FSM applied.
 func (n *Node) AppliedIndex() uint64 { return n.fsm.Applied() }
-
-func (n *Node) waitFuture(ctx context.Context, what string, f raft.Future) error {
-	ch := make(chan error, 1)
-	go func() { ch <- f.Error() }()
-	select {
-	case err := <-ch:
-		if err != nil {
-			return fmt.Errorf("cluster: %s: %w", what, mapRaftErr(err))
-		}
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("cluster: %s: %w", what, ctx.Err())
-	}
-}
 
 // mapRaftErr turns hashicorp/raft errors into this package's sentinels,
 // keeping the original in the chain.
@@ -428,10 +420,20 @@ func (n *Node) stop() error {
 	if err := n.gossip.ml.Shutdown(); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: gossip shutdown: %w", err))
 	}
-	if err := n.raft.Shutdown().Error(); err != nil {
-		errs = append(errs, fmt.Errorf("cluster: raft shutdown: %w", err))
+	// raft's shutdown waits for its own goroutines, the FSM's included;
+	// an FSM that never returns must not hang the caller, so neither may
+	// this wait. When it times out the stores stay open: raft may still
+	// use them.
+	var raftErr error
+	if !n.waitDone(closedCh(func() { raftErr = n.raft.Shutdown().Error() }), stopWait, "raft shutdown") {
+		return errors.Join(append(errs, fmt.Errorf("cluster: raft shutdown: not done after %s (an FSM call that does not return?)", stopWait))...)
 	}
-	n.wg.Wait()
+	if raftErr != nil {
+		errs = append(errs, fmt.Errorf("cluster: raft shutdown: %w", raftErr))
+	}
+	if !n.waitDone(closedCh(n.wg.Wait), stopWait, "node goroutines") {
+		errs = append(errs, fmt.Errorf("cluster: node goroutines still running after %s", stopWait))
+	}
 	if err := n.trans.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: transport close: %w", err))
 	}

@@ -17,6 +17,8 @@ import (
 // HTTP and waits until it has applied it locally. Callers that accept stale
 // data simply skip it.
 func (n *Node) ReadBarrier(ctx context.Context) error {
+	ctx, cancel := n.bound(ctx)
+	defer cancel()
 	deadline := time.Now().Add(n.cfg.LeaderWait)
 	var lastErr error
 	for {
@@ -99,7 +101,7 @@ func (n *Node) waitIndex(ctx context.Context, index uint64) error {
 		t.Stop()
 		sleep = min(2*sleep, 5*time.Millisecond)
 	}
-	return n.fsm.waitApplied(ctx, n.lastCommandAtOrBelow(index))
+	return n.fsm.waitApplied(ctx, n.ctx.Done(), n.lastCommandAtOrBelow(index))
 }
 
 func (n *Node) lastCommandAtOrBelow(index uint64) uint64 {

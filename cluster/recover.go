@@ -26,6 +26,13 @@ type RecoverConfig struct {
 	// RaftAddr is the Raft address the server advertises when it starts
 	// again (its raft_advertise, or raft_addr). Required.
 	RaftAddr string
+	// TruncateFrom, if set, drops the log entries from this index on
+	// before the replay: the way out when every replica stops on a
+	// committed entry (docs/operations.md, "A node stopped on an entry it
+	// cannot apply"). The entries dropped were never applied anywhere, so
+	// no write among them was acknowledged, but they are gone for good.
+	// It must be above the newest snapshot's index.
+	TruncateFrom uint64
 	// Logger receives Raft's progress; nil discards it.
 	Logger *slog.Logger
 }
@@ -42,6 +49,8 @@ type RecoverInfo struct {
 	// Previous lists the servers of the last configuration found in the
 	// log (empty if only a snapshot held it).
 	Previous []raft.Server
+	// Dropped is how many log entries TruncateFrom removed.
+	Dropped uint64
 }
 
 // Recover rewrites the Raft configuration held in a stopped server's data
@@ -117,6 +126,12 @@ func Recover(cfg RecoverConfig, fsm raft.FSM) (RecoverInfo, error) {
 			info.Previous = ss[0].Configuration.Servers
 		}
 	}
+	if cfg.TruncateFrom > 0 {
+		if err := truncateLog(store, snaps, cfg.TruncateFrom, &info); err != nil {
+			return info, err
+		}
+		log.Warn("recover: dropped log entries that are never applied", "from", cfg.TruncateFrom, "entries", info.Dropped)
+	}
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(id)
 	rc.Logger = newHclog(log, "raft")
@@ -151,4 +166,28 @@ func lastConfiguration(store *raftboltdb.BoltStore) ([]raft.Server, error) {
 		}
 	}
 	return nil, nil
+}
+
+// truncateLog deletes the log entries from index from on, which must lie
+// above the newest snapshot (a snapshot already reflects its entries).
+func truncateLog(store *raftboltdb.BoltStore, snaps *raft.FileSnapshotStore, from uint64, info *RecoverInfo) error {
+	last, err := store.LastIndex()
+	if err != nil {
+		return fmt.Errorf("cluster: recover: read last index: %w", err)
+	}
+	if ss, err := snaps.List(); err == nil && len(ss) > 0 && ss[0].Index >= from {
+		return fmt.Errorf("cluster: recover: RecoverConfig.TruncateFrom %d: the newest snapshot already includes entries up to %d", from, ss[0].Index)
+	}
+	if from > last {
+		return fmt.Errorf("cluster: recover: RecoverConfig.TruncateFrom %d: the log ends at %d, nothing to drop", from, last)
+	}
+	first, err := store.FirstIndex()
+	if err != nil {
+		return fmt.Errorf("cluster: recover: read first index: %w", err)
+	}
+	if err := store.DeleteRange(max(from, first), last); err != nil {
+		return fmt.Errorf("cluster: recover: drop entries %d..%d: %w", from, last, err)
+	}
+	info.Dropped, info.LastIndex = last-from+1, from-1
+	return nil
 }

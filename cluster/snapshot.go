@@ -72,6 +72,8 @@ func (n *Node) snapshotNow(ctx context.Context) (raft.SnapshotFuture, error) {
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("cluster: snapshot: %w", ctx.Err())
+		case <-n.ctx.Done():
+			return nil, fmt.Errorf("cluster: snapshot: %w", ErrShutdown)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -129,15 +131,30 @@ func (n *Node) RestoreSnapshot(ctx context.Context, r io.Reader) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("cluster: restore snapshot: %w", ctx.Err())
+		case <-n.ctx.Done():
+			return fmt.Errorf("cluster: restore snapshot: %w", ErrShutdown)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+	ctx, cancel := n.bound(ctx)
+	defer cancel()
 	timeout := time.Minute
 	if d, ok := ctx.Deadline(); ok {
 		timeout = max(time.Until(d), time.Millisecond)
 	}
-	if err := n.raft.Restore(&meta, br, timeout); err != nil {
-		return fmt.Errorf("cluster: restore snapshot: %w", mapRaftErr(err))
+	// raft.Restore ends by waiting on a no-op it queues in the apply
+	// channel, a future raft does not answer if it shuts down first, so
+	// it runs aside while this waits for it, ctx and shutdown. If the wait
+	// gives up, the restore may still complete.
+	done := make(chan error, 1)
+	go func() { done <- n.raft.Restore(&meta, br, timeout) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("cluster: restore snapshot: %w", mapRaftErr(err))
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: restore snapshot: outcome unknown: %w", context.Cause(ctx))
 	}
-	return nil
 }

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -173,4 +174,56 @@ func (h *clusterSvc) RestoreSnapshot(ctx context.Context, stream *connect.Client
 		return nil, toConnect(err)
 	}
 	return connect.NewResponse(&ledgerdv1.RestoreSnapshotResponse{Version: v}), nil
+}
+
+// GossipKeyring is the optional part of Options.Cluster behind
+// ClusterService.GossipKeyring: a Cluster that also implements it serves
+// the call, any other answers Unimplemented. op is never
+// KEYRING_OP_UNSPECIFIED, and key (base64 of 16, 24 or 32 bytes) is
+// checked except for KEYRING_OP_LIST. On a partial failure it returns the
+// members with the error.
+type GossipKeyring interface {
+	GossipKeyring(ctx context.Context, op ledgerdv1.KeyringOp, key string) ([]*ledgerdv1.KeyringMember, error)
+}
+
+// GossipKeyring implements ClusterService.GossipKeyring.
+func (h *clusterSvc) GossipKeyring(ctx context.Context, req *connect.Request[ledgerdv1.GossipKeyringRequest]) (*connect.Response[ledgerdv1.GossipKeyringResponse], error) {
+	c, err := h.cluster(ctx)
+	if err != nil {
+		return nil, err
+	}
+	kr, ok := c.(GossipKeyring)
+	if !ok {
+		return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gossip keyring operations are not available on this server"))
+	}
+	if err := checkKeyringRequest(req.Msg); err != nil {
+		return nil, toConnect(err)
+	}
+	ms, err := kr.GossipKeyring(ctx, req.Msg.Op, req.Msg.Key)
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	return connect.NewResponse(&ledgerdv1.GossipKeyringResponse{Members: ms}), nil
+}
+
+// checkKeyringRequest names the field of a bad keyring request.
+func checkKeyringRequest(r *ledgerdv1.GossipKeyringRequest) error {
+	switch r.Op {
+	case ledgerdv1.KeyringOp_KEYRING_OP_LIST:
+		if r.Key != "" {
+			return &ledger.FieldError{Field: "key", Reason: "must be empty for KEYRING_OP_LIST"}
+		}
+		return nil
+	case ledgerdv1.KeyringOp_KEYRING_OP_INSTALL, ledgerdv1.KeyringOp_KEYRING_OP_USE, ledgerdv1.KeyringOp_KEYRING_OP_REMOVE:
+	default:
+		return &ledger.FieldError{Field: "op", Reason: fmt.Sprintf("want KEYRING_OP_LIST, _INSTALL, _USE or _REMOVE, got %v", r.Op)}
+	}
+	k, err := base64.StdEncoding.DecodeString(r.Key)
+	if err != nil {
+		return &ledger.FieldError{Field: "key", Reason: "not base64 (make a key with `ledgerd keygen`)"}
+	}
+	if n := len(k); n != 16 && n != 24 && n != 32 {
+		return &ledger.FieldError{Field: "key", Reason: fmt.Sprintf("must decode to 16, 24 or 32 bytes, got %d", n)}
+	}
+	return nil
 }

@@ -12,10 +12,11 @@ import (
 )
 
 func init() {
-	register("operator", "Operator tools: `operator raft list-peers | remove-peer | transfer-leader | recover`", runOperator)
+	register("operator", "Operator tools: `operator raft list-peers | remove-peer | transfer-leader | recover`, `operator gossip keyring`", runOperator)
 }
 
 const operatorUsage = `Usage: ledgerd operator raft <subcommand> [options]
+       ledgerd operator gossip keyring -list | -install KEY | -use KEY | -remove KEY
 
 Subcommands:
     list-peers       list the Raft servers: id, address, state, voter, leader
@@ -24,9 +25,19 @@ Subcommands:
     transfer-leader  hand leadership to another voter
     recover          turn a stopped server's data into a one-server cluster
                      after a lost quorum (see cluster/DESIGN.md)
+
+    gossip keyring   list, install, use or remove gossip encryption keys on
+                     every server (rotate the gossip key without downtime)
 `
 
 func runOperator(args []string) int {
+	if len(args) >= 2 && args[0] == "gossip" && args[1] == "keyring" {
+		return runGossipKeyring(args[2:])
+	}
+	if len(args) >= 1 && args[0] == "gossip" {
+		fmt.Fprint(cliErr, gossipUsage)
+		return exitUsage
+	}
 	if len(args) < 2 || args[0] != "raft" {
 		fmt.Fprint(cliErr, operatorUsage)
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
@@ -108,6 +119,12 @@ Wipe the data directory of every other old server before starting it; they
 join as new servers. Writes this server never received are lost: pick the
 survivor with the highest last index (ledgerd_raft_last_index).
 
+With -truncate-from INDEX it first drops the log entries from INDEX on:
+the way out when every server stops on a committed entry it cannot apply
+and no release can apply it (docs/operations.md, "A node stopped on an
+entry it cannot apply"). Those entries were never applied anywhere, so no
+write among them was acknowledged, but they are lost.
+
 Options:
 `
 
@@ -117,6 +134,7 @@ func runRecover(args []string) int {
 	configFile := fs.String("config", "", "the agent's JSON config file (data_dir, raft_advertise or raft_addr)")
 	dataDir := fs.String("data-dir", "", "the server's data directory (overrides the config file)")
 	raftAddr := fs.String("raft-addr", "", "the Raft address the server advertises (overrides the config file)")
+	truncateFrom := fs.Uint64("truncate-from", 0, "drop the log entries from this index on before the replay (0: keep the whole log)")
 	fs.Usage = func() {
 		fmt.Fprint(cliErr, recoverUsage)
 		fs.PrintDefaults()
@@ -131,13 +149,16 @@ func runRecover(args []string) int {
 	if err != nil {
 		return usageErr(fs, "%v", err)
 	}
-	info, err := plan.Run()
+	info, err := plan.TruncatingFrom(*truncateFrom).Run()
 	if err != nil {
 		return fail("operator raft recover", err)
 	}
 	var prev []string
 	for _, s := range info.Previous {
 		prev = append(prev, fmt.Sprintf("%s (%s)", s.ID, s.Address))
+	}
+	if info.Dropped > 0 {
+		fmt.Fprintf(cliOut, "dropped %d log entries from index %d on; they are lost\n", info.Dropped, *truncateFrom)
 	}
 	fmt.Fprintf(cliOut, `recovered %s at %s as a one-server cluster
   last index: %d; resources: %d; holds outstanding: %d

@@ -51,6 +51,20 @@ func (c *Client) RemoveServer(ctx context.Context, id string) error {
 	return err
 }
 
+// GossipKeyring lists or changes the gossip encryption keys of every
+// server (operator): op is one of the KEYRING_OP_ values, key the base64
+// key (empty for KEYRING_OP_LIST). It returns every server's keyring
+// afterwards. The operations are idempotent, so a retry is safe.
+func (c *Client) GossipKeyring(ctx context.Context, op ledgerdv1.KeyringOp, key string) ([]*ledgerdv1.KeyringMember, error) {
+	return do(ctx, c, toLeader, func(ep *endpoint) ([]*ledgerdv1.KeyringMember, error) {
+		out, err := ep.cluster.GossipKeyring(ctx, connect.NewRequest(&ledgerdv1.GossipKeyringRequest{Op: op, Key: key}))
+		if err != nil {
+			return nil, err
+		}
+		return out.Msg.Members, nil
+	})
+}
+
 // SaveSnapshot downloads a snapshot into w and returns its version. It is
 // not retried: a broken download leaves w partly written.
 func (c *Client) SaveSnapshot(ctx context.Context, w io.Writer) (uint64, error) {

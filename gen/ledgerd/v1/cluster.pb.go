@@ -82,6 +82,67 @@ func (Role) EnumDescriptor() ([]byte, []int) {
 	return file_ledgerd_v1_cluster_proto_rawDescGZIP(), []int{0}
 }
 
+// KeyringOp is a gossip keyring operation.
+type KeyringOp int32
+
+const (
+	// No operation: refused.
+	KeyringOp_KEYRING_OP_UNSPECIFIED KeyringOp = 0
+	// Report every server's keys.
+	KeyringOp_KEYRING_OP_LIST KeyringOp = 1
+	// Add a key every server decrypts gossip with.
+	KeyringOp_KEYRING_OP_INSTALL KeyringOp = 2
+	// Make an installed key the one every server encrypts with.
+	KeyringOp_KEYRING_OP_USE KeyringOp = 3
+	// Remove a key that is no server's primary key.
+	KeyringOp_KEYRING_OP_REMOVE KeyringOp = 4
+)
+
+// Enum value maps for KeyringOp.
+var (
+	KeyringOp_name = map[int32]string{
+		0: "KEYRING_OP_UNSPECIFIED",
+		1: "KEYRING_OP_LIST",
+		2: "KEYRING_OP_INSTALL",
+		3: "KEYRING_OP_USE",
+		4: "KEYRING_OP_REMOVE",
+	}
+	KeyringOp_value = map[string]int32{
+		"KEYRING_OP_UNSPECIFIED": 0,
+		"KEYRING_OP_LIST":        1,
+		"KEYRING_OP_INSTALL":     2,
+		"KEYRING_OP_USE":         3,
+		"KEYRING_OP_REMOVE":      4,
+	}
+)
+
+func (x KeyringOp) Enum() *KeyringOp {
+	p := new(KeyringOp)
+	*p = x
+	return p
+}
+
+func (x KeyringOp) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (KeyringOp) Descriptor() protoreflect.EnumDescriptor {
+	return file_ledgerd_v1_cluster_proto_enumTypes[1].Descriptor()
+}
+
+func (KeyringOp) Type() protoreflect.EnumType {
+	return &file_ledgerd_v1_cluster_proto_enumTypes[1]
+}
+
+func (x KeyringOp) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use KeyringOp.Descriptor instead.
+func (KeyringOp) EnumDescriptor() ([]byte, []int) {
+	return file_ledgerd_v1_cluster_proto_rawDescGZIP(), []int{1}
+}
+
 // Member is one server.
 type Member struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -707,6 +768,181 @@ func (*RemoveServerResponse) Descriptor() ([]byte, []int) {
 	return file_ledgerd_v1_cluster_proto_rawDescGZIP(), []int{12}
 }
 
+// GossipKeyringRequest names an operation and, except for list, a key.
+type GossipKeyringRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The operation.
+	Op KeyringOp `protobuf:"varint,1,opt,name=op,proto3,enum=ledgerd.v1.KeyringOp" json:"op,omitempty"`
+	// The key, base64 of 16, 24 or 32 bytes (as `ledgerd keygen` prints);
+	// empty for list.
+	Key           string `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GossipKeyringRequest) Reset() {
+	*x = GossipKeyringRequest{}
+	mi := &file_ledgerd_v1_cluster_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GossipKeyringRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GossipKeyringRequest) ProtoMessage() {}
+
+func (x *GossipKeyringRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_cluster_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GossipKeyringRequest.ProtoReflect.Descriptor instead.
+func (*GossipKeyringRequest) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_cluster_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *GossipKeyringRequest) GetOp() KeyringOp {
+	if x != nil {
+		return x.Op
+	}
+	return KeyringOp_KEYRING_OP_UNSPECIFIED
+}
+
+func (x *GossipKeyringRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+// KeyringMember is one server's keyring after the operation.
+type KeyringMember struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Raft server id.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Server name.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Installed keys, base64, the primary key first.
+	Keys []string `protobuf:"bytes,3,rep,name=keys,proto3" json:"keys,omitempty"`
+	// Why the operation failed on this server; empty on success.
+	Error         string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyringMember) Reset() {
+	*x = KeyringMember{}
+	mi := &file_ledgerd_v1_cluster_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyringMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyringMember) ProtoMessage() {}
+
+func (x *KeyringMember) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_cluster_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyringMember.ProtoReflect.Descriptor instead.
+func (*KeyringMember) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_cluster_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *KeyringMember) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *KeyringMember) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *KeyringMember) GetKeys() []string {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *KeyringMember) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// GossipKeyringResponse reports every server's keyring, sorted by id.
+type GossipKeyringResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The servers.
+	Members       []*KeyringMember `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GossipKeyringResponse) Reset() {
+	*x = GossipKeyringResponse{}
+	mi := &file_ledgerd_v1_cluster_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GossipKeyringResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GossipKeyringResponse) ProtoMessage() {}
+
+func (x *GossipKeyringResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_cluster_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GossipKeyringResponse.ProtoReflect.Descriptor instead.
+func (*GossipKeyringResponse) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_cluster_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *GossipKeyringResponse) GetMembers() []*KeyringMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
 var File_ledgerd_v1_cluster_proto protoreflect.FileDescriptor
 
 const file_ledgerd_v1_cluster_proto_rawDesc = "" +
@@ -743,20 +979,37 @@ const file_ledgerd_v1_cluster_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\x04R\aversion\"%\n" +
 	"\x13RemoveServerRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x16\n" +
-	"\x14RemoveServerResponse*g\n" +
+	"\x14RemoveServerResponse\"O\n" +
+	"\x14GossipKeyringRequest\x12%\n" +
+	"\x02op\x18\x01 \x01(\x0e2\x15.ledgerd.v1.KeyringOpR\x02op\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\"]\n" +
+	"\rKeyringMember\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
+	"\x04keys\x18\x03 \x03(\tR\x04keys\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"L\n" +
+	"\x15GossipKeyringResponse\x123\n" +
+	"\amembers\x18\x01 \x03(\v2\x19.ledgerd.v1.KeyringMemberR\amembers*g\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vROLE_LEADER\x10\x01\x12\x11\n" +
 	"\rROLE_FOLLOWER\x10\x02\x12\x12\n" +
 	"\x0eROLE_CANDIDATE\x10\x03\x12\x11\n" +
-	"\rROLE_NONVOTER\x10\x042\x8a\x04\n" +
+	"\rROLE_NONVOTER\x10\x04*\x7f\n" +
+	"\tKeyringOp\x12\x1a\n" +
+	"\x16KEYRING_OP_UNSPECIFIED\x10\x00\x12\x13\n" +
+	"\x0fKEYRING_OP_LIST\x10\x01\x12\x16\n" +
+	"\x12KEYRING_OP_INSTALL\x10\x02\x12\x12\n" +
+	"\x0eKEYRING_OP_USE\x10\x03\x12\x15\n" +
+	"\x11KEYRING_OP_REMOVE\x10\x042\xe0\x04\n" +
 	"\x0eClusterService\x12G\n" +
 	"\aMembers\x12\x1a.ledgerd.v1.MembersRequest\x1a\x1b.ledgerd.v1.MembersResponse\"\x03\x90\x02\x01\x12D\n" +
 	"\x06Leader\x12\x19.ledgerd.v1.LeaderRequest\x1a\x1a.ledgerd.v1.LeaderResponse\"\x03\x90\x02\x01\x12c\n" +
 	"\x12TransferLeadership\x12%.ledgerd.v1.TransferLeadershipRequest\x1a&.ledgerd.v1.TransferLeadershipResponse\x12S\n" +
 	"\fSaveSnapshot\x12\x1f.ledgerd.v1.SaveSnapshotRequest\x1a .ledgerd.v1.SaveSnapshotResponse0\x01\x12\\\n" +
 	"\x0fRestoreSnapshot\x12\".ledgerd.v1.RestoreSnapshotRequest\x1a#.ledgerd.v1.RestoreSnapshotResponse(\x01\x12Q\n" +
-	"\fRemoveServer\x12\x1f.ledgerd.v1.RemoveServerRequest\x1a .ledgerd.v1.RemoveServerResponseB5Z3github.com/ledgerd/ledgerd/gen/ledgerd/v1;ledgerdv1b\x06proto3"
+	"\fRemoveServer\x12\x1f.ledgerd.v1.RemoveServerRequest\x1a .ledgerd.v1.RemoveServerResponse\x12T\n" +
+	"\rGossipKeyring\x12 .ledgerd.v1.GossipKeyringRequest\x1a!.ledgerd.v1.GossipKeyringResponseB5Z3github.com/ledgerd/ledgerd/gen/ledgerd/v1;ledgerdv1b\x06proto3"
 
 var (
 	file_ledgerd_v1_cluster_proto_rawDescOnce sync.Once
@@ -770,44 +1023,52 @@ func file_ledgerd_v1_cluster_proto_rawDescGZIP() []byte {
 	return file_ledgerd_v1_cluster_proto_rawDescData
 }
 
-var file_ledgerd_v1_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ledgerd_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_ledgerd_v1_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_ledgerd_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_ledgerd_v1_cluster_proto_goTypes = []any{
 	(Role)(0),                          // 0: ledgerd.v1.Role
-	(*Member)(nil),                     // 1: ledgerd.v1.Member
-	(*MembersRequest)(nil),             // 2: ledgerd.v1.MembersRequest
-	(*MembersResponse)(nil),            // 3: ledgerd.v1.MembersResponse
-	(*LeaderRequest)(nil),              // 4: ledgerd.v1.LeaderRequest
-	(*LeaderResponse)(nil),             // 5: ledgerd.v1.LeaderResponse
-	(*TransferLeadershipRequest)(nil),  // 6: ledgerd.v1.TransferLeadershipRequest
-	(*TransferLeadershipResponse)(nil), // 7: ledgerd.v1.TransferLeadershipResponse
-	(*SaveSnapshotRequest)(nil),        // 8: ledgerd.v1.SaveSnapshotRequest
-	(*SaveSnapshotResponse)(nil),       // 9: ledgerd.v1.SaveSnapshotResponse
-	(*RestoreSnapshotRequest)(nil),     // 10: ledgerd.v1.RestoreSnapshotRequest
-	(*RestoreSnapshotResponse)(nil),    // 11: ledgerd.v1.RestoreSnapshotResponse
-	(*RemoveServerRequest)(nil),        // 12: ledgerd.v1.RemoveServerRequest
-	(*RemoveServerResponse)(nil),       // 13: ledgerd.v1.RemoveServerResponse
+	(KeyringOp)(0),                     // 1: ledgerd.v1.KeyringOp
+	(*Member)(nil),                     // 2: ledgerd.v1.Member
+	(*MembersRequest)(nil),             // 3: ledgerd.v1.MembersRequest
+	(*MembersResponse)(nil),            // 4: ledgerd.v1.MembersResponse
+	(*LeaderRequest)(nil),              // 5: ledgerd.v1.LeaderRequest
+	(*LeaderResponse)(nil),             // 6: ledgerd.v1.LeaderResponse
+	(*TransferLeadershipRequest)(nil),  // 7: ledgerd.v1.TransferLeadershipRequest
+	(*TransferLeadershipResponse)(nil), // 8: ledgerd.v1.TransferLeadershipResponse
+	(*SaveSnapshotRequest)(nil),        // 9: ledgerd.v1.SaveSnapshotRequest
+	(*SaveSnapshotResponse)(nil),       // 10: ledgerd.v1.SaveSnapshotResponse
+	(*RestoreSnapshotRequest)(nil),     // 11: ledgerd.v1.RestoreSnapshotRequest
+	(*RestoreSnapshotResponse)(nil),    // 12: ledgerd.v1.RestoreSnapshotResponse
+	(*RemoveServerRequest)(nil),        // 13: ledgerd.v1.RemoveServerRequest
+	(*RemoveServerResponse)(nil),       // 14: ledgerd.v1.RemoveServerResponse
+	(*GossipKeyringRequest)(nil),       // 15: ledgerd.v1.GossipKeyringRequest
+	(*KeyringMember)(nil),              // 16: ledgerd.v1.KeyringMember
+	(*GossipKeyringResponse)(nil),      // 17: ledgerd.v1.GossipKeyringResponse
 }
 var file_ledgerd_v1_cluster_proto_depIdxs = []int32{
 	0,  // 0: ledgerd.v1.Member.role:type_name -> ledgerd.v1.Role
-	1,  // 1: ledgerd.v1.MembersResponse.members:type_name -> ledgerd.v1.Member
-	2,  // 2: ledgerd.v1.ClusterService.Members:input_type -> ledgerd.v1.MembersRequest
-	4,  // 3: ledgerd.v1.ClusterService.Leader:input_type -> ledgerd.v1.LeaderRequest
-	6,  // 4: ledgerd.v1.ClusterService.TransferLeadership:input_type -> ledgerd.v1.TransferLeadershipRequest
-	8,  // 5: ledgerd.v1.ClusterService.SaveSnapshot:input_type -> ledgerd.v1.SaveSnapshotRequest
-	10, // 6: ledgerd.v1.ClusterService.RestoreSnapshot:input_type -> ledgerd.v1.RestoreSnapshotRequest
-	12, // 7: ledgerd.v1.ClusterService.RemoveServer:input_type -> ledgerd.v1.RemoveServerRequest
-	3,  // 8: ledgerd.v1.ClusterService.Members:output_type -> ledgerd.v1.MembersResponse
-	5,  // 9: ledgerd.v1.ClusterService.Leader:output_type -> ledgerd.v1.LeaderResponse
-	7,  // 10: ledgerd.v1.ClusterService.TransferLeadership:output_type -> ledgerd.v1.TransferLeadershipResponse
-	9,  // 11: ledgerd.v1.ClusterService.SaveSnapshot:output_type -> ledgerd.v1.SaveSnapshotResponse
-	11, // 12: ledgerd.v1.ClusterService.RestoreSnapshot:output_type -> ledgerd.v1.RestoreSnapshotResponse
-	13, // 13: ledgerd.v1.ClusterService.RemoveServer:output_type -> ledgerd.v1.RemoveServerResponse
-	8,  // [8:14] is the sub-list for method output_type
-	2,  // [2:8] is the sub-list for method input_type
-	2,  // [2:2] is the sub-list for extension type_name
-	2,  // [2:2] is the sub-list for extension extendee
-	0,  // [0:2] is the sub-list for field type_name
+	2,  // 1: ledgerd.v1.MembersResponse.members:type_name -> ledgerd.v1.Member
+	1,  // 2: ledgerd.v1.GossipKeyringRequest.op:type_name -> ledgerd.v1.KeyringOp
+	16, // 3: ledgerd.v1.GossipKeyringResponse.members:type_name -> ledgerd.v1.KeyringMember
+	3,  // 4: ledgerd.v1.ClusterService.Members:input_type -> ledgerd.v1.MembersRequest
+	5,  // 5: ledgerd.v1.ClusterService.Leader:input_type -> ledgerd.v1.LeaderRequest
+	7,  // 6: ledgerd.v1.ClusterService.TransferLeadership:input_type -> ledgerd.v1.TransferLeadershipRequest
+	9,  // 7: ledgerd.v1.ClusterService.SaveSnapshot:input_type -> ledgerd.v1.SaveSnapshotRequest
+	11, // 8: ledgerd.v1.ClusterService.RestoreSnapshot:input_type -> ledgerd.v1.RestoreSnapshotRequest
+	13, // 9: ledgerd.v1.ClusterService.RemoveServer:input_type -> ledgerd.v1.RemoveServerRequest
+	15, // 10: ledgerd.v1.ClusterService.GossipKeyring:input_type -> ledgerd.v1.GossipKeyringRequest
+	4,  // 11: ledgerd.v1.ClusterService.Members:output_type -> ledgerd.v1.MembersResponse
+	6,  // 12: ledgerd.v1.ClusterService.Leader:output_type -> ledgerd.v1.LeaderResponse
+	8,  // 13: ledgerd.v1.ClusterService.TransferLeadership:output_type -> ledgerd.v1.TransferLeadershipResponse
+	10, // 14: ledgerd.v1.ClusterService.SaveSnapshot:output_type -> ledgerd.v1.SaveSnapshotResponse
+	12, // 15: ledgerd.v1.ClusterService.RestoreSnapshot:output_type -> ledgerd.v1.RestoreSnapshotResponse
+	14, // 16: ledgerd.v1.ClusterService.RemoveServer:output_type -> ledgerd.v1.RemoveServerResponse
+	17, // 17: ledgerd.v1.ClusterService.GossipKeyring:output_type -> ledgerd.v1.GossipKeyringResponse
+	11, // [11:18] is the sub-list for method output_type
+	4,  // [4:11] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_v1_cluster_proto_init() }
@@ -820,8 +1081,8 @@ func file_ledgerd_v1_cluster_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_v1_cluster_proto_rawDesc), len(file_ledgerd_v1_cluster_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   13,
+			NumEnums:      2,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

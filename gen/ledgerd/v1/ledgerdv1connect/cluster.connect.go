@@ -49,6 +49,9 @@ const (
 	// ClusterServiceRemoveServerProcedure is the fully-qualified name of the ClusterService's
 	// RemoveServer RPC.
 	ClusterServiceRemoveServerProcedure = "/ledgerd.v1.ClusterService/RemoveServer"
+	// ClusterServiceGossipKeyringProcedure is the fully-qualified name of the ClusterService's
+	// GossipKeyring RPC.
+	ClusterServiceGossipKeyringProcedure = "/ledgerd.v1.ClusterService/GossipKeyring"
 )
 
 // ClusterServiceClient is a client for the ledgerd.v1.ClusterService service.
@@ -65,6 +68,11 @@ type ClusterServiceClient interface {
 	RestoreSnapshot(context.Context) *connect.ClientStreamForClient[v1.RestoreSnapshotRequest, v1.RestoreSnapshotResponse]
 	// RemoveServer removes a server from the Raft configuration.
 	RemoveServer(context.Context, *connect.Request[v1.RemoveServerRequest]) (*connect.Response[v1.RemoveServerResponse], error)
+	// GossipKeyring lists or changes the gossip encryption keys of every
+	// server: install a new key, make it the primary one, remove the old one.
+	// The leader applies the operation on every server of the Raft
+	// configuration; each server persists its keyring in its data dir.
+	GossipKeyring(context.Context, *connect.Request[v1.GossipKeyringRequest]) (*connect.Response[v1.GossipKeyringResponse], error)
 }
 
 // NewClusterServiceClient constructs a client for the ledgerd.v1.ClusterService service. By
@@ -116,6 +124,12 @@ func NewClusterServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(clusterServiceMethods.ByName("RemoveServer")),
 			connect.WithClientOptions(opts...),
 		),
+		gossipKeyring: connect.NewClient[v1.GossipKeyringRequest, v1.GossipKeyringResponse](
+			httpClient,
+			baseURL+ClusterServiceGossipKeyringProcedure,
+			connect.WithSchema(clusterServiceMethods.ByName("GossipKeyring")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -127,6 +141,7 @@ type clusterServiceClient struct {
 	saveSnapshot       *connect.Client[v1.SaveSnapshotRequest, v1.SaveSnapshotResponse]
 	restoreSnapshot    *connect.Client[v1.RestoreSnapshotRequest, v1.RestoreSnapshotResponse]
 	removeServer       *connect.Client[v1.RemoveServerRequest, v1.RemoveServerResponse]
+	gossipKeyring      *connect.Client[v1.GossipKeyringRequest, v1.GossipKeyringResponse]
 }
 
 // Members calls ledgerd.v1.ClusterService.Members.
@@ -159,6 +174,11 @@ func (c *clusterServiceClient) RemoveServer(ctx context.Context, req *connect.Re
 	return c.removeServer.CallUnary(ctx, req)
 }
 
+// GossipKeyring calls ledgerd.v1.ClusterService.GossipKeyring.
+func (c *clusterServiceClient) GossipKeyring(ctx context.Context, req *connect.Request[v1.GossipKeyringRequest]) (*connect.Response[v1.GossipKeyringResponse], error) {
+	return c.gossipKeyring.CallUnary(ctx, req)
+}
+
 // ClusterServiceHandler is an implementation of the ledgerd.v1.ClusterService service.
 type ClusterServiceHandler interface {
 	// Members lists the servers with role and health.
@@ -173,6 +193,11 @@ type ClusterServiceHandler interface {
 	RestoreSnapshot(context.Context, *connect.ClientStream[v1.RestoreSnapshotRequest]) (*connect.Response[v1.RestoreSnapshotResponse], error)
 	// RemoveServer removes a server from the Raft configuration.
 	RemoveServer(context.Context, *connect.Request[v1.RemoveServerRequest]) (*connect.Response[v1.RemoveServerResponse], error)
+	// GossipKeyring lists or changes the gossip encryption keys of every
+	// server: install a new key, make it the primary one, remove the old one.
+	// The leader applies the operation on every server of the Raft
+	// configuration; each server persists its keyring in its data dir.
+	GossipKeyring(context.Context, *connect.Request[v1.GossipKeyringRequest]) (*connect.Response[v1.GossipKeyringResponse], error)
 }
 
 // NewClusterServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -220,6 +245,12 @@ func NewClusterServiceHandler(svc ClusterServiceHandler, opts ...connect.Handler
 		connect.WithSchema(clusterServiceMethods.ByName("RemoveServer")),
 		connect.WithHandlerOptions(opts...),
 	)
+	clusterServiceGossipKeyringHandler := connect.NewUnaryHandler(
+		ClusterServiceGossipKeyringProcedure,
+		svc.GossipKeyring,
+		connect.WithSchema(clusterServiceMethods.ByName("GossipKeyring")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/ledgerd.v1.ClusterService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ClusterServiceMembersProcedure:
@@ -234,6 +265,8 @@ func NewClusterServiceHandler(svc ClusterServiceHandler, opts ...connect.Handler
 			clusterServiceRestoreSnapshotHandler.ServeHTTP(w, r)
 		case ClusterServiceRemoveServerProcedure:
 			clusterServiceRemoveServerHandler.ServeHTTP(w, r)
+		case ClusterServiceGossipKeyringProcedure:
+			clusterServiceGossipKeyringHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -265,4 +298,8 @@ func (UnimplementedClusterServiceHandler) RestoreSnapshot(context.Context, *conn
 
 func (UnimplementedClusterServiceHandler) RemoveServer(context.Context, *connect.Request[v1.RemoveServerRequest]) (*connect.Response[v1.RemoveServerResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("ledgerd.v1.ClusterService.RemoveServer is not implemented"))
+}
+
+func (UnimplementedClusterServiceHandler) GossipKeyring(context.Context, *connect.Request[v1.GossipKeyringRequest]) (*connect.Response[v1.GossipKeyringResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("ledgerd.v1.ClusterService.GossipKeyring is not implemented"))
 }
