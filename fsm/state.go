@@ -57,6 +57,9 @@ type state struct {
 	// Invariant: now never decreases.
 	index uint64
 	now   int64
+	// ver is the envelope version of the entry being applied: what an
+	// entry means may depend on it (see versionEdge).
+	ver uint32
 
 	resources map[string]*fsmv1.Resource
 	resv      rowStore
@@ -310,6 +313,7 @@ func (s *state) pruneIdem() { s.idem.prune(s.now, s.cfg.IdempotencyWindow) }
 func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, []byte) {
 	s.index = index
 	s.now = max(s.now, cmd.GetNowMillis())
+	s.ver = cmd.GetVersion()
 	s.seq, s.expired, s.pol.moves = 0, 0, nil
 	s.lastPut = nil
 
@@ -327,6 +331,11 @@ func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, [
 				// The bytes were made by encodeResult or verified by
 				// Restore; failing to read them back is a bug.
 				panic(fmt.Sprintf("fsm: stored idempotency result: %v", err))
+			}
+			if mismatch := idemMismatch(key, cmd.GetFingerprint(), r); mismatch != nil {
+				// Not stored: the key keeps answering its first request.
+				mismatch.Version, mismatch.NowMillis = index, s.now
+				return mismatch, nil
 			}
 			r.Replayed = true
 			return r, nil
@@ -353,6 +362,9 @@ func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, [
 	res.NowMillis = s.now
 	res.Expired = s.expired
 
+	if fp := cmd.GetFingerprint(); len(fp) > 0 && key != "" {
+		res.Fingerprint = fp
+	}
 	if key != "" {
 		enc := encodeResult(res)
 		s.idem.add([]byte(owner), []byte(key), s.now, enc)
