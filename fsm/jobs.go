@@ -102,7 +102,7 @@ func (s *state) submitJob(cmd *fsmv1.Command) *fsmv1.Result {
 	if bad != nil {
 		return bad
 	}
-	if fe := checkSubmitJob(j); fe != nil {
+	if fe := checkSubmitJob(j, s.ver); fe != nil {
 		return fe.result()
 	}
 	if s.ver >= versionEdge && checkSubmitJobPlan(j, 1) == nil {

@@ -233,7 +233,7 @@ func (s *state) modify(cmd *fsmv1.Command) *fsmv1.Result {
 	if r.GetState() != fsmv1.Reservation_STATE_COMMITTED || r.GetPending() != nil {
 		return wrongState(r, "modify")
 	}
-	ttl, fe := checkModify(&s.cfg, m)
+	ttl, fe := checkModify(&s.cfg, m, s.ver)
 	if fe != nil {
 		return fe.result()
 	}

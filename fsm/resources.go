@@ -42,7 +42,7 @@ func (s *state) createResource(c *fsmv1.CreateResource) *fsmv1.Result {
 }
 
 func (s *state) updateResource(c *fsmv1.UpdateResource) *fsmv1.Result {
-	if fe := checkNameSet("update_resource.name", c.GetName()); fe != nil {
+	if fe := checkNameSet("update_resource.name", c.GetName(), s.ver); fe != nil {
 		return fe.result()
 	}
 	old, found := s.resources[c.GetName()]
@@ -127,7 +127,7 @@ func (s *state) clearResource(resource string) {
 }
 
 func (s *state) deleteResource(c *fsmv1.DeleteResource) *fsmv1.Result {
-	if fe := checkNameSet("delete_resource.name", c.GetName()); fe != nil {
+	if fe := checkNameSet("delete_resource.name", c.GetName(), s.ver); fe != nil {
 		return fe.result()
 	}
 	old, found := s.resources[c.GetName()]

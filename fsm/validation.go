@@ -119,12 +119,12 @@ func checkCommand(cfg *Config, cmd *fsmv1.Command) *FieldError {
 		return checkCreateResource(cmd.GetCreateResource())
 	case fsmv1.Command_TYPE_UPDATE_RESOURCE:
 		u := cmd.GetUpdateResource()
-		if fe := checkNameSet("update_resource.name", u.GetName()); fe != nil {
+		if fe := checkNameSet("update_resource.name", u.GetName(), ver); fe != nil {
 			return fe
 		}
 		return checkUpdateResource(u, ver)
 	case fsmv1.Command_TYPE_DELETE_RESOURCE:
-		return checkNameSet("delete_resource.name", cmd.GetDeleteResource().GetName())
+		return checkNameSet("delete_resource.name", cmd.GetDeleteResource().GetName(), ver)
 	case fsmv1.Command_TYPE_HOLD, fsmv1.Command_TYPE_RESERVE:
 		req := cmd.GetRequest()
 		if fe := checkNewRow(cmd, "request.id", req.GetId()); fe != nil {
@@ -135,13 +135,13 @@ func checkCommand(cfg *Config, cmd *fsmv1.Command) *FieldError {
 		}
 		return checkRequestPlan(req)
 	case fsmv1.Command_TYPE_COMMIT, fsmv1.Command_TYPE_ABORT, fsmv1.Command_TYPE_CANCEL:
-		return checkTargetID("target.id", cmd.GetTarget().GetId())
+		return checkTargetID("target.id", cmd.GetTarget().GetId(), ver)
 	case fsmv1.Command_TYPE_MODIFY:
 		m := cmd.GetModify()
-		if fe := checkTargetID("modify.id", m.GetId()); fe != nil {
+		if fe := checkTargetID("modify.id", m.GetId(), ver); fe != nil {
 			return fe
 		}
-		if _, fe := checkModify(cfg, m); fe != nil {
+		if _, fe := checkModify(cfg, m, ver); fe != nil {
 			return fe
 		}
 		if fe := checkModifyWindow(m, ver); fe != nil {
@@ -156,10 +156,10 @@ func checkCommand(cfg *Config, cmd *fsmv1.Command) *FieldError {
 			return checkPlanParts("modify.", m.GetParts())
 		}
 	case fsmv1.Command_TYPE_COMPLETE:
-		return checkTargetID("complete.id", cmd.GetComplete().GetId())
+		return checkTargetID("complete.id", cmd.GetComplete().GetId(), ver)
 	case fsmv1.Command_TYPE_SET_POLICY:
 		sp := cmd.GetSetPolicy()
-		if fe := checkNameSet("set_policy.name", sp.GetName()); fe != nil {
+		if fe := checkNameSet("set_policy.name", sp.GetName(), ver); fe != nil {
 			return fe
 		}
 		return checkPolicySpec("set_policy.policy", sp.GetPolicy())
@@ -168,7 +168,7 @@ func checkCommand(cfg *Config, cmd *fsmv1.Command) *FieldError {
 		if fe := checkNewRow(cmd, "submit_job.id", j.GetId()); fe != nil {
 			return fe
 		}
-		if fe := checkSubmitJob(j); fe != nil {
+		if fe := checkSubmitJob(j, ver); fe != nil {
 			return fe
 		}
 		return checkSubmitJobPlan(j, ver)
@@ -312,18 +312,72 @@ func checkPlanParts(prefix string, parts []*fsmv1.Part) *FieldError {
 // (create and restore refuse it), so Apply may check it before the
 // lookup that used to find nothing and then refuse it; any other name is
 // Apply's to look up.
-func checkNameSet(field, name string) *FieldError {
+//
+// From version 3 on a name no resource can have (see ValidResourceName)
+// is refused as invalid as well, so the edge and Apply agree with create.
+func checkNameSet(field, name string, ver uint32) *FieldError {
 	if name == "" {
 		return fieldErr(field, "must not be empty")
+	}
+	if ver >= versionEdge {
+		if why := validResourceName(name); why != "" {
+			return fieldErr(field, why)
+		}
+	}
+	return nil
+}
+
+// ValidResourceName returns why name can be no resource's name, or "":
+// 1 to 128 bytes of A-Z a-z 0-9 . _ : / -. Reads (Availability) use it to
+// refuse what writes refuse.
+func ValidResourceName(name string) string { return validResourceName(name) }
+
+// ValidTargetID returns why id can be no reservation's ID, or "": 1 to
+// 128 bytes of A-Z a-z 0-9 . _ : / - (a co-reservation's sub-reservations
+// are "<id>/<i>"). Reads (Get) use it to refuse what writes refuse.
+func ValidTargetID(id string) string {
+	switch {
+	case id == "":
+		return "must not be empty"
+	case len(id) > maxIDLen:
+		return fmt.Sprintf("longer than %d bytes", maxIDLen)
+	}
+	for _, c := range id {
+		if !idChar(c) && c != '/' {
+			return fmt.Sprintf("character %q not allowed (use A-Z a-z 0-9 . _ : / -)", c)
+		}
+	}
+	return ""
+}
+
+// checkPartNames refuses, from version 3 on, a part naming something no
+// resource can be called; before, Apply looked it up and found nothing.
+func checkPartNames(prefix string, parts []*fsmv1.Part, ver uint32) *FieldError {
+	if ver < versionEdge {
+		return nil
+	}
+	for i, p := range parts {
+		if n := p.GetResource(); n != "" {
+			if why := validResourceName(n); why != "" {
+				return fieldErr(fmt.Sprintf("%sparts[%d].resource", prefix, i), why)
+			}
+		}
 	}
 	return nil
 }
 
 // checkTargetID refuses an empty reservation ID in a command that names
 // an existing reservation.
-func checkTargetID(field, id string) *FieldError {
+//
+// From version 3 on an ID no reservation can have is refused as well.
+func checkTargetID(field, id string, ver uint32) *FieldError {
 	if id == "" {
 		return fieldErr(field, "must not be empty")
+	}
+	if ver >= versionEdge {
+		if why := ValidTargetID(id); why != "" {
+			return fieldErr(field, why)
+		}
 	}
 	return nil
 }
@@ -403,6 +457,9 @@ func checkRequest(cfg *Config, req *fsmv1.ReservationRequest, commit bool, ver u
 	if fe := checkLabels("request.labels", req.GetLabels()); fe != nil {
 		return 0, fe
 	}
+	if fe := checkPartNames("request.", req.GetParts(), ver); fe != nil {
+		return 0, fe
+	}
 	dur := req.GetDurationMillis()
 	if req.StartMillis != nil {
 		if ver >= versionEdge {
@@ -424,12 +481,12 @@ func checkRequest(cfg *Config, req *fsmv1.ReservationRequest, commit bool, ver u
 		return 0, fieldErr("request.deadline_millis", "must be >= 0 (0 means no deadline)")
 	case ver >= versionEdge && nb > MaxTimeMillis:
 		return 0, fieldErr("request.not_before_millis", endOfTime)
+	case ver >= versionEdge && dur > 0 && dur > MaxTimeMillis-nb:
+		return 0, fieldErr("request.duration_millis", "not_before + duration "+endOfTime)
 	case ver >= versionEdge && dl > MaxTimeMillis:
 		return 0, fieldErr("request.deadline_millis", endOfTime)
 	case dl != 0 && dur > 0 && dl-nb < dur:
 		return 0, fieldErr("request.deadline_millis", "booking window shorter than duration")
-	case ver >= versionEdge && dur > 0 && dur > MaxTimeMillis-nb:
-		return 0, fieldErr("request.duration_millis", "not_before + duration "+endOfTime)
 	}
 	return ttl, nil
 }
@@ -474,8 +531,11 @@ func checkRequestPlan(req *fsmv1.ReservationRequest) *FieldError {
 
 // checkModify checks a modification's part count and TTL and returns the
 // resolved TTL.
-func checkModify(cfg *Config, m *fsmv1.Modify) (int64, *FieldError) {
+func checkModify(cfg *Config, m *fsmv1.Modify, ver uint32) (int64, *FieldError) {
 	if fe := checkParts("modify.parts", m.GetParts()); fe != nil {
+		return 0, fe
+	}
+	if fe := checkPartNames("modify.", m.GetParts(), ver); fe != nil {
 		return 0, fe
 	}
 	return resolveTTL(cfg, "modify.hold_ttl_millis", m.GetHoldTtlMillis())
@@ -532,9 +592,14 @@ func checkModifyWindow(m *fsmv1.Modify, ver uint32) *FieldError {
 
 // ---- jobs and co-reservations ----
 
-func checkSubmitJob(j *fsmv1.SubmitJob) *FieldError {
+func checkSubmitJob(j *fsmv1.SubmitJob, ver uint32) *FieldError {
 	if j.GetPart() == nil {
 		return fieldErr("submit_job.part", "must be set")
+	}
+	if n := j.GetPart().GetResource(); ver >= versionEdge && n != "" {
+		if why := validResourceName(n); why != "" {
+			return fieldErr("submit_job.part.resource", why)
+		}
 	}
 	if fe := checkLabels("submit_job.labels", j.GetLabels()); fe != nil {
 		return fe
@@ -675,7 +740,7 @@ func PublicField(fsmPath string) string {
 
 // owned looks up the reservation a command targets and checks the owner.
 func (s *state) owned(cmd *fsmv1.Command, field, id string) (*fsmv1.Reservation, *fsmv1.Result) {
-	if fe := checkTargetID(field, id); fe != nil {
+	if fe := checkTargetID(field, id, s.ver); fe != nil {
 		return nil, fe.result()
 	}
 	r, found := s.resv.get(id)

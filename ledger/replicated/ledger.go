@@ -345,6 +345,9 @@ func plannerErr(err error) error {
 
 // Get implements Ledger.
 func (l *Ledger) Get(ctx context.Context, id string, stale bool) (*ledgerdv1.Reservation, error) {
+	if why := fsm.ValidTargetID(id); why != "" {
+		return nil, &ledger.FieldError{Field: "id", Reason: why}
+	}
 	if err := l.barrier(ctx, "get", stale); err != nil {
 		return nil, err
 	}
@@ -430,6 +433,9 @@ func (l *Ledger) Offers(ctx context.Context, s ledger.Shape, k int) ([]int64, er
 
 // Availability implements Ledger.
 func (l *Ledger) Availability(ctx context.Context, resource string, from, to int64) (*ledgerdv1.Resource, []*ledgerdv1.FreeBlock, error) {
+	if why := fsm.ValidResourceName(resource); why != "" {
+		return nil, nil, &ledger.FieldError{Field: "resource", Reason: why}
+	}
 	if err := l.barrier(ctx, "availability", false); err != nil {
 		return nil, nil, err
 	}

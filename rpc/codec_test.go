@@ -1,0 +1,96 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/gen/ledgerd/v1/ledgerdv1connect"
+	"github.com/ledgerd/ledgerd/ledger"
+)
+
+func TestUnknownJSONField(t *testing.T) {
+	hold := (&ledgerdv1.HoldRequest{}).ProtoReflect().Descriptor()
+	batch := (&ledgerdv1.BatchRequest{}).ProtoReflect().Descriptor()
+	for _, tc := range []struct {
+		json, want string
+	}{
+		{`{"shape": {"notBefor": "2030-01-01T00:00:00Z"}}`, "shape.notBefor"},
+		{`{"shape": {"not_before": "2030-01-01T00:00:00Z", "parts": [{"resource": "a"}, {"resourse": "b"}]}}`, "shape.parts[1].resourse"},
+		{`{"idempotencyKey": "k", "idempotency_key": "k"}`, ""},
+		{`{"labels": {"any": "thing"}, "holdTtl": "5s"}`, ""},
+		{`{"id": "x"}`, "id"},
+	} {
+		got := unknownJSONField(hold, []byte(tc.json), "")
+		if got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.json, got, tc.want)
+		}
+	}
+	if got := unknownJSONField(batch, []byte(`{"operations": [{"hold": {"shape": {}}}, {"cancel": {"id": "x", "reason": "y"}}]}`), ""); got != "operations[1].cancel.reason" {
+		t.Errorf("batch: %q", got)
+	}
+}
+
+// TestStrictJSONRefusesUnknownFields mounts the real handlers with the
+// options Mount uses and StrictJSON, and sends plain JSON POSTs.
+func TestStrictJSONRefusesUnknownFields(t *testing.T) {
+	led := &stubLedger{}
+	s, err := New(Options{Ledger: led, Now: func() time.Time { return time.UnixMilli(1_000_000) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := append(StrictJSON(), connect.WithInterceptors(&authInterceptor{auth: s.opts.Auth, limit: s.limiter}, leaderHint(s.opts.LeaderHint)))
+	mux := http.NewServeMux()
+	mux.Handle(ledgerdv1connect.NewReservationServiceHandler(&reservations{s: s, l: led}, opts...))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	post := func(method, body string) (int, string) {
+		resp, err := http.Post(srv.URL+"/ledgerd.v1.ReservationService/"+method, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := post("Hold", `{"shape": {"parts": [{"resource": "cpu", "amount": 1}], "duration": "60s", "notBefor": "2030-01-01T00:00:00Z"}}`)
+	if code != http.StatusBadRequest || !strings.Contains(body, "shape.notBefor") || !strings.Contains(body, "invalid_argument") {
+		t.Fatalf("typo in not_before: %d %s", code, body)
+	}
+	if led.holds != 0 {
+		t.Fatal("the request with a typo reached the ledger")
+	}
+	code, body = post("History", `{"id": "r-1"}`)
+	if code != http.StatusBadRequest || !strings.Contains(body, `"field":"id"`) && !strings.Contains(body, "invalid id") {
+		t.Fatalf("History with id: %d %s", code, body)
+	}
+	// A correct request still goes through, in either spelling.
+	code, body = post("Hold", `{"shape": {"parts": [{"resource": "cpu", "amount": 1}], "duration": "60s", "not_before": "2030-01-01T00:00:00Z"}}`)
+	if code != http.StatusOK {
+		t.Fatalf("good request: %d %s", code, body)
+	}
+	var out ledgerdv1.HoldResponse
+	if err := protojson.Unmarshal(bytes.TrimSpace([]byte(body)), &out); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stubLedger answers Hold and History; everything else is unimplemented.
+type stubLedger struct {
+	ledger.Ledger
+	holds int
+}
+
+func (l *stubLedger) Hold(_ context.Context, a ledger.HoldArgs) (*ledgerdv1.Reservation, []*ledgerdv1.MovedJob, error) {
+	l.holds++
+	return &ledgerdv1.Reservation{Id: "r-1"}, nil, nil
+}
