@@ -140,6 +140,17 @@ func (l *Ledger) apply(ctx context.Context, op string, cmd *fsmv1.Command) (*fsm
 	return res, nil
 }
 
+// outcome is an outcome error whose message already says what happened
+// ("reservation \"x\" not found"): it matches its sentinel with
+// errors.Is without repeating the sentinel's text ("...: not found").
+type outcome struct {
+	msg      string
+	sentinel error
+}
+
+func (e outcome) Error() string { return e.msg }
+func (e outcome) Unwrap() error { return e.sentinel }
+
 // resultErr maps a result status to the API's outcome errors.
 func resultErr(r *fsmv1.Result) error {
 	switch r.GetStatus() {
@@ -151,20 +162,20 @@ func resultErr(r *fsmv1.Result) error {
 	case fsmv1.Result_STATUS_INVALID:
 		return &ledger.FieldError{Field: fsm.PublicField(r.GetInvalid().GetField()), Reason: r.GetInvalid().GetReason()}
 	case fsmv1.Result_STATUS_NOT_FOUND:
-		return fmt.Errorf("%s: %w", r.GetMessage(), ledger.ErrNotFound)
+		return outcome{r.GetMessage(), ledger.ErrNotFound}
 	case fsmv1.Result_STATUS_PERMISSION_DENIED:
-		return fmt.Errorf("%s: %w", r.GetMessage(), ledger.ErrPermission)
+		return outcome{r.GetMessage(), ledger.ErrPermission}
 	case fsmv1.Result_STATUS_CONFLICT:
 		c := r.GetConflict()
 		switch c.GetKind() {
 		case fsmv1.Conflict_KIND_DUPLICATE_ID, fsmv1.Conflict_KIND_RESOURCE_EXISTS:
-			return fmt.Errorf("%s: %w", r.GetMessage(), ledger.ErrExists)
+			return outcome{r.GetMessage(), ledger.ErrExists}
 		case fsmv1.Conflict_KIND_IN_USE:
-			return fmt.Errorf("%s: %w", r.GetMessage(), ledger.ErrInUse)
+			return outcome{r.GetMessage(), ledger.ErrInUse}
 		case fsmv1.Conflict_KIND_CAPACITY:
-			return fmt.Errorf("%s (overbooked: %s): %w", r.GetMessage(), strings.Join(c.GetViolatedIds(), ","), ledger.ErrInUse)
+			return outcome{fmt.Sprintf("%s (overbooked: %s)", r.GetMessage(), strings.Join(c.GetViolatedIds(), ",")), ledger.ErrInUse}
 		default:
-			return fmt.Errorf("%s: %w", r.GetMessage(), ledger.ErrWrongState)
+			return outcome{r.GetMessage(), ledger.ErrWrongState}
 		}
 	}
 	return fmt.Errorf("unexpected result status %v: %s", r.GetStatus(), r.GetMessage())
@@ -353,7 +364,7 @@ func (l *Ledger) Get(ctx context.Context, id string, stale bool) (*ledgerdv1.Res
 	}
 	r, ok := l.fsm.Get(id)
 	if !ok {
-		return nil, fmt.Errorf("reservation %q: %w", id, ledger.ErrNotFound)
+		return nil, outcome{fmt.Sprintf("reservation %q not found", id), ledger.ErrNotFound}
 	}
 	return reservationToAPI(r), nil
 }
@@ -441,7 +452,7 @@ func (l *Ledger) Availability(ctx context.Context, resource string, from, to int
 	}
 	r, ok := l.fsm.Resource(resource)
 	if !ok {
-		return nil, nil, fmt.Errorf("resource %q: %w", resource, ledger.ErrNotFound)
+		return nil, nil, outcome{fmt.Sprintf("resource %q not found", resource), ledger.ErrNotFound}
 	}
 	bs, err := l.fsm.Availability(resource, from, to)
 	if err != nil {
