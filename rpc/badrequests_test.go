@@ -82,9 +82,15 @@ func badCases(now time.Time) []badCase {
 	dur := durationpb.New
 	late := timestamppb.New(time.Date(9999, 12, 31, 23, 0, 0, 0, time.UTC))
 	last := timestamppb.New(time.Date(9999, 12, 31, 23, 59, 59, 999_000_000, time.UTC))
-	cpu := func(n int64) []*ledgerdv1.ResourceAmount { return []*ledgerdv1.ResourceAmount{{Resource: "cpu", Amount: n}} }
-	named := func(name string) []*ledgerdv1.ResourceAmount { return []*ledgerdv1.ResourceAmount{{Resource: name, Amount: 1}} }
-	good := func() *ledgerdv1.Shape { return &ledgerdv1.Shape{Parts: cpu(1), Duration: dur(time.Hour), NotBefore: at(time.Hour)} }
+	cpu := func(n int64) []*ledgerdv1.ResourceAmount {
+		return []*ledgerdv1.ResourceAmount{{Resource: "cpu", Amount: n}}
+	}
+	named := func(name string) []*ledgerdv1.ResourceAmount {
+		return []*ledgerdv1.ResourceAmount{{Resource: name, Amount: 1}}
+	}
+	good := func() *ledgerdv1.Shape {
+		return &ledgerdv1.Shape{Parts: cpu(1), Duration: dur(time.Hour), NotBefore: at(time.Hour)}
+	}
 	with := func(f func(s *ledgerdv1.Shape)) *ledgerdv1.Shape { s := good(); f(s); return s }
 	many := func(n int) []*ledgerdv1.ResourceAmount {
 		out := make([]*ledgerdv1.ResourceAmount, n)
@@ -147,7 +153,9 @@ func badCases(now time.Time) []badCase {
 		{"exact_start and not_before", with(func(s *ledgerdv1.Shape) { s.ExactStart = at(time.Hour) }), "shape.exact_start"},
 		{"exact_start and deadline", with(func(s *ledgerdv1.Shape) { s.NotBefore, s.ExactStart, s.Deadline = nil, at(time.Hour), at(3*time.Hour) }), "shape.exact_start"},
 		{"exact_start in the past", with(func(s *ledgerdv1.Shape) { s.NotBefore, s.ExactStart = nil, at(-time.Hour) }), "shape.exact_start"},
-		{"exact_start bad nanos", with(func(s *ledgerdv1.Shape) { s.NotBefore, s.ExactStart = nil, &timestamppb.Timestamp{Seconds: 1, Nanos: -5} }), "shape.exact_start"},
+		{"exact_start bad nanos", with(func(s *ledgerdv1.Shape) {
+			s.NotBefore, s.ExactStart = nil, &timestamppb.Timestamp{Seconds: 1, Nanos: -5}
+		}), "shape.exact_start"},
 		{"exact_start year 9999", with(func(s *ledgerdv1.Shape) { s.NotBefore, s.ExactStart, s.Duration = nil, late, dur(2*time.Hour) }), "shape.duration"},
 		{"exact_start last millisecond", with(func(s *ledgerdv1.Shape) { s.NotBefore, s.ExactStart, s.Duration = nil, last, dur(time.Millisecond) }), "shape.duration"},
 	}
@@ -570,4 +578,3 @@ func ledgerState(t *testing.T, ops api) []byte {
 	enc(must[*connect.Response[ledgerdv1.HistoryResponse]](t)(ops.res.History(ctx, connect.NewRequest(&ledgerdv1.HistoryRequest{Limit: 1000}))).Msg)
 	return out
 }
-
