@@ -13,6 +13,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/ledgerd/ledgerd/ledger"
 )
@@ -26,7 +28,9 @@ import (
 // field's path (see unknownMark), and the leaderHint interceptor — which
 // every service is mounted with — refuses a marked request with
 // InvalidArgument and a BadRequest naming that path, e.g.
-// "shape.notBefor", like every other bad field. Binary protobuf keeps
+// "shape.notBefor", like every other bad field. A value protojson
+// refuses (a string for an amount, a Timestamp past 9999) is named the
+// same way instead of failing the whole message without a field. Binary protobuf keeps
 // ignoring unknown fields (a newer client's), as the wire format
 // intends. Mount installs these options.
 func StrictJSON() []connect.HandlerOption {
@@ -62,58 +66,127 @@ func (c strictJSON) Unmarshal(b []byte, m any) error {
 	if len(b) == 0 {
 		return errors.New("zero-length payload is not a valid JSON object")
 	}
+	desc := pm.ProtoReflect().Descriptor()
 	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(b, pm); err != nil {
+		// A value of the wrong kind, or a Timestamp or Duration out of
+		// range: name the field like any other bad one.
+		if path := invalidJSONField(desc, b, ""); path != "" {
+			proto.Reset(pm)
+			markUnknown(pm, path, "not a valid value: "+protojsonReason(err))
+			return nil
+		}
 		return fmt.Errorf("unmarshal into %T: %w", m, err)
 	}
-	if path := unknownJSONField(pm.ProtoReflect().Descriptor(), b, ""); path != "" {
-		markUnknown(pm, path)
+	if path := unknownJSONField(desc, b, ""); path != "" {
+		markUnknown(pm, path, unknownReason)
 	}
 	return nil
+}
+
+// unknownReason is the reason given for an unknown field.
+const unknownReason = "unknown field (check its spelling; JSON names are camelCase or snake_case)"
+
+// protojsonReason strips protojson's position prefix from err.
+func protojsonReason(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "): "); i >= 0 {
+		return msg[i+3:]
+	}
+	return strings.TrimPrefix(msg, "proto: ")
+}
+
+// invalidJSONField returns the path of the first member of the JSON
+// object b, in document order, whose value protojson refuses for desc,
+// or "" (recursing into message fields to name the innermost one).
+func invalidJSONField(desc protoreflect.MessageDescriptor, b []byte, prefix string) string {
+	var obj orderedObject
+	if json.Unmarshal(b, &obj) != nil {
+		return ""
+	}
+	opts := protojson.UnmarshalOptions{DiscardUnknown: true}
+	for _, kv := range obj {
+		one, err := json.Marshal(map[string]json.RawMessage{kv.key: kv.value})
+		if err != nil {
+			continue
+		}
+		if opts.Unmarshal(one, dynamicOf(desc)) == nil {
+			continue
+		}
+		path := prefix + kv.key
+		fd := desc.Fields().ByJSONName(kv.key)
+		if fd == nil {
+			fd = desc.Fields().ByName(protoreflect.Name(kv.key))
+		}
+		if fd == nil || fd.Message() == nil || strings.HasPrefix(string(fd.Message().FullName()), "google.protobuf.") {
+			return path
+		}
+		switch {
+		case fd.IsList():
+			var items []json.RawMessage
+			if json.Unmarshal(kv.value, &items) == nil {
+				for i, it := range items {
+					if p := invalidJSONField(fd.Message(), it, path+"["+strconv.Itoa(i)+"]."); p != "" {
+						return p
+					}
+				}
+			}
+		case !fd.IsMap():
+			if p := invalidJSONField(fd.Message(), kv.value, path+"."); p != "" {
+				return p
+			}
+		}
+		return path
+	}
+	return ""
+}
+
+// dynamicOf returns a new, empty message of desc's type.
+func dynamicOf(desc protoreflect.MessageDescriptor) proto.Message {
+	if mt, err := protoregistry.GlobalTypes.FindMessageByName(desc.FullName()); err == nil {
+		return mt.New().Interface()
+	}
+	return dynamicpb.NewMessage(desc)
 }
 
 // unknownMark is the field number of the mark: the highest a field may
 // have, which no ledgerd message uses.
 const unknownMark protowire.Number = protowire.MaxValidNumber
 
-// markUnknown records path in m's unknown fields.
-func markUnknown(m proto.Message, path string) {
+// markUnknown records path and why it is refused in m's unknown fields.
+func markUnknown(m proto.Message, path, reason string) {
 	r := m.ProtoReflect()
 	u := protowire.AppendTag(r.GetUnknown(), unknownMark, protowire.BytesType)
-	r.SetUnknown(protowire.AppendString(u, path))
+	r.SetUnknown(protowire.AppendString(u, path+"\x00"+reason))
 }
 
-// unknownOf returns the path markUnknown recorded in m, if any.
-func unknownOf(m any) (string, bool) {
+// unknownOf returns the field markUnknown recorded in m, if any.
+func unknownOf(m any) (*ledger.FieldError, bool) {
 	pm, ok := m.(proto.Message)
 	if !ok || pm == nil {
-		return "", false
+		return nil, false
 	}
 	u := pm.ProtoReflect().GetUnknown()
 	for len(u) > 0 {
 		num, typ, n := protowire.ConsumeTag(u)
 		if n < 0 {
-			return "", false
+			return nil, false
 		}
 		u = u[n:]
 		if num == unknownMark && typ == protowire.BytesType {
 			v, m := protowire.ConsumeString(u)
 			if m < 0 {
-				return "", false
+				return nil, false
 			}
-			return v, true
+			path, reason, _ := strings.Cut(v, "\x00")
+			return &ledger.FieldError{Field: path, Reason: reason}, true
 		}
 		m := protowire.ConsumeFieldValue(num, typ, u)
 		if m < 0 {
-			return "", false
+			return nil, false
 		}
 		u = u[m:]
 	}
-	return "", false
-}
-
-// unknownFieldErr is the error of a request with an unknown field.
-func unknownFieldErr(path string) *connect.Error {
-	return fieldErr(&ledger.FieldError{Field: path, Reason: "unknown field (check its spelling; JSON names are camelCase or snake_case)"})
+	return nil, false
 }
 
 // unknownJSONField returns the path of the first key of the JSON object

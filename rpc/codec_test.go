@@ -73,6 +73,18 @@ func TestStrictJSONRefusesUnknownFields(t *testing.T) {
 	if code != http.StatusBadRequest || !strings.Contains(body, `"field":"id"`) && !strings.Contains(body, "invalid id") {
 		t.Fatalf("History with id: %d %s", code, body)
 	}
+	// Values protojson refuses name their field too.
+	for body, field := range map[string]string{
+		`{"shape": {"parts": [{"resource": "cpu", "amount": "many"}], "duration": "60s"}}`:                      "shape.parts[0].amount",
+		`{"shape": {"parts": [{"resource": "cpu", "amount": 1}], "duration": "60s", "notBefore": "10000-01-01T00:00:00Z"}}`: "shape.notBefore",
+		`{"shape": {"parts": [{"resource": "cpu", "amount": 1}], "duration": "1e400s"}}`:                        "shape.duration",
+		`{"holdTtl": 5, "shape": {}}`: "holdTtl",
+	} {
+		code, got := post("Hold", body)
+		if code != http.StatusBadRequest || !strings.Contains(got, `"field":"`+field+`"`) && !strings.Contains(got, "invalid "+field+":") {
+			t.Errorf("%s: %d %s, want the field %s", body, code, got, field)
+		}
+	}
 	// A correct request still goes through, in either spelling.
 	code, body = post("Hold", `{"shape": {"parts": [{"resource": "cpu", "amount": 1}], "duration": "60s", "not_before": "2030-01-01T00:00:00Z"}}`)
 	if code != http.StatusOK {

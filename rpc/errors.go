@@ -177,8 +177,8 @@ func (h leaderHint) annotate(err error) error {
 // every service is mounted with this interceptor.
 func (h leaderHint) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		if path, ok := unknownOf(req.Any()); ok {
-			return nil, h.annotate(unknownFieldErr(path))
+		if fe, ok := unknownOf(req.Any()); ok {
+			return nil, h.annotate(fieldErr(fe))
 		}
 		resp, err := next(ctx, req)
 		if err != nil {
