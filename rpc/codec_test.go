@@ -75,9 +75,9 @@ func TestStrictJSONRefusesUnknownFields(t *testing.T) {
 	}
 	// Values protojson refuses name their field too.
 	for body, field := range map[string]string{
-		`{"shape": {"parts": [{"resource": "cpu", "amount": "many"}], "duration": "60s"}}`:                      "shape.parts[0].amount",
+		`{"shape": {"parts": [{"resource": "cpu", "amount": "many"}], "duration": "60s"}}`:                                  "shape.parts[0].amount",
 		`{"shape": {"parts": [{"resource": "cpu", "amount": 1}], "duration": "60s", "notBefore": "10000-01-01T00:00:00Z"}}`: "shape.notBefore",
-		`{"shape": {"parts": [{"resource": "cpu", "amount": 1}], "duration": "1e400s"}}`:                        "shape.duration",
+		`{"shape": {"parts": [{"resource": "cpu", "amount": 1}], "duration": "1e400s"}}`:                                    "shape.duration",
 		`{"holdTtl": 5, "shape": {}}`: "holdTtl",
 	} {
 		code, got := post("Hold", body)
