@@ -3,6 +3,8 @@ package rpc
 import (
 	"bytes"
 	"context"
+	"errors"
+	"log/slog"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -99,10 +101,48 @@ func TestStrictJSONRefusesUnknownFields(t *testing.T) {
 // stubLedger answers Hold and History; everything else is unimplemented.
 type stubLedger struct {
 	ledger.Ledger
-	holds int
+	holds  int
+	getErr error
 }
 
 func (l *stubLedger) Hold(_ context.Context, a ledger.HoldArgs) (*ledgerdv1.Reservation, []*ledgerdv1.MovedJob, error) {
 	l.holds++
 	return &ledgerdv1.Reservation{Id: "r-1"}, nil, nil
+}
+
+// TestInternalErrorsAreLogged: an error the API can only answer with
+// Internal is logged on Options.Logger with its cause.
+func TestInternalErrorsAreLogged(t *testing.T) {
+	var logs bytes.Buffer
+	led := &stubLedger{getErr: errors.New("disk on fire")}
+	s, err := New(Options{Ledger: led, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(ledgerdv1connect.NewReservationServiceHandler(&reservations{s: s, l: led},
+		connect.WithInterceptors(&authInterceptor{auth: s.opts.Auth, limit: s.limiter}, leaderHint(s.opts.LeaderHint))))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c := ledgerdv1connect.NewReservationServiceClient(http.DefaultClient, srv.URL)
+	_, err = c.Get(context.Background(), connect.NewRequest(&ledgerdv1.GetRequest{Id: "x"}))
+	if connect.CodeOf(err) != connect.CodeInternal {
+		t.Fatalf("Get: %v", err)
+	}
+	if !strings.Contains(logs.String(), "disk on fire") || !strings.Contains(logs.String(), "level=ERROR") {
+		t.Fatalf("not logged: %q", logs.String())
+	}
+	// Errors with a code of their own are the caller's, not logged.
+	logs.Reset()
+	led.getErr = &ledger.FieldError{Field: "id", Reason: "bad"}
+	if _, err := c.Get(context.Background(), connect.NewRequest(&ledgerdv1.GetRequest{Id: "x"})); connect.CodeOf(err) != connect.CodeInvalidArgument {
+		t.Fatal(err)
+	}
+	if logs.Len() != 0 {
+		t.Fatalf("a caller's error was logged: %q", logs.String())
+	}
+}
+
+func (l *stubLedger) Get(context.Context, string, bool) (*ledgerdv1.Reservation, error) {
+	return nil, l.getErr
 }
