@@ -95,7 +95,10 @@ func startAgents(t *testing.T, bin string) []*agentProc {
 // with the log of the first that exits: one that cannot bind a port exits
 // while the others wait for it forever.
 func waitReady(procs []*agentProc, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
 	ready := map[*agentProc]bool{}
 	for {
 		var last error
@@ -121,10 +124,37 @@ func waitReady(procs []*agentProc, timeout time.Duration) error {
 		if last == nil && len(ready) == len(procs) {
 			return nil
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
 			return fmt.Errorf("agents not ready after %s (last: %v)", timeout, last)
 		}
-		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// pollInterval is how often the tests look again at another process's
+// HTTP endpoints, which cannot say when they change; every such wait
+// also has a deadline that fails the test loudly.
+const pollInterval = 100 * time.Millisecond
+
+// pollUntil asks check on a ticker until it reports done, or fails the
+// test with check's last explanation after timeout.
+func pollUntil(t *testing.T, timeout time.Duration, what string, check func() (bool, string)) {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		done, last := check()
+		if done {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("%s: not within %s (%s)", what, timeout, last)
+		}
 	}
 }
 
@@ -201,13 +231,10 @@ func TestThreeAgentProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := status(t, findLeader(t, procs)).CommitIndex
-	deadline := time.Now().Add(30 * time.Second)
-	for status(t, leader).Applied < target {
-		if time.Now().After(deadline) {
-			t.Fatalf("restarted %s stuck at applied %d < commit %d", leader.name, status(t, leader).Applied, target)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	pollUntil(t, 30*time.Second, "restarted "+leader.name+" catches up", func() (bool, string) {
+		applied := status(t, leader).Applied
+		return applied >= target, fmt.Sprintf("applied %d < commit %d", applied, target)
+	})
 	t.Logf("restarted %s caught up to index %d", leader.name, target)
 
 	// SIGTERM leaves cleanly.
@@ -252,8 +279,8 @@ func tail(s string, n int) string {
 
 func findLeader(t *testing.T, procs []*agentProc) *agentProc {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	var leader *agentProc
+	pollUntil(t, 30*time.Second, "a leader", func() (bool, string) {
 		for _, p := range procs {
 			resp, err := http.Get("http://" + p.http + "/internal/status")
 			if err != nil {
@@ -265,13 +292,13 @@ func findLeader(t *testing.T, procs []*agentProc) *agentProc {
 			err = json.NewDecoder(resp.Body).Decode(&st)
 			resp.Body.Close()
 			if err == nil && st.State == "Leader" {
-				return p
+				leader = p
+				return true, ""
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatal("no leader within 30s")
-	return nil
+		return false, "no agent says it leads"
+	})
+	return leader
 }
 
 func createResource(name string, capacity int64) *fsmv1.Command {
@@ -296,6 +323,8 @@ func mustApply(t *testing.T, procs []*agentProc, cmd *fsmv1.Command) *fsmv1.Resu
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
 	for {
 		p := findLeader(t, procs)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+p.http+"/internal/apply", bytes.NewReader(b))
@@ -315,9 +344,10 @@ func mustApply(t *testing.T, procs []*agentProc, cmd *fsmv1.Command) *fsmv1.Resu
 			}
 			err = fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
 		}
-		if ctx.Err() != nil {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
 			t.Fatalf("%s: %v", cmd.GetType(), err)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
