@@ -229,6 +229,13 @@ func (s *idemStore) trim(maxKeys int) {
 	s.dropWhile(func(idemRecord) bool { return s.n > maxKeys })
 }
 
+// trimKeeping forgets the oldest records until at most maxKeys are
+// left, but none younger than minAge at log time now: those may belong
+// to requests whose clients are still retrying.
+func (s *idemStore) trimKeeping(maxKeys int, now, minAge int64) {
+	s.dropWhile(func(r idemRecord) bool { return s.n > maxKeys && now-r.at >= minAge })
+}
+
 // dropWhile forgets records from the oldest on for as long as drop says
 // so.
 func (s *idemStore) dropWhile(drop func(idemRecord) bool) {

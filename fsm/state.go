@@ -322,6 +322,12 @@ func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, [
 	s.advance()
 	s.plan.Advance(s.now)
 	s.pruneIdem()
+	// Keys kept past the cap for their youth (version 3) are forgotten
+	// once they are old enough, at every entry, so that the remembered
+	// keys after an entry depend only on the state and the log time —
+	// what a replica restored from a snapshot computes (rebuild). Before
+	// version 3 the cap is never exceeded and this does nothing.
+	s.idem.trimKeeping(s.cfg.IdempotencyMaxKeys, s.now, s.cfg.IdempotencyMinAge)
 
 	owner, key := cmd.GetOwner(), cmd.GetIdempotencyKey()
 	if key != "" {
@@ -368,7 +374,14 @@ func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, [
 	if key != "" {
 		enc := encodeResult(res)
 		s.idem.add([]byte(owner), []byte(key), s.now, enc)
-		s.idem.trim(s.cfg.IdempotencyMaxKeys)
+		if s.ver >= versionEdge {
+			// A key younger than IdempotencyMinAge may belong to a
+			// request still in flight: its client retries until it
+			// learns the outcome, and must then get this result.
+			s.idem.trimKeeping(s.cfg.IdempotencyMaxKeys, s.now, s.cfg.IdempotencyMinAge)
+		} else {
+			s.idem.trim(s.cfg.IdempotencyMaxKeys)
+		}
 		return res, enc
 	}
 	return res, nil
