@@ -1,8 +1,13 @@
 package rpc_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"sort"
 	"sync"
 	"testing"
@@ -13,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/ledgerd/ledgerd/agent/agenttest"
+	"github.com/ledgerd/ledgerd/fsm"
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/rpc"
@@ -194,3 +200,73 @@ func forcedDeleteAcrossLeaderLoss(t *testing.T, mode string) {
 		t.Fatalf("the delete was applied but the survivors hold %s", outcome)
 	}
 }
+
+// TestRowPastTheEndOfTimeStillReads: a ledger restored from a snapshot
+// that holds a row booked past 9999-12-31T23:59:59.999Z (as a release
+// that did not refuse such bookings stored it) answers every read over
+// plain JSON, with the row's times clamped.
+func TestRowPastTheEndOfTimeStillReads(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newSite(t, agenttest.Options{})
+	// What an older edge proposed: a version 1 hold from late 9999.
+	late := &fsmv1.Command{Type: fsmv1.Command_TYPE_RESERVE, Version: 1, Owner: "acme", IdempotencyKey: "late",
+		Payload: &fsmv1.Command_Request{Request: &fsmv1.ReservationRequest{Id: "late",
+			Parts: []*fsmv1.Part{{Resource: "gpu", Amount: 1}}, DurationMillis: 7_200_000, NotBeforeMillis: fsm.MaxTimeMillis - 3_600_000}}}
+	b, err := fsm.Encode(late)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Log.Apply(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	// Snapshot the ledger and restore it, as a new node would.
+	snap, err := s.FSM.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink memSink
+	if err := snap.Persist(&sink); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FSM.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := s.FSM.Get("late"); r.GetEndMillis() <= fsm.MaxTimeMillis {
+		t.Fatalf("the restored row does not end past 9999: %v", r)
+	}
+	post := func(token, proc, body string) string {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URLs[0]+proc, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || !json.Valid(out) {
+			t.Fatalf("%s %s: HTTP %d: %s", proc, body, resp.StatusCode, out)
+		}
+		return string(out)
+	}
+	acme, ops := agenttest.TokenAcme, agenttest.TokenOps
+	got := post(acme, rsv+"Get", `{"id": "late"}`)
+	if !strings.Contains(got, `"9999-12-31T23:59:59.999Z"`) {
+		t.Errorf("Get: the end is not clamped to the end of time: %s", got)
+	}
+	post(acme, rsv+"List", `{}`)
+	post(ops, rsv+"List", `{"states": ["RESERVATION_STATE_COMMITTED"]}`)
+	post(acme, rsv+"History", `{}`)
+	post(acme, rsv+"History", `{"reservation_id": "late"}`)
+	post(acme, rsv+"Availability", `{"resource": "gpu", "to": "9999-12-31T23:59:59.999Z"}`)
+	post(acme, rsv+"Find", `{"shape": {"parts": [{"resource": "gpu", "amount": 8}], "duration": "3600s", "not_before": "9999-12-31T20:00:00Z"}}`)
+	post(acme, rsv+"Batch", `{"operations": [{"get": {"id": "late"}}]}`)
+	post(ops, rsc+"List", `{}`)
+}
+
+// memSink is a raft.SnapshotSink in memory.
+type memSink struct{ bytes.Buffer }
+
+func (*memSink) ID() string    { return "mem" }
+func (*memSink) Cancel() error { return nil }
+func (*memSink) Close() error  { return nil }
