@@ -405,7 +405,9 @@ func (g *gen) asV3(c *fsmv1.Command) {
 	case fsmv1.Command_TYPE_MODIFY:
 		m := c.GetModify()
 		[]func(){
-			func() { m.StartMillis, m.EndMillis, m.WindowDurationMillis, m.NotBeforeMillis = nil, nil, 1000, g.now+int64(g.r.IntN(5000)) },
+			func() {
+				m.StartMillis, m.EndMillis, m.WindowDurationMillis, m.NotBeforeMillis = nil, nil, 1000, g.now+int64(g.r.IntN(5000))
+			},
 			func() { m.WindowDurationMillis, m.DeadlineMillis = 1000, g.now+int64(g.r.IntN(3000)) },
 			func() { m.StartMillis, m.EndMillis, m.WindowDurationMillis, m.NotBeforeMillis = nil, nil, 10_000, late },
 			func() { m.Id = "a b" },
