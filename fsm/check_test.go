@@ -19,11 +19,14 @@ func TestPublicField(t *testing.T) {
 		{`request.labels["team"]`, `labels["team"]`},
 		{"request.hold_ttl_millis", "hold_ttl"},
 		{"request.parts[1].amount", "shape.parts[1].amount"},
-		{"request.duration_millis", "shape.duration_millis"},
+		{"request.duration_millis", "shape.duration"},
+		{"request.start_millis", "shape.exact_start"},
+		{"request.not_before_millis", "shape.not_before"},
 		{"request.id", "shape.id"},
 		{"modify.id", "id"},
 		{"modify.hold_ttl_millis", "hold_ttl"},
-		{"modify.start_millis", "shape.start_millis"},
+		{"modify.start_millis", "shape.not_before"},
+		{"modify.window_duration_millis", "shape.duration"},
 		{"modify.parts[0].resource", "shape.parts[0].resource"},
 		{"complete.at_millis", "at"},
 		{"complete.id", "id"},
@@ -43,9 +46,12 @@ func TestPublicField(t *testing.T) {
 		{"co_reserve.subs[2].amount", "subs[2].amount"},
 		{"co_reserve.candidates[1]", "candidates[1]"},
 		{"co_reserve.min_joint_permille", "min_joint_permille"},
-		{"target.id", "target.id"},
+		{"target.id", "id"},
 		{"owner", "owner"},
-		{"update_resource.capacity", "update_resource.capacity"},
+		{"update_resource.capacity", "capacity"},
+		{"update_resource.to_millis", "to"},
+		{"delete_resource.name", "name"},
+		{"idempotency_key", "idempotency_key"},
 		{"", ""},
 	} {
 		if got := PublicField(tc.in); got != tc.want {
@@ -249,6 +255,7 @@ func stateDependent(cmd *fsmv1.Command, inv *fsmv1.Invalid, logNow int64) bool {
 	switch {
 	case strings.Contains(reason, "log time"),
 		strings.HasPrefix(reason, "exceeds the capacity"),
+		field == "idempotency_key", // a key remembered with another fingerprint
 		field == "complete.at_millis",
 		field == "modify.id" && strings.HasPrefix(reason, "modifying a variable job"),
 		strings.Contains(reason, "is RELAXED: a reservation cannot be modified onto it"),
@@ -375,6 +382,59 @@ func (g *gen) breakField(c *fsmv1.Command) {
 	}
 }
 
+// asV3 makes c a version 3 entry and, one time in three, gives it a
+// field that only version 3 refuses (the end of time, a name or ID no
+// row can have) or carries (a modify window, a forced delete, a
+// fingerprint).
+func (g *gen) asV3(c *fsmv1.Command) {
+	c.Version = versionEdge
+	if g.r.IntN(3) != 0 {
+		return
+	}
+	late := MaxTimeMillis - int64(g.r.IntN(5_000))
+	k := g.r.IntN(4)
+	switch c.GetType() {
+	case fsmv1.Command_TYPE_HOLD, fsmv1.Command_TYPE_RESERVE:
+		req := c.GetRequest()
+		[]func(){
+			func() { req.StartMillis, req.NotBeforeMillis, req.DeadlineMillis = nil, late, 0 },
+			func() { req.StartMillis = proto.Int64(late) },
+			func() { req.StartMillis, req.DeadlineMillis = nil, MaxTimeMillis+1+int64(g.r.IntN(9)) },
+			func() { req.Parts = append(req.Parts, part("bad name", 1)) },
+		}[k]()
+	case fsmv1.Command_TYPE_MODIFY:
+		m := c.GetModify()
+		[]func(){
+			func() {
+				m.StartMillis, m.EndMillis, m.WindowDurationMillis, m.NotBeforeMillis = nil, nil, 1000, g.now+int64(g.r.IntN(5000))
+			},
+			func() { m.WindowDurationMillis, m.DeadlineMillis = 1000, g.now+int64(g.r.IntN(3000)) },
+			func() { m.StartMillis, m.EndMillis, m.WindowDurationMillis, m.NotBeforeMillis = nil, nil, 10_000, late },
+			func() { m.Id = "a b" },
+		}[k]()
+	case fsmv1.Command_TYPE_COMMIT, fsmv1.Command_TYPE_ABORT, fsmv1.Command_TYPE_CANCEL:
+		c.GetTarget().Id = []string{"a b", "x\x00", strings.Repeat("i", 129), c.GetTarget().GetId()}[k]
+	case fsmv1.Command_TYPE_DELETE_RESOURCE:
+		c.GetDeleteResource().Force = true
+		if k == 0 {
+			c.GetDeleteResource().Name = "bad name"
+		}
+	case fsmv1.Command_TYPE_UPDATE_RESOURCE:
+		c.GetUpdateResource().FromMillis, c.GetUpdateResource().ToMillis = proto.Int64(g.now+10), proto.Int64(MaxTimeMillis+int64(k))
+	case fsmv1.Command_TYPE_SUBMIT_JOB:
+		if j := c.GetSubmitJob(); j.GetPart() != nil {
+			j.NotBeforeMillis = late
+		}
+	case fsmv1.Command_TYPE_CO_RESERVE:
+		if subs := c.GetCoReserve().GetSubs(); len(subs) > 0 {
+			subs[0].StartMillis = late
+		}
+	}
+	if c.GetIdempotencyKey() != "" {
+		c.Fingerprint = []byte{byte(k)}
+	}
+}
+
 // TestCheckAgreesWithApply runs random streams (a quarter of the commands
 // with a field broken on purpose) and checks the Check/Apply contract
 // (checkAgreement) before every command.
@@ -392,6 +452,12 @@ func TestCheckAgreesWithApply(t *testing.T) {
 				cmd = createPolicyRes("lax", 10, spec(RELAXED, 10, 0))
 			case g.r.IntN(4) == 0:
 				g.breakField(cmd)
+			}
+			if i > len(genResources) && g.r.IntN(3) == 0 {
+				// A version 3 entry, a third of them with a field only
+				// version 3 refuses or carries.
+				g.asV3(cmd)
+				counts["version 3"]++
 			}
 			chk := h.f.Check(cmd)
 			res := h.apply(g.now, cmd)

@@ -15,7 +15,7 @@ import (
 // appear. Encode writes the lowest version that has every feature the
 // command uses (minVersion), so entries that older replicas understand
 // stay readable to them during a rolling upgrade.
-const CurrentVersion uint32 = versionPolicies
+const CurrentVersion uint32 = versionEdge
 
 // versionPolicies is the first envelope version with admission policies
 // and variable jobs (TYPE_SET_POLICY, TYPE_SUBMIT_JOB,
@@ -23,15 +23,50 @@ const CurrentVersion uint32 = versionPolicies
 // field and diverge, so such entries must carry version 2.
 const versionPolicies uint32 = 2
 
+// versionEdge is the first envelope version whose Apply
+//
+//   - refuses every time after MaxTimeMillis (9999-12-31T23:59:59.999Z),
+//     the end of a window and the end of an exact start included, and
+//     books nothing that would end after it (a version 2 replica books
+//     such a window, which no Timestamp can then carry);
+//   - refuses an idempotency key reused with another fingerprint
+//     (Command.fingerprint; a version 2 replica answers the first result);
+//   - deletes a resource with everything on it in one entry
+//     (DeleteResource.force);
+//   - picks a modification's start itself (Modify.window_duration_millis).
+//
+// Only the last three are features an entry can be seen to use; the first
+// is a change of what an existing entry means, so the edge writes version
+// 3 for every command once every server can apply it (see MinVersion) and
+// older entries keep their meaning.
+const versionEdge uint32 = 3
+
+// MaxTimeMillis is the last instant every time in the ledger may reach,
+// 9999-12-31T23:59:59.999Z in Unix milliseconds: the largest that a
+// google.protobuf.Timestamp (and so every reader, JSON included) can
+// carry at millisecond precision. Entries of version 3 refuse any time,
+// start, end or deadline after it.
+const MaxTimeMillis int64 = 253402300799999
+
 // minVersion returns the lowest envelope version that can carry c.
 func minVersion(c *fsmv1.Command) uint32 {
 	switch {
+	case len(c.GetFingerprint()) > 0, c.GetDeleteResource().GetForce(),
+		c.GetModify().GetWindowDurationMillis() != 0 || c.GetModify().GetNotBeforeMillis() != 0 || c.GetModify().GetDeadlineMillis() != 0:
+		return versionEdge
 	case c.GetType() == fsmv1.Command_TYPE_SET_POLICY, c.GetType() == fsmv1.Command_TYPE_SUBMIT_JOB,
 		c.GetType() == fsmv1.Command_TYPE_CO_RESERVE, c.GetCreateResource().GetPolicy() != nil:
 		return versionPolicies
 	}
 	return 1
 }
+
+// MinVersion returns the lowest envelope version that can carry cmd: the
+// version Encode writes when cmd.Version is zero. The edge compares it
+// with the version every server of the cluster can apply before it
+// proposes cmd; a command that needs more must wait, take an older path,
+// or be refused as unavailable.
+func MinVersion(cmd *fsmv1.Command) uint32 { return minVersion(cmd) }
 
 // ErrMalformed marks bytes that are not a command this release can apply:
 // undecodable protobuf, an unknown or missing type, an unsupported envelope

@@ -84,7 +84,7 @@ func (s *state) checkCoReserve(id string, c *fsmv1.CoReserve) *fsmv1.Result {
 		if sub.GetStartMillis() < s.now {
 			return invalid(fmt.Sprintf("co_reserve.subs[%d].start_millis", i), fmt.Sprintf("must not be before the log time %d", s.now))
 		}
-		if fe := checkCoSubEnd(i, sub); fe != nil {
+		if fe := checkCoSubEnd(i, sub, s.ver); fe != nil {
 			return fe.result()
 		}
 		if s.resv.has(coSubID(id, i)) {

@@ -34,6 +34,14 @@ type Config struct {
 	// key has been forgotten is applied again. Default 262,144 (see
 	// DefaultIdempotencyMaxKeys).
 	IdempotencyMaxKeys int
+	// IdempotencyMinAge is how long (log time, ms) a key is remembered
+	// even past IdempotencyMaxKeys (entries of envelope version 3 on), so
+	// that a key is never forgotten while its client may still be
+	// retrying a request whose outcome it does not know. Default 60 s,
+	// well beyond the Go client's retries of one call (8 attempts, at
+	// most 2 s apart); memory is then bounded by max(IdempotencyMaxKeys,
+	// write rate × IdempotencyMinAge).
+	IdempotencyMinAge int64
 	// HistoryLimit is the number of events kept for History. Default 10,000.
 	HistoryLimit int
 	// Timelines makes the planner's per-resource timelines; nil selects
@@ -55,8 +63,9 @@ const (
 	// retries of one call (8 attempts, at most 2 s apart), for about 40 MB
 	// (≈ 160 bytes per key with its result). The 24 h window alone would
 	// keep 260M keys at that rate.
-	DefaultIdempotencyMaxKeys = 1 << 18
-	DefaultHistoryLimit       = 10_000
+	DefaultIdempotencyMaxKeys       = 1 << 18
+	DefaultIdempotencyMinAge  int64 = 60_000
+	DefaultHistoryLimit             = 10_000
 )
 
 func (c Config) withDefaults() (Config, error) {
@@ -78,6 +87,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.HistoryLimit == 0 {
 		c.HistoryLimit = DefaultHistoryLimit
 	}
+	if c.IdempotencyMinAge == 0 {
+		c.IdempotencyMinAge = DefaultIdempotencyMinAge
+	}
 	if c.Timelines == nil {
 		c.Timelines = planner.NewIndexed
 	}
@@ -92,6 +104,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("config: IdempotencyWindow %d must be >= 0", c.IdempotencyWindow)
 	case c.IdempotencyMaxKeys < 0:
 		return c, fmt.Errorf("config: IdempotencyMaxKeys %d must be >= 0", c.IdempotencyMaxKeys)
+	case c.IdempotencyMinAge < 0:
+		return c, fmt.Errorf("config: IdempotencyMinAge %d must be >= 0", c.IdempotencyMinAge)
 	case c.HistoryLimit < 0:
 		return c, fmt.Errorf("config: HistoryLimit %d must be >= 0", c.HistoryLimit)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
@@ -82,8 +83,30 @@ func goldenCommands() []struct {
 			Payload: &fsmv1.Command_CoReserve{CoReserve: &fsmv1.CoReserve{Id: "co-1",
 				Subs:       []*fsmv1.CoSub{{Amount: 4, StartMillis: 40_000, DurationMillis: 10_000}, {Amount: 40, StartMillis: 100_000, DurationMillis: 5_000}},
 				Candidates: []string{"batch", "cluster/cores"}, MinJointPermille: 500, Labels: labels}}}},
+		// Envelope version 3: fingerprints, modify windows, forced
+		// deletes, the end-of-time bound.
+		{"22_reserve_v3.bin", 3_120, &fsmv1.Command{Type: fsmv1.Command_TYPE_RESERVE, Version: 3, Owner: "broker-7", IdempotencyKey: "r3",
+			Fingerprint: goldenFingerprint(1),
+			Payload: &fsmv1.Command_Request{Request: &fsmv1.ReservationRequest{
+				Parts: []*fsmv1.Part{{Resource: "gpu", Amount: 2}}, DurationMillis: 60_000, NotBeforeMillis: 200_000}}}},
+		{"23_modify_window.bin", 3_130, &fsmv1.Command{Type: fsmv1.Command_TYPE_MODIFY, Owner: "broker-7",
+			Payload: &fsmv1.Command_Modify{Modify: &fsmv1.Modify{Id: AutoID(22), Parts: []*fsmv1.Part{{Resource: "gpu", Amount: 3}},
+				WindowDurationMillis: 30_000, NotBeforeMillis: 500_000, DeadlineMillis: 10_000_000}}}},
+		{"24_delete_resource_force.bin", 3_140, &fsmv1.Command{Type: fsmv1.Command_TYPE_DELETE_RESOURCE, Owner: "ops", Privileged: true,
+			Payload: &fsmv1.Command_DeleteResource{DeleteResource: &fsmv1.DeleteResource{Name: "gpu", Force: true}}}},
+		{"25_reserve_key_reused.bin", 3_150, &fsmv1.Command{Type: fsmv1.Command_TYPE_RESERVE, Version: 3, Owner: "broker-7", IdempotencyKey: "r3",
+			Fingerprint: goldenFingerprint(2),
+			Payload: &fsmv1.Command_Request{Request: &fsmv1.ReservationRequest{
+				Parts: []*fsmv1.Part{{Resource: "cluster/cores", Amount: 1}}, DurationMillis: 60_000, NotBeforeMillis: 200_000}}}},
 	}
 }
+
+// goldenFingerprint is a fixed 32-byte fingerprint.
+func goldenFingerprint(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
+
+// coreserveGolden is the number of golden entries pinned by
+// snapshot-v1-coreserve.golden.
+const coreserveGolden = 21
 
 // policyGolden is the number of golden entries pinned by
 // snapshot-v1-policies.golden (entries added later have their own
@@ -102,6 +125,8 @@ var goldenStatuses = []fsmv1.Result_Status{
 	// cannot become RELAXED.
 	OK, OK, CONFLICT, OK, OK,
 	OK,
+	// 25: key r3 reused by its owner for another request.
+	OK, OK, OK, INVALID,
 }
 
 func checkGolden(t *testing.T, path string, got []byte) {
@@ -149,7 +174,7 @@ func TestGoldenCommands(t *testing.T) {
 			t.Fatalf("%s: stored entry no longer decodes: %v", path, err)
 		}
 		want := proto.CloneOf(g.cmd)
-		want.Version, want.NowMillis = minVersion(g.cmd), g.now
+		want.Version, want.NowMillis = entryVersion(g.cmd), g.now
 		if !proto.Equal(dec, want) {
 			t.Fatalf("%s decodes to\n%v\nwant\n%v", path, dec, want)
 		}
@@ -257,12 +282,42 @@ func goldenReplay(t *testing.T, n int, name string) *FSM {
 // TestGoldenCoReserveSnapshot pins the snapshot after every golden entry,
 // the co-reservation included: its sub-reservations are scheduler items.
 func TestGoldenCoReserveSnapshot(t *testing.T) {
-	g := goldenReplay(t, len(goldenCommands()), "snapshot-v1-coreserve.golden")
+	g := goldenReplay(t, coreserveGolden, "snapshot-v1-coreserve.golden")
 	want := map[string]string{"co-1/0": "batch", "co-1/1": "cluster/cores"}
 	for id, res := range want {
 		r, ok := g.Get(id)
 		if !ok || r.GetState() != COMMITTED || r.GetParts()[0].GetResource() != res || r.GetProbabilityPermille() != 1000 {
 			t.Errorf("%s: %v, want COMMITTED on %s", id, r, res)
 		}
+	}
+}
+
+// TestGoldenEdgeSnapshot pins the snapshot after every golden entry, the
+// version 3 ones included: the modification whose start the state
+// machine picked, the forced delete that cancelled everything on gpu in
+// its one entry, and the reused key that changed nothing.
+func TestGoldenEdgeSnapshot(t *testing.T) {
+	g := goldenReplay(t, len(goldenCommands()), "snapshot-v1-edge.golden")
+	if _, ok := g.Resource("gpu"); ok {
+		t.Error("gpu survived its forced delete")
+	}
+	for id, want := range map[string]fsmv1.Reservation_State{"job-1": CANCELLED, AutoID(22): CANCELLED, "tentative": fsmv1.Reservation_STATE_EXPIRED} {
+		if r, _ := g.Get(id); r.GetState() != want || r.GetPending() != nil {
+			t.Errorf("%s after the forced delete: %v, want %s", id, r, want)
+		}
+	}
+	if _, ok := g.Get(AutoID(25)); ok {
+		t.Error("the reused key booked something")
+	}
+	evs := g.History(24, 0)
+	var kinds []string
+	for _, e := range evs {
+		if e.GetVersion() == 24 {
+			kinds = append(kinds, e.GetType().String())
+		}
+	}
+	want := []string{"TYPE_CANCELLED", "TYPE_CANCELLED", "TYPE_RESOURCE_DELETED"}
+	if strings.Join(kinds, ",") != strings.Join(want, ",") {
+		t.Errorf("events of the forced delete: %v, want %v", kinds, want)
 	}
 }

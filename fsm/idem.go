@@ -1,6 +1,24 @@
 package fsm
 
-import "encoding/binary"
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+)
+
+// idemMismatch returns the answer to an entry whose (owner, key) is
+// remembered with the first result first when the two fingerprints
+// differ: INVALID on idempotency_key, naming the key. Either fingerprint
+// missing (an entry of version < 3, or a first result stored before
+// fingerprints existed) counts as a match, as before.
+func idemMismatch(key string, fp []byte, first *fsmv1.Result) *fsmv1.Result {
+	if len(fp) == 0 || len(first.GetFingerprint()) == 0 || bytes.Equal(fp, first.GetFingerprint()) {
+		return nil
+	}
+	return invalid("idempotency_key", fmt.Sprintf("key %q was used for a different request (first applied at version %d); a retry must send the same request, a new request needs a new key", key, first.GetVersion()))
+}
 
 // idemStore holds the remembered idempotency keys: for each (owner, key),
 // the log time it was first seen and the deterministic encoding of its
@@ -209,6 +227,13 @@ func (s *idemStore) prune(now, window int64) {
 // trim forgets the oldest records until at most maxKeys are left.
 func (s *idemStore) trim(maxKeys int) {
 	s.dropWhile(func(idemRecord) bool { return s.n > maxKeys })
+}
+
+// trimKeeping forgets the oldest records until at most maxKeys are
+// left, but none younger than minAge at log time now: those may belong
+// to requests whose clients are still retrying.
+func (s *idemStore) trimKeeping(maxKeys int, now, minAge int64) {
+	s.dropWhile(func(r idemRecord) bool { return s.n > maxKeys && now-r.at >= minAge })
 }
 
 // dropWhile forgets records from the oldest on for as long as drop says

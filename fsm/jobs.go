@@ -102,8 +102,16 @@ func (s *state) submitJob(cmd *fsmv1.Command) *fsmv1.Result {
 	if bad != nil {
 		return bad
 	}
-	if fe := checkSubmitJob(j); fe != nil {
+	if fe := checkSubmitJob(j, s.ver); fe != nil {
 		return fe.result()
+	}
+	if s.ver >= versionEdge && checkSubmitJobPlan(j, 1) == nil {
+		// The end-of-time bound is the last of the job's stateless
+		// checks; it comes before the scheduler's so that nothing is
+		// planned to end after it.
+		if fe := checkSubmitJobPlan(j, s.ver); fe != nil {
+			return fe.result()
+		}
 	}
 	nb := max(j.GetNotBeforeMillis(), s.now)
 	part := planner.Part{Resource: j.GetPart().GetResource(), Amount: j.GetPart().GetAmount()}

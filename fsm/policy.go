@@ -170,7 +170,7 @@ func (s *state) installPolicy(name string, spec *fsmv1.PolicySpec) (*fsmv1.Polic
 // jobs is allowed: jobs may live on any resource; they just stop being
 // pushed by reservations.
 func (s *state) setPolicy(c *fsmv1.SetPolicy) *fsmv1.Result {
-	if fe := checkNameSet("set_policy.name", c.GetName()); fe != nil {
+	if fe := checkNameSet("set_policy.name", c.GetName(), s.ver); fe != nil {
 		return fe.result()
 	}
 	old, found := s.resources[c.GetName()]

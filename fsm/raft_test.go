@@ -63,15 +63,30 @@ func TestRaftCluster(t *testing.T) {
 		}
 	}()
 
+	// raft says when leadership changes; wait for a node to lead.
+	elected := make(chan raft.Observation, 16)
+	for _, nd := range nodes {
+		nd.raft.RegisterObserver(raft.NewObserver(elected, false, func(o *raft.Observation) bool {
+			_, ok := o.Data.(raft.LeaderObservation)
+			return ok
+		}))
+	}
 	var leader *node
-	for deadline := time.Now().Add(10 * time.Second); leader == nil; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no leader elected")
-		}
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for leader == nil {
 		for _, nd := range nodes {
 			if nd.raft.State() == raft.Leader {
 				leader = nd
 			}
+		}
+		if leader != nil {
+			break
+		}
+		select {
+		case <-elected:
+		case <-deadline.C:
+			t.Fatal("no leader elected within 10s")
 		}
 	}
 

@@ -56,7 +56,7 @@ func (s *state) hold(cmd *fsmv1.Command, commit bool) *fsmv1.Result {
 	if bad != nil {
 		return bad
 	}
-	ttl, fe := checkRequest(&s.cfg, req, commit)
+	ttl, fe := checkRequest(&s.cfg, req, commit, s.ver)
 	if fe != nil {
 		return fe.result()
 	}
@@ -78,14 +78,14 @@ func (s *state) hold(cmd *fsmv1.Command, commit bool) *fsmv1.Result {
 		// checkRequest has checked the window.
 		nb, dl := req.GetNotBeforeMillis(), req.GetDeadlineMillis()
 		if dl == 0 {
-			dl = planner.MaxTime
+			dl = lastEnd(s.ver)
 		}
 		pr.NotBefore, pr.Deadline = max(nb, s.now), dl
 		if dur > 0 && dl != planner.MaxTime && dl-pr.NotBefore < dur {
 			// The window was fine when sent but has passed in log time:
 			// a rejection, with the earliest start without a deadline.
 			late := pr
-			late.Deadline = planner.MaxTime
+			late.Deadline = lastEnd(s.ver)
 			d, err := s.plan.Find(late)
 			if err != nil {
 				return s.fromPlanner(err, fields)
@@ -233,36 +233,59 @@ func (s *state) modify(cmd *fsmv1.Command) *fsmv1.Result {
 	if r.GetState() != fsmv1.Reservation_STATE_COMMITTED || r.GetPending() != nil {
 		return wrongState(r, "modify")
 	}
-	ttl, fe := checkModify(&s.cfg, m)
+	ttl, fe := checkModify(&s.cfg, m, s.ver)
 	if fe != nil {
+		return fe.result()
+	}
+	if fe := checkModifyWindow(m, s.ver); fe != nil {
 		return fe.result()
 	}
 	parts := r.GetParts()
 	if len(m.GetParts()) > 0 {
 		parts = m.GetParts()
 	}
-	start := r.GetStartMillis()
-	if m.StartMillis != nil {
-		start = m.GetStartMillis()
-	}
-	if start <= s.now {
-		return invalid("modify.start_millis", fmt.Sprintf("must be after the log time %d", s.now))
-	}
-	end := r.GetEndMillis()
-	if m.EndMillis != nil {
-		end = m.GetEndMillis()
-	} else if m.StartMillis != nil {
-		end = addSat(start, r.GetEndMillis()-r.GetStartMillis())
-	}
-	if fe := checkModifyEnd(start, end); fe != nil {
-		return fe.result()
-	}
 	pp := plannerParts(parts)
-	for i, p := range pp {
-		if s.resourcePolicy(p.Resource) == planner.PolicyRelaxed {
-			// Everything booked on a RELAXED resource must be a
-			// scheduler item; a modification is a plain booking.
-			return invalid(fmt.Sprintf("modify.parts[%d].resource", i), fmt.Sprintf("resource %q is RELAXED: a reservation cannot be modified onto it", p.Resource))
+	var start, end int64
+	if dur := m.GetWindowDurationMillis(); dur > 0 {
+		// The state machine picks the start: the earliest in the window
+		// where the new shape fits beside the current booking, at the
+		// log time of this entry, so two racing modifications are
+		// decided by the log order, not by the edges' reads.
+		if bad := s.relaxedPart(pp); bad != nil {
+			return bad
+		}
+		req, passed := s.modifyWindow(m, pp)
+		d, err := s.plan.Find(req)
+		if err != nil {
+			return s.fromPlanner(err, modifyWindowFields)
+		}
+		if passed {
+			return rejected(planner.Decision{LaterOK: d.Fits, LaterStart: d.Start},
+				fmt.Sprintf("booking window ends before log time %d leaves room for the duration", s.now))
+		}
+		if !d.Fits {
+			return rejected(d, "the new shape does not fit in its window beside the current one")
+		}
+		start, end = d.Start, d.Start+dur
+	} else {
+		start = r.GetStartMillis()
+		if m.StartMillis != nil {
+			start = m.GetStartMillis()
+		}
+		if start <= s.now {
+			return invalid("modify.start_millis", fmt.Sprintf("must be after the log time %d", s.now))
+		}
+		end = r.GetEndMillis()
+		if m.EndMillis != nil {
+			end = m.GetEndMillis()
+		} else if m.StartMillis != nil {
+			end = addSat(start, r.GetEndMillis()-r.GetStartMillis())
+		}
+		if fe := checkModifyEnd(start, end, s.ver); fe != nil {
+			return fe.result()
+		}
+		if bad := s.relaxedPart(pp); bad != nil {
+			return bad
 		}
 	}
 	if err := s.plan.Book(planner.Booking{ID: modKey(r.Id), Parts: pp, Start: start, End: end}); err != nil {
@@ -286,6 +309,35 @@ func (s *state) modify(cmd *fsmv1.Command) *fsmv1.Result {
 	s.put(n.Id, n)
 	s.emit(fsmv1.Event_TYPE_MODIFY_HELD, n, nil)
 	return okResult(n)
+}
+
+// relaxedPart refuses a modification onto a RELAXED resource.
+func (s *state) relaxedPart(pp []planner.Part) *fsmv1.Result {
+	for i, p := range pp {
+		if s.resourcePolicy(p.Resource) == planner.PolicyRelaxed {
+			// Everything booked on a RELAXED resource must be a
+			// scheduler item; a modification is a plain booking.
+			return invalid(fmt.Sprintf("modify.parts[%d].resource", i), fmt.Sprintf("resource %q is RELAXED: a reservation cannot be modified onto it", p.Resource))
+		}
+	}
+	return nil
+}
+
+// modifyWindow is the planner request of a modification whose start the
+// state machine picks: after the log time (a modification must begin
+// later), inside [not_before, deadline]. When the window has passed in
+// log time (passed), the request has no deadline instead, so that the
+// rejection can say where the shape would fit.
+func (s *state) modifyWindow(m *fsmv1.Modify, pp []planner.Part) (req planner.Request, passed bool) {
+	dl := m.GetDeadlineMillis()
+	if dl == 0 {
+		dl = lastEnd(s.ver)
+	}
+	nb := max(m.GetNotBeforeMillis(), addSat(s.now, 1))
+	if dl-nb < m.GetWindowDurationMillis() {
+		dl, passed = lastEnd(s.ver), true
+	}
+	return planner.Request{Parts: pp, Duration: m.GetWindowDurationMillis(), NotBefore: nb, Deadline: dl}, passed
 }
 
 // complete ends a COMMITTED or ACTIVE reservation early: the planner gives

@@ -42,14 +42,14 @@ func (s *state) createResource(c *fsmv1.CreateResource) *fsmv1.Result {
 }
 
 func (s *state) updateResource(c *fsmv1.UpdateResource) *fsmv1.Result {
-	if fe := checkNameSet("update_resource.name", c.GetName()); fe != nil {
+	if fe := checkNameSet("update_resource.name", c.GetName(), s.ver); fe != nil {
 		return fe.result()
 	}
 	old, found := s.resources[c.GetName()]
 	if !found {
 		return notFound(fmt.Sprintf("resource %q not found", c.GetName()))
 	}
-	if fe := checkUpdateResource(c); fe != nil {
+	if fe := checkUpdateResource(c, s.ver); fe != nil {
 		return fe.result()
 	}
 	from, to := s.now, planner.MaxTime
@@ -83,13 +83,59 @@ func (s *state) updateResource(c *fsmv1.UpdateResource) *fsmv1.Result {
 	return okResource(n)
 }
 
+// clearResource gives back everything booked on resource, in ID order,
+// as the operator would one by one: holds are aborted, commitments
+// (reservations and variable jobs) cancelled, and pending modifications
+// onto the resource dropped, each with its own event. It is the first
+// half of a forced delete, which therefore happens in one entry: a crash
+// can leave all of it or none of it, never half.
+func (s *state) clearResource(resource string) {
+	var ids []string
+	var sc rowScan
+	s.ids.Ascend(func(id string) bool {
+		row, _ := s.resv.raw(id)
+		if err := scanRow(row, &sc); err != nil {
+			panic(fmt.Sprintf("fsm: stored reservation %q: %v", id, err))
+		}
+		if sc.books(resource) {
+			ids = append(ids, id)
+		}
+		return true
+	})
+	op := &fsmv1.Command{Privileged: true}
+	for _, id := range ids {
+		r, ok := s.resv.get(id)
+		if !ok {
+			continue
+		}
+		op.Payload = &fsmv1.Command_Target{Target: &fsmv1.Target{Id: id}}
+		onRow := false
+		for _, p := range r.GetParts() {
+			onRow = onRow || p.GetResource() == resource
+		}
+		switch st := r.GetState(); {
+		case st == fsmv1.Reservation_STATE_HELD:
+			s.abort(op)
+		case !onRow && r.GetPending() != nil:
+			// Only the pending new shape is on the resource: drop it,
+			// keep the reservation.
+			s.abort(op)
+		case st == fsmv1.Reservation_STATE_COMMITTED, st == fsmv1.Reservation_STATE_ACTIVE, st == fsmv1.Reservation_STATE_DEGRADED:
+			s.cancel(op)
+		}
+	}
+}
+
 func (s *state) deleteResource(c *fsmv1.DeleteResource) *fsmv1.Result {
-	if fe := checkNameSet("delete_resource.name", c.GetName()); fe != nil {
+	if fe := checkNameSet("delete_resource.name", c.GetName(), s.ver); fe != nil {
 		return fe.result()
 	}
 	old, found := s.resources[c.GetName()]
 	if !found {
 		return notFound(fmt.Sprintf("resource %q not found", c.GetName()))
+	}
+	if c.GetForce() {
+		s.clearResource(old.GetName())
 	}
 	if n := s.itemsOn(old.GetName()); n > 0 {
 		return conflict(fsmv1.Conflict_KIND_IN_USE, fmt.Sprintf("resource %q carries %d scheduled reservation(s) or job(s)", old.GetName(), n))

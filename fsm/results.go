@@ -86,6 +86,9 @@ var (
 	modifyFields = fieldMap{"modify.", map[string]string{
 		"start": "start_millis", "end": "end_millis",
 	}}
+	modifyWindowFields = fieldMap{"modify.", map[string]string{
+		"duration": "window_duration_millis", "not_before": "not_before_millis", "deadline": "deadline_millis",
+	}}
 	createFields = fieldMap{"create_resource.", nil}
 	updateFields = fieldMap{"update_resource.", map[string]string{
 		"resource": "name", "from": "from_millis", "to": "to_millis",

@@ -492,8 +492,11 @@ func rebuild(cfg Config, split splitSnapshot) (*state, error) {
 
 	s.idem = *split.idem
 	// A snapshot written under a larger cap (or none) keeps only the
-	// newest keys, as applying its log under this cap would have.
-	s.idem.trim(cfg.IdempotencyMaxKeys)
+	// newest keys, as applying its log under this cap would have — but
+	// not the young ones that version 3 entries keep past the cap (see
+	// IdempotencyMinAge): before version 3 the cap was never exceeded, so
+	// this is what applying the log gives.
+	s.idem.trimKeeping(cfg.IdempotencyMaxKeys, s.now, cfg.IdempotencyMinAge)
 	s.history = append(s.history, msg.GetHistory()...)
 	if n := len(s.history) - cfg.HistoryLimit; n > 0 {
 		s.history = s.history[n:]

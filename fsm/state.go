@@ -57,6 +57,9 @@ type state struct {
 	// Invariant: now never decreases.
 	index uint64
 	now   int64
+	// ver is the envelope version of the entry being applied: what an
+	// entry means may depend on it (see versionEdge).
+	ver uint32
 
 	resources map[string]*fsmv1.Resource
 	resv      rowStore
@@ -310,6 +313,7 @@ func (s *state) pruneIdem() { s.idem.prune(s.now, s.cfg.IdempotencyWindow) }
 func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, []byte) {
 	s.index = index
 	s.now = max(s.now, cmd.GetNowMillis())
+	s.ver = cmd.GetVersion()
 	s.seq, s.expired, s.pol.moves = 0, 0, nil
 	s.lastPut = nil
 
@@ -318,6 +322,12 @@ func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, [
 	s.advance()
 	s.plan.Advance(s.now)
 	s.pruneIdem()
+	// Keys kept past the cap for their youth (version 3) are forgotten
+	// once they are old enough, at every entry, so that the remembered
+	// keys after an entry depend only on the state and the log time —
+	// what a replica restored from a snapshot computes (rebuild). Before
+	// version 3 the cap is never exceeded and this does nothing.
+	s.idem.trimKeeping(s.cfg.IdempotencyMaxKeys, s.now, s.cfg.IdempotencyMinAge)
 
 	owner, key := cmd.GetOwner(), cmd.GetIdempotencyKey()
 	if key != "" {
@@ -327,6 +337,11 @@ func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, [
 				// The bytes were made by encodeResult or verified by
 				// Restore; failing to read them back is a bug.
 				panic(fmt.Sprintf("fsm: stored idempotency result: %v", err))
+			}
+			if mismatch := idemMismatch(key, cmd.GetFingerprint(), r); mismatch != nil {
+				// Not stored: the key keeps answering its first request.
+				mismatch.Version, mismatch.NowMillis = index, s.now
+				return mismatch, nil
 			}
 			r.Replayed = true
 			return r, nil
@@ -353,10 +368,20 @@ func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, [
 	res.NowMillis = s.now
 	res.Expired = s.expired
 
+	if fp := cmd.GetFingerprint(); len(fp) > 0 && key != "" {
+		res.Fingerprint = fp
+	}
 	if key != "" {
 		enc := encodeResult(res)
 		s.idem.add([]byte(owner), []byte(key), s.now, enc)
-		s.idem.trim(s.cfg.IdempotencyMaxKeys)
+		if s.ver >= versionEdge {
+			// A key younger than IdempotencyMinAge may belong to a
+			// request still in flight: its client retries until it
+			// learns the outcome, and must then get this result.
+			s.idem.trimKeeping(s.cfg.IdempotencyMaxKeys, s.now, s.cfg.IdempotencyMinAge)
+		} else {
+			s.idem.trim(s.cfg.IdempotencyMaxKeys)
+		}
 		return res, enc
 	}
 	return res, nil

@@ -61,8 +61,12 @@ func (e *FieldError) result() *fsmv1.Result { return invalid(e.Path, e.Reason) }
 // Check reports the first field of cmd that Apply would refuse with
 // STATUS_INVALID regardless of the table state, as a *FieldError, or an
 // error wrapping ErrMalformed when the payload does not match the type
-// (Encode refuses those too). The envelope version is not checked: Encode
-// fills it in.
+// (Encode refuses those too). The envelope version is not checked, but it
+// selects the checks: a command is checked as the version it carries, or
+// for a zero version as the version Encode will write (MinVersion). From
+// version 3 on, every time must lie at or before MaxTimeMillis; the edge
+// that must propose an older version can still run the version 3 checks
+// on a copy, which only adds refusals.
 //
 // The edge calls Check before it replicates a command, so that bad
 // input is refused without a log entry; Apply runs the same checks, so the
@@ -98,40 +102,53 @@ func (f *FSM) Check(cmd *fsmv1.Command) error {
 	return nil
 }
 
+// entryVersion is the envelope version cmd is applied as: its own, or
+// the one Encode writes for a zero version.
+func entryVersion(cmd *fsmv1.Command) uint32 {
+	if v := cmd.GetVersion(); v != 0 {
+		return v
+	}
+	return minVersion(cmd)
+}
+
 // checkCommand runs the stateless checks of cmd in Apply's order.
 func checkCommand(cfg *Config, cmd *fsmv1.Command) *FieldError {
+	ver := entryVersion(cmd)
 	switch cmd.GetType() {
 	case fsmv1.Command_TYPE_CREATE_RESOURCE:
 		return checkCreateResource(cmd.GetCreateResource())
 	case fsmv1.Command_TYPE_UPDATE_RESOURCE:
 		u := cmd.GetUpdateResource()
-		if fe := checkNameSet("update_resource.name", u.GetName()); fe != nil {
+		if fe := checkNameSet("update_resource.name", u.GetName(), ver); fe != nil {
 			return fe
 		}
-		return checkUpdateResource(u)
+		return checkUpdateResource(u, ver)
 	case fsmv1.Command_TYPE_DELETE_RESOURCE:
-		return checkNameSet("delete_resource.name", cmd.GetDeleteResource().GetName())
+		return checkNameSet("delete_resource.name", cmd.GetDeleteResource().GetName(), ver)
 	case fsmv1.Command_TYPE_HOLD, fsmv1.Command_TYPE_RESERVE:
 		req := cmd.GetRequest()
 		if fe := checkNewRow(cmd, "request.id", req.GetId()); fe != nil {
 			return fe
 		}
-		if _, fe := checkRequest(cfg, req, cmd.GetType() == fsmv1.Command_TYPE_RESERVE); fe != nil {
+		if _, fe := checkRequest(cfg, req, cmd.GetType() == fsmv1.Command_TYPE_RESERVE, ver); fe != nil {
 			return fe
 		}
 		return checkRequestPlan(req)
 	case fsmv1.Command_TYPE_COMMIT, fsmv1.Command_TYPE_ABORT, fsmv1.Command_TYPE_CANCEL:
-		return checkTargetID("target.id", cmd.GetTarget().GetId())
+		return checkTargetID("target.id", cmd.GetTarget().GetId(), ver)
 	case fsmv1.Command_TYPE_MODIFY:
 		m := cmd.GetModify()
-		if fe := checkTargetID("modify.id", m.GetId()); fe != nil {
+		if fe := checkTargetID("modify.id", m.GetId(), ver); fe != nil {
 			return fe
 		}
-		if _, fe := checkModify(cfg, m); fe != nil {
+		if _, fe := checkModify(cfg, m, ver); fe != nil {
+			return fe
+		}
+		if fe := checkModifyWindow(m, ver); fe != nil {
 			return fe
 		}
 		if m.StartMillis != nil && m.EndMillis != nil {
-			if fe := checkModifyEnd(m.GetStartMillis(), m.GetEndMillis()); fe != nil {
+			if fe := checkModifyEnd(m.GetStartMillis(), m.GetEndMillis(), ver); fe != nil {
 				return fe
 			}
 		}
@@ -139,10 +156,10 @@ func checkCommand(cfg *Config, cmd *fsmv1.Command) *FieldError {
 			return checkPlanParts("modify.", m.GetParts())
 		}
 	case fsmv1.Command_TYPE_COMPLETE:
-		return checkTargetID("complete.id", cmd.GetComplete().GetId())
+		return checkTargetID("complete.id", cmd.GetComplete().GetId(), ver)
 	case fsmv1.Command_TYPE_SET_POLICY:
 		sp := cmd.GetSetPolicy()
-		if fe := checkNameSet("set_policy.name", sp.GetName()); fe != nil {
+		if fe := checkNameSet("set_policy.name", sp.GetName(), ver); fe != nil {
 			return fe
 		}
 		return checkPolicySpec("set_policy.policy", sp.GetPolicy())
@@ -151,10 +168,10 @@ func checkCommand(cfg *Config, cmd *fsmv1.Command) *FieldError {
 		if fe := checkNewRow(cmd, "submit_job.id", j.GetId()); fe != nil {
 			return fe
 		}
-		if fe := checkSubmitJob(j); fe != nil {
+		if fe := checkSubmitJob(j, ver); fe != nil {
 			return fe
 		}
-		return checkSubmitJobPlan(j)
+		return checkSubmitJobPlan(j, ver)
 	case fsmv1.Command_TYPE_CO_RESERVE:
 		c := cmd.GetCoReserve()
 		if fe := checkNewRow(cmd, "co_reserve.id", c.GetId()); fe != nil {
@@ -180,7 +197,7 @@ func checkCommand(cfg *Config, cmd *fsmv1.Command) *FieldError {
 			if sub.GetStartMillis() < 0 {
 				return nil
 			}
-			if fe := checkCoSubEnd(i, sub); fe != nil {
+			if fe := checkCoSubEnd(i, sub, ver); fe != nil {
 				return fe
 			}
 		}
@@ -295,18 +312,72 @@ func checkPlanParts(prefix string, parts []*fsmv1.Part) *FieldError {
 // (create and restore refuse it), so Apply may check it before the
 // lookup that used to find nothing and then refuse it; any other name is
 // Apply's to look up.
-func checkNameSet(field, name string) *FieldError {
+//
+// From version 3 on a name no resource can have (see ValidResourceName)
+// is refused as invalid as well, so the edge and Apply agree with create.
+func checkNameSet(field, name string, ver uint32) *FieldError {
 	if name == "" {
 		return fieldErr(field, "must not be empty")
+	}
+	if ver >= versionEdge {
+		if why := validResourceName(name); why != "" {
+			return fieldErr(field, why)
+		}
+	}
+	return nil
+}
+
+// ValidResourceName returns why name can be no resource's name, or "":
+// 1 to 128 bytes of A-Z a-z 0-9 . _ : / -. Reads (Availability) use it to
+// refuse what writes refuse.
+func ValidResourceName(name string) string { return validResourceName(name) }
+
+// ValidTargetID returns why id can be no reservation's ID, or "": 1 to
+// 128 bytes of A-Z a-z 0-9 . _ : / - (a co-reservation's sub-reservations
+// are "<id>/<i>"). Reads (Get) use it to refuse what writes refuse.
+func ValidTargetID(id string) string {
+	switch {
+	case id == "":
+		return "must not be empty"
+	case len(id) > maxIDLen:
+		return fmt.Sprintf("longer than %d bytes", maxIDLen)
+	}
+	for _, c := range id {
+		if !idChar(c) && c != '/' {
+			return fmt.Sprintf("character %q not allowed (use A-Z a-z 0-9 . _ : / -)", c)
+		}
+	}
+	return ""
+}
+
+// checkPartNames refuses, from version 3 on, a part naming something no
+// resource can be called; before, Apply looked it up and found nothing.
+func checkPartNames(prefix string, parts []*fsmv1.Part, ver uint32) *FieldError {
+	if ver < versionEdge {
+		return nil
+	}
+	for i, p := range parts {
+		if n := p.GetResource(); n != "" {
+			if why := validResourceName(n); why != "" {
+				return fieldErr(fmt.Sprintf("%sparts[%d].resource", prefix, i), why)
+			}
+		}
 	}
 	return nil
 }
 
 // checkTargetID refuses an empty reservation ID in a command that names
 // an existing reservation.
-func checkTargetID(field, id string) *FieldError {
+//
+// From version 3 on an ID no reservation can have is refused as well.
+func checkTargetID(field, id string, ver uint32) *FieldError {
 	if id == "" {
 		return fieldErr(field, "must not be empty")
+	}
+	if ver >= versionEdge {
+		if why := ValidTargetID(id); why != "" {
+			return fieldErr(field, why)
+		}
 	}
 	return nil
 }
@@ -345,12 +416,20 @@ func checkCreateResource(c *fsmv1.CreateResource) *FieldError {
 
 // checkUpdateResource checks an update of an existing resource; the end
 // of a window that ends before the log time is Apply's to refuse.
-func checkUpdateResource(c *fsmv1.UpdateResource) *FieldError {
+func checkUpdateResource(c *fsmv1.UpdateResource, ver uint32) *FieldError {
 	if c.GetCapacity() < 0 {
 		return fieldErr("update_resource.capacity", "must be >= 0")
 	}
 	if c.FromMillis != nil && c.GetFromMillis() < 0 {
 		return fieldErr("update_resource.from_millis", "must be >= 0")
+	}
+	if ver >= versionEdge {
+		if c.FromMillis != nil && c.GetFromMillis() > MaxTimeMillis {
+			return fieldErr("update_resource.from_millis", endOfTime)
+		}
+		if c.ToMillis != nil && c.GetToMillis() > MaxTimeMillis {
+			return fieldErr("update_resource.to_millis", endOfTime)
+		}
 	}
 	if c.FromMillis != nil && c.ToMillis != nil && c.GetToMillis() <= c.GetFromMillis() {
 		return fieldErr("update_resource.to_millis", "must be after from_millis")
@@ -364,7 +443,7 @@ func checkUpdateResource(c *fsmv1.UpdateResource) *FieldError {
 // only; it returns the resolved TTL), labels and, without an exact start,
 // its booking window. An exact start before the log time is Apply's to
 // refuse.
-func checkRequest(cfg *Config, req *fsmv1.ReservationRequest, commit bool) (int64, *FieldError) {
+func checkRequest(cfg *Config, req *fsmv1.ReservationRequest, commit bool, ver uint32) (int64, *FieldError) {
 	if fe := checkParts("request.parts", req.GetParts()); fe != nil {
 		return 0, fe
 	}
@@ -378,19 +457,50 @@ func checkRequest(cfg *Config, req *fsmv1.ReservationRequest, commit bool) (int6
 	if fe := checkLabels("request.labels", req.GetLabels()); fe != nil {
 		return 0, fe
 	}
+	if fe := checkPartNames("request.", req.GetParts(), ver); fe != nil {
+		return 0, fe
+	}
+	dur := req.GetDurationMillis()
 	if req.StartMillis != nil {
+		if ver >= versionEdge {
+			start := req.GetStartMillis()
+			switch {
+			case start > MaxTimeMillis:
+				return 0, fieldErr("request.start_millis", endOfTime)
+			case start >= 0 && dur > 0 && dur > MaxTimeMillis-start:
+				return 0, fieldErr("request.duration_millis", "start + duration "+endOfTime)
+			}
+		}
 		return ttl, nil
 	}
-	nb, dl, dur := req.GetNotBeforeMillis(), req.GetDeadlineMillis(), req.GetDurationMillis()
+	nb, dl := req.GetNotBeforeMillis(), req.GetDeadlineMillis()
 	switch {
 	case nb < 0:
 		return 0, fieldErr("request.not_before_millis", "must be >= 0")
 	case dl < 0:
 		return 0, fieldErr("request.deadline_millis", "must be >= 0 (0 means no deadline)")
+	case ver >= versionEdge && nb > MaxTimeMillis:
+		return 0, fieldErr("request.not_before_millis", endOfTime)
+	case ver >= versionEdge && dur > 0 && dur > MaxTimeMillis-nb:
+		return 0, fieldErr("request.duration_millis", "not_before + duration "+endOfTime)
+	case ver >= versionEdge && dl > MaxTimeMillis:
+		return 0, fieldErr("request.deadline_millis", endOfTime)
 	case dl != 0 && dur > 0 && dl-nb < dur:
 		return 0, fieldErr("request.deadline_millis", "booking window shorter than duration")
 	}
 	return ttl, nil
+}
+
+// endOfTime is the reason of a time after MaxTimeMillis.
+const endOfTime = "must not lie after 9999-12-31T23:59:59.999Z"
+
+// lastEnd is the latest end a booking of an entry of version ver may
+// have: MaxTimeMillis from version 3 on, the planner's end of time before.
+func lastEnd(ver uint32) int64 {
+	if ver >= versionEdge {
+		return MaxTimeMillis
+	}
+	return planner.MaxTime
 }
 
 // checkRequestPlan mirrors what the planner refuses of a request's shape
@@ -421,8 +531,11 @@ func checkRequestPlan(req *fsmv1.ReservationRequest) *FieldError {
 
 // checkModify checks a modification's part count and TTL and returns the
 // resolved TTL.
-func checkModify(cfg *Config, m *fsmv1.Modify) (int64, *FieldError) {
+func checkModify(cfg *Config, m *fsmv1.Modify, ver uint32) (int64, *FieldError) {
 	if fe := checkParts("modify.parts", m.GetParts()); fe != nil {
+		return 0, fe
+	}
+	if fe := checkPartNames("modify.", m.GetParts(), ver); fe != nil {
 		return 0, fe
 	}
 	return resolveTTL(cfg, "modify.hold_ttl_millis", m.GetHoldTtlMillis())
@@ -430,18 +543,63 @@ func checkModify(cfg *Config, m *fsmv1.Modify) (int64, *FieldError) {
 
 // checkModifyEnd checks a modification's interval. Apply checks the one
 // it resolves from the reservation; Check only one given in full.
-func checkModifyEnd(start, end int64) *FieldError {
+func checkModifyEnd(start, end int64, ver uint32) *FieldError {
 	if end <= start {
 		return fieldErr("modify.end_millis", "must be after start")
+	}
+	if ver >= versionEdge && end > MaxTimeMillis {
+		return fieldErr("modify.end_millis", endOfTime)
+	}
+	return nil
+}
+
+// checkModifyWindow checks a modification whose start the state machine
+// picks (window_duration_millis > 0) and refuses the window's fields
+// without it.
+func checkModifyWindow(m *fsmv1.Modify, ver uint32) *FieldError {
+	dur, nb, dl := m.GetWindowDurationMillis(), m.GetNotBeforeMillis(), m.GetDeadlineMillis()
+	if dur == 0 {
+		switch {
+		case nb != 0:
+			return fieldErr("modify.not_before_millis", "needs window_duration_millis")
+		case dl != 0:
+			return fieldErr("modify.deadline_millis", "needs window_duration_millis")
+		}
+		return nil
+	}
+	switch {
+	case dur < 0:
+		return fieldErr("modify.window_duration_millis", "must be > 0")
+	case m.StartMillis != nil:
+		return fieldErr("modify.start_millis", "must be unset when the state machine picks the start")
+	case m.EndMillis != nil:
+		return fieldErr("modify.end_millis", "must be unset when the state machine picks the start")
+	case nb < 0:
+		return fieldErr("modify.not_before_millis", "must be >= 0")
+	case dl < 0:
+		return fieldErr("modify.deadline_millis", "must be >= 0 (0 means no deadline)")
+	case ver >= versionEdge && nb > MaxTimeMillis:
+		return fieldErr("modify.not_before_millis", endOfTime)
+	case ver >= versionEdge && dl > MaxTimeMillis:
+		return fieldErr("modify.deadline_millis", endOfTime)
+	case dl != 0 && dl-nb < dur:
+		return fieldErr("modify.deadline_millis", "booking window shorter than duration")
+	case dur > lastEnd(ver)-nb:
+		return fieldErr("modify.window_duration_millis", "not_before + duration "+endOfTime)
 	}
 	return nil
 }
 
 // ---- jobs and co-reservations ----
 
-func checkSubmitJob(j *fsmv1.SubmitJob) *FieldError {
+func checkSubmitJob(j *fsmv1.SubmitJob, ver uint32) *FieldError {
 	if j.GetPart() == nil {
 		return fieldErr("submit_job.part", "must be set")
+	}
+	if n := j.GetPart().GetResource(); ver >= versionEdge && n != "" {
+		if why := validResourceName(n); why != "" {
+			return fieldErr("submit_job.part.resource", why)
+		}
 	}
 	if fe := checkLabels("submit_job.labels", j.GetLabels()); fe != nil {
 		return fe
@@ -455,7 +613,7 @@ func checkSubmitJob(j *fsmv1.SubmitJob) *FieldError {
 // checkSubmitJobPlan mirrors what the scheduler refuses of a job whatever
 // the state (its part, its duration, not_before + duration beyond the end
 // of time).
-func checkSubmitJobPlan(j *fsmv1.SubmitJob) *FieldError {
+func checkSubmitJobPlan(j *fsmv1.SubmitJob, ver uint32) *FieldError {
 	p := j.GetPart()
 	switch {
 	case p.GetResource() == "":
@@ -466,6 +624,8 @@ func checkSubmitJobPlan(j *fsmv1.SubmitJob) *FieldError {
 		return fieldErr("submit_job.duration_millis", "must be > 0")
 	case j.GetDurationMillis() > planner.MaxTime-j.GetNotBeforeMillis():
 		return fieldErr("submit_job.duration_millis", "not_before + duration overflows")
+	case ver >= versionEdge && j.GetDurationMillis() > MaxTimeMillis-j.GetNotBeforeMillis():
+		return fieldErr("submit_job.duration_millis", "not_before + duration "+endOfTime)
 	}
 	return nil
 }
@@ -522,9 +682,12 @@ func checkCoSub(i int, sub *fsmv1.CoSub) *FieldError {
 
 // checkCoSubEnd refuses a sub-request that ends beyond the end of time
 // (its start is >= 0).
-func checkCoSubEnd(i int, sub *fsmv1.CoSub) *FieldError {
+func checkCoSubEnd(i int, sub *fsmv1.CoSub, ver uint32) *FieldError {
 	if sub.GetDurationMillis() > planner.MaxTime-sub.GetStartMillis() {
 		return fieldErr(fmt.Sprintf("co_reserve.subs[%d].duration_millis", i), "start + duration overflows")
+	}
+	if ver >= versionEdge && sub.GetDurationMillis() > MaxTimeMillis-sub.GetStartMillis() {
+		return fieldErr(fmt.Sprintf("co_reserve.subs[%d].duration_millis", i), "start + duration "+endOfTime)
 	}
 	return nil
 }
@@ -534,8 +697,17 @@ func checkCoSubEnd(i int, sub *fsmv1.CoSub) *FieldError {
 // publicFields maps fsm field-path prefixes to the public requests',
 // first match wins.
 var publicFields = [][2]string{
-	{"request.labels", "labels"}, {"request.hold_ttl_millis", "hold_ttl"}, {"request.", "shape."},
-	{"modify.id", "id"}, {"modify.hold_ttl_millis", "hold_ttl"}, {"modify.", "shape."},
+	{"request.labels", "labels"}, {"request.hold_ttl_millis", "hold_ttl"},
+	{"request.duration_millis", "shape.duration"}, {"request.not_before_millis", "shape.not_before"},
+	{"request.deadline_millis", "shape.deadline"}, {"request.start_millis", "shape.exact_start"},
+	{"request.", "shape."},
+	{"modify.id", "id"}, {"modify.hold_ttl_millis", "hold_ttl"},
+	{"modify.window_duration_millis", "shape.duration"}, {"modify.not_before_millis", "shape.not_before"},
+	{"modify.deadline_millis", "shape.deadline"}, {"modify.start_millis", "shape.not_before"},
+	{"modify.end_millis", "shape.duration"}, {"modify.", "shape."},
+	{"target.id", "id"},
+	{"update_resource.from_millis", "from"}, {"update_resource.to_millis", "to"}, {"update_resource.", ""},
+	{"delete_resource.", ""},
 	{"complete.at_millis", "at"}, {"complete.", ""},
 	{"create_resource.policy.", "resource."}, {"create_resource.", "resource."},
 	{"set_policy.policy.", ""}, {"set_policy.", ""},
@@ -568,7 +740,7 @@ func PublicField(fsmPath string) string {
 
 // owned looks up the reservation a command targets and checks the owner.
 func (s *state) owned(cmd *fsmv1.Command, field, id string) (*fsmv1.Reservation, *fsmv1.Result) {
-	if fe := checkTargetID(field, id); fe != nil {
+	if fe := checkTargetID(field, id, s.ver); fe != nil {
 		return nil, fe.result()
 	}
 	r, found := s.resv.get(id)

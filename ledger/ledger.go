@@ -29,6 +29,13 @@ type Shape struct {
 // NoDeadline is the Deadline of a shape without one.
 const NoDeadline int64 = 1<<63 - 1
 
+// MaxTimeMillis is 9999-12-31T23:59:59.999Z in Unix milliseconds, the
+// last instant a google.protobuf.Timestamp (and its JSON form) can carry
+// at millisecond precision. Nothing the ledger accepts may begin or end
+// after it; readers clamp anything stored before that rule to it (see
+// MsToTimestamp).
+const MaxTimeMillis int64 = 253402300799999
+
 // Write carries what every mutating call has in common.
 type Write struct {
 	// Tenant performing the call; it owns what it creates.
@@ -40,6 +47,13 @@ type Write struct {
 	// IdempotencyKey deduplicates retries; never empty (the server fills
 	// one in when the caller did not).
 	IdempotencyKey string
+	// Fingerprint identifies what the caller sent (a hash of the public
+	// request without its idempotency key, made by the edge before it
+	// fills in defaults such as not_before = now), so that an honest
+	// retry through any node matches and a reuse of the key for another
+	// request is refused with a FieldError on idempotency_key. Empty:
+	// no such check.
+	Fingerprint []byte
 }
 
 // HoldArgs are the arguments of Ledger.Hold.

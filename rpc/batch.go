@@ -23,7 +23,7 @@ import (
 func (h *reservations) Batch(ctx context.Context, req *connect.Request[ledgerdv1.BatchRequest]) (*connect.Response[ledgerdv1.BatchResponse], error) {
 	ops := req.Msg.Operations
 	if len(ops) > h.s.opts.MaxBatch {
-		return nil, toConnect(&ledger.FieldError{Field: "operations", Reason: fmt.Sprintf("at most %d operations per batch, got %d", h.s.opts.MaxBatch, len(ops))})
+		return nil, h.s.fail(&ledger.FieldError{Field: "operations", Reason: fmt.Sprintf("at most %d operations per batch, got %d", h.s.opts.MaxBatch, len(ops))})
 	}
 	p, err := callerOf(ctx)
 	if err != nil {
@@ -97,7 +97,7 @@ func (h *reservations) runOp(ctx context.Context, i int, op *ledgerdv1.BatchOper
 	case *ledgerdv1.BatchOperation_Get:
 		return answer(ctx, o.Get, h.Get, func(m *ledgerdv1.GetResponse) *br { return &br{Result: &ledgerdv1.BatchResult_Get{Get: m}} })
 	}
-	return errResult(toConnect(&ledger.FieldError{Field: fmt.Sprintf("operations[%d].op", i), Reason: "exactly one operation must be set"}))
+	return errResult(h.s.fail(&ledger.FieldError{Field: fmt.Sprintf("operations[%d].op", i), Reason: "exactly one operation must be set"}))
 }
 
 // errResult carries err as the unary call would send it: code, message

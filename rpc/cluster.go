@@ -41,7 +41,7 @@ func (h *clusterSvc) Members(ctx context.Context, _ *connect.Request[ledgerdv1.M
 	}
 	ms, err := c.Members(ctx)
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
 	return connect.NewResponse(&ledgerdv1.MembersResponse{Members: ms}), nil
 }
@@ -54,7 +54,7 @@ func (h *clusterSvc) Leader(ctx context.Context, _ *connect.Request[ledgerdv1.Le
 	}
 	l, err := c.Leader(ctx)
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
 	return connect.NewResponse(l), nil
 }
@@ -66,7 +66,7 @@ func (h *clusterSvc) TransferLeadership(ctx context.Context, req *connect.Reques
 		return nil, err
 	}
 	if err := c.TransferLeadership(ctx, req.Msg.TargetId); err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
 	return connect.NewResponse(&ledgerdv1.TransferLeadershipResponse{}), nil
 }
@@ -78,10 +78,10 @@ func (h *clusterSvc) RemoveServer(ctx context.Context, req *connect.Request[ledg
 		return nil, err
 	}
 	if err := checkID("id", req.Msg.Id); err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
 	if err := c.RemoveServer(ctx, req.Msg.Id); err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
 	return connect.NewResponse(&ledgerdv1.RemoveServerResponse{}), nil
 }
@@ -130,7 +130,7 @@ func (h *clusterSvc) SaveSnapshot(ctx context.Context, _ *connect.Request[ledger
 	w := &chunkWriter{stream: stream, buf: make([]byte, 0, snapshotChunk)}
 	v, err := c.SaveSnapshot(ctx, w)
 	if err != nil {
-		return toConnect(err)
+		return h.s.fail(err)
 	}
 	if err := w.flush(); err != nil {
 		return err
@@ -171,7 +171,7 @@ func (h *clusterSvc) RestoreSnapshot(ctx context.Context, stream *connect.Client
 	}
 	v, err := c.RestoreSnapshot(ctx, &streamReader{stream: stream})
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
 	return connect.NewResponse(&ledgerdv1.RestoreSnapshotResponse{Version: v}), nil
 }

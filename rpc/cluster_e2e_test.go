@@ -96,8 +96,7 @@ func testRealCluster(t *testing.T, n int) {
 
 	// Members and Leader. Under load an election may be under way, so
 	// wait for a view with exactly one leader.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	waitUntil(t, 15*time.Second, "one leader among all members", func() (bool, string) {
 		ms, err := ops.Members(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -112,14 +111,8 @@ func testRealCluster(t *testing.T, n int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(ms) == n && leaders == 1 && l.Id != "" && l.ApiAddress != "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("members = %v, leader = %v", ms, l)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(ms) == n && leaders == 1 && l.Id != "" && l.ApiAddress != "", fmt.Sprintf("members = %v, leader = %v", ms, l)
+	})
 
 	// Snapshot download.
 	var snap bytes.Buffer
@@ -163,13 +156,10 @@ func testRealCluster(t *testing.T, n int) {
 	if err := viaFollower.TransferLeadership(ctx, ""); err != nil {
 		t.Fatalf("transfer leadership via a follower: %v", err)
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for c.WaitLeader(10*time.Second) == old {
-		if time.Now().After(deadline) {
-			t.Fatal("leadership did not move")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitUntil(t, 10*time.Second, "leadership moves", func() (bool, string) {
+		l := c.WaitLeader(10 * time.Second)
+		return l != old, "leader " + l.Name
+	})
 
 	// Stop the leader; a client over every node keeps booking, exactly once
 	// per idempotency key, and a watch attached to the leader resumes on

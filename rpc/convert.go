@@ -3,7 +3,6 @@ package rpc
 import (
 	"fmt"
 	"time"
-	"unicode"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -12,18 +11,17 @@ import (
 	"github.com/ledgerd/ledgerd/ledger"
 )
 
-// Limits on request contents; larger values get InvalidArgument.
+// What the edge checks is only what is about the wire: converting
+// Timestamps and Durations to milliseconds, a page token's or a key's
+// size, the states of a filter. Everything else a request says (names,
+// IDs, amounts, parts, labels, TTL bounds, the end of time) is checked by
+// the ledger with the state machine's own validator before anything is
+// replicated, so the edge cannot accept what Apply refuses.
 const (
-	maxParts       = 64
-	maxNameLen     = 128
-	maxLabels      = 32
-	maxLabelKey    = 63
-	maxLabelValue  = 256
 	maxKeyLen      = 128
 	maxIDLen       = 128
-	maxDurationMs  = 100 * 365 * 24 * int64(time.Hour/time.Millisecond)
 	timeFormat     = time.RFC3339Nano
-	maxTimestampMs = 253402300799999 // 9999-12-31T23:59:59.999Z
+	maxTimestampMs = ledger.MaxTimeMillis // 9999-12-31T23:59:59.999Z
 )
 
 // msTime converts Unix milliseconds to a UTC time.
@@ -33,50 +31,43 @@ func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 // (sub-millisecond precision is truncated).
 func tsMs(field string, ts *timestamppb.Timestamp) (int64, error) {
 	if err := ts.CheckValid(); err != nil {
-		return 0, &ledger.FieldError{Field: field, Reason: "not a valid timestamp"}
+		return 0, &ledger.FieldError{Field: field, Reason: "not a valid timestamp (0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z, nanos 0..999999999)"}
 	}
-	ms := ts.AsTime().UnixMilli()
+	ms := ts.GetSeconds()*1000 + int64(ts.GetNanos())/1e6
 	if ms < 0 || ms > maxTimestampMs {
-		return 0, &ledger.FieldError{Field: field, Reason: "must lie between 1970 and 9999"}
+		return 0, &ledger.FieldError{Field: field, Reason: "must lie between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z"}
 	}
 	return ms, nil
 }
 
-// durMs validates a Duration as > 0 and bounded and converts it to milliseconds.
+// durationMs validates a Duration and converts it to milliseconds
+// (sub-millisecond precision is truncated) without the saturation of
+// time.Duration, which ends at 292 years.
+func durationMs(field string, d *durationpb.Duration) (int64, error) {
+	if err := d.CheckValid(); err != nil {
+		return 0, &ledger.FieldError{Field: field, Reason: "not a valid duration (at most ±10000 years; seconds and nanos of one sign)"}
+	}
+	return d.GetSeconds()*1000 + int64(d.GetNanos())/1e6, nil
+}
+
+// durMs validates a required Duration of at least 1 ms. How long it may
+// be is the ledger's to say: start + duration must not lie after
+// 9999-12-31T23:59:59.999Z.
 func durMs(field string, d *durationpb.Duration) (int64, error) {
 	if d == nil {
 		return 0, &ledger.FieldError{Field: field, Reason: "required"}
 	}
-	if err := d.CheckValid(); err != nil {
-		return 0, &ledger.FieldError{Field: field, Reason: "not a valid duration"}
+	ms, err := durationMs(field, d)
+	if err != nil {
+		return 0, err
 	}
-	ms := d.AsDuration().Milliseconds()
 	if ms <= 0 {
 		return 0, &ledger.FieldError{Field: field, Reason: "must be at least 1ms"}
-	}
-	if ms > maxDurationMs {
-		return 0, &ledger.FieldError{Field: field, Reason: "must be at most 100 years"}
 	}
 	return ms, nil
 }
 
-// checkName validates a resource name.
-func checkName(field, name string) error {
-	if name == "" {
-		return &ledger.FieldError{Field: field, Reason: "required"}
-	}
-	if len(name) > maxNameLen {
-		return &ledger.FieldError{Field: field, Reason: fmt.Sprintf("longer than %d bytes", maxNameLen)}
-	}
-	for _, r := range name {
-		if !unicode.IsPrint(r) || unicode.IsSpace(r) {
-			return &ledger.FieldError{Field: field, Reason: "must be printable without spaces"}
-		}
-	}
-	return nil
-}
-
-// checkID validates a reservation id.
+// checkID validates an ID the ledger does not see (a Raft server's).
 func checkID(field, id string) error {
 	if id == "" {
 		return &ledger.FieldError{Field: field, Reason: "required"}
@@ -94,52 +85,17 @@ func checkKey(field, key string) error {
 	return nil
 }
 
-func checkLabels(field string, l map[string]string) error {
-	if len(l) > maxLabels {
-		return &ledger.FieldError{Field: field, Reason: fmt.Sprintf("more than %d labels", maxLabels)}
-	}
-	for k, v := range l {
-		if k == "" || len(k) > maxLabelKey {
-			return &ledger.FieldError{Field: field, Reason: fmt.Sprintf("label keys must be 1..%d bytes", maxLabelKey)}
-		}
-		if len(v) > maxLabelValue {
-			return &ledger.FieldError{Field: field + "[" + k + "]", Reason: fmt.Sprintf("longer than %d bytes", maxLabelValue)}
-		}
-	}
-	return nil
-}
-
-// shapeFromProto validates a Shape. now (Unix ms) is the default not_before;
-// a not_before in the past is moved up to now, an exact start in the past is
-// an error.
+// shapeFromProto converts a Shape's times. now (Unix ms) is the default
+// not_before; a not_before in the past is moved up to now, an exact start
+// in the past is an error. The parts, the window and the end of time are
+// the ledger's to check.
 func shapeFromProto(field string, p *ledgerdv1.Shape, now int64) (ledger.Shape, error) {
 	var s ledger.Shape
 	if p == nil {
 		return s, &ledger.FieldError{Field: field, Reason: "required"}
 	}
-	if len(p.Parts) == 0 {
-		return s, &ledger.FieldError{Field: field + ".parts", Reason: "at least one part is required"}
-	}
-	if len(p.Parts) > maxParts {
-		return s, &ledger.FieldError{Field: field + ".parts", Reason: fmt.Sprintf("more than %d parts", maxParts)}
-	}
-	seen := make(map[string]bool, len(p.Parts))
-	for i, part := range p.Parts {
-		f := fmt.Sprintf("%s.parts[%d]", field, i)
-		if part == nil {
-			return s, &ledger.FieldError{Field: f, Reason: "required"}
-		}
-		if err := checkName(f+".resource", part.Resource); err != nil {
-			return s, err
-		}
-		if seen[part.Resource] {
-			return s, &ledger.FieldError{Field: f + ".resource", Reason: "resource listed twice"}
-		}
-		seen[part.Resource] = true
-		if part.Amount <= 0 {
-			return s, &ledger.FieldError{Field: f + ".amount", Reason: "must be > 0"}
-		}
-		s.Parts = append(s.Parts, ledger.Part{Resource: part.Resource, Amount: part.Amount})
+	for _, part := range p.Parts {
+		s.Parts = append(s.Parts, ledger.Part{Resource: part.GetResource(), Amount: part.GetAmount()})
 	}
 	d, err := durMs(field+".duration", p.Duration)
 	if err != nil {
@@ -157,9 +113,9 @@ func shapeFromProto(field string, p *ledgerdv1.Shape, now int64) (ledger.Shape, 
 		if start < now {
 			return s, &ledger.FieldError{Field: field + ".exact_start", Reason: "lies in the past"}
 		}
-		if start > maxTimestampMs-d {
-			return s, &ledger.FieldError{Field: field + ".exact_start", Reason: "start + duration lies after 9999"}
-		}
+		// A window exactly as long as the duration (no overflow: both
+		// are below 4e14); an end after the end of time is the ledger's
+		// to refuse.
 		s.NotBefore, s.Deadline = start, start+d
 		return s, nil
 	}
@@ -175,9 +131,6 @@ func shapeFromProto(field string, p *ledgerdv1.Shape, now int64) (ledger.Shape, 
 		dl, err := tsMs(field+".deadline", p.Deadline)
 		if err != nil {
 			return s, err
-		}
-		if dl-d < s.NotBefore {
-			return s, &ledger.FieldError{Field: field + ".deadline", Reason: "window [not_before, deadline] is shorter than duration (or inverted)"}
 		}
 		s.Deadline = dl
 	}

@@ -13,18 +13,18 @@ import (
 // CoReserve implements ReservationService.CoReserve.
 func (h *reservations) CoReserve(ctx context.Context, req *connect.Request[ledgerdv1.CoReserveRequest]) (*connect.Response[ledgerdv1.CoReserveResponse], error) {
 	m := req.Msg
-	w, _, err := h.s.write(ctx, m.IdempotencyKey)
+	w, _, err := h.s.write(ctx, m.IdempotencyKey, m)
 	if err != nil {
 		return nil, err
 	}
 	a, err := coReserveArgs(m)
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
 	a.Write = w
 	out, err := h.l.CoReserve(ctx, a)
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
 	return connect.NewResponse(out), nil
 }
@@ -33,33 +33,11 @@ func (h *reservations) CoReserve(ctx context.Context, req *connect.Request[ledge
 // the past is decided by the ledger, against its log time.
 func coReserveArgs(m *ledgerdv1.CoReserveRequest) (ledger.CoReserveArgs, error) {
 	a := ledger.CoReserveArgs{ID: m.Id, Candidates: m.Candidates, MinJoint: m.MinJointPermille, Labels: m.Labels}
-	if m.Id != "" {
-		if err := checkID("id", m.Id); err != nil {
-			return a, err
-		}
-	}
-	switch {
-	case len(m.Subs) == 0:
-		return a, &ledger.FieldError{Field: "subs", Reason: "required"}
-	case len(m.Subs) > maxParts:
-		return a, &ledger.FieldError{Field: "subs", Reason: fmt.Sprintf("more than %d sub-requests", maxParts)}
-	case len(m.Candidates) == 0:
-		return a, &ledger.FieldError{Field: "candidates", Reason: "required"}
-	case len(m.Candidates) > maxParts:
-		return a, &ledger.FieldError{Field: "candidates", Reason: fmt.Sprintf("more than %d candidates", maxParts)}
-	case m.MinJointPermille > maxPermille:
-		return a, &ledger.FieldError{Field: "min_joint_permille", Reason: fmt.Sprintf("must be at most %d (a probability of 1)", maxPermille)}
-	}
-	for i, c := range m.Candidates {
-		if err := checkName(fmt.Sprintf("candidates[%d]", i), c); err != nil {
-			return a, err
-		}
-	}
+	// The ID, the counts, the candidates, amounts, the end of time and
+	// the labels are the ledger's to check (the state machine's Check);
+	// the edge converts the wire's times.
 	for i, s := range m.Subs {
 		f := fmt.Sprintf("subs[%d].", i)
-		if s.GetAmount() <= 0 {
-			return a, &ledger.FieldError{Field: f + "amount", Reason: "must be > 0"}
-		}
 		if s.GetStart() == nil {
 			return a, &ledger.FieldError{Field: f + "start", Reason: "required"}
 		}
@@ -71,13 +49,7 @@ func coReserveArgs(m *ledgerdv1.CoReserveRequest) (ledger.CoReserveArgs, error) 
 		if err != nil {
 			return a, err
 		}
-		if start > maxTimestampMs-d {
-			return a, &ledger.FieldError{Field: f + "duration", Reason: "start + duration lies after 9999"}
-		}
 		a.Subs = append(a.Subs, ledger.CoSub{Amount: s.GetAmount(), Start: start, Duration: d})
-	}
-	if err := checkLabels("labels", m.Labels); err != nil {
-		return a, err
 	}
 	return a, nil
 }

@@ -172,9 +172,14 @@ func (h leaderHint) annotate(err error) error {
 	return err
 }
 
-// WrapUnary implements connect.Interceptor.
+// WrapUnary implements connect.Interceptor. It also refuses a request
+// the strict JSON codec marked with an unknown field (see StrictJSON):
+// every service is mounted with this interceptor.
 func (h leaderHint) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		if fe, ok := unknownOf(req.Any()); ok {
+			return nil, h.annotate(fieldErr(fe))
+		}
 		resp, err := next(ctx, req)
 		if err != nil {
 			return resp, h.annotate(err)
@@ -198,4 +203,16 @@ func (h leaderHint) WrapStreamingHandler(next connect.StreamingHandlerFunc) conn
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
 		return h.annotate(next(ctx, conn))
 	}
+}
+
+// fail maps err like toConnect and logs the errors that become Internal
+// (a bug or an unexpected failure: the caller learns only that something
+// went wrong, so the operator must learn what) on the server's logger.
+func (s *Server) fail(err error) error {
+	ce := toConnect(err)
+	var e *connect.Error
+	if errors.As(ce, &e) && e.Code() == connect.CodeInternal {
+		s.opts.Logger.Error("request failed with an internal error", "err", err)
+	}
+	return ce
 }

@@ -22,6 +22,8 @@ func TestShapeFromProto(t *testing.T) {
 	hour := durationpb.New(time.Hour)
 	parts := func(ps ...*ledgerdv1.ResourceAmount) []*ledgerdv1.ResourceAmount { return ps }
 	cpu := &ledgerdv1.ResourceAmount{Resource: "cpu", Amount: 4}
+	// Only the wire is the edge's: the parts, the window and the end of
+	// time are the ledger's to check (see the table test of bad requests).
 	cases := []struct {
 		name  string
 		in    *ledgerdv1.Shape
@@ -33,24 +35,16 @@ func TestShapeFromProto(t *testing.T) {
 		{"past not_before is now", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, NotBefore: at(5)}, ledger.Shape{Parts: []ledger.Part{{Resource: "cpu", Amount: 4}}, Duration: 3_600_000, NotBefore: now, Deadline: ledger.NoDeadline}, ""},
 		{"exact start", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, ExactStart: at(now + 7)}, ledger.Shape{Parts: []ledger.Part{{Resource: "cpu", Amount: 4}}, Duration: 3_600_000, NotBefore: now + 7, Deadline: now + 7 + 3_600_000}, ""},
 		{"nil", nil, ledger.Shape{}, "shape"},
-		{"no parts", &ledgerdv1.Shape{Duration: hour}, ledger.Shape{}, "shape.parts"},
-		{"nil part", &ledgerdv1.Shape{Parts: parts(nil), Duration: hour}, ledger.Shape{}, "shape.parts[0]"},
-		{"empty resource", &ledgerdv1.Shape{Parts: parts(&ledgerdv1.ResourceAmount{Amount: 1}), Duration: hour}, ledger.Shape{}, "shape.parts[0].resource"},
-		{"space in name", &ledgerdv1.Shape{Parts: parts(&ledgerdv1.ResourceAmount{Resource: "a b", Amount: 1}), Duration: hour}, ledger.Shape{}, "shape.parts[0].resource"},
-		{"duplicate resource", &ledgerdv1.Shape{Parts: parts(cpu, cpu), Duration: hour}, ledger.Shape{}, "shape.parts[1].resource"},
-		{"zero amount", &ledgerdv1.Shape{Parts: parts(&ledgerdv1.ResourceAmount{Resource: "cpu"}), Duration: hour}, ledger.Shape{}, "shape.parts[0].amount"},
 		{"no duration", &ledgerdv1.Shape{Parts: parts(cpu)}, ledger.Shape{}, "shape.duration"},
 		{"negative duration", &ledgerdv1.Shape{Parts: parts(cpu), Duration: durationpb.New(-time.Second)}, ledger.Shape{}, "shape.duration"},
 		{"sub-millisecond duration", &ledgerdv1.Shape{Parts: parts(cpu), Duration: durationpb.New(time.Microsecond)}, ledger.Shape{}, "shape.duration"},
 		{"invalid duration", &ledgerdv1.Shape{Parts: parts(cpu), Duration: &durationpb.Duration{Seconds: 1, Nanos: -1}}, ledger.Shape{}, "shape.duration"},
-		{"huge duration", &ledgerdv1.Shape{Parts: parts(cpu), Duration: durationpb.New(200 * 365 * 24 * time.Hour)}, ledger.Shape{}, "shape.duration"},
 		{"invalid timestamp", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, NotBefore: &timestamppb.Timestamp{Nanos: 2e9}}, ledger.Shape{}, "shape.not_before"},
+		{"huge duration kept for the ledger", &ledgerdv1.Shape{Parts: parts(cpu), Duration: durationpb.New(200 * 365 * 24 * time.Hour), ExactStart: at(now)}, ledger.Shape{Parts: []ledger.Part{{Resource: "cpu", Amount: 4}}, Duration: 200 * 365 * 24 * 3_600_000, NotBefore: now, Deadline: now + 200*365*24*3_600_000}, ""},
+		{"ten thousand years", &ledgerdv1.Shape{Parts: parts(cpu), Duration: &durationpb.Duration{Seconds: 315_576_000_000}}, ledger.Shape{Parts: []ledger.Part{{Resource: "cpu", Amount: 4}}, Duration: 315_576_000_000_000, NotBefore: now, Deadline: ledger.NoDeadline}, ""},
 		{"before 1970", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, Deadline: &timestamppb.Timestamp{Seconds: -10}}, ledger.Shape{}, "shape.deadline"},
-		{"inverted window", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, NotBefore: at(now + 5_000_000), Deadline: at(now + 1_000)}, ledger.Shape{}, "shape.deadline"},
-		{"window shorter than duration", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, NotBefore: at(now), Deadline: at(now + 3_599_999)}, ledger.Shape{}, "shape.deadline"},
 		{"exact start with window", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, ExactStart: at(now), Deadline: at(now + 3_600_000)}, ledger.Shape{}, "shape.exact_start"},
 		{"exact start in the past", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, ExactStart: at(now - 1)}, ledger.Shape{}, "shape.exact_start"},
-		{"exact start near 9999", &ledgerdv1.Shape{Parts: parts(cpu), Duration: hour, ExactStart: at(maxTimestampMs - 10)}, ledger.Shape{}, "shape.exact_start"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

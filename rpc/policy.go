@@ -41,19 +41,16 @@ func checkPolicy(prefix string, p ledgerdv1.Policy, minSuccess, maxPushes uint32
 // SetPolicy implements ResourceService.SetPolicy.
 func (h *resources) SetPolicy(ctx context.Context, req *connect.Request[ledgerdv1.SetPolicyRequest]) (*connect.Response[ledgerdv1.SetPolicyResponse], error) {
 	m := req.Msg
-	w, err := h.s.operatorWrite(ctx, m.IdempotencyKey)
+	w, err := h.s.operatorWrite(ctx, m.IdempotencyKey, m)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkName("name", m.Name); err != nil {
-		return nil, toConnect(err)
-	}
 	if err := checkPolicy("", m.Policy, m.MinSuccessPermille, m.MaxPushes); err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
 	out, err := h.l.SetPolicy(ctx, ledger.PolicyArgs{Write: w, Name: m.Name, Policy: m.Policy, MinSuccess: m.MinSuccessPermille, MaxPushes: m.MaxPushes})
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
 	return connect.NewResponse(&ledgerdv1.SetPolicyResponse{Resource: out}), nil
 }
@@ -61,18 +58,18 @@ func (h *resources) SetPolicy(ctx context.Context, req *connect.Request[ledgerdv
 // SubmitJob implements ReservationService.SubmitJob.
 func (h *reservations) SubmitJob(ctx context.Context, req *connect.Request[ledgerdv1.SubmitJobRequest]) (*connect.Response[ledgerdv1.SubmitJobResponse], error) {
 	m := req.Msg
-	w, _, err := h.s.write(ctx, m.IdempotencyKey)
+	w, _, err := h.s.write(ctx, m.IdempotencyKey, m)
 	if err != nil {
 		return nil, err
 	}
 	a, err := jobArgs(m, h.s.nowMs())
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
 	a.Write = w
 	r, err := h.l.SubmitJob(ctx, a)
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
 	return connect.NewResponse(&ledgerdv1.SubmitJobResponse{Reservation: r}), nil
 }
@@ -81,17 +78,8 @@ func (h *reservations) SubmitJob(ctx context.Context, req *connect.Request[ledge
 // the floor of not_before.
 func jobArgs(m *ledgerdv1.SubmitJobRequest, now int64) (ledger.JobArgs, error) {
 	a := ledger.JobArgs{ID: m.Id, Resource: m.Resource, Amount: m.Amount, NotBefore: now, Labels: m.Labels}
-	if m.Id != "" {
-		if err := checkID("id", m.Id); err != nil {
-			return a, err
-		}
-	}
-	if err := checkName("resource", m.Resource); err != nil {
-		return a, err
-	}
-	if m.Amount <= 0 {
-		return a, &ledger.FieldError{Field: "amount", Reason: "must be > 0"}
-	}
+	// The ID, the resource, the amount, the end of time and the labels
+	// are the ledger's to check (the state machine's Check).
 	d, err := durMs("duration", m.Duration)
 	if err != nil {
 		return a, err
@@ -103,12 +91,6 @@ func jobArgs(m *ledgerdv1.SubmitJobRequest, now int64) (ledger.JobArgs, error) {
 			return a, err
 		}
 		a.NotBefore = max(nb, now)
-	}
-	if a.NotBefore > maxTimestampMs-d {
-		return a, &ledger.FieldError{Field: "not_before", Reason: "not_before + duration lies after 9999"}
-	}
-	if err := checkLabels("labels", m.Labels); err != nil {
-		return a, err
 	}
 	return a, nil
 }

@@ -2,6 +2,7 @@ package rpc_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -20,14 +21,8 @@ import (
 func waitApplied(t *testing.T, c *agenttest.Cluster, leader *agenttest.Server) {
 	t.Helper()
 	want := leader.FSM.AppliedIndex()
-	deadline := time.Now().Add(10 * time.Second)
 	for _, s := range c.Servers {
-		for s.FSM.AppliedIndex() < want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s stuck at index %d < %d", s.Name, s.FSM.AppliedIndex(), want)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitFSM(t, s.FSM, 10*time.Second, fmt.Sprintf("%s applies index %d", s.Name, want), func() bool { return s.FSM.AppliedIndex() >= want })
 	}
 }
 

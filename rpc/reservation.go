@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/gen/ledgerd/v1/ledgerdv1connect"
@@ -30,28 +32,38 @@ func newKey() string {
 	return "srv-" + hex.EncodeToString(b[:])
 }
 
-// write builds the common write arguments for the caller.
-func (s *Server) write(ctx context.Context, key string) (ledger.Write, Principal, error) {
+// write builds the common write arguments for the caller of the request
+// msg (its fingerprint among them, when the caller chose the key).
+func (s *Server) write(ctx context.Context, key string, msg proto.Message) (ledger.Write, Principal, error) {
 	p, err := callerOf(ctx)
 	if err != nil {
 		return ledger.Write{}, p, err
 	}
 	if err := checkKey("idempotency_key", key); err != nil {
-		return ledger.Write{}, p, toConnect(err)
+		return ledger.Write{}, p, s.fail(err)
 	}
+	var fp []byte
 	if key == "" {
+		// A fresh key can never be reused: nothing to compare.
 		key = newKey()
+	} else {
+		fp = fingerprint(msg)
 	}
-	return ledger.Write{Tenant: p.Tenant, Operator: p.Operator, IdempotencyKey: key}, p, nil
+	return ledger.Write{Tenant: p.Tenant, Operator: p.Operator, IdempotencyKey: key, Fingerprint: fp}, p, nil
 }
 
-func (s *Server) ttl(field string, d interface {
-	AsDuration() time.Duration
-}, set bool) (int64, error) {
-	if !set {
+// ttl converts a requested hold TTL (nil: the ledger's default). The
+// upper bound is the ledger's (the state machine's MaxHoldTTL), so the
+// edge and Apply cannot disagree; Options.MaxHoldTTL only adds a bound
+// when it is set lower.
+func (s *Server) ttl(field string, d *durationpb.Duration) (int64, error) {
+	if d == nil {
 		return 0, nil // the ledger's default
 	}
-	ms := d.AsDuration().Milliseconds()
+	ms, err := durationMs(field, d)
+	if err != nil {
+		return 0, err
+	}
 	if ms <= 0 {
 		return 0, &ledger.FieldError{Field: field, Reason: "must be > 0"}
 	}
@@ -63,9 +75,6 @@ func (s *Server) ttl(field string, d interface {
 
 // own returns reservation id if the caller may see it.
 func (h *reservations) own(ctx context.Context, p Principal, id string, stale bool) (*ledgerdv1.Reservation, error) {
-	if err := checkID("id", id); err != nil {
-		return nil, err
-	}
 	r, err := h.l.Get(ctx, id, stale)
 	if err != nil {
 		return nil, err
@@ -76,30 +85,28 @@ func (h *reservations) own(ctx context.Context, p Principal, id string, stale bo
 	return r, nil
 }
 
-func (h *reservations) hold(ctx context.Context, shape *ledgerdv1.Shape, labels map[string]string, key string, ttl int64, commit bool) (*ledgerdv1.Reservation, []*ledgerdv1.MovedJob, error) {
-	w, _, err := h.s.write(ctx, key)
+func (h *reservations) hold(ctx context.Context, msg proto.Message, shape *ledgerdv1.Shape, labels map[string]string, key string, ttl int64, commit bool) (*ledgerdv1.Reservation, []*ledgerdv1.MovedJob, error) {
+	w, _, err := h.s.write(ctx, key, msg)
 	if err != nil {
 		return nil, nil, err
 	}
 	sh, err := shapeFromProto("shape", shape, h.s.nowMs())
 	if err != nil {
-		return nil, nil, toConnect(err)
+		return nil, nil, h.s.fail(err)
 	}
-	if err := checkLabels("labels", labels); err != nil {
-		return nil, nil, toConnect(err)
-	}
+	// Labels are the ledger's to check (the state machine's limits).
 	r, moved, err := h.l.Hold(ctx, ledger.HoldArgs{Write: w, Shape: sh, TTL: ttl, Labels: labels, Commit: commit})
-	return r, moved, toConnect(err)
+	return r, moved, h.s.fail(err)
 }
 
 // Hold implements ReservationService.Hold.
 func (h *reservations) Hold(ctx context.Context, req *connect.Request[ledgerdv1.HoldRequest]) (*connect.Response[ledgerdv1.HoldResponse], error) {
 	m := req.Msg
-	ttl, err := h.s.ttl("hold_ttl", m.HoldTtl, m.HoldTtl != nil)
+	ttl, err := h.s.ttl("hold_ttl", m.HoldTtl)
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
-	r, moved, err := h.hold(ctx, m.Shape, m.Labels, m.IdempotencyKey, ttl, false)
+	r, moved, err := h.hold(ctx, m, m.Shape, m.Labels, m.IdempotencyKey, ttl, false)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +116,7 @@ func (h *reservations) Hold(ctx context.Context, req *connect.Request[ledgerdv1.
 // Reserve implements ReservationService.Reserve.
 func (h *reservations) Reserve(ctx context.Context, req *connect.Request[ledgerdv1.ReserveRequest]) (*connect.Response[ledgerdv1.ReserveResponse], error) {
 	m := req.Msg
-	r, moved, err := h.hold(ctx, m.Shape, m.Labels, m.IdempotencyKey, 0, true)
+	r, moved, err := h.hold(ctx, m, m.Shape, m.Labels, m.IdempotencyKey, 0, true)
 	if err != nil {
 		return nil, err
 	}
@@ -118,21 +125,18 @@ func (h *reservations) Reserve(ctx context.Context, req *connect.Request[ledgerd
 
 // transition runs one id-based lifecycle write; the Ledger checks
 // ownership atomically with the write.
-func (h *reservations) transition(ctx context.Context, id, key string, op func(context.Context, ledger.Write, string) (*ledgerdv1.Reservation, error)) (*ledgerdv1.Reservation, error) {
-	w, _, err := h.s.write(ctx, key)
+func (h *reservations) transition(ctx context.Context, msg proto.Message, id, key string, op func(context.Context, ledger.Write, string) (*ledgerdv1.Reservation, error)) (*ledgerdv1.Reservation, error) {
+	w, _, err := h.s.write(ctx, key, msg)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkID("id", id); err != nil {
-		return nil, toConnect(err)
-	}
 	r, err := op(ctx, w, id)
-	return r, toConnect(err)
+	return r, h.s.fail(err)
 }
 
 // Commit implements ReservationService.Commit.
 func (h *reservations) Commit(ctx context.Context, req *connect.Request[ledgerdv1.CommitRequest]) (*connect.Response[ledgerdv1.CommitResponse], error) {
-	r, err := h.transition(ctx, req.Msg.Id, req.Msg.IdempotencyKey, h.l.Commit)
+	r, err := h.transition(ctx, req.Msg, req.Msg.Id, req.Msg.IdempotencyKey, h.l.Commit)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +145,7 @@ func (h *reservations) Commit(ctx context.Context, req *connect.Request[ledgerdv
 
 // Abort implements ReservationService.Abort.
 func (h *reservations) Abort(ctx context.Context, req *connect.Request[ledgerdv1.AbortRequest]) (*connect.Response[ledgerdv1.AbortResponse], error) {
-	r, err := h.transition(ctx, req.Msg.Id, req.Msg.IdempotencyKey, h.l.Abort)
+	r, err := h.transition(ctx, req.Msg, req.Msg.Id, req.Msg.IdempotencyKey, h.l.Abort)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +154,7 @@ func (h *reservations) Abort(ctx context.Context, req *connect.Request[ledgerdv1
 
 // Cancel implements ReservationService.Cancel.
 func (h *reservations) Cancel(ctx context.Context, req *connect.Request[ledgerdv1.CancelRequest]) (*connect.Response[ledgerdv1.CancelResponse], error) {
-	r, err := h.transition(ctx, req.Msg.Id, req.Msg.IdempotencyKey, h.l.Cancel)
+	r, err := h.transition(ctx, req.Msg, req.Msg.Id, req.Msg.IdempotencyKey, h.l.Cancel)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +163,7 @@ func (h *reservations) Cancel(ctx context.Context, req *connect.Request[ledgerdv
 
 // Complete implements ReservationService.Complete.
 func (h *reservations) Complete(ctx context.Context, req *connect.Request[ledgerdv1.CompleteRequest]) (*connect.Response[ledgerdv1.CompleteResponse], error) {
-	r, err := h.transition(ctx, req.Msg.Id, req.Msg.IdempotencyKey, func(ctx context.Context, w ledger.Write, id string) (*ledgerdv1.Reservation, error) {
+	r, err := h.transition(ctx, req.Msg, req.Msg.Id, req.Msg.IdempotencyKey, func(ctx context.Context, w ledger.Write, id string) (*ledgerdv1.Reservation, error) {
 		var at int64
 		if req.Msg.At != nil {
 			var err error
@@ -180,24 +184,21 @@ func (h *reservations) Complete(ctx context.Context, req *connect.Request[ledger
 // Modify implements ReservationService.Modify.
 func (h *reservations) Modify(ctx context.Context, req *connect.Request[ledgerdv1.ModifyRequest]) (*connect.Response[ledgerdv1.ModifyResponse], error) {
 	m := req.Msg
-	w, _, err := h.s.write(ctx, m.IdempotencyKey)
+	w, _, err := h.s.write(ctx, m.IdempotencyKey, m)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkID("id", m.Id); err != nil {
-		return nil, toConnect(err)
-	}
 	sh, err := shapeFromProto("shape", m.Shape, h.s.nowMs())
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
-	ttl, err := h.s.ttl("hold_ttl", m.HoldTtl, m.HoldTtl != nil)
+	ttl, err := h.s.ttl("hold_ttl", m.HoldTtl)
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
 	r, err := h.l.Modify(ctx, ledger.ModifyArgs{Write: w, ID: m.Id, Shape: sh, TTL: ttl})
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
 	return connect.NewResponse(&ledgerdv1.ModifyResponse{Reservation: r}), nil
 }
@@ -210,7 +211,7 @@ func (h *reservations) Get(ctx context.Context, req *connect.Request[ledgerdv1.G
 	}
 	r, err := h.own(ctx, p, req.Msg.Id, req.Msg.Stale)
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
 	return connect.NewResponse(&ledgerdv1.GetResponse{Reservation: r}), nil
 }
@@ -230,13 +231,13 @@ func (h *reservations) List(ctx context.Context, req *connect.Request[ledgerdv1.
 	q := ledger.ListQuery{Resource: m.Resource, Tenant: m.Tenant, States: m.States, Stale: m.Stale, Limit: defaultPage}
 	if !p.Operator {
 		if m.Tenant != "" && m.Tenant != p.Tenant {
-			return nil, toConnect(fmt.Errorf("tenant %q may not list tenant %q: %w", p.Tenant, m.Tenant, ledger.ErrPermission))
+			return nil, h.s.fail(fmt.Errorf("tenant %q may not list tenant %q: %w", p.Tenant, m.Tenant, ledger.ErrPermission))
 		}
 		q.Tenant = p.Tenant
 	}
 	switch {
 	case m.PageSize < 0:
-		return nil, toConnect(&ledger.FieldError{Field: "page_size", Reason: "must be >= 0"})
+		return nil, h.s.fail(&ledger.FieldError{Field: "page_size", Reason: "must be >= 0"})
 	case m.PageSize > maxPage:
 		q.Limit = maxPage
 	case m.PageSize > 0:
@@ -244,29 +245,29 @@ func (h *reservations) List(ctx context.Context, req *connect.Request[ledgerdv1.
 	}
 	for i, st := range m.States {
 		if _, ok := ledgerdv1.ReservationState_name[int32(st)]; !ok || st == ledgerdv1.ReservationState_RESERVATION_STATE_UNSPECIFIED {
-			return nil, toConnect(&ledger.FieldError{Field: fmt.Sprintf("states[%d]", i), Reason: "unknown state"})
+			return nil, h.s.fail(&ledger.FieldError{Field: fmt.Sprintf("states[%d]", i), Reason: "unknown state"})
 		}
 	}
 	if m.From != nil {
 		if q.From, err = tsMs("from", m.From); err != nil {
-			return nil, toConnect(err)
+			return nil, h.s.fail(err)
 		}
 	}
 	if m.To != nil {
 		if q.To, err = tsMs("to", m.To); err != nil {
-			return nil, toConnect(err)
+			return nil, h.s.fail(err)
 		}
 		if q.To <= q.From {
-			return nil, toConnect(&ledger.FieldError{Field: "to", Reason: "must be after from"})
+			return nil, h.s.fail(&ledger.FieldError{Field: "to", Reason: "must be after from"})
 		}
 	}
 	if len(m.PageToken) > 256 {
-		return nil, toConnect(&ledger.FieldError{Field: "page_token", Reason: "malformed"})
+		return nil, h.s.fail(&ledger.FieldError{Field: "page_token", Reason: "malformed"})
 	}
 	q.PageToken = m.PageToken
 	rs, next, err := h.l.List(ctx, q)
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
 	resp := &ledgerdv1.ListResponse{Reservations: rs, NextPageToken: next}
 	return connect.NewResponse(resp), nil
@@ -276,11 +277,11 @@ func (h *reservations) List(ctx context.Context, req *connect.Request[ledgerdv1.
 func (h *reservations) Find(ctx context.Context, req *connect.Request[ledgerdv1.FindRequest]) (*connect.Response[ledgerdv1.FindResponse], error) {
 	sh, err := shapeFromProto("shape", req.Msg.Shape, h.s.nowMs())
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
 	f, err := h.l.Find(ctx, sh)
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
 	resp := &ledgerdv1.FindResponse{Fits: f.Fits}
 	if f.Fits {
@@ -295,18 +296,18 @@ func (h *reservations) Find(ctx context.Context, req *connect.Request[ledgerdv1.
 func (h *reservations) Offers(ctx context.Context, req *connect.Request[ledgerdv1.OffersRequest]) (*connect.Response[ledgerdv1.OffersResponse], error) {
 	sh, err := shapeFromProto("shape", req.Msg.Shape, h.s.nowMs())
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
 	k := int(req.Msg.MaxOffers)
 	switch {
 	case k < 0 || k > 100:
-		return nil, toConnect(&ledger.FieldError{Field: "max_offers", Reason: "must be between 0 and 100"})
+		return nil, h.s.fail(&ledger.FieldError{Field: "max_offers", Reason: "must be between 0 and 100"})
 	case k == 0:
 		k = 5
 	}
 	starts, err := h.l.Offers(ctx, sh, k)
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
 	resp := &ledgerdv1.OffersResponse{}
 	for _, st := range starts {
@@ -318,29 +319,26 @@ func (h *reservations) Offers(ctx context.Context, req *connect.Request[ledgerdv
 // Availability implements ReservationService.Availability.
 func (h *reservations) Availability(ctx context.Context, req *connect.Request[ledgerdv1.AvailabilityRequest]) (*connect.Response[ledgerdv1.AvailabilityResponse], error) {
 	m := req.Msg
-	if err := checkName("resource", m.Resource); err != nil {
-		return nil, toConnect(err)
-	}
 	from := h.s.nowMs()
 	var err error
 	if m.From != nil {
 		if from, err = tsMs("from", m.From); err != nil {
-			return nil, toConnect(err)
+			return nil, h.s.fail(err)
 		}
 	}
 	if m.To == nil {
-		return nil, toConnect(&ledger.FieldError{Field: "to", Reason: "required"})
+		return nil, h.s.fail(&ledger.FieldError{Field: "to", Reason: "required"})
 	}
 	to, err := tsMs("to", m.To)
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
 	if to <= from {
-		return nil, toConnect(&ledger.FieldError{Field: "to", Reason: "must be after from"})
+		return nil, h.s.fail(&ledger.FieldError{Field: "to", Reason: "must be after from"})
 	}
 	res, blocks, err := h.l.Availability(ctx, m.Resource, from, to)
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
 	return connect.NewResponse(&ledgerdv1.AvailabilityResponse{Resource: res, Blocks: blocks}), nil
 }
@@ -361,19 +359,25 @@ func (h *reservations) History(ctx context.Context, req *connect.Request[ledgerd
 	limit := defaultPage
 	switch {
 	case m.Limit < 0:
-		return nil, toConnect(&ledger.FieldError{Field: "limit", Reason: "must be >= 0"})
+		return nil, h.s.fail(&ledger.FieldError{Field: "limit", Reason: "must be >= 0"})
 	case m.Limit > maxPage:
 		limit = maxPage
 	case m.Limit > 0:
 		limit = int(m.Limit)
 	}
+	if len(m.ReservationId) > maxIDLen {
+		return nil, h.s.fail(&ledger.FieldError{Field: "reservation_id", Reason: fmt.Sprintf("longer than %d bytes", maxIDLen)})
+	}
 	evs, err := h.l.History(ctx, m.FromVersion, m.FromIndex, limit)
 	if err != nil {
-		return nil, toConnect(err)
+		return nil, h.s.fail(err)
 	}
 	resp := &ledgerdv1.HistoryResponse{NextVersion: m.FromVersion, NextIndex: m.FromIndex}
 	for _, e := range evs {
 		resp.NextVersion, resp.NextIndex = e.Version, e.Index+1
+		if m.ReservationId != "" && e.GetReservation().GetId() != m.ReservationId {
+			continue
+		}
 		if visible(p, e) {
 			resp.Events = append(resp.Events, e)
 		}
@@ -410,7 +414,7 @@ func (h *reservations) Watch(ctx context.Context, req *connect.Request[ledgerdv1
 		changed := led.Notify(applied)
 		evs, err := led.History(ctx, v, idx, watchBatch)
 		if err != nil {
-			return toConnect(err)
+			return h.s.fail(err)
 		}
 		for _, e := range evs {
 			v, idx = e.Version, e.Index+1

@@ -15,12 +15,28 @@ import (
 type syncBuffer struct {
 	mu sync.Mutex
 	b  strings.Builder
+	// wrote is closed and replaced after every Write.
+	wrote chan struct{}
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.wrote != nil {
+		close(s.wrote)
+	}
+	s.wrote = make(chan struct{})
 	return s.b.Write(p)
+}
+
+// changed returns a channel closed at the next Write.
+func (s *syncBuffer) changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wrote == nil {
+		s.wrote = make(chan struct{})
+	}
+	return s.wrote
 }
 
 func (s *syncBuffer) String() string {
@@ -61,18 +77,22 @@ func runDevAgent(t *testing.T, args ...string) (a *agent.Agent, out *syncBuffer,
 			t.Errorf("shutdown: %v", err)
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(out.String(), "is ready") {
+	// The agent says it is ready on its output: wait for the write.
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	for {
+		wrote := out.changed()
+		if strings.Contains(out.String(), "is ready") {
+			break
+		}
 		select {
+		case <-wrote:
 		case err := <-done:
 			done <- err
 			t.Fatalf("agent stopped early: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
+		case <-deadline.C:
 			t.Fatal("dev agent not ready within 30s")
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	return a, out, stop
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -109,11 +112,28 @@ func parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
 	return 0, true
 }
 
-// usageErr prints a usage error and returns exitUsage.
+// usageErr prints a usage error and returns exitUsage; with -json, as
+// one JSON object on stderr.
 func usageErr(fs *flag.FlagSet, format string, a ...any) int {
-	fmt.Fprintf(cliErr, "ledgerd %s: %s\n", fs.Name(), fmt.Sprintf(format, a...))
+	msg := fmt.Sprintf(format, a...)
+	if f := fs.Lookup("json"); f != nil && f.Value.String() == "true" {
+		printErrJSON(cliError{Command: fs.Name(), Code: "usage", Message: msg, Exit: exitUsage})
+		return exitUsage
+	}
+	fmt.Fprintf(cliErr, "ledgerd %s: %s\n", fs.Name(), msg)
 	fmt.Fprintf(cliErr, "Run `ledgerd %s -h` for usage.\n", fs.Name())
 	return exitUsage
+}
+
+// checkPositive refuses a duration flag that was given but is not > 0
+// (a negative -ttl must not fall back to the default silently).
+func checkPositive(fs *flag.FlagSet, name string, d time.Duration) error {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	if set && d <= 0 {
+		return fmt.Errorf("-%s must be > 0, got %s", name, d)
+	}
+	return nil
 }
 
 // tlsConfig builds the client TLS configuration from the flags, or nil.
@@ -163,9 +183,73 @@ func (cf *clientFlags) withClient(name string, call func(context.Context, *clien
 	ctx, cancel := cf.context()
 	defer cancel()
 	if err := call(ctx, c); err != nil {
-		return fail(name, err)
+		return cf.fail(name, err)
 	}
 	return exitOK
+}
+
+// fail is the package fail, or with -json its JSON form.
+func (cf *clientFlags) fail(name string, err error) int {
+	if !cf.json {
+		return fail(name, err)
+	}
+	e := cliError{Command: name, Code: connect.CodeOf(err).String(), Message: humanize(connectMessage(err)), Exit: exitError}
+	if rej, ok := rpc.Rejection(err); ok {
+		e.Code, e.Exit = "rejected", exitRejected
+		if rej.Message != "" {
+			e.Message = humanize(rej.Message)
+		}
+		if rej.EarliestStart != nil {
+			e.EarliestStart = fmtTime(rej.EarliestStart)
+		}
+	}
+	if f, ok := rpc.BadField(err); ok {
+		e.Field = f
+	}
+	printErrJSON(e)
+	return e.Exit
+}
+
+// cliError is an error as -json prints it: one object on stderr.
+type cliError struct {
+	Command       string `json:"command"`
+	Code          string `json:"code"`
+	Message       string `json:"message"`
+	Field         string `json:"field,omitempty"`
+	EarliestStart string `json:"earliest_start,omitempty"`
+	Exit          int    `json:"exit_code"`
+}
+
+func printErrJSON(e cliError) {
+	b, err := json.Marshal(struct {
+		Error cliError `json:"error"`
+	}{e})
+	if err != nil {
+		fmt.Fprintf(cliErr, "ledgerd %s: %s\n", e.Command, e.Message)
+		return
+	}
+	fmt.Fprintln(cliErr, string(b))
+}
+
+// unixMillis finds the Unix milliseconds the ledger's messages carry
+// ("must not be before the log time 1893456000000").
+var unixMillis = regexp.MustCompile(`\b(1\d{12}|[2-9]\d{12}|\d{14,15})\b`)
+
+// stateEnum finds a state's enum spelling (STATE_ABORTED,
+// RESERVATION_STATE_ABORTED) in a message.
+var stateEnum = regexp.MustCompile(`\b(?:RESERVATION_)?STATE_([A-Z]+)\b`)
+
+// humanize rewrites a server message for people: instants as RFC 3339,
+// states as the tables print them (ABORTED).
+func humanize(msg string) string {
+	msg = unixMillis.ReplaceAllStringFunc(msg, func(s string) string {
+		ms, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || ms > 253402300799999 {
+			return s
+		}
+		return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
+	})
+	return stateEnum.ReplaceAllString(msg, "$1")
 }
 
 // context returns the command's context: the -timeout deadline, cancelled
@@ -191,15 +275,15 @@ func fail(name string, err error) int {
 		if rej.EarliestStart != nil {
 			msg += "; earliest start that would fit: " + fmtTime(rej.EarliestStart)
 		}
-		fmt.Fprintf(cliErr, "ledgerd %s: %s\n", name, msg)
+		fmt.Fprintf(cliErr, "ledgerd %s: %s\n", name, humanize(msg))
 		return exitRejected
 	}
 	if _, ok := rpc.BadField(err); ok {
 		// The message names the field already ("invalid shape.duration: ...").
-		fmt.Fprintf(cliErr, "ledgerd %s: %s\n", name, connectMessage(err))
+		fmt.Fprintf(cliErr, "ledgerd %s: %s\n", name, humanize(connectMessage(err)))
 		return exitError
 	}
-	fmt.Fprintf(cliErr, "ledgerd %s: %v\n", name, err)
+	fmt.Fprintf(cliErr, "ledgerd %s: %s\n", name, humanize(err.Error()))
 	return exitError
 }
 
@@ -235,12 +319,18 @@ func parseTime(s string) (time.Time, error) {
 	return t, nil
 }
 
+// maxDays is the longest duration in days that a time.Duration holds.
+const maxDays = float64(math.MaxInt64) / float64(24*time.Hour)
+
 // parseDuration is time.ParseDuration plus a "d" (24h) unit.
 func parseDuration(s string) (time.Duration, error) {
 	if n, ok := strings.CutSuffix(s, "d"); ok {
 		days, err := strconv.ParseFloat(n, 64)
 		if err != nil {
 			return 0, fmt.Errorf("duration %q: %w", s, err)
+		}
+		if math.Abs(days) >= maxDays || math.IsNaN(days) {
+			return 0, fmt.Errorf("duration %q: out of range (at most %.0fd)", s, math.Floor(maxDays))
 		}
 		return time.Duration(days * float64(24*time.Hour)), nil
 	}
@@ -353,8 +443,11 @@ func (sf *shapeFlags) shape() (*ledgerdv1.Shape, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sf.dur <= 0 {
-		return nil, errors.New("-dur is required and must be > 0")
+	switch {
+	case sf.dur == 0:
+		return nil, errors.New("-dur is required (e.g. -dur 90m)")
+	case sf.dur < 0:
+		return nil, fmt.Errorf("-dur must be > 0, got %s", sf.dur)
 	}
 	s := &ledgerdv1.Shape{Parts: parts, Duration: durationpb.New(sf.dur)}
 	if !sf.at.IsZero() {

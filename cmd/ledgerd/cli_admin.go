@@ -68,7 +68,16 @@ func printResources(asJSON bool, rs ...*ledgerdv1.Resource) {
 		return
 	}
 	w := table()
-	fmt.Fprintln(w, "NAME\tCAPACITY\tUNIT\tPOLICY\tLABELS")
+	// Capacity windows (maintenance) get a column when there are any.
+	windows := false
+	for _, r := range rs {
+		windows = windows || len(r.Windows) > 0
+	}
+	if windows {
+		fmt.Fprintln(w, "NAME\tCAPACITY\tUNIT\tPOLICY\tLABELS\tWINDOWS")
+	} else {
+		fmt.Fprintln(w, "NAME\tCAPACITY\tUNIT\tPOLICY\tLABELS")
+	}
 	for _, r := range rs {
 		keys := make([]string, 0, len(r.Labels))
 		for k := range r.Labels {
@@ -79,7 +88,18 @@ func printResources(asJSON bool, rs ...*ledgerdv1.Resource) {
 		for _, k := range keys {
 			ls = append(ls, k+"="+r.Labels[k])
 		}
-		fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\n", r.Name, r.Capacity, r.Unit, policyString(r), strings.Join(ls, ","))
+		line := fmt.Sprintf("%s\t%d\t%s\t%s\t%s", r.Name, r.Capacity, r.Unit, policyString(r), strings.Join(ls, ","))
+		if windows {
+			ws := []string{}
+			for _, win := range r.Windows {
+				ws = append(ws, fmt.Sprintf("%d from %s to %s", win.Capacity, fmtTime(win.Start), fmtTime(win.End)))
+			}
+			if len(ws) == 0 {
+				ws = append(ws, "-")
+			}
+			line += "\t" + strings.Join(ws, "; ")
+		}
+		fmt.Fprintln(w, line)
 	}
 	w.Flush()
 }

@@ -28,6 +28,7 @@ func init() {
 	register("offers", "List the first feasible starts, without booking", runOffers)
 	register("availability", "Chart the free capacity of a resource over a window", runAvailability)
 	register("watch", "Stream ledger events from a version on", runWatch)
+	register("history", "Show the recorded events, of one reservation or all", runHistory)
 }
 
 // book runs reserve and hold, which share their flags.
@@ -47,6 +48,9 @@ func book(name string, args []string, hold bool) int {
 	}
 	if fs.NArg() != 0 {
 		return usageErr(fs, "unexpected arguments %q", fs.Args())
+	}
+	if err := checkPositive(fs, "ttl", ttl); err != nil {
+		return usageErr(fs, "%v", err)
 	}
 	shape, err := sf.shape()
 	if err != nil {
@@ -137,6 +141,9 @@ func runModify(args []string) int {
 	}
 	if fs.NArg() != 1 {
 		return usageErr(fs, "want exactly one reservation ID")
+	}
+	if err := checkPositive(fs, "ttl", ttl); err != nil {
+		return usageErr(fs, "%v", err)
 	}
 	shape, err := sf.shape()
 	if err != nil {
@@ -293,6 +300,16 @@ func runOffers(args []string) int {
 		if err != nil {
 			return err
 		}
+		// Say why there are fewer than asked: the free capacity offers
+		// only so many distinct starts inside the window.
+		switch {
+		case len(offers) == 0 && cf.json:
+			printErrJSON(cliError{Command: "offers", Code: "rejected", Message: "no start fits in the window", Exit: exitRejected})
+		case len(offers) == 0:
+			fmt.Fprintln(cliErr, "ledgerd offers: no start fits in the window (widen it with -before, or ask find for the earliest start after it)")
+		case len(offers) < *n && !cf.json:
+			fmt.Fprintf(cliErr, "ledgerd offers: only %d of the %d starts asked for fit in the window\n", len(offers), *n)
+		}
 		if cf.json {
 			printJSON(&ledgerdv1.OffersResponse{Offers: offers})
 		} else {
@@ -400,6 +417,74 @@ func unitOr(u string) string {
 	return u
 }
 
+// eventRow is the fixed-width row of one event in watch and history.
+const eventRow = "%-10s %-20s %-18s %-24s %-10s %-10s %-16s %-20s %s\n"
+
+// printEventHeader prints the header of eventRow.
+func printEventHeader() {
+	fmt.Fprintf(cliOut, eventRow, "VERSION", "TIME", "ACTION", "ID", "TENANT", "STATE", "PARTS", "START", "END")
+}
+
+// printEvent prints one event as eventRow or a JSON line.
+func printEvent(asJSON bool, e *ledgerdv1.Event) {
+	if asJSON {
+		printJSON(e)
+		return
+	}
+	pos := fmt.Sprintf("%d.%d", e.Version, e.Index)
+	if r := e.Reservation; r != nil {
+		fmt.Fprintf(cliOut, eventRow, pos, fmtTime(e.Time), e.Action, r.Id, r.Tenant, stateName(r.State), partsString(r.Parts), fmtTime(r.Start), fmtTime(r.End))
+	} else if res := e.Resource; res != nil {
+		detail := fmt.Sprintf("capacity=%d", res.Capacity)
+		if e.Type == ledgerdv1.EventType_EVENT_TYPE_POLICY_CHANGED {
+			detail = policyString(res)
+		}
+		fmt.Fprintf(cliOut, eventRow, pos, fmtTime(e.Time), e.Action, res.Name, "-", "-", detail, "-", "-")
+	}
+}
+
+// runHistory is `ledgerd history [ID]`: the retained events, oldest
+// first, of one reservation (the API's History reservation_id filter) or
+// of everything the caller may see.
+func runHistory(args []string) int {
+	fs, cf := newFlagSet("history", "[ID]")
+	from := fs.Uint64("from-version", 1, "first version")
+	limit := fs.Int("n", 0, "at most this many events (0: all)")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 1 {
+		return usageErr(fs, "want at most one reservation ID, got %q", fs.Args())
+	}
+	if *limit < 0 {
+		return usageErr(fs, "-n must be >= 0, got %d", *limit)
+	}
+	id := fs.Arg(0)
+	return cf.withClient("history", func(ctx context.Context, c *client.Client) error {
+		if !cf.json {
+			printEventHeader()
+		}
+		v, idx, n := *from, uint32(0), 0
+		for {
+			resp, err := c.History(ctx, &ledgerdv1.HistoryRequest{FromVersion: v, FromIndex: idx, Limit: 1000, ReservationId: id})
+			if err != nil {
+				return err
+			}
+			for _, e := range resp.Events {
+				if *limit > 0 && n == *limit {
+					return nil
+				}
+				printEvent(cf.json, e)
+				n++
+			}
+			if resp.NextVersion == v && resp.NextIndex == idx {
+				return nil // nothing newer
+			}
+			v, idx = resp.NextVersion, resp.NextIndex
+		}
+	})
+}
+
 func runWatch(args []string) int {
 	fs, cf := newFlagSet("watch", "")
 	from := fs.Uint64("from-version", 0, "first version (0: only new events)")
@@ -411,25 +496,11 @@ func runWatch(args []string) int {
 	return cf.withClient("watch", func(ctx context.Context, c *client.Client) error {
 		// Events arrive one at a time, so columns have fixed widths instead of
 		// being aligned over the whole output.
-		const row = "%-10s %-20s %-18s %-24s %-10s %-10s %-16s %-20s %s\n"
 		if !cf.json {
-			fmt.Fprintf(cliOut, row, "VERSION", "TIME", "ACTION", "ID", "TENANT", "STATE", "PARTS", "START", "END")
+			printEventHeader()
 		}
 		err := c.Watch(ctx, client.Position{Version: *from, Index: uint32(*index)}, func(e *ledgerdv1.Event) error {
-			if cf.json {
-				printJSON(e)
-				return nil
-			}
-			pos := fmt.Sprintf("%d.%d", e.Version, e.Index)
-			if r := e.Reservation; r != nil {
-				fmt.Fprintf(cliOut, row, pos, fmtTime(e.Time), e.Action, r.Id, r.Tenant, stateName(r.State), partsString(r.Parts), fmtTime(r.Start), fmtTime(r.End))
-			} else if res := e.Resource; res != nil {
-				detail := fmt.Sprintf("capacity=%d", res.Capacity)
-				if e.Type == ledgerdv1.EventType_EVENT_TYPE_POLICY_CHANGED {
-					detail = policyString(res)
-				}
-				fmt.Fprintf(cliOut, row, pos, fmtTime(e.Time), e.Action, res.Name, "-", "-", detail, "-", "-")
-			}
+			printEvent(cf.json, e)
 			return nil
 		})
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

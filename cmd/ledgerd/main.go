@@ -46,7 +46,7 @@ func main() {
 func dispatch(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
-		return 1
+		return 2 // usage, like every subcommand's usage errors
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -59,7 +59,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		fmt.Fprintf(stderr, "ledgerd: unknown command %q\n\n", args[0])
 		usage(stderr)
-		return 1
+		return 2
 	}
 	return cmd.run(args[1:])
 }

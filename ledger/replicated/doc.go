@@ -12,6 +12,19 @@
 // API Batch share a pipeline (Pipeline): their writes go to the log back to
 // back in one ApplyBatch, their reads share one barrier.
 //
+// Rolling upgrades: a command is written as the highest fsm envelope
+// version every server of the cluster can apply — the Log's
+// CommonEnvelopeVersion when it offers one (Versioner), this release's
+// fsm.CurrentVersion otherwise (a local log). A command that needs a
+// newer version takes the older way where one exists (a forced delete as
+// one write per reservation then the delete, a modification whose start
+// is found here first, an idempotency key without fingerprint) and is
+// refused with ledger.ErrUnavailable (ErrMidUpgrade) where none does. The
+// newest checks of fsm.Check run whatever version is written: they only
+// add refusals, so nothing accepted here is refused by any replica.
+// Reads clamp instants a Timestamp cannot carry (rows stored by a release
+// that booked past 9999), so every reader can answer.
+//
 // What it must not do: decide admissions (the FSM does, at apply time),
 // keep state of its own, or read a clock for anything that reaches the
 // log (the leader stamps time into every command).

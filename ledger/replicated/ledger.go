@@ -12,6 +12,7 @@ import (
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/ledger"
 	"github.com/ledgerd/ledgerd/planner"
+	"google.golang.org/protobuf/proto"
 )
 
 // Log is what Ledger needs from the cluster layer; *cluster.Node
@@ -32,6 +33,20 @@ type Log interface {
 type Ledger struct {
 	log Log
 	fsm *fsm.FSM
+	// versions says which envelope version every server can apply; nil
+	// when the Log does not say (then every server runs this release).
+	// Kept apart from log, which a batch replaces by its pipeline.
+	versions Versioner
+}
+
+// Versioner is the optional part of a Log that knows the cluster's
+// members: CommonEnvelopeVersion returns the highest fsm envelope version
+// that every server of the Raft configuration can apply (a server whose
+// version is not known counts as 1). *cluster.Node implements it. A
+// command that needs a newer version is never proposed: an older replica
+// would panic on it.
+type Versioner interface {
+	CommonEnvelopeVersion() uint32
 }
 
 var (
@@ -42,8 +57,26 @@ var (
 // New returns the ledger that replicates writes through log and reads f,
 // the FSM that log applies its entries to.
 func New(log Log, f *fsm.FSM) *Ledger {
-	return &Ledger{log: log, fsm: f}
+	l := &Ledger{log: log, fsm: f}
+	if v, ok := log.(Versioner); ok {
+		l.versions = v
+	}
+	return l
 }
+
+// version returns the envelope version to write: the highest that every
+// server can apply, at most this release's.
+func (l *Ledger) version() uint32 {
+	if l.versions == nil {
+		return fsm.CurrentVersion
+	}
+	return max(1, min(l.versions.CommonEnvelopeVersion(), fsm.CurrentVersion))
+}
+
+// ErrMidUpgrade is wrapped (with ledger.ErrUnavailable) by writes that
+// need an envelope version some server cannot apply yet and have no older
+// way to go.
+var ErrMidUpgrade = errors.New("the cluster is mid-upgrade: a server cannot apply this request yet; retry once every server runs the new release")
 
 // FSM returns the state machine the ledger reads.
 func (l *Ledger) FSM() *fsm.FSM { return l.fsm }
@@ -64,13 +97,31 @@ func clusterErr(op string, err error) error {
 // refused as invalid whatever the ledger's state never reaches the log;
 // the command is encoded once, here, and the leader only stamps it.
 func (l *Ledger) apply(ctx context.Context, op string, cmd *fsmv1.Command) (*fsmv1.Result, error) {
-	if err := l.fsm.Check(cmd); err != nil {
+	have := l.version()
+	if have < fsm.CurrentVersion && len(cmd.Fingerprint) > 0 {
+		// Older replicas do not know fingerprints: the key then answers
+		// its first result whatever is sent with it, as it always did.
+		cmd.Fingerprint = nil
+	}
+	// The newest checks run whatever version is written: they only add
+	// refusals (the end of time), so nothing accepted here is refused
+	// by a replica of any version.
+	chk := cmd
+	if cmd.Version != fsm.CurrentVersion {
+		chk = proto.CloneOf(cmd)
+		chk.Version = fsm.CurrentVersion
+	}
+	if err := l.fsm.Check(chk); err != nil {
 		var fe *fsm.FieldError
 		if errors.As(err, &fe) {
 			return nil, fmt.Errorf("%s: %w", op, &ledger.FieldError{Field: fe.Field, Reason: fe.Reason})
 		}
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
+	if need := fsm.MinVersion(cmd); need > have {
+		return nil, fmt.Errorf("%s: %w: %w (needs version %d, every server applies %d)", op, ledger.ErrUnavailable, ErrMidUpgrade, need, have)
+	}
+	cmd.Version = have
 	b, err := fsm.Encode(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
@@ -89,6 +140,17 @@ func (l *Ledger) apply(ctx context.Context, op string, cmd *fsmv1.Command) (*fsm
 	return res, nil
 }
 
+// outcome is an outcome error whose message already says what happened
+// ("reservation \"x\" not found"): it matches its sentinel with
+// errors.Is without repeating the sentinel's text ("...: not found").
+type outcome struct {
+	msg      string
+	sentinel error
+}
+
+func (e outcome) Error() string { return e.msg }
+func (e outcome) Unwrap() error { return e.sentinel }
+
 // resultErr maps a result status to the API's outcome errors.
 func resultErr(r *fsmv1.Result) error {
 	switch r.GetStatus() {
@@ -100,27 +162,27 @@ func resultErr(r *fsmv1.Result) error {
 	case fsmv1.Result_STATUS_INVALID:
 		return &ledger.FieldError{Field: fsm.PublicField(r.GetInvalid().GetField()), Reason: r.GetInvalid().GetReason()}
 	case fsmv1.Result_STATUS_NOT_FOUND:
-		return fmt.Errorf("%s: %w", r.GetMessage(), ledger.ErrNotFound)
+		return outcome{r.GetMessage(), ledger.ErrNotFound}
 	case fsmv1.Result_STATUS_PERMISSION_DENIED:
-		return fmt.Errorf("%s: %w", r.GetMessage(), ledger.ErrPermission)
+		return outcome{r.GetMessage(), ledger.ErrPermission}
 	case fsmv1.Result_STATUS_CONFLICT:
 		c := r.GetConflict()
 		switch c.GetKind() {
 		case fsmv1.Conflict_KIND_DUPLICATE_ID, fsmv1.Conflict_KIND_RESOURCE_EXISTS:
-			return fmt.Errorf("%s: %w", r.GetMessage(), ledger.ErrExists)
+			return outcome{r.GetMessage(), ledger.ErrExists}
 		case fsmv1.Conflict_KIND_IN_USE:
-			return fmt.Errorf("%s: %w", r.GetMessage(), ledger.ErrInUse)
+			return outcome{r.GetMessage(), ledger.ErrInUse}
 		case fsmv1.Conflict_KIND_CAPACITY:
-			return fmt.Errorf("%s (overbooked: %s): %w", r.GetMessage(), strings.Join(c.GetViolatedIds(), ","), ledger.ErrInUse)
+			return outcome{fmt.Sprintf("%s (overbooked: %s)", r.GetMessage(), strings.Join(c.GetViolatedIds(), ",")), ledger.ErrInUse}
 		default:
-			return fmt.Errorf("%s: %w", r.GetMessage(), ledger.ErrWrongState)
+			return outcome{r.GetMessage(), ledger.ErrWrongState}
 		}
 	}
 	return fmt.Errorf("unexpected result status %v: %s", r.GetStatus(), r.GetMessage())
 }
 
 func envelope(t fsmv1.Command_Type, w ledger.Write) *fsmv1.Command {
-	return &fsmv1.Command{Type: t, IdempotencyKey: w.IdempotencyKey, Owner: w.Tenant, Privileged: w.Operator}
+	return &fsmv1.Command{Type: t, IdempotencyKey: w.IdempotencyKey, Owner: w.Tenant, Privileged: w.Operator, Fingerprint: w.Fingerprint}
 }
 
 func fsmParts(ps []ledger.Part) []*fsmv1.Part {
@@ -131,8 +193,10 @@ func fsmParts(ps []ledger.Part) []*fsmv1.Part {
 	return out
 }
 
+// plannerReq is the planner request of a read (Find, Offers): nothing
+// may end after the end of time, so neither may an answer.
 func plannerReq(s ledger.Shape) planner.Request {
-	r := planner.Request{Duration: s.Duration, NotBefore: s.NotBefore, Deadline: s.Deadline}
+	r := planner.Request{Duration: s.Duration, NotBefore: s.NotBefore, Deadline: min(s.Deadline, fsm.MaxTimeMillis)}
 	for _, p := range s.Parts {
 		r.Parts = append(r.Parts, planner.Part{Resource: p.Resource, Amount: p.Amount})
 	}
@@ -205,11 +269,34 @@ func (l *Ledger) Complete(ctx context.Context, w ledger.Write, id string, at int
 	return reservationToAPI(res.GetReservation()), nil
 }
 
-// Modify implements Ledger. The fsm holds an exact new interval, so the
-// earliest start of the new shape inside its window is found first (beside
-// the current booking, which stays held until commit); if the schedule
-// changes in between, the fsm rejects and the caller may retry.
+// Modify implements Ledger. The state machine picks the earliest start of
+// the new shape inside its window (beside the current booking, which
+// stays held until commit) when it applies the entry, so racing
+// modifications are decided by the log. While a server cannot apply
+// that yet (version < 3), the start is found here first and the entry
+// carries an exact interval; if the schedule changes in between, the
+// state machine rejects and the caller may retry.
 func (l *Ledger) Modify(ctx context.Context, a ledger.ModifyArgs) (*ledgerdv1.Reservation, error) {
+	if l.version() >= 3 {
+		cmd := envelope(fsmv1.Command_TYPE_MODIFY, a.Write)
+		m := &fsmv1.Modify{Id: a.ID, Parts: fsmParts(a.Shape.Parts), HoldTtlMillis: a.TTL,
+			WindowDurationMillis: a.Shape.Duration, NotBeforeMillis: a.Shape.NotBefore}
+		if a.Shape.Deadline != ledger.NoDeadline {
+			m.DeadlineMillis = a.Shape.Deadline
+		}
+		cmd.Payload = &fsmv1.Command_Modify{Modify: m}
+		res, err := l.apply(ctx, "modify", cmd)
+		if err != nil {
+			return nil, err
+		}
+		return reservationToAPI(res.GetReservation()), nil
+	}
+	return l.modifyFindFirst(ctx, a)
+}
+
+// modifyFindFirst is Modify for a cluster with servers older than
+// envelope version 3.
+func (l *Ledger) modifyFindFirst(ctx context.Context, a ledger.ModifyArgs) (*ledgerdv1.Reservation, error) {
 	if err := l.barrier(ctx, "modify", false); err != nil {
 		return nil, err
 	}
@@ -269,12 +356,15 @@ func plannerErr(err error) error {
 
 // Get implements Ledger.
 func (l *Ledger) Get(ctx context.Context, id string, stale bool) (*ledgerdv1.Reservation, error) {
+	if why := fsm.ValidTargetID(id); why != "" {
+		return nil, &ledger.FieldError{Field: "id", Reason: why}
+	}
 	if err := l.barrier(ctx, "get", stale); err != nil {
 		return nil, err
 	}
 	r, ok := l.fsm.Get(id)
 	if !ok {
-		return nil, fmt.Errorf("reservation %q: %w", id, ledger.ErrNotFound)
+		return nil, outcome{fmt.Sprintf("reservation %q not found", id), ledger.ErrNotFound}
 	}
 	return reservationToAPI(r), nil
 }
@@ -303,8 +393,30 @@ func (l *Ledger) List(ctx context.Context, q ledger.ListQuery) ([]*ledgerdv1.Res
 	return out, next, nil
 }
 
+// checkShape refuses a shape that a Hold of it would be refused for
+// whatever the state, with the Hold's field and reason: a read answers
+// only what a write could book.
+func (l *Ledger) checkShape(op string, s ledger.Shape) error {
+	req := &fsmv1.ReservationRequest{Parts: fsmParts(s.Parts), DurationMillis: s.Duration, NotBeforeMillis: s.NotBefore}
+	if s.Deadline != ledger.NoDeadline {
+		req.DeadlineMillis = s.Deadline
+	}
+	cmd := &fsmv1.Command{Type: fsmv1.Command_TYPE_HOLD, Version: fsm.CurrentVersion, Payload: &fsmv1.Command_Request{Request: req}}
+	if err := l.fsm.Check(cmd); err != nil {
+		var fe *fsm.FieldError
+		if errors.As(err, &fe) {
+			return fmt.Errorf("%s: %w", op, &ledger.FieldError{Field: fe.Field, Reason: fe.Reason})
+		}
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
 // Find implements Ledger.
 func (l *Ledger) Find(ctx context.Context, s ledger.Shape) (ledger.FindResult, error) {
+	if err := l.checkShape("find", s); err != nil {
+		return ledger.FindResult{}, err
+	}
 	if err := l.barrier(ctx, "find", false); err != nil {
 		return ledger.FindResult{}, err
 	}
@@ -317,6 +429,9 @@ func (l *Ledger) Find(ctx context.Context, s ledger.Shape) (ledger.FindResult, e
 
 // Offers implements Ledger.
 func (l *Ledger) Offers(ctx context.Context, s ledger.Shape, k int) ([]int64, error) {
+	if err := l.checkShape("offers", s); err != nil {
+		return nil, err
+	}
 	if err := l.barrier(ctx, "offers", false); err != nil {
 		return nil, err
 	}
@@ -329,12 +444,15 @@ func (l *Ledger) Offers(ctx context.Context, s ledger.Shape, k int) ([]int64, er
 
 // Availability implements Ledger.
 func (l *Ledger) Availability(ctx context.Context, resource string, from, to int64) (*ledgerdv1.Resource, []*ledgerdv1.FreeBlock, error) {
+	if why := fsm.ValidResourceName(resource); why != "" {
+		return nil, nil, &ledger.FieldError{Field: "resource", Reason: why}
+	}
 	if err := l.barrier(ctx, "availability", false); err != nil {
 		return nil, nil, err
 	}
 	r, ok := l.fsm.Resource(resource)
 	if !ok {
-		return nil, nil, fmt.Errorf("resource %q: %w", resource, ledger.ErrNotFound)
+		return nil, nil, outcome{fmt.Sprintf("resource %q not found", resource), ledger.ErrNotFound}
 	}
 	bs, err := l.fsm.Availability(resource, from, to)
 	if err != nil {
@@ -416,10 +534,18 @@ func (l *Ledger) UpdateCapacity(ctx context.Context, a ledger.CapacityArgs) (*le
 }
 
 // DeleteResource implements Ledger. With force, live reservations on the
-// resource are aborted (holds) or cancelled (commitments) first, each as its
-// own idempotent write, then the resource is deleted; without force the fsm
-// refuses while any live reservation exists.
+// resource are aborted (holds) or cancelled (commitments) and the
+// resource deleted, all in one log entry; without force the fsm refuses
+// while any live reservation exists. While a server cannot apply forced
+// deletes (version < 3), they take the older way: each reservation as its
+// own idempotent write, then the delete.
 func (l *Ledger) DeleteResource(ctx context.Context, w ledger.Write, name string, force bool) error {
+	if force && l.version() >= 3 {
+		cmd := envelope(fsmv1.Command_TYPE_DELETE_RESOURCE, w)
+		cmd.Payload = &fsmv1.Command_DeleteResource{DeleteResource: &fsmv1.DeleteResource{Name: name, Force: true}}
+		_, err := l.apply(ctx, "delete resource", cmd)
+		return err
+	}
 	if force {
 		if err := l.barrier(ctx, "delete resource", false); err != nil {
 			return err
@@ -515,6 +641,10 @@ func resourceToAPI(r *fsmv1.Resource) *ledgerdv1.Resource {
 	out := &ledgerdv1.Resource{
 		Name: r.GetName(), Capacity: r.GetCapacity(), Unit: r.GetUnit(), Labels: r.GetLabels(),
 		Version: r.GetUpdatedVersion(),
+	}
+	for _, w := range r.GetWindows() {
+		out.Windows = append(out.Windows, &ledgerdv1.CapacityWindow{
+			Start: ledger.MsToTimestamp(w.GetFromMillis()), End: ledger.MsToTimestamp(w.GetToMillis()), Capacity: w.GetCapacity()})
 	}
 	policyToAPI(out, r.GetPolicy())
 	return out

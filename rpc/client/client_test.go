@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,7 +23,21 @@ var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 // newSite starts a site with resources cpu (128) and gpu (8).
 func newSite(t *testing.T, servers int) *agenttest.Site {
 	t.Helper()
-	s := agenttest.NewSite(t, agenttest.Options{Servers: servers, API: rpctestAPI(t)})
+	api := rpctestAPI(t)
+	// The server asks LeaderHint for every answer it gives, errors
+	// included: while the log is down and a call has been refused, that
+	// is the moment to end the "election" (see downBriefly).
+	var site atomic.Pointer[agenttest.Site]
+	api.LeaderHint = func() string {
+		if s := site.Load(); s != nil && s.Log.Down.Load() {
+			if end, ok := downs.LoadAndDelete(s); ok {
+				end.(func())()
+			}
+		}
+		return ""
+	}
+	s := agenttest.NewSite(t, agenttest.Options{Servers: servers, API: api})
+	site.Store(s)
 	ops := newClient(t, s, agenttest.TokenOps)
 	for _, r := range []*ledgerdv1.Resource{{Name: "cpu", Capacity: 128}, {Name: "gpu", Capacity: 8}} {
 		if _, err := ops.CreateResource(context.Background(), r); err != nil {
@@ -32,14 +47,16 @@ func newSite(t *testing.T, servers int) *agenttest.Site {
 	return s
 }
 
-// downBriefly makes the site's log unavailable for 100 ms, as during an
-// election, so that a call started now must be retried.
+// downs holds, per site, the end of its current downBriefly.
+var downs sync.Map
+
+// downBriefly makes the site's log unavailable, as during an election,
+// until the server has refused one call for it: the call started next
+// must be retried, and its retry succeeds. No clock decides when the
+// election ends, the refusal does.
 func downBriefly(s *agenttest.Site) {
 	s.Log.Down.Store(true)
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		s.Log.Down.Store(false)
-	}()
+	downs.Store(s, func() { s.Log.Down.Store(false) })
 }
 
 // newClient returns a client over every server of s, starting at server 0.

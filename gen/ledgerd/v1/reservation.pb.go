@@ -1893,7 +1893,10 @@ type HistoryRequest struct {
 	// At most this many events (default 100, max 1000).
 	Limit int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
 	// Skip events of from_version whose index is below this.
-	FromIndex     uint32 `protobuf:"varint,3,opt,name=from_index,json=fromIndex,proto3" json:"from_index,omitempty"`
+	FromIndex uint32 `protobuf:"varint,3,opt,name=from_index,json=fromIndex,proto3" json:"from_index,omitempty"`
+	// Only events of this reservation (empty: all events). The cursor
+	// (next_version, next_index) still advances over the events skipped.
+	ReservationId string `protobuf:"bytes,4,opt,name=reservation_id,json=reservationId,proto3" json:"reservation_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1947,6 +1950,13 @@ func (x *HistoryRequest) GetFromIndex() uint32 {
 		return x.FromIndex
 	}
 	return 0
+}
+
+func (x *HistoryRequest) GetReservationId() string {
+	if x != nil {
+		return x.ReservationId
+	}
+	return ""
 }
 
 // HistoryResponse is a batch of events.
@@ -2782,12 +2792,13 @@ const file_ledgerd_v1_reservation_proto_rawDesc = "" +
 	"\x02to\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\"w\n" +
 	"\x14AvailabilityResponse\x120\n" +
 	"\bresource\x18\x01 \x01(\v2\x14.ledgerd.v1.ResourceR\bresource\x12-\n" +
-	"\x06blocks\x18\x02 \x03(\v2\x15.ledgerd.v1.FreeBlockR\x06blocks\"h\n" +
+	"\x06blocks\x18\x02 \x03(\v2\x15.ledgerd.v1.FreeBlockR\x06blocks\"\x8f\x01\n" +
 	"\x0eHistoryRequest\x12!\n" +
 	"\ffrom_version\x18\x01 \x01(\x04R\vfromVersion\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x1d\n" +
 	"\n" +
-	"from_index\x18\x03 \x01(\rR\tfromIndex\"~\n" +
+	"from_index\x18\x03 \x01(\rR\tfromIndex\x12%\n" +
+	"\x0ereservation_id\x18\x04 \x01(\tR\rreservationId\"~\n" +
 	"\x0fHistoryResponse\x12)\n" +
 	"\x06events\x18\x01 \x03(\v2\x11.ledgerd.v1.EventR\x06events\x12!\n" +
 	"\fnext_version\x18\x02 \x01(\x04R\vnextVersion\x12\x1d\n" +

@@ -818,7 +818,11 @@ type Resource struct {
 	// POLICY_MOVE_VARIABLE's starvation guard: how often one variable job may
 	// be moved later before it is pinned (0 means the default 8; at most
 	// 1000). Must be 0 for other policies. Responses carry the value in force.
-	MaxPushes     uint32 `protobuf:"varint,8,opt,name=max_pushes,json=maxPushes,proto3" json:"max_pushes,omitempty"`
+	MaxPushes uint32 `protobuf:"varint,8,opt,name=max_pushes,json=maxPushes,proto3" json:"max_pushes,omitempty"`
+	// Capacity changes over windows (maintenance, drained nodes) that have
+	// not ended yet, in the order they were made; a later one wins where
+	// they overlap.
+	Windows       []*CapacityWindow `protobuf:"bytes,9,rep,name=windows,proto3" json:"windows,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -909,6 +913,77 @@ func (x *Resource) GetMaxPushes() uint32 {
 	return 0
 }
 
+func (x *Resource) GetWindows() []*CapacityWindow {
+	if x != nil {
+		return x.Windows
+	}
+	return nil
+}
+
+// CapacityWindow is a capacity that holds over [start, end) only.
+type CapacityWindow struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// First instant of the window.
+	Start *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
+	// End of the window (exclusive).
+	End *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=end,proto3" json:"end,omitempty"`
+	// Capacity in units over the window.
+	Capacity      int64 `protobuf:"varint,3,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CapacityWindow) Reset() {
+	*x = CapacityWindow{}
+	mi := &file_ledgerd_v1_types_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CapacityWindow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CapacityWindow) ProtoMessage() {}
+
+func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_types_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CapacityWindow.ProtoReflect.Descriptor instead.
+func (*CapacityWindow) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CapacityWindow) GetStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *CapacityWindow) GetEnd() *timestamppb.Timestamp {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+func (x *CapacityWindow) GetCapacity() int64 {
+	if x != nil {
+		return x.Capacity
+	}
+	return 0
+}
+
 // FreeBlock is one step of a free-capacity step function: free units over
 // [start, end).
 type FreeBlock struct {
@@ -925,7 +1000,7 @@ type FreeBlock struct {
 
 func (x *FreeBlock) Reset() {
 	*x = FreeBlock{}
-	mi := &file_ledgerd_v1_types_proto_msgTypes[6]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -937,7 +1012,7 @@ func (x *FreeBlock) String() string {
 func (*FreeBlock) ProtoMessage() {}
 
 func (x *FreeBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_types_proto_msgTypes[6]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -950,7 +1025,7 @@ func (x *FreeBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FreeBlock.ProtoReflect.Descriptor instead.
 func (*FreeBlock) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *FreeBlock) GetStart() *timestamppb.Timestamp {
@@ -1000,7 +1075,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_ledgerd_v1_types_proto_msgTypes[7]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1012,7 +1087,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_types_proto_msgTypes[7]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1025,7 +1100,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Event) GetVersion() uint64 {
@@ -1095,7 +1170,7 @@ type Rejection struct {
 
 func (x *Rejection) Reset() {
 	*x = Rejection{}
-	mi := &file_ledgerd_v1_types_proto_msgTypes[8]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1107,7 +1182,7 @@ func (x *Rejection) String() string {
 func (*Rejection) ProtoMessage() {}
 
 func (x *Rejection) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_types_proto_msgTypes[8]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1120,7 +1195,7 @@ func (x *Rejection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejection.ProtoReflect.Descriptor instead.
 func (*Rejection) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Rejection) GetReason() string {
@@ -1196,7 +1271,7 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"\x05parts\x18\x01 \x03(\v2\x1a.ledgerd.v1.ResourceAmountR\x05parts\x120\n" +
 	"\x05start\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
 	"\x03end\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12B\n" +
-	"\x0fhold_expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\rholdExpiresAt\"\xda\x02\n" +
+	"\x0fhold_expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\rholdExpiresAt\"\x90\x03\n" +
 	"\bResource\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bcapacity\x18\x02 \x01(\x03R\bcapacity\x12\x12\n" +
@@ -1206,10 +1281,15 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"\aversion\x18\x06 \x01(\x04R\aversion\x120\n" +
 	"\x14min_success_permille\x18\a \x01(\rR\x12minSuccessPermille\x12\x1d\n" +
 	"\n" +
-	"max_pushes\x18\b \x01(\rR\tmaxPushes\x1a9\n" +
+	"max_pushes\x18\b \x01(\rR\tmaxPushes\x124\n" +
+	"\awindows\x18\t \x03(\v2\x1a.ledgerd.v1.CapacityWindowR\awindows\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x7f\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8c\x01\n" +
+	"\x0eCapacityWindow\x120\n" +
+	"\x05start\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
+	"\x03end\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12\x1a\n" +
+	"\bcapacity\x18\x03 \x01(\x03R\bcapacity\"\x7f\n" +
 	"\tFreeBlock\x120\n" +
 	"\x05start\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
 	"\x03end\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12\x12\n" +
@@ -1268,7 +1348,7 @@ func file_ledgerd_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_ledgerd_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_ledgerd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_ledgerd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_ledgerd_v1_types_proto_goTypes = []any{
 	(ReservationState)(0),         // 0: ledgerd.v1.ReservationState
 	(ReservationKind)(0),          // 1: ledgerd.v1.ReservationKind
@@ -1280,51 +1360,55 @@ var file_ledgerd_v1_types_proto_goTypes = []any{
 	(*MovedJob)(nil),              // 7: ledgerd.v1.MovedJob
 	(*PendingModification)(nil),   // 8: ledgerd.v1.PendingModification
 	(*Resource)(nil),              // 9: ledgerd.v1.Resource
-	(*FreeBlock)(nil),             // 10: ledgerd.v1.FreeBlock
-	(*Event)(nil),                 // 11: ledgerd.v1.Event
-	(*Rejection)(nil),             // 12: ledgerd.v1.Rejection
-	nil,                           // 13: ledgerd.v1.Reservation.LabelsEntry
-	nil,                           // 14: ledgerd.v1.Resource.LabelsEntry
-	(*durationpb.Duration)(nil),   // 15: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
+	(*CapacityWindow)(nil),        // 10: ledgerd.v1.CapacityWindow
+	(*FreeBlock)(nil),             // 11: ledgerd.v1.FreeBlock
+	(*Event)(nil),                 // 12: ledgerd.v1.Event
+	(*Rejection)(nil),             // 13: ledgerd.v1.Rejection
+	nil,                           // 14: ledgerd.v1.Reservation.LabelsEntry
+	nil,                           // 15: ledgerd.v1.Resource.LabelsEntry
+	(*durationpb.Duration)(nil),   // 16: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
 }
 var file_ledgerd_v1_types_proto_depIdxs = []int32{
 	4,  // 0: ledgerd.v1.Shape.parts:type_name -> ledgerd.v1.ResourceAmount
-	15, // 1: ledgerd.v1.Shape.duration:type_name -> google.protobuf.Duration
-	16, // 2: ledgerd.v1.Shape.not_before:type_name -> google.protobuf.Timestamp
-	16, // 3: ledgerd.v1.Shape.deadline:type_name -> google.protobuf.Timestamp
-	16, // 4: ledgerd.v1.Shape.exact_start:type_name -> google.protobuf.Timestamp
+	16, // 1: ledgerd.v1.Shape.duration:type_name -> google.protobuf.Duration
+	17, // 2: ledgerd.v1.Shape.not_before:type_name -> google.protobuf.Timestamp
+	17, // 3: ledgerd.v1.Shape.deadline:type_name -> google.protobuf.Timestamp
+	17, // 4: ledgerd.v1.Shape.exact_start:type_name -> google.protobuf.Timestamp
 	4,  // 5: ledgerd.v1.Reservation.parts:type_name -> ledgerd.v1.ResourceAmount
-	16, // 6: ledgerd.v1.Reservation.start:type_name -> google.protobuf.Timestamp
-	16, // 7: ledgerd.v1.Reservation.end:type_name -> google.protobuf.Timestamp
+	17, // 6: ledgerd.v1.Reservation.start:type_name -> google.protobuf.Timestamp
+	17, // 7: ledgerd.v1.Reservation.end:type_name -> google.protobuf.Timestamp
 	0,  // 8: ledgerd.v1.Reservation.state:type_name -> ledgerd.v1.ReservationState
-	16, // 9: ledgerd.v1.Reservation.hold_expires_at:type_name -> google.protobuf.Timestamp
-	13, // 10: ledgerd.v1.Reservation.labels:type_name -> ledgerd.v1.Reservation.LabelsEntry
+	17, // 9: ledgerd.v1.Reservation.hold_expires_at:type_name -> google.protobuf.Timestamp
+	14, // 10: ledgerd.v1.Reservation.labels:type_name -> ledgerd.v1.Reservation.LabelsEntry
 	8,  // 11: ledgerd.v1.Reservation.pending:type_name -> ledgerd.v1.PendingModification
-	15, // 12: ledgerd.v1.Reservation.requested_duration:type_name -> google.protobuf.Duration
-	16, // 13: ledgerd.v1.Reservation.actual_end:type_name -> google.protobuf.Timestamp
+	16, // 12: ledgerd.v1.Reservation.requested_duration:type_name -> google.protobuf.Duration
+	17, // 13: ledgerd.v1.Reservation.actual_end:type_name -> google.protobuf.Timestamp
 	1,  // 14: ledgerd.v1.Reservation.kind:type_name -> ledgerd.v1.ReservationKind
-	16, // 15: ledgerd.v1.Reservation.not_before:type_name -> google.protobuf.Timestamp
-	16, // 16: ledgerd.v1.MovedJob.from:type_name -> google.protobuf.Timestamp
-	16, // 17: ledgerd.v1.MovedJob.to:type_name -> google.protobuf.Timestamp
+	17, // 15: ledgerd.v1.Reservation.not_before:type_name -> google.protobuf.Timestamp
+	17, // 16: ledgerd.v1.MovedJob.from:type_name -> google.protobuf.Timestamp
+	17, // 17: ledgerd.v1.MovedJob.to:type_name -> google.protobuf.Timestamp
 	4,  // 18: ledgerd.v1.PendingModification.parts:type_name -> ledgerd.v1.ResourceAmount
-	16, // 19: ledgerd.v1.PendingModification.start:type_name -> google.protobuf.Timestamp
-	16, // 20: ledgerd.v1.PendingModification.end:type_name -> google.protobuf.Timestamp
-	16, // 21: ledgerd.v1.PendingModification.hold_expires_at:type_name -> google.protobuf.Timestamp
-	14, // 22: ledgerd.v1.Resource.labels:type_name -> ledgerd.v1.Resource.LabelsEntry
+	17, // 19: ledgerd.v1.PendingModification.start:type_name -> google.protobuf.Timestamp
+	17, // 20: ledgerd.v1.PendingModification.end:type_name -> google.protobuf.Timestamp
+	17, // 21: ledgerd.v1.PendingModification.hold_expires_at:type_name -> google.protobuf.Timestamp
+	15, // 22: ledgerd.v1.Resource.labels:type_name -> ledgerd.v1.Resource.LabelsEntry
 	2,  // 23: ledgerd.v1.Resource.policy:type_name -> ledgerd.v1.Policy
-	16, // 24: ledgerd.v1.FreeBlock.start:type_name -> google.protobuf.Timestamp
-	16, // 25: ledgerd.v1.FreeBlock.end:type_name -> google.protobuf.Timestamp
-	16, // 26: ledgerd.v1.Event.time:type_name -> google.protobuf.Timestamp
-	3,  // 27: ledgerd.v1.Event.type:type_name -> ledgerd.v1.EventType
-	6,  // 28: ledgerd.v1.Event.reservation:type_name -> ledgerd.v1.Reservation
-	9,  // 29: ledgerd.v1.Event.resource:type_name -> ledgerd.v1.Resource
-	16, // 30: ledgerd.v1.Rejection.earliest_start:type_name -> google.protobuf.Timestamp
-	31, // [31:31] is the sub-list for method output_type
-	31, // [31:31] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	10, // 24: ledgerd.v1.Resource.windows:type_name -> ledgerd.v1.CapacityWindow
+	17, // 25: ledgerd.v1.CapacityWindow.start:type_name -> google.protobuf.Timestamp
+	17, // 26: ledgerd.v1.CapacityWindow.end:type_name -> google.protobuf.Timestamp
+	17, // 27: ledgerd.v1.FreeBlock.start:type_name -> google.protobuf.Timestamp
+	17, // 28: ledgerd.v1.FreeBlock.end:type_name -> google.protobuf.Timestamp
+	17, // 29: ledgerd.v1.Event.time:type_name -> google.protobuf.Timestamp
+	3,  // 30: ledgerd.v1.Event.type:type_name -> ledgerd.v1.EventType
+	6,  // 31: ledgerd.v1.Event.reservation:type_name -> ledgerd.v1.Reservation
+	9,  // 32: ledgerd.v1.Event.resource:type_name -> ledgerd.v1.Resource
+	17, // 33: ledgerd.v1.Rejection.earliest_start:type_name -> google.protobuf.Timestamp
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_v1_types_proto_init() }
@@ -1338,7 +1422,7 @@ func file_ledgerd_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_v1_types_proto_rawDesc), len(file_ledgerd_v1_types_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

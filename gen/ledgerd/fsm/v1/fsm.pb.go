@@ -595,7 +595,9 @@ type Command struct {
 	Type Command_Type `protobuf:"varint,1,opt,name=type,proto3,enum=ledgerd.fsm.v1.Command_Type" json:"type,omitempty"`
 	// Envelope version: the lowest one that carries every feature the entry
 	// uses (1 for the original commands; 2 for admission policies, variable
-	// jobs and co-reservation). Replicas refuse versions they do not know.
+	// jobs and co-reservation; 3 for fingerprints, forced deletes, modify
+	// windows and the end-of-time bound of 9999-12-31T23:59:59.999Z on every
+	// time). Replicas refuse versions they do not know.
 	Version uint32 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
 	// The leader's clock when it proposed the entry (Unix ms). The state
 	// machine uses max(previous log time, now_millis), so log time never runs
@@ -609,6 +611,13 @@ type Command struct {
 	// Set by the server for operators: skips the owner check on commit,
 	// abort, modify and cancel.
 	Privileged bool `protobuf:"varint,6,opt,name=privileged,proto3" json:"privileged,omitempty"`
+	// What the caller sent, hashed by the edge (SHA-256 of the public
+	// request without its idempotency key and without anything the server
+	// fills in later). With an idempotency key, a later entry with the same
+	// owner and key but another fingerprint is refused (INVALID on
+	// idempotency_key) instead of answered with the first result. Empty:
+	// no check (entries of version < 3 never carry one). Version 3.
+	Fingerprint []byte `protobuf:"bytes,7,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
 	// The operation's arguments.
 	//
 	// Types that are valid to be assigned to Payload:
@@ -699,6 +708,13 @@ func (x *Command) GetPrivileged() bool {
 		return x.Privileged
 	}
 	return false
+}
+
+func (x *Command) GetFingerprint() []byte {
+	if x != nil {
+		return x.Fingerprint
+	}
+	return nil
 }
 
 func (x *Command) GetPayload() isCommand_Payload {
@@ -1536,7 +1552,12 @@ func (x *UpdateResource) GetToMillis() int64 {
 type DeleteResource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The resource.
-	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Abort the holds, cancel the commitments and drop the pending
+	// modifications on the resource, then delete it, all in this one entry
+	// (version 3). Without force the entry is refused while anything is
+	// booked there.
+	Force         bool `protobuf:"varint,2,opt,name=force,proto3" json:"force,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1576,6 +1597,13 @@ func (x *DeleteResource) GetName() string {
 		return x.Name
 	}
 	return ""
+}
+
+func (x *DeleteResource) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
 }
 
 // Part is one resource's share of a reservation.
@@ -1811,8 +1839,18 @@ type Modify struct {
 	// modification also lapses when the new shape or the reservation would
 	// begin, whichever comes first.
 	HoldTtlMillis int64 `protobuf:"varint,5,opt,name=hold_ttl_millis,json=holdTtlMillis,proto3" json:"hold_ttl_millis,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// When > 0, the state machine picks the new start itself, at apply
+	// time: the earliest start s >= max(not_before_millis, log time) with
+	// s + window_duration_millis <= deadline_millis (0: no deadline) where
+	// the new parts fit beside the current booking. start_millis and
+	// end_millis must then be unset. Version 3.
+	WindowDurationMillis int64 `protobuf:"varint,6,opt,name=window_duration_millis,json=windowDurationMillis,proto3" json:"window_duration_millis,omitempty"`
+	// Earliest acceptable start of the window (window_duration_millis > 0).
+	NotBeforeMillis int64 `protobuf:"varint,7,opt,name=not_before_millis,json=notBeforeMillis,proto3" json:"not_before_millis,omitempty"`
+	// Latest acceptable end of the window; 0 means none.
+	DeadlineMillis int64 `protobuf:"varint,8,opt,name=deadline_millis,json=deadlineMillis,proto3" json:"deadline_millis,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Modify) Reset() {
@@ -1876,6 +1914,27 @@ func (x *Modify) GetEndMillis() int64 {
 func (x *Modify) GetHoldTtlMillis() int64 {
 	if x != nil {
 		return x.HoldTtlMillis
+	}
+	return 0
+}
+
+func (x *Modify) GetWindowDurationMillis() int64 {
+	if x != nil {
+		return x.WindowDurationMillis
+	}
+	return 0
+}
+
+func (x *Modify) GetNotBeforeMillis() int64 {
+	if x != nil {
+		return x.NotBeforeMillis
+	}
+	return 0
+}
+
+func (x *Modify) GetDeadlineMillis() int64 {
+	if x != nil {
+		return x.DeadlineMillis
 	}
 	return 0
 }
@@ -2490,6 +2549,10 @@ type Result struct {
 	Moved []*Move `protobuf:"bytes,9,rep,name=moved,proto3" json:"moved,omitempty"`
 	// The placements of an admitted TYPE_CO_RESERVE.
 	CoAdmission *CoAdmission `protobuf:"bytes,13,opt,name=co_admission,json=coAdmission,proto3" json:"co_admission,omitempty"`
+	// The fingerprint of the command that produced this result (version 3
+	// entries with one); stored with the idempotency key so that a reuse of
+	// the key for another request is recognised.
+	Fingerprint []byte `protobuf:"bytes,14,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
 	// Details for REJECTED, INVALID and CONFLICT.
 	//
 	// Types that are valid to be assigned to Detail:
@@ -2598,6 +2661,13 @@ func (x *Result) GetMoved() []*Move {
 func (x *Result) GetCoAdmission() *CoAdmission {
 	if x != nil {
 		return x.CoAdmission
+	}
+	return nil
+}
+
+func (x *Result) GetFingerprint() []byte {
+	if x != nil {
+		return x.Fingerprint
 	}
 	return nil
 }
@@ -3502,7 +3572,7 @@ var File_ledgerd_fsm_v1_fsm_proto protoreflect.FileDescriptor
 
 const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\n" +
-	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xb1\t\n" +
+	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xd3\t\n" +
 	"\aCommand\x120\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1c.ledgerd.fsm.v1.Command.TypeR\x04type\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\rR\aversion\x12\x1d\n" +
@@ -3512,7 +3582,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x05owner\x18\x05 \x01(\tR\x05owner\x12\x1e\n" +
 	"\n" +
 	"privileged\x18\x06 \x01(\bR\n" +
-	"privileged\x12I\n" +
+	"privileged\x12 \n" +
+	"\vfingerprint\x18\a \x01(\fR\vfingerprint\x12I\n" +
 	"\x0fcreate_resource\x18\n" +
 	" \x01(\v2\x1e.ledgerd.fsm.v1.CreateResourceH\x00R\x0ecreateResource\x12I\n" +
 	"\x0fupdate_resource\x18\v \x01(\v2\x1e.ledgerd.fsm.v1.UpdateResourceH\x00R\x0eupdateResource\x12I\n" +
@@ -3606,9 +3677,10 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\tto_millis\x18\x04 \x01(\x03H\x01R\btoMillis\x88\x01\x01B\x0e\n" +
 	"\f_from_millisB\f\n" +
 	"\n" +
-	"_to_millis\"$\n" +
+	"_to_millis\":\n" +
 	"\x0eDeleteResource\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\":\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\":\n" +
 	"\x04Part\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x16\n" +
 	"\x06amount\x18\x02 \x01(\x03R\x06amount\"\xb2\x03\n" +
@@ -3626,14 +3698,17 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0f\n" +
 	"\r_start_millis\"\x18\n" +
 	"\x06Target\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\xd8\x01\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\xe3\x02\n" +
 	"\x06Modify\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12*\n" +
 	"\x05parts\x18\x02 \x03(\v2\x14.ledgerd.fsm.v1.PartR\x05parts\x12&\n" +
 	"\fstart_millis\x18\x03 \x01(\x03H\x00R\vstartMillis\x88\x01\x01\x12\"\n" +
 	"\n" +
 	"end_millis\x18\x04 \x01(\x03H\x01R\tendMillis\x88\x01\x01\x12&\n" +
-	"\x0fhold_ttl_millis\x18\x05 \x01(\x03R\rholdTtlMillisB\x0f\n" +
+	"\x0fhold_ttl_millis\x18\x05 \x01(\x03R\rholdTtlMillis\x124\n" +
+	"\x16window_duration_millis\x18\x06 \x01(\x03R\x14windowDurationMillis\x12*\n" +
+	"\x11not_before_millis\x18\a \x01(\x03R\x0fnotBeforeMillis\x12'\n" +
+	"\x0fdeadline_millis\x18\b \x01(\x03R\x0edeadlineMillisB\x0f\n" +
 	"\r_start_millisB\r\n" +
 	"\v_end_millis\"J\n" +
 	"\bComplete\x12\x0e\n" +
@@ -3707,7 +3782,7 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x06policy\x18\b \x01(\v2\x1a.ledgerd.fsm.v1.PolicySpecR\x06policy\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf8\x05\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9a\x06\n" +
 	"\x06Result\x125\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1d.ledgerd.fsm.v1.Result.StatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x18\n" +
@@ -3719,7 +3794,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\bresource\x18\a \x01(\v2\x18.ledgerd.fsm.v1.ResourceR\bresource\x12\x18\n" +
 	"\aexpired\x18\b \x01(\x03R\aexpired\x12*\n" +
 	"\x05moved\x18\t \x03(\v2\x14.ledgerd.fsm.v1.MoveR\x05moved\x12>\n" +
-	"\fco_admission\x18\r \x01(\v2\x1b.ledgerd.fsm.v1.CoAdmissionR\vcoAdmission\x126\n" +
+	"\fco_admission\x18\r \x01(\v2\x1b.ledgerd.fsm.v1.CoAdmissionR\vcoAdmission\x12 \n" +
+	"\vfingerprint\x18\x0e \x01(\fR\vfingerprint\x126\n" +
 	"\brejected\x18\n" +
 	" \x01(\v2\x18.ledgerd.fsm.v1.RejectedH\x00R\brejected\x123\n" +
 	"\ainvalid\x18\v \x01(\v2\x17.ledgerd.fsm.v1.InvalidH\x00R\ainvalid\x126\n" +
