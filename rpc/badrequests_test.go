@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -567,7 +569,8 @@ func ledgerState(t *testing.T, ops api) []byte {
 		}
 		out = append(out, b...)
 	}
-	for st := range ledgerdv1.ReservationState_name {
+	// Every state in a fixed order (a map's order changes from run to run).
+	for _, st := range slices.Sorted(maps.Keys(ledgerdv1.ReservationState_name)) {
 		req := &ledgerdv1.ListRequest{PageSize: 1000}
 		if st != 0 {
 			req.States = []ledgerdv1.ReservationState{ledgerdv1.ReservationState(st)}
