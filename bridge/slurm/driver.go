@@ -202,6 +202,8 @@ var messages = []struct {
 	{"communication connection failure", bridge.ErrUnavailable},
 	{"connection refused", bridge.ErrUnavailable},
 	{"in standby mode", bridge.ErrUnavailable},
+	// scontrol create prints this (22.05) when it cannot connect at all.
+	{"unexpected message received", bridge.ErrUnavailable},
 	{"overlaps with another reservation", bridge.ErrOverlap},
 	{"requested nodes are busy", bridge.ErrNodesBusy},
 	{"duplicate reservation name", bridge.ErrDuplicateName},
@@ -294,6 +296,15 @@ func (d *Driver) owned(op, name string) error {
 
 func (d *Driver) timeArg(t time.Time) string { return t.In(d.cfg.Zone).Format(TimeLayout) }
 
+// startArg writes a start that has passed as "now": Slurm refuses a start
+// in the past ("Invalid time specified").
+func (d *Driver) startArg(t, now time.Time) string {
+	if !t.After(now) {
+		return "now"
+	}
+	return d.timeArg(t)
+}
+
 // Create makes the reservation with explicit Nodes= (never NodeCnt=, which
 // Slurm silently shrinks) and StartTime/EndTime (Duration= is rounded up
 // to whole minutes). A start that is not in the future is sent as
@@ -309,10 +320,12 @@ func (d *Driver) Create(ctx context.Context, spec bridge.Spec) error {
 		return &bridge.Error{Op: "create", Name: spec.Name, Kind: bridge.ErrOther, Message: err.Error()}
 	}
 	spec = spec.Normalize()
-	start := d.timeArg(spec.Start)
-	if !spec.Start.After(d.now()) {
-		start = "now"
+	now := d.now()
+	if !spec.End.After(now) {
+		return &bridge.Error{Op: "create", Name: spec.Name, Kind: bridge.ErrTimeInPast,
+			Message: fmt.Sprintf("end %s is not after now", d.timeArg(spec.End))}
 	}
+	start := d.startArg(spec.Start, now)
 	args := []string{"create", "reservation", "ReservationName=" + spec.Name,
 		"StartTime=" + start, "EndTime=" + d.timeArg(spec.End), "Nodes=" + strings.Join(spec.Nodes, ",")}
 	if len(spec.Users) > 0 {
@@ -360,7 +373,7 @@ func (d *Driver) Update(ctx context.Context, want bridge.Spec, have bridge.Reser
 		case bridge.FieldNodes:
 			args = append(args, "Nodes="+strings.Join(want.Nodes, ","))
 		case bridge.FieldStart:
-			args = append(args, "StartTime="+d.timeArg(want.Start))
+			args = append(args, "StartTime="+d.startArg(want.Start, d.now()))
 		case bridge.FieldEnd:
 			args = append(args, "EndTime="+d.timeArg(want.End))
 		case bridge.FieldUsers:
