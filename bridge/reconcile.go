@@ -138,9 +138,12 @@ func (p Plan) Converged() bool { return len(p.Actions) == 0 }
 //
 // Desired reservations are refused (Plan.Rejected) when they are invalid
 // (Spec.Validate), name a reservation twice, overlap an earlier-starting
-// desired reservation on a node, or overlap a foreign reservation on a
-// node; desired reservations whose end is not after now are dropped as
-// over. An owned reservation that is not desired is deleted.
+// desired reservation on a node, or would have to be written overlapping a
+// foreign reservation on a node (one the manager already holds exactly as
+// desired stays, overlap or not); desired reservations whose end is not
+// after now are dropped as over. An owned reservation that is not desired,
+// refused ones included, is deleted: the manager holds the accepted set,
+// nothing stale.
 //
 // An update that would move a reservation onto nodes and times another
 // owned reservation still holds (two reservations swapping nodes), or
@@ -233,15 +236,19 @@ func acceptDesired(desired []Spec, owned map[string]Reservation, foreign []Reser
 		return cmp.Compare(a.Name, b.Name)
 	})
 	want := map[string]Spec{}
-	seen := map[string]bool{}
+	count := map[string]int{}
+	for _, s := range norm {
+		count[s.Name]++
+	}
 	held := map[string][]Spec{} // node -> accepted specs on it
 	for _, s := range norm {
-		if seen[s.Name] {
-			p.Rejected = append(p.Rejected, Rejection{Name: s.Name, Reason: "name desired twice"})
-			delete(want, s.Name)
+		if n := count[s.Name]; n > 1 {
+			count[s.Name] = 0 // report once
+			p.Rejected = append(p.Rejected, Rejection{Name: s.Name, Reason: fmt.Sprintf("name desired %d times", n)})
+			continue
+		} else if n == 0 {
 			continue
 		}
-		seen[s.Name] = true
 		if err := s.Validate(prefix); err != nil {
 			p.Rejected = append(p.Rejected, Rejection{Name: s.Name, Reason: err.Error()})
 			continue
@@ -254,9 +261,9 @@ func acceptDesired(desired []Spec, owned map[string]Reservation, foreign []Reser
 			continue
 		}
 		// A foreign reservation can overlap one the bridge already holds
-		// only if it was made with the manager's overlap flag; the bridge's
-		// reservation stays then, so only new ones are checked.
-		if _, have := owned[s.Name]; !have {
+		// (made with the manager's overlap flag): that one stays while it
+		// needs no change. Anything to be written is checked.
+		if have, ok := owned[s.Name]; !ok || len(Diff(s, have, now)) > 0 {
 			if reason := overlapsForeign(s, foreign, now); reason != "" {
 				p.Rejected = append(p.Rejected, Rejection{Name: s.Name, Reason: reason})
 				continue
