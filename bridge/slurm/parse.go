@@ -238,7 +238,11 @@ func expandOne(item string, budget int) ([]string, error) {
 			return nil, fmt.Errorf("%q: more than %d names", item, MaxHostlist)
 		}
 		for n := a; n <= b; n++ {
-			mids = append(mids, fmt.Sprintf("%0*d", len(lo), n))
+			d := strconv.FormatUint(n, 10)
+			if pad := len(lo) - len(d); pad > 0 {
+				d = strings.Repeat("0", pad) + d
+			}
+			mids = append(mids, d)
 		}
 	}
 	tails, err := expandOne(tail, budget)
