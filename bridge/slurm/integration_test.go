@@ -31,12 +31,14 @@ func newDriver(t *testing.T, c *slurmtest.Cluster, zone string, onRetry func(str
 		t.Fatal(err)
 	}
 	d, err := slurm.New(slurm.Config{
-		Prefix:  prefix,
-		Env:     c.Env(),
-		User:    c.SlurmUser,
-		Zone:    loc,
-		Backoff: slurm.Backoff{Initial: 50 * time.Millisecond, Max: time.Second},
-		OnRetry: onRetry,
+		Prefix:   prefix,
+		Env:      c.Env(),
+		Scontrol: slurmtest.Bin("scontrol"),
+		Sinfo:    slurmtest.Bin("sinfo"),
+		User:     c.SlurmUser,
+		Zone:     loc,
+		Backoff:  slurm.Backoff{Initial: 50 * time.Millisecond, Max: time.Second},
+		OnRetry:  onRetry,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +179,7 @@ func TestDriverAgainstSlurm(t *testing.T) {
 		// A driver whose clock is an hour slow writes a window that Slurm
 		// finds over, and Slurm says so. (Slurm accepts a past start as
 		// long as the end is ahead.)
-		skewed, err := slurm.New(slurm.Config{Prefix: prefix, Env: c.Env(), User: c.SlurmUser,
+		skewed, err := slurm.New(slurm.Config{Prefix: prefix, Env: c.Env(), User: c.SlurmUser, Scontrol: slurmtest.Bin("scontrol"),
 			Now: func() time.Time { return time.Now().Add(-time.Hour) }})
 		if err != nil {
 			t.Fatal(err)

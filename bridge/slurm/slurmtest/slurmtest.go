@@ -83,18 +83,34 @@ func Available() (ok bool, reason string) {
 	}
 	var missing []string
 	for _, b := range binaries {
-		if _, err := exec.LookPath(b); err != nil {
+		if Bin(b) == "" {
 			missing = append(missing, b)
 		}
 	}
 	if len(missing) > 0 {
 		return false, "missing " + strings.Join(missing, ", ") +
-			" (apt-get install slurmctld slurmd slurm-client munge; /usr/sbin must be on $PATH)"
+			" (apt-get install slurmctld slurmd slurm-client munge)"
 	}
 	if os.Geteuid() != 0 {
 		return false, "not root: slurmd must run as root to start jobs"
 	}
 	return true, ""
+}
+
+// Bin returns the path of a Slurm or munge program: from $PATH, else from
+// /usr/sbin or /usr/bin (a root shell without /usr/sbin on $PATH still
+// finds the daemons). "" when it is nowhere.
+func Bin(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, dir := range []string{"/usr/sbin", "/usr/bin"} {
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
 }
 
 // Require skips the test (fails it under CI=true) when no Slurm can be
@@ -251,6 +267,9 @@ func (c *Cluster) Env() []string { return []string{"SLURM_CONF=" + c.Conf} }
 // Command returns a Slurm client command aimed at this cluster, run as
 // root in Dir.
 func (c *Cluster) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	if p := Bin(name); p != "" {
+		name = p
+	}
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = append(os.Environ(), c.Env()...)
 	cmd.Dir = c.Dir
@@ -411,7 +430,7 @@ func (c *Cluster) spawn(tb testing.TB, name, bin string, args ...string) *proc {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(Bin(bin), args...)
 	cmd.Env = append(os.Environ(), c.Env()...)
 	cmd.Dir = c.Dir
 	cmd.Stdout, cmd.Stderr = out, out
