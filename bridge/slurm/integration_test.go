@@ -285,6 +285,85 @@ func TestDriverAgainstSlurm(t *testing.T) {
 		}
 	})
 
+	t.Run("hand edits are repaired", func(t *testing.T) {
+		// Someone deletes one of ours and moves another by hand; one round
+		// puts both back and leaves the hand-made ones alone.
+		want, err := d.Reservations(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var desired []bridge.Spec
+		for _, r := range want {
+			if bridge.Owns(prefix, r.Name) {
+				desired = append(desired, r.Spec())
+			}
+		}
+		c.Run(t, "scontrol", "delete", "ReservationName="+prefix+"2")
+		c.Run(t, "scontrol", "update", "ReservationName="+prefix+"8", "Nodes=n4", "EndTime="+utc(hour.Add(150*time.Minute)))
+		res, err := d.Reservations(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := bridge.Reconcile(desired, res, prefix, time.Now())
+		var drift []string
+		for _, dr := range p.Drift {
+			drift = append(drift, fmt.Sprintf("%s %s %v", dr.Name, dr.Kind, dr.Fields))
+		}
+		if got, want := strings.Join(drift, "; "), prefix+"2 missing []; "+prefix+"8 changed [nodes end]"; got != want {
+			t.Fatalf("drift %q, want %q", got, want)
+		}
+		if _, err := bridge.Apply(ctx, d, p.Actions); err != nil {
+			t.Fatal(err)
+		}
+		res, err = d.Reservations(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again := bridge.Reconcile(desired, res, prefix, time.Now()); !again.Converged() {
+			t.Fatalf("not repaired: %v", again.Actions)
+		}
+	})
+
+	t.Run("nodes: drain, busy, resume", func(t *testing.T) {
+		c.Run(t, "scontrol", "update", "NodeName=n4", "State=DRAIN", "Reason=disk check")
+		nodes, err := d.Nodes(ctx, c.Partition)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n4 := nodes[3]
+		if n4.Name != "n4" || n4.Usable() || !slices.Contains(n4.Flags, "drain") || n4.Reason != "disk check" {
+			t.Fatalf("drained n4 reads %+v", n4)
+		}
+		c.Run(t, "scontrol", "update", "NodeName=n4", "State=RESUME")
+		// Slurm may flag a resumed node as not responding until its next
+		// ping; the bridge sees it usable once Slurm does.
+		end := time.Now().Add(deadline)
+		for {
+			nodes, err = d.Nodes(ctx, c.Partition)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if nodes[3].Usable() {
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatalf("resumed n4 still reads %+v after %v", nodes[3], deadline)
+			}
+			time.Sleep(100 * time.Millisecond) // polling Slurm's node state
+		}
+		// A job outside any reservation holds n1 now: a reservation on n1
+		// from now is refused as busy nodes.
+		out := c.Run(t, "sbatch", "--parsable", "-w", "n1", "-t", "5", "-D", filepath.Join(c.Dir, "jobs"),
+			"-o", "/dev/null", "--wrap", "sleep 300")
+		id := strings.TrimSpace(strings.Split(out, ";")[0])
+		defer c.Try("scancel", id)
+		waitJob(t, c, id, "RUNNING")
+		busy := bridge.Spec{Name: prefix + "busy", Nodes: []string{"n1"}, Start: time.Now().Add(-time.Second).Truncate(time.Second),
+			End: time.Now().Add(10 * time.Minute).Truncate(time.Second), Users: []string{"root"}}
+		mustKind(t, d.Create(ctx, busy), bridge.ErrNodesBusy)
+		c.Run(t, "scancel", id)
+	})
+
 	t.Run("job runs inside its reservation", func(t *testing.T) {
 		jobRunsInReservation(ctx, t, c, d)
 	})
@@ -430,5 +509,22 @@ func jobRunsInReservation(ctx context.Context, t *testing.T, c *slurmtest.Cluste
 			t.Fatalf("delete after the job was cancelled: %v", err)
 		}
 		time.Sleep(100 * time.Millisecond) // the job's end is reported asynchronously
+	}
+}
+
+// waitJob waits until the job reaches state, failing loudly at the
+// deadline.
+func waitJob(t *testing.T, c *slurmtest.Cluster, id, state string) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	for {
+		info, err := c.Try("scontrol", "show", "job", id, "-o")
+		if err == nil && strings.Contains(info, "JobState="+state) {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("job %s not %s within %v: %s %v", id, state, deadline, info, err)
+		}
+		time.Sleep(100 * time.Millisecond) // polling Slurm's job record
 	}
 }
