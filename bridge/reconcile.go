@@ -171,10 +171,10 @@ func Reconcile(desired []Spec, observed []Reservation, prefix string, now time.T
 	var deletes, updates, creates []Action
 	// Footprints of the owned reservations that stay as they are or are
 	// updated in place, for the swap check below.
-	kept := map[string]Reservation{}
-	for name, have := range owned {
+	kept := newFootprints(owned)
+	for _, name := range sortedKeys(owned) {
 		if _, ok := want[name]; ok {
-			kept[name] = have
+			kept.add(name)
 		}
 	}
 	for _, name := range sortedKeys(want) {
@@ -196,12 +196,12 @@ func Reconcile(desired []Spec, observed []Reservation, prefix string, now time.T
 		case active && slices.Contains(fields, FieldStart):
 			recreate = "the start of an active reservation cannot move"
 		default:
-			if other, ok := collides(name, w, kept); ok {
+			if other, ok := kept.collides(name, w); ok {
 				recreate = "its new nodes and times are still held by " + other
 			}
 		}
 		if recreate != "" {
-			delete(kept, name)
+			kept.gone[name] = true
 			deletes = append(deletes, Action{Op: OpDelete, Name: name, Have: have, Why: "recreate: " + recreate})
 			creates = append(creates, Action{Op: OpCreate, Name: name, Want: w, Why: "recreate: " + recreate})
 			continue
@@ -240,8 +240,8 @@ func acceptDesired(desired []Spec, owned map[string]Reservation, foreign []Reser
 	for _, s := range norm {
 		count[s.Name]++
 	}
-	held := map[string][]Spec{} // node -> accepted specs on it
-	for _, s := range norm {
+	held := map[string][]int{} // node -> indexes in norm of the accepted specs on it
+	for i, s := range norm {
 		if n := count[s.Name]; n > 1 {
 			count[s.Name] = 0 // report once
 			p.Rejected = append(p.Rejected, Rejection{Name: s.Name, Reason: fmt.Sprintf("name desired %d times", n)})
@@ -256,7 +256,7 @@ func acceptDesired(desired []Spec, owned map[string]Reservation, foreign []Reser
 		if !s.End.After(now) {
 			continue
 		}
-		if reason := overlapsDesired(s, held); reason != "" {
+		if reason := overlapsDesired(s, norm, held); reason != "" {
 			p.Rejected = append(p.Rejected, Rejection{Name: s.Name, Reason: reason})
 			continue
 		}
@@ -271,16 +271,17 @@ func acceptDesired(desired []Spec, owned map[string]Reservation, foreign []Reser
 		}
 		want[s.Name] = s
 		for _, n := range s.Nodes {
-			held[n] = append(held[n], s)
+			held[n] = append(held[n], i)
 		}
 	}
 	slices.SortStableFunc(p.Rejected, func(a, b Rejection) int { return cmp.Compare(a.Name, b.Name) })
 	return want
 }
 
-func overlapsDesired(s Spec, held map[string][]Spec) string {
+func overlapsDesired(s Spec, norm []Spec, held map[string][]int) string {
 	for _, n := range s.Nodes {
-		for _, o := range held[n] {
+		for _, i := range held[n] {
+			o := &norm[i]
 			if s.Start.Before(o.End) && o.Start.Before(s.End) {
 				return fmt.Sprintf("overlaps desired reservation %s on node %s", o.Name, n)
 			}
@@ -311,24 +312,41 @@ func overlapsForeign(s Spec, foreign []Reservation, now time.Time) string {
 	return ""
 }
 
-// collides reports another kept reservation whose present footprint
-// overlaps w's desired footprint.
-func collides(name string, w Spec, kept map[string]Reservation) (string, bool) {
-	for _, other := range sortedKeys(kept) {
-		if other == name {
-			continue
-		}
-		o := kept[other]
-		if !(w.Start.Before(o.End) && o.Start.Before(w.End)) {
-			continue
-		}
-		for _, n := range w.Nodes {
-			if slices.Contains(o.Nodes, n) {
-				return other, true
+// footprints indexes the owned reservations that stay in place by node,
+// for the swap check: an update must not move onto nodes and times another
+// of them still holds.
+type footprints struct {
+	owned  map[string]Reservation
+	byNode map[string][]string // node -> names, in name order
+	gone   map[string]bool     // recreated: deleted before any update
+}
+
+func newFootprints(owned map[string]Reservation) *footprints {
+	return &footprints{owned: owned, byNode: map[string][]string{}, gone: map[string]bool{}}
+}
+
+// add indexes the owned reservation name; callers add in name order.
+func (f *footprints) add(name string) {
+	for _, n := range f.owned[name].Nodes {
+		f.byNode[n] = append(f.byNode[n], name)
+	}
+}
+
+// collides returns the first (by name) other reservation still in place
+// whose present footprint overlaps w's desired one.
+func (f *footprints) collides(name string, w Spec) (string, bool) {
+	first := ""
+	for _, n := range w.Nodes {
+		for _, other := range f.byNode[n] {
+			if other == name || f.gone[other] || first != "" && other >= first {
+				continue
+			}
+			if o := f.owned[other]; w.Start.Before(o.End) && o.Start.Before(w.End) {
+				first = other
 			}
 		}
 	}
-	return "", false
+	return first, first != ""
 }
 
 func sortedKeys[V any](m map[string]V) []string {
