@@ -4,7 +4,8 @@
 // the values that cross it (Spec, Reservation, Node), the typed errors a
 // driver maps its manager's messages to, and the pure reconcile core
 // (Reconcile) that turns a desired set and an observed set into actions and
-// a drift report.
+// a drift report, and a round's outcome into materialization states
+// (Statuses).
 //
 // The bridge is level-triggered, like a controller: each round it reads the
 // whole observed set, computes the difference to the whole desired set and

@@ -118,6 +118,9 @@ type Plan struct {
 	Actions []Action
 	// Drift found, sorted by name.
 	Drift []Drift
+	// Accepted are the names of the desired reservations the manager
+	// must hold after the plan, sorted.
+	Accepted []string
 	// Rejected desired reservations, sorted by name; no action is
 	// planned for them.
 	Rejected []Rejection
@@ -168,6 +171,7 @@ func Reconcile(desired []Spec, observed []Reservation, prefix string, now time.T
 
 	want := acceptDesired(desired, owned, p.Foreign, prefix, now, &p)
 
+	p.Accepted = sortedKeys(want)
 	var deletes, updates, creates []Action
 	// Footprints of the owned reservations that stay as they are or are
 	// updated in place, for the swap check below.

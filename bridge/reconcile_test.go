@@ -362,3 +362,39 @@ func TestReconcileProperties(t *testing.T) {
 		}
 	}
 }
+
+func TestStatuses(t *testing.T) {
+	now := at(0)
+	noUsers := spec("9", "n1", 10, 20)
+	noUsers.Users = nil
+	desired := []Spec{spec("1", "n1", 10, 20), spec("2", "n2", 10, 20), spec("3", "n3", 10, 20), spec("4", "n4", 10, 20), noUsers, spec("5", "n5", -20, -10)}
+	observed := []Reservation{res(pfx+"1", "n1", 10, 20), res(pfx+"old", "n6", 10, 20), res("hand", "n3", 0, 30)}
+	p := Reconcile(desired, observed, pfx, now)
+	if got := summary(p); got != "delete old; create 2; create 4; reject 3; reject 9" {
+		t.Fatalf("plan %q", got)
+	}
+	// The delete went through, 2 was refused by the manager, then the
+	// manager went away before 4.
+	results := []Result{
+		{Action: p.Actions[0]},
+		{Action: p.Actions[1], Err: &Error{Op: "create", Name: pfx + "2", Kind: ErrInvalidUser, Message: "Invalid user id"}},
+	}
+	var got []string
+	for _, s := range Statuses(p, results) {
+		got = append(got, fmt.Sprintf("%s=%s(%s)", strings.TrimPrefix(s.Name, pfx), s.State, s.Message))
+	}
+	want := []string{
+		"1=materialized()",
+		"2=failed(Invalid user id)",
+		"3=failed(overlaps hand-made reservation hand on node n3)",
+		"4=pending(not attempted: the resource manager was unavailable earlier in the round)",
+		"9=failed(reservation lg-9: users and accounts: neither given (the tenant has no mapping))",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("statuses\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	results = append(results, Result{Action: p.Actions[2], Err: &Error{Op: "create", Kind: ErrUnavailable, Message: "Unable to contact slurm controller"}})
+	if s := Statuses(p, results)[3]; s.State != StatePending || s.Message != "Unable to contact slurm controller" {
+		t.Fatalf("unavailable: %+v", s)
+	}
+}

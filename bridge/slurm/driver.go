@@ -81,8 +81,8 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Zone == nil {
 		cfg.Zone = time.UTC
 	}
-	if cfg.Zone.String() == "Local" {
-		return nil, fmt.Errorf("slurm driver: zone: name a zone (e.g. Europe/Berlin), not Local, so that TZ can be set for scontrol")
+	if _, err := time.LoadLocation(cfg.Zone.String()); err != nil || cfg.Zone.String() == "Local" {
+		return nil, fmt.Errorf("slurm driver: zone %q: name a zone of the zone database (e.g. Europe/Berlin), so that TZ can be set for scontrol", cfg.Zone.String())
 	}
 	if cfg.Scontrol == "" {
 		cfg.Scontrol = "scontrol"

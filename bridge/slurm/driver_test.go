@@ -245,7 +245,7 @@ func TestCreateAfterUnknownOutcome(t *testing.T) {
 }
 
 func TestNewChecksConfig(t *testing.T) {
-	for _, cfg := range []Config{{}, {Prefix: "a b"}, {Prefix: "lg-", Zone: time.Local}} {
+	for _, cfg := range []Config{{}, {Prefix: "a b"}, {Prefix: "lg-", Zone: time.Local}, {Prefix: "lg-", Zone: time.FixedZone("XYZ", 3600)}} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v) accepted", cfg)
 		}
