@@ -6,7 +6,7 @@ TERRAFORM := $(CURDIR)/bin/terraform
 PKGS      := ./...
 
 .PHONY: test lint proto-check unit build run generate fuzz help tools-terraform deploy-check rehearsal three-nodes \
-	chaos slurm-test bench-planner seedexp simexp bench-service bench-raft bench-recovery ui-build ui-check ui-screenshots bench-ui
+	chaos slurm-test slurm-chaos bench-planner seedexp simexp bench-service bench-raft bench-recovery ui-build ui-check ui-screenshots bench-ui
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -66,6 +66,9 @@ chaos: ## long chaos campaign against real agents (NODES, DURATION, NEMESIS, CLI
 
 slurm-test: ## the Slurm bridge's tests against a real Slurm, verbose (root; apt-get install slurmctld slurmd slurm-client munge)
 	$(GO) test -race -tags $(TAGS) -count=1 -v ./bridge/...
+
+slurm-chaos: ## reconcile against a real Slurm under kills, restarts, hand edits and drains (STEPS, default 30; SEED to replay)
+	$(GO) test -tags $(TAGS) -count=1 -v -timeout 60m -run TestChaosAgainstSlurm ./bridge/slurm/ -slurm.chaos $${STEPS:-30} $(if $(SEED),-slurm.seed $(SEED))
 
 bench-planner: ## list vs indexed admission benchmarks, 1k-1M live reservations (see benchmarks/planner)
 	$(GO) test -tags $(TAGS) -timeout 90m -run '^$$' -bench 'Admission|Release' -count 6 ./planner/
