@@ -47,6 +47,7 @@ type Error struct {
 	Message string // the manager's message (stderr), trimmed
 }
 
+// Error reads "op name: kind: message".
 func (e *Error) Error() string {
 	name := ""
 	if e.Name != "" {

@@ -74,6 +74,7 @@ type Action struct {
 	Why string
 }
 
+// String describes the action for logs: op, name, fields, why.
 func (a Action) String() string {
 	switch a.Op {
 	case OpUpdate:
