@@ -6,7 +6,7 @@ TERRAFORM := $(CURDIR)/bin/terraform
 PKGS      := ./...
 
 .PHONY: test lint proto-check unit build run generate fuzz help tools-terraform deploy-check rehearsal three-nodes \
-	chaos bench-planner seedexp simexp bench-service bench-raft bench-recovery ui-build ui-check ui-screenshots bench-ui
+	chaos slurm-test slurm-chaos bench-planner seedexp simexp bench-service bench-raft bench-recovery ui-build ui-check ui-screenshots bench-ui
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -41,7 +41,7 @@ generate: ## regenerate protobuf/Connect code
 	$(TOOLS) buf generate
 
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
-	@for p in ./planner/ ./fsm/; do \
+	@for p in ./planner/ ./fsm/ ./bridge/slurm/; do \
 	  for t in $$($(GO) test -tags $(TAGS) -list 'Fuzz.*' $$p | grep ^Fuzz); do \
 	  $(GO) test -tags $(TAGS) -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} $$p || exit 1; done; done
 
@@ -63,6 +63,12 @@ three-nodes: ## three agents on loopback with -bootstrap-expect 3; kill the lead
 
 chaos: ## long chaos campaign against real agents (NODES, DURATION, NEMESIS, CLIENT=unary|batch)
 	$(GO) run -tags $(TAGS) ./jepsen/cmd/chaos -nodes $${NODES:-5} -duration $${DURATION:-10m} -nemesis $${NEMESIS:-all} -client $${CLIENT:-unary}
+
+slurm-test: ## the Slurm bridge's tests against a real Slurm, verbose (root; apt-get install slurmctld slurmd slurm-client munge)
+	$(GO) test -race -tags $(TAGS) -count=1 -v ./bridge/...
+
+slurm-chaos: ## reconcile against a real Slurm under kills, restarts, hand edits and drains (STEPS, default 30; SEED to replay)
+	$(GO) test -tags $(TAGS) -count=1 -v -timeout 60m -run TestChaosAgainstSlurm ./bridge/slurm/ -slurm.chaos $${STEPS:-30} $(if $(SEED),-slurm.seed $(SEED))
 
 bench-planner: ## list vs indexed admission benchmarks, 1k-1M live reservations (see benchmarks/planner)
 	$(GO) test -tags $(TAGS) -timeout 90m -run '^$$' -bench 'Admission|Release' -count 6 ./planner/

@@ -31,6 +31,12 @@ var never = []struct{ from, to, why string }{
 	{"cmd", "cluster", "main assembles through agent"},
 	{"ledger", "rpc", "the ledger knows no API edge"},
 	{"agent", "cmd", "the assembly knows no command line"},
+	{"bridge", "fsm", "the bridge follows the ledger's contract"},
+	{"bridge", "cluster", "the bridge follows the ledger's contract"},
+	{"bridge", "planner", "the bridge follows the ledger's contract"},
+	{"bridge", "rpc", "the bridge follows the ledger's contract"},
+	{"fsm", "bridge", "apply knows no resource manager"},
+	{"planner", "bridge", "the core knows no resource manager"},
 }
 
 // under reports whether package path p lies in part (a folder of the
