@@ -17,6 +17,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -557,19 +558,19 @@ func sendJSON(ctx context.Context, url string, c badCase) (string, connect.Code,
 }
 
 // ledgerState is every state's List, the resources and the whole
-// history, as the operator reads them, deterministically encoded.
+// history, as the operator reads them, deterministically encoded (as
+// text, so that a difference can be read).
 func ledgerState(t *testing.T, ops api) []byte {
 	t.Helper()
 	ctx := context.Background()
 	var out []byte
 	enc := func(m proto.Message) {
-		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+		b, err := prototext.MarshalOptions{Multiline: true}.Marshal(m)
 		if err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, b...)
 	}
-	// Every state in a fixed order (a map's order changes from run to run).
 	for _, st := range slices.Sorted(maps.Keys(ledgerdv1.ReservationState_name)) {
 		req := &ledgerdv1.ListRequest{PageSize: 1000}
 		if st != 0 {
