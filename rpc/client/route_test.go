@@ -110,6 +110,11 @@ func testWritesGoStraightToTheLeader(t *testing.T, coalesce bool) {
 		}
 		for i, h := range got {
 			if h != leader.Addr {
+				if now := c.WaitLeader(15 * time.Second); now != leader {
+					// An election under load moved the leader while the
+					// calls ran: the routing was not what was tested.
+					t.Skipf("leadership moved from %s to %s during the check (a loaded machine); the routing was not exercised", leader.Addr, now.Addr)
+				}
 				t.Fatalf("%s %d went to %s, want the leader %s", op, i, h, leader.Addr)
 			}
 		}
