@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ledgerd/v1/cluster.proto.
  */
 export const file_ledgerd_v1_cluster: GenFile = /*@__PURE__*/
-  fileDesc("ChhsZWRnZXJkL3YxL2NsdXN0ZXIucHJvdG8SCmxlZGdlcmQudjEigAEKBk1lbWJlchIKCgJpZBgBIAEoCRIUCgxyYWZ0X2FkZHJlc3MYAiABKAkSEwoLYXBpX2FkZHJlc3MYAyABKAkSHgoEcm9sZRgEIAEoDjIQLmxlZGdlcmQudjEuUm9sZRIPCgdoZWFsdGh5GAUgASgIEg4KBnN0YXR1cxgGIAEoCSIQCg5NZW1iZXJzUmVxdWVzdCI2Cg9NZW1iZXJzUmVzcG9uc2USIwoHbWVtYmVycxgBIAMoCzISLmxlZGdlcmQudjEuTWVtYmVyIg8KDUxlYWRlclJlcXVlc3QiRwoOTGVhZGVyUmVzcG9uc2USCgoCaWQYASABKAkSFAoMcmFmdF9hZGRyZXNzGAIgASgJEhMKC2FwaV9hZGRyZXNzGAMgASgJIi4KGVRyYW5zZmVyTGVhZGVyc2hpcFJlcXVlc3QSEQoJdGFyZ2V0X2lkGAEgASgJIhwKGlRyYW5zZmVyTGVhZGVyc2hpcFJlc3BvbnNlIhUKE1NhdmVTbmFwc2hvdFJlcXVlc3QiNgoUU2F2ZVNuYXBzaG90UmVzcG9uc2USDQoFY2h1bmsYASABKAwSDwoHdmVyc2lvbhgCIAEoBCInChZSZXN0b3JlU25hcHNob3RSZXF1ZXN0Eg0KBWNodW5rGAEgASgMIioKF1Jlc3RvcmVTbmFwc2hvdFJlc3BvbnNlEg8KB3ZlcnNpb24YASABKAQiIQoTUmVtb3ZlU2VydmVyUmVxdWVzdBIKCgJpZBgBIAEoCSIWChRSZW1vdmVTZXJ2ZXJSZXNwb25zZSpnCgRSb2xlEhQKEFJPTEVfVU5TUEVDSUZJRUQQABIPCgtST0xFX0xFQURFUhABEhEKDVJPTEVfRk9MTE9XRVIQAhISCg5ST0xFX0NBTkRJREFURRADEhEKDVJPTEVfTk9OVk9URVIQBDKKBAoOQ2x1c3RlclNlcnZpY2USRwoHTWVtYmVycxIaLmxlZGdlcmQudjEuTWVtYmVyc1JlcXVlc3QaGy5sZWRnZXJkLnYxLk1lbWJlcnNSZXNwb25zZSIDkAIBEkQKBkxlYWRlchIZLmxlZGdlcmQudjEuTGVhZGVyUmVxdWVzdBoaLmxlZGdlcmQudjEuTGVhZGVyUmVzcG9uc2UiA5ACARJjChJUcmFuc2ZlckxlYWRlcnNoaXASJS5sZWRnZXJkLnYxLlRyYW5zZmVyTGVhZGVyc2hpcFJlcXVlc3QaJi5sZWRnZXJkLnYxLlRyYW5zZmVyTGVhZGVyc2hpcFJlc3BvbnNlElMKDFNhdmVTbmFwc2hvdBIfLmxlZGdlcmQudjEuU2F2ZVNuYXBzaG90UmVxdWVzdBogLmxlZGdlcmQudjEuU2F2ZVNuYXBzaG90UmVzcG9uc2UwARJcCg9SZXN0b3JlU25hcHNob3QSIi5sZWRnZXJkLnYxLlJlc3RvcmVTbmFwc2hvdFJlcXVlc3QaIy5sZWRnZXJkLnYxLlJlc3RvcmVTbmFwc2hvdFJlc3BvbnNlKAESUQoMUmVtb3ZlU2VydmVyEh8ubGVkZ2VyZC52MS5SZW1vdmVTZXJ2ZXJSZXF1ZXN0GiAubGVkZ2VyZC52MS5SZW1vdmVTZXJ2ZXJSZXNwb25zZUI1WjNnaXRodWIuY29tL2xlZGdlcmQvbGVkZ2VyZC9nZW4vbGVkZ2VyZC92MTtsZWRnZXJkdjFiBnByb3RvMw");
+  fileDesc("ChhsZWRnZXJkL3YxL2NsdXN0ZXIucHJvdG8SCmxlZGdlcmQudjEigAEKBk1lbWJlchIKCgJpZBgBIAEoCRIUCgxyYWZ0X2FkZHJlc3MYAiABKAkSEwoLYXBpX2FkZHJlc3MYAyABKAkSHgoEcm9sZRgEIAEoDjIQLmxlZGdlcmQudjEuUm9sZRIPCgdoZWFsdGh5GAUgASgIEg4KBnN0YXR1cxgGIAEoCSIQCg5NZW1iZXJzUmVxdWVzdCI2Cg9NZW1iZXJzUmVzcG9uc2USIwoHbWVtYmVycxgBIAMoCzISLmxlZGdlcmQudjEuTWVtYmVyIg8KDUxlYWRlclJlcXVlc3QiRwoOTGVhZGVyUmVzcG9uc2USCgoCaWQYASABKAkSFAoMcmFmdF9hZGRyZXNzGAIgASgJEhMKC2FwaV9hZGRyZXNzGAMgASgJIi4KGVRyYW5zZmVyTGVhZGVyc2hpcFJlcXVlc3QSEQoJdGFyZ2V0X2lkGAEgASgJIhwKGlRyYW5zZmVyTGVhZGVyc2hpcFJlc3BvbnNlIhUKE1NhdmVTbmFwc2hvdFJlcXVlc3QiNgoUU2F2ZVNuYXBzaG90UmVzcG9uc2USDQoFY2h1bmsYASABKAwSDwoHdmVyc2lvbhgCIAEoBCInChZSZXN0b3JlU25hcHNob3RSZXF1ZXN0Eg0KBWNodW5rGAEgASgMIioKF1Jlc3RvcmVTbmFwc2hvdFJlc3BvbnNlEg8KB3ZlcnNpb24YASABKAQiIQoTUmVtb3ZlU2VydmVyUmVxdWVzdBIKCgJpZBgBIAEoCSIWChRSZW1vdmVTZXJ2ZXJSZXNwb25zZSJGChRHb3NzaXBLZXlyaW5nUmVxdWVzdBIhCgJvcBgBIAEoDjIVLmxlZGdlcmQudjEuS2V5cmluZ09wEgsKA2tleRgCIAEoCSJGCg1LZXlyaW5nTWVtYmVyEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDAoEa2V5cxgDIAMoCRINCgVlcnJvchgEIAEoCSJDChVHb3NzaXBLZXlyaW5nUmVzcG9uc2USKgoHbWVtYmVycxgBIAMoCzIZLmxlZGdlcmQudjEuS2V5cmluZ01lbWJlcipnCgRSb2xlEhQKEFJPTEVfVU5TUEVDSUZJRUQQABIPCgtST0xFX0xFQURFUhABEhEKDVJPTEVfRk9MTE9XRVIQAhISCg5ST0xFX0NBTkRJREFURRADEhEKDVJPTEVfTk9OVk9URVIQBCp/CglLZXlyaW5nT3ASGgoWS0VZUklOR19PUF9VTlNQRUNJRklFRBAAEhMKD0tFWVJJTkdfT1BfTElTVBABEhYKEktFWVJJTkdfT1BfSU5TVEFMTBACEhIKDktFWVJJTkdfT1BfVVNFEAMSFQoRS0VZUklOR19PUF9SRU1PVkUQBDLgBAoOQ2x1c3RlclNlcnZpY2USRwoHTWVtYmVycxIaLmxlZGdlcmQudjEuTWVtYmVyc1JlcXVlc3QaGy5sZWRnZXJkLnYxLk1lbWJlcnNSZXNwb25zZSIDkAIBEkQKBkxlYWRlchIZLmxlZGdlcmQudjEuTGVhZGVyUmVxdWVzdBoaLmxlZGdlcmQudjEuTGVhZGVyUmVzcG9uc2UiA5ACARJjChJUcmFuc2ZlckxlYWRlcnNoaXASJS5sZWRnZXJkLnYxLlRyYW5zZmVyTGVhZGVyc2hpcFJlcXVlc3QaJi5sZWRnZXJkLnYxLlRyYW5zZmVyTGVhZGVyc2hpcFJlc3BvbnNlElMKDFNhdmVTbmFwc2hvdBIfLmxlZGdlcmQudjEuU2F2ZVNuYXBzaG90UmVxdWVzdBogLmxlZGdlcmQudjEuU2F2ZVNuYXBzaG90UmVzcG9uc2UwARJcCg9SZXN0b3JlU25hcHNob3QSIi5sZWRnZXJkLnYxLlJlc3RvcmVTbmFwc2hvdFJlcXVlc3QaIy5sZWRnZXJkLnYxLlJlc3RvcmVTbmFwc2hvdFJlc3BvbnNlKAESUQoMUmVtb3ZlU2VydmVyEh8ubGVkZ2VyZC52MS5SZW1vdmVTZXJ2ZXJSZXF1ZXN0GiAubGVkZ2VyZC52MS5SZW1vdmVTZXJ2ZXJSZXNwb25zZRJUCg1Hb3NzaXBLZXlyaW5nEiAubGVkZ2VyZC52MS5Hb3NzaXBLZXlyaW5nUmVxdWVzdBohLmxlZGdlcmQudjEuR29zc2lwS2V5cmluZ1Jlc3BvbnNlQjVaM2dpdGh1Yi5jb20vbGVkZ2VyZC9sZWRnZXJkL2dlbi9sZWRnZXJkL3YxO2xlZGdlcmR2MWIGcHJvdG8z");
 
 /**
  * Member is one server.
@@ -312,6 +312,98 @@ export const RemoveServerResponseSchema: GenMessage<RemoveServerResponse> = /*@_
   messageDesc(file_ledgerd_v1_cluster, 12);
 
 /**
+ * GossipKeyringRequest names an operation and, except for list, a key.
+ *
+ * @generated from message ledgerd.v1.GossipKeyringRequest
+ */
+export type GossipKeyringRequest = Message<"ledgerd.v1.GossipKeyringRequest"> & {
+  /**
+   * The operation.
+   *
+   * @generated from field: ledgerd.v1.KeyringOp op = 1;
+   */
+  op: KeyringOp;
+
+  /**
+   * The key, base64 of 16, 24 or 32 bytes (as `ledgerd keygen` prints);
+   * empty for list.
+   *
+   * @generated from field: string key = 2;
+   */
+  key: string;
+};
+
+/**
+ * Describes the message ledgerd.v1.GossipKeyringRequest.
+ * Use `create(GossipKeyringRequestSchema)` to create a new message.
+ */
+export const GossipKeyringRequestSchema: GenMessage<GossipKeyringRequest> = /*@__PURE__*/
+  messageDesc(file_ledgerd_v1_cluster, 13);
+
+/**
+ * KeyringMember is one server's keyring after the operation.
+ *
+ * @generated from message ledgerd.v1.KeyringMember
+ */
+export type KeyringMember = Message<"ledgerd.v1.KeyringMember"> & {
+  /**
+   * Raft server id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Server name.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * Installed keys, base64, the primary key first.
+   *
+   * @generated from field: repeated string keys = 3;
+   */
+  keys: string[];
+
+  /**
+   * Why the operation failed on this server; empty on success.
+   *
+   * @generated from field: string error = 4;
+   */
+  error: string;
+};
+
+/**
+ * Describes the message ledgerd.v1.KeyringMember.
+ * Use `create(KeyringMemberSchema)` to create a new message.
+ */
+export const KeyringMemberSchema: GenMessage<KeyringMember> = /*@__PURE__*/
+  messageDesc(file_ledgerd_v1_cluster, 14);
+
+/**
+ * GossipKeyringResponse reports every server's keyring, sorted by id.
+ *
+ * @generated from message ledgerd.v1.GossipKeyringResponse
+ */
+export type GossipKeyringResponse = Message<"ledgerd.v1.GossipKeyringResponse"> & {
+  /**
+   * The servers.
+   *
+   * @generated from field: repeated ledgerd.v1.KeyringMember members = 1;
+   */
+  members: KeyringMember[];
+};
+
+/**
+ * Describes the message ledgerd.v1.GossipKeyringResponse.
+ * Use `create(GossipKeyringResponseSchema)` to create a new message.
+ */
+export const GossipKeyringResponseSchema: GenMessage<GossipKeyringResponse> = /*@__PURE__*/
+  messageDesc(file_ledgerd_v1_cluster, 15);
+
+/**
  * Role is a member's Raft role.
  *
  * @generated from enum ledgerd.v1.Role
@@ -358,6 +450,54 @@ export enum Role {
  */
 export const RoleSchema: GenEnum<Role> = /*@__PURE__*/
   enumDesc(file_ledgerd_v1_cluster, 0);
+
+/**
+ * KeyringOp is a gossip keyring operation.
+ *
+ * @generated from enum ledgerd.v1.KeyringOp
+ */
+export enum KeyringOp {
+  /**
+   * No operation: refused.
+   *
+   * @generated from enum value: KEYRING_OP_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Report every server's keys.
+   *
+   * @generated from enum value: KEYRING_OP_LIST = 1;
+   */
+  LIST = 1,
+
+  /**
+   * Add a key every server decrypts gossip with.
+   *
+   * @generated from enum value: KEYRING_OP_INSTALL = 2;
+   */
+  INSTALL = 2,
+
+  /**
+   * Make an installed key the one every server encrypts with.
+   *
+   * @generated from enum value: KEYRING_OP_USE = 3;
+   */
+  USE = 3,
+
+  /**
+   * Remove a key that is no server's primary key.
+   *
+   * @generated from enum value: KEYRING_OP_REMOVE = 4;
+   */
+  REMOVE = 4,
+}
+
+/**
+ * Describes the enum ledgerd.v1.KeyringOp.
+ */
+export const KeyringOpSchema: GenEnum<KeyringOp> = /*@__PURE__*/
+  enumDesc(file_ledgerd_v1_cluster, 1);
 
 /**
  * ClusterService inspects and operates the Raft group. Needs the operator role.
@@ -424,6 +564,19 @@ export const ClusterService: GenService<{
     methodKind: "unary";
     input: typeof RemoveServerRequestSchema;
     output: typeof RemoveServerResponseSchema;
+  },
+  /**
+   * GossipKeyring lists or changes the gossip encryption keys of every
+   * server: install a new key, make it the primary one, remove the old one.
+   * The leader applies the operation on every server of the Raft
+   * configuration; each server persists its keyring in its data dir.
+   *
+   * @generated from rpc ledgerd.v1.ClusterService.GossipKeyring
+   */
+  gossipKeyring: {
+    methodKind: "unary";
+    input: typeof GossipKeyringRequestSchema;
+    output: typeof GossipKeyringResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ledgerd_v1_cluster, 0);
