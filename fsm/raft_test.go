@@ -43,9 +43,11 @@ func TestRaftCluster(t *testing.T) {
 		conf := raft.DefaultConfig()
 		conf.LocalID = raft.ServerID(nd.trans.LocalAddr())
 		conf.Logger = hclog.NewNullLogger()
-		conf.HeartbeatTimeout = 50 * time.Millisecond
-		conf.ElectionTimeout = 50 * time.Millisecond
-		conf.LeaderLeaseTimeout = 50 * time.Millisecond
+		// Long enough that a loaded, race-enabled run does not lose its
+		// leader to a missed heartbeat in the middle of the stream.
+		conf.HeartbeatTimeout = 500 * time.Millisecond
+		conf.ElectionTimeout = 500 * time.Millisecond
+		conf.LeaderLeaseTimeout = 250 * time.Millisecond
 		conf.CommitTimeout = 5 * time.Millisecond
 		logs, snaps := raft.NewInmemStore(), raft.NewInmemSnapshotStore()
 		if err := raft.BootstrapCluster(conf, logs, logs, snaps, nd.trans, raft.Configuration{Servers: servers}); err != nil {
