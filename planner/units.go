@@ -1,0 +1,1105 @@
+package planner
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Concrete units: the two-level schedule of seed 000 (§3, §6). A resource
+// made of named units (the nodes of a cluster) keeps a global timeline of
+// summed free capacity, which answers the count question quickly, and one
+// schedule per unit, which says which booking holds which unit when. Every
+// booking that holds capacity is mapped to a set of units that are free
+// over its whole window; admission never accepts a request that cannot be
+// mapped. UNITS.md explains the choices (the fit rule, the two policies,
+// the costs measured).
+
+// UnitPolicy says what admission does with a request whose count fits but
+// for which no set of units is free for the whole window.
+type UnitPolicy uint8
+
+const (
+	// UnitPolicyUnspecified is the zero value and is rejected as invalid.
+	UnitPolicyUnspecified UnitPolicy = iota
+	// UnitRefuse leaves every existing mapping as it is: a start is
+	// admissible only if enough units are free over its whole window.
+	UnitRefuse
+	// UnitRemap may move movable bookings (not materialized, not running)
+	// to other units to make room; pinned bookings never move. Every move
+	// is reported as a Remap.
+	UnitRemap
+)
+
+func (p UnitPolicy) String() string {
+	switch p {
+	case UnitRefuse:
+		return "REFUSE"
+	case UnitRemap:
+		return "REMAP"
+	}
+	return fmt.Sprintf("UnitPolicy(%d)", uint8(p))
+}
+
+// FitRule chooses which of the free units a new booking gets when more are
+// free than it needs.
+type FitRule uint8
+
+const (
+	// FitBest picks the units whose idle gap around the window is the
+	// smallest (best fit), ties broken by the smaller gap before the start
+	// and then by the lower unit index. It keeps long idle stretches whole
+	// for long requests. The default.
+	FitBest FitRule = iota
+	// FitLowest picks the lowest-indexed free units.
+	FitLowest
+)
+
+func (f FitRule) String() string {
+	switch f {
+	case FitBest:
+		return "best-fit"
+	case FitLowest:
+		return "lowest-index"
+	}
+	return fmt.Sprintf("FitRule(%d)", uint8(f))
+}
+
+// DefaultSearchBudget bounds the work of one re-mapping search (the
+// exhaustive fallback behind the greedy one); see UnitConfig.SearchBudget.
+const DefaultSearchBudget = 200_000
+
+// UnitConfig configures a UnitSchedule.
+type UnitConfig struct {
+	// Fit is the rule that picks units among the free ones.
+	Fit FitRule
+	// Factory makes the global timeline of summed capacity; nil selects
+	// NewIndexed.
+	Factory TimelineFactory
+	// SearchBudget bounds the steps of the exhaustive re-mapping search of
+	// one admission (0 selects DefaultSearchBudget). When it runs out the
+	// start is treated as unmappable and the decision says so
+	// (UnitDecision.Exhausted); the greedy search before it is exact
+	// whenever no pinned booking or down window lies wholly in the future.
+	SearchBudget int
+}
+
+// UnitRequest asks for Amount whole units for Duration, starting at some s
+// with NotBefore <= s and s+Duration <= Deadline (Deadline = MaxTime: no
+// deadline). Movable is the new booking's flag: whether a later admission
+// under UnitRemap may move it to other units (true until the booking is
+// materialized in a resource manager; it never moves once running).
+type UnitRequest struct {
+	Amount    int64
+	Duration  int64
+	NotBefore int64
+	Deadline  int64
+	Movable   bool
+}
+
+// Remap is one booking moved to other units: From and To are the unit names
+// before and after, each sorted by unit index.
+type Remap struct {
+	ID   string
+	From []string
+	To   []string
+}
+
+// UnitDecision is the outcome of a unit admission.
+type UnitDecision struct {
+	// Fits reports whether a start inside the booking window maps.
+	Fits bool
+	// Start and Units: the earliest start that maps and the units chosen,
+	// sorted by unit index, when Fits.
+	Start int64
+	Units []string
+	// Remaps lists, sorted by ID, the bookings moved to make room (only
+	// under UnitRemap). The caller logs each one and emits an event.
+	Remaps []Remap
+	// CountFits and CountStart: the earliest start in the window at which
+	// the summed free capacity suffices. When !Fits but CountFits, the
+	// request was count-feasible and refused only because no set of units
+	// is free for a whole window.
+	CountFits  bool
+	CountStart int64
+	// LaterOK and LaterStart: when !Fits, the earliest start after the
+	// window (ignoring the deadline) that maps under the same policy.
+	LaterOK    bool
+	LaterStart int64
+	// Exhausted reports that the re-mapping search ran out of its budget
+	// at some candidate start, which was then treated as unmappable.
+	Exhausted bool
+}
+
+// Reason is a one-line explanation of a refusal ("" when Fits).
+func (d UnitDecision) Reason() string {
+	if d.Fits {
+		return ""
+	}
+	var b strings.Builder
+	if d.CountFits {
+		fmt.Fprintf(&b, "enough units are free in sum from %d, but no set of units is free for the whole window", d.CountStart)
+	} else {
+		b.WriteString("not enough units are free at any start in the window")
+	}
+	if d.Exhausted {
+		b.WriteString(" (the re-mapping search ran out of budget)")
+	}
+	if d.LaterOK {
+		fmt.Fprintf(&b, "; earliest start that maps: %d", d.LaterStart)
+	} else {
+		b.WriteString("; no later start maps either")
+	}
+	return b.String()
+}
+
+// UnitBooking is a booking of a UnitSchedule as the caller sees it.
+type UnitBooking struct {
+	ID    string
+	Start int64
+	End   int64
+	// Units are the unit names, sorted by unit index.
+	Units []string
+	// Movable is the flag set by the caller (not materialized).
+	Movable bool
+}
+
+// UnitDown is a window [From, To) during which a unit is down or drained.
+type UnitDown struct {
+	ID   string
+	Unit string
+	From int64
+	To   int64
+}
+
+// ErrUnmappable marks a refusal of a count-feasible request for which no
+// set of units is free for the whole window; the error is an
+// *UnmappableError. A request that does not fit even in sum wraps
+// ErrNoCapacity instead.
+var ErrUnmappable = errors.New("no set of units free for the whole window")
+
+// ErrUnitConflict marks a down window that would take a unit from bookings
+// that cannot be moved elsewhere; the error is a *UnitConflictError.
+var ErrUnitConflict = errors.New("unit window conflicts with bookings")
+
+// UnmappableError carries the decision of a refused admission. It wraps
+// ErrUnmappable when the request was count-feasible, else ErrNoCapacity.
+type UnmappableError struct {
+	ID       string
+	Decision UnitDecision
+}
+
+func (e *UnmappableError) Error() string {
+	return fmt.Sprintf("reserve %q: %s", e.ID, e.Decision.Reason())
+}
+
+// Unwrap makes errors.Is work with ErrUnmappable or ErrNoCapacity.
+func (e *UnmappableError) Unwrap() error {
+	if e.Decision.CountFits {
+		return ErrUnmappable
+	}
+	return ErrNoCapacity
+}
+
+// UnitConflictError lists, sorted, the bookings (and other down windows) on
+// Unit that a down window would overlap and that could not be moved. It
+// wraps ErrUnitConflict.
+type UnitConflictError struct {
+	Unit     string
+	Bookings []string
+	Downs    []string
+}
+
+func (e *UnitConflictError) Error() string {
+	s := fmt.Sprintf("unit %q: window would overbook %d booking(s) %v", e.Unit, len(e.Bookings), e.Bookings)
+	if len(e.Downs) > 0 {
+		s += fmt.Sprintf(" and overlaps down window(s) %v", e.Downs)
+	}
+	return s
+}
+
+// Unwrap makes errors.Is(err, ErrUnitConflict) true.
+func (e *UnitConflictError) Unwrap() error { return ErrUnitConflict }
+
+// urec is one booking or down window as held by the unit schedules.
+type urec struct {
+	id         string
+	start, end int64
+	// units are unit indices, ascending. Invariant: len(units) is the
+	// booking's amount (1 for a down window).
+	units   []int32
+	movable bool
+	down    bool
+	// gone is set when the record leaves the schedule (the end heap
+	// drops such entries lazily); mark is scratch for set building.
+	gone bool
+	mark uint64
+}
+
+// span is one record's occupation of one unit.
+type span struct {
+	start, end int64
+	r          *urec
+}
+
+// unitLine is the schedule of one unit. Invariant: spans sorted by start,
+// pairwise disjoint (hence also sorted by end), each with start < end.
+type unitLine struct {
+	spans []span
+}
+
+// UnitSchedule is the two-level schedule of one resource made of named
+// units: a global timeline of summed free capacity (admission) plus one
+// schedule per unit (the mapping). Every mutating method checks before it
+// changes anything: on error the state is as it was. Not safe for
+// concurrent use.
+type UnitSchedule struct {
+	names []string
+	index map[string]int32
+	cfg   UnitConfig
+	// origin only grows (Advance); a booking with start <= origin is
+	// running and never moves.
+	origin int64
+	// global is the free-capacity profile in sum: len(names) minus the
+	// booked units minus the down units at every instant.
+	global Timeline
+	lines  []unitLine
+	books  map[string]*urec
+	downs  map[string]*urec
+	ends   endRecHeap
+	epoch  uint64
+	// scratch for the searches.
+	es []int64
+}
+
+// NewUnitSchedule returns an empty schedule over the named units (in the
+// order given, which is the unit index order) with the given origin.
+// Names must be non-empty and distinct; at least one is needed.
+func NewUnitSchedule(names []string, origin int64, cfg UnitConfig) (*UnitSchedule, error) {
+	if len(names) == 0 {
+		return nil, &FieldError{Field: "units", Reason: "must name at least one unit"}
+	}
+	if len(names) > 1<<24 {
+		return nil, &FieldError{Field: "units", Reason: fmt.Sprintf("%d units: at most %d", len(names), 1<<24)}
+	}
+	if origin < 0 || origin >= MaxTime {
+		return nil, &FieldError{Field: "origin", Reason: "must be in [0, MaxTime)"}
+	}
+	if cfg.Fit != FitBest && cfg.Fit != FitLowest {
+		return nil, &FieldError{Field: "fit", Reason: fmt.Sprintf("unknown rule %d", cfg.Fit)}
+	}
+	if cfg.SearchBudget < 0 {
+		return nil, &FieldError{Field: "search_budget", Reason: "must be >= 0"}
+	}
+	if cfg.SearchBudget == 0 {
+		cfg.SearchBudget = DefaultSearchBudget
+	}
+	if cfg.Factory == nil {
+		cfg.Factory = NewIndexed
+	}
+	u := &UnitSchedule{
+		names:  slices.Clone(names),
+		index:  make(map[string]int32, len(names)),
+		cfg:    cfg,
+		origin: origin,
+		lines:  make([]unitLine, len(names)),
+		books:  make(map[string]*urec),
+		downs:  make(map[string]*urec),
+	}
+	for i, n := range names {
+		if n == "" {
+			return nil, &FieldError{Field: fmt.Sprintf("units[%d]", i), Reason: "must not be empty"}
+		}
+		if _, dup := u.index[n]; dup {
+			return nil, &FieldError{Field: fmt.Sprintf("units[%d]", i), Reason: fmt.Sprintf("duplicate unit %q", n)}
+		}
+		u.index[n] = int32(i)
+	}
+	u.global = cfg.Factory(int64(len(names)), origin)
+	return u, nil
+}
+
+// Units returns the unit names in index order.
+func (u *UnitSchedule) Units() []string { return slices.Clone(u.names) }
+
+// Origin returns the largest now passed to Advance (or the initial origin).
+func (u *UnitSchedule) Origin() int64 { return u.origin }
+
+// Len returns the number of live bookings (down windows not counted).
+func (u *UnitSchedule) Len() int { return len(u.books) }
+
+// Get returns the booking id.
+func (u *UnitSchedule) Get(id string) (UnitBooking, bool) {
+	r, ok := u.books[id]
+	if !ok {
+		return UnitBooking{}, false
+	}
+	return UnitBooking{ID: r.id, Start: r.start, End: r.end, Units: u.unitNames(r.units), Movable: r.movable}, true
+}
+
+// FreeUnits returns the names of the units free over [start, end), in index
+// order (an availability report for one window).
+func (u *UnitSchedule) FreeUnits(start, end int64) ([]string, error) {
+	if start < u.origin {
+		return nil, &FieldError{Field: "start", Reason: fmt.Sprintf("must be >= origin %d", u.origin)}
+	}
+	if end <= start {
+		return nil, &FieldError{Field: "end", Reason: "must be after start"}
+	}
+	var out []string
+	for i := range u.lines {
+		if u.lines[i].free(start, end) {
+			out = append(out, u.names[i])
+		}
+	}
+	return out, nil
+}
+
+func (u *UnitSchedule) unitNames(idx []int32) []string {
+	out := make([]string, len(idx))
+	for i, x := range idx {
+		out[i] = u.names[x]
+	}
+	return out
+}
+
+// pinned reports whether r may not move: a down window, a booking the
+// caller marked unmovable (materialized), or one already running.
+func (u *UnitSchedule) pinned(r *urec) bool {
+	return r.down || !r.movable || r.start <= u.origin
+}
+
+// checkRequest validates req and returns the latest admissible start.
+func (u *UnitSchedule) checkRequest(req UnitRequest, policy UnitPolicy) (int64, error) {
+	switch {
+	case policy != UnitRefuse && policy != UnitRemap:
+		return 0, &FieldError{Field: "policy", Reason: fmt.Sprintf("unknown unit policy %d", policy)}
+	case req.Amount <= 0:
+		return 0, &FieldError{Field: "amount", Reason: "must be > 0"}
+	case req.Amount > int64(len(u.names)):
+		return 0, &FieldError{Field: "amount", Reason: fmt.Sprintf("%d units requested, the resource has %d", req.Amount, len(u.names))}
+	case req.Duration <= 0:
+		return 0, &FieldError{Field: "duration", Reason: "must be > 0"}
+	case req.NotBefore < u.origin:
+		return 0, &FieldError{Field: "not_before", Reason: fmt.Sprintf("must be >= origin %d", u.origin)}
+	case req.NotBefore > MaxTime-req.Duration:
+		return 0, &FieldError{Field: "duration", Reason: "not_before + duration overflows"}
+	case req.Deadline-req.Duration < req.NotBefore:
+		return 0, &FieldError{Field: "deadline", Reason: "must be >= not_before + duration"}
+	}
+	return req.Deadline - req.Duration, nil
+}
+
+// Find returns the decision Reserve would make, without changing anything.
+func (u *UnitSchedule) Find(req UnitRequest, policy UnitPolicy) (UnitDecision, error) {
+	latest, err := u.checkRequest(req, policy)
+	if err != nil {
+		return UnitDecision{}, err
+	}
+	d, _ := u.decide(req, latest, policy)
+	return d, nil
+}
+
+// Reserve admits req under id at the earliest start that maps under the
+// policy, books it on the chosen units and applies the re-mappings the
+// decision lists. When nothing maps in the window it returns the decision
+// (with the reason and the earliest later start that maps) and an
+// *UnmappableError, and changes nothing.
+func (u *UnitSchedule) Reserve(id string, req UnitRequest, policy UnitPolicy) (UnitDecision, error) {
+	if err := u.checkNewID(id); err != nil {
+		return UnitDecision{}, err
+	}
+	latest, err := u.checkRequest(req, policy)
+	if err != nil {
+		return UnitDecision{}, err
+	}
+	d, p := u.decide(req, latest, policy)
+	if !d.Fits {
+		return d, &UnmappableError{ID: id, Decision: d}
+	}
+	u.applyPlan(p)
+	r := &urec{id: id, start: d.Start, end: d.Start + req.Duration, units: p.units, movable: req.Movable}
+	u.insertRec(r)
+	u.books[id] = r
+	return d, nil
+}
+
+func (u *UnitSchedule) checkNewID(id string) error {
+	if id == "" {
+		return &FieldError{Field: "id", Reason: "must not be empty"}
+	}
+	if _, ok := u.books[id]; ok {
+		return fmt.Errorf("booking %q: %w", id, ErrDuplicateID)
+	}
+	return nil
+}
+
+// Book records the exact booking b (units by name) as given, for replay
+// and restore. It fails, changing nothing, if a unit is unknown or
+// repeated, or if a unit is not free over [b.Start, b.End).
+func (u *UnitSchedule) Book(b UnitBooking) error {
+	if err := u.checkNewID(b.ID); err != nil {
+		return err
+	}
+	r, err := u.checkRecord(b.ID, b.Start, b.End, b.Units)
+	if err != nil {
+		return err
+	}
+	r.movable = b.Movable
+	for _, x := range r.units {
+		if !u.lines[x].free(r.start, r.end) {
+			return fmt.Errorf("book %q: unit %q is not free over [%d,%d): %w", b.ID, u.names[x], r.start, r.end, ErrNoCapacity)
+		}
+	}
+	u.insertRec(r)
+	u.books[b.ID] = r
+	return nil
+}
+
+// checkRecord validates a window and unit names and builds the record.
+func (u *UnitSchedule) checkRecord(id string, start, end int64, units []string) (*urec, error) {
+	if end <= start {
+		return nil, &FieldError{Field: "end", Reason: "must be after start"}
+	}
+	if end <= u.origin {
+		return nil, &FieldError{Field: "end", Reason: fmt.Sprintf("must be after origin %d", u.origin)}
+	}
+	if start < 0 {
+		return nil, &FieldError{Field: "start", Reason: "must be >= 0"}
+	}
+	if len(units) == 0 {
+		return nil, &FieldError{Field: "units", Reason: "must name at least one unit"}
+	}
+	r := &urec{id: id, start: start, end: end, units: make([]int32, 0, len(units))}
+	for i, n := range units {
+		x, ok := u.index[n]
+		if !ok {
+			return nil, &FieldError{Field: fmt.Sprintf("units[%d]", i), Reason: fmt.Sprintf("unknown unit %q", n)}
+		}
+		r.units = append(r.units, x)
+	}
+	slices.Sort(r.units)
+	for i := 1; i < len(r.units); i++ {
+		if r.units[i] == r.units[i-1] {
+			return nil, &FieldError{Field: "units", Reason: fmt.Sprintf("unit %q named twice", u.names[r.units[i]])}
+		}
+	}
+	return r, nil
+}
+
+// Release removes the booking id and frees its units.
+func (u *UnitSchedule) Release(id string) (UnitBooking, error) {
+	r, ok := u.books[id]
+	if !ok {
+		return UnitBooking{}, fmt.Errorf("release %q: %w", id, ErrUnknownBooking)
+	}
+	b, _ := u.Get(id)
+	u.removeRec(r)
+	delete(u.books, id)
+	return b, nil
+}
+
+// SetMovable sets the movable flag of booking id: false once the booking
+// is materialized in a resource manager (it then never moves), true again
+// if that materialization is withdrawn.
+func (u *UnitSchedule) SetMovable(id string, movable bool) error {
+	r, ok := u.books[id]
+	if !ok {
+		return fmt.Errorf("set movable %q: %w", id, ErrUnknownBooking)
+	}
+	r.movable = movable
+	return nil
+}
+
+// Advance moves the origin to now (never back): bookings and down windows
+// that end at or before now are forgotten, and bookings that start at or
+// before now count as running (pinned).
+func (u *UnitSchedule) Advance(now int64) {
+	now = min(now, MaxTime-1)
+	if now <= u.origin {
+		return
+	}
+	u.origin = now
+	u.global.Advance(now)
+	for len(u.ends) > 0 && u.ends[0].end <= now {
+		r := u.ends.pop()
+		if r.gone {
+			continue
+		}
+		r.gone = true
+		for _, x := range r.units {
+			u.lines[x].remove(r)
+		}
+		if r.down {
+			delete(u.downs, r.id)
+		} else {
+			delete(u.books, r.id)
+		}
+	}
+}
+
+// insertRec puts r on its units and books it in the global timeline.
+func (u *UnitSchedule) insertRec(r *urec) {
+	for _, x := range r.units {
+		u.lines[x].insert(span{start: r.start, end: r.end, r: r})
+	}
+	if s := max(r.start, u.origin); s < r.end {
+		if err := u.global.Book(s, r.end, int64(len(r.units))); err != nil {
+			// Every unit of r is free over its window, so the sum is.
+			panic(fmt.Sprintf("planner: unit schedule out of step with its global timeline: %v", err))
+		}
+	}
+	r.gone = false
+	u.ends.push(r)
+}
+
+// removeRec takes r off its units and the global timeline.
+func (u *UnitSchedule) removeRec(r *urec) {
+	for _, x := range r.units {
+		u.lines[x].remove(r)
+	}
+	if s := max(r.start, u.origin); s < r.end {
+		if err := u.global.Release(s, r.end, int64(len(r.units))); err != nil {
+			panic(fmt.Sprintf("planner: unit schedule out of step with its global timeline: %v", err))
+		}
+	}
+	r.gone = true
+}
+
+// --- per-unit lines ---
+
+// at returns the index of the first span that ends after t.
+func (l *unitLine) at(t int64) int {
+	i, _ := slices.BinarySearchFunc(l.spans, t, func(s span, t int64) int {
+		if s.end <= t {
+			return -1
+		}
+		return 1
+	})
+	return i
+}
+
+// free reports whether no span intersects [s, e).
+func (l *unitLine) free(s, e int64) bool {
+	i := l.at(s)
+	return i == len(l.spans) || l.spans[i].start >= e
+}
+
+// earliest returns the earliest t >= s with t <= latest at which the unit
+// is free over [t, t+d).
+func (l *unitLine) earliest(s, d, latest int64) (int64, bool) {
+	t := s
+	for i := l.at(s); i < len(l.spans); i++ {
+		if l.spans[i].start-d >= t {
+			break
+		}
+		t = max(t, l.spans[i].end)
+		if t > latest {
+			return 0, false
+		}
+	}
+	return t, t <= latest
+}
+
+// gap returns the idle stretch [prev, next) of the unit that contains
+// [s, e), which must be free: prev is the end of the span before (or
+// origin), next the start of the span after (or MaxTime).
+func (l *unitLine) gap(s int64, origin int64) (prev, next int64) {
+	i := l.at(s)
+	prev, next = origin, MaxTime
+	if i > 0 {
+		prev = l.spans[i-1].end
+	}
+	if i < len(l.spans) {
+		next = l.spans[i].start
+	}
+	return prev, next
+}
+
+func (l *unitLine) insert(sp span) {
+	i := l.at(sp.start)
+	l.spans = slices.Insert(l.spans, i, sp)
+}
+
+func (l *unitLine) remove(r *urec) {
+	i := l.at(r.start)
+	for ; i < len(l.spans); i++ {
+		if l.spans[i].r == r {
+			l.spans = slices.Delete(l.spans, i, i+1)
+			return
+		}
+		if l.spans[i].start > r.start {
+			break
+		}
+	}
+	panic(fmt.Sprintf("planner: booking %q missing from its unit", r.id))
+}
+
+// --- admission ---
+
+// plan is what an admission will do: the units of the new booking and the
+// moves of existing ones.
+type plan struct {
+	units []int32
+	moves []move
+}
+
+type move struct {
+	r         *urec
+	from, to  []int32
+	fromNames []string
+}
+
+// decide computes the decision and its plan; it leaves the state as it was.
+func (u *UnitSchedule) decide(req UnitRequest, latest int64, policy UnitPolicy) (UnitDecision, plan) {
+	var d UnitDecision
+	d.CountStart, d.CountFits = u.global.Earliest(req.Amount, req.Duration, req.NotBefore, latest)
+	start, p, ok, exhausted := u.search(req.Amount, req.Duration, req.NotBefore, latest, policy)
+	d.Exhausted = exhausted
+	if ok {
+		d.Fits, d.Start, d.Units = true, start, u.unitNames(p.units)
+		for _, m := range p.moves {
+			d.Remaps = append(d.Remaps, Remap{ID: m.r.id, From: m.fromNames, To: u.unitNames(m.to)})
+		}
+		slices.SortFunc(d.Remaps, func(a, b Remap) int { return strings.Compare(a.ID, b.ID) })
+		return d, p
+	}
+	if latest < MaxTime-req.Duration {
+		var ex bool
+		d.LaterStart, _, d.LaterOK, ex = u.search(req.Amount, req.Duration, latest+1, MaxTime-req.Duration, policy)
+		d.Exhausted = d.Exhausted || ex
+	}
+	return d, plan{}
+}
+
+// search returns the earliest start in [nb, latest] that maps under the
+// policy, with its plan.
+func (u *UnitSchedule) search(amount, d, nb, latest int64, policy UnitPolicy) (int64, plan, bool, bool) {
+	sa, okA := u.earliestFixed(amount, d, nb, latest)
+	if policy == UnitRefuse {
+		if !okA {
+			return 0, plan{}, false, false
+		}
+		return sa, plan{units: u.choose(sa, sa+d, amount, nil)}, true, false
+	}
+	// UnitRemap: every start before sa needs moves. Candidates are nb and
+	// every span end (an earliest mapping start is one of them); the
+	// global timeline skips the count-infeasible stretches.
+	budget := u.cfg.SearchBudget
+	exhausted := false
+	cur := nb
+	last := latest
+	if okA {
+		last = sa - 1
+	}
+	for cur <= last {
+		s, ok := u.global.Earliest(amount, d, cur, last)
+		if !ok {
+			break
+		}
+		p, ok, ex := u.remapAt(s, s+d, amount, nil, &budget)
+		exhausted = exhausted || ex
+		if ok {
+			return s, p, true, exhausted
+		}
+		next, ok := u.nextEnd(s)
+		if !ok {
+			break
+		}
+		cur = next
+	}
+	if okA {
+		return sa, plan{units: u.choose(sa, sa+d, amount, nil)}, true, exhausted
+	}
+	return 0, plan{}, false, exhausted
+}
+
+// earliestFixed is the search without moves: the earliest s in
+// [nb, latest] at which amount units are free over [s, s+d). Each round
+// asks the global timeline for a count-feasible start s, then every unit
+// for the earliest start from s at which it is free for d: if amount units
+// say s, s maps; otherwise no start before the amount-th smallest answer
+// can map (fewer than amount units are free over any window starting
+// earlier), so the search moves there.
+func (u *UnitSchedule) earliestFixed(amount, d, nb, latest int64) (int64, bool) {
+	s := nb
+	for {
+		g, ok := u.global.Earliest(amount, d, s, latest)
+		if !ok {
+			return 0, false
+		}
+		s = g
+		es := u.es[:0]
+		now := int64(0)
+		for i := range u.lines {
+			e, ok := u.lines[i].earliest(s, d, latest)
+			if !ok {
+				continue
+			}
+			if e == s {
+				now++
+			}
+			es = append(es, e)
+		}
+		u.es = es
+		if now >= amount {
+			return s, true
+		}
+		if int64(len(es)) < amount {
+			return 0, false
+		}
+		slices.Sort(es)
+		s = es[amount-1]
+	}
+}
+
+// nextEnd returns the earliest span end after t on any unit.
+func (u *UnitSchedule) nextEnd(t int64) (int64, bool) {
+	best, ok := MaxTime, false
+	for i := range u.lines {
+		l := &u.lines[i]
+		j := l.at(t)
+		if j < len(l.spans) && l.spans[j].end < best {
+			best, ok = l.spans[j].end, true
+		}
+	}
+	return best, ok
+}
+
+// choose picks amount of the units free over [s, e) by the fit rule,
+// preferring the units in prefer (a moved booking's old units) first. It
+// returns nil when fewer than amount are free. The result is sorted.
+func (u *UnitSchedule) choose(s, e, amount int64, prefer []int32) []int32 {
+	type cand struct {
+		x           int32
+		pref        bool
+		hole, front int64
+	}
+	var cs []cand
+	for i := range u.lines {
+		l := &u.lines[i]
+		if !l.free(s, e) {
+			continue
+		}
+		c := cand{x: int32(i)}
+		if _, found := slices.BinarySearch(prefer, int32(i)); found {
+			c.pref = true
+		}
+		if u.cfg.Fit == FitBest {
+			prev, next := l.gap(s, u.origin)
+			c.hole, c.front = next-prev, s-prev
+		}
+		cs = append(cs, c)
+	}
+	if int64(len(cs)) < amount {
+		return nil
+	}
+	slices.SortFunc(cs, func(a, b cand) int {
+		if a.pref != b.pref {
+			if a.pref {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Or(cmp.Compare(a.hole, b.hole), cmp.Compare(a.front, b.front), cmp.Compare(a.x, b.x))
+	})
+	out := make([]int32, amount)
+	for i := range out {
+		out[i] = cs[i].x
+	}
+	slices.Sort(out)
+	return out
+}
+
+// applyPlan performs the moves of p (the new booking is inserted by the
+// caller).
+func (u *UnitSchedule) applyPlan(p plan) {
+	for _, m := range p.moves {
+		for _, x := range m.from {
+			u.lines[x].remove(m.r)
+		}
+	}
+	for _, m := range p.moves {
+		m.r.units = m.to
+		for _, x := range m.to {
+			u.lines[x].insert(span{start: m.r.start, end: m.r.end, r: m.r})
+		}
+	}
+}
+
+// --- re-mapping ---
+
+// item is one booking to (re)place in a re-mapping search; r is nil for
+// the new booking.
+type item struct {
+	r          *urec
+	start, end int64
+	amount     int64
+	old        []int32
+}
+
+// movableOverlapping returns the movable bookings that overlap [s, e) on
+// any unit, sorted by ID, excluding those marked with epoch ep already;
+// it marks the ones it returns.
+func (u *UnitSchedule) movableOverlapping(s, e int64, ep uint64, out []*urec) []*urec {
+	first := len(out)
+	for i := range u.lines {
+		l := &u.lines[i]
+		for j := l.at(s); j < len(l.spans) && l.spans[j].start < e; j++ {
+			r := l.spans[j].r
+			if r.mark == ep || u.pinned(r) {
+				continue
+			}
+			r.mark = ep
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out[first:], func(a, b *urec) int { return strings.Compare(a.id, b.id) })
+	return out
+}
+
+// remapAt looks for a mapping of a new booking of amount units over
+// [s, e) that moves movable bookings. It starts with the movable bookings
+// overlapping the window and widens the set to those overlapping the span
+// of the set until it stops growing: at that point every movable booking
+// connected to the window by a chain of overlaps may move, and nothing
+// else could help (a booking outside the chain overlaps none of them in
+// time). The state is left as it was; the plan lists the moves.
+//
+// With amount = 0 there is no new booking: fixed, a down window that is
+// not yet on its unit, must find room instead (AddDown).
+func (u *UnitSchedule) remapAt(s, e, amount int64, fixed *urec, budget *int) (plan, bool, bool) {
+	u.epoch++
+	ep := u.epoch
+	set := u.movableOverlapping(s, e, ep, nil)
+	if len(set) == 0 {
+		return plan{}, false, false
+	}
+	exhausted := false
+	for {
+		p, ok, ex := u.solve(set, s, e, amount, fixed, budget)
+		exhausted = exhausted || ex
+		if ok {
+			return p, true, exhausted
+		}
+		lo, hi := s, e
+		for _, r := range set {
+			lo, hi = min(lo, r.start), max(hi, r.end)
+		}
+		n := len(set)
+		set = u.movableOverlapping(lo, hi, ep, set)
+		if len(set) == n {
+			return plan{}, false, exhausted
+		}
+	}
+}
+
+// solve places the bookings of set and a new one over [s, e) with every
+// other record fixed: first greedily in order of start, each booking on
+// its old units where they are still free, else by the fit rule; if that
+// fails, by an exhaustive search bounded by budget. fixed, when not nil,
+// is put on its unit while the set is lifted. State is restored before it
+// returns.
+func (u *UnitSchedule) solve(set []*urec, s, e, amount int64, fixed *urec, budget *int) (plan, bool, bool) {
+	items := make([]item, 0, len(set)+1)
+	if amount > 0 {
+		items = append(items, item{start: s, end: e, amount: amount})
+	}
+	for _, r := range set {
+		items = append(items, item{r: r, start: r.start, end: r.end, amount: int64(len(r.units)), old: r.units})
+	}
+	slices.SortStableFunc(items, func(a, b item) int {
+		return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(b.end, a.end), cmp.Compare(idOf(a), idOf(b)))
+	})
+	// Lift the set off its units.
+	for _, r := range set {
+		for _, x := range r.units {
+			u.lines[x].remove(r)
+		}
+	}
+	if fixed != nil {
+		for _, x := range fixed.units {
+			if !u.lines[x].free(fixed.start, fixed.end) {
+				panic(fmt.Sprintf("planner: window %q still overlaps a fixed record", fixed.id))
+			}
+			u.lines[x].insert(span{start: fixed.start, end: fixed.end, r: fixed})
+		}
+	}
+	tmp := make([]*urec, len(items))
+	for i := range items {
+		tmp[i] = &urec{id: idOf(items[i]), start: items[i].start, end: items[i].end}
+	}
+	assign := make([][]int32, len(items))
+	place := func(i int, units []int32) {
+		assign[i] = units
+		tmp[i].units = units
+		for _, x := range units {
+			u.lines[x].insert(span{start: items[i].start, end: items[i].end, r: tmp[i]})
+		}
+	}
+	unplace := func(i int) {
+		for _, x := range assign[i] {
+			u.lines[x].remove(tmp[i])
+		}
+		assign[i] = nil
+	}
+	ok := true
+	for i, it := range items {
+		units := u.choose(it.start, it.end, it.amount, it.old)
+		if units == nil {
+			ok = false
+			break
+		}
+		place(i, units)
+	}
+	exhausted := false
+	if !ok {
+		for i := range items {
+			if assign[i] != nil {
+				unplace(i)
+			}
+		}
+		var bt func(i int) bool
+		bt = func(i int) bool {
+			if i == len(items) {
+				return true
+			}
+			it := items[i]
+			var free []int32
+			for x := range u.lines {
+				if u.lines[x].free(it.start, it.end) {
+					free = append(free, int32(x))
+				}
+			}
+			if int64(len(free)) < it.amount {
+				return false
+			}
+			found := false
+			combinations(len(free), int(it.amount), func(pick []int) bool {
+				if *budget <= 0 {
+					exhausted = true
+					return false
+				}
+				*budget--
+				units := make([]int32, len(pick))
+				for k, p := range pick {
+					units[k] = free[p]
+				}
+				place(i, units)
+				if bt(i + 1) {
+					found = true
+					return false
+				}
+				unplace(i)
+				return true
+			})
+			return found
+		}
+		ok = bt(0)
+	}
+	var p plan
+	if ok {
+		for i, it := range items {
+			if it.r == nil {
+				p.units = assign[i]
+			} else if !slices.Equal(assign[i], it.old) {
+				p.moves = append(p.moves, move{r: it.r, from: it.old, to: assign[i], fromNames: u.unitNames(it.old)})
+			}
+		}
+	}
+	// Restore: take the tentative spans off, put the set back.
+	for i := range items {
+		if assign[i] != nil {
+			unplace(i)
+		}
+	}
+	if fixed != nil {
+		for _, x := range fixed.units {
+			u.lines[x].remove(fixed)
+		}
+	}
+	for _, r := range set {
+		for _, x := range r.units {
+			u.lines[x].insert(span{start: r.start, end: r.end, r: r})
+		}
+	}
+	return p, ok, exhausted
+}
+
+func idOf(it item) string {
+	if it.r == nil {
+		return ""
+	}
+	return it.r.id
+}
+
+// combinations calls f with every k-subset of [0, n) in lexicographic
+// order until f returns false.
+func combinations(n, k int, f func([]int) bool) {
+	pick := make([]int, k)
+	for i := range pick {
+		pick[i] = i
+	}
+	for {
+		if !f(pick) {
+			return
+		}
+		i := k - 1
+		for i >= 0 && pick[i] == n-k+i {
+			i--
+		}
+		if i < 0 {
+			return
+		}
+		pick[i]++
+		for j := i + 1; j < k; j++ {
+			pick[j] = pick[j-1] + 1
+		}
+	}
+}
+
+// --- end heap ---
+
+// endRecHeap is a min-heap of records by end; released records stay in it
+// (marked gone) until their end passes.
+type endRecHeap []*urec
+
+func (h *endRecHeap) push(r *urec) {
+	*h = append(*h, r)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if s[p].end <= s[i].end {
+			break
+		}
+		s[p], s[i] = s[i], s[p]
+		i = p
+	}
+}
+
+func (h *endRecHeap) pop() *urec {
+	s := *h
+	top := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	s[n] = nil
+	s = s[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && s[l].end < s[m].end {
+			m = l
+		}
+		if l+1 < n && s[l+1].end < s[m].end {
+			m = l + 1
+		}
+		if m == i {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
+	return top
+}
