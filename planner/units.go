@@ -877,12 +877,9 @@ func (u *UnitSchedule) remapAt(s, e, amount int64, fixed *urec, budget *int) (pl
 	if len(set) == 0 {
 		return plan{}, false, false
 	}
-	exhausted := false
 	for {
-		p, ok, ex := u.solve(set, s, e, amount, fixed, budget)
-		exhausted = exhausted || ex
-		if ok {
-			return p, true, exhausted
+		if p, ok, _ := u.solve(set, s, e, amount, fixed, false, budget); ok {
+			return p, true, false
 		}
 		lo, hi := s, e
 		for _, r := range set {
@@ -891,7 +888,9 @@ func (u *UnitSchedule) remapAt(s, e, amount int64, fixed *urec, budget *int) (pl
 		n := len(set)
 		set = u.movableOverlapping(lo, hi, ep, set)
 		if len(set) == n {
-			return plan{}, false, exhausted
+			// The set is closed: only now is the exhaustive search worth
+			// its cost, since a failure here is final.
+			return u.solve(set, s, e, amount, fixed, true, budget)
 		}
 	}
 }
@@ -899,10 +898,10 @@ func (u *UnitSchedule) remapAt(s, e, amount int64, fixed *urec, budget *int) (pl
 // solve places the bookings of set and a new one over [s, e) with every
 // other record fixed: first greedily in order of start, each booking on
 // its old units where they are still free, else by the fit rule; if that
-// fails, by an exhaustive search bounded by budget. fixed, when not nil,
-// is put on its unit while the set is lifted. State is restored before it
-// returns.
-func (u *UnitSchedule) solve(set []*urec, s, e, amount int64, fixed *urec, budget *int) (plan, bool, bool) {
+// fails and exhaustive is set, by an exhaustive search bounded by budget.
+// fixed, when not nil, is put on its unit while the set is lifted. State
+// is restored before it returns.
+func (u *UnitSchedule) solve(set []*urec, s, e, amount int64, fixed *urec, exhaustive bool, budget *int) (plan, bool, bool) {
 	items := make([]item, 0, len(set)+1)
 	if amount > 0 {
 		items = append(items, item{start: s, end: e, amount: amount})
@@ -955,7 +954,7 @@ func (u *UnitSchedule) solve(set []*urec, s, e, amount int64, fixed *urec, budge
 		place(i, units)
 	}
 	exhausted := false
-	if !ok {
+	if !ok && exhaustive {
 		for i := range items {
 			if assign[i] != nil {
 				unplace(i)
