@@ -271,7 +271,9 @@ type UnitSchedule struct {
 	ends   endRecHeap
 	epoch  uint64
 	// scratch for the searches.
-	es []int64
+	es   []int64
+	cs   []cand
+	best []cand
 }
 
 // NewUnitSchedule returns an empty schedule over the named units (in the
@@ -570,52 +572,26 @@ func (u *UnitSchedule) removeRec(r *urec) {
 
 // --- per-unit lines ---
 
-// at returns the index of the first span that ends after t.
+// at returns the index of the first span that ends after t (spans are
+// sorted by end too, being disjoint). Hand-written: it is the inner loop
+// of every unit scan.
 func (l *unitLine) at(t int64) int {
-	i, _ := slices.BinarySearchFunc(l.spans, t, func(s span, t int64) int {
-		if s.end <= t {
-			return -1
+	lo, hi := 0, len(l.spans)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if l.spans[m].end <= t {
+			lo = m + 1
+		} else {
+			hi = m
 		}
-		return 1
-	})
-	return i
+	}
+	return lo
 }
 
 // free reports whether no span intersects [s, e).
 func (l *unitLine) free(s, e int64) bool {
 	i := l.at(s)
 	return i == len(l.spans) || l.spans[i].start >= e
-}
-
-// earliest returns the earliest t >= s with t <= latest at which the unit
-// is free over [t, t+d).
-func (l *unitLine) earliest(s, d, latest int64) (int64, bool) {
-	t := s
-	for i := l.at(s); i < len(l.spans); i++ {
-		if l.spans[i].start-d >= t {
-			break
-		}
-		t = max(t, l.spans[i].end)
-		if t > latest {
-			return 0, false
-		}
-	}
-	return t, t <= latest
-}
-
-// gap returns the idle stretch [prev, next) of the unit that contains
-// [s, e), which must be free: prev is the end of the span before (or
-// origin), next the start of the span after (or MaxTime).
-func (l *unitLine) gap(s int64, origin int64) (prev, next int64) {
-	i := l.at(s)
-	prev, next = origin, MaxTime
-	if i > 0 {
-		prev = l.spans[i-1].end
-	}
-	if i < len(l.spans) {
-		next = l.spans[i].start
-	}
-	return prev, next
 }
 
 func (l *unitLine) insert(sp span) {
@@ -678,11 +654,16 @@ func (u *UnitSchedule) decide(req UnitRequest, latest int64, policy UnitPolicy) 
 // policy, with its plan.
 func (u *UnitSchedule) search(amount, d, nb, latest int64, policy UnitPolicy) (int64, plan, bool, bool) {
 	sa, okA := u.earliestFixed(amount, d, nb, latest)
+	var unitsA []int32
+	if okA {
+		// earliestFixed left the free units at sa in u.cs.
+		unitsA = u.pick(u.cs, amount)
+	}
 	if policy == UnitRefuse {
 		if !okA {
 			return 0, plan{}, false, false
 		}
-		return sa, plan{units: u.choose(sa, sa+d, amount, nil)}, true, false
+		return sa, plan{units: unitsA}, true, false
 	}
 	// UnitRemap: every start before sa needs moves. Candidates are nb and
 	// every span end (an earliest mapping start is one of them); the
@@ -711,18 +692,20 @@ func (u *UnitSchedule) search(amount, d, nb, latest int64, policy UnitPolicy) (i
 		cur = next
 	}
 	if okA {
-		return sa, plan{units: u.choose(sa, sa+d, amount, nil)}, true, exhausted
+		return sa, plan{units: unitsA}, true, exhausted
 	}
 	return 0, plan{}, false, exhausted
 }
 
 // earliestFixed is the search without moves: the earliest s in
 // [nb, latest] at which amount units are free over [s, s+d). Each round
-// asks the global timeline for a count-feasible start s, then every unit
-// for the earliest start from s at which it is free for d: if amount units
-// say s, s maps; otherwise no start before the amount-th smallest answer
-// can map (fewer than amount units are free over any window starting
-// earlier), so the search moves there.
+// asks the global timeline for a count-feasible start s and scans the
+// units once: if amount of them are free over [s, s+d), s maps (and u.cs
+// holds them for pick). Otherwise every busy unit gives a lower bound on
+// the earliest start at which it is free for d, the end of the last of
+// its spans that starts before s+d; no start before the bound that ranks
+// amount-th among the units (free ones count as s) can map, so the next
+// round starts there.
 func (u *UnitSchedule) earliestFixed(amount, d, nb, latest int64) (int64, bool) {
 	s := nb
 	for {
@@ -731,27 +714,33 @@ func (u *UnitSchedule) earliestFixed(amount, d, nb, latest int64) (int64, bool) 
 			return 0, false
 		}
 		s = g
-		es := u.es[:0]
-		now := int64(0)
-		for i := range u.lines {
-			e, ok := u.lines[i].earliest(s, d, latest)
-			if !ok {
-				continue
-			}
-			if e == s {
-				now++
-			}
-			es = append(es, e)
+		limit := -1
+		if u.cfg.Fit == FitLowest {
+			limit = int(amount)
 		}
-		u.es = es
-		if now >= amount {
+		u.cs = u.scan(s, s+d, nil, limit, u.cs[:0])
+		have := int64(len(u.cs))
+		if have >= amount {
 			return s, true
 		}
-		if int64(len(es)) < amount {
+		es := u.es[:0]
+		for i := range u.lines {
+			l := &u.lines[i]
+			if l.free(s, s+d) {
+				continue
+			}
+			j, _ := slices.BinarySearchFunc(l.spans, s+d, func(sp span, t int64) int { return cmp.Compare(sp.start, t) })
+			if lb := l.spans[j-1].end; lb <= latest {
+				es = append(es, lb)
+			}
+		}
+		u.es = es
+		need := amount - have
+		if int64(len(es)) < need {
 			return 0, false
 		}
 		slices.Sort(es)
-		s = es[amount-1]
+		s = es[need-1]
 	}
 }
 
@@ -768,49 +757,100 @@ func (u *UnitSchedule) nextEnd(t int64) (int64, bool) {
 	return best, ok
 }
 
-// choose picks amount of the units free over [s, e) by the fit rule,
-// preferring the units in prefer (a moved booking's old units) first. It
-// returns nil when fewer than amount are free. The result is sorted.
-func (u *UnitSchedule) choose(s, e, amount int64, prefer []int32) []int32 {
-	type cand struct {
-		x           int32
-		pref        bool
-		hole, front int64
-	}
-	var cs []cand
+// cand is a unit free over a window, with what the fit rule weighs.
+type cand struct {
+	x           int32
+	pref        bool
+	hole, front int64
+}
+
+// scan appends to cs the units free over [s, e), in index order, with
+// their idle hole and the gap before s (for best fit) and whether prefer
+// (sorted) lists them. With limit >= 0 it stops after limit units.
+func (u *UnitSchedule) scan(s, e int64, prefer []int32, limit int, cs []cand) []cand {
 	for i := range u.lines {
+		if limit >= 0 && len(cs) >= limit {
+			break
+		}
 		l := &u.lines[i]
-		if !l.free(s, e) {
+		k := l.at(s)
+		if k < len(l.spans) && l.spans[k].start < e {
 			continue
 		}
 		c := cand{x: int32(i)}
-		if _, found := slices.BinarySearch(prefer, int32(i)); found {
-			c.pref = true
+		if len(prefer) > 0 {
+			_, c.pref = slices.BinarySearch(prefer, int32(i))
 		}
 		if u.cfg.Fit == FitBest {
-			prev, next := l.gap(s, u.origin)
+			prev, next := u.origin, MaxTime
+			if k > 0 {
+				prev = l.spans[k-1].end
+			}
+			if k < len(l.spans) {
+				next = l.spans[k].start
+			}
 			c.hole, c.front = next-prev, s-prev
 		}
 		cs = append(cs, c)
 	}
-	if int64(len(cs)) < amount {
-		return nil
-	}
-	slices.SortFunc(cs, func(a, b cand) int {
-		if a.pref != b.pref {
-			if a.pref {
-				return -1
-			}
-			return 1
+	return cs
+}
+
+// pick returns amount units of cs (which must hold that many), sorted by
+// index: preferred ones first, then by the fit rule (smallest hole,
+// smallest gap before, lowest index; all zero under FitLowest). It keeps
+// the best amount in a sorted buffer instead of sorting all of cs, which
+// is mostly far longer.
+func (u *UnitSchedule) pick(cs []cand, amount int64) []int32 {
+	k := int(amount)
+	best := u.best[:0]
+	for _, c := range cs {
+		if len(best) == k && !c.before(best[k-1]) {
+			continue
 		}
-		return cmp.Or(cmp.Compare(a.hole, b.hole), cmp.Compare(a.front, b.front), cmp.Compare(a.x, b.x))
-	})
-	out := make([]int32, amount)
+		i := len(best)
+		for i > 0 && c.before(best[i-1]) {
+			i--
+		}
+		if len(best) < k {
+			best = append(best, cand{})
+		}
+		copy(best[i+1:], best[i:len(best)-1])
+		best[i] = c
+	}
+	u.best = best
+	out := make([]int32, k)
 	for i := range out {
-		out[i] = cs[i].x
+		out[i] = best[i].x
 	}
 	slices.Sort(out)
 	return out
+}
+
+// before is the fit order: preferred first, then smaller hole, smaller
+// gap before, lower index.
+func (a cand) before(b cand) bool {
+	if a.pref != b.pref {
+		return a.pref
+	}
+	if a.hole != b.hole {
+		return a.hole < b.hole
+	}
+	if a.front != b.front {
+		return a.front < b.front
+	}
+	return a.x < b.x
+}
+
+// choose picks amount of the units free over [s, e) by the fit rule,
+// preferring the units in prefer (a moved booking's old units) first. It
+// returns nil when fewer than amount are free. The result is sorted.
+func (u *UnitSchedule) choose(s, e, amount int64, prefer []int32) []int32 {
+	u.cs = u.scan(s, e, prefer, -1, u.cs[:0])
+	if int64(len(u.cs)) < amount {
+		return nil
+	}
+	return u.pick(u.cs, amount)
 }
 
 // applyPlan performs the moves of p (the new booking is inserted by the
