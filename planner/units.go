@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 )
@@ -247,7 +248,7 @@ type span struct {
 // unitLine is the schedule of one unit. Invariant: spans sorted by start,
 // pairwise disjoint (hence also sorted by end), each with start < end.
 type unitLine struct {
-	spans []span
+	spans chunkList[span]
 }
 
 // UnitSchedule is the two-level schedule of one resource made of named
@@ -266,14 +267,20 @@ type UnitSchedule struct {
 	// booked units minus the down units at every instant.
 	global Timeline
 	lines  []unitLine
-	books  map[string]*urec
-	downs  map[string]*urec
-	ends   endRecHeap
-	epoch  uint64
+	// recs indexes every record by duration class and start, so that a
+	// search visits the records overlapping its window, not every unit.
+	recs  recIndex
+	books map[string]*urec
+	downs map[string]*urec
+	ends  endRecHeap
+	epoch uint64
 	// scratch for the searches.
-	es   []int64
-	cs   []cand
-	best []cand
+	es      []int64
+	cs      []cand
+	best    []cand
+	busy    []uint64 // bitmap of units held in the window (all clear between searches)
+	lb      []int64  // per unit: the end of its last span in the window
+	touched []int32  // the units set in busy
 }
 
 // NewUnitSchedule returns an empty schedule over the named units (in the
@@ -320,6 +327,8 @@ func NewUnitSchedule(names []string, origin int64, cfg UnitConfig) (*UnitSchedul
 		u.index[n] = int32(i)
 	}
 	u.global = cfg.Factory(int64(len(names)), origin)
+	u.busy = make([]uint64, (len(names)+63)/64)
+	u.lb = make([]int64, len(names))
 	return u, nil
 }
 
@@ -531,6 +540,7 @@ func (u *UnitSchedule) Advance(now int64) {
 			continue
 		}
 		r.gone = true
+		u.recs.remove(r)
 		for _, x := range r.units {
 			u.lines[x].remove(r)
 		}
@@ -555,6 +565,7 @@ func (u *UnitSchedule) insertRec(r *urec) {
 	}
 	r.gone = false
 	u.ends.push(r)
+	u.recs.add(r)
 }
 
 // removeRec takes r off its units and the global timeline.
@@ -568,49 +579,62 @@ func (u *UnitSchedule) removeRec(r *urec) {
 		}
 	}
 	r.gone = true
+	u.recs.remove(r)
 }
 
 // --- per-unit lines ---
 
-// at returns the index of the first span that ends after t (spans are
-// sorted by end too, being disjoint). Hand-written: it is the inner loop
-// of every unit scan.
-func (l *unitLine) at(t int64) int {
-	lo, hi := 0, len(l.spans)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if l.spans[m].end <= t {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
+// at returns the position of the first span that ends after t (spans
+// are sorted by end too, being disjoint).
+func (l *unitLine) at(t int64) (int, int) {
+	return l.spans.find(func(sp span) bool { return sp.end > t })
 }
 
 // free reports whether no span intersects [s, e).
 func (l *unitLine) free(s, e int64) bool {
-	i := l.at(s)
-	return i == len(l.spans) || l.spans[i].start >= e
+	sp, ok := l.spans.at(l.at(s))
+	return !ok || sp.start >= e
 }
 
-func (l *unitLine) insert(sp span) {
-	i := l.at(sp.start)
-	l.spans = slices.Insert(l.spans, i, sp)
+// around returns the idle stretch [prev, next) of the unit around s, which
+// must be free: prev is the end of the span before (or origin), next the
+// start of the span after (or MaxTime).
+func (l *unitLine) around(s, origin int64) (prev, next int64) {
+	ci, i := l.at(s)
+	prev, next = origin, MaxTime
+	if sp, ok := l.spans.before(ci, i); ok {
+		prev = sp.end
+	}
+	if sp, ok := l.spans.at(ci, i); ok {
+		next = sp.start
+	}
+	return prev, next
 }
 
-func (l *unitLine) remove(r *urec) {
-	i := l.at(r.start)
-	for ; i < len(l.spans); i++ {
-		if l.spans[i].r == r {
-			l.spans = slices.Delete(l.spans, i, i+1)
+// each calls fn for the spans that intersect [s, e), in order.
+func (l *unitLine) each(s, e int64, fn func(span)) {
+	for ci, i := l.at(s); ; ci, i = l.spans.next(ci, i) {
+		sp, ok := l.spans.at(ci, i)
+		if !ok || sp.start >= e {
 			return
 		}
-		if l.spans[i].start > r.start {
-			break
-		}
+		fn(sp)
 	}
-	panic(fmt.Sprintf("planner: booking %q missing from its unit", r.id))
+}
+
+// insert adds sp, whose window must be free.
+func (l *unitLine) insert(sp span) {
+	ci, i := l.at(sp.start)
+	l.spans.insert(ci, i, sp)
+}
+
+// remove deletes r's span.
+func (l *unitLine) remove(r *urec) {
+	ci, i := l.at(r.start)
+	if sp, ok := l.spans.at(ci, i); !ok || sp.r != r {
+		panic(fmt.Sprintf("planner: booking %q missing from its unit", r.id))
+	}
+	l.spans.delete(ci, i)
 }
 
 // --- admission ---
@@ -699,13 +723,14 @@ func (u *UnitSchedule) search(amount, d, nb, latest int64, policy UnitPolicy) (i
 
 // earliestFixed is the search without moves: the earliest s in
 // [nb, latest] at which amount units are free over [s, s+d). Each round
-// asks the global timeline for a count-feasible start s and scans the
-// units once: if amount of them are free over [s, s+d), s maps (and u.cs
-// holds them for pick). Otherwise every busy unit gives a lower bound on
-// the earliest start at which it is free for d, the end of the last of
-// its spans that starts before s+d; no start before the bound that ranks
-// amount-th among the units (free ones count as s) can map, so the next
-// round starts there.
+// asks the global timeline for a count-feasible start s and marks the
+// units held by the records overlapping [s, s+d) (found through the
+// record index, not by visiting every unit): if amount units are left
+// free, s maps and u.cs holds them for pick. Otherwise every held unit
+// gives a lower bound on the earliest start at which it is free for d,
+// the end of its last record in the window; no start before the bound
+// that ranks amount-th among the units (free ones count as s) can map,
+// so the next round starts there.
 func (u *UnitSchedule) earliestFixed(amount, d, nb, latest int64) (int64, bool) {
 	s := nb
 	for {
@@ -714,28 +739,22 @@ func (u *UnitSchedule) earliestFixed(amount, d, nb, latest int64) (int64, bool) 
 			return 0, false
 		}
 		s = g
-		limit := -1
-		if u.cfg.Fit == FitLowest {
-			limit = int(amount)
-		}
-		u.cs = u.scan(s, s+d, nil, limit, u.cs[:0])
-		have := int64(len(u.cs))
-		if have >= amount {
+		u.mark(s, s+d)
+		free := int64(len(u.names) - len(u.touched))
+		if free >= amount {
+			u.cs = u.freeCands(s, s+d, amount, u.cs[:0])
+			u.unmark()
 			return s, true
 		}
 		es := u.es[:0]
-		for i := range u.lines {
-			l := &u.lines[i]
-			if l.free(s, s+d) {
-				continue
-			}
-			j, _ := slices.BinarySearchFunc(l.spans, s+d, func(sp span, t int64) int { return cmp.Compare(sp.start, t) })
-			if lb := l.spans[j-1].end; lb <= latest {
+		for _, x := range u.touched {
+			if lb := u.lb[x]; lb <= latest {
 				es = append(es, lb)
 			}
 		}
 		u.es = es
-		need := amount - have
+		u.unmark()
+		need := amount - free
 		if int64(len(es)) < need {
 			return 0, false
 		}
@@ -744,14 +763,69 @@ func (u *UnitSchedule) earliestFixed(amount, d, nb, latest int64) (int64, bool) 
 	}
 }
 
+// mark sets in u.busy the units held by a record overlapping [s, e) and
+// in u.lb the end of the last such record per unit.
+func (u *UnitSchedule) mark(s, e int64) {
+	u.recs.each(s, e, func(r *urec) {
+		for _, x := range r.units {
+			w, bit := x>>6, uint64(1)<<(x&63)
+			if u.busy[w]&bit == 0 {
+				u.busy[w] |= bit
+				u.touched = append(u.touched, x)
+				u.lb[x] = r.end
+			} else if r.end > u.lb[x] {
+				u.lb[x] = r.end
+			}
+		}
+	})
+}
+
+// unmark clears what mark set.
+func (u *UnitSchedule) unmark() {
+	for _, x := range u.touched {
+		u.busy[x>>6] = 0
+	}
+	u.touched = u.touched[:0]
+}
+
+// freeCands appends the units left free by mark, in index order, with
+// their fit data; under FitLowest it stops after amount of them.
+func (u *UnitSchedule) freeCands(s, e, amount int64, cs []cand) []cand {
+	n := len(u.names)
+	for w, word := range u.busy {
+		free := ^word
+		for free != 0 {
+			x := w*64 + bits.TrailingZeros64(free)
+			free &= free - 1
+			if x >= n {
+				break
+			}
+			if u.cfg.Fit == FitLowest {
+				cs = append(cs, cand{x: int32(x)})
+				if int64(len(cs)) >= amount {
+					return cs
+				}
+				continue
+			}
+			cs = append(cs, u.fitData(x, s, e))
+		}
+	}
+	return cs
+}
+
+// fitData returns the best-fit data of unit x, free over [s, e).
+func (u *UnitSchedule) fitData(x int, s, e int64) cand {
+	prev, next := u.lines[x].around(s, u.origin)
+	return cand{x: int32(x), hole: next - prev, front: s - prev}
+}
+
 // nextEnd returns the earliest span end after t on any unit.
 func (u *UnitSchedule) nextEnd(t int64) (int64, bool) {
 	best, ok := MaxTime, false
 	for i := range u.lines {
 		l := &u.lines[i]
-		j := l.at(t)
-		if j < len(l.spans) && l.spans[j].end < best {
-			best, ok = l.spans[j].end, true
+		if sp, found := l.spans.at(l.at(t)); found && sp.end < best {
+			best, ok = sp.end, true
 		}
 	}
 	return best, ok
@@ -772,24 +846,15 @@ func (u *UnitSchedule) scan(s, e int64, prefer []int32, limit int, cs []cand) []
 		if limit >= 0 && len(cs) >= limit {
 			break
 		}
-		l := &u.lines[i]
-		k := l.at(s)
-		if k < len(l.spans) && l.spans[k].start < e {
+		if !u.lines[i].free(s, e) {
 			continue
 		}
 		c := cand{x: int32(i)}
+		if u.cfg.Fit == FitBest {
+			c = u.fitData(i, s, e)
+		}
 		if len(prefer) > 0 {
 			_, c.pref = slices.BinarySearch(prefer, int32(i))
-		}
-		if u.cfg.Fit == FitBest {
-			prev, next := u.origin, MaxTime
-			if k > 0 {
-				prev = l.spans[k-1].end
-			}
-			if k < len(l.spans) {
-				next = l.spans[k].start
-			}
-			c.hole, c.front = next-prev, s-prev
 		}
 		cs = append(cs, c)
 	}
@@ -885,17 +950,13 @@ type item struct {
 // it marks the ones it returns.
 func (u *UnitSchedule) movableOverlapping(s, e int64, ep uint64, out []*urec) []*urec {
 	first := len(out)
-	for i := range u.lines {
-		l := &u.lines[i]
-		for j := l.at(s); j < len(l.spans) && l.spans[j].start < e; j++ {
-			r := l.spans[j].r
-			if r.mark == ep || u.pinned(r) {
-				continue
-			}
-			r.mark = ep
-			out = append(out, r)
+	u.recs.each(s, e, func(r *urec) {
+		if r.mark == ep || u.pinned(r) {
+			return
 		}
-	}
+		r.mark = ep
+		out = append(out, r)
+	})
 	slices.SortFunc(out[first:], func(a, b *urec) int { return strings.Compare(a.id, b.id) })
 	return out
 }
@@ -1141,4 +1202,61 @@ func (h *endRecHeap) pop() *urec {
 	}
 	*h = s
 	return top
+}
+
+// --- record index ---
+
+// recIndex holds every record of a schedule in duration classes: class c
+// holds the records whose length is in [2^(c-1), 2^c), sorted by start. A
+// record overlapping [s, e) starts in (s-2^c, e), so a query looks at one
+// range per class instead of at every unit.
+type recIndex struct {
+	classes [64]chunkList[*urec]
+}
+
+func durClass(r *urec) int { return bits.Len64(uint64(r.end - r.start)) }
+
+func (x *recIndex) add(r *urec) {
+	c := &x.classes[durClass(r)]
+	ci, i := c.find(func(o *urec) bool { return o.start > r.start })
+	c.insert(ci, i, r)
+}
+
+func (x *recIndex) remove(r *urec) {
+	c := &x.classes[durClass(r)]
+	for ci, i := c.find(func(o *urec) bool { return o.start >= r.start }); ; ci, i = c.next(ci, i) {
+		o, ok := c.at(ci, i)
+		if !ok || o.start != r.start {
+			break
+		}
+		if o == r {
+			c.delete(ci, i)
+			return
+		}
+	}
+	panic(fmt.Sprintf("planner: record %q missing from the index", r.id))
+}
+
+// each calls fn for every record overlapping [s, e), in no particular
+// order that a caller may depend on.
+func (x *recIndex) each(s, e int64, fn func(*urec)) {
+	for c := range x.classes {
+		list := &x.classes[c]
+		if list.n == 0 {
+			continue
+		}
+		lo := int64(-1) << 63
+		if c < 63 && s > lo+int64(1)<<c {
+			lo = s - int64(1)<<c
+		}
+		for ci, i := list.find(func(o *urec) bool { return o.start > lo }); ; ci, i = list.next(ci, i) {
+			r, ok := list.at(ci, i)
+			if !ok || r.start >= e {
+				break
+			}
+			if r.end > s {
+				fn(r)
+			}
+		}
+	}
 }

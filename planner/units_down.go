@@ -42,17 +42,17 @@ func (u *UnitSchedule) AddDown(d UnitDown, policy UnitPolicy) ([]Remap, error) {
 	l := &u.lines[r.units[0]]
 	var affected, downs []string
 	var movable = true
-	for j := l.at(r.start); j < len(l.spans) && l.spans[j].start < r.end; j++ {
-		o := l.spans[j].r
+	l.each(r.start, r.end, func(sp span) {
+		o := sp.r
 		if o.down {
 			downs = append(downs, o.id)
-			continue
+			return
 		}
 		affected = append(affected, o.id)
 		if u.pinned(o) {
 			movable = false
 		}
-	}
+	})
 	if len(affected) == 0 && len(downs) == 0 {
 		u.insertRec(r)
 		u.downs[d.ID] = r

@@ -177,7 +177,16 @@ func maskOf(units []int32) uint32 {
 func checkUnits(u *UnitSchedule) error {
 	held := map[*urec]int{}
 	for x := range u.lines {
-		l := u.lines[x].spans
+		var l []span
+		u.lines[x].spans.all(func(sp span) { l = append(l, sp) })
+		if len(l) != u.lines[x].spans.n {
+			return fmt.Errorf("unit %s: %d spans, counted %d", u.names[x], len(l), u.lines[x].spans.n)
+		}
+		for _, ch := range u.lines[x].spans.chunks {
+			if len(ch) == 0 || len(ch) > chunkMax {
+				return fmt.Errorf("unit %s: chunk of %d spans", u.names[x], len(ch))
+			}
+		}
 		for i, sp := range l {
 			if sp.start >= sp.end {
 				return fmt.Errorf("unit %s: empty span of %q", u.names[x], sp.r.id)
@@ -211,6 +220,20 @@ func checkUnits(u *UnitSchedule) error {
 	}
 	if recs != len(held) {
 		return fmt.Errorf("%d records held by units, %d live", len(held), recs)
+	}
+	indexed := 0
+	for c := range u.recs.classes {
+		var list []*urec
+		u.recs.classes[c].all(func(r *urec) { list = append(list, r) })
+		for i, r := range list {
+			if held[r] == 0 || durClass(r) != c || (i > 0 && list[i-1].start > r.start) {
+				return fmt.Errorf("record index: class %d entry %d (%q) misplaced or dead", c, i, r.id)
+			}
+			indexed++
+		}
+	}
+	if indexed != recs {
+		return fmt.Errorf("record index holds %d records, %d live", indexed, recs)
 	}
 	// Global profile: compare at every boundary.
 	var pts []int64

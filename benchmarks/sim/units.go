@@ -39,6 +39,7 @@ func DefaultUnitsModes() []UnitsMode {
 		{Name: "refuse, best-fit", Policy: planner.UnitRefuse, Fit: planner.FitBest},
 		{Name: "remap, pinned when running", Policy: planner.UnitRemap, Fit: planner.FitBest},
 		{Name: "remap, pinned 1 h ahead", Policy: planner.UnitRemap, Fit: planner.FitBest, Horizon: 3600},
+		{Name: "remap, lowest-index, pinned 1 h ahead", Policy: planner.UnitRemap, Fit: planner.FitLowest, Horizon: 3600},
 	}
 }
 

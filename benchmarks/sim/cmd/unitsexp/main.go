@@ -82,7 +82,6 @@ func run(args []string, stdout, stderr io.Writer) error {
 	loadStart := loadavg()
 	begin := time.Now()
 	var rows []sim.UnitsRow
-	var wls []*sim.UnitsWorkload
 	for _, path := range []string{*kth, *lublin} {
 		t, err := workload.LoadTrace(path, *maxJobs)
 		if err != nil {
@@ -98,7 +97,6 @@ func run(args []string, stdout, stderr io.Writer) error {
 				if err != nil {
 					return err
 				}
-				wls = append(wls, &w)
 				fmt.Fprintf(stderr, "unitsexp: %s (%d units, %s), slack %g, arrival scale %g: %d reservations (%s)\n", t.Name, capacity, src, slack, scale, len(w.Reservations), w.Tally)
 				for _, m := range sim.DefaultUnitsModes() {
 					r, err := sim.RunUnits(w.Reservations, capacity, m)
