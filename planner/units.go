@@ -79,11 +79,13 @@ type UnitConfig struct {
 	// Factory makes the global timeline of summed capacity; nil selects
 	// NewIndexed.
 	Factory TimelineFactory
-	// SearchBudget bounds the steps of the exhaustive re-mapping search of
-	// one admission (0 selects DefaultSearchBudget). When it runs out the
-	// start is treated as unmappable and the decision says so
-	// (UnitDecision.Exhausted); the greedy search before it is exact
-	// whenever no pinned booking or down window lies wholly in the future.
+	// SearchBudget bounds the work of the re-mapping search of one
+	// admission, in bookings placed (greedily or by the exhaustive
+	// search); 0 selects DefaultSearchBudget. When it runs out, the
+	// remaining candidate starts are treated as unmappable and the
+	// decision says so (UnitDecision.Exhausted). The greedy search alone is
+	// exact whenever no pinned booking or down window lies wholly in the
+	// future (UNITS.md); the exhaustive one is needed only otherwise.
 	SearchBudget int
 }
 
@@ -700,6 +702,12 @@ func (u *UnitSchedule) search(amount, d, nb, latest int64, policy UnitPolicy) (i
 		last = sa - 1
 	}
 	for cur <= last {
+		if budget <= 0 {
+			// Every candidate costs work; a search that has spent its
+			// budget stops here and says so rather than stall the log.
+			exhausted = true
+			break
+		}
 		s, ok := u.global.Earliest(amount, d, cur, last)
 		if !ok {
 			break
@@ -1003,6 +1011,9 @@ func (u *UnitSchedule) remapAt(s, e, amount int64, fixed *urec, budget *int) (pl
 // fixed, when not nil, is put on its unit while the set is lifted. State
 // is restored before it returns.
 func (u *UnitSchedule) solve(set []*urec, s, e, amount int64, fixed *urec, exhaustive bool, budget *int) (plan, bool, bool) {
+	// Every item placed costs one step of the budget, greedy or not, so
+	// that a search over many candidate starts and wide sets stays bounded.
+	*budget -= len(set) + 1
 	items := make([]item, 0, len(set)+1)
 	if amount > 0 {
 		items = append(items, item{start: s, end: e, amount: amount})

@@ -117,3 +117,139 @@ func TestUnitsFitRules(t *testing.T) {
 		}
 	}
 }
+
+// TestUnitsSearchBudget: a re-mapping search that spends its budget stops
+// trying candidate starts and says so; with the default budget the same
+// request gets the same (move-free) start without the flag.
+func TestUnitsSearchBudget(t *testing.T) {
+	for _, tc := range []struct {
+		budget    int
+		exhausted bool
+	}{{0, false}, {3, true}} {
+		names := []string{"n1", "n2"}
+		u, err := NewUnitSchedule(names, 0, UnitConfig{SearchBudget: tc.budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustBook(t, u, "A", 0, 1, false, "n1") // running
+		mustBook(t, u, "M", 1, 2, true, "n2")  // movable
+		mustBook(t, u, "P", 2, 3, false, "n2") // materialized
+		mustBook(t, u, "Q", 3, 4, false, "n1") // materialized
+		d, err := u.Reserve("C", UnitRequest{Amount: 1, Duration: 3, NotBefore: 0, Deadline: MaxTime}, UnitRemap)
+		if err != nil || d.Start != 3 || d.Exhausted != tc.exhausted || len(d.Remaps) != 0 {
+			t.Errorf("budget %d: %+v, %v; want start 3, exhausted %v", tc.budget, d, err, tc.exhausted)
+		}
+	}
+}
+
+// TestUnitsDown: a down window is refused with the affected bookings
+// listed, or accepted with them moved to a spare unit; running and
+// materialized bookings never move.
+func TestUnitsDown(t *testing.T) {
+	u := mustUnits(t, 3, FitBest)
+	mustBook(t, u, "a", 5, 8, true, "n1")
+	mustBook(t, u, "b", 8, 12, true, "n1")
+	mustBook(t, u, "p", 12, 15, false, "n1") // materialized
+	mustBook(t, u, "c", 0, 20, true, "n2")   // running from the origin on
+	mustBook(t, u, "d", 7, 9, true, "n3")
+	_, err := u.AddDown(UnitDown{ID: "m1", Unit: "n1", From: 6, To: 9}, UnitRefuse)
+	var ce *UnitConflictError
+	if !errors.As(err, &ce) || !slices.Equal(ce.Bookings, []string{"a", "b"}) {
+		t.Fatalf("refuse: %v", err)
+	}
+	// a [5,8) and d [7,9) overlap and only n3 is left for them: refused.
+	if _, err := u.AddDown(UnitDown{ID: "m1", Unit: "n1", From: 6, To: 9}, UnitRemap); !errors.As(err, &ce) || !slices.Equal(ce.Bookings, []string{"a", "b"}) {
+		t.Fatalf("remap without room: %v", err)
+	}
+	if _, err := u.Release("d"); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := u.AddDown(UnitDown{ID: "m2", Unit: "n1", From: 6, To: 9}, UnitRemap)
+	if err != nil || fmt.Sprint(rs) != "[{a [n1] [n3]} {b [n1] [n3]}]" {
+		t.Fatalf("remap: %v %v", rs, err)
+	}
+	if err := checkUnits(u); err != nil {
+		t.Fatal(err)
+	}
+	// p is materialized: a window over it is refused even with room.
+	if _, err := u.AddDown(UnitDown{ID: "m3", Unit: "n1", From: 13, To: 14}, UnitRemap); !errors.As(err, &ce) || !slices.Equal(ce.Bookings, []string{"p"}) {
+		t.Fatalf("pinned: %v", err)
+	}
+	// An overlapping down window on the same unit is refused, naming it.
+	if _, err := u.AddDown(UnitDown{ID: "m4", Unit: "n1", From: 7, To: 8}, UnitRemap); !errors.As(err, &ce) || !slices.Equal(ce.Downs, []string{"m2"}) {
+		t.Fatalf("overlapping windows: %v", err)
+	}
+	// Down windows count against admission: nothing is left over [6,8).
+	d, err := u.Find(UnitRequest{Amount: 1, Duration: 2, NotBefore: 6, Deadline: 8}, UnitRemap)
+	if err != nil || d.Fits || d.CountFits {
+		t.Fatalf("admission over a down unit: %+v %v", d, err)
+	}
+	if err := u.RemoveDown("m2"); err != nil {
+		t.Fatal(err)
+	}
+	if got := u.Downs(); len(got) != 0 {
+		t.Fatalf("downs after removal: %v", got)
+	}
+	if d, err := u.Find(UnitRequest{Amount: 1, Duration: 2, NotBefore: 6, Deadline: 8}, UnitRemap); err != nil || !d.Fits || !slices.Equal(d.Units, []string{"n1"}) {
+		t.Fatalf("after the window is gone: %+v %v", d, err)
+	}
+	// Bad input names the field.
+	for _, bad := range []UnitDown{{ID: "", Unit: "n1", From: 1, To: 2}, {ID: "x", Unit: "n9", From: 1, To: 2}, {ID: "x", Unit: "n1", From: 3, To: 2}} {
+		var fe *FieldError
+		if _, err := u.AddDown(bad, UnitRefuse); !errors.As(err, &fe) {
+			t.Errorf("%+v: %v, want a field error", bad, err)
+		}
+	}
+}
+
+// TestUnitsBadInput: every malformed argument is a field error, never a
+// panic, and changes nothing.
+func TestUnitsBadInput(t *testing.T) {
+	if _, err := NewUnitSchedule(nil, 0, UnitConfig{}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("no units: %v", err)
+	}
+	if _, err := NewUnitSchedule([]string{"a", "a"}, 0, UnitConfig{}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("duplicate units: %v", err)
+	}
+	if _, err := NewUnitSchedule([]string{"a"}, 0, UnitConfig{Fit: 9}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("bad fit: %v", err)
+	}
+	u := mustUnits(t, 2, FitBest)
+	u.Advance(10)
+	for _, tc := range []struct {
+		req    UnitRequest
+		policy UnitPolicy
+		field  string
+	}{
+		{UnitRequest{Amount: 0, Duration: 1, NotBefore: 10, Deadline: MaxTime}, UnitRefuse, "amount"},
+		{UnitRequest{Amount: 3, Duration: 1, NotBefore: 10, Deadline: MaxTime}, UnitRefuse, "amount"},
+		{UnitRequest{Amount: 1, Duration: 0, NotBefore: 10, Deadline: MaxTime}, UnitRefuse, "duration"},
+		{UnitRequest{Amount: 1, Duration: 1, NotBefore: 9, Deadline: MaxTime}, UnitRefuse, "not_before"},
+		{UnitRequest{Amount: 1, Duration: 5, NotBefore: 10, Deadline: 14}, UnitRefuse, "deadline"},
+		{UnitRequest{Amount: 1, Duration: MaxTime, NotBefore: 10, Deadline: MaxTime}, UnitRefuse, "duration"},
+		{UnitRequest{Amount: 1, Duration: 1, NotBefore: 10, Deadline: MaxTime}, 0, "policy"},
+	} {
+		var fe *FieldError
+		if _, err := u.Reserve("x", tc.req, tc.policy); !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("%+v: %v, want field %s", tc.req, err, tc.field)
+		}
+	}
+	for _, b := range []UnitBooking{
+		{ID: "", Start: 10, End: 11, Units: []string{"n1"}},
+		{ID: "x", Start: 10, End: 10, Units: []string{"n1"}},
+		{ID: "x", Start: 10, End: 11, Units: nil},
+		{ID: "x", Start: 10, End: 11, Units: []string{"n1", "n1"}},
+		{ID: "x", Start: 10, End: 11, Units: []string{"zz"}},
+		{ID: "x", Start: 1, End: 5, Units: []string{"n1"}},
+	} {
+		if err := u.Book(b); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%+v: %v, want ErrInvalid", b, err)
+		}
+	}
+	if u.Len() != 0 {
+		t.Fatalf("bad input left %d bookings", u.Len())
+	}
+	if _, err := u.Release("nope"); !errors.Is(err, ErrUnknownBooking) {
+		t.Errorf("release unknown: %v", err)
+	}
+}
