@@ -588,8 +588,33 @@ func (u *UnitSchedule) removeRec(r *urec) {
 
 // at returns the position of the first span that ends after t (spans
 // are sorted by end too, being disjoint).
+// It is chunkList.find written out for spans: the inner loop of every
+// unit check, where the call through a func value per probe showed.
 func (l *unitLine) at(t int64) (int, int) {
-	return l.spans.find(func(sp span) bool { return sp.end > t })
+	cs := l.spans.chunks
+	lo, hi := 0, len(cs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ch := cs[m]; ch[len(ch)-1].end > t {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	if lo == len(cs) {
+		return lo, 0
+	}
+	ch := cs[lo]
+	a, b := 0, len(ch)
+	for a < b {
+		m := int(uint(a+b) >> 1)
+		if ch[m].end > t {
+			b = m
+		} else {
+			a = m + 1
+		}
+	}
+	return lo, a
 }
 
 // free reports whether no span intersects [s, e).
