@@ -80,8 +80,7 @@ func (r UnitsResult) MeanUs() float64 {
 // RunUnits admits rs (sorted by arrival, then job) on capacity units named
 // n1..nC under mode m. Before each request the schedule advances to its
 // arrival; bookings that start within the horizon are materialized.
-func RunUnits(rs []workload.Reservation, capacity int64, m UnitsMode) (UnitsResult, error) {
-	var res UnitsResult
+func RunUnits(rs []workload.Reservation, capacity int64, m UnitsMode) (res UnitsResult, err error) {
 	if capacity <= 0 {
 		return res, fmt.Errorf("sim: units: capacity %d: must be > 0", capacity)
 	}
@@ -101,7 +100,6 @@ func RunUnits(rs []workload.Reservation, capacity int64, m UnitsMode) (UnitsResu
 			return res, err
 		}
 	} else {
-		var err error
 		if u, err = planner.NewUnitSchedule(names, 0, planner.UnitConfig{Fit: m.Fit}); err != nil {
 			return res, err
 		}

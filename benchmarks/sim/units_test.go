@@ -38,7 +38,7 @@ func TestRunUnits(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", m.Name, err)
 		}
-		if r.Requests != len(rs) || r.Exhausted != 0 {
+		if r.Requests != len(rs) || r.Exhausted != 0 || r.P99Ns < r.P50Ns || r.P99Ns <= 0 {
 			t.Fatalf("%s: %+v", m.Name, r)
 		}
 		res[m.Name] = r
