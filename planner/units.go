@@ -399,7 +399,7 @@ func (u *UnitSchedule) checkRequest(req UnitRequest, policy UnitPolicy) (int64, 
 		return 0, &FieldError{Field: "not_before", Reason: fmt.Sprintf("must be >= origin %d", u.origin)}
 	case req.NotBefore > MaxTime-req.Duration:
 		return 0, &FieldError{Field: "duration", Reason: "not_before + duration overflows"}
-	case req.Deadline-req.Duration < req.NotBefore:
+	case req.Deadline < req.NotBefore+req.Duration:
 		return 0, &FieldError{Field: "deadline", Reason: "must be >= not_before + duration"}
 	}
 	return req.Deadline - req.Duration, nil
@@ -737,6 +737,7 @@ func (u *UnitSchedule) search(amount, d, nb, latest int64, policy UnitPolicy) (i
 		if !ok {
 			break
 		}
+		budget-- // a candidate costs a visit to every unit (nextEnd)
 		p, ok, ex := u.remapAt(s, s+d, amount, nil, &budget)
 		exhausted = exhausted || ex
 		if ok {

@@ -228,6 +228,7 @@ func TestUnitsBadInput(t *testing.T) {
 		{UnitRequest{Amount: 1, Duration: 5, NotBefore: 10, Deadline: 14}, UnitRefuse, "deadline"},
 		{UnitRequest{Amount: 1, Duration: MaxTime, NotBefore: 10, Deadline: MaxTime}, UnitRefuse, "duration"},
 		{UnitRequest{Amount: 1, Duration: 1, NotBefore: 10, Deadline: MaxTime}, 0, "policy"},
+		{UnitRequest{Amount: 1, Duration: 1, NotBefore: 10, Deadline: -1 << 63}, UnitRemap, "deadline"},
 	} {
 		var fe *FieldError
 		if _, err := u.Reserve("x", tc.req, tc.policy); !errors.As(err, &fe) || fe.Field != tc.field {
