@@ -876,29 +876,6 @@ type cand struct {
 	hole, front int64
 }
 
-// scan appends to cs the units free over [s, e), in index order, with
-// their idle hole and the gap before s (for best fit) and whether prefer
-// (sorted) lists them. With limit >= 0 it stops after limit units.
-func (u *UnitSchedule) scan(s, e int64, prefer []int32, limit int, cs []cand) []cand {
-	for i := range u.lines {
-		if limit >= 0 && len(cs) >= limit {
-			break
-		}
-		if !u.lines[i].free(s, e) {
-			continue
-		}
-		c := cand{x: int32(i)}
-		if u.cfg.Fit == FitBest {
-			c = u.fitData(i, s, e)
-		}
-		if len(prefer) > 0 {
-			_, c.pref = slices.BinarySearch(prefer, int32(i))
-		}
-		cs = append(cs, c)
-	}
-	return cs
-}
-
 // pick returns amount units of cs (which must hold that many), sorted by
 // index: preferred ones first, then by the fit rule (smallest hole,
 // smallest gap before, lowest index; all zero under FitLowest). It keeps
@@ -949,11 +926,39 @@ func (a cand) before(b cand) bool {
 // preferring the units in prefer (a moved booking's old units) first. It
 // returns nil when fewer than amount are free. The result is sorted.
 func (u *UnitSchedule) choose(s, e, amount int64, prefer []int32) []int32 {
-	u.cs = u.scan(s, e, prefer, -1, u.cs[:0])
+	u.cs = u.freeUnits(s, e, prefer, u.cs[:0])
 	if int64(len(u.cs)) < amount {
 		return nil
 	}
 	return u.pick(u.cs, amount)
+}
+
+// freeUnits appends to cs every unit free over [s, e), in index order,
+// with its fit data and whether prefer (sorted) lists it. It finds the
+// held units through the record index, as earliestFixed does.
+func (u *UnitSchedule) freeUnits(s, e int64, prefer []int32, cs []cand) []cand {
+	u.mark(s, e)
+	n := len(u.names)
+	for w, word := range u.busy {
+		free := ^word
+		for free != 0 {
+			x := w*64 + bits.TrailingZeros64(free)
+			free &= free - 1
+			if x >= n {
+				break
+			}
+			c := cand{x: int32(x)}
+			if u.cfg.Fit == FitBest {
+				c = u.fitData(x, s, e)
+			}
+			if len(prefer) > 0 {
+				_, c.pref = slices.BinarySearch(prefer, int32(x))
+			}
+			cs = append(cs, c)
+		}
+	}
+	u.unmark()
+	return cs
 }
 
 // applyPlan performs the moves of p (the new booking is inserted by the
@@ -1052,11 +1057,12 @@ func (u *UnitSchedule) solve(set []*urec, s, e, amount int64, fixed *urec, exhau
 	slices.SortStableFunc(items, func(a, b item) int {
 		return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(b.end, a.end), cmp.Compare(idOf(a), idOf(b)))
 	})
-	// Lift the set off its units.
+	// Lift the set off its units (and the index, which choose reads).
 	for _, r := range set {
 		for _, x := range r.units {
 			u.lines[x].remove(r)
 		}
+		u.recs.remove(r)
 	}
 	if fixed != nil {
 		for _, x := range fixed.units {
@@ -1065,6 +1071,7 @@ func (u *UnitSchedule) solve(set []*urec, s, e, amount int64, fixed *urec, exhau
 			}
 			u.lines[x].insert(span{start: fixed.start, end: fixed.end, r: fixed})
 		}
+		u.recs.add(fixed)
 	}
 	tmp := make([]*urec, len(items))
 	for i := range items {
@@ -1077,11 +1084,13 @@ func (u *UnitSchedule) solve(set []*urec, s, e, amount int64, fixed *urec, exhau
 		for _, x := range units {
 			u.lines[x].insert(span{start: items[i].start, end: items[i].end, r: tmp[i]})
 		}
+		u.recs.add(tmp[i])
 	}
 	unplace := func(i int) {
 		for _, x := range assign[i] {
 			u.lines[x].remove(tmp[i])
 		}
+		u.recs.remove(tmp[i])
 		assign[i] = nil
 	}
 	ok := true
@@ -1119,10 +1128,8 @@ func (u *UnitSchedule) solve(set []*urec, s, e, amount int64, fixed *urec, exhau
 			}
 			*budget -= len(u.lines)
 			var free []int32
-			for x := range u.lines {
-				if u.lines[x].free(it.start, it.end) {
-					free = append(free, int32(x))
-				}
+			for _, c := range u.freeUnits(it.start, it.end, nil, u.cs[:0]) {
+				free = append(free, c.x)
 			}
 			if int64(len(free)) < it.amount {
 				return false
@@ -1170,11 +1177,13 @@ func (u *UnitSchedule) solve(set []*urec, s, e, amount int64, fixed *urec, exhau
 		for _, x := range fixed.units {
 			u.lines[x].remove(fixed)
 		}
+		u.recs.remove(fixed)
 	}
 	for _, r := range set {
 		for _, x := range r.units {
 			u.lines[x].insert(span{start: r.start, end: r.end, r: r})
 		}
+		u.recs.add(r)
 	}
 	return p, ok, exhausted
 }
