@@ -34,6 +34,7 @@ const (
 	UnitRemap
 )
 
+// String names the policy as the API and logs spell it.
 func (p UnitPolicy) String() string {
 	switch p {
 	case UnitRefuse:
@@ -58,6 +59,7 @@ const (
 	FitLowest
 )
 
+// String names the rule.
 func (f FitRule) String() string {
 	switch f {
 	case FitBest:
@@ -199,6 +201,7 @@ type UnmappableError struct {
 	Decision UnitDecision
 }
 
+// Error says which booking was refused and why.
 func (e *UnmappableError) Error() string {
 	return fmt.Sprintf("reserve %q: %s", e.ID, e.Decision.Reason())
 }
@@ -220,6 +223,7 @@ type UnitConflictError struct {
 	Downs    []string
 }
 
+// Error lists the unit and what the window would overlap.
 func (e *UnitConflictError) Error() string {
 	s := fmt.Sprintf("unit %q: window would overbook %d booking(s) %v", e.Unit, len(e.Bookings), e.Bookings)
 	if len(e.Downs) > 0 {
