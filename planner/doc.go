@@ -14,6 +14,13 @@
 // completions), violation detection when items are due, and relaxed
 // co-reservation over several resources.
 //
+// UnitSchedule (units.go, UNITS.md) is the two-level schedule of a
+// resource made of named units: a global timeline of summed capacity for
+// admission plus one schedule per unit that maps every booking to
+// concrete units, deterministically, with per-unit down windows and two
+// policies for a request that fits in sum but on no set of units
+// (refuse, or move bookings that are neither materialized nor running).
+//
 // What it must not do: read a clock, draw random numbers, start goroutines,
 // do I/O, or depend on map iteration order. Time and capacity are int64;
 // the caller passes "now". It imports no time, os, net, sync, raft or
