@@ -6,7 +6,7 @@ TERRAFORM := $(CURDIR)/bin/terraform
 PKGS      := ./...
 
 .PHONY: test lint proto-check unit build run generate fuzz help tools-terraform deploy-check rehearsal three-nodes \
-	chaos slurm-test slurm-chaos bench-planner seedexp simexp bench-service bench-raft bench-recovery ui-build ui-check ui-screenshots bench-ui
+	chaos slurm-test slurm-chaos bench-planner seedexp simexp unitsexp bench-service bench-raft bench-recovery ui-build ui-check ui-screenshots bench-ui
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -81,6 +81,9 @@ TRACE_ARGS = $(if $(TRACE),-trace $(TRACE)) $(if $(CAPACITY),-capacity $(CAPACIT
 
 seedexp: ## the seed papers' list vs slotted-time experiment; TRACE=, CAPACITY=, OUT= (see benchmarks/seed)
 	$(GO) run -tags $(TAGS) ./benchmarks/seed/cmd/seedexp $(TRACE_ARGS) -out $(or $(OUT),benchmarks/seed/results) $(SEEDFLAGS)
+
+unitsexp: ## concrete units: count-only vs refuse vs remap on KTH and Lublin (see benchmarks/sim)
+	$(GO) run -tags $(TAGS) ./benchmarks/sim/cmd/unitsexp -out $(or $(OUT),benchmarks/sim/results)
 
 simexp: ## policy simulator: reject / move-variable / relaxed; TRACE=, CAPACITY=, OUT= (see benchmarks/sim)
 	$(GO) run -tags $(TAGS) ./benchmarks/sim/cmd/simexp $(TRACE_ARGS) -out $(or $(OUT),benchmarks/sim/results) $(SIMFLAGS)
