@@ -48,6 +48,10 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{Input{Repeat: "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30"}, FieldRepeat, "BYMONTHDAY", "no occurrence"},
 		{Input{Repeat: "FREQ=HOURLY;BYMINUTE=0,30"}, FieldRepeat, "BYMINUTE", "30m0s apart"},
 		{Input{Repeat: "FREQ=MINUTELY;INTERVAL=30"}, FieldRepeat, "INTERVAL", "30m0s apart"},
+		// rrule-go would search for these forever (09:00 + 4h steps never
+		// reach 00:00 or 02:00).
+		{Input{Repeat: "FREQ=HOURLY;INTERVAL=4;BYHOUR=0,2"}, FieldRepeat, "BYHOUR", "never reached"},
+		{Input{Repeat: "FREQ=MINUTELY;INTERVAL=120;BYMINUTE=30"}, FieldRepeat, "BYMINUTE", "never reached"},
 		{Input{Repeat: "FREQ=DAILY;BYHOUR=9,10", Duration: 2 * 3_600_000}, FieldDuration, "", "overlap itself"},
 		{Input{Repeat: "FREQ=DAILY", TZ: "Europe/Berln"}, FieldTZ, "", "unknown time zone"},
 		{Input{Repeat: "FREQ=DAILY", TZ: ""}, FieldTZ, "", "IANA"},

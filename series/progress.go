@@ -24,26 +24,35 @@ type Batch struct {
 // Next returns the occurrences to book next: those with a key above the
 // watermark through (the replicated state's record of what has been
 // decided), starting at or after now, up to now + Horizon for an endless
-// series (the whole series for a bounded one), at most max of them
-// (MaxPerExpansion if max <= 0 or above it), and the watermark that
+// series (the whole series for a bounded one), at most limit of them
+// (MaxPerExpansion if limit <= 0 or above it), and the watermark that
 // covers them. Occurrences that start before now are passed over: the
 // watermark moves past them and they are never booked.
 //
 // Next is a pure function of the spec, the zone data, through, now and
-// max. A leader that dies after expanding and a new leader that expands
+// limit. A leader that dies after expanding and a new leader that expands
 // again from the same watermark propose the same occurrences; Accept
 // drops what an earlier entry already decided, so each occurrence is
 // booked exactly once however entries are lost, repeated or reordered.
-func (s *Series) Next(through, now int64, max int) Batch {
-	if max <= 0 || max > s.limits.MaxPerExpansion {
-		max = s.limits.MaxPerExpansion
+func (s *Series) Next(through, now int64, limit int) Batch {
+	if limit <= 0 || limit > s.limits.MaxPerExpansion {
+		limit = s.limits.MaxPerExpansion
 	}
 	windowEnd := int64(maxInt64)
 	if s.spec.Horizon != 0 {
 		windowEnd = now + s.spec.Horizon
 	}
 	b := Batch{Through: through}
-	s.walk(through, func(o Occurrence) bool {
+	// An endless series skips the calendar up to now: what starts before
+	// now is passed over anyway, and the watermark covers it once
+	// anything after it is walked. A bounded one is walked from the
+	// watermark (it has at most MaxOccurrences), so that the watermark
+	// reaches its last occurrence even when all of it is in the past.
+	skip := through
+	if s.spec.Horizon != 0 {
+		skip = max(skip, wallKey(now, s.loc))
+	}
+	s.walk(skip, func(o Occurrence) bool {
 		if o.Key <= through {
 			return true
 		}
@@ -54,7 +63,7 @@ func (s *Series) Next(through, now int64, max int) Batch {
 			b.Book = append(b.Book, o)
 		}
 		b.Through = o.Key
-		return len(b.Book) < max
+		return len(b.Book) < limit
 	})
 	return b
 }

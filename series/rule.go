@@ -398,3 +398,77 @@ func spacing(sorted []int, unit, period int64) int64 {
 	}
 	return best
 }
+
+// explicitOption is option anchored at dtstart, with the defaults that
+// RFC 5545 (and rrule-go) would take from the original DTSTART start
+// written out, so that they do not change with the anchor.
+func (r *rule) explicitOption(dtstart time.Time, start civil) rrule.ROption {
+	o := r.option(dtstart)
+	noDay := len(r.byweekno) == 0 && len(r.byyearday) == 0 && len(r.bymonthday) == 0 && len(r.byday) == 0
+	if noDay {
+		switch r.freq {
+		case rrule.YEARLY:
+			if len(o.Bymonth) == 0 {
+				o.Bymonth = []int{int(start.month)}
+			}
+			o.Bymonthday = []int{start.day}
+		case rrule.MONTHLY:
+			o.Bymonthday = []int{start.day}
+		case rrule.WEEKLY:
+			wd := time.Date(start.year, start.month, start.day, 0, 0, 0, 0, time.UTC).Weekday()
+			o.Byweekday = []rrule.Weekday{[7]rrule.Weekday{rrule.SU, rrule.MO, rrule.TU, rrule.WE, rrule.TH, rrule.FR, rrule.SA}[wd]}
+		}
+	}
+	if r.freq < rrule.HOURLY && len(o.Byhour) == 0 {
+		o.Byhour = []int{start.hour}
+	}
+	if r.freq < rrule.MINUTELY && len(o.Byminute) == 0 {
+		o.Byminute = []int{start.min}
+	}
+	o.Bysecond = []int{start.sec}
+	return o
+}
+
+// checkReachable refuses an HOURLY or MINUTELY rule whose BYHOUR/BYMINUTE
+// values the INTERVAL steps from DTSTART never reach (FREQ=HOURLY;
+// INTERVAL=4;BYHOUR=0 from 02:45 visits 2, 6, 10, 14, 18 and 22 only).
+// rrule-go searches such a rule's next time in a loop that never ends,
+// so it must not get one. The steps from DTSTART visit exactly the
+// minutes of the day congruent to DTSTART's modulo gcd(step, one day).
+func (r *rule) checkReachable(start civil) error {
+	var step int
+	switch r.freq {
+	case rrule.HOURLY:
+		step = r.interval * 60
+	case rrule.MINUTELY:
+		step = r.interval
+	default:
+		return nil
+	}
+	if len(r.byhour) == 0 && len(r.byminute) == 0 {
+		return nil
+	}
+	g := gcd(step, 1440)
+	t0 := start.hour*60 + start.min
+	for t := t0 % g; t < 1440; t += g {
+		h, m := t/60, t%60
+		okH := len(r.byhour) == 0 || slices.Contains(r.byhour, h)
+		// HOURLY keeps DTSTART's minute unless BYMINUTE expands it.
+		okM := r.freq == rrule.HOURLY || len(r.byminute) == 0 || slices.Contains(r.byminute, m)
+		if okH && okM {
+			return nil
+		}
+	}
+	part := "BYHOUR"
+	if len(r.byhour) == 0 {
+		part = "BYMINUTE"
+	}
+	return ruleErr(part, "never reached: FREQ=%s;INTERVAL=%d from %02d:%02d only visits times of day %d minutes apart", r.freq, r.interval, start.hour, start.min, g)
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}

@@ -21,6 +21,8 @@ type Series struct {
 	// for a bounded series only.
 	firstKey, lastKey int64
 	count             int
+	// fullWalk turns off iteratorFrom's skipping ahead (tests compare).
+	fullWalk bool
 }
 
 // Occurrence is one start of a series.
@@ -59,7 +61,8 @@ const slack = 2 * 86400
 // at or after End, and not equal to the instant of an earlier one (a
 // wall time in a spring-forward gap can resolve onto the next hour);
 // COUNT counts occurrences. Keys below skipBelow-slack are not resolved
-// to instants and not passed to fn, unless COUNT needs them.
+// to instants and not passed to fn, unless COUNT needs them; pass
+// minInt64 to walk the whole series.
 //
 // Instants follow keys except in a spring-forward gap, where a gap time
 // (read with the offset before the gap) can start after the next wall
@@ -72,14 +75,22 @@ func (s *Series) walk(skipBelow int64, fn func(Occurrence) bool) {
 	if s.spec.End != 0 {
 		stopKey = min(stopKey, wallKey(s.spec.End, s.loc)+slack)
 	}
-	lo := int64(minInt64) // keys below lo are neither resolved nor passed to fn
-	if skipBelow > minInt64+slack {
+	// Keys below lo are neither resolved nor passed to fn. Under COUNT
+	// every member must be counted, so lo stays at the beginning.
+	lo := int64(minInt64)
+	if s.rule.count == 0 && skipBelow > minInt64+slack {
 		lo = skipBelow - slack
+	}
+	// The calendar can be skipped up to lo, and up to NotBefore (less
+	// slack) in any case: nothing before it is a member or counts.
+	from := lo
+	if s.spec.NotBefore != 0 {
+		from = max(from, wallKey(s.spec.NotBefore, s.loc)-slack)
 	}
 	type seen struct{ key, start int64 }
 	var recent []seen
 	counted := 0
-	next := s.rr.Iterator()
+	next := s.iteratorFrom(from)
 	for {
 		w, ok := next()
 		if !ok {
@@ -89,7 +100,7 @@ func (s *Series) walk(skipBelow int64, fn func(Occurrence) bool) {
 		if key > stopKey {
 			return
 		}
-		if s.rule.count == 0 && key < lo {
+		if key < lo {
 			continue
 		}
 		ms := instant(w, s.loc)
@@ -113,10 +124,8 @@ func (s *Series) walk(skipBelow int64, fn func(Occurrence) bool) {
 		}
 		recent = append(recent, seen{key, ms})
 		counted++
-		if key >= lo {
-			if !fn(Occurrence{Key: key, Start: ms}) {
-				return
-			}
+		if !fn(Occurrence{Key: key, Start: ms}) {
+			return
 		}
 		if s.rule.count != 0 && counted == s.rule.count {
 			return
@@ -145,7 +154,7 @@ func (s *Series) first() (Occurrence, bool) {
 // it returns that many, ask again from the last start + 1. The answer
 // depends only on the spec and the zone data embedded in this package.
 func (s *Series) Occurrences(from, to int64) []Occurrence {
-	max := s.limits.MaxPerExpansion
+	limit := s.limits.MaxPerExpansion
 	var out []Occurrence
 	stopAt := int64(maxInt64)
 	toKey := wallKey(to, s.loc) + slack
@@ -155,7 +164,7 @@ func (s *Series) Occurrences(from, to int64) []Occurrence {
 		}
 		if o.Start >= from && o.Start < to {
 			out = append(out, o)
-			if len(out) == max && stopAt == maxInt64 {
+			if len(out) == limit && stopAt == maxInt64 {
 				// Later keys may still start earlier, within slack.
 				stopAt = o.Key + slack
 			}
@@ -163,8 +172,8 @@ func (s *Series) Occurrences(from, to int64) []Occurrence {
 		return true
 	})
 	slices.SortFunc(out, func(a, b Occurrence) int { return compareInt64(a.Start, b.Start) })
-	if len(out) > max {
-		out = out[:max]
+	if len(out) > limit {
+		out = out[:limit]
 	}
 	return out
 }
@@ -189,4 +198,66 @@ func compareInt64(a, b int64) int {
 		return 1
 	}
 	return 0
+}
+
+// iteratorFrom returns an iterator over the rule's wall-clock times that
+// yields the same times as one from DTSTART for every time at or after
+// lo, but starts as late as it can: a whole number of periods (INTERVAL ×
+// FREQ) after DTSTART, at or before lo. Without it every expansion of an
+// endless series would walk the calendar from the series' first day, and
+// a leader's tick would cost more the older the series is.
+//
+// The rebased rule states the defaults RFC 5545 takes from DTSTART (the
+// month day of a monthly rule, the month and day of a yearly one, the
+// weekday of a weekly one, the time of day) explicitly, so that moving
+// DTSTART does not change them.
+func (s *Series) iteratorFrom(lo int64) rrule.Next {
+	if s.fullWalk || lo == minInt64 {
+		return s.rr.Iterator()
+	}
+	d0 := s.start.floating()
+	if lo <= d0.Unix() {
+		return s.rr.Iterator()
+	}
+	target := time.Unix(lo, 0).UTC()
+	iv := int64(s.rule.interval)
+	var d time.Time
+	switch s.rule.freq {
+	case rrule.MINUTELY, rrule.HOURLY, rrule.DAILY, rrule.WEEKLY:
+		unit := map[rrule.Frequency]int64{rrule.MINUTELY: 60, rrule.HOURLY: 3600, rrule.DAILY: 86400, rrule.WEEKLY: 7 * 86400}[s.rule.freq]
+		step := iv * unit
+		n := (lo - d0.Unix()) / step
+		if n <= 0 {
+			return s.rr.Iterator()
+		}
+		d = d0.Add(time.Duration(n*step) * time.Second)
+	case rrule.MONTHLY:
+		months := int64(target.Year()-d0.Year())*12 + int64(target.Month()-d0.Month())
+		for n := months / iv; ; n-- {
+			if n <= 0 {
+				return s.rr.Iterator()
+			}
+			d = time.Date(d0.Year(), d0.Month()+time.Month(n*iv), 1, s.start.hour, s.start.min, s.start.sec, 0, time.UTC)
+			if !d.After(target) {
+				break
+			}
+		}
+	case rrule.YEARLY:
+		for n := int64(target.Year()-d0.Year()) / iv; ; n-- {
+			if n <= 0 {
+				return s.rr.Iterator()
+			}
+			d = time.Date(d0.Year()+int(n*iv), time.January, 1, s.start.hour, s.start.min, s.start.sec, 0, time.UTC)
+			if !d.After(target) {
+				break
+			}
+		}
+	default:
+		return s.rr.Iterator()
+	}
+	rr, err := rrule.NewRRule(s.rule.explicitOption(d, s.start))
+	if err != nil { // cannot happen: the same parts passed NewRRule in Compile
+		return s.rr.Iterator()
+	}
+	return rr.Iterator()
 }

@@ -174,6 +174,9 @@ func (s Spec) validate() (*rule, civil, error) {
 	if start.year < 1970 || start.year >= 9000 {
 		return nil, civil{}, fieldErr(FieldStart, "must lie between 1970 and 9000")
 	}
+	if err := r.checkReachable(start); err != nil {
+		return nil, civil{}, err
+	}
 	bounded := r.count != 0 || r.until != "" || s.End != 0
 	switch {
 	case s.Duration <= 0:
