@@ -250,19 +250,19 @@ func Compile(spec Spec, lim Limits) (*Series, error) {
 	}
 	s.firstKey = first.Key
 	if spec.bounded(r) {
-		// Count the whole series, stopping one past the cap.
+		// Count the whole series, stopping one past the cap. A series
+		// bounded only by End (one ended from a date on, see Split) is
+		// not capped: End only ever shortens a series the limits let in.
+		capped := r.count != 0 || r.until != ""
 		n := 0
 		s.walk(minInt64, func(o Occurrence) bool {
 			n++
 			s.lastKey = o.Key
-			return n <= lim.MaxOccurrences
+			return !capped || n <= lim.MaxOccurrences
 		})
-		if n > lim.MaxOccurrences {
-			part := "UNTIL"
-			if r.until == "" {
-				return nil, fieldErr(FieldEnd, "the series has more than %d occurrences before its end", lim.MaxOccurrences)
-			}
-			return nil, ruleErr(part, "the series has more than %d occurrences up to %s; end it earlier or leave it endless", lim.MaxOccurrences, r.until)
+		if capped && n > lim.MaxOccurrences {
+			// COUNT is checked above, so it is UNTIL that lets in too many.
+			return nil, ruleErr("UNTIL", "the series has more than %d occurrences up to %s; end it earlier or leave it endless", lim.MaxOccurrences, r.until)
 		}
 		s.count = n
 	}
