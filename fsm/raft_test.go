@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -73,22 +74,38 @@ func TestRaftCluster(t *testing.T) {
 			return ok
 		}))
 	}
-	var leader *node
-	deadline := time.NewTimer(10 * time.Second)
-	defer deadline.Stop()
-	for leader == nil {
-		for _, nd := range nodes {
-			if nd.raft.State() == raft.Leader {
-				leader = nd
+	// currentLeader waits for a node to lead.
+	currentLeader := func() *node {
+		t.Helper()
+		deadline := time.NewTimer(10 * time.Second)
+		defer deadline.Stop()
+		for {
+			for _, nd := range nodes {
+				if nd.raft.State() == raft.Leader {
+					return nd
+				}
+			}
+			select {
+			case <-elected:
+			case <-deadline.C:
+				t.Fatal("no leader elected within 10s")
 			}
 		}
-		if leader != nil {
-			break
-		}
-		select {
-		case <-elected:
-		case <-deadline.C:
-			t.Fatal("no leader elected within 10s")
+	}
+	leader := currentLeader()
+	// apply proposes cmd through the leader; when leadership moves under
+	// load it proposes it again through the next one (replicas must agree
+	// whatever the log holds, so a command that was applied before the
+	// move may be applied twice).
+	apply := func(cmd []byte) raft.ApplyFuture {
+		t.Helper()
+		for {
+			fut := leader.raft.Apply(cmd, 5*time.Second)
+			if err := fut.Error(); errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+				leader = currentLeader()
+				continue
+			}
+			return fut
 		}
 	}
 
@@ -98,7 +115,7 @@ func TestRaftCluster(t *testing.T) {
 		if _, err := Decode(cmd); err != nil {
 			t.Fatal("generator produced a malformed command")
 		}
-		fut := leader.raft.Apply(cmd, 5*time.Second)
+		fut := apply(cmd)
 		if err := fut.Error(); err != nil {
 			t.Fatal(err)
 		}
@@ -120,20 +137,32 @@ func TestRaftCluster(t *testing.T) {
 	if okCount == 0 {
 		t.Fatal("no command succeeded")
 	}
-	if err := leader.raft.Barrier(5 * time.Second).Error(); err != nil {
-		t.Fatal(err)
+	for {
+		err := leader.raft.Barrier(5 * time.Second).Error()
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			leader = currentLeader()
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		break
 	}
 	want := leader.fsm.AppliedIndex()
 	for _, nd := range nodes {
-		for deadline := time.Now().Add(10 * time.Second); nd.fsm.AppliedIndex() < want; {
-			if time.Now().After(deadline) {
-				t.Fatalf("replica stuck at %d < %d", nd.fsm.AppliedIndex(), want)
+		deadline := time.NewTimer(10 * time.Second)
+		for {
+			changed := nd.fsm.Notify()
+			if nd.fsm.AppliedIndex() >= want {
+				break
 			}
 			select {
-			case <-nd.fsm.Notify():
-			case <-time.After(50 * time.Millisecond):
+			case <-changed:
+			case <-deadline.C:
+				t.Fatalf("replica stuck at %d < %d", nd.fsm.AppliedIndex(), want)
 			}
 		}
+		deadline.Stop()
 	}
 	ref := snapshotBytes(t, leader.fsm)
 	for i, nd := range nodes {
