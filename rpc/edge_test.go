@@ -129,3 +129,25 @@ func TestEdgeRefusesGzipBomb(t *testing.T) {
 		t.Fatalf("gRPC with gzip: %v", err)
 	}
 }
+
+// TestEdgeRefusesUnknownJSONFields: the server's JSON codec refuses a
+// field the schema does not know, naming it, instead of dropping it (a
+// typo such as notBefor once booked at "now").
+func TestEdgeRefusesUnknownJSONFields(t *testing.T) {
+	s, _ := newSite(t, agenttest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	body := `{"shape":{"parts":[{"resource":"cpu","amount":1}],"duration":"3600s","notBefor":"2030-01-02T00:00:00Z"}}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URLs[0]+"/ledgerd.v1.ReservationService/Reserve", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+agenttest.TokenAcme)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "notBefor") {
+		t.Fatalf("unknown field: %s %s", resp.Status, b)
+	}
+}

@@ -146,6 +146,10 @@ func (s *Server) Mount(mux *http.ServeMux) {
 		// it saves there (about a tenth of all CPU in the service profile).
 		connect.WithCompressMinBytes(compressMinBytes),
 	}
+	// JSON requests with a field the schema does not know are refused
+	// naming it, not silently dropped (a typo in not_before once booked
+	// at "now").
+	opts = append(opts, StrictJSON()...)
 	reflector := grpcreflect.NewStaticReflector(ServiceNames...)
 	authed := func(path string, h http.Handler) (string, http.Handler) { return path, s.withPreAuth(h) }
 	if s.opts.Auth == nil {
