@@ -208,6 +208,9 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 	if a.opts.Dev {
 		// One node, nobody dials in: free ports avoid clashing with a
 		// real agent on the same machine.
+		if def := DefaultConfig(); raftAddr != def.RaftAddr || gossipAddr != def.GossipAddr {
+			a.log.Warn("-dev ignores raft_addr and gossip_addr: a one-node playground binds free loopback ports for Raft and gossip", "raft_addr", raftAddr, "gossip_addr", gossipAddr)
+		}
 		raftAddr, gossipAddr = "127.0.0.1:0", "127.0.0.1:0"
 	}
 	now := a.opts.Now

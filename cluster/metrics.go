@@ -41,6 +41,11 @@ func newMetrics(n *Node) *metrics {
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
+	// Every class exists from the start at 0, so that rates and alerts
+	// see a series before the first failure of its kind.
+	for _, class := range applyErrorClasses {
+		m.applyErrs.WithLabelValues(class)
+	}
 	m.all = []prometheus.Collector{m.applyDur, m.applyErrs, m.forwarded, m.failureTolerance,
 		gauge("ledgerd_raft_state", "Raft state: 0 follower, 1 candidate, 2 leader, 3 shutdown.",
 			func() float64 { return float64(n.raft.State()) }),
@@ -89,6 +94,9 @@ func (m *metrics) unregister(r prometheus.Registerer) {
 		r.Unregister(c)
 	}
 }
+
+// applyErrorClasses are the class labels of ledgerd_apply_errors_total.
+var applyErrorClasses = []string{"fsm", "outcome_unknown", "no_leader", "not_leader", "shutdown", "other"}
 
 func (m *metrics) observeApply(path string, start time.Time, err error) {
 	if err == nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // failingFSM fails Snapshot, or hands out snapshots whose Persist fails.
@@ -47,5 +48,35 @@ func TestSnapshotFailuresCounted(t *testing.T) {
 				t.Fatalf("failures = %d, want %d", got, c.want)
 			}
 		})
+	}
+}
+
+// TestApplyErrorClassesStartAtZero: every class of
+// ledgerd_apply_errors_total is exported before its first failure, as the
+// alert rules and dashboards assume.
+func TestApplyErrorClassesStartAtZero(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := newMetrics(nil)
+	if err := reg.Register(m.applyErrs); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, mt := range f.GetMetric() {
+			for _, l := range mt.GetLabel() {
+				if l.GetName() == "class" {
+					got[l.GetValue()] = mt.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	for _, class := range applyErrorClasses {
+		if v, ok := got[class]; !ok || v != 0 {
+			t.Errorf("class %q: exported %v (%v), want 0 from the start", class, ok, v)
+		}
 	}
 }
