@@ -29,9 +29,10 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// startAgent runs an in-process dev agent with args and returns it once
-// it has seeded its sample data.
-func startAgent(t *testing.T, args ...string) (*Agent, *syncBuffer) {
+// runDevAgent runs an in-process dev agent with args until it has seeded
+// its sample data. stop shuts it down and returns Run's error; cleanup
+// calls it too.
+func runDevAgent(t *testing.T, args ...string) (a *Agent, out *syncBuffer, stop func() error) {
 	t.Helper()
 	cfg, opts, err := ParseArgs(append([]string{"-dev", "-http-addr", "127.0.0.1:0", "-log-level", "error"}, args...),
 		func(string) string { return "" }, io.Discard)
@@ -39,13 +40,18 @@ func startAgent(t *testing.T, args ...string) (*Agent, *syncBuffer) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
-	s := mustAgent(t, cfg, opts)
+	out = &syncBuffer{}
+	a = mustAgent(t, cfg, opts)
 	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx, out) }()
+	go func() { done <- a.Run(ctx, out) }()
+	var once sync.Once
+	var runErr error
+	stop = func() error {
+		once.Do(func() { cancel(); runErr = <-done })
+		return runErr
+	}
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
 	})
@@ -62,35 +68,20 @@ func startAgent(t *testing.T, args ...string) (*Agent, *syncBuffer) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return s, out
+	return a, out, stop
+}
+
+// startAgent is runDevAgent for tests that let cleanup stop the agent.
+func startAgent(t *testing.T, args ...string) (*Agent, *syncBuffer) {
+	a, out, _ := runDevAgent(t, args...)
+	return a, out
 }
 
 // TestDevAgent runs `agent -dev` in-process: it must become ready, seed the
 // sample data through the log, serve /healthz, /readyz and /metrics, and
 // remove its temporary data dir on exit.
 func TestDevAgent(t *testing.T) {
-	cfg, opts, err := ParseArgs([]string{"-dev", "-http-addr", "127.0.0.1:0", "-log-level", "error"},
-		func(string) string { return "" }, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
-	s := mustAgent(t, cfg, opts)
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx, out) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(out.String(), "ready") {
-		select {
-		case err := <-done:
-			t.Fatalf("agent stopped early: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("dev agent not ready within 30s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	s, out, stop := runDevAgent(t)
 	for _, want := range []string{`Sample reservation "sample"`, "cpu=64,gpu=2", "STATE_COMMITTED", "ledgerd resources -addr"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("banner lacks %q:\n%s", want, out.String())
@@ -113,8 +104,7 @@ func TestDevAgent(t *testing.T) {
 		}
 	}
 	dir := s.tempDir
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("shutdown: %v", err)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
