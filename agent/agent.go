@@ -244,6 +244,7 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 		Now:                now,
 		Tick:               fsm.TickCommand,
 		NextDue:            a.fsm.NextDue,
+		Insecure:           a.cfg.Insecure,
 		EnvelopeVersion:    fsm.CurrentVersion,
 		Logger:             a.log,
 		Registerer:         a.reg,

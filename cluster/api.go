@@ -134,6 +134,10 @@ type Config struct {
 	// of the Raft configuration announces, so that a new envelope version
 	// is proposed only once every server can apply it.
 	EnvelopeVersion uint32
+	// Insecure marks a node that runs without authenticating all its peers
+	// and callers (the agent's insecure setting); it is announced in
+	// gossip so that every member list shows it.
+	Insecure bool
 	// Logger receives structured logs; raft and memberlist logs are routed
 	// into it at INFO and above. Default slog.Default().
 	Logger *slog.Logger
@@ -188,4 +192,6 @@ type Member struct {
 	// Health is the gossip state: "alive", "suspect", "failed", "left" or
 	// "unknown".
 	Health string
+	// Insecure is set when the server announces that it runs insecure.
+	Insecure bool
 }

@@ -32,6 +32,9 @@ type nodeMeta struct {
 	// send it (they ignore the field when they decode ours, as
 	// encoding/json skips unknown keys); absent means 1.
 	Envelope uint32 `json:"ev,omitempty"`
+	// Insecure is set by a server that runs without authenticating all
+	// its peers and callers (Config.Insecure).
+	Insecure bool `json:"in,omitempty"`
 }
 
 func (m nodeMeta) encode() ([]byte, error) {

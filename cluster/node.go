@@ -263,7 +263,7 @@ func boltOptions() *bbolt.Options {
 func (n *Node) createGossip() error {
 	n.meta = nodeMeta{
 		ID: n.id, Name: n.cfg.NodeName, Raft: string(n.trans.LocalAddr()), RPC: n.cfg.RPCAdvertise,
-		Expect: n.cfg.BootstrapExpect, Version: Version, Envelope: n.cfg.EnvelopeVersion,
+		Expect: n.cfg.BootstrapExpect, Version: Version, Envelope: n.cfg.EnvelopeVersion, Insecure: n.cfg.Insecure,
 	}
 	meta, err := n.meta.encode()
 	if err != nil {

@@ -29,7 +29,7 @@ func (n *Node) Members() []Member {
 				m.Role = "leader"
 			}
 			if p, ok := peers[id]; ok {
-				m.Name, m.RPCAddr, m.Health = p.meta.Name, p.meta.RPC, string(p.status)
+				m.Name, m.RPCAddr, m.Health, m.Insecure = p.meta.Name, p.meta.RPC, string(p.status), p.meta.Insecure
 			}
 			out = append(out, m)
 		}
@@ -37,7 +37,7 @@ func (n *Node) Members() []Member {
 	for id, p := range peers {
 		if !seen[id] {
 			out = append(out, Member{ID: id, Name: p.meta.Name, RaftAddr: p.meta.Raft, RPCAddr: p.meta.RPC,
-				Role: "none", Health: string(p.status)})
+				Role: "none", Health: string(p.status), Insecure: p.meta.Insecure})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })

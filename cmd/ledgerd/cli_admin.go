@@ -216,10 +216,19 @@ func runMembers(args []string) int {
 		}
 		w := table()
 		fmt.Fprintln(w, "ID\tROLE\tHEALTHY\tSTATUS\tRAFT\tAPI")
+		var insecure []string
 		for _, m := range ms {
-			fmt.Fprintf(w, "%s\t%s\t%t\t%s\t%s\t%s\n", m.Id, strings.ToLower(strings.TrimPrefix(m.Role.String(), "ROLE_")), m.Healthy, m.Status, m.RaftAddress, m.ApiAddress)
+			status := m.Status
+			if m.Insecure {
+				status += ",INSECURE"
+				insecure = append(insecure, m.Id)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%t\t%s\t%s\t%s\n", m.Id, strings.ToLower(strings.TrimPrefix(m.Role.String(), "ROLE_")), m.Healthy, status, m.RaftAddress, m.ApiAddress)
 		}
 		w.Flush()
+		if len(insecure) > 0 {
+			fmt.Fprintf(cliErr, "WARNING: %s run(s) with -insecure: peers and callers are not all authenticated\n", strings.Join(insecure, ", "))
+		}
 		return nil
 	})
 }

@@ -99,3 +99,18 @@ func parsePEM(t *testing.T, b []byte) *x509.Certificate {
 	}
 	return c
 }
+
+// TestMembersShowsInsecure: a server started with -insecure announces it,
+// and `ledgerd members` marks it and warns.
+func TestMembersShowsInsecure(t *testing.T) {
+	a, _ := startAgent(t, "-insecure")
+	code, stdout, stderr := runCLI(t, "members", "-addr", a.Addr())
+	if code != exitOK || !strings.Contains(stdout, "alive,INSECURE") || !strings.Contains(stderr, "WARNING") {
+		t.Fatalf("members of an insecure agent: exit %d\n%s%s", code, stdout, stderr)
+	}
+	b, _, _ := runDevAgent(t)
+	code, stdout, stderr = runCLI(t, "members", "-addr", b.Addr())
+	if code != exitOK || strings.Contains(stdout, "INSECURE") || strings.Contains(stderr, "WARNING") {
+		t.Fatalf("members of a dev agent without -insecure: exit %d\n%s%s", code, stdout, stderr)
+	}
+}

@@ -33,7 +33,7 @@ func (c Cluster) Members(context.Context) ([]*ledgerdv1.Member, error) {
 	for i, m := range ms {
 		out[i] = &ledgerdv1.Member{
 			Id: m.ID, RaftAddress: m.RaftAddr, ApiAddress: m.RPCAddr, Role: roles[m.Role],
-			Healthy: m.Health == "alive" && m.Role != "none", Status: m.Health,
+			Healthy: m.Health == "alive" && m.Role != "none", Status: m.Health, Insecure: m.Insecure,
 		}
 	}
 	return out, nil

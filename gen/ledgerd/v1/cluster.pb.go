@@ -157,7 +157,10 @@ type Member struct {
 	// Whether the member looks healthy (alive in gossip and in the configuration).
 	Healthy bool `protobuf:"varint,5,opt,name=healthy,proto3" json:"healthy,omitempty"`
 	// Free-form status, e.g. "alive", "suspect", "left".
-	Status        string `protobuf:"bytes,6,opt,name=status,proto3" json:"status,omitempty"`
+	Status string `protobuf:"bytes,6,opt,name=status,proto3" json:"status,omitempty"`
+	// Whether the member runs insecure: it does not authenticate all its
+	// peers and callers (started with -insecure).
+	Insecure      bool `protobuf:"varint,7,opt,name=insecure,proto3" json:"insecure,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -232,6 +235,13 @@ func (x *Member) GetStatus() string {
 		return x.Status
 	}
 	return ""
+}
+
+func (x *Member) GetInsecure() bool {
+	if x != nil {
+		return x.Insecure
+	}
+	return false
 }
 
 // MembersRequest is empty.
@@ -948,7 +958,7 @@ var File_ledgerd_v1_cluster_proto protoreflect.FileDescriptor
 const file_ledgerd_v1_cluster_proto_rawDesc = "" +
 	"\n" +
 	"\x18ledgerd/v1/cluster.proto\x12\n" +
-	"ledgerd.v1\"\xb4\x01\n" +
+	"ledgerd.v1\"\xd0\x01\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12\x1f\n" +
@@ -956,7 +966,8 @@ const file_ledgerd_v1_cluster_proto_rawDesc = "" +
 	"apiAddress\x12$\n" +
 	"\x04role\x18\x04 \x01(\x0e2\x10.ledgerd.v1.RoleR\x04role\x12\x18\n" +
 	"\ahealthy\x18\x05 \x01(\bR\ahealthy\x12\x16\n" +
-	"\x06status\x18\x06 \x01(\tR\x06status\"\x10\n" +
+	"\x06status\x18\x06 \x01(\tR\x06status\x12\x1a\n" +
+	"\binsecure\x18\a \x01(\bR\binsecure\"\x10\n" +
 	"\x0eMembersRequest\"?\n" +
 	"\x0fMembersResponse\x12,\n" +
 	"\amembers\x18\x01 \x03(\v2\x12.ledgerd.v1.MemberR\amembers\"\x0f\n" +
