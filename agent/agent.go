@@ -49,6 +49,9 @@ type Options struct {
 	// API, if set, adjusts the public API's options after they have been
 	// built from Config (authentication, clock).
 	API func(*rpc.Options)
+	// BodyProgress, if set, replaces the 30 s a request body has to deliver
+	// each next chunk (tests shorten it).
+	BodyProgress time.Duration
 }
 
 // Agent is one assembled ledgerd server: the FSM, its cluster node, the
@@ -114,7 +117,11 @@ func New(cfg Config, o Options) (*Agent, error) {
 	a.ledger = NewLedger(a.node, a.fsm)
 	base, stop := context.WithCancel(context.Background())
 	a.stopRequests = stop
-	a.http = &http.Server{Handler: withBodyProgress(a.handler()), Protocols: rpc.ServeProtocols(), TLSConfig: a.httpTLS,
+	progress := bodyProgressDefault
+	if o.BodyProgress > 0 {
+		progress = o.BodyProgress
+	}
+	a.http = &http.Server{Handler: withBodyProgress(progress, a.handler()), Protocols: rpc.ServeProtocols(), TLSConfig: a.httpTLS,
 		ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes,
 		BaseContext: func(net.Listener) context.Context { return base }}
 	return a, nil

@@ -16,7 +16,7 @@ const (
 	// bodyProgress is how long a request body may go without a byte
 	// arriving; each read that brings data extends the deadline, so a
 	// long upload (RestoreSnapshot) that keeps moving is never cut.
-	bodyProgress = 30 * time.Second
+	bodyProgressDefault = 30 * time.Second
 	// idleTimeout closes keep-alive connections with no request.
 	idleTimeout = 2 * time.Minute
 	// maxHeaderBytes caps a request's headers.
@@ -115,15 +115,15 @@ func (c *cappedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// withBodyProgress gives a request body bodyProgress to deliver each next
-// chunk: a client that stops sending is cut off instead of holding its
-// connection and goroutine for ever.
-func withBodyProgress(next http.Handler) http.Handler {
+// withBodyProgress gives a request body d to deliver each next chunk: a
+// client that stops sending is cut off instead of holding its connection
+// and goroutine for ever.
+func withBodyProgress(d time.Duration, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
 			rc := http.NewResponseController(w)
-			if err := rc.SetReadDeadline(time.Now().Add(bodyProgress)); err == nil {
-				r.Body = &progressBody{ReadCloser: r.Body, rc: rc}
+			if err := rc.SetReadDeadline(time.Now().Add(d)); err == nil {
+				r.Body = &progressBody{ReadCloser: r.Body, rc: rc, d: d}
 			} else if !errors.Is(err, http.ErrNotSupported) {
 				http.Error(w, "cannot bound the request body's read time", http.StatusInternalServerError)
 				return
@@ -137,13 +137,19 @@ func withBodyProgress(next http.Handler) http.Handler {
 type progressBody struct {
 	io.ReadCloser
 	rc *http.ResponseController
+	d  time.Duration
 }
 
-// Read implements io.Reader.
+// Read implements io.Reader. Once the body is complete the deadline is
+// lifted: a stream (Watch) that answers for hours must not have its
+// connection's reads, and with them the request's context, time out.
 func (b *progressBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if n > 0 {
-		_ = b.rc.SetReadDeadline(time.Now().Add(bodyProgress))
+	switch {
+	case err == io.EOF:
+		_ = b.rc.SetReadDeadline(time.Time{})
+	case n > 0:
+		_ = b.rc.SetReadDeadline(time.Now().Add(b.d))
 	}
 	return n, err
 }
