@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ledgerd/ledgerd/internal/testwait"
 )
 
 // syncBuffer is an io.Writer safe for the agent goroutine and the test.
@@ -55,19 +57,15 @@ func runDevAgent(t *testing.T, args ...string) (a *Agent, out *syncBuffer, stop 
 			t.Errorf("shutdown: %v", err)
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(out.String(), "ready") {
+	testwait.Until(t, 30*time.Second, "the dev agent's greeting", func() bool {
 		select {
 		case err := <-done:
 			done <- err
 			t.Fatalf("agent stopped early: %v", err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("agent not ready within 30s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return strings.Contains(out.String(), "ready")
+	})
 	return a, out, stop
 }
 

@@ -1,9 +1,12 @@
 package agent
 
 import (
+	"fmt"
 	"net"
 	"testing"
 	"time"
+
+	"github.com/ledgerd/ledgerd/internal/testwait"
 )
 
 // dialFrom opens a TCP connection to addr from the loopback address src.
@@ -51,13 +54,7 @@ func TestCapListener(t *testing.T) {
 	// dropped waits until the listener has refused want connections.
 	dropped := func(want uint64) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for l.Dropped() < want {
-			if time.Now().After(deadline) {
-				t.Fatalf("dropped %d connections, want %d", l.Dropped(), want)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testwait.Until(t, 10*time.Second, fmt.Sprintf("%d refused connections", want), func() bool { return l.Dropped() >= want })
 	}
 	a1 := dialFrom(t, "127.0.0.1", addr)
 	defer a1.Close()

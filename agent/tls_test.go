@@ -13,13 +13,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ledgerd/ledgerd/agent/pki"
 	"github.com/ledgerd/ledgerd/internal/testnet"
 	"github.com/ledgerd/ledgerd/internal/testpki"
+	"github.com/ledgerd/ledgerd/internal/testwait"
 	"github.com/ledgerd/ledgerd/rpc/client"
 )
 
@@ -195,33 +195,32 @@ func TestThreeAgentsForwardOverTLS(t *testing.T) {
 		return nil
 	})
 	var follower *Agent
-	deadline := time.Now().Add(30 * time.Second)
-	for follower == nil {
+	testwait.Until(t, 30*time.Second, "a follower with a known leader", func() bool {
 		for _, s := range servers {
 			if id, _ := s.Node().Leader(); s.Node().Ready() && id != "" && !s.Node().IsLeader() {
 				follower = s
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no follower with a known leader within 30s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return follower != nil
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if _, err := follower.applyDev(ctx, createResource("tls-cpu", 32)); err != nil {
 		t.Fatalf("write forwarded from a follower: %v", err)
 	}
-	waitAll := time.Now().Add(10 * time.Second)
 	for _, s := range servers {
+		// Each apply closes the FSM's notify channel: wait on it, not on time.
+		deadline := time.After(10 * time.Second)
 		for {
+			changed := s.FSM().Notify()
 			if r, ok := s.FSM().Resource("tls-cpu"); ok && r.GetCapacity() == 32 {
 				break
 			}
-			if time.Now().After(waitAll) {
-				t.Fatalf("server %s lacks the forwarded write", s.cfg.NodeName)
+			select {
+			case <-changed:
+			case <-deadline:
+				t.Fatalf("server %s lacks the forwarded write after 10s", s.cfg.NodeName)
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	// The internal endpoints refuse a caller without a certificate and one
@@ -306,7 +305,7 @@ func TestThreeAgentsForwardOverTLS(t *testing.T) {
 	// and a token added to the tokens file works on every server.
 	stopWrites := make(chan struct{})
 	writes := make(chan error, 1)
-	var written atomic.Int64
+	acked := make(chan struct{}, 1024) // one per acknowledged write
 	go func() {
 		for n := 0; ; n++ {
 			select {
@@ -322,24 +321,28 @@ func TestThreeAgentsForwardOverTLS(t *testing.T) {
 				writes <- fmt.Errorf("write %d during the rotation: %w", n, err)
 				return
 			}
-			written.Add(1)
+			select {
+			case acked <- struct{}{}:
+			default: // nobody is counting right now
+			}
 		}
 	}()
 	// waitWrites waits for n more acknowledged writes (or a failed one).
-	waitWrites := func(n int64) {
+	waitWrites := func(n int) {
 		t.Helper()
-		want := written.Load() + n
-		deadline := time.Now().Add(30 * time.Second)
-		for written.Load() < want {
+		for len(acked) > 0 { // only writes acknowledged from now on count
+			<-acked
+		}
+		deadline := time.After(30 * time.Second)
+		for got := 0; got < n; {
 			select {
+			case <-acked:
+				got++
 			case err := <-writes:
 				t.Fatalf("writer stopped: %v", err)
-			default:
+			case <-deadline:
+				t.Fatalf("only %d of %d writes within 30s", got, n)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("only %d of %d writes within 30s", written.Load(), want)
-			}
-			time.Sleep(5 * time.Millisecond)
 		}
 	}
 	waitWrites(3)

@@ -1,0 +1,36 @@
+// Package testwait waits in tests for a condition that another goroutine
+// or process makes true: it re-checks on a ticker and fails the test,
+// naming what it waited for, when the deadline passes. It is test support
+// only: product code must not import it.
+package testwait
+
+import (
+	"testing"
+	"time"
+)
+
+// Interval is how often Until re-checks its condition.
+const Interval = 20 * time.Millisecond
+
+// Until returns once cond reports true, re-checking every Interval, and
+// fails the test with what (and the time waited) if timeout passes first.
+func Until(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if cond() {
+		return
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-deadline.C:
+			t.Fatalf("waited %s for %s", timeout, what)
+		case <-tick.C:
+			if cond() {
+				return
+			}
+		}
+	}
+}
