@@ -16,6 +16,7 @@ import (
 	"github.com/ledgerd/ledgerd/bridge"
 	"github.com/ledgerd/ledgerd/bridge/slurm"
 	"github.com/ledgerd/ledgerd/bridge/slurm/slurmtest"
+	"github.com/ledgerd/ledgerd/internal/testwait"
 )
 
 const prefix = "ledgerd-"
@@ -337,20 +338,13 @@ func TestDriverAgainstSlurm(t *testing.T) {
 		c.Run(t, "scontrol", "update", "NodeName=n4", "State=RESUME")
 		// Slurm may flag a resumed node as not responding until its next
 		// ping; the bridge sees it usable once Slurm does.
-		end := time.Now().Add(deadline)
-		for {
+		testwait.Until(t, deadline, "Slurm to report the resumed n4 usable", func() bool {
 			nodes, err = d.Nodes(ctx, c.Partition)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if nodes[3].Usable() {
-				break
-			}
-			if time.Now().After(end) {
-				t.Fatalf("resumed n4 still reads %+v after %v", nodes[3], deadline)
-			}
-			time.Sleep(100 * time.Millisecond) // polling Slurm's node state
-		}
+			return nodes[3].Usable()
+		})
 		// A job outside any reservation holds n1 now: a reservation on n1
 		// from now is refused as busy nodes.
 		out := c.Run(t, "sbatch", "--parsable", "-w", "n1", "-t", "5", "-D", filepath.Join(c.Dir, "jobs"),
@@ -463,18 +457,11 @@ func jobRunsInReservation(ctx context.Context, t *testing.T, c *slurmtest.Cluste
 
 	// Wait for it to run and print.
 	var line string
-	end := time.Now().Add(deadline)
-	for {
+	testwait.Until(t, deadline, "job "+id+" to print its line", func() bool {
 		data, _ := os.ReadFile(filepath.Join(c.Dir, "jobs", "out-"+id+".txt"))
-		if line = strings.TrimSpace(string(data)); line != "" {
-			break
-		}
-		if time.Now().After(end) {
-			info, _ := c.Try("scontrol", "show", "job", id, "-o")
-			t.Fatalf("job %s printed nothing within %v; job: %s", id, deadline, info)
-		}
-		time.Sleep(100 * time.Millisecond) // polling a file another process writes
-	}
+		line = strings.TrimSpace(string(data))
+		return line != ""
+	})
 	fields := map[string]string{}
 	for _, w := range strings.Fields(line) {
 		k, v, _ := strings.Cut(w, "=")
@@ -499,32 +486,21 @@ func jobRunsInReservation(ctx context.Context, t *testing.T, c *slurmtest.Cluste
 	mustKind(t, d.Delete(ctx, spec.Name), bridge.ErrInUse)
 	c.Run(t, "scancel", id)
 	// Once the job is gone the reservation can be deleted.
-	end = time.Now().Add(deadline)
-	for {
+	testwait.Until(t, deadline, "the reservation to be deletable once its job is gone", func() bool {
 		err := d.Delete(ctx, spec.Name)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, bridge.ErrInUse) || time.Now().After(end) {
+		if err != nil && !errors.Is(err, bridge.ErrInUse) {
 			t.Fatalf("delete after the job was cancelled: %v", err)
 		}
-		time.Sleep(100 * time.Millisecond) // the job's end is reported asynchronously
-	}
+		return err == nil
+	})
 }
 
 // waitJob waits until the job reaches state, failing loudly at the
 // deadline.
 func waitJob(t *testing.T, c *slurmtest.Cluster, id, state string) {
 	t.Helper()
-	end := time.Now().Add(deadline)
-	for {
+	testwait.Until(t, deadline, "job "+id+" to be "+state, func() bool {
 		info, err := c.Try("scontrol", "show", "job", id, "-o")
-		if err == nil && strings.Contains(info, "JobState="+state) {
-			return
-		}
-		if time.Now().After(end) {
-			t.Fatalf("job %s not %s within %v: %s %v", id, state, deadline, info, err)
-		}
-		time.Sleep(100 * time.Millisecond) // polling Slurm's job record
-	}
+		return err == nil && strings.Contains(info, "JobState="+state)
+	})
 }
