@@ -190,7 +190,9 @@ type Member struct {
 	// not in the Raft configuration).
 	Role string
 	// Health is the gossip state: "alive", "suspect", "failed", "left" or
-	// "unknown".
+	// "unknown"; or "unreachable" when gossip still says alive but this
+	// node's recent status probes of the server failed (a killed or paused
+	// leader shows so within a fraction of a second on its followers).
 	Health string
 	// Insecure is set when the server announces that it runs insecure.
 	Insecure bool

@@ -252,6 +252,14 @@ func (n *Node) fetchReadIndex(ctx context.Context, rpcAddr string) (uint64, erro
 
 // fetchStatus asks the node at rpcAddr for its status.
 func (n *Node) fetchStatus(ctx context.Context, rpcAddr string) (status, error) {
+	st, err := n.fetchStatusOnce(ctx, rpcAddr)
+	if n.ctx.Err() == nil {
+		n.contacts.record(rpcAddr, err, time.Now())
+	}
+	return st, err
+}
+
+func (n *Node) fetchStatusOnce(ctx context.Context, rpcAddr string) (status, error) {
 	var st status
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()

@@ -69,6 +69,11 @@ type Node struct {
 
 	removeCh chan string // failed servers autopilot wants removed
 
+	// contacts is the outcome of the latest status probe of each peer
+	// (contact.go); Members reports a server whose probes fail as
+	// unreachable before gossip declares it failed.
+	contacts contacts
+
 	// reconcileRounds counts the leader's reconcile rounds and
 	// refusedJoins the gossip members it kept out of Raft (membership.go).
 	reconcileRounds atomic.Uint64

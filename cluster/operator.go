@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -12,6 +13,7 @@ import (
 // to gossip but not (yet) in it, sorted by ID.
 func (n *Node) Members() []Member {
 	peers := n.gossip.snapshot()
+	now := time.Now()
 	_, lid := n.raft.LeaderWithID()
 	leaderID := string(lid)
 	var out []Member
@@ -29,7 +31,7 @@ func (n *Node) Members() []Member {
 				m.Role = "leader"
 			}
 			if p, ok := peers[id]; ok {
-				m.Name, m.RPCAddr, m.Health, m.Insecure = p.meta.Name, p.meta.RPC, string(p.status), p.meta.Insecure
+				m.Name, m.RPCAddr, m.Health, m.Insecure = p.meta.Name, p.meta.RPC, n.health(id, p, now), p.meta.Insecure
 			}
 			out = append(out, m)
 		}
@@ -37,11 +39,24 @@ func (n *Node) Members() []Member {
 	for id, p := range peers {
 		if !seen[id] {
 			out = append(out, Member{ID: id, Name: p.meta.Name, RaftAddr: p.meta.Raft, RPCAddr: p.meta.RPC,
-				Role: "none", Health: string(p.status), Insecure: p.meta.Insecure})
+				Role: "none", Health: n.health(id, p, now), Insecure: p.meta.Insecure})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// health is a server's Health as this node sees it: gossip's state,
+// except that a server gossip still calls alive whose status probes have
+// been failing is "unreachable" (contacts). Gossip needs several seconds
+// to declare a killed or paused server failed; a follower probes the
+// leader every readyPoll, so a leader that stopped answering is not
+// reported alive meanwhile.
+func (n *Node) health(id string, p peer, now time.Time) string {
+	if id != n.id && p.status == statusAlive && n.contacts.unreachable(p.meta.RPC, p.since, now) {
+		return "unreachable"
+	}
+	return string(p.status)
 }
 
 // TransferLeadership hands leadership to another voter. Only the leader
