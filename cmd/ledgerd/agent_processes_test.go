@@ -21,6 +21,7 @@ import (
 
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/internal/testnet"
+	"github.com/ledgerd/ledgerd/internal/testwait"
 	"github.com/ledgerd/ledgerd/rpc/client"
 )
 
@@ -273,6 +274,26 @@ func TestThreeAgentProcesses(t *testing.T) {
 			alive = append(alive, p)
 		}
 	}
+	// A survivor stops calling the killed leader alive in `members` as soon
+	// as its status probes fail, before gossip declares it failed.
+	survivor := sec.client(t, alive[0])
+	var health string
+	testwait.Until(t, 30*time.Second, "a survivor to stop reporting the killed leader alive", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		ms, err := survivor.Members(ctx)
+		if err != nil {
+			return false
+		}
+		for _, m := range ms {
+			if m.GetApiAddress() == leader.http {
+				health = m.GetStatus()
+				return health != "alive" && !m.GetHealthy()
+			}
+		}
+		return false
+	})
+	t.Logf("members on %s: killed leader %s is %q %s after the SIGKILL", alive[0].name, leader.name, health, time.Since(killed).Round(time.Millisecond))
 	newLeader := findLeader(t, sec, alive)
 	t.Logf("leader %s killed; %s leads after %s", leader.name, newLeader.name, time.Since(killed).Round(time.Millisecond))
 	for i := range 10 {
