@@ -21,6 +21,7 @@ func (n *Node) joinLoop() {
 			n.log.Info("joined gossip", "contacted", joined)
 			return
 		}
+		n.joinFailures.Add(1)
 		n.log.Warn("gossip join failed; retrying", "addrs", n.cfg.RetryJoin, "err", err, "in", backoff)
 		if !n.sleep(backoff) {
 			return

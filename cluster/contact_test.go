@@ -68,6 +68,8 @@ func TestMembersLeaderStopsAnswering(t *testing.T) {
 	l := c.leader()
 	f := c.follower()
 	lid := l.node.id
+	// A follower probes the leader once it is ready (readyLoop).
+	waitFor(t, 30*time.Second, f.name+" ready", f.node.Ready)
 	if h := memberHealth(f, lid); h != "alive" {
 		t.Fatalf("%s sees leader %s as %q before the fault, want alive", f.name, lid, h)
 	}
@@ -107,6 +109,9 @@ func TestMembersCrashedLeader(t *testing.T) {
 	c.waitVoters(3)
 	l := c.leader()
 	lid := l.node.id
+	for _, tn := range c.nodes {
+		waitFor(t, 30*time.Second, tn.name+" ready", tn.node.Ready)
+	}
 	c.crash(l)
 	start := time.Now()
 	s := c.running()[0]

@@ -186,7 +186,13 @@ func TestRetryAfterLeaderChangeIsExactlyOnce(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Kill the leader once the writers are under way (some writes
+	// acknowledged), not after a fixed pause.
+	waitFor(t, 30*time.Second, "the first acknowledged writes", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(results) >= writers
+	})
 	old := c.leader()
 	killed.Store(old, true)
 	c.crash(old)

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/ledgerd/ledgerd/internal/testnet"
+	"github.com/ledgerd/ledgerd/internal/testwait"
 )
 
 // tnode is one server of a test cluster, with its own HTTP server for the
@@ -234,13 +235,7 @@ func (c *tcluster) running() []*tnode {
 
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Until(t, timeout, what, cond)
 }
 
 // leader waits until every running node agrees on one leader and returns it.

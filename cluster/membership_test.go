@@ -35,14 +35,24 @@ func TestDeadServerRemovalNeverBelowQuorum(t *testing.T) {
 	}
 
 	// At MinQuorum: another crash must not shrink the configuration.
-	c.crash(c.follower())
+	second := c.follower()
+	c.crash(second)
 	l := c.leader()
 	apply(t, l, "b|2")
-	for range 3 {
-		time.Sleep(time.Second)
-		if conf := c.config(c.leader()); len(conf) != 3 {
-			t.Fatalf("configuration shrank below MinQuorum: %v", conf)
-		}
+	// Not a fixed sleep: wait until the leader's gossip has called the
+	// second crashed server failed for longer than DeadServerGrace — the
+	// point after which the first crash above was removed — and then for
+	// three more membership rounds, each of which would have removed it.
+	waitFor(t, 30*time.Second, "the leader to see the second crashed server failed past DeadServerGrace", func() bool {
+		p, ok := l.node.gossip.snapshot()[second.node.ID()]
+		return ok && p.status == statusFailed && time.Since(p.since) > time.Second
+	})
+	rounds := l.node.reconcileRounds.Load()
+	waitFor(t, 30*time.Second, "three membership rounds past the grace", func() bool {
+		return l.node.reconcileRounds.Load() >= rounds+3
+	})
+	if conf := c.config(c.leader()); len(conf) != 3 {
+		t.Fatalf("configuration shrank below MinQuorum: %v", conf)
 	}
 	for _, tn := range c.running() {
 		if got := readEntries(t, tn); len(got) != 2 {
@@ -67,7 +77,16 @@ func TestGossipEncryption(t *testing.T) {
 	l := c.leader()
 	stranger := c.add(3, func(cfg *Config) { cfg.GossipKey = []byte("fedcba9876543210") })
 	c.start(stranger)
-	time.Sleep(2 * time.Second)
+	// Not a fixed sleep: wait until the stranger has tried to join (and
+	// failed: nobody decrypts its packets) twice, then for three of the
+	// leader's membership rounds, each of which would have added it.
+	waitFor(t, 30*time.Second, "the stranger's join attempts", func() bool {
+		return stranger.node.joinFailures.Load() >= 2
+	})
+	rounds := l.node.reconcileRounds.Load()
+	waitFor(t, 30*time.Second, "three membership rounds after the attempts", func() bool {
+		return l.node.reconcileRounds.Load() >= rounds+3
+	})
 	for _, m := range l.node.Members() {
 		if m.ID == stranger.node.ID() {
 			t.Fatalf("server with the wrong gossip key admitted: %+v", m)

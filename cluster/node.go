@@ -78,8 +78,11 @@ type Node struct {
 	// refusedJoins the gossip members it kept out of Raft (membership.go).
 	reconcileRounds atomic.Uint64
 	refusedJoins    atomic.Uint64
-	refusedMu       sync.Mutex
-	refused         map[string]string // member ID -> last reason logged
+	// joinFailures counts the gossip join attempts that reached nobody
+	// (bootstrap.go); tests wait on it to know a join was tried.
+	joinFailures atomic.Uint64
+	refusedMu    sync.Mutex
+	refused      map[string]string // member ID -> last reason logged
 
 	ctx      context.Context
 	cancel   context.CancelFunc

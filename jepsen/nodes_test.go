@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ledgerd/ledgerd/agent/pki"
+	"github.com/ledgerd/ledgerd/internal/testwait"
 	"github.com/ledgerd/ledgerd/rpc"
 )
 
@@ -92,13 +93,7 @@ func procState(t *testing.T, pid int) string {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Until(t, 10*time.Second, what, cond)
 }
 
 // TestClusterProcesses drives the process manager against stand-in agents:
