@@ -721,6 +721,8 @@ var publicFields = [][2]string{
 	{"set_policy.policy.", ""}, {"set_policy.", ""},
 	{"submit_job.part.", ""}, {"submit_job.part", "resource"}, {"submit_job.duration_millis", "duration"},
 	{"submit_job.not_before_millis", "not_before"}, {"submit_job.", ""},
+	{"unit_down.resource", "name"}, {"unit_down.from_millis", "from"}, {"unit_down.to_millis", "to"}, {"unit_down.", ""},
+	{"unit_up.resource", "name"}, {"unit_up.", ""},
 }
 
 // PublicField renames a field path of a log command (Result.invalid.field,
