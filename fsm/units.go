@@ -494,6 +494,10 @@ func (s *state) unitDown(cmd *fsmv1.Command) *fsmv1.Result {
 	remaps, err := us.AddDown(planner.UnitDown{ID: id, Unit: c.GetUnit(), From: from, To: c.GetToMillis()}, unitPolicy(old))
 	if err != nil {
 		var ce *planner.UnitConflictError
+		if errors.As(err, &ce) && len(ce.Bookings) == 0 {
+			return conflict(fsmv1.Conflict_KIND_WRONG_STATE, fmt.Sprintf("unit %q of %q is already down over part of [%d,%d) (window %s)",
+				c.GetUnit(), old.GetName(), from, c.GetToMillis(), strings.Join(ce.Downs, ", ")))
+		}
 		if errors.As(err, &ce) {
 			ids := make([]string, 0, len(ce.Bookings))
 			for _, b := range ce.Bookings {

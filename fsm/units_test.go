@@ -275,6 +275,11 @@ func TestUnitsLifecycle(t *testing.T) {
 	if !slices.Equal(res.GetConflict().GetViolatedIds(), []string{"r"}) {
 		t.Errorf("refused window names %v, want [r]", res.GetConflict().GetViolatedIds())
 	}
+	// A second window over the same unit and time is refused as such.
+	if res := step(55, CONFLICT, unitDown("batch", unitsOf(h1, "batch")[0], "", 1500, 1600)); res.GetConflict().GetKind() != fsmv1.Conflict_KIND_WRONG_STATE ||
+		!strings.Contains(res.GetMessage(), "already down") {
+		t.Errorf("overlapping down window: %v", res)
+	}
 	// While maint holds a unit, a four-unit request cannot start then.
 	big := step(60, OK, reserve("w", "batch", 4, 100, withWindow(1450, 5000))).GetReservation()
 	if big.GetStartMillis() < 1700 {
