@@ -690,3 +690,31 @@ func (f *FSM) UnitBookings(resource string) (books []UnitBooking, downs []*fsmv1
 	}
 	return books, downs, true
 }
+
+// findModify is the search of a modification whose start the state
+// machine picks: the count planner's, and on resources with units the
+// earliest start that also maps (a refusal's later start too).
+func (s *state) findModify(req planner.Request) (planner.Decision, error) {
+	if s.units == nil || !s.hasUnitPart(req.Parts) {
+		return s.plan.Find(req)
+	}
+	if bad := s.checkUnitAmounts("modify.", req.Parts); bad != nil {
+		// modifyUnits refuses it with the field once the count planner
+		// has booked the shape; here the search simply finds nothing.
+		return s.plan.Find(req)
+	}
+	found, err := s.findUnits(req)
+	if err != nil {
+		return planner.Decision{}, err
+	}
+	if found.fits {
+		return planner.Decision{Fits: true, Start: found.start}, nil
+	}
+	var later unitSearch
+	if req.Deadline < lastEnd(s.ver) {
+		late := req
+		late.Deadline = lastEnd(s.ver)
+		later, _ = s.findUnits(late)
+	}
+	return planner.Decision{LaterOK: later.fits, LaterStart: later.start}, nil
+}
