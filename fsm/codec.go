@@ -15,7 +15,7 @@ import (
 // appear. Encode writes the lowest version that has every feature the
 // command uses (minVersion), so entries that older replicas understand
 // stay readable to them during a rolling upgrade.
-const CurrentVersion uint32 = versionEdge
+const CurrentVersion uint32 = versionUnits
 
 // versionPolicies is the first envelope version with admission policies
 // and variable jobs (TYPE_SET_POLICY, TYPE_SUBMIT_JOB,
@@ -51,6 +51,8 @@ const MaxTimeMillis int64 = 253402300799999
 // minVersion returns the lowest envelope version that can carry c.
 func minVersion(c *fsmv1.Command) uint32 {
 	switch {
+	case usesUnits(c):
+		return versionUnits
 	case len(c.GetFingerprint()) > 0, c.GetDeleteResource().GetForce(),
 		c.GetModify().GetWindowDurationMillis() != 0 || c.GetModify().GetNotBeforeMillis() != 0 || c.GetModify().GetDeadlineMillis() != 0:
 		return versionEdge
@@ -268,6 +270,10 @@ func checkPayload(c *fsmv1.Command) error {
 		ok = c.GetSubmitJob() != nil
 	case fsmv1.Command_TYPE_CO_RESERVE:
 		ok = c.GetCoReserve() != nil
+	case fsmv1.Command_TYPE_UNIT_DOWN:
+		ok = c.GetUnitDown() != nil
+	case fsmv1.Command_TYPE_UNIT_UP:
+		ok = c.GetUnitUp() != nil
 	default:
 		return fmt.Errorf("%w: unknown type %d", ErrMalformed, int32(c.GetType()))
 	}

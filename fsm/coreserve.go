@@ -76,6 +76,9 @@ func (s *state) checkCoReserve(id string, c *fsmv1.CoReserve) *fsmv1.Result {
 		if fe := checkCoCandidate(i, name, exists, seen); fe != nil {
 			return fe.result()
 		}
+		if bad := s.unitsUnsupported(fmt.Sprintf("co_reserve.candidates[%d]", i), name, "co-reservation is not supported on it"); bad != nil {
+			return bad
+		}
 	}
 	for i, sub := range c.GetSubs() {
 		if fe := checkCoSub(i, sub); fe != nil {

@@ -113,6 +113,9 @@ func (s *state) submitJob(cmd *fsmv1.Command) *fsmv1.Result {
 			return fe.result()
 		}
 	}
+	if bad := s.unitsUnsupported("submit_job.part.resource", j.GetPart().GetResource(), "variable jobs are not supported on it"); bad != nil {
+		return bad
+	}
 	nb := max(j.GetNotBeforeMillis(), s.now)
 	part := planner.Part{Resource: j.GetPart().GetResource(), Amount: j.GetPart().GetAmount()}
 	start, err := s.scheduler().Submit(id, cmd.GetOwner(), part, j.GetDurationMillis(), nb)

@@ -508,6 +508,7 @@ func checkInvariants(t testing.TB, f *FSM) {
 		}
 	}
 	live += checkScheduled(t, s)
+	live += checkUnitMapping(t, s)
 	if s.plan.Len() != live {
 		t.Fatalf("planner has %d bookings, table %d", s.plan.Len(), live)
 	}
@@ -550,6 +551,7 @@ func checkInvariants(t testing.TB, f *FSM) {
 						booked += overlapAmount(pd.GetParts(), pd.GetStartMillis(), pd.GetEndMillis(), p.GetResource(), from)
 					}
 				}
+				booked += downsAt(s, p.GetResource(), from)
 				u, err := s.plan.Usage(p.GetResource(), from, from+1)
 				if err != nil {
 					t.Fatal(err)

@@ -180,6 +180,11 @@ func (s *state) setPolicy(c *fsmv1.SetPolicy) *fsmv1.Result {
 	if fe := checkPolicySpec("set_policy.policy", c.GetPolicy()); fe != nil {
 		return fe.result()
 	}
+	if p := c.GetPolicy().GetPolicy(); p != fsmv1.AdmissionPolicy_ADMISSION_POLICY_UNSPECIFIED && p != fsmv1.AdmissionPolicy_ADMISSION_POLICY_REJECT {
+		if bad := s.unitsUnsupported("set_policy.policy", old.GetName(), "only the REJECT admission policy is supported on it"); bad != nil {
+			return bad
+		}
+	}
 	name := old.GetName()
 	now, next := s.resourcePolicy(name), plannerPolicy(c.GetPolicy()).Policy
 	if next == planner.PolicyRelaxed && now != planner.PolicyRelaxed {

@@ -261,8 +261,18 @@ func (g *gen) tableCommand(c *fsmv1.Command) {
 // stream returns n stamped, encoded commands.
 func (g *gen) stream(t testing.TB, n int) [][]byte {
 	t.Helper()
-	out := make([][]byte, n)
-	for i := range out {
+	out := make([][]byte, 0, n+n/4+2)
+	add := func(cmd *fsmv1.Command) {
+		b, err := Encode(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err = Stamp(b, g.now); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	for i := range n {
 		cmd := g.command()
 		switch {
 		case i < len(genResources):
@@ -273,12 +283,18 @@ func (g *gen) stream(t testing.TB, n int) [][]byte {
 			// admissions and violations occur.
 			cmd = createPolicyRes("lax", 10, spec(RELAXED, 10, 0))
 		}
-		b, err := Encode(cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out[i], err = Stamp(b, g.now); err != nil {
-			t.Fatal(err)
+		add(cmd)
+		switch {
+		case i == len(genResources):
+			add(createUnits("remap", 0, nodeNames(5)...))
+			add(createUnits("refuse", fsmv1.UnitPolicy_UNIT_POLICY_REFUSE, nodeNames(3)...))
+		case i%32 == 31:
+			// Bursts of entries on the resources with units, so that
+			// they contend, drawn from a source of their own and
+			// inserted, so that the other entries stay what they were.
+			for j := range 8 {
+				add(g.unitCommand(i*8 + j))
+			}
 		}
 	}
 	return out

@@ -105,6 +105,10 @@ func (s *state) hold(cmd *fsmv1.Command, commit bool) *fsmv1.Result {
 		if d.Start, adm, bad = s.admitScheduled(cmd.GetOwner(), id, req.StartMillis != nil, pr); bad != nil {
 			return bad
 		}
+	} else if s.hasUnitPart(pr.Parts) {
+		if d, bad = s.reserveUnits(id, pr, fields); bad != nil {
+			return bad
+		}
 	} else {
 		var err error
 		if d, err = s.plan.Reserve(id, pr); err != nil {
@@ -115,6 +119,9 @@ func (s *state) hold(cmd *fsmv1.Command, commit bool) *fsmv1.Result {
 		}
 	}
 	r := s.newRow(cmd, id, req.GetLabels(), pr.Parts, d.Start, d.Start+dur)
+	if s.units != nil {
+		r.Parts = s.withUnits(id, r.Parts)
+	}
 	if viaScheduler {
 		s.markAdmission(r, adm)
 	}
@@ -159,6 +166,9 @@ func (s *state) commit(cmd *fsmv1.Command) *fsmv1.Result {
 		if err := s.plan.Modify(r.Id, parts, p.GetStartMillis(), p.GetEndMillis()); err != nil {
 			_ = s.plan.Book(planner.Booking{ID: modKey(r.Id), Parts: parts, Start: p.GetStartMillis(), End: p.GetEndMillis()})
 			return s.fromPlanner(err, modifyFields)
+		}
+		if s.units != nil {
+			s.swapUnits(r.Id, p.GetParts(), p.GetStartMillis(), p.GetEndMillis())
 		}
 		n := s.change(r)
 		n.Parts, n.StartMillis, n.EndMillis = p.GetParts(), p.GetStartMillis(), p.GetEndMillis()
@@ -255,7 +265,7 @@ func (s *state) modify(cmd *fsmv1.Command) *fsmv1.Result {
 			return bad
 		}
 		req, passed := s.modifyWindow(m, pp)
-		d, err := s.plan.Find(req)
+		d, err := s.findModify(req)
 		if err != nil {
 			return s.fromPlanner(err, modifyWindowFields)
 		}
@@ -297,9 +307,16 @@ func (s *state) modify(cmd *fsmv1.Command) *fsmv1.Result {
 		}
 		return s.fromPlanner(err, modifyFields)
 	}
+	if bad := s.modifyUnits(r.Id, pp, start, end); bad != nil {
+		return bad
+	}
+	if s.units != nil {
+		// Remaps may have stored a newer row.
+		r, _ = s.resv.get(r.Id)
+	}
 	n := s.change(r)
 	n.Pending = &fsmv1.Modification{
-		Parts:       sortedParts(pp),
+		Parts:       s.withUnits(modKey(r.Id), sortedParts(pp)),
 		StartMillis: start,
 		EndMillis:   end,
 		// A modification must be decided before it would begin.
@@ -374,6 +391,9 @@ func (s *state) complete(cmd *fsmv1.Command) *fsmv1.Result {
 	if _, err := s.plan.Complete(r.GetId(), at); err != nil {
 		fm := fieldMap{"complete.", map[string]string{"at": "at_millis"}}
 		return s.fromPlanner(err, fm)
+	}
+	if s.units != nil {
+		s.shortenUnits(r.GetId(), at)
 	}
 	n := s.endEarly(r, at)
 	s.replan(r.GetParts())

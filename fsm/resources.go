@@ -20,12 +20,16 @@ func (s *state) createResource(c *fsmv1.CreateResource) *fsmv1.Result {
 	if _, exists := s.resources[c.GetName()]; exists {
 		return conflict(fsmv1.Conflict_KIND_RESOURCE_EXISTS, fmt.Sprintf("resource %q already exists", c.GetName()))
 	}
-	if err := s.plan.AddResource(c.GetName(), c.GetCapacity()); err != nil {
+	capacity := c.GetCapacity()
+	if len(c.GetUnits()) > 0 {
+		capacity = int64(len(c.GetUnits()))
+	}
+	if err := s.plan.AddResource(c.GetName(), capacity); err != nil {
 		return s.fromPlanner(err, createFields)
 	}
 	r := &fsmv1.Resource{
 		Name:           c.GetName(),
-		Capacity:       c.GetCapacity(),
+		Capacity:       capacity,
 		Unit:           c.GetUnit(),
 		Labels:         maps.Clone(c.GetLabels()),
 		CreatedVersion: s.index,
@@ -35,6 +39,14 @@ func (s *state) createResource(c *fsmv1.CreateResource) *fsmv1.Result {
 	if r.Policy, err = s.installPolicy(r.Name, c.GetPolicy()); err != nil {
 		_ = s.plan.RemoveResource(r.Name)
 		return s.fromPlanner(err, createFields)
+	}
+	if len(c.GetUnits()) > 0 {
+		r.Units = slices.Clone(c.GetUnits())
+		r.UnitPolicy = c.GetUnitPolicy()
+		if err := s.addUnits(r); err != nil {
+			_ = s.plan.RemoveResource(r.Name)
+			return s.fromPlanner(err, createFields)
+		}
 	}
 	s.resources[r.Name] = r
 	s.emit(fsmv1.Event_TYPE_RESOURCE_CREATED, nil, r)
@@ -51,6 +63,9 @@ func (s *state) updateResource(c *fsmv1.UpdateResource) *fsmv1.Result {
 	}
 	if fe := checkUpdateResource(c, s.ver); fe != nil {
 		return fe.result()
+	}
+	if bad := s.unitsUnsupported("update_resource.name", old.GetName(), "its capacity is its number of units; take a unit out of service with a unit down window"); bad != nil {
+		return bad
 	}
 	from, to := s.now, planner.MaxTime
 	if c.FromMillis != nil {
@@ -140,9 +155,13 @@ func (s *state) deleteResource(c *fsmv1.DeleteResource) *fsmv1.Result {
 	if n := s.itemsOn(old.GetName()); n > 0 {
 		return conflict(fsmv1.Conflict_KIND_IN_USE, fmt.Sprintf("resource %q carries %d scheduled reservation(s) or job(s)", old.GetName(), n))
 	}
+	for _, d := range old.GetUnitDowns() {
+		_, _ = s.plan.Release(downKey(old.GetName(), d.GetId()))
+	}
 	if err := s.plan.RemoveResource(old.GetName()); err != nil {
 		return s.fromPlanner(err, deleteFields)
 	}
+	delete(s.units, old.GetName())
 	delete(s.resources, old.GetName())
 	s.emit(fsmv1.Event_TYPE_RESOURCE_DELETED, nil, old)
 	return okResource(old)

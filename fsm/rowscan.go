@@ -36,6 +36,9 @@ func (sc *rowScan) books(resource string) bool {
 type scanPart struct {
 	resource string
 	amount   int64
+	// units are the part's unit names on a resource with units (Part.units,
+	// field 40), aliasing the row; nil otherwise.
+	units []string
 }
 
 // Field numbers of Reservation, Part and Modification that scanRow reads.
@@ -236,6 +239,9 @@ func (f *field) check(k valueKind) error {
 	return nil
 }
 
+// partUnits is the field number of Part.units.
+const partUnits protowire.Number = 40
+
 // scanPartMsg reads a Part (resource = 1, amount = 2) and appends it.
 func scanPartMsg(b string, parts []scanPart) ([]scanPart, error) {
 	var p scanPart
@@ -247,8 +253,15 @@ func scanPartMsg(b string, parts []scanPart) ([]scanPart, error) {
 		}
 		b = b[f.size:]
 		switch {
+		case f.num == partUnits && last == partUnits:
+			// Repeated: one field per unit.
+			err = f.check(vkString)
+			p.units = append(p.units, f.str)
 		case f.num <= last:
 			return parts, fmt.Errorf("field %d: %w: out of order or repeated", f.num, errNotCanonical)
+		case f.num == partUnits:
+			err = f.check(vkString)
+			p.units = append(p.units, f.str)
 		case f.num == 1:
 			err = f.check(vkString)
 			p.resource = f.str
@@ -257,6 +270,9 @@ func scanPartMsg(b string, parts []scanPart) ([]scanPart, error) {
 			p.amount = int64(f.x)
 		default:
 			return parts, fmt.Errorf("field %d: unknown", f.num)
+		}
+		if err != nil && f.num == partUnits {
+			return parts, fmt.Errorf("units[%d]: %w", len(p.units)-1, err)
 		}
 		if err != nil {
 			return parts, fmt.Errorf("%s: %w", []string{"", "resource", "amount"}[f.num], err)

@@ -448,6 +448,14 @@ func rebuild(cfg Config, split splitSnapshot) (*state, error) {
 	books := bookings{list: make([]planner.Booking, 0, len(rows)), parts: make([]planner.Part, 0, len(rows))}
 	var sc rowScan
 	var scheduledIDs []string
+	// The unit bookings of the live rows, per resource with units.
+	var unitBooks map[string][]planner.UnitBooking
+	for _, r := range s.resources {
+		if len(r.GetUnits()) > 0 {
+			unitBooks = make(map[string][]planner.UnitBooking)
+			break
+		}
+	}
 	prev = ""
 	for i, b := range rows {
 		// One copy per row: the string is the stored row, and its ID
@@ -476,12 +484,23 @@ func rebuild(cfg Config, split splitSnapshot) (*state, error) {
 			if sc.hasPending {
 				books.add(s, modKey(key), sc.pendParts, sc.pendStart, sc.pendEnd, origin)
 			}
+			if unitBooks != nil {
+				collectUnits(unitBooks, key, sc.parts, sc.start, sc.end, origin)
+				if sc.hasPending {
+					collectUnits(unitBooks, modKey(key), sc.pendParts, sc.pendStart, sc.pendEnd, origin)
+				}
+			}
 		}
 		// IDs are new and ascending: no old row to unlink, and ids
 		// grows at its right edge.
 		s.resv.insert(id, row)
 		s.ids.ReplaceOrInsert(id)
 		s.link(&sc.rowMeta)
+	}
+	if unitBooks != nil {
+		if err := s.restoreUnits(unitBooks, &books); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.plan.Load(books.list); err != nil {
 		return nil, badf("reservations: %v", err)

@@ -96,6 +96,9 @@ type state struct {
 
 	// pol is the admission scheduler and its counters (policy.go).
 	pol policyState
+
+	// units holds the unit schedule of every resource with units (units.go).
+	units map[string]*planner.UnitSchedule
 }
 
 func newState(cfg Config) *state {
@@ -244,6 +247,9 @@ func (s *state) emit(t fsmv1.Event_Type, r *fsmv1.Reservation, res *fsmv1.Resour
 // origin on its own.
 func (s *state) release(key string) {
 	_, _ = s.plan.Release(key)
+	if s.units != nil {
+		s.releaseUnits(key)
+	}
 }
 
 // runTimers performs all time-triggered work due at or before now, in
@@ -321,6 +327,7 @@ func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, [
 	// so a command never sees a hold that should already have expired.
 	s.advance()
 	s.plan.Advance(s.now)
+	s.advanceUnits()
 	s.pruneIdem()
 	// Keys kept past the cap for their youth (version 3) are forgotten
 	// once they are old enough, at every entry, so that the remembered
@@ -426,6 +433,10 @@ func (s *state) dispatch(cmd *fsmv1.Command) *fsmv1.Result {
 		return s.submitJob(cmd)
 	case fsmv1.Command_TYPE_CO_RESERVE:
 		return s.coReserve(cmd)
+	case fsmv1.Command_TYPE_UNIT_DOWN:
+		return s.unitDown(cmd)
+	case fsmv1.Command_TYPE_UNIT_UP:
+		return s.unitUp(cmd)
 	}
 	// Decode admits only the types above.
 	panic("fsm: unreachable command type " + cmd.GetType().String())

@@ -157,6 +157,10 @@ func checkCommand(cfg *Config, cmd *fsmv1.Command) *FieldError {
 		}
 	case fsmv1.Command_TYPE_COMPLETE:
 		return checkTargetID("complete.id", cmd.GetComplete().GetId(), ver)
+	case fsmv1.Command_TYPE_UNIT_DOWN:
+		return checkUnitDown(cmd.GetUnitDown())
+	case fsmv1.Command_TYPE_UNIT_UP:
+		return checkUnitUp(cmd.GetUnitUp(), ver)
 	case fsmv1.Command_TYPE_SET_POLICY:
 		sp := cmd.GetSetPolicy()
 		if fe := checkNameSet("set_policy.name", sp.GetName(), ver); fe != nil {
@@ -402,7 +406,11 @@ func checkCreateResource(c *fsmv1.CreateResource) *FieldError {
 	if why := validResourceName(c.GetName()); why != "" {
 		return fieldErr("create_resource.name", why)
 	}
-	if c.GetCapacity() <= 0 {
+	if len(c.GetUnits()) > 0 || c.GetUnitPolicy() != 0 {
+		if fe := checkUnits(c); fe != nil {
+			return fe
+		}
+	} else if c.GetCapacity() <= 0 {
 		return fieldErr("create_resource.capacity", "must be > 0")
 	}
 	if len(c.GetUnit()) > maxUnitLen {
@@ -713,6 +721,8 @@ var publicFields = [][2]string{
 	{"set_policy.policy.", ""}, {"set_policy.", ""},
 	{"submit_job.part.", ""}, {"submit_job.part", "resource"}, {"submit_job.duration_millis", "duration"},
 	{"submit_job.not_before_millis", "not_before"}, {"submit_job.", ""},
+	{"unit_down.resource", "name"}, {"unit_down.from_millis", "from"}, {"unit_down.to_millis", "to"}, {"unit_down.", ""},
+	{"unit_up.resource", "name"}, {"unit_up.", ""},
 }
 
 // PublicField renames a field path of a log command (Result.invalid.field,

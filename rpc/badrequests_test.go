@@ -410,9 +410,10 @@ func TestBadRequests(t *testing.T) {
 	r := must[*connect.Response[ledgerdv1.ReserveResponse]](t)(acme.res.Reserve(ctx, connect.NewRequest(&ledgerdv1.ReserveRequest{Shape: good, IdempotencyKey: keyReserve})))
 	must[*connect.Response[ledgerdv1.CancelResponse]](t)(acme.res.Cancel(ctx, connect.NewRequest(&ledgerdv1.CancelRequest{Id: r.Msg.Reservation.Id, IdempotencyKey: keyCancel})))
 	must[*connect.Response[ledgerdv1.CreateResponse]](t)(ops.rsc.Create(ctx, connect.NewRequest(&ledgerdv1.CreateRequest{Resource: &ledgerdv1.Resource{Name: "lab", Capacity: 3}, IdempotencyKey: keyCreate})))
+	must[*connect.Response[ledgerdv1.CreateResponse]](t)(ops.rsc.Create(ctx, connect.NewRequest(&ledgerdv1.CreateRequest{Resource: &ledgerdv1.Resource{Name: "rack"}, Nodes: "r[1-4]"})))
 	must[*connect.Response[ledgerdv1.ReserveResponse]](t)(acme.res.Reserve(ctx, connect.NewRequest(&ledgerdv1.ReserveRequest{Shape: good, Labels: map[string]string{"team": "physics"}})))
 
-	cases := badCases(now)
+	cases := append(badCases(now), unitBadCases(now)...)
 	distinct := map[string]bool{}
 	for _, c := range cases {
 		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(c.msg)

@@ -41,6 +41,9 @@ func (h *resources) Create(ctx context.Context, req *connect.Request[ledgerdv1.C
 	if err := checkPolicy("resource.", r.Policy, r.MinSuccessPermille, r.MaxPushes); err != nil {
 		return nil, h.s.fail(err)
 	}
+	if r, err = createUnits(req.Msg); err != nil {
+		return nil, h.s.fail(err)
+	}
 	out, err := h.l.CreateResource(ctx, w, r)
 	if err != nil {
 		return nil, h.s.fail(err)

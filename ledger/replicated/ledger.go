@@ -98,7 +98,7 @@ func clusterErr(op string, err error) error {
 // the command is encoded once, here, and the leader only stamps it.
 func (l *Ledger) apply(ctx context.Context, op string, cmd *fsmv1.Command) (*fsmv1.Result, error) {
 	have := l.version()
-	if have < fsm.CurrentVersion && len(cmd.Fingerprint) > 0 {
+	if have < 3 && len(cmd.Fingerprint) > 0 {
 		// Older replicas do not know fingerprints: the key then answers
 		// its first result whatever is sent with it, as it always did.
 		cmd.Fingerprint = nil
@@ -158,6 +158,9 @@ func resultErr(r *fsmv1.Result) error {
 		return nil
 	case fsmv1.Result_STATUS_REJECTED:
 		rj := r.GetRejected()
+		if rj.GetUnmappable() {
+			return &ledger.RejectedError{Reason: ledger.ReasonUnmappable, Message: r.GetMessage(), LaterOK: rj.GetLaterOk(), LaterStart: rj.GetLaterStartMillis()}
+		}
 		return &ledger.RejectedError{Reason: ledger.ReasonNoCapacity, Message: r.GetMessage(), LaterOK: rj.GetLaterOk(), LaterStart: rj.GetLaterStartMillis()}
 	case fsmv1.Result_STATUS_INVALID:
 		return &ledger.FieldError{Field: fsm.PublicField(r.GetInvalid().GetField()), Reason: r.GetInvalid().GetReason()}
@@ -505,6 +508,7 @@ func (l *Ledger) CreateResource(ctx context.Context, w ledger.Write, r *ledgerdv
 	cmd.Payload = &fsmv1.Command_CreateResource{CreateResource: &fsmv1.CreateResource{
 		Name: r.Name, Capacity: r.Capacity, Unit: r.Unit, Labels: r.Labels,
 		Policy: policySpec(r.Policy, r.MinSuccessPermille, r.MaxPushes),
+		Units:  r.Units, UnitPolicy: fsmUnitPolicy(r.UnitPolicy),
 	}}
 	res, err := l.apply(ctx, "create resource", cmd)
 	if err != nil {
@@ -631,6 +635,7 @@ func reservationToAPI(r *fsmv1.Reservation) *ledgerdv1.Reservation {
 		out.ActualEnd = ledger.MsToTimestamp(ms)
 	}
 	schedulerToAPI(out, r)
+	unitsToAPI(out, r)
 	return out
 }
 
@@ -647,6 +652,7 @@ func resourceToAPI(r *fsmv1.Resource) *ledgerdv1.Resource {
 			Start: ledger.MsToTimestamp(w.GetFromMillis()), End: ledger.MsToTimestamp(w.GetToMillis()), Capacity: w.GetCapacity()})
 	}
 	policyToAPI(out, r.GetPolicy())
+	resourceUnitsToAPI(out, r)
 	return out
 }
 
@@ -658,6 +664,8 @@ func eventToAPI(e *fsmv1.Event) *ledgerdv1.Event {
 		Action:  strings.ToLower(strings.TrimPrefix(e.GetType().String(), "TYPE_")),
 	}
 	if t, ok := policyEventType(e.GetType()); ok {
+		out.Type = t
+	} else if t, ok := unitEventType(e.GetType()); ok {
 		out.Type = t
 	} else {
 		switch e.GetType() {

@@ -29,8 +29,12 @@ type CreateRequest struct {
 	Resource *Resource `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
 	// Deduplicates retries.
 	IdempotencyKey string `protobuf:"bytes,2,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The resource's units as a Slurm-style hostlist, e.g. "n[1-64]" or
+	// "gpu[01-08],login1"; expanded by the server into resource.units (give
+	// one or the other). At most 65,536 distinct names.
+	Nodes         string `protobuf:"bytes,40,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateRequest) Reset() {
@@ -77,6 +81,269 @@ func (x *CreateRequest) GetIdempotencyKey() string {
 	return ""
 }
 
+func (x *CreateRequest) GetNodes() string {
+	if x != nil {
+		return x.Nodes
+	}
+	return ""
+}
+
+// UnitDownRequest takes a unit out of service over [from, to).
+type UnitDownRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Resource name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The unit.
+	Unit string `protobuf:"bytes,2,opt,name=unit,proto3" json:"unit,omitempty"`
+	// Window start; unset means now.
+	From *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=from,proto3" json:"from,omitempty"`
+	// Window end (exclusive); required.
+	To *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=to,proto3" json:"to,omitempty"`
+	// The window's id; empty means the server assigns one.
+	Id string `protobuf:"bytes,5,opt,name=id,proto3" json:"id,omitempty"`
+	// Deduplicates retries.
+	IdempotencyKey string `protobuf:"bytes,6,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *UnitDownRequest) Reset() {
+	*x = UnitDownRequest{}
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnitDownRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnitDownRequest) ProtoMessage() {}
+
+func (x *UnitDownRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnitDownRequest.ProtoReflect.Descriptor instead.
+func (*UnitDownRequest) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *UnitDownRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UnitDownRequest) GetUnit() string {
+	if x != nil {
+		return x.Unit
+	}
+	return ""
+}
+
+func (x *UnitDownRequest) GetFrom() *timestamppb.Timestamp {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *UnitDownRequest) GetTo() *timestamppb.Timestamp {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
+func (x *UnitDownRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *UnitDownRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+// UnitDownResponse returns the resource after the change.
+type UnitDownResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The resource, with the window in unit_downs.
+	Resource *Resource `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// The id of the new window.
+	Id            string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnitDownResponse) Reset() {
+	*x = UnitDownResponse{}
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnitDownResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnitDownResponse) ProtoMessage() {}
+
+func (x *UnitDownResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnitDownResponse.ProtoReflect.Descriptor instead.
+func (*UnitDownResponse) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *UnitDownResponse) GetResource() *Resource {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
+func (x *UnitDownResponse) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// UnitUpRequest ends a down window.
+type UnitUpRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Resource name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The window's id.
+	Id string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	// Deduplicates retries.
+	IdempotencyKey string `protobuf:"bytes,3,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *UnitUpRequest) Reset() {
+	*x = UnitUpRequest{}
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnitUpRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnitUpRequest) ProtoMessage() {}
+
+func (x *UnitUpRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnitUpRequest.ProtoReflect.Descriptor instead.
+func (*UnitUpRequest) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *UnitUpRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UnitUpRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *UnitUpRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+// UnitUpResponse returns the resource after the change.
+type UnitUpResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The resource.
+	Resource      *Resource `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnitUpResponse) Reset() {
+	*x = UnitUpResponse{}
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnitUpResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnitUpResponse) ProtoMessage() {}
+
+func (x *UnitUpResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnitUpResponse.ProtoReflect.Descriptor instead.
+func (*UnitUpResponse) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *UnitUpResponse) GetResource() *Resource {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
 // CreateResponse returns the created resource.
 type CreateResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -88,7 +355,7 @@ type CreateResponse struct {
 
 func (x *CreateResponse) Reset() {
 	*x = CreateResponse{}
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[1]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -100,7 +367,7 @@ func (x *CreateResponse) String() string {
 func (*CreateResponse) ProtoMessage() {}
 
 func (x *CreateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[1]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -113,7 +380,7 @@ func (x *CreateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateResponse.ProtoReflect.Descriptor instead.
 func (*CreateResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{1}
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CreateResponse) GetResource() *Resource {
@@ -142,7 +409,7 @@ type UpdateCapacityRequest struct {
 
 func (x *UpdateCapacityRequest) Reset() {
 	*x = UpdateCapacityRequest{}
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[2]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -154,7 +421,7 @@ func (x *UpdateCapacityRequest) String() string {
 func (*UpdateCapacityRequest) ProtoMessage() {}
 
 func (x *UpdateCapacityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[2]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -167,7 +434,7 @@ func (x *UpdateCapacityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateCapacityRequest.ProtoReflect.Descriptor instead.
 func (*UpdateCapacityRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{2}
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *UpdateCapacityRequest) GetName() string {
@@ -216,7 +483,7 @@ type UpdateCapacityResponse struct {
 
 func (x *UpdateCapacityResponse) Reset() {
 	*x = UpdateCapacityResponse{}
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[3]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -228,7 +495,7 @@ func (x *UpdateCapacityResponse) String() string {
 func (*UpdateCapacityResponse) ProtoMessage() {}
 
 func (x *UpdateCapacityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[3]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -241,7 +508,7 @@ func (x *UpdateCapacityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateCapacityResponse.ProtoReflect.Descriptor instead.
 func (*UpdateCapacityResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{3}
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *UpdateCapacityResponse) GetResource() *Resource {
@@ -266,7 +533,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[4]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -278,7 +545,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[4]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -291,7 +558,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{4}
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DeleteRequest) GetName() string {
@@ -324,7 +591,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[5]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -336,7 +603,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[5]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -349,7 +616,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{5}
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{9}
 }
 
 // SetPolicyRequest sets a resource's admission policy and its parameters.
@@ -373,7 +640,7 @@ type SetPolicyRequest struct {
 
 func (x *SetPolicyRequest) Reset() {
 	*x = SetPolicyRequest{}
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[6]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -385,7 +652,7 @@ func (x *SetPolicyRequest) String() string {
 func (*SetPolicyRequest) ProtoMessage() {}
 
 func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[6]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -398,7 +665,7 @@ func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{6}
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SetPolicyRequest) GetName() string {
@@ -447,7 +714,7 @@ type SetPolicyResponse struct {
 
 func (x *SetPolicyResponse) Reset() {
 	*x = SetPolicyResponse{}
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[7]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -459,7 +726,7 @@ func (x *SetPolicyResponse) String() string {
 func (*SetPolicyResponse) ProtoMessage() {}
 
 func (x *SetPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[7]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -472,7 +739,7 @@ func (x *SetPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyResponse.ProtoReflect.Descriptor instead.
 func (*SetPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{7}
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SetPolicyResponse) GetResource() *Resource {
@@ -493,7 +760,7 @@ type ResourceServiceListRequest struct {
 
 func (x *ResourceServiceListRequest) Reset() {
 	*x = ResourceServiceListRequest{}
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[8]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -505,7 +772,7 @@ func (x *ResourceServiceListRequest) String() string {
 func (*ResourceServiceListRequest) ProtoMessage() {}
 
 func (x *ResourceServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[8]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -518,7 +785,7 @@ func (x *ResourceServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceServiceListRequest.ProtoReflect.Descriptor instead.
 func (*ResourceServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{8}
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ResourceServiceListRequest) GetStale() bool {
@@ -539,7 +806,7 @@ type ResourceServiceListResponse struct {
 
 func (x *ResourceServiceListResponse) Reset() {
 	*x = ResourceServiceListResponse{}
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[9]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -551,7 +818,7 @@ func (x *ResourceServiceListResponse) String() string {
 func (*ResourceServiceListResponse) ProtoMessage() {}
 
 func (x *ResourceServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[9]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -564,7 +831,7 @@ func (x *ResourceServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceServiceListResponse.ProtoReflect.Descriptor instead.
 func (*ResourceServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{9}
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ResourceServiceListResponse) GetResources() []*Resource {
@@ -579,10 +846,27 @@ var File_ledgerd_v1_resource_proto protoreflect.FileDescriptor
 const file_ledgerd_v1_resource_proto_rawDesc = "" +
 	"\n" +
 	"\x19ledgerd/v1/resource.proto\x12\n" +
-	"ledgerd.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16ledgerd/v1/types.proto\"j\n" +
+	"ledgerd.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16ledgerd/v1/types.proto\"\x80\x01\n" +
 	"\rCreateRequest\x120\n" +
 	"\bresource\x18\x01 \x01(\v2\x14.ledgerd.v1.ResourceR\bresource\x12'\n" +
-	"\x0fidempotency_key\x18\x02 \x01(\tR\x0eidempotencyKey\"B\n" +
+	"\x0fidempotency_key\x18\x02 \x01(\tR\x0eidempotencyKey\x12\x14\n" +
+	"\x05nodes\x18( \x01(\tR\x05nodes\"\xce\x01\n" +
+	"\x0fUnitDownRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04unit\x18\x02 \x01(\tR\x04unit\x12.\n" +
+	"\x04from\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
+	"\x02to\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\x12\x0e\n" +
+	"\x02id\x18\x05 \x01(\tR\x02id\x12'\n" +
+	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\"T\n" +
+	"\x10UnitDownResponse\x120\n" +
+	"\bresource\x18\x01 \x01(\v2\x14.ledgerd.v1.ResourceR\bresource\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"\\\n" +
+	"\rUnitUpRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12'\n" +
+	"\x0fidempotency_key\x18\x03 \x01(\tR\x0eidempotencyKey\"B\n" +
+	"\x0eUnitUpResponse\x120\n" +
+	"\bresource\x18\x01 \x01(\v2\x14.ledgerd.v1.ResourceR\bresource\"B\n" +
 	"\x0eCreateResponse\x120\n" +
 	"\bresource\x18\x01 \x01(\v2\x14.ledgerd.v1.ResourceR\bresource\"\xcc\x01\n" +
 	"\x15UpdateCapacityRequest\x12\x12\n" +
@@ -610,12 +894,14 @@ const file_ledgerd_v1_resource_proto_rawDesc = "" +
 	"\x1aResourceServiceListRequest\x12\x14\n" +
 	"\x05stale\x18\x01 \x01(\bR\x05stale\"Q\n" +
 	"\x1bResourceServiceListResponse\x122\n" +
-	"\tresources\x18\x01 \x03(\v2\x14.ledgerd.v1.ResourceR\tresources2\x94\x03\n" +
+	"\tresources\x18\x01 \x03(\v2\x14.ledgerd.v1.ResourceR\tresources2\x9c\x04\n" +
 	"\x0fResourceService\x12?\n" +
 	"\x06Create\x12\x19.ledgerd.v1.CreateRequest\x1a\x1a.ledgerd.v1.CreateResponse\x12W\n" +
 	"\x0eUpdateCapacity\x12!.ledgerd.v1.UpdateCapacityRequest\x1a\".ledgerd.v1.UpdateCapacityResponse\x12?\n" +
 	"\x06Delete\x12\x19.ledgerd.v1.DeleteRequest\x1a\x1a.ledgerd.v1.DeleteResponse\x12H\n" +
-	"\tSetPolicy\x12\x1c.ledgerd.v1.SetPolicyRequest\x1a\x1d.ledgerd.v1.SetPolicyResponse\x12\\\n" +
+	"\tSetPolicy\x12\x1c.ledgerd.v1.SetPolicyRequest\x1a\x1d.ledgerd.v1.SetPolicyResponse\x12E\n" +
+	"\bUnitDown\x12\x1b.ledgerd.v1.UnitDownRequest\x1a\x1c.ledgerd.v1.UnitDownResponse\x12?\n" +
+	"\x06UnitUp\x12\x19.ledgerd.v1.UnitUpRequest\x1a\x1a.ledgerd.v1.UnitUpResponse\x12\\\n" +
 	"\x04List\x12&.ledgerd.v1.ResourceServiceListRequest\x1a'.ledgerd.v1.ResourceServiceListResponse\"\x03\x90\x02\x01B5Z3github.com/ledgerd/ledgerd/gen/ledgerd/v1;ledgerdv1b\x06proto3"
 
 var (
@@ -630,46 +916,58 @@ func file_ledgerd_v1_resource_proto_rawDescGZIP() []byte {
 	return file_ledgerd_v1_resource_proto_rawDescData
 }
 
-var file_ledgerd_v1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_ledgerd_v1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_ledgerd_v1_resource_proto_goTypes = []any{
 	(*CreateRequest)(nil),               // 0: ledgerd.v1.CreateRequest
-	(*CreateResponse)(nil),              // 1: ledgerd.v1.CreateResponse
-	(*UpdateCapacityRequest)(nil),       // 2: ledgerd.v1.UpdateCapacityRequest
-	(*UpdateCapacityResponse)(nil),      // 3: ledgerd.v1.UpdateCapacityResponse
-	(*DeleteRequest)(nil),               // 4: ledgerd.v1.DeleteRequest
-	(*DeleteResponse)(nil),              // 5: ledgerd.v1.DeleteResponse
-	(*SetPolicyRequest)(nil),            // 6: ledgerd.v1.SetPolicyRequest
-	(*SetPolicyResponse)(nil),           // 7: ledgerd.v1.SetPolicyResponse
-	(*ResourceServiceListRequest)(nil),  // 8: ledgerd.v1.ResourceServiceListRequest
-	(*ResourceServiceListResponse)(nil), // 9: ledgerd.v1.ResourceServiceListResponse
-	(*Resource)(nil),                    // 10: ledgerd.v1.Resource
-	(*timestamppb.Timestamp)(nil),       // 11: google.protobuf.Timestamp
-	(Policy)(0),                         // 12: ledgerd.v1.Policy
+	(*UnitDownRequest)(nil),             // 1: ledgerd.v1.UnitDownRequest
+	(*UnitDownResponse)(nil),            // 2: ledgerd.v1.UnitDownResponse
+	(*UnitUpRequest)(nil),               // 3: ledgerd.v1.UnitUpRequest
+	(*UnitUpResponse)(nil),              // 4: ledgerd.v1.UnitUpResponse
+	(*CreateResponse)(nil),              // 5: ledgerd.v1.CreateResponse
+	(*UpdateCapacityRequest)(nil),       // 6: ledgerd.v1.UpdateCapacityRequest
+	(*UpdateCapacityResponse)(nil),      // 7: ledgerd.v1.UpdateCapacityResponse
+	(*DeleteRequest)(nil),               // 8: ledgerd.v1.DeleteRequest
+	(*DeleteResponse)(nil),              // 9: ledgerd.v1.DeleteResponse
+	(*SetPolicyRequest)(nil),            // 10: ledgerd.v1.SetPolicyRequest
+	(*SetPolicyResponse)(nil),           // 11: ledgerd.v1.SetPolicyResponse
+	(*ResourceServiceListRequest)(nil),  // 12: ledgerd.v1.ResourceServiceListRequest
+	(*ResourceServiceListResponse)(nil), // 13: ledgerd.v1.ResourceServiceListResponse
+	(*Resource)(nil),                    // 14: ledgerd.v1.Resource
+	(*timestamppb.Timestamp)(nil),       // 15: google.protobuf.Timestamp
+	(Policy)(0),                         // 16: ledgerd.v1.Policy
 }
 var file_ledgerd_v1_resource_proto_depIdxs = []int32{
-	10, // 0: ledgerd.v1.CreateRequest.resource:type_name -> ledgerd.v1.Resource
-	10, // 1: ledgerd.v1.CreateResponse.resource:type_name -> ledgerd.v1.Resource
-	11, // 2: ledgerd.v1.UpdateCapacityRequest.from:type_name -> google.protobuf.Timestamp
-	11, // 3: ledgerd.v1.UpdateCapacityRequest.to:type_name -> google.protobuf.Timestamp
-	10, // 4: ledgerd.v1.UpdateCapacityResponse.resource:type_name -> ledgerd.v1.Resource
-	12, // 5: ledgerd.v1.SetPolicyRequest.policy:type_name -> ledgerd.v1.Policy
-	10, // 6: ledgerd.v1.SetPolicyResponse.resource:type_name -> ledgerd.v1.Resource
-	10, // 7: ledgerd.v1.ResourceServiceListResponse.resources:type_name -> ledgerd.v1.Resource
-	0,  // 8: ledgerd.v1.ResourceService.Create:input_type -> ledgerd.v1.CreateRequest
-	2,  // 9: ledgerd.v1.ResourceService.UpdateCapacity:input_type -> ledgerd.v1.UpdateCapacityRequest
-	4,  // 10: ledgerd.v1.ResourceService.Delete:input_type -> ledgerd.v1.DeleteRequest
-	6,  // 11: ledgerd.v1.ResourceService.SetPolicy:input_type -> ledgerd.v1.SetPolicyRequest
-	8,  // 12: ledgerd.v1.ResourceService.List:input_type -> ledgerd.v1.ResourceServiceListRequest
-	1,  // 13: ledgerd.v1.ResourceService.Create:output_type -> ledgerd.v1.CreateResponse
-	3,  // 14: ledgerd.v1.ResourceService.UpdateCapacity:output_type -> ledgerd.v1.UpdateCapacityResponse
-	5,  // 15: ledgerd.v1.ResourceService.Delete:output_type -> ledgerd.v1.DeleteResponse
-	7,  // 16: ledgerd.v1.ResourceService.SetPolicy:output_type -> ledgerd.v1.SetPolicyResponse
-	9,  // 17: ledgerd.v1.ResourceService.List:output_type -> ledgerd.v1.ResourceServiceListResponse
-	13, // [13:18] is the sub-list for method output_type
-	8,  // [8:13] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	14, // 0: ledgerd.v1.CreateRequest.resource:type_name -> ledgerd.v1.Resource
+	15, // 1: ledgerd.v1.UnitDownRequest.from:type_name -> google.protobuf.Timestamp
+	15, // 2: ledgerd.v1.UnitDownRequest.to:type_name -> google.protobuf.Timestamp
+	14, // 3: ledgerd.v1.UnitDownResponse.resource:type_name -> ledgerd.v1.Resource
+	14, // 4: ledgerd.v1.UnitUpResponse.resource:type_name -> ledgerd.v1.Resource
+	14, // 5: ledgerd.v1.CreateResponse.resource:type_name -> ledgerd.v1.Resource
+	15, // 6: ledgerd.v1.UpdateCapacityRequest.from:type_name -> google.protobuf.Timestamp
+	15, // 7: ledgerd.v1.UpdateCapacityRequest.to:type_name -> google.protobuf.Timestamp
+	14, // 8: ledgerd.v1.UpdateCapacityResponse.resource:type_name -> ledgerd.v1.Resource
+	16, // 9: ledgerd.v1.SetPolicyRequest.policy:type_name -> ledgerd.v1.Policy
+	14, // 10: ledgerd.v1.SetPolicyResponse.resource:type_name -> ledgerd.v1.Resource
+	14, // 11: ledgerd.v1.ResourceServiceListResponse.resources:type_name -> ledgerd.v1.Resource
+	0,  // 12: ledgerd.v1.ResourceService.Create:input_type -> ledgerd.v1.CreateRequest
+	6,  // 13: ledgerd.v1.ResourceService.UpdateCapacity:input_type -> ledgerd.v1.UpdateCapacityRequest
+	8,  // 14: ledgerd.v1.ResourceService.Delete:input_type -> ledgerd.v1.DeleteRequest
+	10, // 15: ledgerd.v1.ResourceService.SetPolicy:input_type -> ledgerd.v1.SetPolicyRequest
+	1,  // 16: ledgerd.v1.ResourceService.UnitDown:input_type -> ledgerd.v1.UnitDownRequest
+	3,  // 17: ledgerd.v1.ResourceService.UnitUp:input_type -> ledgerd.v1.UnitUpRequest
+	12, // 18: ledgerd.v1.ResourceService.List:input_type -> ledgerd.v1.ResourceServiceListRequest
+	5,  // 19: ledgerd.v1.ResourceService.Create:output_type -> ledgerd.v1.CreateResponse
+	7,  // 20: ledgerd.v1.ResourceService.UpdateCapacity:output_type -> ledgerd.v1.UpdateCapacityResponse
+	9,  // 21: ledgerd.v1.ResourceService.Delete:output_type -> ledgerd.v1.DeleteResponse
+	11, // 22: ledgerd.v1.ResourceService.SetPolicy:output_type -> ledgerd.v1.SetPolicyResponse
+	2,  // 23: ledgerd.v1.ResourceService.UnitDown:output_type -> ledgerd.v1.UnitDownResponse
+	4,  // 24: ledgerd.v1.ResourceService.UnitUp:output_type -> ledgerd.v1.UnitUpResponse
+	13, // 25: ledgerd.v1.ResourceService.List:output_type -> ledgerd.v1.ResourceServiceListResponse
+	19, // [19:26] is the sub-list for method output_type
+	12, // [12:19] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_v1_resource_proto_init() }
@@ -684,7 +982,7 @@ func file_ledgerd_v1_resource_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_v1_resource_proto_rawDesc), len(file_ledgerd_v1_resource_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

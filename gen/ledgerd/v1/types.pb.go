@@ -223,6 +223,62 @@ func (Policy) EnumDescriptor() ([]byte, []int) {
 	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{2}
 }
 
+// UnitPolicy decides what a resource with units does with a request that
+// fits in sum but for which no set of units is free for the whole window.
+type UnitPolicy int32
+
+const (
+	// Treated as UNIT_POLICY_REMAP.
+	UnitPolicy_UNIT_POLICY_UNSPECIFIED UnitPolicy = 0
+	// Move bookings that have not started to other units to make room; every
+	// move is an EVENT_TYPE_UNITS_REMAPPED event.
+	UnitPolicy_UNIT_POLICY_REMAP UnitPolicy = 1
+	// Never move a booking; refuse the request (reason UNMAPPABLE) with the
+	// earliest start that maps.
+	UnitPolicy_UNIT_POLICY_REFUSE UnitPolicy = 2
+)
+
+// Enum value maps for UnitPolicy.
+var (
+	UnitPolicy_name = map[int32]string{
+		0: "UNIT_POLICY_UNSPECIFIED",
+		1: "UNIT_POLICY_REMAP",
+		2: "UNIT_POLICY_REFUSE",
+	}
+	UnitPolicy_value = map[string]int32{
+		"UNIT_POLICY_UNSPECIFIED": 0,
+		"UNIT_POLICY_REMAP":       1,
+		"UNIT_POLICY_REFUSE":      2,
+	}
+)
+
+func (x UnitPolicy) Enum() *UnitPolicy {
+	p := new(UnitPolicy)
+	*p = x
+	return p
+}
+
+func (x UnitPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (UnitPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_ledgerd_v1_types_proto_enumTypes[3].Descriptor()
+}
+
+func (UnitPolicy) Type() protoreflect.EnumType {
+	return &file_ledgerd_v1_types_proto_enumTypes[3]
+}
+
+func (x UnitPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use UnitPolicy.Descriptor instead.
+func (UnitPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{3}
+}
+
 // EventType says what an Event changed.
 type EventType int32
 
@@ -247,19 +303,28 @@ const (
 	// A resource's admission policy changed; Event.resource is the resource
 	// after the change.
 	EventType_EVENT_TYPE_POLICY_CHANGED EventType = 7
+	// A booking that had not started was moved to other units to make room;
+	// Event.reservation is the booking after the move (its units, or its
+	// pending modification's).
+	EventType_EVENT_TYPE_UNITS_REMAPPED EventType = 20
+	// A unit down window was added or ended early; Event.resource is the
+	// resource after the change.
+	EventType_EVENT_TYPE_UNIT_WINDOW EventType = 21
 )
 
 // Enum value maps for EventType.
 var (
 	EventType_name = map[int32]string{
-		0: "EVENT_TYPE_UNSPECIFIED",
-		1: "EVENT_TYPE_RESERVATION",
-		2: "EVENT_TYPE_RESOURCE",
-		3: "EVENT_TYPE_RESOURCE_DELETED",
-		4: "EVENT_TYPE_REPLANNED",
-		5: "EVENT_TYPE_VIOLATED",
-		6: "EVENT_TYPE_JOB_SUBMITTED",
-		7: "EVENT_TYPE_POLICY_CHANGED",
+		0:  "EVENT_TYPE_UNSPECIFIED",
+		1:  "EVENT_TYPE_RESERVATION",
+		2:  "EVENT_TYPE_RESOURCE",
+		3:  "EVENT_TYPE_RESOURCE_DELETED",
+		4:  "EVENT_TYPE_REPLANNED",
+		5:  "EVENT_TYPE_VIOLATED",
+		6:  "EVENT_TYPE_JOB_SUBMITTED",
+		7:  "EVENT_TYPE_POLICY_CHANGED",
+		20: "EVENT_TYPE_UNITS_REMAPPED",
+		21: "EVENT_TYPE_UNIT_WINDOW",
 	}
 	EventType_value = map[string]int32{
 		"EVENT_TYPE_UNSPECIFIED":      0,
@@ -270,6 +335,8 @@ var (
 		"EVENT_TYPE_VIOLATED":         5,
 		"EVENT_TYPE_JOB_SUBMITTED":    6,
 		"EVENT_TYPE_POLICY_CHANGED":   7,
+		"EVENT_TYPE_UNITS_REMAPPED":   20,
+		"EVENT_TYPE_UNIT_WINDOW":      21,
 	}
 )
 
@@ -284,11 +351,11 @@ func (x EventType) String() string {
 }
 
 func (EventType) Descriptor() protoreflect.EnumDescriptor {
-	return file_ledgerd_v1_types_proto_enumTypes[3].Descriptor()
+	return file_ledgerd_v1_types_proto_enumTypes[4].Descriptor()
 }
 
 func (EventType) Type() protoreflect.EnumType {
-	return &file_ledgerd_v1_types_proto_enumTypes[3]
+	return &file_ledgerd_v1_types_proto_enumTypes[4]
 }
 
 func (x EventType) Number() protoreflect.EnumNumber {
@@ -297,7 +364,7 @@ func (x EventType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use EventType.Descriptor instead.
 func (EventType) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{3}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{4}
 }
 
 // ResourceAmount is one resource's share of a request: amount units of
@@ -487,7 +554,11 @@ type Reservation struct {
 	// Units missing when it started; set in RESERVATION_STATE_DEGRADED only.
 	ShortUnits int64 `protobuf:"varint,18,opt,name=short_units,json=shortUnits,proto3" json:"short_units,omitempty"`
 	// Earliest start the variable job may be planned at (variable jobs only).
-	NotBefore     *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"`
+	NotBefore *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"`
+	// On resources with units: the units this booking holds, part by part in
+	// the order of parts, each part's units sorted by unit index. Empty for
+	// parts on resources without units.
+	Units         []string `protobuf:"bytes,40,rep,name=units,proto3" json:"units,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -655,6 +726,13 @@ func (x *Reservation) GetNotBefore() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Reservation) GetUnits() []string {
+	if x != nil {
+		return x.Units
+	}
+	return nil
+}
+
 // MovedJob is a variable job that a write re-planned later to make room
 // (POLICY_MOVE_VARIABLE): its planned start went from from to to.
 type MovedJob struct {
@@ -733,6 +811,8 @@ type PendingModification struct {
 	End *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=end,proto3" json:"end,omitempty"`
 	// When the held new shape expires if neither committed nor aborted.
 	HoldExpiresAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=hold_expires_at,json=holdExpiresAt,proto3" json:"hold_expires_at,omitempty"`
+	// The units the new shape holds (see Reservation.units).
+	Units         []string `protobuf:"bytes,40,rep,name=units,proto3" json:"units,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -795,6 +875,13 @@ func (x *PendingModification) GetHoldExpiresAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *PendingModification) GetUnits() []string {
+	if x != nil {
+		return x.Units
+	}
+	return nil
+}
+
 // Resource is something with capacity that can be booked.
 type Resource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -822,7 +909,17 @@ type Resource struct {
 	// Capacity changes over windows (maintenance, drained nodes) that have
 	// not ended yet, in the order they were made; a later one wins where
 	// they overlap.
-	Windows       []*CapacityWindow `protobuf:"bytes,9,rep,name=windows,proto3" json:"windows,omitempty"`
+	Windows []*CapacityWindow `protobuf:"bytes,9,rep,name=windows,proto3" json:"windows,omitempty"`
+	// The names of the resource's units (nodes), in index order; empty for
+	// a resource without units. With units, capacity is their number and an
+	// amount counts whole units. On Create, give them here or as a hostlist
+	// in CreateRequest.nodes.
+	Units []string `protobuf:"bytes,40,rep,name=units,proto3" json:"units,omitempty"`
+	// What admission does when enough units are free in sum but no set of
+	// units is free for the whole window (resources with units only).
+	UnitPolicy UnitPolicy `protobuf:"varint,41,opt,name=unit_policy,json=unitPolicy,proto3,enum=ledgerd.v1.UnitPolicy" json:"unit_policy,omitempty"`
+	// Down windows of units that have not ended, sorted by id.
+	UnitDowns     []*UnitWindow `protobuf:"bytes,42,rep,name=unit_downs,json=unitDowns,proto3" json:"unit_downs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -920,6 +1017,100 @@ func (x *Resource) GetWindows() []*CapacityWindow {
 	return nil
 }
 
+func (x *Resource) GetUnits() []string {
+	if x != nil {
+		return x.Units
+	}
+	return nil
+}
+
+func (x *Resource) GetUnitPolicy() UnitPolicy {
+	if x != nil {
+		return x.UnitPolicy
+	}
+	return UnitPolicy_UNIT_POLICY_UNSPECIFIED
+}
+
+func (x *Resource) GetUnitDowns() []*UnitWindow {
+	if x != nil {
+		return x.UnitDowns
+	}
+	return nil
+}
+
+// UnitWindow is a unit that is down or drained over [start, end).
+type UnitWindow struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The window's id (UnitUp ends it).
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The unit's name.
+	Unit string `protobuf:"bytes,2,opt,name=unit,proto3" json:"unit,omitempty"`
+	// First instant of the window.
+	Start *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=start,proto3" json:"start,omitempty"`
+	// End of the window (exclusive).
+	End           *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=end,proto3" json:"end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnitWindow) Reset() {
+	*x = UnitWindow{}
+	mi := &file_ledgerd_v1_types_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnitWindow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnitWindow) ProtoMessage() {}
+
+func (x *UnitWindow) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_types_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnitWindow.ProtoReflect.Descriptor instead.
+func (*UnitWindow) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *UnitWindow) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *UnitWindow) GetUnit() string {
+	if x != nil {
+		return x.Unit
+	}
+	return ""
+}
+
+func (x *UnitWindow) GetStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *UnitWindow) GetEnd() *timestamppb.Timestamp {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
 // CapacityWindow is a capacity that holds over [start, end) only.
 type CapacityWindow struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -935,7 +1126,7 @@ type CapacityWindow struct {
 
 func (x *CapacityWindow) Reset() {
 	*x = CapacityWindow{}
-	mi := &file_ledgerd_v1_types_proto_msgTypes[6]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -947,7 +1138,7 @@ func (x *CapacityWindow) String() string {
 func (*CapacityWindow) ProtoMessage() {}
 
 func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_types_proto_msgTypes[6]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -960,7 +1151,7 @@ func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapacityWindow.ProtoReflect.Descriptor instead.
 func (*CapacityWindow) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CapacityWindow) GetStart() *timestamppb.Timestamp {
@@ -1000,7 +1191,7 @@ type FreeBlock struct {
 
 func (x *FreeBlock) Reset() {
 	*x = FreeBlock{}
-	mi := &file_ledgerd_v1_types_proto_msgTypes[7]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1012,7 +1203,7 @@ func (x *FreeBlock) String() string {
 func (*FreeBlock) ProtoMessage() {}
 
 func (x *FreeBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_types_proto_msgTypes[7]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1025,7 +1216,7 @@ func (x *FreeBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FreeBlock.ProtoReflect.Descriptor instead.
 func (*FreeBlock) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *FreeBlock) GetStart() *timestamppb.Timestamp {
@@ -1075,7 +1266,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_ledgerd_v1_types_proto_msgTypes[8]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1087,7 +1278,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_types_proto_msgTypes[8]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1100,7 +1291,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Event) GetVersion() uint64 {
@@ -1170,7 +1361,7 @@ type Rejection struct {
 
 func (x *Rejection) Reset() {
 	*x = Rejection{}
-	mi := &file_ledgerd_v1_types_proto_msgTypes[9]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1182,7 +1373,7 @@ func (x *Rejection) String() string {
 func (*Rejection) ProtoMessage() {}
 
 func (x *Rejection) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_types_proto_msgTypes[9]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1195,7 +1386,7 @@ func (x *Rejection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejection.ProtoReflect.Descriptor instead.
 func (*Rejection) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{9}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Rejection) GetReason() string {
@@ -1235,7 +1426,7 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"not_before\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x126\n" +
 	"\bdeadline\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12;\n" +
 	"\vexact_start\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"exactStart\"\xac\a\n" +
+	"exactStart\"\xc2\a\n" +
 	"\vReservation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x120\n" +
@@ -1259,19 +1450,21 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"\vshort_units\x18\x12 \x01(\x03R\n" +
 	"shortUnits\x129\n" +
 	"\n" +
-	"not_before\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x1a9\n" +
+	"not_before\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x12\x14\n" +
+	"\x05units\x18( \x03(\tR\x05units\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"v\n" +
 	"\bMovedJob\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
 	"\x04from\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
-	"\x02to\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\"\xeb\x01\n" +
+	"\x02to\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\"\x81\x02\n" +
 	"\x13PendingModification\x120\n" +
 	"\x05parts\x18\x01 \x03(\v2\x1a.ledgerd.v1.ResourceAmountR\x05parts\x120\n" +
 	"\x05start\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
 	"\x03end\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12B\n" +
-	"\x0fhold_expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\rholdExpiresAt\"\x90\x03\n" +
+	"\x0fhold_expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\rholdExpiresAt\x12\x14\n" +
+	"\x05units\x18( \x03(\tR\x05units\"\x96\x04\n" +
 	"\bResource\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bcapacity\x18\x02 \x01(\x03R\bcapacity\x12\x12\n" +
@@ -1282,10 +1475,21 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"\x14min_success_permille\x18\a \x01(\rR\x12minSuccessPermille\x12\x1d\n" +
 	"\n" +
 	"max_pushes\x18\b \x01(\rR\tmaxPushes\x124\n" +
-	"\awindows\x18\t \x03(\v2\x1a.ledgerd.v1.CapacityWindowR\awindows\x1a9\n" +
+	"\awindows\x18\t \x03(\v2\x1a.ledgerd.v1.CapacityWindowR\awindows\x12\x14\n" +
+	"\x05units\x18( \x03(\tR\x05units\x127\n" +
+	"\vunit_policy\x18) \x01(\x0e2\x16.ledgerd.v1.UnitPolicyR\n" +
+	"unitPolicy\x125\n" +
+	"\n" +
+	"unit_downs\x18* \x03(\v2\x16.ledgerd.v1.UnitWindowR\tunitDowns\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8c\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x90\x01\n" +
+	"\n" +
+	"UnitWindow\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04unit\x18\x02 \x01(\tR\x04unit\x120\n" +
+	"\x05start\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
+	"\x03end\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\"\x8c\x01\n" +
 	"\x0eCapacityWindow\x120\n" +
 	"\x05start\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
 	"\x03end\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12\x1a\n" +
@@ -1324,7 +1528,12 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"\x12POLICY_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rPOLICY_REJECT\x10\x01\x12\x18\n" +
 	"\x14POLICY_MOVE_VARIABLE\x10\x02\x12\x12\n" +
-	"\x0ePOLICY_RELAXED\x10\x03*\xed\x01\n" +
+	"\x0ePOLICY_RELAXED\x10\x03*X\n" +
+	"\n" +
+	"UnitPolicy\x12\x1b\n" +
+	"\x17UNIT_POLICY_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11UNIT_POLICY_REMAP\x10\x01\x12\x16\n" +
+	"\x12UNIT_POLICY_REFUSE\x10\x02*\xa8\x02\n" +
 	"\tEventType\x12\x1a\n" +
 	"\x16EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16EVENT_TYPE_RESERVATION\x10\x01\x12\x17\n" +
@@ -1333,7 +1542,9 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"\x14EVENT_TYPE_REPLANNED\x10\x04\x12\x17\n" +
 	"\x13EVENT_TYPE_VIOLATED\x10\x05\x12\x1c\n" +
 	"\x18EVENT_TYPE_JOB_SUBMITTED\x10\x06\x12\x1d\n" +
-	"\x19EVENT_TYPE_POLICY_CHANGED\x10\aB5Z3github.com/ledgerd/ledgerd/gen/ledgerd/v1;ledgerdv1b\x06proto3"
+	"\x19EVENT_TYPE_POLICY_CHANGED\x10\a\x12\x1d\n" +
+	"\x19EVENT_TYPE_UNITS_REMAPPED\x10\x14\x12\x1a\n" +
+	"\x16EVENT_TYPE_UNIT_WINDOW\x10\x15B5Z3github.com/ledgerd/ledgerd/gen/ledgerd/v1;ledgerdv1b\x06proto3"
 
 var (
 	file_ledgerd_v1_types_proto_rawDescOnce sync.Once
@@ -1347,68 +1558,74 @@ func file_ledgerd_v1_types_proto_rawDescGZIP() []byte {
 	return file_ledgerd_v1_types_proto_rawDescData
 }
 
-var file_ledgerd_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_ledgerd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_ledgerd_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_ledgerd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_ledgerd_v1_types_proto_goTypes = []any{
 	(ReservationState)(0),         // 0: ledgerd.v1.ReservationState
 	(ReservationKind)(0),          // 1: ledgerd.v1.ReservationKind
 	(Policy)(0),                   // 2: ledgerd.v1.Policy
-	(EventType)(0),                // 3: ledgerd.v1.EventType
-	(*ResourceAmount)(nil),        // 4: ledgerd.v1.ResourceAmount
-	(*Shape)(nil),                 // 5: ledgerd.v1.Shape
-	(*Reservation)(nil),           // 6: ledgerd.v1.Reservation
-	(*MovedJob)(nil),              // 7: ledgerd.v1.MovedJob
-	(*PendingModification)(nil),   // 8: ledgerd.v1.PendingModification
-	(*Resource)(nil),              // 9: ledgerd.v1.Resource
-	(*CapacityWindow)(nil),        // 10: ledgerd.v1.CapacityWindow
-	(*FreeBlock)(nil),             // 11: ledgerd.v1.FreeBlock
-	(*Event)(nil),                 // 12: ledgerd.v1.Event
-	(*Rejection)(nil),             // 13: ledgerd.v1.Rejection
-	nil,                           // 14: ledgerd.v1.Reservation.LabelsEntry
-	nil,                           // 15: ledgerd.v1.Resource.LabelsEntry
-	(*durationpb.Duration)(nil),   // 16: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
+	(UnitPolicy)(0),               // 3: ledgerd.v1.UnitPolicy
+	(EventType)(0),                // 4: ledgerd.v1.EventType
+	(*ResourceAmount)(nil),        // 5: ledgerd.v1.ResourceAmount
+	(*Shape)(nil),                 // 6: ledgerd.v1.Shape
+	(*Reservation)(nil),           // 7: ledgerd.v1.Reservation
+	(*MovedJob)(nil),              // 8: ledgerd.v1.MovedJob
+	(*PendingModification)(nil),   // 9: ledgerd.v1.PendingModification
+	(*Resource)(nil),              // 10: ledgerd.v1.Resource
+	(*UnitWindow)(nil),            // 11: ledgerd.v1.UnitWindow
+	(*CapacityWindow)(nil),        // 12: ledgerd.v1.CapacityWindow
+	(*FreeBlock)(nil),             // 13: ledgerd.v1.FreeBlock
+	(*Event)(nil),                 // 14: ledgerd.v1.Event
+	(*Rejection)(nil),             // 15: ledgerd.v1.Rejection
+	nil,                           // 16: ledgerd.v1.Reservation.LabelsEntry
+	nil,                           // 17: ledgerd.v1.Resource.LabelsEntry
+	(*durationpb.Duration)(nil),   // 18: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
 }
 var file_ledgerd_v1_types_proto_depIdxs = []int32{
-	4,  // 0: ledgerd.v1.Shape.parts:type_name -> ledgerd.v1.ResourceAmount
-	16, // 1: ledgerd.v1.Shape.duration:type_name -> google.protobuf.Duration
-	17, // 2: ledgerd.v1.Shape.not_before:type_name -> google.protobuf.Timestamp
-	17, // 3: ledgerd.v1.Shape.deadline:type_name -> google.protobuf.Timestamp
-	17, // 4: ledgerd.v1.Shape.exact_start:type_name -> google.protobuf.Timestamp
-	4,  // 5: ledgerd.v1.Reservation.parts:type_name -> ledgerd.v1.ResourceAmount
-	17, // 6: ledgerd.v1.Reservation.start:type_name -> google.protobuf.Timestamp
-	17, // 7: ledgerd.v1.Reservation.end:type_name -> google.protobuf.Timestamp
+	5,  // 0: ledgerd.v1.Shape.parts:type_name -> ledgerd.v1.ResourceAmount
+	18, // 1: ledgerd.v1.Shape.duration:type_name -> google.protobuf.Duration
+	19, // 2: ledgerd.v1.Shape.not_before:type_name -> google.protobuf.Timestamp
+	19, // 3: ledgerd.v1.Shape.deadline:type_name -> google.protobuf.Timestamp
+	19, // 4: ledgerd.v1.Shape.exact_start:type_name -> google.protobuf.Timestamp
+	5,  // 5: ledgerd.v1.Reservation.parts:type_name -> ledgerd.v1.ResourceAmount
+	19, // 6: ledgerd.v1.Reservation.start:type_name -> google.protobuf.Timestamp
+	19, // 7: ledgerd.v1.Reservation.end:type_name -> google.protobuf.Timestamp
 	0,  // 8: ledgerd.v1.Reservation.state:type_name -> ledgerd.v1.ReservationState
-	17, // 9: ledgerd.v1.Reservation.hold_expires_at:type_name -> google.protobuf.Timestamp
-	14, // 10: ledgerd.v1.Reservation.labels:type_name -> ledgerd.v1.Reservation.LabelsEntry
-	8,  // 11: ledgerd.v1.Reservation.pending:type_name -> ledgerd.v1.PendingModification
-	16, // 12: ledgerd.v1.Reservation.requested_duration:type_name -> google.protobuf.Duration
-	17, // 13: ledgerd.v1.Reservation.actual_end:type_name -> google.protobuf.Timestamp
+	19, // 9: ledgerd.v1.Reservation.hold_expires_at:type_name -> google.protobuf.Timestamp
+	16, // 10: ledgerd.v1.Reservation.labels:type_name -> ledgerd.v1.Reservation.LabelsEntry
+	9,  // 11: ledgerd.v1.Reservation.pending:type_name -> ledgerd.v1.PendingModification
+	18, // 12: ledgerd.v1.Reservation.requested_duration:type_name -> google.protobuf.Duration
+	19, // 13: ledgerd.v1.Reservation.actual_end:type_name -> google.protobuf.Timestamp
 	1,  // 14: ledgerd.v1.Reservation.kind:type_name -> ledgerd.v1.ReservationKind
-	17, // 15: ledgerd.v1.Reservation.not_before:type_name -> google.protobuf.Timestamp
-	17, // 16: ledgerd.v1.MovedJob.from:type_name -> google.protobuf.Timestamp
-	17, // 17: ledgerd.v1.MovedJob.to:type_name -> google.protobuf.Timestamp
-	4,  // 18: ledgerd.v1.PendingModification.parts:type_name -> ledgerd.v1.ResourceAmount
-	17, // 19: ledgerd.v1.PendingModification.start:type_name -> google.protobuf.Timestamp
-	17, // 20: ledgerd.v1.PendingModification.end:type_name -> google.protobuf.Timestamp
-	17, // 21: ledgerd.v1.PendingModification.hold_expires_at:type_name -> google.protobuf.Timestamp
-	15, // 22: ledgerd.v1.Resource.labels:type_name -> ledgerd.v1.Resource.LabelsEntry
+	19, // 15: ledgerd.v1.Reservation.not_before:type_name -> google.protobuf.Timestamp
+	19, // 16: ledgerd.v1.MovedJob.from:type_name -> google.protobuf.Timestamp
+	19, // 17: ledgerd.v1.MovedJob.to:type_name -> google.protobuf.Timestamp
+	5,  // 18: ledgerd.v1.PendingModification.parts:type_name -> ledgerd.v1.ResourceAmount
+	19, // 19: ledgerd.v1.PendingModification.start:type_name -> google.protobuf.Timestamp
+	19, // 20: ledgerd.v1.PendingModification.end:type_name -> google.protobuf.Timestamp
+	19, // 21: ledgerd.v1.PendingModification.hold_expires_at:type_name -> google.protobuf.Timestamp
+	17, // 22: ledgerd.v1.Resource.labels:type_name -> ledgerd.v1.Resource.LabelsEntry
 	2,  // 23: ledgerd.v1.Resource.policy:type_name -> ledgerd.v1.Policy
-	10, // 24: ledgerd.v1.Resource.windows:type_name -> ledgerd.v1.CapacityWindow
-	17, // 25: ledgerd.v1.CapacityWindow.start:type_name -> google.protobuf.Timestamp
-	17, // 26: ledgerd.v1.CapacityWindow.end:type_name -> google.protobuf.Timestamp
-	17, // 27: ledgerd.v1.FreeBlock.start:type_name -> google.protobuf.Timestamp
-	17, // 28: ledgerd.v1.FreeBlock.end:type_name -> google.protobuf.Timestamp
-	17, // 29: ledgerd.v1.Event.time:type_name -> google.protobuf.Timestamp
-	3,  // 30: ledgerd.v1.Event.type:type_name -> ledgerd.v1.EventType
-	6,  // 31: ledgerd.v1.Event.reservation:type_name -> ledgerd.v1.Reservation
-	9,  // 32: ledgerd.v1.Event.resource:type_name -> ledgerd.v1.Resource
-	17, // 33: ledgerd.v1.Rejection.earliest_start:type_name -> google.protobuf.Timestamp
-	34, // [34:34] is the sub-list for method output_type
-	34, // [34:34] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	12, // 24: ledgerd.v1.Resource.windows:type_name -> ledgerd.v1.CapacityWindow
+	3,  // 25: ledgerd.v1.Resource.unit_policy:type_name -> ledgerd.v1.UnitPolicy
+	11, // 26: ledgerd.v1.Resource.unit_downs:type_name -> ledgerd.v1.UnitWindow
+	19, // 27: ledgerd.v1.UnitWindow.start:type_name -> google.protobuf.Timestamp
+	19, // 28: ledgerd.v1.UnitWindow.end:type_name -> google.protobuf.Timestamp
+	19, // 29: ledgerd.v1.CapacityWindow.start:type_name -> google.protobuf.Timestamp
+	19, // 30: ledgerd.v1.CapacityWindow.end:type_name -> google.protobuf.Timestamp
+	19, // 31: ledgerd.v1.FreeBlock.start:type_name -> google.protobuf.Timestamp
+	19, // 32: ledgerd.v1.FreeBlock.end:type_name -> google.protobuf.Timestamp
+	19, // 33: ledgerd.v1.Event.time:type_name -> google.protobuf.Timestamp
+	4,  // 34: ledgerd.v1.Event.type:type_name -> ledgerd.v1.EventType
+	7,  // 35: ledgerd.v1.Event.reservation:type_name -> ledgerd.v1.Reservation
+	10, // 36: ledgerd.v1.Event.resource:type_name -> ledgerd.v1.Resource
+	19, // 37: ledgerd.v1.Rejection.earliest_start:type_name -> google.protobuf.Timestamp
+	38, // [38:38] is the sub-list for method output_type
+	38, // [38:38] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_v1_types_proto_init() }
@@ -1421,8 +1638,8 @@ func file_ledgerd_v1_types_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_v1_types_proto_rawDesc), len(file_ledgerd_v1_types_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   12,
+			NumEnums:      5,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -95,6 +95,62 @@ func (AdmissionPolicy) EnumDescriptor() ([]byte, []int) {
 	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{0}
 }
 
+// UnitPolicy decides what a resource with units does with a request that
+// fits in sum but for which no set of units is free over its whole window.
+type UnitPolicy int32
+
+const (
+	// Not set: the same as UNIT_POLICY_REMAP (planner/UNITS.md).
+	UnitPolicy_UNIT_POLICY_UNSPECIFIED UnitPolicy = 0
+	// Move bookings that have not started to other units to make room; each
+	// move is an event (Event.TYPE_UNITS_REMAPPED).
+	UnitPolicy_UNIT_POLICY_REMAP UnitPolicy = 1
+	// Never move a booking: refuse the request (Rejected.unmappable) with the
+	// earliest start that maps.
+	UnitPolicy_UNIT_POLICY_REFUSE UnitPolicy = 2
+)
+
+// Enum value maps for UnitPolicy.
+var (
+	UnitPolicy_name = map[int32]string{
+		0: "UNIT_POLICY_UNSPECIFIED",
+		1: "UNIT_POLICY_REMAP",
+		2: "UNIT_POLICY_REFUSE",
+	}
+	UnitPolicy_value = map[string]int32{
+		"UNIT_POLICY_UNSPECIFIED": 0,
+		"UNIT_POLICY_REMAP":       1,
+		"UNIT_POLICY_REFUSE":      2,
+	}
+)
+
+func (x UnitPolicy) Enum() *UnitPolicy {
+	p := new(UnitPolicy)
+	*p = x
+	return p
+}
+
+func (x UnitPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (UnitPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[1].Descriptor()
+}
+
+func (UnitPolicy) Type() protoreflect.EnumType {
+	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[1]
+}
+
+func (x UnitPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use UnitPolicy.Descriptor instead.
+func (UnitPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{1}
+}
+
 // Type names the operation. Numbers are never reused.
 type Command_Type int32
 
@@ -132,6 +188,11 @@ const (
 	// Co-reserve sub-requests over candidate resources, all or nothing
 	// (payload: co_reserve).
 	Command_TYPE_CO_RESERVE Command_Type = 14
+	// Take one unit of a resource with units out of service over a window
+	// (payload: unit_down). Version 4.
+	Command_TYPE_UNIT_DOWN Command_Type = 15
+	// End a unit's down window early (payload: unit_up). Version 4.
+	Command_TYPE_UNIT_UP Command_Type = 16
 )
 
 // Enum value maps for Command_Type.
@@ -152,6 +213,8 @@ var (
 		12: "TYPE_SET_POLICY",
 		13: "TYPE_SUBMIT_JOB",
 		14: "TYPE_CO_RESERVE",
+		15: "TYPE_UNIT_DOWN",
+		16: "TYPE_UNIT_UP",
 	}
 	Command_Type_value = map[string]int32{
 		"TYPE_UNKNOWN":         0,
@@ -169,6 +232,8 @@ var (
 		"TYPE_SET_POLICY":      12,
 		"TYPE_SUBMIT_JOB":      13,
 		"TYPE_CO_RESERVE":      14,
+		"TYPE_UNIT_DOWN":       15,
+		"TYPE_UNIT_UP":         16,
 	}
 )
 
@@ -183,11 +248,11 @@ func (x Command_Type) String() string {
 }
 
 func (Command_Type) Descriptor() protoreflect.EnumDescriptor {
-	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[1].Descriptor()
+	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[2].Descriptor()
 }
 
 func (Command_Type) Type() protoreflect.EnumType {
-	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[1]
+	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[2]
 }
 
 func (x Command_Type) Number() protoreflect.EnumNumber {
@@ -265,11 +330,11 @@ func (x Reservation_State) String() string {
 }
 
 func (Reservation_State) Descriptor() protoreflect.EnumDescriptor {
-	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[2].Descriptor()
+	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[3].Descriptor()
 }
 
 func (Reservation_State) Type() protoreflect.EnumType {
-	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[2]
+	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[3]
 }
 
 func (x Reservation_State) Number() protoreflect.EnumNumber {
@@ -278,7 +343,7 @@ func (x Reservation_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reservation_State.Descriptor instead.
 func (Reservation_State) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19, 0}
 }
 
 // What kind of row this is.
@@ -314,11 +379,11 @@ func (x Reservation_Kind) String() string {
 }
 
 func (Reservation_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[3].Descriptor()
+	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[4].Descriptor()
 }
 
 func (Reservation_Kind) Type() protoreflect.EnumType {
-	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[3]
+	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[4]
 }
 
 func (x Reservation_Kind) Number() protoreflect.EnumNumber {
@@ -327,7 +392,7 @@ func (x Reservation_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reservation_Kind.Descriptor instead.
 func (Reservation_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17, 1}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19, 1}
 }
 
 // Outcome class.
@@ -383,11 +448,11 @@ func (x Result_Status) String() string {
 }
 
 func (Result_Status) Descriptor() protoreflect.EnumDescriptor {
-	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[4].Descriptor()
+	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[5].Descriptor()
 }
 
 func (Result_Status) Type() protoreflect.EnumType {
-	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[4]
+	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[5]
 }
 
 func (x Result_Status) Number() protoreflect.EnumNumber {
@@ -396,7 +461,7 @@ func (x Result_Status) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Result_Status.Descriptor instead.
 func (Result_Status) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{23, 0}
 }
 
 // What kind of conflict.
@@ -448,11 +513,11 @@ func (x Conflict_Kind) String() string {
 }
 
 func (Conflict_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[5].Descriptor()
+	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[6].Descriptor()
 }
 
 func (Conflict_Kind) Type() protoreflect.EnumType {
-	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[5]
+	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[6]
 }
 
 func (x Conflict_Kind) Number() protoreflect.EnumNumber {
@@ -461,7 +526,7 @@ func (x Conflict_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Conflict_Kind.Descriptor instead.
 func (Conflict_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27, 0}
 }
 
 // What changed.
@@ -511,6 +576,14 @@ const (
 	Event_TYPE_JOB_SUBMITTED Event_Type = 18
 	// A resource's admission policy changed (resource = after).
 	Event_TYPE_POLICY_CHANGED Event_Type = 19
+	// A booking that had not started was moved to other units to make
+	// room (reservation = after; its parts, or its pending modification's,
+	// name the new units).
+	Event_TYPE_UNITS_REMAPPED Event_Type = 20
+	// A unit down window was added (resource = after).
+	Event_TYPE_UNIT_DOWN Event_Type = 21
+	// A unit down window was ended early (resource = after).
+	Event_TYPE_UNIT_UP Event_Type = 22
 )
 
 // Enum value maps for Event_Type.
@@ -536,6 +609,9 @@ var (
 		17: "TYPE_VIOLATED",
 		18: "TYPE_JOB_SUBMITTED",
 		19: "TYPE_POLICY_CHANGED",
+		20: "TYPE_UNITS_REMAPPED",
+		21: "TYPE_UNIT_DOWN",
+		22: "TYPE_UNIT_UP",
 	}
 	Event_Type_value = map[string]int32{
 		"TYPE_UNKNOWN":          0,
@@ -558,6 +634,9 @@ var (
 		"TYPE_VIOLATED":         17,
 		"TYPE_JOB_SUBMITTED":    18,
 		"TYPE_POLICY_CHANGED":   19,
+		"TYPE_UNITS_REMAPPED":   20,
+		"TYPE_UNIT_DOWN":        21,
+		"TYPE_UNIT_UP":          22,
 	}
 )
 
@@ -572,11 +651,11 @@ func (x Event_Type) String() string {
 }
 
 func (Event_Type) Descriptor() protoreflect.EnumDescriptor {
-	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[6].Descriptor()
+	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[7].Descriptor()
 }
 
 func (Event_Type) Type() protoreflect.EnumType {
-	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[6]
+	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[7]
 }
 
 func (x Event_Type) Number() protoreflect.EnumNumber {
@@ -585,7 +664,7 @@ func (x Event_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Event_Type.Descriptor instead.
 func (Event_Type) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{26, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{28, 0}
 }
 
 // Command is one log entry: a typed, versioned envelope around one payload.
@@ -597,7 +676,8 @@ type Command struct {
 	// uses (1 for the original commands; 2 for admission policies, variable
 	// jobs and co-reservation; 3 for fingerprints, forced deletes, modify
 	// windows and the end-of-time bound of 9999-12-31T23:59:59.999Z on every
-	// time). Replicas refuse versions they do not know.
+	// time; 4 for resources with units and unit down windows). Replicas
+	// refuse versions they do not know.
 	Version uint32 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
 	// The leader's clock when it proposed the entry (Unix ms). The state
 	// machine uses max(previous log time, now_millis), so log time never runs
@@ -633,6 +713,8 @@ type Command struct {
 	//	*Command_SetPolicy
 	//	*Command_SubmitJob
 	//	*Command_CoReserve
+	//	*Command_UnitDown
+	//	*Command_UnitUp
 	Payload       isCommand_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -823,6 +905,24 @@ func (x *Command) GetCoReserve() *CoReserve {
 	return nil
 }
 
+func (x *Command) GetUnitDown() *UnitDown {
+	if x != nil {
+		if x, ok := x.Payload.(*Command_UnitDown); ok {
+			return x.UnitDown
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetUnitUp() *UnitUp {
+	if x != nil {
+		if x, ok := x.Payload.(*Command_UnitUp); ok {
+			return x.UnitUp
+		}
+	}
+	return nil
+}
+
 type isCommand_Payload interface {
 	isCommand_Payload()
 }
@@ -882,6 +982,16 @@ type Command_CoReserve struct {
 	CoReserve *CoReserve `protobuf:"bytes,20,opt,name=co_reserve,json=coReserve,proto3,oneof"`
 }
 
+type Command_UnitDown struct {
+	// For TYPE_UNIT_DOWN.
+	UnitDown *UnitDown `protobuf:"bytes,21,opt,name=unit_down,json=unitDown,proto3,oneof"`
+}
+
+type Command_UnitUp struct {
+	// For TYPE_UNIT_UP.
+	UnitUp *UnitUp `protobuf:"bytes,22,opt,name=unit_up,json=unitUp,proto3,oneof"`
+}
+
 func (*Command_CreateResource) isCommand_Payload() {}
 
 func (*Command_UpdateResource) isCommand_Payload() {}
@@ -903,6 +1013,10 @@ func (*Command_SetPolicy) isCommand_Payload() {}
 func (*Command_SubmitJob) isCommand_Payload() {}
 
 func (*Command_CoReserve) isCommand_Payload() {}
+
+func (*Command_UnitDown) isCommand_Payload() {}
+
+func (*Command_UnitUp) isCommand_Payload() {}
 
 // PolicySpec is a resource's admission policy with its options.
 // Probabilities are integer permille (1/1000) so that the replicated state
@@ -1402,7 +1516,17 @@ type CreateResource struct {
 	// Free-form labels.
 	Labels map[string]string `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Admission policy; absent means REJECT.
-	Policy        *PolicySpec `protobuf:"bytes,5,opt,name=policy,proto3" json:"policy,omitempty"`
+	Policy *PolicySpec `protobuf:"bytes,5,opt,name=policy,proto3" json:"policy,omitempty"`
+	// The names of the resource's units (nodes), in index order: 1..65536
+	// distinct names of [A-Za-z0-9._:-], each 1..64 characters. Empty: a
+	// resource without units (capacity is a plain count). With units an
+	// amount counts whole units, capacity must be 0 or the number of units,
+	// and every booking that holds capacity is mapped to named units.
+	// Version 4.
+	Units []string `protobuf:"bytes,40,rep,name=units,proto3" json:"units,omitempty"`
+	// What admission does when enough units are free in sum but no set of
+	// units is free for the whole window (units only).
+	UnitPolicy    UnitPolicy `protobuf:"varint,41,opt,name=unit_policy,json=unitPolicy,proto3,enum=ledgerd.fsm.v1.UnitPolicy" json:"unit_policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1472,6 +1596,163 @@ func (x *CreateResource) GetPolicy() *PolicySpec {
 	return nil
 }
 
+func (x *CreateResource) GetUnits() []string {
+	if x != nil {
+		return x.Units
+	}
+	return nil
+}
+
+func (x *CreateResource) GetUnitPolicy() UnitPolicy {
+	if x != nil {
+		return x.UnitPolicy
+	}
+	return UnitPolicy_UNIT_POLICY_UNSPECIFIED
+}
+
+// UnitDown takes one unit of a resource out of service over
+// [from_millis, to_millis) (down or drained). Bookings on the unit that
+// overlap the window are moved to spare units under UNIT_POLICY_REMAP;
+// when they cannot be (or under UNIT_POLICY_REFUSE) the entry is refused
+// (Conflict.KIND_CAPACITY listing them). Also the stored form of a down
+// window on Resource.unit_downs (resource empty there).
+type UnitDown struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The resource (must have units).
+	Resource string `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// The unit's name.
+	Unit string `protobuf:"bytes,2,opt,name=unit,proto3" json:"unit,omitempty"`
+	// Start of the window; earlier than the log time means the log time.
+	FromMillis int64 `protobuf:"varint,3,opt,name=from_millis,json=fromMillis,proto3" json:"from_millis,omitempty"`
+	// End of the window (exclusive), > from_millis.
+	ToMillis int64 `protobuf:"varint,4,opt,name=to_millis,json=toMillis,proto3" json:"to_millis,omitempty"`
+	// The window's ID, 1..128 characters of [A-Za-z0-9._:-]; empty means
+	// "down-" and the log index, 20 digits.
+	Id            string `protobuf:"bytes,5,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnitDown) Reset() {
+	*x = UnitDown{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnitDown) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnitDown) ProtoMessage() {}
+
+func (x *UnitDown) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnitDown.ProtoReflect.Descriptor instead.
+func (*UnitDown) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *UnitDown) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *UnitDown) GetUnit() string {
+	if x != nil {
+		return x.Unit
+	}
+	return ""
+}
+
+func (x *UnitDown) GetFromMillis() int64 {
+	if x != nil {
+		return x.FromMillis
+	}
+	return 0
+}
+
+func (x *UnitDown) GetToMillis() int64 {
+	if x != nil {
+		return x.ToMillis
+	}
+	return 0
+}
+
+func (x *UnitDown) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// UnitUp ends a down window of a unit at once.
+type UnitUp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The resource.
+	Resource string `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// The window's ID.
+	Id            string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnitUp) Reset() {
+	*x = UnitUp{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnitUp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnitUp) ProtoMessage() {}
+
+func (x *UnitUp) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnitUp.ProtoReflect.Descriptor instead.
+func (*UnitUp) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *UnitUp) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *UnitUp) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
 // UpdateResource changes a resource's capacity. Without a window the change
 // applies from the log time on; with from_millis/to_millis it applies over
 // [from, to) only (maintenance, a drained node). A change that would overbook
@@ -1492,7 +1773,7 @@ type UpdateResource struct {
 
 func (x *UpdateResource) Reset() {
 	*x = UpdateResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1504,7 +1785,7 @@ func (x *UpdateResource) String() string {
 func (*UpdateResource) ProtoMessage() {}
 
 func (x *UpdateResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1517,7 +1798,7 @@ func (x *UpdateResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateResource.ProtoReflect.Descriptor instead.
 func (*UpdateResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{9}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *UpdateResource) GetName() string {
@@ -1564,7 +1845,7 @@ type DeleteResource struct {
 
 func (x *DeleteResource) Reset() {
 	*x = DeleteResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1576,7 +1857,7 @@ func (x *DeleteResource) String() string {
 func (*DeleteResource) ProtoMessage() {}
 
 func (x *DeleteResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1589,7 +1870,7 @@ func (x *DeleteResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResource.ProtoReflect.Descriptor instead.
 func (*DeleteResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{10}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DeleteResource) GetName() string {
@@ -1612,14 +1893,17 @@ type Part struct {
 	// Resource name.
 	Resource string `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
 	// Units, > 0.
-	Amount        int64 `protobuf:"varint,2,opt,name=amount,proto3" json:"amount,omitempty"`
+	Amount int64 `protobuf:"varint,2,opt,name=amount,proto3" json:"amount,omitempty"`
+	// On a resource with units, in a stored row: the units this part holds,
+	// sorted by unit index (amount of them). Never set in a request.
+	Units         []string `protobuf:"bytes,40,rep,name=units,proto3" json:"units,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Part) Reset() {
 	*x = Part{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1631,7 +1915,7 @@ func (x *Part) String() string {
 func (*Part) ProtoMessage() {}
 
 func (x *Part) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1644,7 +1928,7 @@ func (x *Part) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Part.ProtoReflect.Descriptor instead.
 func (*Part) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{11}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Part) GetResource() string {
@@ -1659,6 +1943,13 @@ func (x *Part) GetAmount() int64 {
 		return x.Amount
 	}
 	return 0
+}
+
+func (x *Part) GetUnits() []string {
+	if x != nil {
+		return x.Units
+	}
+	return nil
 }
 
 // ReservationRequest asks for every part over one common interval of
@@ -1691,7 +1982,7 @@ type ReservationRequest struct {
 
 func (x *ReservationRequest) Reset() {
 	*x = ReservationRequest{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1703,7 +1994,7 @@ func (x *ReservationRequest) String() string {
 func (*ReservationRequest) ProtoMessage() {}
 
 func (x *ReservationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1716,7 +2007,7 @@ func (x *ReservationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationRequest.ProtoReflect.Descriptor instead.
 func (*ReservationRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{12}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ReservationRequest) GetId() string {
@@ -1786,7 +2077,7 @@ type Target struct {
 
 func (x *Target) Reset() {
 	*x = Target{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1798,7 +2089,7 @@ func (x *Target) String() string {
 func (*Target) ProtoMessage() {}
 
 func (x *Target) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1811,7 +2102,7 @@ func (x *Target) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Target.ProtoReflect.Descriptor instead.
 func (*Target) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Target) GetId() string {
@@ -1855,7 +2146,7 @@ type Modify struct {
 
 func (x *Modify) Reset() {
 	*x = Modify{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1867,7 +2158,7 @@ func (x *Modify) String() string {
 func (*Modify) ProtoMessage() {}
 
 func (x *Modify) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1880,7 +2171,7 @@ func (x *Modify) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modify.ProtoReflect.Descriptor instead.
 func (*Modify) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{14}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Modify) GetId() string {
@@ -1957,7 +2248,7 @@ type Complete struct {
 
 func (x *Complete) Reset() {
 	*x = Complete{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1969,7 +2260,7 @@ func (x *Complete) String() string {
 func (*Complete) ProtoMessage() {}
 
 func (x *Complete) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1982,7 +2273,7 @@ func (x *Complete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Complete.ProtoReflect.Descriptor instead.
 func (*Complete) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{15}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Complete) GetId() string {
@@ -2008,7 +2299,7 @@ type Expire struct {
 
 func (x *Expire) Reset() {
 	*x = Expire{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2020,7 +2311,7 @@ func (x *Expire) String() string {
 func (*Expire) ProtoMessage() {}
 
 func (x *Expire) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2033,7 +2324,7 @@ func (x *Expire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expire.ProtoReflect.Descriptor instead.
 func (*Expire) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{16}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{18}
 }
 
 // Reservation is one row of the reservation table.
@@ -2092,7 +2383,7 @@ type Reservation struct {
 
 func (x *Reservation) Reset() {
 	*x = Reservation{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2104,7 +2395,7 @@ func (x *Reservation) String() string {
 func (*Reservation) ProtoMessage() {}
 
 func (x *Reservation) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2117,7 +2408,7 @@ func (x *Reservation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reservation.ProtoReflect.Descriptor instead.
 func (*Reservation) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Reservation) GetId() string {
@@ -2286,7 +2577,7 @@ type Modification struct {
 
 func (x *Modification) Reset() {
 	*x = Modification{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2298,7 +2589,7 @@ func (x *Modification) String() string {
 func (*Modification) ProtoMessage() {}
 
 func (x *Modification) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2311,7 +2602,7 @@ func (x *Modification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modification.ProtoReflect.Descriptor instead.
 func (*Modification) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{18}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Modification) GetParts() []*Part {
@@ -2364,7 +2655,7 @@ type CapacityWindow struct {
 
 func (x *CapacityWindow) Reset() {
 	*x = CapacityWindow{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2376,7 +2667,7 @@ func (x *CapacityWindow) String() string {
 func (*CapacityWindow) ProtoMessage() {}
 
 func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2389,7 +2680,7 @@ func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapacityWindow.ProtoReflect.Descriptor instead.
 func (*CapacityWindow) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CapacityWindow) GetFromMillis() int64 {
@@ -2432,14 +2723,21 @@ type Resource struct {
 	// Log index that last changed it.
 	UpdatedVersion uint64 `protobuf:"varint,7,opt,name=updated_version,json=updatedVersion,proto3" json:"updated_version,omitempty"`
 	// Admission policy (absent means REJECT).
-	Policy        *PolicySpec `protobuf:"bytes,8,opt,name=policy,proto3" json:"policy,omitempty"`
+	Policy *PolicySpec `protobuf:"bytes,8,opt,name=policy,proto3" json:"policy,omitempty"`
+	// The unit names, in index order (resources with units only).
+	Units []string `protobuf:"bytes,40,rep,name=units,proto3" json:"units,omitempty"`
+	// The unit policy (resources with units only).
+	UnitPolicy UnitPolicy `protobuf:"varint,41,opt,name=unit_policy,json=unitPolicy,proto3,enum=ledgerd.fsm.v1.UnitPolicy" json:"unit_policy,omitempty"`
+	// Down windows of units that have not ended as of the last change of
+	// the resource, sorted by ID (resource left empty).
+	UnitDowns     []*UnitDown `protobuf:"bytes,42,rep,name=unit_downs,json=unitDowns,proto3" json:"unit_downs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2451,7 +2749,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2464,7 +2762,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{20}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Resource) GetName() string {
@@ -2523,6 +2821,27 @@ func (x *Resource) GetPolicy() *PolicySpec {
 	return nil
 }
 
+func (x *Resource) GetUnits() []string {
+	if x != nil {
+		return x.Units
+	}
+	return nil
+}
+
+func (x *Resource) GetUnitPolicy() UnitPolicy {
+	if x != nil {
+		return x.UnitPolicy
+	}
+	return UnitPolicy_UNIT_POLICY_UNSPECIFIED
+}
+
+func (x *Resource) GetUnitDowns() []*UnitDown {
+	if x != nil {
+		return x.UnitDowns
+	}
+	return nil
+}
+
 // Result is what Apply returns for one entry, encoded. It carries everything
 // a client needs; the server forwards these bytes unchanged.
 type Result struct {
@@ -2567,7 +2886,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2579,7 +2898,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2592,7 +2911,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Result) GetStatus() Result_Status {
@@ -2746,7 +3065,7 @@ type Move struct {
 
 func (x *Move) Reset() {
 	*x = Move{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2758,7 +3077,7 @@ func (x *Move) String() string {
 func (*Move) ProtoMessage() {}
 
 func (x *Move) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2771,7 +3090,7 @@ func (x *Move) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Move.ProtoReflect.Descriptor instead.
 func (*Move) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{22}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Move) GetId() string {
@@ -2802,13 +3121,17 @@ type Rejected struct {
 	LaterOk bool `protobuf:"varint,1,opt,name=later_ok,json=laterOk,proto3" json:"later_ok,omitempty"`
 	// That earliest start.
 	LaterStartMillis int64 `protobuf:"varint,2,opt,name=later_start_millis,json=laterStartMillis,proto3" json:"later_start_millis,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// True when enough units were free in sum but no set of units was free
+	// for the whole window (resources with units, UNIT_POLICY_REFUSE or a
+	// pinned booking in the way).
+	Unmappable    bool `protobuf:"varint,40,opt,name=unmappable,proto3" json:"unmappable,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Rejected) Reset() {
 	*x = Rejected{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2820,7 +3143,7 @@ func (x *Rejected) String() string {
 func (*Rejected) ProtoMessage() {}
 
 func (x *Rejected) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2833,7 +3156,7 @@ func (x *Rejected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejected.ProtoReflect.Descriptor instead.
 func (*Rejected) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{23}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Rejected) GetLaterOk() bool {
@@ -2850,6 +3173,13 @@ func (x *Rejected) GetLaterStartMillis() int64 {
 	return 0
 }
 
+func (x *Rejected) GetUnmappable() bool {
+	if x != nil {
+		return x.Unmappable
+	}
+	return false
+}
+
 // Invalid names the bad field.
 type Invalid struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2863,7 +3193,7 @@ type Invalid struct {
 
 func (x *Invalid) Reset() {
 	*x = Invalid{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2875,7 +3205,7 @@ func (x *Invalid) String() string {
 func (*Invalid) ProtoMessage() {}
 
 func (x *Invalid) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2888,7 +3218,7 @@ func (x *Invalid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invalid.ProtoReflect.Descriptor instead.
 func (*Invalid) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{24}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Invalid) GetField() string {
@@ -2920,7 +3250,7 @@ type Conflict struct {
 
 func (x *Conflict) Reset() {
 	*x = Conflict{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2932,7 +3262,7 @@ func (x *Conflict) String() string {
 func (*Conflict) ProtoMessage() {}
 
 func (x *Conflict) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2945,7 +3275,7 @@ func (x *Conflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conflict.ProtoReflect.Descriptor instead.
 func (*Conflict) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Conflict) GetKind() Conflict_Kind {
@@ -2990,7 +3320,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3002,7 +3332,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3015,7 +3345,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{26}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Event) GetVersion() uint64 {
@@ -3077,7 +3407,7 @@ type IdempotencyRecord struct {
 
 func (x *IdempotencyRecord) Reset() {
 	*x = IdempotencyRecord{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3089,7 +3419,7 @@ func (x *IdempotencyRecord) String() string {
 func (*IdempotencyRecord) ProtoMessage() {}
 
 func (x *IdempotencyRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3102,7 +3432,7 @@ func (x *IdempotencyRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IdempotencyRecord.ProtoReflect.Descriptor instead.
 func (*IdempotencyRecord) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *IdempotencyRecord) GetOwner() string {
@@ -3163,7 +3493,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3175,7 +3505,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3188,7 +3518,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{28}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Snapshot) GetAppliedIndex() uint64 {
@@ -3279,7 +3609,7 @@ type SchedulerItem struct {
 
 func (x *SchedulerItem) Reset() {
 	*x = SchedulerItem{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3291,7 +3621,7 @@ func (x *SchedulerItem) String() string {
 func (*SchedulerItem) ProtoMessage() {}
 
 func (x *SchedulerItem) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3304,7 +3634,7 @@ func (x *SchedulerItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerItem.ProtoReflect.Descriptor instead.
 func (*SchedulerItem) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{29}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SchedulerItem) GetId() string {
@@ -3402,7 +3732,7 @@ type ReleaseModel struct {
 
 func (x *ReleaseModel) Reset() {
 	*x = ReleaseModel{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3414,7 +3744,7 @@ func (x *ReleaseModel) String() string {
 func (*ReleaseModel) ProtoMessage() {}
 
 func (x *ReleaseModel) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3427,7 +3757,7 @@ func (x *ReleaseModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseModel.ProtoReflect.Descriptor instead.
 func (*ReleaseModel) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{30}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ReleaseModel) GetPriorWeight() int64 {
@@ -3471,7 +3801,7 @@ type RatioCount struct {
 
 func (x *RatioCount) Reset() {
 	*x = RatioCount{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3483,7 +3813,7 @@ func (x *RatioCount) String() string {
 func (*RatioCount) ProtoMessage() {}
 
 func (x *RatioCount) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3496,7 +3826,7 @@ func (x *RatioCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RatioCount.ProtoReflect.Descriptor instead.
 func (*RatioCount) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RatioCount) GetPermille() uint32 {
@@ -3526,7 +3856,7 @@ type OwnerRatios struct {
 
 func (x *OwnerRatios) Reset() {
 	*x = OwnerRatios{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3538,7 +3868,7 @@ func (x *OwnerRatios) String() string {
 func (*OwnerRatios) ProtoMessage() {}
 
 func (x *OwnerRatios) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3551,7 +3881,7 @@ func (x *OwnerRatios) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OwnerRatios.ProtoReflect.Descriptor instead.
 func (*OwnerRatios) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{32}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *OwnerRatios) GetOwner() string {
@@ -3572,7 +3902,8 @@ var File_ledgerd_fsm_v1_fsm_proto protoreflect.FileDescriptor
 
 const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\n" +
-	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xd3\t\n" +
+	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xe5\n" +
+	"\n" +
 	"\aCommand\x120\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1c.ledgerd.fsm.v1.Command.TypeR\x04type\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\rR\aversion\x12\x1d\n" +
@@ -3598,7 +3929,9 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\n" +
 	"submit_job\x18\x13 \x01(\v2\x19.ledgerd.fsm.v1.SubmitJobH\x00R\tsubmitJob\x12:\n" +
 	"\n" +
-	"co_reserve\x18\x14 \x01(\v2\x19.ledgerd.fsm.v1.CoReserveH\x00R\tcoReserve\"\xad\x02\n" +
+	"co_reserve\x18\x14 \x01(\v2\x19.ledgerd.fsm.v1.CoReserveH\x00R\tcoReserve\x127\n" +
+	"\tunit_down\x18\x15 \x01(\v2\x18.ledgerd.fsm.v1.UnitDownH\x00R\bunitDown\x121\n" +
+	"\aunit_up\x18\x16 \x01(\v2\x16.ledgerd.fsm.v1.UnitUpH\x00R\x06unitUp\"\xd3\x02\n" +
 	"\x04Type\x12\x10\n" +
 	"\fTYPE_UNKNOWN\x10\x00\x12\x18\n" +
 	"\x14TYPE_CREATE_RESOURCE\x10\x01\x12\x18\n" +
@@ -3616,7 +3949,9 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\rTYPE_COMPLETE\x10\v\x12\x13\n" +
 	"\x0fTYPE_SET_POLICY\x10\f\x12\x13\n" +
 	"\x0fTYPE_SUBMIT_JOB\x10\r\x12\x13\n" +
-	"\x0fTYPE_CO_RESERVE\x10\x0eB\t\n" +
+	"\x0fTYPE_CO_RESERVE\x10\x0e\x12\x12\n" +
+	"\x0eTYPE_UNIT_DOWN\x10\x0f\x12\x10\n" +
+	"\fTYPE_UNIT_UP\x10\x10B\t\n" +
 	"\apayload\"\x96\x01\n" +
 	"\n" +
 	"PolicySpec\x127\n" +
@@ -3659,16 +3994,29 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\vCoPlacement\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x121\n" +
 	"\x14probability_permille\x18\x02 \x01(\rR\x13probabilityPermille\x12=\n" +
-	"\vreservation\x18\x03 \x01(\v2\x1b.ledgerd.fsm.v1.ReservationR\vreservation\"\x87\x02\n" +
+	"\vreservation\x18\x03 \x01(\v2\x1b.ledgerd.fsm.v1.ReservationR\vreservation\"\xda\x02\n" +
 	"\x0eCreateResource\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bcapacity\x18\x02 \x01(\x03R\bcapacity\x12\x12\n" +
 	"\x04unit\x18\x03 \x01(\tR\x04unit\x12B\n" +
 	"\x06labels\x18\x04 \x03(\v2*.ledgerd.fsm.v1.CreateResource.LabelsEntryR\x06labels\x122\n" +
-	"\x06policy\x18\x05 \x01(\v2\x1a.ledgerd.fsm.v1.PolicySpecR\x06policy\x1a9\n" +
+	"\x06policy\x18\x05 \x01(\v2\x1a.ledgerd.fsm.v1.PolicySpecR\x06policy\x12\x14\n" +
+	"\x05units\x18( \x03(\tR\x05units\x12;\n" +
+	"\vunit_policy\x18) \x01(\x0e2\x1a.ledgerd.fsm.v1.UnitPolicyR\n" +
+	"unitPolicy\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa6\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x88\x01\n" +
+	"\bUnitDown\x12\x1a\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\x12\x12\n" +
+	"\x04unit\x18\x02 \x01(\tR\x04unit\x12\x1f\n" +
+	"\vfrom_millis\x18\x03 \x01(\x03R\n" +
+	"fromMillis\x12\x1b\n" +
+	"\tto_millis\x18\x04 \x01(\x03R\btoMillis\x12\x0e\n" +
+	"\x02id\x18\x05 \x01(\tR\x02id\"4\n" +
+	"\x06UnitUp\x12\x1a\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"\xa6\x01\n" +
 	"\x0eUpdateResource\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bcapacity\x18\x02 \x01(\x03R\bcapacity\x12$\n" +
@@ -3680,10 +4028,11 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"_to_millis\":\n" +
 	"\x0eDeleteResource\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05force\x18\x02 \x01(\bR\x05force\":\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\"P\n" +
 	"\x04Part\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x16\n" +
-	"\x06amount\x18\x02 \x01(\x03R\x06amount\"\xb2\x03\n" +
+	"\x06amount\x18\x02 \x01(\x03R\x06amount\x12\x14\n" +
+	"\x05units\x18( \x03(\tR\x05units\"\xb2\x03\n" +
 	"\x12ReservationRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12*\n" +
 	"\x05parts\x18\x02 \x03(\v2\x14.ledgerd.fsm.v1.PartR\x05parts\x12'\n" +
@@ -3770,7 +4119,7 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\vfrom_millis\x18\x01 \x01(\x03R\n" +
 	"fromMillis\x12\x1b\n" +
 	"\tto_millis\x18\x02 \x01(\x03R\btoMillis\x12\x1a\n" +
-	"\bcapacity\x18\x03 \x01(\x03R\bcapacity\"\x87\x03\n" +
+	"\bcapacity\x18\x03 \x01(\x03R\bcapacity\"\x93\x04\n" +
 	"\bResource\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bcapacity\x18\x02 \x01(\x03R\bcapacity\x12\x12\n" +
@@ -3779,7 +4128,12 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\awindows\x18\x05 \x03(\v2\x1e.ledgerd.fsm.v1.CapacityWindowR\awindows\x12'\n" +
 	"\x0fcreated_version\x18\x06 \x01(\x04R\x0ecreatedVersion\x12'\n" +
 	"\x0fupdated_version\x18\a \x01(\x04R\x0eupdatedVersion\x122\n" +
-	"\x06policy\x18\b \x01(\v2\x1a.ledgerd.fsm.v1.PolicySpecR\x06policy\x1a9\n" +
+	"\x06policy\x18\b \x01(\v2\x1a.ledgerd.fsm.v1.PolicySpecR\x06policy\x12\x14\n" +
+	"\x05units\x18( \x03(\tR\x05units\x12;\n" +
+	"\vunit_policy\x18) \x01(\x0e2\x1a.ledgerd.fsm.v1.UnitPolicyR\n" +
+	"unitPolicy\x127\n" +
+	"\n" +
+	"unit_downs\x18* \x03(\v2\x18.ledgerd.fsm.v1.UnitDownR\tunitDowns\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9a\x06\n" +
@@ -3813,10 +4167,13 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vfrom_millis\x18\x02 \x01(\x03R\n" +
 	"fromMillis\x12\x1b\n" +
-	"\tto_millis\x18\x03 \x01(\x03R\btoMillis\"S\n" +
+	"\tto_millis\x18\x03 \x01(\x03R\btoMillis\"s\n" +
 	"\bRejected\x12\x19\n" +
 	"\blater_ok\x18\x01 \x01(\bR\alaterOk\x12,\n" +
-	"\x12later_start_millis\x18\x02 \x01(\x03R\x10laterStartMillis\"7\n" +
+	"\x12later_start_millis\x18\x02 \x01(\x03R\x10laterStartMillis\x12\x1e\n" +
+	"\n" +
+	"unmappable\x18( \x01(\bR\n" +
+	"unmappable\"7\n" +
 	"\aInvalid\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x9f\x02\n" +
@@ -3830,14 +4187,14 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x11KIND_DUPLICATE_ID\x10\x02\x12\x0f\n" +
 	"\vKIND_IN_USE\x10\x03\x12\x11\n" +
 	"\rKIND_CAPACITY\x10\x04\x12\x18\n" +
-	"\x14KIND_RESOURCE_EXISTS\x10\x05\"\xb3\x05\n" +
+	"\x14KIND_RESOURCE_EXISTS\x10\x05\"\xf2\x05\n" +
 	"\x05Event\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x04R\aversion\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\rR\x03seq\x12.\n" +
 	"\x04type\x18\x03 \x01(\x0e2\x1a.ledgerd.fsm.v1.Event.TypeR\x04type\x12\x1b\n" +
 	"\tat_millis\x18\x04 \x01(\x03R\batMillis\x12=\n" +
 	"\vreservation\x18\x05 \x01(\v2\x1b.ledgerd.fsm.v1.ReservationR\vreservation\x124\n" +
-	"\bresource\x18\x06 \x01(\v2\x18.ledgerd.fsm.v1.ResourceR\bresource\"\xbb\x03\n" +
+	"\bresource\x18\x06 \x01(\v2\x18.ledgerd.fsm.v1.ResourceR\bresource\"\xfa\x03\n" +
 	"\x04Type\x12\x10\n" +
 	"\fTYPE_UNKNOWN\x10\x00\x12\r\n" +
 	"\tTYPE_HELD\x10\x01\x12\x12\n" +
@@ -3859,7 +4216,10 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x0eTYPE_REPLANNED\x10\x10\x12\x11\n" +
 	"\rTYPE_VIOLATED\x10\x11\x12\x16\n" +
 	"\x12TYPE_JOB_SUBMITTED\x10\x12\x12\x17\n" +
-	"\x13TYPE_POLICY_CHANGED\x10\x13\"\x88\x01\n" +
+	"\x13TYPE_POLICY_CHANGED\x10\x13\x12\x17\n" +
+	"\x13TYPE_UNITS_REMAPPED\x10\x14\x12\x12\n" +
+	"\x0eTYPE_UNIT_DOWN\x10\x15\x12\x10\n" +
+	"\fTYPE_UNIT_UP\x10\x16\"\x88\x01\n" +
 	"\x11IdempotencyRecord\x12\x14\n" +
 	"\x05owner\x18\x01 \x01(\tR\x05owner\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x1b\n" +
@@ -3907,7 +4267,12 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x1cADMISSION_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17ADMISSION_POLICY_REJECT\x10\x01\x12\"\n" +
 	"\x1eADMISSION_POLICY_MOVE_VARIABLE\x10\x02\x12\x1c\n" +
-	"\x18ADMISSION_POLICY_RELAXED\x10\x03B5Z3github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1;fsmv1b\x06proto3"
+	"\x18ADMISSION_POLICY_RELAXED\x10\x03*X\n" +
+	"\n" +
+	"UnitPolicy\x12\x1b\n" +
+	"\x17UNIT_POLICY_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11UNIT_POLICY_REMAP\x10\x01\x12\x16\n" +
+	"\x12UNIT_POLICY_REFUSE\x10\x02B5Z3github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1;fsmv1b\x06proto3"
 
 var (
 	file_ledgerd_fsm_v1_fsm_proto_rawDescOnce sync.Once
@@ -3921,120 +4286,128 @@ func file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP() []byte {
 	return file_ledgerd_fsm_v1_fsm_proto_rawDescData
 }
 
-var file_ledgerd_fsm_v1_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_ledgerd_fsm_v1_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
+var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_ledgerd_fsm_v1_fsm_proto_goTypes = []any{
 	(AdmissionPolicy)(0),       // 0: ledgerd.fsm.v1.AdmissionPolicy
-	(Command_Type)(0),          // 1: ledgerd.fsm.v1.Command.Type
-	(Reservation_State)(0),     // 2: ledgerd.fsm.v1.Reservation.State
-	(Reservation_Kind)(0),      // 3: ledgerd.fsm.v1.Reservation.Kind
-	(Result_Status)(0),         // 4: ledgerd.fsm.v1.Result.Status
-	(Conflict_Kind)(0),         // 5: ledgerd.fsm.v1.Conflict.Kind
-	(Event_Type)(0),            // 6: ledgerd.fsm.v1.Event.Type
-	(*Command)(nil),            // 7: ledgerd.fsm.v1.Command
-	(*PolicySpec)(nil),         // 8: ledgerd.fsm.v1.PolicySpec
-	(*SetPolicy)(nil),          // 9: ledgerd.fsm.v1.SetPolicy
-	(*SubmitJob)(nil),          // 10: ledgerd.fsm.v1.SubmitJob
-	(*CoReserve)(nil),          // 11: ledgerd.fsm.v1.CoReserve
-	(*CoSub)(nil),              // 12: ledgerd.fsm.v1.CoSub
-	(*CoAdmission)(nil),        // 13: ledgerd.fsm.v1.CoAdmission
-	(*CoPlacement)(nil),        // 14: ledgerd.fsm.v1.CoPlacement
-	(*CreateResource)(nil),     // 15: ledgerd.fsm.v1.CreateResource
-	(*UpdateResource)(nil),     // 16: ledgerd.fsm.v1.UpdateResource
-	(*DeleteResource)(nil),     // 17: ledgerd.fsm.v1.DeleteResource
-	(*Part)(nil),               // 18: ledgerd.fsm.v1.Part
-	(*ReservationRequest)(nil), // 19: ledgerd.fsm.v1.ReservationRequest
-	(*Target)(nil),             // 20: ledgerd.fsm.v1.Target
-	(*Modify)(nil),             // 21: ledgerd.fsm.v1.Modify
-	(*Complete)(nil),           // 22: ledgerd.fsm.v1.Complete
-	(*Expire)(nil),             // 23: ledgerd.fsm.v1.Expire
-	(*Reservation)(nil),        // 24: ledgerd.fsm.v1.Reservation
-	(*Modification)(nil),       // 25: ledgerd.fsm.v1.Modification
-	(*CapacityWindow)(nil),     // 26: ledgerd.fsm.v1.CapacityWindow
-	(*Resource)(nil),           // 27: ledgerd.fsm.v1.Resource
-	(*Result)(nil),             // 28: ledgerd.fsm.v1.Result
-	(*Move)(nil),               // 29: ledgerd.fsm.v1.Move
-	(*Rejected)(nil),           // 30: ledgerd.fsm.v1.Rejected
-	(*Invalid)(nil),            // 31: ledgerd.fsm.v1.Invalid
-	(*Conflict)(nil),           // 32: ledgerd.fsm.v1.Conflict
-	(*Event)(nil),              // 33: ledgerd.fsm.v1.Event
-	(*IdempotencyRecord)(nil),  // 34: ledgerd.fsm.v1.IdempotencyRecord
-	(*Snapshot)(nil),           // 35: ledgerd.fsm.v1.Snapshot
-	(*SchedulerItem)(nil),      // 36: ledgerd.fsm.v1.SchedulerItem
-	(*ReleaseModel)(nil),       // 37: ledgerd.fsm.v1.ReleaseModel
-	(*RatioCount)(nil),         // 38: ledgerd.fsm.v1.RatioCount
-	(*OwnerRatios)(nil),        // 39: ledgerd.fsm.v1.OwnerRatios
-	nil,                        // 40: ledgerd.fsm.v1.SubmitJob.LabelsEntry
-	nil,                        // 41: ledgerd.fsm.v1.CoReserve.LabelsEntry
-	nil,                        // 42: ledgerd.fsm.v1.CreateResource.LabelsEntry
-	nil,                        // 43: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	nil,                        // 44: ledgerd.fsm.v1.Reservation.LabelsEntry
-	nil,                        // 45: ledgerd.fsm.v1.Resource.LabelsEntry
+	(UnitPolicy)(0),            // 1: ledgerd.fsm.v1.UnitPolicy
+	(Command_Type)(0),          // 2: ledgerd.fsm.v1.Command.Type
+	(Reservation_State)(0),     // 3: ledgerd.fsm.v1.Reservation.State
+	(Reservation_Kind)(0),      // 4: ledgerd.fsm.v1.Reservation.Kind
+	(Result_Status)(0),         // 5: ledgerd.fsm.v1.Result.Status
+	(Conflict_Kind)(0),         // 6: ledgerd.fsm.v1.Conflict.Kind
+	(Event_Type)(0),            // 7: ledgerd.fsm.v1.Event.Type
+	(*Command)(nil),            // 8: ledgerd.fsm.v1.Command
+	(*PolicySpec)(nil),         // 9: ledgerd.fsm.v1.PolicySpec
+	(*SetPolicy)(nil),          // 10: ledgerd.fsm.v1.SetPolicy
+	(*SubmitJob)(nil),          // 11: ledgerd.fsm.v1.SubmitJob
+	(*CoReserve)(nil),          // 12: ledgerd.fsm.v1.CoReserve
+	(*CoSub)(nil),              // 13: ledgerd.fsm.v1.CoSub
+	(*CoAdmission)(nil),        // 14: ledgerd.fsm.v1.CoAdmission
+	(*CoPlacement)(nil),        // 15: ledgerd.fsm.v1.CoPlacement
+	(*CreateResource)(nil),     // 16: ledgerd.fsm.v1.CreateResource
+	(*UnitDown)(nil),           // 17: ledgerd.fsm.v1.UnitDown
+	(*UnitUp)(nil),             // 18: ledgerd.fsm.v1.UnitUp
+	(*UpdateResource)(nil),     // 19: ledgerd.fsm.v1.UpdateResource
+	(*DeleteResource)(nil),     // 20: ledgerd.fsm.v1.DeleteResource
+	(*Part)(nil),               // 21: ledgerd.fsm.v1.Part
+	(*ReservationRequest)(nil), // 22: ledgerd.fsm.v1.ReservationRequest
+	(*Target)(nil),             // 23: ledgerd.fsm.v1.Target
+	(*Modify)(nil),             // 24: ledgerd.fsm.v1.Modify
+	(*Complete)(nil),           // 25: ledgerd.fsm.v1.Complete
+	(*Expire)(nil),             // 26: ledgerd.fsm.v1.Expire
+	(*Reservation)(nil),        // 27: ledgerd.fsm.v1.Reservation
+	(*Modification)(nil),       // 28: ledgerd.fsm.v1.Modification
+	(*CapacityWindow)(nil),     // 29: ledgerd.fsm.v1.CapacityWindow
+	(*Resource)(nil),           // 30: ledgerd.fsm.v1.Resource
+	(*Result)(nil),             // 31: ledgerd.fsm.v1.Result
+	(*Move)(nil),               // 32: ledgerd.fsm.v1.Move
+	(*Rejected)(nil),           // 33: ledgerd.fsm.v1.Rejected
+	(*Invalid)(nil),            // 34: ledgerd.fsm.v1.Invalid
+	(*Conflict)(nil),           // 35: ledgerd.fsm.v1.Conflict
+	(*Event)(nil),              // 36: ledgerd.fsm.v1.Event
+	(*IdempotencyRecord)(nil),  // 37: ledgerd.fsm.v1.IdempotencyRecord
+	(*Snapshot)(nil),           // 38: ledgerd.fsm.v1.Snapshot
+	(*SchedulerItem)(nil),      // 39: ledgerd.fsm.v1.SchedulerItem
+	(*ReleaseModel)(nil),       // 40: ledgerd.fsm.v1.ReleaseModel
+	(*RatioCount)(nil),         // 41: ledgerd.fsm.v1.RatioCount
+	(*OwnerRatios)(nil),        // 42: ledgerd.fsm.v1.OwnerRatios
+	nil,                        // 43: ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	nil,                        // 44: ledgerd.fsm.v1.CoReserve.LabelsEntry
+	nil,                        // 45: ledgerd.fsm.v1.CreateResource.LabelsEntry
+	nil,                        // 46: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	nil,                        // 47: ledgerd.fsm.v1.Reservation.LabelsEntry
+	nil,                        // 48: ledgerd.fsm.v1.Resource.LabelsEntry
 }
 var file_ledgerd_fsm_v1_fsm_proto_depIdxs = []int32{
-	1,  // 0: ledgerd.fsm.v1.Command.type:type_name -> ledgerd.fsm.v1.Command.Type
-	15, // 1: ledgerd.fsm.v1.Command.create_resource:type_name -> ledgerd.fsm.v1.CreateResource
-	16, // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
-	17, // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
-	19, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
-	20, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
-	21, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
-	23, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
-	22, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
-	9,  // 9: ledgerd.fsm.v1.Command.set_policy:type_name -> ledgerd.fsm.v1.SetPolicy
-	10, // 10: ledgerd.fsm.v1.Command.submit_job:type_name -> ledgerd.fsm.v1.SubmitJob
-	11, // 11: ledgerd.fsm.v1.Command.co_reserve:type_name -> ledgerd.fsm.v1.CoReserve
-	0,  // 12: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
-	8,  // 13: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	18, // 14: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
-	40, // 15: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
-	12, // 16: ledgerd.fsm.v1.CoReserve.subs:type_name -> ledgerd.fsm.v1.CoSub
-	41, // 17: ledgerd.fsm.v1.CoReserve.labels:type_name -> ledgerd.fsm.v1.CoReserve.LabelsEntry
-	14, // 18: ledgerd.fsm.v1.CoAdmission.placements:type_name -> ledgerd.fsm.v1.CoPlacement
-	24, // 19: ledgerd.fsm.v1.CoPlacement.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	42, // 20: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
-	8,  // 21: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	18, // 22: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
-	43, // 23: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	18, // 24: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
-	44, // 25: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
-	18, // 26: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
-	2,  // 27: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	25, // 28: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
-	3,  // 29: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	18, // 30: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
-	45, // 31: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
-	26, // 32: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
-	8,  // 33: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	4,  // 34: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
-	24, // 35: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	27, // 36: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
-	29, // 37: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
-	13, // 38: ledgerd.fsm.v1.Result.co_admission:type_name -> ledgerd.fsm.v1.CoAdmission
-	30, // 39: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
-	31, // 40: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
-	32, // 41: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
-	5,  // 42: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
-	2,  // 43: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	6,  // 44: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
-	24, // 45: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	27, // 46: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
-	28, // 47: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
-	27, // 48: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
-	24, // 49: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
-	34, // 50: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
-	33, // 51: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
-	36, // 52: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
-	37, // 53: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
-	3,  // 54: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	38, // 55: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
-	39, // 56: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
-	38, // 57: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
-	58, // [58:58] is the sub-list for method output_type
-	58, // [58:58] is the sub-list for method input_type
-	58, // [58:58] is the sub-list for extension type_name
-	58, // [58:58] is the sub-list for extension extendee
-	0,  // [0:58] is the sub-list for field type_name
+	2,  // 0: ledgerd.fsm.v1.Command.type:type_name -> ledgerd.fsm.v1.Command.Type
+	16, // 1: ledgerd.fsm.v1.Command.create_resource:type_name -> ledgerd.fsm.v1.CreateResource
+	19, // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
+	20, // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
+	22, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
+	23, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
+	24, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
+	26, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
+	25, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
+	10, // 9: ledgerd.fsm.v1.Command.set_policy:type_name -> ledgerd.fsm.v1.SetPolicy
+	11, // 10: ledgerd.fsm.v1.Command.submit_job:type_name -> ledgerd.fsm.v1.SubmitJob
+	12, // 11: ledgerd.fsm.v1.Command.co_reserve:type_name -> ledgerd.fsm.v1.CoReserve
+	17, // 12: ledgerd.fsm.v1.Command.unit_down:type_name -> ledgerd.fsm.v1.UnitDown
+	18, // 13: ledgerd.fsm.v1.Command.unit_up:type_name -> ledgerd.fsm.v1.UnitUp
+	0,  // 14: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
+	9,  // 15: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	21, // 16: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
+	43, // 17: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	13, // 18: ledgerd.fsm.v1.CoReserve.subs:type_name -> ledgerd.fsm.v1.CoSub
+	44, // 19: ledgerd.fsm.v1.CoReserve.labels:type_name -> ledgerd.fsm.v1.CoReserve.LabelsEntry
+	15, // 20: ledgerd.fsm.v1.CoAdmission.placements:type_name -> ledgerd.fsm.v1.CoPlacement
+	27, // 21: ledgerd.fsm.v1.CoPlacement.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	45, // 22: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
+	9,  // 23: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	1,  // 24: ledgerd.fsm.v1.CreateResource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
+	21, // 25: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
+	46, // 26: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	21, // 27: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
+	47, // 28: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
+	21, // 29: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
+	3,  // 30: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	28, // 31: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
+	4,  // 32: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	21, // 33: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
+	48, // 34: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
+	29, // 35: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
+	9,  // 36: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	1,  // 37: ledgerd.fsm.v1.Resource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
+	17, // 38: ledgerd.fsm.v1.Resource.unit_downs:type_name -> ledgerd.fsm.v1.UnitDown
+	5,  // 39: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
+	27, // 40: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	30, // 41: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
+	32, // 42: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
+	14, // 43: ledgerd.fsm.v1.Result.co_admission:type_name -> ledgerd.fsm.v1.CoAdmission
+	33, // 44: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
+	34, // 45: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
+	35, // 46: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
+	6,  // 47: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
+	3,  // 48: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	7,  // 49: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
+	27, // 50: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	30, // 51: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
+	31, // 52: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
+	30, // 53: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
+	27, // 54: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
+	37, // 55: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
+	36, // 56: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
+	39, // 57: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
+	40, // 58: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
+	4,  // 59: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	41, // 60: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
+	42, // 61: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
+	41, // 62: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
+	63, // [63:63] is the sub-list for method output_type
+	63, // [63:63] is the sub-list for method input_type
+	63, // [63:63] is the sub-list for extension type_name
+	63, // [63:63] is the sub-list for extension extendee
+	0,  // [0:63] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_fsm_v1_fsm_proto_init() }
@@ -4054,12 +4427,14 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 		(*Command_SetPolicy)(nil),
 		(*Command_SubmitJob)(nil),
 		(*Command_CoReserve)(nil),
+		(*Command_UnitDown)(nil),
+		(*Command_UnitUp)(nil),
 	}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[9].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[12].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[11].OneofWrappers = []any{}
 	file_ledgerd_fsm_v1_fsm_proto_msgTypes[14].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[15].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[21].OneofWrappers = []any{
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[16].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[17].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[23].OneofWrappers = []any{
 		(*Result_Rejected)(nil),
 		(*Result_Invalid)(nil),
 		(*Result_Conflict)(nil),
@@ -4069,8 +4444,8 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_fsm_v1_fsm_proto_rawDesc), len(file_ledgerd_fsm_v1_fsm_proto_rawDesc)),
-			NumEnums:      7,
-			NumMessages:   39,
+			NumEnums:      8,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

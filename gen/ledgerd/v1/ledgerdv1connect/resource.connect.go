@@ -43,6 +43,11 @@ const (
 	// ResourceServiceSetPolicyProcedure is the fully-qualified name of the ResourceService's SetPolicy
 	// RPC.
 	ResourceServiceSetPolicyProcedure = "/ledgerd.v1.ResourceService/SetPolicy"
+	// ResourceServiceUnitDownProcedure is the fully-qualified name of the ResourceService's UnitDown
+	// RPC.
+	ResourceServiceUnitDownProcedure = "/ledgerd.v1.ResourceService/UnitDown"
+	// ResourceServiceUnitUpProcedure is the fully-qualified name of the ResourceService's UnitUp RPC.
+	ResourceServiceUnitUpProcedure = "/ledgerd.v1.ResourceService/UnitUp"
 	// ResourceServiceListProcedure is the fully-qualified name of the ResourceService's List RPC.
 	ResourceServiceListProcedure = "/ledgerd.v1.ResourceService/List"
 )
@@ -64,6 +69,13 @@ type ResourceServiceClient interface {
 	// admitted under another policy are live, and away from POLICY_RELAXED
 	// while relaxed admissions still overbook the resource.
 	SetPolicy(context.Context, *connect.Request[v1.SetPolicyRequest]) (*connect.Response[v1.SetPolicyResponse], error)
+	// UnitDown takes one unit of a resource with units out of service over a
+	// window (down or drained). Bookings on the unit in the window are moved
+	// to spare units (UNIT_POLICY_REMAP, each move an event); when they
+	// cannot be, it is refused with FailedPrecondition listing them.
+	UnitDown(context.Context, *connect.Request[v1.UnitDownRequest]) (*connect.Response[v1.UnitDownResponse], error)
+	// UnitUp ends a unit's down window at once.
+	UnitUp(context.Context, *connect.Request[v1.UnitUpRequest]) (*connect.Response[v1.UnitUpResponse], error)
 	// List returns every resource.
 	List(context.Context, *connect.Request[v1.ResourceServiceListRequest]) (*connect.Response[v1.ResourceServiceListResponse], error)
 }
@@ -103,6 +115,18 @@ func NewResourceServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			connect.WithSchema(resourceServiceMethods.ByName("SetPolicy")),
 			connect.WithClientOptions(opts...),
 		),
+		unitDown: connect.NewClient[v1.UnitDownRequest, v1.UnitDownResponse](
+			httpClient,
+			baseURL+ResourceServiceUnitDownProcedure,
+			connect.WithSchema(resourceServiceMethods.ByName("UnitDown")),
+			connect.WithClientOptions(opts...),
+		),
+		unitUp: connect.NewClient[v1.UnitUpRequest, v1.UnitUpResponse](
+			httpClient,
+			baseURL+ResourceServiceUnitUpProcedure,
+			connect.WithSchema(resourceServiceMethods.ByName("UnitUp")),
+			connect.WithClientOptions(opts...),
+		),
 		list: connect.NewClient[v1.ResourceServiceListRequest, v1.ResourceServiceListResponse](
 			httpClient,
 			baseURL+ResourceServiceListProcedure,
@@ -119,6 +143,8 @@ type resourceServiceClient struct {
 	updateCapacity *connect.Client[v1.UpdateCapacityRequest, v1.UpdateCapacityResponse]
 	delete         *connect.Client[v1.DeleteRequest, v1.DeleteResponse]
 	setPolicy      *connect.Client[v1.SetPolicyRequest, v1.SetPolicyResponse]
+	unitDown       *connect.Client[v1.UnitDownRequest, v1.UnitDownResponse]
+	unitUp         *connect.Client[v1.UnitUpRequest, v1.UnitUpResponse]
 	list           *connect.Client[v1.ResourceServiceListRequest, v1.ResourceServiceListResponse]
 }
 
@@ -140,6 +166,16 @@ func (c *resourceServiceClient) Delete(ctx context.Context, req *connect.Request
 // SetPolicy calls ledgerd.v1.ResourceService.SetPolicy.
 func (c *resourceServiceClient) SetPolicy(ctx context.Context, req *connect.Request[v1.SetPolicyRequest]) (*connect.Response[v1.SetPolicyResponse], error) {
 	return c.setPolicy.CallUnary(ctx, req)
+}
+
+// UnitDown calls ledgerd.v1.ResourceService.UnitDown.
+func (c *resourceServiceClient) UnitDown(ctx context.Context, req *connect.Request[v1.UnitDownRequest]) (*connect.Response[v1.UnitDownResponse], error) {
+	return c.unitDown.CallUnary(ctx, req)
+}
+
+// UnitUp calls ledgerd.v1.ResourceService.UnitUp.
+func (c *resourceServiceClient) UnitUp(ctx context.Context, req *connect.Request[v1.UnitUpRequest]) (*connect.Response[v1.UnitUpResponse], error) {
+	return c.unitUp.CallUnary(ctx, req)
 }
 
 // List calls ledgerd.v1.ResourceService.List.
@@ -164,6 +200,13 @@ type ResourceServiceHandler interface {
 	// admitted under another policy are live, and away from POLICY_RELAXED
 	// while relaxed admissions still overbook the resource.
 	SetPolicy(context.Context, *connect.Request[v1.SetPolicyRequest]) (*connect.Response[v1.SetPolicyResponse], error)
+	// UnitDown takes one unit of a resource with units out of service over a
+	// window (down or drained). Bookings on the unit in the window are moved
+	// to spare units (UNIT_POLICY_REMAP, each move an event); when they
+	// cannot be, it is refused with FailedPrecondition listing them.
+	UnitDown(context.Context, *connect.Request[v1.UnitDownRequest]) (*connect.Response[v1.UnitDownResponse], error)
+	// UnitUp ends a unit's down window at once.
+	UnitUp(context.Context, *connect.Request[v1.UnitUpRequest]) (*connect.Response[v1.UnitUpResponse], error)
 	// List returns every resource.
 	List(context.Context, *connect.Request[v1.ResourceServiceListRequest]) (*connect.Response[v1.ResourceServiceListResponse], error)
 }
@@ -199,6 +242,18 @@ func NewResourceServiceHandler(svc ResourceServiceHandler, opts ...connect.Handl
 		connect.WithSchema(resourceServiceMethods.ByName("SetPolicy")),
 		connect.WithHandlerOptions(opts...),
 	)
+	resourceServiceUnitDownHandler := connect.NewUnaryHandler(
+		ResourceServiceUnitDownProcedure,
+		svc.UnitDown,
+		connect.WithSchema(resourceServiceMethods.ByName("UnitDown")),
+		connect.WithHandlerOptions(opts...),
+	)
+	resourceServiceUnitUpHandler := connect.NewUnaryHandler(
+		ResourceServiceUnitUpProcedure,
+		svc.UnitUp,
+		connect.WithSchema(resourceServiceMethods.ByName("UnitUp")),
+		connect.WithHandlerOptions(opts...),
+	)
 	resourceServiceListHandler := connect.NewUnaryHandler(
 		ResourceServiceListProcedure,
 		svc.List,
@@ -216,6 +271,10 @@ func NewResourceServiceHandler(svc ResourceServiceHandler, opts ...connect.Handl
 			resourceServiceDeleteHandler.ServeHTTP(w, r)
 		case ResourceServiceSetPolicyProcedure:
 			resourceServiceSetPolicyHandler.ServeHTTP(w, r)
+		case ResourceServiceUnitDownProcedure:
+			resourceServiceUnitDownHandler.ServeHTTP(w, r)
+		case ResourceServiceUnitUpProcedure:
+			resourceServiceUnitUpHandler.ServeHTTP(w, r)
 		case ResourceServiceListProcedure:
 			resourceServiceListHandler.ServeHTTP(w, r)
 		default:
@@ -241,6 +300,14 @@ func (UnimplementedResourceServiceHandler) Delete(context.Context, *connect.Requ
 
 func (UnimplementedResourceServiceHandler) SetPolicy(context.Context, *connect.Request[v1.SetPolicyRequest]) (*connect.Response[v1.SetPolicyResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("ledgerd.v1.ResourceService.SetPolicy is not implemented"))
+}
+
+func (UnimplementedResourceServiceHandler) UnitDown(context.Context, *connect.Request[v1.UnitDownRequest]) (*connect.Response[v1.UnitDownResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("ledgerd.v1.ResourceService.UnitDown is not implemented"))
+}
+
+func (UnimplementedResourceServiceHandler) UnitUp(context.Context, *connect.Request[v1.UnitUpRequest]) (*connect.Response[v1.UnitUpResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("ledgerd.v1.ResourceService.UnitUp is not implemented"))
 }
 
 func (UnimplementedResourceServiceHandler) List(context.Context, *connect.Request[v1.ResourceServiceListRequest]) (*connect.Response[v1.ResourceServiceListResponse], error) {
