@@ -487,7 +487,10 @@ type Reservation struct {
 	// Units missing when it started; set in RESERVATION_STATE_DEGRADED only.
 	ShortUnits int64 `protobuf:"varint,18,opt,name=short_units,json=shortUnits,proto3" json:"short_units,omitempty"`
 	// Earliest start the variable job may be planned at (variable jobs only).
-	NotBefore     *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"`
+	NotBefore *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"`
+	// The standing reservation this is an occurrence of; empty for a
+	// reservation booked on its own.
+	SeriesId      string `protobuf:"bytes,50,opt,name=series_id,json=seriesId,proto3" json:"series_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -653,6 +656,13 @@ func (x *Reservation) GetNotBefore() *timestamppb.Timestamp {
 		return x.NotBefore
 	}
 	return nil
+}
+
+func (x *Reservation) GetSeriesId() string {
+	if x != nil {
+		return x.SeriesId
+	}
+	return ""
 }
 
 // MovedJob is a variable job that a write re-planned later to make room
@@ -1235,7 +1245,7 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"not_before\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x126\n" +
 	"\bdeadline\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12;\n" +
 	"\vexact_start\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"exactStart\"\xac\a\n" +
+	"exactStart\"\xc9\a\n" +
 	"\vReservation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x120\n" +
@@ -1259,7 +1269,8 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"\vshort_units\x18\x12 \x01(\x03R\n" +
 	"shortUnits\x129\n" +
 	"\n" +
-	"not_before\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x1a9\n" +
+	"not_before\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x12\x1b\n" +
+	"\tseries_id\x182 \x01(\tR\bseriesId\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"v\n" +

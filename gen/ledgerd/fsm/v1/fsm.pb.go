@@ -132,6 +132,17 @@ const (
 	// Co-reserve sub-requests over candidate resources, all or nothing
 	// (payload: co_reserve).
 	Command_TYPE_CO_RESERVE Command_Type = 14
+	// Create a standing reservation (a series) and book its first
+	// occurrences, expanded by the proposer (payload: create_series).
+	// Version 4.
+	Command_TYPE_CREATE_SERIES Command_Type = 20
+	// Book the next occurrences of live series and move their watermarks;
+	// the leader's tick (payload: expand_series). Version 4.
+	Command_TYPE_EXPAND_SERIES Command_Type = 21
+	// End a series before an instant, cancel its occurrences from there
+	// on, and optionally create the series that replaces it (payload:
+	// cancel_series). Version 4.
+	Command_TYPE_CANCEL_SERIES Command_Type = 22
 )
 
 // Enum value maps for Command_Type.
@@ -152,6 +163,9 @@ var (
 		12: "TYPE_SET_POLICY",
 		13: "TYPE_SUBMIT_JOB",
 		14: "TYPE_CO_RESERVE",
+		20: "TYPE_CREATE_SERIES",
+		21: "TYPE_EXPAND_SERIES",
+		22: "TYPE_CANCEL_SERIES",
 	}
 	Command_Type_value = map[string]int32{
 		"TYPE_UNKNOWN":         0,
@@ -169,6 +183,9 @@ var (
 		"TYPE_SET_POLICY":      12,
 		"TYPE_SUBMIT_JOB":      13,
 		"TYPE_CO_RESERVE":      14,
+		"TYPE_CREATE_SERIES":   20,
+		"TYPE_EXPAND_SERIES":   21,
+		"TYPE_CANCEL_SERIES":   22,
 	}
 )
 
@@ -278,7 +295,7 @@ func (x Reservation_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reservation_State.Descriptor instead.
 func (Reservation_State) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25, 0}
 }
 
 // What kind of row this is.
@@ -327,7 +344,7 @@ func (x Reservation_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reservation_Kind.Descriptor instead.
 func (Reservation_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17, 1}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25, 1}
 }
 
 // Outcome class.
@@ -396,7 +413,7 @@ func (x Result_Status) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Result_Status.Descriptor instead.
 func (Result_Status) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{29, 0}
 }
 
 // What kind of conflict.
@@ -461,7 +478,7 @@ func (x Conflict_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Conflict_Kind.Descriptor instead.
 func (Conflict_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{33, 0}
 }
 
 // What changed.
@@ -585,7 +602,7 @@ func (x Event_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Event_Type.Descriptor instead.
 func (Event_Type) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{26, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{34, 0}
 }
 
 // Command is one log entry: a typed, versioned envelope around one payload.
@@ -597,7 +614,8 @@ type Command struct {
 	// uses (1 for the original commands; 2 for admission policies, variable
 	// jobs and co-reservation; 3 for fingerprints, forced deletes, modify
 	// windows and the end-of-time bound of 9999-12-31T23:59:59.999Z on every
-	// time). Replicas refuse versions they do not know.
+	// time; 4 for standing reservations). Replicas refuse versions they do
+	// not know.
 	Version uint32 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
 	// The leader's clock when it proposed the entry (Unix ms). The state
 	// machine uses max(previous log time, now_millis), so log time never runs
@@ -633,6 +651,9 @@ type Command struct {
 	//	*Command_SetPolicy
 	//	*Command_SubmitJob
 	//	*Command_CoReserve
+	//	*Command_CreateSeries
+	//	*Command_ExpandSeries
+	//	*Command_CancelSeries
 	Payload       isCommand_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -823,6 +844,33 @@ func (x *Command) GetCoReserve() *CoReserve {
 	return nil
 }
 
+func (x *Command) GetCreateSeries() *CreateSeries {
+	if x != nil {
+		if x, ok := x.Payload.(*Command_CreateSeries); ok {
+			return x.CreateSeries
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetExpandSeries() *ExpandSeries {
+	if x != nil {
+		if x, ok := x.Payload.(*Command_ExpandSeries); ok {
+			return x.ExpandSeries
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetCancelSeries() *CancelSeries {
+	if x != nil {
+		if x, ok := x.Payload.(*Command_CancelSeries); ok {
+			return x.CancelSeries
+		}
+	}
+	return nil
+}
+
 type isCommand_Payload interface {
 	isCommand_Payload()
 }
@@ -882,6 +930,21 @@ type Command_CoReserve struct {
 	CoReserve *CoReserve `protobuf:"bytes,20,opt,name=co_reserve,json=coReserve,proto3,oneof"`
 }
 
+type Command_CreateSeries struct {
+	// For TYPE_CREATE_SERIES.
+	CreateSeries *CreateSeries `protobuf:"bytes,30,opt,name=create_series,json=createSeries,proto3,oneof"`
+}
+
+type Command_ExpandSeries struct {
+	// For TYPE_EXPAND_SERIES.
+	ExpandSeries *ExpandSeries `protobuf:"bytes,31,opt,name=expand_series,json=expandSeries,proto3,oneof"`
+}
+
+type Command_CancelSeries struct {
+	// For TYPE_CANCEL_SERIES.
+	CancelSeries *CancelSeries `protobuf:"bytes,32,opt,name=cancel_series,json=cancelSeries,proto3,oneof"`
+}
+
 func (*Command_CreateResource) isCommand_Payload() {}
 
 func (*Command_UpdateResource) isCommand_Payload() {}
@@ -904,6 +967,672 @@ func (*Command_SubmitJob) isCommand_Payload() {}
 
 func (*Command_CoReserve) isCommand_Payload() {}
 
+func (*Command_CreateSeries) isCommand_Payload() {}
+
+func (*Command_ExpandSeries) isCommand_Payload() {}
+
+func (*Command_CancelSeries) isCommand_Payload() {}
+
+// CreateSeries creates a standing reservation. The proposer parsed and
+// expanded the rule (package series); the entry carries the canonical
+// spec and the instants, so no replica expands anything.
+type CreateSeries struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Series ID: 1..112 characters of [A-Za-z0-9._:-]; occurrence i gets the
+	// reservation ID "<id>@<local start, YYYYMMDDTHHMMSS>".
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The canonical spec (series.Spec.Encode, version 1).
+	Spec []byte `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
+	// What every occurrence books, each resource at most once.
+	Parts []*Part `protobuf:"bytes,3,rep,name=parts,proto3" json:"parts,omitempty"`
+	// Labels kept with the series and every occurrence.
+	Labels map[string]string `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// True: the series is created only if every occurrence of the first
+	// batch is booked (REJECT resources only). False: occurrences that do
+	// not fit are skipped and reported.
+	AllOrNothing bool `protobuf:"varint,5,opt,name=all_or_nothing,json=allOrNothing,proto3" json:"all_or_nothing,omitempty"`
+	// The first occurrences to book (series_id must equal id).
+	First         *SeriesBatch `protobuf:"bytes,6,opt,name=first,proto3" json:"first,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateSeries) Reset() {
+	*x = CreateSeries{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateSeries) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateSeries) ProtoMessage() {}
+
+func (x *CreateSeries) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateSeries.ProtoReflect.Descriptor instead.
+func (*CreateSeries) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *CreateSeries) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CreateSeries) GetSpec() []byte {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *CreateSeries) GetParts() []*Part {
+	if x != nil {
+		return x.Parts
+	}
+	return nil
+}
+
+func (x *CreateSeries) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *CreateSeries) GetAllOrNothing() bool {
+	if x != nil {
+		return x.AllOrNothing
+	}
+	return false
+}
+
+func (x *CreateSeries) GetFirst() *SeriesBatch {
+	if x != nil {
+		return x.First
+	}
+	return nil
+}
+
+// SeriesBatch is what the leader proposes for one series: occurrences in
+// ascending key order and the watermark that covers them (series.Batch).
+type SeriesBatch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The series.
+	SeriesId string `protobuf:"bytes,1,opt,name=series_id,json=seriesId,proto3" json:"series_id,omitempty"`
+	// The watermark after this batch: every occurrence with a key at or
+	// below it has been decided.
+	ThroughKey int64 `protobuf:"varint,2,opt,name=through_key,json=throughKey,proto3" json:"through_key,omitempty"`
+	// The occurrences to book, keys strictly ascending, none above through_key.
+	Book          []*SeriesOccurrence `protobuf:"bytes,3,rep,name=book,proto3" json:"book,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeriesBatch) Reset() {
+	*x = SeriesBatch{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeriesBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeriesBatch) ProtoMessage() {}
+
+func (x *SeriesBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeriesBatch.ProtoReflect.Descriptor instead.
+func (*SeriesBatch) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SeriesBatch) GetSeriesId() string {
+	if x != nil {
+		return x.SeriesId
+	}
+	return ""
+}
+
+func (x *SeriesBatch) GetThroughKey() int64 {
+	if x != nil {
+		return x.ThroughKey
+	}
+	return 0
+}
+
+func (x *SeriesBatch) GetBook() []*SeriesOccurrence {
+	if x != nil {
+		return x.Book
+	}
+	return nil
+}
+
+// SeriesOccurrence is one occurrence of a series.
+type SeriesOccurrence struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Local wall-clock start as seconds since 1970 read as UTC: the
+	// occurrence's identity (series.Occurrence.Key).
+	Key int64 `protobuf:"varint,1,opt,name=key,proto3" json:"key,omitempty"`
+	// Its start instant.
+	StartMillis   int64 `protobuf:"varint,2,opt,name=start_millis,json=startMillis,proto3" json:"start_millis,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeriesOccurrence) Reset() {
+	*x = SeriesOccurrence{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeriesOccurrence) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeriesOccurrence) ProtoMessage() {}
+
+func (x *SeriesOccurrence) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeriesOccurrence.ProtoReflect.Descriptor instead.
+func (*SeriesOccurrence) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SeriesOccurrence) GetKey() int64 {
+	if x != nil {
+		return x.Key
+	}
+	return 0
+}
+
+func (x *SeriesOccurrence) GetStartMillis() int64 {
+	if x != nil {
+		return x.StartMillis
+	}
+	return 0
+}
+
+// ExpandSeries books the next occurrences of one or more series.
+type ExpandSeries struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One batch per series, at most one per series.
+	Batches       []*SeriesBatch `protobuf:"bytes,1,rep,name=batches,proto3" json:"batches,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExpandSeries) Reset() {
+	*x = ExpandSeries{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExpandSeries) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExpandSeries) ProtoMessage() {}
+
+func (x *ExpandSeries) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExpandSeries.ProtoReflect.Descriptor instead.
+func (*ExpandSeries) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ExpandSeries) GetBatches() []*SeriesBatch {
+	if x != nil {
+		return x.Batches
+	}
+	return nil
+}
+
+// CancelSeries ends a series before from_millis: its spec ends there, the
+// occurrences that start at or after it are cancelled (held ones aborted)
+// and none is booked any more.
+type CancelSeries struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Series ID.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// First instant no longer part of the series; 0 means the log time.
+	FromMillis int64 `protobuf:"varint,2,opt,name=from_millis,json=fromMillis,proto3" json:"from_millis,omitempty"`
+	// The series that continues it (series modify), created in the same
+	// entry after the cancellation; unset for a plain cancel.
+	Then          *CreateSeries `protobuf:"bytes,3,opt,name=then,proto3" json:"then,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelSeries) Reset() {
+	*x = CancelSeries{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelSeries) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelSeries) ProtoMessage() {}
+
+func (x *CancelSeries) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelSeries.ProtoReflect.Descriptor instead.
+func (*CancelSeries) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *CancelSeries) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CancelSeries) GetFromMillis() int64 {
+	if x != nil {
+		return x.FromMillis
+	}
+	return 0
+}
+
+func (x *CancelSeries) GetThen() *CreateSeries {
+	if x != nil {
+		return x.Then
+	}
+	return nil
+}
+
+// Series is one row of the series table.
+type Series struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Series ID.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Owner of the series and of every occurrence.
+	Owner string `protobuf:"bytes,2,opt,name=owner,proto3" json:"owner,omitempty"`
+	// The canonical spec (series.Spec.Encode); its End is set by a cancel.
+	Spec []byte `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	// What every occurrence books, sorted by resource.
+	Parts []*Part `protobuf:"bytes,4,rep,name=parts,proto3" json:"parts,omitempty"`
+	// Labels of the series and every occurrence.
+	Labels map[string]string `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The creation's choice (all or nothing for the first batch).
+	AllOrNothing bool `protobuf:"varint,6,opt,name=all_or_nothing,json=allOrNothing,proto3" json:"all_or_nothing,omitempty"`
+	// The watermark: every occurrence with a key at or below it has been
+	// decided (booked, skipped or passed over). Min int64: none yet.
+	ThroughKey int64 `protobuf:"varint,7,opt,name=through_key,json=throughKey,proto3" json:"through_key,omitempty"`
+	// Log index of the creating entry.
+	CreatedVersion uint64 `protobuf:"varint,8,opt,name=created_version,json=createdVersion,proto3" json:"created_version,omitempty"`
+	// Log index of the last change.
+	UpdatedVersion uint64 `protobuf:"varint,9,opt,name=updated_version,json=updatedVersion,proto3" json:"updated_version,omitempty"`
+	// Log time of creation.
+	CreatedMillis int64 `protobuf:"varint,10,opt,name=created_millis,json=createdMillis,proto3" json:"created_millis,omitempty"`
+	// Log time of the last change.
+	UpdatedMillis int64 `protobuf:"varint,11,opt,name=updated_millis,json=updatedMillis,proto3" json:"updated_millis,omitempty"`
+	// Occurrences booked so far.
+	Booked uint32 `protobuf:"varint,12,opt,name=booked,proto3" json:"booked,omitempty"`
+	// Occurrences that could not be booked so far.
+	Skipped uint32 `protobuf:"varint,13,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	// Set once cancelled: occurrences from this instant on are not booked.
+	CancelledFromMillis int64 `protobuf:"varint,14,opt,name=cancelled_from_millis,json=cancelledFromMillis,proto3" json:"cancelled_from_millis,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *Series) Reset() {
+	*x = Series{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Series) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Series) ProtoMessage() {}
+
+func (x *Series) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Series.ProtoReflect.Descriptor instead.
+func (*Series) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Series) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Series) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *Series) GetSpec() []byte {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *Series) GetParts() []*Part {
+	if x != nil {
+		return x.Parts
+	}
+	return nil
+}
+
+func (x *Series) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *Series) GetAllOrNothing() bool {
+	if x != nil {
+		return x.AllOrNothing
+	}
+	return false
+}
+
+func (x *Series) GetThroughKey() int64 {
+	if x != nil {
+		return x.ThroughKey
+	}
+	return 0
+}
+
+func (x *Series) GetCreatedVersion() uint64 {
+	if x != nil {
+		return x.CreatedVersion
+	}
+	return 0
+}
+
+func (x *Series) GetUpdatedVersion() uint64 {
+	if x != nil {
+		return x.UpdatedVersion
+	}
+	return 0
+}
+
+func (x *Series) GetCreatedMillis() int64 {
+	if x != nil {
+		return x.CreatedMillis
+	}
+	return 0
+}
+
+func (x *Series) GetUpdatedMillis() int64 {
+	if x != nil {
+		return x.UpdatedMillis
+	}
+	return 0
+}
+
+func (x *Series) GetBooked() uint32 {
+	if x != nil {
+		return x.Booked
+	}
+	return 0
+}
+
+func (x *Series) GetSkipped() uint32 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
+func (x *Series) GetCancelledFromMillis() int64 {
+	if x != nil {
+		return x.CancelledFromMillis
+	}
+	return 0
+}
+
+// SeriesOutcome is what one series command or batch did to one series.
+type SeriesOutcome struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The series after the entry.
+	Series *Series `protobuf:"bytes,1,opt,name=series,proto3" json:"series,omitempty"`
+	// Reservation IDs of the occurrences booked by this entry, in key order.
+	BookedIds []string `protobuf:"bytes,2,rep,name=booked_ids,json=bookedIds,proto3" json:"booked_ids,omitempty"`
+	// Occurrences of this entry that could not be booked, in key order.
+	Skipped []*SeriesSkip `protobuf:"bytes,3,rep,name=skipped,proto3" json:"skipped,omitempty"`
+	// Reservation IDs cancelled or aborted by this entry (TYPE_CANCEL_SERIES).
+	CancelledIds  []string `protobuf:"bytes,4,rep,name=cancelled_ids,json=cancelledIds,proto3" json:"cancelled_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeriesOutcome) Reset() {
+	*x = SeriesOutcome{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeriesOutcome) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeriesOutcome) ProtoMessage() {}
+
+func (x *SeriesOutcome) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeriesOutcome.ProtoReflect.Descriptor instead.
+func (*SeriesOutcome) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SeriesOutcome) GetSeries() *Series {
+	if x != nil {
+		return x.Series
+	}
+	return nil
+}
+
+func (x *SeriesOutcome) GetBookedIds() []string {
+	if x != nil {
+		return x.BookedIds
+	}
+	return nil
+}
+
+func (x *SeriesOutcome) GetSkipped() []*SeriesSkip {
+	if x != nil {
+		return x.Skipped
+	}
+	return nil
+}
+
+func (x *SeriesOutcome) GetCancelledIds() []string {
+	if x != nil {
+		return x.CancelledIds
+	}
+	return nil
+}
+
+// SeriesSkip is one occurrence that could not be booked, and why.
+type SeriesSkip struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The occurrence's reservation ID (it has no row).
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Its start instant.
+	StartMillis int64 `protobuf:"varint,2,opt,name=start_millis,json=startMillis,proto3" json:"start_millis,omitempty"`
+	// Why: the status its single reservation would have had.
+	Status Result_Status `protobuf:"varint,3,opt,name=status,proto3,enum=ledgerd.fsm.v1.Result_Status" json:"status,omitempty"`
+	// Human-readable reason.
+	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// For STATUS_REJECTED: whether a later start would fit, and the
+	// earliest such start (ignoring the occurrence's own slot).
+	LaterOk bool `protobuf:"varint,5,opt,name=later_ok,json=laterOk,proto3" json:"later_ok,omitempty"`
+	// The earliest later start that fits (when later_ok).
+	LaterStartMillis int64 `protobuf:"varint,6,opt,name=later_start_millis,json=laterStartMillis,proto3" json:"later_start_millis,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *SeriesSkip) Reset() {
+	*x = SeriesSkip{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeriesSkip) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeriesSkip) ProtoMessage() {}
+
+func (x *SeriesSkip) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeriesSkip.ProtoReflect.Descriptor instead.
+func (*SeriesSkip) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SeriesSkip) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SeriesSkip) GetStartMillis() int64 {
+	if x != nil {
+		return x.StartMillis
+	}
+	return 0
+}
+
+func (x *SeriesSkip) GetStatus() Result_Status {
+	if x != nil {
+		return x.Status
+	}
+	return Result_STATUS_UNKNOWN
+}
+
+func (x *SeriesSkip) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *SeriesSkip) GetLaterOk() bool {
+	if x != nil {
+		return x.LaterOk
+	}
+	return false
+}
+
+func (x *SeriesSkip) GetLaterStartMillis() int64 {
+	if x != nil {
+		return x.LaterStartMillis
+	}
+	return 0
+}
+
 // PolicySpec is a resource's admission policy with its options.
 // Probabilities are integer permille (1/1000) so that the replicated state
 // holds no floating-point numbers.
@@ -923,7 +1652,7 @@ type PolicySpec struct {
 
 func (x *PolicySpec) Reset() {
 	*x = PolicySpec{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -935,7 +1664,7 @@ func (x *PolicySpec) String() string {
 func (*PolicySpec) ProtoMessage() {}
 
 func (x *PolicySpec) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -948,7 +1677,7 @@ func (x *PolicySpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicySpec.ProtoReflect.Descriptor instead.
 func (*PolicySpec) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{1}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PolicySpec) GetPolicy() AdmissionPolicy {
@@ -986,7 +1715,7 @@ type SetPolicy struct {
 
 func (x *SetPolicy) Reset() {
 	*x = SetPolicy{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -998,7 +1727,7 @@ func (x *SetPolicy) String() string {
 func (*SetPolicy) ProtoMessage() {}
 
 func (x *SetPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1011,7 +1740,7 @@ func (x *SetPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicy.ProtoReflect.Descriptor instead.
 func (*SetPolicy) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{2}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SetPolicy) GetName() string {
@@ -1051,7 +1780,7 @@ type SubmitJob struct {
 
 func (x *SubmitJob) Reset() {
 	*x = SubmitJob{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1063,7 +1792,7 @@ func (x *SubmitJob) String() string {
 func (*SubmitJob) ProtoMessage() {}
 
 func (x *SubmitJob) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1076,7 +1805,7 @@ func (x *SubmitJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJob.ProtoReflect.Descriptor instead.
 func (*SubmitJob) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{3}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SubmitJob) GetId() string {
@@ -1141,7 +1870,7 @@ type CoReserve struct {
 
 func (x *CoReserve) Reset() {
 	*x = CoReserve{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1153,7 +1882,7 @@ func (x *CoReserve) String() string {
 func (*CoReserve) ProtoMessage() {}
 
 func (x *CoReserve) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1166,7 +1895,7 @@ func (x *CoReserve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoReserve.ProtoReflect.Descriptor instead.
 func (*CoReserve) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{4}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CoReserve) GetId() string {
@@ -1220,7 +1949,7 @@ type CoSub struct {
 
 func (x *CoSub) Reset() {
 	*x = CoSub{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1232,7 +1961,7 @@ func (x *CoSub) String() string {
 func (*CoSub) ProtoMessage() {}
 
 func (x *CoSub) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1245,7 +1974,7 @@ func (x *CoSub) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoSub.ProtoReflect.Descriptor instead.
 func (*CoSub) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{5}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CoSub) GetAmount() int64 {
@@ -1283,7 +2012,7 @@ type CoAdmission struct {
 
 func (x *CoAdmission) Reset() {
 	*x = CoAdmission{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1295,7 +2024,7 @@ func (x *CoAdmission) String() string {
 func (*CoAdmission) ProtoMessage() {}
 
 func (x *CoAdmission) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1308,7 +2037,7 @@ func (x *CoAdmission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoAdmission.ProtoReflect.Descriptor instead.
 func (*CoAdmission) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{6}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CoAdmission) GetPlacements() []*CoPlacement {
@@ -1341,7 +2070,7 @@ type CoPlacement struct {
 
 func (x *CoPlacement) Reset() {
 	*x = CoPlacement{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1353,7 +2082,7 @@ func (x *CoPlacement) String() string {
 func (*CoPlacement) ProtoMessage() {}
 
 func (x *CoPlacement) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1366,7 +2095,7 @@ func (x *CoPlacement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoPlacement.ProtoReflect.Descriptor instead.
 func (*CoPlacement) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{7}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CoPlacement) GetResource() string {
@@ -1409,7 +2138,7 @@ type CreateResource struct {
 
 func (x *CreateResource) Reset() {
 	*x = CreateResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1421,7 +2150,7 @@ func (x *CreateResource) String() string {
 func (*CreateResource) ProtoMessage() {}
 
 func (x *CreateResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1434,7 +2163,7 @@ func (x *CreateResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateResource.ProtoReflect.Descriptor instead.
 func (*CreateResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{8}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CreateResource) GetName() string {
@@ -1492,7 +2221,7 @@ type UpdateResource struct {
 
 func (x *UpdateResource) Reset() {
 	*x = UpdateResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1504,7 +2233,7 @@ func (x *UpdateResource) String() string {
 func (*UpdateResource) ProtoMessage() {}
 
 func (x *UpdateResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1517,7 +2246,7 @@ func (x *UpdateResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateResource.ProtoReflect.Descriptor instead.
 func (*UpdateResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{9}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *UpdateResource) GetName() string {
@@ -1564,7 +2293,7 @@ type DeleteResource struct {
 
 func (x *DeleteResource) Reset() {
 	*x = DeleteResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1576,7 +2305,7 @@ func (x *DeleteResource) String() string {
 func (*DeleteResource) ProtoMessage() {}
 
 func (x *DeleteResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1589,7 +2318,7 @@ func (x *DeleteResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResource.ProtoReflect.Descriptor instead.
 func (*DeleteResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{10}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DeleteResource) GetName() string {
@@ -1619,7 +2348,7 @@ type Part struct {
 
 func (x *Part) Reset() {
 	*x = Part{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1631,7 +2360,7 @@ func (x *Part) String() string {
 func (*Part) ProtoMessage() {}
 
 func (x *Part) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1644,7 +2373,7 @@ func (x *Part) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Part.ProtoReflect.Descriptor instead.
 func (*Part) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{11}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Part) GetResource() string {
@@ -1691,7 +2420,7 @@ type ReservationRequest struct {
 
 func (x *ReservationRequest) Reset() {
 	*x = ReservationRequest{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1703,7 +2432,7 @@ func (x *ReservationRequest) String() string {
 func (*ReservationRequest) ProtoMessage() {}
 
 func (x *ReservationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1716,7 +2445,7 @@ func (x *ReservationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationRequest.ProtoReflect.Descriptor instead.
 func (*ReservationRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{12}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReservationRequest) GetId() string {
@@ -1786,7 +2515,7 @@ type Target struct {
 
 func (x *Target) Reset() {
 	*x = Target{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1798,7 +2527,7 @@ func (x *Target) String() string {
 func (*Target) ProtoMessage() {}
 
 func (x *Target) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1811,7 +2540,7 @@ func (x *Target) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Target.ProtoReflect.Descriptor instead.
 func (*Target) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Target) GetId() string {
@@ -1855,7 +2584,7 @@ type Modify struct {
 
 func (x *Modify) Reset() {
 	*x = Modify{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1867,7 +2596,7 @@ func (x *Modify) String() string {
 func (*Modify) ProtoMessage() {}
 
 func (x *Modify) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1880,7 +2609,7 @@ func (x *Modify) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modify.ProtoReflect.Descriptor instead.
 func (*Modify) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{14}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Modify) GetId() string {
@@ -1957,7 +2686,7 @@ type Complete struct {
 
 func (x *Complete) Reset() {
 	*x = Complete{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1969,7 +2698,7 @@ func (x *Complete) String() string {
 func (*Complete) ProtoMessage() {}
 
 func (x *Complete) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1982,7 +2711,7 @@ func (x *Complete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Complete.ProtoReflect.Descriptor instead.
 func (*Complete) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{15}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Complete) GetId() string {
@@ -2008,7 +2737,7 @@ type Expire struct {
 
 func (x *Expire) Reset() {
 	*x = Expire{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2020,7 +2749,7 @@ func (x *Expire) String() string {
 func (*Expire) ProtoMessage() {}
 
 func (x *Expire) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2033,7 +2762,7 @@ func (x *Expire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expire.ProtoReflect.Descriptor instead.
 func (*Expire) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{16}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{24}
 }
 
 // Reservation is one row of the reservation table.
@@ -2092,7 +2821,7 @@ type Reservation struct {
 
 func (x *Reservation) Reset() {
 	*x = Reservation{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2104,7 +2833,7 @@ func (x *Reservation) String() string {
 func (*Reservation) ProtoMessage() {}
 
 func (x *Reservation) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2117,7 +2846,7 @@ func (x *Reservation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reservation.ProtoReflect.Descriptor instead.
 func (*Reservation) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Reservation) GetId() string {
@@ -2286,7 +3015,7 @@ type Modification struct {
 
 func (x *Modification) Reset() {
 	*x = Modification{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2298,7 +3027,7 @@ func (x *Modification) String() string {
 func (*Modification) ProtoMessage() {}
 
 func (x *Modification) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2311,7 +3040,7 @@ func (x *Modification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modification.ProtoReflect.Descriptor instead.
 func (*Modification) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{18}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Modification) GetParts() []*Part {
@@ -2364,7 +3093,7 @@ type CapacityWindow struct {
 
 func (x *CapacityWindow) Reset() {
 	*x = CapacityWindow{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2376,7 +3105,7 @@ func (x *CapacityWindow) String() string {
 func (*CapacityWindow) ProtoMessage() {}
 
 func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2389,7 +3118,7 @@ func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapacityWindow.ProtoReflect.Descriptor instead.
 func (*CapacityWindow) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CapacityWindow) GetFromMillis() int64 {
@@ -2439,7 +3168,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2451,7 +3180,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2464,7 +3193,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{20}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Resource) GetName() string {
@@ -2553,6 +3282,9 @@ type Result struct {
 	// entries with one); stored with the idempotency key so that a reuse of
 	// the key for another request is recognised.
 	Fingerprint []byte `protobuf:"bytes,14,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	// What series commands did, one outcome per series touched (in the
+	// order of the entry's batches).
+	Series []*SeriesOutcome `protobuf:"bytes,30,rep,name=series,proto3" json:"series,omitempty"`
 	// Details for REJECTED, INVALID and CONFLICT.
 	//
 	// Types that are valid to be assigned to Detail:
@@ -2567,7 +3299,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2579,7 +3311,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2592,7 +3324,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Result) GetStatus() Result_Status {
@@ -2672,6 +3404,13 @@ func (x *Result) GetFingerprint() []byte {
 	return nil
 }
 
+func (x *Result) GetSeries() []*SeriesOutcome {
+	if x != nil {
+		return x.Series
+	}
+	return nil
+}
+
 func (x *Result) GetDetail() isResult_Detail {
 	if x != nil {
 		return x.Detail
@@ -2746,7 +3485,7 @@ type Move struct {
 
 func (x *Move) Reset() {
 	*x = Move{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2758,7 +3497,7 @@ func (x *Move) String() string {
 func (*Move) ProtoMessage() {}
 
 func (x *Move) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2771,7 +3510,7 @@ func (x *Move) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Move.ProtoReflect.Descriptor instead.
 func (*Move) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{22}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Move) GetId() string {
@@ -2808,7 +3547,7 @@ type Rejected struct {
 
 func (x *Rejected) Reset() {
 	*x = Rejected{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2820,7 +3559,7 @@ func (x *Rejected) String() string {
 func (*Rejected) ProtoMessage() {}
 
 func (x *Rejected) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2833,7 +3572,7 @@ func (x *Rejected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejected.ProtoReflect.Descriptor instead.
 func (*Rejected) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{23}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Rejected) GetLaterOk() bool {
@@ -2863,7 +3602,7 @@ type Invalid struct {
 
 func (x *Invalid) Reset() {
 	*x = Invalid{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2875,7 +3614,7 @@ func (x *Invalid) String() string {
 func (*Invalid) ProtoMessage() {}
 
 func (x *Invalid) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2888,7 +3627,7 @@ func (x *Invalid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invalid.ProtoReflect.Descriptor instead.
 func (*Invalid) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{24}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Invalid) GetField() string {
@@ -2920,7 +3659,7 @@ type Conflict struct {
 
 func (x *Conflict) Reset() {
 	*x = Conflict{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2932,7 +3671,7 @@ func (x *Conflict) String() string {
 func (*Conflict) ProtoMessage() {}
 
 func (x *Conflict) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2945,7 +3684,7 @@ func (x *Conflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conflict.ProtoReflect.Descriptor instead.
 func (*Conflict) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Conflict) GetKind() Conflict_Kind {
@@ -2990,7 +3729,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3002,7 +3741,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3015,7 +3754,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{26}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Event) GetVersion() uint64 {
@@ -3077,7 +3816,7 @@ type IdempotencyRecord struct {
 
 func (x *IdempotencyRecord) Reset() {
 	*x = IdempotencyRecord{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3089,7 +3828,7 @@ func (x *IdempotencyRecord) String() string {
 func (*IdempotencyRecord) ProtoMessage() {}
 
 func (x *IdempotencyRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3102,7 +3841,7 @@ func (x *IdempotencyRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IdempotencyRecord.ProtoReflect.Descriptor instead.
 func (*IdempotencyRecord) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *IdempotencyRecord) GetOwner() string {
@@ -3156,14 +3895,17 @@ type Snapshot struct {
 	// Policies live on the resource rows.
 	SchedulerItems []*SchedulerItem `protobuf:"bytes,7,rep,name=scheduler_items,json=schedulerItems,proto3" json:"scheduler_items,omitempty"`
 	// The learned release-time model; absent while nothing was recorded.
-	ReleaseModel  *ReleaseModel `protobuf:"bytes,8,opt,name=release_model,json=releaseModel,proto3" json:"release_model,omitempty"`
+	ReleaseModel *ReleaseModel `protobuf:"bytes,8,opt,name=release_model,json=releaseModel,proto3" json:"release_model,omitempty"`
+	// The series table, sorted by ID (absent when there are none, so a
+	// state without series encodes as before).
+	Series        []*Series `protobuf:"bytes,30,rep,name=series,proto3" json:"series,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3175,7 +3917,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3188,7 +3930,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{28}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Snapshot) GetAppliedIndex() uint64 {
@@ -3247,6 +3989,13 @@ func (x *Snapshot) GetReleaseModel() *ReleaseModel {
 	return nil
 }
 
+func (x *Snapshot) GetSeries() []*Series {
+	if x != nil {
+		return x.Series
+	}
+	return nil
+}
+
 // SchedulerItem is a reservation or variable job the admission scheduler
 // manages (mirrors planner.Item).
 type SchedulerItem struct {
@@ -3279,7 +4028,7 @@ type SchedulerItem struct {
 
 func (x *SchedulerItem) Reset() {
 	*x = SchedulerItem{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3291,7 +4040,7 @@ func (x *SchedulerItem) String() string {
 func (*SchedulerItem) ProtoMessage() {}
 
 func (x *SchedulerItem) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3304,7 +4053,7 @@ func (x *SchedulerItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerItem.ProtoReflect.Descriptor instead.
 func (*SchedulerItem) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{29}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SchedulerItem) GetId() string {
@@ -3402,7 +4151,7 @@ type ReleaseModel struct {
 
 func (x *ReleaseModel) Reset() {
 	*x = ReleaseModel{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3414,7 +4163,7 @@ func (x *ReleaseModel) String() string {
 func (*ReleaseModel) ProtoMessage() {}
 
 func (x *ReleaseModel) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3427,7 +4176,7 @@ func (x *ReleaseModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseModel.ProtoReflect.Descriptor instead.
 func (*ReleaseModel) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{30}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReleaseModel) GetPriorWeight() int64 {
@@ -3471,7 +4220,7 @@ type RatioCount struct {
 
 func (x *RatioCount) Reset() {
 	*x = RatioCount{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3483,7 +4232,7 @@ func (x *RatioCount) String() string {
 func (*RatioCount) ProtoMessage() {}
 
 func (x *RatioCount) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3496,7 +4245,7 @@ func (x *RatioCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RatioCount.ProtoReflect.Descriptor instead.
 func (*RatioCount) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RatioCount) GetPermille() uint32 {
@@ -3526,7 +4275,7 @@ type OwnerRatios struct {
 
 func (x *OwnerRatios) Reset() {
 	*x = OwnerRatios{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3538,7 +4287,7 @@ func (x *OwnerRatios) String() string {
 func (*OwnerRatios) ProtoMessage() {}
 
 func (x *OwnerRatios) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3551,7 +4300,7 @@ func (x *OwnerRatios) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OwnerRatios.ProtoReflect.Descriptor instead.
 func (*OwnerRatios) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{32}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *OwnerRatios) GetOwner() string {
@@ -3572,7 +4321,7 @@ var File_ledgerd_fsm_v1_fsm_proto protoreflect.FileDescriptor
 
 const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\n" +
-	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xd3\t\n" +
+	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xea\v\n" +
 	"\aCommand\x120\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1c.ledgerd.fsm.v1.Command.TypeR\x04type\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\rR\aversion\x12\x1d\n" +
@@ -3598,7 +4347,10 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\n" +
 	"submit_job\x18\x13 \x01(\v2\x19.ledgerd.fsm.v1.SubmitJobH\x00R\tsubmitJob\x12:\n" +
 	"\n" +
-	"co_reserve\x18\x14 \x01(\v2\x19.ledgerd.fsm.v1.CoReserveH\x00R\tcoReserve\"\xad\x02\n" +
+	"co_reserve\x18\x14 \x01(\v2\x19.ledgerd.fsm.v1.CoReserveH\x00R\tcoReserve\x12C\n" +
+	"\rcreate_series\x18\x1e \x01(\v2\x1c.ledgerd.fsm.v1.CreateSeriesH\x00R\fcreateSeries\x12C\n" +
+	"\rexpand_series\x18\x1f \x01(\v2\x1c.ledgerd.fsm.v1.ExpandSeriesH\x00R\fexpandSeries\x12C\n" +
+	"\rcancel_series\x18  \x01(\v2\x1c.ledgerd.fsm.v1.CancelSeriesH\x00R\fcancelSeries\"\xf5\x02\n" +
 	"\x04Type\x12\x10\n" +
 	"\fTYPE_UNKNOWN\x10\x00\x12\x18\n" +
 	"\x14TYPE_CREATE_RESOURCE\x10\x01\x12\x18\n" +
@@ -3616,8 +4368,70 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\rTYPE_COMPLETE\x10\v\x12\x13\n" +
 	"\x0fTYPE_SET_POLICY\x10\f\x12\x13\n" +
 	"\x0fTYPE_SUBMIT_JOB\x10\r\x12\x13\n" +
-	"\x0fTYPE_CO_RESERVE\x10\x0eB\t\n" +
-	"\apayload\"\x96\x01\n" +
+	"\x0fTYPE_CO_RESERVE\x10\x0e\x12\x16\n" +
+	"\x12TYPE_CREATE_SERIES\x10\x14\x12\x16\n" +
+	"\x12TYPE_EXPAND_SERIES\x10\x15\x12\x16\n" +
+	"\x12TYPE_CANCEL_SERIES\x10\x16B\t\n" +
+	"\apayload\"\xb4\x02\n" +
+	"\fCreateSeries\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04spec\x18\x02 \x01(\fR\x04spec\x12*\n" +
+	"\x05parts\x18\x03 \x03(\v2\x14.ledgerd.fsm.v1.PartR\x05parts\x12@\n" +
+	"\x06labels\x18\x04 \x03(\v2(.ledgerd.fsm.v1.CreateSeries.LabelsEntryR\x06labels\x12$\n" +
+	"\x0eall_or_nothing\x18\x05 \x01(\bR\fallOrNothing\x121\n" +
+	"\x05first\x18\x06 \x01(\v2\x1b.ledgerd.fsm.v1.SeriesBatchR\x05first\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x81\x01\n" +
+	"\vSeriesBatch\x12\x1b\n" +
+	"\tseries_id\x18\x01 \x01(\tR\bseriesId\x12\x1f\n" +
+	"\vthrough_key\x18\x02 \x01(\x03R\n" +
+	"throughKey\x124\n" +
+	"\x04book\x18\x03 \x03(\v2 .ledgerd.fsm.v1.SeriesOccurrenceR\x04book\"G\n" +
+	"\x10SeriesOccurrence\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\x03R\x03key\x12!\n" +
+	"\fstart_millis\x18\x02 \x01(\x03R\vstartMillis\"E\n" +
+	"\fExpandSeries\x125\n" +
+	"\abatches\x18\x01 \x03(\v2\x1b.ledgerd.fsm.v1.SeriesBatchR\abatches\"q\n" +
+	"\fCancelSeries\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
+	"\vfrom_millis\x18\x02 \x01(\x03R\n" +
+	"fromMillis\x120\n" +
+	"\x04then\x18\x03 \x01(\v2\x1c.ledgerd.fsm.v1.CreateSeriesR\x04then\"\xb2\x04\n" +
+	"\x06Series\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05owner\x18\x02 \x01(\tR\x05owner\x12\x12\n" +
+	"\x04spec\x18\x03 \x01(\fR\x04spec\x12*\n" +
+	"\x05parts\x18\x04 \x03(\v2\x14.ledgerd.fsm.v1.PartR\x05parts\x12:\n" +
+	"\x06labels\x18\x05 \x03(\v2\".ledgerd.fsm.v1.Series.LabelsEntryR\x06labels\x12$\n" +
+	"\x0eall_or_nothing\x18\x06 \x01(\bR\fallOrNothing\x12\x1f\n" +
+	"\vthrough_key\x18\a \x01(\x03R\n" +
+	"throughKey\x12'\n" +
+	"\x0fcreated_version\x18\b \x01(\x04R\x0ecreatedVersion\x12'\n" +
+	"\x0fupdated_version\x18\t \x01(\x04R\x0eupdatedVersion\x12%\n" +
+	"\x0ecreated_millis\x18\n" +
+	" \x01(\x03R\rcreatedMillis\x12%\n" +
+	"\x0eupdated_millis\x18\v \x01(\x03R\rupdatedMillis\x12\x16\n" +
+	"\x06booked\x18\f \x01(\rR\x06booked\x12\x18\n" +
+	"\askipped\x18\r \x01(\rR\askipped\x122\n" +
+	"\x15cancelled_from_millis\x18\x0e \x01(\x03R\x13cancelledFromMillis\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb9\x01\n" +
+	"\rSeriesOutcome\x12.\n" +
+	"\x06series\x18\x01 \x01(\v2\x16.ledgerd.fsm.v1.SeriesR\x06series\x12\x1d\n" +
+	"\n" +
+	"booked_ids\x18\x02 \x03(\tR\tbookedIds\x124\n" +
+	"\askipped\x18\x03 \x03(\v2\x1a.ledgerd.fsm.v1.SeriesSkipR\askipped\x12#\n" +
+	"\rcancelled_ids\x18\x04 \x03(\tR\fcancelledIds\"\xd9\x01\n" +
+	"\n" +
+	"SeriesSkip\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
+	"\fstart_millis\x18\x02 \x01(\x03R\vstartMillis\x125\n" +
+	"\x06status\x18\x03 \x01(\x0e2\x1d.ledgerd.fsm.v1.Result.StatusR\x06status\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x12\x19\n" +
+	"\blater_ok\x18\x05 \x01(\bR\alaterOk\x12,\n" +
+	"\x12later_start_millis\x18\x06 \x01(\x03R\x10laterStartMillis\"\x96\x01\n" +
 	"\n" +
 	"PolicySpec\x127\n" +
 	"\x06policy\x18\x01 \x01(\x0e2\x1f.ledgerd.fsm.v1.AdmissionPolicyR\x06policy\x120\n" +
@@ -3782,7 +4596,7 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x06policy\x18\b \x01(\v2\x1a.ledgerd.fsm.v1.PolicySpecR\x06policy\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9a\x06\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd1\x06\n" +
 	"\x06Result\x125\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1d.ledgerd.fsm.v1.Result.StatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x18\n" +
@@ -3795,7 +4609,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\aexpired\x18\b \x01(\x03R\aexpired\x12*\n" +
 	"\x05moved\x18\t \x03(\v2\x14.ledgerd.fsm.v1.MoveR\x05moved\x12>\n" +
 	"\fco_admission\x18\r \x01(\v2\x1b.ledgerd.fsm.v1.CoAdmissionR\vcoAdmission\x12 \n" +
-	"\vfingerprint\x18\x0e \x01(\fR\vfingerprint\x126\n" +
+	"\vfingerprint\x18\x0e \x01(\fR\vfingerprint\x125\n" +
+	"\x06series\x18\x1e \x03(\v2\x1d.ledgerd.fsm.v1.SeriesOutcomeR\x06series\x126\n" +
 	"\brejected\x18\n" +
 	" \x01(\v2\x18.ledgerd.fsm.v1.RejectedH\x00R\brejected\x123\n" +
 	"\ainvalid\x18\v \x01(\v2\x17.ledgerd.fsm.v1.InvalidH\x00R\ainvalid\x126\n" +
@@ -3864,7 +4679,7 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x05owner\x18\x01 \x01(\tR\x05owner\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x1b\n" +
 	"\tat_millis\x18\x03 \x01(\x03R\batMillis\x12.\n" +
-	"\x06result\x18\x04 \x01(\v2\x16.ledgerd.fsm.v1.ResultR\x06result\"\xc8\x03\n" +
+	"\x06result\x18\x04 \x01(\v2\x16.ledgerd.fsm.v1.ResultR\x06result\"\xf8\x03\n" +
 	"\bSnapshot\x12#\n" +
 	"\rapplied_index\x18\x01 \x01(\x04R\fappliedIndex\x12\x1d\n" +
 	"\n" +
@@ -3874,7 +4689,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\vidempotency\x18\x05 \x03(\v2!.ledgerd.fsm.v1.IdempotencyRecordR\vidempotency\x12/\n" +
 	"\ahistory\x18\x06 \x03(\v2\x15.ledgerd.fsm.v1.EventR\ahistory\x12F\n" +
 	"\x0fscheduler_items\x18\a \x03(\v2\x1d.ledgerd.fsm.v1.SchedulerItemR\x0eschedulerItems\x12A\n" +
-	"\rrelease_model\x18\b \x01(\v2\x1c.ledgerd.fsm.v1.ReleaseModelR\freleaseModel\"\xdf\x02\n" +
+	"\rrelease_model\x18\b \x01(\v2\x1c.ledgerd.fsm.v1.ReleaseModelR\freleaseModel\x12.\n" +
+	"\x06series\x18\x1e \x03(\v2\x16.ledgerd.fsm.v1.SeriesR\x06series\"\xdf\x02\n" +
 	"\rSchedulerItem\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x124\n" +
@@ -3922,7 +4738,7 @@ func file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP() []byte {
 }
 
 var file_ledgerd_fsm_v1_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_ledgerd_fsm_v1_fsm_proto_goTypes = []any{
 	(AdmissionPolicy)(0),       // 0: ledgerd.fsm.v1.AdmissionPolicy
 	(Command_Type)(0),          // 1: ledgerd.fsm.v1.Command.Type
@@ -3932,109 +4748,135 @@ var file_ledgerd_fsm_v1_fsm_proto_goTypes = []any{
 	(Conflict_Kind)(0),         // 5: ledgerd.fsm.v1.Conflict.Kind
 	(Event_Type)(0),            // 6: ledgerd.fsm.v1.Event.Type
 	(*Command)(nil),            // 7: ledgerd.fsm.v1.Command
-	(*PolicySpec)(nil),         // 8: ledgerd.fsm.v1.PolicySpec
-	(*SetPolicy)(nil),          // 9: ledgerd.fsm.v1.SetPolicy
-	(*SubmitJob)(nil),          // 10: ledgerd.fsm.v1.SubmitJob
-	(*CoReserve)(nil),          // 11: ledgerd.fsm.v1.CoReserve
-	(*CoSub)(nil),              // 12: ledgerd.fsm.v1.CoSub
-	(*CoAdmission)(nil),        // 13: ledgerd.fsm.v1.CoAdmission
-	(*CoPlacement)(nil),        // 14: ledgerd.fsm.v1.CoPlacement
-	(*CreateResource)(nil),     // 15: ledgerd.fsm.v1.CreateResource
-	(*UpdateResource)(nil),     // 16: ledgerd.fsm.v1.UpdateResource
-	(*DeleteResource)(nil),     // 17: ledgerd.fsm.v1.DeleteResource
-	(*Part)(nil),               // 18: ledgerd.fsm.v1.Part
-	(*ReservationRequest)(nil), // 19: ledgerd.fsm.v1.ReservationRequest
-	(*Target)(nil),             // 20: ledgerd.fsm.v1.Target
-	(*Modify)(nil),             // 21: ledgerd.fsm.v1.Modify
-	(*Complete)(nil),           // 22: ledgerd.fsm.v1.Complete
-	(*Expire)(nil),             // 23: ledgerd.fsm.v1.Expire
-	(*Reservation)(nil),        // 24: ledgerd.fsm.v1.Reservation
-	(*Modification)(nil),       // 25: ledgerd.fsm.v1.Modification
-	(*CapacityWindow)(nil),     // 26: ledgerd.fsm.v1.CapacityWindow
-	(*Resource)(nil),           // 27: ledgerd.fsm.v1.Resource
-	(*Result)(nil),             // 28: ledgerd.fsm.v1.Result
-	(*Move)(nil),               // 29: ledgerd.fsm.v1.Move
-	(*Rejected)(nil),           // 30: ledgerd.fsm.v1.Rejected
-	(*Invalid)(nil),            // 31: ledgerd.fsm.v1.Invalid
-	(*Conflict)(nil),           // 32: ledgerd.fsm.v1.Conflict
-	(*Event)(nil),              // 33: ledgerd.fsm.v1.Event
-	(*IdempotencyRecord)(nil),  // 34: ledgerd.fsm.v1.IdempotencyRecord
-	(*Snapshot)(nil),           // 35: ledgerd.fsm.v1.Snapshot
-	(*SchedulerItem)(nil),      // 36: ledgerd.fsm.v1.SchedulerItem
-	(*ReleaseModel)(nil),       // 37: ledgerd.fsm.v1.ReleaseModel
-	(*RatioCount)(nil),         // 38: ledgerd.fsm.v1.RatioCount
-	(*OwnerRatios)(nil),        // 39: ledgerd.fsm.v1.OwnerRatios
-	nil,                        // 40: ledgerd.fsm.v1.SubmitJob.LabelsEntry
-	nil,                        // 41: ledgerd.fsm.v1.CoReserve.LabelsEntry
-	nil,                        // 42: ledgerd.fsm.v1.CreateResource.LabelsEntry
-	nil,                        // 43: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	nil,                        // 44: ledgerd.fsm.v1.Reservation.LabelsEntry
-	nil,                        // 45: ledgerd.fsm.v1.Resource.LabelsEntry
+	(*CreateSeries)(nil),       // 8: ledgerd.fsm.v1.CreateSeries
+	(*SeriesBatch)(nil),        // 9: ledgerd.fsm.v1.SeriesBatch
+	(*SeriesOccurrence)(nil),   // 10: ledgerd.fsm.v1.SeriesOccurrence
+	(*ExpandSeries)(nil),       // 11: ledgerd.fsm.v1.ExpandSeries
+	(*CancelSeries)(nil),       // 12: ledgerd.fsm.v1.CancelSeries
+	(*Series)(nil),             // 13: ledgerd.fsm.v1.Series
+	(*SeriesOutcome)(nil),      // 14: ledgerd.fsm.v1.SeriesOutcome
+	(*SeriesSkip)(nil),         // 15: ledgerd.fsm.v1.SeriesSkip
+	(*PolicySpec)(nil),         // 16: ledgerd.fsm.v1.PolicySpec
+	(*SetPolicy)(nil),          // 17: ledgerd.fsm.v1.SetPolicy
+	(*SubmitJob)(nil),          // 18: ledgerd.fsm.v1.SubmitJob
+	(*CoReserve)(nil),          // 19: ledgerd.fsm.v1.CoReserve
+	(*CoSub)(nil),              // 20: ledgerd.fsm.v1.CoSub
+	(*CoAdmission)(nil),        // 21: ledgerd.fsm.v1.CoAdmission
+	(*CoPlacement)(nil),        // 22: ledgerd.fsm.v1.CoPlacement
+	(*CreateResource)(nil),     // 23: ledgerd.fsm.v1.CreateResource
+	(*UpdateResource)(nil),     // 24: ledgerd.fsm.v1.UpdateResource
+	(*DeleteResource)(nil),     // 25: ledgerd.fsm.v1.DeleteResource
+	(*Part)(nil),               // 26: ledgerd.fsm.v1.Part
+	(*ReservationRequest)(nil), // 27: ledgerd.fsm.v1.ReservationRequest
+	(*Target)(nil),             // 28: ledgerd.fsm.v1.Target
+	(*Modify)(nil),             // 29: ledgerd.fsm.v1.Modify
+	(*Complete)(nil),           // 30: ledgerd.fsm.v1.Complete
+	(*Expire)(nil),             // 31: ledgerd.fsm.v1.Expire
+	(*Reservation)(nil),        // 32: ledgerd.fsm.v1.Reservation
+	(*Modification)(nil),       // 33: ledgerd.fsm.v1.Modification
+	(*CapacityWindow)(nil),     // 34: ledgerd.fsm.v1.CapacityWindow
+	(*Resource)(nil),           // 35: ledgerd.fsm.v1.Resource
+	(*Result)(nil),             // 36: ledgerd.fsm.v1.Result
+	(*Move)(nil),               // 37: ledgerd.fsm.v1.Move
+	(*Rejected)(nil),           // 38: ledgerd.fsm.v1.Rejected
+	(*Invalid)(nil),            // 39: ledgerd.fsm.v1.Invalid
+	(*Conflict)(nil),           // 40: ledgerd.fsm.v1.Conflict
+	(*Event)(nil),              // 41: ledgerd.fsm.v1.Event
+	(*IdempotencyRecord)(nil),  // 42: ledgerd.fsm.v1.IdempotencyRecord
+	(*Snapshot)(nil),           // 43: ledgerd.fsm.v1.Snapshot
+	(*SchedulerItem)(nil),      // 44: ledgerd.fsm.v1.SchedulerItem
+	(*ReleaseModel)(nil),       // 45: ledgerd.fsm.v1.ReleaseModel
+	(*RatioCount)(nil),         // 46: ledgerd.fsm.v1.RatioCount
+	(*OwnerRatios)(nil),        // 47: ledgerd.fsm.v1.OwnerRatios
+	nil,                        // 48: ledgerd.fsm.v1.CreateSeries.LabelsEntry
+	nil,                        // 49: ledgerd.fsm.v1.Series.LabelsEntry
+	nil,                        // 50: ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	nil,                        // 51: ledgerd.fsm.v1.CoReserve.LabelsEntry
+	nil,                        // 52: ledgerd.fsm.v1.CreateResource.LabelsEntry
+	nil,                        // 53: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	nil,                        // 54: ledgerd.fsm.v1.Reservation.LabelsEntry
+	nil,                        // 55: ledgerd.fsm.v1.Resource.LabelsEntry
 }
 var file_ledgerd_fsm_v1_fsm_proto_depIdxs = []int32{
 	1,  // 0: ledgerd.fsm.v1.Command.type:type_name -> ledgerd.fsm.v1.Command.Type
-	15, // 1: ledgerd.fsm.v1.Command.create_resource:type_name -> ledgerd.fsm.v1.CreateResource
-	16, // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
-	17, // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
-	19, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
-	20, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
-	21, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
-	23, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
-	22, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
-	9,  // 9: ledgerd.fsm.v1.Command.set_policy:type_name -> ledgerd.fsm.v1.SetPolicy
-	10, // 10: ledgerd.fsm.v1.Command.submit_job:type_name -> ledgerd.fsm.v1.SubmitJob
-	11, // 11: ledgerd.fsm.v1.Command.co_reserve:type_name -> ledgerd.fsm.v1.CoReserve
-	0,  // 12: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
-	8,  // 13: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	18, // 14: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
-	40, // 15: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
-	12, // 16: ledgerd.fsm.v1.CoReserve.subs:type_name -> ledgerd.fsm.v1.CoSub
-	41, // 17: ledgerd.fsm.v1.CoReserve.labels:type_name -> ledgerd.fsm.v1.CoReserve.LabelsEntry
-	14, // 18: ledgerd.fsm.v1.CoAdmission.placements:type_name -> ledgerd.fsm.v1.CoPlacement
-	24, // 19: ledgerd.fsm.v1.CoPlacement.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	42, // 20: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
-	8,  // 21: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	18, // 22: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
-	43, // 23: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	18, // 24: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
-	44, // 25: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
-	18, // 26: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
-	2,  // 27: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	25, // 28: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
-	3,  // 29: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	18, // 30: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
-	45, // 31: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
-	26, // 32: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
-	8,  // 33: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	4,  // 34: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
-	24, // 35: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	27, // 36: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
-	29, // 37: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
-	13, // 38: ledgerd.fsm.v1.Result.co_admission:type_name -> ledgerd.fsm.v1.CoAdmission
-	30, // 39: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
-	31, // 40: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
-	32, // 41: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
-	5,  // 42: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
-	2,  // 43: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	6,  // 44: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
-	24, // 45: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	27, // 46: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
-	28, // 47: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
-	27, // 48: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
-	24, // 49: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
-	34, // 50: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
-	33, // 51: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
-	36, // 52: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
-	37, // 53: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
-	3,  // 54: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	38, // 55: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
-	39, // 56: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
-	38, // 57: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
-	58, // [58:58] is the sub-list for method output_type
-	58, // [58:58] is the sub-list for method input_type
-	58, // [58:58] is the sub-list for extension type_name
-	58, // [58:58] is the sub-list for extension extendee
-	0,  // [0:58] is the sub-list for field type_name
+	23, // 1: ledgerd.fsm.v1.Command.create_resource:type_name -> ledgerd.fsm.v1.CreateResource
+	24, // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
+	25, // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
+	27, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
+	28, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
+	29, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
+	31, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
+	30, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
+	17, // 9: ledgerd.fsm.v1.Command.set_policy:type_name -> ledgerd.fsm.v1.SetPolicy
+	18, // 10: ledgerd.fsm.v1.Command.submit_job:type_name -> ledgerd.fsm.v1.SubmitJob
+	19, // 11: ledgerd.fsm.v1.Command.co_reserve:type_name -> ledgerd.fsm.v1.CoReserve
+	8,  // 12: ledgerd.fsm.v1.Command.create_series:type_name -> ledgerd.fsm.v1.CreateSeries
+	11, // 13: ledgerd.fsm.v1.Command.expand_series:type_name -> ledgerd.fsm.v1.ExpandSeries
+	12, // 14: ledgerd.fsm.v1.Command.cancel_series:type_name -> ledgerd.fsm.v1.CancelSeries
+	26, // 15: ledgerd.fsm.v1.CreateSeries.parts:type_name -> ledgerd.fsm.v1.Part
+	48, // 16: ledgerd.fsm.v1.CreateSeries.labels:type_name -> ledgerd.fsm.v1.CreateSeries.LabelsEntry
+	9,  // 17: ledgerd.fsm.v1.CreateSeries.first:type_name -> ledgerd.fsm.v1.SeriesBatch
+	10, // 18: ledgerd.fsm.v1.SeriesBatch.book:type_name -> ledgerd.fsm.v1.SeriesOccurrence
+	9,  // 19: ledgerd.fsm.v1.ExpandSeries.batches:type_name -> ledgerd.fsm.v1.SeriesBatch
+	8,  // 20: ledgerd.fsm.v1.CancelSeries.then:type_name -> ledgerd.fsm.v1.CreateSeries
+	26, // 21: ledgerd.fsm.v1.Series.parts:type_name -> ledgerd.fsm.v1.Part
+	49, // 22: ledgerd.fsm.v1.Series.labels:type_name -> ledgerd.fsm.v1.Series.LabelsEntry
+	13, // 23: ledgerd.fsm.v1.SeriesOutcome.series:type_name -> ledgerd.fsm.v1.Series
+	15, // 24: ledgerd.fsm.v1.SeriesOutcome.skipped:type_name -> ledgerd.fsm.v1.SeriesSkip
+	4,  // 25: ledgerd.fsm.v1.SeriesSkip.status:type_name -> ledgerd.fsm.v1.Result.Status
+	0,  // 26: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
+	16, // 27: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	26, // 28: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
+	50, // 29: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	20, // 30: ledgerd.fsm.v1.CoReserve.subs:type_name -> ledgerd.fsm.v1.CoSub
+	51, // 31: ledgerd.fsm.v1.CoReserve.labels:type_name -> ledgerd.fsm.v1.CoReserve.LabelsEntry
+	22, // 32: ledgerd.fsm.v1.CoAdmission.placements:type_name -> ledgerd.fsm.v1.CoPlacement
+	32, // 33: ledgerd.fsm.v1.CoPlacement.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	52, // 34: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
+	16, // 35: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	26, // 36: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
+	53, // 37: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	26, // 38: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
+	54, // 39: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
+	26, // 40: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
+	2,  // 41: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	33, // 42: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
+	3,  // 43: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	26, // 44: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
+	55, // 45: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
+	34, // 46: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
+	16, // 47: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	4,  // 48: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
+	32, // 49: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	35, // 50: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
+	37, // 51: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
+	21, // 52: ledgerd.fsm.v1.Result.co_admission:type_name -> ledgerd.fsm.v1.CoAdmission
+	14, // 53: ledgerd.fsm.v1.Result.series:type_name -> ledgerd.fsm.v1.SeriesOutcome
+	38, // 54: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
+	39, // 55: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
+	40, // 56: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
+	5,  // 57: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
+	2,  // 58: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	6,  // 59: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
+	32, // 60: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	35, // 61: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
+	36, // 62: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
+	35, // 63: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
+	32, // 64: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
+	42, // 65: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
+	41, // 66: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
+	44, // 67: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
+	45, // 68: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
+	13, // 69: ledgerd.fsm.v1.Snapshot.series:type_name -> ledgerd.fsm.v1.Series
+	3,  // 70: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	46, // 71: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
+	47, // 72: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
+	46, // 73: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
+	74, // [74:74] is the sub-list for method output_type
+	74, // [74:74] is the sub-list for method input_type
+	74, // [74:74] is the sub-list for extension type_name
+	74, // [74:74] is the sub-list for extension extendee
+	0,  // [0:74] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_fsm_v1_fsm_proto_init() }
@@ -4054,12 +4896,15 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 		(*Command_SetPolicy)(nil),
 		(*Command_SubmitJob)(nil),
 		(*Command_CoReserve)(nil),
+		(*Command_CreateSeries)(nil),
+		(*Command_ExpandSeries)(nil),
+		(*Command_CancelSeries)(nil),
 	}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[9].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[12].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[14].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[15].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[21].OneofWrappers = []any{
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[17].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[20].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[22].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[23].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[29].OneofWrappers = []any{
 		(*Result_Rejected)(nil),
 		(*Result_Invalid)(nil),
 		(*Result_Conflict)(nil),
@@ -4070,7 +4915,7 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_fsm_v1_fsm_proto_rawDesc), len(file_ledgerd_fsm_v1_fsm_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   39,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
