@@ -109,6 +109,25 @@ func checkCreateSeries(cfg *Config, field string, c *fsmv1.CreateSeries) *FieldE
 	return nil
 }
 
+// seriesPublicField renames the paths of the series commands to the
+// fields of the public SeriesService requests: create_series.parts[0] →
+// parts[0], cancel_series.from_millis → from, cancel_series.then.id →
+// new_id (ModifySeries). The batches are the server's own.
+func seriesPublicField(path string) (string, bool) {
+	switch {
+	case path == "cancel_series.from_millis":
+		return "from", true
+	case path == "cancel_series.then.id":
+		return "new_id", true
+	}
+	for _, prefix := range []string{"create_series.", "cancel_series.then.", "cancel_series."} {
+		if rest, ok := strings.CutPrefix(path, prefix); ok {
+			return rest, true
+		}
+	}
+	return "", false
+}
+
 // checkSeriesBatch checks a batch without the state: its size, key order
 // and that every occurrence lies before the end of time.
 func checkSeriesBatch(field string, b *fsmv1.SeriesBatch, dur int64) *FieldError {

@@ -738,6 +738,9 @@ func PublicField(fsmPath string) string {
 		}
 		return rest
 	}
+	if pub, ok := seriesPublicField(fsmPath); ok {
+		return pub
+	}
 	for _, p := range publicFields {
 		if rest, ok := strings.CutPrefix(fsmPath, p[0]); ok {
 			return p[1] + rest
