@@ -383,6 +383,11 @@ func (l *Ledger) Get(ctx context.Context, id string, stale bool) (*ledgerdv1.Res
 
 // List implements Ledger.
 func (l *Ledger) List(ctx context.Context, q ledger.ListQuery) ([]*ledgerdv1.Reservation, string, error) {
+	if q.Series != "" {
+		if why := fsm.ValidSeriesID(q.Series); why != "" {
+			return nil, "", &ledger.FieldError{Field: "series_id", Reason: why}
+		}
+	}
 	if err := l.barrier(ctx, "list", q.Stale); err != nil {
 		return nil, "", err
 	}
