@@ -65,7 +65,10 @@ func TestReserveSeriesBadInput(t *testing.T) {
 		{"unknown zone", func(a *ledger.SeriesArgs) { a.TZ = "Europe/Berlinn" }, "tz"},
 		{"horizon too far", func(a *ledger.SeriesArgs) { a.Repeat = "FREQ=DAILY"; a.Horizon = 400 * 24 * time.Hour.Milliseconds() }, "horizon"},
 		{"count too large", func(a *ledger.SeriesArgs) { a.Repeat = "FREQ=DAILY;COUNT=5000" }, "repeat"},
-		{"overlaps itself", func(a *ledger.SeriesArgs) { a.Repeat = "FREQ=DAILY;COUNT=3"; a.Duration = 25 * time.Hour.Milliseconds() }, "duration"},
+		{"overlaps itself", func(a *ledger.SeriesArgs) {
+			a.Repeat = "FREQ=DAILY;COUNT=3"
+			a.Duration = 25 * time.Hour.Milliseconds()
+		}, "duration"},
 		{"bad id", func(a *ledger.SeriesArgs) { a.ID = "a@b" }, "id"},
 		{"no parts", func(a *ledger.SeriesArgs) { a.Parts = nil }, "parts"},
 		{"zero amount", func(a *ledger.SeriesArgs) { a.Parts[0].Amount = 0 }, "parts[0].amount"},
