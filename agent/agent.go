@@ -66,8 +66,11 @@ type Agent struct {
 	opts Options
 	log  *slog.Logger
 
-	fsm    *fsm.FSM
-	node   *cluster.Node
+	fsm  *fsm.FSM
+	node *cluster.Node
+	// clock is the leader's stamping clock (Options.Now or the skewable
+	// wall clock); standing reservations expand with it.
+	clock  func() time.Time
 	ledger *replicated.Ledger
 	reg    *prometheus.Registry
 
@@ -115,6 +118,7 @@ func New(cfg Config, o Options) (*Agent, error) {
 	}
 	a.addr = a.httpLn.Addr().String()
 	a.ledger = NewLedger(a.node, a.fsm)
+	a.ledger.ConfigureSeries(a.cfg.seriesLimits(), a.clock)
 	base, stop := context.WithCancel(context.Background())
 	a.stopRequests = stop
 	progress := bodyProgressDefault
@@ -224,6 +228,9 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 	if now == nil {
 		now = newSkewedClock(a.cfg.DataDir, a.log).Now
 	}
+	a.clock = now
+	// The leader's tick also expands standing reservations.
+	ticker := replicated.NewSeriesTicker(a.fsm, a.cfg.seriesLimits(), now, a.log)
 	c := cluster.Config{
 		NodeName:        a.cfg.NodeName,
 		DataDir:         a.cfg.DataDir,
@@ -249,8 +256,8 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 		Stamp:              fsm.Stamp,
 		Check:              checkForwarded,
 		Now:                now,
-		Tick:               fsm.TickCommand,
-		NextDue:            a.fsm.NextDue,
+		Tick:               ticker.Tick,
+		NextDue:            ticker.NextDue,
 		Insecure:           a.cfg.Insecure,
 		EnvelopeVersion:    fsm.CurrentVersion,
 		Logger:             a.log,

@@ -63,6 +63,12 @@ type Config struct {
 	LogFormat       string   `json:"log_format"`
 	DeadServerGrace Duration `json:"dead_server_grace"`
 	TickInterval    Duration `json:"tick_interval"`
+	// SeriesHorizon is how far ahead an endless standing reservation
+	// (no COUNT or UNTIL) is booked when it does not say (0: 90 days);
+	// SeriesMaxHorizon is the most one may ask for (0: 366 days, also
+	// the cap of both).
+	SeriesHorizon    Duration `json:"series_horizon"`
+	SeriesMaxHorizon Duration `json:"series_max_horizon"`
 	// ReadyMaxLag is how many committed entries the node may have left to
 	// apply while /readyz still answers ready (0: cluster.Config's
 	// default, 250); see cluster.Config.ReadyLag.
@@ -219,6 +225,9 @@ func (c *Config) Validate(dev bool) error {
 	}
 	if c.TickInterval < 0 {
 		return fmt.Errorf("config: tick_interval: must not be negative")
+	}
+	if err := c.checkSeries(); err != nil {
+		return err
 	}
 	if c.SnapshotInterval != 0 && time.Duration(c.SnapshotInterval) < 5*time.Millisecond {
 		return fmt.Errorf("config: snapshot_interval: must be at least 5ms (or 0 for the raft default), got %s", time.Duration(c.SnapshotInterval))

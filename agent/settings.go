@@ -149,6 +149,16 @@ var settings = []setting{
 		c.TickInterval = Duration(d)
 		return err
 	}},
+	{"series_horizon", "how far ahead an endless standing reservation is booked when it does not say (default 2160h, 90 days)", func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		c.SeriesHorizon = Duration(d)
+		return err
+	}},
+	{"series_max_horizon", "the longest horizon a standing reservation may ask for (default and cap 8784h, 366 days)", func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		c.SeriesMaxHorizon = Duration(d)
+		return err
+	}},
 	{"ready_max_lag", "committed entries the node may have left to apply while /readyz still says ready (0: 250)", intSetter(func(c *Config) *int { return &c.ReadyMaxLag })},
 	{"snapshot_threshold", "entries logged since the last snapshot that make the next check take one", uintSetter(func(c *Config) *uint64 { return &c.SnapshotThreshold })},
 	{"snapshot_interval", "how often to check whether a snapshot is due (randomly up to twice as long)", func(c *Config, v string) error {

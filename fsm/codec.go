@@ -15,7 +15,7 @@ import (
 // appear. Encode writes the lowest version that has every feature the
 // command uses (minVersion), so entries that older replicas understand
 // stay readable to them during a rolling upgrade.
-const CurrentVersion uint32 = versionUnits
+const CurrentVersion uint32 = max(versionUnits, versionSeries)
 
 // versionPolicies is the first envelope version with admission policies
 // and variable jobs (TYPE_SET_POLICY, TYPE_SUBMIT_JOB,
@@ -41,6 +41,13 @@ const versionPolicies uint32 = 2
 // older entries keep their meaning.
 const versionEdge uint32 = 3
 
+// versionSeries is the first envelope version with standing reservations
+// (TYPE_CREATE_SERIES, TYPE_EXPAND_SERIES, TYPE_CANCEL_SERIES) and the
+// occurrence IDs ("<series>@<local start>") they create, which commit,
+// abort, modify, cancel and complete accept as targets from this version
+// on. Older replicas know none of it.
+const versionSeries uint32 = 4
+
 // MaxTimeMillis is the last instant every time in the ledger may reach,
 // 9999-12-31T23:59:59.999Z in Unix milliseconds: the largest that a
 // google.protobuf.Timestamp (and so every reader, JSON included) can
@@ -53,6 +60,9 @@ func minVersion(c *fsmv1.Command) uint32 {
 	switch {
 	case usesUnits(c):
 		return versionUnits
+	case c.GetType() == fsmv1.Command_TYPE_CREATE_SERIES, c.GetType() == fsmv1.Command_TYPE_EXPAND_SERIES,
+		c.GetType() == fsmv1.Command_TYPE_CANCEL_SERIES:
+		return versionSeries
 	case len(c.GetFingerprint()) > 0, c.GetDeleteResource().GetForce(),
 		c.GetModify().GetWindowDurationMillis() != 0 || c.GetModify().GetNotBeforeMillis() != 0 || c.GetModify().GetDeadlineMillis() != 0:
 		return versionEdge
@@ -274,6 +284,12 @@ func checkPayload(c *fsmv1.Command) error {
 		ok = c.GetUnitDown() != nil
 	case fsmv1.Command_TYPE_UNIT_UP:
 		ok = c.GetUnitUp() != nil
+	case fsmv1.Command_TYPE_CREATE_SERIES:
+		ok = c.GetCreateSeries() != nil
+	case fsmv1.Command_TYPE_EXPAND_SERIES:
+		ok = c.GetExpandSeries() != nil
+	case fsmv1.Command_TYPE_CANCEL_SERIES:
+		ok = c.GetCancelSeries() != nil
 	default:
 		return fmt.Errorf("%w: unknown type %d", ErrMalformed, int32(c.GetType()))
 	}

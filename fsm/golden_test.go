@@ -18,17 +18,9 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // goldenCommands is one fixed command of every type, in the order the
 // golden script applies them. The file names are part of the format
 // record: never renumber them, only add.
-func goldenCommands() []struct {
-	file string
-	now  int64
-	cmd  *fsmv1.Command
-} {
+func goldenCommands() []goldenEntry {
 	labels := map[string]string{"team": "physics", "queue": "batch"}
-	return []struct {
-		file string
-		now  int64
-		cmd  *fsmv1.Command
-	}{
+	out := []goldenEntry{
 		{"01_create_resource.bin", 1_000, &fsmv1.Command{Type: fsmv1.Command_TYPE_CREATE_RESOURCE, Owner: "ops", IdempotencyKey: "c1",
 			Payload: &fsmv1.Command_CreateResource{CreateResource: &fsmv1.CreateResource{Name: "cluster/cores", Capacity: 128, Unit: "cores", Labels: labels}}}},
 		{"02_create_resource.bin", 1_001, &fsmv1.Command{Type: fsmv1.Command_TYPE_CREATE_RESOURCE, Owner: "ops",
@@ -99,6 +91,10 @@ func goldenCommands() []struct {
 			Payload: &fsmv1.Command_Request{Request: &fsmv1.ReservationRequest{
 				Parts: []*fsmv1.Part{{Resource: "cluster/cores", Amount: 1}}, DurationMillis: 60_000, NotBeforeMillis: 200_000}}}},
 	}
+	// Envelope version 4, standing reservations: files 40_ to 49_
+	// (series_golden_test.go).
+	out = append(out, seriesGoldenCommands()...)
+	return out
 }
 
 // goldenFingerprint is a fixed 32-byte fingerprint.
@@ -112,6 +108,10 @@ const coreserveGolden = 21
 // snapshot-v1-policies.golden (entries added later have their own
 // snapshot, so that file stays as it was recorded).
 const policyGolden = 20
+
+// edgeGolden is the number of golden entries pinned by
+// snapshot-v1-edge.golden: 01 to 25, whatever is added after them.
+const edgeGolden = 25
 
 // legacyGolden is the number of golden entries written by envelope
 // version 1; snapshot-v1.golden pins the state after exactly these, so
@@ -233,11 +233,26 @@ func TestGoldenPolicySnapshot(t *testing.T) {
 // re-encodes to the same bytes.
 func goldenReplay(t *testing.T, n int, name string) *FSM {
 	t.Helper()
+	return goldenReplayOf(t, goldenCommands()[:n], goldenStatuses[:n], name)
+}
+
+// goldenEntry is one golden command.
+type goldenEntry = struct {
+	file string
+	now  int64
+	cmd  *fsmv1.Command
+}
+
+// goldenReplayOf is goldenReplay for an explicit selection of entries
+// and the statuses they must produce, applied at indexes 1, 2, ...
+func goldenReplayOf(t *testing.T, entries []goldenEntry, statuses []fsmv1.Result_Status, name string) *FSM {
+	t.Helper()
+	goldenStatuses := statuses
 	f, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, g := range goldenCommands()[:n] {
+	for i, g := range entries {
 		b, err := os.ReadFile(filepath.Join("testdata", "commands", g.file))
 		if err != nil && !*update {
 			t.Fatal(err)
@@ -297,7 +312,7 @@ func TestGoldenCoReserveSnapshot(t *testing.T) {
 // machine picked, the forced delete that cancelled everything on gpu in
 // its one entry, and the reused key that changed nothing.
 func TestGoldenEdgeSnapshot(t *testing.T) {
-	g := goldenReplay(t, len(goldenCommands()), "snapshot-v1-edge.golden")
+	g := goldenReplay(t, edgeGolden, "snapshot-v1-edge.golden")
 	if _, ok := g.Resource("gpu"); ok {
 		t.Error("gpu survived its forced delete")
 	}

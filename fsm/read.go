@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"github.com/ledgerd/ledgerd/planner"
@@ -61,6 +62,8 @@ type Filter struct {
 	// PageSize is the maximum number of results; 0 means DefaultPageSize,
 	// more than MaxPageSize is capped.
 	PageSize int
+	// Series keeps the occurrences of this series (IDs "<Series>@...").
+	Series string
 }
 
 // List returns reservations matching flt, sorted by ID, one page at a
@@ -91,7 +94,17 @@ func (f *FSM) List(flt Filter) (out []*fsmv1.Reservation, nextToken string, err 
 	defer f.mu.RUnlock()
 	// Rows are filtered on their encoding; only the page is decoded.
 	var sc rowScan
+	prefix := ""
+	if flt.Series != "" {
+		// Occurrence IDs share their series' prefix: one range of the
+		// sorted IDs.
+		prefix = flt.Series + "@"
+		after = max(after, prefix)
+	}
 	visit := func(id string) bool {
+		if !strings.HasPrefix(id, prefix) {
+			return false
+		}
 		if id == after {
 			return true
 		}
@@ -111,6 +124,8 @@ func (f *FSM) List(flt Filter) (out []*fsmv1.Reservation, nextToken string, err 
 	}
 	if after == "" {
 		f.st.ids.Ascend(visit)
+	} else if after == prefix {
+		f.st.ids.AscendGreaterOrEqual(prefix, visit)
 	} else {
 		f.st.ids.AscendGreaterOrEqual(after, visit)
 	}

@@ -19,7 +19,13 @@ func AutoID(index uint64) string { return fmt.Sprintf("%s%020d", AutoIDPrefix, i
 // newID resolves the ID of a new row (empty: assigned from the log index)
 // and checks it, and the owner, before anything is booked.
 func (s *state) newID(cmd *fsmv1.Command, field, id string) (string, *fsmv1.Result) {
-	if fe := checkNewRow(cmd, field, id); fe != nil {
+	check := id
+	if s.ser.occurrence != "" && id == s.ser.occurrence {
+		// A series occurrence: its ID is made of a checked series ID
+		// and '@', which no client ID may contain (series.go).
+		check = ""
+	}
+	if fe := checkNewRow(cmd, field, check); fe != nil {
 		return "", fe.result()
 	}
 	if id == "" {

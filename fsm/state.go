@@ -99,6 +99,9 @@ type state struct {
 
 	// units holds the unit schedule of every resource with units (units.go).
 	units map[string]*planner.UnitSchedule
+	// ser is the series table and the scratch of booking occurrences
+	// (series.go).
+	ser seriesState
 }
 
 func newState(cfg Config) *state {
@@ -223,6 +226,12 @@ func (s *state) change(r *fsmv1.Reservation) *fsmv1.Reservation {
 // emit appends an event for the current entry.
 func (s *state) emit(t fsmv1.Event_Type, r *fsmv1.Reservation, res *fsmv1.Resource) {
 	if s.cfg.HistoryLimit == 0 {
+		return
+	}
+	if s.ser.buffering {
+		// An all-or-nothing series books its occurrences tentatively;
+		// their events are kept until it is known they stand.
+		s.ser.events = append(s.ser.events, heldEvent{t, r, res})
 		return
 	}
 	s.history = append(s.history, &fsmv1.Event{
@@ -437,6 +446,8 @@ func (s *state) dispatch(cmd *fsmv1.Command) *fsmv1.Result {
 		return s.unitDown(cmd)
 	case fsmv1.Command_TYPE_UNIT_UP:
 		return s.unitUp(cmd)
+	case fsmv1.Command_TYPE_CREATE_SERIES, fsmv1.Command_TYPE_EXPAND_SERIES, fsmv1.Command_TYPE_CANCEL_SERIES:
+		return s.dispatchSeries(cmd)
 	}
 	// Decode admits only the types above.
 	panic("fsm: unreachable command type " + cmd.GetType().String())
@@ -463,6 +474,7 @@ func (s *state) capture() (*fsmv1.Snapshot, []string, idemView) {
 		return true
 	})
 	s.captureScheduler(msg)
+	s.captureSeries(msg)
 	return msg, rows, s.idem.view()
 }
 

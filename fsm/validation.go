@@ -161,6 +161,8 @@ func checkCommand(cfg *Config, cmd *fsmv1.Command) *FieldError {
 		return checkUnitDown(cmd.GetUnitDown())
 	case fsmv1.Command_TYPE_UNIT_UP:
 		return checkUnitUp(cmd.GetUnitUp(), ver)
+	case fsmv1.Command_TYPE_CREATE_SERIES, fsmv1.Command_TYPE_EXPAND_SERIES, fsmv1.Command_TYPE_CANCEL_SERIES:
+		return checkSeriesCommand(cfg, cmd)
 	case fsmv1.Command_TYPE_SET_POLICY:
 		sp := cmd.GetSetPolicy()
 		if fe := checkNameSet("set_policy.name", sp.GetName(), ver); fe != nil {
@@ -337,9 +339,14 @@ func checkNameSet(field, name string, ver uint32) *FieldError {
 func ValidResourceName(name string) string { return validResourceName(name) }
 
 // ValidTargetID returns why id can be no reservation's ID, or "": 1 to
-// 128 bytes of A-Z a-z 0-9 . _ : / - (a co-reservation's sub-reservations
-// are "<id>/<i>"). Reads (Get) use it to refuse what writes refuse.
-func ValidTargetID(id string) string {
+// 128 bytes of A-Z a-z 0-9 . _ : / @ - (a co-reservation's sub-reservations
+// are "<id>/<i>", a series' occurrences "<series>@<local start>"). Reads
+// (Get) use it to refuse what writes refuse.
+func ValidTargetID(id string) string { return validTargetID(id, true) }
+
+// validTargetID is ValidTargetID; occurrences says whether '@' is allowed
+// (entries of version 4 on, which know series).
+func validTargetID(id string, occurrences bool) string {
 	switch {
 	case id == "":
 		return "must not be empty"
@@ -347,7 +354,10 @@ func ValidTargetID(id string) string {
 		return fmt.Sprintf("longer than %d bytes", maxIDLen)
 	}
 	for _, c := range id {
-		if !idChar(c) && c != '/' {
+		if !idChar(c) && c != '/' && (c != '@' || !occurrences) {
+			if occurrences {
+				return fmt.Sprintf("character %q not allowed (use A-Z a-z 0-9 . _ : / @ -)", c)
+			}
 			return fmt.Sprintf("character %q not allowed (use A-Z a-z 0-9 . _ : / -)", c)
 		}
 	}
@@ -379,7 +389,7 @@ func checkTargetID(field, id string, ver uint32) *FieldError {
 		return fieldErr(field, "must not be empty")
 	}
 	if ver >= versionEdge {
-		if why := ValidTargetID(id); why != "" {
+		if why := validTargetID(id, ver >= versionSeries); why != "" {
 			return fieldErr(field, why)
 		}
 	}
@@ -737,6 +747,9 @@ func PublicField(fsmPath string) string {
 			return strings.TrimSuffix(rest, "_millis")
 		}
 		return rest
+	}
+	if pub, ok := seriesPublicField(fsmPath); ok {
+		return pub
 	}
 	for _, p := range publicFields {
 		if rest, ok := strings.CutPrefix(fsmPath, p[0]); ok {

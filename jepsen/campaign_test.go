@@ -17,7 +17,8 @@ import (
 func TestShortCampaign(t *testing.T) {
 	rep := shortCampaign(t, Config{
 		Nodes: 3, Clients: 6, Groups: 2, Duration: 25 * time.Second,
-		Nemeses: []string{"kill-leader", "partition-leader", "pause", "partition-bridge"},
+		Nemeses:   []string{"kill-leader", "partition-leader", "pause", "partition-bridge"},
+		Recurring: true,
 	})
 	n := 0
 	for _, m := range rep.Ops {

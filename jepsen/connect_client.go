@@ -54,6 +54,7 @@ type ConnectClient struct {
 	res   ledgerdv1connect.ReservationServiceClient
 	rsc   ledgerdv1connect.ResourceServiceClient
 	cl    ledgerdv1connect.ClusterServiceClient
+	ser   ledgerdv1connect.SeriesServiceClient
 	ids   *IDMap
 	ttl   time.Duration
 	names func(raftAddr, apiAddr, id string) string
@@ -107,6 +108,7 @@ func NewConnectClient(addr string, ids *IDMap, opt ConnectOptions) *ConnectClien
 		res:   ledgerdv1connect.NewReservationServiceClient(hc, base, opts...),
 		rsc:   ledgerdv1connect.NewResourceServiceClient(hc, base, opts...),
 		cl:    ledgerdv1connect.NewClusterServiceClient(hc, base, opts...),
+		ser:   ledgerdv1connect.NewSeriesServiceClient(hc, base, opts...),
 		ids:   ids,
 		ttl:   opt.HoldTTL,
 		names: opt.NodeName,

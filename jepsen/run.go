@@ -46,6 +46,11 @@ type Config struct {
 	Client string
 	// Progress receives one line per phase and per fault; nil discards.
 	Progress io.Writer
+	// Recurring adds the standing-reservation workload (Recurring):
+	// series created throughout the run, endless ones booked by the
+	// leader's tick under the faults, each occurrence checked to be
+	// booked exactly once.
+	Recurring bool
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -149,6 +154,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("campaign: hold-expiry probe resource: %w", err)
 	}
+	var rw *Recurring
+	if cfg.Recurring {
+		rw = NewRecurring(cl, w.Config().Prefix, cfg.Seed)
+		sctx, cancel = context.WithTimeout(ctx, cfg.Settle)
+		err = rw.Setup(sctx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("campaign: recurring workload: %w", err)
+		}
+	}
 	sched := &Schedule{Cluster: cl, Nemeses: cfg.Nemeses, Quiet: cfg.Quiet, Hold: cfg.Hold, Combine: cfg.Combine,
 		Seed: cfg.Seed, Clock: rec.Now, Log: cfg.Progress}
 	rep := &Report{Seed: cfg.Seed, Nodes: cfg.Nodes, Clients: cfg.Clients, Nemeses: cfg.Nemeses, Client: cfg.Client}
@@ -160,6 +175,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	progress := time.NewTicker(5 * time.Second)
 	wdone := make(chan struct{})
 	go func() { w.Run(runCtx); close(wdone) }()
+	rdone := make(chan struct{})
+	go func() {
+		if rw != nil {
+			rw.Run(runCtx)
+		}
+		close(rdone)
+	}()
 	probes := make(chan int, 1)
 	go func() { probes <- ttlProbe(runCtx, cl, probeRes, w.Config().Base) }()
 loop:
@@ -180,6 +202,7 @@ loop:
 	}
 	progress.Stop()
 	<-done
+	<-rdone
 	rep.TTLProbes = <-probes
 	stop()
 	total := rec.Now()
@@ -230,6 +253,17 @@ loop:
 	rep.Links = cl.LinkStats()
 	rep.Ops, rep.Latency, rep.Availability = Summarize(h, rep.Faults, total)
 	rep.Invariants = CheckInvariants(h, lists, InvariantOptions{Now: readAt})
+	if rw != nil {
+		tried, acked := rw.Created()
+		say("checking %d standing reservations (%d acknowledged) ...", tried, acked)
+		node := ""
+		if len(lists) == len(cl.Names()) && convErr == nil {
+			node = cl.Names()[0]
+		}
+		cctx, cancel := context.WithTimeout(ctx, cfg.Settle)
+		rep.Invariants = append(rep.Invariants, rw.Check(cctx, node, lists, readAt)...)
+		cancel()
+	}
 	say("checking linearizability of %d operations ...", len(h.Ops))
 	var checkErr error
 	rep.Linear, checkErr = Check(checked, CheckOptions{Timeout: cfg.CheckTimeout, VisualDir: cfg.Dir})

@@ -85,6 +85,8 @@ type ListQuery struct {
 	PageToken string
 	Limit     int
 	Stale     bool
+	// Series keeps the occurrences of one standing reservation.
+	Series string
 }
 
 // FindResult is the answer of Ledger.Find.

@@ -70,6 +70,7 @@ var h2cClient = func() *http.Client {
 const (
 	rsv = "/ledgerd.v1.ReservationService/"
 	rsc = "/ledgerd.v1.ResourceService/"
+	srs = "/ledgerd.v1.SeriesService/"
 )
 
 // Reused idempotency keys, set up before the cases run.
@@ -336,6 +337,47 @@ func badCases(now time.Time) []badCase {
 	} {
 		add(call[ledgerdv1.CoReserveRequest, ledgerdv1.CoReserveResponse]("CoReserve/"+cc.name, rsv+"CoReserve", acme, cc.req, cc.field))
 	}
+
+	// Standing reservations: the rule, the zone, the horizon and COUNT
+	// each name their field.
+	rs := func(f func(r *ledgerdv1.ReserveSeriesRequest)) *ledgerdv1.ReserveSeriesRequest {
+		r := &ledgerdv1.ReserveSeriesRequest{Id: "lab", Parts: cpu(1), Duration: dur(time.Hour), Repeat: "FREQ=WEEKLY;BYDAY=MO,WE;BYHOUR=9;COUNT=20", Tz: "Europe/Berlin"}
+		f(r)
+		return r
+	}
+	for _, sc := range []struct {
+		name  string
+		req   *ledgerdv1.ReserveSeriesRequest
+		field string
+	}{
+		{"bad RRULE", rs(func(r *ledgerdv1.ReserveSeriesRequest) { r.Repeat = "FREQ=WEEKLY;BYHOUR=25" }), "repeat"},
+		{"RRULE without FREQ", rs(func(r *ledgerdv1.ReserveSeriesRequest) { r.Repeat = "BYDAY=MO" }), "repeat"},
+		{"SECONDLY", rs(func(r *ledgerdv1.ReserveSeriesRequest) { r.Repeat = "FREQ=SECONDLY;COUNT=3" }), "repeat"},
+		{"unknown zone", rs(func(r *ledgerdv1.ReserveSeriesRequest) { r.Tz = "Europe/Berlinn" }), "tz"},
+		{"horizon too far", rs(func(r *ledgerdv1.ReserveSeriesRequest) {
+			r.Repeat, r.Horizon = "FREQ=WEEKLY;BYDAY=MO;BYHOUR=9", dur(400*24*time.Hour)
+		}), "horizon"},
+		{"horizon of a bounded series", rs(func(r *ledgerdv1.ReserveSeriesRequest) { r.Horizon = dur(24 * time.Hour) }), "horizon"},
+		{"COUNT too large", rs(func(r *ledgerdv1.ReserveSeriesRequest) { r.Repeat = "FREQ=DAILY;COUNT=5000" }), "repeat"},
+		{"overlapping itself", rs(func(r *ledgerdv1.ReserveSeriesRequest) { r.Duration = dur(72 * time.Hour) }), "duration"},
+		{"no duration", rs(func(r *ledgerdv1.ReserveSeriesRequest) { r.Duration = nil }), "duration"},
+		{"id with @", rs(func(r *ledgerdv1.ReserveSeriesRequest) { r.Id = "lab@1" }), "id"},
+		{"113-byte id", rs(func(r *ledgerdv1.ReserveSeriesRequest) { r.Id = long(113) }), "id"},
+		{"no parts", rs(func(r *ledgerdv1.ReserveSeriesRequest) { r.Parts = nil }), "parts"},
+		{"zero amount", rs(func(r *ledgerdv1.ReserveSeriesRequest) { r.Parts = cpu(0) }), "parts[0].amount"},
+		{"unknown conflict mode", rs(func(r *ledgerdv1.ReserveSeriesRequest) { r.Conflicts = 9 }), "conflicts"},
+		{"start before 1970", rs(func(r *ledgerdv1.ReserveSeriesRequest) { r.Start = &timestamppb.Timestamp{Seconds: -5} }), "start"},
+	} {
+		add(call[ledgerdv1.ReserveSeriesRequest, ledgerdv1.ReserveSeriesResponse]("ReserveSeries/"+sc.name, srs+"ReserveSeries", acme, sc.req, sc.field))
+	}
+	add(
+		call[ledgerdv1.CancelSeriesRequest, ledgerdv1.CancelSeriesResponse]("CancelSeries/id with @", srs+"CancelSeries", acme, &ledgerdv1.CancelSeriesRequest{Id: "a@b"}, "id"),
+		call[ledgerdv1.ModifySeriesRequest, ledgerdv1.ModifySeriesResponse]("ModifySeries/no from", srs+"ModifySeries", acme, &ledgerdv1.ModifySeriesRequest{Id: "lab", NewId: "lab2", Duration: dur(time.Hour)}, "from"),
+		call[ledgerdv1.ModifySeriesRequest, ledgerdv1.ModifySeriesResponse]("ModifySeries/new rule", srs+"ModifySeries", acme, &ledgerdv1.ModifySeriesRequest{Id: "lab", NewId: "lab2", From: at(time.Hour), Repeat: "FREQ=DAILY"}, "repeat"),
+		call[ledgerdv1.ModifySeriesRequest, ledgerdv1.ModifySeriesResponse]("ModifySeries/bad new id", srs+"ModifySeries", acme, &ledgerdv1.ModifySeriesRequest{Id: "lab", NewId: "a b", From: at(time.Hour)}, "new_id"),
+		call[ledgerdv1.GetSeriesRequest, ledgerdv1.GetSeriesResponse]("GetSeries/empty id", srs+"GetSeries", acme, &ledgerdv1.GetSeriesRequest{}, "id"),
+		call[ledgerdv1.ListRequest, ledgerdv1.ListResponse]("List/series id with a tab", rsv+"List", acme, &ledgerdv1.ListRequest{SeriesId: "a\tb"}, "series_id"),
+	)
 
 	// Batches: the first operation's error names the field.
 	batch := func(ops ...*ledgerdv1.BatchOperation) *ledgerdv1.BatchRequest {

@@ -37,6 +37,7 @@ const (
 //
 //   - *FieldError            → InvalidArgument + BadRequest{field} + ErrorInfo
 //   - *RejectedError         → FailedPrecondition + ledgerd.v1.Rejection + ErrorInfo{NO_CAPACITY, earliest_start}
+//     (*SeriesRejectedError adds a ledgerd.v1.SkippedOccurrence per occurrence)
 //   - ErrNotFound            → NotFound
 //   - ErrExists              → AlreadyExists
 //   - ErrWrongState/ErrInUse → FailedPrecondition
@@ -70,6 +71,13 @@ func toConnect(err error) error {
 		}
 		addDetail(e, rej)
 		addDetail(e, &errdetails.ErrorInfo{Reason: re.Reason, Domain: ErrorDomain, Metadata: meta})
+		// An all-or-nothing series: every occurrence that did not fit.
+		var se *ledger.SeriesRejectedError
+		if errors.As(err, &se) {
+			for _, sk := range se.Skipped {
+				addDetail(e, sk)
+			}
+		}
 		return e
 	}
 	code, reason := connect.CodeInternal, ""

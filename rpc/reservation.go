@@ -228,7 +228,7 @@ func (h *reservations) List(ctx context.Context, req *connect.Request[ledgerdv1.
 		return nil, err
 	}
 	m := req.Msg
-	q := ledger.ListQuery{Resource: m.Resource, Tenant: m.Tenant, States: m.States, Stale: m.Stale, Limit: defaultPage}
+	q := ledger.ListQuery{Resource: m.Resource, Tenant: m.Tenant, States: m.States, Stale: m.Stale, Limit: defaultPage, Series: m.SeriesId}
 	if !p.Operator {
 		if m.Tenant != "" && m.Tenant != p.Tenant {
 			return nil, h.s.fail(fmt.Errorf("tenant %q may not list tenant %q: %w", p.Tenant, m.Tenant, ledger.ErrPermission))

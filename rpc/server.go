@@ -127,6 +127,7 @@ var ServiceNames = []string{
 	ledgerdv1connect.ReservationServiceName,
 	ledgerdv1connect.ResourceServiceName,
 	ledgerdv1connect.ClusterServiceName,
+	ledgerdv1connect.SeriesServiceName,
 }
 
 // Mount registers the three services, gRPC health (grpc.health.v1) and
@@ -164,6 +165,9 @@ func (s *Server) Mount(mux *http.ServeMux) {
 		},
 		func() (string, http.Handler) {
 			return authed(ledgerdv1connect.NewClusterServiceHandler(&clusterSvc{s: s}, opts...))
+		},
+		func() (string, http.Handler) {
+			return authed(ledgerdv1connect.NewSeriesServiceHandler(newSeriesSvc(s), opts...))
 		},
 		func() (string, http.Handler) {
 			return grpchealth.NewHandler(readyChecker{ready: s.opts.Ready})

@@ -40,11 +40,20 @@ func book(name string, args []string, hold bool) int {
 	fs.Var(labels, "label", "label key=value (repeatable)")
 	key := fs.String("key", "", "idempotency key (default: a random one, reused on retries)")
 	var ttl time.Duration
+	var series seriesFlags
 	if hold {
 		fs.Var(&durFlag{&ttl}, "ttl", "hold TTL (default: the server's)")
+	} else {
+		series.register(fs)
 	}
 	if code, ok := parse(fs, args); !ok {
 		return code
+	}
+	if !hold && series.used(fs) {
+		if fs.NArg() != 0 {
+			return usageErr(fs, "unexpected arguments %q", fs.Args())
+		}
+		return reserveSeries(fs, cf, &sf, &series, labels, *key)
 	}
 	if fs.NArg() != 0 {
 		return usageErr(fs, "unexpected arguments %q", fs.Args())
@@ -207,6 +216,7 @@ func runList(args []string) int {
 	limit := fs.Int("limit", 100, "page size")
 	all := fs.Bool("all", false, "follow pages and print everything")
 	page := fs.String("page", "", "page token from a previous list")
+	seriesID := fs.String("series", "", "only the occurrences of this standing reservation")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -217,7 +227,7 @@ func runList(args []string) int {
 	if err != nil {
 		return usageErr(fs, "%v", err)
 	}
-	req := &ledgerdv1.ListRequest{Resource: *resource, Tenant: *tenant, States: st, PageSize: int32(*limit), PageToken: *page}
+	req := &ledgerdv1.ListRequest{Resource: *resource, Tenant: *tenant, States: st, PageSize: int32(*limit), PageToken: *page, SeriesId: *seriesID}
 	if !from.IsZero() {
 		req.From = timestamppb.New(from)
 	}

@@ -37,6 +37,8 @@ type Ledger struct {
 	// when the Log does not say (then every server runs this release).
 	// Kept apart from log, which a batch replaces by its pipeline.
 	versions Versioner
+	// series configures standing reservations (series.go).
+	series seriesConfig
 }
 
 // Versioner is the optional part of a Log that knows the cluster's
@@ -97,6 +99,16 @@ func clusterErr(op string, err error) error {
 // refused as invalid whatever the ledger's state never reaches the log;
 // the command is encoded once, here, and the leader only stamps it.
 func (l *Ledger) apply(ctx context.Context, op string, cmd *fsmv1.Command) (*fsmv1.Result, error) {
+	res, err := l.applyResult(ctx, op, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// applyResult is apply that also returns the result when its status is
+// an error (series report what could not be booked on a rejection).
+func (l *Ledger) applyResult(ctx context.Context, op string, cmd *fsmv1.Command) (*fsmv1.Result, error) {
 	have := l.version()
 	if have < 3 && len(cmd.Fingerprint) > 0 {
 		// Older replicas do not know fingerprints: the key then answers
@@ -135,7 +147,7 @@ func (l *Ledger) apply(ctx context.Context, op string, cmd *fsmv1.Command) (*fsm
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	if err := resultErr(res); err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
+		return res, fmt.Errorf("%s: %w", op, err)
 	}
 	return res, nil
 }
@@ -374,10 +386,15 @@ func (l *Ledger) Get(ctx context.Context, id string, stale bool) (*ledgerdv1.Res
 
 // List implements Ledger.
 func (l *Ledger) List(ctx context.Context, q ledger.ListQuery) ([]*ledgerdv1.Reservation, string, error) {
+	if q.Series != "" {
+		if why := fsm.ValidSeriesID(q.Series); why != "" {
+			return nil, "", &ledger.FieldError{Field: "series_id", Reason: why}
+		}
+	}
 	if err := l.barrier(ctx, "list", q.Stale); err != nil {
 		return nil, "", err
 	}
-	f := fsm.Filter{Resource: q.Resource, Owner: q.Tenant, FromMillis: q.From, ToMillis: q.To, PageToken: q.PageToken, PageSize: q.Limit}
+	f := fsm.Filter{Resource: q.Resource, Owner: q.Tenant, FromMillis: q.From, ToMillis: q.To, PageToken: q.PageToken, PageSize: q.Limit, Series: q.Series}
 	for _, s := range q.States {
 		f.States = append(f.States, fsmv1.Reservation_State(s))
 	}
@@ -611,6 +628,7 @@ func reservationToAPI(r *fsmv1.Reservation) *ledgerdv1.Reservation {
 		Labels:         r.GetLabels(),
 		CreatedVersion: r.GetCreatedVersion(),
 		Version:        r.GetUpdatedVersion(),
+		SeriesId:       seriesOf(r.GetId()),
 	}
 	for _, p := range r.GetParts() {
 		out.Parts = append(out.Parts, &ledgerdv1.ResourceAmount{Resource: p.GetResource(), Amount: p.GetAmount()})

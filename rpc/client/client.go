@@ -67,6 +67,7 @@ type endpoint struct {
 	reservations ledgerdv1connect.ReservationServiceClient
 	resources    ledgerdv1connect.ResourceServiceClient
 	cluster      ledgerdv1connect.ClusterServiceClient
+	series       ledgerdv1connect.SeriesServiceClient
 	// batch coalesces calls to this node; nil when coalescing is off.
 	batch *batcher
 }
@@ -156,6 +157,7 @@ func (c *Client) endpoint(a string) *endpoint {
 	ep := &endpoint{
 		addr:         a,
 		reservations: ledgerdv1connect.NewReservationServiceClient(c.hc, a, c.copts...),
+		series:       ledgerdv1connect.NewSeriesServiceClient(c.hc, a, c.copts...),
 		resources:    ledgerdv1connect.NewResourceServiceClient(c.hc, a, c.copts...),
 		cluster:      ledgerdv1connect.NewClusterServiceClient(c.hc, a, c.copts...),
 	}

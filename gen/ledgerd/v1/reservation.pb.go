@@ -1354,7 +1354,9 @@ type ListRequest struct {
 	// Token from a previous ListResponse.
 	PageToken string `protobuf:"bytes,7,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	// Allow a possibly stale read.
-	Stale         bool `protobuf:"varint,8,opt,name=stale,proto3" json:"stale,omitempty"`
+	Stale bool `protobuf:"varint,8,opt,name=stale,proto3" json:"stale,omitempty"`
+	// Only the occurrences of this series.
+	SeriesId      string `protobuf:"bytes,50,opt,name=series_id,json=seriesId,proto3" json:"series_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1443,6 +1445,13 @@ func (x *ListRequest) GetStale() bool {
 		return x.Stale
 	}
 	return false
+}
+
+func (x *ListRequest) GetSeriesId() string {
+	if x != nil {
+		return x.SeriesId
+	}
+	return ""
 }
 
 // ListResponse is one page of reservations, ordered by id.
@@ -2756,7 +2765,7 @@ const file_ledgerd_v1_reservation_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05stale\x18\x02 \x01(\bR\x05stale\"H\n" +
 	"\vGetResponse\x129\n" +
-	"\vreservation\x18\x01 \x01(\v2\x17.ledgerd.v1.ReservationR\vreservation\"\xa5\x02\n" +
+	"\vreservation\x18\x01 \x01(\v2\x17.ledgerd.v1.ReservationR\vreservation\"\xc2\x02\n" +
 	"\vListRequest\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x124\n" +
@@ -2766,7 +2775,8 @@ const file_ledgerd_v1_reservation_proto_rawDesc = "" +
 	"\tpage_size\x18\x06 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\a \x01(\tR\tpageToken\x12\x14\n" +
-	"\x05stale\x18\b \x01(\bR\x05stale\"s\n" +
+	"\x05stale\x18\b \x01(\bR\x05stale\x12\x1b\n" +
+	"\tseries_id\x182 \x01(\tR\bseriesId\"s\n" +
 	"\fListResponse\x12;\n" +
 	"\freservations\x18\x01 \x03(\v2\x17.ledgerd.v1.ReservationR\freservations\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"6\n" +

@@ -558,7 +558,10 @@ type Reservation struct {
 	// On resources with units: the units this booking holds, part by part in
 	// the order of parts, each part's units sorted by unit index. Empty for
 	// parts on resources without units.
-	Units         []string `protobuf:"bytes,40,rep,name=units,proto3" json:"units,omitempty"`
+	Units []string `protobuf:"bytes,40,rep,name=units,proto3" json:"units,omitempty"`
+	// The standing reservation this is an occurrence of; empty for a
+	// reservation booked on its own.
+	SeriesId      string `protobuf:"bytes,50,opt,name=series_id,json=seriesId,proto3" json:"series_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -731,6 +734,13 @@ func (x *Reservation) GetUnits() []string {
 		return x.Units
 	}
 	return nil
+}
+
+func (x *Reservation) GetSeriesId() string {
+	if x != nil {
+		return x.SeriesId
+	}
+	return ""
 }
 
 // MovedJob is a variable job that a write re-planned later to make room
@@ -1426,7 +1436,7 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"not_before\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x126\n" +
 	"\bdeadline\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12;\n" +
 	"\vexact_start\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"exactStart\"\xc2\a\n" +
+	"exactStart\"\xdf\a\n" +
 	"\vReservation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x120\n" +
@@ -1451,7 +1461,8 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"shortUnits\x129\n" +
 	"\n" +
 	"not_before\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x12\x14\n" +
-	"\x05units\x18( \x03(\tR\x05units\x1a9\n" +
+	"\x05units\x18( \x03(\tR\x05units\x12\x1b\n" +
+	"\tseries_id\x182 \x01(\tR\bseriesId\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"v\n" +

@@ -35,6 +35,7 @@ func run(args []string) int {
 		insecure = fs.Bool("insecure", false, "run the nodes with -insecure and the clients over plain http (to compare with the insecure mode; by default every run makes its own CA, certificates, gossip key and token, and every connection is mutual TLS)")
 		client   = fs.String("client", jepsen.ClientUnary, "how clients talk to their node: unary (one Connect call per operation) or batch (the coalescing client: concurrent operations share Batch calls)")
 	)
+	recurring := fs.Bool("recurring", false, "also book standing reservations throughout the run and check that each occurrence is booked exactly once, the endless ones by the leader's tick under the faults")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: go run ./jepsen/cmd/chaos [flags]\n\nRuns a chaos campaign against real ledgerd processes and checks linearizability and invariants.\n\n")
 		fs.PrintDefaults()
@@ -65,7 +66,7 @@ func run(args []string) int {
 	rep, err := jepsen.Run(ctx, jepsen.Config{
 		Bin: *bin, Dir: *dir, Nodes: *nodes, Clients: *clients, Groups: *groups, Duration: *duration,
 		Nemeses: nem, Quiet: *quiet, Hold: *hold, Combine: *combine, Seed: *seed, CheckTimeout: *check,
-		Client: *client, Insecure: *insecure, Progress: os.Stdout,
+		Client: *client, Insecure: *insecure, Progress: os.Stdout, Recurring: *recurring,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)

@@ -193,6 +193,17 @@ const (
 	Command_TYPE_UNIT_DOWN Command_Type = 15
 	// End a unit's down window early (payload: unit_up). Version 4.
 	Command_TYPE_UNIT_UP Command_Type = 16
+	// Create a standing reservation (a series) and book its first
+	// occurrences, expanded by the proposer (payload: create_series).
+	// Version 4.
+	Command_TYPE_CREATE_SERIES Command_Type = 20
+	// Book the next occurrences of live series and move their watermarks;
+	// the leader's tick (payload: expand_series). Version 4.
+	Command_TYPE_EXPAND_SERIES Command_Type = 21
+	// End a series before an instant, cancel its occurrences from there
+	// on, and optionally create the series that replaces it (payload:
+	// cancel_series). Version 4.
+	Command_TYPE_CANCEL_SERIES Command_Type = 22
 )
 
 // Enum value maps for Command_Type.
@@ -215,6 +226,9 @@ var (
 		14: "TYPE_CO_RESERVE",
 		15: "TYPE_UNIT_DOWN",
 		16: "TYPE_UNIT_UP",
+		20: "TYPE_CREATE_SERIES",
+		21: "TYPE_EXPAND_SERIES",
+		22: "TYPE_CANCEL_SERIES",
 	}
 	Command_Type_value = map[string]int32{
 		"TYPE_UNKNOWN":         0,
@@ -234,6 +248,9 @@ var (
 		"TYPE_CO_RESERVE":      14,
 		"TYPE_UNIT_DOWN":       15,
 		"TYPE_UNIT_UP":         16,
+		"TYPE_CREATE_SERIES":   20,
+		"TYPE_EXPAND_SERIES":   21,
+		"TYPE_CANCEL_SERIES":   22,
 	}
 )
 
@@ -343,7 +360,7 @@ func (x Reservation_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reservation_State.Descriptor instead.
 func (Reservation_State) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27, 0}
 }
 
 // What kind of row this is.
@@ -392,7 +409,7 @@ func (x Reservation_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reservation_Kind.Descriptor instead.
 func (Reservation_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19, 1}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27, 1}
 }
 
 // Outcome class.
@@ -461,7 +478,7 @@ func (x Result_Status) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Result_Status.Descriptor instead.
 func (Result_Status) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{23, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31, 0}
 }
 
 // What kind of conflict.
@@ -526,7 +543,7 @@ func (x Conflict_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Conflict_Kind.Descriptor instead.
 func (Conflict_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{35, 0}
 }
 
 // What changed.
@@ -664,7 +681,7 @@ func (x Event_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Event_Type.Descriptor instead.
 func (Event_Type) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{28, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{36, 0}
 }
 
 // Command is one log entry: a typed, versioned envelope around one payload.
@@ -676,8 +693,8 @@ type Command struct {
 	// uses (1 for the original commands; 2 for admission policies, variable
 	// jobs and co-reservation; 3 for fingerprints, forced deletes, modify
 	// windows and the end-of-time bound of 9999-12-31T23:59:59.999Z on every
-	// time; 4 for resources with units and unit down windows). Replicas
-	// refuse versions they do not know.
+	// time; 4 for resources with units and unit down windows, and for
+	// standing reservations). Replicas refuse versions they do not know.
 	Version uint32 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
 	// The leader's clock when it proposed the entry (Unix ms). The state
 	// machine uses max(previous log time, now_millis), so log time never runs
@@ -715,6 +732,9 @@ type Command struct {
 	//	*Command_CoReserve
 	//	*Command_UnitDown
 	//	*Command_UnitUp
+	//	*Command_CreateSeries
+	//	*Command_ExpandSeries
+	//	*Command_CancelSeries
 	Payload       isCommand_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -923,6 +943,33 @@ func (x *Command) GetUnitUp() *UnitUp {
 	return nil
 }
 
+func (x *Command) GetCreateSeries() *CreateSeries {
+	if x != nil {
+		if x, ok := x.Payload.(*Command_CreateSeries); ok {
+			return x.CreateSeries
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetExpandSeries() *ExpandSeries {
+	if x != nil {
+		if x, ok := x.Payload.(*Command_ExpandSeries); ok {
+			return x.ExpandSeries
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetCancelSeries() *CancelSeries {
+	if x != nil {
+		if x, ok := x.Payload.(*Command_CancelSeries); ok {
+			return x.CancelSeries
+		}
+	}
+	return nil
+}
+
 type isCommand_Payload interface {
 	isCommand_Payload()
 }
@@ -992,6 +1039,21 @@ type Command_UnitUp struct {
 	UnitUp *UnitUp `protobuf:"bytes,22,opt,name=unit_up,json=unitUp,proto3,oneof"`
 }
 
+type Command_CreateSeries struct {
+	// For TYPE_CREATE_SERIES.
+	CreateSeries *CreateSeries `protobuf:"bytes,30,opt,name=create_series,json=createSeries,proto3,oneof"`
+}
+
+type Command_ExpandSeries struct {
+	// For TYPE_EXPAND_SERIES.
+	ExpandSeries *ExpandSeries `protobuf:"bytes,31,opt,name=expand_series,json=expandSeries,proto3,oneof"`
+}
+
+type Command_CancelSeries struct {
+	// For TYPE_CANCEL_SERIES.
+	CancelSeries *CancelSeries `protobuf:"bytes,32,opt,name=cancel_series,json=cancelSeries,proto3,oneof"`
+}
+
 func (*Command_CreateResource) isCommand_Payload() {}
 
 func (*Command_UpdateResource) isCommand_Payload() {}
@@ -1018,6 +1080,681 @@ func (*Command_UnitDown) isCommand_Payload() {}
 
 func (*Command_UnitUp) isCommand_Payload() {}
 
+func (*Command_CreateSeries) isCommand_Payload() {}
+
+func (*Command_ExpandSeries) isCommand_Payload() {}
+
+func (*Command_CancelSeries) isCommand_Payload() {}
+
+// CreateSeries creates a standing reservation. The proposer parsed and
+// expanded the rule (package series); the entry carries the canonical
+// spec and the instants, so no replica expands anything.
+type CreateSeries struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Series ID: 1..112 characters of [A-Za-z0-9._:-]; occurrence i gets the
+	// reservation ID "<id>@<local start, YYYYMMDDTHHMMSS>".
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The canonical spec (series.Spec.Encode, version 1).
+	Spec []byte `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
+	// What every occurrence books, each resource at most once.
+	Parts []*Part `protobuf:"bytes,3,rep,name=parts,proto3" json:"parts,omitempty"`
+	// Labels kept with the series and every occurrence.
+	Labels map[string]string `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// True: the series is created only if every occurrence of the first
+	// batch is booked (REJECT resources only). False: occurrences that do
+	// not fit are skipped and reported.
+	AllOrNothing bool `protobuf:"varint,5,opt,name=all_or_nothing,json=allOrNothing,proto3" json:"all_or_nothing,omitempty"`
+	// The first occurrences to book (series_id must equal id).
+	First         *SeriesBatch `protobuf:"bytes,6,opt,name=first,proto3" json:"first,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateSeries) Reset() {
+	*x = CreateSeries{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateSeries) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateSeries) ProtoMessage() {}
+
+func (x *CreateSeries) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateSeries.ProtoReflect.Descriptor instead.
+func (*CreateSeries) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *CreateSeries) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CreateSeries) GetSpec() []byte {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *CreateSeries) GetParts() []*Part {
+	if x != nil {
+		return x.Parts
+	}
+	return nil
+}
+
+func (x *CreateSeries) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *CreateSeries) GetAllOrNothing() bool {
+	if x != nil {
+		return x.AllOrNothing
+	}
+	return false
+}
+
+func (x *CreateSeries) GetFirst() *SeriesBatch {
+	if x != nil {
+		return x.First
+	}
+	return nil
+}
+
+// SeriesBatch is what the leader proposes for one series: occurrences in
+// ascending key order and the watermark that covers them (series.Batch).
+type SeriesBatch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The series.
+	SeriesId string `protobuf:"bytes,1,opt,name=series_id,json=seriesId,proto3" json:"series_id,omitempty"`
+	// The watermark after this batch: every occurrence with a key at or
+	// below it has been decided.
+	ThroughKey int64 `protobuf:"varint,2,opt,name=through_key,json=throughKey,proto3" json:"through_key,omitempty"`
+	// The occurrences to book, keys strictly ascending, none above through_key.
+	Book          []*SeriesOccurrence `protobuf:"bytes,3,rep,name=book,proto3" json:"book,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeriesBatch) Reset() {
+	*x = SeriesBatch{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeriesBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeriesBatch) ProtoMessage() {}
+
+func (x *SeriesBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeriesBatch.ProtoReflect.Descriptor instead.
+func (*SeriesBatch) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SeriesBatch) GetSeriesId() string {
+	if x != nil {
+		return x.SeriesId
+	}
+	return ""
+}
+
+func (x *SeriesBatch) GetThroughKey() int64 {
+	if x != nil {
+		return x.ThroughKey
+	}
+	return 0
+}
+
+func (x *SeriesBatch) GetBook() []*SeriesOccurrence {
+	if x != nil {
+		return x.Book
+	}
+	return nil
+}
+
+// SeriesOccurrence is one occurrence of a series.
+type SeriesOccurrence struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Local wall-clock start as seconds since 1970 read as UTC: the
+	// occurrence's identity (series.Occurrence.Key).
+	Key int64 `protobuf:"varint,1,opt,name=key,proto3" json:"key,omitempty"`
+	// Its start instant.
+	StartMillis   int64 `protobuf:"varint,2,opt,name=start_millis,json=startMillis,proto3" json:"start_millis,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeriesOccurrence) Reset() {
+	*x = SeriesOccurrence{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeriesOccurrence) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeriesOccurrence) ProtoMessage() {}
+
+func (x *SeriesOccurrence) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeriesOccurrence.ProtoReflect.Descriptor instead.
+func (*SeriesOccurrence) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SeriesOccurrence) GetKey() int64 {
+	if x != nil {
+		return x.Key
+	}
+	return 0
+}
+
+func (x *SeriesOccurrence) GetStartMillis() int64 {
+	if x != nil {
+		return x.StartMillis
+	}
+	return 0
+}
+
+// ExpandSeries books the next occurrences of one or more series.
+type ExpandSeries struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One batch per series, at most one per series.
+	Batches       []*SeriesBatch `protobuf:"bytes,1,rep,name=batches,proto3" json:"batches,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExpandSeries) Reset() {
+	*x = ExpandSeries{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExpandSeries) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExpandSeries) ProtoMessage() {}
+
+func (x *ExpandSeries) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExpandSeries.ProtoReflect.Descriptor instead.
+func (*ExpandSeries) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ExpandSeries) GetBatches() []*SeriesBatch {
+	if x != nil {
+		return x.Batches
+	}
+	return nil
+}
+
+// CancelSeries ends a series before from_millis: its spec ends there, the
+// occurrences that start at or after it are cancelled (held ones aborted)
+// and none is booked any more.
+type CancelSeries struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Series ID.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// First instant no longer part of the series; 0 means the log time.
+	FromMillis int64 `protobuf:"varint,2,opt,name=from_millis,json=fromMillis,proto3" json:"from_millis,omitempty"`
+	// The series that continues it (series modify), created in the same
+	// entry after the cancellation; unset for a plain cancel.
+	Then          *CreateSeries `protobuf:"bytes,3,opt,name=then,proto3" json:"then,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelSeries) Reset() {
+	*x = CancelSeries{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelSeries) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelSeries) ProtoMessage() {}
+
+func (x *CancelSeries) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelSeries.ProtoReflect.Descriptor instead.
+func (*CancelSeries) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *CancelSeries) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CancelSeries) GetFromMillis() int64 {
+	if x != nil {
+		return x.FromMillis
+	}
+	return 0
+}
+
+func (x *CancelSeries) GetThen() *CreateSeries {
+	if x != nil {
+		return x.Then
+	}
+	return nil
+}
+
+// Series is one row of the series table.
+type Series struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Series ID.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Owner of the series and of every occurrence.
+	Owner string `protobuf:"bytes,2,opt,name=owner,proto3" json:"owner,omitempty"`
+	// The canonical spec (series.Spec.Encode); its End is set by a cancel.
+	Spec []byte `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	// What every occurrence books, sorted by resource.
+	Parts []*Part `protobuf:"bytes,4,rep,name=parts,proto3" json:"parts,omitempty"`
+	// Labels of the series and every occurrence.
+	Labels map[string]string `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The creation's choice (all or nothing for the first batch).
+	AllOrNothing bool `protobuf:"varint,6,opt,name=all_or_nothing,json=allOrNothing,proto3" json:"all_or_nothing,omitempty"`
+	// The watermark: every occurrence with a key at or below it has been
+	// decided (booked, skipped or passed over). Min int64: none yet.
+	ThroughKey int64 `protobuf:"varint,7,opt,name=through_key,json=throughKey,proto3" json:"through_key,omitempty"`
+	// Log index of the creating entry.
+	CreatedVersion uint64 `protobuf:"varint,8,opt,name=created_version,json=createdVersion,proto3" json:"created_version,omitempty"`
+	// Log index of the last change.
+	UpdatedVersion uint64 `protobuf:"varint,9,opt,name=updated_version,json=updatedVersion,proto3" json:"updated_version,omitempty"`
+	// Log time of creation.
+	CreatedMillis int64 `protobuf:"varint,10,opt,name=created_millis,json=createdMillis,proto3" json:"created_millis,omitempty"`
+	// Log time of the last change.
+	UpdatedMillis int64 `protobuf:"varint,11,opt,name=updated_millis,json=updatedMillis,proto3" json:"updated_millis,omitempty"`
+	// Occurrences booked so far.
+	Booked uint32 `protobuf:"varint,12,opt,name=booked,proto3" json:"booked,omitempty"`
+	// Occurrences that could not be booked so far.
+	Skipped uint32 `protobuf:"varint,13,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	// Set once cancelled: occurrences from this instant on are not booked.
+	CancelledFromMillis int64 `protobuf:"varint,14,opt,name=cancelled_from_millis,json=cancelledFromMillis,proto3" json:"cancelled_from_millis,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *Series) Reset() {
+	*x = Series{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Series) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Series) ProtoMessage() {}
+
+func (x *Series) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Series.ProtoReflect.Descriptor instead.
+func (*Series) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Series) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Series) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *Series) GetSpec() []byte {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *Series) GetParts() []*Part {
+	if x != nil {
+		return x.Parts
+	}
+	return nil
+}
+
+func (x *Series) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *Series) GetAllOrNothing() bool {
+	if x != nil {
+		return x.AllOrNothing
+	}
+	return false
+}
+
+func (x *Series) GetThroughKey() int64 {
+	if x != nil {
+		return x.ThroughKey
+	}
+	return 0
+}
+
+func (x *Series) GetCreatedVersion() uint64 {
+	if x != nil {
+		return x.CreatedVersion
+	}
+	return 0
+}
+
+func (x *Series) GetUpdatedVersion() uint64 {
+	if x != nil {
+		return x.UpdatedVersion
+	}
+	return 0
+}
+
+func (x *Series) GetCreatedMillis() int64 {
+	if x != nil {
+		return x.CreatedMillis
+	}
+	return 0
+}
+
+func (x *Series) GetUpdatedMillis() int64 {
+	if x != nil {
+		return x.UpdatedMillis
+	}
+	return 0
+}
+
+func (x *Series) GetBooked() uint32 {
+	if x != nil {
+		return x.Booked
+	}
+	return 0
+}
+
+func (x *Series) GetSkipped() uint32 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
+func (x *Series) GetCancelledFromMillis() int64 {
+	if x != nil {
+		return x.CancelledFromMillis
+	}
+	return 0
+}
+
+// SeriesOutcome is what one series command or batch did to one series.
+type SeriesOutcome struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The series after the entry.
+	Series *Series `protobuf:"bytes,1,opt,name=series,proto3" json:"series,omitempty"`
+	// Reservation IDs of the occurrences booked by this entry, in key order.
+	BookedIds []string `protobuf:"bytes,2,rep,name=booked_ids,json=bookedIds,proto3" json:"booked_ids,omitempty"`
+	// Occurrences of this entry that could not be booked, in key order.
+	Skipped []*SeriesSkip `protobuf:"bytes,3,rep,name=skipped,proto3" json:"skipped,omitempty"`
+	// Reservation IDs cancelled or aborted by this entry (TYPE_CANCEL_SERIES).
+	CancelledIds []string `protobuf:"bytes,4,rep,name=cancelled_ids,json=cancelledIds,proto3" json:"cancelled_ids,omitempty"`
+	// The occurrences booked by this entry as stored, in key order.
+	Booked        []*Reservation `protobuf:"bytes,5,rep,name=booked,proto3" json:"booked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeriesOutcome) Reset() {
+	*x = SeriesOutcome{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeriesOutcome) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeriesOutcome) ProtoMessage() {}
+
+func (x *SeriesOutcome) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeriesOutcome.ProtoReflect.Descriptor instead.
+func (*SeriesOutcome) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SeriesOutcome) GetSeries() *Series {
+	if x != nil {
+		return x.Series
+	}
+	return nil
+}
+
+func (x *SeriesOutcome) GetBookedIds() []string {
+	if x != nil {
+		return x.BookedIds
+	}
+	return nil
+}
+
+func (x *SeriesOutcome) GetSkipped() []*SeriesSkip {
+	if x != nil {
+		return x.Skipped
+	}
+	return nil
+}
+
+func (x *SeriesOutcome) GetCancelledIds() []string {
+	if x != nil {
+		return x.CancelledIds
+	}
+	return nil
+}
+
+func (x *SeriesOutcome) GetBooked() []*Reservation {
+	if x != nil {
+		return x.Booked
+	}
+	return nil
+}
+
+// SeriesSkip is one occurrence that could not be booked, and why.
+type SeriesSkip struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The occurrence's reservation ID (it has no row).
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Its start instant.
+	StartMillis int64 `protobuf:"varint,2,opt,name=start_millis,json=startMillis,proto3" json:"start_millis,omitempty"`
+	// Why: the status its single reservation would have had.
+	Status Result_Status `protobuf:"varint,3,opt,name=status,proto3,enum=ledgerd.fsm.v1.Result_Status" json:"status,omitempty"`
+	// Human-readable reason.
+	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// For STATUS_REJECTED: whether a later start would fit, and the
+	// earliest such start (ignoring the occurrence's own slot).
+	LaterOk bool `protobuf:"varint,5,opt,name=later_ok,json=laterOk,proto3" json:"later_ok,omitempty"`
+	// The earliest later start that fits (when later_ok).
+	LaterStartMillis int64 `protobuf:"varint,6,opt,name=later_start_millis,json=laterStartMillis,proto3" json:"later_start_millis,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *SeriesSkip) Reset() {
+	*x = SeriesSkip{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeriesSkip) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeriesSkip) ProtoMessage() {}
+
+func (x *SeriesSkip) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeriesSkip.ProtoReflect.Descriptor instead.
+func (*SeriesSkip) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SeriesSkip) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SeriesSkip) GetStartMillis() int64 {
+	if x != nil {
+		return x.StartMillis
+	}
+	return 0
+}
+
+func (x *SeriesSkip) GetStatus() Result_Status {
+	if x != nil {
+		return x.Status
+	}
+	return Result_STATUS_UNKNOWN
+}
+
+func (x *SeriesSkip) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *SeriesSkip) GetLaterOk() bool {
+	if x != nil {
+		return x.LaterOk
+	}
+	return false
+}
+
+func (x *SeriesSkip) GetLaterStartMillis() int64 {
+	if x != nil {
+		return x.LaterStartMillis
+	}
+	return 0
+}
+
 // PolicySpec is a resource's admission policy with its options.
 // Probabilities are integer permille (1/1000) so that the replicated state
 // holds no floating-point numbers.
@@ -1037,7 +1774,7 @@ type PolicySpec struct {
 
 func (x *PolicySpec) Reset() {
 	*x = PolicySpec{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1049,7 +1786,7 @@ func (x *PolicySpec) String() string {
 func (*PolicySpec) ProtoMessage() {}
 
 func (x *PolicySpec) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1062,7 +1799,7 @@ func (x *PolicySpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicySpec.ProtoReflect.Descriptor instead.
 func (*PolicySpec) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{1}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PolicySpec) GetPolicy() AdmissionPolicy {
@@ -1100,7 +1837,7 @@ type SetPolicy struct {
 
 func (x *SetPolicy) Reset() {
 	*x = SetPolicy{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1112,7 +1849,7 @@ func (x *SetPolicy) String() string {
 func (*SetPolicy) ProtoMessage() {}
 
 func (x *SetPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1125,7 +1862,7 @@ func (x *SetPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicy.ProtoReflect.Descriptor instead.
 func (*SetPolicy) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{2}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SetPolicy) GetName() string {
@@ -1165,7 +1902,7 @@ type SubmitJob struct {
 
 func (x *SubmitJob) Reset() {
 	*x = SubmitJob{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1177,7 +1914,7 @@ func (x *SubmitJob) String() string {
 func (*SubmitJob) ProtoMessage() {}
 
 func (x *SubmitJob) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1190,7 +1927,7 @@ func (x *SubmitJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJob.ProtoReflect.Descriptor instead.
 func (*SubmitJob) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{3}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SubmitJob) GetId() string {
@@ -1255,7 +1992,7 @@ type CoReserve struct {
 
 func (x *CoReserve) Reset() {
 	*x = CoReserve{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1267,7 +2004,7 @@ func (x *CoReserve) String() string {
 func (*CoReserve) ProtoMessage() {}
 
 func (x *CoReserve) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1280,7 +2017,7 @@ func (x *CoReserve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoReserve.ProtoReflect.Descriptor instead.
 func (*CoReserve) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{4}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CoReserve) GetId() string {
@@ -1334,7 +2071,7 @@ type CoSub struct {
 
 func (x *CoSub) Reset() {
 	*x = CoSub{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1346,7 +2083,7 @@ func (x *CoSub) String() string {
 func (*CoSub) ProtoMessage() {}
 
 func (x *CoSub) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1359,7 +2096,7 @@ func (x *CoSub) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoSub.ProtoReflect.Descriptor instead.
 func (*CoSub) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{5}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CoSub) GetAmount() int64 {
@@ -1397,7 +2134,7 @@ type CoAdmission struct {
 
 func (x *CoAdmission) Reset() {
 	*x = CoAdmission{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1409,7 +2146,7 @@ func (x *CoAdmission) String() string {
 func (*CoAdmission) ProtoMessage() {}
 
 func (x *CoAdmission) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1422,7 +2159,7 @@ func (x *CoAdmission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoAdmission.ProtoReflect.Descriptor instead.
 func (*CoAdmission) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{6}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CoAdmission) GetPlacements() []*CoPlacement {
@@ -1455,7 +2192,7 @@ type CoPlacement struct {
 
 func (x *CoPlacement) Reset() {
 	*x = CoPlacement{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1467,7 +2204,7 @@ func (x *CoPlacement) String() string {
 func (*CoPlacement) ProtoMessage() {}
 
 func (x *CoPlacement) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1480,7 +2217,7 @@ func (x *CoPlacement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoPlacement.ProtoReflect.Descriptor instead.
 func (*CoPlacement) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{7}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CoPlacement) GetResource() string {
@@ -1533,7 +2270,7 @@ type CreateResource struct {
 
 func (x *CreateResource) Reset() {
 	*x = CreateResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1545,7 +2282,7 @@ func (x *CreateResource) String() string {
 func (*CreateResource) ProtoMessage() {}
 
 func (x *CreateResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1558,7 +2295,7 @@ func (x *CreateResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateResource.ProtoReflect.Descriptor instead.
 func (*CreateResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{8}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CreateResource) GetName() string {
@@ -1635,7 +2372,7 @@ type UnitDown struct {
 
 func (x *UnitDown) Reset() {
 	*x = UnitDown{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1647,7 +2384,7 @@ func (x *UnitDown) String() string {
 func (*UnitDown) ProtoMessage() {}
 
 func (x *UnitDown) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1660,7 +2397,7 @@ func (x *UnitDown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnitDown.ProtoReflect.Descriptor instead.
 func (*UnitDown) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{9}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *UnitDown) GetResource() string {
@@ -1711,7 +2448,7 @@ type UnitUp struct {
 
 func (x *UnitUp) Reset() {
 	*x = UnitUp{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1723,7 +2460,7 @@ func (x *UnitUp) String() string {
 func (*UnitUp) ProtoMessage() {}
 
 func (x *UnitUp) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1736,7 +2473,7 @@ func (x *UnitUp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnitUp.ProtoReflect.Descriptor instead.
 func (*UnitUp) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{10}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *UnitUp) GetResource() string {
@@ -1773,7 +2510,7 @@ type UpdateResource struct {
 
 func (x *UpdateResource) Reset() {
 	*x = UpdateResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1785,7 +2522,7 @@ func (x *UpdateResource) String() string {
 func (*UpdateResource) ProtoMessage() {}
 
 func (x *UpdateResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1798,7 +2535,7 @@ func (x *UpdateResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateResource.ProtoReflect.Descriptor instead.
 func (*UpdateResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{11}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *UpdateResource) GetName() string {
@@ -1845,7 +2582,7 @@ type DeleteResource struct {
 
 func (x *DeleteResource) Reset() {
 	*x = DeleteResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1857,7 +2594,7 @@ func (x *DeleteResource) String() string {
 func (*DeleteResource) ProtoMessage() {}
 
 func (x *DeleteResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1870,7 +2607,7 @@ func (x *DeleteResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResource.ProtoReflect.Descriptor instead.
 func (*DeleteResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{12}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DeleteResource) GetName() string {
@@ -1903,7 +2640,7 @@ type Part struct {
 
 func (x *Part) Reset() {
 	*x = Part{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1915,7 +2652,7 @@ func (x *Part) String() string {
 func (*Part) ProtoMessage() {}
 
 func (x *Part) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1928,7 +2665,7 @@ func (x *Part) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Part.ProtoReflect.Descriptor instead.
 func (*Part) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Part) GetResource() string {
@@ -1982,7 +2719,7 @@ type ReservationRequest struct {
 
 func (x *ReservationRequest) Reset() {
 	*x = ReservationRequest{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1994,7 +2731,7 @@ func (x *ReservationRequest) String() string {
 func (*ReservationRequest) ProtoMessage() {}
 
 func (x *ReservationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2007,7 +2744,7 @@ func (x *ReservationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationRequest.ProtoReflect.Descriptor instead.
 func (*ReservationRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{14}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ReservationRequest) GetId() string {
@@ -2077,7 +2814,7 @@ type Target struct {
 
 func (x *Target) Reset() {
 	*x = Target{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2089,7 +2826,7 @@ func (x *Target) String() string {
 func (*Target) ProtoMessage() {}
 
 func (x *Target) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2102,7 +2839,7 @@ func (x *Target) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Target.ProtoReflect.Descriptor instead.
 func (*Target) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{15}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Target) GetId() string {
@@ -2146,7 +2883,7 @@ type Modify struct {
 
 func (x *Modify) Reset() {
 	*x = Modify{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2158,7 +2895,7 @@ func (x *Modify) String() string {
 func (*Modify) ProtoMessage() {}
 
 func (x *Modify) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2171,7 +2908,7 @@ func (x *Modify) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modify.ProtoReflect.Descriptor instead.
 func (*Modify) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{16}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Modify) GetId() string {
@@ -2248,7 +2985,7 @@ type Complete struct {
 
 func (x *Complete) Reset() {
 	*x = Complete{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2260,7 +2997,7 @@ func (x *Complete) String() string {
 func (*Complete) ProtoMessage() {}
 
 func (x *Complete) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2273,7 +3010,7 @@ func (x *Complete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Complete.ProtoReflect.Descriptor instead.
 func (*Complete) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Complete) GetId() string {
@@ -2299,7 +3036,7 @@ type Expire struct {
 
 func (x *Expire) Reset() {
 	*x = Expire{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2311,7 +3048,7 @@ func (x *Expire) String() string {
 func (*Expire) ProtoMessage() {}
 
 func (x *Expire) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2324,7 +3061,7 @@ func (x *Expire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expire.ProtoReflect.Descriptor instead.
 func (*Expire) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{18}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{26}
 }
 
 // Reservation is one row of the reservation table.
@@ -2383,7 +3120,7 @@ type Reservation struct {
 
 func (x *Reservation) Reset() {
 	*x = Reservation{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2395,7 +3132,7 @@ func (x *Reservation) String() string {
 func (*Reservation) ProtoMessage() {}
 
 func (x *Reservation) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2408,7 +3145,7 @@ func (x *Reservation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reservation.ProtoReflect.Descriptor instead.
 func (*Reservation) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Reservation) GetId() string {
@@ -2577,7 +3314,7 @@ type Modification struct {
 
 func (x *Modification) Reset() {
 	*x = Modification{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2589,7 +3326,7 @@ func (x *Modification) String() string {
 func (*Modification) ProtoMessage() {}
 
 func (x *Modification) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2602,7 +3339,7 @@ func (x *Modification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modification.ProtoReflect.Descriptor instead.
 func (*Modification) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{20}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Modification) GetParts() []*Part {
@@ -2655,7 +3392,7 @@ type CapacityWindow struct {
 
 func (x *CapacityWindow) Reset() {
 	*x = CapacityWindow{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2667,7 +3404,7 @@ func (x *CapacityWindow) String() string {
 func (*CapacityWindow) ProtoMessage() {}
 
 func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2680,7 +3417,7 @@ func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapacityWindow.ProtoReflect.Descriptor instead.
 func (*CapacityWindow) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CapacityWindow) GetFromMillis() int64 {
@@ -2737,7 +3474,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2749,7 +3486,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2762,7 +3499,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{22}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Resource) GetName() string {
@@ -2872,6 +3609,9 @@ type Result struct {
 	// entries with one); stored with the idempotency key so that a reuse of
 	// the key for another request is recognised.
 	Fingerprint []byte `protobuf:"bytes,14,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	// What series commands did, one outcome per series touched (in the
+	// order of the entry's batches).
+	Series []*SeriesOutcome `protobuf:"bytes,30,rep,name=series,proto3" json:"series,omitempty"`
 	// Details for REJECTED, INVALID and CONFLICT.
 	//
 	// Types that are valid to be assigned to Detail:
@@ -2886,7 +3626,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2898,7 +3638,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2911,7 +3651,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{23}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Result) GetStatus() Result_Status {
@@ -2991,6 +3731,13 @@ func (x *Result) GetFingerprint() []byte {
 	return nil
 }
 
+func (x *Result) GetSeries() []*SeriesOutcome {
+	if x != nil {
+		return x.Series
+	}
+	return nil
+}
+
 func (x *Result) GetDetail() isResult_Detail {
 	if x != nil {
 		return x.Detail
@@ -3065,7 +3812,7 @@ type Move struct {
 
 func (x *Move) Reset() {
 	*x = Move{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3077,7 +3824,7 @@ func (x *Move) String() string {
 func (*Move) ProtoMessage() {}
 
 func (x *Move) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3090,7 +3837,7 @@ func (x *Move) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Move.ProtoReflect.Descriptor instead.
 func (*Move) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{24}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Move) GetId() string {
@@ -3131,7 +3878,7 @@ type Rejected struct {
 
 func (x *Rejected) Reset() {
 	*x = Rejected{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3143,7 +3890,7 @@ func (x *Rejected) String() string {
 func (*Rejected) ProtoMessage() {}
 
 func (x *Rejected) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3156,7 +3903,7 @@ func (x *Rejected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejected.ProtoReflect.Descriptor instead.
 func (*Rejected) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Rejected) GetLaterOk() bool {
@@ -3193,7 +3940,7 @@ type Invalid struct {
 
 func (x *Invalid) Reset() {
 	*x = Invalid{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3205,7 +3952,7 @@ func (x *Invalid) String() string {
 func (*Invalid) ProtoMessage() {}
 
 func (x *Invalid) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3218,7 +3965,7 @@ func (x *Invalid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invalid.ProtoReflect.Descriptor instead.
 func (*Invalid) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{26}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Invalid) GetField() string {
@@ -3250,7 +3997,7 @@ type Conflict struct {
 
 func (x *Conflict) Reset() {
 	*x = Conflict{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3262,7 +4009,7 @@ func (x *Conflict) String() string {
 func (*Conflict) ProtoMessage() {}
 
 func (x *Conflict) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3275,7 +4022,7 @@ func (x *Conflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conflict.ProtoReflect.Descriptor instead.
 func (*Conflict) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Conflict) GetKind() Conflict_Kind {
@@ -3320,7 +4067,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3332,7 +4079,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3345,7 +4092,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{28}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Event) GetVersion() uint64 {
@@ -3407,7 +4154,7 @@ type IdempotencyRecord struct {
 
 func (x *IdempotencyRecord) Reset() {
 	*x = IdempotencyRecord{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3419,7 +4166,7 @@ func (x *IdempotencyRecord) String() string {
 func (*IdempotencyRecord) ProtoMessage() {}
 
 func (x *IdempotencyRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3432,7 +4179,7 @@ func (x *IdempotencyRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IdempotencyRecord.ProtoReflect.Descriptor instead.
 func (*IdempotencyRecord) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{29}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *IdempotencyRecord) GetOwner() string {
@@ -3486,14 +4233,17 @@ type Snapshot struct {
 	// Policies live on the resource rows.
 	SchedulerItems []*SchedulerItem `protobuf:"bytes,7,rep,name=scheduler_items,json=schedulerItems,proto3" json:"scheduler_items,omitempty"`
 	// The learned release-time model; absent while nothing was recorded.
-	ReleaseModel  *ReleaseModel `protobuf:"bytes,8,opt,name=release_model,json=releaseModel,proto3" json:"release_model,omitempty"`
+	ReleaseModel *ReleaseModel `protobuf:"bytes,8,opt,name=release_model,json=releaseModel,proto3" json:"release_model,omitempty"`
+	// The series table, sorted by ID (absent when there are none, so a
+	// state without series encodes as before).
+	Series        []*Series `protobuf:"bytes,30,rep,name=series,proto3" json:"series,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3505,7 +4255,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3518,7 +4268,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{30}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Snapshot) GetAppliedIndex() uint64 {
@@ -3577,6 +4327,13 @@ func (x *Snapshot) GetReleaseModel() *ReleaseModel {
 	return nil
 }
 
+func (x *Snapshot) GetSeries() []*Series {
+	if x != nil {
+		return x.Series
+	}
+	return nil
+}
+
 // SchedulerItem is a reservation or variable job the admission scheduler
 // manages (mirrors planner.Item).
 type SchedulerItem struct {
@@ -3609,7 +4366,7 @@ type SchedulerItem struct {
 
 func (x *SchedulerItem) Reset() {
 	*x = SchedulerItem{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3621,7 +4378,7 @@ func (x *SchedulerItem) String() string {
 func (*SchedulerItem) ProtoMessage() {}
 
 func (x *SchedulerItem) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3634,7 +4391,7 @@ func (x *SchedulerItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerItem.ProtoReflect.Descriptor instead.
 func (*SchedulerItem) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SchedulerItem) GetId() string {
@@ -3732,7 +4489,7 @@ type ReleaseModel struct {
 
 func (x *ReleaseModel) Reset() {
 	*x = ReleaseModel{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3744,7 +4501,7 @@ func (x *ReleaseModel) String() string {
 func (*ReleaseModel) ProtoMessage() {}
 
 func (x *ReleaseModel) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3757,7 +4514,7 @@ func (x *ReleaseModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseModel.ProtoReflect.Descriptor instead.
 func (*ReleaseModel) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{32}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ReleaseModel) GetPriorWeight() int64 {
@@ -3801,7 +4558,7 @@ type RatioCount struct {
 
 func (x *RatioCount) Reset() {
 	*x = RatioCount{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3813,7 +4570,7 @@ func (x *RatioCount) String() string {
 func (*RatioCount) ProtoMessage() {}
 
 func (x *RatioCount) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3826,7 +4583,7 @@ func (x *RatioCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RatioCount.ProtoReflect.Descriptor instead.
 func (*RatioCount) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{33}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RatioCount) GetPermille() uint32 {
@@ -3856,7 +4613,7 @@ type OwnerRatios struct {
 
 func (x *OwnerRatios) Reset() {
 	*x = OwnerRatios{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3868,7 +4625,7 @@ func (x *OwnerRatios) String() string {
 func (*OwnerRatios) ProtoMessage() {}
 
 func (x *OwnerRatios) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3881,7 +4638,7 @@ func (x *OwnerRatios) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OwnerRatios.ProtoReflect.Descriptor instead.
 func (*OwnerRatios) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{34}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *OwnerRatios) GetOwner() string {
@@ -3902,8 +4659,7 @@ var File_ledgerd_fsm_v1_fsm_proto protoreflect.FileDescriptor
 
 const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\n" +
-	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xe5\n" +
-	"\n" +
+	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xfc\f\n" +
 	"\aCommand\x120\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1c.ledgerd.fsm.v1.Command.TypeR\x04type\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\rR\aversion\x12\x1d\n" +
@@ -3931,7 +4687,10 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\n" +
 	"co_reserve\x18\x14 \x01(\v2\x19.ledgerd.fsm.v1.CoReserveH\x00R\tcoReserve\x127\n" +
 	"\tunit_down\x18\x15 \x01(\v2\x18.ledgerd.fsm.v1.UnitDownH\x00R\bunitDown\x121\n" +
-	"\aunit_up\x18\x16 \x01(\v2\x16.ledgerd.fsm.v1.UnitUpH\x00R\x06unitUp\"\xd3\x02\n" +
+	"\aunit_up\x18\x16 \x01(\v2\x16.ledgerd.fsm.v1.UnitUpH\x00R\x06unitUp\x12C\n" +
+	"\rcreate_series\x18\x1e \x01(\v2\x1c.ledgerd.fsm.v1.CreateSeriesH\x00R\fcreateSeries\x12C\n" +
+	"\rexpand_series\x18\x1f \x01(\v2\x1c.ledgerd.fsm.v1.ExpandSeriesH\x00R\fexpandSeries\x12C\n" +
+	"\rcancel_series\x18  \x01(\v2\x1c.ledgerd.fsm.v1.CancelSeriesH\x00R\fcancelSeries\"\x9b\x03\n" +
 	"\x04Type\x12\x10\n" +
 	"\fTYPE_UNKNOWN\x10\x00\x12\x18\n" +
 	"\x14TYPE_CREATE_RESOURCE\x10\x01\x12\x18\n" +
@@ -3951,8 +4710,71 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x0fTYPE_SUBMIT_JOB\x10\r\x12\x13\n" +
 	"\x0fTYPE_CO_RESERVE\x10\x0e\x12\x12\n" +
 	"\x0eTYPE_UNIT_DOWN\x10\x0f\x12\x10\n" +
-	"\fTYPE_UNIT_UP\x10\x10B\t\n" +
-	"\apayload\"\x96\x01\n" +
+	"\fTYPE_UNIT_UP\x10\x10\x12\x16\n" +
+	"\x12TYPE_CREATE_SERIES\x10\x14\x12\x16\n" +
+	"\x12TYPE_EXPAND_SERIES\x10\x15\x12\x16\n" +
+	"\x12TYPE_CANCEL_SERIES\x10\x16B\t\n" +
+	"\apayload\"\xb4\x02\n" +
+	"\fCreateSeries\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04spec\x18\x02 \x01(\fR\x04spec\x12*\n" +
+	"\x05parts\x18\x03 \x03(\v2\x14.ledgerd.fsm.v1.PartR\x05parts\x12@\n" +
+	"\x06labels\x18\x04 \x03(\v2(.ledgerd.fsm.v1.CreateSeries.LabelsEntryR\x06labels\x12$\n" +
+	"\x0eall_or_nothing\x18\x05 \x01(\bR\fallOrNothing\x121\n" +
+	"\x05first\x18\x06 \x01(\v2\x1b.ledgerd.fsm.v1.SeriesBatchR\x05first\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x81\x01\n" +
+	"\vSeriesBatch\x12\x1b\n" +
+	"\tseries_id\x18\x01 \x01(\tR\bseriesId\x12\x1f\n" +
+	"\vthrough_key\x18\x02 \x01(\x03R\n" +
+	"throughKey\x124\n" +
+	"\x04book\x18\x03 \x03(\v2 .ledgerd.fsm.v1.SeriesOccurrenceR\x04book\"G\n" +
+	"\x10SeriesOccurrence\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\x03R\x03key\x12!\n" +
+	"\fstart_millis\x18\x02 \x01(\x03R\vstartMillis\"E\n" +
+	"\fExpandSeries\x125\n" +
+	"\abatches\x18\x01 \x03(\v2\x1b.ledgerd.fsm.v1.SeriesBatchR\abatches\"q\n" +
+	"\fCancelSeries\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
+	"\vfrom_millis\x18\x02 \x01(\x03R\n" +
+	"fromMillis\x120\n" +
+	"\x04then\x18\x03 \x01(\v2\x1c.ledgerd.fsm.v1.CreateSeriesR\x04then\"\xb2\x04\n" +
+	"\x06Series\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05owner\x18\x02 \x01(\tR\x05owner\x12\x12\n" +
+	"\x04spec\x18\x03 \x01(\fR\x04spec\x12*\n" +
+	"\x05parts\x18\x04 \x03(\v2\x14.ledgerd.fsm.v1.PartR\x05parts\x12:\n" +
+	"\x06labels\x18\x05 \x03(\v2\".ledgerd.fsm.v1.Series.LabelsEntryR\x06labels\x12$\n" +
+	"\x0eall_or_nothing\x18\x06 \x01(\bR\fallOrNothing\x12\x1f\n" +
+	"\vthrough_key\x18\a \x01(\x03R\n" +
+	"throughKey\x12'\n" +
+	"\x0fcreated_version\x18\b \x01(\x04R\x0ecreatedVersion\x12'\n" +
+	"\x0fupdated_version\x18\t \x01(\x04R\x0eupdatedVersion\x12%\n" +
+	"\x0ecreated_millis\x18\n" +
+	" \x01(\x03R\rcreatedMillis\x12%\n" +
+	"\x0eupdated_millis\x18\v \x01(\x03R\rupdatedMillis\x12\x16\n" +
+	"\x06booked\x18\f \x01(\rR\x06booked\x12\x18\n" +
+	"\askipped\x18\r \x01(\rR\askipped\x122\n" +
+	"\x15cancelled_from_millis\x18\x0e \x01(\x03R\x13cancelledFromMillis\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xee\x01\n" +
+	"\rSeriesOutcome\x12.\n" +
+	"\x06series\x18\x01 \x01(\v2\x16.ledgerd.fsm.v1.SeriesR\x06series\x12\x1d\n" +
+	"\n" +
+	"booked_ids\x18\x02 \x03(\tR\tbookedIds\x124\n" +
+	"\askipped\x18\x03 \x03(\v2\x1a.ledgerd.fsm.v1.SeriesSkipR\askipped\x12#\n" +
+	"\rcancelled_ids\x18\x04 \x03(\tR\fcancelledIds\x123\n" +
+	"\x06booked\x18\x05 \x03(\v2\x1b.ledgerd.fsm.v1.ReservationR\x06booked\"\xd9\x01\n" +
+	"\n" +
+	"SeriesSkip\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
+	"\fstart_millis\x18\x02 \x01(\x03R\vstartMillis\x125\n" +
+	"\x06status\x18\x03 \x01(\x0e2\x1d.ledgerd.fsm.v1.Result.StatusR\x06status\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x12\x19\n" +
+	"\blater_ok\x18\x05 \x01(\bR\alaterOk\x12,\n" +
+	"\x12later_start_millis\x18\x06 \x01(\x03R\x10laterStartMillis\"\x96\x01\n" +
 	"\n" +
 	"PolicySpec\x127\n" +
 	"\x06policy\x18\x01 \x01(\x0e2\x1f.ledgerd.fsm.v1.AdmissionPolicyR\x06policy\x120\n" +
@@ -4136,7 +4958,7 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"unit_downs\x18* \x03(\v2\x18.ledgerd.fsm.v1.UnitDownR\tunitDowns\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9a\x06\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd1\x06\n" +
 	"\x06Result\x125\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1d.ledgerd.fsm.v1.Result.StatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x18\n" +
@@ -4149,7 +4971,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\aexpired\x18\b \x01(\x03R\aexpired\x12*\n" +
 	"\x05moved\x18\t \x03(\v2\x14.ledgerd.fsm.v1.MoveR\x05moved\x12>\n" +
 	"\fco_admission\x18\r \x01(\v2\x1b.ledgerd.fsm.v1.CoAdmissionR\vcoAdmission\x12 \n" +
-	"\vfingerprint\x18\x0e \x01(\fR\vfingerprint\x126\n" +
+	"\vfingerprint\x18\x0e \x01(\fR\vfingerprint\x125\n" +
+	"\x06series\x18\x1e \x03(\v2\x1d.ledgerd.fsm.v1.SeriesOutcomeR\x06series\x126\n" +
 	"\brejected\x18\n" +
 	" \x01(\v2\x18.ledgerd.fsm.v1.RejectedH\x00R\brejected\x123\n" +
 	"\ainvalid\x18\v \x01(\v2\x17.ledgerd.fsm.v1.InvalidH\x00R\ainvalid\x126\n" +
@@ -4224,7 +5047,7 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x05owner\x18\x01 \x01(\tR\x05owner\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x1b\n" +
 	"\tat_millis\x18\x03 \x01(\x03R\batMillis\x12.\n" +
-	"\x06result\x18\x04 \x01(\v2\x16.ledgerd.fsm.v1.ResultR\x06result\"\xc8\x03\n" +
+	"\x06result\x18\x04 \x01(\v2\x16.ledgerd.fsm.v1.ResultR\x06result\"\xf8\x03\n" +
 	"\bSnapshot\x12#\n" +
 	"\rapplied_index\x18\x01 \x01(\x04R\fappliedIndex\x12\x1d\n" +
 	"\n" +
@@ -4234,7 +5057,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\vidempotency\x18\x05 \x03(\v2!.ledgerd.fsm.v1.IdempotencyRecordR\vidempotency\x12/\n" +
 	"\ahistory\x18\x06 \x03(\v2\x15.ledgerd.fsm.v1.EventR\ahistory\x12F\n" +
 	"\x0fscheduler_items\x18\a \x03(\v2\x1d.ledgerd.fsm.v1.SchedulerItemR\x0eschedulerItems\x12A\n" +
-	"\rrelease_model\x18\b \x01(\v2\x1c.ledgerd.fsm.v1.ReleaseModelR\freleaseModel\"\xdf\x02\n" +
+	"\rrelease_model\x18\b \x01(\v2\x1c.ledgerd.fsm.v1.ReleaseModelR\freleaseModel\x12.\n" +
+	"\x06series\x18\x1e \x03(\v2\x16.ledgerd.fsm.v1.SeriesR\x06series\"\xdf\x02\n" +
 	"\rSchedulerItem\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x124\n" +
@@ -4287,7 +5111,7 @@ func file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP() []byte {
 }
 
 var file_ledgerd_fsm_v1_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_ledgerd_fsm_v1_fsm_proto_goTypes = []any{
 	(AdmissionPolicy)(0),       // 0: ledgerd.fsm.v1.AdmissionPolicy
 	(UnitPolicy)(0),            // 1: ledgerd.fsm.v1.UnitPolicy
@@ -4298,116 +5122,143 @@ var file_ledgerd_fsm_v1_fsm_proto_goTypes = []any{
 	(Conflict_Kind)(0),         // 6: ledgerd.fsm.v1.Conflict.Kind
 	(Event_Type)(0),            // 7: ledgerd.fsm.v1.Event.Type
 	(*Command)(nil),            // 8: ledgerd.fsm.v1.Command
-	(*PolicySpec)(nil),         // 9: ledgerd.fsm.v1.PolicySpec
-	(*SetPolicy)(nil),          // 10: ledgerd.fsm.v1.SetPolicy
-	(*SubmitJob)(nil),          // 11: ledgerd.fsm.v1.SubmitJob
-	(*CoReserve)(nil),          // 12: ledgerd.fsm.v1.CoReserve
-	(*CoSub)(nil),              // 13: ledgerd.fsm.v1.CoSub
-	(*CoAdmission)(nil),        // 14: ledgerd.fsm.v1.CoAdmission
-	(*CoPlacement)(nil),        // 15: ledgerd.fsm.v1.CoPlacement
-	(*CreateResource)(nil),     // 16: ledgerd.fsm.v1.CreateResource
-	(*UnitDown)(nil),           // 17: ledgerd.fsm.v1.UnitDown
-	(*UnitUp)(nil),             // 18: ledgerd.fsm.v1.UnitUp
-	(*UpdateResource)(nil),     // 19: ledgerd.fsm.v1.UpdateResource
-	(*DeleteResource)(nil),     // 20: ledgerd.fsm.v1.DeleteResource
-	(*Part)(nil),               // 21: ledgerd.fsm.v1.Part
-	(*ReservationRequest)(nil), // 22: ledgerd.fsm.v1.ReservationRequest
-	(*Target)(nil),             // 23: ledgerd.fsm.v1.Target
-	(*Modify)(nil),             // 24: ledgerd.fsm.v1.Modify
-	(*Complete)(nil),           // 25: ledgerd.fsm.v1.Complete
-	(*Expire)(nil),             // 26: ledgerd.fsm.v1.Expire
-	(*Reservation)(nil),        // 27: ledgerd.fsm.v1.Reservation
-	(*Modification)(nil),       // 28: ledgerd.fsm.v1.Modification
-	(*CapacityWindow)(nil),     // 29: ledgerd.fsm.v1.CapacityWindow
-	(*Resource)(nil),           // 30: ledgerd.fsm.v1.Resource
-	(*Result)(nil),             // 31: ledgerd.fsm.v1.Result
-	(*Move)(nil),               // 32: ledgerd.fsm.v1.Move
-	(*Rejected)(nil),           // 33: ledgerd.fsm.v1.Rejected
-	(*Invalid)(nil),            // 34: ledgerd.fsm.v1.Invalid
-	(*Conflict)(nil),           // 35: ledgerd.fsm.v1.Conflict
-	(*Event)(nil),              // 36: ledgerd.fsm.v1.Event
-	(*IdempotencyRecord)(nil),  // 37: ledgerd.fsm.v1.IdempotencyRecord
-	(*Snapshot)(nil),           // 38: ledgerd.fsm.v1.Snapshot
-	(*SchedulerItem)(nil),      // 39: ledgerd.fsm.v1.SchedulerItem
-	(*ReleaseModel)(nil),       // 40: ledgerd.fsm.v1.ReleaseModel
-	(*RatioCount)(nil),         // 41: ledgerd.fsm.v1.RatioCount
-	(*OwnerRatios)(nil),        // 42: ledgerd.fsm.v1.OwnerRatios
-	nil,                        // 43: ledgerd.fsm.v1.SubmitJob.LabelsEntry
-	nil,                        // 44: ledgerd.fsm.v1.CoReserve.LabelsEntry
-	nil,                        // 45: ledgerd.fsm.v1.CreateResource.LabelsEntry
-	nil,                        // 46: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	nil,                        // 47: ledgerd.fsm.v1.Reservation.LabelsEntry
-	nil,                        // 48: ledgerd.fsm.v1.Resource.LabelsEntry
+	(*CreateSeries)(nil),       // 9: ledgerd.fsm.v1.CreateSeries
+	(*SeriesBatch)(nil),        // 10: ledgerd.fsm.v1.SeriesBatch
+	(*SeriesOccurrence)(nil),   // 11: ledgerd.fsm.v1.SeriesOccurrence
+	(*ExpandSeries)(nil),       // 12: ledgerd.fsm.v1.ExpandSeries
+	(*CancelSeries)(nil),       // 13: ledgerd.fsm.v1.CancelSeries
+	(*Series)(nil),             // 14: ledgerd.fsm.v1.Series
+	(*SeriesOutcome)(nil),      // 15: ledgerd.fsm.v1.SeriesOutcome
+	(*SeriesSkip)(nil),         // 16: ledgerd.fsm.v1.SeriesSkip
+	(*PolicySpec)(nil),         // 17: ledgerd.fsm.v1.PolicySpec
+	(*SetPolicy)(nil),          // 18: ledgerd.fsm.v1.SetPolicy
+	(*SubmitJob)(nil),          // 19: ledgerd.fsm.v1.SubmitJob
+	(*CoReserve)(nil),          // 20: ledgerd.fsm.v1.CoReserve
+	(*CoSub)(nil),              // 21: ledgerd.fsm.v1.CoSub
+	(*CoAdmission)(nil),        // 22: ledgerd.fsm.v1.CoAdmission
+	(*CoPlacement)(nil),        // 23: ledgerd.fsm.v1.CoPlacement
+	(*CreateResource)(nil),     // 24: ledgerd.fsm.v1.CreateResource
+	(*UnitDown)(nil),           // 25: ledgerd.fsm.v1.UnitDown
+	(*UnitUp)(nil),             // 26: ledgerd.fsm.v1.UnitUp
+	(*UpdateResource)(nil),     // 27: ledgerd.fsm.v1.UpdateResource
+	(*DeleteResource)(nil),     // 28: ledgerd.fsm.v1.DeleteResource
+	(*Part)(nil),               // 29: ledgerd.fsm.v1.Part
+	(*ReservationRequest)(nil), // 30: ledgerd.fsm.v1.ReservationRequest
+	(*Target)(nil),             // 31: ledgerd.fsm.v1.Target
+	(*Modify)(nil),             // 32: ledgerd.fsm.v1.Modify
+	(*Complete)(nil),           // 33: ledgerd.fsm.v1.Complete
+	(*Expire)(nil),             // 34: ledgerd.fsm.v1.Expire
+	(*Reservation)(nil),        // 35: ledgerd.fsm.v1.Reservation
+	(*Modification)(nil),       // 36: ledgerd.fsm.v1.Modification
+	(*CapacityWindow)(nil),     // 37: ledgerd.fsm.v1.CapacityWindow
+	(*Resource)(nil),           // 38: ledgerd.fsm.v1.Resource
+	(*Result)(nil),             // 39: ledgerd.fsm.v1.Result
+	(*Move)(nil),               // 40: ledgerd.fsm.v1.Move
+	(*Rejected)(nil),           // 41: ledgerd.fsm.v1.Rejected
+	(*Invalid)(nil),            // 42: ledgerd.fsm.v1.Invalid
+	(*Conflict)(nil),           // 43: ledgerd.fsm.v1.Conflict
+	(*Event)(nil),              // 44: ledgerd.fsm.v1.Event
+	(*IdempotencyRecord)(nil),  // 45: ledgerd.fsm.v1.IdempotencyRecord
+	(*Snapshot)(nil),           // 46: ledgerd.fsm.v1.Snapshot
+	(*SchedulerItem)(nil),      // 47: ledgerd.fsm.v1.SchedulerItem
+	(*ReleaseModel)(nil),       // 48: ledgerd.fsm.v1.ReleaseModel
+	(*RatioCount)(nil),         // 49: ledgerd.fsm.v1.RatioCount
+	(*OwnerRatios)(nil),        // 50: ledgerd.fsm.v1.OwnerRatios
+	nil,                        // 51: ledgerd.fsm.v1.CreateSeries.LabelsEntry
+	nil,                        // 52: ledgerd.fsm.v1.Series.LabelsEntry
+	nil,                        // 53: ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	nil,                        // 54: ledgerd.fsm.v1.CoReserve.LabelsEntry
+	nil,                        // 55: ledgerd.fsm.v1.CreateResource.LabelsEntry
+	nil,                        // 56: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	nil,                        // 57: ledgerd.fsm.v1.Reservation.LabelsEntry
+	nil,                        // 58: ledgerd.fsm.v1.Resource.LabelsEntry
 }
 var file_ledgerd_fsm_v1_fsm_proto_depIdxs = []int32{
 	2,  // 0: ledgerd.fsm.v1.Command.type:type_name -> ledgerd.fsm.v1.Command.Type
-	16, // 1: ledgerd.fsm.v1.Command.create_resource:type_name -> ledgerd.fsm.v1.CreateResource
-	19, // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
-	20, // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
-	22, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
-	23, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
-	24, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
-	26, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
-	25, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
-	10, // 9: ledgerd.fsm.v1.Command.set_policy:type_name -> ledgerd.fsm.v1.SetPolicy
-	11, // 10: ledgerd.fsm.v1.Command.submit_job:type_name -> ledgerd.fsm.v1.SubmitJob
-	12, // 11: ledgerd.fsm.v1.Command.co_reserve:type_name -> ledgerd.fsm.v1.CoReserve
-	17, // 12: ledgerd.fsm.v1.Command.unit_down:type_name -> ledgerd.fsm.v1.UnitDown
-	18, // 13: ledgerd.fsm.v1.Command.unit_up:type_name -> ledgerd.fsm.v1.UnitUp
-	0,  // 14: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
-	9,  // 15: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	21, // 16: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
-	43, // 17: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
-	13, // 18: ledgerd.fsm.v1.CoReserve.subs:type_name -> ledgerd.fsm.v1.CoSub
-	44, // 19: ledgerd.fsm.v1.CoReserve.labels:type_name -> ledgerd.fsm.v1.CoReserve.LabelsEntry
-	15, // 20: ledgerd.fsm.v1.CoAdmission.placements:type_name -> ledgerd.fsm.v1.CoPlacement
-	27, // 21: ledgerd.fsm.v1.CoPlacement.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	45, // 22: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
-	9,  // 23: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	1,  // 24: ledgerd.fsm.v1.CreateResource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
-	21, // 25: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
-	46, // 26: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	21, // 27: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
-	47, // 28: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
-	21, // 29: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
-	3,  // 30: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	28, // 31: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
-	4,  // 32: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	21, // 33: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
-	48, // 34: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
-	29, // 35: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
-	9,  // 36: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	1,  // 37: ledgerd.fsm.v1.Resource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
-	17, // 38: ledgerd.fsm.v1.Resource.unit_downs:type_name -> ledgerd.fsm.v1.UnitDown
-	5,  // 39: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
-	27, // 40: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	30, // 41: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
-	32, // 42: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
-	14, // 43: ledgerd.fsm.v1.Result.co_admission:type_name -> ledgerd.fsm.v1.CoAdmission
-	33, // 44: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
-	34, // 45: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
-	35, // 46: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
-	6,  // 47: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
-	3,  // 48: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	7,  // 49: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
-	27, // 50: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	30, // 51: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
-	31, // 52: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
-	30, // 53: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
-	27, // 54: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
-	37, // 55: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
-	36, // 56: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
-	39, // 57: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
-	40, // 58: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
-	4,  // 59: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	41, // 60: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
-	42, // 61: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
-	41, // 62: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
-	63, // [63:63] is the sub-list for method output_type
-	63, // [63:63] is the sub-list for method input_type
-	63, // [63:63] is the sub-list for extension type_name
-	63, // [63:63] is the sub-list for extension extendee
-	0,  // [0:63] is the sub-list for field type_name
+	24, // 1: ledgerd.fsm.v1.Command.create_resource:type_name -> ledgerd.fsm.v1.CreateResource
+	27, // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
+	28, // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
+	30, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
+	31, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
+	32, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
+	34, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
+	33, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
+	18, // 9: ledgerd.fsm.v1.Command.set_policy:type_name -> ledgerd.fsm.v1.SetPolicy
+	19, // 10: ledgerd.fsm.v1.Command.submit_job:type_name -> ledgerd.fsm.v1.SubmitJob
+	20, // 11: ledgerd.fsm.v1.Command.co_reserve:type_name -> ledgerd.fsm.v1.CoReserve
+	25, // 12: ledgerd.fsm.v1.Command.unit_down:type_name -> ledgerd.fsm.v1.UnitDown
+	26, // 13: ledgerd.fsm.v1.Command.unit_up:type_name -> ledgerd.fsm.v1.UnitUp
+	9,  // 14: ledgerd.fsm.v1.Command.create_series:type_name -> ledgerd.fsm.v1.CreateSeries
+	12, // 15: ledgerd.fsm.v1.Command.expand_series:type_name -> ledgerd.fsm.v1.ExpandSeries
+	13, // 16: ledgerd.fsm.v1.Command.cancel_series:type_name -> ledgerd.fsm.v1.CancelSeries
+	29, // 17: ledgerd.fsm.v1.CreateSeries.parts:type_name -> ledgerd.fsm.v1.Part
+	51, // 18: ledgerd.fsm.v1.CreateSeries.labels:type_name -> ledgerd.fsm.v1.CreateSeries.LabelsEntry
+	10, // 19: ledgerd.fsm.v1.CreateSeries.first:type_name -> ledgerd.fsm.v1.SeriesBatch
+	11, // 20: ledgerd.fsm.v1.SeriesBatch.book:type_name -> ledgerd.fsm.v1.SeriesOccurrence
+	10, // 21: ledgerd.fsm.v1.ExpandSeries.batches:type_name -> ledgerd.fsm.v1.SeriesBatch
+	9,  // 22: ledgerd.fsm.v1.CancelSeries.then:type_name -> ledgerd.fsm.v1.CreateSeries
+	29, // 23: ledgerd.fsm.v1.Series.parts:type_name -> ledgerd.fsm.v1.Part
+	52, // 24: ledgerd.fsm.v1.Series.labels:type_name -> ledgerd.fsm.v1.Series.LabelsEntry
+	14, // 25: ledgerd.fsm.v1.SeriesOutcome.series:type_name -> ledgerd.fsm.v1.Series
+	16, // 26: ledgerd.fsm.v1.SeriesOutcome.skipped:type_name -> ledgerd.fsm.v1.SeriesSkip
+	35, // 27: ledgerd.fsm.v1.SeriesOutcome.booked:type_name -> ledgerd.fsm.v1.Reservation
+	5,  // 28: ledgerd.fsm.v1.SeriesSkip.status:type_name -> ledgerd.fsm.v1.Result.Status
+	0,  // 29: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
+	17, // 30: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	29, // 31: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
+	53, // 32: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	21, // 33: ledgerd.fsm.v1.CoReserve.subs:type_name -> ledgerd.fsm.v1.CoSub
+	54, // 34: ledgerd.fsm.v1.CoReserve.labels:type_name -> ledgerd.fsm.v1.CoReserve.LabelsEntry
+	23, // 35: ledgerd.fsm.v1.CoAdmission.placements:type_name -> ledgerd.fsm.v1.CoPlacement
+	35, // 36: ledgerd.fsm.v1.CoPlacement.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	55, // 37: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
+	17, // 38: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	1,  // 39: ledgerd.fsm.v1.CreateResource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
+	29, // 40: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
+	56, // 41: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	29, // 42: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
+	57, // 43: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
+	29, // 44: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
+	3,  // 45: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	36, // 46: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
+	4,  // 47: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	29, // 48: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
+	58, // 49: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
+	37, // 50: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
+	17, // 51: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	1,  // 52: ledgerd.fsm.v1.Resource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
+	25, // 53: ledgerd.fsm.v1.Resource.unit_downs:type_name -> ledgerd.fsm.v1.UnitDown
+	5,  // 54: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
+	35, // 55: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	38, // 56: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
+	40, // 57: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
+	22, // 58: ledgerd.fsm.v1.Result.co_admission:type_name -> ledgerd.fsm.v1.CoAdmission
+	15, // 59: ledgerd.fsm.v1.Result.series:type_name -> ledgerd.fsm.v1.SeriesOutcome
+	41, // 60: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
+	42, // 61: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
+	43, // 62: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
+	6,  // 63: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
+	3,  // 64: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	7,  // 65: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
+	35, // 66: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	38, // 67: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
+	39, // 68: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
+	38, // 69: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
+	35, // 70: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
+	45, // 71: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
+	44, // 72: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
+	47, // 73: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
+	48, // 74: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
+	14, // 75: ledgerd.fsm.v1.Snapshot.series:type_name -> ledgerd.fsm.v1.Series
+	4,  // 76: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	49, // 77: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
+	50, // 78: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
+	49, // 79: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
+	80, // [80:80] is the sub-list for method output_type
+	80, // [80:80] is the sub-list for method input_type
+	80, // [80:80] is the sub-list for extension type_name
+	80, // [80:80] is the sub-list for extension extendee
+	0,  // [0:80] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_fsm_v1_fsm_proto_init() }
@@ -4429,12 +5280,15 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 		(*Command_CoReserve)(nil),
 		(*Command_UnitDown)(nil),
 		(*Command_UnitUp)(nil),
+		(*Command_CreateSeries)(nil),
+		(*Command_ExpandSeries)(nil),
+		(*Command_CancelSeries)(nil),
 	}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[11].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[14].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[16].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[17].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[23].OneofWrappers = []any{
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[19].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[22].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[24].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[25].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[31].OneofWrappers = []any{
 		(*Result_Rejected)(nil),
 		(*Result_Invalid)(nil),
 		(*Result_Conflict)(nil),
@@ -4445,7 +5299,7 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_fsm_v1_fsm_proto_rawDesc), len(file_ledgerd_fsm_v1_fsm_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   41,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
