@@ -1,0 +1,365 @@
+package planner
+
+import (
+	"fmt"
+	"math"
+)
+
+// The short layout of the indexed timeline.
+//
+// A timeline of at most shortMax blocks (every timeline of the seed
+// papers' cluster experiment, which holds a few dozen) keeps its canonical
+// blocks in one flat slice of (start, free) pairs stored latest first: the
+// open-ended last block at index 0, the block that starts at the origin at
+// the end. The order is what makes it cheap:
+//   - Advance drops the blocks that ended by shortening the slice: nothing
+//     is copied and no offset is kept;
+//   - requests look at the near future, the end of the slice, so the blocks
+//     an insertion or a removal moves are the few between the origin and
+//     the booking, not the many behind it;
+//   - one slice of pairs is one bounds check and one cache line per block
+//     visited, with no chunk pointer and no tree in between.
+//
+// A block's end is the start of the block below it in the slice (MaxTime
+// for index 0). When an insertion would take the timeline past shortMax
+// blocks it moves into chunks (toChunks); when the chunks shrink back to one
+// (maybeShort), into this layout again. A split leaves at least
+// chunkCap/4 blocks per chunk and chunks merge back only below three
+// quarters of chunkCap, so at least chunkCap/8 operations separate two
+// moves and their O(n) copy is amortised.
+const (
+	// shortMax is the most blocks the short layout holds.
+	shortMax = chunkCap
+	// shortInitCap is the capacity of a new timeline's slice.
+	shortInitCap = 16
+	// shortScan is how many blocks shortFind walks from the head before
+	// it switches to a binary search.
+	shortScan = 16
+)
+
+// sblock is one block of the short layout: it starts at start and ends
+// where the block before it in the slice starts.
+type sblock struct {
+	start, free int64
+}
+
+// shortFind returns the index in rev of the block containing x >= origin.
+// Lookups are mostly near the head (the end of the slice), where a short
+// walk with predictable branches beats a binary search.
+func (t *IndexedTimeline) shortFind(x int64) int {
+	b := t.rev
+	i := len(b) - 1
+	for stop := max(i-shortScan, 0); i > stop; i-- {
+		if b[i-1].start > x {
+			return i
+		}
+	}
+	if i == 0 {
+		return 0
+	}
+	// Binary search over b[0:i+1], whose starts decrease: the smallest
+	// index whose start is <= x (b[i].start <= x holds).
+	lo, hi := 0, i
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if b[mid].start <= x {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
+// shortWindow returns, for the window [start, end) whose start lies in
+// block at, the index last of the block containing end-1 and the min and
+// max free over the window.
+func (t *IndexedTimeline) shortWindow(at int, end int64) (last int, mn, mx int64) {
+	b := t.rev
+	mn, mx = math.MaxInt64, math.MinInt64
+	for last = at; ; last-- {
+		mn, mx = min(mn, b[last].free), max(mx, b[last].free)
+		if last == 0 || b[last-1].start >= end {
+			return last, mn, mx
+		}
+	}
+}
+
+// shortEarliest is Earliest in the short layout (arguments checked,
+// notBefore clipped to the origin): the candidate walk of the plain list,
+// started at the block containing notBefore.
+//
+// A block with too little free moves the candidate start to the next
+// block's start, written so that the compiler can use a conditional move:
+// whether a block has enough free is as good as random, and a mispredicted
+// branch costs more than the rest of a step. The two exits (the run from
+// the candidate covers the duration, or the candidate has passed
+// latestStart) are rarely taken until the end.
+func (t *IndexedTimeline) shortEarliest(amount, duration, notBefore, latestStart int64) (int64, bool) {
+	b := t.rev
+	i := len(b) - 1
+	for i > 0 && b[i-1].start <= notBefore {
+		i--
+	}
+	// cand <= latestStart <= MaxTime-duration inside the loop and next >=
+	// cand, so next-cand cannot overflow.
+	cand, at := notBefore, i
+	for ; i > 0; i-- {
+		next := b[i-1].start
+		if b[i].free < amount {
+			cand, at = next, i-1
+		}
+		if next-cand >= duration {
+			t.fit = fitCache{ok: true, short: true, start: cand, end: cand + duration, amount: amount, at: at, last: i}
+			return cand, true
+		}
+		if cand > latestStart {
+			return 0, false
+		}
+	}
+	// Block 0 runs to MaxTime.
+	if b[0].free < amount || cand > latestStart {
+		return 0, false
+	}
+	t.fit = fitCache{ok: true, short: true, start: cand, end: cand + duration, amount: amount, at: at, last: 0}
+	return cand, true
+}
+
+// shortBook is Book in the short layout; s is start clipped to the origin
+// and the window [s, end) is not empty, amount > 0.
+func (t *IndexedTimeline) shortBook(start, s, end, amount int64) error {
+	f := t.fit
+	t.fit.ok = false
+	if f.ok && f.short && s == f.start && end == f.end && amount <= f.amount {
+		// The window Earliest just found: known to fit.
+		t.shortAdd(s, end, f.at, f.last, -amount)
+		return nil
+	}
+	at := t.shortFind(s)
+	last, mn, _ := t.shortWindow(at, end)
+	if mn < amount {
+		return fmt.Errorf("indexed timeline: book %d over [%d,%d): only %d free: %w", amount, start, end, mn, ErrNoCapacity)
+	}
+	t.shortAdd(s, end, at, last, -amount)
+	return nil
+}
+
+// shortRelease is Release in the short layout; s is start clipped to the
+// origin and the window [s, end) is not empty, amount > 0.
+func (t *IndexedTimeline) shortRelease(start, s, end, amount int64) error {
+	at := t.shortFind(s)
+	last, _, mx := t.shortWindow(at, end)
+	if mx > math.MaxInt64-amount {
+		return fmt.Errorf("indexed timeline: release %d over [%d,%d): %w", amount, start, end,
+			&FieldError{Field: "amount", Reason: "free capacity would overflow int64"})
+	}
+	t.shortAdd(s, end, at, last, amount)
+	return nil
+}
+
+// shortAdd adds delta (non-zero) over [start, end), origin <= start < end,
+// whose start lies in block rev[at] and whose end-1 lies in block
+// rev[last], and restores canonical form. When the two blocks the window
+// may add would take the timeline past shortMax, it moves into chunks
+// first.
+func (t *IndexedTimeline) shortAdd(start, end int64, at, last int, delta int64) {
+	if len(t.rev)+2 > shortMax {
+		t.toChunks()
+		t.add(start, end, delta)
+		t.maybeShort()
+		return
+	}
+	b := t.rev
+	// Make end a boundary: a block starting at end goes below block last.
+	if end < MaxTime && (last == 0 || b[last-1].start != end) {
+		b = revInsert(b, last, sblock{start: end, free: b[last].free})
+		at++
+		last++
+	}
+	// Make start a boundary: the block at is cut, its part from start on
+	// takes index at and the part before it moves up.
+	if b[at].start != start {
+		b = revInsert(b, at, sblock{start: start, free: b[at].free})
+	}
+	for k := last; k <= at; k++ {
+		b[k].free += delta
+	}
+	// Only the edges can now equal their outer neighbours. Removing at
+	// moves only the blocks above it, so last stays valid.
+	if at+1 < len(b) && b[at].free == b[at+1].free {
+		b = revRemove(b, at)
+	}
+	if last > 0 && b[last-1].free == b[last].free {
+		b = revRemove(b, last-1)
+	}
+	t.rev = b
+	t.n = len(b)
+}
+
+// revInsert inserts x at index i of b (0 <= i < len(b)), moving b[i:] up by
+// one: in the short layout, the blocks before x in time.
+func revInsert(b []sblock, i int, x sblock) []sblock {
+	n := len(b)
+	if n == cap(b) {
+		nb := make([]sblock, n+1, 2*n)
+		copy(nb, b[:i])
+		nb[i] = x
+		copy(nb[i+1:], b[i:])
+		return nb
+	}
+	b = b[:n+1]
+	if n-i <= 8 {
+		// A few blocks (the usual case near the head) move faster
+		// without a call to the runtime's memmove.
+		for k := n; k > i; k-- {
+			b[k] = b[k-1]
+		}
+	} else {
+		copy(b[i+1:], b[i:n])
+	}
+	b[i] = x
+	return b
+}
+
+// revRemove deletes index i of b (0 <= i < len(b)), moving b[i+1:] down by
+// one.
+func revRemove(b []sblock, i int) []sblock {
+	n := len(b)
+	if n-i <= 9 {
+		for k := i; k < n-1; k++ {
+			b[k] = b[k+1]
+		}
+	} else {
+		copy(b[i:], b[i+1:])
+	}
+	return b[:n-1]
+}
+
+// shortAdvance is Advance in the short layout (origin < now < MaxTime):
+// the blocks that end at or before now are cut off the end of the slice.
+func (t *IndexedTimeline) shortAdvance(now int64) {
+	b := t.rev
+	n := len(b)
+	for n > 1 && b[n-2].start <= now {
+		n--
+	}
+	b = b[:n]
+	b[n-1].start = now
+	t.rev = b
+	t.n = n
+	t.origin = now
+}
+
+// shortNextChange is NextChange in the short layout (x >= origin).
+func (t *IndexedTimeline) shortNextChange(x int64) (int64, bool) {
+	i := t.shortFind(x)
+	if i == 0 {
+		return 0, false
+	}
+	return t.rev[i-1].start, true
+}
+
+// shortBlocks appends the blocks intersecting [from, to) (origin <= from <
+// to), clipped to it, to out.
+func (t *IndexedTimeline) shortBlocks(out []Block, from, to int64) []Block {
+	b := t.rev
+	for i := t.shortFind(from); i >= 0 && b[i].start < to; i-- {
+		e := MaxTime
+		if i > 0 {
+			e = b[i-1].start
+		}
+		out = append(out, Block{Start: max(b[i].start, from), End: min(e, to), Free: b[i].free})
+	}
+	return out
+}
+
+// shortFirstEnd returns the end of the first block.
+func (t *IndexedTimeline) shortFirstEnd() int64 {
+	if n := len(t.rev); n > 1 {
+		return t.rev[n-2].start
+	}
+	return MaxTime
+}
+
+// toChunks moves the blocks from the short layout into chunks.
+func (t *IndexedTimeline) toChunks() {
+	b := t.rev
+	n := len(b)
+	t.buildChunks(n, func(i int) (int64, int64) { return b[n-1-i].start, b[n-1-i].free })
+	t.spare, t.rev = b[:0], nil
+}
+
+// maybeShort moves the blocks of a timeline whose chunks have shrunk to
+// one into the short layout.
+func (t *IndexedTimeline) maybeShort() {
+	if t.rev == nil && len(t.chunks) == 1 {
+		t.toShort()
+	}
+}
+
+// toShort moves the blocks of a lone chunk into the short layout.
+func (t *IndexedTimeline) toShort() {
+	c := t.chunks[0]
+	n := len(c.start)
+	b := t.spare
+	if cap(b) < n+shortInitCap {
+		b = make([]sblock, 0, n+shortInitCap)
+	}
+	b = b[:n]
+	for i := range n {
+		b[n-1-i] = sblock{start: c.start[i], free: c.free[i]}
+	}
+	t.rev, t.spare = b, nil
+	t.chunks, t.firsts = t.chunks[:0], t.firsts[:0]
+	t.hint, t.hintBi = 0, 0
+	t.fit.ok = false
+}
+
+// buildChunks replaces the blocks by n blocks, block i being (start,
+// free) = at(i), cut into chunks of at most three quarters of chunkCap so
+// that the first insertions into a chunk do not split it, each with a
+// quarter of its length to grow into.
+func (t *IndexedTimeline) buildChunks(n int, at func(int) (int64, int64)) {
+	k := (n + chunkCap*3/4 - 1) / (chunkCap * 3 / 4)
+	t.chunks = t.chunks[:0]
+	t.firsts = t.firsts[:0]
+	for c := range k {
+		lo, hi := c*n/k, (c+1)*n/k
+		room := hi - lo + (hi-lo)/4 + 4
+		ch := &chunk{start: make([]int64, hi-lo, room), free: make([]int64, hi-lo, room)}
+		for i := range hi - lo {
+			ch.start[i], ch.free[i] = at(lo + i)
+		}
+		ch.summarize()
+		t.chunks = append(t.chunks, ch)
+		t.firsts = append(t.firsts, ch.start[0])
+	}
+	t.n = n
+	t.hint, t.hintBi = 0, 0
+	t.fit.ok = false
+	t.seg.build(t.chunks)
+}
+
+// checkShort verifies the short layout's invariants (see rev).
+func (t *IndexedTimeline) checkShort() error {
+	b := t.rev
+	switch {
+	case len(b) == 0 || len(b) != t.n:
+		return fmt.Errorf("short layout: %d blocks, recorded %d", len(b), t.n)
+	case len(b) > shortMax:
+		return fmt.Errorf("short layout: %d blocks, more than %d", len(b), shortMax)
+	case len(t.chunks) != 0 || len(t.firsts) != 0:
+		return fmt.Errorf("short layout beside %d chunks", len(t.chunks))
+	case b[len(b)-1].start != t.origin:
+		return fmt.Errorf("first block starts at %d, origin is %d", b[len(b)-1].start, t.origin)
+	}
+	for i := len(b) - 2; i >= 0; i-- {
+		if b[i].start <= b[i+1].start {
+			return fmt.Errorf("short layout block %d: start %d not after %d", len(b)-1-i, b[i].start, b[i+1].start)
+		}
+		if b[i].free == b[i+1].free {
+			return fmt.Errorf("short layout block %d: free %d equals its predecessor's", len(b)-1-i, b[i].free)
+		}
+	}
+	return nil
+}
