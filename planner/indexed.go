@@ -442,6 +442,13 @@ func (t *IndexedTimeline) checkWindow(op string, start, end, amount int64) (s in
 // origin is ignored; an empty window or a zero amount is a no-op. It returns an error wrapping ErrNoCapacity, and changes
 // nothing, if free < amount anywhere in the window.
 func (t *IndexedTimeline) Book(start, end, amount int64) error {
+	if f := &t.fit; f.ok && f.short && start == f.start && end == f.end && amount <= f.amount && amount > 0 && start >= t.Origin() {
+		// The window the preceding Earliest found in the short layout:
+		// known to fit, and its last block is known.
+		f.ok = false
+		t.shortAdd(start, end, f.last, -amount)
+		return nil
+	}
 	s, ok, err := t.checkWindow("book", start, end, amount)
 	if err != nil || !ok {
 		return err
@@ -779,6 +786,20 @@ func (t *IndexedTimeline) refresh(ci int) {
 // contains now is clipped to start at now.
 func (t *IndexedTimeline) Advance(now int64) {
 	if now <= t.origin {
+		return
+	}
+	if b := t.rev; b != nil && now < MaxTime {
+		// The remembered fit stays: block indices count from the far
+		// end and do not move, and Book's use of it checks that the
+		// window does not start before the origin.
+		if n := len(b); n == 1 || b[n-2].start > now {
+			// now lies in the first block (the usual case: blocks are
+			// long against the time between two requests).
+			b[n-1].start = now
+			t.origin = now
+			return
+		}
+		t.shortAdvance(now)
 		return
 	}
 	t.fit.ok = false // block positions move

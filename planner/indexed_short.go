@@ -87,113 +87,155 @@ func (t *IndexedTimeline) shortWindow(at int, end int64) (last int, mn, mx int64
 
 // shortEarliest is Earliest in the short layout (arguments checked,
 // notBefore clipped to the origin): the candidate walk of the plain list,
-// started at the block containing notBefore.
+// from the head.
 //
-// A block with too little free moves the candidate start to the next
-// block's start, written so that the compiler can use a conditional move:
-// whether a block has enough free is as good as random, and a mispredicted
-// branch costs more than the rest of a step. The two exits (the run from
-// the candidate covers the duration, or the candidate has passed
-// latestStart) are rarely taken until the end.
+// One loop both finds notBefore and walks on from it, so that a search
+// costs one loop exit, not two (each is a mispredicted branch, which at
+// a few dozen blocks costs more than the steps themselves): a block with
+// too little free moves the candidate to its end if that is later, which
+// leaves the candidate at notBefore for the blocks that end before it;
+// the candidate fits once a block ends at least duration after it. The
+// move is written so that the compiler can use a conditional move, as
+// whether a block has enough free is as good as random.
 func (t *IndexedTimeline) shortEarliest(amount, duration, notBefore, latestStart int64) (int64, bool) {
 	b := t.rev
-	i := len(b) - 1
-	for i > 0 && b[i-1].start <= notBefore {
-		i--
-	}
-	// cand <= latestStart <= MaxTime-duration inside the loop and next >=
-	// cand, so next-cand cannot overflow.
-	cand, at := notBefore, i
-	for ; i > 0; i-- {
+	cand := notBefore
+	for i := len(b) - 1; i > 0; i-- {
 		next := b[i-1].start
 		if b[i].free < amount {
-			cand, at = next, i-1
-		}
-		if next-cand >= duration {
-			t.fit = fitCache{ok: true, short: true, start: cand, end: cand + duration, amount: amount, at: at, last: i}
-			return cand, true
+			cand = max(cand, next)
 		}
 		if cand > latestStart {
 			return 0, false
 		}
+		// cand <= latestStart <= MaxTime-duration: no overflow.
+		if next >= cand+duration {
+			t.setFit(cand, cand+duration, amount, i)
+			return cand, true
+		}
 	}
 	// Block 0 runs to MaxTime.
-	if b[0].free < amount || cand > latestStart {
+	if b[0].free < amount {
 		return 0, false
 	}
-	t.fit = fitCache{ok: true, short: true, start: cand, end: cand + duration, amount: amount, at: at, last: 0}
+	t.setFit(cand, cand+duration, amount, 0)
 	return cand, true
+}
+
+// setFit remembers the window [start, end) shortEarliest found for amount,
+// ending in block rev[last]. (Field by field: a composite literal is built
+// on the stack and copied.)
+func (t *IndexedTimeline) setFit(start, end, amount int64, last int) {
+	f := &t.fit
+	f.ok, f.short = true, true
+	f.start, f.end, f.amount, f.last = start, end, amount, last
 }
 
 // shortBook is Book in the short layout; s is start clipped to the origin
 // and the window [s, end) is not empty, amount > 0.
 func (t *IndexedTimeline) shortBook(start, s, end, amount int64) error {
-	f := t.fit
 	t.fit.ok = false
-	if f.ok && f.short && s == f.start && end == f.end && amount <= f.amount {
-		// The window Earliest just found: known to fit.
-		t.shortAdd(s, end, f.at, f.last, -amount)
-		return nil
-	}
-	at := t.shortFind(s)
-	last, mn, _ := t.shortWindow(at, end)
+	last, mn, _ := t.shortWindow(t.shortFind(s), end)
 	if mn < amount {
 		return fmt.Errorf("indexed timeline: book %d over [%d,%d): only %d free: %w", amount, start, end, mn, ErrNoCapacity)
 	}
-	t.shortAdd(s, end, at, last, -amount)
+	t.shortAdd(s, end, last, -amount)
 	return nil
 }
 
 // shortRelease is Release in the short layout; s is start clipped to the
 // origin and the window [s, end) is not empty, amount > 0.
 func (t *IndexedTimeline) shortRelease(start, s, end, amount int64) error {
-	at := t.shortFind(s)
-	last, _, mx := t.shortWindow(at, end)
+	last, _, mx := t.shortWindow(t.shortFind(s), end)
 	if mx > math.MaxInt64-amount {
 		return fmt.Errorf("indexed timeline: release %d over [%d,%d): %w", amount, start, end,
 			&FieldError{Field: "amount", Reason: "free capacity would overflow int64"})
 	}
-	t.shortAdd(s, end, at, last, amount)
+	t.shortAdd(s, end, last, amount)
 	return nil
 }
 
 // shortAdd adds delta (non-zero) over [start, end), origin <= start < end,
-// whose start lies in block rev[at] and whose end-1 lies in block
-// rev[last], and restores canonical form. When the two blocks the window
-// may add would take the timeline past shortMax, it moves into chunks
-// first.
-func (t *IndexedTimeline) shortAdd(start, end int64, at, last int, delta int64) {
-	if len(t.rev)+2 > shortMax {
+// whose end-1 lies in block rev[last], and restores canonical form. When
+// the two blocks the window may add would take the timeline past
+// shortMax, it moves into chunks first.
+//
+// The result is written in one pass: each block moves at most once (the
+// blocks before the window in time by dh, the window's by dw), and only
+// the edges are looked at for merging, since inside the window every
+// block moved by the same delta. A new edge block differs from its outer
+// neighbour by delta, so an edge merges only where no boundary was added.
+func (t *IndexedTimeline) shortAdd(start, end int64, last int, delta int64) {
+	b := t.rev
+	n := len(b)
+	if n+2 > shortMax {
 		t.toChunks()
 		t.add(start, end, delta)
 		t.maybeShort()
 		return
 	}
-	b := t.rev
-	// Make end a boundary: a block starting at end goes below block last.
-	if end < MaxTime && (last == 0 || b[last-1].start != end) {
-		b = revInsert(b, last, sblock{start: end, free: b[last].free})
+	if n+2 > cap(b) {
+		nb := make([]sblock, n, 2*n+4)
+		copy(nb, b)
+		t.rev, b = nb, nb
+	}
+	// The window's first block, the one containing start, is at or
+	// above last (windows are usually one to a few blocks).
+	at := last
+	for b[at].start > start {
 		at++
-		last++
 	}
-	// Make start a boundary: the block at is cut, its part from start on
-	// takes index at and the part before it moves up.
-	if b[at].start != start {
-		b = revInsert(b, at, sblock{start: start, free: b[at].free})
+	splitE := end < MaxTime && (last == 0 || b[last-1].start != end)
+	splitS := b[at].start != start
+	mergeS := !splitS && at+1 < n && b[at].free+delta == b[at+1].free
+	mergeE := !splitE && last > 0 && b[last-1].free == b[last].free+delta
+	ps, fs, fe := b[at].start, b[at].free, b[last].free
+	// Blocks [last, top] of the window stay (block at goes when its
+	// start edge merges) and move by dw; the blocks above at move by dh.
+	top := at - b2i(mergeS)
+	dw := b2i(splitE) - b2i(mergeE)
+	dh := dw + b2i(splitS) - b2i(mergeS)
+	m := n + dh
+	b = b[:max(n, m)]
+	if dh > 0 {
+		for k := n - 1; k > at; k-- {
+			b[k+dh] = b[k]
+		}
 	}
-	for k := last; k <= at; k++ {
-		b[k].free += delta
+	if dw > 0 {
+		for k := top; k >= last; k-- {
+			b[k+dw] = sblock{start: b[k].start, free: b[k].free + delta}
+		}
+	} else {
+		for k := last; k <= top; k++ {
+			b[k+dw] = sblock{start: b[k].start, free: b[k].free + delta}
+		}
 	}
-	// Only the edges can now equal their outer neighbours. Removing at
-	// moves only the blocks above it, so last stays valid.
-	if at+1 < len(b) && b[at].free == b[at+1].free {
-		b = revRemove(b, at)
+	if dh < 0 {
+		for k := at + 1; k < n; k++ {
+			b[k+dh] = b[k]
+		}
 	}
-	if last > 0 && b[last-1].free == b[last].free {
-		b = revRemove(b, last-1)
+	if splitE {
+		b[last] = sblock{start: end, free: fe}
 	}
-	t.rev = b
-	t.n = len(b)
+	if splitS {
+		// Block at, now at top+dw, starts at start; its part before
+		// start keeps the old free amount.
+		b[top+dw].start = start
+		b[top+dw+1] = sblock{start: ps, free: fs}
+	}
+	// Same backing array: only the length is stored (no write barrier).
+	t.rev = t.rev[:m]
+	t.n = m
+}
+
+// b2i is 1 for true and 0 for false.
+func b2i(x bool) int {
+	if x {
+		return 1
+	}
+	return 0
 }
 
 // revInsert inserts x at index i of b (0 <= i < len(b)), moving b[i:] up by
@@ -243,9 +285,8 @@ func (t *IndexedTimeline) shortAdvance(now int64) {
 	for n > 1 && b[n-2].start <= now {
 		n--
 	}
-	b = b[:n]
+	t.rev = t.rev[:n]
 	b[n-1].start = now
-	t.rev = b
 	t.n = n
 	t.origin = now
 }

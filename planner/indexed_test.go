@@ -253,6 +253,19 @@ func (d *diffRun) apply(op tlOp) error {
 				return fmt.Errorf("%v: model (%d, %v), indexed (%d, %v)", op, sr, okr, si, oki)
 			}
 		}
+		if oki && d.step%2 == 0 && (d.ref == nil || si+op.b <= d.ref.horizon()) {
+			// Book what was found, as an admission does: the indexed
+			// timeline takes its remembered-fit path. (The model only
+			// describes its horizon.)
+			el, ei := d.list.Book(si, si+op.b, op.a), d.indexed.Book(si, si+op.b, op.a)
+			var er error
+			if d.ref != nil {
+				er = d.ref.Book(si, si+op.b, op.a)
+			}
+			if !sameErr(el, ei) || (d.ref != nil && !sameErr(er, ei)) || ei != nil {
+				return fmt.Errorf("%v then Book(%d, %d, %d): list error %v, indexed error %v, model error %v", op, si, si+op.b, op.a, el, ei, er)
+			}
+		}
 	case opMinFree:
 		ml, mi := d.list.MinFree(op.a, op.b), d.indexed.MinFree(op.a, op.b)
 		mr := mi
