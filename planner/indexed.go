@@ -446,7 +446,7 @@ func (t *IndexedTimeline) Book(start, end, amount int64) error {
 		// The window the preceding Earliest found in the short layout:
 		// known to fit, and its last block is known.
 		f.ok = false
-		t.shortAdd(start, end, f.last, -amount)
+		t.shortAdd(start, end, f.at, f.last, -amount)
 		return nil
 	}
 	s, ok, err := t.checkWindow("book", start, end, amount)

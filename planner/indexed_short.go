@@ -30,8 +30,9 @@ import (
 const (
 	// shortMax is the most blocks the short layout holds.
 	shortMax = chunkCap
-	// shortInitCap is the capacity of a new timeline's slice.
-	shortInitCap = 16
+	// shortInitCap is the capacity of a new timeline's slice: room for
+	// the few dozen blocks a busy resource holds, without regrowing.
+	shortInitCap = 32
 	// shortScan is how many blocks shortFind walks from the head before
 	// it switches to a binary search.
 	shortScan = 16
@@ -99,8 +100,12 @@ func (t *IndexedTimeline) shortWindow(at int, end int64) (last int, mn, mx int64
 // whether a block has enough free is as good as random.
 func (t *IndexedTimeline) shortEarliest(amount, duration, notBefore, latestStart int64) (int64, bool) {
 	b := t.rev
-	cand := notBefore
+	cand, at := notBefore, len(b)-1
 	for i := len(b) - 1; i > 0; i-- {
+		// at follows the block containing cand, for Book.
+		if b[i].start <= cand {
+			at = i
+		}
 		next := b[i-1].start
 		if b[i].free < amount {
 			cand = max(cand, next)
@@ -110,7 +115,7 @@ func (t *IndexedTimeline) shortEarliest(amount, duration, notBefore, latestStart
 		}
 		// cand <= latestStart <= MaxTime-duration: no overflow.
 		if next >= cand+duration {
-			t.setFit(cand, cand+duration, amount, i)
+			t.setFit(cand, cand+duration, amount, at, i)
 			return cand, true
 		}
 	}
@@ -118,45 +123,51 @@ func (t *IndexedTimeline) shortEarliest(amount, duration, notBefore, latestStart
 	if b[0].free < amount {
 		return 0, false
 	}
-	t.setFit(cand, cand+duration, amount, 0)
+	if b[0].start <= cand {
+		at = 0
+	}
+	t.setFit(cand, cand+duration, amount, at, 0)
 	return cand, true
 }
 
 // setFit remembers the window [start, end) shortEarliest found for amount,
-// ending in block rev[last]. (Field by field: a composite literal is built
-// on the stack and copied.)
-func (t *IndexedTimeline) setFit(start, end, amount int64, last int) {
+// from block rev[at] to block rev[last]. (Field by field: a composite
+// literal is built on the stack and copied.)
+func (t *IndexedTimeline) setFit(start, end, amount int64, at, last int) {
 	f := &t.fit
 	f.ok, f.short = true, true
-	f.start, f.end, f.amount, f.last = start, end, amount, last
+	f.start, f.end, f.amount, f.at, f.last = start, end, amount, at, last
 }
 
 // shortBook is Book in the short layout; s is start clipped to the origin
 // and the window [s, end) is not empty, amount > 0.
 func (t *IndexedTimeline) shortBook(start, s, end, amount int64) error {
 	t.fit.ok = false
-	last, mn, _ := t.shortWindow(t.shortFind(s), end)
+	at := t.shortFind(s)
+	last, mn, _ := t.shortWindow(at, end)
 	if mn < amount {
 		return fmt.Errorf("indexed timeline: book %d over [%d,%d): only %d free: %w", amount, start, end, mn, ErrNoCapacity)
 	}
-	t.shortAdd(s, end, last, -amount)
+	t.shortAdd(s, end, at, last, -amount)
 	return nil
 }
 
 // shortRelease is Release in the short layout; s is start clipped to the
 // origin and the window [s, end) is not empty, amount > 0.
 func (t *IndexedTimeline) shortRelease(start, s, end, amount int64) error {
-	last, _, mx := t.shortWindow(t.shortFind(s), end)
+	at := t.shortFind(s)
+	last, _, mx := t.shortWindow(at, end)
 	if mx > math.MaxInt64-amount {
 		return fmt.Errorf("indexed timeline: release %d over [%d,%d): %w", amount, start, end,
 			&FieldError{Field: "amount", Reason: "free capacity would overflow int64"})
 	}
-	t.shortAdd(s, end, last, amount)
+	t.shortAdd(s, end, at, last, amount)
 	return nil
 }
 
 // shortAdd adds delta (non-zero) over [start, end), origin <= start < end,
-// whose end-1 lies in block rev[last], and restores canonical form. When
+// whose start lies in block rev[at] and end-1 in block rev[last], and
+// restores canonical form. When
 // the two blocks the window may add would take the timeline past
 // shortMax, it moves into chunks first.
 //
@@ -165,7 +176,7 @@ func (t *IndexedTimeline) shortRelease(start, s, end, amount int64) error {
 // the edges are looked at for merging, since inside the window every
 // block moved by the same delta. A new edge block differs from its outer
 // neighbour by delta, so an edge merges only where no boundary was added.
-func (t *IndexedTimeline) shortAdd(start, end int64, last int, delta int64) {
+func (t *IndexedTimeline) shortAdd(start, end int64, at, last int, delta int64) {
 	b := t.rev
 	n := len(b)
 	if n+2 > shortMax {
@@ -178,12 +189,6 @@ func (t *IndexedTimeline) shortAdd(start, end int64, last int, delta int64) {
 		nb := make([]sblock, n, 2*n+4)
 		copy(nb, b)
 		t.rev, b = nb, nb
-	}
-	// The window's first block, the one containing start, is at or
-	// above last (windows are usually one to a few blocks).
-	at := last
-	for b[at].start > start {
-		at++
 	}
 	splitE := end < MaxTime && (last == 0 || b[last-1].start != end)
 	splitS := b[at].start != start
@@ -202,13 +207,17 @@ func (t *IndexedTimeline) shortAdd(start, end int64, last int, delta int64) {
 			b[k+dh] = b[k]
 		}
 	}
+	// Source and destination slices of equal length let the compiler
+	// drop the bounds checks in the loops.
+	src := b[last : top+1]
+	dst := b[last+dw : last+dw+len(src)]
 	if dw > 0 {
-		for k := top; k >= last; k-- {
-			b[k+dw] = sblock{start: b[k].start, free: b[k].free + delta}
+		for k := len(src) - 1; k >= 0; k-- {
+			dst[k] = sblock{start: src[k].start, free: src[k].free + delta}
 		}
 	} else {
-		for k := last; k <= top; k++ {
-			b[k+dw] = sblock{start: b[k].start, free: b[k].free + delta}
+		for k := range src {
+			dst[k] = sblock{start: src[k].start, free: src[k].free + delta}
 		}
 	}
 	if dh < 0 {
