@@ -22,14 +22,16 @@ import (
 //
 // A block's end is the start of the block below it in the slice (MaxTime
 // for index 0). When an insertion would take the timeline past shortMax
-// blocks it moves into chunks (toChunks); when the chunks shrink back to one
-// (maybeShort), into this layout again. A split leaves at least
-// chunkCap/4 blocks per chunk and chunks merge back only below three
-// quarters of chunkCap, so at least chunkCap/8 operations separate two
-// moves and their O(n) copy is amortised.
+// blocks it moves into chunks (toChunks) of at most three quarters of
+// chunkCap; when the chunks shrink back to one (maybeShort), which holds
+// at most chunkCap <= shortMax blocks, into this layout again. Between
+// the two moves lie at least shortMax-chunkCap insertions or removals, so
+// their O(n) copy is amortised.
 const (
-	// shortMax is the most blocks the short layout holds.
-	shortMax = chunkCap
+	// shortMax is the most blocks the short layout holds. Beyond a few
+	// hundred blocks, an insertion far from the head moves more than a
+	// chunk's tail would.
+	shortMax = 512
 	// shortInitCap is the capacity of a new timeline's slice: room for
 	// the few dozen blocks a busy resource holds, without regrowing.
 	shortInitCap = 32
@@ -37,6 +39,10 @@ const (
 	// it switches to a binary search.
 	shortScan = 16
 )
+
+// A lone chunk must fit the short layout (toShort); this fails to compile
+// otherwise.
+var _ [shortMax - chunkCap]struct{}
 
 // sblock is one block of the short layout: it starts at start and ends
 // where the block before it in the slice starts.
@@ -203,27 +209,17 @@ func (t *IndexedTimeline) shortAdd(start, end int64, at, last int, delta int64) 
 	m := n + dh
 	b = b[:max(n, m)]
 	if dh > 0 {
-		for k := n - 1; k > at; k-- {
-			b[k+dh] = b[k]
-		}
+		shiftBlocks(b, at+1, n, dh)
 	}
-	// Source and destination slices of equal length let the compiler
-	// drop the bounds checks in the loops.
-	src := b[last : top+1]
-	dst := b[last+dw : last+dw+len(src)]
-	if dw > 0 {
-		for k := len(src) - 1; k >= 0; k-- {
-			dst[k] = sblock{start: src[k].start, free: src[k].free + delta}
-		}
-	} else {
-		for k := range src {
-			dst[k] = sblock{start: src[k].start, free: src[k].free + delta}
-		}
+	if dw != 0 {
+		shiftBlocks(b, last, top+1, dw)
+	}
+	w := b[last+dw : top+1+dw]
+	for k := range w {
+		w[k].free += delta
 	}
 	if dh < 0 {
-		for k := at + 1; k < n; k++ {
-			b[k+dh] = b[k]
-		}
+		shiftBlocks(b, at+1, n, dh)
 	}
 	if splitE {
 		b[last] = sblock{start: end, free: fe}
@@ -245,6 +241,25 @@ func b2i(x bool) int {
 		return 1
 	}
 	return 0
+}
+
+// shiftBlocks moves b[from:to] by d places (the ranges may overlap). A few
+// blocks are moved by a loop, more by copy: the runtime's vector memmove
+// is faster beyond a handful of 16-byte moves, slower below (a call).
+func shiftBlocks(b []sblock, from, to, d int) {
+	if to-from > 4 {
+		copy(b[from+d:to+d], b[from:to])
+		return
+	}
+	if d > 0 {
+		for k := to - 1; k >= from; k-- {
+			b[k+d] = b[k]
+		}
+		return
+	}
+	for k := from; k < to; k++ {
+		b[k+d] = b[k]
+	}
 }
 
 // revInsert inserts x at index i of b (0 <= i < len(b)), moving b[i:] up by

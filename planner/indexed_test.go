@@ -919,7 +919,7 @@ func TestIndexedLoneChunkRoundTrip(t *testing.T) {
 			t.Fatalf("%s: blocks differ:\nindexed %v\nlist    %v", what, got, want)
 		}
 	}
-	n := chunkCap // each booking adds two blocks: ends with about 2*chunkCap
+	n := shortMax // each booking adds two blocks: ends with about 2*shortMax
 	for i := range n {
 		s := int64(4 * i)
 		step(fmt.Sprintf("book %d", i), func(tl Timeline) error { return tl.Book(s, s+2, int64(1+i%3)) })
