@@ -8,6 +8,12 @@ import (
 
 // Layout of the indexed timeline.
 //
+// Two layouts, one at a time. A timeline of at most shortMax blocks (every
+// timeline of the seed papers' cluster experiment and of the trace
+// replays, which hold a few dozen) keeps them in one flat slice of
+// (start, free) pairs, latest first, walked like the plain list but
+// without its copies: see indexed_short.go. A longer timeline uses chunks:
+//
 // The canonical free-block list is cut into chunks of at most chunkCap
 // consecutive blocks. A chunk keeps its blocks as two flat int64 slices
 // (start times and free amounts; a block ends where the next one starts, the
@@ -51,11 +57,11 @@ const (
 //
 // Invariant: len(start) == len(free) >= 1; start is strictly increasing;
 // when the timeline has several chunks, mn and mx are the minimum and
-// maximum of free whenever the chunk is not being modified. The summary of a
-// lone chunk is not kept up to date: no search consults it (every segment
-// tree search starts behind the current chunk, and there is none), and
-// skipping its upkeep keeps short timelines as cheap as the plain list.
-// splitChunk recomputes it when a second chunk appears.
+// maximum of free whenever the chunk is not being modified. A lone chunk
+// exists only inside an operation (at its end the blocks move into the
+// short layout); its summary is not kept up to date, since no search
+// consults it (every segment tree search starts behind the current chunk,
+// and there is none). splitChunk recomputes it when a second chunk appears.
 type chunk struct {
 	start  []int64
 	free   []int64
@@ -66,22 +72,25 @@ type chunk struct {
 func (c *chunk) summarize() { c.mn, c.mx = minMax(c.free) }
 
 // IndexedTimeline is a Timeline that keeps the canonical free-block list in
-// chunked flat arrays under a min/max segment tree (see the layout comment
-// above), so that Earliest jumps to notBefore in O(log n) and skips runs of
-// unsuitable blocks without visiting them. It makes exactly the decisions of
-// the plain list timeline.
+// one flat slice while it is short and in chunked flat arrays under a
+// min/max segment tree once it is long (see the layout comment above), so
+// that short timelines cost a walk of a few blocks and long ones a jump to
+// notBefore in O(log n) that skips runs of unsuitable blocks without
+// visiting them. It makes exactly the decisions of the plain list timeline.
 //
 // An IndexedTimeline is not safe for concurrent use.
 type IndexedTimeline struct {
 	// origin is the instant the blocks have been trimmed to.
-	// Invariant: chunks[0].start[0] == origin.
+	// Invariant: chunks[0].start[0] == origin (rev[n-1].start == origin
+	// in the short layout).
 	origin int64
 	// clock, when set, is the owning Planner's origin: the timeline
 	// describes nothing before it even while origin lags (see advance.go).
 	clock *int64
-	// chunks holds the canonical blocks in order.
-	// Invariant: non-empty; neighbouring blocks (also across chunks) differ
-	// in free.
+	// chunks holds the canonical blocks in order, outside the short
+	// layout. Invariant: then at least two chunks (one only inside an
+	// operation); neighbouring blocks (also across chunks) differ in
+	// free.
 	chunks []*chunk
 	// firsts mirrors the first start of every chunk for binary search.
 	// Invariant: len(firsts) == len(chunks), firsts[i] == chunks[i].start[0].
@@ -112,9 +121,12 @@ type IndexedTimeline struct {
 	spare []sblock
 	// fit remembers the window the last Earliest found, so that a Book
 	// of that window right after it (what an admission does) skips the
-	// capacity check, and on a lone chunk the lookup too: every block of
-	// [fit.start, fit.end) has at least fit.amount free. Every mutation
-	// clears fit.ok. Only a cache: without it Book looks the window up.
+	// capacity check, and in the short layout the lookup too: every block
+	// of [fit.start, fit.end) has at least fit.amount free. Every
+	// mutation clears fit.ok (Advance in the short layout does not need
+	// to: block indices count from the far end there, and Book checks the
+	// window against the origin). Only a cache: without it Book looks the
+	// window up.
 	fit fitCache
 }
 

@@ -20,6 +20,9 @@ import (
 //   - one slice of pairs is one bounds check and one cache line per block
 //     visited, with no chunk pointer and no tree in between.
 //
+// Memory: 16 bytes per block, at most about twice that with the slice's
+// room to grow, well within the chunks' bound of 64.
+//
 // A block's end is the start of the block below it in the slice (MaxTime
 // for index 0). When an insertion would take the timeline past shortMax
 // blocks it moves into chunks (toChunks) of at most three quarters of
