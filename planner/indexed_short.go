@@ -265,45 +265,6 @@ func shiftBlocks(b []sblock, from, to, d int) {
 	}
 }
 
-// revInsert inserts x at index i of b (0 <= i < len(b)), moving b[i:] up by
-// one: in the short layout, the blocks before x in time.
-func revInsert(b []sblock, i int, x sblock) []sblock {
-	n := len(b)
-	if n == cap(b) {
-		nb := make([]sblock, n+1, 2*n)
-		copy(nb, b[:i])
-		nb[i] = x
-		copy(nb[i+1:], b[i:])
-		return nb
-	}
-	b = b[:n+1]
-	if n-i <= 8 {
-		// A few blocks (the usual case near the head) move faster
-		// without a call to the runtime's memmove.
-		for k := n; k > i; k-- {
-			b[k] = b[k-1]
-		}
-	} else {
-		copy(b[i+1:], b[i:n])
-	}
-	b[i] = x
-	return b
-}
-
-// revRemove deletes index i of b (0 <= i < len(b)), moving b[i+1:] down by
-// one.
-func revRemove(b []sblock, i int) []sblock {
-	n := len(b)
-	if n-i <= 9 {
-		for k := i; k < n-1; k++ {
-			b[k] = b[k+1]
-		}
-	} else {
-		copy(b[i:], b[i+1:])
-	}
-	return b[:n-1]
-}
-
 // shortAdvance is Advance in the short layout (origin < now < MaxTime):
 // the blocks that end at or before now are cut off the end of the slice.
 func (t *IndexedTimeline) shortAdvance(now int64) {

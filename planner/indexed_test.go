@@ -865,36 +865,26 @@ func TestShortFind(t *testing.T) {
 	}
 }
 
-// TestRevInsertRemove drives revInsert and revRemove with random positions
-// (near both ends, so that both the short loops and the copies run, and
-// past the slice's capacity) and compares them with a plain slice after
-// every step. The seed is printed for replay.
-func TestRevInsertRemove(t *testing.T) {
-	seed := uint64(0x6a9b)
-	t.Logf("seed %#x", seed)
-	rng := rand.New(rand.NewPCG(seed, 1))
-	b := make([]sblock, 1, 2)
-	var model []sblock
-	model = append(model, b[0])
-	next := int64(1)
-	for step := range 20000 {
-		n := len(model)
-		if op := rng.IntN(10); op < 6 || n < 3 {
-			i := rng.IntN(n)
-			if rng.IntN(2) == 0 {
-				i = max(n-1-rng.IntN(12), 0)
+// TestShiftBlocks checks shiftBlocks, by loop and by copy, against moving
+// a copy of the slice, for every range and distance that fits in a slice of
+// twelve blocks.
+func TestShiftBlocks(t *testing.T) {
+	const n = 12
+	for from := range n {
+		for to := from; to <= n; to++ {
+			for d := -from; to+d <= n; d++ {
+				b := make([]sblock, n)
+				for i := range b {
+					b[i] = sblock{start: int64(i), free: -int64(i)}
+				}
+				want := slices.Clone(b)
+				src := slices.Clone(b[from:to])
+				copy(want[from+d:], src)
+				shiftBlocks(b, from, to, d)
+				if !slices.Equal(b, want) {
+					t.Fatalf("shiftBlocks(%d, %d, %d) = %v, want %v", from, to, d, b, want)
+				}
 			}
-			x := sblock{start: next, free: -next}
-			b = revInsert(b, i, x)
-			model = slices.Insert(model, i, x)
-			next++
-		} else {
-			i := rng.IntN(n)
-			b = revRemove(b, i)
-			model = slices.Delete(model, i, i+1)
-		}
-		if !slices.Equal(b, model) {
-			t.Fatalf("step %d: %v, want %v", step, b, model)
 		}
 	}
 }
