@@ -31,7 +31,12 @@ func (l *ListTimeline) firstEnd() int64 { return l.blocks[0].End }
 
 func (t *IndexedTimeline) setClock(clock *int64) { t.clock = clock }
 
-func (t *IndexedTimeline) firstEnd() int64 { return t.blockEnd(0, 0) }
+func (t *IndexedTimeline) firstEnd() int64 {
+	if t.rev != nil {
+		return t.shortFirstEnd()
+	}
+	return t.blockEnd(0, 0)
+}
 
 // track registers a new resource for trimming.
 func (p *Planner) track(r *resource) {

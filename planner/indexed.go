@@ -8,6 +8,12 @@ import (
 
 // Layout of the indexed timeline.
 //
+// Two layouts, one at a time. A timeline of at most shortMax blocks (every
+// timeline of the seed papers' cluster experiment and of the trace
+// replays, which hold a few dozen) keeps them in one flat slice of
+// (start, free) pairs, latest first, walked like the plain list but
+// without its copies: see indexed_short.go. A longer timeline uses chunks:
+//
 // The canonical free-block list is cut into chunks of at most chunkCap
 // consecutive blocks. A chunk keeps its blocks as two flat int64 slices
 // (start times and free amounts; a block ends where the next one starts, the
@@ -51,11 +57,11 @@ const (
 //
 // Invariant: len(start) == len(free) >= 1; start is strictly increasing;
 // when the timeline has several chunks, mn and mx are the minimum and
-// maximum of free whenever the chunk is not being modified. The summary of a
-// lone chunk is not kept up to date: no search consults it (every segment
-// tree search starts behind the current chunk, and there is none), and
-// skipping its upkeep keeps short timelines as cheap as the plain list.
-// splitChunk recomputes it when a second chunk appears.
+// maximum of free whenever the chunk is not being modified. A lone chunk
+// exists only inside an operation (at its end the blocks move into the
+// short layout); its summary is not kept up to date, since no search
+// consults it (every segment tree search starts behind the current chunk,
+// and there is none). splitChunk recomputes it when a second chunk appears.
 type chunk struct {
 	start  []int64
 	free   []int64
@@ -66,22 +72,25 @@ type chunk struct {
 func (c *chunk) summarize() { c.mn, c.mx = minMax(c.free) }
 
 // IndexedTimeline is a Timeline that keeps the canonical free-block list in
-// chunked flat arrays under a min/max segment tree (see the layout comment
-// above), so that Earliest jumps to notBefore in O(log n) and skips runs of
-// unsuitable blocks without visiting them. It makes exactly the decisions of
-// the plain list timeline.
+// one flat slice while it is short and in chunked flat arrays under a
+// min/max segment tree once it is long (see the layout comment above), so
+// that short timelines cost a walk of a few blocks and long ones a jump to
+// notBefore in O(log n) that skips runs of unsuitable blocks without
+// visiting them. It makes exactly the decisions of the plain list timeline.
 //
 // An IndexedTimeline is not safe for concurrent use.
 type IndexedTimeline struct {
 	// origin is the instant the blocks have been trimmed to.
-	// Invariant: chunks[0].start[0] == origin.
+	// Invariant: chunks[0].start[0] == origin (rev[n-1].start == origin
+	// in the short layout).
 	origin int64
 	// clock, when set, is the owning Planner's origin: the timeline
 	// describes nothing before it even while origin lags (see advance.go).
 	clock *int64
-	// chunks holds the canonical blocks in order.
-	// Invariant: non-empty; neighbouring blocks (also across chunks) differ
-	// in free.
+	// chunks holds the canonical blocks in order, outside the short
+	// layout. Invariant: then at least two chunks (one only inside an
+	// operation); neighbouring blocks (also across chunks) differ in
+	// free.
 	chunks []*chunk
 	// firsts mirrors the first start of every chunk for binary search.
 	// Invariant: len(firsts) == len(chunks), firsts[i] == chunks[i].start[0].
@@ -101,38 +110,33 @@ type IndexedTimeline struct {
 	// on; locate walks a few blocks from it before searching. Only a
 	// cache: any value is correct.
 	hintBi int
-	// loneHint is a block index of a lone chunk where the next lookup is
-	// likely to land: Earliest leaves the block of the start it found,
-	// which the Book that follows looks up. Only a cache: any value is
-	// correct.
-	loneHint int
-	// sbuf and fbuf back a lone chunk's two arrays as a gap buffer: the
-	// blocks sit at [lo, lo+n) with free room on both sides, so Advance
-	// drops blocks by moving lo forward instead of copying the rest down,
-	// and an insertion or removal shifts whichever side of its position is
-	// shorter, usually the few blocks before it (bookings land near the
-	// head of a short timeline). nil while there are several chunks (and
-	// until the first lone operation after that); gapReady sets them up.
-	// Invariant: when sbuf != nil, len(chunks) == 1 and chunks[0].start
-	// and .free are sbuf[lo:lo+n:lo+n] and fbuf[lo:lo+n:lo+n].
-	sbuf, fbuf []int64
-	lo         int
+	// rev holds the canonical blocks, latest first, while the timeline
+	// is short (see indexed_short.go); nil while the chunks hold them.
+	// Invariant: when rev != nil, len(rev) == n >= 1, rev[n-1].start ==
+	// origin, starts strictly decrease with the index, neighbours differ
+	// in free, and chunks, firsts are empty.
+	rev []sblock
+	// spare keeps the backing array of rev while the chunks are in use,
+	// so that going back to the short layout does not allocate.
+	spare []sblock
 	// fit remembers the window the last Earliest found, so that a Book
 	// of that window right after it (what an admission does) skips the
-	// capacity check, and on a lone chunk the lookup too: every block of
-	// [fit.start, fit.end) has at least fit.amount free. Every mutation
-	// clears fit.ok. Only a cache: without it Book looks the window up.
+	// capacity check, and in the short layout the lookup too: every block
+	// of [fit.start, fit.end) has at least fit.amount free. Every
+	// mutation clears fit.ok (Advance in the short layout does not need
+	// to: block indices count from the far end there, and Book checks the
+	// window against the origin). Only a cache: without it Book looks the
+	// window up.
 	fit fitCache
 }
 
-// fitCache is the window of the last Earliest. On a lone chunk (lone
-// set) it starts in block bi, and j is the first block starting at or
-// after end; with several chunks only the window is kept, which spares
-// Book its capacity check.
+// fitCache is the window of the last Earliest. In the short layout
+// (short set) it starts in block rev[at] and ends in block rev[last]; with
+// chunks only the window is kept, which spares Book its capacity check.
 type fitCache struct {
-	ok, lone           bool
+	ok, short          bool
 	start, end, amount int64
-	bi, j              int
+	at, last           int
 }
 
 var _ Timeline = (*IndexedTimeline)(nil)
@@ -146,14 +150,9 @@ func NewIndexed(capacity, origin int64) Timeline {
 	if origin >= MaxTime {
 		origin = MaxTime - 1
 	}
-	t := &IndexedTimeline{
-		origin: origin,
-		chunks: []*chunk{{start: []int64{origin}, free: []int64{capacity}, mn: capacity, mx: capacity}},
-		firsts: []int64{origin},
-		n:      1,
-	}
-	t.seg.build(t.chunks)
-	return t
+	rev := make([]sblock, 1, shortInitCap)
+	rev[0] = sblock{start: origin, free: capacity}
+	return &IndexedTimeline{origin: origin, rev: rev, n: 1}
 }
 
 // Origin returns the earliest instant the timeline still describes: the
@@ -242,6 +241,9 @@ func (t *IndexedTimeline) NextChange(x int64) (int64, bool) {
 	if o := t.Origin(); x < o {
 		x = o
 	}
+	if t.rev != nil {
+		return t.shortNextChange(x)
+	}
 	ci, bi := t.locate(x)
 	if bi+1 < len(t.chunks[ci].start) {
 		return t.chunks[ci].start[bi+1], true
@@ -316,8 +318,8 @@ func (t *IndexedTimeline) Earliest(amount, duration, notBefore, latestStart int6
 	if notBefore > latestStart || latestStart > MaxTime-duration {
 		return 0, false
 	}
-	if len(t.chunks) == 1 {
-		return t.loneEarliest(amount, duration, notBefore, latestStart)
+	if t.rev != nil {
+		return t.shortEarliest(amount, duration, notBefore, latestStart)
 	}
 	cand := notBefore
 	ci, bi := t.locate(cand)
@@ -355,6 +357,9 @@ func (t *IndexedTimeline) MinFree(start, end int64) int64 {
 		if start >= MaxTime {
 			return math.MaxInt64
 		}
+		if t.rev != nil {
+			return t.rev[t.shortFind(start)].free
+		}
 		ci, bi := t.locate(start)
 		return t.chunks[ci].free[bi]
 	}
@@ -370,6 +375,10 @@ func (t *IndexedTimeline) rangeMinMax(start, end int64) (mn, mx int64) {
 		start = o
 	}
 	if start >= end {
+		return mn, mx
+	}
+	if t.rev != nil {
+		_, mn, mx = t.shortWindow(t.shortFind(start), end)
 		return mn, mx
 	}
 	// Scan forward from the block containing start: windows are usually a
@@ -404,6 +413,9 @@ func (t *IndexedTimeline) Blocks(from, to int64) []Block {
 	out := []Block{}
 	if from >= to {
 		return out
+	}
+	if t.rev != nil {
+		return t.shortBlocks(out, from, to)
 	}
 	ci, bi := t.locate(from)
 	for ; ci < len(t.chunks); ci, bi = ci+1, 0 {
@@ -442,24 +454,19 @@ func (t *IndexedTimeline) checkWindow(op string, start, end, amount int64) (s in
 // origin is ignored; an empty window or a zero amount is a no-op. It returns an error wrapping ErrNoCapacity, and changes
 // nothing, if free < amount anywhere in the window.
 func (t *IndexedTimeline) Book(start, end, amount int64) error {
+	if f := &t.fit; f.ok && f.short && start == f.start && end == f.end && amount <= f.amount && amount > 0 && start >= t.Origin() {
+		// The window the preceding Earliest found in the short layout:
+		// known to fit, and its last block is known.
+		f.ok = false
+		t.shortAdd(start, end, f.at, f.last, -amount)
+		return nil
+	}
 	s, ok, err := t.checkWindow("book", start, end, amount)
 	if err != nil || !ok {
 		return err
 	}
-	if len(t.chunks) == 1 {
-		if f := t.fit; f.ok && f.lone && s == f.start && end == f.end && amount <= f.amount {
-			// The window Earliest just found: known to fit.
-			t.fit.ok = false
-			t.loneAdd(s, end, f.bi, f.j, -amount)
-			return nil
-		}
-		t.fit.ok = false
-		bi, j, mn, _ := t.loneWindow(s, end)
-		if mn < amount {
-			return fmt.Errorf("indexed timeline: book %d over [%d,%d): only %d free: %w", amount, start, end, mn, ErrNoCapacity)
-		}
-		t.loneAdd(s, end, bi, j, -amount)
-		return nil
+	if t.rev != nil {
+		return t.shortBook(start, s, end, amount)
 	}
 	f := t.fit
 	t.fit.ok = false
@@ -469,6 +476,7 @@ func (t *IndexedTimeline) Book(start, end, amount int64) error {
 		}
 	}
 	t.add(s, end, -amount)
+	t.maybeShort()
 	return nil
 }
 
@@ -481,14 +489,8 @@ func (t *IndexedTimeline) Release(start, end, amount int64) error {
 	if err != nil || !ok {
 		return err
 	}
-	if len(t.chunks) == 1 {
-		bi, j, _, mx := t.loneWindow(s, end)
-		if mx > math.MaxInt64-amount {
-			return fmt.Errorf("indexed timeline: release %d over [%d,%d): %w", amount, start, end,
-				&FieldError{Field: "amount", Reason: "free capacity would overflow int64"})
-		}
-		t.loneAdd(s, end, bi, j, amount)
-		return nil
+	if t.rev != nil {
+		return t.shortRelease(start, s, end, amount)
 	}
 	// The tree's root bounds every free amount: when even it leaves room
 	// for amount, the window does, and the scan is not needed.
@@ -499,246 +501,8 @@ func (t *IndexedTimeline) Release(start, end, amount int64) error {
 		}
 	}
 	t.add(s, end, amount)
+	t.maybeShort()
 	return nil
-}
-
-// The lone-chunk fast path. While the whole timeline fits in one chunk
-// (up to chunkCap blocks: every timeline of the seed experiment, which
-// holds a few dozen) there is no tree to descend or maintain and no
-// summary to keep (see chunk), so Book and Release work on the two flat
-// arrays directly, as the plain list does on its slice: one lookup of the
-// start (usually the block the preceding Earliest ended on, else a binary
-// search), one forward scan over the window that both checks it and finds
-// its end, and in-place edits. Earliest (loneEarliest) walks the arrays from
-// the block containing notBefore, as the list walks its blocks.
-
-// loneWindow returns, for a timeline of one chunk and a window
-// origin <= start < end, the index bi of the block containing start, the
-// index j of the first block starting at or after end (the chunk length if
-// none does), and the min and max free over the window.
-func (t *IndexedTimeline) loneWindow(start, end int64) (bi, j int, mn, mx int64) {
-	c := t.chunks[0]
-	bi = t.loneFind(c.start, start)
-	mn, mx = math.MaxInt64, math.MinInt64
-	for j = bi; j < len(c.start) && c.start[j] < end; j++ {
-		mn, mx = min(mn, c.free[j]), max(mx, c.free[j])
-	}
-	return bi, j, mn, mx
-}
-
-// loneAdd adds delta (non-zero) over [start, end) on a timeline of one
-// chunk, given the positions loneWindow returned for that window, and
-// restores canonical form. When the chunk has no room for the two blocks
-// the window may add, it hands over to add, which splits the chunk.
-func (t *IndexedTimeline) loneAdd(start, end int64, bi, j int, delta int64) {
-	c := t.chunks[0]
-	if len(c.start)+2 > chunkCap {
-		// The chunk will split: the arrays leave the gap buffer.
-		t.sbuf, t.fbuf = nil, nil
-		t.add(start, end, delta)
-		return
-	}
-	t.gapReady()
-	// j > bi: the block containing start starts before end. Make end a
-	// boundary (the block before j contains it), then start; neither
-	// insertion lands at index 0, so the origin and firsts stay put.
-	if end < MaxTime && (j == len(c.start) || c.start[j] != end) {
-		t.gapInsert(c, j, end, c.free[j-1])
-		t.n++
-	}
-	if c.start[bi] != start {
-		bi++
-		t.gapInsert(c, bi, start, c.free[bi-1])
-		j++
-		t.n++
-	}
-	fr := c.free[:j]
-	for k := bi; k < j; k++ {
-		fr[k] += delta
-	}
-	// Only the edges can now equal their outer neighbours.
-	if j < len(c.start) && c.free[j] == c.free[j-1] {
-		t.gapRemove(c, j)
-		t.n--
-	}
-	if bi > 0 && c.free[bi] == c.free[bi-1] {
-		t.gapRemove(c, bi)
-		t.n--
-	}
-}
-
-// gapReady makes the lone chunk's arrays live in the gap buffer, copying
-// them in if they do not yet (after NewIndexed, loadBlocks, or when the
-// timeline shrinks back to one chunk).
-func (t *IndexedTimeline) gapReady() {
-	if t.sbuf == nil {
-		t.regap(t.chunks[0])
-	}
-}
-
-// regap moves the lone chunk's n blocks to the middle of buffers of 2n+16
-// slots, reusing the current ones when they are large enough but not more
-// than four times too large. Afterwards both sides have at least n/2+8
-// free slots, so at least that many insertions at one side separate two
-// calls: the copy costs O(1) per insertion, amortised.
-func (t *IndexedTimeline) regap(c *chunk) {
-	n := len(c.start)
-	size := 2*n + 16
-	lo := (size - n) / 2
-	if len(t.sbuf) < size || len(t.sbuf) > 4*size {
-		sb, fb := make([]int64, size), make([]int64, size)
-		copy(sb[lo:], c.start)
-		copy(fb[lo:], c.free)
-		t.sbuf, t.fbuf = sb, fb
-	} else {
-		lo = (len(t.sbuf) - n) / 2
-		copy(t.sbuf[lo:lo+n], c.start) // copy handles the overlap
-		copy(t.fbuf[lo:lo+n], c.free)
-	}
-	t.lo = lo
-	c.start, c.free = t.sbuf[lo:lo+n:lo+n], t.fbuf[lo:lo+n:lo+n]
-}
-
-// gapInsert inserts block (s, f) at index i (1 <= i <= n) of the lone
-// chunk c, whose arrays are in the gap buffer, shifting the shorter side.
-func (t *IndexedTimeline) gapInsert(c *chunk, i int, s, f int64) {
-	n := len(c.start)
-	front := i <= n-i
-	if front && t.lo == 0 || !front && t.lo+n == len(t.sbuf) {
-		t.regap(c)
-	}
-	lo, sb, fb := t.lo, t.sbuf, t.fbuf
-	if front {
-		shift(sb[lo-1:lo+i], fb[lo-1:lo+i], -1)
-		lo--
-	} else {
-		shift(sb[lo+i:lo+n+1], fb[lo+i:lo+n+1], 1)
-	}
-	sb[lo+i], fb[lo+i] = s, f
-	t.lo = lo
-	c.start, c.free = sb[lo:lo+n+1:lo+n+1], fb[lo:lo+n+1:lo+n+1]
-}
-
-// shift moves the elements of a and b (same length k+1) by one place: dir
-// 1 moves [0, k) to [1, k+1), dir -1 moves [1, k+1) to [0, k). Short runs
-// (the usual case: a few blocks before a booking near the head) are moved
-// by a plain loop rather than a call to the runtime's memmove.
-func shift(a, b []int64, dir int) {
-	k := len(a) - 1
-	b = b[:len(a)]
-	switch {
-	case k > 8:
-		if dir > 0 {
-			copy(a[1:], a[:k])
-			copy(b[1:], b[:k])
-		} else {
-			copy(a[:k], a[1:])
-			copy(b[:k], b[1:])
-		}
-	case dir > 0:
-		for x := k; x > 0; x-- {
-			a[x], b[x] = a[x-1], b[x-1]
-		}
-	default:
-		for x := 0; x < k; x++ {
-			a[x], b[x] = a[x+1], b[x+1]
-		}
-	}
-}
-
-// gapRemove deletes the block at index i (1 <= i < n) of the lone chunk c,
-// whose arrays are in the gap buffer, shifting the shorter side.
-func (t *IndexedTimeline) gapRemove(c *chunk, i int) {
-	n := len(c.start)
-	lo, sb, fb := t.lo, t.sbuf, t.fbuf
-	if i < n-1-i {
-		shift(sb[lo:lo+i+1], fb[lo:lo+i+1], 1)
-		lo++
-	} else {
-		shift(sb[lo+i:lo+n], fb[lo+i:lo+n], -1)
-	}
-	t.lo = lo
-	c.start, c.free = sb[lo:lo+n-1:lo+n-1], fb[lo:lo+n-1:lo+n-1]
-}
-
-// loneFind returns the index of the block of st (the starts of a lone
-// chunk) that contains x >= origin, trying loneHint first.
-func (t *IndexedTimeline) loneFind(st []int64, x int64) int {
-	if h := t.loneHint; h < len(st) && st[h] <= x && (h+1 == len(st) || st[h+1] > x) {
-		return h
-	}
-	return lastAtMost(st, x)
-}
-
-// headScan is how many blocks headFind walks before it switches to a
-// binary search.
-const headScan = 16
-
-// headFind returns the index of the last element <= x of the sorted,
-// non-empty s, whose first element is <= x. Requests mostly look near the
-// head of the timeline (the near future), where a short forward walk with
-// predictable branches beats a binary search; beyond headScan elements it
-// falls back to one.
-func headFind(s []int64, x int64) int {
-	n := min(len(s), headScan)
-	for i := 1; i < n; i++ {
-		if s[i] > x {
-			return i - 1
-		}
-	}
-	if n == len(s) {
-		return n - 1
-	}
-	return n - 1 + lastAtMost(s[n-1:], x)
-}
-
-// loneEarliest is Earliest on a timeline of one chunk (arguments already
-// checked and notBefore clipped to the origin): the candidate walk of the
-// plain list, started at the block containing notBefore.
-//
-// The walk is written without a data-dependent branch per block: whether
-// a block has enough free is as good as random, and a mispredicted branch
-// costs more than the rest of a step. A block with too little free moves
-// the candidate start to the next block's start (a conditional move);
-// the two exits (the run from the candidate covers the duration, or the
-// candidate has passed latestStart) are rarely taken until the end.
-func (t *IndexedTimeline) loneEarliest(amount, duration, notBefore, latestStart int64) (int64, bool) {
-	c := t.chunks[0]
-	st := c.start
-	n := len(st)
-	fr := c.free[:n] // same length; lets the compiler drop bounds checks
-	i := headFind(st, notBefore)
-	// cand is the start of the current run of blocks with enough free
-	// (notBefore until a short block is met), at the block holding it.
-	// cand <= latestStart <= MaxTime-duration inside the loop, and next
-	// >= cand, so next-cand cannot overflow.
-	cand, at := notBefore, i
-	for ; i < n-1; i++ {
-		next := st[i+1]
-		if fr[i] < amount {
-			cand, at = next, i+1
-		}
-		if next-cand >= duration {
-			t.fitFound(cand, duration, amount, at, i+1)
-			return cand, true
-		}
-		if cand > latestStart {
-			return 0, false
-		}
-	}
-	// The last block runs to MaxTime.
-	if fr[n-1] < amount || cand > latestStart {
-		return 0, false
-	}
-	t.fitFound(cand, duration, amount, at, n)
-	return cand, true
-}
-
-// fitFound records the window loneEarliest found: it starts in block at,
-// and j is the first block starting at or after its end.
-func (t *IndexedTimeline) fitFound(cand, duration, amount int64, at, j int) {
-	t.loneHint = at
-	t.fit = fitCache{ok: true, lone: true, start: cand, end: cand + duration, amount: amount, bi: at, j: j}
 }
 
 // add adds delta (non-zero) to the free amount over [start, end), with
@@ -793,7 +557,7 @@ const split2Scan = 32
 // it once instead of twice is a large part of a booking's cost. Otherwise
 // it does nothing and splitAt does the work.
 func (t *IndexedTimeline) split2(start, end int64) {
-	if end == MaxTime || t.sbuf != nil {
+	if end == MaxTime {
 		return
 	}
 	ci, bi := t.locate(start)
@@ -834,7 +598,7 @@ func insert2(a []int64, i, j int, x, y int64) []int64 {
 // and the chunk stays at least chunkMin long (or is alone). It reports
 // whether it did; otherwise nothing changed and mergePos does the work.
 func (t *IndexedTimeline) merge2(sci, sbi, eci, ebi int) bool {
-	if sci != eci || sbi == 0 || ebi <= sbi || t.sbuf != nil {
+	if sci != eci || sbi == 0 || ebi <= sbi {
 		return false
 	}
 	c := t.chunks[sci]
@@ -966,7 +730,6 @@ func (t *IndexedTimeline) removeAt(ci, bi int) bool {
 // splitChunk cuts chunk ci into two halves, each allocated with room to
 // grow to chunkCap without reallocating.
 func (t *IndexedTimeline) splitChunk(ci int) {
-	t.sbuf, t.fbuf = nil, nil // a second chunk: no gap buffer
 	c := t.chunks[ci]
 	half := len(c.start) / 2
 	right := &chunk{
@@ -1037,29 +800,26 @@ func (t *IndexedTimeline) Advance(now int64) {
 	if now <= t.origin {
 		return
 	}
+	if b := t.rev; b != nil && now < MaxTime {
+		// The remembered fit stays: block indices count from the far
+		// end and do not move, and Book's use of it checks that the
+		// window does not start before the origin.
+		if n := len(b); n == 1 || b[n-2].start > now {
+			// now lies in the first block (the usual case: blocks are
+			// long against the time between two requests).
+			b[n-1].start = now
+			t.origin = now
+			return
+		}
+		t.shortAdvance(now)
+		return
+	}
 	t.fit.ok = false // block positions move
 	if now >= MaxTime {
 		now = MaxTime - 1
 	}
-	if len(t.chunks) == 1 {
-		// Walk from the head (now is usually among the first few
-		// blocks) and drop the blocks passed over by moving the start
-		// of the gap buffer: nothing is copied.
-		c := t.chunks[0]
-		st, bi := c.start, 0
-		for bi+1 < len(st) && st[bi+1] <= now {
-			bi++
-		}
-		if bi > 0 {
-			t.gapReady()
-			lo, k := t.lo+bi, len(st)-bi
-			c.start, c.free = t.sbuf[lo:lo+k:lo+k], t.fbuf[lo:lo+k:lo+k]
-			t.lo = lo
-			t.n -= bi
-		}
-		c.start[0] = now
-		t.firsts[0] = now
-		t.origin = now
+	if t.rev != nil {
+		t.shortAdvance(now)
 		return
 	}
 	if now < t.blockEnd(0, 0) {
@@ -1088,11 +848,7 @@ func (t *IndexedTimeline) Advance(now int64) {
 	t.firsts[0] = now
 	t.origin = now
 	if len(t.chunks) == 1 {
-		// A lone chunk's summary is not kept; the tree only needs to
-		// shrink to one leaf so that no search looks past it.
-		if ci > 0 {
-			t.seg.build(t.chunks)
-		}
+		t.toShort()
 		return
 	}
 	c.summarize()
@@ -1108,6 +864,12 @@ func (t *IndexedTimeline) Advance(now int64) {
 // checkInvariants verifies every structural invariant; tests call it after
 // each operation.
 func (t *IndexedTimeline) checkInvariants() error {
+	if t.rev != nil {
+		return t.checkShort()
+	}
+	if len(t.chunks) < 2 {
+		return fmt.Errorf("chunks: %d chunks in the chunked layout, want at least 2", len(t.chunks))
+	}
 	if len(t.chunks) == 0 || len(t.chunks) != len(t.firsts) {
 		return fmt.Errorf("chunks: %d chunks, %d heads", len(t.chunks), len(t.firsts))
 	}
@@ -1147,28 +909,7 @@ func (t *IndexedTimeline) checkInvariants() error {
 	if n != t.n {
 		return fmt.Errorf("block count %d, recorded %d", n, t.n)
 	}
-	if err := t.checkGap(); err != nil {
-		return err
-	}
 	return t.seg.check()
-}
-
-// checkGap verifies the gap buffer's invariant (see sbuf).
-func (t *IndexedTimeline) checkGap() error {
-	if t.sbuf == nil {
-		return nil
-	}
-	c := t.chunks[0]
-	k := len(c.start)
-	switch {
-	case len(t.chunks) != 1:
-		return fmt.Errorf("gap buffer kept with %d chunks", len(t.chunks))
-	case k == 0 || len(c.free) != k || len(t.fbuf) != len(t.sbuf) || t.lo < 0 || t.lo+k > len(t.sbuf):
-		return fmt.Errorf("gap buffer: lo %d, %d blocks, buffers %d and %d", t.lo, k, len(t.sbuf), len(t.fbuf))
-	case &t.sbuf[t.lo] != &c.start[0] || &t.fbuf[t.lo] != &c.free[0] || cap(c.start) != k || cap(c.free) != k:
-		return fmt.Errorf("lone chunk arrays are not the gap buffer's [%d, %d)", t.lo, t.lo+k)
-	}
-	return nil
 }
 
 func minMax(fr []int64) (mn, mx int64) {

@@ -253,6 +253,19 @@ func (d *diffRun) apply(op tlOp) error {
 				return fmt.Errorf("%v: model (%d, %v), indexed (%d, %v)", op, sr, okr, si, oki)
 			}
 		}
+		if oki && d.step%2 == 0 && (d.ref == nil || si+op.b <= d.ref.horizon()) {
+			// Book what was found, as an admission does: the indexed
+			// timeline takes its remembered-fit path. (The model only
+			// describes its horizon.)
+			el, ei := d.list.Book(si, si+op.b, op.a), d.indexed.Book(si, si+op.b, op.a)
+			var er error
+			if d.ref != nil {
+				er = d.ref.Book(si, si+op.b, op.a)
+			}
+			if !sameErr(el, ei) || (d.ref != nil && !sameErr(er, ei)) || ei != nil {
+				return fmt.Errorf("%v then Book(%d, %d, %d): list error %v, indexed error %v, model error %v", op, si, si+op.b, op.a, el, ei, er)
+			}
+		}
 	case opMinFree:
 		ml, mi := d.list.MinFree(op.a, op.b), d.indexed.MinFree(op.a, op.b)
 		mr := mi
@@ -820,15 +833,21 @@ func chunkSizes(t *IndexedTimeline) []int {
 	return out
 }
 
-// TestHeadFind checks headFind and lastAtMost against a linear reference on
-// every length around headScan and every query between and beside the
-// elements.
-func TestHeadFind(t *testing.T) {
-	for n := 1; n <= 3*headScan+2; n++ {
+// TestShortFind checks shortFind and lastAtMost against a linear reference
+// on every length around shortScan and every query between and beside the
+// block starts.
+func TestShortFind(t *testing.T) {
+	for n := 1; n <= 3*shortScan+2; n++ {
 		s := make([]int64, n)
 		for i := range s {
 			s[i] = int64(3 * i) // gaps so that queries fall between elements
 		}
+		ix := NewIndexed(1, 0).(*IndexedTimeline)
+		blocks := make([]Block, n)
+		for i := range s {
+			blocks[i] = Block{Start: s[i], End: s[i] + 3, Free: int64(i % 2)}
+		}
+		ix.loadBlocks(blocks)
 		for x := int64(0); x <= s[n-1]+4; x++ {
 			want := 0
 			for i, v := range s {
@@ -836,8 +855,8 @@ func TestHeadFind(t *testing.T) {
 					want = i
 				}
 			}
-			if got := headFind(s, x); got != want {
-				t.Fatalf("headFind(len %d, %d) = %d, want %d", n, x, got, want)
+			if got := n - 1 - ix.shortFind(x); got != want {
+				t.Fatalf("shortFind(len %d, %d) = block %d, want %d", n, x, got, want)
 			}
 			if got := lastAtMost(s, x); got != want {
 				t.Fatalf("lastAtMost(len %d, %d) = %d, want %d", n, x, got, want)
@@ -846,59 +865,32 @@ func TestHeadFind(t *testing.T) {
 	}
 }
 
-// TestGapBuffer drives the lone chunk's gap buffer with random insertions,
-// removals and head drops (as Advance does) and compares its arrays with a
-// plain slice after every step. The seed is printed for replay.
-func TestGapBuffer(t *testing.T) {
-	seed := uint64(0x6a9b)
-	t.Logf("seed %#x", seed)
-	rng := rand.New(rand.NewPCG(seed, 1))
-	ix := NewIndexed(1, 0).(*IndexedTimeline)
-	c := ix.chunks[0]
-	ix.gapReady()
-	model := []int64{0}
-	next := int64(1)
-	most := 1
-	for step := range 20000 {
-		n := len(model)
-		switch op := rng.IntN(10); {
-		case op < 5 || n < 3: // insert at 1..n
-			i := 1 + rng.IntN(n)
-			ix.gapInsert(c, i, next, -next)
-			model = slices.Insert(model, i, next)
-			next++
-		case op < 8: // remove at 1..n-1
-			i := 1 + rng.IntN(n-1)
-			ix.gapRemove(c, i)
-			model = slices.Delete(model, i, i+1)
-		default: // drop k head blocks as Advance does, keeping one
-			k := rng.IntN(min(n, 4))
-			lo := ix.lo + k
-			m := n - k
-			c.start, c.free = ix.sbuf[lo:lo+m:lo+m], ix.fbuf[lo:lo+m:lo+m]
-			ix.lo = lo
-			model = model[k:]
-		}
-		if err := ix.checkGap(); err != nil {
-			t.Fatalf("step %d: %v", step, err)
-		}
-		if !slices.Equal(c.start, model) {
-			t.Fatalf("step %d: starts %v, want %v", step, c.start, model)
-		}
-		for k, s := range c.start {
-			if s != 0 && c.free[k] != -s {
-				t.Fatalf("step %d: block %d start %d has free %d, want %d", step, k, s, c.free[k], -s)
+// TestShiftBlocks checks shiftBlocks, by loop and by copy, against moving
+// a copy of the slice, for every range and distance that fits in a slice of
+// twelve blocks.
+func TestShiftBlocks(t *testing.T) {
+	const n = 12
+	for from := range n {
+		for to := from; to <= n; to++ {
+			for d := -from; to+d <= n; d++ {
+				b := make([]sblock, n)
+				for i := range b {
+					b[i] = sblock{start: int64(i), free: -int64(i)}
+				}
+				want := slices.Clone(b)
+				src := slices.Clone(b[from:to])
+				copy(want[from+d:], src)
+				shiftBlocks(b, from, to, d)
+				if !slices.Equal(b, want) {
+					t.Fatalf("shiftBlocks(%d, %d, %d) = %v, want %v", from, to, d, b, want)
+				}
 			}
-		}
-		most = max(most, len(model))
-		if len(ix.sbuf) > 2*most+16 {
-			t.Fatalf("step %d: buffer of %d slots, but never more than %d blocks", step, len(ix.sbuf), most)
 		}
 	}
 }
 
-// TestIndexedLoneChunkRoundTrip grows a timeline of one chunk past
-// chunkCap blocks through the lone-chunk path and shrinks it back, checking
+// TestIndexedLoneChunkRoundTrip grows a timeline in the short layout past
+// shortMax blocks, into chunks, and shrinks it back, checking
 // the invariants and the list's state after every step.
 func TestIndexedLoneChunkRoundTrip(t *testing.T) {
 	const capacity = 10
@@ -917,7 +909,7 @@ func TestIndexedLoneChunkRoundTrip(t *testing.T) {
 			t.Fatalf("%s: blocks differ:\nindexed %v\nlist    %v", what, got, want)
 		}
 	}
-	n := chunkCap // each booking adds two blocks: ends with about 2*chunkCap
+	n := shortMax // each booking adds two blocks: ends with about 2*shortMax
 	for i := range n {
 		s := int64(4 * i)
 		step(fmt.Sprintf("book %d", i), func(tl Timeline) error { return tl.Book(s, s+2, int64(1+i%3)) })
@@ -929,8 +921,8 @@ func TestIndexedLoneChunkRoundTrip(t *testing.T) {
 		s := int64(4 * i)
 		step(fmt.Sprintf("release %d", i), func(tl Timeline) error { return tl.Release(s, s+2, int64(1+i%3)) })
 	}
-	if ix.Len() != 1 || len(ix.chunks) != 1 {
-		t.Fatalf("after releasing everything: %d blocks in %d chunks, want 1 in 1", ix.Len(), len(ix.chunks))
+	if ix.Len() != 1 || ix.rev == nil {
+		t.Fatalf("after releasing everything: %d blocks in %d chunks, want 1 in the short layout", ix.Len(), len(ix.chunks))
 	}
 	step("over-book", func(tl Timeline) error { return tl.Book(5, 9, capacity+1) })
 	step("overflow", func(tl Timeline) error { return tl.Release(5, 9, math.MaxInt64) })

@@ -217,29 +217,30 @@ func (p *Planner) unload(bs []Booking) {
 // loadBlocks implements blockLoader.
 func (l *ListTimeline) loadBlocks(blocks []Block) { l.blocks = blocks }
 
-// loadBlocks implements blockLoader: the blocks are cut into chunks of at
-// most three quarters of chunkCap, so that the first insertions into a
-// chunk do not split it, each with a quarter of its length to grow into
-// (a timeline with few blocks does not reserve a whole chunk).
+// loadBlocks implements blockLoader: up to shortMax blocks go into the
+// short layout, more into chunks (see buildChunks).
 func (t *IndexedTimeline) loadBlocks(blocks []Block) {
 	n := len(blocks)
-	k := (n + chunkCap*3/4 - 1) / (chunkCap * 3 / 4)
-	t.chunks = t.chunks[:0]
-	t.firsts = t.firsts[:0]
-	for c := range k {
-		lo, hi := c*n/k, (c+1)*n/k
-		room := hi - lo + (hi-lo)/4 + 4
-		ch := &chunk{start: make([]int64, hi-lo, room), free: make([]int64, hi-lo, room)}
-		for i, b := range blocks[lo:hi] {
-			ch.start[i], ch.free[i] = b.Start, b.Free
-		}
-		ch.summarize()
-		t.chunks = append(t.chunks, ch)
-		t.firsts = append(t.firsts, ch.start[0])
-	}
-	t.n = n
-	t.hint, t.loneHint = 0, 0
-	t.sbuf, t.fbuf = nil, nil
 	t.fit.ok = false
-	t.seg.build(t.chunks)
+	if n <= shortMax {
+		b := t.rev
+		if b == nil {
+			b = t.spare
+		}
+		if cap(b) < n {
+			b = make([]sblock, 0, n+shortInitCap)
+		}
+		b = b[:n]
+		for i, bl := range blocks {
+			b[n-1-i] = sblock{start: bl.Start, free: bl.Free}
+		}
+		t.rev, t.spare = b, nil
+		t.chunks, t.firsts = t.chunks[:0], t.firsts[:0]
+		t.n = n
+		return
+	}
+	t.buildChunks(n, func(i int) (int64, int64) { return blocks[i].Start, blocks[i].Free })
+	if t.rev != nil {
+		t.spare, t.rev = t.rev[:0], nil
+	}
 }

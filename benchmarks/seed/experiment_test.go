@@ -238,6 +238,58 @@ func BenchmarkReplay(b *testing.B) {
 	}
 }
 
+// BenchmarkReplayTrace is BenchmarkReplay on the default trace (the KTH
+// log on the 100 CPUs its header declares, submit times unscaled: 28,475
+// reservations at offered load 1.07), for the indexed timeline and the
+// 90-slot planner; it is skipped when the trace is not beside the
+// repository (kthTrace). Profile it to see where a trace replay spends its
+// time (results/profile-replay-*-kth.txt).
+func BenchmarkReplayTrace(b *testing.B) {
+	cfg := DefaultConfig()
+	path := kthTrace(b)
+	if path == "" {
+		b.Skip("KTH trace not available")
+	}
+	trace, err := workload.LoadTrace(path, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	capacity, _, err := trace.Capacity(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	jobs := trace.Jobs
+	t0 := jobs[0].Submit
+	for i := range jobs {
+		if jobs[i].Submit >= 0 {
+			jobs[i].Submit -= t0
+		}
+	}
+	rs, _, err := workload.FromTally(jobs, cfg.reservationConfig(true, capacity))
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := cfg.Horizon * cfg.TimeScale
+	for _, c := range cfg.Contenders() {
+		if c.Name != "indexed" && c.Name != "slotted-90" {
+			continue
+		}
+		b.Run(c.Name, func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var cpu time.Duration
+			for b.Loop() {
+				out, err := Replay(c.Factory(capacity, rs[0].Arrival), rs, h)
+				if err != nil {
+					b.Fatal(err)
+				}
+				cpu += out.CPU
+			}
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/float64(len(rs)), "cpu-ns/request")
+		})
+	}
+}
+
 func TestThreadCPUAdvances(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
