@@ -18,6 +18,7 @@ import (
 
 	"github.com/ledgerd/ledgerd/cluster"
 	"github.com/ledgerd/ledgerd/fsm"
+	"github.com/ledgerd/ledgerd/internal/tlssniff"
 	"github.com/ledgerd/ledgerd/ledger/replicated"
 	"github.com/ledgerd/ledgerd/rpc"
 )
@@ -25,6 +26,10 @@ import (
 // streamGrace is how long a graceful shutdown lets requests in flight
 // finish before it ends the streams that never would.
 const streamGrace = 2 * time.Second
+
+// readHeaderTimeout bounds how long a caller may take to send a request's
+// headers (and, while moving to secure, its first byte).
+const readHeaderTimeout = 10 * time.Second
 
 // Options are what assembling a node needs beyond its Config: the choices
 // of the command line (-dev) and the hooks of test harnesses and
@@ -126,7 +131,7 @@ func New(cfg Config, o Options) (*Agent, error) {
 		progress = o.BodyProgress
 	}
 	a.http = &http.Server{Handler: withBodyProgress(progress, a.handler()), Protocols: rpc.ServeProtocols(), TLSConfig: a.httpTLS,
-		ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes,
+		ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes,
 		BaseContext: func(net.Listener) context.Context { return base }}
 	return a, nil
 }
@@ -207,6 +212,11 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 		return cluster.Config{}, err
 	}
 	a.httpTLS = httpTLS
+	migration := migrationStages[a.cfg.SecureMigration] // validated
+	if migration == cluster.MigrationAccept {
+		// Peers not yet restarted serve their API in plaintext only.
+		peerTLS = nil
+	}
 	var key []byte
 	if a.cfg.GossipKey != "" {
 		key, _ = base64.StdEncoding.DecodeString(a.cfg.GossipKey) // validated
@@ -245,6 +255,7 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 		RaftTLS:         raftTLS,
 		RPCTLS:          peerTLS,
 		GossipKey:       key,
+		Migration:       migration,
 		DeadServerGrace: time.Duration(a.cfg.DeadServerGrace),
 		TickInterval:    time.Duration(a.cfg.TickInterval),
 		ReadyLag:        a.cfg.ReadyMaxLag,
@@ -305,18 +316,32 @@ func checkForwarded(cmd []byte) error {
 
 // Start serves HTTP on the agent's listener.
 func (a *Agent) Start() {
+	ln := a.httpLn
+	var mixed net.Listener
+	if a.httpTLS != nil && a.cfg.SecureMigration != "" {
+		// Moving to secure: TLS and plaintext callers on one port. The
+		// sniff deadline is the one a request's headers have anyway.
+		var err error
+		if mixed, err = tlssniff.NewListener(ln, a.httpTLS, readHeaderTimeout); err != nil {
+			a.log.Error("http server", "err", err)
+			return
+		}
+	}
 	go func() {
 		var err error
-		if a.httpTLS != nil {
-			err = a.http.ServeTLS(a.httpLn, "", "")
-		} else {
-			err = a.http.Serve(a.httpLn)
+		switch {
+		case mixed != nil:
+			err = a.http.Serve(mixed)
+		case a.httpTLS != nil:
+			err = a.http.ServeTLS(ln, "", "")
+		default:
+			err = a.http.Serve(ln)
 		}
 		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("http server", "err", err)
 		}
 	}()
-	a.log.Info("listening", "http", a.httpLn.Addr().String(), "tls", a.httpTLS != nil, "raft", a.node.RaftAddr(), "gossip", a.node.GossipAddr())
+	a.log.Info("listening", "http", ln.Addr().String(), "tls", a.httpTLS != nil, "plaintext_too", mixed != nil, "raft", a.node.RaftAddr(), "gossip", a.node.GossipAddr())
 }
 
 // Shutdown hands over leadership, leaves the cluster, then stops HTTP.

@@ -19,7 +19,10 @@ func (a *Agent) handler() http.Handler {
 	node := a.node // a.node is cleared by Shutdown while requests may still run
 	mux := http.NewServeMux()
 	internal := node.Handler()
-	if a.httpTLS != nil {
+	switch {
+	case a.httpTLS != nil && a.cfg.SecureMigration != "":
+		internal = requireServerOverTLS(internal)
+	case a.httpTLS != nil:
 		internal = requireServer(internal)
 	}
 	mux.Handle("/internal/", internal)

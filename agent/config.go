@@ -53,6 +53,14 @@ type Config struct {
 	// authenticate their peers. It is logged at ERROR on every start and
 	// exported as ledgerd_insecure 1. Never use it outside a test bed.
 	Insecure bool `json:"insecure"`
+	// SecureMigration is a stage of moving a running insecure cluster to
+	// secure by rolling restarts (docs/operations.md, "Moving an insecure
+	// cluster to secure"): "accept" (stage 1) takes TLS and plaintext
+	// peers on the Raft and HTTP ports and encrypted and plain gossip,
+	// but dials and gossips in plaintext; "send" (stage 2) also accepts
+	// both but dials TLS and encrypts gossip. Stage 3 removes it and
+	// insecure. It needs insecure and every setting of a secure agent.
+	SecureMigration string `json:"secure_migration"`
 	// MetricsToken, if set, is the bearer token /metrics requires.
 	MetricsToken string `json:"metrics_token"`
 	// GossipKey is base64 of 16, 24 or 32 bytes; it encrypts gossip. Once
@@ -201,6 +209,9 @@ func (c *Config) Validate(dev bool) error {
 		if _, err := os.Stat(f.path); err != nil {
 			return fmt.Errorf("config: %s: %w", f.key, err)
 		}
+	}
+	if _, ok := migrationStages[c.SecureMigration]; !ok {
+		return fmt.Errorf("config: secure_migration: want accept or send (or empty), got %q", c.SecureMigration)
 	}
 	if c.GossipKey != "" {
 		k, err := base64.StdEncoding.DecodeString(c.GossipKey)

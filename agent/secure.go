@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ledgerd/ledgerd/agent/pki"
+	"github.com/ledgerd/ledgerd/cluster"
 )
 
 // checkSecure refuses a configuration that would leave a listener
@@ -24,11 +25,34 @@ func (c *Config) checkSecure(dev bool) error {
 				return fmt.Errorf("config: %s: -dev serves an unauthenticated API and stays on loopback; %s is not (run a secured agent instead, see docs/operations.md)", a.key, a.v)
 			}
 		}
+		if c.SecureMigration != "" {
+			return errors.New("config: secure_migration: not used with -dev (a one-node playground has no peers to move)")
+		}
 		return nil
 	}
-	if c.Insecure {
+	missing := c.securityGaps()
+	if c.SecureMigration != "" {
+		// A migration stage still accepts plaintext peers: it is an
+		// insecure agent, and says so. It carries every secure setting,
+		// so that the last step only removes it and insecure.
+		if !c.Insecure {
+			return fmt.Errorf("config: secure_migration: %q still accepts plaintext peers and callers, so it needs -insecure (insecure: true); once every server runs secure_migration=send, restart each without secure_migration and without insecure (docs/operations.md, \"Moving an insecure cluster to secure\")", c.SecureMigration)
+		}
+		if len(missing) > 0 {
+			return errors.New("config: secure_migration: every setting of a secure agent must be in place first:\n  " + strings.Join(missing, "\n  "))
+		}
 		return nil
 	}
+	if c.Insecure || len(missing) == 0 {
+		return nil
+	}
+	return errors.New("config: this agent would accept unauthenticated peers or callers:\n  " + strings.Join(missing, "\n  ") +
+		"\nFix these (docs/operations.md, \"Securing a cluster\"), or pass -insecure (insecure: true) on a test bed")
+}
+
+// securityGaps lists what a secure agent needs and this configuration
+// lacks, each with its key and the command that makes it.
+func (c *Config) securityGaps() []string {
 	var missing []string
 	if c.TLSCertFile == "" || c.TLSKeyFile == "" || c.TLSCAFile == "" {
 		missing = append(missing, "tls_cert_file, tls_key_file, tls_ca_file: required, so that only servers of the cluster speak Raft and call /internal/ (make them with `ledgerd tls ca create` and `ledgerd tls cert create -server -node NAME -ip ADDR`)")
@@ -45,11 +69,15 @@ func (c *Config) checkSecure(dev bool) error {
 	if c.TokensFile == "" {
 		missing = append(missing, "tokens_file: required, or every API caller is an operator (see rpc/README.md, \"Authentication\")")
 	}
-	if len(missing) == 0 {
-		return nil
-	}
-	return errors.New("config: this agent would accept unauthenticated peers or callers:\n  " + strings.Join(missing, "\n  ") +
-		"\nFix these (docs/operations.md, \"Securing a cluster\"), or pass -insecure (insecure: true) on a test bed")
+	return missing
+}
+
+// migrationStages maps the secure_migration setting to the cluster's
+// stage.
+var migrationStages = map[string]cluster.Migration{
+	"":       cluster.MigrationOff,
+	"accept": cluster.MigrationAccept,
+	"send":   cluster.MigrationSend,
 }
 
 // isLoopback reports whether host:port names a loopback address (or
@@ -84,6 +112,23 @@ func requireServer(next http.Handler) http.Handler {
 	})
 }
 
+// requireServerOverTLS guards the internal endpoints while the HTTP port
+// takes TLS and plaintext callers (secure_migration): a TLS caller must
+// present a server certificate of the cluster, as requireServer asks; a
+// plaintext caller is taken as an insecure agent takes it, which the
+// cluster's own check of the internal token then decides (none in the
+// accept stage, whose peers not yet restarted have no gossip key).
+func requireServerOverTLS(next http.Handler) http.Handler {
+	servers := requireServer(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		servers.ServeHTTP(w, r)
+	})
+}
+
 // warnInsecure says at ERROR, on every start, what an insecure agent
 // leaves open, so that it cannot go unnoticed in the logs.
 func (a *Agent) warnInsecure() {
@@ -102,6 +147,12 @@ func (a *Agent) warnInsecure() {
 	}
 	if a.cfg.TokensFile == "" {
 		open = append(open, "every API caller is an operator")
+	}
+	switch a.cfg.SecureMigration {
+	case "accept":
+		open = append(open, "secure_migration=accept: Raft, the HTTP API and /internal/ also take plaintext peers, peers are dialled in plaintext and gossip is sent unencrypted (next: restart every server with secure_migration=send)")
+	case "send":
+		open = append(open, "secure_migration=send: Raft, the HTTP API and /internal/ also take plaintext peers and gossip takes unencrypted messages (next: restart every server without secure_migration and insecure)")
 	}
 	a.log.Error("INSECURE agent: peers and callers are not all authenticated; do not run this outside a test bed", "open", strings.Join(open, "; "))
 }

@@ -135,6 +135,7 @@ var settings = []setting{
 	{"tls_http_client_ca_file", "PEM CA bundle that signs API clients' certificates (with tls_http; tls_ca_file is always accepted)", str(func(c *Config) *string { return &c.TLSHTTPClientCAFile })},
 	{"tls_http_require_client_cert", "every API client must present a certificate (with tls_http); otherwise a bearer token is enough", boolSetter(func(c *Config) *bool { return &c.TLSHTTPRequireClientCert })},
 	{"insecure", "run without authenticating peers and callers (test beds only; logged at ERROR, ledgerd_insecure 1)", boolSetter(func(c *Config) *bool { return &c.Insecure })},
+	{"secure_migration", "a stage of moving a running insecure cluster to secure by rolling restarts: accept (take TLS and plaintext, send plaintext), then send (take both, send TLS and encrypted gossip); needs insecure and every secure setting", str(func(c *Config) *string { return &c.SecureMigration })},
 	{"metrics_token", "bearer token /metrics requires (empty: /metrics is open to anyone who reaches the port)", str(func(c *Config) *string { return &c.MetricsToken })},
 	{"gossip_key", "base64 key (16, 24 or 32 bytes) that encrypts gossip; DATA_DIR/keyring.json, once a key rotation wrote it, takes precedence", str(func(c *Config) *string { return &c.GossipKey })},
 	{"log_level", "debug, info, warn or error", str(func(c *Config) *string { return &c.LogLevel })},

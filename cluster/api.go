@@ -68,6 +68,13 @@ type Config struct {
 	// keyring operation (GossipKeyring) has written DataDir/keyring.json,
 	// that keyring is loaded at start instead.
 	GossipKey []byte
+	// Migration, when set, is a stage of moving a running insecure
+	// cluster to secure (see Migration): the Raft listener then accepts
+	// plaintext peers next to TLS ones and gossip accepts unencrypted
+	// messages. It needs RaftTLS and GossipKey. RPCTLS is the caller's:
+	// nil in MigrationAccept (peers' APIs are called in plaintext), set in
+	// MigrationSend.
+	Migration Migration
 	// DeadServerGrace is how long a server must be dead in gossip before the
 	// leader removes it from Raft. Default 30s.
 	DeadServerGrace time.Duration

@@ -55,6 +55,9 @@ func (c Config) withDefaults() (Config, error) {
 	default:
 		return c, fmt.Errorf("cluster: Config.GossipKey must be 16, 24 or 32 bytes, got %d", len(c.GossipKey))
 	}
+	if err := c.checkMigration(); err != nil {
+		return c, err
+	}
 	for name, d := range map[string]time.Duration{
 		"DeadServerGrace": c.DeadServerGrace, "ForwardTimeout": c.ForwardTimeout, "LeaderWait": c.LeaderWait,
 		"TickInterval": c.TickInterval, "ReconcileInterval": c.ReconcileInterval,
@@ -123,6 +126,10 @@ func (c Config) gossipConfig(id string, g *gossip) (*memberlist.Config, error) {
 		mc.AdvertiseAddr, mc.AdvertisePort = host, port
 	}
 	mc.SecretKey = c.GossipKey
+	// Moving to encrypted gossip: accept unencrypted messages until the
+	// last stage, and send encrypted ones from MigrationSend on.
+	mc.GossipVerifyIncoming = c.Migration == MigrationOff
+	mc.GossipVerifyOutgoing = c.Migration != MigrationAccept
 	mc.Delegate = g
 	mc.Events = g
 	mc.Logger = log.New(&levelPrefixWriter{l: c.Logger, component: "memberlist", min: slog.LevelInfo}, "", 0)

@@ -70,7 +70,8 @@ type status struct {
 // public API do not; see keyring.go), so
 // the endpoints, which take raw commands, cannot be used to bypass the
 // public API's authentication. Without a gossip key they are open: run
-// that way only on a trusted network or in dev mode.
+// that way only on a trusted network or in dev mode. So they are in
+// MigrationAccept, where the servers not yet restarted have no key.
 func (n *Node) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+pathApply, n.serveApply)
@@ -78,7 +79,7 @@ func (n *Node) Handler() http.Handler {
 	mux.HandleFunc("GET "+pathReadIndex, n.serveReadIndex)
 	mux.HandleFunc("GET "+pathStatus, n.serveStatus)
 	mux.HandleFunc("POST "+pathKeyring, n.serveKeyring)
-	if n.keys == nil {
+	if n.keys == nil || n.cfg.Migration == MigrationAccept {
 		return mux
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -220,7 +220,7 @@ func (n *Node) createRaft() error {
 		return fmt.Errorf("cluster: open snapshot store: %w", err)
 	}
 	n.snaps = snaps
-	stream, err := newStreamLayer(cfg.RaftBind, cfg.RaftAdvertise, cfg.RaftTLS)
+	stream, err := newStreamLayer(cfg.RaftBind, cfg.RaftAdvertise, cfg.RaftTLS, cfg.Migration)
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func TestMutualTLSRaftCluster(t *testing.T) {
 
 func TestRaftStreamLayerRefusesUntrustedPeers(t *testing.T) {
 	ca, other := testpki.NewCA(t, "ledgerd test CA"), testpki.NewCA(t, "ledgerd test CA")
-	ln, err := newStreamLayer("127.0.0.1:0", "", serverTLS(t, ca, "server"))
+	ln, err := newStreamLayer("127.0.0.1:0", "", serverTLS(t, ca, "server"), MigrationOff)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestRaftStreamLayerRefusesUntrustedPeers(t *testing.T) {
 		{"no client certificate", &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: ca.Pool}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := &streamLayer{tls: tc.conf}
+			d := &streamLayer{tls: tc.conf, dialTLS: true}
 			conn, err := d.Dial(raft.ServerAddress(ln.Addr().String()), 2*time.Second)
 			if err == nil {
 				defer conn.Close()

@@ -9,6 +9,9 @@
 #   DURATION=5s CLIENTS=1,16 scripts/bench-service.sh   # quicker
 #   TLS=on,off scripts/bench-service.sh      # every cell with and without TLS, side by side
 #
+#   TLS=on,off DURATION=8s CLIENTS=1,16,64 SKIP='ledgerd-unary ledgerd-nodes recovery' \
+#     OUT=benchmarks/results/service-tls scripts/bench-service.sh   # the committed TLS cost run
+#
 # TLS (a comma-separated list of on and off; default on) says how every
 # system runs; each cell is run once per setting, in the same run:
 #   on   ledgerd as a production cluster must run (secure by default): mutual
@@ -105,64 +108,83 @@ portbase() { if [[ $2 == on ]]; then echo "$1"; else echo $(($1 + 1000)); fi; }
 # mutual TLS with the cluster's server certificate, or none.
 peer_tls() { [[ $1 == on ]] && echo "-ca-file $ca_file -cert-file $pki_dir/server-n1.pem -key-file $pki_dir/server-n1-key.pem" || true; }
 
-for mode in "${modes[@]}"; do
-	if ! skip rawraft; then
+# Each system's cells run once per TLS setting back to back, so that the
+# two figures of a pair are measured minutes apart at most, under the same
+# load of the machine.
+if ! skip rawraft; then
+	for mode in "${modes[@]}"; do
 		step "raw raft, 3 nodes, reserve mix, TLS $mode"
 		# shellcheck disable=SC2046
 		"$work/loadgen" -system rawraft -nodes 3 -mix reserve -label "$(label "3 nodes" "$mode")" $(peer_tls "$mode") \
 			-clients "$CLIENTS" "${common[@]}" | tee -a "$log"
-	fi
+	done
+fi
 
-	if ! skip ledgerd; then
+if ! skip ledgerd; then
+	for mode in "${modes[@]}"; do
 		step "ledgerd, 3 nodes, default mix, TLS $mode"
 		agents_start 3 "$(portbase 17500 "$mode")" "$mode"
 		"$work/loadgen" -system ledgerd -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "3 nodes" "$mode")" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
 		agents_stop
-		if ! skip reserve-mix; then
+	done
+	if ! skip reserve-mix; then
+		for mode in "${modes[@]}"; do
 			step "ledgerd, 3 nodes, reserve mix, TLS $mode"
 			agents_start 3 "$(portbase 17600 "$mode")" "$mode"
 			"$work/loadgen" -system ledgerd -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "3 nodes" "$mode")" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
 			agents_stop
-		fi
+		done
 	fi
+fi
 
-	# The same 64-client cells with one API call per operation (no coalescing
-	# into Batch calls), for the side-by-side comparison.
-	if ! skip ledgerd && ! skip ledgerd-unary; then
+# The same 64-client cells with one API call per operation (no coalescing
+# into Batch calls), for the side-by-side comparison.
+if ! skip ledgerd && ! skip ledgerd-unary; then
+	for mode in "${modes[@]}"; do
 		step "ledgerd, 3 nodes, default mix, unary client, TLS $mode"
 		agents_start 3 "$(portbase 17650 "$mode")" "$mode"
 		"$work/loadgen" -system ledgerd -coalesce=false -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "3 nodes, unary" "$mode")" -clients 64 "${common[@]}" | tee -a "$log"
 		agents_stop
-		if ! skip reserve-mix; then
+	done
+	if ! skip reserve-mix; then
+		for mode in "${modes[@]}"; do
 			step "ledgerd, 3 nodes, reserve mix, unary client, TLS $mode"
 			agents_start 3 "$(portbase 17680 "$mode")" "$mode"
 			"$work/loadgen" -system ledgerd -coalesce=false -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "3 nodes, unary" "$mode")" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
 			agents_stop
-		fi
+		done
 	fi
+fi
 
-	if ! skip ledgerd-nodes; then
-		for n in 1 5; do
+if ! skip ledgerd-nodes; then
+	for n in 1 5; do
+		for mode in "${modes[@]}"; do
 			step "ledgerd, $n nodes, default mix, TLS $mode"
 			agents_start "$n" "$(portbase $((17700 + 100 * n)) "$mode")" "$mode"
 			"$work/loadgen" -system ledgerd -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "$n nodes" "$mode")" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
 			agents_stop
 		done
-	fi
+	done
+fi
 
-	if ! skip etcd; then
+if ! skip etcd; then
+	for mode in "${modes[@]}"; do
 		etls=()
 		[[ $mode == on ]] && etls=(-tls-ca-file "$ca_file" -tls-cert-file "$pki_dir/server-n1.pem" -tls-key-file "$pki_dir/server-n1-key.pem")
 		step "etcd, 3 members, default mix, TLS $mode"
 		"$work/peerbench" -system etcd -nodes 3 -dir "$work/etcd" "${etls[@]}" -label "$(label "3 nodes" "$mode")" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
 		rm -rf "$work/etcd"
-		if ! skip reserve-mix; then
+	done
+	if ! skip reserve-mix; then
+		for mode in "${modes[@]}"; do
+			etls=()
+			[[ $mode == on ]] && etls=(-tls-ca-file "$ca_file" -tls-cert-file "$pki_dir/server-n1.pem" -tls-key-file "$pki_dir/server-n1-key.pem")
 			step "etcd, 3 members, reserve mix, TLS $mode"
 			"$work/peerbench" -system etcd -nodes 3 -port 24790 -dir "$work/etcd2" "${etls[@]}" -label "$(label "3 nodes" "$mode")" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
 			rm -rf "$work/etcd2"
-		fi
+		done
 	fi
-done
+fi
 
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
 if ! skip postgres && [[ -n "$pgbin" ]]; then

@@ -154,6 +154,14 @@ func writeReport(in, out string) error {
 	if err := service.WriteBars(&md, rs); err != nil {
 		return err
 	}
+	var tlsCost strings.Builder
+	if err := service.WriteTLSCost(&tlsCost, rs); err != nil {
+		return err
+	}
+	if tlsCost.Len() > 0 {
+		md.WriteString("## TLS cost (each pair measured back to back in this run)\n\n")
+		md.WriteString(tlsCost.String())
+	}
 	md.WriteString("## All runs\n\n")
 	if err := service.WriteMarkdown(&md, rs); err != nil {
 		return err
