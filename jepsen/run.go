@@ -2,6 +2,7 @@ package jepsen
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -149,12 +150,25 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("campaign: hold-expiry probe resource: %w", err)
 	}
+	availRes := w.Config().Prefix + "-avail"
+	sctx, cancel = context.WithTimeout(ctx, cfg.Settle)
+	err = cl.connect(cl.Names()[0]).EnsureResource(sctx, availRes, 1_000_000)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("campaign: availability probe resource: %w", err)
+	}
+	prober := NewProber(cl, availRes, w.Config().Base, rec.Now)
+	watch := NewLeaderWatch(cl, rec.Now)
 	sched := &Schedule{Cluster: cl, Nemeses: cfg.Nemeses, Quiet: cfg.Quiet, Hold: cfg.Hold, Combine: cfg.Combine,
 		Seed: cfg.Seed, Clock: rec.Now, Log: cfg.Progress}
 	rep := &Report{Seed: cfg.Seed, Nodes: cfg.Nodes, Clients: cfg.Clients, Nemeses: cfg.Nemeses, Client: cfg.Client}
 
 	say("running workload for %v (nemeses: %v)", cfg.Duration, cfg.Nemeses)
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
+	sched.Burst = func(paused string) { prober.Burst(runCtx, paused) }
+	aux := make(chan struct{}, 2)
+	go func() { prober.Run(runCtx); aux <- struct{}{} }()
+	go func() { watch.Run(runCtx); aux <- struct{}{} }()
 	done := make(chan struct{})
 	go func() { sched.Run(runCtx); close(done) }()
 	progress := time.NewTicker(5 * time.Second)
@@ -182,6 +196,8 @@ loop:
 	<-done
 	rep.TTLProbes = <-probes
 	stop()
+	<-aux
+	<-aux
 	total := rec.Now()
 	rep.Duration = time.Duration(total)
 
@@ -230,6 +246,22 @@ loop:
 	rep.Links = cl.LinkStats()
 	rep.Ops, rep.Latency, rep.Availability = Summarize(h, rep.Faults, total)
 	rep.Invariants = CheckInvariants(h, lists, InvariantOptions{Now: readAt})
+	pops := prober.Ops()
+	rep.Invariants = append(rep.Invariants, ProbesDurable(pops, lists))
+	rep.FaultAvailability = FaultAvailabilities(rep.Faults, cl.Names(), h, pops, watch.Samples(), total)
+	rep.PerNemesis = SummarizeNemeses(rep.FaultAvailability)
+	for _, p := range pops {
+		rep.ProbeWrites++
+		if p.OK {
+			rep.ProbeOK++
+		}
+	}
+	if err := saveJSON(filepath.Join(cfg.Dir, "probes.json"), pops); err != nil {
+		rep.Errors = append(rep.Errors, err.Error())
+	}
+	if err := saveJSON(filepath.Join(cfg.Dir, "leaders.json"), watch.Samples()); err != nil {
+		rep.Errors = append(rep.Errors, err.Error())
+	}
 	say("checking linearizability of %d operations ...", len(h.Ops))
 	var checkErr error
 	rep.Linear, checkErr = Check(checked, CheckOptions{Timeout: cfg.CheckTimeout, VisualDir: cfg.Dir})
@@ -304,4 +336,15 @@ func identical(lists map[string][]Reservation) bool {
 		}
 	}
 	return true
+}
+
+func saveJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return nil
 }
