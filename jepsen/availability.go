@@ -338,10 +338,10 @@ func quantiles(xs []float64) Quantiles {
 
 // writeOp is a write of either source, for the per-fault figures.
 type writeOp struct {
-	node         string
-	call, ret    int64
-	ok           bool
-	unknown      bool // answered OUTCOME_UNKNOWN
+	node          string
+	call, ret     int64
+	ok            bool
+	unknown       bool // answered OUTCOME_UNKNOWN
 	indeterminate bool
 }
 
