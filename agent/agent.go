@@ -248,6 +248,7 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 		SnapshotOnShutdown: a.cfg.SnapshotOnShutdown,
 		Stamp:              fsm.Stamp,
 		Check:              checkForwarded,
+		Idempotent:         idempotent,
 		Now:                now,
 		Tick:               fsm.TickCommand,
 		NextDue:            a.fsm.NextDue,
@@ -294,6 +295,16 @@ func (a *Agent) createNode() error {
 func checkForwarded(cmd []byte) error {
 	_, err := fsm.Decode(cmd)
 	return err
+}
+
+// idempotent is cluster.Config.Idempotent: a command that carries an
+// idempotency key is answered from the FSM's idempotency record when it is
+// applied again, so the cluster may send it to a new leader after the
+// leadership moved while its outcome was unknown. Every write the ledger
+// builds carries one (ledger/replicated gives a keyless write one).
+func idempotent(cmd []byte) bool {
+	c, err := fsm.Decode(cmd)
+	return err == nil && c.GetIdempotencyKey() != ""
 }
 
 // Start serves HTTP on the agent's listener.

@@ -27,10 +27,11 @@ func (n *Node) ReadBarrier(ctx context.Context) error {
 		}
 		var index uint64
 		var err error
+		moved := n.leaderMoved()
 		if n.raft.State() == raft.Leader {
 			index, err = n.readIndex(ctx)
 		} else if id, rpc := n.Leader(); id != "" && rpc != "" {
-			index, err = n.fetchReadIndex(ctx, rpc)
+			index, err = n.fetchReadIndex(ctx, rpc, moved)
 		} else {
 			err = ErrNoLeader
 		}
