@@ -99,7 +99,7 @@ func (n *Node) ApplyBatch(ctx context.Context, cmds [][]byte) []Result {
 				continue
 			}
 			if errors.Is(res[j].Err, ErrOutcomeUnknown) && n.reroutable(ctx, cmds[i], res[j].Err, reroutes[i]) {
-				maybe[i], lastErr = res[j].Err, res[j].Err
+				maybe[i] = res[j].Err
 				reroutes[i]++
 				rerouted = max(rerouted, reroutes[i])
 				n.m.rerouted.Inc()
@@ -135,11 +135,13 @@ func (n *Node) ApplyBatch(ctx context.Context, cmds [][]byte) []Result {
 	}
 	for i, r := range out {
 		var ae *ApplyError
-		if maybe[i] != nil && r.Err != nil && !errors.Is(r.Err, ErrOutcomeUnknown) && !errors.As(r.Err, &ae) {
+		refused := errors.Is(r.Err, ErrNoLeader) || errors.Is(r.Err, ErrNotLeader) || errors.Is(r.Err, ErrShutdown) || !errors.Is(r.Err, ErrOutcomeUnknown)
+		if maybe[i] != nil && r.Err != nil && refused && !errors.As(r.Err, &ae) {
 			// Sent again after an unknown outcome and refused (or given
 			// up) before the log: the first attempt may still have been
-			// applied, so the outcome stays unknown.
-			out[i].Err = fmt.Errorf("cluster: apply: %w: first attempt: %w; retry: %w", ErrOutcomeUnknown, maybe[i], r.Err)
+			// applied, so the outcome stays unknown, and the retry's
+			// error is only text (its sentinel would say "not applied").
+			out[i].Err = fmt.Errorf("cluster: apply: %w: first attempt: %w; retry: %v", ErrOutcomeUnknown, maybe[i], r.Err)
 		}
 		n.m.observeApply(paths[i], start, out[i].Err)
 	}

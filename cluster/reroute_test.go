@@ -191,3 +191,45 @@ func TestStalledReadIndexReroutes(t *testing.T) {
 		t.Fatalf("entries %q after the barrier, want the write acknowledged before it", e)
 	}
 }
+
+// TestRerouteWithoutLeaderStaysUnknown: a write sent again after its
+// outcome became unknown, that then finds no leader, fails as outcome
+// unknown, never as no-leader (which would tell the caller it was not
+// applied, while the first attempt may have been).
+func TestRerouteWithoutLeaderStaysUnknown(t *testing.T) {
+	c := newCluster(t, 3, func(cfg *Config) {
+		cfg.ForwardTimeout = time.Minute
+		cfg.LeaderWait = time.Second
+		cfg.Idempotent = kvIdempotent
+	})
+	c.waitVoters(3)
+	l := c.leader()
+	var f, o *tnode
+	for _, tn := range c.running() {
+		switch {
+		case tn == l:
+		case f == nil:
+			f = tn
+		default:
+			o = tn
+		}
+	}
+	arrived := stall(t, l, pathApplyBatch, func(w http.ResponseWriter, r *http.Request, next http.Handler) { next.ServeHTTP(w, r) })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got := make(chan applyOut, 1)
+	go func() {
+		b, err := f.node.Apply(ctx, []byte("k1|v1"))
+		got <- applyOut{b, err}
+	}()
+	await(t, arrived, 10*time.Second, "forwarded request at the stalled leader")
+	c.crash(o)
+	c.crash(l) // breaks the forwarding connection: the outcome is unknown
+	r := await(t, got, 20*time.Second, "answer to the write")
+	if !errors.Is(r.err, ErrOutcomeUnknown) || errors.Is(r.err, ErrNoLeader) || errors.Is(r.err, ErrNotLeader) {
+		t.Fatalf("apply: %v, want ErrOutcomeUnknown and no sentinel that says \"not applied\"", r.err)
+	}
+	if !strings.Contains(r.err.Error(), "first attempt") {
+		t.Fatalf("apply: %v, want the error of a write sent again after an unknown outcome", r.err)
+	}
+}
