@@ -45,6 +45,9 @@ type Config struct {
 	// Client is how the workload talks to the nodes: ClientUnary (the
 	// default) or ClientBatch.
 	Client string
+	// Think is each client's pause between operations (WorkloadConfig.Think):
+	// long campaigns use it to keep the history small enough to check.
+	Think time.Duration
 	// Progress receives one line per phase and per fault; nil discards.
 	Progress io.Writer
 }
@@ -132,7 +135,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		batches = &BatchStats{}
 		clientFor = (&batchClients{cl: cl, stats: batches}).client
 	}
-	w, err := NewWorkload(WorkloadConfig{Clients: cfg.Clients, Groups: cfg.Groups, Seed: cfg.Seed, Retries: 4,
+	w, err := NewWorkload(WorkloadConfig{Clients: cfg.Clients, Groups: cfg.Groups, Seed: cfg.Seed, Retries: 4, Think: cfg.Think,
 		Prefix: fmt.Sprintf("j%d", cfg.Seed%100000)}, rec, cl.Names(), clientFor)
 	if err != nil {
 		return nil, err
@@ -260,6 +263,11 @@ loop:
 		rep.Errors = append(rep.Errors, err.Error())
 	}
 	if err := saveJSON(filepath.Join(cfg.Dir, "leaders.json"), watch.Samples()); err != nil {
+		rep.Errors = append(rep.Errors, err.Error())
+	}
+	// Written now, and again with the verdicts: a check that runs out of
+	// memory or time must not take the availability figures with it.
+	if err := rep.Write(cfg.Dir); err != nil {
 		rep.Errors = append(rep.Errors, err.Error())
 	}
 	say("checking linearizability of %d operations ...", len(h.Ops))
