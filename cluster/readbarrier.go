@@ -45,6 +45,13 @@ func (n *Node) ReadBarrier(ctx context.Context) error {
 			return fmt.Errorf("cluster: read barrier: %w", err)
 		}
 		lastErr = err
+		if errors.Is(err, errLeaderMoved) {
+			// The leader we asked was replaced while we waited: give the
+			// election that follows a full LeaderWait.
+			if d := time.Now().Add(n.cfg.LeaderWait); d.After(deadline) {
+				deadline = d
+			}
+		}
 		if err := n.waitLeaderChange(ctx, deadline); err != nil {
 			return fmt.Errorf("cluster: read barrier: %w (last attempt: %w)", err, lastErr)
 		}
