@@ -241,6 +241,11 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 		DeadServerGrace: time.Duration(a.cfg.DeadServerGrace),
 		TickInterval:    time.Duration(a.cfg.TickInterval),
 		ReadyLag:        a.cfg.ReadyMaxLag,
+		ForwardTimeout:  time.Duration(a.cfg.ForwardTimeout),
+
+		HeartbeatTimeout:   time.Duration(a.cfg.RaftHeartbeatTimeout),
+		ElectionTimeout:    time.Duration(a.cfg.RaftElectionTimeout),
+		LeaderLeaseTimeout: time.Duration(a.cfg.RaftLeaderLeaseTimeout),
 
 		SnapshotThreshold:  a.cfg.SnapshotThreshold,
 		SnapshotInterval:   time.Duration(a.cfg.SnapshotInterval),
