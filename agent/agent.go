@@ -259,6 +259,11 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 		DeadServerGrace: time.Duration(a.cfg.DeadServerGrace),
 		TickInterval:    time.Duration(a.cfg.TickInterval),
 		ReadyLag:        a.cfg.ReadyMaxLag,
+		ForwardTimeout:  time.Duration(a.cfg.ForwardTimeout),
+
+		HeartbeatTimeout:   time.Duration(a.cfg.RaftHeartbeatTimeout),
+		ElectionTimeout:    time.Duration(a.cfg.RaftElectionTimeout),
+		LeaderLeaseTimeout: time.Duration(a.cfg.RaftLeaderLeaseTimeout),
 
 		SnapshotThreshold:  a.cfg.SnapshotThreshold,
 		SnapshotInterval:   time.Duration(a.cfg.SnapshotInterval),
@@ -266,6 +271,7 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 		SnapshotOnShutdown: a.cfg.SnapshotOnShutdown,
 		Stamp:              fsm.Stamp,
 		Check:              checkForwarded,
+		Idempotent:         idempotent,
 		Now:                now,
 		Tick:               ticker.Tick,
 		NextDue:            ticker.NextDue,
@@ -312,6 +318,16 @@ func (a *Agent) createNode() error {
 func checkForwarded(cmd []byte) error {
 	_, err := fsm.Decode(cmd)
 	return err
+}
+
+// idempotent is cluster.Config.Idempotent: a command that carries an
+// idempotency key is answered from the FSM's idempotency record when it is
+// applied again, so the cluster may send it to a new leader after the
+// leadership moved while its outcome was unknown. Every write the ledger
+// builds carries one (ledger/replicated gives a keyless write one).
+func idempotent(cmd []byte) bool {
+	c, err := fsm.Decode(cmd)
+	return err == nil && c.GetIdempotencyKey() != ""
 }
 
 // Start serves HTTP on the agent's listener.

@@ -77,6 +77,14 @@ type Config struct {
 	// the cap of both).
 	SeriesHorizon    Duration `json:"series_horizon"`
 	SeriesMaxHorizon Duration `json:"series_max_horizon"`
+	// Raft timing and the forward deadline (docs/operations.md, "A leader
+	// that stalls or dies"): 0 takes the defaults, heartbeat 1s, election
+	// 1s, leader lease 500ms, forward 10s. A stalled or dead leader costs
+	// about one election: 1-2 heartbeat timeouts plus a vote.
+	RaftHeartbeatTimeout   Duration `json:"raft_heartbeat_timeout"`
+	RaftElectionTimeout    Duration `json:"raft_election_timeout"`
+	RaftLeaderLeaseTimeout Duration `json:"raft_leader_lease_timeout"`
+	ForwardTimeout         Duration `json:"forward_timeout"`
 	// ReadyMaxLag is how many committed entries the node may have left to
 	// apply while /readyz still answers ready (0: cluster.Config's
 	// default, 250); see cluster.Config.ReadyLag.
@@ -240,6 +248,9 @@ func (c *Config) Validate(dev bool) error {
 	if err := c.checkSeries(); err != nil {
 		return err
 	}
+	if err := c.checkRaftTiming(); err != nil {
+		return err
+	}
 	if c.SnapshotInterval != 0 && time.Duration(c.SnapshotInterval) < 5*time.Millisecond {
 		return fmt.Errorf("config: snapshot_interval: must be at least 5ms (or 0 for the raft default), got %s", time.Duration(c.SnapshotInterval))
 	}
@@ -304,4 +315,36 @@ func (c *Config) NewLogger(w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// checkRaftTiming refuses Raft timeouts that Raft would refuse, naming the
+// key: each at least 5ms (or 0 for the default), the leader lease at most
+// the heartbeat timeout, the election timeout at least the heartbeat
+// timeout; and a negative forward timeout.
+func (c *Config) checkRaftTiming() error {
+	or := func(d Duration, def time.Duration) time.Duration {
+		if d == 0 {
+			return def
+		}
+		return time.Duration(d)
+	}
+	for _, k := range []struct {
+		key string
+		d   Duration
+	}{{"raft_heartbeat_timeout", c.RaftHeartbeatTimeout}, {"raft_election_timeout", c.RaftElectionTimeout}, {"raft_leader_lease_timeout", c.RaftLeaderLeaseTimeout}} {
+		if k.d != 0 && time.Duration(k.d) < 5*time.Millisecond {
+			return fmt.Errorf("config: %s: must be at least 5ms (or 0 for the default), got %s", k.key, time.Duration(k.d))
+		}
+	}
+	hb, el, lease := or(c.RaftHeartbeatTimeout, time.Second), or(c.RaftElectionTimeout, time.Second), or(c.RaftLeaderLeaseTimeout, 500*time.Millisecond)
+	if lease > hb {
+		return fmt.Errorf("config: raft_leader_lease_timeout: must not exceed raft_heartbeat_timeout (%s), got %s", hb, lease)
+	}
+	if el < hb {
+		return fmt.Errorf("config: raft_election_timeout: must be at least raft_heartbeat_timeout (%s), got %s", hb, el)
+	}
+	if c.ForwardTimeout < 0 {
+		return fmt.Errorf("config: forward_timeout: must not be negative, got %s", time.Duration(c.ForwardTimeout))
+	}
+	return nil
 }

@@ -160,6 +160,10 @@ var settings = []setting{
 		c.SeriesMaxHorizon = Duration(d)
 		return err
 	}},
+	{"raft_heartbeat_timeout", "a follower that hears nothing from the leader for this long (randomly up to twice as long) campaigns (default 1s)", durSetter(func(c *Config) *Duration { return &c.RaftHeartbeatTimeout })},
+	{"raft_election_timeout", "a candidate that has not won within this long (randomly up to twice as long) tries again (default 1s)", durSetter(func(c *Config) *Duration { return &c.RaftElectionTimeout })},
+	{"raft_leader_lease_timeout", "a leader that cannot reach a majority for this long steps down (default 500ms, at most raft_heartbeat_timeout)", durSetter(func(c *Config) *Duration { return &c.RaftLeaderLeaseTimeout })},
+	{"forward_timeout", "bound on a forwarded write or read-index call to a leader that keeps its leadership but does not answer; a leadership change ends the call at once (default 10s)", durSetter(func(c *Config) *Duration { return &c.ForwardTimeout })},
 	{"ready_max_lag", "committed entries the node may have left to apply while /readyz still says ready (0: 250)", intSetter(func(c *Config) *int { return &c.ReadyMaxLag })},
 	{"snapshot_threshold", "entries logged since the last snapshot that make the next check take one", uintSetter(func(c *Config) *uint64 { return &c.SnapshotThreshold })},
 	{"snapshot_interval", "how often to check whether a snapshot is due (randomly up to twice as long)", func(c *Config, v string) error {
@@ -319,4 +323,16 @@ func (fv *flagValues) apply(c *Config) error {
 		}
 	}
 	return nil
+}
+
+// durSetter sets a duration key.
+func durSetter(field func(*Config) *Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return err
+		}
+		*field(c) = Duration(d)
+		return nil
+	}
 }

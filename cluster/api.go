@@ -78,7 +78,10 @@ type Config struct {
 	// DeadServerGrace is how long a server must be dead in gossip before the
 	// leader removes it from Raft. Default 30s.
 	DeadServerGrace time.Duration
-	// ForwardTimeout bounds one forwarded request. Default 10s.
+	// ForwardTimeout bounds one forwarded request (or read-index call) to
+	// a leader that keeps its leadership but does not answer. A call also
+	// ends, and is sent again to the new leader, as soon as this node sees
+	// the leadership move (see ApplyBatch). Default 10s.
 	ForwardTimeout time.Duration
 	// LeaderWait bounds how long Apply and ReadBarrier wait for a leader
 	// before failing with ErrNoLeader. Default 5s.
@@ -100,6 +103,14 @@ type Config struct {
 	// single-command endpoint. Commands applied in this process are not
 	// checked. Check must not modify cmd, and is called concurrently.
 	Check func(cmd []byte) error
+	// Idempotent, if set, reports whether applying cmd twice has the
+	// effect of applying it once: the FSM remembers the command's
+	// idempotency key and answers a repeat with the first result. Only
+	// such commands are sent again to a new leader after the leadership
+	// moved while their outcome was unknown (see ApplyBatch); without it
+	// they fail with ErrOutcomeUnknown as before. It is called
+	// concurrently, only on that path, and must not modify cmd.
+	Idempotent func(cmd []byte) bool
 	// Now is the wall clock handed to Stamp and compared with NextDue;
 	// default time.Now. Chaos tests replace it with a skewed clock to move
 	// this node's idea of log time.

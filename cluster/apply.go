@@ -44,6 +44,16 @@ func (n *Node) Apply(ctx context.Context, cmd []byte) ([]byte, error) {
 // included; commands refused before they reached the log (the node was
 // not, or stopped being, the leader) are retried, within
 // Config.LeaderWait, on the new leader.
+//
+// A command whose outcome became unknown because the leadership moved
+// while it waited (a forward cancelled when this node saw the leader
+// change, a forwarding connection broken by the leader's death, a leader
+// that lost its leadership before the entry committed) is sent again to
+// the new leader when Config.Idempotent says it carries an idempotency
+// key, at most maxReroutes times: the state machine answers a retried key
+// with its first result, so the command takes effect once and the caller
+// gets a definite answer. If no definite answer comes, the command stays
+// ErrOutcomeUnknown (never ErrNoLeader: it may have been applied).
 func (n *Node) ApplyBatch(ctx context.Context, cmds [][]byte) []Result {
 	start := time.Now()
 	out := make([]Result, len(cmds))
@@ -51,6 +61,10 @@ func (n *Node) ApplyBatch(ctx context.Context, cmds [][]byte) []Result {
 	for i := range paths {
 		paths[i] = "local"
 	}
+	// maybe holds, per command sent again after an unknown outcome, the
+	// error of that outcome; reroutes counts those retries.
+	maybe := make([]error, len(cmds))
+	reroutes := make([]int, len(cmds))
 	todo := seq(len(cmds))
 	deadline := time.Now().Add(n.cfg.LeaderWait)
 	var lastErr error
@@ -65,12 +79,14 @@ func (n *Node) ApplyBatch(ctx context.Context, cmds [][]byte) []Result {
 		}
 		var res []Result
 		path := "local"
+		moved := n.leaderMoved()
 		if n.raft.State() == raft.Leader {
 			res = n.applyLocalBatch(ctx, sub, false)
 		} else if id, rpc := n.Leader(); id != "" && rpc != "" {
-			res, path = n.forward(ctx, rpc, sub), "forwarded"
+			res, path = n.forward(ctx, rpc, moved, sub), "forwarded"
 		}
 		retry := todo[:0]
+		rerouted := 0 // the most reroutes of a command sent again after an unknown outcome
 		for j, i := range todo {
 			// Refused before reaching the log: safe to send again. A
 			// forwarded no-leader answer means the leader we knew stepped
@@ -82,13 +98,34 @@ func (n *Node) ApplyBatch(ctx context.Context, cmds [][]byte) []Result {
 				retry = append(retry, i)
 				continue
 			}
+			if errors.Is(res[j].Err, ErrOutcomeUnknown) && n.reroutable(ctx, cmds[i], res[j].Err, reroutes[i]) {
+				maybe[i] = res[j].Err
+				reroutes[i]++
+				rerouted = max(rerouted, reroutes[i])
+				n.m.rerouted.Inc()
+				// The leader moved: give the new one a full LeaderWait.
+				deadline = time.Now().Add(n.cfg.LeaderWait)
+				retry = append(retry, i)
+				continue
+			}
 			out[i], paths[i] = res[j], path
 		}
 		todo = retry
 		if len(todo) == 0 {
 			break
 		}
-		if err := n.waitLeaderChange(ctx, deadline); err != nil {
+		var wait error
+		if rerouted == 0 {
+			wait = n.waitLeaderChange(ctx, deadline)
+		} else {
+			// Not at once to the leader that just left the outcome
+			// unknown: a dead leader behind a proxy or load balancer
+			// accepts connections and breaks them until the followers
+			// notice. Wait for this node to see the leadership move, or
+			// a growing pause when it does not.
+			wait = n.waitMoved(ctx, moved, rerouteWait<<(rerouted-1))
+		}
+		if err := wait; err != nil {
 			if lastErr != nil {
 				err = fmt.Errorf("%w (last attempt: %w)", err, lastErr)
 			}
@@ -97,9 +134,59 @@ func (n *Node) ApplyBatch(ctx context.Context, cmds [][]byte) []Result {
 		}
 	}
 	for i, r := range out {
-		n.m.observeApply(paths[i], start, r.Err)
+		var ae *ApplyError
+		refused := errors.Is(r.Err, ErrNoLeader) || errors.Is(r.Err, ErrNotLeader) || errors.Is(r.Err, ErrShutdown) || !errors.Is(r.Err, ErrOutcomeUnknown)
+		if maybe[i] != nil && r.Err != nil && refused && !errors.As(r.Err, &ae) {
+			// Sent again after an unknown outcome and refused (or given
+			// up) before the log: the first attempt may still have been
+			// applied, so the outcome stays unknown, and the retry's
+			// error is only text (its sentinel would say "not applied").
+			out[i].Err = fmt.Errorf("cluster: apply: %w: first attempt: %w; retry: %v", ErrOutcomeUnknown, maybe[i], r.Err)
+		}
+		n.m.observeApply(paths[i], start, out[i].Err)
 	}
 	return out
+}
+
+// maxReroutes bounds how often one command is sent again after an
+// unknown outcome; rerouteWait is the first pause before sending it again
+// while the leadership has not visibly moved, doubled each time (at most
+// 0.1+0.2+0.4+0.8+1.6 s in all).
+const (
+	maxReroutes = 5
+	rerouteWait = 100 * time.Millisecond
+)
+
+// waitMoved waits until moved is closed or d has passed.
+func (n *Node) waitMoved(ctx context.Context, moved <-chan struct{}, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-moved:
+		return nil
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.ctx.Done():
+		return ErrShutdown
+	}
+}
+
+// reroutable reports whether cmd, whose last attempt ended with the
+// unknown outcome err, may be sent again to the leader: only a command
+// the FSM deduplicates (Config.Idempotent), while the caller still waits,
+// and not when the leader merely ran out of the forward deadline without
+// the leadership moving (sending it again would wait on the same leader)
+// or when this node is shutting down.
+func (n *Node) reroutable(ctx context.Context, cmd []byte, err error, done int) bool {
+	if n.cfg.Idempotent == nil || done >= maxReroutes || ctx.Err() != nil || n.closed.Load() {
+		return false
+	}
+	if errors.Is(err, errForwardDeadline) || errors.Is(err, ErrShutdown) || errors.Is(err, errNodeShutdown) {
+		return false
+	}
+	return n.cfg.Idempotent(cmd)
 }
 
 // waitLeaderChange sleeps briefly before the next attempt, failing with
@@ -119,6 +206,10 @@ func (n *Node) waitLeaderChange(ctx context.Context, deadline time.Time) error {
 		return ErrShutdown
 	}
 }
+
+// errNodeShutdown is why a leader stopped waiting for entries it had
+// proposed when it began to shut down.
+var errNodeShutdown = errors.New("node shutting down")
 
 // fail sets err as the result of every command in idx.
 func fail(out []Result, idx []int, err error) {
@@ -199,7 +290,7 @@ func (n *Node) applyLocalBatch(ctx context.Context, cmds [][]byte, fromPeer bool
 	case <-n.ctx.Done():
 		// Not ErrShutdown: that class means "refused before the log",
 		// which a forwarding follower would retry.
-		gaveUp = errors.New("node shutting down")
+		gaveUp = errNodeShutdown
 	}
 	k := int(known.Load())
 	for i := range futures {

@@ -154,7 +154,7 @@ func TestForwardToLeaderWithoutBatchEndpoint(t *testing.T) {
 	defer old.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res := follower.node.forward(ctx, old.Listener.Addr().String(), [][]byte{[]byte("p|z1"), []byte("fail|no"), []byte("q|z2")})
+	res := follower.node.forward(ctx, old.Listener.Addr().String(), nil, [][]byte{[]byte("p|z1"), []byte("fail|no"), []byte("q|z2")})
 	for i, r := range res {
 		if r.Err == nil || !strings.Contains(r.Err.Error(), pathApplyBatch) ||
 			errors.Is(r.Err, ErrNotLeader) || errors.Is(r.Err, ErrOutcomeUnknown) {

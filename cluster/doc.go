@@ -8,7 +8,9 @@
 // path: Apply is a batch of one; a follower forwards the commands to the
 // leader in one HTTP request to /internal/applybatch; the leader checks
 // commands from peers with Config.Check and stamps its clock into every
-// command with Config.Stamp); ReadBarrier for linearizable reads (callers
+// command with Config.Stamp; a forward or read-index call to a leader
+// that stops answering ends as soon as this node sees the leadership
+// move, and goes to the new leader); ReadBarrier for linearizable reads (callers
 // that accept stale data read the FSM without it); a leader tick for
 // time-triggered work, applied when Config.NextDue says work is due (or
 // every TickInterval without it); Leader, Members, TransferLeadership,
@@ -36,8 +38,11 @@
 // Config.RPCAdvertise; set Config.GossipKey outside trusted networks (it
 // also guards the internal endpoints), and Config.RPCTLS with a
 // configuration that accepts only server certificates (a gossip member
-// joins Raft only after proving itself over it); treat ErrOutcomeUnknown as "retry
-// with the same idempotency key"; call Shutdown once.
+// joins Raft only after proving itself over it); give Config.Idempotent
+// so that a write left in doubt when the leadership moves is sent again
+// to the new leader (only commands the FSM deduplicates); treat
+// ErrOutcomeUnknown as "retry with the same idempotency key"; call
+// Shutdown once.
 //
 // Errors: ErrNoLeader, ErrNotLeader, ErrShutdown and ErrOutcomeUnknown are
 // always wrapped with %w; an error returned by the FSM is an *ApplyError.

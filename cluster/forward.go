@@ -173,15 +173,24 @@ func (n *Node) serveApply(w http.ResponseWriter, r *http.Request) {
 // way writes travel between servers. Commands the request never
 // delivered (dial failure) are ErrNotLeader, so the caller retries them;
 // a request that broke after it was sent leaves every command's outcome
-// unknown.
-func (n *Node) forward(ctx context.Context, rpcAddr string, cmds [][]byte) []Result {
+// unknown. The request ends early, outcome unknown with cause
+// errLeaderMoved, when moved is closed: this node saw the leadership
+// change while it waited (see leaderwatch.go).
+func (n *Node) forward(ctx context.Context, rpcAddr string, moved <-chan struct{}, cmds [][]byte) []Result {
 	all := func(err error) []Result {
 		out := make([]Result, len(cmds))
 		fail(out, seq(len(cmds)), err)
 		return out
 	}
-	fctx, cancel := context.WithTimeout(ctx, n.cfg.ForwardTimeout)
+	fctx, cancel := n.toLeader(ctx, moved)
 	defer cancel()
+	// unknown is the error of a request that may have been delivered.
+	unknown := func(what string, err error) []Result {
+		if c := context.Cause(fctx); c != nil && ctx.Err() == nil {
+			err = fmt.Errorf("%w (%w)", c, err)
+		}
+		return all(fmt.Errorf("cluster: forward apply batch to %s: %s%w: %w", rpcAddr, what, ErrOutcomeUnknown, err))
+	}
 	req, err := n.newInternalRequest(fctx, http.MethodPost, n.scheme+"://"+rpcAddr+pathApplyBatch, bytes.NewReader(encodeCommands(cmds)))
 	if err != nil {
 		return all(fmt.Errorf("cluster: forward apply batch: %w", err))
@@ -193,7 +202,7 @@ func (n *Node) forward(ctx context.Context, rpcAddr string, cmds [][]byte) []Res
 		if isDialErr(err) {
 			return all(fmt.Errorf("cluster: forward apply batch to %s: %w: %w", rpcAddr, ErrNotLeader, err))
 		}
-		return all(fmt.Errorf("cluster: forward apply batch to %s: %w: %w", rpcAddr, ErrOutcomeUnknown, err))
+		return unknown("", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed {
@@ -207,7 +216,7 @@ func (n *Node) forward(ctx context.Context, rpcAddr string, cmds [][]byte) []Res
 	}
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return all(fmt.Errorf("cluster: forward apply batch to %s: read results: %w: %w", rpcAddr, ErrOutcomeUnknown, err))
+		return unknown("read results: ", err)
 	}
 	res, err := decodeResults(body, len(cmds))
 	if err != nil {

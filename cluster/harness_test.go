@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,6 +37,10 @@ type tnode struct {
 	wrap                 func(*kvFSM) raft.FSM // if set, the FSM New gets is wrap(fsm)
 	running              bool
 	started              bool // has run before: its addresses are known to peers
+	// intercept, when set, serves the internal endpoints in place of the
+	// node's handler, which it gets; tests use it to stall a leader's
+	// answers.
+	intercept atomic.Pointer[func(w http.ResponseWriter, r *http.Request, next http.Handler)]
 }
 
 type tcluster struct {
@@ -168,7 +173,14 @@ func (c *tcluster) start(tn *tnode) {
 		}
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/internal/", node.Handler())
+	inner := node.Handler()
+	mux.Handle("/internal/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if f := tn.intercept.Load(); f != nil {
+			(*f)(w, r, inner)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	}))
 	tn.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	if cfg.RPCTLS != nil {
 		// The node's TLS config doubles as the server side: same

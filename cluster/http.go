@@ -223,9 +223,11 @@ func isDialErr(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-// fetchReadIndex asks the leader at rpcAddr for its read index.
-func (n *Node) fetchReadIndex(ctx context.Context, rpcAddr string) (uint64, error) {
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.ForwardTimeout)
+// fetchReadIndex asks the leader at rpcAddr for its read index; the call
+// ends early (ErrNotLeader, cause errLeaderMoved) when moved is closed.
+func (n *Node) fetchReadIndex(ctx context.Context, rpcAddr string, moved <-chan struct{}) (uint64, error) {
+	outer := ctx
+	ctx, cancel := n.toLeader(ctx, moved)
 	defer cancel()
 	req, err := n.newInternalRequest(ctx, http.MethodGet, n.scheme+"://"+rpcAddr+pathReadIndex, nil)
 	if err != nil {
@@ -233,6 +235,9 @@ func (n *Node) fetchReadIndex(ctx context.Context, rpcAddr string) (uint64, erro
 	}
 	resp, err := n.client.Do(req)
 	if err != nil {
+		if c := context.Cause(ctx); c != nil && outer.Err() == nil {
+			err = fmt.Errorf("%w (%w)", c, err)
+		}
 		// A read is safe to retry whatever happened.
 		return 0, fmt.Errorf("cluster: read index from %s: %w: %w", rpcAddr, ErrNotLeader, err)
 	}

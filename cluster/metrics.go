@@ -15,6 +15,7 @@ type metrics struct {
 	applyDur         *prometheus.HistogramVec
 	applyErrs        *prometheus.CounterVec
 	forwarded        prometheus.Counter
+	rerouted         prometheus.Counter
 	failureTolerance prometheus.Gauge
 }
 
@@ -29,6 +30,10 @@ func newMetrics(n *Node) *metrics {
 			Name: "ledgerd_apply_errors_total",
 			Help: "Failed Apply calls by error class.",
 		}, []string{"class"}),
+		rerouted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ledgerd_apply_rerouted_total",
+			Help: "Writes sent again, with their idempotency key, after the leadership moved while their outcome was unknown.",
+		}),
 		forwarded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ledgerd_forwarded_writes_total",
 			Help: "Writes this node forwarded to the leader.",
@@ -46,7 +51,7 @@ func newMetrics(n *Node) *metrics {
 	for _, class := range applyErrorClasses {
 		m.applyErrs.WithLabelValues(class)
 	}
-	m.all = []prometheus.Collector{m.applyDur, m.applyErrs, m.forwarded, m.failureTolerance,
+	m.all = []prometheus.Collector{m.applyDur, m.applyErrs, m.forwarded, m.rerouted, m.failureTolerance,
 		gauge("ledgerd_raft_state", "Raft state: 0 follower, 1 candidate, 2 leader, 3 shutdown.",
 			func() float64 { return float64(n.raft.State()) }),
 		gauge("ledgerd_raft_is_leader", "1 if this node is the Raft leader.", func() float64 {

@@ -73,6 +73,9 @@ type Node struct {
 	// (contact.go); Members reports a server whose probes fail as
 	// unreachable before gossip declares it failed.
 	contacts contacts
+	// moved is closed and replaced whenever this node's view of the
+	// leadership changes; calls to the leader end with it (leaderwatch.go).
+	moved *leaderWatch
 
 	// reconcileRounds counts the leader's reconcile rounds and
 	// refusedJoins the gossip members it kept out of Raft (membership.go).
@@ -121,6 +124,7 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 		client:   &http.Client{Timeout: cfg.ForwardTimeout, Transport: peerTransport(cfg.RPCTLS)},
 		scheme:   peerScheme(cfg.RPCTLS),
 		removeCh: make(chan string, 16),
+		moved:    newLeaderWatch(),
 		ctx:      ctx,
 		cancel:   cancel,
 	}
@@ -319,6 +323,7 @@ func (n *Node) closeResources() {
 }
 
 func (n *Node) startLoops() {
+	n.goLoop(n.leaderWatchLoop)
 	n.goLoop(n.joinLoop)
 	n.goLoop(n.bootstrapLoop)
 	n.goLoop(n.leadershipLoop)

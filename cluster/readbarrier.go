@@ -27,10 +27,11 @@ func (n *Node) ReadBarrier(ctx context.Context) error {
 		}
 		var index uint64
 		var err error
+		moved := n.leaderMoved()
 		if n.raft.State() == raft.Leader {
 			index, err = n.readIndex(ctx)
 		} else if id, rpc := n.Leader(); id != "" && rpc != "" {
-			index, err = n.fetchReadIndex(ctx, rpc)
+			index, err = n.fetchReadIndex(ctx, rpc, moved)
 		} else {
 			err = ErrNoLeader
 		}
@@ -44,6 +45,13 @@ func (n *Node) ReadBarrier(ctx context.Context) error {
 			return fmt.Errorf("cluster: read barrier: %w", err)
 		}
 		lastErr = err
+		if errors.Is(err, errLeaderMoved) {
+			// The leader we asked was replaced while we waited: give the
+			// election that follows a full LeaderWait.
+			if d := time.Now().Add(n.cfg.LeaderWait); d.After(deadline) {
+				deadline = d
+			}
+		}
 		if err := n.waitLeaderChange(ctx, deadline); err != nil {
 			return fmt.Errorf("cluster: read barrier: %w (last attempt: %w)", err, lastErr)
 		}

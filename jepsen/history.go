@@ -21,6 +21,9 @@ type Op struct {
 	Call   int64  `json:"call"`
 	Return int64  `json:"return"`
 	Err    string `json:"err,omitempty"`
+	// Reason is the ErrorInfo reason of an error answer (OUTCOME_UNKNOWN,
+	// NO_LEADER, ...), when the server gave one.
+	Reason string `json:"reason,omitempty"`
 }
 
 // History is a run's record: the resource capacities the model needs, the

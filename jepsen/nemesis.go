@@ -65,6 +65,10 @@ type Schedule struct {
 	Seed    uint64
 	Clock   func() int64 // the history clock
 	Log     io.Writer
+	// Burst, if set, is called right after pause-leader stopped the
+	// leader, with its name: the prober then sends a write through every
+	// follower at that instant.
+	Burst func(paused string)
 
 	mu     sync.Mutex
 	faults []Fault
@@ -205,7 +209,11 @@ func (s *Schedule) inject(ctx context.Context, rng *rand.Rand, kind string) (Fau
 			t = leader()
 		}
 		f.Targets = []string{t}
-		setErr(c.Pause(t))
+		err := c.Pause(t)
+		setErr(err)
+		if kind == "pause-leader" && err == nil && s.Burst != nil {
+			s.Burst(t)
+		}
 		return f, func() { setErr(c.Resume(t)) }
 	case "partition-leader":
 		l := leader()

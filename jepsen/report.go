@@ -29,6 +29,15 @@ type Report struct {
 	// Availability is the share of operations with a definite answer, and
 	// the rate of successful operations, during faults and outside them.
 	Availability Availability `json:"availability"`
+	// FaultAvailability measures every fault: election time, time until
+	// writes through every other node are acknowledged again, write
+	// latency and OUTCOME_UNKNOWN answers during it (availability.go).
+	FaultAvailability []FaultAvailability `json:"fault_availability,omitempty"`
+	// PerNemesis aggregates FaultAvailability by nemesis.
+	PerNemesis []NemesisAvailability `json:"availability_per_nemesis,omitempty"`
+	// ProbeWrites and ProbeOK count the availability probe's writes.
+	ProbeWrites int `json:"probe_writes,omitempty"`
+	ProbeOK     int `json:"probe_ok,omitempty"`
 	// Batches describes the Batch calls of a batch-mode run.
 	Batches *BatchSummary `json:"batches,omitempty"`
 	// TTLProbes counts acknowledged short-TTL probe holds, which the
@@ -212,6 +221,10 @@ func (r *Report) Text() string {
 	a := r.Availability
 	fmt.Fprintf(&b, "\navailability: outside faults %.1f%% definite, %.1f ok/s over %v; during faults %.1f%% definite, %.1f ok/s over %v\n",
 		100*a.DefiniteQuiet, a.OKPerSecQuiet, a.QuietTime.Round(time.Second), 100*a.DefiniteFault, a.OKPerSecFault, a.FaultTime.Round(time.Second))
+	if len(r.PerNemesis) > 0 {
+		b.WriteString(AvailabilityText(r.PerNemesis))
+		fmt.Fprintf(&b, "  probe writes: %d, %d acknowledged\n", r.ProbeWrites, r.ProbeOK)
+	}
 	fmt.Fprintf(&b, "\nfaults (%d):\n", len(r.Faults))
 	for _, f := range r.Faults {
 		fmt.Fprintf(&b, "  %6.1fs–%6.1fs  %-16s %v %s", float64(f.Start)/1e9, float64(f.End)/1e9, f.Kind, f.Targets, f.Detail)

@@ -2,6 +2,7 @@ package jepsen
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -44,6 +45,9 @@ type Config struct {
 	// Client is how the workload talks to the nodes: ClientUnary (the
 	// default) or ClientBatch.
 	Client string
+	// Think is each client's pause between operations (WorkloadConfig.Think):
+	// long campaigns use it to keep the history small enough to check.
+	Think time.Duration
 	// Progress receives one line per phase and per fault; nil discards.
 	Progress io.Writer
 	// Recurring adds the standing-reservation workload (Recurring):
@@ -136,7 +140,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		batches = &BatchStats{}
 		clientFor = (&batchClients{cl: cl, stats: batches}).client
 	}
-	w, err := NewWorkload(WorkloadConfig{Clients: cfg.Clients, Groups: cfg.Groups, Seed: cfg.Seed, Retries: 4,
+	w, err := NewWorkload(WorkloadConfig{Clients: cfg.Clients, Groups: cfg.Groups, Seed: cfg.Seed, Retries: 4, Think: cfg.Think,
 		Prefix: fmt.Sprintf("j%d", cfg.Seed%100000)}, rec, cl.Names(), clientFor)
 	if err != nil {
 		return nil, err
@@ -164,12 +168,25 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("campaign: recurring workload: %w", err)
 		}
 	}
+	availRes := w.Config().Prefix + "-avail"
+	sctx, cancel = context.WithTimeout(ctx, cfg.Settle)
+	err = cl.connect(cl.Names()[0]).EnsureResource(sctx, availRes, 1_000_000)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("campaign: availability probe resource: %w", err)
+	}
+	prober := NewProber(cl, availRes, w.Config().Base, rec.Now)
+	watch := NewLeaderWatch(cl, rec.Now)
 	sched := &Schedule{Cluster: cl, Nemeses: cfg.Nemeses, Quiet: cfg.Quiet, Hold: cfg.Hold, Combine: cfg.Combine,
 		Seed: cfg.Seed, Clock: rec.Now, Log: cfg.Progress}
 	rep := &Report{Seed: cfg.Seed, Nodes: cfg.Nodes, Clients: cfg.Clients, Nemeses: cfg.Nemeses, Client: cfg.Client}
 
 	say("running workload for %v (nemeses: %v)", cfg.Duration, cfg.Nemeses)
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
+	sched.Burst = func(paused string) { prober.Burst(runCtx, paused) }
+	aux := make(chan struct{}, 2)
+	go func() { prober.Run(runCtx); aux <- struct{}{} }()
+	go func() { watch.Run(runCtx); aux <- struct{}{} }()
 	done := make(chan struct{})
 	go func() { sched.Run(runCtx); close(done) }()
 	progress := time.NewTicker(5 * time.Second)
@@ -205,6 +222,8 @@ loop:
 	<-rdone
 	rep.TTLProbes = <-probes
 	stop()
+	<-aux
+	<-aux
 	total := rec.Now()
 	rep.Duration = time.Duration(total)
 
@@ -263,6 +282,27 @@ loop:
 		cctx, cancel := context.WithTimeout(ctx, cfg.Settle)
 		rep.Invariants = append(rep.Invariants, rw.Check(cctx, node, lists, readAt)...)
 		cancel()
+	}
+	pops := prober.Ops()
+	rep.Invariants = append(rep.Invariants, ProbesDurable(pops, lists))
+	rep.FaultAvailability = FaultAvailabilities(rep.Faults, cl.Names(), h, pops, watch.Samples(), total)
+	rep.PerNemesis = SummarizeNemeses(rep.FaultAvailability)
+	for _, p := range pops {
+		rep.ProbeWrites++
+		if p.OK {
+			rep.ProbeOK++
+		}
+	}
+	if err := saveJSON(filepath.Join(cfg.Dir, "probes.json"), pops); err != nil {
+		rep.Errors = append(rep.Errors, err.Error())
+	}
+	if err := saveJSON(filepath.Join(cfg.Dir, "leaders.json"), watch.Samples()); err != nil {
+		rep.Errors = append(rep.Errors, err.Error())
+	}
+	// Written now, and again with the verdicts: a check that runs out of
+	// memory or time must not take the availability figures with it.
+	if err := rep.Write(cfg.Dir); err != nil {
+		rep.Errors = append(rep.Errors, err.Error())
 	}
 	say("checking linearizability of %d operations ...", len(h.Ops))
 	var checkErr error
@@ -338,4 +378,15 @@ func identical(lists map[string][]Reservation) bool {
 		}
 	}
 	return true
+}
+
+func saveJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return nil
 }

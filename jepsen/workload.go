@@ -231,7 +231,7 @@ func (w *Workload) do(ctx context.Context, client int, node string, in Input) Ou
 	ret := w.rec.Now()
 	op := Op{Client: client, Node: node, Input: in, Output: out, Call: call, Return: ret}
 	if err != nil {
-		op.Err = err.Error()
+		op.Err, op.Reason = err.Error(), reasonOf(err)
 	}
 	w.rec.Add(op)
 	return out

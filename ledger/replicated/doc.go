@@ -12,6 +12,12 @@
 // API Batch share a pipeline (Pipeline): their writes go to the log back to
 // back in one ApplyBatch, their reads share one barrier.
 //
+// Every write carries an idempotency key: one that came without gets a
+// fresh key here, on the node that takes the request, once per request,
+// so the cluster may send it again to a new leader when the leadership
+// moves while its outcome is unknown (cluster.Config.Idempotent) and the
+// FSM applies it once.
+//
 // Rolling upgrades: a command is written as the highest fsm envelope
 // version every server of the cluster can apply — the Log's
 // CommonEnvelopeVersion when it offers one (Versioner), this release's

@@ -2,6 +2,8 @@ package replicated
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -109,6 +111,15 @@ func (l *Ledger) apply(ctx context.Context, op string, cmd *fsmv1.Command) (*fsm
 // applyResult is apply that also returns the result when its status is
 // an error (series report what could not be booked on a rejection).
 func (l *Ledger) applyResult(ctx context.Context, op string, cmd *fsmv1.Command) (*fsmv1.Result, error) {
+	if cmd.IdempotencyKey == "" {
+		// Every write carries a key, so that the cluster may send it again
+		// to a new leader when the leadership moves while its outcome is
+		// unknown (the FSM answers a repeated key with its first result).
+		// A keyless caller gets one here, on the node that takes the
+		// request: made once per request, it is the same in every retry of
+		// that request and never matches another request.
+		cmd.IdempotencyKey = autoKey()
+	}
 	have := l.version()
 	if have < 3 && len(cmd.Fingerprint) > 0 {
 		// Older replicas do not know fingerprints: the key then answers
@@ -150,6 +161,14 @@ func (l *Ledger) applyResult(ctx context.Context, op string, cmd *fsmv1.Command)
 		return res, fmt.Errorf("%s: %w", op, err)
 	}
 	return res, nil
+}
+
+// autoKey returns a fresh idempotency key for a write that came without
+// one.
+func autoKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "auto-" + hex.EncodeToString(b[:])
 }
 
 // outcome is an outcome error whose message already says what happened

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +40,15 @@ type Options struct {
 	Protocol Protocol
 	// MaxAttempts bounds tries per call, across nodes (default 8).
 	MaxAttempts int
+	// AttemptTimeout bounds one attempt of a call on one node: past it
+	// without an answer the node is taken to have stalled, and the call is
+	// sent (with the same idempotency key) to the next node. Default 5s:
+	// above what a healthy node takes in the worst case the cluster
+	// expects, a follower re-routing a write to a newly elected leader
+	// (about one election, 1-3 s with the default Raft timeouts), and far
+	// below a stalled node's silence. Negative: no bound but ctx. Calls
+	// that stream (snapshots, Watch) are not bounded by it.
+	AttemptTimeout time.Duration
 	// BaseBackoff and MaxBackoff shape the exponential backoff between
 	// tries (defaults 50ms and 2s); each wait is jittered by ±50%.
 	BaseBackoff, MaxBackoff time.Duration
@@ -83,6 +93,9 @@ type Client struct {
 	// leader is the node the last response named as leader: writes go
 	// there directly instead of through a follower's forwarding hop.
 	leader atomic.Pointer[leaderRef]
+	// moved is closed when the learned leader changes (routing.go).
+	movedMu sync.Mutex
+	moved   chan struct{}
 }
 
 // leaderRef is a learned leader: its API address as the server named it
@@ -99,6 +112,9 @@ func New(addrs []string, opts Options) (*Client, error) {
 	}
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 8
+	}
+	if opts.AttemptTimeout == 0 {
+		opts.AttemptTimeout = 5 * time.Second
 	}
 	if opts.BaseBackoff <= 0 {
 		opts.BaseBackoff = 50 * time.Millisecond

@@ -14,7 +14,7 @@ import (
 // empty idempotency key is filled in (and reused on retries).
 func (c *Client) CoReserve(ctx context.Context, req *ledgerdv1.CoReserveRequest) (*ledgerdv1.CoReserveResponse, error) {
 	req.IdempotencyKey = key(req.IdempotencyKey)
-	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.CoReserveResponse, error) {
+	return do(ctx, c, toLeader, func(ctx context.Context, ep *endpoint) (*ledgerdv1.CoReserveResponse, error) {
 		out, err := ep.reservations.CoReserve(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err

@@ -10,6 +10,12 @@
 // and jitter. Because a retry carries the same key, a write is applied at
 // most once however often it is retried.
 //
+// No call waits out its deadline on a node that has stopped answering (a
+// leader frozen by a long pause): an attempt ends after
+// Options.AttemptTimeout without an answer, or, on the node known as the
+// leader, as soon as a response to another call names a new leader, and
+// the call moves on with the same key (routing.go).
+//
 // CoAllocate (coalloc.go) books one request on several ledgerd clusters
 // (sites) with the hold → commit / abort protocol of HARC and PluS; see its
 // documentation for the guarantees.

@@ -13,7 +13,7 @@ import (
 
 // Members lists the cluster's servers (operator).
 func (c *Client) Members(ctx context.Context) ([]*ledgerdv1.Member, error) {
-	return do(ctx, c, spread, func(ep *endpoint) ([]*ledgerdv1.Member, error) {
+	return do(ctx, c, spread, func(ctx context.Context, ep *endpoint) ([]*ledgerdv1.Member, error) {
 		out, err := ep.cluster.Members(ctx, connect.NewRequest(&ledgerdv1.MembersRequest{}))
 		if err != nil {
 			return nil, err
@@ -24,7 +24,7 @@ func (c *Client) Members(ctx context.Context) ([]*ledgerdv1.Member, error) {
 
 // Leader returns the current leader (operator).
 func (c *Client) Leader(ctx context.Context) (*ledgerdv1.LeaderResponse, error) {
-	return do(ctx, c, spread, func(ep *endpoint) (*ledgerdv1.LeaderResponse, error) {
+	return do(ctx, c, spread, func(ctx context.Context, ep *endpoint) (*ledgerdv1.LeaderResponse, error) {
 		out, err := ep.cluster.Leader(ctx, connect.NewRequest(&ledgerdv1.LeaderRequest{}))
 		if err != nil {
 			return nil, err
@@ -35,7 +35,7 @@ func (c *Client) Leader(ctx context.Context) (*ledgerdv1.LeaderResponse, error) 
 
 // TransferLeadership asks the leader to hand over, to target if not empty.
 func (c *Client) TransferLeadership(ctx context.Context, target string) error {
-	_, err := do(ctx, c, toLeader, func(ep *endpoint) (struct{}, error) {
+	_, err := do(ctx, c, toLeader, func(ctx context.Context, ep *endpoint) (struct{}, error) {
 		_, err := ep.cluster.TransferLeadership(ctx, connect.NewRequest(&ledgerdv1.TransferLeadershipRequest{TargetId: target}))
 		return struct{}{}, err
 	})
@@ -44,7 +44,7 @@ func (c *Client) TransferLeadership(ctx context.Context, target string) error {
 
 // RemoveServer removes a server from the Raft configuration.
 func (c *Client) RemoveServer(ctx context.Context, id string) error {
-	_, err := do(ctx, c, toLeader, func(ep *endpoint) (struct{}, error) {
+	_, err := do(ctx, c, toLeader, func(ctx context.Context, ep *endpoint) (struct{}, error) {
 		_, err := ep.cluster.RemoveServer(ctx, connect.NewRequest(&ledgerdv1.RemoveServerRequest{Id: id}))
 		return struct{}{}, err
 	})
@@ -56,7 +56,7 @@ func (c *Client) RemoveServer(ctx context.Context, id string) error {
 // key (empty for KEYRING_OP_LIST). It returns every server's keyring
 // afterwards. The operations are idempotent, so a retry is safe.
 func (c *Client) GossipKeyring(ctx context.Context, op ledgerdv1.KeyringOp, key string) ([]*ledgerdv1.KeyringMember, error) {
-	return do(ctx, c, toLeader, func(ep *endpoint) ([]*ledgerdv1.KeyringMember, error) {
+	return do(ctx, c, toLeader, func(ctx context.Context, ep *endpoint) ([]*ledgerdv1.KeyringMember, error) {
 		out, err := ep.cluster.GossipKeyring(ctx, connect.NewRequest(&ledgerdv1.GossipKeyringRequest{Op: op, Key: key}))
 		if err != nil {
 			return nil, err
@@ -106,7 +106,7 @@ func (c *Client) RestoreSnapshot(ctx context.Context, r io.Reader) (uint64, erro
 	if err != nil {
 		return c.restoreOnce(ctx, r)
 	}
-	return do(ctx, c, spread, func(*endpoint) (uint64, error) {
+	return do(ctx, c, spread, func(_ context.Context, _ *endpoint) (uint64, error) {
 		if _, err := seeker.Seek(origin, io.SeekStart); err != nil {
 			return 0, fmt.Errorf("client: restore snapshot: rewind: %w", err)
 		}

@@ -12,7 +12,7 @@ import (
 // idempotency key is filled in (and reused on retries).
 func (c *Client) SetPolicy(ctx context.Context, req *ledgerdv1.SetPolicyRequest) (*ledgerdv1.Resource, error) {
 	req.IdempotencyKey = key(req.IdempotencyKey)
-	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Resource, error) {
+	return do(ctx, c, toLeader, func(ctx context.Context, ep *endpoint) (*ledgerdv1.Resource, error) {
 		out, err := ep.resources.SetPolicy(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err
@@ -26,7 +26,7 @@ func (c *Client) SetPolicy(ctx context.Context, req *ledgerdv1.SetPolicyRequest)
 // idempotency key is filled in (and reused on retries).
 func (c *Client) SubmitJob(ctx context.Context, req *ledgerdv1.SubmitJobRequest) (*ledgerdv1.Reservation, error) {
 	req.IdempotencyKey = key(req.IdempotencyKey)
-	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
+	return do(ctx, c, toLeader, func(ctx context.Context, ep *endpoint) (*ledgerdv1.Reservation, error) {
 		out, err := ep.reservations.SubmitJob(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err
@@ -39,7 +39,7 @@ func (c *Client) SubmitJob(ctx context.Context, req *ledgerdv1.SubmitJobRequest)
 // and the variable jobs it moved later (POLICY_MOVE_VARIABLE resources).
 func (c *Client) ReserveMoving(ctx context.Context, req *ledgerdv1.ReserveRequest) (*ledgerdv1.ReserveResponse, error) {
 	req.IdempotencyKey = key(req.IdempotencyKey)
-	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.ReserveResponse, error) {
+	return do(ctx, c, toLeader, func(ctx context.Context, ep *endpoint) (*ledgerdv1.ReserveResponse, error) {
 		out, err := ep.reservations.Reserve(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err
@@ -52,7 +52,7 @@ func (c *Client) ReserveMoving(ctx context.Context, req *ledgerdv1.ReserveReques
 // and the variable jobs it moved later (POLICY_MOVE_VARIABLE resources).
 func (c *Client) HoldMoving(ctx context.Context, req *ledgerdv1.HoldRequest) (*ledgerdv1.HoldResponse, error) {
 	req.IdempotencyKey = key(req.IdempotencyKey)
-	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.HoldResponse, error) {
+	return do(ctx, c, toLeader, func(ctx context.Context, ep *endpoint) (*ledgerdv1.HoldResponse, error) {
 		out, err := ep.reservations.Hold(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err

@@ -18,7 +18,7 @@ import (
 func (c *Client) Hold(ctx context.Context, req *ledgerdv1.HoldRequest) (*ledgerdv1.Reservation, error) {
 	req.IdempotencyKey = key(req.IdempotencyKey)
 	op := &ledgerdv1.BatchOperation{Op: &ledgerdv1.BatchOperation_Hold{Hold: req}}
-	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
+	return do(ctx, c, toLeader, func(ctx context.Context, ep *endpoint) (*ledgerdv1.Reservation, error) {
 		return coalesced(ctx, ep, op, func(r *ledgerdv1.BatchResult) (*ledgerdv1.Reservation, bool) {
 			return r.GetHold().GetReservation(), r.GetHold() != nil
 		}, func() (*ledgerdv1.Reservation, error) {
@@ -31,7 +31,7 @@ func (c *Client) Hold(ctx context.Context, req *ledgerdv1.HoldRequest) (*ledgerd
 func (c *Client) Reserve(ctx context.Context, req *ledgerdv1.ReserveRequest) (*ledgerdv1.Reservation, error) {
 	req.IdempotencyKey = key(req.IdempotencyKey)
 	op := &ledgerdv1.BatchOperation{Op: &ledgerdv1.BatchOperation_Reserve{Reserve: req}}
-	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
+	return do(ctx, c, toLeader, func(ctx context.Context, ep *endpoint) (*ledgerdv1.Reservation, error) {
 		return coalesced(ctx, ep, op, func(r *ledgerdv1.BatchResult) (*ledgerdv1.Reservation, bool) {
 			return r.GetReserve().GetReservation(), r.GetReserve() != nil
 		}, func() (*ledgerdv1.Reservation, error) {
@@ -44,7 +44,7 @@ func (c *Client) Reserve(ctx context.Context, req *ledgerdv1.ReserveRequest) (*l
 func (c *Client) Commit(ctx context.Context, id, idemKey string) (*ledgerdv1.Reservation, error) {
 	req := &ledgerdv1.CommitRequest{Id: id, IdempotencyKey: key(idemKey)}
 	op := &ledgerdv1.BatchOperation{Op: &ledgerdv1.BatchOperation_Commit{Commit: req}}
-	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
+	return do(ctx, c, toLeader, func(ctx context.Context, ep *endpoint) (*ledgerdv1.Reservation, error) {
 		return coalesced(ctx, ep, op, func(r *ledgerdv1.BatchResult) (*ledgerdv1.Reservation, bool) {
 			return r.GetCommit().GetReservation(), r.GetCommit() != nil
 		}, func() (*ledgerdv1.Reservation, error) {
@@ -57,7 +57,7 @@ func (c *Client) Commit(ctx context.Context, id, idemKey string) (*ledgerdv1.Res
 func (c *Client) Abort(ctx context.Context, id, idemKey string) (*ledgerdv1.Reservation, error) {
 	req := &ledgerdv1.AbortRequest{Id: id, IdempotencyKey: key(idemKey)}
 	op := &ledgerdv1.BatchOperation{Op: &ledgerdv1.BatchOperation_Abort{Abort: req}}
-	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
+	return do(ctx, c, toLeader, func(ctx context.Context, ep *endpoint) (*ledgerdv1.Reservation, error) {
 		return coalesced(ctx, ep, op, func(r *ledgerdv1.BatchResult) (*ledgerdv1.Reservation, bool) {
 			return r.GetAbort().GetReservation(), r.GetAbort() != nil
 		}, func() (*ledgerdv1.Reservation, error) {
@@ -70,7 +70,7 @@ func (c *Client) Abort(ctx context.Context, id, idemKey string) (*ledgerdv1.Rese
 func (c *Client) Cancel(ctx context.Context, id, idemKey string) (*ledgerdv1.Reservation, error) {
 	req := &ledgerdv1.CancelRequest{Id: id, IdempotencyKey: key(idemKey)}
 	op := &ledgerdv1.BatchOperation{Op: &ledgerdv1.BatchOperation_Cancel{Cancel: req}}
-	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
+	return do(ctx, c, toLeader, func(ctx context.Context, ep *endpoint) (*ledgerdv1.Reservation, error) {
 		return coalesced(ctx, ep, op, func(r *ledgerdv1.BatchResult) (*ledgerdv1.Reservation, bool) {
 			return r.GetCancel().GetReservation(), r.GetCancel() != nil
 		}, func() (*ledgerdv1.Reservation, error) {
@@ -87,7 +87,7 @@ func (c *Client) Complete(ctx context.Context, id string, at time.Time, idemKey 
 	if !at.IsZero() {
 		req.At = timestamppb.New(at)
 	}
-	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
+	return do(ctx, c, toLeader, func(ctx context.Context, ep *endpoint) (*ledgerdv1.Reservation, error) {
 		return reservationOf(ep.reservations.Complete(ctx, connect.NewRequest(req)))
 	})
 }
@@ -96,7 +96,7 @@ func (c *Client) Complete(ctx context.Context, id string, at time.Time, idemKey 
 func (c *Client) Modify(ctx context.Context, req *ledgerdv1.ModifyRequest) (*ledgerdv1.Reservation, error) {
 	req.IdempotencyKey = key(req.IdempotencyKey)
 	op := &ledgerdv1.BatchOperation{Op: &ledgerdv1.BatchOperation_Modify{Modify: req}}
-	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
+	return do(ctx, c, toLeader, func(ctx context.Context, ep *endpoint) (*ledgerdv1.Reservation, error) {
 		return coalesced(ctx, ep, op, func(r *ledgerdv1.BatchResult) (*ledgerdv1.Reservation, bool) {
 			return r.GetModify().GetReservation(), r.GetModify() != nil
 		}, func() (*ledgerdv1.Reservation, error) {
@@ -113,7 +113,7 @@ func (c *Client) Modify(ctx context.Context, req *ledgerdv1.ModifyRequest) (*led
 func (c *Client) Get(ctx context.Context, id string) (*ledgerdv1.Reservation, error) {
 	req := &ledgerdv1.GetRequest{Id: id}
 	op := &ledgerdv1.BatchOperation{Op: &ledgerdv1.BatchOperation_Get{Get: req}}
-	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Reservation, error) {
+	return do(ctx, c, toLeader, func(ctx context.Context, ep *endpoint) (*ledgerdv1.Reservation, error) {
 		return coalesced(ctx, ep, op, func(r *ledgerdv1.BatchResult) (*ledgerdv1.Reservation, bool) {
 			return r.GetGet().GetReservation(), r.GetGet() != nil
 		}, func() (*ledgerdv1.Reservation, error) {
@@ -138,7 +138,7 @@ func reservationOf[M any, PM reservationResponse[M]](r *connect.Response[M], err
 
 // List returns one page of reservations.
 func (c *Client) List(ctx context.Context, req *ledgerdv1.ListRequest) (*ledgerdv1.ListResponse, error) {
-	return do(ctx, c, spread, func(ep *endpoint) (*ledgerdv1.ListResponse, error) {
+	return do(ctx, c, spread, func(ctx context.Context, ep *endpoint) (*ledgerdv1.ListResponse, error) {
 		r, err := ep.reservations.List(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err
@@ -166,7 +166,7 @@ func (c *Client) ListAll(ctx context.Context, req *ledgerdv1.ListRequest) ([]*le
 
 // Find returns where a shape would fit, without booking.
 func (c *Client) Find(ctx context.Context, shape *ledgerdv1.Shape) (*ledgerdv1.FindResponse, error) {
-	return do(ctx, c, spread, func(ep *endpoint) (*ledgerdv1.FindResponse, error) {
+	return do(ctx, c, spread, func(ctx context.Context, ep *endpoint) (*ledgerdv1.FindResponse, error) {
 		r, err := ep.reservations.Find(ctx, connect.NewRequest(&ledgerdv1.FindRequest{Shape: shape}))
 		if err != nil {
 			return nil, err
@@ -177,7 +177,7 @@ func (c *Client) Find(ctx context.Context, shape *ledgerdv1.Shape) (*ledgerdv1.F
 
 // Offers returns up to k feasible intervals.
 func (c *Client) Offers(ctx context.Context, shape *ledgerdv1.Shape, k int) ([]*ledgerdv1.Offer, error) {
-	return do(ctx, c, spread, func(ep *endpoint) ([]*ledgerdv1.Offer, error) {
+	return do(ctx, c, spread, func(ctx context.Context, ep *endpoint) ([]*ledgerdv1.Offer, error) {
 		r, err := ep.reservations.Offers(ctx, connect.NewRequest(&ledgerdv1.OffersRequest{Shape: shape, MaxOffers: int32(k)}))
 		if err != nil {
 			return nil, err
@@ -188,7 +188,7 @@ func (c *Client) Offers(ctx context.Context, shape *ledgerdv1.Shape, k int) ([]*
 
 // Availability returns free capacity of a resource over [from, to).
 func (c *Client) Availability(ctx context.Context, req *ledgerdv1.AvailabilityRequest) (*ledgerdv1.AvailabilityResponse, error) {
-	return do(ctx, c, spread, func(ep *endpoint) (*ledgerdv1.AvailabilityResponse, error) {
+	return do(ctx, c, spread, func(ctx context.Context, ep *endpoint) (*ledgerdv1.AvailabilityResponse, error) {
 		r, err := ep.reservations.Availability(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err
@@ -199,7 +199,7 @@ func (c *Client) Availability(ctx context.Context, req *ledgerdv1.AvailabilityRe
 
 // History returns events from a position on.
 func (c *Client) History(ctx context.Context, req *ledgerdv1.HistoryRequest) (*ledgerdv1.HistoryResponse, error) {
-	return do(ctx, c, spread, func(ep *endpoint) (*ledgerdv1.HistoryResponse, error) {
+	return do(ctx, c, spread, func(ctx context.Context, ep *endpoint) (*ledgerdv1.HistoryResponse, error) {
 		r, err := ep.reservations.History(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err

@@ -11,7 +11,7 @@ import (
 // CreateResource adds a resource (operator).
 func (c *Client) CreateResource(ctx context.Context, r *ledgerdv1.Resource) (*ledgerdv1.Resource, error) {
 	req := &ledgerdv1.CreateRequest{Resource: r, IdempotencyKey: NewKey()}
-	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Resource, error) {
+	return do(ctx, c, toLeader, func(ctx context.Context, ep *endpoint) (*ledgerdv1.Resource, error) {
 		out, err := ep.resources.Create(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err
@@ -23,7 +23,7 @@ func (c *Client) CreateResource(ctx context.Context, r *ledgerdv1.Resource) (*le
 // UpdateCapacity changes capacity, over [from, to) when given (operator).
 func (c *Client) UpdateCapacity(ctx context.Context, req *ledgerdv1.UpdateCapacityRequest) (*ledgerdv1.Resource, error) {
 	req.IdempotencyKey = key(req.IdempotencyKey)
-	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Resource, error) {
+	return do(ctx, c, toLeader, func(ctx context.Context, ep *endpoint) (*ledgerdv1.Resource, error) {
 		out, err := ep.resources.UpdateCapacity(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err
@@ -35,7 +35,7 @@ func (c *Client) UpdateCapacity(ctx context.Context, req *ledgerdv1.UpdateCapaci
 // DeleteResource removes a resource (operator).
 func (c *Client) DeleteResource(ctx context.Context, name string, force bool) error {
 	req := &ledgerdv1.DeleteRequest{Name: name, Force: force, IdempotencyKey: NewKey()}
-	_, err := do(ctx, c, toLeader, func(ep *endpoint) (struct{}, error) {
+	_, err := do(ctx, c, toLeader, func(ctx context.Context, ep *endpoint) (struct{}, error) {
 		_, err := ep.resources.Delete(ctx, connect.NewRequest(req))
 		return struct{}{}, err
 	})
@@ -44,7 +44,7 @@ func (c *Client) DeleteResource(ctx context.Context, name string, force bool) er
 
 // Resources lists every resource.
 func (c *Client) Resources(ctx context.Context) ([]*ledgerdv1.Resource, error) {
-	return do(ctx, c, spread, func(ep *endpoint) ([]*ledgerdv1.Resource, error) {
+	return do(ctx, c, spread, func(ctx context.Context, ep *endpoint) ([]*ledgerdv1.Resource, error) {
 		out, err := ep.resources.List(ctx, connect.NewRequest(&ledgerdv1.ResourceServiceListRequest{}))
 		if err != nil {
 			return nil, err

@@ -72,11 +72,33 @@ func (c *Client) learnLeader(a string) {
 	for _, ep := range c.eps {
 		if strings.HasSuffix(ep.addr, "://"+a) {
 			c.leader.Store(&leaderRef{addr: a, ep: ep})
+			c.leaderMoved()
 			return
 		}
 	}
-	if l != nil {
-		c.leader.CompareAndSwap(l, nil)
+	if l != nil && c.leader.CompareAndSwap(l, nil) {
+		c.leaderMoved()
+	}
+}
+
+// leaderChanged returns a channel closed the next time the learned leader
+// changes.
+func (c *Client) leaderChanged() <-chan struct{} {
+	c.movedMu.Lock()
+	defer c.movedMu.Unlock()
+	if c.moved == nil {
+		c.moved = make(chan struct{})
+	}
+	return c.moved
+}
+
+// leaderMoved wakes the attempts watching the learned leader.
+func (c *Client) leaderMoved() {
+	c.movedMu.Lock()
+	defer c.movedMu.Unlock()
+	if c.moved != nil {
+		close(c.moved)
+		c.moved = nil
 	}
 }
 
@@ -88,10 +110,85 @@ func (c *Client) forgetLeader(ep *endpoint) {
 	}
 }
 
+// Attempts that stall. A node that has stopped answering (a leader frozen
+// by a long pause, a VM migrating) would otherwise hold a call until the
+// caller's deadline while another node could answer. Each attempt of a
+// call therefore ends, and the call moves on to another node with the same
+// idempotency key, when
+//
+//   - Options.AttemptTimeout passes without an answer, or
+//   - the attempt went to the node this client knew as the leader and a
+//     response to another call names a different leader meanwhile: the
+//     cluster has elected a new one, so the attempt goes there at once.
+//
+// Moving on is safe for the same reason as any retry here: every call is a
+// read or carries an idempotency key, and the ledger answers a repeated key
+// with its first result.
+
+// errAttemptTimeout ends an attempt that got no answer within
+// Options.AttemptTimeout.
+var errAttemptTimeout = errors.New("client: no answer from the node within the attempt timeout")
+
+// errLeaderMoved ends an attempt on the old leader once a response named
+// another one.
+var errLeaderMoved = errors.New("client: the leader moved while the node did not answer")
+
+// attempt returns the context of one attempt on ep and the function that
+// ends it, which reports why the attempt was cut short (nil when it was
+// not, or when ctx itself ended).
+func (c *Client) attempt(ctx context.Context, ep *endpoint) (context.Context, func() error) {
+	actx, cancel := context.WithCancelCause(ctx)
+	var moved <-chan struct{}
+	if l := c.leader.Load(); l != nil && l.ep == ep {
+		moved = c.leaderChanged()
+	}
+	var t *time.Timer
+	var timer <-chan time.Time
+	if c.opts.AttemptTimeout > 0 {
+		t = time.NewTimer(c.opts.AttemptTimeout)
+		timer = t.C
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-done:
+				return
+			case <-actx.Done():
+				return
+			case <-timer:
+				cancel(errAttemptTimeout)
+				return
+			case <-moved:
+				if l := c.leader.Load(); l != nil && l.ep != ep {
+					cancel(errLeaderMoved)
+					return
+				}
+				moved = c.leaderChanged()
+			}
+		}
+	}()
+	return actx, func() error {
+		close(done)
+		<-finished
+		if t != nil {
+			t.Stop()
+		}
+		cause := context.Cause(actx)
+		cancel(context.Canceled)
+		if ctx.Err() == nil && (errors.Is(cause, errAttemptTimeout) || errors.Is(cause, errLeaderMoved)) {
+			return cause
+		}
+		return nil
+	}
+}
+
 // do runs fn against nodes, the first chosen by r, then in round-robin
 // order, until it succeeds, fails with a non-retryable error, runs out of
-// attempts, or ctx ends.
-func do[T any](ctx context.Context, c *Client, r route, fn func(*endpoint) (T, error)) (T, error) {
+// attempts, or ctx ends. fn gets the attempt's context (see attempt).
+func do[T any](ctx context.Context, c *Client, r route, fn func(context.Context, *endpoint) (T, error)) (T, error) {
 	var zero T
 	var last error
 	backoff := c.opts.BaseBackoff
@@ -106,19 +203,33 @@ func do[T any](ctx context.Context, c *Client, r route, fn func(*endpoint) (T, e
 		default:
 			ep = c.eps[c.next.Load()%uint64(len(c.eps))]
 		}
-		v, err := fn(ep)
+		actx, end := c.attempt(ctx, ep)
+		v, err := fn(actx, ep)
+		cut := end()
 		if err == nil {
 			return v, nil
+		}
+		if cut != nil {
+			// The node did not answer in time, or the leader moved away
+			// from it: not the server's answer, so retryable.
+			err = connect.NewError(connect.CodeUnavailable, fmt.Errorf("%w (%s): %w", cut, ep.addr, err))
 		}
 		last = err
 		if !Retryable(err) || ctx.Err() != nil {
 			return zero, err
 		}
 		c.forgetLeader(ep)
-		// Follow the server's leader hint once, else move on to the next
-		// node (another caller may have done so already).
+		// Follow the server's leader hint once, else the leader a response
+		// just named when this node stalled, else move on to the next node
+		// (another caller may have done so already).
 		hinted = c.hinted(err)
+		if l := c.leader.Load(); hinted == nil && cut != nil && l != nil && l.ep != ep {
+			hinted = l.ep
+		}
 		c.next.Add(1)
+		if errors.Is(cut, errLeaderMoved) {
+			continue // the new leader is known: no reason to wait
+		}
 		wait := backoff/2 + time.Duration(mrand.Int64N(int64(backoff)))
 		backoff = min(2*backoff, c.opts.MaxBackoff)
 		t := time.NewTimer(wait)

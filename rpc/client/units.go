@@ -12,7 +12,7 @@ import (
 // hostlist nodes names, e.g. "n[1-64]" (operator). r.Units must be empty.
 func (c *Client) CreateResourceNodes(ctx context.Context, r *ledgerdv1.Resource, nodes string) (*ledgerdv1.Resource, error) {
 	req := &ledgerdv1.CreateRequest{Resource: r, Nodes: nodes, IdempotencyKey: NewKey()}
-	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Resource, error) {
+	return do(ctx, c, toLeader, func(ctx context.Context, ep *endpoint) (*ledgerdv1.Resource, error) {
 		out, err := ep.resources.Create(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err
@@ -25,7 +25,7 @@ func (c *Client) CreateResourceNodes(ctx context.Context, r *ledgerdv1.Resource,
 // (operator) and returns the resource and the window's id.
 func (c *Client) UnitDown(ctx context.Context, req *ledgerdv1.UnitDownRequest) (*ledgerdv1.UnitDownResponse, error) {
 	req.IdempotencyKey = key(req.IdempotencyKey)
-	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.UnitDownResponse, error) {
+	return do(ctx, c, toLeader, func(ctx context.Context, ep *endpoint) (*ledgerdv1.UnitDownResponse, error) {
 		out, err := ep.resources.UnitDown(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err
@@ -37,7 +37,7 @@ func (c *Client) UnitDown(ctx context.Context, req *ledgerdv1.UnitDownRequest) (
 // UnitUp ends a unit's down window (operator).
 func (c *Client) UnitUp(ctx context.Context, req *ledgerdv1.UnitUpRequest) (*ledgerdv1.Resource, error) {
 	req.IdempotencyKey = key(req.IdempotencyKey)
-	return do(ctx, c, toLeader, func(ep *endpoint) (*ledgerdv1.Resource, error) {
+	return do(ctx, c, toLeader, func(ctx context.Context, ep *endpoint) (*ledgerdv1.Resource, error) {
 		out, err := ep.resources.UnitUp(ctx, connect.NewRequest(req))
 		if err != nil {
 			return nil, err

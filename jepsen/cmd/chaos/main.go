@@ -33,6 +33,7 @@ func run(args []string) int {
 		bin      = fs.String("bin", "", "prebuilt ledgerd binary (default: build from this module)")
 		check    = fs.Duration("check-timeout", 2*time.Minute, "porcupine time limit per resource group")
 		insecure = fs.Bool("insecure", false, "run the nodes with -insecure and the clients over plain http (to compare with the insecure mode; by default every run makes its own CA, certificates, gossip key and token, and every connection is mutual TLS)")
+		think    = fs.Duration("think", 0, "each client's pause between operations (long campaigns: keeps the history small enough to check)")
 		client   = fs.String("client", jepsen.ClientUnary, "how clients talk to their node: unary (one Connect call per operation) or batch (the coalescing client: concurrent operations share Batch calls)")
 	)
 	recurring := fs.Bool("recurring", false, "also book standing reservations throughout the run and check that each occurrence is booked exactly once, the endless ones by the leader's tick under the faults")
@@ -66,7 +67,7 @@ func run(args []string) int {
 	rep, err := jepsen.Run(ctx, jepsen.Config{
 		Bin: *bin, Dir: *dir, Nodes: *nodes, Clients: *clients, Groups: *groups, Duration: *duration,
 		Nemeses: nem, Quiet: *quiet, Hold: *hold, Combine: *combine, Seed: *seed, CheckTimeout: *check,
-		Client: *client, Insecure: *insecure, Progress: os.Stdout, Recurring: *recurring,
+		Client: *client, Insecure: *insecure, Progress: os.Stdout, Recurring: *recurring, Think: *think,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
