@@ -58,14 +58,16 @@ func unitsOf(r *fsmv1.Reservation, resource string) []string {
 // resource with units names exactly amount distinct known units, free of
 // down windows) and against the unit schedules, and returns the number of
 // down windows booked in the count planner (for checkInvariants).
-func checkUnitMapping(t testing.TB, s *state) int {
+func checkUnitMapping(t testing.TB, s *state, rows map[string]*fsmv1.Reservation) int {
 	t.Helper()
+	if len(s.units) == 0 {
+		return 0
+	}
 	type span struct {
 		key        string
 		start, end int64
 	}
 	held := map[string][]span{} // resource/unit -> spans
-	rows := allRows(t, s)
 	ids := slices.Sorted(func(yield func(string) bool) {
 		for id := range rows {
 			if !yield(id) {
@@ -192,7 +194,7 @@ func TestUnitsHardCase(t *testing.T) {
 				if mod.GetStartMillis() != 1100 || !slices.Equal(mod.GetParts()[0].GetUnits(), unitsOf(ra, "pair")) {
 					t.Errorf("modification in a window: %v, want start 1100 on %v", mod, unitsOf(ra, "pair"))
 				}
-				checkUnitMapping(t, h.f.st)
+				checkUnitMapping(t, h.f.st, allRows(t, h.f.st))
 				return
 			}
 			if res.GetStatus() != OK {
@@ -218,7 +220,7 @@ func TestUnitsHardCase(t *testing.T) {
 			if !slices.Equal(remapped, []string{"B"}) {
 				t.Errorf("remap events for %v, want [B]", remapped)
 			}
-			checkUnitMapping(t, h.f.st)
+			checkUnitMapping(t, h.f.st, allRows(t, h.f.st))
 		})
 	}
 }
