@@ -701,16 +701,18 @@ func (f *FSM) UnitBookings(resource string) (books []UnitBooking, downs []*fsmv1
 	return books, downs, true
 }
 
-// findModify is the search of a modification whose start the state
-// machine picks: the count planner's, and on resources with units the
-// earliest start that also maps (a refusal's later start too).
-func (s *state) findModify(req planner.Request) (planner.Decision, error) {
+// findMapped is planner.Find for a search that books nothing (a
+// modification whose start the state machine picks, the later start of a
+// window that has passed): the count planner's answer, and on resources
+// with units the earliest start that also maps (a refusal's later start
+// too).
+func (s *state) findMapped(req planner.Request) (planner.Decision, error) {
 	if s.units == nil || !s.hasUnitPart(req.Parts) {
 		return s.plan.Find(req)
 	}
-	if bad := s.checkUnitAmounts("modify.", req.Parts); bad != nil {
-		// modifyUnits refuses it with the field once the count planner
-		// has booked the shape; here the search simply finds nothing.
+	if bad := s.checkUnitAmounts("", req.Parts); bad != nil {
+		// Admission refuses it with the field; the search by count
+		// finds nothing either.
 		return s.plan.Find(req)
 	}
 	found, err := s.findUnits(req)
