@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/fsm"
+	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/ledger"
 	"github.com/ledgerd/ledgerd/rpc"
 )
