@@ -705,3 +705,35 @@ func downsAt(s *state, resource string, at int64) int64 {
 	}
 	return n
 }
+
+// TestUnitsFindAndOffers: on a resource with units, Find answers the
+// earliest start that maps (not the count's) and every offer maps.
+func TestUnitsFindAndOffers(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.must(10, OK, createUnits("pair", fsmv1.UnitPolicy_UNIT_POLICY_REFUSE, "a", "b"))
+	h.must(10, OK, reserve("A", "pair", 1, 1000, withStart(100)))
+	h.must(10, OK, reserve("X", "pair", 1, 1000, withStart(3000)))
+	h.must(10, OK, reserve("B", "pair", 1, 1000, withStart(3000)))
+	h.must(10, OK, cancel("X"))
+	req := planner.Request{Parts: []planner.Part{{Resource: "pair", Amount: 1}}, Duration: 3000, NotBefore: 500, Deadline: planner.MaxTime}
+	d, err := h.f.Find(req)
+	if err != nil || !d.Fits || d.Start != 1100 {
+		t.Fatalf("Find: %+v %v, want a fit at 1100 (the count fits at 500)", d, err)
+	}
+	offers, err := h.f.Offers(req, 4)
+	if err != nil || len(offers) == 0 || offers[0] != 1100 {
+		t.Fatalf("Offers: %v %v", offers, err)
+	}
+	for _, o := range offers {
+		q := req
+		q.NotBefore, q.Deadline = o, o+q.Duration
+		if d, err := h.f.Find(q); err != nil || !d.Fits || d.Start != o {
+			t.Errorf("offer %d does not map: %+v %v", o, d, err)
+		}
+	}
+	// The window ends before anything maps: the later start says where.
+	req.Deadline = 3600
+	if d, err := h.f.Find(req); err != nil || d.Fits || !d.LaterOK || d.LaterStart != 1100 {
+		t.Errorf("Find in a short window: %+v %v", d, err)
+	}
+}
