@@ -96,7 +96,12 @@ func (l *Ledger) ReserveSeries(ctx context.Context, a ledger.SeriesArgs) (*ledge
 		}
 		in.Start = day
 	}
-	s, err := series.Parse(in, l.seriesLimits())
+	// The first batch holds a whole bounded series (at most
+	// MaxOccurrences, which all or nothing is about); an endless one
+	// gets the rest of its horizon from the leader's tick.
+	lim := l.seriesLimits()
+	lim.MaxPerExpansion = max(lim.MaxPerExpansion, min(lim.MaxOccurrences, fsm.MaxSeriesBatch))
+	s, err := series.Parse(in, lim)
 	if err != nil {
 		return nil, seriesFieldErr(op, err)
 	}
