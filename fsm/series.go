@@ -280,7 +280,7 @@ func (s *state) createSeries(cmd *fsmv1.Command, c *fsmv1.CreateSeries, res *fsm
 		Detail: &fsmv1.Result_Rejected{Rejected: &fsmv1.Rejected{LaterOk: sk.GetLaterOk(), LaterStartMillis: sk.GetLaterStartMillis()}},
 	}
 	row.Booked, row.Skipped, row.ThroughKey = 0, 0, series.NoneDecided
-	out.Series, out.BookedIds, out.Booked = row, nil, nil
+	out.Series, out.BookedIds = row, nil
 	rj.Series = append(rj.Series, out)
 	return rj
 }
@@ -322,7 +322,6 @@ func (s *state) bookBatch(row *fsmv1.Series, b *fsmv1.SeriesBatch) *fsmv1.Series
 		s.ser.occurrence = ""
 		if r.GetStatus() == fsmv1.Result_STATUS_OK {
 			out.BookedIds = append(out.BookedIds, occID)
-			out.Booked = append(out.Booked, r.GetReservation())
 			row.Booked++
 			continue
 		}
