@@ -222,6 +222,10 @@ func (s *state) createSeries(cmd *fsmv1.Command, c *fsmv1.CreateSeries, res *fsm
 			return notFound(fmt.Sprintf("resource %q not found", p.GetResource()))
 		}
 	}
+	if _, bad := s.routeScheduled(plannerParts(c.GetParts())); bad != nil {
+		// Every occurrence would be refused for it: say so once.
+		return invalid("create_series.parts", bad.GetInvalid().GetReason())
+	}
 	if c.GetAllOrNothing() {
 		for i, p := range c.GetParts() {
 			if pol := s.resources[p.GetResource()].GetPolicy().GetPolicy(); pol != fsmv1.AdmissionPolicy_ADMISSION_POLICY_UNSPECIFIED && pol != fsmv1.AdmissionPolicy_ADMISSION_POLICY_REJECT {

@@ -72,6 +72,13 @@ func TestSeriesAllOrNothingNeedsRejectResources(t *testing.T) {
 		t.Errorf("field %q", f)
 	}
 	h.must(2_000, OK, createSeriesCmd("s", "lab", s, 2_000, false, part("batch", 2)))
+	// Two parts with one on a policy resource: every occurrence would be
+	// refused, so the series is.
+	h.must(2_000, OK, createRes("cpu", 8))
+	res = h.must(2_000, INVALID, createSeriesCmd("t", "lab", s, 2_000, false, part("batch", 1), part("cpu", 1)))
+	if f := res.GetInvalid().GetField(); f != "create_series.parts" {
+		t.Errorf("field %q", f)
+	}
 }
 
 // TestSeriesExactlyOnce applies the batches of several leaders lost,
