@@ -21,16 +21,16 @@ func (c *Config) seriesLimits() series.Limits {
 	return lim
 }
 
-// checkSeries refuses horizons outside (0, 366 days] and a default above
-// the maximum.
+// checkSeries refuses horizons outside [1h, 366 days] (0: the default)
+// and a default above the maximum.
 func (c *Config) checkSeries() error {
 	hardCap := series.DefaultLimits().MaxHorizon
 	for _, h := range []struct {
 		key string
 		v   Duration
 	}{{"series_horizon", c.SeriesHorizon}, {"series_max_horizon", c.SeriesMaxHorizon}} {
-		if h.v < 0 || time.Duration(h.v) > hardCap {
-			return fmt.Errorf("config: %s: must lie between 0 (the default) and %s, got %s", h.key, hardCap, time.Duration(h.v))
+		if h.v < 0 || time.Duration(h.v) > hardCap || (h.v != 0 && time.Duration(h.v) < time.Hour) {
+			return fmt.Errorf("config: %s: must be 0 (the default) or lie between 1h and %s, got %s", h.key, hardCap, time.Duration(h.v))
 		}
 	}
 	if c.SeriesHorizon != 0 && c.SeriesMaxHorizon != 0 && c.SeriesHorizon > c.SeriesMaxHorizon {

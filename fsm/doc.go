@@ -13,7 +13,11 @@
 // commit swaps them or abort drops the new one), deterministic hold expiry,
 // idempotency keys, an event history versioned by log index, and
 // deterministic snapshots. Admission decisions are delegated to a
-// planner.Planner that the FSM owns and rebuilds on restore.
+// planner.Planner that the FSM owns and rebuilds on restore. Standing
+// reservations (series.go) are a table of series and their watermarks;
+// their occurrences, expanded into instants before they are proposed,
+// are booked as ordinary reservations through the same admission — a
+// rule is never expanded here.
 //
 // What it must not do: read a clock, draw random numbers, start
 // goroutines, do network or disk I/O outside Persist/Restore, or let map

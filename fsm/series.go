@@ -45,6 +45,10 @@ type seriesState struct {
 	// nothing) in events.
 	buffering bool
 	events    []heldEvent
+	// changedAt is the log index of the last change of rows (the
+	// snapshot's index after a restore): a cache key for readers, not
+	// replicated state. The table at an index is the log's up to it.
+	changedAt uint64
 }
 
 // heldEvent is an event emit held back while buffering.
@@ -218,6 +222,10 @@ func (s *state) createSeries(cmd *fsmv1.Command, c *fsmv1.CreateSeries, res *fsm
 			return notFound(fmt.Sprintf("resource %q not found", p.GetResource()))
 		}
 	}
+	if _, bad := s.routeScheduled(plannerParts(c.GetParts())); bad != nil {
+		// Every occurrence would be refused for it: say so once.
+		return invalid("create_series.parts", bad.GetInvalid().GetReason())
+	}
 	if c.GetAllOrNothing() {
 		for i, p := range c.GetParts() {
 			if pol := s.resources[p.GetResource()].GetPolicy().GetPolicy(); pol != fsmv1.AdmissionPolicy_ADMISSION_POLICY_UNSPECIFIED && pol != fsmv1.AdmissionPolicy_ADMISSION_POLICY_REJECT {
@@ -276,7 +284,7 @@ func (s *state) createSeries(cmd *fsmv1.Command, c *fsmv1.CreateSeries, res *fsm
 		Detail: &fsmv1.Result_Rejected{Rejected: &fsmv1.Rejected{LaterOk: sk.GetLaterOk(), LaterStartMillis: sk.GetLaterStartMillis()}},
 	}
 	row.Booked, row.Skipped, row.ThroughKey = 0, 0, series.NoneDecided
-	out.Series, out.BookedIds, out.Booked = row, nil, nil
+	out.Series, out.BookedIds = row, nil
 	rj.Series = append(rj.Series, out)
 	return rj
 }
@@ -318,7 +326,6 @@ func (s *state) bookBatch(row *fsmv1.Series, b *fsmv1.SeriesBatch) *fsmv1.Series
 		s.ser.occurrence = ""
 		if r.GetStatus() == fsmv1.Result_STATUS_OK {
 			out.BookedIds = append(out.BookedIds, occID)
-			out.Booked = append(out.Booked, r.GetReservation())
 			row.Booked++
 			continue
 		}
@@ -334,6 +341,7 @@ func (s *state) bookBatch(row *fsmv1.Series, b *fsmv1.SeriesBatch) *fsmv1.Series
 	}
 	row.ThroughKey = through
 	row.UpdatedVersion, row.UpdatedMillis = s.index, s.now
+	s.ser.changedAt = s.index
 	if s.ser.rows == nil {
 		s.ser.rows = make(map[string]*fsmv1.Series)
 	}
@@ -439,6 +447,7 @@ func (s *state) cancelSeries(cmd *fsmv1.Command) *fsmv1.Result {
 		}
 	}
 	s.ser.rows[row.GetId()] = row
+	s.ser.changedAt = s.index
 	res := &fsmv1.Result{Status: fsmv1.Result_STATUS_OK, Series: []*fsmv1.SeriesOutcome{out}}
 	if t := c.GetThen(); t != nil {
 		return s.createSeries(cmd, t, res)
@@ -455,6 +464,7 @@ func (s *state) captureSeries(msg *fsmv1.Snapshot) {
 
 // restoreSeries reads the series table of a snapshot.
 func (s *state) restoreSeries(msg *fsmv1.Snapshot) error {
+	s.ser.changedAt = msg.GetAppliedIndex()
 	prev := ""
 	for i, r := range msg.GetSeries() {
 		id := r.GetId()
@@ -485,6 +495,15 @@ func (f *FSM) Series(id string) (*fsmv1.Series, bool) {
 		return nil, false
 	}
 	return proto.CloneOf(r), true
+}
+
+// SeriesChangedAt returns the log index of the last change of the series
+// table (the restored snapshot's index after a restore). Readers that
+// cache what they derive from LiveSeries recompute when it moves.
+func (f *FSM) SeriesChangedAt() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.ser.changedAt
 }
 
 // LiveSeries returns copies of the series that may still book

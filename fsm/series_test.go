@@ -72,6 +72,13 @@ func TestSeriesAllOrNothingNeedsRejectResources(t *testing.T) {
 		t.Errorf("field %q", f)
 	}
 	h.must(2_000, OK, createSeriesCmd("s", "lab", s, 2_000, false, part("batch", 2)))
+	// Two parts with one on a policy resource: every occurrence would be
+	// refused, so the series is.
+	h.must(2_000, OK, createRes("cpu", 8))
+	res = h.must(2_000, INVALID, createSeriesCmd("t", "lab", s, 2_000, false, part("batch", 1), part("cpu", 1)))
+	if f := res.GetInvalid().GetField(); f != "create_series.parts" {
+		t.Errorf("field %q", f)
+	}
 }
 
 // TestSeriesExactlyOnce applies the batches of several leaders lost,
@@ -278,4 +285,46 @@ func TestCheckSeries(t *testing.T) {
 	if _, err := Encode(old); !errors.Is(err, ErrMalformed) {
 		t.Errorf("version 3 series entry encoded: %v", err)
 	}
+}
+
+// FuzzApplySeries is FuzzApply seeded with series commands that apply to
+// fuzzBase's resources (a bounded series, an endless one, all or nothing
+// on a policy resource, a tick, a cancel with a replacement), so that the
+// fuzzer mutates entries that reach the series code: whatever Decode
+// accepts applies without panicking, twice, and overbooks nothing.
+func FuzzApplySeries(f *testing.F) {
+	bounded := goldenSeries(f, "FREQ=HOURLY;COUNT=3", 0, 0, 100, 0)
+	endless := goldenSeries(f, "FREQ=DAILY;BYHOUR=1", 0, 0, 500, 2*dayMs)
+	for _, c := range []*fsmv1.Command{
+		createSeriesCmd("s", "o", bounded, 1000, false, part("cpu", 4)),
+		createSeriesCmd("s", "o", bounded, 1000, true, part("cpu", 16)),
+		createSeriesCmd("e", "o", endless, 1000, true, part("gpu", 1), part("cpu", 1)),
+		createSeriesCmd("p", "o", endless, 1000, true, part("batch", 1)),
+		{Type: fsmv1.Command_TYPE_EXPAND_SERIES, Payload: &fsmv1.Command_ExpandSeries{ExpandSeries: &fsmv1.ExpandSeries{
+			Batches: []*fsmv1.SeriesBatch{protoBatch("e", endless.Next(series.NoneDecided, 3*dayMs, 0))}}}},
+		{Type: fsmv1.Command_TYPE_CANCEL_SERIES, Owner: "o", Payload: &fsmv1.Command_CancelSeries{CancelSeries: &fsmv1.CancelSeries{
+			Id: "e", FromMillis: dayMs, Then: proto.CloneOf(createSeriesCmd("f", "o", endless, 1000, false, part("cpu", 2)).GetCreateSeries())}}},
+	} {
+		b, err := Encode(c)
+		if err != nil {
+			f.Fatal(err)
+		}
+		if b, err = Stamp(b, 1_000); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if _, err := Decode(data); err != nil {
+			return
+		}
+		m := fuzzBase(t)
+		for i := range 2 {
+			res, err := DecodeResult(m.ApplyCommand(uint64(100+i), data))
+			if err != nil || res.GetStatus() == fsmv1.Result_STATUS_UNKNOWN {
+				t.Fatalf("result %v, %v", res, err)
+			}
+			checkInvariants(t, m)
+		}
+	})
 }

@@ -96,7 +96,12 @@ func (l *Ledger) ReserveSeries(ctx context.Context, a ledger.SeriesArgs) (*ledge
 		}
 		in.Start = day
 	}
-	s, err := series.Parse(in, l.seriesLimits())
+	// The first batch holds a whole bounded series (at most
+	// MaxOccurrences, which all or nothing is about); an endless one
+	// gets the rest of its horizon from the leader's tick.
+	lim := l.seriesLimits()
+	lim.MaxPerExpansion = max(lim.MaxPerExpansion, min(lim.MaxOccurrences, fsm.MaxSeriesBatch))
+	s, err := series.Parse(in, lim)
 	if err != nil {
 		return nil, seriesFieldErr(op, err)
 	}
@@ -113,7 +118,7 @@ func (l *Ledger) ReserveSeries(ctx context.Context, a ledger.SeriesArgs) (*ledge
 		return nil, err
 	}
 	out := res.GetSeries()[0]
-	return &ledgerdv1.ReserveSeriesResponse{Series: seriesToAPI(out.GetSeries()), Booked: reservationsToAPI(out.GetBooked()),
+	return &ledgerdv1.ReserveSeriesResponse{Series: seriesToAPI(out.GetSeries()), Booked: bookedToAPI(res, out, cs),
 		Skipped: skippedToAPI(out.GetSkipped())}, nil
 }
 
@@ -186,9 +191,9 @@ func (l *Ledger) ModifySeries(ctx context.Context, a ledger.ModifySeriesArgs) (*
 		parts = fsmParts(a.Parts)
 	}
 	cmd := envelope(fsmv1.Command_TYPE_CANCEL_SERIES, a.Write)
-	cmd.Payload = &fsmv1.Command_CancelSeries{CancelSeries: &fsmv1.CancelSeries{Id: a.ID, FromMillis: from,
-		Then: &fsmv1.CreateSeries{Id: a.NewID, Spec: next.Spec().Encode(), Parts: parts, Labels: old.GetLabels(),
-			First: batchToFSM(a.NewID, next.Next(series.NoneDecided, now, 0))}}}
+	then := &fsmv1.CreateSeries{Id: a.NewID, Spec: next.Spec().Encode(), Parts: parts, Labels: old.GetLabels(),
+		First: batchToFSM(a.NewID, next.Next(series.NoneDecided, now, 0))}
+	cmd.Payload = &fsmv1.Command_CancelSeries{CancelSeries: &fsmv1.CancelSeries{Id: a.ID, FromMillis: from, Then: then}}
 	res, err := l.apply(ctx, op, cmd)
 	if err != nil {
 		return nil, err
@@ -198,7 +203,7 @@ func (l *Ledger) ModifySeries(ctx context.Context, a ledger.ModifySeriesArgs) (*
 		return nil, fmt.Errorf("%s: %d series outcomes, want 2", op, len(outs))
 	}
 	return &ledgerdv1.ModifySeriesResponse{Old: seriesToAPI(outs[0].GetSeries()), CancelledIds: outs[0].GetCancelledIds(),
-		Series: seriesToAPI(outs[1].GetSeries()), Booked: reservationsToAPI(outs[1].GetBooked()),
+		Series: seriesToAPI(outs[1].GetSeries()), Booked: bookedToAPI(res, outs[1], then),
 		Skipped: skippedToAPI(outs[1].GetSkipped())}, nil
 }
 
@@ -210,12 +215,31 @@ func batchToFSM(id string, b series.Batch) *fsmv1.SeriesBatch {
 	return out
 }
 
-func reservationsToAPI(rs []*fsmv1.Reservation) []*ledgerdv1.Reservation {
-	out := make([]*ledgerdv1.Reservation, len(rs))
-	for i, r := range rs {
-		out[i] = reservationToAPI(r)
+// bookedToAPI describes the occurrences an entry booked: committed
+// reservations made by the entry res answers, at the instants of the
+// batch c carried. The result names them only (it may be kept for an
+// idempotency window); the rows are ordinary ones for Get and List.
+func bookedToAPI(res *fsmv1.Result, out *fsmv1.SeriesOutcome, c *fsmv1.CreateSeries) []*ledgerdv1.Reservation {
+	s := out.GetSeries()
+	spec, err := series.Decode(s.GetSpec())
+	if err != nil {
+		return nil
 	}
-	return out
+	starts := make(map[string]int64, len(c.GetFirst().GetBook()))
+	for _, o := range c.GetFirst().GetBook() {
+		starts[series.OccurrenceID(c.GetId(), o.GetKey())] = o.GetStartMillis()
+	}
+	rs := make([]*ledgerdv1.Reservation, 0, len(out.GetBookedIds()))
+	for _, id := range out.GetBookedIds() {
+		start := starts[id]
+		rs = append(rs, reservationToAPI(&fsmv1.Reservation{
+			Id: id, Owner: s.GetOwner(), Labels: s.GetLabels(), Parts: s.GetParts(),
+			StartMillis: start, EndMillis: start + spec.Duration, State: fsmv1.Reservation_STATE_COMMITTED,
+			CreatedVersion: res.GetVersion(), UpdatedVersion: res.GetVersion(),
+			CreatedMillis: res.GetNowMillis(), UpdatedMillis: res.GetNowMillis(),
+		}))
+	}
+	return rs
 }
 
 // skipReason names why an occurrence could not be booked.

@@ -31,6 +31,13 @@ type SeriesTicker struct {
 
 	mu    sync.Mutex
 	cache map[string]*tickEntry
+	// The earliest due time of the series table as of changedAt (the
+	// FSM's SeriesChangedAt); valid while that has not moved and the due
+	// time lies ahead.
+	changedAt uint64
+	next      int64
+	hasNext   bool
+	valid     bool
 }
 
 // tickEntry is a compiled series and when it is next due, for the spec
@@ -98,6 +105,14 @@ func (t *SeriesTicker) entry(r *fsmv1.Series, now int64) *tickEntry {
 func (t *SeriesTicker) batches(now int64) (out []*fsmv1.SeriesBatch, next int64, has bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	changed := t.fsm.SeriesChangedAt()
+	if t.valid && changed == t.changedAt && (!t.hasNext || t.next > now) {
+		// Nothing changed and nothing is due: no need to read the table.
+		return nil, t.next, t.hasNext
+	}
+	defer func() {
+		t.changedAt, t.next, t.hasNext, t.valid = changed, next, has, len(out) == 0
+	}()
 	live := t.fsm.LiveSeries()
 	seen := make(map[string]bool, len(live))
 	for _, r := range live {

@@ -1591,9 +1591,7 @@ type SeriesOutcome struct {
 	// Occurrences of this entry that could not be booked, in key order.
 	Skipped []*SeriesSkip `protobuf:"bytes,3,rep,name=skipped,proto3" json:"skipped,omitempty"`
 	// Reservation IDs cancelled or aborted by this entry (TYPE_CANCEL_SERIES).
-	CancelledIds []string `protobuf:"bytes,4,rep,name=cancelled_ids,json=cancelledIds,proto3" json:"cancelled_ids,omitempty"`
-	// The occurrences booked by this entry as stored, in key order.
-	Booked        []*Reservation `protobuf:"bytes,5,rep,name=booked,proto3" json:"booked,omitempty"`
+	CancelledIds  []string `protobuf:"bytes,4,rep,name=cancelled_ids,json=cancelledIds,proto3" json:"cancelled_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1652,13 +1650,6 @@ func (x *SeriesOutcome) GetSkipped() []*SeriesSkip {
 func (x *SeriesOutcome) GetCancelledIds() []string {
 	if x != nil {
 		return x.CancelledIds
-	}
-	return nil
-}
-
-func (x *SeriesOutcome) GetBooked() []*Reservation {
-	if x != nil {
-		return x.Booked
 	}
 	return nil
 }
@@ -4759,14 +4750,13 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x15cancelled_from_millis\x18\x0e \x01(\x03R\x13cancelledFromMillis\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xee\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbf\x01\n" +
 	"\rSeriesOutcome\x12.\n" +
 	"\x06series\x18\x01 \x01(\v2\x16.ledgerd.fsm.v1.SeriesR\x06series\x12\x1d\n" +
 	"\n" +
 	"booked_ids\x18\x02 \x03(\tR\tbookedIds\x124\n" +
 	"\askipped\x18\x03 \x03(\v2\x1a.ledgerd.fsm.v1.SeriesSkipR\askipped\x12#\n" +
-	"\rcancelled_ids\x18\x04 \x03(\tR\fcancelledIds\x123\n" +
-	"\x06booked\x18\x05 \x03(\v2\x1b.ledgerd.fsm.v1.ReservationR\x06booked\"\xd9\x01\n" +
+	"\rcancelled_ids\x18\x04 \x03(\tR\fcancelledIdsJ\x04\b\x05\x10\x06\"\xd9\x01\n" +
 	"\n" +
 	"SeriesSkip\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
@@ -5201,64 +5191,63 @@ var file_ledgerd_fsm_v1_fsm_proto_depIdxs = []int32{
 	52, // 24: ledgerd.fsm.v1.Series.labels:type_name -> ledgerd.fsm.v1.Series.LabelsEntry
 	14, // 25: ledgerd.fsm.v1.SeriesOutcome.series:type_name -> ledgerd.fsm.v1.Series
 	16, // 26: ledgerd.fsm.v1.SeriesOutcome.skipped:type_name -> ledgerd.fsm.v1.SeriesSkip
-	35, // 27: ledgerd.fsm.v1.SeriesOutcome.booked:type_name -> ledgerd.fsm.v1.Reservation
-	5,  // 28: ledgerd.fsm.v1.SeriesSkip.status:type_name -> ledgerd.fsm.v1.Result.Status
-	0,  // 29: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
-	17, // 30: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	29, // 31: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
-	53, // 32: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
-	21, // 33: ledgerd.fsm.v1.CoReserve.subs:type_name -> ledgerd.fsm.v1.CoSub
-	54, // 34: ledgerd.fsm.v1.CoReserve.labels:type_name -> ledgerd.fsm.v1.CoReserve.LabelsEntry
-	23, // 35: ledgerd.fsm.v1.CoAdmission.placements:type_name -> ledgerd.fsm.v1.CoPlacement
-	35, // 36: ledgerd.fsm.v1.CoPlacement.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	55, // 37: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
-	17, // 38: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	1,  // 39: ledgerd.fsm.v1.CreateResource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
-	29, // 40: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
-	56, // 41: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	29, // 42: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
-	57, // 43: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
-	29, // 44: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
-	3,  // 45: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	36, // 46: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
-	4,  // 47: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	29, // 48: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
-	58, // 49: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
-	37, // 50: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
-	17, // 51: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	1,  // 52: ledgerd.fsm.v1.Resource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
-	25, // 53: ledgerd.fsm.v1.Resource.unit_downs:type_name -> ledgerd.fsm.v1.UnitDown
-	5,  // 54: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
-	35, // 55: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	38, // 56: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
-	40, // 57: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
-	22, // 58: ledgerd.fsm.v1.Result.co_admission:type_name -> ledgerd.fsm.v1.CoAdmission
-	15, // 59: ledgerd.fsm.v1.Result.series:type_name -> ledgerd.fsm.v1.SeriesOutcome
-	41, // 60: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
-	42, // 61: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
-	43, // 62: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
-	6,  // 63: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
-	3,  // 64: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	7,  // 65: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
-	35, // 66: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	38, // 67: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
-	39, // 68: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
-	38, // 69: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
-	35, // 70: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
-	45, // 71: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
-	44, // 72: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
-	47, // 73: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
-	48, // 74: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
-	14, // 75: ledgerd.fsm.v1.Snapshot.series:type_name -> ledgerd.fsm.v1.Series
-	4,  // 76: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	49, // 77: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
-	50, // 78: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
-	49, // 79: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
-	80, // [80:80] is the sub-list for method output_type
-	80, // [80:80] is the sub-list for method input_type
-	80, // [80:80] is the sub-list for extension type_name
-	80, // [80:80] is the sub-list for extension extendee
-	0,  // [0:80] is the sub-list for field type_name
+	5,  // 27: ledgerd.fsm.v1.SeriesSkip.status:type_name -> ledgerd.fsm.v1.Result.Status
+	0,  // 28: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
+	17, // 29: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	29, // 30: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
+	53, // 31: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	21, // 32: ledgerd.fsm.v1.CoReserve.subs:type_name -> ledgerd.fsm.v1.CoSub
+	54, // 33: ledgerd.fsm.v1.CoReserve.labels:type_name -> ledgerd.fsm.v1.CoReserve.LabelsEntry
+	23, // 34: ledgerd.fsm.v1.CoAdmission.placements:type_name -> ledgerd.fsm.v1.CoPlacement
+	35, // 35: ledgerd.fsm.v1.CoPlacement.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	55, // 36: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
+	17, // 37: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	1,  // 38: ledgerd.fsm.v1.CreateResource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
+	29, // 39: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
+	56, // 40: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	29, // 41: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
+	57, // 42: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
+	29, // 43: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
+	3,  // 44: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	36, // 45: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
+	4,  // 46: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	29, // 47: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
+	58, // 48: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
+	37, // 49: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
+	17, // 50: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	1,  // 51: ledgerd.fsm.v1.Resource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
+	25, // 52: ledgerd.fsm.v1.Resource.unit_downs:type_name -> ledgerd.fsm.v1.UnitDown
+	5,  // 53: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
+	35, // 54: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	38, // 55: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
+	40, // 56: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
+	22, // 57: ledgerd.fsm.v1.Result.co_admission:type_name -> ledgerd.fsm.v1.CoAdmission
+	15, // 58: ledgerd.fsm.v1.Result.series:type_name -> ledgerd.fsm.v1.SeriesOutcome
+	41, // 59: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
+	42, // 60: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
+	43, // 61: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
+	6,  // 62: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
+	3,  // 63: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	7,  // 64: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
+	35, // 65: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	38, // 66: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
+	39, // 67: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
+	38, // 68: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
+	35, // 69: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
+	45, // 70: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
+	44, // 71: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
+	47, // 72: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
+	48, // 73: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
+	14, // 74: ledgerd.fsm.v1.Snapshot.series:type_name -> ledgerd.fsm.v1.Series
+	4,  // 75: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	49, // 76: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
+	50, // 77: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
+	49, // 78: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
+	79, // [79:79] is the sub-list for method output_type
+	79, // [79:79] is the sub-list for method input_type
+	79, // [79:79] is the sub-list for extension type_name
+	79, // [79:79] is the sub-list for extension extendee
+	0,  // [0:79] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_fsm_v1_fsm_proto_init() }
