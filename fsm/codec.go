@@ -15,7 +15,7 @@ import (
 // appear. Encode writes the lowest version that has every feature the
 // command uses (minVersion), so entries that older replicas understand
 // stay readable to them during a rolling upgrade.
-const CurrentVersion uint32 = versionEdge
+const CurrentVersion uint32 = versionLimits
 
 // versionPolicies is the first envelope version with admission policies
 // and variable jobs (TYPE_SET_POLICY, TYPE_SUBMIT_JOB,
@@ -41,6 +41,11 @@ const versionPolicies uint32 = 2
 // older entries keep their meaning.
 const versionEdge uint32 = 3
 
+// versionLimits is the first envelope version with per-tenant limits and
+// approval (TYPE_SET_LIMITS, TYPE_APPROVE, TYPE_DENY). A version 3
+// replica does not know these types.
+const versionLimits uint32 = 4
+
 // MaxTimeMillis is the last instant every time in the ledger may reach,
 // 9999-12-31T23:59:59.999Z in Unix milliseconds: the largest that a
 // google.protobuf.Timestamp (and so every reader, JSON included) can
@@ -51,6 +56,9 @@ const MaxTimeMillis int64 = 253402300799999
 // minVersion returns the lowest envelope version that can carry c.
 func minVersion(c *fsmv1.Command) uint32 {
 	switch {
+	case c.GetType() == fsmv1.Command_TYPE_SET_LIMITS, c.GetType() == fsmv1.Command_TYPE_APPROVE,
+		c.GetType() == fsmv1.Command_TYPE_DENY:
+		return versionLimits
 	case len(c.GetFingerprint()) > 0, c.GetDeleteResource().GetForce(),
 		c.GetModify().GetWindowDurationMillis() != 0 || c.GetModify().GetNotBeforeMillis() != 0 || c.GetModify().GetDeadlineMillis() != 0:
 		return versionEdge
@@ -268,6 +276,10 @@ func checkPayload(c *fsmv1.Command) error {
 		ok = c.GetSubmitJob() != nil
 	case fsmv1.Command_TYPE_CO_RESERVE:
 		ok = c.GetCoReserve() != nil
+	case fsmv1.Command_TYPE_SET_LIMITS:
+		ok = c.GetSetLimits() != nil
+	case fsmv1.Command_TYPE_APPROVE, fsmv1.Command_TYPE_DENY:
+		ok = c.GetDecision() != nil
 	default:
 		return fmt.Errorf("%w: unknown type %d", ErrMalformed, int32(c.GetType()))
 	}

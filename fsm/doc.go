@@ -8,11 +8,14 @@
 //	HELD → ABORTED | EXPIRED
 //	COMMITTED | ACTIVE → CANCELLED
 //	COMMITTED | ACTIVE → COMPLETED early (Complete; requested duration kept)
+//	PENDING_APPROVAL → COMMITTED | DENIED | ABORTED | EXPIRED   (limits.go)
 //
 // two-phase modification (the new shape is held beside the old one until
 // commit swaps them or abort drops the new one), deterministic hold expiry,
 // idempotency keys, an event history versioned by log index, and
-// deterministic snapshots. Admission decisions are delegated to a
+// deterministic snapshots, and per-tenant limits with approval (a limit
+// table changed by logged commands, usage kept up to date on every row
+// change, see limits.go and usage.go). Admission decisions are delegated to a
 // planner.Planner that the FSM owns and rebuilds on restore.
 //
 // What it must not do: read a clock, draw random numbers, start

@@ -15,20 +15,19 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
-// goldenCommands is one fixed command of every type, in the order the
-// golden script applies them. The file names are part of the format
-// record: never renumber them, only add.
-func goldenCommands() []struct {
+// goldenEntry is one golden command: its file, log time and command.
+type goldenEntry struct {
 	file string
 	now  int64
 	cmd  *fsmv1.Command
-} {
+}
+
+// goldenCommands is one fixed command of every type, in the order the
+// golden script applies them. The file names are part of the format
+// record: never renumber them, only add.
+func goldenCommands() []goldenEntry {
 	labels := map[string]string{"team": "physics", "queue": "batch"}
-	return []struct {
-		file string
-		now  int64
-		cmd  *fsmv1.Command
-	}{
+	return []goldenEntry{
 		{"01_create_resource.bin", 1_000, &fsmv1.Command{Type: fsmv1.Command_TYPE_CREATE_RESOURCE, Owner: "ops", IdempotencyKey: "c1",
 			Payload: &fsmv1.Command_CreateResource{CreateResource: &fsmv1.CreateResource{Name: "cluster/cores", Capacity: 128, Unit: "cores", Labels: labels}}}},
 		{"02_create_resource.bin", 1_001, &fsmv1.Command{Type: fsmv1.Command_TYPE_CREATE_RESOURCE, Owner: "ops",
@@ -113,6 +112,10 @@ const coreserveGolden = 21
 // snapshot, so that file stays as it was recorded).
 const policyGolden = 20
 
+// edgeGolden is the number of golden entries pinned by
+// snapshot-v1-edge.golden (01–25).
+const edgeGolden = 25
+
 // legacyGolden is the number of golden entries written by envelope
 // version 1; snapshot-v1.golden pins the state after exactly these, so
 // that an old log still produces the same snapshot bytes.
@@ -154,7 +157,7 @@ func checkGolden(t *testing.T, path string, got []byte) {
 // that stored entries still decode to the same commands.
 func TestGoldenCommands(t *testing.T) {
 	seen := map[fsmv1.Command_Type]bool{}
-	for _, g := range goldenCommands() {
+	for _, g := range append(goldenCommands(), limitsGoldenCommands()...) {
 		b, err := Encode(g.cmd)
 		if err != nil {
 			t.Fatal(err)
@@ -233,11 +236,19 @@ func TestGoldenPolicySnapshot(t *testing.T) {
 // re-encodes to the same bytes.
 func goldenReplay(t *testing.T, n int, name string) *FSM {
 	t.Helper()
+	return goldenReplayList(t, goldenCommands()[:n], goldenStatuses[:n], name)
+}
+
+// goldenReplayList applies the given golden entries, in this order, as
+// log entries 1, 2, ..., checks their statuses, and pins and restores the
+// snapshot under testdata/name as goldenReplay does.
+func goldenReplayList(t *testing.T, cmds []goldenEntry, statuses []fsmv1.Result_Status, name string) *FSM {
+	t.Helper()
 	f, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, g := range goldenCommands()[:n] {
+	for i, g := range cmds {
 		b, err := os.ReadFile(filepath.Join("testdata", "commands", g.file))
 		if err != nil && !*update {
 			t.Fatal(err)
@@ -254,8 +265,8 @@ func goldenReplay(t *testing.T, n int, name string) *FSM {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.GetStatus() != goldenStatuses[i] {
-			t.Fatalf("%s: %s (%s), want %s", g.file, res.GetStatus(), res.GetMessage(), goldenStatuses[i])
+		if res.GetStatus() != statuses[i] {
+			t.Fatalf("%s: %s (%s), want %s", g.file, res.GetStatus(), res.GetMessage(), statuses[i])
 		}
 	}
 	snap := snapshotBytes(t, f)
@@ -297,7 +308,7 @@ func TestGoldenCoReserveSnapshot(t *testing.T) {
 // machine picked, the forced delete that cancelled everything on gpu in
 // its one entry, and the reused key that changed nothing.
 func TestGoldenEdgeSnapshot(t *testing.T) {
-	g := goldenReplay(t, len(goldenCommands()), "snapshot-v1-edge.golden")
+	g := goldenReplay(t, edgeGolden, "snapshot-v1-edge.golden")
 	if _, ok := g.Resource("gpu"); ok {
 		t.Error("gpu survived its forced delete")
 	}

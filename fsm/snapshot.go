@@ -489,6 +489,9 @@ func rebuild(cfg Config, split splitSnapshot) (*state, error) {
 	if err := s.restoreScheduler(msg, scheduledIDs); err != nil {
 		return nil, err
 	}
+	if err := s.restoreLimits(msg); err != nil {
+		return nil, err
+	}
 
 	s.idem = *split.idem
 	// A snapshot written under a larger cap (or none) keeps only the

@@ -132,6 +132,15 @@ const (
 	// Co-reserve sub-requests over candidate resources, all or nothing
 	// (payload: co_reserve).
 	Command_TYPE_CO_RESERVE Command_Type = 14
+	// Set or clear one tenant's limits and approval rule on one resource
+	// (operators only; payload: set_limits). Version 4.
+	Command_TYPE_SET_LIMITS Command_Type = 25
+	// Approve a PENDING_APPROVAL request: it becomes COMMITTED
+	// (operators only; payload: decision). Version 4.
+	Command_TYPE_APPROVE Command_Type = 26
+	// Deny a PENDING_APPROVAL request with a reason: it becomes DENIED and
+	// its capacity is released (operators only; payload: decision). Version 4.
+	Command_TYPE_DENY Command_Type = 27
 )
 
 // Enum value maps for Command_Type.
@@ -152,6 +161,9 @@ var (
 		12: "TYPE_SET_POLICY",
 		13: "TYPE_SUBMIT_JOB",
 		14: "TYPE_CO_RESERVE",
+		25: "TYPE_SET_LIMITS",
+		26: "TYPE_APPROVE",
+		27: "TYPE_DENY",
 	}
 	Command_Type_value = map[string]int32{
 		"TYPE_UNKNOWN":         0,
@@ -169,6 +181,9 @@ var (
 		"TYPE_SET_POLICY":      12,
 		"TYPE_SUBMIT_JOB":      13,
 		"TYPE_CO_RESERVE":      14,
+		"TYPE_SET_LIMITS":      25,
+		"TYPE_APPROVE":         26,
+		"TYPE_DENY":            27,
 	}
 )
 
@@ -226,31 +241,41 @@ const (
 	// Started with capacity genuinely short (see short_units); still
 	// running, and ends like ACTIVE.
 	Reservation_STATE_DEGRADED Reservation_State = 8
+	// Admitted and holding capacity like a hold, waiting for an operator
+	// to approve (-> COMMITTED) or deny (-> DENIED); expires unanswered
+	// (-> EXPIRED) at hold_expires_millis.
+	Reservation_STATE_PENDING_APPROVAL Reservation_State = 30
+	// An operator denied the request (terminal); see decision_reason.
+	Reservation_STATE_DENIED Reservation_State = 31
 )
 
 // Enum value maps for Reservation_State.
 var (
 	Reservation_State_name = map[int32]string{
-		0: "STATE_UNKNOWN",
-		1: "STATE_HELD",
-		2: "STATE_COMMITTED",
-		3: "STATE_ACTIVE",
-		4: "STATE_COMPLETED",
-		5: "STATE_ABORTED",
-		6: "STATE_EXPIRED",
-		7: "STATE_CANCELLED",
-		8: "STATE_DEGRADED",
+		0:  "STATE_UNKNOWN",
+		1:  "STATE_HELD",
+		2:  "STATE_COMMITTED",
+		3:  "STATE_ACTIVE",
+		4:  "STATE_COMPLETED",
+		5:  "STATE_ABORTED",
+		6:  "STATE_EXPIRED",
+		7:  "STATE_CANCELLED",
+		8:  "STATE_DEGRADED",
+		30: "STATE_PENDING_APPROVAL",
+		31: "STATE_DENIED",
 	}
 	Reservation_State_value = map[string]int32{
-		"STATE_UNKNOWN":   0,
-		"STATE_HELD":      1,
-		"STATE_COMMITTED": 2,
-		"STATE_ACTIVE":    3,
-		"STATE_COMPLETED": 4,
-		"STATE_ABORTED":   5,
-		"STATE_EXPIRED":   6,
-		"STATE_CANCELLED": 7,
-		"STATE_DEGRADED":  8,
+		"STATE_UNKNOWN":          0,
+		"STATE_HELD":             1,
+		"STATE_COMMITTED":        2,
+		"STATE_ACTIVE":           3,
+		"STATE_COMPLETED":        4,
+		"STATE_ABORTED":          5,
+		"STATE_EXPIRED":          6,
+		"STATE_CANCELLED":        7,
+		"STATE_DEGRADED":         8,
+		"STATE_PENDING_APPROVAL": 30,
+		"STATE_DENIED":           31,
 	}
 )
 
@@ -278,7 +303,7 @@ func (x Reservation_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reservation_State.Descriptor instead.
 func (Reservation_State) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21, 0}
 }
 
 // What kind of row this is.
@@ -327,7 +352,7 @@ func (x Reservation_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reservation_Kind.Descriptor instead.
 func (Reservation_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17, 1}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21, 1}
 }
 
 // Outcome class.
@@ -348,18 +373,21 @@ const (
 	Result_STATUS_CONFLICT Result_Status = 5
 	// The reservation belongs to another owner.
 	Result_STATUS_PERMISSION_DENIED Result_Status = 6
+	// A tenant limit refused the request; see limit_exceeded.
+	Result_STATUS_LIMIT_EXCEEDED Result_Status = 30
 )
 
 // Enum value maps for Result_Status.
 var (
 	Result_Status_name = map[int32]string{
-		0: "STATUS_UNKNOWN",
-		1: "STATUS_OK",
-		2: "STATUS_REJECTED",
-		3: "STATUS_INVALID",
-		4: "STATUS_NOT_FOUND",
-		5: "STATUS_CONFLICT",
-		6: "STATUS_PERMISSION_DENIED",
+		0:  "STATUS_UNKNOWN",
+		1:  "STATUS_OK",
+		2:  "STATUS_REJECTED",
+		3:  "STATUS_INVALID",
+		4:  "STATUS_NOT_FOUND",
+		5:  "STATUS_CONFLICT",
+		6:  "STATUS_PERMISSION_DENIED",
+		30: "STATUS_LIMIT_EXCEEDED",
 	}
 	Result_Status_value = map[string]int32{
 		"STATUS_UNKNOWN":           0,
@@ -369,6 +397,7 @@ var (
 		"STATUS_NOT_FOUND":         4,
 		"STATUS_CONFLICT":          5,
 		"STATUS_PERMISSION_DENIED": 6,
+		"STATUS_LIMIT_EXCEEDED":    30,
 	}
 )
 
@@ -396,7 +425,7 @@ func (x Result_Status) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Result_Status.Descriptor instead.
 func (Result_Status) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25, 0}
 }
 
 // What kind of conflict.
@@ -415,25 +444,30 @@ const (
 	Conflict_KIND_CAPACITY Conflict_Kind = 4
 	// A resource with that name already exists.
 	Conflict_KIND_RESOURCE_EXISTS Conflict_Kind = 5
+	// The request needs an operator's approval, which a MOVE_VARIABLE or
+	// RELAXED resource cannot hold it for.
+	Conflict_KIND_APPROVAL_UNSUPPORTED Conflict_Kind = 30
 )
 
 // Enum value maps for Conflict_Kind.
 var (
 	Conflict_Kind_name = map[int32]string{
-		0: "KIND_UNKNOWN",
-		1: "KIND_WRONG_STATE",
-		2: "KIND_DUPLICATE_ID",
-		3: "KIND_IN_USE",
-		4: "KIND_CAPACITY",
-		5: "KIND_RESOURCE_EXISTS",
+		0:  "KIND_UNKNOWN",
+		1:  "KIND_WRONG_STATE",
+		2:  "KIND_DUPLICATE_ID",
+		3:  "KIND_IN_USE",
+		4:  "KIND_CAPACITY",
+		5:  "KIND_RESOURCE_EXISTS",
+		30: "KIND_APPROVAL_UNSUPPORTED",
 	}
 	Conflict_Kind_value = map[string]int32{
-		"KIND_UNKNOWN":         0,
-		"KIND_WRONG_STATE":     1,
-		"KIND_DUPLICATE_ID":    2,
-		"KIND_IN_USE":          3,
-		"KIND_CAPACITY":        4,
-		"KIND_RESOURCE_EXISTS": 5,
+		"KIND_UNKNOWN":              0,
+		"KIND_WRONG_STATE":          1,
+		"KIND_DUPLICATE_ID":         2,
+		"KIND_IN_USE":               3,
+		"KIND_CAPACITY":             4,
+		"KIND_RESOURCE_EXISTS":      5,
+		"KIND_APPROVAL_UNSUPPORTED": 30,
 	}
 )
 
@@ -461,7 +495,7 @@ func (x Conflict_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Conflict_Kind.Descriptor instead.
 func (Conflict_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{30, 0}
 }
 
 // What changed.
@@ -511,6 +545,15 @@ const (
 	Event_TYPE_JOB_SUBMITTED Event_Type = 18
 	// A resource's admission policy changed (resource = after).
 	Event_TYPE_POLICY_CHANGED Event_Type = 19
+	// A request was admitted as PENDING_APPROVAL.
+	Event_TYPE_APPROVAL_REQUESTED Event_Type = 30
+	// An operator approved a request (reservation now COMMITTED).
+	Event_TYPE_APPROVED Event_Type = 31
+	// An operator denied a request (reservation now DENIED).
+	Event_TYPE_DENIED Event_Type = 32
+	// A tenant's limits were set or cleared (limit = the entry; its spec
+	// is absent when cleared).
+	Event_TYPE_LIMITS_CHANGED Event_Type = 33
 )
 
 // Enum value maps for Event_Type.
@@ -536,28 +579,36 @@ var (
 		17: "TYPE_VIOLATED",
 		18: "TYPE_JOB_SUBMITTED",
 		19: "TYPE_POLICY_CHANGED",
+		30: "TYPE_APPROVAL_REQUESTED",
+		31: "TYPE_APPROVED",
+		32: "TYPE_DENIED",
+		33: "TYPE_LIMITS_CHANGED",
 	}
 	Event_Type_value = map[string]int32{
-		"TYPE_UNKNOWN":          0,
-		"TYPE_HELD":             1,
-		"TYPE_COMMITTED":        2,
-		"TYPE_ACTIVATED":        3,
-		"TYPE_COMPLETED":        4,
-		"TYPE_ABORTED":          5,
-		"TYPE_EXPIRED":          6,
-		"TYPE_CANCELLED":        7,
-		"TYPE_MODIFY_HELD":      8,
-		"TYPE_MODIFY_COMMITTED": 9,
-		"TYPE_MODIFY_ABORTED":   10,
-		"TYPE_MODIFY_EXPIRED":   11,
-		"TYPE_RESOURCE_CREATED": 12,
-		"TYPE_RESOURCE_UPDATED": 13,
-		"TYPE_RESOURCE_DELETED": 14,
-		"TYPE_SHORTENED":        15,
-		"TYPE_REPLANNED":        16,
-		"TYPE_VIOLATED":         17,
-		"TYPE_JOB_SUBMITTED":    18,
-		"TYPE_POLICY_CHANGED":   19,
+		"TYPE_UNKNOWN":            0,
+		"TYPE_HELD":               1,
+		"TYPE_COMMITTED":          2,
+		"TYPE_ACTIVATED":          3,
+		"TYPE_COMPLETED":          4,
+		"TYPE_ABORTED":            5,
+		"TYPE_EXPIRED":            6,
+		"TYPE_CANCELLED":          7,
+		"TYPE_MODIFY_HELD":        8,
+		"TYPE_MODIFY_COMMITTED":   9,
+		"TYPE_MODIFY_ABORTED":     10,
+		"TYPE_MODIFY_EXPIRED":     11,
+		"TYPE_RESOURCE_CREATED":   12,
+		"TYPE_RESOURCE_UPDATED":   13,
+		"TYPE_RESOURCE_DELETED":   14,
+		"TYPE_SHORTENED":          15,
+		"TYPE_REPLANNED":          16,
+		"TYPE_VIOLATED":           17,
+		"TYPE_JOB_SUBMITTED":      18,
+		"TYPE_POLICY_CHANGED":     19,
+		"TYPE_APPROVAL_REQUESTED": 30,
+		"TYPE_APPROVED":           31,
+		"TYPE_DENIED":             32,
+		"TYPE_LIMITS_CHANGED":     33,
 	}
 )
 
@@ -585,7 +636,7 @@ func (x Event_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Event_Type.Descriptor instead.
 func (Event_Type) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{26, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31, 0}
 }
 
 // Command is one log entry: a typed, versioned envelope around one payload.
@@ -633,6 +684,8 @@ type Command struct {
 	//	*Command_SetPolicy
 	//	*Command_SubmitJob
 	//	*Command_CoReserve
+	//	*Command_SetLimits
+	//	*Command_Decision
 	Payload       isCommand_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -823,6 +876,24 @@ func (x *Command) GetCoReserve() *CoReserve {
 	return nil
 }
 
+func (x *Command) GetSetLimits() *SetLimits {
+	if x != nil {
+		if x, ok := x.Payload.(*Command_SetLimits); ok {
+			return x.SetLimits
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetDecision() *Decision {
+	if x != nil {
+		if x, ok := x.Payload.(*Command_Decision); ok {
+			return x.Decision
+		}
+	}
+	return nil
+}
+
 type isCommand_Payload interface {
 	isCommand_Payload()
 }
@@ -882,6 +953,16 @@ type Command_CoReserve struct {
 	CoReserve *CoReserve `protobuf:"bytes,20,opt,name=co_reserve,json=coReserve,proto3,oneof"`
 }
 
+type Command_SetLimits struct {
+	// For TYPE_SET_LIMITS.
+	SetLimits *SetLimits `protobuf:"bytes,40,opt,name=set_limits,json=setLimits,proto3,oneof"`
+}
+
+type Command_Decision struct {
+	// For TYPE_APPROVE and TYPE_DENY.
+	Decision *Decision `protobuf:"bytes,41,opt,name=decision,proto3,oneof"`
+}
+
 func (*Command_CreateResource) isCommand_Payload() {}
 
 func (*Command_UpdateResource) isCommand_Payload() {}
@@ -904,6 +985,341 @@ func (*Command_SubmitJob) isCommand_Payload() {}
 
 func (*Command_CoReserve) isCommand_Payload() {}
 
+func (*Command_SetLimits) isCommand_Payload() {}
+
+func (*Command_Decision) isCommand_Payload() {}
+
+// LimitSpec is what one tenant may book on one resource, and when a
+// request of it must wait for an operator. Every field is optional: zero
+// means "no limit" (or "no approval"). Held, committed and
+// pending-approval reservations (and pending modifications) all count.
+type LimitSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Most units held at any instant of reservation time.
+	MaxUnits int64 `protobuf:"varint,1,opt,name=max_units,json=maxUnits,proto3" json:"max_units,omitempty"`
+	// Most unit-milliseconds booked in any window of window_millis of
+	// reservation time (e.g. 10,000 core-hours in any 30 days). Set with
+	// window_millis or not at all.
+	MaxUnitMillis int64 `protobuf:"varint,2,opt,name=max_unit_millis,json=maxUnitMillis,proto3" json:"max_unit_millis,omitempty"`
+	// Length of the rolling window of max_unit_millis.
+	WindowMillis int64 `protobuf:"varint,3,opt,name=window_millis,json=windowMillis,proto3" json:"window_millis,omitempty"`
+	// Latest end of a booking, as a distance from the log time (book-ahead
+	// horizon).
+	MaxAheadMillis int64 `protobuf:"varint,4,opt,name=max_ahead_millis,json=maxAheadMillis,proto3" json:"max_ahead_millis,omitempty"`
+	// Longest booking.
+	MaxDurationMillis int64 `protobuf:"varint,5,opt,name=max_duration_millis,json=maxDurationMillis,proto3" json:"max_duration_millis,omitempty"`
+	// Longest hold TTL the tenant may ask for (requests above it are
+	// refused; a hold asking for none gets min(server default, this)).
+	MaxHoldTtlMillis int64 `protobuf:"varint,6,opt,name=max_hold_ttl_millis,json=maxHoldTtlMillis,proto3" json:"max_hold_ttl_millis,omitempty"`
+	// Every request needs an operator's approval.
+	ApprovalRequired bool `protobuf:"varint,7,opt,name=approval_required,json=approvalRequired,proto3" json:"approval_required,omitempty"`
+	// Requests of more units than this need approval (0: no threshold).
+	ApprovalAboveUnits int64 `protobuf:"varint,8,opt,name=approval_above_units,json=approvalAboveUnits,proto3" json:"approval_above_units,omitempty"`
+	// Requests longer than this need approval (0: no threshold).
+	ApprovalAboveDurationMillis int64 `protobuf:"varint,9,opt,name=approval_above_duration_millis,json=approvalAboveDurationMillis,proto3" json:"approval_above_duration_millis,omitempty"`
+	// How long a request waits for approval before it expires; 0 means
+	// the default, 7 days.
+	ApprovalTtlMillis int64 `protobuf:"varint,10,opt,name=approval_ttl_millis,json=approvalTtlMillis,proto3" json:"approval_ttl_millis,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *LimitSpec) Reset() {
+	*x = LimitSpec{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitSpec) ProtoMessage() {}
+
+func (x *LimitSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitSpec.ProtoReflect.Descriptor instead.
+func (*LimitSpec) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *LimitSpec) GetMaxUnits() int64 {
+	if x != nil {
+		return x.MaxUnits
+	}
+	return 0
+}
+
+func (x *LimitSpec) GetMaxUnitMillis() int64 {
+	if x != nil {
+		return x.MaxUnitMillis
+	}
+	return 0
+}
+
+func (x *LimitSpec) GetWindowMillis() int64 {
+	if x != nil {
+		return x.WindowMillis
+	}
+	return 0
+}
+
+func (x *LimitSpec) GetMaxAheadMillis() int64 {
+	if x != nil {
+		return x.MaxAheadMillis
+	}
+	return 0
+}
+
+func (x *LimitSpec) GetMaxDurationMillis() int64 {
+	if x != nil {
+		return x.MaxDurationMillis
+	}
+	return 0
+}
+
+func (x *LimitSpec) GetMaxHoldTtlMillis() int64 {
+	if x != nil {
+		return x.MaxHoldTtlMillis
+	}
+	return 0
+}
+
+func (x *LimitSpec) GetApprovalRequired() bool {
+	if x != nil {
+		return x.ApprovalRequired
+	}
+	return false
+}
+
+func (x *LimitSpec) GetApprovalAboveUnits() int64 {
+	if x != nil {
+		return x.ApprovalAboveUnits
+	}
+	return 0
+}
+
+func (x *LimitSpec) GetApprovalAboveDurationMillis() int64 {
+	if x != nil {
+		return x.ApprovalAboveDurationMillis
+	}
+	return 0
+}
+
+func (x *LimitSpec) GetApprovalTtlMillis() int64 {
+	if x != nil {
+		return x.ApprovalTtlMillis
+	}
+	return 0
+}
+
+// SetLimits sets (spec present) or clears (spec absent) the limits of one
+// tenant on one resource. "*" as tenant or resource is the default for
+// every tenant or resource without a more specific entry; the most
+// specific entry applies: (tenant, resource), (tenant, *), (*, resource),
+// (*, *). Existing bookings are never cancelled by a lower limit.
+type SetLimits struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant (owner) name, or "*".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Resource name, or "*". Need not exist (yet).
+	Resource string `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	// The limits; absent clears the entry.
+	Spec          *LimitSpec `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetLimits) Reset() {
+	*x = SetLimits{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetLimits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetLimits) ProtoMessage() {}
+
+func (x *SetLimits) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetLimits.ProtoReflect.Descriptor instead.
+func (*SetLimits) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SetLimits) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SetLimits) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *SetLimits) GetSpec() *LimitSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+// TenantLimit is one entry of the limit table.
+type TenantLimit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant, or "*".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Resource, or "*".
+	Resource string `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	// The limits.
+	Spec *LimitSpec `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	// Log index of the entry that set it.
+	UpdatedVersion uint64 `protobuf:"varint,4,opt,name=updated_version,json=updatedVersion,proto3" json:"updated_version,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *TenantLimit) Reset() {
+	*x = TenantLimit{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TenantLimit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TenantLimit) ProtoMessage() {}
+
+func (x *TenantLimit) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TenantLimit.ProtoReflect.Descriptor instead.
+func (*TenantLimit) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *TenantLimit) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *TenantLimit) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *TenantLimit) GetSpec() *LimitSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *TenantLimit) GetUpdatedVersion() uint64 {
+	if x != nil {
+		return x.UpdatedVersion
+	}
+	return 0
+}
+
+// Decision is an operator's answer to a PENDING_APPROVAL request.
+type Decision struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Reservation ID.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Why (required for a denial; an optional note for an approval).
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Decision) Reset() {
+	*x = Decision{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Decision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Decision) ProtoMessage() {}
+
+func (x *Decision) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Decision.ProtoReflect.Descriptor instead.
+func (*Decision) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Decision) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Decision) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // PolicySpec is a resource's admission policy with its options.
 // Probabilities are integer permille (1/1000) so that the replicated state
 // holds no floating-point numbers.
@@ -923,7 +1339,7 @@ type PolicySpec struct {
 
 func (x *PolicySpec) Reset() {
 	*x = PolicySpec{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -935,7 +1351,7 @@ func (x *PolicySpec) String() string {
 func (*PolicySpec) ProtoMessage() {}
 
 func (x *PolicySpec) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -948,7 +1364,7 @@ func (x *PolicySpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicySpec.ProtoReflect.Descriptor instead.
 func (*PolicySpec) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{1}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PolicySpec) GetPolicy() AdmissionPolicy {
@@ -986,7 +1402,7 @@ type SetPolicy struct {
 
 func (x *SetPolicy) Reset() {
 	*x = SetPolicy{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -998,7 +1414,7 @@ func (x *SetPolicy) String() string {
 func (*SetPolicy) ProtoMessage() {}
 
 func (x *SetPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1011,7 +1427,7 @@ func (x *SetPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicy.ProtoReflect.Descriptor instead.
 func (*SetPolicy) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{2}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SetPolicy) GetName() string {
@@ -1051,7 +1467,7 @@ type SubmitJob struct {
 
 func (x *SubmitJob) Reset() {
 	*x = SubmitJob{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1063,7 +1479,7 @@ func (x *SubmitJob) String() string {
 func (*SubmitJob) ProtoMessage() {}
 
 func (x *SubmitJob) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1076,7 +1492,7 @@ func (x *SubmitJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJob.ProtoReflect.Descriptor instead.
 func (*SubmitJob) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{3}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SubmitJob) GetId() string {
@@ -1141,7 +1557,7 @@ type CoReserve struct {
 
 func (x *CoReserve) Reset() {
 	*x = CoReserve{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1153,7 +1569,7 @@ func (x *CoReserve) String() string {
 func (*CoReserve) ProtoMessage() {}
 
 func (x *CoReserve) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1166,7 +1582,7 @@ func (x *CoReserve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoReserve.ProtoReflect.Descriptor instead.
 func (*CoReserve) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{4}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CoReserve) GetId() string {
@@ -1220,7 +1636,7 @@ type CoSub struct {
 
 func (x *CoSub) Reset() {
 	*x = CoSub{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1232,7 +1648,7 @@ func (x *CoSub) String() string {
 func (*CoSub) ProtoMessage() {}
 
 func (x *CoSub) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1245,7 +1661,7 @@ func (x *CoSub) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoSub.ProtoReflect.Descriptor instead.
 func (*CoSub) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{5}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CoSub) GetAmount() int64 {
@@ -1283,7 +1699,7 @@ type CoAdmission struct {
 
 func (x *CoAdmission) Reset() {
 	*x = CoAdmission{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1295,7 +1711,7 @@ func (x *CoAdmission) String() string {
 func (*CoAdmission) ProtoMessage() {}
 
 func (x *CoAdmission) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1308,7 +1724,7 @@ func (x *CoAdmission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoAdmission.ProtoReflect.Descriptor instead.
 func (*CoAdmission) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{6}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CoAdmission) GetPlacements() []*CoPlacement {
@@ -1341,7 +1757,7 @@ type CoPlacement struct {
 
 func (x *CoPlacement) Reset() {
 	*x = CoPlacement{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1353,7 +1769,7 @@ func (x *CoPlacement) String() string {
 func (*CoPlacement) ProtoMessage() {}
 
 func (x *CoPlacement) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1366,7 +1782,7 @@ func (x *CoPlacement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoPlacement.ProtoReflect.Descriptor instead.
 func (*CoPlacement) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{7}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CoPlacement) GetResource() string {
@@ -1409,7 +1825,7 @@ type CreateResource struct {
 
 func (x *CreateResource) Reset() {
 	*x = CreateResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1421,7 +1837,7 @@ func (x *CreateResource) String() string {
 func (*CreateResource) ProtoMessage() {}
 
 func (x *CreateResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1434,7 +1850,7 @@ func (x *CreateResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateResource.ProtoReflect.Descriptor instead.
 func (*CreateResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{8}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CreateResource) GetName() string {
@@ -1492,7 +1908,7 @@ type UpdateResource struct {
 
 func (x *UpdateResource) Reset() {
 	*x = UpdateResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1504,7 +1920,7 @@ func (x *UpdateResource) String() string {
 func (*UpdateResource) ProtoMessage() {}
 
 func (x *UpdateResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1517,7 +1933,7 @@ func (x *UpdateResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateResource.ProtoReflect.Descriptor instead.
 func (*UpdateResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{9}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *UpdateResource) GetName() string {
@@ -1564,7 +1980,7 @@ type DeleteResource struct {
 
 func (x *DeleteResource) Reset() {
 	*x = DeleteResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1576,7 +1992,7 @@ func (x *DeleteResource) String() string {
 func (*DeleteResource) ProtoMessage() {}
 
 func (x *DeleteResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1589,7 +2005,7 @@ func (x *DeleteResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResource.ProtoReflect.Descriptor instead.
 func (*DeleteResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{10}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DeleteResource) GetName() string {
@@ -1619,7 +2035,7 @@ type Part struct {
 
 func (x *Part) Reset() {
 	*x = Part{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1631,7 +2047,7 @@ func (x *Part) String() string {
 func (*Part) ProtoMessage() {}
 
 func (x *Part) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1644,7 +2060,7 @@ func (x *Part) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Part.ProtoReflect.Descriptor instead.
 func (*Part) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{11}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Part) GetResource() string {
@@ -1691,7 +2107,7 @@ type ReservationRequest struct {
 
 func (x *ReservationRequest) Reset() {
 	*x = ReservationRequest{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1703,7 +2119,7 @@ func (x *ReservationRequest) String() string {
 func (*ReservationRequest) ProtoMessage() {}
 
 func (x *ReservationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1716,7 +2132,7 @@ func (x *ReservationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationRequest.ProtoReflect.Descriptor instead.
 func (*ReservationRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{12}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ReservationRequest) GetId() string {
@@ -1786,7 +2202,7 @@ type Target struct {
 
 func (x *Target) Reset() {
 	*x = Target{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1798,7 +2214,7 @@ func (x *Target) String() string {
 func (*Target) ProtoMessage() {}
 
 func (x *Target) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1811,7 +2227,7 @@ func (x *Target) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Target.ProtoReflect.Descriptor instead.
 func (*Target) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Target) GetId() string {
@@ -1855,7 +2271,7 @@ type Modify struct {
 
 func (x *Modify) Reset() {
 	*x = Modify{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1867,7 +2283,7 @@ func (x *Modify) String() string {
 func (*Modify) ProtoMessage() {}
 
 func (x *Modify) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1880,7 +2296,7 @@ func (x *Modify) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modify.ProtoReflect.Descriptor instead.
 func (*Modify) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{14}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Modify) GetId() string {
@@ -1957,7 +2373,7 @@ type Complete struct {
 
 func (x *Complete) Reset() {
 	*x = Complete{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1969,7 +2385,7 @@ func (x *Complete) String() string {
 func (*Complete) ProtoMessage() {}
 
 func (x *Complete) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1982,7 +2398,7 @@ func (x *Complete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Complete.ProtoReflect.Descriptor instead.
 func (*Complete) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{15}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Complete) GetId() string {
@@ -2008,7 +2424,7 @@ type Expire struct {
 
 func (x *Expire) Reset() {
 	*x = Expire{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2020,7 +2436,7 @@ func (x *Expire) String() string {
 func (*Expire) ProtoMessage() {}
 
 func (x *Expire) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2033,7 +2449,7 @@ func (x *Expire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expire.ProtoReflect.Descriptor instead.
 func (*Expire) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{16}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{20}
 }
 
 // Reservation is one row of the reservation table.
@@ -2086,13 +2502,17 @@ type Reservation struct {
 	ShortUnits int64 `protobuf:"varint,20,opt,name=short_units,json=shortUnits,proto3" json:"short_units,omitempty"`
 	// A variable job's earliest allowed start.
 	NotBeforeMillis int64 `protobuf:"varint,21,opt,name=not_before_millis,json=notBeforeMillis,proto3" json:"not_before_millis,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Why the request needed approval (PENDING_APPROVAL and what follows).
+	ApprovalReason string `protobuf:"bytes,60,opt,name=approval_reason,json=approvalReason,proto3" json:"approval_reason,omitempty"`
+	// The operator's reason for a denial, or note with an approval.
+	DecisionReason string `protobuf:"bytes,61,opt,name=decision_reason,json=decisionReason,proto3" json:"decision_reason,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Reservation) Reset() {
 	*x = Reservation{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2104,7 +2524,7 @@ func (x *Reservation) String() string {
 func (*Reservation) ProtoMessage() {}
 
 func (x *Reservation) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2117,7 +2537,7 @@ func (x *Reservation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reservation.ProtoReflect.Descriptor instead.
 func (*Reservation) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Reservation) GetId() string {
@@ -2267,6 +2687,20 @@ func (x *Reservation) GetNotBeforeMillis() int64 {
 	return 0
 }
 
+func (x *Reservation) GetApprovalReason() string {
+	if x != nil {
+		return x.ApprovalReason
+	}
+	return ""
+}
+
+func (x *Reservation) GetDecisionReason() string {
+	if x != nil {
+		return x.DecisionReason
+	}
+	return ""
+}
+
 // Modification is a new shape held beside a committed reservation.
 type Modification struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2286,7 +2720,7 @@ type Modification struct {
 
 func (x *Modification) Reset() {
 	*x = Modification{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2298,7 +2732,7 @@ func (x *Modification) String() string {
 func (*Modification) ProtoMessage() {}
 
 func (x *Modification) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2311,7 +2745,7 @@ func (x *Modification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modification.ProtoReflect.Descriptor instead.
 func (*Modification) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{18}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Modification) GetParts() []*Part {
@@ -2364,7 +2798,7 @@ type CapacityWindow struct {
 
 func (x *CapacityWindow) Reset() {
 	*x = CapacityWindow{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2376,7 +2810,7 @@ func (x *CapacityWindow) String() string {
 func (*CapacityWindow) ProtoMessage() {}
 
 func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2389,7 +2823,7 @@ func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapacityWindow.ProtoReflect.Descriptor instead.
 func (*CapacityWindow) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CapacityWindow) GetFromMillis() int64 {
@@ -2439,7 +2873,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2451,7 +2885,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2464,7 +2898,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{20}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Resource) GetName() string {
@@ -2553,6 +2987,9 @@ type Result struct {
 	// entries with one); stored with the idempotency key so that a reuse of
 	// the key for another request is recognised.
 	Fingerprint []byte `protobuf:"bytes,14,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	// The limit entry after a TYPE_SET_LIMITS (its spec absent when
+	// cleared).
+	Limit *TenantLimit `protobuf:"bytes,61,opt,name=limit,proto3" json:"limit,omitempty"`
 	// Details for REJECTED, INVALID and CONFLICT.
 	//
 	// Types that are valid to be assigned to Detail:
@@ -2560,6 +2997,7 @@ type Result struct {
 	//	*Result_Rejected
 	//	*Result_Invalid
 	//	*Result_Conflict
+	//	*Result_LimitExceeded
 	Detail        isResult_Detail `protobuf_oneof:"detail"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2567,7 +3005,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2579,7 +3017,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2592,7 +3030,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Result) GetStatus() Result_Status {
@@ -2672,6 +3110,13 @@ func (x *Result) GetFingerprint() []byte {
 	return nil
 }
 
+func (x *Result) GetLimit() *TenantLimit {
+	if x != nil {
+		return x.Limit
+	}
+	return nil
+}
+
 func (x *Result) GetDetail() isResult_Detail {
 	if x != nil {
 		return x.Detail
@@ -2706,6 +3151,15 @@ func (x *Result) GetConflict() *Conflict {
 	return nil
 }
 
+func (x *Result) GetLimitExceeded() *LimitExceeded {
+	if x != nil {
+		if x, ok := x.Detail.(*Result_LimitExceeded); ok {
+			return x.LimitExceeded
+		}
+	}
+	return nil
+}
+
 type isResult_Detail interface {
 	isResult_Detail()
 }
@@ -2725,11 +3179,153 @@ type Result_Conflict struct {
 	Conflict *Conflict `protobuf:"bytes,12,opt,name=conflict,proto3,oneof"`
 }
 
+type Result_LimitExceeded struct {
+	// For STATUS_LIMIT_EXCEEDED.
+	LimitExceeded *LimitExceeded `protobuf:"bytes,60,opt,name=limit_exceeded,json=limitExceeded,proto3,oneof"`
+}
+
 func (*Result_Rejected) isResult_Detail() {}
 
 func (*Result_Invalid) isResult_Detail() {}
 
 func (*Result_Conflict) isResult_Detail() {}
+
+func (*Result_LimitExceeded) isResult_Detail() {}
+
+// LimitExceeded names the tenant limit a request would break, the usage
+// it found and what would still fit.
+type LimitExceeded struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tenant.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// The resource the limit was checked on.
+	Resource string `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	// The limit entry that applied: its tenant and resource ("*" for a
+	// default).
+	EntryTenant string `protobuf:"bytes,3,opt,name=entry_tenant,json=entryTenant,proto3" json:"entry_tenant,omitempty"`
+	// See entry_tenant.
+	EntryResource string `protobuf:"bytes,4,opt,name=entry_resource,json=entryResource,proto3" json:"entry_resource,omitempty"`
+	// The LimitSpec field: "max_units", "max_unit_millis",
+	// "max_ahead_millis", "max_duration_millis" or "max_hold_ttl_millis".
+	Limit string `protobuf:"bytes,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Its value.
+	LimitValue int64 `protobuf:"varint,6,opt,name=limit_value,json=limitValue,proto3" json:"limit_value,omitempty"`
+	// The tenant's usage where the request would go, in the limit's unit
+	// (units at the busiest instant of the interval; unit-ms in the busiest
+	// window), before the request; 0 for the per-request limits.
+	Usage int64 `protobuf:"varint,7,opt,name=usage,proto3" json:"usage,omitempty"`
+	// What the request asked for in the same unit (units; unit-ms it adds to
+	// that window; ms of duration or horizon).
+	Requested int64 `protobuf:"varint,8,opt,name=requested,proto3" json:"requested,omitempty"`
+	// The most the request could ask for and still fit under the limit
+	// (units for max_units and max_unit_millis; ms for the others).
+	Fits int64 `protobuf:"varint,9,opt,name=fits,proto3" json:"fits,omitempty"`
+	// True when usage alone is already above the limit (a limit lowered
+	// below existing bookings).
+	Over          bool `protobuf:"varint,10,opt,name=over,proto3" json:"over,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LimitExceeded) Reset() {
+	*x = LimitExceeded{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitExceeded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitExceeded) ProtoMessage() {}
+
+func (x *LimitExceeded) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitExceeded.ProtoReflect.Descriptor instead.
+func (*LimitExceeded) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *LimitExceeded) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *LimitExceeded) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *LimitExceeded) GetEntryTenant() string {
+	if x != nil {
+		return x.EntryTenant
+	}
+	return ""
+}
+
+func (x *LimitExceeded) GetEntryResource() string {
+	if x != nil {
+		return x.EntryResource
+	}
+	return ""
+}
+
+func (x *LimitExceeded) GetLimit() string {
+	if x != nil {
+		return x.Limit
+	}
+	return ""
+}
+
+func (x *LimitExceeded) GetLimitValue() int64 {
+	if x != nil {
+		return x.LimitValue
+	}
+	return 0
+}
+
+func (x *LimitExceeded) GetUsage() int64 {
+	if x != nil {
+		return x.Usage
+	}
+	return 0
+}
+
+func (x *LimitExceeded) GetRequested() int64 {
+	if x != nil {
+		return x.Requested
+	}
+	return 0
+}
+
+func (x *LimitExceeded) GetFits() int64 {
+	if x != nil {
+		return x.Fits
+	}
+	return 0
+}
+
+func (x *LimitExceeded) GetOver() bool {
+	if x != nil {
+		return x.Over
+	}
+	return false
+}
 
 // Move records a variable job re-planned by one entry.
 type Move struct {
@@ -2746,7 +3342,7 @@ type Move struct {
 
 func (x *Move) Reset() {
 	*x = Move{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2758,7 +3354,7 @@ func (x *Move) String() string {
 func (*Move) ProtoMessage() {}
 
 func (x *Move) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2771,7 +3367,7 @@ func (x *Move) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Move.ProtoReflect.Descriptor instead.
 func (*Move) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{22}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Move) GetId() string {
@@ -2808,7 +3404,7 @@ type Rejected struct {
 
 func (x *Rejected) Reset() {
 	*x = Rejected{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2820,7 +3416,7 @@ func (x *Rejected) String() string {
 func (*Rejected) ProtoMessage() {}
 
 func (x *Rejected) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2833,7 +3429,7 @@ func (x *Rejected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejected.ProtoReflect.Descriptor instead.
 func (*Rejected) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{23}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Rejected) GetLaterOk() bool {
@@ -2863,7 +3459,7 @@ type Invalid struct {
 
 func (x *Invalid) Reset() {
 	*x = Invalid{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2875,7 +3471,7 @@ func (x *Invalid) String() string {
 func (*Invalid) ProtoMessage() {}
 
 func (x *Invalid) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2888,7 +3484,7 @@ func (x *Invalid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invalid.ProtoReflect.Descriptor instead.
 func (*Invalid) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{24}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Invalid) GetField() string {
@@ -2920,7 +3516,7 @@ type Conflict struct {
 
 func (x *Conflict) Reset() {
 	*x = Conflict{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2932,7 +3528,7 @@ func (x *Conflict) String() string {
 func (*Conflict) ProtoMessage() {}
 
 func (x *Conflict) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2945,7 +3541,7 @@ func (x *Conflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conflict.ProtoReflect.Descriptor instead.
 func (*Conflict) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Conflict) GetKind() Conflict_Kind {
@@ -2983,14 +3579,16 @@ type Event struct {
 	// The reservation after the change (reservation events).
 	Reservation *Reservation `protobuf:"bytes,5,opt,name=reservation,proto3" json:"reservation,omitempty"`
 	// The resource after the change (resource events).
-	Resource      *Resource `protobuf:"bytes,6,opt,name=resource,proto3" json:"resource,omitempty"`
+	Resource *Resource `protobuf:"bytes,6,opt,name=resource,proto3" json:"resource,omitempty"`
+	// The limit entry after the change (TYPE_LIMITS_CHANGED).
+	Limit         *TenantLimit `protobuf:"bytes,60,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3002,7 +3600,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3015,7 +3613,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{26}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Event) GetVersion() uint64 {
@@ -3060,6 +3658,13 @@ func (x *Event) GetResource() *Resource {
 	return nil
 }
 
+func (x *Event) GetLimit() *TenantLimit {
+	if x != nil {
+		return x.Limit
+	}
+	return nil
+}
+
 // IdempotencyRecord remembers the first result for an owner's key.
 type IdempotencyRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3077,7 +3682,7 @@ type IdempotencyRecord struct {
 
 func (x *IdempotencyRecord) Reset() {
 	*x = IdempotencyRecord{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3089,7 +3694,7 @@ func (x *IdempotencyRecord) String() string {
 func (*IdempotencyRecord) ProtoMessage() {}
 
 func (x *IdempotencyRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3102,7 +3707,7 @@ func (x *IdempotencyRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IdempotencyRecord.ProtoReflect.Descriptor instead.
 func (*IdempotencyRecord) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *IdempotencyRecord) GetOwner() string {
@@ -3156,14 +3761,17 @@ type Snapshot struct {
 	// Policies live on the resource rows.
 	SchedulerItems []*SchedulerItem `protobuf:"bytes,7,rep,name=scheduler_items,json=schedulerItems,proto3" json:"scheduler_items,omitempty"`
 	// The learned release-time model; absent while nothing was recorded.
-	ReleaseModel  *ReleaseModel `protobuf:"bytes,8,opt,name=release_model,json=releaseModel,proto3" json:"release_model,omitempty"`
+	ReleaseModel *ReleaseModel `protobuf:"bytes,8,opt,name=release_model,json=releaseModel,proto3" json:"release_model,omitempty"`
+	// The tenant limit table, sorted by (tenant, resource); empty without
+	// limits, so a state without them encodes as before.
+	Limits        []*TenantLimit `protobuf:"bytes,60,rep,name=limits,proto3" json:"limits,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3175,7 +3783,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3188,7 +3796,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{28}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Snapshot) GetAppliedIndex() uint64 {
@@ -3247,6 +3855,13 @@ func (x *Snapshot) GetReleaseModel() *ReleaseModel {
 	return nil
 }
 
+func (x *Snapshot) GetLimits() []*TenantLimit {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
 // SchedulerItem is a reservation or variable job the admission scheduler
 // manages (mirrors planner.Item).
 type SchedulerItem struct {
@@ -3279,7 +3894,7 @@ type SchedulerItem struct {
 
 func (x *SchedulerItem) Reset() {
 	*x = SchedulerItem{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3291,7 +3906,7 @@ func (x *SchedulerItem) String() string {
 func (*SchedulerItem) ProtoMessage() {}
 
 func (x *SchedulerItem) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3304,7 +3919,7 @@ func (x *SchedulerItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerItem.ProtoReflect.Descriptor instead.
 func (*SchedulerItem) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{29}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SchedulerItem) GetId() string {
@@ -3402,7 +4017,7 @@ type ReleaseModel struct {
 
 func (x *ReleaseModel) Reset() {
 	*x = ReleaseModel{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3414,7 +4029,7 @@ func (x *ReleaseModel) String() string {
 func (*ReleaseModel) ProtoMessage() {}
 
 func (x *ReleaseModel) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3427,7 +4042,7 @@ func (x *ReleaseModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseModel.ProtoReflect.Descriptor instead.
 func (*ReleaseModel) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{30}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ReleaseModel) GetPriorWeight() int64 {
@@ -3471,7 +4086,7 @@ type RatioCount struct {
 
 func (x *RatioCount) Reset() {
 	*x = RatioCount{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3483,7 +4098,7 @@ func (x *RatioCount) String() string {
 func (*RatioCount) ProtoMessage() {}
 
 func (x *RatioCount) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3496,7 +4111,7 @@ func (x *RatioCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RatioCount.ProtoReflect.Descriptor instead.
 func (*RatioCount) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RatioCount) GetPermille() uint32 {
@@ -3526,7 +4141,7 @@ type OwnerRatios struct {
 
 func (x *OwnerRatios) Reset() {
 	*x = OwnerRatios{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3538,7 +4153,7 @@ func (x *OwnerRatios) String() string {
 func (*OwnerRatios) ProtoMessage() {}
 
 func (x *OwnerRatios) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3551,7 +4166,7 @@ func (x *OwnerRatios) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OwnerRatios.ProtoReflect.Descriptor instead.
 func (*OwnerRatios) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{32}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *OwnerRatios) GetOwner() string {
@@ -3572,7 +4187,8 @@ var File_ledgerd_fsm_v1_fsm_proto protoreflect.FileDescriptor
 
 const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\n" +
-	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xd3\t\n" +
+	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xfd\n" +
+	"\n" +
 	"\aCommand\x120\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1c.ledgerd.fsm.v1.Command.TypeR\x04type\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\rR\aversion\x12\x1d\n" +
@@ -3598,7 +4214,10 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\n" +
 	"submit_job\x18\x13 \x01(\v2\x19.ledgerd.fsm.v1.SubmitJobH\x00R\tsubmitJob\x12:\n" +
 	"\n" +
-	"co_reserve\x18\x14 \x01(\v2\x19.ledgerd.fsm.v1.CoReserveH\x00R\tcoReserve\"\xad\x02\n" +
+	"co_reserve\x18\x14 \x01(\v2\x19.ledgerd.fsm.v1.CoReserveH\x00R\tcoReserve\x12:\n" +
+	"\n" +
+	"set_limits\x18( \x01(\v2\x19.ledgerd.fsm.v1.SetLimitsH\x00R\tsetLimits\x126\n" +
+	"\bdecision\x18) \x01(\v2\x18.ledgerd.fsm.v1.DecisionH\x00R\bdecision\"\xe3\x02\n" +
 	"\x04Type\x12\x10\n" +
 	"\fTYPE_UNKNOWN\x10\x00\x12\x18\n" +
 	"\x14TYPE_CREATE_RESOURCE\x10\x01\x12\x18\n" +
@@ -3616,8 +4235,35 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\rTYPE_COMPLETE\x10\v\x12\x13\n" +
 	"\x0fTYPE_SET_POLICY\x10\f\x12\x13\n" +
 	"\x0fTYPE_SUBMIT_JOB\x10\r\x12\x13\n" +
-	"\x0fTYPE_CO_RESERVE\x10\x0eB\t\n" +
-	"\apayload\"\x96\x01\n" +
+	"\x0fTYPE_CO_RESERVE\x10\x0e\x12\x13\n" +
+	"\x0fTYPE_SET_LIMITS\x10\x19\x12\x10\n" +
+	"\fTYPE_APPROVE\x10\x1a\x12\r\n" +
+	"\tTYPE_DENY\x10\x1bB\t\n" +
+	"\apayload\"\xd2\x03\n" +
+	"\tLimitSpec\x12\x1b\n" +
+	"\tmax_units\x18\x01 \x01(\x03R\bmaxUnits\x12&\n" +
+	"\x0fmax_unit_millis\x18\x02 \x01(\x03R\rmaxUnitMillis\x12#\n" +
+	"\rwindow_millis\x18\x03 \x01(\x03R\fwindowMillis\x12(\n" +
+	"\x10max_ahead_millis\x18\x04 \x01(\x03R\x0emaxAheadMillis\x12.\n" +
+	"\x13max_duration_millis\x18\x05 \x01(\x03R\x11maxDurationMillis\x12-\n" +
+	"\x13max_hold_ttl_millis\x18\x06 \x01(\x03R\x10maxHoldTtlMillis\x12+\n" +
+	"\x11approval_required\x18\a \x01(\bR\x10approvalRequired\x120\n" +
+	"\x14approval_above_units\x18\b \x01(\x03R\x12approvalAboveUnits\x12C\n" +
+	"\x1eapproval_above_duration_millis\x18\t \x01(\x03R\x1bapprovalAboveDurationMillis\x12.\n" +
+	"\x13approval_ttl_millis\x18\n" +
+	" \x01(\x03R\x11approvalTtlMillis\"n\n" +
+	"\tSetLimits\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1a\n" +
+	"\bresource\x18\x02 \x01(\tR\bresource\x12-\n" +
+	"\x04spec\x18\x03 \x01(\v2\x19.ledgerd.fsm.v1.LimitSpecR\x04spec\"\x99\x01\n" +
+	"\vTenantLimit\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1a\n" +
+	"\bresource\x18\x02 \x01(\tR\bresource\x12-\n" +
+	"\x04spec\x18\x03 \x01(\v2\x19.ledgerd.fsm.v1.LimitSpecR\x04spec\x12'\n" +
+	"\x0fupdated_version\x18\x04 \x01(\x04R\x0eupdatedVersion\"2\n" +
+	"\bDecision\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x96\x01\n" +
 	"\n" +
 	"PolicySpec\x127\n" +
 	"\x06policy\x18\x01 \x01(\x0e2\x1f.ledgerd.fsm.v1.AdmissionPolicyR\x06policy\x120\n" +
@@ -3716,7 +4362,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\tat_millis\x18\x02 \x01(\x03H\x00R\batMillis\x88\x01\x01B\f\n" +
 	"\n" +
 	"_at_millis\"\b\n" +
-	"\x06Expire\"\x9b\t\n" +
+	"\x06Expire\"\x9b\n" +
+	"\n" +
 	"\vReservation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x12?\n" +
@@ -3741,10 +4388,12 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x06pushes\x18\x13 \x01(\rR\x06pushes\x12\x1f\n" +
 	"\vshort_units\x18\x14 \x01(\x03R\n" +
 	"shortUnits\x12*\n" +
-	"\x11not_before_millis\x18\x15 \x01(\x03R\x0fnotBeforeMillis\x1a9\n" +
+	"\x11not_before_millis\x18\x15 \x01(\x03R\x0fnotBeforeMillis\x12'\n" +
+	"\x0fapproval_reason\x18< \x01(\tR\x0eapprovalReason\x12'\n" +
+	"\x0fdecision_reason\x18= \x01(\tR\x0edecisionReason\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb5\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe3\x01\n" +
 	"\x05State\x12\x11\n" +
 	"\rSTATE_UNKNOWN\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -3755,7 +4404,9 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\rSTATE_ABORTED\x10\x05\x12\x11\n" +
 	"\rSTATE_EXPIRED\x10\x06\x12\x13\n" +
 	"\x0fSTATE_CANCELLED\x10\a\x12\x12\n" +
-	"\x0eSTATE_DEGRADED\x10\b\"3\n" +
+	"\x0eSTATE_DEGRADED\x10\b\x12\x1a\n" +
+	"\x16STATE_PENDING_APPROVAL\x10\x1e\x12\x10\n" +
+	"\fSTATE_DENIED\x10\x1f\"3\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_RESERVATION\x10\x00\x12\x15\n" +
 	"\x11KIND_VARIABLE_JOB\x10\x01\"\xc6\x01\n" +
@@ -3782,7 +4433,7 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x06policy\x18\b \x01(\v2\x1a.ledgerd.fsm.v1.PolicySpecR\x06policy\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9a\x06\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb0\a\n" +
 	"\x06Result\x125\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1d.ledgerd.fsm.v1.Result.StatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x18\n" +
@@ -3795,11 +4446,13 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\aexpired\x18\b \x01(\x03R\aexpired\x12*\n" +
 	"\x05moved\x18\t \x03(\v2\x14.ledgerd.fsm.v1.MoveR\x05moved\x12>\n" +
 	"\fco_admission\x18\r \x01(\v2\x1b.ledgerd.fsm.v1.CoAdmissionR\vcoAdmission\x12 \n" +
-	"\vfingerprint\x18\x0e \x01(\fR\vfingerprint\x126\n" +
+	"\vfingerprint\x18\x0e \x01(\fR\vfingerprint\x121\n" +
+	"\x05limit\x18= \x01(\v2\x1b.ledgerd.fsm.v1.TenantLimitR\x05limit\x126\n" +
 	"\brejected\x18\n" +
 	" \x01(\v2\x18.ledgerd.fsm.v1.RejectedH\x00R\brejected\x123\n" +
 	"\ainvalid\x18\v \x01(\v2\x17.ledgerd.fsm.v1.InvalidH\x00R\ainvalid\x126\n" +
-	"\bconflict\x18\f \x01(\v2\x18.ledgerd.fsm.v1.ConflictH\x00R\bconflict\"\x9d\x01\n" +
+	"\bconflict\x18\f \x01(\v2\x18.ledgerd.fsm.v1.ConflictH\x00R\bconflict\x12F\n" +
+	"\x0elimit_exceeded\x18< \x01(\v2\x1d.ledgerd.fsm.v1.LimitExceededH\x00R\rlimitExceeded\"\xb8\x01\n" +
 	"\x06Status\x12\x12\n" +
 	"\x0eSTATUS_UNKNOWN\x10\x00\x12\r\n" +
 	"\tSTATUS_OK\x10\x01\x12\x13\n" +
@@ -3807,8 +4460,22 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x0eSTATUS_INVALID\x10\x03\x12\x14\n" +
 	"\x10STATUS_NOT_FOUND\x10\x04\x12\x13\n" +
 	"\x0fSTATUS_CONFLICT\x10\x05\x12\x1c\n" +
-	"\x18STATUS_PERMISSION_DENIED\x10\x06B\b\n" +
-	"\x06detail\"T\n" +
+	"\x18STATUS_PERMISSION_DENIED\x10\x06\x12\x19\n" +
+	"\x15STATUS_LIMIT_EXCEEDED\x10\x1eB\b\n" +
+	"\x06detail\"\xa0\x02\n" +
+	"\rLimitExceeded\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1a\n" +
+	"\bresource\x18\x02 \x01(\tR\bresource\x12!\n" +
+	"\fentry_tenant\x18\x03 \x01(\tR\ventryTenant\x12%\n" +
+	"\x0eentry_resource\x18\x04 \x01(\tR\rentryResource\x12\x14\n" +
+	"\x05limit\x18\x05 \x01(\tR\x05limit\x12\x1f\n" +
+	"\vlimit_value\x18\x06 \x01(\x03R\n" +
+	"limitValue\x12\x14\n" +
+	"\x05usage\x18\a \x01(\x03R\x05usage\x12\x1c\n" +
+	"\trequested\x18\b \x01(\x03R\trequested\x12\x12\n" +
+	"\x04fits\x18\t \x01(\x03R\x04fits\x12\x12\n" +
+	"\x04over\x18\n" +
+	" \x01(\bR\x04over\"T\n" +
 	"\x04Move\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vfrom_millis\x18\x02 \x01(\x03R\n" +
@@ -3819,25 +4486,27 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x12later_start_millis\x18\x02 \x01(\x03R\x10laterStartMillis\"7\n" +
 	"\aInvalid\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x9f\x02\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xbe\x02\n" +
 	"\bConflict\x121\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1d.ledgerd.fsm.v1.Conflict.KindR\x04kind\x127\n" +
 	"\x05state\x18\x02 \x01(\x0e2!.ledgerd.fsm.v1.Reservation.StateR\x05state\x12!\n" +
-	"\fviolated_ids\x18\x03 \x03(\tR\vviolatedIds\"\x83\x01\n" +
+	"\fviolated_ids\x18\x03 \x03(\tR\vviolatedIds\"\xa2\x01\n" +
 	"\x04Kind\x12\x10\n" +
 	"\fKIND_UNKNOWN\x10\x00\x12\x14\n" +
 	"\x10KIND_WRONG_STATE\x10\x01\x12\x15\n" +
 	"\x11KIND_DUPLICATE_ID\x10\x02\x12\x0f\n" +
 	"\vKIND_IN_USE\x10\x03\x12\x11\n" +
 	"\rKIND_CAPACITY\x10\x04\x12\x18\n" +
-	"\x14KIND_RESOURCE_EXISTS\x10\x05\"\xb3\x05\n" +
+	"\x14KIND_RESOURCE_EXISTS\x10\x05\x12\x1d\n" +
+	"\x19KIND_APPROVAL_UNSUPPORTED\x10\x1e\"\xc0\x06\n" +
 	"\x05Event\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x04R\aversion\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\rR\x03seq\x12.\n" +
 	"\x04type\x18\x03 \x01(\x0e2\x1a.ledgerd.fsm.v1.Event.TypeR\x04type\x12\x1b\n" +
 	"\tat_millis\x18\x04 \x01(\x03R\batMillis\x12=\n" +
 	"\vreservation\x18\x05 \x01(\v2\x1b.ledgerd.fsm.v1.ReservationR\vreservation\x124\n" +
-	"\bresource\x18\x06 \x01(\v2\x18.ledgerd.fsm.v1.ResourceR\bresource\"\xbb\x03\n" +
+	"\bresource\x18\x06 \x01(\v2\x18.ledgerd.fsm.v1.ResourceR\bresource\x121\n" +
+	"\x05limit\x18< \x01(\v2\x1b.ledgerd.fsm.v1.TenantLimitR\x05limit\"\x95\x04\n" +
 	"\x04Type\x12\x10\n" +
 	"\fTYPE_UNKNOWN\x10\x00\x12\r\n" +
 	"\tTYPE_HELD\x10\x01\x12\x12\n" +
@@ -3859,12 +4528,16 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x0eTYPE_REPLANNED\x10\x10\x12\x11\n" +
 	"\rTYPE_VIOLATED\x10\x11\x12\x16\n" +
 	"\x12TYPE_JOB_SUBMITTED\x10\x12\x12\x17\n" +
-	"\x13TYPE_POLICY_CHANGED\x10\x13\"\x88\x01\n" +
+	"\x13TYPE_POLICY_CHANGED\x10\x13\x12\x1b\n" +
+	"\x17TYPE_APPROVAL_REQUESTED\x10\x1e\x12\x11\n" +
+	"\rTYPE_APPROVED\x10\x1f\x12\x0f\n" +
+	"\vTYPE_DENIED\x10 \x12\x17\n" +
+	"\x13TYPE_LIMITS_CHANGED\x10!\"\x88\x01\n" +
 	"\x11IdempotencyRecord\x12\x14\n" +
 	"\x05owner\x18\x01 \x01(\tR\x05owner\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x1b\n" +
 	"\tat_millis\x18\x03 \x01(\x03R\batMillis\x12.\n" +
-	"\x06result\x18\x04 \x01(\v2\x16.ledgerd.fsm.v1.ResultR\x06result\"\xc8\x03\n" +
+	"\x06result\x18\x04 \x01(\v2\x16.ledgerd.fsm.v1.ResultR\x06result\"\xfd\x03\n" +
 	"\bSnapshot\x12#\n" +
 	"\rapplied_index\x18\x01 \x01(\x04R\fappliedIndex\x12\x1d\n" +
 	"\n" +
@@ -3874,7 +4547,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\vidempotency\x18\x05 \x03(\v2!.ledgerd.fsm.v1.IdempotencyRecordR\vidempotency\x12/\n" +
 	"\ahistory\x18\x06 \x03(\v2\x15.ledgerd.fsm.v1.EventR\ahistory\x12F\n" +
 	"\x0fscheduler_items\x18\a \x03(\v2\x1d.ledgerd.fsm.v1.SchedulerItemR\x0eschedulerItems\x12A\n" +
-	"\rrelease_model\x18\b \x01(\v2\x1c.ledgerd.fsm.v1.ReleaseModelR\freleaseModel\"\xdf\x02\n" +
+	"\rrelease_model\x18\b \x01(\v2\x1c.ledgerd.fsm.v1.ReleaseModelR\freleaseModel\x123\n" +
+	"\x06limits\x18< \x03(\v2\x1b.ledgerd.fsm.v1.TenantLimitR\x06limits\"\xdf\x02\n" +
 	"\rSchedulerItem\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x124\n" +
@@ -3922,7 +4596,7 @@ func file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP() []byte {
 }
 
 var file_ledgerd_fsm_v1_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_ledgerd_fsm_v1_fsm_proto_goTypes = []any{
 	(AdmissionPolicy)(0),       // 0: ledgerd.fsm.v1.AdmissionPolicy
 	(Command_Type)(0),          // 1: ledgerd.fsm.v1.Command.Type
@@ -3932,109 +4606,122 @@ var file_ledgerd_fsm_v1_fsm_proto_goTypes = []any{
 	(Conflict_Kind)(0),         // 5: ledgerd.fsm.v1.Conflict.Kind
 	(Event_Type)(0),            // 6: ledgerd.fsm.v1.Event.Type
 	(*Command)(nil),            // 7: ledgerd.fsm.v1.Command
-	(*PolicySpec)(nil),         // 8: ledgerd.fsm.v1.PolicySpec
-	(*SetPolicy)(nil),          // 9: ledgerd.fsm.v1.SetPolicy
-	(*SubmitJob)(nil),          // 10: ledgerd.fsm.v1.SubmitJob
-	(*CoReserve)(nil),          // 11: ledgerd.fsm.v1.CoReserve
-	(*CoSub)(nil),              // 12: ledgerd.fsm.v1.CoSub
-	(*CoAdmission)(nil),        // 13: ledgerd.fsm.v1.CoAdmission
-	(*CoPlacement)(nil),        // 14: ledgerd.fsm.v1.CoPlacement
-	(*CreateResource)(nil),     // 15: ledgerd.fsm.v1.CreateResource
-	(*UpdateResource)(nil),     // 16: ledgerd.fsm.v1.UpdateResource
-	(*DeleteResource)(nil),     // 17: ledgerd.fsm.v1.DeleteResource
-	(*Part)(nil),               // 18: ledgerd.fsm.v1.Part
-	(*ReservationRequest)(nil), // 19: ledgerd.fsm.v1.ReservationRequest
-	(*Target)(nil),             // 20: ledgerd.fsm.v1.Target
-	(*Modify)(nil),             // 21: ledgerd.fsm.v1.Modify
-	(*Complete)(nil),           // 22: ledgerd.fsm.v1.Complete
-	(*Expire)(nil),             // 23: ledgerd.fsm.v1.Expire
-	(*Reservation)(nil),        // 24: ledgerd.fsm.v1.Reservation
-	(*Modification)(nil),       // 25: ledgerd.fsm.v1.Modification
-	(*CapacityWindow)(nil),     // 26: ledgerd.fsm.v1.CapacityWindow
-	(*Resource)(nil),           // 27: ledgerd.fsm.v1.Resource
-	(*Result)(nil),             // 28: ledgerd.fsm.v1.Result
-	(*Move)(nil),               // 29: ledgerd.fsm.v1.Move
-	(*Rejected)(nil),           // 30: ledgerd.fsm.v1.Rejected
-	(*Invalid)(nil),            // 31: ledgerd.fsm.v1.Invalid
-	(*Conflict)(nil),           // 32: ledgerd.fsm.v1.Conflict
-	(*Event)(nil),              // 33: ledgerd.fsm.v1.Event
-	(*IdempotencyRecord)(nil),  // 34: ledgerd.fsm.v1.IdempotencyRecord
-	(*Snapshot)(nil),           // 35: ledgerd.fsm.v1.Snapshot
-	(*SchedulerItem)(nil),      // 36: ledgerd.fsm.v1.SchedulerItem
-	(*ReleaseModel)(nil),       // 37: ledgerd.fsm.v1.ReleaseModel
-	(*RatioCount)(nil),         // 38: ledgerd.fsm.v1.RatioCount
-	(*OwnerRatios)(nil),        // 39: ledgerd.fsm.v1.OwnerRatios
-	nil,                        // 40: ledgerd.fsm.v1.SubmitJob.LabelsEntry
-	nil,                        // 41: ledgerd.fsm.v1.CoReserve.LabelsEntry
-	nil,                        // 42: ledgerd.fsm.v1.CreateResource.LabelsEntry
-	nil,                        // 43: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	nil,                        // 44: ledgerd.fsm.v1.Reservation.LabelsEntry
-	nil,                        // 45: ledgerd.fsm.v1.Resource.LabelsEntry
+	(*LimitSpec)(nil),          // 8: ledgerd.fsm.v1.LimitSpec
+	(*SetLimits)(nil),          // 9: ledgerd.fsm.v1.SetLimits
+	(*TenantLimit)(nil),        // 10: ledgerd.fsm.v1.TenantLimit
+	(*Decision)(nil),           // 11: ledgerd.fsm.v1.Decision
+	(*PolicySpec)(nil),         // 12: ledgerd.fsm.v1.PolicySpec
+	(*SetPolicy)(nil),          // 13: ledgerd.fsm.v1.SetPolicy
+	(*SubmitJob)(nil),          // 14: ledgerd.fsm.v1.SubmitJob
+	(*CoReserve)(nil),          // 15: ledgerd.fsm.v1.CoReserve
+	(*CoSub)(nil),              // 16: ledgerd.fsm.v1.CoSub
+	(*CoAdmission)(nil),        // 17: ledgerd.fsm.v1.CoAdmission
+	(*CoPlacement)(nil),        // 18: ledgerd.fsm.v1.CoPlacement
+	(*CreateResource)(nil),     // 19: ledgerd.fsm.v1.CreateResource
+	(*UpdateResource)(nil),     // 20: ledgerd.fsm.v1.UpdateResource
+	(*DeleteResource)(nil),     // 21: ledgerd.fsm.v1.DeleteResource
+	(*Part)(nil),               // 22: ledgerd.fsm.v1.Part
+	(*ReservationRequest)(nil), // 23: ledgerd.fsm.v1.ReservationRequest
+	(*Target)(nil),             // 24: ledgerd.fsm.v1.Target
+	(*Modify)(nil),             // 25: ledgerd.fsm.v1.Modify
+	(*Complete)(nil),           // 26: ledgerd.fsm.v1.Complete
+	(*Expire)(nil),             // 27: ledgerd.fsm.v1.Expire
+	(*Reservation)(nil),        // 28: ledgerd.fsm.v1.Reservation
+	(*Modification)(nil),       // 29: ledgerd.fsm.v1.Modification
+	(*CapacityWindow)(nil),     // 30: ledgerd.fsm.v1.CapacityWindow
+	(*Resource)(nil),           // 31: ledgerd.fsm.v1.Resource
+	(*Result)(nil),             // 32: ledgerd.fsm.v1.Result
+	(*LimitExceeded)(nil),      // 33: ledgerd.fsm.v1.LimitExceeded
+	(*Move)(nil),               // 34: ledgerd.fsm.v1.Move
+	(*Rejected)(nil),           // 35: ledgerd.fsm.v1.Rejected
+	(*Invalid)(nil),            // 36: ledgerd.fsm.v1.Invalid
+	(*Conflict)(nil),           // 37: ledgerd.fsm.v1.Conflict
+	(*Event)(nil),              // 38: ledgerd.fsm.v1.Event
+	(*IdempotencyRecord)(nil),  // 39: ledgerd.fsm.v1.IdempotencyRecord
+	(*Snapshot)(nil),           // 40: ledgerd.fsm.v1.Snapshot
+	(*SchedulerItem)(nil),      // 41: ledgerd.fsm.v1.SchedulerItem
+	(*ReleaseModel)(nil),       // 42: ledgerd.fsm.v1.ReleaseModel
+	(*RatioCount)(nil),         // 43: ledgerd.fsm.v1.RatioCount
+	(*OwnerRatios)(nil),        // 44: ledgerd.fsm.v1.OwnerRatios
+	nil,                        // 45: ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	nil,                        // 46: ledgerd.fsm.v1.CoReserve.LabelsEntry
+	nil,                        // 47: ledgerd.fsm.v1.CreateResource.LabelsEntry
+	nil,                        // 48: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	nil,                        // 49: ledgerd.fsm.v1.Reservation.LabelsEntry
+	nil,                        // 50: ledgerd.fsm.v1.Resource.LabelsEntry
 }
 var file_ledgerd_fsm_v1_fsm_proto_depIdxs = []int32{
 	1,  // 0: ledgerd.fsm.v1.Command.type:type_name -> ledgerd.fsm.v1.Command.Type
-	15, // 1: ledgerd.fsm.v1.Command.create_resource:type_name -> ledgerd.fsm.v1.CreateResource
-	16, // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
-	17, // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
-	19, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
-	20, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
-	21, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
-	23, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
-	22, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
-	9,  // 9: ledgerd.fsm.v1.Command.set_policy:type_name -> ledgerd.fsm.v1.SetPolicy
-	10, // 10: ledgerd.fsm.v1.Command.submit_job:type_name -> ledgerd.fsm.v1.SubmitJob
-	11, // 11: ledgerd.fsm.v1.Command.co_reserve:type_name -> ledgerd.fsm.v1.CoReserve
-	0,  // 12: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
-	8,  // 13: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	18, // 14: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
-	40, // 15: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
-	12, // 16: ledgerd.fsm.v1.CoReserve.subs:type_name -> ledgerd.fsm.v1.CoSub
-	41, // 17: ledgerd.fsm.v1.CoReserve.labels:type_name -> ledgerd.fsm.v1.CoReserve.LabelsEntry
-	14, // 18: ledgerd.fsm.v1.CoAdmission.placements:type_name -> ledgerd.fsm.v1.CoPlacement
-	24, // 19: ledgerd.fsm.v1.CoPlacement.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	42, // 20: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
-	8,  // 21: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	18, // 22: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
-	43, // 23: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	18, // 24: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
-	44, // 25: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
-	18, // 26: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
-	2,  // 27: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	25, // 28: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
-	3,  // 29: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	18, // 30: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
-	45, // 31: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
-	26, // 32: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
-	8,  // 33: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	4,  // 34: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
-	24, // 35: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	27, // 36: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
-	29, // 37: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
-	13, // 38: ledgerd.fsm.v1.Result.co_admission:type_name -> ledgerd.fsm.v1.CoAdmission
-	30, // 39: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
-	31, // 40: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
-	32, // 41: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
-	5,  // 42: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
-	2,  // 43: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	6,  // 44: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
-	24, // 45: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	27, // 46: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
-	28, // 47: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
-	27, // 48: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
-	24, // 49: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
-	34, // 50: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
-	33, // 51: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
-	36, // 52: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
-	37, // 53: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
-	3,  // 54: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	38, // 55: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
-	39, // 56: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
-	38, // 57: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
-	58, // [58:58] is the sub-list for method output_type
-	58, // [58:58] is the sub-list for method input_type
-	58, // [58:58] is the sub-list for extension type_name
-	58, // [58:58] is the sub-list for extension extendee
-	0,  // [0:58] is the sub-list for field type_name
+	19, // 1: ledgerd.fsm.v1.Command.create_resource:type_name -> ledgerd.fsm.v1.CreateResource
+	20, // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
+	21, // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
+	23, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
+	24, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
+	25, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
+	27, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
+	26, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
+	13, // 9: ledgerd.fsm.v1.Command.set_policy:type_name -> ledgerd.fsm.v1.SetPolicy
+	14, // 10: ledgerd.fsm.v1.Command.submit_job:type_name -> ledgerd.fsm.v1.SubmitJob
+	15, // 11: ledgerd.fsm.v1.Command.co_reserve:type_name -> ledgerd.fsm.v1.CoReserve
+	9,  // 12: ledgerd.fsm.v1.Command.set_limits:type_name -> ledgerd.fsm.v1.SetLimits
+	11, // 13: ledgerd.fsm.v1.Command.decision:type_name -> ledgerd.fsm.v1.Decision
+	8,  // 14: ledgerd.fsm.v1.SetLimits.spec:type_name -> ledgerd.fsm.v1.LimitSpec
+	8,  // 15: ledgerd.fsm.v1.TenantLimit.spec:type_name -> ledgerd.fsm.v1.LimitSpec
+	0,  // 16: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
+	12, // 17: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	22, // 18: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
+	45, // 19: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	16, // 20: ledgerd.fsm.v1.CoReserve.subs:type_name -> ledgerd.fsm.v1.CoSub
+	46, // 21: ledgerd.fsm.v1.CoReserve.labels:type_name -> ledgerd.fsm.v1.CoReserve.LabelsEntry
+	18, // 22: ledgerd.fsm.v1.CoAdmission.placements:type_name -> ledgerd.fsm.v1.CoPlacement
+	28, // 23: ledgerd.fsm.v1.CoPlacement.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	47, // 24: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
+	12, // 25: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	22, // 26: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
+	48, // 27: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	22, // 28: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
+	49, // 29: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
+	22, // 30: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
+	2,  // 31: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	29, // 32: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
+	3,  // 33: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	22, // 34: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
+	50, // 35: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
+	30, // 36: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
+	12, // 37: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	4,  // 38: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
+	28, // 39: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	31, // 40: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
+	34, // 41: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
+	17, // 42: ledgerd.fsm.v1.Result.co_admission:type_name -> ledgerd.fsm.v1.CoAdmission
+	10, // 43: ledgerd.fsm.v1.Result.limit:type_name -> ledgerd.fsm.v1.TenantLimit
+	35, // 44: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
+	36, // 45: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
+	37, // 46: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
+	33, // 47: ledgerd.fsm.v1.Result.limit_exceeded:type_name -> ledgerd.fsm.v1.LimitExceeded
+	5,  // 48: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
+	2,  // 49: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	6,  // 50: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
+	28, // 51: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	31, // 52: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
+	10, // 53: ledgerd.fsm.v1.Event.limit:type_name -> ledgerd.fsm.v1.TenantLimit
+	32, // 54: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
+	31, // 55: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
+	28, // 56: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
+	39, // 57: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
+	38, // 58: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
+	41, // 59: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
+	42, // 60: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
+	10, // 61: ledgerd.fsm.v1.Snapshot.limits:type_name -> ledgerd.fsm.v1.TenantLimit
+	3,  // 62: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	43, // 63: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
+	44, // 64: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
+	43, // 65: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
+	66, // [66:66] is the sub-list for method output_type
+	66, // [66:66] is the sub-list for method input_type
+	66, // [66:66] is the sub-list for extension type_name
+	66, // [66:66] is the sub-list for extension extendee
+	0,  // [0:66] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_fsm_v1_fsm_proto_init() }
@@ -4054,15 +4741,18 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 		(*Command_SetPolicy)(nil),
 		(*Command_SubmitJob)(nil),
 		(*Command_CoReserve)(nil),
+		(*Command_SetLimits)(nil),
+		(*Command_Decision)(nil),
 	}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[9].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[12].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[14].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[15].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[21].OneofWrappers = []any{
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[13].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[16].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[18].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[19].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[25].OneofWrappers = []any{
 		(*Result_Rejected)(nil),
 		(*Result_Invalid)(nil),
 		(*Result_Conflict)(nil),
+		(*Result_LimitExceeded)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4070,7 +4760,7 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_fsm_v1_fsm_proto_rawDesc), len(file_ledgerd_fsm_v1_fsm_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   39,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
