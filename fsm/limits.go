@@ -48,8 +48,8 @@ type limitState struct {
 	// contribution(r) over the rows r of tenant k.tenant.
 	use map[limitKey]*usage
 	// Scratch.
-	buf   []ustep
-	parts []scanPart
+	buf []ustep
+	win windowScratch
 }
 
 // limited reports whether usage is being tracked.
@@ -309,7 +309,7 @@ func (s *state) checkUsageLimits(owner string, parts []planner.Part, add func(i 
 			}
 		}
 		if mx, w := sp.GetMaxUnitMillis(), sp.GetWindowMillis(); mx > 0 {
-			wc := u.maxWindow(rs, w, mx, s.lim.buf)
+			wc := u.maxWindow(rs, w, mx, &s.lim.win)
 			if wc.ok && from64(mx).less(wc.after) {
 				use := wc.before.clamp()
 				return limitRefusal(owner, p.Resource, e, "max_unit_millis", mx, use, wc.after.sub(wc.before).clamp(), wc.fits, from64(mx).less(wc.usage), " unit-ms")

@@ -163,59 +163,59 @@ type windowCheck struct {
 // rs) overlaps with positive unit-time and returns the largest unit-time
 // in such a window with the delta added. Windows start at integer
 // instants. Both the booked unit-time F(x) and the delta's G(x) are
-// piecewise linear in x with corners at the step and rectangle edges and
-// those minus w, so the extremes over the integers are at the corners or
-// one instant beside them: those are the only candidates evaluated.
-func (u *usage) maxWindow(rs []rect, w int64, limit int64, buf []ustep) windowCheck {
+// piecewise linear in x, F with corners at the step edges t and t−w, G
+// at the rectangle edges and those minus w; between two corners F+G is
+// linear, so its largest value over the integers where G > 0 is at a
+// corner, or one instant inside a corner where G becomes 0. Those are
+// the only candidates: about 2k of them for k steps in [lo−w, hi+w),
+// evaluated in one sweep.
+func (u *usage) maxWindow(rs []rect, w int64, limit int64, sc *windowScratch) windowCheck {
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, r := range rs {
 		lo, hi = min(lo, r.s), max(hi, r.e)
 	}
 	// Windows starting in [lo-w, hi) can overlap the delta; they read u
 	// over [lo-w, hi+w).
-	segs := u.segs(lo-w, hi+w, buf)
+	segs := u.segs(lo-w, hi+w, sc.segs)
+	sc.segs = segs
 	// prefix[i] = ∫ u from segs[0].at to segs[i].at.
-	prefix := make([]i128, len(segs))
+	prefix := sc.prefix[:0]
+	prefix = append(prefix, i128{})
 	for i := 1; i < len(segs); i++ {
-		prefix[i] = prefix[i-1].add(mul128(segs[i-1].level, segs[i].at-segs[i-1].at))
+		prefix = append(prefix, prefix[i-1].add(mul128(segs[i-1].level, segs[i].at-segs[i-1].at)))
 	}
-	integral := func(t int64) i128 { // ∫ u from lo-w to t, t in [lo-w, hi+w]
-		i, found := slices.BinarySearchFunc(segs, t, func(st ustep, t int64) int {
-			switch {
-			case st.at < t:
-				return -1
-			case st.at > t:
-				return 1
-			}
-			return 0
-		})
-		if found {
-			return prefix[i]
-		}
-		return prefix[i-1].add(mul128(segs[i-1].level, t-segs[i-1].at))
-	}
-	var cands []int64
-	addCand := func(c int64) {
-		for _, x := range [3]int64{c - 1, c, c + 1} {
-			if x >= lo-w && x < hi {
-				cands = append(cands, x)
-			}
-		}
-	}
+	sc.prefix = prefix
+	cands := sc.cands[:0]
 	for _, st := range segs {
-		addCand(st.at)
-		addCand(st.at - w)
+		if st.at < hi {
+			cands = append(cands, st.at)
+		}
+		if x := st.at - w; x >= lo-w && x < hi {
+			cands = append(cands, x)
+		}
 	}
 	for _, r := range rs {
-		addCand(r.s)
-		addCand(r.e)
-		addCand(r.s - w)
-		addCand(r.e - w)
+		for _, c := range [4]int64{r.s, r.e, r.s - w, r.e - w} {
+			for _, x := range [3]int64{c - 1, c, c + 1} {
+				if x >= lo-w && x < hi {
+					cands = append(cands, x)
+				}
+			}
+		}
 	}
 	slices.Sort(cands)
 	cands = slices.Compact(cands)
+	sc.cands = cands
 	out := windowCheck{fits: math.MaxInt64}
 	lim := from64(limit)
+	// i and j index the segments holding x and x+w; both only advance.
+	i, j := 0, 0
+	integral := func(k *int, t int64) i128 {
+		for *k+1 < len(segs) && segs[*k+1].at <= t {
+			*k++
+		}
+		return prefix[*k].add(mul128(segs[*k].level, t-segs[*k].at))
+	}
 	for _, x := range cands {
 		var g i128
 		for _, r := range rs {
@@ -226,7 +226,7 @@ func (u *usage) maxWindow(rs []rect, w int64, limit int64, buf []ustep) windowCh
 		if !g.pos() {
 			continue
 		}
-		f := integral(x + w).sub(integral(x))
+		f := integral(&j, x+w).sub(integral(&i, x))
 		if v := f.add(g); !out.ok || out.after.less(v) {
 			out.after, out.before = v, f
 		}
@@ -241,6 +241,13 @@ func (u *usage) maxWindow(rs []rect, w int64, limit int64, buf []ustep) windowCh
 	}
 	out.fits = max(out.fits, 0)
 	return out
+}
+
+// windowScratch is maxWindow's reusable memory.
+type windowScratch struct {
+	segs   []ustep
+	prefix []i128
+	cands  []int64
 }
 
 // overlap returns |[a, b) ∩ [c, d)|.
