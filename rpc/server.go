@@ -127,9 +127,10 @@ var ServiceNames = []string{
 	ledgerdv1connect.ReservationServiceName,
 	ledgerdv1connect.ResourceServiceName,
 	ledgerdv1connect.ClusterServiceName,
+	ledgerdv1connect.TenantServiceName,
 }
 
-// Mount registers the three services, gRPC health (grpc.health.v1) and
+// Mount registers the four services, gRPC health (grpc.health.v1) and
 // gRPC reflection (v1 and v1alpha) on mux, each behind the HTTP-level
 // middleware of Wrap. Health and reflection need no credentials;
 // everything else is authenticated from its headers before its body is
@@ -164,6 +165,9 @@ func (s *Server) Mount(mux *http.ServeMux) {
 		},
 		func() (string, http.Handler) {
 			return authed(ledgerdv1connect.NewClusterServiceHandler(&clusterSvc{s: s}, opts...))
+		},
+		func() (string, http.Handler) {
+			return authed(ledgerdv1connect.NewTenantServiceHandler(newTenants(s), opts...))
 		},
 		func() (string, http.Handler) {
 			return grpchealth.NewHandler(readyChecker{ready: s.opts.Ready})

@@ -67,6 +67,7 @@ type endpoint struct {
 	reservations ledgerdv1connect.ReservationServiceClient
 	resources    ledgerdv1connect.ResourceServiceClient
 	cluster      ledgerdv1connect.ClusterServiceClient
+	tenants      ledgerdv1connect.TenantServiceClient
 	// batch coalesces calls to this node; nil when coalescing is off.
 	batch *batcher
 }
@@ -158,6 +159,7 @@ func (c *Client) endpoint(a string) *endpoint {
 		reservations: ledgerdv1connect.NewReservationServiceClient(c.hc, a, c.copts...),
 		resources:    ledgerdv1connect.NewResourceServiceClient(c.hc, a, c.copts...),
 		cluster:      ledgerdv1connect.NewClusterServiceClient(c.hc, a, c.copts...),
+		tenants:      ledgerdv1connect.NewTenantServiceClient(c.hc, a, c.copts...),
 	}
 	if !c.opts.NoCoalesce {
 		// Batch answers run to kilobytes, past the servers' compression
