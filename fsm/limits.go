@@ -422,3 +422,15 @@ func (s *state) restoreLimits(msg *fsmv1.Snapshot) error {
 	}
 	return nil
 }
+
+// The public names of the limits commands' fields (see PublicField).
+func init() {
+	publicFields = append(publicFields, [][2]string{
+		{"set_limits.spec.max_unit_millis", "limits.max_unit_hours"}, {"set_limits.spec.window_millis", "limits.window"},
+		{"set_limits.spec.max_ahead_millis", "limits.max_ahead"}, {"set_limits.spec.max_duration_millis", "limits.max_duration"},
+		{"set_limits.spec.max_hold_ttl_millis", "limits.max_hold_ttl"},
+		{"set_limits.spec.approval_above_duration_millis", "limits.approval_above_duration"},
+		{"set_limits.spec.approval_ttl_millis", "limits.approval_ttl"},
+		{"set_limits.spec.", "limits."}, {"set_limits.", ""}, {"decision.", ""},
+	}...)
+}
