@@ -118,7 +118,9 @@ func TestApprovalAcrossLeaderKill(t *testing.T) {
 	}
 	t.Logf("leader %s killed with request %s pending", leader.name, r.ID)
 
-	until("approvals list", ops, alive, func(out string) bool { return strings.Contains(out, r.ID) && strings.Contains(out, "above the approval threshold 32") },
+	until("approvals list", ops, alive, func(out string) bool {
+		return strings.Contains(out, r.ID) && strings.Contains(out, "above the approval threshold 32")
+	},
 		"approvals", "list")
 	// Its capacity is held: 96 - 40 leaves 56 for the tenant there.
 	_, errOut, err := cli(tenantToken, alive, "reserve", "-res", "cpu=60", "-at", start, "-dur", "1h", "-key", "req-2")
