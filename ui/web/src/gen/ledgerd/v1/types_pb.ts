@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ledgerd/v1/types.proto.
  */
 export const file_ledgerd_v1_types: GenFile = /*@__PURE__*/
-  fileDesc("ChZsZWRnZXJkL3YxL3R5cGVzLnByb3RvEgpsZWRnZXJkLnYxIjIKDlJlc291cmNlQW1vdW50EhAKCHJlc291cmNlGAEgASgJEg4KBmFtb3VudBgCIAEoAyLuAQoFU2hhcGUSKQoFcGFydHMYASADKAsyGi5sZWRnZXJkLnYxLlJlc291cmNlQW1vdW50EisKCGR1cmF0aW9uGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KCm5vdF9iZWZvcmUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGRlYWRsaW5lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtleGFjdF9zdGFydBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi4AUKC1Jlc2VydmF0aW9uEgoKAmlkGAEgASgJEg4KBnRlbmFudBgCIAEoCRIpCgVwYXJ0cxgDIAMoCzIaLmxlZGdlcmQudjEuUmVzb3VyY2VBbW91bnQSKQoFc3RhcnQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoFc3RhdGUYBiABKA4yHC5sZWRnZXJkLnYxLlJlc2VydmF0aW9uU3RhdGUSMwoPaG9sZF9leHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCgZsYWJlbHMYCCADKAsyIy5sZWRnZXJkLnYxLlJlc2VydmF0aW9uLkxhYmVsc0VudHJ5EhcKD2NyZWF0ZWRfdmVyc2lvbhgJIAEoBBIPCgd2ZXJzaW9uGAogASgEEjAKB3BlbmRpbmcYCyABKAsyHy5sZWRnZXJkLnYxLlBlbmRpbmdNb2RpZmljYXRpb24SNQoScmVxdWVzdGVkX2R1cmF0aW9uGAwgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KCmFjdHVhbF9lbmQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBGtpbmQYDiABKA4yGy5sZWRnZXJkLnYxLlJlc2VydmF0aW9uS2luZBIcChRwcm9iYWJpbGl0eV9wZXJtaWxsZRgPIAEoDRIPCgdyZWxheGVkGBAgASgIEg4KBnB1c2hlcxgRIAEoDRITCgtzaG9ydF91bml0cxgSIAEoAxIuCgpub3RfYmVmb3JlGBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBImgKCE1vdmVkSm9iEgoKAmlkGAEgASgJEigKBGZyb20YAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKAnRvGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLJAQoTUGVuZGluZ01vZGlmaWNhdGlvbhIpCgVwYXJ0cxgBIAMoCzIaLmxlZGdlcmQudjEuUmVzb3VyY2VBbW91bnQSKQoFc3RhcnQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMwoPaG9sZF9leHBpcmVzX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKtAgoIUmVzb3VyY2USDAoEbmFtZRgBIAEoCRIQCghjYXBhY2l0eRgCIAEoAxIMCgR1bml0GAMgASgJEjAKBmxhYmVscxgEIAMoCzIgLmxlZGdlcmQudjEuUmVzb3VyY2UuTGFiZWxzRW50cnkSIgoGcG9saWN5GAUgASgOMhIubGVkZ2VyZC52MS5Qb2xpY3kSDwoHdmVyc2lvbhgGIAEoBBIcChRtaW5fc3VjY2Vzc19wZXJtaWxsZRgHIAEoDRISCgptYXhfcHVzaGVzGAggASgNEisKB3dpbmRvd3MYCSADKAsyGi5sZWRnZXJkLnYxLkNhcGFjaXR5V2luZG93Gi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEidgoOQ2FwYWNpdHlXaW5kb3cSKQoFc3RhcnQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIY2FwYWNpdHkYAyABKAMibQoJRnJlZUJsb2NrEikKBXN0YXJ0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgNlbmQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBGZyZWUYAyABKAMi3AEKBUV2ZW50Eg8KB3ZlcnNpb24YASABKAQSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIwoEdHlwZRgDIAEoDjIVLmxlZGdlcmQudjEuRXZlbnRUeXBlEiwKC3Jlc2VydmF0aW9uGAQgASgLMhcubGVkZ2VyZC52MS5SZXNlcnZhdGlvbhImCghyZXNvdXJjZRgFIAEoCzIULmxlZGdlcmQudjEuUmVzb3VyY2USDgoGYWN0aW9uGAYgASgJEg0KBWluZGV4GAcgASgNImAKCVJlamVjdGlvbhIOCgZyZWFzb24YASABKAkSDwoHbWVzc2FnZRgCIAEoCRIyCg5lYXJsaWVzdF9zdGFydBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAqsAIKEFJlc2VydmF0aW9uU3RhdGUSIQodUkVTRVJWQVRJT05fU1RBVEVfVU5TUEVDSUZJRUQQABIaChZSRVNFUlZBVElPTl9TVEFURV9IRUxEEAESHwobUkVTRVJWQVRJT05fU1RBVEVfQ09NTUlUVEVEEAISHAoYUkVTRVJWQVRJT05fU1RBVEVfQUNUSVZFEAMSHwobUkVTRVJWQVRJT05fU1RBVEVfQ09NUExFVEVEEAQSHQoZUkVTRVJWQVRJT05fU1RBVEVfQUJPUlRFRBAFEh0KGVJFU0VSVkFUSU9OX1NUQVRFX0VYUElSRUQQBhIfChtSRVNFUlZBVElPTl9TVEFURV9DQU5DRUxMRUQQBxIeChpSRVNFUlZBVElPTl9TVEFURV9ERUdSQURFRBAIKngKD1Jlc2VydmF0aW9uS2luZBIgChxSRVNFUlZBVElPTl9LSU5EX1VOU1BFQ0lGSUVEEAASIAocUkVTRVJWQVRJT05fS0lORF9SRVNFUlZBVElPThABEiEKHVJFU0VSVkFUSU9OX0tJTkRfVkFSSUFCTEVfSk9CEAIqYQoGUG9saWN5EhYKElBPTElDWV9VTlNQRUNJRklFRBAAEhEKDVBPTElDWV9SRUpFQ1QQARIYChRQT0xJQ1lfTU9WRV9WQVJJQUJMRRACEhIKDlBPTElDWV9SRUxBWEVEEAMq7QEKCUV2ZW50VHlwZRIaChZFVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASGgoWRVZFTlRfVFlQRV9SRVNFUlZBVElPThABEhcKE0VWRU5UX1RZUEVfUkVTT1VSQ0UQAhIfChtFVkVOVF9UWVBFX1JFU09VUkNFX0RFTEVURUQQAxIYChRFVkVOVF9UWVBFX1JFUExBTk5FRBAEEhcKE0VWRU5UX1RZUEVfVklPTEFURUQQBRIcChhFVkVOVF9UWVBFX0pPQl9TVUJNSVRURUQQBhIdChlFVkVOVF9UWVBFX1BPTElDWV9DSEFOR0VEEAdCNVozZ2l0aHViLmNvbS9sZWRnZXJkL2xlZGdlcmQvZ2VuL2xlZGdlcmQvdjE7bGVkZ2VyZHYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("ChZsZWRnZXJkL3YxL3R5cGVzLnByb3RvEgpsZWRnZXJkLnYxIjIKDlJlc291cmNlQW1vdW50EhAKCHJlc291cmNlGAEgASgJEg4KBmFtb3VudBgCIAEoAyLuAQoFU2hhcGUSKQoFcGFydHMYASADKAsyGi5sZWRnZXJkLnYxLlJlc291cmNlQW1vdW50EisKCGR1cmF0aW9uGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KCm5vdF9iZWZvcmUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGRlYWRsaW5lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtleGFjdF9zdGFydBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAikgYKC1Jlc2VydmF0aW9uEgoKAmlkGAEgASgJEg4KBnRlbmFudBgCIAEoCRIpCgVwYXJ0cxgDIAMoCzIaLmxlZGdlcmQudjEuUmVzb3VyY2VBbW91bnQSKQoFc3RhcnQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoFc3RhdGUYBiABKA4yHC5sZWRnZXJkLnYxLlJlc2VydmF0aW9uU3RhdGUSMwoPaG9sZF9leHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCgZsYWJlbHMYCCADKAsyIy5sZWRnZXJkLnYxLlJlc2VydmF0aW9uLkxhYmVsc0VudHJ5EhcKD2NyZWF0ZWRfdmVyc2lvbhgJIAEoBBIPCgd2ZXJzaW9uGAogASgEEjAKB3BlbmRpbmcYCyABKAsyHy5sZWRnZXJkLnYxLlBlbmRpbmdNb2RpZmljYXRpb24SNQoScmVxdWVzdGVkX2R1cmF0aW9uGAwgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KCmFjdHVhbF9lbmQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBGtpbmQYDiABKA4yGy5sZWRnZXJkLnYxLlJlc2VydmF0aW9uS2luZBIcChRwcm9iYWJpbGl0eV9wZXJtaWxsZRgPIAEoDRIPCgdyZWxheGVkGBAgASgIEg4KBnB1c2hlcxgRIAEoDRITCgtzaG9ydF91bml0cxgSIAEoAxIuCgpub3RfYmVmb3JlGBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCg9hcHByb3ZhbF9yZWFzb24YPCABKAkSFwoPZGVjaXNpb25fcmVhc29uGD0gASgJGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiaAoITW92ZWRKb2ISCgoCaWQYASABKAkSKAoEZnJvbRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoCdG8YAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIskBChNQZW5kaW5nTW9kaWZpY2F0aW9uEikKBXBhcnRzGAEgAygLMhoubGVkZ2VyZC52MS5SZXNvdXJjZUFtb3VudBIpCgVzdGFydBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoDZW5kGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCg9ob2xkX2V4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIq0CCghSZXNvdXJjZRIMCgRuYW1lGAEgASgJEhAKCGNhcGFjaXR5GAIgASgDEgwKBHVuaXQYAyABKAkSMAoGbGFiZWxzGAQgAygLMiAubGVkZ2VyZC52MS5SZXNvdXJjZS5MYWJlbHNFbnRyeRIiCgZwb2xpY3kYBSABKA4yEi5sZWRnZXJkLnYxLlBvbGljeRIPCgd2ZXJzaW9uGAYgASgEEhwKFG1pbl9zdWNjZXNzX3Blcm1pbGxlGAcgASgNEhIKCm1heF9wdXNoZXMYCCABKA0SKwoHd2luZG93cxgJIAMoCzIaLmxlZGdlcmQudjEuQ2FwYWNpdHlXaW5kb3caLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJ2Cg5DYXBhY2l0eVdpbmRvdxIpCgVzdGFydBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoDZW5kGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghjYXBhY2l0eRgDIAEoAyJtCglGcmVlQmxvY2sSKQoFc3RhcnQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEZnJlZRgDIAEoAyKEAgoFRXZlbnQSDwoHdmVyc2lvbhgBIAEoBBIoCgR0aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIjCgR0eXBlGAMgASgOMhUubGVkZ2VyZC52MS5FdmVudFR5cGUSLAoLcmVzZXJ2YXRpb24YBCABKAsyFy5sZWRnZXJkLnYxLlJlc2VydmF0aW9uEiYKCHJlc291cmNlGAUgASgLMhQubGVkZ2VyZC52MS5SZXNvdXJjZRIOCgZhY3Rpb24YBiABKAkSDQoFaW5kZXgYByABKA0SJgoFbGltaXQYPCABKAsyFy5sZWRnZXJkLnYxLlRlbmFudExpbWl0ImAKCVJlamVjdGlvbhIOCgZyZWFzb24YASABKAkSDwoHbWVzc2FnZRgCIAEoCRIyCg5lYXJsaWVzdF9zdGFydBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAilAMKBkxpbWl0cxIRCgltYXhfdW5pdHMYASABKAMSFgoObWF4X3VuaXRfaG91cnMYAiABKAMSKQoGd2luZG93GAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiwKCW1heF9haGVhZBgEIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgxtYXhfZHVyYXRpb24YBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SLwoMbWF4X2hvbGRfdHRsGAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhkKEWFwcHJvdmFsX3JlcXVpcmVkGAcgASgIEhwKFGFwcHJvdmFsX2Fib3ZlX3VuaXRzGAggASgDEjoKF2FwcHJvdmFsX2Fib3ZlX2R1cmF0aW9uGAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KDGFwcHJvdmFsX3R0bBgKIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJkCgtUZW5hbnRMaW1pdBIOCgZ0ZW5hbnQYASABKAkSEAoIcmVzb3VyY2UYAiABKAkSIgoGbGltaXRzGAMgASgLMhIubGVkZ2VyZC52MS5MaW1pdHMSDwoHdmVyc2lvbhgEIAEoBCr2AgoQUmVzZXJ2YXRpb25TdGF0ZRIhCh1SRVNFUlZBVElPTl9TVEFURV9VTlNQRUNJRklFRBAAEhoKFlJFU0VSVkFUSU9OX1NUQVRFX0hFTEQQARIfChtSRVNFUlZBVElPTl9TVEFURV9DT01NSVRURUQQAhIcChhSRVNFUlZBVElPTl9TVEFURV9BQ1RJVkUQAxIfChtSRVNFUlZBVElPTl9TVEFURV9DT01QTEVURUQQBBIdChlSRVNFUlZBVElPTl9TVEFURV9BQk9SVEVEEAUSHQoZUkVTRVJWQVRJT05fU1RBVEVfRVhQSVJFRBAGEh8KG1JFU0VSVkFUSU9OX1NUQVRFX0NBTkNFTExFRBAHEh4KGlJFU0VSVkFUSU9OX1NUQVRFX0RFR1JBREVEEAgSJgoiUkVTRVJWQVRJT05fU1RBVEVfUEVORElOR19BUFBST1ZBTBAeEhwKGFJFU0VSVkFUSU9OX1NUQVRFX0RFTklFRBAfKngKD1Jlc2VydmF0aW9uS2luZBIgChxSRVNFUlZBVElPTl9LSU5EX1VOU1BFQ0lGSUVEEAASIAocUkVTRVJWQVRJT05fS0lORF9SRVNFUlZBVElPThABEiEKHVJFU0VSVkFUSU9OX0tJTkRfVkFSSUFCTEVfSk9CEAIqYQoGUG9saWN5EhYKElBPTElDWV9VTlNQRUNJRklFRBAAEhEKDVBPTElDWV9SRUpFQ1QQARIYChRQT0xJQ1lfTU9WRV9WQVJJQUJMRRACEhIKDlBPTElDWV9SRUxBWEVEEAMqjAIKCUV2ZW50VHlwZRIaChZFVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASGgoWRVZFTlRfVFlQRV9SRVNFUlZBVElPThABEhcKE0VWRU5UX1RZUEVfUkVTT1VSQ0UQAhIfChtFVkVOVF9UWVBFX1JFU09VUkNFX0RFTEVURUQQAxIYChRFVkVOVF9UWVBFX1JFUExBTk5FRBAEEhcKE0VWRU5UX1RZUEVfVklPTEFURUQQBRIcChhFVkVOVF9UWVBFX0pPQl9TVUJNSVRURUQQBhIdChlFVkVOVF9UWVBFX1BPTElDWV9DSEFOR0VEEAcSHQoZRVZFTlRfVFlQRV9MSU1JVFNfQ0hBTkdFRBAeQjVaM2dpdGh1Yi5jb20vbGVkZ2VyZC9sZWRnZXJkL2dlbi9sZWRnZXJkL3YxO2xlZGdlcmR2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * ResourceAmount is one resource's share of a request: amount units of
@@ -239,6 +239,21 @@ export type Reservation = Message<"ledgerd.v1.Reservation"> & {
    * @generated from field: google.protobuf.Timestamp not_before = 19;
    */
   notBefore?: Timestamp | undefined;
+
+  /**
+   * Why the request needed an operator's approval (set from
+   * RESERVATION_STATE_PENDING_APPROVAL on).
+   *
+   * @generated from field: string approval_reason = 60;
+   */
+  approvalReason: string;
+
+  /**
+   * The operator's reason for a denial, or note with an approval.
+   *
+   * @generated from field: string decision_reason = 61;
+   */
+  decisionReason: string;
 };
 
 /**
@@ -540,6 +555,13 @@ export type Event = Message<"ledgerd.v1.Event"> & {
    * @generated from field: uint32 index = 7;
    */
   index: number;
+
+  /**
+   * The limit entry after the change (EVENT_TYPE_LIMITS_CHANGED).
+   *
+   * @generated from field: ledgerd.v1.TenantLimit limit = 60;
+   */
+  limit?: TenantLimit | undefined;
 };
 
 /**
@@ -586,6 +608,137 @@ export type Rejection = Message<"ledgerd.v1.Rejection"> & {
  */
 export const RejectionSchema: GenMessage<Rejection> = /*@__PURE__*/
   messageDesc(file_ledgerd_v1_types, 9);
+
+/**
+ * Limits is what a tenant may book on a resource, and which of its
+ * requests wait for an operator. Unset (zero) fields mean "no limit".
+ * Held, committed and pending-approval reservations (and pending
+ * modifications) count; a lower limit never cancels a booking.
+ *
+ * @generated from message ledgerd.v1.Limits
+ */
+export type Limits = Message<"ledgerd.v1.Limits"> & {
+  /**
+   * Most units held at any instant.
+   *
+   * @generated from field: int64 max_units = 1;
+   */
+  maxUnits: bigint;
+
+  /**
+   * Most unit-hours booked in any window of reservation time of length
+   * window (e.g. 10,000 core-hours in any 30 days). Set with window.
+   *
+   * @generated from field: int64 max_unit_hours = 2;
+   */
+  maxUnitHours: bigint;
+
+  /**
+   * The rolling window of max_unit_hours.
+   *
+   * @generated from field: google.protobuf.Duration window = 3;
+   */
+  window?: Duration | undefined;
+
+  /**
+   * How far ahead of now a booking may end (book-ahead horizon).
+   *
+   * @generated from field: google.protobuf.Duration max_ahead = 4;
+   */
+  maxAhead?: Duration | undefined;
+
+  /**
+   * Longest booking.
+   *
+   * @generated from field: google.protobuf.Duration max_duration = 5;
+   */
+  maxDuration?: Duration | undefined;
+
+  /**
+   * Longest hold TTL a request may ask for.
+   *
+   * @generated from field: google.protobuf.Duration max_hold_ttl = 6;
+   */
+  maxHoldTtl?: Duration | undefined;
+
+  /**
+   * Every request needs approval.
+   *
+   * @generated from field: bool approval_required = 7;
+   */
+  approvalRequired: boolean;
+
+  /**
+   * Requests of more units than this need approval.
+   *
+   * @generated from field: int64 approval_above_units = 8;
+   */
+  approvalAboveUnits: bigint;
+
+  /**
+   * Requests longer than this need approval.
+   *
+   * @generated from field: google.protobuf.Duration approval_above_duration = 9;
+   */
+  approvalAboveDuration?: Duration | undefined;
+
+  /**
+   * How long a request waits for approval before it expires (default 7
+   * days).
+   *
+   * @generated from field: google.protobuf.Duration approval_ttl = 10;
+   */
+  approvalTtl?: Duration | undefined;
+};
+
+/**
+ * Describes the message ledgerd.v1.Limits.
+ * Use `create(LimitsSchema)` to create a new message.
+ */
+export const LimitsSchema: GenMessage<Limits> = /*@__PURE__*/
+  messageDesc(file_ledgerd_v1_types, 10);
+
+/**
+ * TenantLimit is one entry of the limit table.
+ *
+ * @generated from message ledgerd.v1.TenantLimit
+ */
+export type TenantLimit = Message<"ledgerd.v1.TenantLimit"> & {
+  /**
+   * Tenant, or "*" for every tenant without its own entry.
+   *
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * Resource, or "*" for every resource without its own entry.
+   *
+   * @generated from field: string resource = 2;
+   */
+  resource: string;
+
+  /**
+   * The limits; absent in the event of a cleared entry.
+   *
+   * @generated from field: ledgerd.v1.Limits limits = 3;
+   */
+  limits?: Limits | undefined;
+
+  /**
+   * Ledger version that set it.
+   *
+   * @generated from field: uint64 version = 4;
+   */
+  version: bigint;
+};
+
+/**
+ * Describes the message ledgerd.v1.TenantLimit.
+ * Use `create(TenantLimitSchema)` to create a new message.
+ */
+export const TenantLimitSchema: GenMessage<TenantLimit> = /*@__PURE__*/
+  messageDesc(file_ledgerd_v1_types, 11);
 
 /**
  * ReservationState is where a reservation is in its lifecycle.
@@ -657,6 +810,22 @@ export enum ReservationState {
    * @generated from enum value: RESERVATION_STATE_DEGRADED = 8;
    */
   DEGRADED = 8,
+
+  /**
+   * Admitted and holding its capacity like a hold while it waits for an
+   * operator (TenantService.Approve → COMMITTED, Deny → DENIED); expires
+   * (→ EXPIRED) at hold_expires_at if nobody answers. See approval_reason.
+   *
+   * @generated from enum value: RESERVATION_STATE_PENDING_APPROVAL = 30;
+   */
+  PENDING_APPROVAL = 30,
+
+  /**
+   * An operator denied the request; see decision_reason.
+   *
+   * @generated from enum value: RESERVATION_STATE_DENIED = 31;
+   */
+  DENIED = 31,
 }
 
 /**
@@ -816,6 +985,14 @@ export enum EventType {
    * @generated from enum value: EVENT_TYPE_POLICY_CHANGED = 7;
    */
   POLICY_CHANGED = 7,
+
+  /**
+   * A tenant's limits were set or cleared; Event.limit is the entry after
+   * the change (without limits when cleared).
+   *
+   * @generated from enum value: EVENT_TYPE_LIMITS_CHANGED = 30;
+   */
+  LIMITS_CHANGED = 30,
 }
 
 /**
