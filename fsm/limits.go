@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"github.com/ledgerd/ledgerd/planner"
@@ -116,7 +117,9 @@ func (l *limitState) useOf(owner, resource string) *usage {
 	u, ok := l.use[k]
 	if !ok {
 		u = newUsage()
-		l.use[k] = u
+		// The names may be substrings of a stored row: the map keeps its
+		// own copies, not the row.
+		l.use[limitKey{strings.Clone(owner), strings.Clone(resource)}] = u
 	}
 	return u
 }

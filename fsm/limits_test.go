@@ -482,3 +482,22 @@ func TestLimitsProperty(t *testing.T) {
 		})
 	}
 }
+
+// TestSubmitJobRequestLimits: a variable job gets the limits of the
+// request itself (its start moves, so usage limits do not apply to it).
+func TestSubmitJobRequestLimits(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.must(1000, OK, createPolicyRes("batch", 10, spec(MOVE, 0, 0)))
+	h.must(1000, OK, setLimits("alice", "batch", &fsmv1.LimitSpec{MaxDurationMillis: 500, MaxAheadMillis: 10_000}))
+	job := func(dur, nb int64) *fsmv1.Command {
+		return &fsmv1.Command{Type: fsmv1.Command_TYPE_SUBMIT_JOB, Owner: "alice", Payload: &fsmv1.Command_SubmitJob{SubmitJob: &fsmv1.SubmitJob{
+			Part: part("batch", 2), DurationMillis: dur, NotBeforeMillis: nb}}}
+	}
+	if le := h.must(1000, LIMITED, job(600, 0)).GetLimitExceeded(); le.GetLimit() != "max_duration_millis" || le.GetFits() != 500 {
+		t.Fatalf("%v", le)
+	}
+	if le := h.must(1000, LIMITED, job(100, 20_000)).GetLimitExceeded(); le.GetLimit() != "max_ahead_millis" {
+		t.Fatalf("%v", le)
+	}
+	h.must(1000, OK, job(500, 2000))
+}
