@@ -437,3 +437,36 @@ func init() {
 		{"set_limits.spec.", "limits."}, {"set_limits.", ""}, {"decision.", ""},
 	}...)
 }
+
+// coReserveLimits checks a co-reservation before the scheduler places it
+// (placing may move variable jobs, which could not be undone): every
+// sub-request must keep the per-request limits of every candidate, and all
+// of them together must fit each candidate's usage limits, since the
+// scheduler may put them all on one. This is conservative: a
+// co-reservation whose sub-requests would spread over the candidates may
+// be refused although each placement would fit.
+func (s *state) coReserveLimits(owner string, c *fsmv1.CoReserve) *fsmv1.Result {
+	if len(s.lim.table) == 0 {
+		return nil
+	}
+	for _, name := range c.GetCandidates() {
+		for _, sub := range c.GetSubs() {
+			st := sub.GetStartMillis()
+			p := []planner.Part{{Resource: name, Amount: sub.GetAmount()}}
+			if _, bad := s.checkRequestLimits(owner, p, st, st+sub.GetDurationMillis(), 0, 0); bad != nil {
+				return bad
+			}
+		}
+		all := func(int) []rect {
+			rs := make([]rect, 0, len(c.GetSubs()))
+			for _, sub := range c.GetSubs() {
+				rs = append(rs, rect{sub.GetStartMillis(), sub.GetStartMillis() + sub.GetDurationMillis(), sub.GetAmount()})
+			}
+			return rs
+		}
+		if bad := s.checkUsageLimits(owner, []planner.Part{{Resource: name, Amount: c.GetSubs()[0].GetAmount()}}, all); bad != nil {
+			return bad
+		}
+	}
+	return nil
+}

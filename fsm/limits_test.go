@@ -501,3 +501,24 @@ func TestSubmitJobRequestLimits(t *testing.T) {
 	}
 	h.must(1000, OK, job(500, 2000))
 }
+
+// TestCoReserveLimits: a co-reservation is refused when all its
+// sub-requests on one candidate would break that candidate's limit.
+func TestCoReserveLimits(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.must(1000, OK, createRes("a", 100))
+	h.must(1000, OK, createRes("b", 100))
+	h.must(1000, OK, setLimits("alice", "*", &fsmv1.LimitSpec{MaxUnits: 10}))
+	co := func(id string, amounts ...int64) *fsmv1.Command {
+		c := &fsmv1.CoReserve{Id: id, Candidates: []string{"a", "b"}}
+		for _, n := range amounts {
+			c.Subs = append(c.Subs, &fsmv1.CoSub{Amount: n, StartMillis: 5000, DurationMillis: 100})
+		}
+		return &fsmv1.Command{Type: fsmv1.Command_TYPE_CO_RESERVE, Owner: "alice", Payload: &fsmv1.Command_CoReserve{CoReserve: c}}
+	}
+	if le := h.must(1000, LIMITED, co("x", 6, 6)).GetLimitExceeded(); le.GetLimit() != "max_units" || le.GetResource() != "a" {
+		t.Fatalf("%v", le)
+	}
+	h.must(1000, OK, co("y", 5, 5))
+	checkInvariants(t, h.f)
+}
