@@ -12,7 +12,7 @@
 # certificate and the operator token (through the LEDGERD_* variables).
 #
 #   scripts/three-nodes.sh          # the walk-through below, using the CLI
-#   scripts/three-nodes.sh test     # the same scenario as a Go test (asserts)
+#   scripts/three-nodes.sh test     # the same scenario as a Go test (asserts), and approval across a leader kill
 #
 # Ports: HTTP 1742x, Raft 1743x, gossip 1744x (x = 1..3). Data and logs go to
 # a temporary directory that is removed at the end.
@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [[ "${1:-}" == "test" ]]; then
-	exec env LEDGERD_E2E=1 go test -tags hashicorpmetrics -run TestThreeAgentProcesses -count=1 -v ./cmd/ledgerd
+	exec env LEDGERD_E2E=1 go test -tags hashicorpmetrics -run 'TestThreeAgentProcesses|TestApprovalAcrossLeaderKill' -count=1 -v ./cmd/ledgerd
 fi
 
 work=$(mktemp -d -t ledgerd-3nodes-XXXXXX)
