@@ -155,6 +155,7 @@ func (a *Agent) Run(ctx context.Context, out io.Writer) error {
 			a.log.Error("dev sample data", "err", err)
 		}
 	}
+	a.seedLimits(ctx)
 	<-ctx.Done()
 	a.log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -112,6 +112,11 @@ type Config struct {
 	RateLimit       float64  `json:"rate_limit"`
 	RateBurst       int      `json:"rate_burst"`
 	MaxRequestBytes int      `json:"max_request_bytes"`
+
+	// TenantLimits seeds the replicated limit table of a new cluster
+	// through the logged SetLimits command (config file only; see
+	// limits.go).
+	TenantLimits []TenantLimitConfig `json:"tenant_limits"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s").
@@ -161,6 +166,9 @@ const (
 func (c *Config) Validate(dev bool) error {
 	if c.DataDir == "" && !dev {
 		return errors.New("config: data_dir is required (or run with -dev)")
+	}
+	if err := c.checkTenantLimits(); err != nil {
+		return err
 	}
 	for _, a := range []struct{ key, v string }{
 		{"http_addr", c.HTTPAddr}, {"raft_addr", c.RaftAddr}, {"gossip_addr", c.GossipAddr},

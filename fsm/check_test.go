@@ -350,6 +350,8 @@ func (g *gen) breakField(c *fsmv1.Command) {
 		}[g.r.IntN(14)]()
 	case fsmv1.Command_TYPE_COMMIT, fsmv1.Command_TYPE_ABORT, fsmv1.Command_TYPE_CANCEL:
 		c.GetTarget().Id = ""
+	case fsmv1.Command_TYPE_SET_LIMITS, fsmv1.Command_TYPE_APPROVE, fsmv1.Command_TYPE_DENY:
+		breakLimits(c, k, long)
 	case fsmv1.Command_TYPE_COMPLETE:
 		c.GetComplete().Id = ""
 	case fsmv1.Command_TYPE_MODIFY:
@@ -387,6 +389,9 @@ func (g *gen) breakField(c *fsmv1.Command) {
 // row can have) or carries (a modify window, a forced delete, a
 // fingerprint).
 func (g *gen) asV3(c *fsmv1.Command) {
+	if minVersion(c) > versionEdge {
+		return // a version 4 command (limits)
+	}
 	c.Version = versionEdge
 	if g.r.IntN(3) != 0 {
 		return

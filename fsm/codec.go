@@ -15,7 +15,7 @@ import (
 // appear. Encode writes the lowest version that has every feature the
 // command uses (minVersion), so entries that older replicas understand
 // stay readable to them during a rolling upgrade.
-const CurrentVersion uint32 = max(versionUnits, versionSeries)
+const CurrentVersion uint32 = max(versionUnits, versionSeries, versionLimits)
 
 // versionPolicies is the first envelope version with admission policies
 // and variable jobs (TYPE_SET_POLICY, TYPE_SUBMIT_JOB,
@@ -47,6 +47,10 @@ const versionEdge uint32 = 3
 // abort, modify, cancel and complete accept as targets from this version
 // on. Older replicas know none of it.
 const versionSeries uint32 = 4
+// versionLimits is the first envelope version with per-tenant limits and
+// approval (TYPE_SET_LIMITS, TYPE_APPROVE, TYPE_DENY). A version 3
+// replica does not know these types.
+const versionLimits uint32 = 4
 
 // MaxTimeMillis is the last instant every time in the ledger may reach,
 // 9999-12-31T23:59:59.999Z in Unix milliseconds: the largest that a
@@ -63,6 +67,9 @@ func minVersion(c *fsmv1.Command) uint32 {
 	case c.GetType() == fsmv1.Command_TYPE_CREATE_SERIES, c.GetType() == fsmv1.Command_TYPE_EXPAND_SERIES,
 		c.GetType() == fsmv1.Command_TYPE_CANCEL_SERIES:
 		return versionSeries
+	case c.GetType() == fsmv1.Command_TYPE_SET_LIMITS, c.GetType() == fsmv1.Command_TYPE_APPROVE,
+		c.GetType() == fsmv1.Command_TYPE_DENY:
+		return versionLimits
 	case len(c.GetFingerprint()) > 0, c.GetDeleteResource().GetForce(),
 		c.GetModify().GetWindowDurationMillis() != 0 || c.GetModify().GetNotBeforeMillis() != 0 || c.GetModify().GetDeadlineMillis() != 0:
 		return versionEdge
@@ -290,6 +297,10 @@ func checkPayload(c *fsmv1.Command) error {
 		ok = c.GetExpandSeries() != nil
 	case fsmv1.Command_TYPE_CANCEL_SERIES:
 		ok = c.GetCancelSeries() != nil
+	case fsmv1.Command_TYPE_SET_LIMITS:
+		ok = c.GetSetLimits() != nil
+	case fsmv1.Command_TYPE_APPROVE, fsmv1.Command_TYPE_DENY:
+		ok = c.GetDecision() != nil
 	default:
 		return fmt.Errorf("%w: unknown type %d", ErrMalformed, int32(c.GetType()))
 	}

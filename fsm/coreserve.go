@@ -30,6 +30,9 @@ func (s *state) coReserve(cmd *fsmv1.Command) *fsmv1.Result {
 	if bad := s.checkCoReserve(id, c); bad != nil {
 		return bad
 	}
+	if bad := s.coReserveLimits(cmd.GetOwner(), c); bad != nil {
+		return bad
+	}
 	subs := make([]planner.SubRequest, len(c.GetSubs()))
 	for i, sub := range c.GetSubs() {
 		subs[i] = planner.SubRequest{Amount: sub.GetAmount(), Start: sub.GetStartMillis(), Duration: sub.GetDurationMillis()}

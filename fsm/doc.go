@@ -8,6 +8,7 @@
 //	HELD → ABORTED | EXPIRED
 //	COMMITTED | ACTIVE → CANCELLED
 //	COMMITTED | ACTIVE → COMPLETED early (Complete; requested duration kept)
+//	PENDING_APPROVAL → COMMITTED | DENIED | ABORTED | EXPIRED   (limits.go)
 //
 // two-phase modification (the new shape is held beside the old one until
 // commit swaps them or abort drops the new one), deterministic hold expiry,
@@ -17,7 +18,9 @@
 // reservations (series.go) are a table of series and their watermarks;
 // their occurrences, expanded into instants before they are proposed,
 // are booked as ordinary reservations through the same admission — a
-// rule is never expanded here.
+// rule is never expanded here. Per-tenant limits with approval are a
+// limit table changed by logged commands, with usage kept up to date on
+// every row change (limits.go, usage.go).
 //
 // What it must not do: read a clock, draw random numbers, start
 // goroutines, do network or disk I/O outside Persist/Restore, or let map

@@ -154,7 +154,7 @@ func checkGolden(t *testing.T, path string, got []byte) {
 // that stored entries still decode to the same commands.
 func TestGoldenCommands(t *testing.T) {
 	seen := map[fsmv1.Command_Type]bool{}
-	for _, g := range append(goldenCommands(), unitsGoldenCommands()...) {
+	for _, g := range append(append(goldenCommands(), unitsGoldenCommands()...), limitsGoldenCommands()...) {
 		b, err := Encode(g.cmd)
 		if err != nil {
 			t.Fatal(err)
@@ -247,7 +247,6 @@ type goldenEntry = struct {
 // and the statuses they must produce, applied at indexes 1, 2, ...
 func goldenReplayOf(t *testing.T, entries []goldenEntry, statuses []fsmv1.Result_Status, name string) *FSM {
 	t.Helper()
-	goldenStatuses := statuses
 	f, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -269,8 +268,8 @@ func goldenReplayOf(t *testing.T, entries []goldenEntry, statuses []fsmv1.Result
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.GetStatus() != goldenStatuses[i] {
-			t.Fatalf("%s: %s (%s), want %s", g.file, res.GetStatus(), res.GetMessage(), goldenStatuses[i])
+		if res.GetStatus() != statuses[i] {
+			t.Fatalf("%s: %s (%s), want %s", g.file, res.GetStatus(), res.GetMessage(), statuses[i])
 		}
 	}
 	snap := snapshotBytes(t, f)

@@ -118,6 +118,11 @@ func (s *state) submitJob(cmd *fsmv1.Command) *fsmv1.Result {
 	}
 	nb := max(j.GetNotBeforeMillis(), s.now)
 	part := planner.Part{Resource: j.GetPart().GetResource(), Amount: j.GetPart().GetAmount()}
+	// Its start moves until it runs: only the limits of the request
+	// itself apply (duration, and the horizon from its earliest start).
+	if _, bad := s.checkRequestLimits(cmd.GetOwner(), []planner.Part{part}, nb, addSat(nb, j.GetDurationMillis()), 0, 0); bad != nil {
+		return bad
+	}
 	start, err := s.scheduler().Submit(id, cmd.GetOwner(), part, j.GetDurationMillis(), nb)
 	if err != nil {
 		if errors.Is(err, planner.ErrNoCapacity) {

@@ -472,7 +472,7 @@ func checkInvariants(t testing.TB, f *FSM) {
 	rows := allRows(t, s)
 	for id, r := range rows {
 		switch r.GetState() {
-		case HELD, COMMITTED, ACTIVE, DEGRADED:
+		case HELD, COMMITTED, ACTIVE, DEGRADED, fsmv1.Reservation_STATE_PENDING_APPROVAL:
 			if r.GetEndMillis() <= s.now {
 				t.Fatalf("%s is %s but ended at %d <= now %d", id, r.GetState(), r.GetEndMillis(), s.now)
 			}
@@ -492,7 +492,7 @@ func checkInvariants(t testing.TB, f *FSM) {
 		}
 		// Every state agrees with log time: what time makes due has happened.
 		switch st := r.GetState(); {
-		case st == HELD && r.GetHoldExpiresMillis() <= s.now:
+		case (st == HELD || st == fsmv1.Reservation_STATE_PENDING_APPROVAL) && r.GetHoldExpiresMillis() <= s.now:
 			t.Fatalf("hold %s outlived its expiry %d (now %d)", id, r.GetHoldExpiresMillis(), s.now)
 		case st == COMMITTED && r.GetStartMillis() <= s.now:
 			t.Fatalf("%s still COMMITTED at %d, started at %d", id, s.now, r.GetStartMillis())
@@ -509,6 +509,7 @@ func checkInvariants(t testing.TB, f *FSM) {
 	}
 	live += checkScheduled(t, s)
 	live += checkUnitMapping(t, s, rows)
+	checkLimitUsage(t, s, rows)
 	if s.plan.Len() != live {
 		t.Fatalf("planner has %d bookings, table %d", s.plan.Len(), live)
 	}

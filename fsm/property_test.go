@@ -76,6 +76,8 @@ func (g *gen) command() *fsmv1.Command {
 	}
 	if k := g.r.IntN(100); k < 24 {
 		g.policyCommand(c, k)
+	} else if k < 30 {
+		g.limitsCommand(c, k-24)
 	} else {
 		g.tableCommand(c)
 	}

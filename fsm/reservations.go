@@ -105,10 +105,22 @@ func (s *state) hold(cmd *fsmv1.Command, commit bool) *fsmv1.Result {
 	if bad != nil {
 		return bad
 	}
+	owner := cmd.GetOwner()
 	var d planner.Decision
 	var adm planner.Admission
+	var approval string
+	var approvalTTL int64
 	if viaScheduler {
-		if d.Start, adm, bad = s.admitScheduled(cmd.GetOwner(), id, req.StartMillis != nil, pr); bad != nil {
+		if why, _ := s.approvalNeeded(owner, pr.Parts, 0, dur); why != "" {
+			return conflict(fsmv1.Conflict_KIND_APPROVAL_UNSUPPORTED, why+", which a MOVE_VARIABLE or RELAXED resource cannot hold for approval")
+		}
+		// The scheduler may move variable jobs as it admits, so the
+		// limits are checked before it, at the exact start when there
+		// is one, else at the earliest start the window allows.
+		if ttl, bad = s.admissionLimits(owner, pr.Parts, pr.NotBefore, pr.NotBefore+dur, ttl, req.GetHoldTtlMillis(), req.StartMillis != nil); bad != nil {
+			return bad
+		}
+		if d.Start, adm, bad = s.admitScheduled(owner, id, req.StartMillis != nil, pr); bad != nil {
 			return bad
 		}
 	} else if s.hasUnitPart(pr.Parts) {
@@ -123,6 +135,13 @@ func (s *state) hold(cmd *fsmv1.Command, commit bool) *fsmv1.Result {
 			}
 			return s.fromPlanner(err, fields)
 		}
+		// Limits are checked where the request was placed; a refusal
+		// gives the placement back, so the entry changes nothing.
+		if ttl, bad = s.admissionLimits(owner, pr.Parts, d.Start, d.Start+dur, ttl, req.GetHoldTtlMillis(), true); bad != nil {
+			s.release(id)
+			return bad
+		}
+		approval, approvalTTL = s.approvalNeeded(owner, pr.Parts, d.Start, d.Start+dur)
 	}
 	r := s.newRow(cmd, id, req.GetLabels(), pr.Parts, d.Start, d.Start+dur)
 	if s.units != nil {
@@ -131,7 +150,14 @@ func (s *state) hold(cmd *fsmv1.Command, commit bool) *fsmv1.Result {
 	if viaScheduler {
 		s.markAdmission(r, adm)
 	}
-	if commit {
+	if approval != "" {
+		// Held like a hold until an operator decides or the wait ends.
+		r.State = fsmv1.Reservation_STATE_PENDING_APPROVAL
+		r.HoldExpiresMillis = min(addSat(s.now, approvalTTL), r.EndMillis)
+		r.ApprovalReason = approval
+		s.put(id, r)
+		s.emit(fsmv1.Event_TYPE_APPROVAL_REQUESTED, r, nil)
+	} else if commit {
 		r.State = fsmv1.Reservation_STATE_COMMITTED
 		s.put(id, r)
 		s.emit(fsmv1.Event_TYPE_COMMITTED, r, nil)
@@ -195,7 +221,7 @@ func (s *state) abort(cmd *fsmv1.Command) *fsmv1.Result {
 		return bad
 	}
 	switch {
-	case r.GetState() == fsmv1.Reservation_STATE_HELD:
+	case r.GetState() == fsmv1.Reservation_STATE_HELD, r.GetState() == fsmv1.Reservation_STATE_PENDING_APPROVAL:
 		s.releaseRow(r)
 		n := s.change(r)
 		n.State = fsmv1.Reservation_STATE_ABORTED
@@ -303,6 +329,12 @@ func (s *state) modify(cmd *fsmv1.Command) *fsmv1.Result {
 		if bad := s.relaxedPart(pp); bad != nil {
 			return bad
 		}
+	}
+	if _, bad := s.checkRequestLimits(r.GetOwner(), pp, start, end, 0, 0); bad != nil {
+		return bad
+	}
+	if bad := s.checkUsageLimits(r.GetOwner(), pp, modifyRects(r, pp, start, end)); bad != nil {
+		return bad
 	}
 	if err := s.plan.Book(planner.Booking{ID: modKey(r.Id), Parts: pp, Start: start, End: end}); err != nil {
 		if errors.Is(err, planner.ErrNoCapacity) {

@@ -129,7 +129,7 @@ func (s *state) clearResource(resource string) {
 			onRow = onRow || p.GetResource() == resource
 		}
 		switch st := r.GetState(); {
-		case st == fsmv1.Reservation_STATE_HELD:
+		case st == fsmv1.Reservation_STATE_HELD, st == fsmv1.Reservation_STATE_PENDING_APPROVAL:
 			s.abort(op)
 		case !onRow && r.GetPending() != nil:
 			// Only the pending new shape is on the resource: drop it,

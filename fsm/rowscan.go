@@ -57,7 +57,7 @@ const (
 	resvProbability = 17
 	resvRelaxed     = 18
 	resvPushes      = 19
-	resvLast        = 21
+	resvLast        = 61
 )
 
 // value kinds of the Reservation fields, indexed by field number.
@@ -80,6 +80,7 @@ var resvKinds = [resvLast + 1]valueKind{
 	9: vkUint64, 10: vkUint64, 11: vkInt64, resvUpdated: vkInt64, resvPending: vkMessage,
 	14: vkInt64, 15: vkInt64, resvKind: vkEnum, resvProbability: vkUint32, resvRelaxed: vkBool,
 	resvPushes: vkUint32, 20: vkInt64, 21: vkInt64,
+	60: vkString, 61: vkString, // approval_reason, decision_reason (limits.go)
 }
 
 // fieldName names Reservation field num in errors.

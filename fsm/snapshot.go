@@ -511,6 +511,9 @@ func rebuild(cfg Config, split splitSnapshot) (*state, error) {
 	if err := s.restoreSeries(msg); err != nil {
 		return nil, err
 	}
+	if err := s.restoreLimits(msg); err != nil {
+		return nil, err
+	}
 
 	s.idem = *split.idem
 	// A snapshot written under a larger cap (or none) keeps only the

@@ -102,6 +102,8 @@ type state struct {
 	// ser is the series table and the scratch of booking occurrences
 	// (series.go).
 	ser seriesState
+	// lim is the tenant limit table and the usage it needs (limits.go).
+	lim limitState
 }
 
 func newState(cfg Config) *state {
@@ -133,7 +135,8 @@ func addSat(a, b int64) int64 {
 func isTerminal(s fsmv1.Reservation_State) bool {
 	switch s {
 	case fsmv1.Reservation_STATE_COMPLETED, fsmv1.Reservation_STATE_ABORTED,
-		fsmv1.Reservation_STATE_EXPIRED, fsmv1.Reservation_STATE_CANCELLED:
+		fsmv1.Reservation_STATE_EXPIRED, fsmv1.Reservation_STATE_CANCELLED,
+		fsmv1.Reservation_STATE_DENIED:
 		return true
 	}
 	return false
@@ -145,7 +148,7 @@ func isTerminal(s fsmv1.Reservation_State) bool {
 func (s *state) timersFor(buf []timer, m *rowMeta) []timer {
 	id := m.id
 	switch st := m.state; {
-	case st == fsmv1.Reservation_STATE_HELD:
+	case st == fsmv1.Reservation_STATE_HELD, st == fsmv1.Reservation_STATE_PENDING_APPROVAL:
 		return append(buf, timer{m.holdExp, timerHoldExpiry, id})
 	case (st == fsmv1.Reservation_STATE_COMMITTED || st == fsmv1.Reservation_STATE_ACTIVE) && m.scheduled():
 		// The scheduler starts and finishes its rows (advance).
@@ -172,6 +175,9 @@ func (s *state) put(id string, r *fsmv1.Reservation) {
 			panic(fmt.Sprintf("fsm: stored reservation %q: %v", id, err))
 		}
 		s.unlink(&s.scan.rowMeta)
+		if s.lim.limited() {
+			s.lim.account(s.scan.owner, &s.scan.rowMeta, s.scan.parts, s.scan.pendParts, -1)
+		}
 	}
 	if r == nil {
 		s.resv.del(id)
@@ -186,6 +192,7 @@ func (s *state) put(id string, r *fsmv1.Reservation) {
 	m := metaOf(r)
 	m.id = key
 	s.link(&m)
+	s.lim.accountRow(r, 1)
 	s.lastPut = r
 }
 
@@ -448,6 +455,12 @@ func (s *state) dispatch(cmd *fsmv1.Command) *fsmv1.Result {
 		return s.unitUp(cmd)
 	case fsmv1.Command_TYPE_CREATE_SERIES, fsmv1.Command_TYPE_EXPAND_SERIES, fsmv1.Command_TYPE_CANCEL_SERIES:
 		return s.dispatchSeries(cmd)
+	case fsmv1.Command_TYPE_SET_LIMITS:
+		return s.setLimits(cmd)
+	case fsmv1.Command_TYPE_APPROVE:
+		return s.decide(cmd, true)
+	case fsmv1.Command_TYPE_DENY:
+		return s.decide(cmd, false)
 	}
 	// Decode admits only the types above.
 	panic("fsm: unreachable command type " + cmd.GetType().String())
@@ -475,6 +488,7 @@ func (s *state) capture() (*fsmv1.Snapshot, []string, idemView) {
 	})
 	s.captureScheduler(msg)
 	s.captureSeries(msg)
+	s.captureLimits(msg)
 	return msg, rows, s.idem.view()
 }
 

@@ -178,6 +178,10 @@ func checkCommand(cfg *Config, cmd *fsmv1.Command) *FieldError {
 			return fe
 		}
 		return checkSubmitJobPlan(j, ver)
+	case fsmv1.Command_TYPE_SET_LIMITS:
+		return checkSetLimits(cmd.GetSetLimits())
+	case fsmv1.Command_TYPE_APPROVE, fsmv1.Command_TYPE_DENY:
+		return checkDecision(cmd.GetDecision(), cmd.GetType() == fsmv1.Command_TYPE_APPROVE, ver)
 	case fsmv1.Command_TYPE_CO_RESERVE:
 		c := cmd.GetCoReserve()
 		if fe := checkNewRow(cmd, "co_reserve.id", c.GetId()); fe != nil {

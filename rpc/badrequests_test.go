@@ -433,6 +433,7 @@ func badCases(now time.Time) []badCase {
 		add(call[ledgerdv1.CreateRequest, ledgerdv1.CreateResponse]("Create/name "+o.name, rsc+"Create", ops, res(func(r *ledgerdv1.Resource) { r.Name = o.s }), "resource.name"))
 		add(call[ledgerdv1.DeleteRequest, ledgerdv1.DeleteResponse]("Delete/name "+o.name, rsc+"Delete", ops, &ledgerdv1.DeleteRequest{Name: o.s, Force: true}, "name"))
 	}
+	add(tenantBadCases(ops, acme)...)
 	return cs
 }
 

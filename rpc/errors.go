@@ -38,6 +38,7 @@ const (
 //   - *FieldError            → InvalidArgument + BadRequest{field} + ErrorInfo
 //   - *RejectedError         → FailedPrecondition + ledgerd.v1.Rejection + ErrorInfo{NO_CAPACITY, earliest_start}
 //     (*SeriesRejectedError adds a ledgerd.v1.SkippedOccurrence per occurrence)
+//   - *LimitError            → ResourceExhausted + ledgerd.v1.LimitExceeded + ErrorInfo{LIMIT_EXCEEDED}
 //   - ErrNotFound            → NotFound
 //   - ErrExists              → AlreadyExists
 //   - ErrWrongState/ErrInUse → FailedPrecondition
@@ -58,6 +59,10 @@ func toConnect(err error) error {
 	var fe *ledger.FieldError
 	if errors.As(err, &fe) {
 		return fieldErr(fe)
+	}
+	var le *ledger.LimitError
+	if errors.As(err, &le) {
+		return limitErr(err, le)
 	}
 	var re *ledger.RejectedError
 	if errors.As(err, &re) {

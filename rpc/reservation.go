@@ -346,6 +346,10 @@ func (h *reservations) Availability(ctx context.Context, req *connect.Request[le
 // visible reports whether p may see event e: resource events are public,
 // reservation events only to their tenant (and operators).
 func visible(p Principal, e *ledgerdv1.Event) bool {
+	if l := e.Limit; l != nil && !p.Operator {
+		// A tenant sees its own limits and the defaults, not others'.
+		return l.Tenant == p.Tenant || l.Tenant == "*"
+	}
 	return p.Operator || e.Reservation == nil || e.Reservation.Tenant == p.Tenant
 }
 

@@ -128,9 +128,10 @@ var ServiceNames = []string{
 	ledgerdv1connect.ResourceServiceName,
 	ledgerdv1connect.ClusterServiceName,
 	ledgerdv1connect.SeriesServiceName,
+	ledgerdv1connect.TenantServiceName,
 }
 
-// Mount registers the three services, gRPC health (grpc.health.v1) and
+// Mount registers the five services, gRPC health (grpc.health.v1) and
 // gRPC reflection (v1 and v1alpha) on mux, each behind the HTTP-level
 // middleware of Wrap. Health and reflection need no credentials;
 // everything else is authenticated from its headers before its body is
@@ -168,6 +169,9 @@ func (s *Server) Mount(mux *http.ServeMux) {
 		},
 		func() (string, http.Handler) {
 			return authed(ledgerdv1connect.NewSeriesServiceHandler(newSeriesSvc(s), opts...))
+		},
+		func() (string, http.Handler) {
+			return authed(ledgerdv1connect.NewTenantServiceHandler(newTenants(s), opts...))
 		},
 		func() (string, http.Handler) {
 			return grpchealth.NewHandler(readyChecker{ready: s.opts.Ready})

@@ -12,8 +12,8 @@
 # certificate and the operator token (through the LEDGERD_* variables).
 #
 #   scripts/three-nodes.sh          # the walk-through below, using the CLI
-#   scripts/three-nodes.sh test     # the same scenario as a Go test (asserts), and
-#                                   # a standing reservation across a leader kill
+#   scripts/three-nodes.sh test     # the same scenario as a Go test (asserts), a standing
+#                                   # reservation and an approval across a leader kill
 #
 # Ports: HTTP 1742x, Raft 1743x, gossip 1744x (x = 1..3). Data and logs go to
 # a temporary directory that is removed at the end.
@@ -21,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [[ "${1:-}" == "test" ]]; then
-	exec env LEDGERD_E2E=1 go test -tags hashicorpmetrics -run 'TestThreeAgentProcesses|TestSeriesLeaderKilledBetweenExpansions' -count=1 -v ./cmd/ledgerd
+	exec env LEDGERD_E2E=1 go test -tags hashicorpmetrics -run 'TestThreeAgentProcesses|TestSeriesLeaderKilledBetweenExpansions|TestApprovalAcrossLeaderKill' -count=1 -v ./cmd/ledgerd
 fi
 
 work=$(mktemp -d -t ledgerd-3nodes-XXXXXX)

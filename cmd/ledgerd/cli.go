@@ -523,7 +523,7 @@ func printReservations(asJSON bool, rs ...*ledgerdv1.Reservation) {
 			pending = fmt.Sprintf("%s %s..%s", partsString(p.Parts), fmtTime(p.Start), fmtTime(p.End))
 		}
 		expires := "-"
-		if r.State == ledgerdv1.ReservationState_RESERVATION_STATE_HELD || r.Pending != nil {
+		if r.State == ledgerdv1.ReservationState_RESERVATION_STATE_HELD || r.State == ledgerdv1.ReservationState_RESERVATION_STATE_PENDING_APPROVAL || r.Pending != nil {
 			expires = fmtTime(r.HoldExpiresAt)
 			if r.Pending != nil && r.Pending.HoldExpiresAt != nil {
 				expires = fmtTime(r.Pending.HoldExpiresAt)

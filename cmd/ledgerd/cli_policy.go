@@ -156,6 +156,7 @@ func admissionNote(r *ledgerdv1.Reservation) string {
 	if r.ShortUnits > 0 {
 		notes = append(notes, fmt.Sprintf("short %d units", r.ShortUnits))
 	}
+	notes = append(notes, approvalNotes(r)...)
 	if len(notes) == 0 {
 		return "-"
 	}

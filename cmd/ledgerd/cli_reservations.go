@@ -198,7 +198,7 @@ func parseStates(s string) ([]ledgerdv1.ReservationState, error) {
 		}
 		v, ok := ledgerdv1.ReservationState_value["RESERVATION_STATE_"+name]
 		if !ok || v == 0 {
-			return nil, fmt.Errorf("-state: unknown state %q (held, committed, active, degraded, completed, aborted, expired, cancelled)", name)
+			return nil, fmt.Errorf("-state: unknown state %q (held, committed, active, degraded, completed, aborted, expired, cancelled, pending_approval, denied)", name)
 		}
 		out = append(out, ledgerdv1.ReservationState(v))
 	}
@@ -453,6 +453,9 @@ func printEvent(asJSON bool, e *ledgerdv1.Event) {
 			detail = fmt.Sprintf("units down=%d", len(res.UnitDowns))
 		}
 		fmt.Fprintf(cliOut, eventRow, pos, fmtTime(e.Time), e.Action, res.Name, "-", "-", detail, "-", "-")
+	} else if l := e.Limit; l != nil {
+		lim, apv := limitsString(l.Limits)
+		fmt.Fprintf(cliOut, eventRow, pos, fmtTime(e.Time), e.Action, l.Tenant+"/"+l.Resource, l.Tenant, "-", lim+"; approval "+apv, "-", "-")
 	}
 }
 

@@ -197,6 +197,8 @@ func resultErr(r *fsmv1.Result) error {
 		return &ledger.FieldError{Field: fsm.PublicField(r.GetInvalid().GetField()), Reason: r.GetInvalid().GetReason()}
 	case fsmv1.Result_STATUS_NOT_FOUND:
 		return outcome{r.GetMessage(), ledger.ErrNotFound}
+	case fsmv1.Result_STATUS_LIMIT_EXCEEDED:
+		return limitErr(r)
 	case fsmv1.Result_STATUS_PERMISSION_DENIED:
 		return outcome{r.GetMessage(), ledger.ErrPermission}
 	case fsmv1.Result_STATUS_CONFLICT:
@@ -673,6 +675,7 @@ func reservationToAPI(r *fsmv1.Reservation) *ledgerdv1.Reservation {
 	}
 	schedulerToAPI(out, r)
 	unitsToAPI(out, r)
+	out.ApprovalReason, out.DecisionReason = r.GetApprovalReason(), r.GetDecisionReason()
 	return out
 }
 
@@ -710,6 +713,8 @@ func eventToAPI(e *fsmv1.Event) *ledgerdv1.Event {
 			out.Type = ledgerdv1.EventType_EVENT_TYPE_RESOURCE
 		case fsmv1.Event_TYPE_RESOURCE_DELETED:
 			out.Type = ledgerdv1.EventType_EVENT_TYPE_RESOURCE_DELETED
+		case fsmv1.Event_TYPE_LIMITS_CHANGED:
+			out.Type, out.Limit = ledgerdv1.EventType_EVENT_TYPE_LIMITS_CHANGED, limitToAPI(e.GetLimit())
 		default:
 			out.Type = ledgerdv1.EventType_EVENT_TYPE_RESERVATION
 		}

@@ -78,6 +78,7 @@ type endpoint struct {
 	resources    ledgerdv1connect.ResourceServiceClient
 	cluster      ledgerdv1connect.ClusterServiceClient
 	series       ledgerdv1connect.SeriesServiceClient
+	tenants      ledgerdv1connect.TenantServiceClient
 	// batch coalesces calls to this node; nil when coalescing is off.
 	batch *batcher
 }
@@ -176,6 +177,7 @@ func (c *Client) endpoint(a string) *endpoint {
 		series:       ledgerdv1connect.NewSeriesServiceClient(c.hc, a, c.copts...),
 		resources:    ledgerdv1connect.NewResourceServiceClient(c.hc, a, c.copts...),
 		cluster:      ledgerdv1connect.NewClusterServiceClient(c.hc, a, c.copts...),
+		tenants:      ledgerdv1connect.NewTenantServiceClient(c.hc, a, c.copts...),
 	}
 	if !c.opts.NoCoalesce {
 		// Batch answers run to kilobytes, past the servers' compression

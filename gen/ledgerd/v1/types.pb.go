@@ -47,31 +47,41 @@ const (
 	// (a violation); still running, short_units were missing. It completes
 	// like an ACTIVE reservation.
 	ReservationState_RESERVATION_STATE_DEGRADED ReservationState = 8
+	// Admitted and holding its capacity like a hold while it waits for an
+	// operator (TenantService.Approve → COMMITTED, Deny → DENIED); expires
+	// (→ EXPIRED) at hold_expires_at if nobody answers. See approval_reason.
+	ReservationState_RESERVATION_STATE_PENDING_APPROVAL ReservationState = 30
+	// An operator denied the request; see decision_reason.
+	ReservationState_RESERVATION_STATE_DENIED ReservationState = 31
 )
 
 // Enum value maps for ReservationState.
 var (
 	ReservationState_name = map[int32]string{
-		0: "RESERVATION_STATE_UNSPECIFIED",
-		1: "RESERVATION_STATE_HELD",
-		2: "RESERVATION_STATE_COMMITTED",
-		3: "RESERVATION_STATE_ACTIVE",
-		4: "RESERVATION_STATE_COMPLETED",
-		5: "RESERVATION_STATE_ABORTED",
-		6: "RESERVATION_STATE_EXPIRED",
-		7: "RESERVATION_STATE_CANCELLED",
-		8: "RESERVATION_STATE_DEGRADED",
+		0:  "RESERVATION_STATE_UNSPECIFIED",
+		1:  "RESERVATION_STATE_HELD",
+		2:  "RESERVATION_STATE_COMMITTED",
+		3:  "RESERVATION_STATE_ACTIVE",
+		4:  "RESERVATION_STATE_COMPLETED",
+		5:  "RESERVATION_STATE_ABORTED",
+		6:  "RESERVATION_STATE_EXPIRED",
+		7:  "RESERVATION_STATE_CANCELLED",
+		8:  "RESERVATION_STATE_DEGRADED",
+		30: "RESERVATION_STATE_PENDING_APPROVAL",
+		31: "RESERVATION_STATE_DENIED",
 	}
 	ReservationState_value = map[string]int32{
-		"RESERVATION_STATE_UNSPECIFIED": 0,
-		"RESERVATION_STATE_HELD":        1,
-		"RESERVATION_STATE_COMMITTED":   2,
-		"RESERVATION_STATE_ACTIVE":      3,
-		"RESERVATION_STATE_COMPLETED":   4,
-		"RESERVATION_STATE_ABORTED":     5,
-		"RESERVATION_STATE_EXPIRED":     6,
-		"RESERVATION_STATE_CANCELLED":   7,
-		"RESERVATION_STATE_DEGRADED":    8,
+		"RESERVATION_STATE_UNSPECIFIED":      0,
+		"RESERVATION_STATE_HELD":             1,
+		"RESERVATION_STATE_COMMITTED":        2,
+		"RESERVATION_STATE_ACTIVE":           3,
+		"RESERVATION_STATE_COMPLETED":        4,
+		"RESERVATION_STATE_ABORTED":          5,
+		"RESERVATION_STATE_EXPIRED":          6,
+		"RESERVATION_STATE_CANCELLED":        7,
+		"RESERVATION_STATE_DEGRADED":         8,
+		"RESERVATION_STATE_PENDING_APPROVAL": 30,
+		"RESERVATION_STATE_DENIED":           31,
 	}
 )
 
@@ -310,6 +320,9 @@ const (
 	// A unit down window was added or ended early; Event.resource is the
 	// resource after the change.
 	EventType_EVENT_TYPE_UNIT_WINDOW EventType = 21
+	// A tenant's limits were set or cleared; Event.limit is the entry after
+	// the change (without limits when cleared).
+	EventType_EVENT_TYPE_LIMITS_CHANGED EventType = 30
 )
 
 // Enum value maps for EventType.
@@ -325,6 +338,7 @@ var (
 		7:  "EVENT_TYPE_POLICY_CHANGED",
 		20: "EVENT_TYPE_UNITS_REMAPPED",
 		21: "EVENT_TYPE_UNIT_WINDOW",
+		30: "EVENT_TYPE_LIMITS_CHANGED",
 	}
 	EventType_value = map[string]int32{
 		"EVENT_TYPE_UNSPECIFIED":      0,
@@ -337,6 +351,7 @@ var (
 		"EVENT_TYPE_POLICY_CHANGED":   7,
 		"EVENT_TYPE_UNITS_REMAPPED":   20,
 		"EVENT_TYPE_UNIT_WINDOW":      21,
+		"EVENT_TYPE_LIMITS_CHANGED":   30,
 	}
 )
 
@@ -555,6 +570,11 @@ type Reservation struct {
 	ShortUnits int64 `protobuf:"varint,18,opt,name=short_units,json=shortUnits,proto3" json:"short_units,omitempty"`
 	// Earliest start the variable job may be planned at (variable jobs only).
 	NotBefore *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"`
+	// Why the request needed an operator's approval (set from
+	// RESERVATION_STATE_PENDING_APPROVAL on).
+	ApprovalReason string `protobuf:"bytes,60,opt,name=approval_reason,json=approvalReason,proto3" json:"approval_reason,omitempty"`
+	// The operator's reason for a denial, or note with an approval.
+	DecisionReason string `protobuf:"bytes,61,opt,name=decision_reason,json=decisionReason,proto3" json:"decision_reason,omitempty"`
 	// On resources with units: the units this booking holds, part by part in
 	// the order of parts, each part's units sorted by unit index. Empty for
 	// parts on resources without units.
@@ -727,6 +747,20 @@ func (x *Reservation) GetNotBefore() *timestamppb.Timestamp {
 		return x.NotBefore
 	}
 	return nil
+}
+
+func (x *Reservation) GetApprovalReason() string {
+	if x != nil {
+		return x.ApprovalReason
+	}
+	return ""
+}
+
+func (x *Reservation) GetDecisionReason() string {
+	if x != nil {
+		return x.DecisionReason
+	}
+	return ""
 }
 
 func (x *Reservation) GetUnits() []string {
@@ -1269,7 +1303,9 @@ type Event struct {
 	Action string `protobuf:"bytes,6,opt,name=action,proto3" json:"action,omitempty"`
 	// Position of this event among the events of the same version (0-based).
 	// (version, index) is unique and totally orders the ledger's events.
-	Index         uint32 `protobuf:"varint,7,opt,name=index,proto3" json:"index,omitempty"`
+	Index uint32 `protobuf:"varint,7,opt,name=index,proto3" json:"index,omitempty"`
+	// The limit entry after the change (EVENT_TYPE_LIMITS_CHANGED).
+	Limit         *TenantLimit `protobuf:"bytes,60,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1353,6 +1389,13 @@ func (x *Event) GetIndex() uint32 {
 	return 0
 }
 
+func (x *Event) GetLimit() *TenantLimit {
+	if x != nil {
+		return x.Limit
+	}
+	return nil
+}
+
 // Rejection is the machine-readable detail attached to a FailedPrecondition
 // error when a request does not fit: why, and the earliest start that would
 // fit ignoring the deadline, if any.
@@ -1420,6 +1463,211 @@ func (x *Rejection) GetEarliestStart() *timestamppb.Timestamp {
 	return nil
 }
 
+// Limits is what a tenant may book on a resource, and which of its
+// requests wait for an operator. Unset (zero) fields mean "no limit".
+// Held, committed and pending-approval reservations (and pending
+// modifications) count; a lower limit never cancels a booking.
+type Limits struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Most units held at any instant.
+	MaxUnits int64 `protobuf:"varint,1,opt,name=max_units,json=maxUnits,proto3" json:"max_units,omitempty"`
+	// Most unit-hours booked in any window of reservation time of length
+	// window (e.g. 10,000 core-hours in any 30 days). Set with window.
+	MaxUnitHours int64 `protobuf:"varint,2,opt,name=max_unit_hours,json=maxUnitHours,proto3" json:"max_unit_hours,omitempty"`
+	// The rolling window of max_unit_hours.
+	Window *durationpb.Duration `protobuf:"bytes,3,opt,name=window,proto3" json:"window,omitempty"`
+	// How far ahead of now a booking may end (book-ahead horizon).
+	MaxAhead *durationpb.Duration `protobuf:"bytes,4,opt,name=max_ahead,json=maxAhead,proto3" json:"max_ahead,omitempty"`
+	// Longest booking.
+	MaxDuration *durationpb.Duration `protobuf:"bytes,5,opt,name=max_duration,json=maxDuration,proto3" json:"max_duration,omitempty"`
+	// Longest hold TTL a request may ask for.
+	MaxHoldTtl *durationpb.Duration `protobuf:"bytes,6,opt,name=max_hold_ttl,json=maxHoldTtl,proto3" json:"max_hold_ttl,omitempty"`
+	// Every request needs approval.
+	ApprovalRequired bool `protobuf:"varint,7,opt,name=approval_required,json=approvalRequired,proto3" json:"approval_required,omitempty"`
+	// Requests of more units than this need approval.
+	ApprovalAboveUnits int64 `protobuf:"varint,8,opt,name=approval_above_units,json=approvalAboveUnits,proto3" json:"approval_above_units,omitempty"`
+	// Requests longer than this need approval.
+	ApprovalAboveDuration *durationpb.Duration `protobuf:"bytes,9,opt,name=approval_above_duration,json=approvalAboveDuration,proto3" json:"approval_above_duration,omitempty"`
+	// How long a request waits for approval before it expires (default 7
+	// days).
+	ApprovalTtl   *durationpb.Duration `protobuf:"bytes,10,opt,name=approval_ttl,json=approvalTtl,proto3" json:"approval_ttl,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Limits) Reset() {
+	*x = Limits{}
+	mi := &file_ledgerd_v1_types_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Limits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Limits) ProtoMessage() {}
+
+func (x *Limits) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_types_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Limits.ProtoReflect.Descriptor instead.
+func (*Limits) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Limits) GetMaxUnits() int64 {
+	if x != nil {
+		return x.MaxUnits
+	}
+	return 0
+}
+
+func (x *Limits) GetMaxUnitHours() int64 {
+	if x != nil {
+		return x.MaxUnitHours
+	}
+	return 0
+}
+
+func (x *Limits) GetWindow() *durationpb.Duration {
+	if x != nil {
+		return x.Window
+	}
+	return nil
+}
+
+func (x *Limits) GetMaxAhead() *durationpb.Duration {
+	if x != nil {
+		return x.MaxAhead
+	}
+	return nil
+}
+
+func (x *Limits) GetMaxDuration() *durationpb.Duration {
+	if x != nil {
+		return x.MaxDuration
+	}
+	return nil
+}
+
+func (x *Limits) GetMaxHoldTtl() *durationpb.Duration {
+	if x != nil {
+		return x.MaxHoldTtl
+	}
+	return nil
+}
+
+func (x *Limits) GetApprovalRequired() bool {
+	if x != nil {
+		return x.ApprovalRequired
+	}
+	return false
+}
+
+func (x *Limits) GetApprovalAboveUnits() int64 {
+	if x != nil {
+		return x.ApprovalAboveUnits
+	}
+	return 0
+}
+
+func (x *Limits) GetApprovalAboveDuration() *durationpb.Duration {
+	if x != nil {
+		return x.ApprovalAboveDuration
+	}
+	return nil
+}
+
+func (x *Limits) GetApprovalTtl() *durationpb.Duration {
+	if x != nil {
+		return x.ApprovalTtl
+	}
+	return nil
+}
+
+// TenantLimit is one entry of the limit table.
+type TenantLimit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant, or "*" for every tenant without its own entry.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Resource, or "*" for every resource without its own entry.
+	Resource string `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	// The limits; absent in the event of a cleared entry.
+	Limits *Limits `protobuf:"bytes,3,opt,name=limits,proto3" json:"limits,omitempty"`
+	// Ledger version that set it.
+	Version       uint64 `protobuf:"varint,4,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TenantLimit) Reset() {
+	*x = TenantLimit{}
+	mi := &file_ledgerd_v1_types_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TenantLimit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TenantLimit) ProtoMessage() {}
+
+func (x *TenantLimit) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_types_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TenantLimit.ProtoReflect.Descriptor instead.
+func (*TenantLimit) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *TenantLimit) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *TenantLimit) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *TenantLimit) GetLimits() *Limits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+func (x *TenantLimit) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
 var File_ledgerd_v1_types_proto protoreflect.FileDescriptor
 
 const file_ledgerd_v1_types_proto_rawDesc = "" +
@@ -1436,7 +1684,7 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"not_before\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x126\n" +
 	"\bdeadline\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12;\n" +
 	"\vexact_start\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"exactStart\"\xdf\a\n" +
+	"exactStart\"\xb1\b\n" +
 	"\vReservation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x120\n" +
@@ -1460,7 +1708,9 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"\vshort_units\x18\x12 \x01(\x03R\n" +
 	"shortUnits\x129\n" +
 	"\n" +
-	"not_before\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x12\x14\n" +
+	"not_before\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x12'\n" +
+	"\x0fapproval_reason\x18< \x01(\tR\x0eapprovalReason\x12'\n" +
+	"\x0fdecision_reason\x18= \x01(\tR\x0edecisionReason\x12\x14\n" +
 	"\x05units\x18( \x03(\tR\x05units\x12\x1b\n" +
 	"\tseries_id\x182 \x01(\tR\bseriesId\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
@@ -1508,7 +1758,7 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"\tFreeBlock\x120\n" +
 	"\x05start\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
 	"\x03end\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12\x12\n" +
-	"\x04free\x18\x03 \x01(\x03R\x04free\"\x97\x02\n" +
+	"\x04free\x18\x03 \x01(\x03R\x04free\"\xc6\x02\n" +
 	"\x05Event\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x04R\aversion\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12)\n" +
@@ -1516,11 +1766,30 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"\vreservation\x18\x04 \x01(\v2\x17.ledgerd.v1.ReservationR\vreservation\x120\n" +
 	"\bresource\x18\x05 \x01(\v2\x14.ledgerd.v1.ResourceR\bresource\x12\x16\n" +
 	"\x06action\x18\x06 \x01(\tR\x06action\x12\x14\n" +
-	"\x05index\x18\a \x01(\rR\x05index\"\x80\x01\n" +
+	"\x05index\x18\a \x01(\rR\x05index\x12-\n" +
+	"\x05limit\x18< \x01(\v2\x17.ledgerd.v1.TenantLimitR\x05limit\"\x80\x01\n" +
 	"\tRejection\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12A\n" +
-	"\x0eearliest_start\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\rearliestStart*\xb0\x02\n" +
+	"\x0eearliest_start\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\rearliestStart\"\xa1\x04\n" +
+	"\x06Limits\x12\x1b\n" +
+	"\tmax_units\x18\x01 \x01(\x03R\bmaxUnits\x12$\n" +
+	"\x0emax_unit_hours\x18\x02 \x01(\x03R\fmaxUnitHours\x121\n" +
+	"\x06window\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x06window\x126\n" +
+	"\tmax_ahead\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\bmaxAhead\x12<\n" +
+	"\fmax_duration\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\vmaxDuration\x12;\n" +
+	"\fmax_hold_ttl\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\n" +
+	"maxHoldTtl\x12+\n" +
+	"\x11approval_required\x18\a \x01(\bR\x10approvalRequired\x120\n" +
+	"\x14approval_above_units\x18\b \x01(\x03R\x12approvalAboveUnits\x12Q\n" +
+	"\x17approval_above_duration\x18\t \x01(\v2\x19.google.protobuf.DurationR\x15approvalAboveDuration\x12<\n" +
+	"\fapproval_ttl\x18\n" +
+	" \x01(\v2\x19.google.protobuf.DurationR\vapprovalTtl\"\x87\x01\n" +
+	"\vTenantLimit\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1a\n" +
+	"\bresource\x18\x02 \x01(\tR\bresource\x12*\n" +
+	"\x06limits\x18\x03 \x01(\v2\x12.ledgerd.v1.LimitsR\x06limits\x12\x18\n" +
+	"\aversion\x18\x04 \x01(\x04R\aversion*\xf6\x02\n" +
 	"\x10ReservationState\x12!\n" +
 	"\x1dRESERVATION_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16RESERVATION_STATE_HELD\x10\x01\x12\x1f\n" +
@@ -1530,7 +1799,9 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"\x19RESERVATION_STATE_ABORTED\x10\x05\x12\x1d\n" +
 	"\x19RESERVATION_STATE_EXPIRED\x10\x06\x12\x1f\n" +
 	"\x1bRESERVATION_STATE_CANCELLED\x10\a\x12\x1e\n" +
-	"\x1aRESERVATION_STATE_DEGRADED\x10\b*x\n" +
+	"\x1aRESERVATION_STATE_DEGRADED\x10\b\x12&\n" +
+	"\"RESERVATION_STATE_PENDING_APPROVAL\x10\x1e\x12\x1c\n" +
+	"\x18RESERVATION_STATE_DENIED\x10\x1f*x\n" +
 	"\x0fReservationKind\x12 \n" +
 	"\x1cRESERVATION_KIND_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cRESERVATION_KIND_RESERVATION\x10\x01\x12!\n" +
@@ -1544,7 +1815,7 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"UnitPolicy\x12\x1b\n" +
 	"\x17UNIT_POLICY_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11UNIT_POLICY_REMAP\x10\x01\x12\x16\n" +
-	"\x12UNIT_POLICY_REFUSE\x10\x02*\xa8\x02\n" +
+	"\x12UNIT_POLICY_REFUSE\x10\x02*\xc7\x02\n" +
 	"\tEventType\x12\x1a\n" +
 	"\x16EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16EVENT_TYPE_RESERVATION\x10\x01\x12\x17\n" +
@@ -1555,7 +1826,8 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"\x18EVENT_TYPE_JOB_SUBMITTED\x10\x06\x12\x1d\n" +
 	"\x19EVENT_TYPE_POLICY_CHANGED\x10\a\x12\x1d\n" +
 	"\x19EVENT_TYPE_UNITS_REMAPPED\x10\x14\x12\x1a\n" +
-	"\x16EVENT_TYPE_UNIT_WINDOW\x10\x15B5Z3github.com/ledgerd/ledgerd/gen/ledgerd/v1;ledgerdv1b\x06proto3"
+	"\x16EVENT_TYPE_UNIT_WINDOW\x10\x15\x12\x1d\n" +
+	"\x19EVENT_TYPE_LIMITS_CHANGED\x10\x1eB5Z3github.com/ledgerd/ledgerd/gen/ledgerd/v1;ledgerdv1b\x06proto3"
 
 var (
 	file_ledgerd_v1_types_proto_rawDescOnce sync.Once
@@ -1570,7 +1842,7 @@ func file_ledgerd_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_ledgerd_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_ledgerd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_ledgerd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_ledgerd_v1_types_proto_goTypes = []any{
 	(ReservationState)(0),         // 0: ledgerd.v1.ReservationState
 	(ReservationKind)(0),          // 1: ledgerd.v1.ReservationKind
@@ -1588,55 +1860,65 @@ var file_ledgerd_v1_types_proto_goTypes = []any{
 	(*FreeBlock)(nil),             // 13: ledgerd.v1.FreeBlock
 	(*Event)(nil),                 // 14: ledgerd.v1.Event
 	(*Rejection)(nil),             // 15: ledgerd.v1.Rejection
-	nil,                           // 16: ledgerd.v1.Reservation.LabelsEntry
-	nil,                           // 17: ledgerd.v1.Resource.LabelsEntry
-	(*durationpb.Duration)(nil),   // 18: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
+	(*Limits)(nil),                // 16: ledgerd.v1.Limits
+	(*TenantLimit)(nil),           // 17: ledgerd.v1.TenantLimit
+	nil,                           // 18: ledgerd.v1.Reservation.LabelsEntry
+	nil,                           // 19: ledgerd.v1.Resource.LabelsEntry
+	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
 }
 var file_ledgerd_v1_types_proto_depIdxs = []int32{
 	5,  // 0: ledgerd.v1.Shape.parts:type_name -> ledgerd.v1.ResourceAmount
-	18, // 1: ledgerd.v1.Shape.duration:type_name -> google.protobuf.Duration
-	19, // 2: ledgerd.v1.Shape.not_before:type_name -> google.protobuf.Timestamp
-	19, // 3: ledgerd.v1.Shape.deadline:type_name -> google.protobuf.Timestamp
-	19, // 4: ledgerd.v1.Shape.exact_start:type_name -> google.protobuf.Timestamp
+	20, // 1: ledgerd.v1.Shape.duration:type_name -> google.protobuf.Duration
+	21, // 2: ledgerd.v1.Shape.not_before:type_name -> google.protobuf.Timestamp
+	21, // 3: ledgerd.v1.Shape.deadline:type_name -> google.protobuf.Timestamp
+	21, // 4: ledgerd.v1.Shape.exact_start:type_name -> google.protobuf.Timestamp
 	5,  // 5: ledgerd.v1.Reservation.parts:type_name -> ledgerd.v1.ResourceAmount
-	19, // 6: ledgerd.v1.Reservation.start:type_name -> google.protobuf.Timestamp
-	19, // 7: ledgerd.v1.Reservation.end:type_name -> google.protobuf.Timestamp
+	21, // 6: ledgerd.v1.Reservation.start:type_name -> google.protobuf.Timestamp
+	21, // 7: ledgerd.v1.Reservation.end:type_name -> google.protobuf.Timestamp
 	0,  // 8: ledgerd.v1.Reservation.state:type_name -> ledgerd.v1.ReservationState
-	19, // 9: ledgerd.v1.Reservation.hold_expires_at:type_name -> google.protobuf.Timestamp
-	16, // 10: ledgerd.v1.Reservation.labels:type_name -> ledgerd.v1.Reservation.LabelsEntry
+	21, // 9: ledgerd.v1.Reservation.hold_expires_at:type_name -> google.protobuf.Timestamp
+	18, // 10: ledgerd.v1.Reservation.labels:type_name -> ledgerd.v1.Reservation.LabelsEntry
 	9,  // 11: ledgerd.v1.Reservation.pending:type_name -> ledgerd.v1.PendingModification
-	18, // 12: ledgerd.v1.Reservation.requested_duration:type_name -> google.protobuf.Duration
-	19, // 13: ledgerd.v1.Reservation.actual_end:type_name -> google.protobuf.Timestamp
+	20, // 12: ledgerd.v1.Reservation.requested_duration:type_name -> google.protobuf.Duration
+	21, // 13: ledgerd.v1.Reservation.actual_end:type_name -> google.protobuf.Timestamp
 	1,  // 14: ledgerd.v1.Reservation.kind:type_name -> ledgerd.v1.ReservationKind
-	19, // 15: ledgerd.v1.Reservation.not_before:type_name -> google.protobuf.Timestamp
-	19, // 16: ledgerd.v1.MovedJob.from:type_name -> google.protobuf.Timestamp
-	19, // 17: ledgerd.v1.MovedJob.to:type_name -> google.protobuf.Timestamp
+	21, // 15: ledgerd.v1.Reservation.not_before:type_name -> google.protobuf.Timestamp
+	21, // 16: ledgerd.v1.MovedJob.from:type_name -> google.protobuf.Timestamp
+	21, // 17: ledgerd.v1.MovedJob.to:type_name -> google.protobuf.Timestamp
 	5,  // 18: ledgerd.v1.PendingModification.parts:type_name -> ledgerd.v1.ResourceAmount
-	19, // 19: ledgerd.v1.PendingModification.start:type_name -> google.protobuf.Timestamp
-	19, // 20: ledgerd.v1.PendingModification.end:type_name -> google.protobuf.Timestamp
-	19, // 21: ledgerd.v1.PendingModification.hold_expires_at:type_name -> google.protobuf.Timestamp
-	17, // 22: ledgerd.v1.Resource.labels:type_name -> ledgerd.v1.Resource.LabelsEntry
+	21, // 19: ledgerd.v1.PendingModification.start:type_name -> google.protobuf.Timestamp
+	21, // 20: ledgerd.v1.PendingModification.end:type_name -> google.protobuf.Timestamp
+	21, // 21: ledgerd.v1.PendingModification.hold_expires_at:type_name -> google.protobuf.Timestamp
+	19, // 22: ledgerd.v1.Resource.labels:type_name -> ledgerd.v1.Resource.LabelsEntry
 	2,  // 23: ledgerd.v1.Resource.policy:type_name -> ledgerd.v1.Policy
 	12, // 24: ledgerd.v1.Resource.windows:type_name -> ledgerd.v1.CapacityWindow
 	3,  // 25: ledgerd.v1.Resource.unit_policy:type_name -> ledgerd.v1.UnitPolicy
 	11, // 26: ledgerd.v1.Resource.unit_downs:type_name -> ledgerd.v1.UnitWindow
-	19, // 27: ledgerd.v1.UnitWindow.start:type_name -> google.protobuf.Timestamp
-	19, // 28: ledgerd.v1.UnitWindow.end:type_name -> google.protobuf.Timestamp
-	19, // 29: ledgerd.v1.CapacityWindow.start:type_name -> google.protobuf.Timestamp
-	19, // 30: ledgerd.v1.CapacityWindow.end:type_name -> google.protobuf.Timestamp
-	19, // 31: ledgerd.v1.FreeBlock.start:type_name -> google.protobuf.Timestamp
-	19, // 32: ledgerd.v1.FreeBlock.end:type_name -> google.protobuf.Timestamp
-	19, // 33: ledgerd.v1.Event.time:type_name -> google.protobuf.Timestamp
+	21, // 27: ledgerd.v1.UnitWindow.start:type_name -> google.protobuf.Timestamp
+	21, // 28: ledgerd.v1.UnitWindow.end:type_name -> google.protobuf.Timestamp
+	21, // 29: ledgerd.v1.CapacityWindow.start:type_name -> google.protobuf.Timestamp
+	21, // 30: ledgerd.v1.CapacityWindow.end:type_name -> google.protobuf.Timestamp
+	21, // 31: ledgerd.v1.FreeBlock.start:type_name -> google.protobuf.Timestamp
+	21, // 32: ledgerd.v1.FreeBlock.end:type_name -> google.protobuf.Timestamp
+	21, // 33: ledgerd.v1.Event.time:type_name -> google.protobuf.Timestamp
 	4,  // 34: ledgerd.v1.Event.type:type_name -> ledgerd.v1.EventType
 	7,  // 35: ledgerd.v1.Event.reservation:type_name -> ledgerd.v1.Reservation
 	10, // 36: ledgerd.v1.Event.resource:type_name -> ledgerd.v1.Resource
-	19, // 37: ledgerd.v1.Rejection.earliest_start:type_name -> google.protobuf.Timestamp
-	38, // [38:38] is the sub-list for method output_type
-	38, // [38:38] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	17, // 37: ledgerd.v1.Event.limit:type_name -> ledgerd.v1.TenantLimit
+	21, // 38: ledgerd.v1.Rejection.earliest_start:type_name -> google.protobuf.Timestamp
+	20, // 39: ledgerd.v1.Limits.window:type_name -> google.protobuf.Duration
+	20, // 40: ledgerd.v1.Limits.max_ahead:type_name -> google.protobuf.Duration
+	20, // 41: ledgerd.v1.Limits.max_duration:type_name -> google.protobuf.Duration
+	20, // 42: ledgerd.v1.Limits.max_hold_ttl:type_name -> google.protobuf.Duration
+	20, // 43: ledgerd.v1.Limits.approval_above_duration:type_name -> google.protobuf.Duration
+	20, // 44: ledgerd.v1.Limits.approval_ttl:type_name -> google.protobuf.Duration
+	16, // 45: ledgerd.v1.TenantLimit.limits:type_name -> ledgerd.v1.Limits
+	46, // [46:46] is the sub-list for method output_type
+	46, // [46:46] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_v1_types_proto_init() }
@@ -1650,7 +1932,7 @@ func file_ledgerd_v1_types_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_v1_types_proto_rawDesc), len(file_ledgerd_v1_types_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -17,6 +17,8 @@ export { timestampFromMs };
 export const liveStates = [
   ReservationState.HELD, ReservationState.COMMITTED, ReservationState.ACTIVE,
   ReservationState.DEGRADED, ReservationState.COMPLETED,
+  // Waiting for an operator: it holds its capacity like a hold.
+  ReservationState.PENDING_APPROVAL,
 ];
 const live = new Set(liveStates);
 

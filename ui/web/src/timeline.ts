@@ -461,7 +461,7 @@ export class Timeline {
       arr.push(x, y, w, h);
       this.hitX.push(x); this.hitY.push(y); this.hitW.push(Math.max(w, 4)); this.hitH.push(h); this.hitId.push(b.id);
       if (b.pendingEnd) pend.push(X(b.pendingStart), y - 1, Math.max(X(b.pendingEnd) - X(b.pendingStart), 2), h + 2);
-      if (b.state === ReservationState.HELD && b.holdExpires) expiries.push(X(b.holdExpires), y);
+      if ((b.state === ReservationState.HELD || b.state === ReservationState.PENDING_APPROVAL) && b.holdExpires) expiries.push(X(b.holdExpires), y);
       // Ids on bars wide enough to read, but not in the last lane, where
       // overflowing bars pile up and their ids would be unreadable anyway.
       if (w > 34 && l < maxLanes - 1 && labels.length < 400) {
@@ -592,6 +592,8 @@ function barColor(b: Bar): string {
   if (b.job) return b.state === ReservationState.COMPLETED ? "muted" : "job";
   switch (b.state) {
     case ReservationState.HELD: return "held";
+    // Drawn like a hold (it holds capacity); the tooltip names the state.
+    case ReservationState.PENDING_APPROVAL: return "held";
     case ReservationState.ACTIVE: return "active";
     case ReservationState.DEGRADED: return "degraded";
     case ReservationState.COMPLETED: return "muted";

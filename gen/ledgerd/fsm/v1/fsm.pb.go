@@ -188,6 +188,15 @@ const (
 	// Co-reserve sub-requests over candidate resources, all or nothing
 	// (payload: co_reserve).
 	Command_TYPE_CO_RESERVE Command_Type = 14
+	// Set or clear one tenant's limits and approval rule on one resource
+	// (operators only; payload: set_limits). Version 4.
+	Command_TYPE_SET_LIMITS Command_Type = 25
+	// Approve a PENDING_APPROVAL request: it becomes COMMITTED
+	// (operators only; payload: decision). Version 4.
+	Command_TYPE_APPROVE Command_Type = 26
+	// Deny a PENDING_APPROVAL request with a reason: it becomes DENIED and
+	// its capacity is released (operators only; payload: decision). Version 4.
+	Command_TYPE_DENY Command_Type = 27
 	// Take one unit of a resource with units out of service over a window
 	// (payload: unit_down). Version 4.
 	Command_TYPE_UNIT_DOWN Command_Type = 15
@@ -224,6 +233,9 @@ var (
 		12: "TYPE_SET_POLICY",
 		13: "TYPE_SUBMIT_JOB",
 		14: "TYPE_CO_RESERVE",
+		25: "TYPE_SET_LIMITS",
+		26: "TYPE_APPROVE",
+		27: "TYPE_DENY",
 		15: "TYPE_UNIT_DOWN",
 		16: "TYPE_UNIT_UP",
 		20: "TYPE_CREATE_SERIES",
@@ -246,6 +258,9 @@ var (
 		"TYPE_SET_POLICY":      12,
 		"TYPE_SUBMIT_JOB":      13,
 		"TYPE_CO_RESERVE":      14,
+		"TYPE_SET_LIMITS":      25,
+		"TYPE_APPROVE":         26,
+		"TYPE_DENY":            27,
 		"TYPE_UNIT_DOWN":       15,
 		"TYPE_UNIT_UP":         16,
 		"TYPE_CREATE_SERIES":   20,
@@ -308,31 +323,41 @@ const (
 	// Started with capacity genuinely short (see short_units); still
 	// running, and ends like ACTIVE.
 	Reservation_STATE_DEGRADED Reservation_State = 8
+	// Admitted and holding capacity like a hold, waiting for an operator
+	// to approve (-> COMMITTED) or deny (-> DENIED); expires unanswered
+	// (-> EXPIRED) at hold_expires_millis.
+	Reservation_STATE_PENDING_APPROVAL Reservation_State = 30
+	// An operator denied the request (terminal); see decision_reason.
+	Reservation_STATE_DENIED Reservation_State = 31
 )
 
 // Enum value maps for Reservation_State.
 var (
 	Reservation_State_name = map[int32]string{
-		0: "STATE_UNKNOWN",
-		1: "STATE_HELD",
-		2: "STATE_COMMITTED",
-		3: "STATE_ACTIVE",
-		4: "STATE_COMPLETED",
-		5: "STATE_ABORTED",
-		6: "STATE_EXPIRED",
-		7: "STATE_CANCELLED",
-		8: "STATE_DEGRADED",
+		0:  "STATE_UNKNOWN",
+		1:  "STATE_HELD",
+		2:  "STATE_COMMITTED",
+		3:  "STATE_ACTIVE",
+		4:  "STATE_COMPLETED",
+		5:  "STATE_ABORTED",
+		6:  "STATE_EXPIRED",
+		7:  "STATE_CANCELLED",
+		8:  "STATE_DEGRADED",
+		30: "STATE_PENDING_APPROVAL",
+		31: "STATE_DENIED",
 	}
 	Reservation_State_value = map[string]int32{
-		"STATE_UNKNOWN":   0,
-		"STATE_HELD":      1,
-		"STATE_COMMITTED": 2,
-		"STATE_ACTIVE":    3,
-		"STATE_COMPLETED": 4,
-		"STATE_ABORTED":   5,
-		"STATE_EXPIRED":   6,
-		"STATE_CANCELLED": 7,
-		"STATE_DEGRADED":  8,
+		"STATE_UNKNOWN":          0,
+		"STATE_HELD":             1,
+		"STATE_COMMITTED":        2,
+		"STATE_ACTIVE":           3,
+		"STATE_COMPLETED":        4,
+		"STATE_ABORTED":          5,
+		"STATE_EXPIRED":          6,
+		"STATE_CANCELLED":        7,
+		"STATE_DEGRADED":         8,
+		"STATE_PENDING_APPROVAL": 30,
+		"STATE_DENIED":           31,
 	}
 )
 
@@ -360,7 +385,7 @@ func (x Reservation_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reservation_State.Descriptor instead.
 func (Reservation_State) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31, 0}
 }
 
 // What kind of row this is.
@@ -409,7 +434,7 @@ func (x Reservation_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reservation_Kind.Descriptor instead.
 func (Reservation_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27, 1}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31, 1}
 }
 
 // Outcome class.
@@ -430,18 +455,21 @@ const (
 	Result_STATUS_CONFLICT Result_Status = 5
 	// The reservation belongs to another owner.
 	Result_STATUS_PERMISSION_DENIED Result_Status = 6
+	// A tenant limit refused the request; see limit_exceeded.
+	Result_STATUS_LIMIT_EXCEEDED Result_Status = 30
 )
 
 // Enum value maps for Result_Status.
 var (
 	Result_Status_name = map[int32]string{
-		0: "STATUS_UNKNOWN",
-		1: "STATUS_OK",
-		2: "STATUS_REJECTED",
-		3: "STATUS_INVALID",
-		4: "STATUS_NOT_FOUND",
-		5: "STATUS_CONFLICT",
-		6: "STATUS_PERMISSION_DENIED",
+		0:  "STATUS_UNKNOWN",
+		1:  "STATUS_OK",
+		2:  "STATUS_REJECTED",
+		3:  "STATUS_INVALID",
+		4:  "STATUS_NOT_FOUND",
+		5:  "STATUS_CONFLICT",
+		6:  "STATUS_PERMISSION_DENIED",
+		30: "STATUS_LIMIT_EXCEEDED",
 	}
 	Result_Status_value = map[string]int32{
 		"STATUS_UNKNOWN":           0,
@@ -451,6 +479,7 @@ var (
 		"STATUS_NOT_FOUND":         4,
 		"STATUS_CONFLICT":          5,
 		"STATUS_PERMISSION_DENIED": 6,
+		"STATUS_LIMIT_EXCEEDED":    30,
 	}
 )
 
@@ -478,7 +507,7 @@ func (x Result_Status) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Result_Status.Descriptor instead.
 func (Result_Status) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{35, 0}
 }
 
 // What kind of conflict.
@@ -497,25 +526,30 @@ const (
 	Conflict_KIND_CAPACITY Conflict_Kind = 4
 	// A resource with that name already exists.
 	Conflict_KIND_RESOURCE_EXISTS Conflict_Kind = 5
+	// The request needs an operator's approval, which a MOVE_VARIABLE or
+	// RELAXED resource cannot hold it for.
+	Conflict_KIND_APPROVAL_UNSUPPORTED Conflict_Kind = 30
 )
 
 // Enum value maps for Conflict_Kind.
 var (
 	Conflict_Kind_name = map[int32]string{
-		0: "KIND_UNKNOWN",
-		1: "KIND_WRONG_STATE",
-		2: "KIND_DUPLICATE_ID",
-		3: "KIND_IN_USE",
-		4: "KIND_CAPACITY",
-		5: "KIND_RESOURCE_EXISTS",
+		0:  "KIND_UNKNOWN",
+		1:  "KIND_WRONG_STATE",
+		2:  "KIND_DUPLICATE_ID",
+		3:  "KIND_IN_USE",
+		4:  "KIND_CAPACITY",
+		5:  "KIND_RESOURCE_EXISTS",
+		30: "KIND_APPROVAL_UNSUPPORTED",
 	}
 	Conflict_Kind_value = map[string]int32{
-		"KIND_UNKNOWN":         0,
-		"KIND_WRONG_STATE":     1,
-		"KIND_DUPLICATE_ID":    2,
-		"KIND_IN_USE":          3,
-		"KIND_CAPACITY":        4,
-		"KIND_RESOURCE_EXISTS": 5,
+		"KIND_UNKNOWN":              0,
+		"KIND_WRONG_STATE":          1,
+		"KIND_DUPLICATE_ID":         2,
+		"KIND_IN_USE":               3,
+		"KIND_CAPACITY":             4,
+		"KIND_RESOURCE_EXISTS":      5,
+		"KIND_APPROVAL_UNSUPPORTED": 30,
 	}
 )
 
@@ -543,7 +577,7 @@ func (x Conflict_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Conflict_Kind.Descriptor instead.
 func (Conflict_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{35, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{40, 0}
 }
 
 // What changed.
@@ -593,6 +627,15 @@ const (
 	Event_TYPE_JOB_SUBMITTED Event_Type = 18
 	// A resource's admission policy changed (resource = after).
 	Event_TYPE_POLICY_CHANGED Event_Type = 19
+	// A request was admitted as PENDING_APPROVAL.
+	Event_TYPE_APPROVAL_REQUESTED Event_Type = 30
+	// An operator approved a request (reservation now COMMITTED).
+	Event_TYPE_APPROVED Event_Type = 31
+	// An operator denied a request (reservation now DENIED).
+	Event_TYPE_DENIED Event_Type = 32
+	// A tenant's limits were set or cleared (limit = the entry; its spec
+	// is absent when cleared).
+	Event_TYPE_LIMITS_CHANGED Event_Type = 33
 	// A booking that had not started was moved to other units to make
 	// room (reservation = after; its parts, or its pending modification's,
 	// name the new units).
@@ -626,34 +669,42 @@ var (
 		17: "TYPE_VIOLATED",
 		18: "TYPE_JOB_SUBMITTED",
 		19: "TYPE_POLICY_CHANGED",
+		30: "TYPE_APPROVAL_REQUESTED",
+		31: "TYPE_APPROVED",
+		32: "TYPE_DENIED",
+		33: "TYPE_LIMITS_CHANGED",
 		20: "TYPE_UNITS_REMAPPED",
 		21: "TYPE_UNIT_DOWN",
 		22: "TYPE_UNIT_UP",
 	}
 	Event_Type_value = map[string]int32{
-		"TYPE_UNKNOWN":          0,
-		"TYPE_HELD":             1,
-		"TYPE_COMMITTED":        2,
-		"TYPE_ACTIVATED":        3,
-		"TYPE_COMPLETED":        4,
-		"TYPE_ABORTED":          5,
-		"TYPE_EXPIRED":          6,
-		"TYPE_CANCELLED":        7,
-		"TYPE_MODIFY_HELD":      8,
-		"TYPE_MODIFY_COMMITTED": 9,
-		"TYPE_MODIFY_ABORTED":   10,
-		"TYPE_MODIFY_EXPIRED":   11,
-		"TYPE_RESOURCE_CREATED": 12,
-		"TYPE_RESOURCE_UPDATED": 13,
-		"TYPE_RESOURCE_DELETED": 14,
-		"TYPE_SHORTENED":        15,
-		"TYPE_REPLANNED":        16,
-		"TYPE_VIOLATED":         17,
-		"TYPE_JOB_SUBMITTED":    18,
-		"TYPE_POLICY_CHANGED":   19,
-		"TYPE_UNITS_REMAPPED":   20,
-		"TYPE_UNIT_DOWN":        21,
-		"TYPE_UNIT_UP":          22,
+		"TYPE_UNKNOWN":            0,
+		"TYPE_HELD":               1,
+		"TYPE_COMMITTED":          2,
+		"TYPE_ACTIVATED":          3,
+		"TYPE_COMPLETED":          4,
+		"TYPE_ABORTED":            5,
+		"TYPE_EXPIRED":            6,
+		"TYPE_CANCELLED":          7,
+		"TYPE_MODIFY_HELD":        8,
+		"TYPE_MODIFY_COMMITTED":   9,
+		"TYPE_MODIFY_ABORTED":     10,
+		"TYPE_MODIFY_EXPIRED":     11,
+		"TYPE_RESOURCE_CREATED":   12,
+		"TYPE_RESOURCE_UPDATED":   13,
+		"TYPE_RESOURCE_DELETED":   14,
+		"TYPE_SHORTENED":          15,
+		"TYPE_REPLANNED":          16,
+		"TYPE_VIOLATED":           17,
+		"TYPE_JOB_SUBMITTED":      18,
+		"TYPE_POLICY_CHANGED":     19,
+		"TYPE_APPROVAL_REQUESTED": 30,
+		"TYPE_APPROVED":           31,
+		"TYPE_DENIED":             32,
+		"TYPE_LIMITS_CHANGED":     33,
+		"TYPE_UNITS_REMAPPED":     20,
+		"TYPE_UNIT_DOWN":          21,
+		"TYPE_UNIT_UP":            22,
 	}
 )
 
@@ -681,7 +732,7 @@ func (x Event_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Event_Type.Descriptor instead.
 func (Event_Type) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{36, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{41, 0}
 }
 
 // Command is one log entry: a typed, versioned envelope around one payload.
@@ -693,8 +744,9 @@ type Command struct {
 	// uses (1 for the original commands; 2 for admission policies, variable
 	// jobs and co-reservation; 3 for fingerprints, forced deletes, modify
 	// windows and the end-of-time bound of 9999-12-31T23:59:59.999Z on every
-	// time; 4 for resources with units and unit down windows, and for
-	// standing reservations). Replicas refuse versions they do not know.
+	// time; 4 for resources with units and unit down windows, standing
+	// reservations, and per-tenant limits with approval). Replicas refuse
+	// versions they do not know.
 	Version uint32 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
 	// The leader's clock when it proposed the entry (Unix ms). The state
 	// machine uses max(previous log time, now_millis), so log time never runs
@@ -735,6 +787,8 @@ type Command struct {
 	//	*Command_CreateSeries
 	//	*Command_ExpandSeries
 	//	*Command_CancelSeries
+	//	*Command_SetLimits
+	//	*Command_Decision
 	Payload       isCommand_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -970,6 +1024,24 @@ func (x *Command) GetCancelSeries() *CancelSeries {
 	return nil
 }
 
+func (x *Command) GetSetLimits() *SetLimits {
+	if x != nil {
+		if x, ok := x.Payload.(*Command_SetLimits); ok {
+			return x.SetLimits
+		}
+	}
+	return nil
+}
+
+func (x *Command) GetDecision() *Decision {
+	if x != nil {
+		if x, ok := x.Payload.(*Command_Decision); ok {
+			return x.Decision
+		}
+	}
+	return nil
+}
+
 type isCommand_Payload interface {
 	isCommand_Payload()
 }
@@ -1054,6 +1126,16 @@ type Command_CancelSeries struct {
 	CancelSeries *CancelSeries `protobuf:"bytes,32,opt,name=cancel_series,json=cancelSeries,proto3,oneof"`
 }
 
+type Command_SetLimits struct {
+	// For TYPE_SET_LIMITS.
+	SetLimits *SetLimits `protobuf:"bytes,40,opt,name=set_limits,json=setLimits,proto3,oneof"`
+}
+
+type Command_Decision struct {
+	// For TYPE_APPROVE and TYPE_DENY.
+	Decision *Decision `protobuf:"bytes,41,opt,name=decision,proto3,oneof"`
+}
+
 func (*Command_CreateResource) isCommand_Payload() {}
 
 func (*Command_UpdateResource) isCommand_Payload() {}
@@ -1086,6 +1168,341 @@ func (*Command_ExpandSeries) isCommand_Payload() {}
 
 func (*Command_CancelSeries) isCommand_Payload() {}
 
+func (*Command_SetLimits) isCommand_Payload() {}
+
+func (*Command_Decision) isCommand_Payload() {}
+
+// LimitSpec is what one tenant may book on one resource, and when a
+// request of it must wait for an operator. Every field is optional: zero
+// means "no limit" (or "no approval"). Held, committed and
+// pending-approval reservations (and pending modifications) all count.
+type LimitSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Most units held at any instant of reservation time.
+	MaxUnits int64 `protobuf:"varint,1,opt,name=max_units,json=maxUnits,proto3" json:"max_units,omitempty"`
+	// Most unit-milliseconds booked in any window of window_millis of
+	// reservation time (e.g. 10,000 core-hours in any 30 days). Set with
+	// window_millis or not at all.
+	MaxUnitMillis int64 `protobuf:"varint,2,opt,name=max_unit_millis,json=maxUnitMillis,proto3" json:"max_unit_millis,omitempty"`
+	// Length of the rolling window of max_unit_millis.
+	WindowMillis int64 `protobuf:"varint,3,opt,name=window_millis,json=windowMillis,proto3" json:"window_millis,omitempty"`
+	// Latest end of a booking, as a distance from the log time (book-ahead
+	// horizon).
+	MaxAheadMillis int64 `protobuf:"varint,4,opt,name=max_ahead_millis,json=maxAheadMillis,proto3" json:"max_ahead_millis,omitempty"`
+	// Longest booking.
+	MaxDurationMillis int64 `protobuf:"varint,5,opt,name=max_duration_millis,json=maxDurationMillis,proto3" json:"max_duration_millis,omitempty"`
+	// Longest hold TTL the tenant may ask for (requests above it are
+	// refused; a hold asking for none gets min(server default, this)).
+	MaxHoldTtlMillis int64 `protobuf:"varint,6,opt,name=max_hold_ttl_millis,json=maxHoldTtlMillis,proto3" json:"max_hold_ttl_millis,omitempty"`
+	// Every request needs an operator's approval.
+	ApprovalRequired bool `protobuf:"varint,7,opt,name=approval_required,json=approvalRequired,proto3" json:"approval_required,omitempty"`
+	// Requests of more units than this need approval (0: no threshold).
+	ApprovalAboveUnits int64 `protobuf:"varint,8,opt,name=approval_above_units,json=approvalAboveUnits,proto3" json:"approval_above_units,omitempty"`
+	// Requests longer than this need approval (0: no threshold).
+	ApprovalAboveDurationMillis int64 `protobuf:"varint,9,opt,name=approval_above_duration_millis,json=approvalAboveDurationMillis,proto3" json:"approval_above_duration_millis,omitempty"`
+	// How long a request waits for approval before it expires; 0 means
+	// the default, 7 days.
+	ApprovalTtlMillis int64 `protobuf:"varint,10,opt,name=approval_ttl_millis,json=approvalTtlMillis,proto3" json:"approval_ttl_millis,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *LimitSpec) Reset() {
+	*x = LimitSpec{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitSpec) ProtoMessage() {}
+
+func (x *LimitSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitSpec.ProtoReflect.Descriptor instead.
+func (*LimitSpec) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *LimitSpec) GetMaxUnits() int64 {
+	if x != nil {
+		return x.MaxUnits
+	}
+	return 0
+}
+
+func (x *LimitSpec) GetMaxUnitMillis() int64 {
+	if x != nil {
+		return x.MaxUnitMillis
+	}
+	return 0
+}
+
+func (x *LimitSpec) GetWindowMillis() int64 {
+	if x != nil {
+		return x.WindowMillis
+	}
+	return 0
+}
+
+func (x *LimitSpec) GetMaxAheadMillis() int64 {
+	if x != nil {
+		return x.MaxAheadMillis
+	}
+	return 0
+}
+
+func (x *LimitSpec) GetMaxDurationMillis() int64 {
+	if x != nil {
+		return x.MaxDurationMillis
+	}
+	return 0
+}
+
+func (x *LimitSpec) GetMaxHoldTtlMillis() int64 {
+	if x != nil {
+		return x.MaxHoldTtlMillis
+	}
+	return 0
+}
+
+func (x *LimitSpec) GetApprovalRequired() bool {
+	if x != nil {
+		return x.ApprovalRequired
+	}
+	return false
+}
+
+func (x *LimitSpec) GetApprovalAboveUnits() int64 {
+	if x != nil {
+		return x.ApprovalAboveUnits
+	}
+	return 0
+}
+
+func (x *LimitSpec) GetApprovalAboveDurationMillis() int64 {
+	if x != nil {
+		return x.ApprovalAboveDurationMillis
+	}
+	return 0
+}
+
+func (x *LimitSpec) GetApprovalTtlMillis() int64 {
+	if x != nil {
+		return x.ApprovalTtlMillis
+	}
+	return 0
+}
+
+// SetLimits sets (spec present) or clears (spec absent) the limits of one
+// tenant on one resource. "*" as tenant or resource is the default for
+// every tenant or resource without a more specific entry; the most
+// specific entry applies: (tenant, resource), (tenant, *), (*, resource),
+// (*, *). Existing bookings are never cancelled by a lower limit.
+type SetLimits struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant (owner) name, or "*".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Resource name, or "*". Need not exist (yet).
+	Resource string `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	// The limits; absent clears the entry.
+	Spec          *LimitSpec `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetLimits) Reset() {
+	*x = SetLimits{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetLimits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetLimits) ProtoMessage() {}
+
+func (x *SetLimits) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetLimits.ProtoReflect.Descriptor instead.
+func (*SetLimits) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SetLimits) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SetLimits) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *SetLimits) GetSpec() *LimitSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+// TenantLimit is one entry of the limit table.
+type TenantLimit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tenant, or "*".
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Resource, or "*".
+	Resource string `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	// The limits.
+	Spec *LimitSpec `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	// Log index of the entry that set it.
+	UpdatedVersion uint64 `protobuf:"varint,4,opt,name=updated_version,json=updatedVersion,proto3" json:"updated_version,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *TenantLimit) Reset() {
+	*x = TenantLimit{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TenantLimit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TenantLimit) ProtoMessage() {}
+
+func (x *TenantLimit) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TenantLimit.ProtoReflect.Descriptor instead.
+func (*TenantLimit) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *TenantLimit) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *TenantLimit) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *TenantLimit) GetSpec() *LimitSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *TenantLimit) GetUpdatedVersion() uint64 {
+	if x != nil {
+		return x.UpdatedVersion
+	}
+	return 0
+}
+
+// Decision is an operator's answer to a PENDING_APPROVAL request.
+type Decision struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Reservation ID.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Why (required for a denial; an optional note for an approval).
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Decision) Reset() {
+	*x = Decision{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Decision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Decision) ProtoMessage() {}
+
+func (x *Decision) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Decision.ProtoReflect.Descriptor instead.
+func (*Decision) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Decision) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Decision) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // CreateSeries creates a standing reservation. The proposer parsed and
 // expanded the rule (package series); the entry carries the canonical
 // spec and the instants, so no replica expands anything.
@@ -1112,7 +1529,7 @@ type CreateSeries struct {
 
 func (x *CreateSeries) Reset() {
 	*x = CreateSeries{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1124,7 +1541,7 @@ func (x *CreateSeries) String() string {
 func (*CreateSeries) ProtoMessage() {}
 
 func (x *CreateSeries) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1137,7 +1554,7 @@ func (x *CreateSeries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSeries.ProtoReflect.Descriptor instead.
 func (*CreateSeries) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{1}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CreateSeries) GetId() string {
@@ -1199,7 +1616,7 @@ type SeriesBatch struct {
 
 func (x *SeriesBatch) Reset() {
 	*x = SeriesBatch{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1211,7 +1628,7 @@ func (x *SeriesBatch) String() string {
 func (*SeriesBatch) ProtoMessage() {}
 
 func (x *SeriesBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1224,7 +1641,7 @@ func (x *SeriesBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesBatch.ProtoReflect.Descriptor instead.
 func (*SeriesBatch) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{2}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SeriesBatch) GetSeriesId() string {
@@ -1262,7 +1679,7 @@ type SeriesOccurrence struct {
 
 func (x *SeriesOccurrence) Reset() {
 	*x = SeriesOccurrence{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1274,7 +1691,7 @@ func (x *SeriesOccurrence) String() string {
 func (*SeriesOccurrence) ProtoMessage() {}
 
 func (x *SeriesOccurrence) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1287,7 +1704,7 @@ func (x *SeriesOccurrence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesOccurrence.ProtoReflect.Descriptor instead.
 func (*SeriesOccurrence) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{3}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SeriesOccurrence) GetKey() int64 {
@@ -1315,7 +1732,7 @@ type ExpandSeries struct {
 
 func (x *ExpandSeries) Reset() {
 	*x = ExpandSeries{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1744,7 @@ func (x *ExpandSeries) String() string {
 func (*ExpandSeries) ProtoMessage() {}
 
 func (x *ExpandSeries) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1757,7 @@ func (x *ExpandSeries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpandSeries.ProtoReflect.Descriptor instead.
 func (*ExpandSeries) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{4}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ExpandSeries) GetBatches() []*SeriesBatch {
@@ -1368,7 +1785,7 @@ type CancelSeries struct {
 
 func (x *CancelSeries) Reset() {
 	*x = CancelSeries{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1380,7 +1797,7 @@ func (x *CancelSeries) String() string {
 func (*CancelSeries) ProtoMessage() {}
 
 func (x *CancelSeries) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1393,7 +1810,7 @@ func (x *CancelSeries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelSeries.ProtoReflect.Descriptor instead.
 func (*CancelSeries) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{5}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CancelSeries) GetId() string {
@@ -1455,7 +1872,7 @@ type Series struct {
 
 func (x *Series) Reset() {
 	*x = Series{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1467,7 +1884,7 @@ func (x *Series) String() string {
 func (*Series) ProtoMessage() {}
 
 func (x *Series) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1480,7 +1897,7 @@ func (x *Series) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Series.ProtoReflect.Descriptor instead.
 func (*Series) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{6}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Series) GetId() string {
@@ -1598,7 +2015,7 @@ type SeriesOutcome struct {
 
 func (x *SeriesOutcome) Reset() {
 	*x = SeriesOutcome{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1610,7 +2027,7 @@ func (x *SeriesOutcome) String() string {
 func (*SeriesOutcome) ProtoMessage() {}
 
 func (x *SeriesOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1623,7 +2040,7 @@ func (x *SeriesOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesOutcome.ProtoReflect.Descriptor instead.
 func (*SeriesOutcome) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{7}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SeriesOutcome) GetSeries() *Series {
@@ -1676,7 +2093,7 @@ type SeriesSkip struct {
 
 func (x *SeriesSkip) Reset() {
 	*x = SeriesSkip{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1688,7 +2105,7 @@ func (x *SeriesSkip) String() string {
 func (*SeriesSkip) ProtoMessage() {}
 
 func (x *SeriesSkip) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1701,7 +2118,7 @@ func (x *SeriesSkip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesSkip.ProtoReflect.Descriptor instead.
 func (*SeriesSkip) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{8}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SeriesSkip) GetId() string {
@@ -1765,7 +2182,7 @@ type PolicySpec struct {
 
 func (x *PolicySpec) Reset() {
 	*x = PolicySpec{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1777,7 +2194,7 @@ func (x *PolicySpec) String() string {
 func (*PolicySpec) ProtoMessage() {}
 
 func (x *PolicySpec) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1790,7 +2207,7 @@ func (x *PolicySpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicySpec.ProtoReflect.Descriptor instead.
 func (*PolicySpec) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{9}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PolicySpec) GetPolicy() AdmissionPolicy {
@@ -1828,7 +2245,7 @@ type SetPolicy struct {
 
 func (x *SetPolicy) Reset() {
 	*x = SetPolicy{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1840,7 +2257,7 @@ func (x *SetPolicy) String() string {
 func (*SetPolicy) ProtoMessage() {}
 
 func (x *SetPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1853,7 +2270,7 @@ func (x *SetPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicy.ProtoReflect.Descriptor instead.
 func (*SetPolicy) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{10}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SetPolicy) GetName() string {
@@ -1893,7 +2310,7 @@ type SubmitJob struct {
 
 func (x *SubmitJob) Reset() {
 	*x = SubmitJob{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1905,7 +2322,7 @@ func (x *SubmitJob) String() string {
 func (*SubmitJob) ProtoMessage() {}
 
 func (x *SubmitJob) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1918,7 +2335,7 @@ func (x *SubmitJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJob.ProtoReflect.Descriptor instead.
 func (*SubmitJob) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{11}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SubmitJob) GetId() string {
@@ -1983,7 +2400,7 @@ type CoReserve struct {
 
 func (x *CoReserve) Reset() {
 	*x = CoReserve{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1995,7 +2412,7 @@ func (x *CoReserve) String() string {
 func (*CoReserve) ProtoMessage() {}
 
 func (x *CoReserve) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2008,7 +2425,7 @@ func (x *CoReserve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoReserve.ProtoReflect.Descriptor instead.
 func (*CoReserve) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{12}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CoReserve) GetId() string {
@@ -2062,7 +2479,7 @@ type CoSub struct {
 
 func (x *CoSub) Reset() {
 	*x = CoSub{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2074,7 +2491,7 @@ func (x *CoSub) String() string {
 func (*CoSub) ProtoMessage() {}
 
 func (x *CoSub) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2087,7 +2504,7 @@ func (x *CoSub) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoSub.ProtoReflect.Descriptor instead.
 func (*CoSub) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CoSub) GetAmount() int64 {
@@ -2125,7 +2542,7 @@ type CoAdmission struct {
 
 func (x *CoAdmission) Reset() {
 	*x = CoAdmission{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2137,7 +2554,7 @@ func (x *CoAdmission) String() string {
 func (*CoAdmission) ProtoMessage() {}
 
 func (x *CoAdmission) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2150,7 +2567,7 @@ func (x *CoAdmission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoAdmission.ProtoReflect.Descriptor instead.
 func (*CoAdmission) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{14}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CoAdmission) GetPlacements() []*CoPlacement {
@@ -2183,7 +2600,7 @@ type CoPlacement struct {
 
 func (x *CoPlacement) Reset() {
 	*x = CoPlacement{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2195,7 +2612,7 @@ func (x *CoPlacement) String() string {
 func (*CoPlacement) ProtoMessage() {}
 
 func (x *CoPlacement) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2208,7 +2625,7 @@ func (x *CoPlacement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoPlacement.ProtoReflect.Descriptor instead.
 func (*CoPlacement) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{15}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CoPlacement) GetResource() string {
@@ -2261,7 +2678,7 @@ type CreateResource struct {
 
 func (x *CreateResource) Reset() {
 	*x = CreateResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2273,7 +2690,7 @@ func (x *CreateResource) String() string {
 func (*CreateResource) ProtoMessage() {}
 
 func (x *CreateResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2286,7 +2703,7 @@ func (x *CreateResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateResource.ProtoReflect.Descriptor instead.
 func (*CreateResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{16}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CreateResource) GetName() string {
@@ -2363,7 +2780,7 @@ type UnitDown struct {
 
 func (x *UnitDown) Reset() {
 	*x = UnitDown{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2375,7 +2792,7 @@ func (x *UnitDown) String() string {
 func (*UnitDown) ProtoMessage() {}
 
 func (x *UnitDown) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2388,7 +2805,7 @@ func (x *UnitDown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnitDown.ProtoReflect.Descriptor instead.
 func (*UnitDown) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *UnitDown) GetResource() string {
@@ -2439,7 +2856,7 @@ type UnitUp struct {
 
 func (x *UnitUp) Reset() {
 	*x = UnitUp{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2451,7 +2868,7 @@ func (x *UnitUp) String() string {
 func (*UnitUp) ProtoMessage() {}
 
 func (x *UnitUp) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2464,7 +2881,7 @@ func (x *UnitUp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnitUp.ProtoReflect.Descriptor instead.
 func (*UnitUp) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{18}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *UnitUp) GetResource() string {
@@ -2501,7 +2918,7 @@ type UpdateResource struct {
 
 func (x *UpdateResource) Reset() {
 	*x = UpdateResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2513,7 +2930,7 @@ func (x *UpdateResource) String() string {
 func (*UpdateResource) ProtoMessage() {}
 
 func (x *UpdateResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2526,7 +2943,7 @@ func (x *UpdateResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateResource.ProtoReflect.Descriptor instead.
 func (*UpdateResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *UpdateResource) GetName() string {
@@ -2573,7 +2990,7 @@ type DeleteResource struct {
 
 func (x *DeleteResource) Reset() {
 	*x = DeleteResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2585,7 +3002,7 @@ func (x *DeleteResource) String() string {
 func (*DeleteResource) ProtoMessage() {}
 
 func (x *DeleteResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2598,7 +3015,7 @@ func (x *DeleteResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResource.ProtoReflect.Descriptor instead.
 func (*DeleteResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{20}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeleteResource) GetName() string {
@@ -2631,7 +3048,7 @@ type Part struct {
 
 func (x *Part) Reset() {
 	*x = Part{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2643,7 +3060,7 @@ func (x *Part) String() string {
 func (*Part) ProtoMessage() {}
 
 func (x *Part) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2656,7 +3073,7 @@ func (x *Part) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Part.ProtoReflect.Descriptor instead.
 func (*Part) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Part) GetResource() string {
@@ -2710,7 +3127,7 @@ type ReservationRequest struct {
 
 func (x *ReservationRequest) Reset() {
 	*x = ReservationRequest{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2722,7 +3139,7 @@ func (x *ReservationRequest) String() string {
 func (*ReservationRequest) ProtoMessage() {}
 
 func (x *ReservationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2735,7 +3152,7 @@ func (x *ReservationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationRequest.ProtoReflect.Descriptor instead.
 func (*ReservationRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{22}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ReservationRequest) GetId() string {
@@ -2805,7 +3222,7 @@ type Target struct {
 
 func (x *Target) Reset() {
 	*x = Target{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2817,7 +3234,7 @@ func (x *Target) String() string {
 func (*Target) ProtoMessage() {}
 
 func (x *Target) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2830,7 +3247,7 @@ func (x *Target) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Target.ProtoReflect.Descriptor instead.
 func (*Target) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{23}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Target) GetId() string {
@@ -2874,7 +3291,7 @@ type Modify struct {
 
 func (x *Modify) Reset() {
 	*x = Modify{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2886,7 +3303,7 @@ func (x *Modify) String() string {
 func (*Modify) ProtoMessage() {}
 
 func (x *Modify) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2899,7 +3316,7 @@ func (x *Modify) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modify.ProtoReflect.Descriptor instead.
 func (*Modify) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{24}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Modify) GetId() string {
@@ -2976,7 +3393,7 @@ type Complete struct {
 
 func (x *Complete) Reset() {
 	*x = Complete{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2988,7 +3405,7 @@ func (x *Complete) String() string {
 func (*Complete) ProtoMessage() {}
 
 func (x *Complete) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3001,7 +3418,7 @@ func (x *Complete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Complete.ProtoReflect.Descriptor instead.
 func (*Complete) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Complete) GetId() string {
@@ -3027,7 +3444,7 @@ type Expire struct {
 
 func (x *Expire) Reset() {
 	*x = Expire{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3039,7 +3456,7 @@ func (x *Expire) String() string {
 func (*Expire) ProtoMessage() {}
 
 func (x *Expire) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3052,7 +3469,7 @@ func (x *Expire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expire.ProtoReflect.Descriptor instead.
 func (*Expire) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{26}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{30}
 }
 
 // Reservation is one row of the reservation table.
@@ -3105,13 +3522,17 @@ type Reservation struct {
 	ShortUnits int64 `protobuf:"varint,20,opt,name=short_units,json=shortUnits,proto3" json:"short_units,omitempty"`
 	// A variable job's earliest allowed start.
 	NotBeforeMillis int64 `protobuf:"varint,21,opt,name=not_before_millis,json=notBeforeMillis,proto3" json:"not_before_millis,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Why the request needed approval (PENDING_APPROVAL and what follows).
+	ApprovalReason string `protobuf:"bytes,60,opt,name=approval_reason,json=approvalReason,proto3" json:"approval_reason,omitempty"`
+	// The operator's reason for a denial, or note with an approval.
+	DecisionReason string `protobuf:"bytes,61,opt,name=decision_reason,json=decisionReason,proto3" json:"decision_reason,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Reservation) Reset() {
 	*x = Reservation{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3123,7 +3544,7 @@ func (x *Reservation) String() string {
 func (*Reservation) ProtoMessage() {}
 
 func (x *Reservation) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3136,7 +3557,7 @@ func (x *Reservation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reservation.ProtoReflect.Descriptor instead.
 func (*Reservation) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Reservation) GetId() string {
@@ -3286,6 +3707,20 @@ func (x *Reservation) GetNotBeforeMillis() int64 {
 	return 0
 }
 
+func (x *Reservation) GetApprovalReason() string {
+	if x != nil {
+		return x.ApprovalReason
+	}
+	return ""
+}
+
+func (x *Reservation) GetDecisionReason() string {
+	if x != nil {
+		return x.DecisionReason
+	}
+	return ""
+}
+
 // Modification is a new shape held beside a committed reservation.
 type Modification struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3305,7 +3740,7 @@ type Modification struct {
 
 func (x *Modification) Reset() {
 	*x = Modification{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3317,7 +3752,7 @@ func (x *Modification) String() string {
 func (*Modification) ProtoMessage() {}
 
 func (x *Modification) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3330,7 +3765,7 @@ func (x *Modification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modification.ProtoReflect.Descriptor instead.
 func (*Modification) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{28}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Modification) GetParts() []*Part {
@@ -3383,7 +3818,7 @@ type CapacityWindow struct {
 
 func (x *CapacityWindow) Reset() {
 	*x = CapacityWindow{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3395,7 +3830,7 @@ func (x *CapacityWindow) String() string {
 func (*CapacityWindow) ProtoMessage() {}
 
 func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3408,7 +3843,7 @@ func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapacityWindow.ProtoReflect.Descriptor instead.
 func (*CapacityWindow) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{29}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CapacityWindow) GetFromMillis() int64 {
@@ -3465,7 +3900,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3477,7 +3912,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3490,7 +3925,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{30}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Resource) GetName() string {
@@ -3600,6 +4035,9 @@ type Result struct {
 	// entries with one); stored with the idempotency key so that a reuse of
 	// the key for another request is recognised.
 	Fingerprint []byte `protobuf:"bytes,14,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	// The limit entry after a TYPE_SET_LIMITS (its spec absent when
+	// cleared).
+	Limit *TenantLimit `protobuf:"bytes,61,opt,name=limit,proto3" json:"limit,omitempty"`
 	// What series commands did, one outcome per series touched (in the
 	// order of the entry's batches).
 	Series []*SeriesOutcome `protobuf:"bytes,30,rep,name=series,proto3" json:"series,omitempty"`
@@ -3610,6 +4048,7 @@ type Result struct {
 	//	*Result_Rejected
 	//	*Result_Invalid
 	//	*Result_Conflict
+	//	*Result_LimitExceeded
 	Detail        isResult_Detail `protobuf_oneof:"detail"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3617,7 +4056,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3629,7 +4068,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3642,7 +4081,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Result) GetStatus() Result_Status {
@@ -3722,6 +4161,13 @@ func (x *Result) GetFingerprint() []byte {
 	return nil
 }
 
+func (x *Result) GetLimit() *TenantLimit {
+	if x != nil {
+		return x.Limit
+	}
+	return nil
+}
+
 func (x *Result) GetSeries() []*SeriesOutcome {
 	if x != nil {
 		return x.Series
@@ -3763,6 +4209,15 @@ func (x *Result) GetConflict() *Conflict {
 	return nil
 }
 
+func (x *Result) GetLimitExceeded() *LimitExceeded {
+	if x != nil {
+		if x, ok := x.Detail.(*Result_LimitExceeded); ok {
+			return x.LimitExceeded
+		}
+	}
+	return nil
+}
+
 type isResult_Detail interface {
 	isResult_Detail()
 }
@@ -3782,11 +4237,153 @@ type Result_Conflict struct {
 	Conflict *Conflict `protobuf:"bytes,12,opt,name=conflict,proto3,oneof"`
 }
 
+type Result_LimitExceeded struct {
+	// For STATUS_LIMIT_EXCEEDED.
+	LimitExceeded *LimitExceeded `protobuf:"bytes,60,opt,name=limit_exceeded,json=limitExceeded,proto3,oneof"`
+}
+
 func (*Result_Rejected) isResult_Detail() {}
 
 func (*Result_Invalid) isResult_Detail() {}
 
 func (*Result_Conflict) isResult_Detail() {}
+
+func (*Result_LimitExceeded) isResult_Detail() {}
+
+// LimitExceeded names the tenant limit a request would break, the usage
+// it found and what would still fit.
+type LimitExceeded struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tenant.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// The resource the limit was checked on.
+	Resource string `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	// The limit entry that applied: its tenant and resource ("*" for a
+	// default).
+	EntryTenant string `protobuf:"bytes,3,opt,name=entry_tenant,json=entryTenant,proto3" json:"entry_tenant,omitempty"`
+	// See entry_tenant.
+	EntryResource string `protobuf:"bytes,4,opt,name=entry_resource,json=entryResource,proto3" json:"entry_resource,omitempty"`
+	// The LimitSpec field: "max_units", "max_unit_millis",
+	// "max_ahead_millis", "max_duration_millis" or "max_hold_ttl_millis".
+	Limit string `protobuf:"bytes,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Its value.
+	LimitValue int64 `protobuf:"varint,6,opt,name=limit_value,json=limitValue,proto3" json:"limit_value,omitempty"`
+	// The tenant's usage where the request would go, in the limit's unit
+	// (units at the busiest instant of the interval; unit-ms in the busiest
+	// window), before the request; 0 for the per-request limits.
+	Usage int64 `protobuf:"varint,7,opt,name=usage,proto3" json:"usage,omitempty"`
+	// What the request asked for in the same unit (units; unit-ms it adds to
+	// that window; ms of duration or horizon).
+	Requested int64 `protobuf:"varint,8,opt,name=requested,proto3" json:"requested,omitempty"`
+	// The most the request could ask for and still fit under the limit
+	// (units for max_units and max_unit_millis; ms for the others).
+	Fits int64 `protobuf:"varint,9,opt,name=fits,proto3" json:"fits,omitempty"`
+	// True when usage alone is already above the limit (a limit lowered
+	// below existing bookings).
+	Over          bool `protobuf:"varint,10,opt,name=over,proto3" json:"over,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LimitExceeded) Reset() {
+	*x = LimitExceeded{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitExceeded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitExceeded) ProtoMessage() {}
+
+func (x *LimitExceeded) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitExceeded.ProtoReflect.Descriptor instead.
+func (*LimitExceeded) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *LimitExceeded) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *LimitExceeded) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *LimitExceeded) GetEntryTenant() string {
+	if x != nil {
+		return x.EntryTenant
+	}
+	return ""
+}
+
+func (x *LimitExceeded) GetEntryResource() string {
+	if x != nil {
+		return x.EntryResource
+	}
+	return ""
+}
+
+func (x *LimitExceeded) GetLimit() string {
+	if x != nil {
+		return x.Limit
+	}
+	return ""
+}
+
+func (x *LimitExceeded) GetLimitValue() int64 {
+	if x != nil {
+		return x.LimitValue
+	}
+	return 0
+}
+
+func (x *LimitExceeded) GetUsage() int64 {
+	if x != nil {
+		return x.Usage
+	}
+	return 0
+}
+
+func (x *LimitExceeded) GetRequested() int64 {
+	if x != nil {
+		return x.Requested
+	}
+	return 0
+}
+
+func (x *LimitExceeded) GetFits() int64 {
+	if x != nil {
+		return x.Fits
+	}
+	return 0
+}
+
+func (x *LimitExceeded) GetOver() bool {
+	if x != nil {
+		return x.Over
+	}
+	return false
+}
 
 // Move records a variable job re-planned by one entry.
 type Move struct {
@@ -3803,7 +4400,7 @@ type Move struct {
 
 func (x *Move) Reset() {
 	*x = Move{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3815,7 +4412,7 @@ func (x *Move) String() string {
 func (*Move) ProtoMessage() {}
 
 func (x *Move) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3828,7 +4425,7 @@ func (x *Move) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Move.ProtoReflect.Descriptor instead.
 func (*Move) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{32}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Move) GetId() string {
@@ -3869,7 +4466,7 @@ type Rejected struct {
 
 func (x *Rejected) Reset() {
 	*x = Rejected{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3881,7 +4478,7 @@ func (x *Rejected) String() string {
 func (*Rejected) ProtoMessage() {}
 
 func (x *Rejected) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3894,7 +4491,7 @@ func (x *Rejected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejected.ProtoReflect.Descriptor instead.
 func (*Rejected) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{33}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Rejected) GetLaterOk() bool {
@@ -3931,7 +4528,7 @@ type Invalid struct {
 
 func (x *Invalid) Reset() {
 	*x = Invalid{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3943,7 +4540,7 @@ func (x *Invalid) String() string {
 func (*Invalid) ProtoMessage() {}
 
 func (x *Invalid) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3956,7 +4553,7 @@ func (x *Invalid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invalid.ProtoReflect.Descriptor instead.
 func (*Invalid) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{34}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Invalid) GetField() string {
@@ -3988,7 +4585,7 @@ type Conflict struct {
 
 func (x *Conflict) Reset() {
 	*x = Conflict{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4000,7 +4597,7 @@ func (x *Conflict) String() string {
 func (*Conflict) ProtoMessage() {}
 
 func (x *Conflict) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4013,7 +4610,7 @@ func (x *Conflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conflict.ProtoReflect.Descriptor instead.
 func (*Conflict) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{35}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Conflict) GetKind() Conflict_Kind {
@@ -4051,14 +4648,16 @@ type Event struct {
 	// The reservation after the change (reservation events).
 	Reservation *Reservation `protobuf:"bytes,5,opt,name=reservation,proto3" json:"reservation,omitempty"`
 	// The resource after the change (resource events).
-	Resource      *Resource `protobuf:"bytes,6,opt,name=resource,proto3" json:"resource,omitempty"`
+	Resource *Resource `protobuf:"bytes,6,opt,name=resource,proto3" json:"resource,omitempty"`
+	// The limit entry after the change (TYPE_LIMITS_CHANGED).
+	Limit         *TenantLimit `protobuf:"bytes,60,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4070,7 +4669,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4083,7 +4682,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{36}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Event) GetVersion() uint64 {
@@ -4128,6 +4727,13 @@ func (x *Event) GetResource() *Resource {
 	return nil
 }
 
+func (x *Event) GetLimit() *TenantLimit {
+	if x != nil {
+		return x.Limit
+	}
+	return nil
+}
+
 // IdempotencyRecord remembers the first result for an owner's key.
 type IdempotencyRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4145,7 +4751,7 @@ type IdempotencyRecord struct {
 
 func (x *IdempotencyRecord) Reset() {
 	*x = IdempotencyRecord{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4157,7 +4763,7 @@ func (x *IdempotencyRecord) String() string {
 func (*IdempotencyRecord) ProtoMessage() {}
 
 func (x *IdempotencyRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4170,7 +4776,7 @@ func (x *IdempotencyRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IdempotencyRecord.ProtoReflect.Descriptor instead.
 func (*IdempotencyRecord) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{37}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *IdempotencyRecord) GetOwner() string {
@@ -4225,6 +4831,9 @@ type Snapshot struct {
 	SchedulerItems []*SchedulerItem `protobuf:"bytes,7,rep,name=scheduler_items,json=schedulerItems,proto3" json:"scheduler_items,omitempty"`
 	// The learned release-time model; absent while nothing was recorded.
 	ReleaseModel *ReleaseModel `protobuf:"bytes,8,opt,name=release_model,json=releaseModel,proto3" json:"release_model,omitempty"`
+	// The tenant limit table, sorted by (tenant, resource); empty without
+	// limits, so a state without them encodes as before.
+	Limits []*TenantLimit `protobuf:"bytes,60,rep,name=limits,proto3" json:"limits,omitempty"`
 	// The series table, sorted by ID (absent when there are none, so a
 	// state without series encodes as before).
 	Series        []*Series `protobuf:"bytes,30,rep,name=series,proto3" json:"series,omitempty"`
@@ -4234,7 +4843,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[38]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4246,7 +4855,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[38]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4259,7 +4868,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{38}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Snapshot) GetAppliedIndex() uint64 {
@@ -4318,6 +4927,13 @@ func (x *Snapshot) GetReleaseModel() *ReleaseModel {
 	return nil
 }
 
+func (x *Snapshot) GetLimits() []*TenantLimit {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
 func (x *Snapshot) GetSeries() []*Series {
 	if x != nil {
 		return x.Series
@@ -4357,7 +4973,7 @@ type SchedulerItem struct {
 
 func (x *SchedulerItem) Reset() {
 	*x = SchedulerItem{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[39]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4369,7 +4985,7 @@ func (x *SchedulerItem) String() string {
 func (*SchedulerItem) ProtoMessage() {}
 
 func (x *SchedulerItem) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[39]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4382,7 +4998,7 @@ func (x *SchedulerItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerItem.ProtoReflect.Descriptor instead.
 func (*SchedulerItem) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{39}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SchedulerItem) GetId() string {
@@ -4480,7 +5096,7 @@ type ReleaseModel struct {
 
 func (x *ReleaseModel) Reset() {
 	*x = ReleaseModel{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[40]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4492,7 +5108,7 @@ func (x *ReleaseModel) String() string {
 func (*ReleaseModel) ProtoMessage() {}
 
 func (x *ReleaseModel) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[40]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4505,7 +5121,7 @@ func (x *ReleaseModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseModel.ProtoReflect.Descriptor instead.
 func (*ReleaseModel) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{40}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReleaseModel) GetPriorWeight() int64 {
@@ -4549,7 +5165,7 @@ type RatioCount struct {
 
 func (x *RatioCount) Reset() {
 	*x = RatioCount{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[41]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4561,7 +5177,7 @@ func (x *RatioCount) String() string {
 func (*RatioCount) ProtoMessage() {}
 
 func (x *RatioCount) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[41]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4574,7 +5190,7 @@ func (x *RatioCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RatioCount.ProtoReflect.Descriptor instead.
 func (*RatioCount) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{41}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RatioCount) GetPermille() uint32 {
@@ -4604,7 +5220,7 @@ type OwnerRatios struct {
 
 func (x *OwnerRatios) Reset() {
 	*x = OwnerRatios{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[42]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4616,7 +5232,7 @@ func (x *OwnerRatios) String() string {
 func (*OwnerRatios) ProtoMessage() {}
 
 func (x *OwnerRatios) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[42]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4629,7 +5245,7 @@ func (x *OwnerRatios) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OwnerRatios.ProtoReflect.Descriptor instead.
 func (*OwnerRatios) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{42}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *OwnerRatios) GetOwner() string {
@@ -4650,7 +5266,7 @@ var File_ledgerd_fsm_v1_fsm_proto protoreflect.FileDescriptor
 
 const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\n" +
-	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xfc\f\n" +
+	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xa6\x0e\n" +
 	"\aCommand\x120\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1c.ledgerd.fsm.v1.Command.TypeR\x04type\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\rR\aversion\x12\x1d\n" +
@@ -4681,7 +5297,10 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\aunit_up\x18\x16 \x01(\v2\x16.ledgerd.fsm.v1.UnitUpH\x00R\x06unitUp\x12C\n" +
 	"\rcreate_series\x18\x1e \x01(\v2\x1c.ledgerd.fsm.v1.CreateSeriesH\x00R\fcreateSeries\x12C\n" +
 	"\rexpand_series\x18\x1f \x01(\v2\x1c.ledgerd.fsm.v1.ExpandSeriesH\x00R\fexpandSeries\x12C\n" +
-	"\rcancel_series\x18  \x01(\v2\x1c.ledgerd.fsm.v1.CancelSeriesH\x00R\fcancelSeries\"\x9b\x03\n" +
+	"\rcancel_series\x18  \x01(\v2\x1c.ledgerd.fsm.v1.CancelSeriesH\x00R\fcancelSeries\x12:\n" +
+	"\n" +
+	"set_limits\x18( \x01(\v2\x19.ledgerd.fsm.v1.SetLimitsH\x00R\tsetLimits\x126\n" +
+	"\bdecision\x18) \x01(\v2\x18.ledgerd.fsm.v1.DecisionH\x00R\bdecision\"\xd1\x03\n" +
 	"\x04Type\x12\x10\n" +
 	"\fTYPE_UNKNOWN\x10\x00\x12\x18\n" +
 	"\x14TYPE_CREATE_RESOURCE\x10\x01\x12\x18\n" +
@@ -4699,13 +5318,40 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\rTYPE_COMPLETE\x10\v\x12\x13\n" +
 	"\x0fTYPE_SET_POLICY\x10\f\x12\x13\n" +
 	"\x0fTYPE_SUBMIT_JOB\x10\r\x12\x13\n" +
-	"\x0fTYPE_CO_RESERVE\x10\x0e\x12\x12\n" +
+	"\x0fTYPE_CO_RESERVE\x10\x0e\x12\x13\n" +
+	"\x0fTYPE_SET_LIMITS\x10\x19\x12\x10\n" +
+	"\fTYPE_APPROVE\x10\x1a\x12\r\n" +
+	"\tTYPE_DENY\x10\x1b\x12\x12\n" +
 	"\x0eTYPE_UNIT_DOWN\x10\x0f\x12\x10\n" +
 	"\fTYPE_UNIT_UP\x10\x10\x12\x16\n" +
 	"\x12TYPE_CREATE_SERIES\x10\x14\x12\x16\n" +
 	"\x12TYPE_EXPAND_SERIES\x10\x15\x12\x16\n" +
 	"\x12TYPE_CANCEL_SERIES\x10\x16B\t\n" +
-	"\apayload\"\xb4\x02\n" +
+	"\apayload\"\xd2\x03\n" +
+	"\tLimitSpec\x12\x1b\n" +
+	"\tmax_units\x18\x01 \x01(\x03R\bmaxUnits\x12&\n" +
+	"\x0fmax_unit_millis\x18\x02 \x01(\x03R\rmaxUnitMillis\x12#\n" +
+	"\rwindow_millis\x18\x03 \x01(\x03R\fwindowMillis\x12(\n" +
+	"\x10max_ahead_millis\x18\x04 \x01(\x03R\x0emaxAheadMillis\x12.\n" +
+	"\x13max_duration_millis\x18\x05 \x01(\x03R\x11maxDurationMillis\x12-\n" +
+	"\x13max_hold_ttl_millis\x18\x06 \x01(\x03R\x10maxHoldTtlMillis\x12+\n" +
+	"\x11approval_required\x18\a \x01(\bR\x10approvalRequired\x120\n" +
+	"\x14approval_above_units\x18\b \x01(\x03R\x12approvalAboveUnits\x12C\n" +
+	"\x1eapproval_above_duration_millis\x18\t \x01(\x03R\x1bapprovalAboveDurationMillis\x12.\n" +
+	"\x13approval_ttl_millis\x18\n" +
+	" \x01(\x03R\x11approvalTtlMillis\"n\n" +
+	"\tSetLimits\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1a\n" +
+	"\bresource\x18\x02 \x01(\tR\bresource\x12-\n" +
+	"\x04spec\x18\x03 \x01(\v2\x19.ledgerd.fsm.v1.LimitSpecR\x04spec\"\x99\x01\n" +
+	"\vTenantLimit\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1a\n" +
+	"\bresource\x18\x02 \x01(\tR\bresource\x12-\n" +
+	"\x04spec\x18\x03 \x01(\v2\x19.ledgerd.fsm.v1.LimitSpecR\x04spec\x12'\n" +
+	"\x0fupdated_version\x18\x04 \x01(\x04R\x0eupdatedVersion\"2\n" +
+	"\bDecision\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xb4\x02\n" +
 	"\fCreateSeries\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04spec\x18\x02 \x01(\fR\x04spec\x12*\n" +
@@ -4877,7 +5523,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\tat_millis\x18\x02 \x01(\x03H\x00R\batMillis\x88\x01\x01B\f\n" +
 	"\n" +
 	"_at_millis\"\b\n" +
-	"\x06Expire\"\x9b\t\n" +
+	"\x06Expire\"\x9b\n" +
+	"\n" +
 	"\vReservation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x12?\n" +
@@ -4902,10 +5549,12 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x06pushes\x18\x13 \x01(\rR\x06pushes\x12\x1f\n" +
 	"\vshort_units\x18\x14 \x01(\x03R\n" +
 	"shortUnits\x12*\n" +
-	"\x11not_before_millis\x18\x15 \x01(\x03R\x0fnotBeforeMillis\x1a9\n" +
+	"\x11not_before_millis\x18\x15 \x01(\x03R\x0fnotBeforeMillis\x12'\n" +
+	"\x0fapproval_reason\x18< \x01(\tR\x0eapprovalReason\x12'\n" +
+	"\x0fdecision_reason\x18= \x01(\tR\x0edecisionReason\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb5\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe3\x01\n" +
 	"\x05State\x12\x11\n" +
 	"\rSTATE_UNKNOWN\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -4916,7 +5565,9 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\rSTATE_ABORTED\x10\x05\x12\x11\n" +
 	"\rSTATE_EXPIRED\x10\x06\x12\x13\n" +
 	"\x0fSTATE_CANCELLED\x10\a\x12\x12\n" +
-	"\x0eSTATE_DEGRADED\x10\b\"3\n" +
+	"\x0eSTATE_DEGRADED\x10\b\x12\x1a\n" +
+	"\x16STATE_PENDING_APPROVAL\x10\x1e\x12\x10\n" +
+	"\fSTATE_DENIED\x10\x1f\"3\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_RESERVATION\x10\x00\x12\x15\n" +
 	"\x11KIND_VARIABLE_JOB\x10\x01\"\xc6\x01\n" +
@@ -4948,7 +5599,7 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"unit_downs\x18* \x03(\v2\x18.ledgerd.fsm.v1.UnitDownR\tunitDowns\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd1\x06\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe7\a\n" +
 	"\x06Result\x125\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1d.ledgerd.fsm.v1.Result.StatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x18\n" +
@@ -4961,12 +5612,14 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\aexpired\x18\b \x01(\x03R\aexpired\x12*\n" +
 	"\x05moved\x18\t \x03(\v2\x14.ledgerd.fsm.v1.MoveR\x05moved\x12>\n" +
 	"\fco_admission\x18\r \x01(\v2\x1b.ledgerd.fsm.v1.CoAdmissionR\vcoAdmission\x12 \n" +
-	"\vfingerprint\x18\x0e \x01(\fR\vfingerprint\x125\n" +
+	"\vfingerprint\x18\x0e \x01(\fR\vfingerprint\x121\n" +
+	"\x05limit\x18= \x01(\v2\x1b.ledgerd.fsm.v1.TenantLimitR\x05limit\x125\n" +
 	"\x06series\x18\x1e \x03(\v2\x1d.ledgerd.fsm.v1.SeriesOutcomeR\x06series\x126\n" +
 	"\brejected\x18\n" +
 	" \x01(\v2\x18.ledgerd.fsm.v1.RejectedH\x00R\brejected\x123\n" +
 	"\ainvalid\x18\v \x01(\v2\x17.ledgerd.fsm.v1.InvalidH\x00R\ainvalid\x126\n" +
-	"\bconflict\x18\f \x01(\v2\x18.ledgerd.fsm.v1.ConflictH\x00R\bconflict\"\x9d\x01\n" +
+	"\bconflict\x18\f \x01(\v2\x18.ledgerd.fsm.v1.ConflictH\x00R\bconflict\x12F\n" +
+	"\x0elimit_exceeded\x18< \x01(\v2\x1d.ledgerd.fsm.v1.LimitExceededH\x00R\rlimitExceeded\"\xb8\x01\n" +
 	"\x06Status\x12\x12\n" +
 	"\x0eSTATUS_UNKNOWN\x10\x00\x12\r\n" +
 	"\tSTATUS_OK\x10\x01\x12\x13\n" +
@@ -4974,8 +5627,22 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x0eSTATUS_INVALID\x10\x03\x12\x14\n" +
 	"\x10STATUS_NOT_FOUND\x10\x04\x12\x13\n" +
 	"\x0fSTATUS_CONFLICT\x10\x05\x12\x1c\n" +
-	"\x18STATUS_PERMISSION_DENIED\x10\x06B\b\n" +
-	"\x06detail\"T\n" +
+	"\x18STATUS_PERMISSION_DENIED\x10\x06\x12\x19\n" +
+	"\x15STATUS_LIMIT_EXCEEDED\x10\x1eB\b\n" +
+	"\x06detail\"\xa0\x02\n" +
+	"\rLimitExceeded\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1a\n" +
+	"\bresource\x18\x02 \x01(\tR\bresource\x12!\n" +
+	"\fentry_tenant\x18\x03 \x01(\tR\ventryTenant\x12%\n" +
+	"\x0eentry_resource\x18\x04 \x01(\tR\rentryResource\x12\x14\n" +
+	"\x05limit\x18\x05 \x01(\tR\x05limit\x12\x1f\n" +
+	"\vlimit_value\x18\x06 \x01(\x03R\n" +
+	"limitValue\x12\x14\n" +
+	"\x05usage\x18\a \x01(\x03R\x05usage\x12\x1c\n" +
+	"\trequested\x18\b \x01(\x03R\trequested\x12\x12\n" +
+	"\x04fits\x18\t \x01(\x03R\x04fits\x12\x12\n" +
+	"\x04over\x18\n" +
+	" \x01(\bR\x04over\"T\n" +
 	"\x04Move\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vfrom_millis\x18\x02 \x01(\x03R\n" +
@@ -4989,25 +5656,27 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"unmappable\"7\n" +
 	"\aInvalid\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x9f\x02\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xbe\x02\n" +
 	"\bConflict\x121\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1d.ledgerd.fsm.v1.Conflict.KindR\x04kind\x127\n" +
 	"\x05state\x18\x02 \x01(\x0e2!.ledgerd.fsm.v1.Reservation.StateR\x05state\x12!\n" +
-	"\fviolated_ids\x18\x03 \x03(\tR\vviolatedIds\"\x83\x01\n" +
+	"\fviolated_ids\x18\x03 \x03(\tR\vviolatedIds\"\xa2\x01\n" +
 	"\x04Kind\x12\x10\n" +
 	"\fKIND_UNKNOWN\x10\x00\x12\x14\n" +
 	"\x10KIND_WRONG_STATE\x10\x01\x12\x15\n" +
 	"\x11KIND_DUPLICATE_ID\x10\x02\x12\x0f\n" +
 	"\vKIND_IN_USE\x10\x03\x12\x11\n" +
 	"\rKIND_CAPACITY\x10\x04\x12\x18\n" +
-	"\x14KIND_RESOURCE_EXISTS\x10\x05\"\xf2\x05\n" +
+	"\x14KIND_RESOURCE_EXISTS\x10\x05\x12\x1d\n" +
+	"\x19KIND_APPROVAL_UNSUPPORTED\x10\x1e\"\xff\x06\n" +
 	"\x05Event\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x04R\aversion\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\rR\x03seq\x12.\n" +
 	"\x04type\x18\x03 \x01(\x0e2\x1a.ledgerd.fsm.v1.Event.TypeR\x04type\x12\x1b\n" +
 	"\tat_millis\x18\x04 \x01(\x03R\batMillis\x12=\n" +
 	"\vreservation\x18\x05 \x01(\v2\x1b.ledgerd.fsm.v1.ReservationR\vreservation\x124\n" +
-	"\bresource\x18\x06 \x01(\v2\x18.ledgerd.fsm.v1.ResourceR\bresource\"\xfa\x03\n" +
+	"\bresource\x18\x06 \x01(\v2\x18.ledgerd.fsm.v1.ResourceR\bresource\x121\n" +
+	"\x05limit\x18< \x01(\v2\x1b.ledgerd.fsm.v1.TenantLimitR\x05limit\"\xd4\x04\n" +
 	"\x04Type\x12\x10\n" +
 	"\fTYPE_UNKNOWN\x10\x00\x12\r\n" +
 	"\tTYPE_HELD\x10\x01\x12\x12\n" +
@@ -5029,7 +5698,11 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x0eTYPE_REPLANNED\x10\x10\x12\x11\n" +
 	"\rTYPE_VIOLATED\x10\x11\x12\x16\n" +
 	"\x12TYPE_JOB_SUBMITTED\x10\x12\x12\x17\n" +
-	"\x13TYPE_POLICY_CHANGED\x10\x13\x12\x17\n" +
+	"\x13TYPE_POLICY_CHANGED\x10\x13\x12\x1b\n" +
+	"\x17TYPE_APPROVAL_REQUESTED\x10\x1e\x12\x11\n" +
+	"\rTYPE_APPROVED\x10\x1f\x12\x0f\n" +
+	"\vTYPE_DENIED\x10 \x12\x17\n" +
+	"\x13TYPE_LIMITS_CHANGED\x10!\x12\x17\n" +
 	"\x13TYPE_UNITS_REMAPPED\x10\x14\x12\x12\n" +
 	"\x0eTYPE_UNIT_DOWN\x10\x15\x12\x10\n" +
 	"\fTYPE_UNIT_UP\x10\x16\"\x88\x01\n" +
@@ -5037,7 +5710,7 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x05owner\x18\x01 \x01(\tR\x05owner\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x1b\n" +
 	"\tat_millis\x18\x03 \x01(\x03R\batMillis\x12.\n" +
-	"\x06result\x18\x04 \x01(\v2\x16.ledgerd.fsm.v1.ResultR\x06result\"\xf8\x03\n" +
+	"\x06result\x18\x04 \x01(\v2\x16.ledgerd.fsm.v1.ResultR\x06result\"\xad\x04\n" +
 	"\bSnapshot\x12#\n" +
 	"\rapplied_index\x18\x01 \x01(\x04R\fappliedIndex\x12\x1d\n" +
 	"\n" +
@@ -5047,7 +5720,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\vidempotency\x18\x05 \x03(\v2!.ledgerd.fsm.v1.IdempotencyRecordR\vidempotency\x12/\n" +
 	"\ahistory\x18\x06 \x03(\v2\x15.ledgerd.fsm.v1.EventR\ahistory\x12F\n" +
 	"\x0fscheduler_items\x18\a \x03(\v2\x1d.ledgerd.fsm.v1.SchedulerItemR\x0eschedulerItems\x12A\n" +
-	"\rrelease_model\x18\b \x01(\v2\x1c.ledgerd.fsm.v1.ReleaseModelR\freleaseModel\x12.\n" +
+	"\rrelease_model\x18\b \x01(\v2\x1c.ledgerd.fsm.v1.ReleaseModelR\freleaseModel\x123\n" +
+	"\x06limits\x18< \x03(\v2\x1b.ledgerd.fsm.v1.TenantLimitR\x06limits\x12.\n" +
 	"\x06series\x18\x1e \x03(\v2\x16.ledgerd.fsm.v1.SeriesR\x06series\"\xdf\x02\n" +
 	"\rSchedulerItem\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
@@ -5101,7 +5775,7 @@ func file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP() []byte {
 }
 
 var file_ledgerd_fsm_v1_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_ledgerd_fsm_v1_fsm_proto_goTypes = []any{
 	(AdmissionPolicy)(0),       // 0: ledgerd.fsm.v1.AdmissionPolicy
 	(UnitPolicy)(0),            // 1: ledgerd.fsm.v1.UnitPolicy
@@ -5112,142 +5786,155 @@ var file_ledgerd_fsm_v1_fsm_proto_goTypes = []any{
 	(Conflict_Kind)(0),         // 6: ledgerd.fsm.v1.Conflict.Kind
 	(Event_Type)(0),            // 7: ledgerd.fsm.v1.Event.Type
 	(*Command)(nil),            // 8: ledgerd.fsm.v1.Command
-	(*CreateSeries)(nil),       // 9: ledgerd.fsm.v1.CreateSeries
-	(*SeriesBatch)(nil),        // 10: ledgerd.fsm.v1.SeriesBatch
-	(*SeriesOccurrence)(nil),   // 11: ledgerd.fsm.v1.SeriesOccurrence
-	(*ExpandSeries)(nil),       // 12: ledgerd.fsm.v1.ExpandSeries
-	(*CancelSeries)(nil),       // 13: ledgerd.fsm.v1.CancelSeries
-	(*Series)(nil),             // 14: ledgerd.fsm.v1.Series
-	(*SeriesOutcome)(nil),      // 15: ledgerd.fsm.v1.SeriesOutcome
-	(*SeriesSkip)(nil),         // 16: ledgerd.fsm.v1.SeriesSkip
-	(*PolicySpec)(nil),         // 17: ledgerd.fsm.v1.PolicySpec
-	(*SetPolicy)(nil),          // 18: ledgerd.fsm.v1.SetPolicy
-	(*SubmitJob)(nil),          // 19: ledgerd.fsm.v1.SubmitJob
-	(*CoReserve)(nil),          // 20: ledgerd.fsm.v1.CoReserve
-	(*CoSub)(nil),              // 21: ledgerd.fsm.v1.CoSub
-	(*CoAdmission)(nil),        // 22: ledgerd.fsm.v1.CoAdmission
-	(*CoPlacement)(nil),        // 23: ledgerd.fsm.v1.CoPlacement
-	(*CreateResource)(nil),     // 24: ledgerd.fsm.v1.CreateResource
-	(*UnitDown)(nil),           // 25: ledgerd.fsm.v1.UnitDown
-	(*UnitUp)(nil),             // 26: ledgerd.fsm.v1.UnitUp
-	(*UpdateResource)(nil),     // 27: ledgerd.fsm.v1.UpdateResource
-	(*DeleteResource)(nil),     // 28: ledgerd.fsm.v1.DeleteResource
-	(*Part)(nil),               // 29: ledgerd.fsm.v1.Part
-	(*ReservationRequest)(nil), // 30: ledgerd.fsm.v1.ReservationRequest
-	(*Target)(nil),             // 31: ledgerd.fsm.v1.Target
-	(*Modify)(nil),             // 32: ledgerd.fsm.v1.Modify
-	(*Complete)(nil),           // 33: ledgerd.fsm.v1.Complete
-	(*Expire)(nil),             // 34: ledgerd.fsm.v1.Expire
-	(*Reservation)(nil),        // 35: ledgerd.fsm.v1.Reservation
-	(*Modification)(nil),       // 36: ledgerd.fsm.v1.Modification
-	(*CapacityWindow)(nil),     // 37: ledgerd.fsm.v1.CapacityWindow
-	(*Resource)(nil),           // 38: ledgerd.fsm.v1.Resource
-	(*Result)(nil),             // 39: ledgerd.fsm.v1.Result
-	(*Move)(nil),               // 40: ledgerd.fsm.v1.Move
-	(*Rejected)(nil),           // 41: ledgerd.fsm.v1.Rejected
-	(*Invalid)(nil),            // 42: ledgerd.fsm.v1.Invalid
-	(*Conflict)(nil),           // 43: ledgerd.fsm.v1.Conflict
-	(*Event)(nil),              // 44: ledgerd.fsm.v1.Event
-	(*IdempotencyRecord)(nil),  // 45: ledgerd.fsm.v1.IdempotencyRecord
-	(*Snapshot)(nil),           // 46: ledgerd.fsm.v1.Snapshot
-	(*SchedulerItem)(nil),      // 47: ledgerd.fsm.v1.SchedulerItem
-	(*ReleaseModel)(nil),       // 48: ledgerd.fsm.v1.ReleaseModel
-	(*RatioCount)(nil),         // 49: ledgerd.fsm.v1.RatioCount
-	(*OwnerRatios)(nil),        // 50: ledgerd.fsm.v1.OwnerRatios
-	nil,                        // 51: ledgerd.fsm.v1.CreateSeries.LabelsEntry
-	nil,                        // 52: ledgerd.fsm.v1.Series.LabelsEntry
-	nil,                        // 53: ledgerd.fsm.v1.SubmitJob.LabelsEntry
-	nil,                        // 54: ledgerd.fsm.v1.CoReserve.LabelsEntry
-	nil,                        // 55: ledgerd.fsm.v1.CreateResource.LabelsEntry
-	nil,                        // 56: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	nil,                        // 57: ledgerd.fsm.v1.Reservation.LabelsEntry
-	nil,                        // 58: ledgerd.fsm.v1.Resource.LabelsEntry
+	(*LimitSpec)(nil),          // 9: ledgerd.fsm.v1.LimitSpec
+	(*SetLimits)(nil),          // 10: ledgerd.fsm.v1.SetLimits
+	(*TenantLimit)(nil),        // 11: ledgerd.fsm.v1.TenantLimit
+	(*Decision)(nil),           // 12: ledgerd.fsm.v1.Decision
+	(*CreateSeries)(nil),       // 13: ledgerd.fsm.v1.CreateSeries
+	(*SeriesBatch)(nil),        // 14: ledgerd.fsm.v1.SeriesBatch
+	(*SeriesOccurrence)(nil),   // 15: ledgerd.fsm.v1.SeriesOccurrence
+	(*ExpandSeries)(nil),       // 16: ledgerd.fsm.v1.ExpandSeries
+	(*CancelSeries)(nil),       // 17: ledgerd.fsm.v1.CancelSeries
+	(*Series)(nil),             // 18: ledgerd.fsm.v1.Series
+	(*SeriesOutcome)(nil),      // 19: ledgerd.fsm.v1.SeriesOutcome
+	(*SeriesSkip)(nil),         // 20: ledgerd.fsm.v1.SeriesSkip
+	(*PolicySpec)(nil),         // 21: ledgerd.fsm.v1.PolicySpec
+	(*SetPolicy)(nil),          // 22: ledgerd.fsm.v1.SetPolicy
+	(*SubmitJob)(nil),          // 23: ledgerd.fsm.v1.SubmitJob
+	(*CoReserve)(nil),          // 24: ledgerd.fsm.v1.CoReserve
+	(*CoSub)(nil),              // 25: ledgerd.fsm.v1.CoSub
+	(*CoAdmission)(nil),        // 26: ledgerd.fsm.v1.CoAdmission
+	(*CoPlacement)(nil),        // 27: ledgerd.fsm.v1.CoPlacement
+	(*CreateResource)(nil),     // 28: ledgerd.fsm.v1.CreateResource
+	(*UnitDown)(nil),           // 29: ledgerd.fsm.v1.UnitDown
+	(*UnitUp)(nil),             // 30: ledgerd.fsm.v1.UnitUp
+	(*UpdateResource)(nil),     // 31: ledgerd.fsm.v1.UpdateResource
+	(*DeleteResource)(nil),     // 32: ledgerd.fsm.v1.DeleteResource
+	(*Part)(nil),               // 33: ledgerd.fsm.v1.Part
+	(*ReservationRequest)(nil), // 34: ledgerd.fsm.v1.ReservationRequest
+	(*Target)(nil),             // 35: ledgerd.fsm.v1.Target
+	(*Modify)(nil),             // 36: ledgerd.fsm.v1.Modify
+	(*Complete)(nil),           // 37: ledgerd.fsm.v1.Complete
+	(*Expire)(nil),             // 38: ledgerd.fsm.v1.Expire
+	(*Reservation)(nil),        // 39: ledgerd.fsm.v1.Reservation
+	(*Modification)(nil),       // 40: ledgerd.fsm.v1.Modification
+	(*CapacityWindow)(nil),     // 41: ledgerd.fsm.v1.CapacityWindow
+	(*Resource)(nil),           // 42: ledgerd.fsm.v1.Resource
+	(*Result)(nil),             // 43: ledgerd.fsm.v1.Result
+	(*LimitExceeded)(nil),      // 44: ledgerd.fsm.v1.LimitExceeded
+	(*Move)(nil),               // 45: ledgerd.fsm.v1.Move
+	(*Rejected)(nil),           // 46: ledgerd.fsm.v1.Rejected
+	(*Invalid)(nil),            // 47: ledgerd.fsm.v1.Invalid
+	(*Conflict)(nil),           // 48: ledgerd.fsm.v1.Conflict
+	(*Event)(nil),              // 49: ledgerd.fsm.v1.Event
+	(*IdempotencyRecord)(nil),  // 50: ledgerd.fsm.v1.IdempotencyRecord
+	(*Snapshot)(nil),           // 51: ledgerd.fsm.v1.Snapshot
+	(*SchedulerItem)(nil),      // 52: ledgerd.fsm.v1.SchedulerItem
+	(*ReleaseModel)(nil),       // 53: ledgerd.fsm.v1.ReleaseModel
+	(*RatioCount)(nil),         // 54: ledgerd.fsm.v1.RatioCount
+	(*OwnerRatios)(nil),        // 55: ledgerd.fsm.v1.OwnerRatios
+	nil,                        // 56: ledgerd.fsm.v1.CreateSeries.LabelsEntry
+	nil,                        // 57: ledgerd.fsm.v1.Series.LabelsEntry
+	nil,                        // 58: ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	nil,                        // 59: ledgerd.fsm.v1.CoReserve.LabelsEntry
+	nil,                        // 60: ledgerd.fsm.v1.CreateResource.LabelsEntry
+	nil,                        // 61: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	nil,                        // 62: ledgerd.fsm.v1.Reservation.LabelsEntry
+	nil,                        // 63: ledgerd.fsm.v1.Resource.LabelsEntry
 }
 var file_ledgerd_fsm_v1_fsm_proto_depIdxs = []int32{
 	2,  // 0: ledgerd.fsm.v1.Command.type:type_name -> ledgerd.fsm.v1.Command.Type
-	24, // 1: ledgerd.fsm.v1.Command.create_resource:type_name -> ledgerd.fsm.v1.CreateResource
-	27, // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
-	28, // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
-	30, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
-	31, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
-	32, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
-	34, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
-	33, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
-	18, // 9: ledgerd.fsm.v1.Command.set_policy:type_name -> ledgerd.fsm.v1.SetPolicy
-	19, // 10: ledgerd.fsm.v1.Command.submit_job:type_name -> ledgerd.fsm.v1.SubmitJob
-	20, // 11: ledgerd.fsm.v1.Command.co_reserve:type_name -> ledgerd.fsm.v1.CoReserve
-	25, // 12: ledgerd.fsm.v1.Command.unit_down:type_name -> ledgerd.fsm.v1.UnitDown
-	26, // 13: ledgerd.fsm.v1.Command.unit_up:type_name -> ledgerd.fsm.v1.UnitUp
-	9,  // 14: ledgerd.fsm.v1.Command.create_series:type_name -> ledgerd.fsm.v1.CreateSeries
-	12, // 15: ledgerd.fsm.v1.Command.expand_series:type_name -> ledgerd.fsm.v1.ExpandSeries
-	13, // 16: ledgerd.fsm.v1.Command.cancel_series:type_name -> ledgerd.fsm.v1.CancelSeries
-	29, // 17: ledgerd.fsm.v1.CreateSeries.parts:type_name -> ledgerd.fsm.v1.Part
-	51, // 18: ledgerd.fsm.v1.CreateSeries.labels:type_name -> ledgerd.fsm.v1.CreateSeries.LabelsEntry
-	10, // 19: ledgerd.fsm.v1.CreateSeries.first:type_name -> ledgerd.fsm.v1.SeriesBatch
-	11, // 20: ledgerd.fsm.v1.SeriesBatch.book:type_name -> ledgerd.fsm.v1.SeriesOccurrence
-	10, // 21: ledgerd.fsm.v1.ExpandSeries.batches:type_name -> ledgerd.fsm.v1.SeriesBatch
-	9,  // 22: ledgerd.fsm.v1.CancelSeries.then:type_name -> ledgerd.fsm.v1.CreateSeries
-	29, // 23: ledgerd.fsm.v1.Series.parts:type_name -> ledgerd.fsm.v1.Part
-	52, // 24: ledgerd.fsm.v1.Series.labels:type_name -> ledgerd.fsm.v1.Series.LabelsEntry
-	14, // 25: ledgerd.fsm.v1.SeriesOutcome.series:type_name -> ledgerd.fsm.v1.Series
-	16, // 26: ledgerd.fsm.v1.SeriesOutcome.skipped:type_name -> ledgerd.fsm.v1.SeriesSkip
-	5,  // 27: ledgerd.fsm.v1.SeriesSkip.status:type_name -> ledgerd.fsm.v1.Result.Status
-	0,  // 28: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
-	17, // 29: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	29, // 30: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
-	53, // 31: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
-	21, // 32: ledgerd.fsm.v1.CoReserve.subs:type_name -> ledgerd.fsm.v1.CoSub
-	54, // 33: ledgerd.fsm.v1.CoReserve.labels:type_name -> ledgerd.fsm.v1.CoReserve.LabelsEntry
-	23, // 34: ledgerd.fsm.v1.CoAdmission.placements:type_name -> ledgerd.fsm.v1.CoPlacement
-	35, // 35: ledgerd.fsm.v1.CoPlacement.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	55, // 36: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
-	17, // 37: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	1,  // 38: ledgerd.fsm.v1.CreateResource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
-	29, // 39: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
-	56, // 40: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	29, // 41: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
-	57, // 42: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
-	29, // 43: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
-	3,  // 44: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	36, // 45: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
-	4,  // 46: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	29, // 47: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
-	58, // 48: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
-	37, // 49: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
-	17, // 50: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	1,  // 51: ledgerd.fsm.v1.Resource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
-	25, // 52: ledgerd.fsm.v1.Resource.unit_downs:type_name -> ledgerd.fsm.v1.UnitDown
-	5,  // 53: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
-	35, // 54: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	38, // 55: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
-	40, // 56: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
-	22, // 57: ledgerd.fsm.v1.Result.co_admission:type_name -> ledgerd.fsm.v1.CoAdmission
-	15, // 58: ledgerd.fsm.v1.Result.series:type_name -> ledgerd.fsm.v1.SeriesOutcome
-	41, // 59: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
-	42, // 60: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
-	43, // 61: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
-	6,  // 62: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
-	3,  // 63: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	7,  // 64: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
-	35, // 65: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	38, // 66: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
-	39, // 67: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
-	38, // 68: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
-	35, // 69: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
-	45, // 70: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
-	44, // 71: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
-	47, // 72: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
-	48, // 73: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
-	14, // 74: ledgerd.fsm.v1.Snapshot.series:type_name -> ledgerd.fsm.v1.Series
-	4,  // 75: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	49, // 76: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
-	50, // 77: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
-	49, // 78: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
-	79, // [79:79] is the sub-list for method output_type
-	79, // [79:79] is the sub-list for method input_type
-	79, // [79:79] is the sub-list for extension type_name
-	79, // [79:79] is the sub-list for extension extendee
-	0,  // [0:79] is the sub-list for field type_name
+	28, // 1: ledgerd.fsm.v1.Command.create_resource:type_name -> ledgerd.fsm.v1.CreateResource
+	31, // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
+	32, // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
+	34, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
+	35, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
+	36, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
+	38, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
+	37, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
+	22, // 9: ledgerd.fsm.v1.Command.set_policy:type_name -> ledgerd.fsm.v1.SetPolicy
+	23, // 10: ledgerd.fsm.v1.Command.submit_job:type_name -> ledgerd.fsm.v1.SubmitJob
+	24, // 11: ledgerd.fsm.v1.Command.co_reserve:type_name -> ledgerd.fsm.v1.CoReserve
+	29, // 12: ledgerd.fsm.v1.Command.unit_down:type_name -> ledgerd.fsm.v1.UnitDown
+	30, // 13: ledgerd.fsm.v1.Command.unit_up:type_name -> ledgerd.fsm.v1.UnitUp
+	13, // 14: ledgerd.fsm.v1.Command.create_series:type_name -> ledgerd.fsm.v1.CreateSeries
+	16, // 15: ledgerd.fsm.v1.Command.expand_series:type_name -> ledgerd.fsm.v1.ExpandSeries
+	17, // 16: ledgerd.fsm.v1.Command.cancel_series:type_name -> ledgerd.fsm.v1.CancelSeries
+	10, // 17: ledgerd.fsm.v1.Command.set_limits:type_name -> ledgerd.fsm.v1.SetLimits
+	12, // 18: ledgerd.fsm.v1.Command.decision:type_name -> ledgerd.fsm.v1.Decision
+	9,  // 19: ledgerd.fsm.v1.SetLimits.spec:type_name -> ledgerd.fsm.v1.LimitSpec
+	9,  // 20: ledgerd.fsm.v1.TenantLimit.spec:type_name -> ledgerd.fsm.v1.LimitSpec
+	33, // 21: ledgerd.fsm.v1.CreateSeries.parts:type_name -> ledgerd.fsm.v1.Part
+	56, // 22: ledgerd.fsm.v1.CreateSeries.labels:type_name -> ledgerd.fsm.v1.CreateSeries.LabelsEntry
+	14, // 23: ledgerd.fsm.v1.CreateSeries.first:type_name -> ledgerd.fsm.v1.SeriesBatch
+	15, // 24: ledgerd.fsm.v1.SeriesBatch.book:type_name -> ledgerd.fsm.v1.SeriesOccurrence
+	14, // 25: ledgerd.fsm.v1.ExpandSeries.batches:type_name -> ledgerd.fsm.v1.SeriesBatch
+	13, // 26: ledgerd.fsm.v1.CancelSeries.then:type_name -> ledgerd.fsm.v1.CreateSeries
+	33, // 27: ledgerd.fsm.v1.Series.parts:type_name -> ledgerd.fsm.v1.Part
+	57, // 28: ledgerd.fsm.v1.Series.labels:type_name -> ledgerd.fsm.v1.Series.LabelsEntry
+	18, // 29: ledgerd.fsm.v1.SeriesOutcome.series:type_name -> ledgerd.fsm.v1.Series
+	20, // 30: ledgerd.fsm.v1.SeriesOutcome.skipped:type_name -> ledgerd.fsm.v1.SeriesSkip
+	5,  // 31: ledgerd.fsm.v1.SeriesSkip.status:type_name -> ledgerd.fsm.v1.Result.Status
+	0,  // 32: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
+	21, // 33: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	33, // 34: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
+	58, // 35: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	25, // 36: ledgerd.fsm.v1.CoReserve.subs:type_name -> ledgerd.fsm.v1.CoSub
+	59, // 37: ledgerd.fsm.v1.CoReserve.labels:type_name -> ledgerd.fsm.v1.CoReserve.LabelsEntry
+	27, // 38: ledgerd.fsm.v1.CoAdmission.placements:type_name -> ledgerd.fsm.v1.CoPlacement
+	39, // 39: ledgerd.fsm.v1.CoPlacement.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	60, // 40: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
+	21, // 41: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	1,  // 42: ledgerd.fsm.v1.CreateResource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
+	33, // 43: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
+	61, // 44: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	33, // 45: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
+	62, // 46: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
+	33, // 47: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
+	3,  // 48: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	40, // 49: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
+	4,  // 50: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	33, // 51: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
+	63, // 52: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
+	41, // 53: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
+	21, // 54: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	1,  // 55: ledgerd.fsm.v1.Resource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
+	29, // 56: ledgerd.fsm.v1.Resource.unit_downs:type_name -> ledgerd.fsm.v1.UnitDown
+	5,  // 57: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
+	39, // 58: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	42, // 59: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
+	45, // 60: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
+	26, // 61: ledgerd.fsm.v1.Result.co_admission:type_name -> ledgerd.fsm.v1.CoAdmission
+	11, // 62: ledgerd.fsm.v1.Result.limit:type_name -> ledgerd.fsm.v1.TenantLimit
+	19, // 63: ledgerd.fsm.v1.Result.series:type_name -> ledgerd.fsm.v1.SeriesOutcome
+	46, // 64: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
+	47, // 65: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
+	48, // 66: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
+	44, // 67: ledgerd.fsm.v1.Result.limit_exceeded:type_name -> ledgerd.fsm.v1.LimitExceeded
+	6,  // 68: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
+	3,  // 69: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	7,  // 70: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
+	39, // 71: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	42, // 72: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
+	11, // 73: ledgerd.fsm.v1.Event.limit:type_name -> ledgerd.fsm.v1.TenantLimit
+	43, // 74: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
+	42, // 75: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
+	39, // 76: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
+	50, // 77: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
+	49, // 78: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
+	52, // 79: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
+	53, // 80: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
+	11, // 81: ledgerd.fsm.v1.Snapshot.limits:type_name -> ledgerd.fsm.v1.TenantLimit
+	18, // 82: ledgerd.fsm.v1.Snapshot.series:type_name -> ledgerd.fsm.v1.Series
+	4,  // 83: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	54, // 84: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
+	55, // 85: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
+	54, // 86: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
+	87, // [87:87] is the sub-list for method output_type
+	87, // [87:87] is the sub-list for method input_type
+	87, // [87:87] is the sub-list for extension type_name
+	87, // [87:87] is the sub-list for extension extendee
+	0,  // [0:87] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_fsm_v1_fsm_proto_init() }
@@ -5272,15 +5959,18 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 		(*Command_CreateSeries)(nil),
 		(*Command_ExpandSeries)(nil),
 		(*Command_CancelSeries)(nil),
+		(*Command_SetLimits)(nil),
+		(*Command_Decision)(nil),
 	}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[19].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[22].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[24].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[25].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[31].OneofWrappers = []any{
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[23].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[26].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[28].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[29].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[35].OneofWrappers = []any{
 		(*Result_Rejected)(nil),
 		(*Result_Invalid)(nil),
 		(*Result_Conflict)(nil),
+		(*Result_LimitExceeded)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5288,7 +5978,7 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_fsm_v1_fsm_proto_rawDesc), len(file_ledgerd_fsm_v1_fsm_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   51,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

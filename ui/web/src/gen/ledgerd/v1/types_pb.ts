@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ledgerd/v1/types.proto.
  */
 export const file_ledgerd_v1_types: GenFile = /*@__PURE__*/
-  fileDesc("ChZsZWRnZXJkL3YxL3R5cGVzLnByb3RvEgpsZWRnZXJkLnYxIjIKDlJlc291cmNlQW1vdW50EhAKCHJlc291cmNlGAEgASgJEg4KBmFtb3VudBgCIAEoAyLuAQoFU2hhcGUSKQoFcGFydHMYASADKAsyGi5sZWRnZXJkLnYxLlJlc291cmNlQW1vdW50EisKCGR1cmF0aW9uGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KCm5vdF9iZWZvcmUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGRlYWRsaW5lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtleGFjdF9zdGFydBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiggYKC1Jlc2VydmF0aW9uEgoKAmlkGAEgASgJEg4KBnRlbmFudBgCIAEoCRIpCgVwYXJ0cxgDIAMoCzIaLmxlZGdlcmQudjEuUmVzb3VyY2VBbW91bnQSKQoFc3RhcnQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoFc3RhdGUYBiABKA4yHC5sZWRnZXJkLnYxLlJlc2VydmF0aW9uU3RhdGUSMwoPaG9sZF9leHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCgZsYWJlbHMYCCADKAsyIy5sZWRnZXJkLnYxLlJlc2VydmF0aW9uLkxhYmVsc0VudHJ5EhcKD2NyZWF0ZWRfdmVyc2lvbhgJIAEoBBIPCgd2ZXJzaW9uGAogASgEEjAKB3BlbmRpbmcYCyABKAsyHy5sZWRnZXJkLnYxLlBlbmRpbmdNb2RpZmljYXRpb24SNQoScmVxdWVzdGVkX2R1cmF0aW9uGAwgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KCmFjdHVhbF9lbmQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBGtpbmQYDiABKA4yGy5sZWRnZXJkLnYxLlJlc2VydmF0aW9uS2luZBIcChRwcm9iYWJpbGl0eV9wZXJtaWxsZRgPIAEoDRIPCgdyZWxheGVkGBAgASgIEg4KBnB1c2hlcxgRIAEoDRITCgtzaG9ydF91bml0cxgSIAEoAxIuCgpub3RfYmVmb3JlGBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgV1bml0cxgoIAMoCRIRCglzZXJpZXNfaWQYMiABKAkaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJoCghNb3ZlZEpvYhIKCgJpZBgBIAEoCRIoCgRmcm9tGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgJ0bxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi2AEKE1BlbmRpbmdNb2RpZmljYXRpb24SKQoFcGFydHMYASADKAsyGi5sZWRnZXJkLnYxLlJlc291cmNlQW1vdW50EikKBXN0YXJ0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgNlbmQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjMKD2hvbGRfZXhwaXJlc19hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDQoFdW5pdHMYKCADKAkilQMKCFJlc291cmNlEgwKBG5hbWUYASABKAkSEAoIY2FwYWNpdHkYAiABKAMSDAoEdW5pdBgDIAEoCRIwCgZsYWJlbHMYBCADKAsyIC5sZWRnZXJkLnYxLlJlc291cmNlLkxhYmVsc0VudHJ5EiIKBnBvbGljeRgFIAEoDjISLmxlZGdlcmQudjEuUG9saWN5Eg8KB3ZlcnNpb24YBiABKAQSHAoUbWluX3N1Y2Nlc3NfcGVybWlsbGUYByABKA0SEgoKbWF4X3B1c2hlcxgIIAEoDRIrCgd3aW5kb3dzGAkgAygLMhoubGVkZ2VyZC52MS5DYXBhY2l0eVdpbmRvdxINCgV1bml0cxgoIAMoCRIrCgt1bml0X3BvbGljeRgpIAEoDjIWLmxlZGdlcmQudjEuVW5pdFBvbGljeRIqCgp1bml0X2Rvd25zGCogAygLMhYubGVkZ2VyZC52MS5Vbml0V2luZG93Gi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiegoKVW5pdFdpbmRvdxIKCgJpZBgBIAEoCRIMCgR1bml0GAIgASgJEikKBXN0YXJ0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgNlbmQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wInYKDkNhcGFjaXR5V2luZG93EikKBXN0YXJ0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgNlbmQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCGNhcGFjaXR5GAMgASgDIm0KCUZyZWVCbG9jaxIpCgVzdGFydBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoDZW5kGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRmcmVlGAMgASgDItwBCgVFdmVudBIPCgd2ZXJzaW9uGAEgASgEEigKBHRpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiMKBHR5cGUYAyABKA4yFS5sZWRnZXJkLnYxLkV2ZW50VHlwZRIsCgtyZXNlcnZhdGlvbhgEIAEoCzIXLmxlZGdlcmQudjEuUmVzZXJ2YXRpb24SJgoIcmVzb3VyY2UYBSABKAsyFC5sZWRnZXJkLnYxLlJlc291cmNlEg4KBmFjdGlvbhgGIAEoCRINCgVpbmRleBgHIAEoDSJgCglSZWplY3Rpb24SDgoGcmVhc29uGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSMgoOZWFybGllc3Rfc3RhcnQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKrACChBSZXNlcnZhdGlvblN0YXRlEiEKHVJFU0VSVkFUSU9OX1NUQVRFX1VOU1BFQ0lGSUVEEAASGgoWUkVTRVJWQVRJT05fU1RBVEVfSEVMRBABEh8KG1JFU0VSVkFUSU9OX1NUQVRFX0NPTU1JVFRFRBACEhwKGFJFU0VSVkFUSU9OX1NUQVRFX0FDVElWRRADEh8KG1JFU0VSVkFUSU9OX1NUQVRFX0NPTVBMRVRFRBAEEh0KGVJFU0VSVkFUSU9OX1NUQVRFX0FCT1JURUQQBRIdChlSRVNFUlZBVElPTl9TVEFURV9FWFBJUkVEEAYSHwobUkVTRVJWQVRJT05fU1RBVEVfQ0FOQ0VMTEVEEAcSHgoaUkVTRVJWQVRJT05fU1RBVEVfREVHUkFERUQQCCp4Cg9SZXNlcnZhdGlvbktpbmQSIAocUkVTRVJWQVRJT05fS0lORF9VTlNQRUNJRklFRBAAEiAKHFJFU0VSVkFUSU9OX0tJTkRfUkVTRVJWQVRJT04QARIhCh1SRVNFUlZBVElPTl9LSU5EX1ZBUklBQkxFX0pPQhACKmEKBlBvbGljeRIWChJQT0xJQ1lfVU5TUEVDSUZJRUQQABIRCg1QT0xJQ1lfUkVKRUNUEAESGAoUUE9MSUNZX01PVkVfVkFSSUFCTEUQAhISCg5QT0xJQ1lfUkVMQVhFRBADKlgKClVuaXRQb2xpY3kSGwoXVU5JVF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIVChFVTklUX1BPTElDWV9SRU1BUBABEhYKElVOSVRfUE9MSUNZX1JFRlVTRRACKqgCCglFdmVudFR5cGUSGgoWRVZFTlRfVFlQRV9VTlNQRUNJRklFRBAAEhoKFkVWRU5UX1RZUEVfUkVTRVJWQVRJT04QARIXChNFVkVOVF9UWVBFX1JFU09VUkNFEAISHwobRVZFTlRfVFlQRV9SRVNPVVJDRV9ERUxFVEVEEAMSGAoURVZFTlRfVFlQRV9SRVBMQU5ORUQQBBIXChNFVkVOVF9UWVBFX1ZJT0xBVEVEEAUSHAoYRVZFTlRfVFlQRV9KT0JfU1VCTUlUVEVEEAYSHQoZRVZFTlRfVFlQRV9QT0xJQ1lfQ0hBTkdFRBAHEh0KGUVWRU5UX1RZUEVfVU5JVFNfUkVNQVBQRUQQFBIaChZFVkVOVF9UWVBFX1VOSVRfV0lORE9XEBVCNVozZ2l0aHViLmNvbS9sZWRnZXJkL2xlZGdlcmQvZ2VuL2xlZGdlcmQvdjE7bGVkZ2VyZHYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("ChZsZWRnZXJkL3YxL3R5cGVzLnByb3RvEgpsZWRnZXJkLnYxIjIKDlJlc291cmNlQW1vdW50EhAKCHJlc291cmNlGAEgASgJEg4KBmFtb3VudBgCIAEoAyLuAQoFU2hhcGUSKQoFcGFydHMYASADKAsyGi5sZWRnZXJkLnYxLlJlc291cmNlQW1vdW50EisKCGR1cmF0aW9uGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KCm5vdF9iZWZvcmUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGRlYWRsaW5lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtleGFjdF9zdGFydBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAitAYKC1Jlc2VydmF0aW9uEgoKAmlkGAEgASgJEg4KBnRlbmFudBgCIAEoCRIpCgVwYXJ0cxgDIAMoCzIaLmxlZGdlcmQudjEuUmVzb3VyY2VBbW91bnQSKQoFc3RhcnQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoFc3RhdGUYBiABKA4yHC5sZWRnZXJkLnYxLlJlc2VydmF0aW9uU3RhdGUSMwoPaG9sZF9leHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCgZsYWJlbHMYCCADKAsyIy5sZWRnZXJkLnYxLlJlc2VydmF0aW9uLkxhYmVsc0VudHJ5EhcKD2NyZWF0ZWRfdmVyc2lvbhgJIAEoBBIPCgd2ZXJzaW9uGAogASgEEjAKB3BlbmRpbmcYCyABKAsyHy5sZWRnZXJkLnYxLlBlbmRpbmdNb2RpZmljYXRpb24SNQoScmVxdWVzdGVkX2R1cmF0aW9uGAwgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KCmFjdHVhbF9lbmQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBGtpbmQYDiABKA4yGy5sZWRnZXJkLnYxLlJlc2VydmF0aW9uS2luZBIcChRwcm9iYWJpbGl0eV9wZXJtaWxsZRgPIAEoDRIPCgdyZWxheGVkGBAgASgIEg4KBnB1c2hlcxgRIAEoDRITCgtzaG9ydF91bml0cxgSIAEoAxIuCgpub3RfYmVmb3JlGBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCg9hcHByb3ZhbF9yZWFzb24YPCABKAkSFwoPZGVjaXNpb25fcmVhc29uGD0gASgJEg0KBXVuaXRzGCggAygJEhEKCXNlcmllc19pZBgyIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBImgKCE1vdmVkSm9iEgoKAmlkGAEgASgJEigKBGZyb20YAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKAnRvGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLYAQoTUGVuZGluZ01vZGlmaWNhdGlvbhIpCgVwYXJ0cxgBIAMoCzIaLmxlZGdlcmQudjEuUmVzb3VyY2VBbW91bnQSKQoFc3RhcnQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMwoPaG9sZF9leHBpcmVzX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgV1bml0cxgoIAMoCSKVAwoIUmVzb3VyY2USDAoEbmFtZRgBIAEoCRIQCghjYXBhY2l0eRgCIAEoAxIMCgR1bml0GAMgASgJEjAKBmxhYmVscxgEIAMoCzIgLmxlZGdlcmQudjEuUmVzb3VyY2UuTGFiZWxzRW50cnkSIgoGcG9saWN5GAUgASgOMhIubGVkZ2VyZC52MS5Qb2xpY3kSDwoHdmVyc2lvbhgGIAEoBBIcChRtaW5fc3VjY2Vzc19wZXJtaWxsZRgHIAEoDRISCgptYXhfcHVzaGVzGAggASgNEisKB3dpbmRvd3MYCSADKAsyGi5sZWRnZXJkLnYxLkNhcGFjaXR5V2luZG93Eg0KBXVuaXRzGCggAygJEisKC3VuaXRfcG9saWN5GCkgASgOMhYubGVkZ2VyZC52MS5Vbml0UG9saWN5EioKCnVuaXRfZG93bnMYKiADKAsyFi5sZWRnZXJkLnYxLlVuaXRXaW5kb3caLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJ6CgpVbml0V2luZG93EgoKAmlkGAEgASgJEgwKBHVuaXQYAiABKAkSKQoFc3RhcnQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAidgoOQ2FwYWNpdHlXaW5kb3cSKQoFc3RhcnQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIY2FwYWNpdHkYAyABKAMibQoJRnJlZUJsb2NrEikKBXN0YXJ0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgNlbmQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBGZyZWUYAyABKAMihAIKBUV2ZW50Eg8KB3ZlcnNpb24YASABKAQSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIwoEdHlwZRgDIAEoDjIVLmxlZGdlcmQudjEuRXZlbnRUeXBlEiwKC3Jlc2VydmF0aW9uGAQgASgLMhcubGVkZ2VyZC52MS5SZXNlcnZhdGlvbhImCghyZXNvdXJjZRgFIAEoCzIULmxlZGdlcmQudjEuUmVzb3VyY2USDgoGYWN0aW9uGAYgASgJEg0KBWluZGV4GAcgASgNEiYKBWxpbWl0GDwgASgLMhcubGVkZ2VyZC52MS5UZW5hbnRMaW1pdCJgCglSZWplY3Rpb24SDgoGcmVhc29uGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSMgoOZWFybGllc3Rfc3RhcnQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpQDCgZMaW1pdHMSEQoJbWF4X3VuaXRzGAEgASgDEhYKDm1heF91bml0X2hvdXJzGAIgASgDEikKBndpbmRvdxgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIsCgltYXhfYWhlYWQYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SLwoMbWF4X2R1cmF0aW9uGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KDG1heF9ob2xkX3R0bBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIZChFhcHByb3ZhbF9yZXF1aXJlZBgHIAEoCBIcChRhcHByb3ZhbF9hYm92ZV91bml0cxgIIAEoAxI6ChdhcHByb3ZhbF9hYm92ZV9kdXJhdGlvbhgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgxhcHByb3ZhbF90dGwYCiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iZAoLVGVuYW50TGltaXQSDgoGdGVuYW50GAEgASgJEhAKCHJlc291cmNlGAIgASgJEiIKBmxpbWl0cxgDIAEoCzISLmxlZGdlcmQudjEuTGltaXRzEg8KB3ZlcnNpb24YBCABKAQq9gIKEFJlc2VydmF0aW9uU3RhdGUSIQodUkVTRVJWQVRJT05fU1RBVEVfVU5TUEVDSUZJRUQQABIaChZSRVNFUlZBVElPTl9TVEFURV9IRUxEEAESHwobUkVTRVJWQVRJT05fU1RBVEVfQ09NTUlUVEVEEAISHAoYUkVTRVJWQVRJT05fU1RBVEVfQUNUSVZFEAMSHwobUkVTRVJWQVRJT05fU1RBVEVfQ09NUExFVEVEEAQSHQoZUkVTRVJWQVRJT05fU1RBVEVfQUJPUlRFRBAFEh0KGVJFU0VSVkFUSU9OX1NUQVRFX0VYUElSRUQQBhIfChtSRVNFUlZBVElPTl9TVEFURV9DQU5DRUxMRUQQBxIeChpSRVNFUlZBVElPTl9TVEFURV9ERUdSQURFRBAIEiYKIlJFU0VSVkFUSU9OX1NUQVRFX1BFTkRJTkdfQVBQUk9WQUwQHhIcChhSRVNFUlZBVElPTl9TVEFURV9ERU5JRUQQHyp4Cg9SZXNlcnZhdGlvbktpbmQSIAocUkVTRVJWQVRJT05fS0lORF9VTlNQRUNJRklFRBAAEiAKHFJFU0VSVkFUSU9OX0tJTkRfUkVTRVJWQVRJT04QARIhCh1SRVNFUlZBVElPTl9LSU5EX1ZBUklBQkxFX0pPQhACKmEKBlBvbGljeRIWChJQT0xJQ1lfVU5TUEVDSUZJRUQQABIRCg1QT0xJQ1lfUkVKRUNUEAESGAoUUE9MSUNZX01PVkVfVkFSSUFCTEUQAhISCg5QT0xJQ1lfUkVMQVhFRBADKlgKClVuaXRQb2xpY3kSGwoXVU5JVF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIVChFVTklUX1BPTElDWV9SRU1BUBABEhYKElVOSVRfUE9MSUNZX1JFRlVTRRACKscCCglFdmVudFR5cGUSGgoWRVZFTlRfVFlQRV9VTlNQRUNJRklFRBAAEhoKFkVWRU5UX1RZUEVfUkVTRVJWQVRJT04QARIXChNFVkVOVF9UWVBFX1JFU09VUkNFEAISHwobRVZFTlRfVFlQRV9SRVNPVVJDRV9ERUxFVEVEEAMSGAoURVZFTlRfVFlQRV9SRVBMQU5ORUQQBBIXChNFVkVOVF9UWVBFX1ZJT0xBVEVEEAUSHAoYRVZFTlRfVFlQRV9KT0JfU1VCTUlUVEVEEAYSHQoZRVZFTlRfVFlQRV9QT0xJQ1lfQ0hBTkdFRBAHEh0KGUVWRU5UX1RZUEVfVU5JVFNfUkVNQVBQRUQQFBIaChZFVkVOVF9UWVBFX1VOSVRfV0lORE9XEBUSHQoZRVZFTlRfVFlQRV9MSU1JVFNfQ0hBTkdFRBAeQjVaM2dpdGh1Yi5jb20vbGVkZ2VyZC9sZWRnZXJkL2dlbi9sZWRnZXJkL3YxO2xlZGdlcmR2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * ResourceAmount is one resource's share of a request: amount units of
@@ -239,6 +239,21 @@ export type Reservation = Message<"ledgerd.v1.Reservation"> & {
    * @generated from field: google.protobuf.Timestamp not_before = 19;
    */
   notBefore?: Timestamp | undefined;
+
+  /**
+   * Why the request needed an operator's approval (set from
+   * RESERVATION_STATE_PENDING_APPROVAL on).
+   *
+   * @generated from field: string approval_reason = 60;
+   */
+  approvalReason: string;
+
+  /**
+   * The operator's reason for a denial, or note with an approval.
+   *
+   * @generated from field: string decision_reason = 61;
+   */
+  decisionReason: string;
 
   /**
    * On resources with units: the units this booking holds, part by part in
@@ -631,6 +646,13 @@ export type Event = Message<"ledgerd.v1.Event"> & {
    * @generated from field: uint32 index = 7;
    */
   index: number;
+
+  /**
+   * The limit entry after the change (EVENT_TYPE_LIMITS_CHANGED).
+   *
+   * @generated from field: ledgerd.v1.TenantLimit limit = 60;
+   */
+  limit?: TenantLimit | undefined;
 };
 
 /**
@@ -677,6 +699,137 @@ export type Rejection = Message<"ledgerd.v1.Rejection"> & {
  */
 export const RejectionSchema: GenMessage<Rejection> = /*@__PURE__*/
   messageDesc(file_ledgerd_v1_types, 10);
+
+/**
+ * Limits is what a tenant may book on a resource, and which of its
+ * requests wait for an operator. Unset (zero) fields mean "no limit".
+ * Held, committed and pending-approval reservations (and pending
+ * modifications) count; a lower limit never cancels a booking.
+ *
+ * @generated from message ledgerd.v1.Limits
+ */
+export type Limits = Message<"ledgerd.v1.Limits"> & {
+  /**
+   * Most units held at any instant.
+   *
+   * @generated from field: int64 max_units = 1;
+   */
+  maxUnits: bigint;
+
+  /**
+   * Most unit-hours booked in any window of reservation time of length
+   * window (e.g. 10,000 core-hours in any 30 days). Set with window.
+   *
+   * @generated from field: int64 max_unit_hours = 2;
+   */
+  maxUnitHours: bigint;
+
+  /**
+   * The rolling window of max_unit_hours.
+   *
+   * @generated from field: google.protobuf.Duration window = 3;
+   */
+  window?: Duration | undefined;
+
+  /**
+   * How far ahead of now a booking may end (book-ahead horizon).
+   *
+   * @generated from field: google.protobuf.Duration max_ahead = 4;
+   */
+  maxAhead?: Duration | undefined;
+
+  /**
+   * Longest booking.
+   *
+   * @generated from field: google.protobuf.Duration max_duration = 5;
+   */
+  maxDuration?: Duration | undefined;
+
+  /**
+   * Longest hold TTL a request may ask for.
+   *
+   * @generated from field: google.protobuf.Duration max_hold_ttl = 6;
+   */
+  maxHoldTtl?: Duration | undefined;
+
+  /**
+   * Every request needs approval.
+   *
+   * @generated from field: bool approval_required = 7;
+   */
+  approvalRequired: boolean;
+
+  /**
+   * Requests of more units than this need approval.
+   *
+   * @generated from field: int64 approval_above_units = 8;
+   */
+  approvalAboveUnits: bigint;
+
+  /**
+   * Requests longer than this need approval.
+   *
+   * @generated from field: google.protobuf.Duration approval_above_duration = 9;
+   */
+  approvalAboveDuration?: Duration | undefined;
+
+  /**
+   * How long a request waits for approval before it expires (default 7
+   * days).
+   *
+   * @generated from field: google.protobuf.Duration approval_ttl = 10;
+   */
+  approvalTtl?: Duration | undefined;
+};
+
+/**
+ * Describes the message ledgerd.v1.Limits.
+ * Use `create(LimitsSchema)` to create a new message.
+ */
+export const LimitsSchema: GenMessage<Limits> = /*@__PURE__*/
+  messageDesc(file_ledgerd_v1_types, 11);
+
+/**
+ * TenantLimit is one entry of the limit table.
+ *
+ * @generated from message ledgerd.v1.TenantLimit
+ */
+export type TenantLimit = Message<"ledgerd.v1.TenantLimit"> & {
+  /**
+   * Tenant, or "*" for every tenant without its own entry.
+   *
+   * @generated from field: string tenant = 1;
+   */
+  tenant: string;
+
+  /**
+   * Resource, or "*" for every resource without its own entry.
+   *
+   * @generated from field: string resource = 2;
+   */
+  resource: string;
+
+  /**
+   * The limits; absent in the event of a cleared entry.
+   *
+   * @generated from field: ledgerd.v1.Limits limits = 3;
+   */
+  limits?: Limits | undefined;
+
+  /**
+   * Ledger version that set it.
+   *
+   * @generated from field: uint64 version = 4;
+   */
+  version: bigint;
+};
+
+/**
+ * Describes the message ledgerd.v1.TenantLimit.
+ * Use `create(TenantLimitSchema)` to create a new message.
+ */
+export const TenantLimitSchema: GenMessage<TenantLimit> = /*@__PURE__*/
+  messageDesc(file_ledgerd_v1_types, 12);
 
 /**
  * ReservationState is where a reservation is in its lifecycle.
@@ -748,6 +901,22 @@ export enum ReservationState {
    * @generated from enum value: RESERVATION_STATE_DEGRADED = 8;
    */
   DEGRADED = 8,
+
+  /**
+   * Admitted and holding its capacity like a hold while it waits for an
+   * operator (TenantService.Approve → COMMITTED, Deny → DENIED); expires
+   * (→ EXPIRED) at hold_expires_at if nobody answers. See approval_reason.
+   *
+   * @generated from enum value: RESERVATION_STATE_PENDING_APPROVAL = 30;
+   */
+  PENDING_APPROVAL = 30,
+
+  /**
+   * An operator denied the request; see decision_reason.
+   *
+   * @generated from enum value: RESERVATION_STATE_DENIED = 31;
+   */
+  DENIED = 31,
 }
 
 /**
@@ -961,6 +1130,14 @@ export enum EventType {
    * @generated from enum value: EVENT_TYPE_UNIT_WINDOW = 21;
    */
   UNIT_WINDOW = 21,
+
+  /**
+   * A tenant's limits were set or cleared; Event.limit is the entry after
+   * the change (without limits when cleared).
+   *
+   * @generated from enum value: EVENT_TYPE_LIMITS_CHANGED = 30;
+   */
+  LIMITS_CHANGED = 30,
 }
 
 /**

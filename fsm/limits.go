@@ -1,0 +1,472 @@
+package fsm
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"github.com/ledgerd/ledgerd/planner"
+	"google.golang.org/protobuf/proto"
+)
+
+// Per-tenant limits (TYPE_SET_LIMITS) and their enforcement in admission.
+//
+// The limit table is replicated state, changed only by logged commands.
+// While it has any entry, every change of a row (put) also updates the
+// per (tenant, resource) usage profiles, so that an admission asks its
+// tenant's profile, never the reservation table. With no entry the
+// profiles are dropped and admission costs what it did without limits.
+
+// AnyTenant and AnyResource are the wildcards of a limit entry: the
+// default for every tenant or resource without a more specific entry.
+const (
+	AnyTenant   = "*"
+	AnyResource = "*"
+)
+
+// DefaultApprovalTTL is how long a request waits for approval when its
+// limit entry names no approval_ttl_millis: 7 days.
+const DefaultApprovalTTL int64 = 7 * 24 * 3_600_000
+
+// maxLimitWindow bounds window_millis (100 years): far beyond any useful
+// window, it keeps every window inside the time range.
+const maxLimitWindow int64 = 100 * 365 * 24 * 3_600_000
+
+// maxReasonLen bounds an approval decision's reason.
+const maxReasonLen = 1024
+
+type limitKey struct{ tenant, resource string }
+
+// limitState is the limit table and the usage it needs.
+type limitState struct {
+	// table holds the entries; records are immutable once stored.
+	table map[limitKey]*fsmv1.TenantLimit
+	// use holds each tenant's usage per resource while table is not
+	// empty (nil otherwise). Invariant: use[k] is the sum of
+	// contribution(r) over the rows r of tenant k.tenant.
+	use map[limitKey]*usage
+	// Scratch.
+	buf []ustep
+	win windowScratch
+}
+
+// limited reports whether usage is being tracked.
+func (l *limitState) limited() bool { return l.use != nil }
+
+// spec returns the entry that applies to tenant on resource: the most
+// specific of (tenant, resource), (tenant, *), (*, resource), (*, *).
+func (l *limitState) spec(tenant, resource string) *fsmv1.TenantLimit {
+	for _, k := range [4]limitKey{{tenant, resource}, {tenant, AnyResource}, {AnyTenant, resource}, {AnyTenant, AnyResource}} {
+		if e, ok := l.table[k]; ok {
+			return e
+		}
+	}
+	return nil
+}
+
+// countsState reports whether a row in state st holds the tenant's
+// capacity for the limits: held, committed, running and pending approval.
+func countsState(st fsmv1.Reservation_State) bool {
+	switch st {
+	case fsmv1.Reservation_STATE_HELD, fsmv1.Reservation_STATE_COMMITTED, fsmv1.Reservation_STATE_ACTIVE,
+		fsmv1.Reservation_STATE_DEGRADED, fsmv1.Reservation_STATE_PENDING_APPROVAL:
+		return true
+	}
+	return false
+}
+
+// account adds (sign +1) or removes (-1) the contribution of a row to its
+// tenant's usage: its parts over [start, end) and, with a pending
+// modification, the new shape too, where the two overlap only the larger
+// amount (so that whichever shape survives the modification is counted
+// in full, and nothing twice).
+func (l *limitState) account(owner string, m *rowMeta, parts, pend []scanPart, sign int64) {
+	if !countsState(m.state) {
+		return
+	}
+	for _, p := range parts {
+		l.useOf(owner, p.resource).add(m.start, m.end, sign*p.amount)
+	}
+	if !m.hasPending {
+		pend = nil
+	}
+	for _, q := range pend {
+		u := l.useOf(owner, q.resource)
+		u.add(m.pendStart, m.pendEnd, sign*q.amount)
+		for _, p := range parts {
+			if p.resource == q.resource {
+				u.add(max(m.start, m.pendStart), min(m.end, m.pendEnd), -sign*min(p.amount, q.amount))
+			}
+		}
+	}
+	for _, ps := range [2][]scanPart{parts, pend} {
+		for _, p := range ps {
+			k := limitKey{owner, p.resource}
+			if u, ok := l.use[k]; ok && u.empty() {
+				delete(l.use, k)
+			}
+		}
+	}
+}
+
+func (l *limitState) useOf(owner, resource string) *usage {
+	k := limitKey{owner, resource}
+	u, ok := l.use[k]
+	if !ok {
+		u = newUsage()
+		// The names may be substrings of a stored row: the map keeps its
+		// own copies, not the row.
+		l.use[limitKey{strings.Clone(owner), strings.Clone(resource)}] = u
+	}
+	return u
+}
+
+// accountRow is account for a row message.
+func (l *limitState) accountRow(r *fsmv1.Reservation, sign int64) {
+	if !l.limited() || r == nil || !countsState(r.GetState()) {
+		return
+	}
+	m := metaOf(r)
+	parts := scanParts(r.GetParts(), nil)
+	var pend []scanPart
+	if p := r.GetPending(); p != nil {
+		pend = scanParts(p.GetParts(), nil)
+	}
+	l.account(r.GetOwner(), &m, parts, pend, sign)
+}
+
+func scanParts(ps []*fsmv1.Part, buf []scanPart) []scanPart {
+	for _, p := range ps {
+		buf = append(buf, scanPart{resource: p.GetResource(), amount: p.GetAmount()})
+	}
+	return buf
+}
+
+// startTracking builds the usage of every row: the table just got its
+// first entry (or was restored with entries).
+func (s *state) startTracking() {
+	s.lim.use = make(map[limitKey]*usage)
+	var sc rowScan
+	s.ids.Ascend(func(id string) bool {
+		row, _ := s.resv.raw(id)
+		if err := scanRow(row, &sc); err != nil {
+			panic(fmt.Sprintf("fsm: stored reservation %q: %v", id, err))
+		}
+		s.lim.account(sc.owner, &sc.rowMeta, sc.parts, sc.pendParts, 1)
+		return true
+	})
+}
+
+// setLimits applies TYPE_SET_LIMITS.
+func (s *state) setLimits(cmd *fsmv1.Command) *fsmv1.Result {
+	if !cmd.GetPrivileged() {
+		return &fsmv1.Result{Status: fsmv1.Result_STATUS_PERMISSION_DENIED, Message: "only an operator may set tenant limits"}
+	}
+	c := cmd.GetSetLimits()
+	if fe := checkSetLimits(c); fe != nil {
+		return fe.result()
+	}
+	k := limitKey{c.GetTenant(), c.GetResource()}
+	e := &fsmv1.TenantLimit{Tenant: k.tenant, Resource: k.resource, UpdatedVersion: s.index}
+	if c.GetSpec() == nil {
+		delete(s.lim.table, k)
+		if len(s.lim.table) == 0 {
+			s.lim.table, s.lim.use = nil, nil
+		}
+	} else {
+		e.Spec = proto.CloneOf(c.GetSpec())
+		if s.lim.table == nil {
+			s.lim.table = make(map[limitKey]*fsmv1.TenantLimit)
+		}
+		s.lim.table[k] = e
+		if !s.lim.limited() {
+			s.startTracking()
+		}
+	}
+	if s.cfg.HistoryLimit > 0 {
+		s.emit(fsmv1.Event_TYPE_LIMITS_CHANGED, nil, nil)
+		s.history[len(s.history)-1].Limit = e
+	}
+	return &fsmv1.Result{Status: fsmv1.Result_STATUS_OK, Limit: e}
+}
+
+// checkSetLimits is the stateless check of a SetLimits.
+func checkSetLimits(c *fsmv1.SetLimits) *FieldError {
+	switch t := c.GetTenant(); {
+	case t == "":
+		return fieldErr("set_limits.tenant", "must not be empty (\"*\" is every tenant)")
+	case len(t) > maxOwnerLen:
+		return fieldErr("set_limits.tenant", fmt.Sprintf("longer than %d bytes", maxOwnerLen))
+	}
+	if r := c.GetResource(); r != AnyResource {
+		if why := validResourceName(r); why != "" {
+			return fieldErr("set_limits.resource", why+" (\"*\" is every resource)")
+		}
+	}
+	sp := c.GetSpec()
+	if sp == nil {
+		return nil
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"max_units", sp.GetMaxUnits()}, {"max_unit_millis", sp.GetMaxUnitMillis()}, {"window_millis", sp.GetWindowMillis()},
+		{"max_ahead_millis", sp.GetMaxAheadMillis()}, {"max_duration_millis", sp.GetMaxDurationMillis()},
+		{"max_hold_ttl_millis", sp.GetMaxHoldTtlMillis()}, {"approval_above_units", sp.GetApprovalAboveUnits()},
+		{"approval_above_duration_millis", sp.GetApprovalAboveDurationMillis()}, {"approval_ttl_millis", sp.GetApprovalTtlMillis()},
+	} {
+		if f.v < 0 {
+			return fieldErr("set_limits.spec."+f.name, "must be >= 0 (0 means none)")
+		}
+	}
+	switch {
+	case (sp.GetMaxUnitMillis() == 0) != (sp.GetWindowMillis() == 0):
+		return fieldErr("set_limits.spec.window_millis", "max_unit_millis and window_millis go together")
+	case sp.GetWindowMillis() > maxLimitWindow:
+		return fieldErr("set_limits.spec.window_millis", fmt.Sprintf("must be at most %d (100 years)", maxLimitWindow))
+	case sp.GetApprovalTtlMillis() > MaxTimeMillis:
+		return fieldErr("set_limits.spec.approval_ttl_millis", endOfTime)
+	}
+	return nil
+}
+
+// limitRefusal is the result of a request a limit refuses.
+func limitRefusal(owner, resource string, e *fsmv1.TenantLimit, limit string, value, use, requested, fits int64, over bool, unit string) *fsmv1.Result {
+	msg := fmt.Sprintf("tenant %q: limit %s = %d%s on %q (entry %s/%s) refuses it: ", owner, limit, value, unit, resource, e.GetTenant(), e.GetResource())
+	switch {
+	case over:
+		msg += fmt.Sprintf("usage %d%s is already over the limit (a lowered limit refuses new bookings only)", use, unit)
+	case use != 0 || limit == "max_units" || limit == "max_unit_millis":
+		msg += fmt.Sprintf("usage %d%s + request %d%s; %d would fit", use, unit, requested, unit, fits)
+	default:
+		msg += fmt.Sprintf("request %d%s; at most %d fits", requested, unit, fits)
+	}
+	return &fsmv1.Result{
+		Status:  fsmv1.Result_STATUS_LIMIT_EXCEEDED,
+		Message: msg,
+		Detail: &fsmv1.Result_LimitExceeded{LimitExceeded: &fsmv1.LimitExceeded{
+			Tenant: owner, Resource: resource, EntryTenant: e.GetTenant(), EntryResource: e.GetResource(),
+			Limit: limit, LimitValue: value, Usage: use, Requested: requested, Fits: fits, Over: over,
+		}},
+	}
+}
+
+// checkRequestLimits checks the limits that look at one request alone:
+// its duration, its horizon (end - log time) and a hold's TTL (ttl > 0;
+// askedTTL is what the client asked for, 0 for the default). It returns
+// the TTL to use.
+func (s *state) checkRequestLimits(owner string, parts []planner.Part, start, end, ttl, askedTTL int64) (int64, *fsmv1.Result) {
+	if len(s.lim.table) == 0 {
+		return ttl, nil
+	}
+	for _, p := range parts {
+		e := s.lim.spec(owner, p.Resource)
+		sp := e.GetSpec()
+		if sp == nil {
+			continue
+		}
+		if mx := sp.GetMaxDurationMillis(); mx > 0 && end-start > mx {
+			return 0, limitRefusal(owner, p.Resource, e, "max_duration_millis", mx, 0, end-start, mx, false, " ms")
+		}
+		if mx := sp.GetMaxAheadMillis(); mx > 0 && end-s.now > mx {
+			return 0, limitRefusal(owner, p.Resource, e, "max_ahead_millis", mx, 0, end-s.now, mx, false, " ms")
+		}
+		if mx := sp.GetMaxHoldTtlMillis(); mx > 0 && ttl > 0 {
+			if askedTTL > mx {
+				return 0, limitRefusal(owner, p.Resource, e, "max_hold_ttl_millis", mx, 0, askedTTL, mx, false, " ms")
+			}
+			ttl = min(ttl, mx)
+		}
+	}
+	return ttl, nil
+}
+
+// checkUsageLimits checks that adding the rectangles of each part keeps
+// the tenant within max_units and max_unit_millis. add returns, per
+// part, what the booking adds to the tenant's usage of that resource.
+func (s *state) checkUsageLimits(owner string, parts []planner.Part, add func(i int) []rect) *fsmv1.Result {
+	if !s.lim.limited() {
+		return nil
+	}
+	for i, p := range parts {
+		e := s.lim.spec(owner, p.Resource)
+		sp := e.GetSpec()
+		if sp.GetMaxUnits() == 0 && sp.GetMaxUnitMillis() == 0 {
+			continue
+		}
+		rs := add(i)
+		u, ok := s.lim.use[limitKey{owner, p.Resource}]
+		if !ok {
+			u = newUsage()
+		}
+		if mx := sp.GetMaxUnits(); mx > 0 {
+			if peak, _, ok := u.maxUnits(rs, s.lim.buf); ok && peak > mx {
+				// The busiest instant of the request's interval, without it.
+				use, _, _ := u.maxUnits(rs[:1], s.lim.buf)
+				use -= rs[0].a
+				return limitRefusal(owner, p.Resource, e, "max_units", mx, use, p.Amount, max(0, mx-use), use > mx, " units")
+			}
+		}
+		if mx, w := sp.GetMaxUnitMillis(), sp.GetWindowMillis(); mx > 0 {
+			wc := u.maxWindow(rs, w, mx, &s.lim.win)
+			if wc.ok && from64(mx).less(wc.after) {
+				use := wc.before.clamp()
+				return limitRefusal(owner, p.Resource, e, "max_unit_millis", mx, use, wc.after.sub(wc.before).clamp(), wc.fits, from64(mx).less(wc.usage), " unit-ms")
+			}
+		}
+	}
+	return nil
+}
+
+// admissionLimits checks every limit of a new booking of parts over
+// [start, end) (the usage limits only when usage is set) and returns the
+// hold TTL to use.
+func (s *state) admissionLimits(owner string, parts []planner.Part, start, end, ttl, askedTTL int64, usage bool) (int64, *fsmv1.Result) {
+	ttl, bad := s.checkRequestLimits(owner, parts, start, end, ttl, askedTTL)
+	if bad != nil || !usage {
+		return ttl, bad
+	}
+	return ttl, s.checkUsageLimits(owner, parts, newBookingRects(parts, start, end))
+}
+
+// newBookingRects is what a new booking of parts over [start, end) adds.
+func newBookingRects(parts []planner.Part, start, end int64) func(int) []rect {
+	return func(i int) []rect { return []rect{{start, end, parts[i].Amount}} }
+}
+
+// modifyRects is what a pending modification to parts over [start, end)
+// adds beside the row's current booking (see account).
+func modifyRects(r *fsmv1.Reservation, parts []planner.Part, start, end int64) func(int) []rect {
+	return func(i int) []rect {
+		rs := []rect{{start, end, parts[i].Amount}}
+		for _, p := range r.GetParts() {
+			if p.GetResource() == parts[i].Resource {
+				if s, e := max(start, r.GetStartMillis()), min(end, r.GetEndMillis()); s < e {
+					rs = append(rs, rect{s, e, -min(p.GetAmount(), parts[i].Amount)})
+				}
+			}
+		}
+		return rs
+	}
+}
+
+// approvalNeeded says why a request of parts over [start, end) needs an
+// operator's approval ("" when it does not) and how long it may wait.
+func (s *state) approvalNeeded(owner string, parts []planner.Part, start, end int64) (string, int64) {
+	if len(s.lim.table) == 0 {
+		return "", 0
+	}
+	why, ttl := "", int64(0)
+	for _, p := range parts {
+		e := s.lim.spec(owner, p.Resource)
+		sp := e.GetSpec()
+		var r string
+		switch {
+		case sp.GetApprovalRequired():
+			r = fmt.Sprintf("resource %q requires approval", p.Resource)
+		case sp.GetApprovalAboveUnits() > 0 && p.Amount > sp.GetApprovalAboveUnits():
+			r = fmt.Sprintf("%d units on %q is above the approval threshold %d", p.Amount, p.Resource, sp.GetApprovalAboveUnits())
+		case sp.GetApprovalAboveDurationMillis() > 0 && end-start > sp.GetApprovalAboveDurationMillis():
+			r = fmt.Sprintf("duration %d ms on %q is above the approval threshold %d ms", end-start, p.Resource, sp.GetApprovalAboveDurationMillis())
+		default:
+			continue
+		}
+		t := sp.GetApprovalTtlMillis()
+		if t == 0 {
+			t = DefaultApprovalTTL
+		}
+		if why == "" {
+			why, ttl = r, t
+		} else {
+			why, ttl = why+"; "+r, min(ttl, t)
+		}
+	}
+	return why, ttl
+}
+
+// captureLimits adds the limit table to a snapshot, sorted.
+func (s *state) captureLimits(msg *fsmv1.Snapshot) {
+	if len(s.lim.table) == 0 {
+		return
+	}
+	keys := slices.SortedFunc(maps.Keys(s.lim.table), func(a, b limitKey) int {
+		return cmp.Or(cmp.Compare(a.tenant, b.tenant), cmp.Compare(a.resource, b.resource))
+	})
+	for _, k := range keys {
+		msg.Limits = append(msg.Limits, s.lim.table[k])
+	}
+}
+
+// restoreLimits loads the limit table of a snapshot and builds the usage.
+func (s *state) restoreLimits(msg *fsmv1.Snapshot) error {
+	var prev *fsmv1.TenantLimit
+	for i, e := range msg.GetLimits() {
+		if fe := checkSetLimits(&fsmv1.SetLimits{Tenant: e.GetTenant(), Resource: e.GetResource(), Spec: e.GetSpec()}); fe != nil {
+			return badf("limits[%d]: %s", i, fe.Reason)
+		}
+		if e.GetSpec() == nil {
+			return badf("limits[%d]: no spec", i)
+		}
+		if prev != nil && cmp.Or(cmp.Compare(prev.GetTenant(), e.GetTenant()), cmp.Compare(prev.GetResource(), e.GetResource())) >= 0 {
+			return badf("limits not sorted at %d", i)
+		}
+		prev = e
+		if s.lim.table == nil {
+			s.lim.table = make(map[limitKey]*fsmv1.TenantLimit)
+		}
+		s.lim.table[limitKey{e.GetTenant(), e.GetResource()}] = e
+	}
+	if len(s.lim.table) > 0 {
+		s.startTracking()
+	}
+	return nil
+}
+
+// The public names of the limits commands' fields (see PublicField).
+func init() {
+	publicFields = append(publicFields, [][2]string{
+		{"set_limits.spec.max_unit_millis", "limits.max_unit_hours"}, {"set_limits.spec.window_millis", "limits.window"},
+		{"set_limits.spec.max_ahead_millis", "limits.max_ahead"}, {"set_limits.spec.max_duration_millis", "limits.max_duration"},
+		{"set_limits.spec.max_hold_ttl_millis", "limits.max_hold_ttl"},
+		{"set_limits.spec.approval_above_duration_millis", "limits.approval_above_duration"},
+		{"set_limits.spec.approval_ttl_millis", "limits.approval_ttl"},
+		{"set_limits.spec.", "limits."}, {"set_limits.", ""}, {"decision.", ""},
+	}...)
+}
+
+// coReserveLimits checks a co-reservation before the scheduler places it
+// (placing may move variable jobs, which could not be undone): every
+// sub-request must keep the per-request limits of every candidate, and all
+// of them together must fit each candidate's usage limits, since the
+// scheduler may put them all on one. This is conservative: a
+// co-reservation whose sub-requests would spread over the candidates may
+// be refused although each placement would fit.
+func (s *state) coReserveLimits(owner string, c *fsmv1.CoReserve) *fsmv1.Result {
+	if len(s.lim.table) == 0 {
+		return nil
+	}
+	for _, name := range c.GetCandidates() {
+		for _, sub := range c.GetSubs() {
+			st := sub.GetStartMillis()
+			p := []planner.Part{{Resource: name, Amount: sub.GetAmount()}}
+			if _, bad := s.checkRequestLimits(owner, p, st, st+sub.GetDurationMillis(), 0, 0); bad != nil {
+				return bad
+			}
+		}
+		all := func(int) []rect {
+			rs := make([]rect, 0, len(c.GetSubs()))
+			for _, sub := range c.GetSubs() {
+				rs = append(rs, rect{sub.GetStartMillis(), sub.GetStartMillis() + sub.GetDurationMillis(), sub.GetAmount()})
+			}
+			return rs
+		}
+		if bad := s.checkUsageLimits(owner, []planner.Part{{Resource: name, Amount: c.GetSubs()[0].GetAmount()}}, all); bad != nil {
+			return bad
+		}
+	}
+	return nil
+}
