@@ -53,6 +53,8 @@ func minVersion(c *fsmv1.Command) uint32 {
 	switch {
 	case usesUnits(c):
 		return versionUnits
+	case c.GetType() == fsmv1.Command_TYPE_SET_MATERIALIZATION:
+		return versionBridge
 	case len(c.GetFingerprint()) > 0, c.GetDeleteResource().GetForce(),
 		c.GetModify().GetWindowDurationMillis() != 0 || c.GetModify().GetNotBeforeMillis() != 0 || c.GetModify().GetDeadlineMillis() != 0:
 		return versionEdge
@@ -274,6 +276,8 @@ func checkPayload(c *fsmv1.Command) error {
 		ok = c.GetUnitDown() != nil
 	case fsmv1.Command_TYPE_UNIT_UP:
 		ok = c.GetUnitUp() != nil
+	case fsmv1.Command_TYPE_SET_MATERIALIZATION:
+		ok = c.GetSetMaterialization() != nil
 	default:
 		return fmt.Errorf("%w: unknown type %d", ErrMalformed, int32(c.GetType()))
 	}

@@ -99,6 +99,10 @@ type state struct {
 
 	// units holds the unit schedule of every resource with units (units.go).
 	units map[string]*planner.UnitSchedule
+
+	// pinTouched lists the rows with a materialization record the
+	// current entry stored (materialization.go).
+	pinTouched []string
 }
 
 func newState(cfg Config) *state {
@@ -184,6 +188,9 @@ func (s *state) put(id string, r *fsmv1.Reservation) {
 	m.id = key
 	s.link(&m)
 	s.lastPut = r
+	if r.Materialization != nil {
+		s.notePin(key)
+	}
 }
 
 // unlink removes the timers and counts of a row about to be replaced.
@@ -322,6 +329,7 @@ func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, [
 	s.ver = cmd.GetVersion()
 	s.seq, s.expired, s.pol.moves = 0, 0, nil
 	s.lastPut = nil
+	defer s.syncPins()
 
 	// Time first: whatever log time makes due happens before the command,
 	// so a command never sees a hold that should already have expired.
@@ -437,6 +445,8 @@ func (s *state) dispatch(cmd *fsmv1.Command) *fsmv1.Result {
 		return s.unitDown(cmd)
 	case fsmv1.Command_TYPE_UNIT_UP:
 		return s.unitUp(cmd)
+	case fsmv1.Command_TYPE_SET_MATERIALIZATION:
+		return s.setMaterialization(cmd)
 	}
 	// Decode admits only the types above.
 	panic("fsm: unreachable command type " + cmd.GetType().String())

@@ -161,6 +161,8 @@ func checkCommand(cfg *Config, cmd *fsmv1.Command) *FieldError {
 		return checkUnitDown(cmd.GetUnitDown())
 	case fsmv1.Command_TYPE_UNIT_UP:
 		return checkUnitUp(cmd.GetUnitUp(), ver)
+	case fsmv1.Command_TYPE_SET_MATERIALIZATION:
+		return checkSetMaterialization(cmd.GetSetMaterialization(), ver)
 	case fsmv1.Command_TYPE_SET_POLICY:
 		sp := cmd.GetSetPolicy()
 		if fe := checkNameSet("set_policy.name", sp.GetName(), ver); fe != nil {

@@ -157,6 +157,64 @@ func (ReservationKind) EnumDescriptor() ([]byte, []int) {
 	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{1}
 }
 
+// MaterializationState says whether the resource manager holds a
+// reservation.
+type MaterializationState int32
+
+const (
+	// Not recorded.
+	MaterializationState_MATERIALIZATION_STATE_UNSPECIFIED MaterializationState = 0
+	// Not (yet) in the resource manager; the bridge will try again.
+	MaterializationState_MATERIALIZATION_STATE_PENDING MaterializationState = 1
+	// The resource manager holds it as booked.
+	MaterializationState_MATERIALIZATION_STATE_MATERIALIZED MaterializationState = 2
+	// The bridge will not or could not write it; message says why.
+	MaterializationState_MATERIALIZATION_STATE_FAILED MaterializationState = 3
+)
+
+// Enum value maps for MaterializationState.
+var (
+	MaterializationState_name = map[int32]string{
+		0: "MATERIALIZATION_STATE_UNSPECIFIED",
+		1: "MATERIALIZATION_STATE_PENDING",
+		2: "MATERIALIZATION_STATE_MATERIALIZED",
+		3: "MATERIALIZATION_STATE_FAILED",
+	}
+	MaterializationState_value = map[string]int32{
+		"MATERIALIZATION_STATE_UNSPECIFIED":  0,
+		"MATERIALIZATION_STATE_PENDING":      1,
+		"MATERIALIZATION_STATE_MATERIALIZED": 2,
+		"MATERIALIZATION_STATE_FAILED":       3,
+	}
+)
+
+func (x MaterializationState) Enum() *MaterializationState {
+	p := new(MaterializationState)
+	*p = x
+	return p
+}
+
+func (x MaterializationState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MaterializationState) Descriptor() protoreflect.EnumDescriptor {
+	return file_ledgerd_v1_types_proto_enumTypes[2].Descriptor()
+}
+
+func (MaterializationState) Type() protoreflect.EnumType {
+	return &file_ledgerd_v1_types_proto_enumTypes[2]
+}
+
+func (x MaterializationState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MaterializationState.Descriptor instead.
+func (MaterializationState) EnumDescriptor() ([]byte, []int) {
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{2}
+}
+
 // Policy is a resource's admission policy. It decides what happens to a
 // reservation that does not fit the free capacity; variable jobs
 // (SubmitJob) may be submitted under every policy.
@@ -207,11 +265,11 @@ func (x Policy) String() string {
 }
 
 func (Policy) Descriptor() protoreflect.EnumDescriptor {
-	return file_ledgerd_v1_types_proto_enumTypes[2].Descriptor()
+	return file_ledgerd_v1_types_proto_enumTypes[3].Descriptor()
 }
 
 func (Policy) Type() protoreflect.EnumType {
-	return &file_ledgerd_v1_types_proto_enumTypes[2]
+	return &file_ledgerd_v1_types_proto_enumTypes[3]
 }
 
 func (x Policy) Number() protoreflect.EnumNumber {
@@ -220,7 +278,7 @@ func (x Policy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Policy.Descriptor instead.
 func (Policy) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{2}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{3}
 }
 
 // UnitPolicy decides what a resource with units does with a request that
@@ -263,11 +321,11 @@ func (x UnitPolicy) String() string {
 }
 
 func (UnitPolicy) Descriptor() protoreflect.EnumDescriptor {
-	return file_ledgerd_v1_types_proto_enumTypes[3].Descriptor()
+	return file_ledgerd_v1_types_proto_enumTypes[4].Descriptor()
 }
 
 func (UnitPolicy) Type() protoreflect.EnumType {
-	return &file_ledgerd_v1_types_proto_enumTypes[3]
+	return &file_ledgerd_v1_types_proto_enumTypes[4]
 }
 
 func (x UnitPolicy) Number() protoreflect.EnumNumber {
@@ -276,7 +334,7 @@ func (x UnitPolicy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use UnitPolicy.Descriptor instead.
 func (UnitPolicy) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{3}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{4}
 }
 
 // EventType says what an Event changed.
@@ -310,6 +368,9 @@ const (
 	// A unit down window was added or ended early; Event.resource is the
 	// resource after the change.
 	EventType_EVENT_TYPE_UNIT_WINDOW EventType = 21
+	// The bridge recorded a change of a reservation's materialization;
+	// Event.reservation is the reservation after it.
+	EventType_EVENT_TYPE_MATERIALIZATION EventType = 35
 )
 
 // Enum value maps for EventType.
@@ -325,6 +386,7 @@ var (
 		7:  "EVENT_TYPE_POLICY_CHANGED",
 		20: "EVENT_TYPE_UNITS_REMAPPED",
 		21: "EVENT_TYPE_UNIT_WINDOW",
+		35: "EVENT_TYPE_MATERIALIZATION",
 	}
 	EventType_value = map[string]int32{
 		"EVENT_TYPE_UNSPECIFIED":      0,
@@ -337,6 +399,7 @@ var (
 		"EVENT_TYPE_POLICY_CHANGED":   7,
 		"EVENT_TYPE_UNITS_REMAPPED":   20,
 		"EVENT_TYPE_UNIT_WINDOW":      21,
+		"EVENT_TYPE_MATERIALIZATION":  35,
 	}
 )
 
@@ -351,11 +414,11 @@ func (x EventType) String() string {
 }
 
 func (EventType) Descriptor() protoreflect.EnumDescriptor {
-	return file_ledgerd_v1_types_proto_enumTypes[4].Descriptor()
+	return file_ledgerd_v1_types_proto_enumTypes[5].Descriptor()
 }
 
 func (EventType) Type() protoreflect.EnumType {
-	return &file_ledgerd_v1_types_proto_enumTypes[4]
+	return &file_ledgerd_v1_types_proto_enumTypes[5]
 }
 
 func (x EventType) Number() protoreflect.EnumNumber {
@@ -364,7 +427,7 @@ func (x EventType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use EventType.Descriptor instead.
 func (EventType) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{4}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{5}
 }
 
 // ResourceAmount is one resource's share of a request: amount units of
@@ -558,9 +621,13 @@ type Reservation struct {
 	// On resources with units: the units this booking holds, part by part in
 	// the order of parts, each part's units sorted by unit index. Empty for
 	// parts on resources without units.
-	Units         []string `protobuf:"bytes,40,rep,name=units,proto3" json:"units,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Units []string `protobuf:"bytes,40,rep,name=units,proto3" json:"units,omitempty"`
+	// Whether the site's resource manager (Slurm) holds it, as the bridge
+	// last recorded; absent when it never did (no bridge, or a resource the
+	// bridge does not follow).
+	Materialization *Materialization `protobuf:"bytes,70,opt,name=materialization,proto3" json:"materialization,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Reservation) Reset() {
@@ -733,6 +800,122 @@ func (x *Reservation) GetUnits() []string {
 	return nil
 }
 
+func (x *Reservation) GetMaterialization() *Materialization {
+	if x != nil {
+		return x.Materialization
+	}
+	return nil
+}
+
+// Materialization is the bridge's record of one reservation in the site's
+// resource manager.
+type Materialization struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The state.
+	State MaterializationState `protobuf:"varint,1,opt,name=state,proto3,enum=ledgerd.v1.MaterializationState" json:"state,omitempty"`
+	// Why it failed (the bridge's reason or the resource manager's own
+	// message) or what it waits for.
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// The reservation's name in the resource manager.
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// The nodes it holds there.
+	Units []string `protobuf:"bytes,4,rep,name=units,proto3" json:"units,omitempty"`
+	// The window as written there.
+	Start *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=start,proto3" json:"start,omitempty"`
+	End   *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=end,proto3" json:"end,omitempty"`
+	// Ledger version (Raft index) and log time of the record.
+	Version       uint64                 `protobuf:"varint,7,opt,name=version,proto3" json:"version,omitempty"`
+	Recorded      *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=recorded,proto3" json:"recorded,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Materialization) Reset() {
+	*x = Materialization{}
+	mi := &file_ledgerd_v1_types_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Materialization) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Materialization) ProtoMessage() {}
+
+func (x *Materialization) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_types_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Materialization.ProtoReflect.Descriptor instead.
+func (*Materialization) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Materialization) GetState() MaterializationState {
+	if x != nil {
+		return x.State
+	}
+	return MaterializationState_MATERIALIZATION_STATE_UNSPECIFIED
+}
+
+func (x *Materialization) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Materialization) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Materialization) GetUnits() []string {
+	if x != nil {
+		return x.Units
+	}
+	return nil
+}
+
+func (x *Materialization) GetStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *Materialization) GetEnd() *timestamppb.Timestamp {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+func (x *Materialization) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *Materialization) GetRecorded() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Recorded
+	}
+	return nil
+}
+
 // MovedJob is a variable job that a write re-planned later to make room
 // (POLICY_MOVE_VARIABLE): its planned start went from from to to.
 type MovedJob struct {
@@ -749,7 +932,7 @@ type MovedJob struct {
 
 func (x *MovedJob) Reset() {
 	*x = MovedJob{}
-	mi := &file_ledgerd_v1_types_proto_msgTypes[3]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -761,7 +944,7 @@ func (x *MovedJob) String() string {
 func (*MovedJob) ProtoMessage() {}
 
 func (x *MovedJob) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_types_proto_msgTypes[3]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -774,7 +957,7 @@ func (x *MovedJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MovedJob.ProtoReflect.Descriptor instead.
 func (*MovedJob) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{3}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *MovedJob) GetId() string {
@@ -819,7 +1002,7 @@ type PendingModification struct {
 
 func (x *PendingModification) Reset() {
 	*x = PendingModification{}
-	mi := &file_ledgerd_v1_types_proto_msgTypes[4]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -831,7 +1014,7 @@ func (x *PendingModification) String() string {
 func (*PendingModification) ProtoMessage() {}
 
 func (x *PendingModification) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_types_proto_msgTypes[4]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -844,7 +1027,7 @@ func (x *PendingModification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingModification.ProtoReflect.Descriptor instead.
 func (*PendingModification) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{4}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PendingModification) GetParts() []*ResourceAmount {
@@ -926,7 +1109,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_ledgerd_v1_types_proto_msgTypes[5]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -938,7 +1121,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_types_proto_msgTypes[5]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -951,7 +1134,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{5}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Resource) GetName() string {
@@ -1055,7 +1238,7 @@ type UnitWindow struct {
 
 func (x *UnitWindow) Reset() {
 	*x = UnitWindow{}
-	mi := &file_ledgerd_v1_types_proto_msgTypes[6]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1067,7 +1250,7 @@ func (x *UnitWindow) String() string {
 func (*UnitWindow) ProtoMessage() {}
 
 func (x *UnitWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_types_proto_msgTypes[6]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1080,7 +1263,7 @@ func (x *UnitWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnitWindow.ProtoReflect.Descriptor instead.
 func (*UnitWindow) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *UnitWindow) GetId() string {
@@ -1126,7 +1309,7 @@ type CapacityWindow struct {
 
 func (x *CapacityWindow) Reset() {
 	*x = CapacityWindow{}
-	mi := &file_ledgerd_v1_types_proto_msgTypes[7]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1138,7 +1321,7 @@ func (x *CapacityWindow) String() string {
 func (*CapacityWindow) ProtoMessage() {}
 
 func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_types_proto_msgTypes[7]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1151,7 +1334,7 @@ func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapacityWindow.ProtoReflect.Descriptor instead.
 func (*CapacityWindow) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CapacityWindow) GetStart() *timestamppb.Timestamp {
@@ -1191,7 +1374,7 @@ type FreeBlock struct {
 
 func (x *FreeBlock) Reset() {
 	*x = FreeBlock{}
-	mi := &file_ledgerd_v1_types_proto_msgTypes[8]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1203,7 +1386,7 @@ func (x *FreeBlock) String() string {
 func (*FreeBlock) ProtoMessage() {}
 
 func (x *FreeBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_types_proto_msgTypes[8]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1216,7 +1399,7 @@ func (x *FreeBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FreeBlock.ProtoReflect.Descriptor instead.
 func (*FreeBlock) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *FreeBlock) GetStart() *timestamppb.Timestamp {
@@ -1266,7 +1449,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_ledgerd_v1_types_proto_msgTypes[9]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1278,7 +1461,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_types_proto_msgTypes[9]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1291,7 +1474,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{9}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Event) GetVersion() uint64 {
@@ -1361,7 +1544,7 @@ type Rejection struct {
 
 func (x *Rejection) Reset() {
 	*x = Rejection{}
-	mi := &file_ledgerd_v1_types_proto_msgTypes[10]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1373,7 +1556,7 @@ func (x *Rejection) String() string {
 func (*Rejection) ProtoMessage() {}
 
 func (x *Rejection) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_types_proto_msgTypes[10]
+	mi := &file_ledgerd_v1_types_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1386,7 +1569,7 @@ func (x *Rejection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejection.ProtoReflect.Descriptor instead.
 func (*Rejection) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{10}
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Rejection) GetReason() string {
@@ -1426,7 +1609,7 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"not_before\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x126\n" +
 	"\bdeadline\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12;\n" +
 	"\vexact_start\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"exactStart\"\xc2\a\n" +
+	"exactStart\"\x89\b\n" +
 	"\vReservation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x120\n" +
@@ -1451,10 +1634,20 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"shortUnits\x129\n" +
 	"\n" +
 	"not_before\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x12\x14\n" +
-	"\x05units\x18( \x03(\tR\x05units\x1a9\n" +
+	"\x05units\x18( \x03(\tR\x05units\x12E\n" +
+	"\x0fmaterialization\x18F \x01(\v2\x1b.ledgerd.v1.MaterializationR\x0fmaterialization\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"v\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbf\x02\n" +
+	"\x0fMaterialization\x126\n" +
+	"\x05state\x18\x01 \x01(\x0e2 .ledgerd.v1.MaterializationStateR\x05state\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x14\n" +
+	"\x05units\x18\x04 \x03(\tR\x05units\x120\n" +
+	"\x05start\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
+	"\x03end\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12\x18\n" +
+	"\aversion\x18\a \x01(\x04R\aversion\x126\n" +
+	"\brecorded\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\brecorded\"v\n" +
 	"\bMovedJob\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
 	"\x04from\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
@@ -1523,7 +1716,12 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"\x0fReservationKind\x12 \n" +
 	"\x1cRESERVATION_KIND_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cRESERVATION_KIND_RESERVATION\x10\x01\x12!\n" +
-	"\x1dRESERVATION_KIND_VARIABLE_JOB\x10\x02*a\n" +
+	"\x1dRESERVATION_KIND_VARIABLE_JOB\x10\x02*\xaa\x01\n" +
+	"\x14MaterializationState\x12%\n" +
+	"!MATERIALIZATION_STATE_UNSPECIFIED\x10\x00\x12!\n" +
+	"\x1dMATERIALIZATION_STATE_PENDING\x10\x01\x12&\n" +
+	"\"MATERIALIZATION_STATE_MATERIALIZED\x10\x02\x12 \n" +
+	"\x1cMATERIALIZATION_STATE_FAILED\x10\x03*a\n" +
 	"\x06Policy\x12\x16\n" +
 	"\x12POLICY_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rPOLICY_REJECT\x10\x01\x12\x18\n" +
@@ -1533,7 +1731,7 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"UnitPolicy\x12\x1b\n" +
 	"\x17UNIT_POLICY_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11UNIT_POLICY_REMAP\x10\x01\x12\x16\n" +
-	"\x12UNIT_POLICY_REFUSE\x10\x02*\xa8\x02\n" +
+	"\x12UNIT_POLICY_REFUSE\x10\x02*\xc8\x02\n" +
 	"\tEventType\x12\x1a\n" +
 	"\x16EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16EVENT_TYPE_RESERVATION\x10\x01\x12\x17\n" +
@@ -1544,7 +1742,8 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"\x18EVENT_TYPE_JOB_SUBMITTED\x10\x06\x12\x1d\n" +
 	"\x19EVENT_TYPE_POLICY_CHANGED\x10\a\x12\x1d\n" +
 	"\x19EVENT_TYPE_UNITS_REMAPPED\x10\x14\x12\x1a\n" +
-	"\x16EVENT_TYPE_UNIT_WINDOW\x10\x15B5Z3github.com/ledgerd/ledgerd/gen/ledgerd/v1;ledgerdv1b\x06proto3"
+	"\x16EVENT_TYPE_UNIT_WINDOW\x10\x15\x12\x1e\n" +
+	"\x1aEVENT_TYPE_MATERIALIZATION\x10#B5Z3github.com/ledgerd/ledgerd/gen/ledgerd/v1;ledgerdv1b\x06proto3"
 
 var (
 	file_ledgerd_v1_types_proto_rawDescOnce sync.Once
@@ -1558,74 +1757,81 @@ func file_ledgerd_v1_types_proto_rawDescGZIP() []byte {
 	return file_ledgerd_v1_types_proto_rawDescData
 }
 
-var file_ledgerd_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_ledgerd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_ledgerd_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_ledgerd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_ledgerd_v1_types_proto_goTypes = []any{
 	(ReservationState)(0),         // 0: ledgerd.v1.ReservationState
 	(ReservationKind)(0),          // 1: ledgerd.v1.ReservationKind
-	(Policy)(0),                   // 2: ledgerd.v1.Policy
-	(UnitPolicy)(0),               // 3: ledgerd.v1.UnitPolicy
-	(EventType)(0),                // 4: ledgerd.v1.EventType
-	(*ResourceAmount)(nil),        // 5: ledgerd.v1.ResourceAmount
-	(*Shape)(nil),                 // 6: ledgerd.v1.Shape
-	(*Reservation)(nil),           // 7: ledgerd.v1.Reservation
-	(*MovedJob)(nil),              // 8: ledgerd.v1.MovedJob
-	(*PendingModification)(nil),   // 9: ledgerd.v1.PendingModification
-	(*Resource)(nil),              // 10: ledgerd.v1.Resource
-	(*UnitWindow)(nil),            // 11: ledgerd.v1.UnitWindow
-	(*CapacityWindow)(nil),        // 12: ledgerd.v1.CapacityWindow
-	(*FreeBlock)(nil),             // 13: ledgerd.v1.FreeBlock
-	(*Event)(nil),                 // 14: ledgerd.v1.Event
-	(*Rejection)(nil),             // 15: ledgerd.v1.Rejection
-	nil,                           // 16: ledgerd.v1.Reservation.LabelsEntry
-	nil,                           // 17: ledgerd.v1.Resource.LabelsEntry
-	(*durationpb.Duration)(nil),   // 18: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
+	(MaterializationState)(0),     // 2: ledgerd.v1.MaterializationState
+	(Policy)(0),                   // 3: ledgerd.v1.Policy
+	(UnitPolicy)(0),               // 4: ledgerd.v1.UnitPolicy
+	(EventType)(0),                // 5: ledgerd.v1.EventType
+	(*ResourceAmount)(nil),        // 6: ledgerd.v1.ResourceAmount
+	(*Shape)(nil),                 // 7: ledgerd.v1.Shape
+	(*Reservation)(nil),           // 8: ledgerd.v1.Reservation
+	(*Materialization)(nil),       // 9: ledgerd.v1.Materialization
+	(*MovedJob)(nil),              // 10: ledgerd.v1.MovedJob
+	(*PendingModification)(nil),   // 11: ledgerd.v1.PendingModification
+	(*Resource)(nil),              // 12: ledgerd.v1.Resource
+	(*UnitWindow)(nil),            // 13: ledgerd.v1.UnitWindow
+	(*CapacityWindow)(nil),        // 14: ledgerd.v1.CapacityWindow
+	(*FreeBlock)(nil),             // 15: ledgerd.v1.FreeBlock
+	(*Event)(nil),                 // 16: ledgerd.v1.Event
+	(*Rejection)(nil),             // 17: ledgerd.v1.Rejection
+	nil,                           // 18: ledgerd.v1.Reservation.LabelsEntry
+	nil,                           // 19: ledgerd.v1.Resource.LabelsEntry
+	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
 }
 var file_ledgerd_v1_types_proto_depIdxs = []int32{
-	5,  // 0: ledgerd.v1.Shape.parts:type_name -> ledgerd.v1.ResourceAmount
-	18, // 1: ledgerd.v1.Shape.duration:type_name -> google.protobuf.Duration
-	19, // 2: ledgerd.v1.Shape.not_before:type_name -> google.protobuf.Timestamp
-	19, // 3: ledgerd.v1.Shape.deadline:type_name -> google.protobuf.Timestamp
-	19, // 4: ledgerd.v1.Shape.exact_start:type_name -> google.protobuf.Timestamp
-	5,  // 5: ledgerd.v1.Reservation.parts:type_name -> ledgerd.v1.ResourceAmount
-	19, // 6: ledgerd.v1.Reservation.start:type_name -> google.protobuf.Timestamp
-	19, // 7: ledgerd.v1.Reservation.end:type_name -> google.protobuf.Timestamp
+	6,  // 0: ledgerd.v1.Shape.parts:type_name -> ledgerd.v1.ResourceAmount
+	20, // 1: ledgerd.v1.Shape.duration:type_name -> google.protobuf.Duration
+	21, // 2: ledgerd.v1.Shape.not_before:type_name -> google.protobuf.Timestamp
+	21, // 3: ledgerd.v1.Shape.deadline:type_name -> google.protobuf.Timestamp
+	21, // 4: ledgerd.v1.Shape.exact_start:type_name -> google.protobuf.Timestamp
+	6,  // 5: ledgerd.v1.Reservation.parts:type_name -> ledgerd.v1.ResourceAmount
+	21, // 6: ledgerd.v1.Reservation.start:type_name -> google.protobuf.Timestamp
+	21, // 7: ledgerd.v1.Reservation.end:type_name -> google.protobuf.Timestamp
 	0,  // 8: ledgerd.v1.Reservation.state:type_name -> ledgerd.v1.ReservationState
-	19, // 9: ledgerd.v1.Reservation.hold_expires_at:type_name -> google.protobuf.Timestamp
-	16, // 10: ledgerd.v1.Reservation.labels:type_name -> ledgerd.v1.Reservation.LabelsEntry
-	9,  // 11: ledgerd.v1.Reservation.pending:type_name -> ledgerd.v1.PendingModification
-	18, // 12: ledgerd.v1.Reservation.requested_duration:type_name -> google.protobuf.Duration
-	19, // 13: ledgerd.v1.Reservation.actual_end:type_name -> google.protobuf.Timestamp
+	21, // 9: ledgerd.v1.Reservation.hold_expires_at:type_name -> google.protobuf.Timestamp
+	18, // 10: ledgerd.v1.Reservation.labels:type_name -> ledgerd.v1.Reservation.LabelsEntry
+	11, // 11: ledgerd.v1.Reservation.pending:type_name -> ledgerd.v1.PendingModification
+	20, // 12: ledgerd.v1.Reservation.requested_duration:type_name -> google.protobuf.Duration
+	21, // 13: ledgerd.v1.Reservation.actual_end:type_name -> google.protobuf.Timestamp
 	1,  // 14: ledgerd.v1.Reservation.kind:type_name -> ledgerd.v1.ReservationKind
-	19, // 15: ledgerd.v1.Reservation.not_before:type_name -> google.protobuf.Timestamp
-	19, // 16: ledgerd.v1.MovedJob.from:type_name -> google.protobuf.Timestamp
-	19, // 17: ledgerd.v1.MovedJob.to:type_name -> google.protobuf.Timestamp
-	5,  // 18: ledgerd.v1.PendingModification.parts:type_name -> ledgerd.v1.ResourceAmount
-	19, // 19: ledgerd.v1.PendingModification.start:type_name -> google.protobuf.Timestamp
-	19, // 20: ledgerd.v1.PendingModification.end:type_name -> google.protobuf.Timestamp
-	19, // 21: ledgerd.v1.PendingModification.hold_expires_at:type_name -> google.protobuf.Timestamp
-	17, // 22: ledgerd.v1.Resource.labels:type_name -> ledgerd.v1.Resource.LabelsEntry
-	2,  // 23: ledgerd.v1.Resource.policy:type_name -> ledgerd.v1.Policy
-	12, // 24: ledgerd.v1.Resource.windows:type_name -> ledgerd.v1.CapacityWindow
-	3,  // 25: ledgerd.v1.Resource.unit_policy:type_name -> ledgerd.v1.UnitPolicy
-	11, // 26: ledgerd.v1.Resource.unit_downs:type_name -> ledgerd.v1.UnitWindow
-	19, // 27: ledgerd.v1.UnitWindow.start:type_name -> google.protobuf.Timestamp
-	19, // 28: ledgerd.v1.UnitWindow.end:type_name -> google.protobuf.Timestamp
-	19, // 29: ledgerd.v1.CapacityWindow.start:type_name -> google.protobuf.Timestamp
-	19, // 30: ledgerd.v1.CapacityWindow.end:type_name -> google.protobuf.Timestamp
-	19, // 31: ledgerd.v1.FreeBlock.start:type_name -> google.protobuf.Timestamp
-	19, // 32: ledgerd.v1.FreeBlock.end:type_name -> google.protobuf.Timestamp
-	19, // 33: ledgerd.v1.Event.time:type_name -> google.protobuf.Timestamp
-	4,  // 34: ledgerd.v1.Event.type:type_name -> ledgerd.v1.EventType
-	7,  // 35: ledgerd.v1.Event.reservation:type_name -> ledgerd.v1.Reservation
-	10, // 36: ledgerd.v1.Event.resource:type_name -> ledgerd.v1.Resource
-	19, // 37: ledgerd.v1.Rejection.earliest_start:type_name -> google.protobuf.Timestamp
-	38, // [38:38] is the sub-list for method output_type
-	38, // [38:38] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	21, // 15: ledgerd.v1.Reservation.not_before:type_name -> google.protobuf.Timestamp
+	9,  // 16: ledgerd.v1.Reservation.materialization:type_name -> ledgerd.v1.Materialization
+	2,  // 17: ledgerd.v1.Materialization.state:type_name -> ledgerd.v1.MaterializationState
+	21, // 18: ledgerd.v1.Materialization.start:type_name -> google.protobuf.Timestamp
+	21, // 19: ledgerd.v1.Materialization.end:type_name -> google.protobuf.Timestamp
+	21, // 20: ledgerd.v1.Materialization.recorded:type_name -> google.protobuf.Timestamp
+	21, // 21: ledgerd.v1.MovedJob.from:type_name -> google.protobuf.Timestamp
+	21, // 22: ledgerd.v1.MovedJob.to:type_name -> google.protobuf.Timestamp
+	6,  // 23: ledgerd.v1.PendingModification.parts:type_name -> ledgerd.v1.ResourceAmount
+	21, // 24: ledgerd.v1.PendingModification.start:type_name -> google.protobuf.Timestamp
+	21, // 25: ledgerd.v1.PendingModification.end:type_name -> google.protobuf.Timestamp
+	21, // 26: ledgerd.v1.PendingModification.hold_expires_at:type_name -> google.protobuf.Timestamp
+	19, // 27: ledgerd.v1.Resource.labels:type_name -> ledgerd.v1.Resource.LabelsEntry
+	3,  // 28: ledgerd.v1.Resource.policy:type_name -> ledgerd.v1.Policy
+	14, // 29: ledgerd.v1.Resource.windows:type_name -> ledgerd.v1.CapacityWindow
+	4,  // 30: ledgerd.v1.Resource.unit_policy:type_name -> ledgerd.v1.UnitPolicy
+	13, // 31: ledgerd.v1.Resource.unit_downs:type_name -> ledgerd.v1.UnitWindow
+	21, // 32: ledgerd.v1.UnitWindow.start:type_name -> google.protobuf.Timestamp
+	21, // 33: ledgerd.v1.UnitWindow.end:type_name -> google.protobuf.Timestamp
+	21, // 34: ledgerd.v1.CapacityWindow.start:type_name -> google.protobuf.Timestamp
+	21, // 35: ledgerd.v1.CapacityWindow.end:type_name -> google.protobuf.Timestamp
+	21, // 36: ledgerd.v1.FreeBlock.start:type_name -> google.protobuf.Timestamp
+	21, // 37: ledgerd.v1.FreeBlock.end:type_name -> google.protobuf.Timestamp
+	21, // 38: ledgerd.v1.Event.time:type_name -> google.protobuf.Timestamp
+	5,  // 39: ledgerd.v1.Event.type:type_name -> ledgerd.v1.EventType
+	8,  // 40: ledgerd.v1.Event.reservation:type_name -> ledgerd.v1.Reservation
+	12, // 41: ledgerd.v1.Event.resource:type_name -> ledgerd.v1.Resource
+	21, // 42: ledgerd.v1.Rejection.earliest_start:type_name -> google.protobuf.Timestamp
+	43, // [43:43] is the sub-list for method output_type
+	43, // [43:43] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_v1_types_proto_init() }
@@ -1638,8 +1844,8 @@ func file_ledgerd_v1_types_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_v1_types_proto_rawDesc), len(file_ledgerd_v1_types_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   13,
+			NumEnums:      6,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -193,6 +193,10 @@ const (
 	Command_TYPE_UNIT_DOWN Command_Type = 15
 	// End a unit's down window early (payload: unit_up). Version 4.
 	Command_TYPE_UNIT_UP Command_Type = 16
+	// Record whether reservations exist in the site's resource manager
+	// (payload: set_materialization). Written by the bridge on the leader.
+	// Version 4.
+	Command_TYPE_SET_MATERIALIZATION Command_Type = 30
 )
 
 // Enum value maps for Command_Type.
@@ -215,25 +219,27 @@ var (
 		14: "TYPE_CO_RESERVE",
 		15: "TYPE_UNIT_DOWN",
 		16: "TYPE_UNIT_UP",
+		30: "TYPE_SET_MATERIALIZATION",
 	}
 	Command_Type_value = map[string]int32{
-		"TYPE_UNKNOWN":         0,
-		"TYPE_CREATE_RESOURCE": 1,
-		"TYPE_UPDATE_RESOURCE": 2,
-		"TYPE_DELETE_RESOURCE": 3,
-		"TYPE_HOLD":            4,
-		"TYPE_RESERVE":         5,
-		"TYPE_COMMIT":          6,
-		"TYPE_ABORT":           7,
-		"TYPE_MODIFY":          8,
-		"TYPE_CANCEL":          9,
-		"TYPE_EXPIRE":          10,
-		"TYPE_COMPLETE":        11,
-		"TYPE_SET_POLICY":      12,
-		"TYPE_SUBMIT_JOB":      13,
-		"TYPE_CO_RESERVE":      14,
-		"TYPE_UNIT_DOWN":       15,
-		"TYPE_UNIT_UP":         16,
+		"TYPE_UNKNOWN":             0,
+		"TYPE_CREATE_RESOURCE":     1,
+		"TYPE_UPDATE_RESOURCE":     2,
+		"TYPE_DELETE_RESOURCE":     3,
+		"TYPE_HOLD":                4,
+		"TYPE_RESERVE":             5,
+		"TYPE_COMMIT":              6,
+		"TYPE_ABORT":               7,
+		"TYPE_MODIFY":              8,
+		"TYPE_CANCEL":              9,
+		"TYPE_EXPIRE":              10,
+		"TYPE_COMPLETE":            11,
+		"TYPE_SET_POLICY":          12,
+		"TYPE_SUBMIT_JOB":          13,
+		"TYPE_CO_RESERVE":          14,
+		"TYPE_UNIT_DOWN":           15,
+		"TYPE_UNIT_UP":             16,
+		"TYPE_SET_MATERIALIZATION": 30,
 	}
 )
 
@@ -584,6 +590,8 @@ const (
 	Event_TYPE_UNIT_DOWN Event_Type = 21
 	// A unit down window was ended early (resource = after).
 	Event_TYPE_UNIT_UP Event_Type = 22
+	// A reservation's materialization record changed (reservation = after).
+	Event_TYPE_MATERIALIZATION_CHANGED Event_Type = 35
 )
 
 // Enum value maps for Event_Type.
@@ -612,31 +620,33 @@ var (
 		20: "TYPE_UNITS_REMAPPED",
 		21: "TYPE_UNIT_DOWN",
 		22: "TYPE_UNIT_UP",
+		35: "TYPE_MATERIALIZATION_CHANGED",
 	}
 	Event_Type_value = map[string]int32{
-		"TYPE_UNKNOWN":          0,
-		"TYPE_HELD":             1,
-		"TYPE_COMMITTED":        2,
-		"TYPE_ACTIVATED":        3,
-		"TYPE_COMPLETED":        4,
-		"TYPE_ABORTED":          5,
-		"TYPE_EXPIRED":          6,
-		"TYPE_CANCELLED":        7,
-		"TYPE_MODIFY_HELD":      8,
-		"TYPE_MODIFY_COMMITTED": 9,
-		"TYPE_MODIFY_ABORTED":   10,
-		"TYPE_MODIFY_EXPIRED":   11,
-		"TYPE_RESOURCE_CREATED": 12,
-		"TYPE_RESOURCE_UPDATED": 13,
-		"TYPE_RESOURCE_DELETED": 14,
-		"TYPE_SHORTENED":        15,
-		"TYPE_REPLANNED":        16,
-		"TYPE_VIOLATED":         17,
-		"TYPE_JOB_SUBMITTED":    18,
-		"TYPE_POLICY_CHANGED":   19,
-		"TYPE_UNITS_REMAPPED":   20,
-		"TYPE_UNIT_DOWN":        21,
-		"TYPE_UNIT_UP":          22,
+		"TYPE_UNKNOWN":                 0,
+		"TYPE_HELD":                    1,
+		"TYPE_COMMITTED":               2,
+		"TYPE_ACTIVATED":               3,
+		"TYPE_COMPLETED":               4,
+		"TYPE_ABORTED":                 5,
+		"TYPE_EXPIRED":                 6,
+		"TYPE_CANCELLED":               7,
+		"TYPE_MODIFY_HELD":             8,
+		"TYPE_MODIFY_COMMITTED":        9,
+		"TYPE_MODIFY_ABORTED":          10,
+		"TYPE_MODIFY_EXPIRED":          11,
+		"TYPE_RESOURCE_CREATED":        12,
+		"TYPE_RESOURCE_UPDATED":        13,
+		"TYPE_RESOURCE_DELETED":        14,
+		"TYPE_SHORTENED":               15,
+		"TYPE_REPLANNED":               16,
+		"TYPE_VIOLATED":                17,
+		"TYPE_JOB_SUBMITTED":           18,
+		"TYPE_POLICY_CHANGED":          19,
+		"TYPE_UNITS_REMAPPED":          20,
+		"TYPE_UNIT_DOWN":               21,
+		"TYPE_UNIT_UP":                 22,
+		"TYPE_MATERIALIZATION_CHANGED": 35,
 	}
 )
 
@@ -665,6 +675,63 @@ func (x Event_Type) Number() protoreflect.EnumNumber {
 // Deprecated: Use Event_Type.Descriptor instead.
 func (Event_Type) EnumDescriptor() ([]byte, []int) {
 	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{28, 0}
+}
+
+// The materialization states.
+type Materialization_State int32
+
+const (
+	// Never stored.
+	Materialization_STATE_UNSPECIFIED Materialization_State = 0
+	// Not (yet) in the resource manager; the bridge will try again.
+	Materialization_STATE_PENDING Materialization_State = 1
+	// The resource manager holds it as booked (name, units, window).
+	Materialization_STATE_MATERIALIZED Materialization_State = 2
+	// The bridge will not or could not write it; message says why.
+	Materialization_STATE_FAILED Materialization_State = 3
+)
+
+// Enum value maps for Materialization_State.
+var (
+	Materialization_State_name = map[int32]string{
+		0: "STATE_UNSPECIFIED",
+		1: "STATE_PENDING",
+		2: "STATE_MATERIALIZED",
+		3: "STATE_FAILED",
+	}
+	Materialization_State_value = map[string]int32{
+		"STATE_UNSPECIFIED":  0,
+		"STATE_PENDING":      1,
+		"STATE_MATERIALIZED": 2,
+		"STATE_FAILED":       3,
+	}
+)
+
+func (x Materialization_State) Enum() *Materialization_State {
+	p := new(Materialization_State)
+	*p = x
+	return p
+}
+
+func (x Materialization_State) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Materialization_State) Descriptor() protoreflect.EnumDescriptor {
+	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[8].Descriptor()
+}
+
+func (Materialization_State) Type() protoreflect.EnumType {
+	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[8]
+}
+
+func (x Materialization_State) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Materialization_State.Descriptor instead.
+func (Materialization_State) EnumDescriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{37, 0}
 }
 
 // Command is one log entry: a typed, versioned envelope around one payload.
@@ -715,6 +782,7 @@ type Command struct {
 	//	*Command_CoReserve
 	//	*Command_UnitDown
 	//	*Command_UnitUp
+	//	*Command_SetMaterialization
 	Payload       isCommand_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -923,6 +991,15 @@ func (x *Command) GetUnitUp() *UnitUp {
 	return nil
 }
 
+func (x *Command) GetSetMaterialization() *SetMaterialization {
+	if x != nil {
+		if x, ok := x.Payload.(*Command_SetMaterialization); ok {
+			return x.SetMaterialization
+		}
+	}
+	return nil
+}
+
 type isCommand_Payload interface {
 	isCommand_Payload()
 }
@@ -992,6 +1069,11 @@ type Command_UnitUp struct {
 	UnitUp *UnitUp `protobuf:"bytes,22,opt,name=unit_up,json=unitUp,proto3,oneof"`
 }
 
+type Command_SetMaterialization struct {
+	// For TYPE_SET_MATERIALIZATION.
+	SetMaterialization *SetMaterialization `protobuf:"bytes,50,opt,name=set_materialization,json=setMaterialization,proto3,oneof"`
+}
+
 func (*Command_CreateResource) isCommand_Payload() {}
 
 func (*Command_UpdateResource) isCommand_Payload() {}
@@ -1017,6 +1099,8 @@ func (*Command_CoReserve) isCommand_Payload() {}
 func (*Command_UnitDown) isCommand_Payload() {}
 
 func (*Command_UnitUp) isCommand_Payload() {}
+
+func (*Command_SetMaterialization) isCommand_Payload() {}
 
 // PolicySpec is a resource's admission policy with its options.
 // Probabilities are integer permille (1/1000) so that the replicated state
@@ -2377,6 +2461,9 @@ type Reservation struct {
 	ShortUnits int64 `protobuf:"varint,20,opt,name=short_units,json=shortUnits,proto3" json:"short_units,omitempty"`
 	// A variable job's earliest allowed start.
 	NotBeforeMillis int64 `protobuf:"varint,21,opt,name=not_before_millis,json=notBeforeMillis,proto3" json:"not_before_millis,omitempty"`
+	// Whether the site's resource manager holds it, as the bridge last
+	// recorded (absent: never recorded). Version 4.
+	Materialization *Materialization `protobuf:"bytes,50,opt,name=materialization,proto3" json:"materialization,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -2556,6 +2643,13 @@ func (x *Reservation) GetNotBeforeMillis() int64 {
 		return x.NotBeforeMillis
 	}
 	return 0
+}
+
+func (x *Reservation) GetMaterialization() *Materialization {
+	if x != nil {
+		return x.Materialization
+	}
+	return nil
 }
 
 // Modification is a new shape held beside a committed reservation.
@@ -3898,12 +3992,227 @@ func (x *OwnerRatios) GetCounts() []*RatioCount {
 	return nil
 }
 
+// SetMaterialization records, for each listed reservation, whether the
+// site's resource manager holds it. Reservations that are unknown or over
+// (terminal) by the time the entry applies are skipped; a record equal to
+// the stored one changes nothing.
+type SetMaterialization struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1..1024 updates, each reservation at most once.
+	Updates       []*MaterializationUpdate `protobuf:"bytes,1,rep,name=updates,proto3" json:"updates,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetMaterialization) Reset() {
+	*x = SetMaterialization{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetMaterialization) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetMaterialization) ProtoMessage() {}
+
+func (x *SetMaterialization) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetMaterialization.ProtoReflect.Descriptor instead.
+func (*SetMaterialization) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *SetMaterialization) GetUpdates() []*MaterializationUpdate {
+	if x != nil {
+		return x.Updates
+	}
+	return nil
+}
+
+// MaterializationUpdate is the new record of one reservation.
+type MaterializationUpdate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The reservation's ID.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The record; version and at_millis are ignored (apply sets them).
+	Materialization *Materialization `protobuf:"bytes,2,opt,name=materialization,proto3" json:"materialization,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *MaterializationUpdate) Reset() {
+	*x = MaterializationUpdate{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MaterializationUpdate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MaterializationUpdate) ProtoMessage() {}
+
+func (x *MaterializationUpdate) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MaterializationUpdate.ProtoReflect.Descriptor instead.
+func (*MaterializationUpdate) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *MaterializationUpdate) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *MaterializationUpdate) GetMaterialization() *Materialization {
+	if x != nil {
+		return x.Materialization
+	}
+	return nil
+}
+
+// Materialization is whether a reservation exists in the site's resource
+// manager. A record that says MATERIALIZED with the units the reservation
+// holds pins those units: admission no longer moves the booking to other
+// units (they are written in the resource manager).
+type Materialization struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The state.
+	State Materialization_State `protobuf:"varint,1,opt,name=state,proto3,enum=ledgerd.fsm.v1.Materialization_State" json:"state,omitempty"`
+	// Why (failed: the bridge's reason or the resource manager's message
+	// verbatim; pending: what it waits for); at most 1024 bytes.
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// The reservation's name in the resource manager, at most 200 bytes.
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// The units (nodes) it holds there, sorted by name; at most 65536.
+	Units []string `protobuf:"bytes,4,rep,name=units,proto3" json:"units,omitempty"`
+	// The window as written there (Unix ms; whole seconds).
+	StartMillis int64 `protobuf:"varint,5,opt,name=start_millis,json=startMillis,proto3" json:"start_millis,omitempty"`
+	EndMillis   int64 `protobuf:"varint,6,opt,name=end_millis,json=endMillis,proto3" json:"end_millis,omitempty"`
+	// Log index and log time of the entry that stored this record (set by
+	// apply).
+	Version       uint64 `protobuf:"varint,7,opt,name=version,proto3" json:"version,omitempty"`
+	AtMillis      int64  `protobuf:"varint,8,opt,name=at_millis,json=atMillis,proto3" json:"at_millis,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Materialization) Reset() {
+	*x = Materialization{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Materialization) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Materialization) ProtoMessage() {}
+
+func (x *Materialization) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Materialization.ProtoReflect.Descriptor instead.
+func (*Materialization) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *Materialization) GetState() Materialization_State {
+	if x != nil {
+		return x.State
+	}
+	return Materialization_STATE_UNSPECIFIED
+}
+
+func (x *Materialization) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Materialization) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Materialization) GetUnits() []string {
+	if x != nil {
+		return x.Units
+	}
+	return nil
+}
+
+func (x *Materialization) GetStartMillis() int64 {
+	if x != nil {
+		return x.StartMillis
+	}
+	return 0
+}
+
+func (x *Materialization) GetEndMillis() int64 {
+	if x != nil {
+		return x.EndMillis
+	}
+	return 0
+}
+
+func (x *Materialization) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *Materialization) GetAtMillis() int64 {
+	if x != nil {
+		return x.AtMillis
+	}
+	return 0
+}
+
 var File_ledgerd_fsm_v1_fsm_proto protoreflect.FileDescriptor
 
 const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\n" +
-	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xe5\n" +
-	"\n" +
+	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xda\v\n" +
 	"\aCommand\x120\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1c.ledgerd.fsm.v1.Command.TypeR\x04type\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\rR\aversion\x12\x1d\n" +
@@ -3931,7 +4240,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\n" +
 	"co_reserve\x18\x14 \x01(\v2\x19.ledgerd.fsm.v1.CoReserveH\x00R\tcoReserve\x127\n" +
 	"\tunit_down\x18\x15 \x01(\v2\x18.ledgerd.fsm.v1.UnitDownH\x00R\bunitDown\x121\n" +
-	"\aunit_up\x18\x16 \x01(\v2\x16.ledgerd.fsm.v1.UnitUpH\x00R\x06unitUp\"\xd3\x02\n" +
+	"\aunit_up\x18\x16 \x01(\v2\x16.ledgerd.fsm.v1.UnitUpH\x00R\x06unitUp\x12U\n" +
+	"\x13set_materialization\x182 \x01(\v2\".ledgerd.fsm.v1.SetMaterializationH\x00R\x12setMaterialization\"\xf1\x02\n" +
 	"\x04Type\x12\x10\n" +
 	"\fTYPE_UNKNOWN\x10\x00\x12\x18\n" +
 	"\x14TYPE_CREATE_RESOURCE\x10\x01\x12\x18\n" +
@@ -3951,7 +4261,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x0fTYPE_SUBMIT_JOB\x10\r\x12\x13\n" +
 	"\x0fTYPE_CO_RESERVE\x10\x0e\x12\x12\n" +
 	"\x0eTYPE_UNIT_DOWN\x10\x0f\x12\x10\n" +
-	"\fTYPE_UNIT_UP\x10\x10B\t\n" +
+	"\fTYPE_UNIT_UP\x10\x10\x12\x1c\n" +
+	"\x18TYPE_SET_MATERIALIZATION\x10\x1eB\t\n" +
 	"\apayload\"\x96\x01\n" +
 	"\n" +
 	"PolicySpec\x127\n" +
@@ -4065,7 +4376,7 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\tat_millis\x18\x02 \x01(\x03H\x00R\batMillis\x88\x01\x01B\f\n" +
 	"\n" +
 	"_at_millis\"\b\n" +
-	"\x06Expire\"\x9b\t\n" +
+	"\x06Expire\"\xe6\t\n" +
 	"\vReservation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x12?\n" +
@@ -4090,7 +4401,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x06pushes\x18\x13 \x01(\rR\x06pushes\x12\x1f\n" +
 	"\vshort_units\x18\x14 \x01(\x03R\n" +
 	"shortUnits\x12*\n" +
-	"\x11not_before_millis\x18\x15 \x01(\x03R\x0fnotBeforeMillis\x1a9\n" +
+	"\x11not_before_millis\x18\x15 \x01(\x03R\x0fnotBeforeMillis\x12I\n" +
+	"\x0fmaterialization\x182 \x01(\v2\x1f.ledgerd.fsm.v1.MaterializationR\x0fmaterialization\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb5\x01\n" +
@@ -4187,14 +4499,14 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x11KIND_DUPLICATE_ID\x10\x02\x12\x0f\n" +
 	"\vKIND_IN_USE\x10\x03\x12\x11\n" +
 	"\rKIND_CAPACITY\x10\x04\x12\x18\n" +
-	"\x14KIND_RESOURCE_EXISTS\x10\x05\"\xf2\x05\n" +
+	"\x14KIND_RESOURCE_EXISTS\x10\x05\"\x94\x06\n" +
 	"\x05Event\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x04R\aversion\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\rR\x03seq\x12.\n" +
 	"\x04type\x18\x03 \x01(\x0e2\x1a.ledgerd.fsm.v1.Event.TypeR\x04type\x12\x1b\n" +
 	"\tat_millis\x18\x04 \x01(\x03R\batMillis\x12=\n" +
 	"\vreservation\x18\x05 \x01(\v2\x1b.ledgerd.fsm.v1.ReservationR\vreservation\x124\n" +
-	"\bresource\x18\x06 \x01(\v2\x18.ledgerd.fsm.v1.ResourceR\bresource\"\xfa\x03\n" +
+	"\bresource\x18\x06 \x01(\v2\x18.ledgerd.fsm.v1.ResourceR\bresource\"\x9c\x04\n" +
 	"\x04Type\x12\x10\n" +
 	"\fTYPE_UNKNOWN\x10\x00\x12\r\n" +
 	"\tTYPE_HELD\x10\x01\x12\x12\n" +
@@ -4219,7 +4531,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x13TYPE_POLICY_CHANGED\x10\x13\x12\x17\n" +
 	"\x13TYPE_UNITS_REMAPPED\x10\x14\x12\x12\n" +
 	"\x0eTYPE_UNIT_DOWN\x10\x15\x12\x10\n" +
-	"\fTYPE_UNIT_UP\x10\x16\"\x88\x01\n" +
+	"\fTYPE_UNIT_UP\x10\x16\x12 \n" +
+	"\x1cTYPE_MATERIALIZATION_CHANGED\x10#\"\x88\x01\n" +
 	"\x11IdempotencyRecord\x12\x14\n" +
 	"\x05owner\x18\x01 \x01(\tR\x05owner\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x1b\n" +
@@ -4262,7 +4575,27 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x05count\x18\x02 \x01(\x03R\x05count\"W\n" +
 	"\vOwnerRatios\x12\x14\n" +
 	"\x05owner\x18\x01 \x01(\tR\x05owner\x122\n" +
-	"\x06counts\x18\x02 \x03(\v2\x1a.ledgerd.fsm.v1.RatioCountR\x06counts*\x92\x01\n" +
+	"\x06counts\x18\x02 \x03(\v2\x1a.ledgerd.fsm.v1.RatioCountR\x06counts\"U\n" +
+	"\x12SetMaterialization\x12?\n" +
+	"\aupdates\x18\x01 \x03(\v2%.ledgerd.fsm.v1.MaterializationUpdateR\aupdates\"r\n" +
+	"\x15MaterializationUpdate\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12I\n" +
+	"\x0fmaterialization\x18\x02 \x01(\v2\x1f.ledgerd.fsm.v1.MaterializationR\x0fmaterialization\"\xe8\x02\n" +
+	"\x0fMaterialization\x12;\n" +
+	"\x05state\x18\x01 \x01(\x0e2%.ledgerd.fsm.v1.Materialization.StateR\x05state\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x14\n" +
+	"\x05units\x18\x04 \x03(\tR\x05units\x12!\n" +
+	"\fstart_millis\x18\x05 \x01(\x03R\vstartMillis\x12\x1d\n" +
+	"\n" +
+	"end_millis\x18\x06 \x01(\x03R\tendMillis\x12\x18\n" +
+	"\aversion\x18\a \x01(\x04R\aversion\x12\x1b\n" +
+	"\tat_millis\x18\b \x01(\x03R\batMillis\"[\n" +
+	"\x05State\x12\x15\n" +
+	"\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n" +
+	"\rSTATE_PENDING\x10\x01\x12\x16\n" +
+	"\x12STATE_MATERIALIZED\x10\x02\x12\x10\n" +
+	"\fSTATE_FAILED\x10\x03*\x92\x01\n" +
 	"\x0fAdmissionPolicy\x12 \n" +
 	"\x1cADMISSION_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17ADMISSION_POLICY_REJECT\x10\x01\x12\"\n" +
@@ -4286,128 +4619,137 @@ func file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP() []byte {
 	return file_ledgerd_fsm_v1_fsm_proto_rawDescData
 }
 
-var file_ledgerd_fsm_v1_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_ledgerd_fsm_v1_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
+var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_ledgerd_fsm_v1_fsm_proto_goTypes = []any{
-	(AdmissionPolicy)(0),       // 0: ledgerd.fsm.v1.AdmissionPolicy
-	(UnitPolicy)(0),            // 1: ledgerd.fsm.v1.UnitPolicy
-	(Command_Type)(0),          // 2: ledgerd.fsm.v1.Command.Type
-	(Reservation_State)(0),     // 3: ledgerd.fsm.v1.Reservation.State
-	(Reservation_Kind)(0),      // 4: ledgerd.fsm.v1.Reservation.Kind
-	(Result_Status)(0),         // 5: ledgerd.fsm.v1.Result.Status
-	(Conflict_Kind)(0),         // 6: ledgerd.fsm.v1.Conflict.Kind
-	(Event_Type)(0),            // 7: ledgerd.fsm.v1.Event.Type
-	(*Command)(nil),            // 8: ledgerd.fsm.v1.Command
-	(*PolicySpec)(nil),         // 9: ledgerd.fsm.v1.PolicySpec
-	(*SetPolicy)(nil),          // 10: ledgerd.fsm.v1.SetPolicy
-	(*SubmitJob)(nil),          // 11: ledgerd.fsm.v1.SubmitJob
-	(*CoReserve)(nil),          // 12: ledgerd.fsm.v1.CoReserve
-	(*CoSub)(nil),              // 13: ledgerd.fsm.v1.CoSub
-	(*CoAdmission)(nil),        // 14: ledgerd.fsm.v1.CoAdmission
-	(*CoPlacement)(nil),        // 15: ledgerd.fsm.v1.CoPlacement
-	(*CreateResource)(nil),     // 16: ledgerd.fsm.v1.CreateResource
-	(*UnitDown)(nil),           // 17: ledgerd.fsm.v1.UnitDown
-	(*UnitUp)(nil),             // 18: ledgerd.fsm.v1.UnitUp
-	(*UpdateResource)(nil),     // 19: ledgerd.fsm.v1.UpdateResource
-	(*DeleteResource)(nil),     // 20: ledgerd.fsm.v1.DeleteResource
-	(*Part)(nil),               // 21: ledgerd.fsm.v1.Part
-	(*ReservationRequest)(nil), // 22: ledgerd.fsm.v1.ReservationRequest
-	(*Target)(nil),             // 23: ledgerd.fsm.v1.Target
-	(*Modify)(nil),             // 24: ledgerd.fsm.v1.Modify
-	(*Complete)(nil),           // 25: ledgerd.fsm.v1.Complete
-	(*Expire)(nil),             // 26: ledgerd.fsm.v1.Expire
-	(*Reservation)(nil),        // 27: ledgerd.fsm.v1.Reservation
-	(*Modification)(nil),       // 28: ledgerd.fsm.v1.Modification
-	(*CapacityWindow)(nil),     // 29: ledgerd.fsm.v1.CapacityWindow
-	(*Resource)(nil),           // 30: ledgerd.fsm.v1.Resource
-	(*Result)(nil),             // 31: ledgerd.fsm.v1.Result
-	(*Move)(nil),               // 32: ledgerd.fsm.v1.Move
-	(*Rejected)(nil),           // 33: ledgerd.fsm.v1.Rejected
-	(*Invalid)(nil),            // 34: ledgerd.fsm.v1.Invalid
-	(*Conflict)(nil),           // 35: ledgerd.fsm.v1.Conflict
-	(*Event)(nil),              // 36: ledgerd.fsm.v1.Event
-	(*IdempotencyRecord)(nil),  // 37: ledgerd.fsm.v1.IdempotencyRecord
-	(*Snapshot)(nil),           // 38: ledgerd.fsm.v1.Snapshot
-	(*SchedulerItem)(nil),      // 39: ledgerd.fsm.v1.SchedulerItem
-	(*ReleaseModel)(nil),       // 40: ledgerd.fsm.v1.ReleaseModel
-	(*RatioCount)(nil),         // 41: ledgerd.fsm.v1.RatioCount
-	(*OwnerRatios)(nil),        // 42: ledgerd.fsm.v1.OwnerRatios
-	nil,                        // 43: ledgerd.fsm.v1.SubmitJob.LabelsEntry
-	nil,                        // 44: ledgerd.fsm.v1.CoReserve.LabelsEntry
-	nil,                        // 45: ledgerd.fsm.v1.CreateResource.LabelsEntry
-	nil,                        // 46: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	nil,                        // 47: ledgerd.fsm.v1.Reservation.LabelsEntry
-	nil,                        // 48: ledgerd.fsm.v1.Resource.LabelsEntry
+	(AdmissionPolicy)(0),          // 0: ledgerd.fsm.v1.AdmissionPolicy
+	(UnitPolicy)(0),               // 1: ledgerd.fsm.v1.UnitPolicy
+	(Command_Type)(0),             // 2: ledgerd.fsm.v1.Command.Type
+	(Reservation_State)(0),        // 3: ledgerd.fsm.v1.Reservation.State
+	(Reservation_Kind)(0),         // 4: ledgerd.fsm.v1.Reservation.Kind
+	(Result_Status)(0),            // 5: ledgerd.fsm.v1.Result.Status
+	(Conflict_Kind)(0),            // 6: ledgerd.fsm.v1.Conflict.Kind
+	(Event_Type)(0),               // 7: ledgerd.fsm.v1.Event.Type
+	(Materialization_State)(0),    // 8: ledgerd.fsm.v1.Materialization.State
+	(*Command)(nil),               // 9: ledgerd.fsm.v1.Command
+	(*PolicySpec)(nil),            // 10: ledgerd.fsm.v1.PolicySpec
+	(*SetPolicy)(nil),             // 11: ledgerd.fsm.v1.SetPolicy
+	(*SubmitJob)(nil),             // 12: ledgerd.fsm.v1.SubmitJob
+	(*CoReserve)(nil),             // 13: ledgerd.fsm.v1.CoReserve
+	(*CoSub)(nil),                 // 14: ledgerd.fsm.v1.CoSub
+	(*CoAdmission)(nil),           // 15: ledgerd.fsm.v1.CoAdmission
+	(*CoPlacement)(nil),           // 16: ledgerd.fsm.v1.CoPlacement
+	(*CreateResource)(nil),        // 17: ledgerd.fsm.v1.CreateResource
+	(*UnitDown)(nil),              // 18: ledgerd.fsm.v1.UnitDown
+	(*UnitUp)(nil),                // 19: ledgerd.fsm.v1.UnitUp
+	(*UpdateResource)(nil),        // 20: ledgerd.fsm.v1.UpdateResource
+	(*DeleteResource)(nil),        // 21: ledgerd.fsm.v1.DeleteResource
+	(*Part)(nil),                  // 22: ledgerd.fsm.v1.Part
+	(*ReservationRequest)(nil),    // 23: ledgerd.fsm.v1.ReservationRequest
+	(*Target)(nil),                // 24: ledgerd.fsm.v1.Target
+	(*Modify)(nil),                // 25: ledgerd.fsm.v1.Modify
+	(*Complete)(nil),              // 26: ledgerd.fsm.v1.Complete
+	(*Expire)(nil),                // 27: ledgerd.fsm.v1.Expire
+	(*Reservation)(nil),           // 28: ledgerd.fsm.v1.Reservation
+	(*Modification)(nil),          // 29: ledgerd.fsm.v1.Modification
+	(*CapacityWindow)(nil),        // 30: ledgerd.fsm.v1.CapacityWindow
+	(*Resource)(nil),              // 31: ledgerd.fsm.v1.Resource
+	(*Result)(nil),                // 32: ledgerd.fsm.v1.Result
+	(*Move)(nil),                  // 33: ledgerd.fsm.v1.Move
+	(*Rejected)(nil),              // 34: ledgerd.fsm.v1.Rejected
+	(*Invalid)(nil),               // 35: ledgerd.fsm.v1.Invalid
+	(*Conflict)(nil),              // 36: ledgerd.fsm.v1.Conflict
+	(*Event)(nil),                 // 37: ledgerd.fsm.v1.Event
+	(*IdempotencyRecord)(nil),     // 38: ledgerd.fsm.v1.IdempotencyRecord
+	(*Snapshot)(nil),              // 39: ledgerd.fsm.v1.Snapshot
+	(*SchedulerItem)(nil),         // 40: ledgerd.fsm.v1.SchedulerItem
+	(*ReleaseModel)(nil),          // 41: ledgerd.fsm.v1.ReleaseModel
+	(*RatioCount)(nil),            // 42: ledgerd.fsm.v1.RatioCount
+	(*OwnerRatios)(nil),           // 43: ledgerd.fsm.v1.OwnerRatios
+	(*SetMaterialization)(nil),    // 44: ledgerd.fsm.v1.SetMaterialization
+	(*MaterializationUpdate)(nil), // 45: ledgerd.fsm.v1.MaterializationUpdate
+	(*Materialization)(nil),       // 46: ledgerd.fsm.v1.Materialization
+	nil,                           // 47: ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	nil,                           // 48: ledgerd.fsm.v1.CoReserve.LabelsEntry
+	nil,                           // 49: ledgerd.fsm.v1.CreateResource.LabelsEntry
+	nil,                           // 50: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	nil,                           // 51: ledgerd.fsm.v1.Reservation.LabelsEntry
+	nil,                           // 52: ledgerd.fsm.v1.Resource.LabelsEntry
 }
 var file_ledgerd_fsm_v1_fsm_proto_depIdxs = []int32{
 	2,  // 0: ledgerd.fsm.v1.Command.type:type_name -> ledgerd.fsm.v1.Command.Type
-	16, // 1: ledgerd.fsm.v1.Command.create_resource:type_name -> ledgerd.fsm.v1.CreateResource
-	19, // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
-	20, // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
-	22, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
-	23, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
-	24, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
-	26, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
-	25, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
-	10, // 9: ledgerd.fsm.v1.Command.set_policy:type_name -> ledgerd.fsm.v1.SetPolicy
-	11, // 10: ledgerd.fsm.v1.Command.submit_job:type_name -> ledgerd.fsm.v1.SubmitJob
-	12, // 11: ledgerd.fsm.v1.Command.co_reserve:type_name -> ledgerd.fsm.v1.CoReserve
-	17, // 12: ledgerd.fsm.v1.Command.unit_down:type_name -> ledgerd.fsm.v1.UnitDown
-	18, // 13: ledgerd.fsm.v1.Command.unit_up:type_name -> ledgerd.fsm.v1.UnitUp
-	0,  // 14: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
-	9,  // 15: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	21, // 16: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
-	43, // 17: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
-	13, // 18: ledgerd.fsm.v1.CoReserve.subs:type_name -> ledgerd.fsm.v1.CoSub
-	44, // 19: ledgerd.fsm.v1.CoReserve.labels:type_name -> ledgerd.fsm.v1.CoReserve.LabelsEntry
-	15, // 20: ledgerd.fsm.v1.CoAdmission.placements:type_name -> ledgerd.fsm.v1.CoPlacement
-	27, // 21: ledgerd.fsm.v1.CoPlacement.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	45, // 22: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
-	9,  // 23: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	1,  // 24: ledgerd.fsm.v1.CreateResource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
-	21, // 25: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
-	46, // 26: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	21, // 27: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
-	47, // 28: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
-	21, // 29: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
-	3,  // 30: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	28, // 31: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
-	4,  // 32: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	21, // 33: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
-	48, // 34: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
-	29, // 35: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
-	9,  // 36: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	1,  // 37: ledgerd.fsm.v1.Resource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
-	17, // 38: ledgerd.fsm.v1.Resource.unit_downs:type_name -> ledgerd.fsm.v1.UnitDown
-	5,  // 39: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
-	27, // 40: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	30, // 41: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
-	32, // 42: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
-	14, // 43: ledgerd.fsm.v1.Result.co_admission:type_name -> ledgerd.fsm.v1.CoAdmission
-	33, // 44: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
-	34, // 45: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
-	35, // 46: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
-	6,  // 47: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
-	3,  // 48: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	7,  // 49: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
-	27, // 50: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	30, // 51: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
-	31, // 52: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
-	30, // 53: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
-	27, // 54: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
-	37, // 55: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
-	36, // 56: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
-	39, // 57: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
-	40, // 58: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
-	4,  // 59: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	41, // 60: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
-	42, // 61: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
-	41, // 62: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
-	63, // [63:63] is the sub-list for method output_type
-	63, // [63:63] is the sub-list for method input_type
-	63, // [63:63] is the sub-list for extension type_name
-	63, // [63:63] is the sub-list for extension extendee
-	0,  // [0:63] is the sub-list for field type_name
+	17, // 1: ledgerd.fsm.v1.Command.create_resource:type_name -> ledgerd.fsm.v1.CreateResource
+	20, // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
+	21, // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
+	23, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
+	24, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
+	25, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
+	27, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
+	26, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
+	11, // 9: ledgerd.fsm.v1.Command.set_policy:type_name -> ledgerd.fsm.v1.SetPolicy
+	12, // 10: ledgerd.fsm.v1.Command.submit_job:type_name -> ledgerd.fsm.v1.SubmitJob
+	13, // 11: ledgerd.fsm.v1.Command.co_reserve:type_name -> ledgerd.fsm.v1.CoReserve
+	18, // 12: ledgerd.fsm.v1.Command.unit_down:type_name -> ledgerd.fsm.v1.UnitDown
+	19, // 13: ledgerd.fsm.v1.Command.unit_up:type_name -> ledgerd.fsm.v1.UnitUp
+	44, // 14: ledgerd.fsm.v1.Command.set_materialization:type_name -> ledgerd.fsm.v1.SetMaterialization
+	0,  // 15: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
+	10, // 16: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	22, // 17: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
+	47, // 18: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	14, // 19: ledgerd.fsm.v1.CoReserve.subs:type_name -> ledgerd.fsm.v1.CoSub
+	48, // 20: ledgerd.fsm.v1.CoReserve.labels:type_name -> ledgerd.fsm.v1.CoReserve.LabelsEntry
+	16, // 21: ledgerd.fsm.v1.CoAdmission.placements:type_name -> ledgerd.fsm.v1.CoPlacement
+	28, // 22: ledgerd.fsm.v1.CoPlacement.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	49, // 23: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
+	10, // 24: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	1,  // 25: ledgerd.fsm.v1.CreateResource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
+	22, // 26: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
+	50, // 27: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	22, // 28: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
+	51, // 29: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
+	22, // 30: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
+	3,  // 31: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	29, // 32: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
+	4,  // 33: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	46, // 34: ledgerd.fsm.v1.Reservation.materialization:type_name -> ledgerd.fsm.v1.Materialization
+	22, // 35: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
+	52, // 36: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
+	30, // 37: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
+	10, // 38: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	1,  // 39: ledgerd.fsm.v1.Resource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
+	18, // 40: ledgerd.fsm.v1.Resource.unit_downs:type_name -> ledgerd.fsm.v1.UnitDown
+	5,  // 41: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
+	28, // 42: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	31, // 43: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
+	33, // 44: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
+	15, // 45: ledgerd.fsm.v1.Result.co_admission:type_name -> ledgerd.fsm.v1.CoAdmission
+	34, // 46: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
+	35, // 47: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
+	36, // 48: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
+	6,  // 49: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
+	3,  // 50: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	7,  // 51: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
+	28, // 52: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	31, // 53: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
+	32, // 54: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
+	31, // 55: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
+	28, // 56: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
+	38, // 57: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
+	37, // 58: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
+	40, // 59: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
+	41, // 60: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
+	4,  // 61: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	42, // 62: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
+	43, // 63: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
+	42, // 64: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
+	45, // 65: ledgerd.fsm.v1.SetMaterialization.updates:type_name -> ledgerd.fsm.v1.MaterializationUpdate
+	46, // 66: ledgerd.fsm.v1.MaterializationUpdate.materialization:type_name -> ledgerd.fsm.v1.Materialization
+	8,  // 67: ledgerd.fsm.v1.Materialization.state:type_name -> ledgerd.fsm.v1.Materialization.State
+	68, // [68:68] is the sub-list for method output_type
+	68, // [68:68] is the sub-list for method input_type
+	68, // [68:68] is the sub-list for extension type_name
+	68, // [68:68] is the sub-list for extension extendee
+	0,  // [0:68] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_fsm_v1_fsm_proto_init() }
@@ -4429,6 +4771,7 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 		(*Command_CoReserve)(nil),
 		(*Command_UnitDown)(nil),
 		(*Command_UnitUp)(nil),
+		(*Command_SetMaterialization)(nil),
 	}
 	file_ledgerd_fsm_v1_fsm_proto_msgTypes[11].OneofWrappers = []any{}
 	file_ledgerd_fsm_v1_fsm_proto_msgTypes[14].OneofWrappers = []any{}
@@ -4444,8 +4787,8 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_fsm_v1_fsm_proto_rawDesc), len(file_ledgerd_fsm_v1_fsm_proto_rawDesc)),
-			NumEnums:      8,
-			NumMessages:   41,
+			NumEnums:      9,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
