@@ -90,6 +90,8 @@ type Config struct {
 	RateLimit       float64  `json:"rate_limit"`
 	RateBurst       int      `json:"rate_burst"`
 	MaxRequestBytes int      `json:"max_request_bytes"`
+	// SlurmBridge, if set, runs the Slurm bridge role (agent/bridge.go).
+	SlurmBridge *SlurmBridgeConfig `json:"slurm_bridge"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s").
@@ -239,6 +241,9 @@ func (c *Config) Validate(dev bool) error {
 		if _, err := os.Stat(c.TokensFile); err != nil {
 			return fmt.Errorf("config: tokens_file: %w", err)
 		}
+	}
+	if err := c.SlurmBridge.validate(); err != nil {
+		return err
 	}
 	return c.checkSecure(dev)
 }
