@@ -265,7 +265,7 @@ func (s *state) modify(cmd *fsmv1.Command) *fsmv1.Result {
 			return bad
 		}
 		req, passed := s.modifyWindow(m, pp)
-		d, err := s.plan.Find(req)
+		d, err := s.findModify(req)
 		if err != nil {
 			return s.fromPlanner(err, modifyWindowFields)
 		}

@@ -206,6 +206,10 @@ type unitSearch struct {
 	fits  bool
 	// countFits: some start in the window fits in sum.
 	countFits bool
+	// decs are, when fits, the unit schedules' decisions at start, one per
+	// part of the request (zero for parts without units), so that booking
+	// need not search again.
+	decs []planner.UnitDecision
 }
 
 // findUnits returns the earliest start in pr's window at which every part
@@ -226,9 +230,11 @@ func (s *state) findUnits(pr planner.Request) (unitSearch, error) {
 		}
 		out.countFits = true
 		next := d.Start
-		for _, p := range pr.Parts {
+		out.decs = slices.Grow(out.decs[:0], len(pr.Parts))[:len(pr.Parts)]
+		for i, p := range pr.Parts {
 			us := s.units[p.Resource]
 			if us == nil {
+				out.decs[i] = planner.UnitDecision{}
 				continue
 			}
 			ud, err := us.Find(planner.UnitRequest{Amount: p.Amount, Duration: pr.Duration, NotBefore: d.Start, Deadline: pr.Deadline, Movable: true},
@@ -239,6 +245,7 @@ func (s *state) findUnits(pr planner.Request) (unitSearch, error) {
 			if !ud.Fits {
 				return out, nil
 			}
+			out.decs[i] = ud
 			next = max(next, ud.Start)
 		}
 		if next == d.Start {
@@ -266,7 +273,7 @@ func (s *state) reserveUnits(id string, pr planner.Request, fm fieldMap) (planne
 	if !found.fits {
 		return planner.Decision{}, s.unmappable(pr, found.countFits)
 	}
-	if bad := s.bookUnits(id, pr.Parts, found.start, found.start+pr.Duration, fm); bad != nil {
+	if bad := s.bookUnits(id, pr.Parts, found.start, found.start+pr.Duration, found.decs, fm); bad != nil {
 		return planner.Decision{}, bad
 	}
 	return planner.Decision{Fits: true, Start: found.start}, nil
@@ -292,29 +299,43 @@ func (s *state) unmappable(pr planner.Request, countFits bool) *fsmv1.Result {
 }
 
 // bookUnits books key over [start, end) in the count planner and on the
-// unit schedules of its parts, at a start findUnits accepted (so neither
-// refuses), and logs the moves that made room.
-func (s *state) bookUnits(key string, parts []planner.Part, start, end int64, fm fieldMap) *fsmv1.Result {
+// unit schedules of its parts, at a start findUnits accepted with the
+// decisions decs (so neither refuses), and logs the moves that made room.
+func (s *state) bookUnits(key string, parts []planner.Part, start, end int64, decs []planner.UnitDecision, fm fieldMap) *fsmv1.Result {
 	if err := s.plan.Book(planner.Booking{ID: key, Parts: parts, Start: start, End: end}); err != nil {
 		return s.fromPlanner(err, fm)
 	}
+	s.applyRemaps(s.placeUnits(key, parts, start, end, decs))
+	return nil
+}
+
+// placeUnits books key over [start, end) on the unit schedules of its
+// parts, where decs (one per part) say it maps: a decision without moves
+// is booked on its units as they are (no second search), one with moves
+// is made again by Reserve, which applies them. It returns the moves.
+func (s *state) placeUnits(key string, parts []planner.Part, start, end int64, decs []planner.UnitDecision) []planner.Remap {
 	var remaps []planner.Remap
-	for _, p := range parts {
+	for i, p := range parts {
 		us := s.units[p.Resource]
 		if us == nil {
+			continue
+		}
+		if d := decs[i]; d.Fits && d.Start == start && len(d.Remaps) == 0 {
+			if err := us.Book(planner.UnitBooking{ID: key, Start: start, End: end, Units: d.Units, Movable: true}); err != nil {
+				panic(fmt.Sprintf("fsm: unit schedule of %q refused %q on the units it chose: %v", p.Resource, key, err))
+			}
 			continue
 		}
 		d, err := us.Reserve(key, planner.UnitRequest{Amount: p.Amount, Duration: end - start, NotBefore: start, Deadline: end, Movable: true},
 			unitPolicy(s.resources[p.Resource]))
 		if err != nil {
-			// findUnits said this start maps and nothing changed since,
+			// The search said this start maps and nothing changed since,
 			// and the schedules are deterministic: a bug.
 			panic(fmt.Sprintf("fsm: unit schedule of %q refused %q at a start it accepted: %v", p.Resource, key, err))
 		}
 		remaps = append(remaps, d.Remaps...)
 	}
-	s.applyRemaps(remaps)
-	return nil
+	return remaps
 }
 
 // withUnits returns parts (sorted by resource) with the units key holds
@@ -423,7 +444,8 @@ func (s *state) modifyUnits(id string, pp []planner.Part, start, end int64) *fsm
 	}
 	// The count planner holds the shape already; the unit schedules are
 	// asked at exactly that window.
-	for _, p := range pp {
+	decs := make([]planner.UnitDecision, len(pp))
+	for i, p := range pp {
 		us := s.units[p.Resource]
 		if us == nil {
 			continue
@@ -443,21 +465,9 @@ func (s *state) modifyUnits(id string, pp []planner.Part, start, end int64) *fsm
 			res.GetRejected().Unmappable = true
 			return res
 		}
+		decs[i] = d
 	}
-	var remaps []planner.Remap
-	for _, p := range pp {
-		us := s.units[p.Resource]
-		if us == nil {
-			continue
-		}
-		d, err := us.Reserve(key, planner.UnitRequest{Amount: p.Amount, Duration: end - start, NotBefore: start, Deadline: end, Movable: true},
-			unitPolicy(s.resources[p.Resource]))
-		if err != nil {
-			panic(fmt.Sprintf("fsm: unit schedule of %q refused %q at a window it accepted: %v", p.Resource, key, err))
-		}
-		remaps = append(remaps, d.Remaps...)
-	}
-	s.applyRemaps(remaps)
+	s.applyRemaps(s.placeUnits(key, pp, start, end, decs))
 	return nil
 }
 
@@ -494,6 +504,10 @@ func (s *state) unitDown(cmd *fsmv1.Command) *fsmv1.Result {
 	remaps, err := us.AddDown(planner.UnitDown{ID: id, Unit: c.GetUnit(), From: from, To: c.GetToMillis()}, unitPolicy(old))
 	if err != nil {
 		var ce *planner.UnitConflictError
+		if errors.As(err, &ce) && len(ce.Bookings) == 0 {
+			return conflict(fsmv1.Conflict_KIND_WRONG_STATE, fmt.Sprintf("unit %q of %q is already down over part of [%d,%d) (window %s)",
+				c.GetUnit(), old.GetName(), from, c.GetToMillis(), strings.Join(ce.Downs, ", ")))
+		}
 		if errors.As(err, &ce) {
 			ids := make([]string, 0, len(ce.Bookings))
 			for _, b := range ce.Bookings {
@@ -685,4 +699,32 @@ func (f *FSM) UnitBookings(resource string) (books []UnitBooking, downs []*fsmv1
 		downs = append(downs, &fsmv1.UnitDown{Resource: resource, Unit: d.Unit, FromMillis: d.From, ToMillis: d.To, Id: d.ID})
 	}
 	return books, downs, true
+}
+
+// findModify is the search of a modification whose start the state
+// machine picks: the count planner's, and on resources with units the
+// earliest start that also maps (a refusal's later start too).
+func (s *state) findModify(req planner.Request) (planner.Decision, error) {
+	if s.units == nil || !s.hasUnitPart(req.Parts) {
+		return s.plan.Find(req)
+	}
+	if bad := s.checkUnitAmounts("modify.", req.Parts); bad != nil {
+		// modifyUnits refuses it with the field once the count planner
+		// has booked the shape; here the search simply finds nothing.
+		return s.plan.Find(req)
+	}
+	found, err := s.findUnits(req)
+	if err != nil {
+		return planner.Decision{}, err
+	}
+	if found.fits {
+		return planner.Decision{Fits: true, Start: found.start}, nil
+	}
+	var later unitSearch
+	if req.Deadline < lastEnd(s.ver) {
+		late := req
+		late.Deadline = lastEnd(s.ver)
+		later, _ = s.findUnits(late)
+	}
+	return planner.Decision{LaterOK: later.fits, LaterStart: later.start}, nil
 }

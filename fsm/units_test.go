@@ -184,6 +184,14 @@ func TestUnitsHardCase(t *testing.T) {
 				if !res.GetRejected().GetLaterOk() || res.GetRejected().GetLaterStartMillis() != 1100 {
 					t.Errorf("earliest start that maps: %v, want 1100", res.GetRejected())
 				}
+				// A modification whose start the state machine picks
+				// takes the earliest start that maps, not the count's.
+				m := modify("B", []*fsmv1.Part{part("pair", 1)}, nil, nil)
+				m.GetModify().WindowDurationMillis, m.GetModify().NotBeforeMillis, m.GetModify().DeadlineMillis = 3000, 500, 5000
+				mod := h.must(500, OK, m).GetReservation().GetPending()
+				if mod.GetStartMillis() != 1100 || !slices.Equal(mod.GetParts()[0].GetUnits(), unitsOf(ra, "pair")) {
+					t.Errorf("modification in a window: %v, want start 1100 on %v", mod, unitsOf(ra, "pair"))
+				}
 				checkUnitMapping(t, h.f.st)
 				return
 			}
@@ -274,6 +282,11 @@ func TestUnitsLifecycle(t *testing.T) {
 	res := step(50, CONFLICT, unitDown("batch", "n1", "", 1900, 2100))
 	if !slices.Equal(res.GetConflict().GetViolatedIds(), []string{"r"}) {
 		t.Errorf("refused window names %v, want [r]", res.GetConflict().GetViolatedIds())
+	}
+	// A second window over the same unit and time is refused as such.
+	if res := step(55, CONFLICT, unitDown("batch", unitsOf(h1, "batch")[0], "", 1500, 1600)); res.GetConflict().GetKind() != fsmv1.Conflict_KIND_WRONG_STATE ||
+		!strings.Contains(res.GetMessage(), "already down") {
+		t.Errorf("overlapping down window: %v", res)
 	}
 	// While maint holds a unit, a four-unit request cannot start then.
 	big := step(60, OK, reserve("w", "batch", 4, 100, withWindow(1450, 5000))).GetReservation()
@@ -474,7 +487,15 @@ func randomUnitCommand(r *rand.Rand, now int64, ids []string) *fsmv1.Command {
 		return complete(id, proto.Int64(now+int64(r.IntN(80))))
 	case k < 76:
 		start := now + 1 + int64(r.IntN(300))
-		return modify(id, []*fsmv1.Part{part(res, int64(1+r.IntN(units[res])))}, proto.Int64(start), proto.Int64(start+int64(10+r.IntN(100))))
+		c := modify(id, []*fsmv1.Part{part(res, int64(1+r.IntN(units[res])))}, proto.Int64(start), proto.Int64(start+int64(10+r.IntN(100))))
+		if r.IntN(3) == 0 {
+			// The state machine picks the start in a window.
+			m := c.GetModify()
+			m.StartMillis, m.EndMillis = nil, nil
+			m.WindowDurationMillis, m.NotBeforeMillis = int64(10+r.IntN(100)), start
+			m.DeadlineMillis = start + m.WindowDurationMillis + int64(r.IntN(400))
+		}
+		return c
 	case k < 88:
 		u := res
 		if u == "count" {

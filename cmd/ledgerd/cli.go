@@ -511,7 +511,12 @@ func printReservations(asJSON bool, rs ...*ledgerdv1.Reservation) {
 		return
 	}
 	w := table()
-	fmt.Fprintln(w, "ID\tTENANT\tKIND\tSTATE\tPARTS\tSTART\tEND\tHOLD EXPIRES\tPENDING\tSCHEDULING")
+	units := anyReservationUnits(rs)
+	if units {
+		fmt.Fprintln(w, "ID\tTENANT\tKIND\tSTATE\tPARTS\tUNITS\tSTART\tEND\tHOLD EXPIRES\tPENDING\tSCHEDULING")
+	} else {
+		fmt.Fprintln(w, "ID\tTENANT\tKIND\tSTATE\tPARTS\tSTART\tEND\tHOLD EXPIRES\tPENDING\tSCHEDULING")
+	}
 	for _, r := range rs {
 		pending := "-"
 		if p := r.Pending; p != nil {
@@ -529,7 +534,11 @@ func printReservations(asJSON bool, rs ...*ledgerdv1.Reservation) {
 			// Completed early: the end is the actual one.
 			end += " (early; booked " + r.RequestedDuration.AsDuration().String() + ")"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Id, r.Tenant, kindName(r.Kind), stateName(r.State), partsString(r.Parts), fmtTime(r.Start), end, expires, pending, admissionNote(r))
+		parts := partsString(r.Parts)
+		if units {
+			parts += "\t" + reservationUnits(r)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Id, r.Tenant, kindName(r.Kind), stateName(r.State), parts, fmtTime(r.Start), end, expires, pending, admissionNote(r))
 	}
 	w.Flush()
 }

@@ -38,8 +38,12 @@ func runResources(args []string) int {
 		return resourcesDelete(args)
 	case "policy":
 		return resourcesPolicy(args)
+	case "unit-down":
+		return resourcesUnitDown(args)
+	case "unit-up":
+		return resourcesUnitUp(args)
 	}
-	fmt.Fprintf(cliErr, "ledgerd resources: unknown subcommand %q (list, create, update, delete, policy)\n", sub)
+	fmt.Fprintf(cliErr, "ledgerd resources: unknown subcommand %q (list, create, update, delete, policy, unit-down, unit-up)\n", sub)
 	return exitUsage
 }
 
@@ -73,11 +77,15 @@ func printResources(asJSON bool, rs ...*ledgerdv1.Resource) {
 	for _, r := range rs {
 		windows = windows || len(r.Windows) > 0
 	}
+	units := anyUnits(rs)
+	header := "NAME\tCAPACITY\tUNIT\tPOLICY\tLABELS"
 	if windows {
-		fmt.Fprintln(w, "NAME\tCAPACITY\tUNIT\tPOLICY\tLABELS\tWINDOWS")
-	} else {
-		fmt.Fprintln(w, "NAME\tCAPACITY\tUNIT\tPOLICY\tLABELS")
+		header += "\tWINDOWS"
 	}
+	if units {
+		header += "\tUNITS"
+	}
+	fmt.Fprintln(w, header)
 	for _, r := range rs {
 		keys := make([]string, 0, len(r.Labels))
 		for k := range r.Labels {
@@ -98,6 +106,9 @@ func printResources(asJSON bool, rs ...*ledgerdv1.Resource) {
 				ws = append(ws, "-")
 			}
 			line += "\t" + strings.Join(ws, "; ")
+		}
+		if units {
+			line += "\t" + resourceUnits(r)
 		}
 		fmt.Fprintln(w, line)
 	}
@@ -127,21 +138,27 @@ func resourcesCreate(args []string) int {
 	fs.Var(labels, "label", "label key=value (repeatable)")
 	var pf policyFlags
 	pf.register(fs, "reject")
+	var uf unitFlags
+	uf.register(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
 	if name = nameArg(fs, name); name == "" {
 		return usageErr(fs, "want a resource name")
 	}
-	if *capacity <= 0 {
+	if *capacity <= 0 && (uf.nodes == "" || *capacity < 0) {
 		return usageErr(fs, "-capacity must be > 0")
+	}
+	unitPolicy, err := uf.spec()
+	if err != nil {
+		return usageErr(fs, "%v", err)
 	}
 	p, vstar, maxPushes, err := pf.spec()
 	if err != nil {
 		return usageErr(fs, "%v", err)
 	}
 	return cf.withClient("resources create", func(ctx context.Context, c *client.Client) error {
-		r, err := c.CreateResource(ctx, &ledgerdv1.Resource{Name: name, Capacity: *capacity, Unit: *unit, Labels: labels, Policy: p, MinSuccessPermille: vstar, MaxPushes: maxPushes})
+		r, err := uf.create(ctx, c, &ledgerdv1.Resource{Name: name, Capacity: *capacity, Unit: *unit, Labels: labels, Policy: p, MinSuccessPermille: vstar, MaxPushes: maxPushes, UnitPolicy: unitPolicy})
 		if err == nil {
 			printResources(cf.json, r)
 		}

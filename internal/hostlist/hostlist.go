@@ -206,3 +206,84 @@ func bound(s string, off int) (int, error) {
 	}
 	return v, nil
 }
+
+// Compress writes names as a host list that Expand turns back into the
+// same names: consecutive names that differ only in a trailing number of
+// the same width are folded into one bracket group ("n1,n2,n3,n5" →
+// "n[1-3,5]"). Names keep their order; a name is folded only into the
+// group of the name right before it.
+func Compress(names []string) string {
+	var b strings.Builder
+	for i := 0; i < len(names); {
+		prefix, num, width, ok := splitNum(names[i])
+		if !ok {
+			if b.Len() > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(names[i])
+			i++
+			continue
+		}
+		// Runs lo-hi of the names sharing prefix and width.
+		var runs [][2]int
+		lo, hi := num, num
+		j := i + 1
+		for ; j < len(names); j++ {
+			p, n, w, ok := splitNum(names[j])
+			if !ok || p != prefix || w != width || n <= hi {
+				break
+			}
+			if n == hi+1 {
+				hi = n
+				continue
+			}
+			runs = append(runs, [2]int{lo, hi})
+			lo, hi = n, n
+		}
+		runs = append(runs, [2]int{lo, hi})
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(prefix)
+		if j == i+1 {
+			fmt.Fprintf(&b, "%0*d", width, num)
+			i = j
+			continue
+		}
+		b.WriteByte('[')
+		for k, r := range runs {
+			if k > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, "%0*d", width, r[0])
+			if r[1] != r[0] {
+				fmt.Fprintf(&b, "-%0*d", width, r[1])
+			}
+		}
+		b.WriteByte(']')
+		i = j
+	}
+	return b.String()
+}
+
+// splitNum splits a name into a prefix without brackets and a trailing
+// decimal number of at most maxWidth digits whose printed width is
+// width (a number with a leading zero keeps it; "n007" is width 3).
+func splitNum(s string) (prefix string, num, width int, ok bool) {
+	i := len(s)
+	for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
+		i--
+	}
+	digits := s[i:]
+	if digits == "" || len(digits) > maxWidth || strings.ContainsAny(s[:i], "[],") {
+		return "", 0, 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil {
+		return "", 0, 0, false
+	}
+	if len(fmt.Sprintf("%0*d", len(digits), n)) != len(digits) {
+		return "", 0, 0, false
+	}
+	return s[:i], n, len(digits), true
+}

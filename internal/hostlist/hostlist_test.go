@@ -104,3 +104,47 @@ func ExampleExpand() {
 	fmt.Println(names)
 	// Output: [n08 n09 n10 login1]
 }
+
+func TestCompress(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want string
+	}{
+		{[]string{"n1", "n2", "n3", "n5"}, "n[1-3,5]"},
+		{[]string{"n08", "n09", "n10"}, "n[08-10]"},
+		{[]string{"n7"}, "n7"},
+		{[]string{"login", "n1", "n2"}, "login,n[1-2]"},
+		{[]string{"n3", "n1"}, "n3,n1"},
+		{[]string{"a1", "b1", "b2"}, "a1,b[1-2]"},
+		{nil, ""},
+	} {
+		got := Compress(tc.in)
+		if got != tc.want {
+			t.Errorf("Compress(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+		if len(tc.in) > 0 {
+			if back, err := Expand(got, 100); err != nil || !slices.Equal(back, tc.in) {
+				t.Errorf("Expand(Compress(%v)) = %v, %v", tc.in, back, err)
+			}
+		}
+	}
+}
+
+// FuzzCompress: Compress of whatever Expand produced expands back to the
+// same names.
+func FuzzCompress(f *testing.F) {
+	for _, s := range []string{"n[1-64]", "gpu[01-08],login1", "r[1-2]-n[1,3]", "a,b", "n[8-12],n[07-09]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		names, err := Expand(s, 1000)
+		if err != nil {
+			return
+		}
+		c := Compress(names)
+		back, err := Expand(c, 1000)
+		if err != nil || !slices.Equal(back, names) {
+			t.Fatalf("Expand(Compress(Expand(%q))) = Expand(%q) = %v, %v; want %v", s, c, back, err, names)
+		}
+	})
+}

@@ -185,6 +185,8 @@ async function showDetails(id: string, withHistory = true): Promise<void> {
     ["Kind", r.kind === 2 ? "variable job" : "reservation"],
     ["Resources", partsText(r.parts)], ["Start", fmtTime(ms(r.start))], ["End", fmtTime(ms(r.end))],
   ];
+  if (r.units.length > 0) f.push(["Units", r.units.join(", ")]);
+  if (r.pending && r.pending.units.length > 0) f.push(["Pending units", r.pending.units.join(", ")]);
   if (r.holdExpiresAt) f.push(["Hold expires", fmtTime(ms(r.holdExpiresAt))]);
   if (r.shortUnits > 0n) f.push(["Missing units", String(r.shortUnits)]);
   if (r.pending) f.push(["Pending change", `${partsText(r.pending.parts)} ${fmtTime(ms(r.pending.start))} – ${fmtTime(ms(r.pending.end))}, held until ${fmtTime(ms(r.pending.holdExpiresAt))}`]);

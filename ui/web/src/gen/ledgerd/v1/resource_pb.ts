@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ledgerd/v1/resource.proto.
  */
 export const file_ledgerd_v1_resource: GenFile = /*@__PURE__*/
-  fileDesc("ChlsZWRnZXJkL3YxL3Jlc291cmNlLnByb3RvEgpsZWRnZXJkLnYxIlAKDUNyZWF0ZVJlcXVlc3QSJgoIcmVzb3VyY2UYASABKAsyFC5sZWRnZXJkLnYxLlJlc291cmNlEhcKD2lkZW1wb3RlbmN5X2tleRgCIAEoCSI4Cg5DcmVhdGVSZXNwb25zZRImCghyZXNvdXJjZRgBIAEoCzIULmxlZGdlcmQudjEuUmVzb3VyY2UiogEKFVVwZGF0ZUNhcGFjaXR5UmVxdWVzdBIMCgRuYW1lGAEgASgJEhAKCGNhcGFjaXR5GAIgASgDEigKBGZyb20YAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKAnRvGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCg9pZGVtcG90ZW5jeV9rZXkYBSABKAkiQAoWVXBkYXRlQ2FwYWNpdHlSZXNwb25zZRImCghyZXNvdXJjZRgBIAEoCzIULmxlZGdlcmQudjEuUmVzb3VyY2UiRQoNRGVsZXRlUmVxdWVzdBIMCgRuYW1lGAEgASgJEg0KBWZvcmNlGAIgASgIEhcKD2lkZW1wb3RlbmN5X2tleRgDIAEoCSIQCg5EZWxldGVSZXNwb25zZSKPAQoQU2V0UG9saWN5UmVxdWVzdBIMCgRuYW1lGAEgASgJEiIKBnBvbGljeRgCIAEoDjISLmxlZGdlcmQudjEuUG9saWN5EhwKFG1pbl9zdWNjZXNzX3Blcm1pbGxlGAMgASgNEhIKCm1heF9wdXNoZXMYBCABKA0SFwoPaWRlbXBvdGVuY3lfa2V5GAUgASgJIjsKEVNldFBvbGljeVJlc3BvbnNlEiYKCHJlc291cmNlGAEgASgLMhQubGVkZ2VyZC52MS5SZXNvdXJjZSIrChpSZXNvdXJjZVNlcnZpY2VMaXN0UmVxdWVzdBINCgVzdGFsZRgBIAEoCCJGChtSZXNvdXJjZVNlcnZpY2VMaXN0UmVzcG9uc2USJwoJcmVzb3VyY2VzGAEgAygLMhQubGVkZ2VyZC52MS5SZXNvdXJjZTKUAwoPUmVzb3VyY2VTZXJ2aWNlEj8KBkNyZWF0ZRIZLmxlZGdlcmQudjEuQ3JlYXRlUmVxdWVzdBoaLmxlZGdlcmQudjEuQ3JlYXRlUmVzcG9uc2USVwoOVXBkYXRlQ2FwYWNpdHkSIS5sZWRnZXJkLnYxLlVwZGF0ZUNhcGFjaXR5UmVxdWVzdBoiLmxlZGdlcmQudjEuVXBkYXRlQ2FwYWNpdHlSZXNwb25zZRI/CgZEZWxldGUSGS5sZWRnZXJkLnYxLkRlbGV0ZVJlcXVlc3QaGi5sZWRnZXJkLnYxLkRlbGV0ZVJlc3BvbnNlEkgKCVNldFBvbGljeRIcLmxlZGdlcmQudjEuU2V0UG9saWN5UmVxdWVzdBodLmxlZGdlcmQudjEuU2V0UG9saWN5UmVzcG9uc2USXAoETGlzdBImLmxlZGdlcmQudjEuUmVzb3VyY2VTZXJ2aWNlTGlzdFJlcXVlc3QaJy5sZWRnZXJkLnYxLlJlc291cmNlU2VydmljZUxpc3RSZXNwb25zZSIDkAIBQjVaM2dpdGh1Yi5jb20vbGVkZ2VyZC9sZWRnZXJkL2dlbi9sZWRnZXJkL3YxO2xlZGdlcmR2MWIGcHJvdG8z", [file_google_protobuf_timestamp, file_ledgerd_v1_types]);
+  fileDesc("ChlsZWRnZXJkL3YxL3Jlc291cmNlLnByb3RvEgpsZWRnZXJkLnYxIl8KDUNyZWF0ZVJlcXVlc3QSJgoIcmVzb3VyY2UYASABKAsyFC5sZWRnZXJkLnYxLlJlc291cmNlEhcKD2lkZW1wb3RlbmN5X2tleRgCIAEoCRINCgVub2RlcxgoIAEoCSKkAQoPVW5pdERvd25SZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEdW5pdBgCIAEoCRIoCgRmcm9tGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgJ0bxgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASCgoCaWQYBSABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAYgASgJIkYKEFVuaXREb3duUmVzcG9uc2USJgoIcmVzb3VyY2UYASABKAsyFC5sZWRnZXJkLnYxLlJlc291cmNlEgoKAmlkGAIgASgJIkIKDVVuaXRVcFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIKCgJpZBgCIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkiOAoOVW5pdFVwUmVzcG9uc2USJgoIcmVzb3VyY2UYASABKAsyFC5sZWRnZXJkLnYxLlJlc291cmNlIjgKDkNyZWF0ZVJlc3BvbnNlEiYKCHJlc291cmNlGAEgASgLMhQubGVkZ2VyZC52MS5SZXNvdXJjZSKiAQoVVXBkYXRlQ2FwYWNpdHlSZXF1ZXN0EgwKBG5hbWUYASABKAkSEAoIY2FwYWNpdHkYAiABKAMSKAoEZnJvbRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoCdG8YBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2lkZW1wb3RlbmN5X2tleRgFIAEoCSJAChZVcGRhdGVDYXBhY2l0eVJlc3BvbnNlEiYKCHJlc291cmNlGAEgASgLMhQubGVkZ2VyZC52MS5SZXNvdXJjZSJFCg1EZWxldGVSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZm9yY2UYAiABKAgSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIhAKDkRlbGV0ZVJlc3BvbnNlIo8BChBTZXRQb2xpY3lSZXF1ZXN0EgwKBG5hbWUYASABKAkSIgoGcG9saWN5GAIgASgOMhIubGVkZ2VyZC52MS5Qb2xpY3kSHAoUbWluX3N1Y2Nlc3NfcGVybWlsbGUYAyABKA0SEgoKbWF4X3B1c2hlcxgEIAEoDRIXCg9pZGVtcG90ZW5jeV9rZXkYBSABKAkiOwoRU2V0UG9saWN5UmVzcG9uc2USJgoIcmVzb3VyY2UYASABKAsyFC5sZWRnZXJkLnYxLlJlc291cmNlIisKGlJlc291cmNlU2VydmljZUxpc3RSZXF1ZXN0Eg0KBXN0YWxlGAEgASgIIkYKG1Jlc291cmNlU2VydmljZUxpc3RSZXNwb25zZRInCglyZXNvdXJjZXMYASADKAsyFC5sZWRnZXJkLnYxLlJlc291cmNlMpwECg9SZXNvdXJjZVNlcnZpY2USPwoGQ3JlYXRlEhkubGVkZ2VyZC52MS5DcmVhdGVSZXF1ZXN0GhoubGVkZ2VyZC52MS5DcmVhdGVSZXNwb25zZRJXCg5VcGRhdGVDYXBhY2l0eRIhLmxlZGdlcmQudjEuVXBkYXRlQ2FwYWNpdHlSZXF1ZXN0GiIubGVkZ2VyZC52MS5VcGRhdGVDYXBhY2l0eVJlc3BvbnNlEj8KBkRlbGV0ZRIZLmxlZGdlcmQudjEuRGVsZXRlUmVxdWVzdBoaLmxlZGdlcmQudjEuRGVsZXRlUmVzcG9uc2USSAoJU2V0UG9saWN5EhwubGVkZ2VyZC52MS5TZXRQb2xpY3lSZXF1ZXN0Gh0ubGVkZ2VyZC52MS5TZXRQb2xpY3lSZXNwb25zZRJFCghVbml0RG93bhIbLmxlZGdlcmQudjEuVW5pdERvd25SZXF1ZXN0GhwubGVkZ2VyZC52MS5Vbml0RG93blJlc3BvbnNlEj8KBlVuaXRVcBIZLmxlZGdlcmQudjEuVW5pdFVwUmVxdWVzdBoaLmxlZGdlcmQudjEuVW5pdFVwUmVzcG9uc2USXAoETGlzdBImLmxlZGdlcmQudjEuUmVzb3VyY2VTZXJ2aWNlTGlzdFJlcXVlc3QaJy5sZWRnZXJkLnYxLlJlc291cmNlU2VydmljZUxpc3RSZXNwb25zZSIDkAIBQjVaM2dpdGh1Yi5jb20vbGVkZ2VyZC9sZWRnZXJkL2dlbi9sZWRnZXJkL3YxO2xlZGdlcmR2MWIGcHJvdG8z", [file_google_protobuf_timestamp, file_ledgerd_v1_types]);
 
 /**
  * CreateRequest describes a new resource.
@@ -35,6 +35,15 @@ export type CreateRequest = Message<"ledgerd.v1.CreateRequest"> & {
    * @generated from field: string idempotency_key = 2;
    */
   idempotencyKey: string;
+
+  /**
+   * The resource's units as a Slurm-style hostlist, e.g. "n[1-64]" or
+   * "gpu[01-08],login1"; expanded by the server into resource.units (give
+   * one or the other). At most 65,536 distinct names.
+   *
+   * @generated from field: string nodes = 40;
+   */
+  nodes: string;
 };
 
 /**
@@ -43,6 +52,146 @@ export type CreateRequest = Message<"ledgerd.v1.CreateRequest"> & {
  */
 export const CreateRequestSchema: GenMessage<CreateRequest> = /*@__PURE__*/
   messageDesc(file_ledgerd_v1_resource, 0);
+
+/**
+ * UnitDownRequest takes a unit out of service over [from, to).
+ *
+ * @generated from message ledgerd.v1.UnitDownRequest
+ */
+export type UnitDownRequest = Message<"ledgerd.v1.UnitDownRequest"> & {
+  /**
+   * Resource name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The unit.
+   *
+   * @generated from field: string unit = 2;
+   */
+  unit: string;
+
+  /**
+   * Window start; unset means now.
+   *
+   * @generated from field: google.protobuf.Timestamp from = 3;
+   */
+  from?: Timestamp | undefined;
+
+  /**
+   * Window end (exclusive); required.
+   *
+   * @generated from field: google.protobuf.Timestamp to = 4;
+   */
+  to?: Timestamp | undefined;
+
+  /**
+   * The window's id; empty means the server assigns one.
+   *
+   * @generated from field: string id = 5;
+   */
+  id: string;
+
+  /**
+   * Deduplicates retries.
+   *
+   * @generated from field: string idempotency_key = 6;
+   */
+  idempotencyKey: string;
+};
+
+/**
+ * Describes the message ledgerd.v1.UnitDownRequest.
+ * Use `create(UnitDownRequestSchema)` to create a new message.
+ */
+export const UnitDownRequestSchema: GenMessage<UnitDownRequest> = /*@__PURE__*/
+  messageDesc(file_ledgerd_v1_resource, 1);
+
+/**
+ * UnitDownResponse returns the resource after the change.
+ *
+ * @generated from message ledgerd.v1.UnitDownResponse
+ */
+export type UnitDownResponse = Message<"ledgerd.v1.UnitDownResponse"> & {
+  /**
+   * The resource, with the window in unit_downs.
+   *
+   * @generated from field: ledgerd.v1.Resource resource = 1;
+   */
+  resource?: Resource | undefined;
+
+  /**
+   * The id of the new window.
+   *
+   * @generated from field: string id = 2;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message ledgerd.v1.UnitDownResponse.
+ * Use `create(UnitDownResponseSchema)` to create a new message.
+ */
+export const UnitDownResponseSchema: GenMessage<UnitDownResponse> = /*@__PURE__*/
+  messageDesc(file_ledgerd_v1_resource, 2);
+
+/**
+ * UnitUpRequest ends a down window.
+ *
+ * @generated from message ledgerd.v1.UnitUpRequest
+ */
+export type UnitUpRequest = Message<"ledgerd.v1.UnitUpRequest"> & {
+  /**
+   * Resource name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The window's id.
+   *
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * Deduplicates retries.
+   *
+   * @generated from field: string idempotency_key = 3;
+   */
+  idempotencyKey: string;
+};
+
+/**
+ * Describes the message ledgerd.v1.UnitUpRequest.
+ * Use `create(UnitUpRequestSchema)` to create a new message.
+ */
+export const UnitUpRequestSchema: GenMessage<UnitUpRequest> = /*@__PURE__*/
+  messageDesc(file_ledgerd_v1_resource, 3);
+
+/**
+ * UnitUpResponse returns the resource after the change.
+ *
+ * @generated from message ledgerd.v1.UnitUpResponse
+ */
+export type UnitUpResponse = Message<"ledgerd.v1.UnitUpResponse"> & {
+  /**
+   * The resource.
+   *
+   * @generated from field: ledgerd.v1.Resource resource = 1;
+   */
+  resource?: Resource | undefined;
+};
+
+/**
+ * Describes the message ledgerd.v1.UnitUpResponse.
+ * Use `create(UnitUpResponseSchema)` to create a new message.
+ */
+export const UnitUpResponseSchema: GenMessage<UnitUpResponse> = /*@__PURE__*/
+  messageDesc(file_ledgerd_v1_resource, 4);
 
 /**
  * CreateResponse returns the created resource.
@@ -63,7 +212,7 @@ export type CreateResponse = Message<"ledgerd.v1.CreateResponse"> & {
  * Use `create(CreateResponseSchema)` to create a new message.
  */
 export const CreateResponseSchema: GenMessage<CreateResponse> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_resource, 1);
+  messageDesc(file_ledgerd_v1_resource, 5);
 
 /**
  * UpdateCapacityRequest sets capacity, optionally over [from, to) only.
@@ -112,7 +261,7 @@ export type UpdateCapacityRequest = Message<"ledgerd.v1.UpdateCapacityRequest"> 
  * Use `create(UpdateCapacityRequestSchema)` to create a new message.
  */
 export const UpdateCapacityRequestSchema: GenMessage<UpdateCapacityRequest> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_resource, 2);
+  messageDesc(file_ledgerd_v1_resource, 6);
 
 /**
  * UpdateCapacityResponse returns the resource after the change.
@@ -133,7 +282,7 @@ export type UpdateCapacityResponse = Message<"ledgerd.v1.UpdateCapacityResponse"
  * Use `create(UpdateCapacityResponseSchema)` to create a new message.
  */
 export const UpdateCapacityResponseSchema: GenMessage<UpdateCapacityResponse> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_resource, 3);
+  messageDesc(file_ledgerd_v1_resource, 7);
 
 /**
  * DeleteRequest removes a resource.
@@ -168,7 +317,7 @@ export type DeleteRequest = Message<"ledgerd.v1.DeleteRequest"> & {
  * Use `create(DeleteRequestSchema)` to create a new message.
  */
 export const DeleteRequestSchema: GenMessage<DeleteRequest> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_resource, 4);
+  messageDesc(file_ledgerd_v1_resource, 8);
 
 /**
  * DeleteResponse is empty on success.
@@ -183,7 +332,7 @@ export type DeleteResponse = Message<"ledgerd.v1.DeleteResponse"> & {
  * Use `create(DeleteResponseSchema)` to create a new message.
  */
 export const DeleteResponseSchema: GenMessage<DeleteResponse> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_resource, 5);
+  messageDesc(file_ledgerd_v1_resource, 9);
 
 /**
  * SetPolicyRequest sets a resource's admission policy and its parameters.
@@ -234,7 +383,7 @@ export type SetPolicyRequest = Message<"ledgerd.v1.SetPolicyRequest"> & {
  * Use `create(SetPolicyRequestSchema)` to create a new message.
  */
 export const SetPolicyRequestSchema: GenMessage<SetPolicyRequest> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_resource, 6);
+  messageDesc(file_ledgerd_v1_resource, 10);
 
 /**
  * SetPolicyResponse returns the resource after the change.
@@ -255,7 +404,7 @@ export type SetPolicyResponse = Message<"ledgerd.v1.SetPolicyResponse"> & {
  * Use `create(SetPolicyResponseSchema)` to create a new message.
  */
 export const SetPolicyResponseSchema: GenMessage<SetPolicyResponse> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_resource, 7);
+  messageDesc(file_ledgerd_v1_resource, 11);
 
 /**
  * ResourceServiceListRequest lists resources.
@@ -276,7 +425,7 @@ export type ResourceServiceListRequest = Message<"ledgerd.v1.ResourceServiceList
  * Use `create(ResourceServiceListRequestSchema)` to create a new message.
  */
 export const ResourceServiceListRequestSchema: GenMessage<ResourceServiceListRequest> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_resource, 8);
+  messageDesc(file_ledgerd_v1_resource, 12);
 
 /**
  * ResourceServiceListResponse returns every resource, sorted by name.
@@ -297,7 +446,7 @@ export type ResourceServiceListResponse = Message<"ledgerd.v1.ResourceServiceLis
  * Use `create(ResourceServiceListResponseSchema)` to create a new message.
  */
 export const ResourceServiceListResponseSchema: GenMessage<ResourceServiceListResponse> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_resource, 9);
+  messageDesc(file_ledgerd_v1_resource, 13);
 
 /**
  * ResourceService manages the resources that can be booked. Mutations need
@@ -352,6 +501,29 @@ export const ResourceService: GenService<{
     methodKind: "unary";
     input: typeof SetPolicyRequestSchema;
     output: typeof SetPolicyResponseSchema;
+  },
+  /**
+   * UnitDown takes one unit of a resource with units out of service over a
+   * window (down or drained). Bookings on the unit in the window are moved
+   * to spare units (UNIT_POLICY_REMAP, each move an event); when they
+   * cannot be, it is refused with FailedPrecondition listing them.
+   *
+   * @generated from rpc ledgerd.v1.ResourceService.UnitDown
+   */
+  unitDown: {
+    methodKind: "unary";
+    input: typeof UnitDownRequestSchema;
+    output: typeof UnitDownResponseSchema;
+  },
+  /**
+   * UnitUp ends a unit's down window at once.
+   *
+   * @generated from rpc ledgerd.v1.ResourceService.UnitUp
+   */
+  unitUp: {
+    methodKind: "unary";
+    input: typeof UnitUpRequestSchema;
+    output: typeof UnitUpResponseSchema;
   },
   /**
    * List returns every resource.

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ledgerd/v1/types.proto.
  */
 export const file_ledgerd_v1_types: GenFile = /*@__PURE__*/
-  fileDesc("ChZsZWRnZXJkL3YxL3R5cGVzLnByb3RvEgpsZWRnZXJkLnYxIjIKDlJlc291cmNlQW1vdW50EhAKCHJlc291cmNlGAEgASgJEg4KBmFtb3VudBgCIAEoAyLuAQoFU2hhcGUSKQoFcGFydHMYASADKAsyGi5sZWRnZXJkLnYxLlJlc291cmNlQW1vdW50EisKCGR1cmF0aW9uGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KCm5vdF9iZWZvcmUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGRlYWRsaW5lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtleGFjdF9zdGFydBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi4AUKC1Jlc2VydmF0aW9uEgoKAmlkGAEgASgJEg4KBnRlbmFudBgCIAEoCRIpCgVwYXJ0cxgDIAMoCzIaLmxlZGdlcmQudjEuUmVzb3VyY2VBbW91bnQSKQoFc3RhcnQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoFc3RhdGUYBiABKA4yHC5sZWRnZXJkLnYxLlJlc2VydmF0aW9uU3RhdGUSMwoPaG9sZF9leHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCgZsYWJlbHMYCCADKAsyIy5sZWRnZXJkLnYxLlJlc2VydmF0aW9uLkxhYmVsc0VudHJ5EhcKD2NyZWF0ZWRfdmVyc2lvbhgJIAEoBBIPCgd2ZXJzaW9uGAogASgEEjAKB3BlbmRpbmcYCyABKAsyHy5sZWRnZXJkLnYxLlBlbmRpbmdNb2RpZmljYXRpb24SNQoScmVxdWVzdGVkX2R1cmF0aW9uGAwgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KCmFjdHVhbF9lbmQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBGtpbmQYDiABKA4yGy5sZWRnZXJkLnYxLlJlc2VydmF0aW9uS2luZBIcChRwcm9iYWJpbGl0eV9wZXJtaWxsZRgPIAEoDRIPCgdyZWxheGVkGBAgASgIEg4KBnB1c2hlcxgRIAEoDRITCgtzaG9ydF91bml0cxgSIAEoAxIuCgpub3RfYmVmb3JlGBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBImgKCE1vdmVkSm9iEgoKAmlkGAEgASgJEigKBGZyb20YAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKAnRvGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLJAQoTUGVuZGluZ01vZGlmaWNhdGlvbhIpCgVwYXJ0cxgBIAMoCzIaLmxlZGdlcmQudjEuUmVzb3VyY2VBbW91bnQSKQoFc3RhcnQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMwoPaG9sZF9leHBpcmVzX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKtAgoIUmVzb3VyY2USDAoEbmFtZRgBIAEoCRIQCghjYXBhY2l0eRgCIAEoAxIMCgR1bml0GAMgASgJEjAKBmxhYmVscxgEIAMoCzIgLmxlZGdlcmQudjEuUmVzb3VyY2UuTGFiZWxzRW50cnkSIgoGcG9saWN5GAUgASgOMhIubGVkZ2VyZC52MS5Qb2xpY3kSDwoHdmVyc2lvbhgGIAEoBBIcChRtaW5fc3VjY2Vzc19wZXJtaWxsZRgHIAEoDRISCgptYXhfcHVzaGVzGAggASgNEisKB3dpbmRvd3MYCSADKAsyGi5sZWRnZXJkLnYxLkNhcGFjaXR5V2luZG93Gi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEidgoOQ2FwYWNpdHlXaW5kb3cSKQoFc3RhcnQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIY2FwYWNpdHkYAyABKAMibQoJRnJlZUJsb2NrEikKBXN0YXJ0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgNlbmQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBGZyZWUYAyABKAMi3AEKBUV2ZW50Eg8KB3ZlcnNpb24YASABKAQSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIwoEdHlwZRgDIAEoDjIVLmxlZGdlcmQudjEuRXZlbnRUeXBlEiwKC3Jlc2VydmF0aW9uGAQgASgLMhcubGVkZ2VyZC52MS5SZXNlcnZhdGlvbhImCghyZXNvdXJjZRgFIAEoCzIULmxlZGdlcmQudjEuUmVzb3VyY2USDgoGYWN0aW9uGAYgASgJEg0KBWluZGV4GAcgASgNImAKCVJlamVjdGlvbhIOCgZyZWFzb24YASABKAkSDwoHbWVzc2FnZRgCIAEoCRIyCg5lYXJsaWVzdF9zdGFydBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAqsAIKEFJlc2VydmF0aW9uU3RhdGUSIQodUkVTRVJWQVRJT05fU1RBVEVfVU5TUEVDSUZJRUQQABIaChZSRVNFUlZBVElPTl9TVEFURV9IRUxEEAESHwobUkVTRVJWQVRJT05fU1RBVEVfQ09NTUlUVEVEEAISHAoYUkVTRVJWQVRJT05fU1RBVEVfQUNUSVZFEAMSHwobUkVTRVJWQVRJT05fU1RBVEVfQ09NUExFVEVEEAQSHQoZUkVTRVJWQVRJT05fU1RBVEVfQUJPUlRFRBAFEh0KGVJFU0VSVkFUSU9OX1NUQVRFX0VYUElSRUQQBhIfChtSRVNFUlZBVElPTl9TVEFURV9DQU5DRUxMRUQQBxIeChpSRVNFUlZBVElPTl9TVEFURV9ERUdSQURFRBAIKngKD1Jlc2VydmF0aW9uS2luZBIgChxSRVNFUlZBVElPTl9LSU5EX1VOU1BFQ0lGSUVEEAASIAocUkVTRVJWQVRJT05fS0lORF9SRVNFUlZBVElPThABEiEKHVJFU0VSVkFUSU9OX0tJTkRfVkFSSUFCTEVfSk9CEAIqYQoGUG9saWN5EhYKElBPTElDWV9VTlNQRUNJRklFRBAAEhEKDVBPTElDWV9SRUpFQ1QQARIYChRQT0xJQ1lfTU9WRV9WQVJJQUJMRRACEhIKDlBPTElDWV9SRUxBWEVEEAMq7QEKCUV2ZW50VHlwZRIaChZFVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASGgoWRVZFTlRfVFlQRV9SRVNFUlZBVElPThABEhcKE0VWRU5UX1RZUEVfUkVTT1VSQ0UQAhIfChtFVkVOVF9UWVBFX1JFU09VUkNFX0RFTEVURUQQAxIYChRFVkVOVF9UWVBFX1JFUExBTk5FRBAEEhcKE0VWRU5UX1RZUEVfVklPTEFURUQQBRIcChhFVkVOVF9UWVBFX0pPQl9TVUJNSVRURUQQBhIdChlFVkVOVF9UWVBFX1BPTElDWV9DSEFOR0VEEAdCNVozZ2l0aHViLmNvbS9sZWRnZXJkL2xlZGdlcmQvZ2VuL2xlZGdlcmQvdjE7bGVkZ2VyZHYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("ChZsZWRnZXJkL3YxL3R5cGVzLnByb3RvEgpsZWRnZXJkLnYxIjIKDlJlc291cmNlQW1vdW50EhAKCHJlc291cmNlGAEgASgJEg4KBmFtb3VudBgCIAEoAyLuAQoFU2hhcGUSKQoFcGFydHMYASADKAsyGi5sZWRnZXJkLnYxLlJlc291cmNlQW1vdW50EisKCGR1cmF0aW9uGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KCm5vdF9iZWZvcmUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGRlYWRsaW5lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtleGFjdF9zdGFydBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi7wUKC1Jlc2VydmF0aW9uEgoKAmlkGAEgASgJEg4KBnRlbmFudBgCIAEoCRIpCgVwYXJ0cxgDIAMoCzIaLmxlZGdlcmQudjEuUmVzb3VyY2VBbW91bnQSKQoFc3RhcnQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoFc3RhdGUYBiABKA4yHC5sZWRnZXJkLnYxLlJlc2VydmF0aW9uU3RhdGUSMwoPaG9sZF9leHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCgZsYWJlbHMYCCADKAsyIy5sZWRnZXJkLnYxLlJlc2VydmF0aW9uLkxhYmVsc0VudHJ5EhcKD2NyZWF0ZWRfdmVyc2lvbhgJIAEoBBIPCgd2ZXJzaW9uGAogASgEEjAKB3BlbmRpbmcYCyABKAsyHy5sZWRnZXJkLnYxLlBlbmRpbmdNb2RpZmljYXRpb24SNQoScmVxdWVzdGVkX2R1cmF0aW9uGAwgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KCmFjdHVhbF9lbmQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBGtpbmQYDiABKA4yGy5sZWRnZXJkLnYxLlJlc2VydmF0aW9uS2luZBIcChRwcm9iYWJpbGl0eV9wZXJtaWxsZRgPIAEoDRIPCgdyZWxheGVkGBAgASgIEg4KBnB1c2hlcxgRIAEoDRITCgtzaG9ydF91bml0cxgSIAEoAxIuCgpub3RfYmVmb3JlGBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgV1bml0cxgoIAMoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBImgKCE1vdmVkSm9iEgoKAmlkGAEgASgJEigKBGZyb20YAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKAnRvGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLYAQoTUGVuZGluZ01vZGlmaWNhdGlvbhIpCgVwYXJ0cxgBIAMoCzIaLmxlZGdlcmQudjEuUmVzb3VyY2VBbW91bnQSKQoFc3RhcnQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMwoPaG9sZF9leHBpcmVzX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgV1bml0cxgoIAMoCSKVAwoIUmVzb3VyY2USDAoEbmFtZRgBIAEoCRIQCghjYXBhY2l0eRgCIAEoAxIMCgR1bml0GAMgASgJEjAKBmxhYmVscxgEIAMoCzIgLmxlZGdlcmQudjEuUmVzb3VyY2UuTGFiZWxzRW50cnkSIgoGcG9saWN5GAUgASgOMhIubGVkZ2VyZC52MS5Qb2xpY3kSDwoHdmVyc2lvbhgGIAEoBBIcChRtaW5fc3VjY2Vzc19wZXJtaWxsZRgHIAEoDRISCgptYXhfcHVzaGVzGAggASgNEisKB3dpbmRvd3MYCSADKAsyGi5sZWRnZXJkLnYxLkNhcGFjaXR5V2luZG93Eg0KBXVuaXRzGCggAygJEisKC3VuaXRfcG9saWN5GCkgASgOMhYubGVkZ2VyZC52MS5Vbml0UG9saWN5EioKCnVuaXRfZG93bnMYKiADKAsyFi5sZWRnZXJkLnYxLlVuaXRXaW5kb3caLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJ6CgpVbml0V2luZG93EgoKAmlkGAEgASgJEgwKBHVuaXQYAiABKAkSKQoFc3RhcnQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAidgoOQ2FwYWNpdHlXaW5kb3cSKQoFc3RhcnQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIY2FwYWNpdHkYAyABKAMibQoJRnJlZUJsb2NrEikKBXN0YXJ0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgNlbmQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBGZyZWUYAyABKAMi3AEKBUV2ZW50Eg8KB3ZlcnNpb24YASABKAQSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIwoEdHlwZRgDIAEoDjIVLmxlZGdlcmQudjEuRXZlbnRUeXBlEiwKC3Jlc2VydmF0aW9uGAQgASgLMhcubGVkZ2VyZC52MS5SZXNlcnZhdGlvbhImCghyZXNvdXJjZRgFIAEoCzIULmxlZGdlcmQudjEuUmVzb3VyY2USDgoGYWN0aW9uGAYgASgJEg0KBWluZGV4GAcgASgNImAKCVJlamVjdGlvbhIOCgZyZWFzb24YASABKAkSDwoHbWVzc2FnZRgCIAEoCRIyCg5lYXJsaWVzdF9zdGFydBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAqsAIKEFJlc2VydmF0aW9uU3RhdGUSIQodUkVTRVJWQVRJT05fU1RBVEVfVU5TUEVDSUZJRUQQABIaChZSRVNFUlZBVElPTl9TVEFURV9IRUxEEAESHwobUkVTRVJWQVRJT05fU1RBVEVfQ09NTUlUVEVEEAISHAoYUkVTRVJWQVRJT05fU1RBVEVfQUNUSVZFEAMSHwobUkVTRVJWQVRJT05fU1RBVEVfQ09NUExFVEVEEAQSHQoZUkVTRVJWQVRJT05fU1RBVEVfQUJPUlRFRBAFEh0KGVJFU0VSVkFUSU9OX1NUQVRFX0VYUElSRUQQBhIfChtSRVNFUlZBVElPTl9TVEFURV9DQU5DRUxMRUQQBxIeChpSRVNFUlZBVElPTl9TVEFURV9ERUdSQURFRBAIKngKD1Jlc2VydmF0aW9uS2luZBIgChxSRVNFUlZBVElPTl9LSU5EX1VOU1BFQ0lGSUVEEAASIAocUkVTRVJWQVRJT05fS0lORF9SRVNFUlZBVElPThABEiEKHVJFU0VSVkFUSU9OX0tJTkRfVkFSSUFCTEVfSk9CEAIqYQoGUG9saWN5EhYKElBPTElDWV9VTlNQRUNJRklFRBAAEhEKDVBPTElDWV9SRUpFQ1QQARIYChRQT0xJQ1lfTU9WRV9WQVJJQUJMRRACEhIKDlBPTElDWV9SRUxBWEVEEAMqWAoKVW5pdFBvbGljeRIbChdVTklUX1BPTElDWV9VTlNQRUNJRklFRBAAEhUKEVVOSVRfUE9MSUNZX1JFTUFQEAESFgoSVU5JVF9QT0xJQ1lfUkVGVVNFEAIqqAIKCUV2ZW50VHlwZRIaChZFVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASGgoWRVZFTlRfVFlQRV9SRVNFUlZBVElPThABEhcKE0VWRU5UX1RZUEVfUkVTT1VSQ0UQAhIfChtFVkVOVF9UWVBFX1JFU09VUkNFX0RFTEVURUQQAxIYChRFVkVOVF9UWVBFX1JFUExBTk5FRBAEEhcKE0VWRU5UX1RZUEVfVklPTEFURUQQBRIcChhFVkVOVF9UWVBFX0pPQl9TVUJNSVRURUQQBhIdChlFVkVOVF9UWVBFX1BPTElDWV9DSEFOR0VEEAcSHQoZRVZFTlRfVFlQRV9VTklUU19SRU1BUFBFRBAUEhoKFkVWRU5UX1RZUEVfVU5JVF9XSU5ET1cQFUI1WjNnaXRodWIuY29tL2xlZGdlcmQvbGVkZ2VyZC9nZW4vbGVkZ2VyZC92MTtsZWRnZXJkdjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * ResourceAmount is one resource's share of a request: amount units of
@@ -239,6 +239,15 @@ export type Reservation = Message<"ledgerd.v1.Reservation"> & {
    * @generated from field: google.protobuf.Timestamp not_before = 19;
    */
   notBefore?: Timestamp | undefined;
+
+  /**
+   * On resources with units: the units this booking holds, part by part in
+   * the order of parts, each part's units sorted by unit index. Empty for
+   * parts on resources without units.
+   *
+   * @generated from field: repeated string units = 40;
+   */
+  units: string[];
 };
 
 /**
@@ -319,6 +328,13 @@ export type PendingModification = Message<"ledgerd.v1.PendingModification"> & {
    * @generated from field: google.protobuf.Timestamp hold_expires_at = 4;
    */
   holdExpiresAt?: Timestamp | undefined;
+
+  /**
+   * The units the new shape holds (see Reservation.units).
+   *
+   * @generated from field: repeated string units = 40;
+   */
+  units: string[];
 };
 
 /**
@@ -403,6 +419,31 @@ export type Resource = Message<"ledgerd.v1.Resource"> & {
    * @generated from field: repeated ledgerd.v1.CapacityWindow windows = 9;
    */
   windows: CapacityWindow[];
+
+  /**
+   * The names of the resource's units (nodes), in index order; empty for
+   * a resource without units. With units, capacity is their number and an
+   * amount counts whole units. On Create, give them here or as a hostlist
+   * in CreateRequest.nodes.
+   *
+   * @generated from field: repeated string units = 40;
+   */
+  units: string[];
+
+  /**
+   * What admission does when enough units are free in sum but no set of
+   * units is free for the whole window (resources with units only).
+   *
+   * @generated from field: ledgerd.v1.UnitPolicy unit_policy = 41;
+   */
+  unitPolicy: UnitPolicy;
+
+  /**
+   * Down windows of units that have not ended, sorted by id.
+   *
+   * @generated from field: repeated ledgerd.v1.UnitWindow unit_downs = 42;
+   */
+  unitDowns: UnitWindow[];
 };
 
 /**
@@ -411,6 +452,48 @@ export type Resource = Message<"ledgerd.v1.Resource"> & {
  */
 export const ResourceSchema: GenMessage<Resource> = /*@__PURE__*/
   messageDesc(file_ledgerd_v1_types, 5);
+
+/**
+ * UnitWindow is a unit that is down or drained over [start, end).
+ *
+ * @generated from message ledgerd.v1.UnitWindow
+ */
+export type UnitWindow = Message<"ledgerd.v1.UnitWindow"> & {
+  /**
+   * The window's id (UnitUp ends it).
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The unit's name.
+   *
+   * @generated from field: string unit = 2;
+   */
+  unit: string;
+
+  /**
+   * First instant of the window.
+   *
+   * @generated from field: google.protobuf.Timestamp start = 3;
+   */
+  start?: Timestamp | undefined;
+
+  /**
+   * End of the window (exclusive).
+   *
+   * @generated from field: google.protobuf.Timestamp end = 4;
+   */
+  end?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message ledgerd.v1.UnitWindow.
+ * Use `create(UnitWindowSchema)` to create a new message.
+ */
+export const UnitWindowSchema: GenMessage<UnitWindow> = /*@__PURE__*/
+  messageDesc(file_ledgerd_v1_types, 6);
 
 /**
  * CapacityWindow is a capacity that holds over [start, end) only.
@@ -445,7 +528,7 @@ export type CapacityWindow = Message<"ledgerd.v1.CapacityWindow"> & {
  * Use `create(CapacityWindowSchema)` to create a new message.
  */
 export const CapacityWindowSchema: GenMessage<CapacityWindow> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_types, 6);
+  messageDesc(file_ledgerd_v1_types, 7);
 
 /**
  * FreeBlock is one step of a free-capacity step function: free units over
@@ -481,7 +564,7 @@ export type FreeBlock = Message<"ledgerd.v1.FreeBlock"> & {
  * Use `create(FreeBlockSchema)` to create a new message.
  */
 export const FreeBlockSchema: GenMessage<FreeBlock> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_types, 7);
+  messageDesc(file_ledgerd_v1_types, 8);
 
 /**
  * Event is one change in the ledger; version is the Raft index of the entry
@@ -547,7 +630,7 @@ export type Event = Message<"ledgerd.v1.Event"> & {
  * Use `create(EventSchema)` to create a new message.
  */
 export const EventSchema: GenMessage<Event> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_types, 8);
+  messageDesc(file_ledgerd_v1_types, 9);
 
 /**
  * Rejection is the machine-readable detail attached to a FailedPrecondition
@@ -585,7 +668,7 @@ export type Rejection = Message<"ledgerd.v1.Rejection"> & {
  * Use `create(RejectionSchema)` to create a new message.
  */
 export const RejectionSchema: GenMessage<Rejection> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_types, 9);
+  messageDesc(file_ledgerd_v1_types, 10);
 
 /**
  * ReservationState is where a reservation is in its lifecycle.
@@ -752,6 +835,43 @@ export const PolicySchema: GenEnum<Policy> = /*@__PURE__*/
   enumDesc(file_ledgerd_v1_types, 2);
 
 /**
+ * UnitPolicy decides what a resource with units does with a request that
+ * fits in sum but for which no set of units is free for the whole window.
+ *
+ * @generated from enum ledgerd.v1.UnitPolicy
+ */
+export enum UnitPolicy {
+  /**
+   * Treated as UNIT_POLICY_REMAP.
+   *
+   * @generated from enum value: UNIT_POLICY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Move bookings that have not started to other units to make room; every
+   * move is an EVENT_TYPE_UNITS_REMAPPED event.
+   *
+   * @generated from enum value: UNIT_POLICY_REMAP = 1;
+   */
+  REMAP = 1,
+
+  /**
+   * Never move a booking; refuse the request (reason UNMAPPABLE) with the
+   * earliest start that maps.
+   *
+   * @generated from enum value: UNIT_POLICY_REFUSE = 2;
+   */
+  REFUSE = 2,
+}
+
+/**
+ * Describes the enum ledgerd.v1.UnitPolicy.
+ */
+export const UnitPolicySchema: GenEnum<UnitPolicy> = /*@__PURE__*/
+  enumDesc(file_ledgerd_v1_types, 3);
+
+/**
  * EventType says what an Event changed.
  *
  * @generated from enum ledgerd.v1.EventType
@@ -816,11 +936,28 @@ export enum EventType {
    * @generated from enum value: EVENT_TYPE_POLICY_CHANGED = 7;
    */
   POLICY_CHANGED = 7,
+
+  /**
+   * A booking that had not started was moved to other units to make room;
+   * Event.reservation is the booking after the move (its units, or its
+   * pending modification's).
+   *
+   * @generated from enum value: EVENT_TYPE_UNITS_REMAPPED = 20;
+   */
+  UNITS_REMAPPED = 20,
+
+  /**
+   * A unit down window was added or ended early; Event.resource is the
+   * resource after the change.
+   *
+   * @generated from enum value: EVENT_TYPE_UNIT_WINDOW = 21;
+   */
+  UNIT_WINDOW = 21,
 }
 
 /**
  * Describes the enum ledgerd.v1.EventType.
  */
 export const EventTypeSchema: GenEnum<EventType> = /*@__PURE__*/
-  enumDesc(file_ledgerd_v1_types, 3);
+  enumDesc(file_ledgerd_v1_types, 4);
 
