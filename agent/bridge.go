@@ -18,8 +18,8 @@ type SlurmBridgeConfig struct {
 	// Resource is the ledger resource with units that Partition backs
 	// (its units are the partition's node names).
 	Resource string `json:"resource"`
-	// Partition is the Slurm partition (informational for rounds; the
-	// import command reads its nodes).
+	// Partition, if set, is the Slurm partition whose unusable nodes
+	// (DOWN, DRAIN, FAIL, not responding) become unit down windows.
 	Partition string `json:"partition"`
 	// Prefix marks the reservations the bridge owns; default "ledgerd-".
 	Prefix string `json:"prefix"`
@@ -49,7 +49,7 @@ func (b *SlurmBridgeConfig) followConfig() follow.Config {
 	if prefix == "" {
 		prefix = "ledgerd-"
 	}
-	return follow.Config{Resource: b.Resource, Prefix: prefix, Horizon: time.Duration(b.Horizon),
+	return follow.Config{Resource: b.Resource, Partition: b.Partition, Prefix: prefix, Horizon: time.Duration(b.Horizon),
 		Interval: time.Duration(b.Interval), Tenants: b.TenantMap}
 }
 

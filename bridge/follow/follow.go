@@ -51,6 +51,9 @@ type Config struct {
 	// Resource is the ledger resource with units that the resource
 	// manager's partition backs; its unit names are node names.
 	Resource string
+	// Partition, if set, is the partition whose unusable nodes (DOWN,
+	// DRAIN, ...) become unit down windows in the ledger.
+	Partition string
 	// Prefix marks the reservations the bridge owns in the resource
 	// manager ("ledgerd-"); it must be the driver's.
 	Prefix string
@@ -151,6 +154,9 @@ type Follower struct {
 	now     func() time.Time
 	log     *slog.Logger
 	metrics *Metrics
+	// windows mirrors drained nodes and maintenance reservations as unit
+	// windows, when the ledger supports them.
+	windows UnitWindows
 
 	mu sync.Mutex // one round at a time
 }
@@ -167,7 +173,11 @@ func New(cfg Config, l Ledger, d bridge.Driver, now func() time.Time, log *slog.
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Follower{cfg: cfg, l: l, d: d, now: now, log: log, metrics: m}, nil
+	f := &Follower{cfg: cfg, l: l, d: d, now: now, log: log, metrics: m}
+	if uw, ok := l.(UnitWindows); ok {
+		f.windows = uw
+	}
+	return f, nil
 }
 
 // Report is what one round did.
@@ -182,6 +192,11 @@ type Report struct {
 	Written  []ledger.MaterializationUpdate
 	// Converged: every planned action succeeded (or none was needed).
 	Converged bool
+	// WindowsAdded and WindowsEnded count the unit windows written for
+	// unusable nodes and maintenance reservations; WindowsRefused are
+	// those the ledger refused (they would overbook).
+	WindowsAdded, WindowsEnded int
+	WindowsRefused             []WindowRefusal
 }
 
 // Round runs one round (see the package doc). An error means the round
@@ -198,13 +213,28 @@ func (f *Follower) Round(ctx context.Context) (Report, error) {
 func (f *Follower) round(ctx context.Context) (Report, error) {
 	var rep Report
 	now := f.now()
-	desired, byName, failed, err := f.desired(ctx, now)
+	res, err := f.resource(ctx)
 	if err != nil {
 		return rep, err
 	}
 	observed, err := f.d.Reservations(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("bridge round: read the resource manager: %w", err)
+	}
+	var nodes []bridge.Node
+	if f.cfg.Partition != "" {
+		if nodes, err = f.d.Nodes(ctx, f.cfg.Partition); err != nil {
+			return rep, fmt.Errorf("bridge round: read partition %s: %w", f.cfg.Partition, err)
+		}
+	}
+	rep.WindowsAdded, rep.WindowsEnded, rep.WindowsRefused, err = f.syncWindows(ctx, res, wantedWindows(res, nodes, observed, f.cfg.Prefix, now))
+	if err != nil {
+		return rep, err
+	}
+	// Windows may have moved bookings to other units: read them after.
+	desired, byName, failed, err := f.desired(ctx, now, res)
+	if err != nil {
+		return rep, err
 	}
 	rep.Plan = bridge.Reconcile(desired, observed, f.cfg.Prefix, now)
 	for _, a := range rep.Plan.Actions {
@@ -246,19 +276,7 @@ func (f *Follower) round(ctx context.Context) (Report, error) {
 // active on the resource, starting before now+horizon and ending after
 // now. Reservations whose tenant has no mapping are left out and returned
 // as failed statuses.
-func (f *Follower) desired(ctx context.Context, now time.Time) ([]bridge.Spec, map[string]wanted, []bridge.Status, error) {
-	all, err := f.l.Resources(ctx, false)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("bridge round: read resources: %w", err)
-	}
-	i := slices.IndexFunc(all, func(r *ledgerdv1.Resource) bool { return r.GetName() == f.cfg.Resource })
-	if i < 0 {
-		return nil, nil, nil, fmt.Errorf("bridge round: resource %q: %w (create it with nodes, or import the partition)", f.cfg.Resource, ledger.ErrNotFound)
-	}
-	res := all[i]
-	if len(res.GetUnits()) == 0 {
-		return nil, nil, nil, fmt.Errorf("bridge round: resource %q has no units (create it with nodes, or import the partition)", f.cfg.Resource)
-	}
+func (f *Follower) desired(ctx context.Context, now time.Time, res *ledgerdv1.Resource) ([]bridge.Spec, map[string]wanted, []bridge.Status, error) {
 	q := ledger.ListQuery{
 		Resource: f.cfg.Resource,
 		States:   []ledgerdv1.ReservationState{ledgerdv1.ReservationState_RESERVATION_STATE_COMMITTED, ledgerdv1.ReservationState_RESERVATION_STATE_ACTIVE},
@@ -305,6 +323,23 @@ func (f *Follower) desired(ctx context.Context, now time.Time) ([]bridge.Spec, m
 		q.PageToken = next
 	}
 	return specs, byName, failed, nil
+}
+
+// resource reads the followed resource (a linearizable read).
+func (f *Follower) resource(ctx context.Context) (*ledgerdv1.Resource, error) {
+	all, err := f.l.Resources(ctx, false)
+	if err != nil {
+		return nil, fmt.Errorf("bridge round: read resources: %w", err)
+	}
+	i := slices.IndexFunc(all, func(r *ledgerdv1.Resource) bool { return r.GetName() == f.cfg.Resource })
+	if i < 0 {
+		return nil, fmt.Errorf("bridge round: resource %q: %w (create it with nodes, or import the partition)", f.cfg.Resource, ledger.ErrNotFound)
+	}
+	res := all[i]
+	if len(res.GetUnits()) == 0 {
+		return nil, fmt.Errorf("bridge round: resource %q has no units (create it with nodes, or import the partition)", f.cfg.Resource)
+	}
+	return res, nil
 }
 
 // units returns the units r holds on the followed resource: Reservation

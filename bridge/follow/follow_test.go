@@ -44,11 +44,12 @@ func (l *localLog) ReadBarrier(context.Context) error { return nil }
 type model struct {
 	prefix string
 	held   map[string]bridge.Reservation
+	nodes  []bridge.Node
 	down   bool
 	writes int
 }
 
-func (m *model) Nodes(context.Context, string) ([]bridge.Node, error) { return nil, nil }
+func (m *model) Nodes(context.Context, string) ([]bridge.Node, error) { return m.nodes, nil }
 
 func (m *model) Reservations(context.Context) ([]bridge.Reservation, error) {
 	if m.down {
@@ -370,4 +371,81 @@ func value(m prometheus.Metric) float64 {
 		return d.GetGauge().GetValue()
 	}
 	return d.GetCounter().GetValue()
+}
+
+// TestUnitWindows: an unusable node becomes a unit window until it is
+// usable again; a hand-made MAINT reservation becomes a window over its
+// nodes until it is gone; a window over a materialized (pinned) booking is
+// refused and reported, and the booking stays where Slurm has it.
+func TestUnitWindows(t *testing.T) {
+	w := newWorld(t)
+	w.f.cfg.Partition = "debug"
+	for _, n := range []string{"n1", "n2", "n3", "n4"} {
+		w.d.nodes = append(w.d.nodes, bridge.Node{Name: n, State: "idle"})
+	}
+	setState := func(node, state string, flags ...string) {
+		for i := range w.d.nodes {
+			if w.d.nodes[i].Name == node {
+				w.d.nodes[i].State, w.d.nodes[i].Flags = state, flags
+			}
+		}
+	}
+	downs := func() []string {
+		rs, err := w.l.Resources(context.Background(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, d := range rs[0].GetUnitDowns() {
+			ids = append(ids, d.GetId())
+		}
+		return ids
+	}
+	r := w.book("alice", 1, time.Hour, time.Hour)
+	w.round()
+	held := w.record(r.GetId()).GetUnits()[0]
+	other := "n1"
+	if held == "n1" {
+		other = "n2"
+	}
+
+	setState(held, "idle", "drain")
+	setState(other, "down")
+	rep := w.round()
+	if rep.WindowsAdded != 1 || len(rep.WindowsRefused) != 1 || rep.WindowsRefused[0].Unit != held {
+		t.Fatalf("added %d, refused %+v; want the window over %s refused, the one over %s added", rep.WindowsAdded, rep.WindowsRefused, held, other)
+	}
+	if got := downs(); !slices.Equal(got, []string{"slurm-node." + other}) {
+		t.Errorf("windows %v", got)
+	}
+	if m := w.record(r.GetId()); m.GetUnits()[0] != held || m.GetState() != stMaterialized {
+		t.Errorf("the materialized booking moved or changed: %v", m)
+	}
+	if got := value(w.f.metrics.windows.WithLabelValues("refused")); got != 1 {
+		t.Errorf("refused windows %v", got)
+	}
+
+	setState(held, "idle")
+	setState(other, "idle")
+	if rep := w.round(); rep.WindowsEnded != 1 || len(downs()) != 0 {
+		t.Fatalf("after resume: ended %d, windows %v", rep.WindowsEnded, downs())
+	}
+
+	w.d.held["maint"] = bridge.Reservation{Name: "maint", Nodes: []string{other}, Flags: []string{"MAINT"},
+		Start: w.now.Add(3 * time.Hour), End: w.now.Add(4 * time.Hour), Users: []string{"root"}}
+	w.round()
+	if got := downs(); !slices.Equal(got, []string{"slurm-maint.maint." + other}) {
+		t.Errorf("windows with a MAINT reservation: %v", got)
+	}
+	// Booking every node over the maintenance window is refused: the
+	// unit is out of service there.
+	start := w.now.Add(3 * time.Hour).UnixMilli()
+	if _, _, err := w.l.Hold(context.Background(), ledger.HoldArgs{Write: ledger.Write{Tenant: "alice"}, Commit: true, Shape: ledger.Shape{
+		Parts: []ledger.Part{{Resource: "batch", Amount: 4}}, Duration: 1000, NotBefore: start, Deadline: start + 1000}}); err == nil {
+		t.Error("four nodes booked during a maintenance window on one of them")
+	}
+	delete(w.d.held, "maint")
+	if rep := w.round(); rep.WindowsEnded != 1 || len(downs()) != 0 {
+		t.Errorf("after the MAINT reservation is gone: ended %d, windows %v", rep.WindowsEnded, downs())
+	}
 }

@@ -22,13 +22,17 @@ import (
 //   - ledgerd_bridge_reservations{state}: desired reservations of the last
 //     round by materialization state;
 //   - ledgerd_bridge_retries_total: retries of the driver (wired by the
-//     caller through Retry).
+//     caller through Retry);
+//   - ledgerd_bridge_unit_windows_total{result}: unit windows for
+//     unusable nodes and maintenance reservations added, ended, or
+//     refused by the ledger (they would overbook).
 type Metrics struct {
 	rounds  *prometheus.CounterVec
 	drift   *prometheus.GaugeVec
 	errs    *prometheus.CounterVec
 	states  *prometheus.GaugeVec
 	retries prometheus.Counter
+	windows *prometheus.CounterVec
 
 	mu            sync.Mutex
 	lastConverged time.Time
@@ -47,7 +51,11 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) *Metrics {
 		errs:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ledgerd_bridge_errors_total", Help: "Failed bridge actions and rounds by the resource manager's error kind."}, []string{"kind"}),
 		states:  prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ledgerd_bridge_reservations", Help: "Reservations the last bridge round wanted in the resource manager, by materialization state."}, []string{"state"}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{Name: "ledgerd_bridge_retries_total", Help: "Retries of resource manager commands while it was unreachable."}),
+		windows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ledgerd_bridge_unit_windows_total", Help: "Unit windows the bridge wrote for unusable nodes and maintenance reservations: added, ended, or refused by the ledger (they would overbook)."}, []string{"result"}),
 		now:     now,
+	}
+	for _, r := range []string{"added", "ended", "refused"} {
+		m.windows.WithLabelValues(r)
 	}
 	for _, r := range []string{"converged", "incomplete", "error"} {
 		m.rounds.WithLabelValues(r)
@@ -64,7 +72,7 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) *Metrics {
 	}
 	lag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ledgerd_bridge_lag_seconds", Help: "Seconds since the last bridge round that left the resource manager as the ledger wants it (0 before the first round)."},
 		m.lag)
-	reg.MustRegister(m.rounds, m.drift, m.errs, m.states, m.retries, lag)
+	reg.MustRegister(m.rounds, m.drift, m.errs, m.states, m.retries, m.windows, lag)
 	return m
 }
 
@@ -143,6 +151,9 @@ func (m *Metrics) observe(rep Report, err error, at time.Time) {
 	default:
 		m.rounds.WithLabelValues("incomplete").Inc()
 	}
+	m.windows.WithLabelValues("added").Add(float64(rep.WindowsAdded))
+	m.windows.WithLabelValues("ended").Add(float64(rep.WindowsEnded))
+	m.windows.WithLabelValues("refused").Add(float64(len(rep.WindowsRefused)))
 	for _, r := range rep.Results {
 		if r.Err != nil {
 			m.errs.WithLabelValues(errKind(r.Err)).Inc()
