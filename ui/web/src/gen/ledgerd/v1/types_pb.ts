@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ledgerd/v1/types.proto.
  */
 export const file_ledgerd_v1_types: GenFile = /*@__PURE__*/
-  fileDesc("ChZsZWRnZXJkL3YxL3R5cGVzLnByb3RvEgpsZWRnZXJkLnYxIjIKDlJlc291cmNlQW1vdW50EhAKCHJlc291cmNlGAEgASgJEg4KBmFtb3VudBgCIAEoAyLuAQoFU2hhcGUSKQoFcGFydHMYASADKAsyGi5sZWRnZXJkLnYxLlJlc291cmNlQW1vdW50EisKCGR1cmF0aW9uGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KCm5vdF9iZWZvcmUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGRlYWRsaW5lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtleGFjdF9zdGFydBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi7wUKC1Jlc2VydmF0aW9uEgoKAmlkGAEgASgJEg4KBnRlbmFudBgCIAEoCRIpCgVwYXJ0cxgDIAMoCzIaLmxlZGdlcmQudjEuUmVzb3VyY2VBbW91bnQSKQoFc3RhcnQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoFc3RhdGUYBiABKA4yHC5sZWRnZXJkLnYxLlJlc2VydmF0aW9uU3RhdGUSMwoPaG9sZF9leHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCgZsYWJlbHMYCCADKAsyIy5sZWRnZXJkLnYxLlJlc2VydmF0aW9uLkxhYmVsc0VudHJ5EhcKD2NyZWF0ZWRfdmVyc2lvbhgJIAEoBBIPCgd2ZXJzaW9uGAogASgEEjAKB3BlbmRpbmcYCyABKAsyHy5sZWRnZXJkLnYxLlBlbmRpbmdNb2RpZmljYXRpb24SNQoScmVxdWVzdGVkX2R1cmF0aW9uGAwgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KCmFjdHVhbF9lbmQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBGtpbmQYDiABKA4yGy5sZWRnZXJkLnYxLlJlc2VydmF0aW9uS2luZBIcChRwcm9iYWJpbGl0eV9wZXJtaWxsZRgPIAEoDRIPCgdyZWxheGVkGBAgASgIEg4KBnB1c2hlcxgRIAEoDRITCgtzaG9ydF91bml0cxgSIAEoAxIuCgpub3RfYmVmb3JlGBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgV1bml0cxgoIAMoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBImgKCE1vdmVkSm9iEgoKAmlkGAEgASgJEigKBGZyb20YAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKAnRvGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLYAQoTUGVuZGluZ01vZGlmaWNhdGlvbhIpCgVwYXJ0cxgBIAMoCzIaLmxlZGdlcmQudjEuUmVzb3VyY2VBbW91bnQSKQoFc3RhcnQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMwoPaG9sZF9leHBpcmVzX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgV1bml0cxgoIAMoCSKVAwoIUmVzb3VyY2USDAoEbmFtZRgBIAEoCRIQCghjYXBhY2l0eRgCIAEoAxIMCgR1bml0GAMgASgJEjAKBmxhYmVscxgEIAMoCzIgLmxlZGdlcmQudjEuUmVzb3VyY2UuTGFiZWxzRW50cnkSIgoGcG9saWN5GAUgASgOMhIubGVkZ2VyZC52MS5Qb2xpY3kSDwoHdmVyc2lvbhgGIAEoBBIcChRtaW5fc3VjY2Vzc19wZXJtaWxsZRgHIAEoDRISCgptYXhfcHVzaGVzGAggASgNEisKB3dpbmRvd3MYCSADKAsyGi5sZWRnZXJkLnYxLkNhcGFjaXR5V2luZG93Eg0KBXVuaXRzGCggAygJEisKC3VuaXRfcG9saWN5GCkgASgOMhYubGVkZ2VyZC52MS5Vbml0UG9saWN5EioKCnVuaXRfZG93bnMYKiADKAsyFi5sZWRnZXJkLnYxLlVuaXRXaW5kb3caLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJ6CgpVbml0V2luZG93EgoKAmlkGAEgASgJEgwKBHVuaXQYAiABKAkSKQoFc3RhcnQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAidgoOQ2FwYWNpdHlXaW5kb3cSKQoFc3RhcnQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIY2FwYWNpdHkYAyABKAMibQoJRnJlZUJsb2NrEikKBXN0YXJ0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgNlbmQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBGZyZWUYAyABKAMi3AEKBUV2ZW50Eg8KB3ZlcnNpb24YASABKAQSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIwoEdHlwZRgDIAEoDjIVLmxlZGdlcmQudjEuRXZlbnRUeXBlEiwKC3Jlc2VydmF0aW9uGAQgASgLMhcubGVkZ2VyZC52MS5SZXNlcnZhdGlvbhImCghyZXNvdXJjZRgFIAEoCzIULmxlZGdlcmQudjEuUmVzb3VyY2USDgoGYWN0aW9uGAYgASgJEg0KBWluZGV4GAcgASgNImAKCVJlamVjdGlvbhIOCgZyZWFzb24YASABKAkSDwoHbWVzc2FnZRgCIAEoCRIyCg5lYXJsaWVzdF9zdGFydBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAqsAIKEFJlc2VydmF0aW9uU3RhdGUSIQodUkVTRVJWQVRJT05fU1RBVEVfVU5TUEVDSUZJRUQQABIaChZSRVNFUlZBVElPTl9TVEFURV9IRUxEEAESHwobUkVTRVJWQVRJT05fU1RBVEVfQ09NTUlUVEVEEAISHAoYUkVTRVJWQVRJT05fU1RBVEVfQUNUSVZFEAMSHwobUkVTRVJWQVRJT05fU1RBVEVfQ09NUExFVEVEEAQSHQoZUkVTRVJWQVRJT05fU1RBVEVfQUJPUlRFRBAFEh0KGVJFU0VSVkFUSU9OX1NUQVRFX0VYUElSRUQQBhIfChtSRVNFUlZBVElPTl9TVEFURV9DQU5DRUxMRUQQBxIeChpSRVNFUlZBVElPTl9TVEFURV9ERUdSQURFRBAIKngKD1Jlc2VydmF0aW9uS2luZBIgChxSRVNFUlZBVElPTl9LSU5EX1VOU1BFQ0lGSUVEEAASIAocUkVTRVJWQVRJT05fS0lORF9SRVNFUlZBVElPThABEiEKHVJFU0VSVkFUSU9OX0tJTkRfVkFSSUFCTEVfSk9CEAIqYQoGUG9saWN5EhYKElBPTElDWV9VTlNQRUNJRklFRBAAEhEKDVBPTElDWV9SRUpFQ1QQARIYChRQT0xJQ1lfTU9WRV9WQVJJQUJMRRACEhIKDlBPTElDWV9SRUxBWEVEEAMqWAoKVW5pdFBvbGljeRIbChdVTklUX1BPTElDWV9VTlNQRUNJRklFRBAAEhUKEVVOSVRfUE9MSUNZX1JFTUFQEAESFgoSVU5JVF9QT0xJQ1lfUkVGVVNFEAIqqAIKCUV2ZW50VHlwZRIaChZFVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASGgoWRVZFTlRfVFlQRV9SRVNFUlZBVElPThABEhcKE0VWRU5UX1RZUEVfUkVTT1VSQ0UQAhIfChtFVkVOVF9UWVBFX1JFU09VUkNFX0RFTEVURUQQAxIYChRFVkVOVF9UWVBFX1JFUExBTk5FRBAEEhcKE0VWRU5UX1RZUEVfVklPTEFURUQQBRIcChhFVkVOVF9UWVBFX0pPQl9TVUJNSVRURUQQBhIdChlFVkVOVF9UWVBFX1BPTElDWV9DSEFOR0VEEAcSHQoZRVZFTlRfVFlQRV9VTklUU19SRU1BUFBFRBAUEhoKFkVWRU5UX1RZUEVfVU5JVF9XSU5ET1cQFUI1WjNnaXRodWIuY29tL2xlZGdlcmQvbGVkZ2VyZC9nZW4vbGVkZ2VyZC92MTtsZWRnZXJkdjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("ChZsZWRnZXJkL3YxL3R5cGVzLnByb3RvEgpsZWRnZXJkLnYxIjIKDlJlc291cmNlQW1vdW50EhAKCHJlc291cmNlGAEgASgJEg4KBmFtb3VudBgCIAEoAyLuAQoFU2hhcGUSKQoFcGFydHMYASADKAsyGi5sZWRnZXJkLnYxLlJlc291cmNlQW1vdW50EisKCGR1cmF0aW9uGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KCm5vdF9iZWZvcmUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGRlYWRsaW5lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtleGFjdF9zdGFydBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAipQYKC1Jlc2VydmF0aW9uEgoKAmlkGAEgASgJEg4KBnRlbmFudBgCIAEoCRIpCgVwYXJ0cxgDIAMoCzIaLmxlZGdlcmQudjEuUmVzb3VyY2VBbW91bnQSKQoFc3RhcnQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoFc3RhdGUYBiABKA4yHC5sZWRnZXJkLnYxLlJlc2VydmF0aW9uU3RhdGUSMwoPaG9sZF9leHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCgZsYWJlbHMYCCADKAsyIy5sZWRnZXJkLnYxLlJlc2VydmF0aW9uLkxhYmVsc0VudHJ5EhcKD2NyZWF0ZWRfdmVyc2lvbhgJIAEoBBIPCgd2ZXJzaW9uGAogASgEEjAKB3BlbmRpbmcYCyABKAsyHy5sZWRnZXJkLnYxLlBlbmRpbmdNb2RpZmljYXRpb24SNQoScmVxdWVzdGVkX2R1cmF0aW9uGAwgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KCmFjdHVhbF9lbmQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBGtpbmQYDiABKA4yGy5sZWRnZXJkLnYxLlJlc2VydmF0aW9uS2luZBIcChRwcm9iYWJpbGl0eV9wZXJtaWxsZRgPIAEoDRIPCgdyZWxheGVkGBAgASgIEg4KBnB1c2hlcxgRIAEoDRITCgtzaG9ydF91bml0cxgSIAEoAxIuCgpub3RfYmVmb3JlGBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgV1bml0cxgoIAMoCRI0Cg9tYXRlcmlhbGl6YXRpb24YRiABKAsyGy5sZWRnZXJkLnYxLk1hdGVyaWFsaXphdGlvbhotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIoMCCg9NYXRlcmlhbGl6YXRpb24SLwoFc3RhdGUYASABKA4yIC5sZWRnZXJkLnYxLk1hdGVyaWFsaXphdGlvblN0YXRlEg8KB21lc3NhZ2UYAiABKAkSDAoEbmFtZRgDIAEoCRINCgV1bml0cxgEIAMoCRIpCgVzdGFydBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoDZW5kGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgd2ZXJzaW9uGAcgASgEEiwKCHJlY29yZGVkGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJoCghNb3ZlZEpvYhIKCgJpZBgBIAEoCRIoCgRmcm9tGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgJ0bxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi2AEKE1BlbmRpbmdNb2RpZmljYXRpb24SKQoFcGFydHMYASADKAsyGi5sZWRnZXJkLnYxLlJlc291cmNlQW1vdW50EikKBXN0YXJ0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgNlbmQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjMKD2hvbGRfZXhwaXJlc19hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDQoFdW5pdHMYKCADKAkilQMKCFJlc291cmNlEgwKBG5hbWUYASABKAkSEAoIY2FwYWNpdHkYAiABKAMSDAoEdW5pdBgDIAEoCRIwCgZsYWJlbHMYBCADKAsyIC5sZWRnZXJkLnYxLlJlc291cmNlLkxhYmVsc0VudHJ5EiIKBnBvbGljeRgFIAEoDjISLmxlZGdlcmQudjEuUG9saWN5Eg8KB3ZlcnNpb24YBiABKAQSHAoUbWluX3N1Y2Nlc3NfcGVybWlsbGUYByABKA0SEgoKbWF4X3B1c2hlcxgIIAEoDRIrCgd3aW5kb3dzGAkgAygLMhoubGVkZ2VyZC52MS5DYXBhY2l0eVdpbmRvdxINCgV1bml0cxgoIAMoCRIrCgt1bml0X3BvbGljeRgpIAEoDjIWLmxlZGdlcmQudjEuVW5pdFBvbGljeRIqCgp1bml0X2Rvd25zGCogAygLMhYubGVkZ2VyZC52MS5Vbml0V2luZG93Gi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiegoKVW5pdFdpbmRvdxIKCgJpZBgBIAEoCRIMCgR1bml0GAIgASgJEikKBXN0YXJ0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgNlbmQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wInYKDkNhcGFjaXR5V2luZG93EikKBXN0YXJ0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgNlbmQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCGNhcGFjaXR5GAMgASgDIm0KCUZyZWVCbG9jaxIpCgVzdGFydBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoDZW5kGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRmcmVlGAMgASgDItwBCgVFdmVudBIPCgd2ZXJzaW9uGAEgASgEEigKBHRpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiMKBHR5cGUYAyABKA4yFS5sZWRnZXJkLnYxLkV2ZW50VHlwZRIsCgtyZXNlcnZhdGlvbhgEIAEoCzIXLmxlZGdlcmQudjEuUmVzZXJ2YXRpb24SJgoIcmVzb3VyY2UYBSABKAsyFC5sZWRnZXJkLnYxLlJlc291cmNlEg4KBmFjdGlvbhgGIAEoCRINCgVpbmRleBgHIAEoDSJgCglSZWplY3Rpb24SDgoGcmVhc29uGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSMgoOZWFybGllc3Rfc3RhcnQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKrACChBSZXNlcnZhdGlvblN0YXRlEiEKHVJFU0VSVkFUSU9OX1NUQVRFX1VOU1BFQ0lGSUVEEAASGgoWUkVTRVJWQVRJT05fU1RBVEVfSEVMRBABEh8KG1JFU0VSVkFUSU9OX1NUQVRFX0NPTU1JVFRFRBACEhwKGFJFU0VSVkFUSU9OX1NUQVRFX0FDVElWRRADEh8KG1JFU0VSVkFUSU9OX1NUQVRFX0NPTVBMRVRFRBAEEh0KGVJFU0VSVkFUSU9OX1NUQVRFX0FCT1JURUQQBRIdChlSRVNFUlZBVElPTl9TVEFURV9FWFBJUkVEEAYSHwobUkVTRVJWQVRJT05fU1RBVEVfQ0FOQ0VMTEVEEAcSHgoaUkVTRVJWQVRJT05fU1RBVEVfREVHUkFERUQQCCp4Cg9SZXNlcnZhdGlvbktpbmQSIAocUkVTRVJWQVRJT05fS0lORF9VTlNQRUNJRklFRBAAEiAKHFJFU0VSVkFUSU9OX0tJTkRfUkVTRVJWQVRJT04QARIhCh1SRVNFUlZBVElPTl9LSU5EX1ZBUklBQkxFX0pPQhACKqoBChRNYXRlcmlhbGl6YXRpb25TdGF0ZRIlCiFNQVRFUklBTElaQVRJT05fU1RBVEVfVU5TUEVDSUZJRUQQABIhCh1NQVRFUklBTElaQVRJT05fU1RBVEVfUEVORElORxABEiYKIk1BVEVSSUFMSVpBVElPTl9TVEFURV9NQVRFUklBTElaRUQQAhIgChxNQVRFUklBTElaQVRJT05fU1RBVEVfRkFJTEVEEAMqYQoGUG9saWN5EhYKElBPTElDWV9VTlNQRUNJRklFRBAAEhEKDVBPTElDWV9SRUpFQ1QQARIYChRQT0xJQ1lfTU9WRV9WQVJJQUJMRRACEhIKDlBPTElDWV9SRUxBWEVEEAMqWAoKVW5pdFBvbGljeRIbChdVTklUX1BPTElDWV9VTlNQRUNJRklFRBAAEhUKEVVOSVRfUE9MSUNZX1JFTUFQEAESFgoSVU5JVF9QT0xJQ1lfUkVGVVNFEAIqyAIKCUV2ZW50VHlwZRIaChZFVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASGgoWRVZFTlRfVFlQRV9SRVNFUlZBVElPThABEhcKE0VWRU5UX1RZUEVfUkVTT1VSQ0UQAhIfChtFVkVOVF9UWVBFX1JFU09VUkNFX0RFTEVURUQQAxIYChRFVkVOVF9UWVBFX1JFUExBTk5FRBAEEhcKE0VWRU5UX1RZUEVfVklPTEFURUQQBRIcChhFVkVOVF9UWVBFX0pPQl9TVUJNSVRURUQQBhIdChlFVkVOVF9UWVBFX1BPTElDWV9DSEFOR0VEEAcSHQoZRVZFTlRfVFlQRV9VTklUU19SRU1BUFBFRBAUEhoKFkVWRU5UX1RZUEVfVU5JVF9XSU5ET1cQFRIeChpFVkVOVF9UWVBFX01BVEVSSUFMSVpBVElPThAjQjVaM2dpdGh1Yi5jb20vbGVkZ2VyZC9sZWRnZXJkL2dlbi9sZWRnZXJkL3YxO2xlZGdlcmR2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * ResourceAmount is one resource's share of a request: amount units of
@@ -248,6 +248,15 @@ export type Reservation = Message<"ledgerd.v1.Reservation"> & {
    * @generated from field: repeated string units = 40;
    */
   units: string[];
+
+  /**
+   * Whether the site's resource manager (Slurm) holds it, as the bridge
+   * last recorded; absent when it never did (no bridge, or a resource the
+   * bridge does not follow).
+   *
+   * @generated from field: ledgerd.v1.Materialization materialization = 70;
+   */
+  materialization?: Materialization | undefined;
 };
 
 /**
@@ -256,6 +265,74 @@ export type Reservation = Message<"ledgerd.v1.Reservation"> & {
  */
 export const ReservationSchema: GenMessage<Reservation> = /*@__PURE__*/
   messageDesc(file_ledgerd_v1_types, 2);
+
+/**
+ * Materialization is the bridge's record of one reservation in the site's
+ * resource manager.
+ *
+ * @generated from message ledgerd.v1.Materialization
+ */
+export type Materialization = Message<"ledgerd.v1.Materialization"> & {
+  /**
+   * The state.
+   *
+   * @generated from field: ledgerd.v1.MaterializationState state = 1;
+   */
+  state: MaterializationState;
+
+  /**
+   * Why it failed (the bridge's reason or the resource manager's own
+   * message) or what it waits for.
+   *
+   * @generated from field: string message = 2;
+   */
+  message: string;
+
+  /**
+   * The reservation's name in the resource manager.
+   *
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * The nodes it holds there.
+   *
+   * @generated from field: repeated string units = 4;
+   */
+  units: string[];
+
+  /**
+   * The window as written there.
+   *
+   * @generated from field: google.protobuf.Timestamp start = 5;
+   */
+  start?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp end = 6;
+   */
+  end?: Timestamp | undefined;
+
+  /**
+   * Ledger version (Raft index) and log time of the record.
+   *
+   * @generated from field: uint64 version = 7;
+   */
+  version: bigint;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp recorded = 8;
+   */
+  recorded?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message ledgerd.v1.Materialization.
+ * Use `create(MaterializationSchema)` to create a new message.
+ */
+export const MaterializationSchema: GenMessage<Materialization> = /*@__PURE__*/
+  messageDesc(file_ledgerd_v1_types, 3);
 
 /**
  * MovedJob is a variable job that a write re-planned later to make room
@@ -291,7 +368,7 @@ export type MovedJob = Message<"ledgerd.v1.MovedJob"> & {
  * Use `create(MovedJobSchema)` to create a new message.
  */
 export const MovedJobSchema: GenMessage<MovedJob> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_types, 3);
+  messageDesc(file_ledgerd_v1_types, 4);
 
 /**
  * PendingModification is the new shape of a reservation held next to the old
@@ -342,7 +419,7 @@ export type PendingModification = Message<"ledgerd.v1.PendingModification"> & {
  * Use `create(PendingModificationSchema)` to create a new message.
  */
 export const PendingModificationSchema: GenMessage<PendingModification> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_types, 4);
+  messageDesc(file_ledgerd_v1_types, 5);
 
 /**
  * Resource is something with capacity that can be booked.
@@ -451,7 +528,7 @@ export type Resource = Message<"ledgerd.v1.Resource"> & {
  * Use `create(ResourceSchema)` to create a new message.
  */
 export const ResourceSchema: GenMessage<Resource> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_types, 5);
+  messageDesc(file_ledgerd_v1_types, 6);
 
 /**
  * UnitWindow is a unit that is down or drained over [start, end).
@@ -493,7 +570,7 @@ export type UnitWindow = Message<"ledgerd.v1.UnitWindow"> & {
  * Use `create(UnitWindowSchema)` to create a new message.
  */
 export const UnitWindowSchema: GenMessage<UnitWindow> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_types, 6);
+  messageDesc(file_ledgerd_v1_types, 7);
 
 /**
  * CapacityWindow is a capacity that holds over [start, end) only.
@@ -528,7 +605,7 @@ export type CapacityWindow = Message<"ledgerd.v1.CapacityWindow"> & {
  * Use `create(CapacityWindowSchema)` to create a new message.
  */
 export const CapacityWindowSchema: GenMessage<CapacityWindow> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_types, 7);
+  messageDesc(file_ledgerd_v1_types, 8);
 
 /**
  * FreeBlock is one step of a free-capacity step function: free units over
@@ -564,7 +641,7 @@ export type FreeBlock = Message<"ledgerd.v1.FreeBlock"> & {
  * Use `create(FreeBlockSchema)` to create a new message.
  */
 export const FreeBlockSchema: GenMessage<FreeBlock> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_types, 8);
+  messageDesc(file_ledgerd_v1_types, 9);
 
 /**
  * Event is one change in the ledger; version is the Raft index of the entry
@@ -630,7 +707,7 @@ export type Event = Message<"ledgerd.v1.Event"> & {
  * Use `create(EventSchema)` to create a new message.
  */
 export const EventSchema: GenMessage<Event> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_types, 9);
+  messageDesc(file_ledgerd_v1_types, 10);
 
 /**
  * Rejection is the machine-readable detail attached to a FailedPrecondition
@@ -668,7 +745,7 @@ export type Rejection = Message<"ledgerd.v1.Rejection"> & {
  * Use `create(RejectionSchema)` to create a new message.
  */
 export const RejectionSchema: GenMessage<Rejection> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_types, 10);
+  messageDesc(file_ledgerd_v1_types, 11);
 
 /**
  * ReservationState is where a reservation is in its lifecycle.
@@ -785,6 +862,48 @@ export const ReservationKindSchema: GenEnum<ReservationKind> = /*@__PURE__*/
   enumDesc(file_ledgerd_v1_types, 1);
 
 /**
+ * MaterializationState says whether the resource manager holds a
+ * reservation.
+ *
+ * @generated from enum ledgerd.v1.MaterializationState
+ */
+export enum MaterializationState {
+  /**
+   * Not recorded.
+   *
+   * @generated from enum value: MATERIALIZATION_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Not (yet) in the resource manager; the bridge will try again.
+   *
+   * @generated from enum value: MATERIALIZATION_STATE_PENDING = 1;
+   */
+  PENDING = 1,
+
+  /**
+   * The resource manager holds it as booked.
+   *
+   * @generated from enum value: MATERIALIZATION_STATE_MATERIALIZED = 2;
+   */
+  MATERIALIZED = 2,
+
+  /**
+   * The bridge will not or could not write it; message says why.
+   *
+   * @generated from enum value: MATERIALIZATION_STATE_FAILED = 3;
+   */
+  FAILED = 3,
+}
+
+/**
+ * Describes the enum ledgerd.v1.MaterializationState.
+ */
+export const MaterializationStateSchema: GenEnum<MaterializationState> = /*@__PURE__*/
+  enumDesc(file_ledgerd_v1_types, 2);
+
+/**
  * Policy is a resource's admission policy. It decides what happens to a
  * reservation that does not fit the free capacity; variable jobs
  * (SubmitJob) may be submitted under every policy.
@@ -832,7 +951,7 @@ export enum Policy {
  * Describes the enum ledgerd.v1.Policy.
  */
 export const PolicySchema: GenEnum<Policy> = /*@__PURE__*/
-  enumDesc(file_ledgerd_v1_types, 2);
+  enumDesc(file_ledgerd_v1_types, 3);
 
 /**
  * UnitPolicy decides what a resource with units does with a request that
@@ -869,7 +988,7 @@ export enum UnitPolicy {
  * Describes the enum ledgerd.v1.UnitPolicy.
  */
 export const UnitPolicySchema: GenEnum<UnitPolicy> = /*@__PURE__*/
-  enumDesc(file_ledgerd_v1_types, 3);
+  enumDesc(file_ledgerd_v1_types, 4);
 
 /**
  * EventType says what an Event changed.
@@ -953,11 +1072,19 @@ export enum EventType {
    * @generated from enum value: EVENT_TYPE_UNIT_WINDOW = 21;
    */
   UNIT_WINDOW = 21,
+
+  /**
+   * The bridge recorded a change of a reservation's materialization;
+   * Event.reservation is the reservation after it.
+   *
+   * @generated from enum value: EVENT_TYPE_MATERIALIZATION = 35;
+   */
+  MATERIALIZATION = 35,
 }
 
 /**
  * Describes the enum ledgerd.v1.EventType.
  */
 export const EventTypeSchema: GenEnum<EventType> = /*@__PURE__*/
-  enumDesc(file_ledgerd_v1_types, 4);
+  enumDesc(file_ledgerd_v1_types, 5);
 
