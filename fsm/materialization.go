@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -197,4 +198,31 @@ func (s *state) restorePins(ids []string) {
 			s.pinRow(id, r)
 		}
 	}
+}
+
+// checkRecord verifies the bytes of a stored materialization record as
+// restore reads them (scanRow): a message with no unknown fields, a known
+// state, in the deterministic encoding, so that the row decodes and
+// re-encodes to the same bytes.
+func checkRecord(b string) error {
+	m := new(fsmv1.Materialization)
+	if err := proto.Unmarshal([]byte(b), m); err != nil {
+		return err
+	}
+	if len(m.ProtoReflect().GetUnknown()) > 0 {
+		return errors.New("unknown fields")
+	}
+	switch m.GetState() {
+	case fsmv1.Materialization_STATE_PENDING, fsmv1.Materialization_STATE_MATERIALIZED, fsmv1.Materialization_STATE_FAILED:
+	default:
+		return fmt.Errorf("state %d unknown", int32(m.GetState()))
+	}
+	again, err := marshalOpts.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if string(again) != b {
+		return errNotCanonical
+	}
+	return nil
 }

@@ -160,6 +160,9 @@ func scanRow(row string, sc *rowScan) error {
 		case resvProbability:
 			sc.probability = uint32(f.x)
 		case resvMaterialization:
+			if err := checkRecord(f.str); err != nil {
+				return fmt.Errorf("materialization: %w", err)
+			}
 			sc.hasRecord = true
 		}
 	}
