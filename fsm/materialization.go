@@ -52,9 +52,9 @@ func checkSetMaterialization(c *fsmv1.SetMaterialization, ver uint32) *FieldErro
 		seen[u.GetId()] = true
 		m := u.GetMaterialization()
 		switch m.GetState() {
-		case fsmv1.Materialization_STATE_PENDING, fsmv1.Materialization_STATE_MATERIALIZED, fsmv1.Materialization_STATE_FAILED:
+		case fsmv1.Materialization_STATE_PENDING, fsmv1.Materialization_STATE_MATERIALIZED, fsmv1.Materialization_STATE_FAILED, fsmv1.Materialization_STATE_REMOVED:
 		default:
-			return fieldErr(f+".materialization.state", fmt.Sprintf("must be PENDING, MATERIALIZED or FAILED, is %d", int32(m.GetState())))
+			return fieldErr(f+".materialization.state", fmt.Sprintf("must be PENDING, MATERIALIZED, FAILED or REMOVED, is %d", int32(m.GetState())))
 		}
 		if len(m.GetMessage()) > maxMaterializationMessage {
 			return fieldErr(f+".materialization.message", fmt.Sprintf("longer than %d bytes", maxMaterializationMessage))
@@ -82,9 +82,10 @@ func checkSetMaterialization(c *fsmv1.SetMaterialization, ver uint32) *FieldErro
 
 // setMaterialization applies TYPE_SET_MATERIALIZATION: each listed live
 // reservation gets the new record, stamped with the entry's index and log
-// time, and one TYPE_MATERIALIZATION_CHANGED event. Unknown and terminal
-// reservations are skipped (the bridge's round may have raced a cancel),
-// and so is a record equal to the stored one.
+// time, and one TYPE_MATERIALIZATION_CHANGED event. Unknown reservations
+// are skipped, and terminal ones unless the record says REMOVED (the
+// bridge's round may have raced a cancel), and so is a record equal to
+// the stored one.
 func (s *state) setMaterialization(cmd *fsmv1.Command) *fsmv1.Result {
 	c := cmd.GetSetMaterialization()
 	if fe := checkSetMaterialization(c, s.ver); fe != nil {
@@ -93,7 +94,7 @@ func (s *state) setMaterialization(cmd *fsmv1.Command) *fsmv1.Result {
 	res := &fsmv1.Result{Status: fsmv1.Result_STATUS_OK}
 	for _, u := range c.GetUpdates() {
 		r, ok := s.resv.get(u.GetId())
-		if !ok || isTerminal(r.GetState()) {
+		if !ok || isTerminal(r.GetState()) && u.GetMaterialization().GetState() != fsmv1.Materialization_STATE_REMOVED {
 			continue
 		}
 		m := proto.CloneOf(u.GetMaterialization())
@@ -213,7 +214,7 @@ func checkRecord(b string) error {
 		return errors.New("unknown fields")
 	}
 	switch m.GetState() {
-	case fsmv1.Materialization_STATE_PENDING, fsmv1.Materialization_STATE_MATERIALIZED, fsmv1.Materialization_STATE_FAILED:
+	case fsmv1.Materialization_STATE_PENDING, fsmv1.Materialization_STATE_MATERIALIZED, fsmv1.Materialization_STATE_FAILED, fsmv1.Materialization_STATE_REMOVED:
 	default:
 		return fmt.Errorf("state %d unknown", int32(m.GetState()))
 	}

@@ -57,11 +57,15 @@ func bridgeGoldenCommands() []struct {
 			matUp("gone", matPending, "", nil, 0, 0))},
 		{"62_set_materialization_pending.bin", 5_020, setMat(
 			matUp("u-a", matPending, "not attempted: the resource manager was unavailable earlier in the round", nil, 0, 0))},
+		// job-1 was cancelled (entry 24): only REMOVED is stored on it.
+		{"63_set_materialization_removed.bin", 5_030, setMat(
+			matUp("job-1", fsmv1.Materialization_STATE_REMOVED, "deleted: cancelled", nil, 0, 0),
+			matUp(AutoID(22), matMaterialized, "", []string{"n1"}, 401_000, 460_000))},
 	}
 }
 
 // bridgeGoldenStatuses are the results of bridgeGoldenCommands.
-var bridgeGoldenStatuses = []fsmv1.Result_Status{OK, OK, OK}
+var bridgeGoldenStatuses = []fsmv1.Result_Status{OK, OK, OK, OK}
 
 // TestGoldenBridgeCommands pins the encoding of the materialization
 // entries: version 4, decoding back to what was written.
@@ -95,7 +99,7 @@ func TestGoldenBridgeCommands(t *testing.T) {
 	}
 }
 
-// TestGoldenBridgeSnapshot replays entries 01–25, 30–37 and 60–62 (the
+// TestGoldenBridgeSnapshot replays entries 01–25, 30–37 and 60–63 (the
 // selection is explicit, so entries of other features never change it)
 // and pins the snapshot; the stored snapshot must restore, re-encode to
 // the same bytes and keep the records and the pin.
@@ -167,6 +171,12 @@ func TestGoldenBridgeSnapshot(t *testing.T) {
 	if m := ua.GetMaterialization(); m.GetState() != matPending || m.GetVersion() != 36 {
 		t.Errorf("u-a record: %v", m)
 	}
+	if j, _ := r.Get("job-1"); j.GetMaterialization().GetState() != fsmv1.Materialization_STATE_REMOVED {
+		t.Errorf("cancelled job-1 record: %v", j.GetMaterialization())
+	}
+	if c, _ := r.Get(AutoID(22)); c.GetMaterialization() != nil {
+		t.Errorf("a cancelled reservation took a MATERIALIZED record: %v", c.GetMaterialization())
+	}
 	if _, ok := r.Get("gone"); ok {
 		t.Error("a record made a row for an unknown reservation")
 	}
@@ -176,8 +186,8 @@ func TestGoldenBridgeSnapshot(t *testing.T) {
 			changed = append(changed, e.GetReservation().GetId())
 		}
 	}
-	if strings.Join(changed, ",") != "s-1,u-a,u-a" {
-		t.Errorf("materialization events for %v, want s-1,u-a,u-a", changed)
+	if strings.Join(changed, ",") != "s-1,u-a,u-a,job-1" {
+		t.Errorf("materialization events for %v, want s-1,u-a,u-a,job-1", changed)
 	}
 }
 

@@ -141,6 +141,7 @@ func mapsKeys[V any](m map[string]V) func(func(string) bool) {
 // Ledger is what the follower needs of the ledger.
 type Ledger interface {
 	List(ctx context.Context, q ledger.ListQuery) ([]*ledgerdv1.Reservation, string, error)
+	Get(ctx context.Context, id string, stale bool) (*ledgerdv1.Reservation, error)
 	Resources(ctx context.Context, stale bool) ([]*ledgerdv1.Resource, error)
 	ledger.MaterializationLedger
 }
@@ -260,6 +261,11 @@ func (f *Follower) round(ctx context.Context) (Report, error) {
 			rep.Written = append(rep.Written, u)
 		}
 	}
+	removed, err := f.removals(ctx, rep, byName)
+	if err != nil {
+		return rep, err
+	}
+	rep.Written = append(rep.Written, removed...)
 	w := ledger.Write{Tenant: f.cfg.Writer, Operator: true}
 	for chunk := range slices.Chunk(rep.Written, maxUpdates) {
 		if err := f.l.SetMaterialization(ctx, w, chunk); err != nil {
@@ -270,6 +276,39 @@ func (f *Follower) round(ctx context.Context) (Report, error) {
 		return rep, fmt.Errorf("bridge round: %w", applyErr)
 	}
 	return rep, nil
+}
+
+// removals are the REMOVED records of reservations whose Slurm
+// reservation the round deleted and that nobody wants there any more
+// (cancelled, over, or otherwise not desired): only for reservations
+// that have a record, so that `get` does not keep saying materialized.
+func (f *Follower) removals(ctx context.Context, rep Report, byName map[string]wanted) ([]ledger.MaterializationUpdate, error) {
+	var out []ledger.MaterializationUpdate
+	for _, res := range rep.Results {
+		a := res.Action
+		if a.Op != bridge.OpDelete || res.Err != nil || !strings.HasPrefix(a.Name, f.cfg.Prefix) {
+			continue
+		}
+		if _, desired := byName[a.Name]; desired {
+			continue // deleted to be re-created, or now failed: its status says
+		}
+		id := strings.TrimPrefix(a.Name, f.cfg.Prefix)
+		r, err := f.l.Get(ctx, id, false)
+		if errors.Is(err, ledger.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("bridge round: read %s: %w", id, err)
+		}
+		m := r.GetMaterialization()
+		if m == nil || m.GetState() == ledgerdv1.MaterializationState_MATERIALIZATION_STATE_REMOVED {
+			continue
+		}
+		why := strings.ToLower(strings.TrimPrefix(r.GetState().String(), "RESERVATION_STATE_"))
+		out = append(out, ledger.MaterializationUpdate{ID: id, Name: a.Name, State: ledgerdv1.MaterializationState_MATERIALIZATION_STATE_REMOVED,
+			Message: truncate("deleted from the resource manager: the reservation is "+why+" ("+a.Why+")", 1024)})
+	}
+	return out, nil
 }
 
 // desired reads the reservations the manager should hold: committed and

@@ -299,6 +299,9 @@ func TestRounds(t *testing.T) {
 	}
 	w.round()
 	w.checkHeld(c.GetId())
+	if m := w.record(d.GetId()); m.GetState() != ledgerdv1.MaterializationState_MATERIALIZATION_STATE_REMOVED || !strings.Contains(m.GetMessage(), "cancelled") {
+		t.Errorf("cancelled reservation's record: %v", m)
+	}
 	if got := value(w.f.metrics.drift.WithLabelValues("orphan")); got != 1 {
 		t.Errorf("orphan drift %v, want 1 (the cancelled reservation)", got)
 	}

@@ -230,6 +230,7 @@ func TestSlurmFollowsLedger(t *testing.T) {
 		_, ok := scontrolShow(t, c)["ledgerd-"+later.GetId()]
 		return !ok
 	})
+	waitRecord(t, a, later.GetId(), ledgerdv1.MaterializationState_MATERIALIZATION_STATE_REMOVED)
 	r, _ = l.Get(ctx, job.GetId(), false)
 	checkSlurmHolds(t, c, r)
 	if _, ok := scontrolShow(t, c)["hand"]; !ok {

@@ -34,6 +34,8 @@ func fsmMaterializationState(s ledgerdv1.MaterializationState) fsmv1.Materializa
 		return fsmv1.Materialization_STATE_MATERIALIZED
 	case ledgerdv1.MaterializationState_MATERIALIZATION_STATE_FAILED:
 		return fsmv1.Materialization_STATE_FAILED
+	case ledgerdv1.MaterializationState_MATERIALIZATION_STATE_REMOVED:
+		return fsmv1.Materialization_STATE_REMOVED
 	}
 	// The state machine refuses it, naming the field.
 	return fsmv1.Materialization_State(s)
@@ -47,6 +49,8 @@ func apiMaterializationState(s fsmv1.Materialization_State) ledgerdv1.Materializ
 		return ledgerdv1.MaterializationState_MATERIALIZATION_STATE_MATERIALIZED
 	case fsmv1.Materialization_STATE_FAILED:
 		return ledgerdv1.MaterializationState_MATERIALIZATION_STATE_FAILED
+	case fsmv1.Materialization_STATE_REMOVED:
+		return ledgerdv1.MaterializationState_MATERIALIZATION_STATE_REMOVED
 	}
 	return ledgerdv1.MaterializationState_MATERIALIZATION_STATE_UNSPECIFIED
 }

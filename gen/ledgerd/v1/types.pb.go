@@ -170,6 +170,9 @@ const (
 	MaterializationState_MATERIALIZATION_STATE_MATERIALIZED MaterializationState = 2
 	// The bridge will not or could not write it; message says why.
 	MaterializationState_MATERIALIZATION_STATE_FAILED MaterializationState = 3
+	// It was in the resource manager and the bridge deleted it there
+	// (cancelled, over, or no longer wanted); message says why.
+	MaterializationState_MATERIALIZATION_STATE_REMOVED MaterializationState = 4
 )
 
 // Enum value maps for MaterializationState.
@@ -179,12 +182,14 @@ var (
 		1: "MATERIALIZATION_STATE_PENDING",
 		2: "MATERIALIZATION_STATE_MATERIALIZED",
 		3: "MATERIALIZATION_STATE_FAILED",
+		4: "MATERIALIZATION_STATE_REMOVED",
 	}
 	MaterializationState_value = map[string]int32{
 		"MATERIALIZATION_STATE_UNSPECIFIED":  0,
 		"MATERIALIZATION_STATE_PENDING":      1,
 		"MATERIALIZATION_STATE_MATERIALIZED": 2,
 		"MATERIALIZATION_STATE_FAILED":       3,
+		"MATERIALIZATION_STATE_REMOVED":      4,
 	}
 )
 
@@ -1716,12 +1721,13 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"\x0fReservationKind\x12 \n" +
 	"\x1cRESERVATION_KIND_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cRESERVATION_KIND_RESERVATION\x10\x01\x12!\n" +
-	"\x1dRESERVATION_KIND_VARIABLE_JOB\x10\x02*\xaa\x01\n" +
+	"\x1dRESERVATION_KIND_VARIABLE_JOB\x10\x02*\xcd\x01\n" +
 	"\x14MaterializationState\x12%\n" +
 	"!MATERIALIZATION_STATE_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x1dMATERIALIZATION_STATE_PENDING\x10\x01\x12&\n" +
 	"\"MATERIALIZATION_STATE_MATERIALIZED\x10\x02\x12 \n" +
-	"\x1cMATERIALIZATION_STATE_FAILED\x10\x03*a\n" +
+	"\x1cMATERIALIZATION_STATE_FAILED\x10\x03\x12!\n" +
+	"\x1dMATERIALIZATION_STATE_REMOVED\x10\x04*a\n" +
 	"\x06Policy\x12\x16\n" +
 	"\x12POLICY_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rPOLICY_REJECT\x10\x01\x12\x18\n" +

@@ -173,7 +173,7 @@ function clearDetails(): void {
 // materializationText says whether the site's resource manager holds the
 // reservation, as the bridge last recorded it.
 function materializationText(m: Materialization): string {
-  const state = ["unrecorded", "pending", "materialized", "failed"][m.state] ?? String(m.state);
+  const state = ["unrecorded", "pending", "materialized", "failed", "removed"][m.state] ?? String(m.state);
   let s = state + (m.name ? ` ${m.name}` : "");
   if (m.units.length > 0) s += ` on ${m.units.join(", ")}`;
   if (m.start && m.end) s += ` ${fmtTime(ms(m.start))} – ${fmtTime(ms(m.end))}`;

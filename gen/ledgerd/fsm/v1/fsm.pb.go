@@ -689,6 +689,10 @@ const (
 	Materialization_STATE_MATERIALIZED Materialization_State = 2
 	// The bridge will not or could not write it; message says why.
 	Materialization_STATE_FAILED Materialization_State = 3
+	// It was in the resource manager and the bridge deleted it there
+	// (cancelled, over, or no longer wanted; message says why). The only
+	// record a terminal reservation accepts.
+	Materialization_STATE_REMOVED Materialization_State = 4
 )
 
 // Enum value maps for Materialization_State.
@@ -698,12 +702,14 @@ var (
 		1: "STATE_PENDING",
 		2: "STATE_MATERIALIZED",
 		3: "STATE_FAILED",
+		4: "STATE_REMOVED",
 	}
 	Materialization_State_value = map[string]int32{
 		"STATE_UNSPECIFIED":  0,
 		"STATE_PENDING":      1,
 		"STATE_MATERIALIZED": 2,
 		"STATE_FAILED":       3,
+		"STATE_REMOVED":      4,
 	}
 )
 
@@ -3993,9 +3999,9 @@ func (x *OwnerRatios) GetCounts() []*RatioCount {
 }
 
 // SetMaterialization records, for each listed reservation, whether the
-// site's resource manager holds it. Reservations that are unknown or over
-// (terminal) by the time the entry applies are skipped; a record equal to
-// the stored one changes nothing.
+// site's resource manager holds it. Reservations that are unknown by the
+// time the entry applies are skipped, and so are terminal ones unless the
+// record says REMOVED; a record equal to the stored one changes nothing.
 type SetMaterialization struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 1..1024 updates, each reservation at most once.
@@ -4580,7 +4586,7 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\aupdates\x18\x01 \x03(\v2%.ledgerd.fsm.v1.MaterializationUpdateR\aupdates\"r\n" +
 	"\x15MaterializationUpdate\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12I\n" +
-	"\x0fmaterialization\x18\x02 \x01(\v2\x1f.ledgerd.fsm.v1.MaterializationR\x0fmaterialization\"\xe8\x02\n" +
+	"\x0fmaterialization\x18\x02 \x01(\v2\x1f.ledgerd.fsm.v1.MaterializationR\x0fmaterialization\"\xfb\x02\n" +
 	"\x0fMaterialization\x12;\n" +
 	"\x05state\x18\x01 \x01(\x0e2%.ledgerd.fsm.v1.Materialization.StateR\x05state\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
@@ -4590,12 +4596,13 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\n" +
 	"end_millis\x18\x06 \x01(\x03R\tendMillis\x12\x18\n" +
 	"\aversion\x18\a \x01(\x04R\aversion\x12\x1b\n" +
-	"\tat_millis\x18\b \x01(\x03R\batMillis\"[\n" +
+	"\tat_millis\x18\b \x01(\x03R\batMillis\"n\n" +
 	"\x05State\x12\x15\n" +
 	"\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rSTATE_PENDING\x10\x01\x12\x16\n" +
 	"\x12STATE_MATERIALIZED\x10\x02\x12\x10\n" +
-	"\fSTATE_FAILED\x10\x03*\x92\x01\n" +
+	"\fSTATE_FAILED\x10\x03\x12\x11\n" +
+	"\rSTATE_REMOVED\x10\x04*\x92\x01\n" +
 	"\x0fAdmissionPolicy\x12 \n" +
 	"\x1cADMISSION_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17ADMISSION_POLICY_REJECT\x10\x01\x12\"\n" +
