@@ -508,7 +508,7 @@ func checkInvariants(t testing.TB, f *FSM) {
 		}
 	}
 	live += checkScheduled(t, s)
-	live += checkUnitMapping(t, s)
+	live += checkUnitMapping(t, s, rows)
 	if s.plan.Len() != live {
 		t.Fatalf("planner has %d bookings, table %d", s.plan.Len(), live)
 	}

@@ -147,7 +147,8 @@ func (s *state) clamp(req planner.Request) planner.Request {
 func (f *FSM) Find(req planner.Request) (planner.Decision, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	d, err := f.st.plan.Find(f.st.clamp(req))
+	// On resources with units, the earliest start that also maps.
+	d, err := f.st.findMapped(f.st.clamp(req))
 	if err != nil {
 		return d, fmt.Errorf("find: %w", err)
 	}
@@ -158,7 +159,7 @@ func (f *FSM) Find(req planner.Request) (planner.Decision, error) {
 func (f *FSM) Offers(req planner.Request, k int) ([]int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out, err := f.st.plan.Offers(f.st.clamp(req), k)
+	out, err := f.st.offersMapped(f.st.clamp(req), k)
 	if err != nil {
 		return nil, fmt.Errorf("offers: %w", err)
 	}

@@ -86,7 +86,7 @@ func (s *state) hold(cmd *fsmv1.Command, commit bool) *fsmv1.Result {
 			// a rejection, with the earliest start without a deadline.
 			late := pr
 			late.Deadline = lastEnd(s.ver)
-			d, err := s.plan.Find(late)
+			d, err := s.findMapped(late)
 			if err != nil {
 				return s.fromPlanner(err, fields)
 			}
@@ -265,7 +265,7 @@ func (s *state) modify(cmd *fsmv1.Command) *fsmv1.Result {
 			return bad
 		}
 		req, passed := s.modifyWindow(m, pp)
-		d, err := s.findModify(req)
+		d, err := s.findMapped(req)
 		if err != nil {
 			return s.fromPlanner(err, modifyWindowFields)
 		}

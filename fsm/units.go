@@ -701,16 +701,18 @@ func (f *FSM) UnitBookings(resource string) (books []UnitBooking, downs []*fsmv1
 	return books, downs, true
 }
 
-// findModify is the search of a modification whose start the state
-// machine picks: the count planner's, and on resources with units the
-// earliest start that also maps (a refusal's later start too).
-func (s *state) findModify(req planner.Request) (planner.Decision, error) {
+// findMapped is planner.Find for a search that books nothing (a
+// modification whose start the state machine picks, the later start of a
+// window that has passed): the count planner's answer, and on resources
+// with units the earliest start that also maps (a refusal's later start
+// too).
+func (s *state) findMapped(req planner.Request) (planner.Decision, error) {
 	if s.units == nil || !s.hasUnitPart(req.Parts) {
 		return s.plan.Find(req)
 	}
-	if bad := s.checkUnitAmounts("modify.", req.Parts); bad != nil {
-		// modifyUnits refuses it with the field once the count planner
-		// has booked the shape; here the search simply finds nothing.
+	if bad := s.checkUnitAmounts("", req.Parts); bad != nil {
+		// Admission refuses it with the field; the search by count
+		// finds nothing either.
 		return s.plan.Find(req)
 	}
 	found, err := s.findUnits(req)
@@ -727,4 +729,42 @@ func (s *state) findModify(req planner.Request) (planner.Decision, error) {
 		later, _ = s.findUnits(late)
 	}
 	return planner.Decision{LaterOK: later.fits, LaterStart: later.start}, nil
+}
+
+// offersMapped is planner.Offers for a request with parts on resources
+// with units: up to k ascending starts in the window at which every part
+// fits in sum and maps. The first is the earliest start that maps (what
+// Find answers); the others are the count planner's later candidates
+// (its distinct choices) at which the request also maps, looked for among
+// the first 8k of them.
+func (s *state) offersMapped(req planner.Request, k int) ([]int64, error) {
+	if s.units == nil || !s.hasUnitPart(req.Parts) || k <= 0 {
+		return s.plan.Offers(req, k)
+	}
+	if bad := s.checkUnitAmounts("", req.Parts); bad != nil {
+		return s.plan.Offers(req, k)
+	}
+	first, err := s.findUnits(req)
+	if err != nil || !first.fits {
+		return nil, err
+	}
+	out := []int64{first.start}
+	cands, err := s.plan.Offers(req, min(8*k, 1<<12))
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cands {
+		if len(out) == k {
+			break
+		}
+		if c <= first.start {
+			continue
+		}
+		q := req
+		q.NotBefore, q.Deadline = c, c+req.Duration
+		if found, err := s.findUnits(q); err == nil && found.fits {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }

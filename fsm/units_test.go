@@ -58,14 +58,16 @@ func unitsOf(r *fsmv1.Reservation, resource string) []string {
 // resource with units names exactly amount distinct known units, free of
 // down windows) and against the unit schedules, and returns the number of
 // down windows booked in the count planner (for checkInvariants).
-func checkUnitMapping(t testing.TB, s *state) int {
+func checkUnitMapping(t testing.TB, s *state, rows map[string]*fsmv1.Reservation) int {
 	t.Helper()
+	if len(s.units) == 0 {
+		return 0
+	}
 	type span struct {
 		key        string
 		start, end int64
 	}
 	held := map[string][]span{} // resource/unit -> spans
-	rows := allRows(t, s)
 	ids := slices.Sorted(func(yield func(string) bool) {
 		for id := range rows {
 			if !yield(id) {
@@ -192,7 +194,7 @@ func TestUnitsHardCase(t *testing.T) {
 				if mod.GetStartMillis() != 1100 || !slices.Equal(mod.GetParts()[0].GetUnits(), unitsOf(ra, "pair")) {
 					t.Errorf("modification in a window: %v, want start 1100 on %v", mod, unitsOf(ra, "pair"))
 				}
-				checkUnitMapping(t, h.f.st)
+				checkUnitMapping(t, h.f.st, allRows(t, h.f.st))
 				return
 			}
 			if res.GetStatus() != OK {
@@ -218,7 +220,7 @@ func TestUnitsHardCase(t *testing.T) {
 			if !slices.Equal(remapped, []string{"B"}) {
 				t.Errorf("remap events for %v, want [B]", remapped)
 			}
-			checkUnitMapping(t, h.f.st)
+			checkUnitMapping(t, h.f.st, allRows(t, h.f.st))
 		})
 	}
 }
@@ -702,4 +704,36 @@ func downsAt(s *state, resource string, at int64) int64 {
 		}
 	}
 	return n
+}
+
+// TestUnitsFindAndOffers: on a resource with units, Find answers the
+// earliest start that maps (not the count's) and every offer maps.
+func TestUnitsFindAndOffers(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.must(10, OK, createUnits("pair", fsmv1.UnitPolicy_UNIT_POLICY_REFUSE, "a", "b"))
+	h.must(10, OK, reserve("A", "pair", 1, 1000, withStart(100)))
+	h.must(10, OK, reserve("X", "pair", 1, 1000, withStart(3000)))
+	h.must(10, OK, reserve("B", "pair", 1, 1000, withStart(3000)))
+	h.must(10, OK, cancel("X"))
+	req := planner.Request{Parts: []planner.Part{{Resource: "pair", Amount: 1}}, Duration: 3000, NotBefore: 500, Deadline: planner.MaxTime}
+	d, err := h.f.Find(req)
+	if err != nil || !d.Fits || d.Start != 1100 {
+		t.Fatalf("Find: %+v %v, want a fit at 1100 (the count fits at 500)", d, err)
+	}
+	offers, err := h.f.Offers(req, 4)
+	if err != nil || len(offers) == 0 || offers[0] != 1100 {
+		t.Fatalf("Offers: %v %v", offers, err)
+	}
+	for _, o := range offers {
+		q := req
+		q.NotBefore, q.Deadline = o, o+q.Duration
+		if d, err := h.f.Find(q); err != nil || !d.Fits || d.Start != o {
+			t.Errorf("offer %d does not map: %+v %v", o, d, err)
+		}
+	}
+	// The window ends before anything maps: the later start says where.
+	req.Deadline = 3600
+	if d, err := h.f.Find(req); err != nil || d.Fits || !d.LaterOK || d.LaterStart != 1100 {
+		t.Errorf("Find in a short window: %+v %v", d, err)
+	}
 }

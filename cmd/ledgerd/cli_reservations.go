@@ -440,6 +440,9 @@ func printEvent(asJSON bool, e *ledgerdv1.Event) {
 		if e.Type == ledgerdv1.EventType_EVENT_TYPE_POLICY_CHANGED {
 			detail = policyString(res)
 		}
+		if e.Type == ledgerdv1.EventType_EVENT_TYPE_UNIT_WINDOW {
+			detail = fmt.Sprintf("units down=%d", len(res.UnitDowns))
+		}
 		fmt.Fprintf(cliOut, eventRow, pos, fmtTime(e.Time), e.Action, res.Name, "-", "-", detail, "-", "-")
 	}
 }

@@ -7,8 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ledgerd/ledgerd/fsm"
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/ledger"
+	"github.com/ledgerd/ledgerd/rpc"
 )
 
 // TestUnitsNeedVersion4: in a cluster where some server applies only
@@ -155,5 +157,13 @@ func TestUnmappableReason(t *testing.T) {
 	var rj *ledger.RejectedError
 	if !errors.As(err, &rj) || rj.Reason != ledger.ReasonUnmappable || !rj.LaterOK || rj.LaterStart != t0+2000 {
 		t.Fatalf("hard case under REFUSE: %v (%+v)", err, rj)
+	}
+}
+
+// TestMaxUnitsMatchesFSM: the edge's bound on a resource's units is the
+// state machine's.
+func TestMaxUnitsMatchesFSM(t *testing.T) {
+	if rpc.MaxUnits != fsm.MaxUnits {
+		t.Fatalf("rpc.MaxUnits %d != fsm.MaxUnits %d", rpc.MaxUnits, fsm.MaxUnits)
 	}
 }
