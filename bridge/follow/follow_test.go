@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ledgerd/ledgerd/bridge"
@@ -451,4 +453,34 @@ func TestUnitWindows(t *testing.T) {
 	if rep := w.round(); rep.WindowsEnded != 1 || len(downs()) != 0 {
 		t.Errorf("after the MAINT reservation is gone: ended %d, windows %v", rep.WindowsEnded, downs())
 	}
+}
+
+// TestRunActsOnlyWhileLeading: Run ticks every Interval and runs a round
+// only while leading() is true (in a synctest bubble: fake time, no
+// sleeps), and returns when its context ends.
+func TestRunActsOnlyWhileLeading(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		w.book("alice", 1, time.Hour, time.Hour)
+		var leading atomic.Bool
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			w.f.Run(ctx, leading.Load)
+		}()
+		time.Sleep(10 * DefaultInterval) // fake time: ten ticks pass at once
+		synctest.Wait()
+		if w.d.writes != 0 || len(w.d.held) != 0 {
+			t.Fatalf("a follower wrote %d times", w.d.writes)
+		}
+		leading.Store(true)
+		time.Sleep(DefaultInterval)
+		synctest.Wait()
+		if len(w.d.held) != 1 {
+			t.Fatalf("the leader's round held %d reservations, want 1", len(w.d.held))
+		}
+		cancel()
+		<-done
+	})
 }
