@@ -484,3 +484,32 @@ func TestRunActsOnlyWhileLeading(t *testing.T) {
 		<-done
 	})
 }
+
+// TestModifyUpdatesSlurm: a committed modification of a materialized
+// reservation (other start, more nodes) is written as an update of the
+// same Slurm reservation and recorded with the new nodes and window.
+func TestModifyUpdatesSlurm(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	r := w.book("alice", 1, time.Hour, time.Hour)
+	w.round()
+	before := w.record(r.GetId())
+	start := w.now.Add(3 * time.Hour).UnixMilli()
+	if _, err := w.l.Modify(ctx, ledger.ModifyArgs{Write: ledger.Write{Tenant: "alice"}, ID: r.GetId(), Shape: ledger.Shape{
+		Parts: []ledger.Part{{Resource: "batch", Amount: 3}}, Duration: time.Hour.Milliseconds(), NotBefore: start, Deadline: start + time.Hour.Milliseconds()}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.l.Commit(ctx, ledger.Write{Tenant: "alice"}, r.GetId()); err != nil {
+		t.Fatal(err)
+	}
+	writes := w.d.writes
+	rep := w.round()
+	if len(rep.Plan.Actions) != 1 || rep.Plan.Actions[0].Op != bridge.OpUpdate || w.d.writes != writes+1 {
+		t.Fatalf("plan after the modification: %v", rep.Plan.Actions)
+	}
+	w.checkHeld(r.GetId())
+	after := w.record(r.GetId())
+	if len(after.GetUnits()) != 3 || after.GetStart().AsTime().UnixMilli() != start || after.GetVersion() <= before.GetVersion() {
+		t.Errorf("record after the modification: %v (before %v)", after, before)
+	}
+}
