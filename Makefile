@@ -67,8 +67,9 @@ chaos: ## long chaos campaign against real agents (NODES, DURATION, NEMESIS, CLI
 slurm-test: ## the Slurm bridge's tests against a real Slurm, verbose (root; apt-get install slurmctld slurmd slurm-client munge)
 	$(GO) test -race -tags $(TAGS) -count=1 -v ./bridge/...
 
-slurm-chaos: ## reconcile against a real Slurm under kills, restarts, hand edits and drains (STEPS, default 30; SEED to replay)
+slurm-chaos: ## reconcile against a real Slurm under kills, restarts, hand edits and drains, alone and with a 3-server ledger in the loop (STEPS, default 30; SEED to replay)
 	$(GO) test -tags $(TAGS) -count=1 -v -timeout 60m -run TestChaosAgainstSlurm ./bridge/slurm/ -slurm.chaos $${STEPS:-30} $(if $(SEED),-slurm.seed $(SEED))
+	$(GO) test -tags $(TAGS) -count=1 -v -timeout 60m -run TestChaosLedgerAndSlurm ./bridge/follow/ -follow.chaos $${STEPS:-30} $(if $(SEED),-follow.seed $(SEED))
 
 bench-planner: ## list vs indexed admission benchmarks, 1k-1M live reservations (see benchmarks/planner)
 	$(GO) test -tags $(TAGS) -timeout 90m -run '^$$' -bench 'Admission|Release' -count 6 ./planner/

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/ledgerd/ledgerd/bridge"
 	"github.com/ledgerd/ledgerd/cluster"
 	"github.com/ledgerd/ledgerd/fsm"
 	"github.com/ledgerd/ledgerd/internal/tlssniff"
@@ -57,6 +58,9 @@ type Options struct {
 	// BodyProgress, if set, replaces the 30 s a request body has to deliver
 	// each next chunk (tests shorten it).
 	BodyProgress time.Duration
+	// BridgeDriver, if set, replaces the Slurm driver of the slurm_bridge
+	// role (tests).
+	BridgeDriver bridge.Driver
 }
 
 // Agent is one assembled ledgerd server: the FSM, its cluster node, the
@@ -101,6 +105,8 @@ type Agent struct {
 	// streams (Watch) end when the agent shuts down instead of holding
 	// the HTTP server's graceful shutdown until its deadline.
 	stopRequests context.CancelFunc
+	// bridge is the slurm_bridge role; nil without one.
+	bridge *bridgeRole
 }
 
 // New assembles a node from cfg: it creates the data dir (dev), the FSM,
@@ -124,6 +130,10 @@ func New(cfg Config, o Options) (*Agent, error) {
 	a.addr = a.httpLn.Addr().String()
 	a.ledger = NewLedger(a.node, a.fsm)
 	a.ledger.ConfigureSeries(a.cfg.seriesLimits(), a.clock)
+	if err := a.createBridge(); err != nil {
+		a.Close()
+		return nil, err
+	}
 	base, stop := context.WithCancel(context.Background())
 	a.stopRequests = stop
 	progress := bodyProgressDefault
@@ -359,10 +369,12 @@ func (a *Agent) Start() {
 		}
 	}()
 	a.log.Info("listening", "http", ln.Addr().String(), "tls", a.httpTLS != nil, "plaintext_too", mixed != nil, "raft", a.node.RaftAddr(), "gossip", a.node.GossipAddr())
+	a.startBridge()
 }
 
 // Shutdown hands over leadership, leaves the cluster, then stops HTTP.
 func (a *Agent) Shutdown(ctx context.Context) error {
+	a.stopBridge()
 	var errs []error
 	if a.node != nil {
 		if err := a.node.Shutdown(ctx); err != nil {
@@ -393,6 +405,7 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 // removed. It releases what is left after a failed New, and is safe after
 // Shutdown and more than once.
 func (a *Agent) Close() {
+	a.stopBridge()
 	if a.stopRequests != nil {
 		a.stopRequests()
 	}

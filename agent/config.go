@@ -117,6 +117,8 @@ type Config struct {
 	// through the logged SetLimits command (config file only; see
 	// limits.go).
 	TenantLimits []TenantLimitConfig `json:"tenant_limits"`
+	// SlurmBridge, if set, runs the Slurm bridge role (agent/bridge.go).
+	SlurmBridge *SlurmBridgeConfig `json:"slurm_bridge"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s").
@@ -278,6 +280,9 @@ func (c *Config) Validate(dev bool) error {
 		if _, err := os.Stat(c.TokensFile); err != nil {
 			return fmt.Errorf("config: tokens_file: %w", err)
 		}
+	}
+	if err := c.SlurmBridge.validate(); err != nil {
+		return err
 	}
 	return c.checkSecure(dev)
 }

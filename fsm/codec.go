@@ -15,7 +15,7 @@ import (
 // appear. Encode writes the lowest version that has every feature the
 // command uses (minVersion), so entries that older replicas understand
 // stay readable to them during a rolling upgrade.
-const CurrentVersion uint32 = max(versionUnits, versionSeries, versionLimits)
+const CurrentVersion uint32 = max(versionUnits, versionSeries, versionLimits, versionBridge)
 
 // versionPolicies is the first envelope version with admission policies
 // and variable jobs (TYPE_SET_POLICY, TYPE_SUBMIT_JOB,
@@ -70,6 +70,8 @@ func minVersion(c *fsmv1.Command) uint32 {
 	case c.GetType() == fsmv1.Command_TYPE_SET_LIMITS, c.GetType() == fsmv1.Command_TYPE_APPROVE,
 		c.GetType() == fsmv1.Command_TYPE_DENY:
 		return versionLimits
+	case c.GetType() == fsmv1.Command_TYPE_SET_MATERIALIZATION:
+		return versionBridge
 	case len(c.GetFingerprint()) > 0, c.GetDeleteResource().GetForce(),
 		c.GetModify().GetWindowDurationMillis() != 0 || c.GetModify().GetNotBeforeMillis() != 0 || c.GetModify().GetDeadlineMillis() != 0:
 		return versionEdge
@@ -301,6 +303,8 @@ func checkPayload(c *fsmv1.Command) error {
 		ok = c.GetSetLimits() != nil
 	case fsmv1.Command_TYPE_APPROVE, fsmv1.Command_TYPE_DENY:
 		ok = c.GetDecision() != nil
+	case fsmv1.Command_TYPE_SET_MATERIALIZATION:
+		ok = c.GetSetMaterialization() != nil
 	default:
 		return fmt.Errorf("%w: unknown type %d", ErrMalformed, int32(c.GetType()))
 	}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
@@ -39,7 +40,7 @@ func fuzzBase(t testing.TB) *FSM {
 func ptr[T any](v T) *T { return &v }
 
 func addCommandSeeds(f *testing.F) {
-	for _, g := range goldenCommands() {
+	for _, g := range slices.Concat(goldenCommands(), bridgeGoldenCommands()) {
 		if b, err := os.ReadFile(filepath.Join("testdata", "commands", g.file)); err == nil {
 			f.Add(b)
 		}
@@ -144,6 +145,7 @@ func FuzzSnapshot(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(snapshotBytes(f, empty)[headerLen:])
+	f.Add(materializedSnapshot(f)[headerLen:])
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, in := range [][]byte{data, frameSnapshot(data)} {
 			m, err := New(Config{})

@@ -297,6 +297,7 @@ func (g *gen) stream(t testing.TB, n int) [][]byte {
 			for j := range 8 {
 				add(g.unitCommand(i*8 + j))
 			}
+			add(g.materializationCommand(i))
 		}
 	}
 	return out

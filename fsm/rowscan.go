@@ -17,6 +17,8 @@ type rowScan struct {
 	rowMeta
 	owner            string
 	parts, pendParts []scanPart
+	// hasRecord: the row carries a materialization record (field 50).
+	hasRecord bool
 }
 
 // books reports whether the row or its pending modification has a part
@@ -57,7 +59,9 @@ const (
 	resvProbability = 17
 	resvRelaxed     = 18
 	resvPushes      = 19
-	resvLast        = 61
+	// resvMaterialization is Reservation.materialization.
+	resvMaterialization = 50
+	resvLast            = 61
 )
 
 // value kinds of the Reservation fields, indexed by field number.
@@ -79,7 +83,7 @@ var resvKinds = [resvLast + 1]valueKind{
 	resvStart: vkInt64, resvEnd: vkInt64, resvState: vkEnum, resvHoldExp: vkInt64,
 	9: vkUint64, 10: vkUint64, 11: vkInt64, resvUpdated: vkInt64, resvPending: vkMessage,
 	14: vkInt64, 15: vkInt64, resvKind: vkEnum, resvProbability: vkUint32, resvRelaxed: vkBool,
-	resvPushes: vkUint32, 20: vkInt64, 21: vkInt64,
+	resvPushes: vkUint32, 20: vkInt64, 21: vkInt64, resvMaterialization: vkMessage,
 	60: vkString, 61: vkString, // approval_reason, decision_reason (limits.go)
 }
 
@@ -156,6 +160,11 @@ func scanRow(row string, sc *rowScan) error {
 			sc.kind = fsmv1.Reservation_Kind(int32(f.x))
 		case resvProbability:
 			sc.probability = uint32(f.x)
+		case resvMaterialization:
+			if err := checkRecord(f.str); err != nil {
+				return fmt.Errorf("materialization: %w", err)
+			}
+			sc.hasRecord = true
 		}
 	}
 	if sc.id == "" {

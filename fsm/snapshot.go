@@ -448,6 +448,8 @@ func rebuild(cfg Config, split splitSnapshot) (*state, error) {
 	books := bookings{list: make([]planner.Booking, 0, len(rows)), parts: make([]planner.Part, 0, len(rows))}
 	var sc rowScan
 	var scheduledIDs []string
+	// pinIDs are the live rows with a materialization record (restorePins).
+	var pinIDs []string
 	// The unit bookings of the live rows, per resource with units.
 	var unitBooks map[string][]planner.UnitBooking
 	for _, r := range s.resources {
@@ -496,11 +498,15 @@ func rebuild(cfg Config, split splitSnapshot) (*state, error) {
 		s.resv.insert(id, row)
 		s.ids.ReplaceOrInsert(id)
 		s.link(&sc.rowMeta)
+		if sc.hasRecord && unitBooks != nil && !isTerminal(st) {
+			pinIDs = append(pinIDs, id)
+		}
 	}
 	if unitBooks != nil {
 		if err := s.restoreUnits(unitBooks, &books); err != nil {
 			return nil, err
 		}
+		s.restorePins(pinIDs)
 	}
 	if err := s.plan.Load(books.list); err != nil {
 		return nil, badf("reservations: %v", err)

@@ -104,6 +104,10 @@ type state struct {
 	ser seriesState
 	// lim is the tenant limit table and the usage it needs (limits.go).
 	lim limitState
+
+	// pinTouched lists the rows with a materialization record the
+	// current entry stored (materialization.go).
+	pinTouched []string
 }
 
 func newState(cfg Config) *state {
@@ -194,6 +198,9 @@ func (s *state) put(id string, r *fsmv1.Reservation) {
 	s.link(&m)
 	s.lim.accountRow(r, 1)
 	s.lastPut = r
+	if r.Materialization != nil {
+		s.notePin(key)
+	}
 }
 
 // unlink removes the timers and counts of a row about to be replaced.
@@ -338,6 +345,7 @@ func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, [
 	s.ver = cmd.GetVersion()
 	s.seq, s.expired, s.pol.moves = 0, 0, nil
 	s.lastPut = nil
+	defer s.syncPins()
 
 	// Time first: whatever log time makes due happens before the command,
 	// so a command never sees a hold that should already have expired.
@@ -461,6 +469,8 @@ func (s *state) dispatch(cmd *fsmv1.Command) *fsmv1.Result {
 		return s.decide(cmd, true)
 	case fsmv1.Command_TYPE_DENY:
 		return s.decide(cmd, false)
+	case fsmv1.Command_TYPE_SET_MATERIALIZATION:
+		return s.setMaterialization(cmd)
 	}
 	// Decode admits only the types above.
 	panic("fsm: unreachable command type " + cmd.GetType().String())

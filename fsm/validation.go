@@ -163,6 +163,8 @@ func checkCommand(cfg *Config, cmd *fsmv1.Command) *FieldError {
 		return checkUnitUp(cmd.GetUnitUp(), ver)
 	case fsmv1.Command_TYPE_CREATE_SERIES, fsmv1.Command_TYPE_EXPAND_SERIES, fsmv1.Command_TYPE_CANCEL_SERIES:
 		return checkSeriesCommand(cfg, cmd)
+	case fsmv1.Command_TYPE_SET_MATERIALIZATION:
+		return checkSetMaterialization(cmd.GetSetMaterialization(), ver)
 	case fsmv1.Command_TYPE_SET_POLICY:
 		sp := cmd.GetSetPolicy()
 		if fe := checkNameSet("set_policy.name", sp.GetName(), ver); fe != nil {

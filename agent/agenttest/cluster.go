@@ -58,6 +58,13 @@ func fastTimings(c *cluster.Config) {
 // LeaderHint are filled in by the agent).
 func NewCluster(t testing.TB, n int, api rpc.Options) *Cluster {
 	t.Helper()
+	return NewClusterWith(t, n, api, nil)
+}
+
+// NewClusterWith is NewCluster with a hook that adjusts each server's
+// configuration (e.g. its slurm_bridge role) before it is assembled.
+func NewClusterWith(t testing.TB, n int, api rpc.Options, configure func(i int, cfg *agent.Config)) *Cluster {
+	t.Helper()
 	c := &Cluster{t: t}
 	var first string
 	for i := range n {
@@ -77,6 +84,9 @@ func NewCluster(t testing.TB, n int, api rpc.Options) *Cluster {
 			}
 			if i > 0 {
 				cfg.RetryJoin = []string{first}
+			}
+			if configure != nil {
+				configure(i, &cfg)
 			}
 			log := logger().With("node", i)
 			var err error

@@ -541,4 +541,5 @@ func printReservations(asJSON bool, rs ...*ledgerdv1.Reservation) {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Id, r.Tenant, kindName(r.Kind), stateName(r.State), parts, fmtTime(r.Start), end, expires, pending, admissionNote(r))
 	}
 	w.Flush()
+	printMaterializations(rs)
 }

@@ -38,12 +38,14 @@ func runResources(args []string) int {
 		return resourcesDelete(args)
 	case "policy":
 		return resourcesPolicy(args)
+	case "import":
+		return resourcesImport(args)
 	case "unit-down":
 		return resourcesUnitDown(args)
 	case "unit-up":
 		return resourcesUnitUp(args)
 	}
-	fmt.Fprintf(cliErr, "ledgerd resources: unknown subcommand %q (list, create, update, delete, policy, unit-down, unit-up)\n", sub)
+	fmt.Fprintf(cliErr, "ledgerd resources: unknown subcommand %q (list, create, update, delete, policy, unit-down, unit-up, import)\n", sub)
 	return exitUsage
 }
 

@@ -444,6 +444,7 @@ func printEvent(asJSON bool, e *ledgerdv1.Event) {
 	pos := fmt.Sprintf("%d.%d", e.Version, e.Index)
 	if r := e.Reservation; r != nil {
 		fmt.Fprintf(cliOut, eventRow, pos, fmtTime(e.Time), e.Action, r.Id, r.Tenant, stateName(r.State), partsWithUnits(r), fmtTime(r.Start), fmtTime(r.End))
+		printMaterializationEvent(e)
 	} else if res := e.Resource; res != nil {
 		detail := fmt.Sprintf("capacity=%d", res.Capacity)
 		if e.Type == ledgerdv1.EventType_EVENT_TYPE_POLICY_CHANGED {

@@ -676,6 +676,7 @@ func reservationToAPI(r *fsmv1.Reservation) *ledgerdv1.Reservation {
 	schedulerToAPI(out, r)
 	unitsToAPI(out, r)
 	out.ApprovalReason, out.DecisionReason = r.GetApprovalReason(), r.GetDecisionReason()
+	materializationToAPI(out, r)
 	return out
 }
 
@@ -707,6 +708,8 @@ func eventToAPI(e *fsmv1.Event) *ledgerdv1.Event {
 		out.Type = t
 	} else if t, ok := unitEventType(e.GetType()); ok {
 		out.Type = t
+	} else if e.GetType() == fsmv1.Event_TYPE_MATERIALIZATION_CHANGED {
+		out.Type = ledgerdv1.EventType_EVENT_TYPE_MATERIALIZATION
 	} else {
 		switch e.GetType() {
 		case fsmv1.Event_TYPE_RESOURCE_CREATED, fsmv1.Event_TYPE_RESOURCE_UPDATED:

@@ -323,6 +323,9 @@ const (
 	// A tenant's limits were set or cleared; Event.limit is the entry after
 	// the change (without limits when cleared).
 	EventType_EVENT_TYPE_LIMITS_CHANGED EventType = 30
+	// The bridge recorded a change of a reservation's materialization;
+	// Event.reservation is the reservation after it.
+	EventType_EVENT_TYPE_MATERIALIZATION EventType = 35
 )
 
 // Enum value maps for EventType.
@@ -339,6 +342,7 @@ var (
 		20: "EVENT_TYPE_UNITS_REMAPPED",
 		21: "EVENT_TYPE_UNIT_WINDOW",
 		30: "EVENT_TYPE_LIMITS_CHANGED",
+		35: "EVENT_TYPE_MATERIALIZATION",
 	}
 	EventType_value = map[string]int32{
 		"EVENT_TYPE_UNSPECIFIED":      0,
@@ -352,6 +356,7 @@ var (
 		"EVENT_TYPE_UNITS_REMAPPED":   20,
 		"EVENT_TYPE_UNIT_WINDOW":      21,
 		"EVENT_TYPE_LIMITS_CHANGED":   30,
+		"EVENT_TYPE_MATERIALIZATION":  35,
 	}
 )
 
@@ -380,6 +385,69 @@ func (x EventType) Number() protoreflect.EnumNumber {
 // Deprecated: Use EventType.Descriptor instead.
 func (EventType) EnumDescriptor() ([]byte, []int) {
 	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{4}
+}
+
+// MaterializationState says whether the resource manager holds a
+// reservation.
+type MaterializationState int32
+
+const (
+	// Not recorded.
+	MaterializationState_MATERIALIZATION_STATE_UNSPECIFIED MaterializationState = 0
+	// Not (yet) in the resource manager; the bridge will try again.
+	MaterializationState_MATERIALIZATION_STATE_PENDING MaterializationState = 1
+	// The resource manager holds it as booked.
+	MaterializationState_MATERIALIZATION_STATE_MATERIALIZED MaterializationState = 2
+	// The bridge will not or could not write it; message says why.
+	MaterializationState_MATERIALIZATION_STATE_FAILED MaterializationState = 3
+	// It was in the resource manager and the bridge deleted it there
+	// (cancelled, over, or no longer wanted); message says why.
+	MaterializationState_MATERIALIZATION_STATE_REMOVED MaterializationState = 4
+)
+
+// Enum value maps for MaterializationState.
+var (
+	MaterializationState_name = map[int32]string{
+		0: "MATERIALIZATION_STATE_UNSPECIFIED",
+		1: "MATERIALIZATION_STATE_PENDING",
+		2: "MATERIALIZATION_STATE_MATERIALIZED",
+		3: "MATERIALIZATION_STATE_FAILED",
+		4: "MATERIALIZATION_STATE_REMOVED",
+	}
+	MaterializationState_value = map[string]int32{
+		"MATERIALIZATION_STATE_UNSPECIFIED":  0,
+		"MATERIALIZATION_STATE_PENDING":      1,
+		"MATERIALIZATION_STATE_MATERIALIZED": 2,
+		"MATERIALIZATION_STATE_FAILED":       3,
+		"MATERIALIZATION_STATE_REMOVED":      4,
+	}
+)
+
+func (x MaterializationState) Enum() *MaterializationState {
+	p := new(MaterializationState)
+	*p = x
+	return p
+}
+
+func (x MaterializationState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MaterializationState) Descriptor() protoreflect.EnumDescriptor {
+	return file_ledgerd_v1_types_proto_enumTypes[5].Descriptor()
+}
+
+func (MaterializationState) Type() protoreflect.EnumType {
+	return &file_ledgerd_v1_types_proto_enumTypes[5]
+}
+
+func (x MaterializationState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MaterializationState.Descriptor instead.
+func (MaterializationState) EnumDescriptor() ([]byte, []int) {
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{5}
 }
 
 // ResourceAmount is one resource's share of a request: amount units of
@@ -575,6 +643,10 @@ type Reservation struct {
 	ApprovalReason string `protobuf:"bytes,60,opt,name=approval_reason,json=approvalReason,proto3" json:"approval_reason,omitempty"`
 	// The operator's reason for a denial, or note with an approval.
 	DecisionReason string `protobuf:"bytes,61,opt,name=decision_reason,json=decisionReason,proto3" json:"decision_reason,omitempty"`
+	// Whether the site's resource manager (Slurm) holds it, as the bridge
+	// last recorded; absent when it never did (no bridge, or a resource the
+	// bridge does not follow).
+	Materialization *Materialization `protobuf:"bytes,70,opt,name=materialization,proto3" json:"materialization,omitempty"`
 	// On resources with units: the units this booking holds, part by part in
 	// the order of parts, each part's units sorted by unit index. Empty for
 	// parts on resources without units.
@@ -761,6 +833,13 @@ func (x *Reservation) GetDecisionReason() string {
 		return x.DecisionReason
 	}
 	return ""
+}
+
+func (x *Reservation) GetMaterialization() *Materialization {
+	if x != nil {
+		return x.Materialization
+	}
+	return nil
 }
 
 func (x *Reservation) GetUnits() []string {
@@ -1668,6 +1747,115 @@ func (x *TenantLimit) GetVersion() uint64 {
 	return 0
 }
 
+// Materialization is the bridge's record of one reservation in the site's
+// resource manager.
+type Materialization struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The state.
+	State MaterializationState `protobuf:"varint,1,opt,name=state,proto3,enum=ledgerd.v1.MaterializationState" json:"state,omitempty"`
+	// Why it failed (the bridge's reason or the resource manager's own
+	// message) or what it waits for.
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// The reservation's name in the resource manager.
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// The nodes it holds there.
+	Units []string `protobuf:"bytes,4,rep,name=units,proto3" json:"units,omitempty"`
+	// The window as written there.
+	Start *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=start,proto3" json:"start,omitempty"`
+	End   *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=end,proto3" json:"end,omitempty"`
+	// Ledger version (Raft index) and log time of the record.
+	Version       uint64                 `protobuf:"varint,7,opt,name=version,proto3" json:"version,omitempty"`
+	Recorded      *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=recorded,proto3" json:"recorded,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Materialization) Reset() {
+	*x = Materialization{}
+	mi := &file_ledgerd_v1_types_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Materialization) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Materialization) ProtoMessage() {}
+
+func (x *Materialization) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_types_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Materialization.ProtoReflect.Descriptor instead.
+func (*Materialization) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_types_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Materialization) GetState() MaterializationState {
+	if x != nil {
+		return x.State
+	}
+	return MaterializationState_MATERIALIZATION_STATE_UNSPECIFIED
+}
+
+func (x *Materialization) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Materialization) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Materialization) GetUnits() []string {
+	if x != nil {
+		return x.Units
+	}
+	return nil
+}
+
+func (x *Materialization) GetStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *Materialization) GetEnd() *timestamppb.Timestamp {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+func (x *Materialization) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *Materialization) GetRecorded() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Recorded
+	}
+	return nil
+}
+
 var File_ledgerd_v1_types_proto protoreflect.FileDescriptor
 
 const file_ledgerd_v1_types_proto_rawDesc = "" +
@@ -1684,7 +1872,7 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"not_before\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x126\n" +
 	"\bdeadline\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12;\n" +
 	"\vexact_start\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"exactStart\"\xb1\b\n" +
+	"exactStart\"\xf8\b\n" +
 	"\vReservation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x120\n" +
@@ -1710,7 +1898,8 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"\n" +
 	"not_before\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x12'\n" +
 	"\x0fapproval_reason\x18< \x01(\tR\x0eapprovalReason\x12'\n" +
-	"\x0fdecision_reason\x18= \x01(\tR\x0edecisionReason\x12\x14\n" +
+	"\x0fdecision_reason\x18= \x01(\tR\x0edecisionReason\x12E\n" +
+	"\x0fmaterialization\x18F \x01(\v2\x1b.ledgerd.v1.MaterializationR\x0fmaterialization\x12\x14\n" +
 	"\x05units\x18( \x03(\tR\x05units\x12\x1b\n" +
 	"\tseries_id\x182 \x01(\tR\bseriesId\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
@@ -1789,7 +1978,16 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1a\n" +
 	"\bresource\x18\x02 \x01(\tR\bresource\x12*\n" +
 	"\x06limits\x18\x03 \x01(\v2\x12.ledgerd.v1.LimitsR\x06limits\x12\x18\n" +
-	"\aversion\x18\x04 \x01(\x04R\aversion*\xf6\x02\n" +
+	"\aversion\x18\x04 \x01(\x04R\aversion\"\xbf\x02\n" +
+	"\x0fMaterialization\x126\n" +
+	"\x05state\x18\x01 \x01(\x0e2 .ledgerd.v1.MaterializationStateR\x05state\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x14\n" +
+	"\x05units\x18\x04 \x03(\tR\x05units\x120\n" +
+	"\x05start\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
+	"\x03end\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12\x18\n" +
+	"\aversion\x18\a \x01(\x04R\aversion\x126\n" +
+	"\brecorded\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\brecorded*\xf6\x02\n" +
 	"\x10ReservationState\x12!\n" +
 	"\x1dRESERVATION_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16RESERVATION_STATE_HELD\x10\x01\x12\x1f\n" +
@@ -1815,7 +2013,7 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"UnitPolicy\x12\x1b\n" +
 	"\x17UNIT_POLICY_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11UNIT_POLICY_REMAP\x10\x01\x12\x16\n" +
-	"\x12UNIT_POLICY_REFUSE\x10\x02*\xc7\x02\n" +
+	"\x12UNIT_POLICY_REFUSE\x10\x02*\xe7\x02\n" +
 	"\tEventType\x12\x1a\n" +
 	"\x16EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16EVENT_TYPE_RESERVATION\x10\x01\x12\x17\n" +
@@ -1827,7 +2025,14 @@ const file_ledgerd_v1_types_proto_rawDesc = "" +
 	"\x19EVENT_TYPE_POLICY_CHANGED\x10\a\x12\x1d\n" +
 	"\x19EVENT_TYPE_UNITS_REMAPPED\x10\x14\x12\x1a\n" +
 	"\x16EVENT_TYPE_UNIT_WINDOW\x10\x15\x12\x1d\n" +
-	"\x19EVENT_TYPE_LIMITS_CHANGED\x10\x1eB5Z3github.com/ledgerd/ledgerd/gen/ledgerd/v1;ledgerdv1b\x06proto3"
+	"\x19EVENT_TYPE_LIMITS_CHANGED\x10\x1e\x12\x1e\n" +
+	"\x1aEVENT_TYPE_MATERIALIZATION\x10#*\xcd\x01\n" +
+	"\x14MaterializationState\x12%\n" +
+	"!MATERIALIZATION_STATE_UNSPECIFIED\x10\x00\x12!\n" +
+	"\x1dMATERIALIZATION_STATE_PENDING\x10\x01\x12&\n" +
+	"\"MATERIALIZATION_STATE_MATERIALIZED\x10\x02\x12 \n" +
+	"\x1cMATERIALIZATION_STATE_FAILED\x10\x03\x12!\n" +
+	"\x1dMATERIALIZATION_STATE_REMOVED\x10\x04B5Z3github.com/ledgerd/ledgerd/gen/ledgerd/v1;ledgerdv1b\x06proto3"
 
 var (
 	file_ledgerd_v1_types_proto_rawDescOnce sync.Once
@@ -1841,84 +2046,91 @@ func file_ledgerd_v1_types_proto_rawDescGZIP() []byte {
 	return file_ledgerd_v1_types_proto_rawDescData
 }
 
-var file_ledgerd_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_ledgerd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_ledgerd_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_ledgerd_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_ledgerd_v1_types_proto_goTypes = []any{
 	(ReservationState)(0),         // 0: ledgerd.v1.ReservationState
 	(ReservationKind)(0),          // 1: ledgerd.v1.ReservationKind
 	(Policy)(0),                   // 2: ledgerd.v1.Policy
 	(UnitPolicy)(0),               // 3: ledgerd.v1.UnitPolicy
 	(EventType)(0),                // 4: ledgerd.v1.EventType
-	(*ResourceAmount)(nil),        // 5: ledgerd.v1.ResourceAmount
-	(*Shape)(nil),                 // 6: ledgerd.v1.Shape
-	(*Reservation)(nil),           // 7: ledgerd.v1.Reservation
-	(*MovedJob)(nil),              // 8: ledgerd.v1.MovedJob
-	(*PendingModification)(nil),   // 9: ledgerd.v1.PendingModification
-	(*Resource)(nil),              // 10: ledgerd.v1.Resource
-	(*UnitWindow)(nil),            // 11: ledgerd.v1.UnitWindow
-	(*CapacityWindow)(nil),        // 12: ledgerd.v1.CapacityWindow
-	(*FreeBlock)(nil),             // 13: ledgerd.v1.FreeBlock
-	(*Event)(nil),                 // 14: ledgerd.v1.Event
-	(*Rejection)(nil),             // 15: ledgerd.v1.Rejection
-	(*Limits)(nil),                // 16: ledgerd.v1.Limits
-	(*TenantLimit)(nil),           // 17: ledgerd.v1.TenantLimit
-	nil,                           // 18: ledgerd.v1.Reservation.LabelsEntry
-	nil,                           // 19: ledgerd.v1.Resource.LabelsEntry
-	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
+	(MaterializationState)(0),     // 5: ledgerd.v1.MaterializationState
+	(*ResourceAmount)(nil),        // 6: ledgerd.v1.ResourceAmount
+	(*Shape)(nil),                 // 7: ledgerd.v1.Shape
+	(*Reservation)(nil),           // 8: ledgerd.v1.Reservation
+	(*MovedJob)(nil),              // 9: ledgerd.v1.MovedJob
+	(*PendingModification)(nil),   // 10: ledgerd.v1.PendingModification
+	(*Resource)(nil),              // 11: ledgerd.v1.Resource
+	(*UnitWindow)(nil),            // 12: ledgerd.v1.UnitWindow
+	(*CapacityWindow)(nil),        // 13: ledgerd.v1.CapacityWindow
+	(*FreeBlock)(nil),             // 14: ledgerd.v1.FreeBlock
+	(*Event)(nil),                 // 15: ledgerd.v1.Event
+	(*Rejection)(nil),             // 16: ledgerd.v1.Rejection
+	(*Limits)(nil),                // 17: ledgerd.v1.Limits
+	(*TenantLimit)(nil),           // 18: ledgerd.v1.TenantLimit
+	(*Materialization)(nil),       // 19: ledgerd.v1.Materialization
+	nil,                           // 20: ledgerd.v1.Reservation.LabelsEntry
+	nil,                           // 21: ledgerd.v1.Resource.LabelsEntry
+	(*durationpb.Duration)(nil),   // 22: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
 }
 var file_ledgerd_v1_types_proto_depIdxs = []int32{
-	5,  // 0: ledgerd.v1.Shape.parts:type_name -> ledgerd.v1.ResourceAmount
-	20, // 1: ledgerd.v1.Shape.duration:type_name -> google.protobuf.Duration
-	21, // 2: ledgerd.v1.Shape.not_before:type_name -> google.protobuf.Timestamp
-	21, // 3: ledgerd.v1.Shape.deadline:type_name -> google.protobuf.Timestamp
-	21, // 4: ledgerd.v1.Shape.exact_start:type_name -> google.protobuf.Timestamp
-	5,  // 5: ledgerd.v1.Reservation.parts:type_name -> ledgerd.v1.ResourceAmount
-	21, // 6: ledgerd.v1.Reservation.start:type_name -> google.protobuf.Timestamp
-	21, // 7: ledgerd.v1.Reservation.end:type_name -> google.protobuf.Timestamp
+	6,  // 0: ledgerd.v1.Shape.parts:type_name -> ledgerd.v1.ResourceAmount
+	22, // 1: ledgerd.v1.Shape.duration:type_name -> google.protobuf.Duration
+	23, // 2: ledgerd.v1.Shape.not_before:type_name -> google.protobuf.Timestamp
+	23, // 3: ledgerd.v1.Shape.deadline:type_name -> google.protobuf.Timestamp
+	23, // 4: ledgerd.v1.Shape.exact_start:type_name -> google.protobuf.Timestamp
+	6,  // 5: ledgerd.v1.Reservation.parts:type_name -> ledgerd.v1.ResourceAmount
+	23, // 6: ledgerd.v1.Reservation.start:type_name -> google.protobuf.Timestamp
+	23, // 7: ledgerd.v1.Reservation.end:type_name -> google.protobuf.Timestamp
 	0,  // 8: ledgerd.v1.Reservation.state:type_name -> ledgerd.v1.ReservationState
-	21, // 9: ledgerd.v1.Reservation.hold_expires_at:type_name -> google.protobuf.Timestamp
-	18, // 10: ledgerd.v1.Reservation.labels:type_name -> ledgerd.v1.Reservation.LabelsEntry
-	9,  // 11: ledgerd.v1.Reservation.pending:type_name -> ledgerd.v1.PendingModification
-	20, // 12: ledgerd.v1.Reservation.requested_duration:type_name -> google.protobuf.Duration
-	21, // 13: ledgerd.v1.Reservation.actual_end:type_name -> google.protobuf.Timestamp
+	23, // 9: ledgerd.v1.Reservation.hold_expires_at:type_name -> google.protobuf.Timestamp
+	20, // 10: ledgerd.v1.Reservation.labels:type_name -> ledgerd.v1.Reservation.LabelsEntry
+	10, // 11: ledgerd.v1.Reservation.pending:type_name -> ledgerd.v1.PendingModification
+	22, // 12: ledgerd.v1.Reservation.requested_duration:type_name -> google.protobuf.Duration
+	23, // 13: ledgerd.v1.Reservation.actual_end:type_name -> google.protobuf.Timestamp
 	1,  // 14: ledgerd.v1.Reservation.kind:type_name -> ledgerd.v1.ReservationKind
-	21, // 15: ledgerd.v1.Reservation.not_before:type_name -> google.protobuf.Timestamp
-	21, // 16: ledgerd.v1.MovedJob.from:type_name -> google.protobuf.Timestamp
-	21, // 17: ledgerd.v1.MovedJob.to:type_name -> google.protobuf.Timestamp
-	5,  // 18: ledgerd.v1.PendingModification.parts:type_name -> ledgerd.v1.ResourceAmount
-	21, // 19: ledgerd.v1.PendingModification.start:type_name -> google.protobuf.Timestamp
-	21, // 20: ledgerd.v1.PendingModification.end:type_name -> google.protobuf.Timestamp
-	21, // 21: ledgerd.v1.PendingModification.hold_expires_at:type_name -> google.protobuf.Timestamp
-	19, // 22: ledgerd.v1.Resource.labels:type_name -> ledgerd.v1.Resource.LabelsEntry
-	2,  // 23: ledgerd.v1.Resource.policy:type_name -> ledgerd.v1.Policy
-	12, // 24: ledgerd.v1.Resource.windows:type_name -> ledgerd.v1.CapacityWindow
-	3,  // 25: ledgerd.v1.Resource.unit_policy:type_name -> ledgerd.v1.UnitPolicy
-	11, // 26: ledgerd.v1.Resource.unit_downs:type_name -> ledgerd.v1.UnitWindow
-	21, // 27: ledgerd.v1.UnitWindow.start:type_name -> google.protobuf.Timestamp
-	21, // 28: ledgerd.v1.UnitWindow.end:type_name -> google.protobuf.Timestamp
-	21, // 29: ledgerd.v1.CapacityWindow.start:type_name -> google.protobuf.Timestamp
-	21, // 30: ledgerd.v1.CapacityWindow.end:type_name -> google.protobuf.Timestamp
-	21, // 31: ledgerd.v1.FreeBlock.start:type_name -> google.protobuf.Timestamp
-	21, // 32: ledgerd.v1.FreeBlock.end:type_name -> google.protobuf.Timestamp
-	21, // 33: ledgerd.v1.Event.time:type_name -> google.protobuf.Timestamp
-	4,  // 34: ledgerd.v1.Event.type:type_name -> ledgerd.v1.EventType
-	7,  // 35: ledgerd.v1.Event.reservation:type_name -> ledgerd.v1.Reservation
-	10, // 36: ledgerd.v1.Event.resource:type_name -> ledgerd.v1.Resource
-	17, // 37: ledgerd.v1.Event.limit:type_name -> ledgerd.v1.TenantLimit
-	21, // 38: ledgerd.v1.Rejection.earliest_start:type_name -> google.protobuf.Timestamp
-	20, // 39: ledgerd.v1.Limits.window:type_name -> google.protobuf.Duration
-	20, // 40: ledgerd.v1.Limits.max_ahead:type_name -> google.protobuf.Duration
-	20, // 41: ledgerd.v1.Limits.max_duration:type_name -> google.protobuf.Duration
-	20, // 42: ledgerd.v1.Limits.max_hold_ttl:type_name -> google.protobuf.Duration
-	20, // 43: ledgerd.v1.Limits.approval_above_duration:type_name -> google.protobuf.Duration
-	20, // 44: ledgerd.v1.Limits.approval_ttl:type_name -> google.protobuf.Duration
-	16, // 45: ledgerd.v1.TenantLimit.limits:type_name -> ledgerd.v1.Limits
-	46, // [46:46] is the sub-list for method output_type
-	46, // [46:46] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	23, // 15: ledgerd.v1.Reservation.not_before:type_name -> google.protobuf.Timestamp
+	19, // 16: ledgerd.v1.Reservation.materialization:type_name -> ledgerd.v1.Materialization
+	23, // 17: ledgerd.v1.MovedJob.from:type_name -> google.protobuf.Timestamp
+	23, // 18: ledgerd.v1.MovedJob.to:type_name -> google.protobuf.Timestamp
+	6,  // 19: ledgerd.v1.PendingModification.parts:type_name -> ledgerd.v1.ResourceAmount
+	23, // 20: ledgerd.v1.PendingModification.start:type_name -> google.protobuf.Timestamp
+	23, // 21: ledgerd.v1.PendingModification.end:type_name -> google.protobuf.Timestamp
+	23, // 22: ledgerd.v1.PendingModification.hold_expires_at:type_name -> google.protobuf.Timestamp
+	21, // 23: ledgerd.v1.Resource.labels:type_name -> ledgerd.v1.Resource.LabelsEntry
+	2,  // 24: ledgerd.v1.Resource.policy:type_name -> ledgerd.v1.Policy
+	13, // 25: ledgerd.v1.Resource.windows:type_name -> ledgerd.v1.CapacityWindow
+	3,  // 26: ledgerd.v1.Resource.unit_policy:type_name -> ledgerd.v1.UnitPolicy
+	12, // 27: ledgerd.v1.Resource.unit_downs:type_name -> ledgerd.v1.UnitWindow
+	23, // 28: ledgerd.v1.UnitWindow.start:type_name -> google.protobuf.Timestamp
+	23, // 29: ledgerd.v1.UnitWindow.end:type_name -> google.protobuf.Timestamp
+	23, // 30: ledgerd.v1.CapacityWindow.start:type_name -> google.protobuf.Timestamp
+	23, // 31: ledgerd.v1.CapacityWindow.end:type_name -> google.protobuf.Timestamp
+	23, // 32: ledgerd.v1.FreeBlock.start:type_name -> google.protobuf.Timestamp
+	23, // 33: ledgerd.v1.FreeBlock.end:type_name -> google.protobuf.Timestamp
+	23, // 34: ledgerd.v1.Event.time:type_name -> google.protobuf.Timestamp
+	4,  // 35: ledgerd.v1.Event.type:type_name -> ledgerd.v1.EventType
+	8,  // 36: ledgerd.v1.Event.reservation:type_name -> ledgerd.v1.Reservation
+	11, // 37: ledgerd.v1.Event.resource:type_name -> ledgerd.v1.Resource
+	18, // 38: ledgerd.v1.Event.limit:type_name -> ledgerd.v1.TenantLimit
+	23, // 39: ledgerd.v1.Rejection.earliest_start:type_name -> google.protobuf.Timestamp
+	22, // 40: ledgerd.v1.Limits.window:type_name -> google.protobuf.Duration
+	22, // 41: ledgerd.v1.Limits.max_ahead:type_name -> google.protobuf.Duration
+	22, // 42: ledgerd.v1.Limits.max_duration:type_name -> google.protobuf.Duration
+	22, // 43: ledgerd.v1.Limits.max_hold_ttl:type_name -> google.protobuf.Duration
+	22, // 44: ledgerd.v1.Limits.approval_above_duration:type_name -> google.protobuf.Duration
+	22, // 45: ledgerd.v1.Limits.approval_ttl:type_name -> google.protobuf.Duration
+	17, // 46: ledgerd.v1.TenantLimit.limits:type_name -> ledgerd.v1.Limits
+	5,  // 47: ledgerd.v1.Materialization.state:type_name -> ledgerd.v1.MaterializationState
+	23, // 48: ledgerd.v1.Materialization.start:type_name -> google.protobuf.Timestamp
+	23, // 49: ledgerd.v1.Materialization.end:type_name -> google.protobuf.Timestamp
+	23, // 50: ledgerd.v1.Materialization.recorded:type_name -> google.protobuf.Timestamp
+	51, // [51:51] is the sub-list for method output_type
+	51, // [51:51] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_v1_types_proto_init() }
@@ -1931,8 +2143,8 @@ func file_ledgerd_v1_types_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_v1_types_proto_rawDesc), len(file_ledgerd_v1_types_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   15,
+			NumEnums:      6,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -6,6 +6,7 @@ import { Model, ms, stateName, type Bar, type Reservation } from "./model";
 import { Timeline } from "./timeline";
 import { Booking } from "./booking";
 import { $, el, fmtTime, partsText } from "./dom";
+import type { Materialization } from "./gen/ledgerd/v1/types_pb";
 
 const model = new Model();
 let timeline: Timeline | null = null;
@@ -169,6 +170,17 @@ function clearDetails(): void {
   $("details-error").textContent = "";
 }
 
+// materializationText says whether the site's resource manager holds the
+// reservation, as the bridge last recorded it.
+function materializationText(m: Materialization): string {
+  const state = ["unrecorded", "pending", "materialized", "failed", "removed"][m.state] ?? String(m.state);
+  let s = state + (m.name ? ` ${m.name}` : "");
+  if (m.units.length > 0) s += ` on ${m.units.join(", ")}`;
+  if (m.start && m.end) s += ` ${fmtTime(ms(m.start))} – ${fmtTime(ms(m.end))}`;
+  if (m.message) s += `: ${m.message}`;
+  return s;
+}
+
 async function showDetails(id: string, withHistory = true): Promise<void> {
   detailsId = id;
   $("details-error").textContent = "";
@@ -187,6 +199,7 @@ async function showDetails(id: string, withHistory = true): Promise<void> {
   ];
   if (r.units.length > 0) f.push(["Units", r.units.join(", ")]);
   if (r.pending && r.pending.units.length > 0) f.push(["Pending units", r.pending.units.join(", ")]);
+  if (r.materialization) f.push(["Slurm", materializationText(r.materialization)]);
   if (r.holdExpiresAt) f.push(["Hold expires", fmtTime(ms(r.holdExpiresAt))]);
   if (r.shortUnits > 0n) f.push(["Missing units", String(r.shortUnits)]);
   if (r.pending) f.push(["Pending change", `${partsText(r.pending.parts)} ${fmtTime(ms(r.pending.start))} – ${fmtTime(ms(r.pending.end))}, held until ${fmtTime(ms(r.pending.holdExpiresAt))}`]);

@@ -197,6 +197,10 @@ const (
 	// Deny a PENDING_APPROVAL request with a reason: it becomes DENIED and
 	// its capacity is released (operators only; payload: decision). Version 4.
 	Command_TYPE_DENY Command_Type = 27
+	// Record whether reservations exist in the site's resource manager
+	// (payload: set_materialization). Written by the bridge on the leader.
+	// Version 4.
+	Command_TYPE_SET_MATERIALIZATION Command_Type = 30
 	// Take one unit of a resource with units out of service over a window
 	// (payload: unit_down). Version 4.
 	Command_TYPE_UNIT_DOWN Command_Type = 15
@@ -236,6 +240,7 @@ var (
 		25: "TYPE_SET_LIMITS",
 		26: "TYPE_APPROVE",
 		27: "TYPE_DENY",
+		30: "TYPE_SET_MATERIALIZATION",
 		15: "TYPE_UNIT_DOWN",
 		16: "TYPE_UNIT_UP",
 		20: "TYPE_CREATE_SERIES",
@@ -243,29 +248,30 @@ var (
 		22: "TYPE_CANCEL_SERIES",
 	}
 	Command_Type_value = map[string]int32{
-		"TYPE_UNKNOWN":         0,
-		"TYPE_CREATE_RESOURCE": 1,
-		"TYPE_UPDATE_RESOURCE": 2,
-		"TYPE_DELETE_RESOURCE": 3,
-		"TYPE_HOLD":            4,
-		"TYPE_RESERVE":         5,
-		"TYPE_COMMIT":          6,
-		"TYPE_ABORT":           7,
-		"TYPE_MODIFY":          8,
-		"TYPE_CANCEL":          9,
-		"TYPE_EXPIRE":          10,
-		"TYPE_COMPLETE":        11,
-		"TYPE_SET_POLICY":      12,
-		"TYPE_SUBMIT_JOB":      13,
-		"TYPE_CO_RESERVE":      14,
-		"TYPE_SET_LIMITS":      25,
-		"TYPE_APPROVE":         26,
-		"TYPE_DENY":            27,
-		"TYPE_UNIT_DOWN":       15,
-		"TYPE_UNIT_UP":         16,
-		"TYPE_CREATE_SERIES":   20,
-		"TYPE_EXPAND_SERIES":   21,
-		"TYPE_CANCEL_SERIES":   22,
+		"TYPE_UNKNOWN":             0,
+		"TYPE_CREATE_RESOURCE":     1,
+		"TYPE_UPDATE_RESOURCE":     2,
+		"TYPE_DELETE_RESOURCE":     3,
+		"TYPE_HOLD":                4,
+		"TYPE_RESERVE":             5,
+		"TYPE_COMMIT":              6,
+		"TYPE_ABORT":               7,
+		"TYPE_MODIFY":              8,
+		"TYPE_CANCEL":              9,
+		"TYPE_EXPIRE":              10,
+		"TYPE_COMPLETE":            11,
+		"TYPE_SET_POLICY":          12,
+		"TYPE_SUBMIT_JOB":          13,
+		"TYPE_CO_RESERVE":          14,
+		"TYPE_SET_LIMITS":          25,
+		"TYPE_APPROVE":             26,
+		"TYPE_DENY":                27,
+		"TYPE_SET_MATERIALIZATION": 30,
+		"TYPE_UNIT_DOWN":           15,
+		"TYPE_UNIT_UP":             16,
+		"TYPE_CREATE_SERIES":       20,
+		"TYPE_EXPAND_SERIES":       21,
+		"TYPE_CANCEL_SERIES":       22,
 	}
 )
 
@@ -636,6 +642,8 @@ const (
 	// A tenant's limits were set or cleared (limit = the entry; its spec
 	// is absent when cleared).
 	Event_TYPE_LIMITS_CHANGED Event_Type = 33
+	// A reservation's materialization record changed (reservation = after).
+	Event_TYPE_MATERIALIZATION_CHANGED Event_Type = 35
 	// A booking that had not started was moved to other units to make
 	// room (reservation = after; its parts, or its pending modification's,
 	// name the new units).
@@ -673,38 +681,40 @@ var (
 		31: "TYPE_APPROVED",
 		32: "TYPE_DENIED",
 		33: "TYPE_LIMITS_CHANGED",
+		35: "TYPE_MATERIALIZATION_CHANGED",
 		20: "TYPE_UNITS_REMAPPED",
 		21: "TYPE_UNIT_DOWN",
 		22: "TYPE_UNIT_UP",
 	}
 	Event_Type_value = map[string]int32{
-		"TYPE_UNKNOWN":            0,
-		"TYPE_HELD":               1,
-		"TYPE_COMMITTED":          2,
-		"TYPE_ACTIVATED":          3,
-		"TYPE_COMPLETED":          4,
-		"TYPE_ABORTED":            5,
-		"TYPE_EXPIRED":            6,
-		"TYPE_CANCELLED":          7,
-		"TYPE_MODIFY_HELD":        8,
-		"TYPE_MODIFY_COMMITTED":   9,
-		"TYPE_MODIFY_ABORTED":     10,
-		"TYPE_MODIFY_EXPIRED":     11,
-		"TYPE_RESOURCE_CREATED":   12,
-		"TYPE_RESOURCE_UPDATED":   13,
-		"TYPE_RESOURCE_DELETED":   14,
-		"TYPE_SHORTENED":          15,
-		"TYPE_REPLANNED":          16,
-		"TYPE_VIOLATED":           17,
-		"TYPE_JOB_SUBMITTED":      18,
-		"TYPE_POLICY_CHANGED":     19,
-		"TYPE_APPROVAL_REQUESTED": 30,
-		"TYPE_APPROVED":           31,
-		"TYPE_DENIED":             32,
-		"TYPE_LIMITS_CHANGED":     33,
-		"TYPE_UNITS_REMAPPED":     20,
-		"TYPE_UNIT_DOWN":          21,
-		"TYPE_UNIT_UP":            22,
+		"TYPE_UNKNOWN":                 0,
+		"TYPE_HELD":                    1,
+		"TYPE_COMMITTED":               2,
+		"TYPE_ACTIVATED":               3,
+		"TYPE_COMPLETED":               4,
+		"TYPE_ABORTED":                 5,
+		"TYPE_EXPIRED":                 6,
+		"TYPE_CANCELLED":               7,
+		"TYPE_MODIFY_HELD":             8,
+		"TYPE_MODIFY_COMMITTED":        9,
+		"TYPE_MODIFY_ABORTED":          10,
+		"TYPE_MODIFY_EXPIRED":          11,
+		"TYPE_RESOURCE_CREATED":        12,
+		"TYPE_RESOURCE_UPDATED":        13,
+		"TYPE_RESOURCE_DELETED":        14,
+		"TYPE_SHORTENED":               15,
+		"TYPE_REPLANNED":               16,
+		"TYPE_VIOLATED":                17,
+		"TYPE_JOB_SUBMITTED":           18,
+		"TYPE_POLICY_CHANGED":          19,
+		"TYPE_APPROVAL_REQUESTED":      30,
+		"TYPE_APPROVED":                31,
+		"TYPE_DENIED":                  32,
+		"TYPE_LIMITS_CHANGED":          33,
+		"TYPE_MATERIALIZATION_CHANGED": 35,
+		"TYPE_UNITS_REMAPPED":          20,
+		"TYPE_UNIT_DOWN":               21,
+		"TYPE_UNIT_UP":                 22,
 	}
 )
 
@@ -735,6 +745,69 @@ func (Event_Type) EnumDescriptor() ([]byte, []int) {
 	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{41, 0}
 }
 
+// The materialization states.
+type Materialization_State int32
+
+const (
+	// Never stored.
+	Materialization_STATE_UNSPECIFIED Materialization_State = 0
+	// Not (yet) in the resource manager; the bridge will try again.
+	Materialization_STATE_PENDING Materialization_State = 1
+	// The resource manager holds it as booked (name, units, window).
+	Materialization_STATE_MATERIALIZED Materialization_State = 2
+	// The bridge will not or could not write it; message says why.
+	Materialization_STATE_FAILED Materialization_State = 3
+	// It was in the resource manager and the bridge deleted it there
+	// (cancelled, over, or no longer wanted; message says why). The only
+	// record a terminal reservation accepts.
+	Materialization_STATE_REMOVED Materialization_State = 4
+)
+
+// Enum value maps for Materialization_State.
+var (
+	Materialization_State_name = map[int32]string{
+		0: "STATE_UNSPECIFIED",
+		1: "STATE_PENDING",
+		2: "STATE_MATERIALIZED",
+		3: "STATE_FAILED",
+		4: "STATE_REMOVED",
+	}
+	Materialization_State_value = map[string]int32{
+		"STATE_UNSPECIFIED":  0,
+		"STATE_PENDING":      1,
+		"STATE_MATERIALIZED": 2,
+		"STATE_FAILED":       3,
+		"STATE_REMOVED":      4,
+	}
+)
+
+func (x Materialization_State) Enum() *Materialization_State {
+	p := new(Materialization_State)
+	*p = x
+	return p
+}
+
+func (x Materialization_State) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Materialization_State) Descriptor() protoreflect.EnumDescriptor {
+	return file_ledgerd_fsm_v1_fsm_proto_enumTypes[8].Descriptor()
+}
+
+func (Materialization_State) Type() protoreflect.EnumType {
+	return &file_ledgerd_fsm_v1_fsm_proto_enumTypes[8]
+}
+
+func (x Materialization_State) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Materialization_State.Descriptor instead.
+func (Materialization_State) EnumDescriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{50, 0}
+}
+
 // Command is one log entry: a typed, versioned envelope around one payload.
 type Command struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -745,8 +818,8 @@ type Command struct {
 	// jobs and co-reservation; 3 for fingerprints, forced deletes, modify
 	// windows and the end-of-time bound of 9999-12-31T23:59:59.999Z on every
 	// time; 4 for resources with units and unit down windows, standing
-	// reservations, and per-tenant limits with approval). Replicas refuse
-	// versions they do not know.
+	// reservations, per-tenant limits with approval, and materialization
+	// records). Replicas refuse versions they do not know.
 	Version uint32 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
 	// The leader's clock when it proposed the entry (Unix ms). The state
 	// machine uses max(previous log time, now_millis), so log time never runs
@@ -789,6 +862,7 @@ type Command struct {
 	//	*Command_CancelSeries
 	//	*Command_SetLimits
 	//	*Command_Decision
+	//	*Command_SetMaterialization
 	Payload       isCommand_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1042,6 +1116,15 @@ func (x *Command) GetDecision() *Decision {
 	return nil
 }
 
+func (x *Command) GetSetMaterialization() *SetMaterialization {
+	if x != nil {
+		if x, ok := x.Payload.(*Command_SetMaterialization); ok {
+			return x.SetMaterialization
+		}
+	}
+	return nil
+}
+
 type isCommand_Payload interface {
 	isCommand_Payload()
 }
@@ -1136,6 +1219,11 @@ type Command_Decision struct {
 	Decision *Decision `protobuf:"bytes,41,opt,name=decision,proto3,oneof"`
 }
 
+type Command_SetMaterialization struct {
+	// For TYPE_SET_MATERIALIZATION.
+	SetMaterialization *SetMaterialization `protobuf:"bytes,50,opt,name=set_materialization,json=setMaterialization,proto3,oneof"`
+}
+
 func (*Command_CreateResource) isCommand_Payload() {}
 
 func (*Command_UpdateResource) isCommand_Payload() {}
@@ -1171,6 +1259,8 @@ func (*Command_CancelSeries) isCommand_Payload() {}
 func (*Command_SetLimits) isCommand_Payload() {}
 
 func (*Command_Decision) isCommand_Payload() {}
+
+func (*Command_SetMaterialization) isCommand_Payload() {}
 
 // LimitSpec is what one tenant may book on one resource, and when a
 // request of it must wait for an operator. Every field is optional: zero
@@ -3526,8 +3616,11 @@ type Reservation struct {
 	ApprovalReason string `protobuf:"bytes,60,opt,name=approval_reason,json=approvalReason,proto3" json:"approval_reason,omitempty"`
 	// The operator's reason for a denial, or note with an approval.
 	DecisionReason string `protobuf:"bytes,61,opt,name=decision_reason,json=decisionReason,proto3" json:"decision_reason,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Whether the site's resource manager holds it, as the bridge last
+	// recorded (absent: never recorded). Version 4.
+	Materialization *Materialization `protobuf:"bytes,50,opt,name=materialization,proto3" json:"materialization,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Reservation) Reset() {
@@ -3719,6 +3812,13 @@ func (x *Reservation) GetDecisionReason() string {
 		return x.DecisionReason
 	}
 	return ""
+}
+
+func (x *Reservation) GetMaterialization() *Materialization {
+	if x != nil {
+		return x.Materialization
+	}
+	return nil
 }
 
 // Modification is a new shape held beside a committed reservation.
@@ -5262,11 +5362,227 @@ func (x *OwnerRatios) GetCounts() []*RatioCount {
 	return nil
 }
 
+// SetMaterialization records, for each listed reservation, whether the
+// site's resource manager holds it. Reservations that are unknown by the
+// time the entry applies are skipped, and so are terminal ones unless the
+// record says REMOVED; a record equal to the stored one changes nothing.
+type SetMaterialization struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1..1024 updates, each reservation at most once.
+	Updates       []*MaterializationUpdate `protobuf:"bytes,1,rep,name=updates,proto3" json:"updates,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetMaterialization) Reset() {
+	*x = SetMaterialization{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetMaterialization) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetMaterialization) ProtoMessage() {}
+
+func (x *SetMaterialization) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetMaterialization.ProtoReflect.Descriptor instead.
+func (*SetMaterialization) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *SetMaterialization) GetUpdates() []*MaterializationUpdate {
+	if x != nil {
+		return x.Updates
+	}
+	return nil
+}
+
+// MaterializationUpdate is the new record of one reservation.
+type MaterializationUpdate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The reservation's ID.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The record; version and at_millis are ignored (apply sets them).
+	Materialization *Materialization `protobuf:"bytes,2,opt,name=materialization,proto3" json:"materialization,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *MaterializationUpdate) Reset() {
+	*x = MaterializationUpdate{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MaterializationUpdate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MaterializationUpdate) ProtoMessage() {}
+
+func (x *MaterializationUpdate) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MaterializationUpdate.ProtoReflect.Descriptor instead.
+func (*MaterializationUpdate) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *MaterializationUpdate) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *MaterializationUpdate) GetMaterialization() *Materialization {
+	if x != nil {
+		return x.Materialization
+	}
+	return nil
+}
+
+// Materialization is whether a reservation exists in the site's resource
+// manager. A record that says MATERIALIZED with the units the reservation
+// holds pins those units: admission no longer moves the booking to other
+// units (they are written in the resource manager).
+type Materialization struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The state.
+	State Materialization_State `protobuf:"varint,1,opt,name=state,proto3,enum=ledgerd.fsm.v1.Materialization_State" json:"state,omitempty"`
+	// Why (failed: the bridge's reason or the resource manager's message
+	// verbatim; pending: what it waits for); at most 1024 bytes.
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// The reservation's name in the resource manager, at most 200 bytes.
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// The units (nodes) it holds there, sorted by name; at most 65536.
+	Units []string `protobuf:"bytes,4,rep,name=units,proto3" json:"units,omitempty"`
+	// The window as written there (Unix ms; whole seconds).
+	StartMillis int64 `protobuf:"varint,5,opt,name=start_millis,json=startMillis,proto3" json:"start_millis,omitempty"`
+	EndMillis   int64 `protobuf:"varint,6,opt,name=end_millis,json=endMillis,proto3" json:"end_millis,omitempty"`
+	// Log index and log time of the entry that stored this record (set by
+	// apply).
+	Version       uint64 `protobuf:"varint,7,opt,name=version,proto3" json:"version,omitempty"`
+	AtMillis      int64  `protobuf:"varint,8,opt,name=at_millis,json=atMillis,proto3" json:"at_millis,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Materialization) Reset() {
+	*x = Materialization{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Materialization) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Materialization) ProtoMessage() {}
+
+func (x *Materialization) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Materialization.ProtoReflect.Descriptor instead.
+func (*Materialization) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *Materialization) GetState() Materialization_State {
+	if x != nil {
+		return x.State
+	}
+	return Materialization_STATE_UNSPECIFIED
+}
+
+func (x *Materialization) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Materialization) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Materialization) GetUnits() []string {
+	if x != nil {
+		return x.Units
+	}
+	return nil
+}
+
+func (x *Materialization) GetStartMillis() int64 {
+	if x != nil {
+		return x.StartMillis
+	}
+	return 0
+}
+
+func (x *Materialization) GetEndMillis() int64 {
+	if x != nil {
+		return x.EndMillis
+	}
+	return 0
+}
+
+func (x *Materialization) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *Materialization) GetAtMillis() int64 {
+	if x != nil {
+		return x.AtMillis
+	}
+	return 0
+}
+
 var File_ledgerd_fsm_v1_fsm_proto protoreflect.FileDescriptor
 
 const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\n" +
-	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xa6\x0e\n" +
+	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\x9b\x0f\n" +
 	"\aCommand\x120\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1c.ledgerd.fsm.v1.Command.TypeR\x04type\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\rR\aversion\x12\x1d\n" +
@@ -5300,7 +5616,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\rcancel_series\x18  \x01(\v2\x1c.ledgerd.fsm.v1.CancelSeriesH\x00R\fcancelSeries\x12:\n" +
 	"\n" +
 	"set_limits\x18( \x01(\v2\x19.ledgerd.fsm.v1.SetLimitsH\x00R\tsetLimits\x126\n" +
-	"\bdecision\x18) \x01(\v2\x18.ledgerd.fsm.v1.DecisionH\x00R\bdecision\"\xd1\x03\n" +
+	"\bdecision\x18) \x01(\v2\x18.ledgerd.fsm.v1.DecisionH\x00R\bdecision\x12U\n" +
+	"\x13set_materialization\x182 \x01(\v2\".ledgerd.fsm.v1.SetMaterializationH\x00R\x12setMaterialization\"\xef\x03\n" +
 	"\x04Type\x12\x10\n" +
 	"\fTYPE_UNKNOWN\x10\x00\x12\x18\n" +
 	"\x14TYPE_CREATE_RESOURCE\x10\x01\x12\x18\n" +
@@ -5321,7 +5638,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x0fTYPE_CO_RESERVE\x10\x0e\x12\x13\n" +
 	"\x0fTYPE_SET_LIMITS\x10\x19\x12\x10\n" +
 	"\fTYPE_APPROVE\x10\x1a\x12\r\n" +
-	"\tTYPE_DENY\x10\x1b\x12\x12\n" +
+	"\tTYPE_DENY\x10\x1b\x12\x1c\n" +
+	"\x18TYPE_SET_MATERIALIZATION\x10\x1e\x12\x12\n" +
 	"\x0eTYPE_UNIT_DOWN\x10\x0f\x12\x10\n" +
 	"\fTYPE_UNIT_UP\x10\x10\x12\x16\n" +
 	"\x12TYPE_CREATE_SERIES\x10\x14\x12\x16\n" +
@@ -5523,7 +5841,7 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\tat_millis\x18\x02 \x01(\x03H\x00R\batMillis\x88\x01\x01B\f\n" +
 	"\n" +
 	"_at_millis\"\b\n" +
-	"\x06Expire\"\x9b\n" +
+	"\x06Expire\"\xe6\n" +
 	"\n" +
 	"\vReservation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
@@ -5551,7 +5869,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"shortUnits\x12*\n" +
 	"\x11not_before_millis\x18\x15 \x01(\x03R\x0fnotBeforeMillis\x12'\n" +
 	"\x0fapproval_reason\x18< \x01(\tR\x0eapprovalReason\x12'\n" +
-	"\x0fdecision_reason\x18= \x01(\tR\x0edecisionReason\x1a9\n" +
+	"\x0fdecision_reason\x18= \x01(\tR\x0edecisionReason\x12I\n" +
+	"\x0fmaterialization\x182 \x01(\v2\x1f.ledgerd.fsm.v1.MaterializationR\x0fmaterialization\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe3\x01\n" +
@@ -5668,7 +5987,7 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\vKIND_IN_USE\x10\x03\x12\x11\n" +
 	"\rKIND_CAPACITY\x10\x04\x12\x18\n" +
 	"\x14KIND_RESOURCE_EXISTS\x10\x05\x12\x1d\n" +
-	"\x19KIND_APPROVAL_UNSUPPORTED\x10\x1e\"\xff\x06\n" +
+	"\x19KIND_APPROVAL_UNSUPPORTED\x10\x1e\"\xa1\a\n" +
 	"\x05Event\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x04R\aversion\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\rR\x03seq\x12.\n" +
@@ -5676,7 +5995,7 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\tat_millis\x18\x04 \x01(\x03R\batMillis\x12=\n" +
 	"\vreservation\x18\x05 \x01(\v2\x1b.ledgerd.fsm.v1.ReservationR\vreservation\x124\n" +
 	"\bresource\x18\x06 \x01(\v2\x18.ledgerd.fsm.v1.ResourceR\bresource\x121\n" +
-	"\x05limit\x18< \x01(\v2\x1b.ledgerd.fsm.v1.TenantLimitR\x05limit\"\xd4\x04\n" +
+	"\x05limit\x18< \x01(\v2\x1b.ledgerd.fsm.v1.TenantLimitR\x05limit\"\xf6\x04\n" +
 	"\x04Type\x12\x10\n" +
 	"\fTYPE_UNKNOWN\x10\x00\x12\r\n" +
 	"\tTYPE_HELD\x10\x01\x12\x12\n" +
@@ -5702,7 +6021,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x17TYPE_APPROVAL_REQUESTED\x10\x1e\x12\x11\n" +
 	"\rTYPE_APPROVED\x10\x1f\x12\x0f\n" +
 	"\vTYPE_DENIED\x10 \x12\x17\n" +
-	"\x13TYPE_LIMITS_CHANGED\x10!\x12\x17\n" +
+	"\x13TYPE_LIMITS_CHANGED\x10!\x12 \n" +
+	"\x1cTYPE_MATERIALIZATION_CHANGED\x10#\x12\x17\n" +
 	"\x13TYPE_UNITS_REMAPPED\x10\x14\x12\x12\n" +
 	"\x0eTYPE_UNIT_DOWN\x10\x15\x12\x10\n" +
 	"\fTYPE_UNIT_UP\x10\x16\"\x88\x01\n" +
@@ -5750,7 +6070,28 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x05count\x18\x02 \x01(\x03R\x05count\"W\n" +
 	"\vOwnerRatios\x12\x14\n" +
 	"\x05owner\x18\x01 \x01(\tR\x05owner\x122\n" +
-	"\x06counts\x18\x02 \x03(\v2\x1a.ledgerd.fsm.v1.RatioCountR\x06counts*\x92\x01\n" +
+	"\x06counts\x18\x02 \x03(\v2\x1a.ledgerd.fsm.v1.RatioCountR\x06counts\"U\n" +
+	"\x12SetMaterialization\x12?\n" +
+	"\aupdates\x18\x01 \x03(\v2%.ledgerd.fsm.v1.MaterializationUpdateR\aupdates\"r\n" +
+	"\x15MaterializationUpdate\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12I\n" +
+	"\x0fmaterialization\x18\x02 \x01(\v2\x1f.ledgerd.fsm.v1.MaterializationR\x0fmaterialization\"\xfb\x02\n" +
+	"\x0fMaterialization\x12;\n" +
+	"\x05state\x18\x01 \x01(\x0e2%.ledgerd.fsm.v1.Materialization.StateR\x05state\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x14\n" +
+	"\x05units\x18\x04 \x03(\tR\x05units\x12!\n" +
+	"\fstart_millis\x18\x05 \x01(\x03R\vstartMillis\x12\x1d\n" +
+	"\n" +
+	"end_millis\x18\x06 \x01(\x03R\tendMillis\x12\x18\n" +
+	"\aversion\x18\a \x01(\x04R\aversion\x12\x1b\n" +
+	"\tat_millis\x18\b \x01(\x03R\batMillis\"n\n" +
+	"\x05State\x12\x15\n" +
+	"\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n" +
+	"\rSTATE_PENDING\x10\x01\x12\x16\n" +
+	"\x12STATE_MATERIALIZED\x10\x02\x12\x10\n" +
+	"\fSTATE_FAILED\x10\x03\x12\x11\n" +
+	"\rSTATE_REMOVED\x10\x04*\x92\x01\n" +
 	"\x0fAdmissionPolicy\x12 \n" +
 	"\x1cADMISSION_POLICY_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17ADMISSION_POLICY_REJECT\x10\x01\x12\"\n" +
@@ -5774,167 +6115,176 @@ func file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP() []byte {
 	return file_ledgerd_fsm_v1_fsm_proto_rawDescData
 }
 
-var file_ledgerd_fsm_v1_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_ledgerd_fsm_v1_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
+var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
 var file_ledgerd_fsm_v1_fsm_proto_goTypes = []any{
-	(AdmissionPolicy)(0),       // 0: ledgerd.fsm.v1.AdmissionPolicy
-	(UnitPolicy)(0),            // 1: ledgerd.fsm.v1.UnitPolicy
-	(Command_Type)(0),          // 2: ledgerd.fsm.v1.Command.Type
-	(Reservation_State)(0),     // 3: ledgerd.fsm.v1.Reservation.State
-	(Reservation_Kind)(0),      // 4: ledgerd.fsm.v1.Reservation.Kind
-	(Result_Status)(0),         // 5: ledgerd.fsm.v1.Result.Status
-	(Conflict_Kind)(0),         // 6: ledgerd.fsm.v1.Conflict.Kind
-	(Event_Type)(0),            // 7: ledgerd.fsm.v1.Event.Type
-	(*Command)(nil),            // 8: ledgerd.fsm.v1.Command
-	(*LimitSpec)(nil),          // 9: ledgerd.fsm.v1.LimitSpec
-	(*SetLimits)(nil),          // 10: ledgerd.fsm.v1.SetLimits
-	(*TenantLimit)(nil),        // 11: ledgerd.fsm.v1.TenantLimit
-	(*Decision)(nil),           // 12: ledgerd.fsm.v1.Decision
-	(*CreateSeries)(nil),       // 13: ledgerd.fsm.v1.CreateSeries
-	(*SeriesBatch)(nil),        // 14: ledgerd.fsm.v1.SeriesBatch
-	(*SeriesOccurrence)(nil),   // 15: ledgerd.fsm.v1.SeriesOccurrence
-	(*ExpandSeries)(nil),       // 16: ledgerd.fsm.v1.ExpandSeries
-	(*CancelSeries)(nil),       // 17: ledgerd.fsm.v1.CancelSeries
-	(*Series)(nil),             // 18: ledgerd.fsm.v1.Series
-	(*SeriesOutcome)(nil),      // 19: ledgerd.fsm.v1.SeriesOutcome
-	(*SeriesSkip)(nil),         // 20: ledgerd.fsm.v1.SeriesSkip
-	(*PolicySpec)(nil),         // 21: ledgerd.fsm.v1.PolicySpec
-	(*SetPolicy)(nil),          // 22: ledgerd.fsm.v1.SetPolicy
-	(*SubmitJob)(nil),          // 23: ledgerd.fsm.v1.SubmitJob
-	(*CoReserve)(nil),          // 24: ledgerd.fsm.v1.CoReserve
-	(*CoSub)(nil),              // 25: ledgerd.fsm.v1.CoSub
-	(*CoAdmission)(nil),        // 26: ledgerd.fsm.v1.CoAdmission
-	(*CoPlacement)(nil),        // 27: ledgerd.fsm.v1.CoPlacement
-	(*CreateResource)(nil),     // 28: ledgerd.fsm.v1.CreateResource
-	(*UnitDown)(nil),           // 29: ledgerd.fsm.v1.UnitDown
-	(*UnitUp)(nil),             // 30: ledgerd.fsm.v1.UnitUp
-	(*UpdateResource)(nil),     // 31: ledgerd.fsm.v1.UpdateResource
-	(*DeleteResource)(nil),     // 32: ledgerd.fsm.v1.DeleteResource
-	(*Part)(nil),               // 33: ledgerd.fsm.v1.Part
-	(*ReservationRequest)(nil), // 34: ledgerd.fsm.v1.ReservationRequest
-	(*Target)(nil),             // 35: ledgerd.fsm.v1.Target
-	(*Modify)(nil),             // 36: ledgerd.fsm.v1.Modify
-	(*Complete)(nil),           // 37: ledgerd.fsm.v1.Complete
-	(*Expire)(nil),             // 38: ledgerd.fsm.v1.Expire
-	(*Reservation)(nil),        // 39: ledgerd.fsm.v1.Reservation
-	(*Modification)(nil),       // 40: ledgerd.fsm.v1.Modification
-	(*CapacityWindow)(nil),     // 41: ledgerd.fsm.v1.CapacityWindow
-	(*Resource)(nil),           // 42: ledgerd.fsm.v1.Resource
-	(*Result)(nil),             // 43: ledgerd.fsm.v1.Result
-	(*LimitExceeded)(nil),      // 44: ledgerd.fsm.v1.LimitExceeded
-	(*Move)(nil),               // 45: ledgerd.fsm.v1.Move
-	(*Rejected)(nil),           // 46: ledgerd.fsm.v1.Rejected
-	(*Invalid)(nil),            // 47: ledgerd.fsm.v1.Invalid
-	(*Conflict)(nil),           // 48: ledgerd.fsm.v1.Conflict
-	(*Event)(nil),              // 49: ledgerd.fsm.v1.Event
-	(*IdempotencyRecord)(nil),  // 50: ledgerd.fsm.v1.IdempotencyRecord
-	(*Snapshot)(nil),           // 51: ledgerd.fsm.v1.Snapshot
-	(*SchedulerItem)(nil),      // 52: ledgerd.fsm.v1.SchedulerItem
-	(*ReleaseModel)(nil),       // 53: ledgerd.fsm.v1.ReleaseModel
-	(*RatioCount)(nil),         // 54: ledgerd.fsm.v1.RatioCount
-	(*OwnerRatios)(nil),        // 55: ledgerd.fsm.v1.OwnerRatios
-	nil,                        // 56: ledgerd.fsm.v1.CreateSeries.LabelsEntry
-	nil,                        // 57: ledgerd.fsm.v1.Series.LabelsEntry
-	nil,                        // 58: ledgerd.fsm.v1.SubmitJob.LabelsEntry
-	nil,                        // 59: ledgerd.fsm.v1.CoReserve.LabelsEntry
-	nil,                        // 60: ledgerd.fsm.v1.CreateResource.LabelsEntry
-	nil,                        // 61: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	nil,                        // 62: ledgerd.fsm.v1.Reservation.LabelsEntry
-	nil,                        // 63: ledgerd.fsm.v1.Resource.LabelsEntry
+	(AdmissionPolicy)(0),          // 0: ledgerd.fsm.v1.AdmissionPolicy
+	(UnitPolicy)(0),               // 1: ledgerd.fsm.v1.UnitPolicy
+	(Command_Type)(0),             // 2: ledgerd.fsm.v1.Command.Type
+	(Reservation_State)(0),        // 3: ledgerd.fsm.v1.Reservation.State
+	(Reservation_Kind)(0),         // 4: ledgerd.fsm.v1.Reservation.Kind
+	(Result_Status)(0),            // 5: ledgerd.fsm.v1.Result.Status
+	(Conflict_Kind)(0),            // 6: ledgerd.fsm.v1.Conflict.Kind
+	(Event_Type)(0),               // 7: ledgerd.fsm.v1.Event.Type
+	(Materialization_State)(0),    // 8: ledgerd.fsm.v1.Materialization.State
+	(*Command)(nil),               // 9: ledgerd.fsm.v1.Command
+	(*LimitSpec)(nil),             // 10: ledgerd.fsm.v1.LimitSpec
+	(*SetLimits)(nil),             // 11: ledgerd.fsm.v1.SetLimits
+	(*TenantLimit)(nil),           // 12: ledgerd.fsm.v1.TenantLimit
+	(*Decision)(nil),              // 13: ledgerd.fsm.v1.Decision
+	(*CreateSeries)(nil),          // 14: ledgerd.fsm.v1.CreateSeries
+	(*SeriesBatch)(nil),           // 15: ledgerd.fsm.v1.SeriesBatch
+	(*SeriesOccurrence)(nil),      // 16: ledgerd.fsm.v1.SeriesOccurrence
+	(*ExpandSeries)(nil),          // 17: ledgerd.fsm.v1.ExpandSeries
+	(*CancelSeries)(nil),          // 18: ledgerd.fsm.v1.CancelSeries
+	(*Series)(nil),                // 19: ledgerd.fsm.v1.Series
+	(*SeriesOutcome)(nil),         // 20: ledgerd.fsm.v1.SeriesOutcome
+	(*SeriesSkip)(nil),            // 21: ledgerd.fsm.v1.SeriesSkip
+	(*PolicySpec)(nil),            // 22: ledgerd.fsm.v1.PolicySpec
+	(*SetPolicy)(nil),             // 23: ledgerd.fsm.v1.SetPolicy
+	(*SubmitJob)(nil),             // 24: ledgerd.fsm.v1.SubmitJob
+	(*CoReserve)(nil),             // 25: ledgerd.fsm.v1.CoReserve
+	(*CoSub)(nil),                 // 26: ledgerd.fsm.v1.CoSub
+	(*CoAdmission)(nil),           // 27: ledgerd.fsm.v1.CoAdmission
+	(*CoPlacement)(nil),           // 28: ledgerd.fsm.v1.CoPlacement
+	(*CreateResource)(nil),        // 29: ledgerd.fsm.v1.CreateResource
+	(*UnitDown)(nil),              // 30: ledgerd.fsm.v1.UnitDown
+	(*UnitUp)(nil),                // 31: ledgerd.fsm.v1.UnitUp
+	(*UpdateResource)(nil),        // 32: ledgerd.fsm.v1.UpdateResource
+	(*DeleteResource)(nil),        // 33: ledgerd.fsm.v1.DeleteResource
+	(*Part)(nil),                  // 34: ledgerd.fsm.v1.Part
+	(*ReservationRequest)(nil),    // 35: ledgerd.fsm.v1.ReservationRequest
+	(*Target)(nil),                // 36: ledgerd.fsm.v1.Target
+	(*Modify)(nil),                // 37: ledgerd.fsm.v1.Modify
+	(*Complete)(nil),              // 38: ledgerd.fsm.v1.Complete
+	(*Expire)(nil),                // 39: ledgerd.fsm.v1.Expire
+	(*Reservation)(nil),           // 40: ledgerd.fsm.v1.Reservation
+	(*Modification)(nil),          // 41: ledgerd.fsm.v1.Modification
+	(*CapacityWindow)(nil),        // 42: ledgerd.fsm.v1.CapacityWindow
+	(*Resource)(nil),              // 43: ledgerd.fsm.v1.Resource
+	(*Result)(nil),                // 44: ledgerd.fsm.v1.Result
+	(*LimitExceeded)(nil),         // 45: ledgerd.fsm.v1.LimitExceeded
+	(*Move)(nil),                  // 46: ledgerd.fsm.v1.Move
+	(*Rejected)(nil),              // 47: ledgerd.fsm.v1.Rejected
+	(*Invalid)(nil),               // 48: ledgerd.fsm.v1.Invalid
+	(*Conflict)(nil),              // 49: ledgerd.fsm.v1.Conflict
+	(*Event)(nil),                 // 50: ledgerd.fsm.v1.Event
+	(*IdempotencyRecord)(nil),     // 51: ledgerd.fsm.v1.IdempotencyRecord
+	(*Snapshot)(nil),              // 52: ledgerd.fsm.v1.Snapshot
+	(*SchedulerItem)(nil),         // 53: ledgerd.fsm.v1.SchedulerItem
+	(*ReleaseModel)(nil),          // 54: ledgerd.fsm.v1.ReleaseModel
+	(*RatioCount)(nil),            // 55: ledgerd.fsm.v1.RatioCount
+	(*OwnerRatios)(nil),           // 56: ledgerd.fsm.v1.OwnerRatios
+	(*SetMaterialization)(nil),    // 57: ledgerd.fsm.v1.SetMaterialization
+	(*MaterializationUpdate)(nil), // 58: ledgerd.fsm.v1.MaterializationUpdate
+	(*Materialization)(nil),       // 59: ledgerd.fsm.v1.Materialization
+	nil,                           // 60: ledgerd.fsm.v1.CreateSeries.LabelsEntry
+	nil,                           // 61: ledgerd.fsm.v1.Series.LabelsEntry
+	nil,                           // 62: ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	nil,                           // 63: ledgerd.fsm.v1.CoReserve.LabelsEntry
+	nil,                           // 64: ledgerd.fsm.v1.CreateResource.LabelsEntry
+	nil,                           // 65: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	nil,                           // 66: ledgerd.fsm.v1.Reservation.LabelsEntry
+	nil,                           // 67: ledgerd.fsm.v1.Resource.LabelsEntry
 }
 var file_ledgerd_fsm_v1_fsm_proto_depIdxs = []int32{
 	2,  // 0: ledgerd.fsm.v1.Command.type:type_name -> ledgerd.fsm.v1.Command.Type
-	28, // 1: ledgerd.fsm.v1.Command.create_resource:type_name -> ledgerd.fsm.v1.CreateResource
-	31, // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
-	32, // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
-	34, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
-	35, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
-	36, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
-	38, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
-	37, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
-	22, // 9: ledgerd.fsm.v1.Command.set_policy:type_name -> ledgerd.fsm.v1.SetPolicy
-	23, // 10: ledgerd.fsm.v1.Command.submit_job:type_name -> ledgerd.fsm.v1.SubmitJob
-	24, // 11: ledgerd.fsm.v1.Command.co_reserve:type_name -> ledgerd.fsm.v1.CoReserve
-	29, // 12: ledgerd.fsm.v1.Command.unit_down:type_name -> ledgerd.fsm.v1.UnitDown
-	30, // 13: ledgerd.fsm.v1.Command.unit_up:type_name -> ledgerd.fsm.v1.UnitUp
-	13, // 14: ledgerd.fsm.v1.Command.create_series:type_name -> ledgerd.fsm.v1.CreateSeries
-	16, // 15: ledgerd.fsm.v1.Command.expand_series:type_name -> ledgerd.fsm.v1.ExpandSeries
-	17, // 16: ledgerd.fsm.v1.Command.cancel_series:type_name -> ledgerd.fsm.v1.CancelSeries
-	10, // 17: ledgerd.fsm.v1.Command.set_limits:type_name -> ledgerd.fsm.v1.SetLimits
-	12, // 18: ledgerd.fsm.v1.Command.decision:type_name -> ledgerd.fsm.v1.Decision
-	9,  // 19: ledgerd.fsm.v1.SetLimits.spec:type_name -> ledgerd.fsm.v1.LimitSpec
-	9,  // 20: ledgerd.fsm.v1.TenantLimit.spec:type_name -> ledgerd.fsm.v1.LimitSpec
-	33, // 21: ledgerd.fsm.v1.CreateSeries.parts:type_name -> ledgerd.fsm.v1.Part
-	56, // 22: ledgerd.fsm.v1.CreateSeries.labels:type_name -> ledgerd.fsm.v1.CreateSeries.LabelsEntry
-	14, // 23: ledgerd.fsm.v1.CreateSeries.first:type_name -> ledgerd.fsm.v1.SeriesBatch
-	15, // 24: ledgerd.fsm.v1.SeriesBatch.book:type_name -> ledgerd.fsm.v1.SeriesOccurrence
-	14, // 25: ledgerd.fsm.v1.ExpandSeries.batches:type_name -> ledgerd.fsm.v1.SeriesBatch
-	13, // 26: ledgerd.fsm.v1.CancelSeries.then:type_name -> ledgerd.fsm.v1.CreateSeries
-	33, // 27: ledgerd.fsm.v1.Series.parts:type_name -> ledgerd.fsm.v1.Part
-	57, // 28: ledgerd.fsm.v1.Series.labels:type_name -> ledgerd.fsm.v1.Series.LabelsEntry
-	18, // 29: ledgerd.fsm.v1.SeriesOutcome.series:type_name -> ledgerd.fsm.v1.Series
-	20, // 30: ledgerd.fsm.v1.SeriesOutcome.skipped:type_name -> ledgerd.fsm.v1.SeriesSkip
-	5,  // 31: ledgerd.fsm.v1.SeriesSkip.status:type_name -> ledgerd.fsm.v1.Result.Status
-	0,  // 32: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
-	21, // 33: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	33, // 34: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
-	58, // 35: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
-	25, // 36: ledgerd.fsm.v1.CoReserve.subs:type_name -> ledgerd.fsm.v1.CoSub
-	59, // 37: ledgerd.fsm.v1.CoReserve.labels:type_name -> ledgerd.fsm.v1.CoReserve.LabelsEntry
-	27, // 38: ledgerd.fsm.v1.CoAdmission.placements:type_name -> ledgerd.fsm.v1.CoPlacement
-	39, // 39: ledgerd.fsm.v1.CoPlacement.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	60, // 40: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
-	21, // 41: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	1,  // 42: ledgerd.fsm.v1.CreateResource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
-	33, // 43: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
-	61, // 44: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	33, // 45: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
-	62, // 46: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
-	33, // 47: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
-	3,  // 48: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	40, // 49: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
-	4,  // 50: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	33, // 51: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
-	63, // 52: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
-	41, // 53: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
-	21, // 54: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	1,  // 55: ledgerd.fsm.v1.Resource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
-	29, // 56: ledgerd.fsm.v1.Resource.unit_downs:type_name -> ledgerd.fsm.v1.UnitDown
-	5,  // 57: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
-	39, // 58: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	42, // 59: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
-	45, // 60: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
-	26, // 61: ledgerd.fsm.v1.Result.co_admission:type_name -> ledgerd.fsm.v1.CoAdmission
-	11, // 62: ledgerd.fsm.v1.Result.limit:type_name -> ledgerd.fsm.v1.TenantLimit
-	19, // 63: ledgerd.fsm.v1.Result.series:type_name -> ledgerd.fsm.v1.SeriesOutcome
-	46, // 64: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
-	47, // 65: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
-	48, // 66: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
-	44, // 67: ledgerd.fsm.v1.Result.limit_exceeded:type_name -> ledgerd.fsm.v1.LimitExceeded
-	6,  // 68: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
-	3,  // 69: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	7,  // 70: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
-	39, // 71: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	42, // 72: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
-	11, // 73: ledgerd.fsm.v1.Event.limit:type_name -> ledgerd.fsm.v1.TenantLimit
-	43, // 74: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
-	42, // 75: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
-	39, // 76: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
-	50, // 77: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
-	49, // 78: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
-	52, // 79: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
-	53, // 80: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
-	11, // 81: ledgerd.fsm.v1.Snapshot.limits:type_name -> ledgerd.fsm.v1.TenantLimit
-	18, // 82: ledgerd.fsm.v1.Snapshot.series:type_name -> ledgerd.fsm.v1.Series
-	4,  // 83: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	54, // 84: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
-	55, // 85: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
-	54, // 86: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
-	87, // [87:87] is the sub-list for method output_type
-	87, // [87:87] is the sub-list for method input_type
-	87, // [87:87] is the sub-list for extension type_name
-	87, // [87:87] is the sub-list for extension extendee
-	0,  // [0:87] is the sub-list for field type_name
+	29, // 1: ledgerd.fsm.v1.Command.create_resource:type_name -> ledgerd.fsm.v1.CreateResource
+	32, // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
+	33, // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
+	35, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
+	36, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
+	37, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
+	39, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
+	38, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
+	23, // 9: ledgerd.fsm.v1.Command.set_policy:type_name -> ledgerd.fsm.v1.SetPolicy
+	24, // 10: ledgerd.fsm.v1.Command.submit_job:type_name -> ledgerd.fsm.v1.SubmitJob
+	25, // 11: ledgerd.fsm.v1.Command.co_reserve:type_name -> ledgerd.fsm.v1.CoReserve
+	30, // 12: ledgerd.fsm.v1.Command.unit_down:type_name -> ledgerd.fsm.v1.UnitDown
+	31, // 13: ledgerd.fsm.v1.Command.unit_up:type_name -> ledgerd.fsm.v1.UnitUp
+	14, // 14: ledgerd.fsm.v1.Command.create_series:type_name -> ledgerd.fsm.v1.CreateSeries
+	17, // 15: ledgerd.fsm.v1.Command.expand_series:type_name -> ledgerd.fsm.v1.ExpandSeries
+	18, // 16: ledgerd.fsm.v1.Command.cancel_series:type_name -> ledgerd.fsm.v1.CancelSeries
+	11, // 17: ledgerd.fsm.v1.Command.set_limits:type_name -> ledgerd.fsm.v1.SetLimits
+	13, // 18: ledgerd.fsm.v1.Command.decision:type_name -> ledgerd.fsm.v1.Decision
+	57, // 19: ledgerd.fsm.v1.Command.set_materialization:type_name -> ledgerd.fsm.v1.SetMaterialization
+	10, // 20: ledgerd.fsm.v1.SetLimits.spec:type_name -> ledgerd.fsm.v1.LimitSpec
+	10, // 21: ledgerd.fsm.v1.TenantLimit.spec:type_name -> ledgerd.fsm.v1.LimitSpec
+	34, // 22: ledgerd.fsm.v1.CreateSeries.parts:type_name -> ledgerd.fsm.v1.Part
+	60, // 23: ledgerd.fsm.v1.CreateSeries.labels:type_name -> ledgerd.fsm.v1.CreateSeries.LabelsEntry
+	15, // 24: ledgerd.fsm.v1.CreateSeries.first:type_name -> ledgerd.fsm.v1.SeriesBatch
+	16, // 25: ledgerd.fsm.v1.SeriesBatch.book:type_name -> ledgerd.fsm.v1.SeriesOccurrence
+	15, // 26: ledgerd.fsm.v1.ExpandSeries.batches:type_name -> ledgerd.fsm.v1.SeriesBatch
+	14, // 27: ledgerd.fsm.v1.CancelSeries.then:type_name -> ledgerd.fsm.v1.CreateSeries
+	34, // 28: ledgerd.fsm.v1.Series.parts:type_name -> ledgerd.fsm.v1.Part
+	61, // 29: ledgerd.fsm.v1.Series.labels:type_name -> ledgerd.fsm.v1.Series.LabelsEntry
+	19, // 30: ledgerd.fsm.v1.SeriesOutcome.series:type_name -> ledgerd.fsm.v1.Series
+	21, // 31: ledgerd.fsm.v1.SeriesOutcome.skipped:type_name -> ledgerd.fsm.v1.SeriesSkip
+	5,  // 32: ledgerd.fsm.v1.SeriesSkip.status:type_name -> ledgerd.fsm.v1.Result.Status
+	0,  // 33: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
+	22, // 34: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	34, // 35: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
+	62, // 36: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	26, // 37: ledgerd.fsm.v1.CoReserve.subs:type_name -> ledgerd.fsm.v1.CoSub
+	63, // 38: ledgerd.fsm.v1.CoReserve.labels:type_name -> ledgerd.fsm.v1.CoReserve.LabelsEntry
+	28, // 39: ledgerd.fsm.v1.CoAdmission.placements:type_name -> ledgerd.fsm.v1.CoPlacement
+	40, // 40: ledgerd.fsm.v1.CoPlacement.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	64, // 41: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
+	22, // 42: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	1,  // 43: ledgerd.fsm.v1.CreateResource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
+	34, // 44: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
+	65, // 45: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	34, // 46: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
+	66, // 47: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
+	34, // 48: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
+	3,  // 49: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	41, // 50: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
+	4,  // 51: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	59, // 52: ledgerd.fsm.v1.Reservation.materialization:type_name -> ledgerd.fsm.v1.Materialization
+	34, // 53: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
+	67, // 54: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
+	42, // 55: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
+	22, // 56: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	1,  // 57: ledgerd.fsm.v1.Resource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
+	30, // 58: ledgerd.fsm.v1.Resource.unit_downs:type_name -> ledgerd.fsm.v1.UnitDown
+	5,  // 59: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
+	40, // 60: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	43, // 61: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
+	46, // 62: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
+	27, // 63: ledgerd.fsm.v1.Result.co_admission:type_name -> ledgerd.fsm.v1.CoAdmission
+	12, // 64: ledgerd.fsm.v1.Result.limit:type_name -> ledgerd.fsm.v1.TenantLimit
+	20, // 65: ledgerd.fsm.v1.Result.series:type_name -> ledgerd.fsm.v1.SeriesOutcome
+	47, // 66: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
+	48, // 67: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
+	49, // 68: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
+	45, // 69: ledgerd.fsm.v1.Result.limit_exceeded:type_name -> ledgerd.fsm.v1.LimitExceeded
+	6,  // 70: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
+	3,  // 71: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	7,  // 72: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
+	40, // 73: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	43, // 74: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
+	12, // 75: ledgerd.fsm.v1.Event.limit:type_name -> ledgerd.fsm.v1.TenantLimit
+	44, // 76: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
+	43, // 77: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
+	40, // 78: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
+	51, // 79: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
+	50, // 80: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
+	53, // 81: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
+	54, // 82: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
+	12, // 83: ledgerd.fsm.v1.Snapshot.limits:type_name -> ledgerd.fsm.v1.TenantLimit
+	19, // 84: ledgerd.fsm.v1.Snapshot.series:type_name -> ledgerd.fsm.v1.Series
+	4,  // 85: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	55, // 86: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
+	56, // 87: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
+	55, // 88: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
+	58, // 89: ledgerd.fsm.v1.SetMaterialization.updates:type_name -> ledgerd.fsm.v1.MaterializationUpdate
+	59, // 90: ledgerd.fsm.v1.MaterializationUpdate.materialization:type_name -> ledgerd.fsm.v1.Materialization
+	8,  // 91: ledgerd.fsm.v1.Materialization.state:type_name -> ledgerd.fsm.v1.Materialization.State
+	92, // [92:92] is the sub-list for method output_type
+	92, // [92:92] is the sub-list for method input_type
+	92, // [92:92] is the sub-list for extension type_name
+	92, // [92:92] is the sub-list for extension extendee
+	0,  // [0:92] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_fsm_v1_fsm_proto_init() }
@@ -5961,6 +6311,7 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 		(*Command_CancelSeries)(nil),
 		(*Command_SetLimits)(nil),
 		(*Command_Decision)(nil),
+		(*Command_SetMaterialization)(nil),
 	}
 	file_ledgerd_fsm_v1_fsm_proto_msgTypes[23].OneofWrappers = []any{}
 	file_ledgerd_fsm_v1_fsm_proto_msgTypes[26].OneofWrappers = []any{}
@@ -5977,8 +6328,8 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_fsm_v1_fsm_proto_rawDesc), len(file_ledgerd_fsm_v1_fsm_proto_rawDesc)),
-			NumEnums:      8,
-			NumMessages:   56,
+			NumEnums:      9,
+			NumMessages:   59,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
