@@ -47,6 +47,7 @@ const versionEdge uint32 = 3
 // abort, modify, cancel and complete accept as targets from this version
 // on. Older replicas know none of it.
 const versionSeries uint32 = 4
+
 // versionLimits is the first envelope version with per-tenant limits and
 // approval (TYPE_SET_LIMITS, TYPE_APPROVE, TYPE_DENY). A version 3
 // replica does not know these types.
