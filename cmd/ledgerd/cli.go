@@ -34,7 +34,7 @@ const (
 	exitOK       = 0
 	exitError    = 1
 	exitUsage    = 2
-	exitRejected = 3 // no capacity in the requested window
+	exitRejected = 3 // no capacity in the requested window, or over a tenant limit
 )
 
 // defaultAddr is where the client looks for an agent without -addr or
@@ -203,6 +203,10 @@ func (cf *clientFlags) fail(name string, err error) int {
 			e.EarliestStart = fmtTime(rej.EarliestStart)
 		}
 	}
+	if _, ok := rpc.LimitExceeded(err); ok {
+		e.Code, e.Exit = "limit_exceeded", exitRejected
+		e.Message = humanize(strings.TrimPrefix(connectMessage(err), name+": "))
+	}
 	if f, ok := rpc.BadField(err); ok {
 		e.Field = f
 	}
@@ -264,7 +268,7 @@ func (cf *clientFlags) context() (context.Context, context.CancelFunc) {
 }
 
 // fail prints err and returns the exit code for it: exitRejected for a
-// capacity rejection, exitError otherwise.
+// capacity rejection or a tenant limit's refusal, exitError otherwise.
 func fail(name string, err error) int {
 	if rej, ok := rpc.Rejection(err); ok {
 		msg := "rejected: no capacity in the requested window"
@@ -276,6 +280,11 @@ func fail(name string, err error) int {
 			msg += "; earliest start that would fit: " + fmtTime(rej.EarliestStart)
 		}
 		fmt.Fprintf(cliErr, "ledgerd %s: %s\n", name, humanize(msg))
+		return exitRejected
+	}
+	if _, ok := rpc.LimitExceeded(err); ok {
+		// The message names the limit, the usage and what would fit.
+		fmt.Fprintf(cliErr, "ledgerd %s: refused: %s\n", name, humanize(strings.TrimPrefix(connectMessage(err), name+": ")))
 		return exitRejected
 	}
 	if _, ok := rpc.BadField(err); ok {

@@ -19,7 +19,7 @@ func TestReadmeLimitsExample(t *testing.T) {
 	}{
 		{true, "units<=96 unit-hours<=500/7d"},
 		{true, "PENDING_APPROVAL"},
-		{false, "max_units 96 units (entry default/cpu): usage 64 units + request 64 units; 32 units would fit"},
+		{false, "refused: limit exceeded: tenant \"default\" on \"cpu\": max_units 96 units (entry default/cpu): usage 64 units + request 64 units; 32 units would fit"},
 		{true, "40 units on \"cpu\" is above the approval threshold 32"},
 		{true, "decision: ok-for-the-run"},
 		{true, "default  cpu       168.00"},
@@ -31,6 +31,9 @@ func TestReadmeLimitsExample(t *testing.T) {
 		code, stdout, stderr := runCLI(t, c...)
 		if (code == exitOK) != want[i].ok || !strings.Contains(stdout+stderr, want[i].text) {
 			t.Fatalf("ledgerd %s: exit %d, output lacks %q:\n%s%s", strings.Join(c, " "), code, want[i].text, stdout, stderr)
+		}
+		if !want[i].ok && code != exitRejected {
+			t.Fatalf("ledgerd %s: exit %d, want %d (refused by a limit)", strings.Join(c, " "), code, exitRejected)
 		}
 	}
 }

@@ -124,7 +124,7 @@ func TestApprovalAcrossLeaderKill(t *testing.T) {
 		"approvals", "list")
 	// Its capacity is held: 96 - 40 leaves 56 for the tenant there.
 	_, errOut, err := cli(tenantToken, alive, "reserve", "-res", "cpu=60", "-at", start, "-dur", "1h", "-key", "req-2")
-	if err == nil || !strings.Contains(errOut, "resource_exhausted") || !strings.Contains(errOut, "max_units 96 units") || !strings.Contains(errOut, "56 units would fit") {
+	if err == nil || !strings.Contains(errOut, "refused: limit exceeded") || !strings.Contains(errOut, "max_units 96 units") || !strings.Contains(errOut, "56 units would fit") {
 		t.Fatalf("over max_units: err %v, stderr %q", err, errOut)
 	}
 	out = until("approve", ops, alive, func(out string) bool { return strings.Contains(out, "COMMITTED") },
