@@ -273,6 +273,7 @@ func goldenReplayOf(t *testing.T, entries []goldenEntry, statuses []fsmv1.Result
 			t.Fatalf("%s: %s (%s), want %s", g.file, res.GetStatus(), res.GetMessage(), statuses[i])
 		}
 	}
+	checkInvariants(t, f)
 	snap := snapshotBytes(t, f)
 	path := filepath.Join("testdata", name)
 	checkGolden(t, path, snap)
@@ -291,6 +292,7 @@ func goldenReplayOf(t *testing.T, entries []goldenEntry, statuses []fsmv1.Result
 	if again := snapshotBytes(t, g); !bytes.Equal(again, stored) {
 		t.Fatal("stored snapshot does not re-encode to the same bytes")
 	}
+	checkInvariants(t, g)
 	return g
 }
 

@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"bytes"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -104,59 +103,9 @@ func TestGoldenBridgeCommands(t *testing.T) {
 // and pins the snapshot; the stored snapshot must restore, re-encode to
 // the same bytes and keep the records and the pin.
 func TestGoldenBridgeSnapshot(t *testing.T) {
-	f, err := New(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	type entry = struct {
-		file string
-		now  int64
-		cmd  *fsmv1.Command
-	}
-	var entries []entry
-	entries = append(entries, goldenCommands()[:unitsGoldenPrefix]...)
-	entries = append(entries, unitsGoldenCommands()...)
-	entries = append(entries, bridgeGoldenCommands()...)
+	entries := slices.Concat(goldenCommands()[:unitsGoldenPrefix], unitsGoldenCommands(), bridgeGoldenCommands())
 	statuses := slices.Concat(goldenStatuses[:unitsGoldenPrefix], unitsGoldenStatuses, bridgeGoldenStatuses)
-	for i, g := range entries {
-		b, err := os.ReadFile(filepath.Join("testdata", "commands", g.file))
-		if err != nil && !*update {
-			t.Fatal(err)
-		}
-		if *update {
-			if b, err = Encode(g.cmd); err == nil {
-				b, err = Stamp(b, g.now)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		res, err := DecodeResult(f.ApplyCommand(uint64(i+1), b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.GetStatus() != statuses[i] {
-			t.Fatalf("%s: %s (%s), want %s", g.file, res.GetStatus(), res.GetMessage(), statuses[i])
-		}
-	}
-	checkInvariants(t, f)
-	snap := snapshotBytes(t, f)
-	path := filepath.Join("testdata", "snapshot-v1-bridge.golden")
-	checkGolden(t, path, snap)
-	stored, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := New(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Restore(io.NopCloser(bytes.NewReader(stored))); err != nil {
-		t.Fatalf("stored snapshot does not restore: %v", err)
-	}
-	if again := snapshotBytes(t, r); !bytes.Equal(again, stored) {
-		t.Fatal("stored snapshot does not re-encode to the same bytes")
-	}
+	r := goldenReplayOf(t, entries, statuses, "snapshot-v1-bridge.golden")
 	s1, _ := r.Get("s-1")
 	if m := s1.GetMaterialization(); m.GetState() != matMaterialized || !slices.Equal(m.GetUnits(), []string{"n1"}) || m.GetVersion() != 35 || m.GetAtMillis() != 5_010 {
 		t.Errorf("s-1 record: %v", m)

@@ -597,58 +597,9 @@ func TestGoldenUnitsCommands(t *testing.T) {
 // and pins the snapshot; the stored snapshot must restore and re-encode
 // to the same bytes and hold the units decided.
 func TestGoldenUnitsSnapshot(t *testing.T) {
-	f, err := New(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	type entry = struct {
-		file string
-		now  int64
-		cmd  *fsmv1.Command
-	}
 	entries := append(slices.Clone(goldenCommands()[:unitsGoldenPrefix]), unitsGoldenCommands()...)
 	statuses := append(slices.Clone(goldenStatuses[:unitsGoldenPrefix]), unitsGoldenStatuses...)
-	var g entry
-	for i := range entries {
-		g = entries[i]
-		b, err := os.ReadFile(filepath.Join("testdata", "commands", g.file))
-		if err != nil && !*update {
-			t.Fatal(err)
-		}
-		if *update {
-			if b, err = Encode(g.cmd); err == nil {
-				b, err = Stamp(b, g.now)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		res, err := DecodeResult(f.ApplyCommand(uint64(i+1), b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.GetStatus() != statuses[i] {
-			t.Fatalf("%s: %s (%s), want %s", g.file, res.GetStatus(), res.GetMessage(), statuses[i])
-		}
-	}
-	checkInvariants(t, f)
-	snap := snapshotBytes(t, f)
-	path := filepath.Join("testdata", "snapshot-v1-units.golden")
-	checkGolden(t, path, snap)
-	stored, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := New(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Restore(io.NopCloser(bytes.NewReader(stored))); err != nil {
-		t.Fatalf("stored snapshot does not restore: %v", err)
-	}
-	if again := snapshotBytes(t, r); !bytes.Equal(again, stored) {
-		t.Fatal("stored snapshot does not re-encode to the same bytes")
-	}
+	r := goldenReplayOf(t, entries, statuses, "snapshot-v1-units.golden")
 	checkInvariants(t, r)
 	ua, _ := r.Get("u-a")
 	if got := unitsOf(ua, "batch/nodes"); len(got) != 3 || ua.GetStartMillis() != 300_000 {
