@@ -741,6 +741,7 @@ var publicFields = [][2]string{
 	{"submit_job.not_before_millis", "not_before"}, {"submit_job.", ""},
 	{"unit_down.resource", "name"}, {"unit_down.from_millis", "from"}, {"unit_down.to_millis", "to"}, {"unit_down.", ""},
 	{"unit_up.resource", "name"}, {"unit_up.", ""},
+	{"change_units.resource", "name"}, {"change_units.", ""},
 }
 
 // PublicField renames a field path of a log command (Result.invalid.field,
