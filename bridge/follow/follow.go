@@ -9,7 +9,10 @@
 // whole seconds, users and accounts from the tenant mapping), lets the
 // pure core plan the writes (bridge.Reconcile), runs them through the
 // driver (bridge.Apply), and writes the materialization records that
-// changed (ledger.MaterializationLedger) in one log entry.
+// changed (ledger.MaterializationLedger) in one log entry. With a
+// partition configured, the round first makes the resource's units follow
+// the partition's nodes (nodes.go) and its unusable nodes and maintenance
+// reservations unit windows (windows.go).
 //
 // Follower.Run repeats rounds while the process leads the cluster: the
 // agent runs one Follower on every server and only the leader's acts, so
