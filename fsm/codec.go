@@ -73,6 +73,8 @@ func minVersion(c *fsmv1.Command) uint32 {
 		return versionLimits
 	case c.GetType() == fsmv1.Command_TYPE_SET_MATERIALIZATION:
 		return versionBridge
+	case c.GetType() == fsmv1.Command_TYPE_CHANGE_UNITS:
+		return versionUnits
 	case len(c.GetFingerprint()) > 0, c.GetDeleteResource().GetForce(),
 		c.GetModify().GetWindowDurationMillis() != 0 || c.GetModify().GetNotBeforeMillis() != 0 || c.GetModify().GetDeadlineMillis() != 0:
 		return versionEdge
@@ -306,6 +308,8 @@ func checkPayload(c *fsmv1.Command) error {
 		ok = c.GetDecision() != nil
 	case fsmv1.Command_TYPE_SET_MATERIALIZATION:
 		ok = c.GetSetMaterialization() != nil
+	case fsmv1.Command_TYPE_CHANGE_UNITS:
+		ok = c.GetChangeUnits() != nil
 	default:
 		return fmt.Errorf("%w: unknown type %d", ErrMalformed, int32(c.GetType()))
 	}

@@ -471,6 +471,8 @@ func (s *state) dispatch(cmd *fsmv1.Command) *fsmv1.Result {
 		return s.decide(cmd, false)
 	case fsmv1.Command_TYPE_SET_MATERIALIZATION:
 		return s.setMaterialization(cmd)
+	case fsmv1.Command_TYPE_CHANGE_UNITS:
+		return s.changeUnits(cmd)
 	}
 	// Decode admits only the types above.
 	panic("fsm: unreachable command type " + cmd.GetType().String())

@@ -396,14 +396,18 @@ func TestUnitsProperty(t *testing.T) {
 				createRes("count", 6),
 			}
 			steps := max(*propSteps, 800)
-			rejectedUnmappable, downsOK := 0, 0
+			rejectedUnmappable, downsOK, changesOK := 0, 0, 0
 			for i := 0; i < steps; i++ {
 				var cmd *fsmv1.Command
 				if i < len(cmds) {
 					cmd = cmds[i]
 				} else {
 					now += int64(r.IntN(30))
-					cmd = randomUnitCommand(r, now, ids)
+					if r.IntN(12) == 0 {
+						cmd = randomChangeUnits(r)
+					} else {
+						cmd = randomUnitCommand(r, now, ids)
+					}
 				}
 				b, err := Encode(cmd)
 				if err != nil {
@@ -424,7 +428,11 @@ func TestUnitsProperty(t *testing.T) {
 				if res.GetStatus() == OK && cmd.GetType() == fsmv1.Command_TYPE_UNIT_DOWN {
 					downsOK++
 				}
+				if res.GetStatus() == OK && cmd.GetType() == fsmv1.Command_TYPE_CHANGE_UNITS {
+					changesOK++
+				}
 				checkInvariants(t, a.f)
+				checkUnitSets(t, a.f)
 				if c != nil {
 					if rc := c.ApplyCommand(idx, b); !bytes.Equal(ra, rc) {
 						t.Fatalf("seed %d step %d: restored replica answered differently", seed, i)
@@ -448,8 +456,49 @@ func TestUnitsProperty(t *testing.T) {
 					remaps++
 				}
 			}
-			t.Logf("%d unmappable rejections, %d down windows, %d remap events (of the last %d events)", rejectedUnmappable, downsOK, remaps, propConfig.HistoryLimit)
+			t.Logf("%d unmappable rejections, %d down windows, %d unit set changes, %d remap events (of the last %d events)",
+				rejectedUnmappable, downsOK, changesOK, remaps, propConfig.HistoryLimit)
+			if changesOK == 0 {
+				t.Errorf("seed %d: no unit set change was applied", seed)
+			}
 		})
+	}
+}
+
+// randomChangeUnits returns a random TYPE_CHANGE_UNITS entry for
+// TestUnitsProperty: units n1–n7 join and leave "remap" and "refuse"
+// (names already there or not there are refused, which is tested too).
+func randomChangeUnits(r *rand.Rand) *fsmv1.Command {
+	res := []string{"remap", "remap", "refuse"}[r.IntN(3)]
+	name := func() string { return fmt.Sprintf("n%d", 1+r.IntN(7)) }
+	var add, remove []string
+	switch k := r.IntN(10); {
+	case k < 5:
+		add = []string{name()}
+	case k < 8:
+		remove = []string{name()}
+	default:
+		add, remove = []string{name()}, []string{name()}
+	}
+	return changeUnitsCmd(res, add, remove)
+}
+
+// checkUnitSets checks that every resource with units has the capacity
+// of its unit set and that its unit schedule knows the same units.
+func checkUnitSets(t testing.TB, f *FSM) {
+	t.Helper()
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for name, us := range f.st.units {
+		r := f.st.resources[name]
+		if !slices.Equal(us.Units(), r.GetUnits()) || r.GetCapacity() != int64(len(r.GetUnits())) {
+			t.Fatalf("resource %q: row units %v capacity %d, schedule units %v", name, r.GetUnits(), r.GetCapacity(), us.Units())
+		}
+		for _, d := range r.GetUnitDowns() {
+			if !slices.Contains(r.GetUnits(), d.GetUnit()) && d.GetToMillis() > f.st.now {
+				t.Fatalf("resource %q: down window %s on unit %q it no longer has", name, d.GetId(), d.GetUnit())
+			}
+		}
 	}
 }
 
@@ -637,8 +686,10 @@ func TestGoldenUnitsSnapshot(t *testing.T) {
 // the other entries of a stream are what they were without it.
 func (g *gen) unitCommand(i int) *fsmv1.Command {
 	r := rand.New(rand.NewPCG(uint64(i), uint64(g.now)))
-	c := randomUnitCommand(r, g.now, []string{"u1", "u2", "u3", "u4", "u5", "u6"})
-	return c
+	if r.IntN(16) == 0 {
+		return randomChangeUnits(r)
+	}
+	return randomUnitCommand(r, g.now, []string{"u1", "u2", "u3", "u4", "u5", "u6"})
 }
 
 // downsAt is the number of units of resource down at instant at (each a

@@ -165,6 +165,8 @@ func checkCommand(cfg *Config, cmd *fsmv1.Command) *FieldError {
 		return checkSeriesCommand(cfg, cmd)
 	case fsmv1.Command_TYPE_SET_MATERIALIZATION:
 		return checkSetMaterialization(cmd.GetSetMaterialization(), ver)
+	case fsmv1.Command_TYPE_CHANGE_UNITS:
+		return checkChangeUnits(cmd.GetChangeUnits(), ver)
 	case fsmv1.Command_TYPE_SET_POLICY:
 		sp := cmd.GetSetPolicy()
 		if fe := checkNameSet("set_policy.name", sp.GetName(), ver); fe != nil {
@@ -739,6 +741,7 @@ var publicFields = [][2]string{
 	{"submit_job.not_before_millis", "not_before"}, {"submit_job.", ""},
 	{"unit_down.resource", "name"}, {"unit_down.from_millis", "from"}, {"unit_down.to_millis", "to"}, {"unit_down.", ""},
 	{"unit_up.resource", "name"}, {"unit_up.", ""},
+	{"change_units.resource", "name"}, {"change_units.", ""},
 }
 
 // PublicField renames a field path of a log command (Result.invalid.field,

@@ -54,6 +54,14 @@ type UnitLedger interface {
 	UnitDown(ctx context.Context, a UnitDownArgs) (*ledgerdv1.Resource, string, error)
 	// UnitUp ends a down window at once.
 	UnitUp(ctx context.Context, w Write, name, id string) (*ledgerdv1.Resource, error)
+	// ChangeUnits adds the units add to and removes the units remove
+	// from resource name (nodes joining or leaving a partition).
+	// Bookings on a removed unit that have not started move to spare
+	// units (each move an event); when one has started, has no spare
+	// unit, or the unit policy is REFUSE, the call fails with ErrInUse
+	// naming the reservations. Bad names are FieldErrors on "add" or
+	// "remove". It returns the resource after the change.
+	ChangeUnits(ctx context.Context, w Write, name string, add, remove []string) (*ledgerdv1.Resource, error)
 	// UnitBookings lists the live bookings of a resource with units with
 	// their units and windows, sorted by ID (a pending new shape right
 	// after its reservation), and the down windows in effect, sorted by

@@ -434,7 +434,29 @@ func badCases(now time.Time) []badCase {
 		add(call[ledgerdv1.DeleteRequest, ledgerdv1.DeleteResponse]("Delete/name "+o.name, rsc+"Delete", ops, &ledgerdv1.DeleteRequest{Name: o.s, Force: true}, "name"))
 	}
 	add(tenantBadCases(ops, acme)...)
+	add(changeUnitsBadCases(ops)...)
 	return cs
+}
+
+// changeUnitsBadCases are the bad unit changes: hostlists, names the
+// resource has or lacks, a resource without units, nothing to do, every
+// unit removed. TestBadRequests creates "rack" with units r1..r4.
+func changeUnitsBadCases(ops string) []badCase {
+	cu := func(name string, m *ledgerdv1.ChangeUnitsRequest, field string) badCase {
+		return call[ledgerdv1.ChangeUnitsRequest, ledgerdv1.ChangeUnitsResponse]("ChangeUnits/"+name, rsc+"ChangeUnits", ops, m, field)
+	}
+	return []badCase{
+		cu("no name", &ledgerdv1.ChangeUnitsRequest{Add: "r5"}, "name"),
+		cu("nothing", &ledgerdv1.ChangeUnitsRequest{Name: "rack"}, "add"),
+		cu("add hostlist without ]", &ledgerdv1.ChangeUnitsRequest{Name: "rack", Add: "r[5-"}, "add"),
+		cu("remove hostlist backwards", &ledgerdv1.ChangeUnitsRequest{Name: "rack", Remove: "r[3-1]"}, "remove"),
+		cu("add a unit it has", &ledgerdv1.ChangeUnitsRequest{Name: "rack", Add: "r[4-5]"}, "add[0]"),
+		cu("remove a unit it lacks", &ledgerdv1.ChangeUnitsRequest{Name: "rack", Remove: "r1,r9"}, "remove[1]"),
+		cu("add and remove one unit", &ledgerdv1.ChangeUnitsRequest{Name: "rack", Add: "r7", Remove: "r7"}, "remove[0]"),
+		cu("unit name 65 bytes", &ledgerdv1.ChangeUnitsRequest{Name: "rack", Add: "x0123456789012345678901234567890123456789012345678901234567890123"}, "add[0]"),
+		cu("every unit removed", &ledgerdv1.ChangeUnitsRequest{Name: "rack", Remove: "r[1-4]"}, "remove"),
+		cu("resource without units", &ledgerdv1.ChangeUnitsRequest{Name: "cpu", Add: "r5"}, "name"),
+	}
 }
 
 // TestBadRequests sends every bad request over plain JSON, Connect and

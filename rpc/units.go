@@ -89,6 +89,52 @@ func (h *resources) UnitDown(ctx context.Context, req *connect.Request[ledgerdv1
 	return connect.NewResponse(&ledgerdv1.UnitDownResponse{Resource: out, Id: id}), nil
 }
 
+// ChangeUnits implements ResourceService.ChangeUnits: the hostlists add
+// and remove are expanded here, so a bad one is an InvalidArgument naming
+// its field before anything is proposed.
+func (h *resources) ChangeUnits(ctx context.Context, req *connect.Request[ledgerdv1.ChangeUnitsRequest]) (*connect.Response[ledgerdv1.ChangeUnitsResponse], error) {
+	m := req.Msg
+	w, err := h.s.operatorWrite(ctx, m.IdempotencyKey, m)
+	if err != nil {
+		return nil, err
+	}
+	ul, err := h.unitLedger()
+	if err != nil {
+		return nil, err
+	}
+	if m.Name == "" {
+		return nil, h.s.fail(&ledger.FieldError{Field: "name", Reason: "required"})
+	}
+	add, err := expandUnits("add", m.Add)
+	if err != nil {
+		return nil, h.s.fail(err)
+	}
+	remove, err := expandUnits("remove", m.Remove)
+	if err != nil {
+		return nil, h.s.fail(err)
+	}
+	if len(add) == 0 && len(remove) == 0 {
+		return nil, h.s.fail(&ledger.FieldError{Field: "add", Reason: "add or remove at least one unit"})
+	}
+	out, err := ul.ChangeUnits(ctx, w, m.Name, add, remove)
+	if err != nil {
+		return nil, h.s.fail(err)
+	}
+	return connect.NewResponse(&ledgerdv1.ChangeUnitsResponse{Resource: out}), nil
+}
+
+// expandUnits expands the hostlist of a unit change ("" is none).
+func expandUnits(field, list string) ([]string, error) {
+	if list == "" {
+		return nil, nil
+	}
+	names, err := hostlist.Expand(list, MaxUnits)
+	if err != nil {
+		return nil, &ledger.FieldError{Field: field, Reason: fmt.Sprintf("bad hostlist %q: %v", list, err)}
+	}
+	return names, nil
+}
+
 // UnitUp implements ResourceService.UnitUp.
 func (h *resources) UnitUp(ctx context.Context, req *connect.Request[ledgerdv1.UnitUpRequest]) (*connect.Response[ledgerdv1.UnitUpResponse], error) {
 	m := req.Msg

@@ -9,7 +9,10 @@
 // whole seconds, users and accounts from the tenant mapping), lets the
 // pure core plan the writes (bridge.Reconcile), runs them through the
 // driver (bridge.Apply), and writes the materialization records that
-// changed (ledger.MaterializationLedger) in one log entry.
+// changed (ledger.MaterializationLedger) in one log entry. With a
+// partition configured, the round first makes the resource's units follow
+// the partition's nodes (nodes.go) and its unusable nodes and maintenance
+// reservations unit windows (windows.go).
 //
 // Follower.Run repeats rounds while the process leads the cluster: the
 // agent runs one Follower on every server and only the leader's acts, so
@@ -51,8 +54,10 @@ type Config struct {
 	// Resource is the ledger resource with units that the resource
 	// manager's partition backs; its unit names are node names.
 	Resource string
-	// Partition, if set, is the partition whose unusable nodes (DOWN,
-	// DRAIN, ...) become unit down windows in the ledger.
+	// Partition, if set, is the partition the resource follows: nodes
+	// added to or removed from it are added to or removed from the
+	// resource's units, and its unusable nodes (DOWN, DRAIN, ...) become
+	// unit down windows in the ledger.
 	Partition string
 	// Prefix marks the reservations the bridge owns in the resource
 	// manager ("ledgerd-"); it must be the driver's.
@@ -158,6 +163,9 @@ type Follower struct {
 	// windows mirrors drained nodes and maintenance reservations as unit
 	// windows, when the ledger supports them.
 	windows UnitWindows
+	// sets changes the resource's units to follow the partition's
+	// nodes, when the ledger supports it.
+	sets UnitSets
 
 	mu sync.Mutex // one round at a time
 }
@@ -177,6 +185,9 @@ func New(cfg Config, l Ledger, d bridge.Driver, now func() time.Time, log *slog.
 	f := &Follower{cfg: cfg, l: l, d: d, now: now, log: log, metrics: m}
 	if uw, ok := l.(UnitWindows); ok {
 		f.windows = uw
+	}
+	if us, ok := l.(UnitSets); ok {
+		f.sets = us
 	}
 	return f, nil
 }
@@ -198,6 +209,12 @@ type Report struct {
 	// those the ledger refused (they would overbook).
 	WindowsAdded, WindowsEnded int
 	WindowsRefused             []WindowRefusal
+	// UnitsAdded and UnitsRemoved count the units the round added to and
+	// removed from the resource to follow the partition's nodes;
+	// UnitsRefused are the changes the ledger refused (a booking on a
+	// removed node that cannot move), proposed again next round.
+	UnitsAdded, UnitsRemoved int
+	UnitsRefused             []UnitRefusal
 }
 
 // Round runs one round (see the package doc). An error means the round
@@ -227,6 +244,12 @@ func (f *Follower) round(ctx context.Context) (Report, error) {
 		if nodes, err = f.d.Nodes(ctx, f.cfg.Partition); err != nil {
 			return rep, fmt.Errorf("bridge round: read partition %s: %w", f.cfg.Partition, err)
 		}
+	}
+	// Units first: a removed node's bookings move before the windows
+	// and the desired set are computed.
+	res, rep.UnitsAdded, rep.UnitsRemoved, rep.UnitsRefused, err = f.syncUnits(ctx, res, nodes)
+	if err != nil {
+		return rep, err
 	}
 	rep.WindowsAdded, rep.WindowsEnded, rep.WindowsRefused, err = f.syncWindows(ctx, res, wantedWindows(res, nodes, observed, f.cfg.Prefix, now))
 	if err != nil {

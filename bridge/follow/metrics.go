@@ -33,6 +33,7 @@ type Metrics struct {
 	states  *prometheus.GaugeVec
 	retries prometheus.Counter
 	windows *prometheus.CounterVec
+	units   *prometheus.CounterVec
 
 	mu            sync.Mutex
 	lastConverged time.Time
@@ -52,10 +53,14 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) *Metrics {
 		states:  prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ledgerd_bridge_reservations", Help: "Reservations the last bridge round wanted in the resource manager, by materialization state."}, []string{"state"}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{Name: "ledgerd_bridge_retries_total", Help: "Retries of resource manager commands while it was unreachable."}),
 		windows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ledgerd_bridge_unit_windows_total", Help: "Unit windows the bridge wrote for unusable nodes and maintenance reservations: added, ended, or refused by the ledger (they would overbook)."}, []string{"result"}),
+		units:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ledgerd_bridge_unit_changes_total", Help: "Units the bridge added to or removed from the resource to follow the partition's nodes, and unit changes the ledger refused (a booking on a removed node could not move; retried next round)."}, []string{"result"}),
 		now:     now,
 	}
 	for _, r := range []string{"added", "ended", "refused"} {
 		m.windows.WithLabelValues(r)
+	}
+	for _, r := range []string{"added", "removed", "refused"} {
+		m.units.WithLabelValues(r)
 	}
 	for _, r := range []string{"converged", "incomplete", "error"} {
 		m.rounds.WithLabelValues(r)
@@ -72,7 +77,7 @@ func NewMetrics(reg prometheus.Registerer, now func() time.Time) *Metrics {
 	}
 	lag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ledgerd_bridge_lag_seconds", Help: "Seconds since the last bridge round that left the resource manager as the ledger wants it (0 before the first round)."},
 		m.lag)
-	reg.MustRegister(m.rounds, m.drift, m.errs, m.states, m.retries, m.windows, lag)
+	reg.MustRegister(m.rounds, m.drift, m.errs, m.states, m.retries, m.windows, m.units, lag)
 	return m
 }
 
@@ -154,6 +159,9 @@ func (m *Metrics) observe(rep Report, err error, at time.Time) {
 	m.windows.WithLabelValues("added").Add(float64(rep.WindowsAdded))
 	m.windows.WithLabelValues("ended").Add(float64(rep.WindowsEnded))
 	m.windows.WithLabelValues("refused").Add(float64(len(rep.WindowsRefused)))
+	m.units.WithLabelValues("added").Add(float64(rep.UnitsAdded))
+	m.units.WithLabelValues("removed").Add(float64(rep.UnitsRemoved))
+	m.units.WithLabelValues("refused").Add(float64(len(rep.UnitsRefused)))
 	for _, r := range rep.Results {
 		if r.Err != nil {
 			m.errs.WithLabelValues(errKind(r.Err)).Inc()

@@ -44,8 +44,10 @@ func runResources(args []string) int {
 		return resourcesUnitDown(args)
 	case "unit-up":
 		return resourcesUnitUp(args)
+	case "units":
+		return resourcesUnits(args)
 	}
-	fmt.Fprintf(cliErr, "ledgerd resources: unknown subcommand %q (list, create, update, delete, policy, unit-down, unit-up, import)\n", sub)
+	fmt.Fprintf(cliErr, "ledgerd resources: unknown subcommand %q (list, create, update, delete, policy, unit-down, unit-up, units, import)\n", sub)
 	return exitUsage
 }
 

@@ -16,6 +16,7 @@ import (
 
 // Resources made of named units: `resources create NAME -nodes 'n[1-64]'`,
 // `resources unit-down NAME UNIT -to ...`, `resources unit-up NAME ID`,
+// `resources units NAME -add 'n[65-68]' -remove n3`,
 // and the UNITS columns of the tables.
 
 // unitFlags are the unit flags of `resources create`.
@@ -97,6 +98,32 @@ func resourcesUnitDown(args []string) int {
 		fmt.Fprintf(cliOut, "unit %s of %s down from %s to %s (window %s)\n", pos[1], pos[0], fmtTime(windowOf(out.Resource, out.Id).GetStart()), fmtTime(req.To), out.Id)
 		printResources(false, out.Resource)
 		return nil
+	})
+}
+
+// resourcesUnits adds units to and removes units from a resource with
+// units: `resources units NAME -add 'n[65-68]' -remove n3`.
+func resourcesUnits(args []string) int {
+	pos, args := positionals(args, 1)
+	fs, cf := newFlagSet("resources units", "NAME")
+	add := fs.String("add", "", "units to add, as a hostlist, e.g. 'n[65-68]'")
+	remove := fs.String("remove", "", "units to remove, as a hostlist; bookings on them that have not started move to spare units")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	pos = append(pos, fs.Args()...)
+	if len(pos) != 1 {
+		return usageErr(fs, "want a resource name")
+	}
+	if *add == "" && *remove == "" {
+		return usageErr(fs, "give -add, -remove or both")
+	}
+	return cf.withClient("resources units", func(ctx context.Context, c *client.Client) error {
+		r, err := c.ChangeUnits(ctx, pos[0], *add, *remove)
+		if err == nil {
+			printResources(cf.json, r)
+		}
+		return err
 	})
 }
 

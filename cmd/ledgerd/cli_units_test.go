@@ -74,6 +74,10 @@ func TestCLIUnits(t *testing.T) {
 		{"unit-down without -to", []string{"resource", "unit-down", "pair", "a"}, exitUsage, "-to is required"},
 		{"unit-down without unit", []string{"resource", "unit-down", "pair", "-to", "+1h"}, exitUsage, "want a resource name and a unit"},
 		{"unit-up without id", []string{"resource", "unit-up", "pair"}, exitUsage, "want a resource name and a down window's id"},
+		{"units without a change", []string{"resource", "units", "pair"}, exitUsage, "give -add, -remove or both"},
+		{"units without a name", []string{"resource", "units", "-add", "c"}, exitUsage, "want a resource name"},
+		{"units bad hostlist", append([]string{"resource", "units", "pair", "-add", "c[1-"}, ops...), exitError, "add"},
+		{"units removes a booked unit", append([]string{"resource", "units", "pair", "-remove", "a,b"}, ops...), exitError, "remove"},
 		{"more than the units", []string{"reserve", "-res", "pair=3", "-dur", "1h"}, exitError, `resource "pair" has 2`},
 		{"unmappable", []string{"reserve", "-res", "pair=1", "-dur", "150m", "-after", "+1h", "-before", "+210m"}, exitRejected, "no set of units is free"},
 	}
@@ -82,5 +86,12 @@ func TestCLIUnits(t *testing.T) {
 		if code != c.code || !strings.Contains(out+errOut, c.want) {
 			t.Errorf("%s: exit %d, want %d with %q:\n%s%s", c.name, code, c.code, c.want, out, errOut)
 		}
+	}
+	// A REFUSE resource keeps its booked units; a new one joins.
+	if code, out, errOut := runCLI(t, append([]string{"resource", "units", "pair", "-add", "c"}, ops...)...); code != exitOK || !strings.Contains(out, "a,b,c (refuse)") {
+		t.Fatalf("units -add c: %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := runCLI(t, append([]string{"resource", "units", "pair", "-remove", "a"}, ops...)...); code == exitOK || !strings.Contains(out+errOut, "REFUSE") {
+		t.Fatalf("units -remove a booked unit under REFUSE: %d\n%s%s", code, out, errOut)
 	}
 }

@@ -712,7 +712,7 @@ func eventToAPI(e *fsmv1.Event) *ledgerdv1.Event {
 		out.Type = ledgerdv1.EventType_EVENT_TYPE_MATERIALIZATION
 	} else {
 		switch e.GetType() {
-		case fsmv1.Event_TYPE_RESOURCE_CREATED, fsmv1.Event_TYPE_RESOURCE_UPDATED:
+		case fsmv1.Event_TYPE_RESOURCE_CREATED, fsmv1.Event_TYPE_RESOURCE_UPDATED, fsmv1.Event_TYPE_UNITS_CHANGED:
 			out.Type = ledgerdv1.EventType_EVENT_TYPE_RESOURCE
 		case fsmv1.Event_TYPE_RESOURCE_DELETED:
 			out.Type = ledgerdv1.EventType_EVENT_TYPE_RESOURCE_DELETED

@@ -40,6 +40,18 @@ func (l *Ledger) UnitUp(ctx context.Context, w ledger.Write, name, id string) (*
 	return resourceToAPI(res.GetResource()), nil
 }
 
+// ChangeUnits implements ledger.UnitLedger. Like UnitDown it needs every
+// server to apply envelope version 4.
+func (l *Ledger) ChangeUnits(ctx context.Context, w ledger.Write, name string, add, remove []string) (*ledgerdv1.Resource, error) {
+	cmd := envelope(fsmv1.Command_TYPE_CHANGE_UNITS, w)
+	cmd.Payload = &fsmv1.Command_ChangeUnits{ChangeUnits: &fsmv1.ChangeUnits{Resource: name, Add: add, Remove: remove}}
+	res, err := l.apply(ctx, "change units", cmd)
+	if err != nil {
+		return nil, err
+	}
+	return resourceToAPI(res.GetResource()), nil
+}
+
 // UnitBookings implements ledger.UnitLedger.
 func (l *Ledger) UnitBookings(ctx context.Context, resource string, stale bool) ([]ledger.UnitBooking, []*ledgerdv1.UnitWindow, error) {
 	if err := l.barrier(ctx, "unit bookings", stale); err != nil {

@@ -34,6 +34,10 @@ func TestUnitsNeedVersion4(t *testing.T) {
 	if _, err := l.UnitUp(ctx, op(), "batch", "x"); !errors.Is(err, ErrMidUpgrade) {
 		t.Fatalf("unit up at common version 3: %v", err)
 	}
+	if _, err := l.ChangeUnits(ctx, op(), "batch", []string{"n3"}, nil); !errors.Is(err, ledger.ErrUnavailable) || !errors.Is(err, ErrMidUpgrade) ||
+		!strings.Contains(err.Error(), "needs version 4") {
+		t.Fatalf("change units at common version 3: %v, want unavailable (mid-upgrade, needs version 4)", err)
+	}
 	if len(fl.cmds) != 0 {
 		t.Fatalf("%d commands proposed to a cluster that cannot apply them", len(fl.cmds))
 	}
@@ -165,5 +169,60 @@ func TestUnmappableReason(t *testing.T) {
 func TestMaxUnitsMatchesFSM(t *testing.T) {
 	if rpc.MaxUnits != fsm.MaxUnits {
 		t.Fatalf("rpc.MaxUnits %d != fsm.MaxUnits %d", rpc.MaxUnits, fsm.MaxUnits)
+	}
+}
+
+// TestChangeUnitsThroughLedger: a unit change comes back on the resource
+// and as events (the moved booking's UNITS_REMAPPED, the resource's
+// RESOURCE event); a removal that cannot move a booking is ErrInUse
+// naming it, and a bad name a FieldError.
+func TestChangeUnitsThroughLedger(t *testing.T) {
+	ctx := context.Background()
+	fl := newFake(t)
+	l := New(fl, fl.f)
+	if _, err := l.CreateResource(ctx, op(), &ledgerdv1.Resource{Name: "part", Unit: "nodes", Units: []string{"n1", "n2"}}); err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := l.Hold(ctx, ledger.HoldArgs{Write: op(), Commit: true, Shape: ledger.Shape{
+		Parts: []ledger.Part{{Resource: "part", Amount: 1}}, Duration: 1000, NotBefore: t0 + 100, Deadline: t0 + 1100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := r.GetUnits()[0]
+	res, err := l.ChangeUnits(ctx, op(), "part", []string{"n3"}, []string{gone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.GetUnits()) != 2 || slices.Contains(res.GetUnits(), gone) || res.GetCapacity() != 2 {
+		t.Fatalf("resource after the change: %v", res)
+	}
+	got, err := l.Get(ctx, r.GetId(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(got.GetUnits(), gone) {
+		t.Fatalf("reservation still on %s: %v", gone, got.GetUnits())
+	}
+	evs, err := l.History(ctx, 0, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := evs[len(evs)-1]
+	if last.GetType() != ledgerdv1.EventType_EVENT_TYPE_RESOURCE || last.GetAction() != "units_changed" ||
+		evs[len(evs)-2].GetType() != ledgerdv1.EventType_EVENT_TYPE_UNITS_REMAPPED {
+		t.Errorf("last events %v, %v", evs[len(evs)-2], last)
+	}
+	// A second booking over the same window takes the other unit: the
+	// first one's unit cannot go now.
+	if _, _, err := l.Hold(ctx, ledger.HoldArgs{Write: op(), Commit: true, Shape: ledger.Shape{
+		Parts: []ledger.Part{{Resource: "part", Amount: 1}}, Duration: 1000, NotBefore: t0 + 100, Deadline: t0 + 1100}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ChangeUnits(ctx, op(), "part", nil, got.GetUnits()); !errors.Is(err, ledger.ErrInUse) || !strings.Contains(err.Error(), r.GetId()) {
+		t.Fatalf("removing a booked unit without a spare: %v", err)
+	}
+	var fe *ledger.FieldError
+	if _, err := l.ChangeUnits(ctx, op(), "part", []string{"n3"}, nil); !errors.As(err, &fe) || fe.Field != "add[0]" {
+		t.Fatalf("adding a unit it has: %v", err)
 	}
 }

@@ -34,6 +34,20 @@ func (c *Client) UnitDown(ctx context.Context, req *ledgerdv1.UnitDownRequest) (
 	})
 }
 
+// ChangeUnits adds the units of the hostlist add to and removes those of
+// the hostlist remove from a resource with units (operator), e.g. add
+// "n[65-68]", remove "n3". It returns the resource after the change.
+func (c *Client) ChangeUnits(ctx context.Context, name, add, remove string) (*ledgerdv1.Resource, error) {
+	req := &ledgerdv1.ChangeUnitsRequest{Name: name, Add: add, Remove: remove, IdempotencyKey: NewKey()}
+	return do(ctx, c, toLeader, func(ctx context.Context, ep *endpoint) (*ledgerdv1.Resource, error) {
+		out, err := ep.resources.ChangeUnits(ctx, connect.NewRequest(req))
+		if err != nil {
+			return nil, err
+		}
+		return out.Msg.Resource, nil
+	})
+}
+
 // UnitUp ends a unit's down window (operator).
 func (c *Client) UnitUp(ctx context.Context, req *ledgerdv1.UnitUpRequest) (*ledgerdv1.Resource, error) {
 	req.IdempotencyKey = key(req.IdempotencyKey)

@@ -234,6 +234,127 @@ func (x *UnitDownResponse) GetId() string {
 	return ""
 }
 
+// ChangeUnitsRequest changes the unit set of a resource with units.
+type ChangeUnitsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Resource name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Units to add, as a Slurm-style hostlist (e.g. "n[65-68]"); names not
+	// yet on the resource.
+	Add string `protobuf:"bytes,2,opt,name=add,proto3" json:"add,omitempty"`
+	// Units to remove, as a hostlist; names on the resource. At least one
+	// unit must stay.
+	Remove string `protobuf:"bytes,3,opt,name=remove,proto3" json:"remove,omitempty"`
+	// Deduplicates retries.
+	IdempotencyKey string `protobuf:"bytes,4,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ChangeUnitsRequest) Reset() {
+	*x = ChangeUnitsRequest{}
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangeUnitsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangeUnitsRequest) ProtoMessage() {}
+
+func (x *ChangeUnitsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangeUnitsRequest.ProtoReflect.Descriptor instead.
+func (*ChangeUnitsRequest) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ChangeUnitsRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ChangeUnitsRequest) GetAdd() string {
+	if x != nil {
+		return x.Add
+	}
+	return ""
+}
+
+func (x *ChangeUnitsRequest) GetRemove() string {
+	if x != nil {
+		return x.Remove
+	}
+	return ""
+}
+
+func (x *ChangeUnitsRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+// ChangeUnitsResponse returns the resource after the change.
+type ChangeUnitsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The resource with its new units.
+	Resource      *Resource `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangeUnitsResponse) Reset() {
+	*x = ChangeUnitsResponse{}
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangeUnitsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangeUnitsResponse) ProtoMessage() {}
+
+func (x *ChangeUnitsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangeUnitsResponse.ProtoReflect.Descriptor instead.
+func (*ChangeUnitsResponse) Descriptor() ([]byte, []int) {
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ChangeUnitsResponse) GetResource() *Resource {
+	if x != nil {
+		return x.Resource
+	}
+	return nil
+}
+
 // UnitUpRequest ends a down window.
 type UnitUpRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -249,7 +370,7 @@ type UnitUpRequest struct {
 
 func (x *UnitUpRequest) Reset() {
 	*x = UnitUpRequest{}
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[3]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -261,7 +382,7 @@ func (x *UnitUpRequest) String() string {
 func (*UnitUpRequest) ProtoMessage() {}
 
 func (x *UnitUpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[3]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -274,7 +395,7 @@ func (x *UnitUpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnitUpRequest.ProtoReflect.Descriptor instead.
 func (*UnitUpRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{3}
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *UnitUpRequest) GetName() string {
@@ -309,7 +430,7 @@ type UnitUpResponse struct {
 
 func (x *UnitUpResponse) Reset() {
 	*x = UnitUpResponse{}
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[4]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -321,7 +442,7 @@ func (x *UnitUpResponse) String() string {
 func (*UnitUpResponse) ProtoMessage() {}
 
 func (x *UnitUpResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[4]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -334,7 +455,7 @@ func (x *UnitUpResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnitUpResponse.ProtoReflect.Descriptor instead.
 func (*UnitUpResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{4}
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *UnitUpResponse) GetResource() *Resource {
@@ -355,7 +476,7 @@ type CreateResponse struct {
 
 func (x *CreateResponse) Reset() {
 	*x = CreateResponse{}
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[5]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -367,7 +488,7 @@ func (x *CreateResponse) String() string {
 func (*CreateResponse) ProtoMessage() {}
 
 func (x *CreateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[5]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -380,7 +501,7 @@ func (x *CreateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateResponse.ProtoReflect.Descriptor instead.
 func (*CreateResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{5}
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CreateResponse) GetResource() *Resource {
@@ -409,7 +530,7 @@ type UpdateCapacityRequest struct {
 
 func (x *UpdateCapacityRequest) Reset() {
 	*x = UpdateCapacityRequest{}
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[6]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -421,7 +542,7 @@ func (x *UpdateCapacityRequest) String() string {
 func (*UpdateCapacityRequest) ProtoMessage() {}
 
 func (x *UpdateCapacityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[6]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -434,7 +555,7 @@ func (x *UpdateCapacityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateCapacityRequest.ProtoReflect.Descriptor instead.
 func (*UpdateCapacityRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{6}
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *UpdateCapacityRequest) GetName() string {
@@ -483,7 +604,7 @@ type UpdateCapacityResponse struct {
 
 func (x *UpdateCapacityResponse) Reset() {
 	*x = UpdateCapacityResponse{}
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[7]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -495,7 +616,7 @@ func (x *UpdateCapacityResponse) String() string {
 func (*UpdateCapacityResponse) ProtoMessage() {}
 
 func (x *UpdateCapacityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[7]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -508,7 +629,7 @@ func (x *UpdateCapacityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateCapacityResponse.ProtoReflect.Descriptor instead.
 func (*UpdateCapacityResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{7}
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UpdateCapacityResponse) GetResource() *Resource {
@@ -533,7 +654,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[8]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -545,7 +666,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[8]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -558,7 +679,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{8}
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DeleteRequest) GetName() string {
@@ -591,7 +712,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[9]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -603,7 +724,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[9]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -616,7 +737,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{9}
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{11}
 }
 
 // SetPolicyRequest sets a resource's admission policy and its parameters.
@@ -640,7 +761,7 @@ type SetPolicyRequest struct {
 
 func (x *SetPolicyRequest) Reset() {
 	*x = SetPolicyRequest{}
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[10]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -652,7 +773,7 @@ func (x *SetPolicyRequest) String() string {
 func (*SetPolicyRequest) ProtoMessage() {}
 
 func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[10]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -665,7 +786,7 @@ func (x *SetPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyRequest.ProtoReflect.Descriptor instead.
 func (*SetPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{10}
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SetPolicyRequest) GetName() string {
@@ -714,7 +835,7 @@ type SetPolicyResponse struct {
 
 func (x *SetPolicyResponse) Reset() {
 	*x = SetPolicyResponse{}
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[11]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -726,7 +847,7 @@ func (x *SetPolicyResponse) String() string {
 func (*SetPolicyResponse) ProtoMessage() {}
 
 func (x *SetPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[11]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -739,7 +860,7 @@ func (x *SetPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicyResponse.ProtoReflect.Descriptor instead.
 func (*SetPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{11}
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SetPolicyResponse) GetResource() *Resource {
@@ -760,7 +881,7 @@ type ResourceServiceListRequest struct {
 
 func (x *ResourceServiceListRequest) Reset() {
 	*x = ResourceServiceListRequest{}
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[12]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -772,7 +893,7 @@ func (x *ResourceServiceListRequest) String() string {
 func (*ResourceServiceListRequest) ProtoMessage() {}
 
 func (x *ResourceServiceListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[12]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -785,7 +906,7 @@ func (x *ResourceServiceListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceServiceListRequest.ProtoReflect.Descriptor instead.
 func (*ResourceServiceListRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{12}
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ResourceServiceListRequest) GetStale() bool {
@@ -806,7 +927,7 @@ type ResourceServiceListResponse struct {
 
 func (x *ResourceServiceListResponse) Reset() {
 	*x = ResourceServiceListResponse{}
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[13]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -818,7 +939,7 @@ func (x *ResourceServiceListResponse) String() string {
 func (*ResourceServiceListResponse) ProtoMessage() {}
 
 func (x *ResourceServiceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_v1_resource_proto_msgTypes[13]
+	mi := &file_ledgerd_v1_resource_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -831,7 +952,7 @@ func (x *ResourceServiceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceServiceListResponse.ProtoReflect.Descriptor instead.
 func (*ResourceServiceListResponse) Descriptor() ([]byte, []int) {
-	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{13}
+	return file_ledgerd_v1_resource_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ResourceServiceListResponse) GetResources() []*Resource {
@@ -860,7 +981,14 @@ const file_ledgerd_v1_resource_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\"T\n" +
 	"\x10UnitDownResponse\x120\n" +
 	"\bresource\x18\x01 \x01(\v2\x14.ledgerd.v1.ResourceR\bresource\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\"\\\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"{\n" +
+	"\x12ChangeUnitsRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
+	"\x03add\x18\x02 \x01(\tR\x03add\x12\x16\n" +
+	"\x06remove\x18\x03 \x01(\tR\x06remove\x12'\n" +
+	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\"G\n" +
+	"\x13ChangeUnitsResponse\x120\n" +
+	"\bresource\x18\x01 \x01(\v2\x14.ledgerd.v1.ResourceR\bresource\"\\\n" +
 	"\rUnitUpRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12'\n" +
@@ -894,14 +1022,15 @@ const file_ledgerd_v1_resource_proto_rawDesc = "" +
 	"\x1aResourceServiceListRequest\x12\x14\n" +
 	"\x05stale\x18\x01 \x01(\bR\x05stale\"Q\n" +
 	"\x1bResourceServiceListResponse\x122\n" +
-	"\tresources\x18\x01 \x03(\v2\x14.ledgerd.v1.ResourceR\tresources2\x9c\x04\n" +
+	"\tresources\x18\x01 \x03(\v2\x14.ledgerd.v1.ResourceR\tresources2\xec\x04\n" +
 	"\x0fResourceService\x12?\n" +
 	"\x06Create\x12\x19.ledgerd.v1.CreateRequest\x1a\x1a.ledgerd.v1.CreateResponse\x12W\n" +
 	"\x0eUpdateCapacity\x12!.ledgerd.v1.UpdateCapacityRequest\x1a\".ledgerd.v1.UpdateCapacityResponse\x12?\n" +
 	"\x06Delete\x12\x19.ledgerd.v1.DeleteRequest\x1a\x1a.ledgerd.v1.DeleteResponse\x12H\n" +
 	"\tSetPolicy\x12\x1c.ledgerd.v1.SetPolicyRequest\x1a\x1d.ledgerd.v1.SetPolicyResponse\x12E\n" +
 	"\bUnitDown\x12\x1b.ledgerd.v1.UnitDownRequest\x1a\x1c.ledgerd.v1.UnitDownResponse\x12?\n" +
-	"\x06UnitUp\x12\x19.ledgerd.v1.UnitUpRequest\x1a\x1a.ledgerd.v1.UnitUpResponse\x12\\\n" +
+	"\x06UnitUp\x12\x19.ledgerd.v1.UnitUpRequest\x1a\x1a.ledgerd.v1.UnitUpResponse\x12N\n" +
+	"\vChangeUnits\x12\x1e.ledgerd.v1.ChangeUnitsRequest\x1a\x1f.ledgerd.v1.ChangeUnitsResponse\x12\\\n" +
 	"\x04List\x12&.ledgerd.v1.ResourceServiceListRequest\x1a'.ledgerd.v1.ResourceServiceListResponse\"\x03\x90\x02\x01B5Z3github.com/ledgerd/ledgerd/gen/ledgerd/v1;ledgerdv1b\x06proto3"
 
 var (
@@ -916,58 +1045,63 @@ func file_ledgerd_v1_resource_proto_rawDescGZIP() []byte {
 	return file_ledgerd_v1_resource_proto_rawDescData
 }
 
-var file_ledgerd_v1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_ledgerd_v1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_ledgerd_v1_resource_proto_goTypes = []any{
 	(*CreateRequest)(nil),               // 0: ledgerd.v1.CreateRequest
 	(*UnitDownRequest)(nil),             // 1: ledgerd.v1.UnitDownRequest
 	(*UnitDownResponse)(nil),            // 2: ledgerd.v1.UnitDownResponse
-	(*UnitUpRequest)(nil),               // 3: ledgerd.v1.UnitUpRequest
-	(*UnitUpResponse)(nil),              // 4: ledgerd.v1.UnitUpResponse
-	(*CreateResponse)(nil),              // 5: ledgerd.v1.CreateResponse
-	(*UpdateCapacityRequest)(nil),       // 6: ledgerd.v1.UpdateCapacityRequest
-	(*UpdateCapacityResponse)(nil),      // 7: ledgerd.v1.UpdateCapacityResponse
-	(*DeleteRequest)(nil),               // 8: ledgerd.v1.DeleteRequest
-	(*DeleteResponse)(nil),              // 9: ledgerd.v1.DeleteResponse
-	(*SetPolicyRequest)(nil),            // 10: ledgerd.v1.SetPolicyRequest
-	(*SetPolicyResponse)(nil),           // 11: ledgerd.v1.SetPolicyResponse
-	(*ResourceServiceListRequest)(nil),  // 12: ledgerd.v1.ResourceServiceListRequest
-	(*ResourceServiceListResponse)(nil), // 13: ledgerd.v1.ResourceServiceListResponse
-	(*Resource)(nil),                    // 14: ledgerd.v1.Resource
-	(*timestamppb.Timestamp)(nil),       // 15: google.protobuf.Timestamp
-	(Policy)(0),                         // 16: ledgerd.v1.Policy
+	(*ChangeUnitsRequest)(nil),          // 3: ledgerd.v1.ChangeUnitsRequest
+	(*ChangeUnitsResponse)(nil),         // 4: ledgerd.v1.ChangeUnitsResponse
+	(*UnitUpRequest)(nil),               // 5: ledgerd.v1.UnitUpRequest
+	(*UnitUpResponse)(nil),              // 6: ledgerd.v1.UnitUpResponse
+	(*CreateResponse)(nil),              // 7: ledgerd.v1.CreateResponse
+	(*UpdateCapacityRequest)(nil),       // 8: ledgerd.v1.UpdateCapacityRequest
+	(*UpdateCapacityResponse)(nil),      // 9: ledgerd.v1.UpdateCapacityResponse
+	(*DeleteRequest)(nil),               // 10: ledgerd.v1.DeleteRequest
+	(*DeleteResponse)(nil),              // 11: ledgerd.v1.DeleteResponse
+	(*SetPolicyRequest)(nil),            // 12: ledgerd.v1.SetPolicyRequest
+	(*SetPolicyResponse)(nil),           // 13: ledgerd.v1.SetPolicyResponse
+	(*ResourceServiceListRequest)(nil),  // 14: ledgerd.v1.ResourceServiceListRequest
+	(*ResourceServiceListResponse)(nil), // 15: ledgerd.v1.ResourceServiceListResponse
+	(*Resource)(nil),                    // 16: ledgerd.v1.Resource
+	(*timestamppb.Timestamp)(nil),       // 17: google.protobuf.Timestamp
+	(Policy)(0),                         // 18: ledgerd.v1.Policy
 }
 var file_ledgerd_v1_resource_proto_depIdxs = []int32{
-	14, // 0: ledgerd.v1.CreateRequest.resource:type_name -> ledgerd.v1.Resource
-	15, // 1: ledgerd.v1.UnitDownRequest.from:type_name -> google.protobuf.Timestamp
-	15, // 2: ledgerd.v1.UnitDownRequest.to:type_name -> google.protobuf.Timestamp
-	14, // 3: ledgerd.v1.UnitDownResponse.resource:type_name -> ledgerd.v1.Resource
-	14, // 4: ledgerd.v1.UnitUpResponse.resource:type_name -> ledgerd.v1.Resource
-	14, // 5: ledgerd.v1.CreateResponse.resource:type_name -> ledgerd.v1.Resource
-	15, // 6: ledgerd.v1.UpdateCapacityRequest.from:type_name -> google.protobuf.Timestamp
-	15, // 7: ledgerd.v1.UpdateCapacityRequest.to:type_name -> google.protobuf.Timestamp
-	14, // 8: ledgerd.v1.UpdateCapacityResponse.resource:type_name -> ledgerd.v1.Resource
-	16, // 9: ledgerd.v1.SetPolicyRequest.policy:type_name -> ledgerd.v1.Policy
-	14, // 10: ledgerd.v1.SetPolicyResponse.resource:type_name -> ledgerd.v1.Resource
-	14, // 11: ledgerd.v1.ResourceServiceListResponse.resources:type_name -> ledgerd.v1.Resource
-	0,  // 12: ledgerd.v1.ResourceService.Create:input_type -> ledgerd.v1.CreateRequest
-	6,  // 13: ledgerd.v1.ResourceService.UpdateCapacity:input_type -> ledgerd.v1.UpdateCapacityRequest
-	8,  // 14: ledgerd.v1.ResourceService.Delete:input_type -> ledgerd.v1.DeleteRequest
-	10, // 15: ledgerd.v1.ResourceService.SetPolicy:input_type -> ledgerd.v1.SetPolicyRequest
-	1,  // 16: ledgerd.v1.ResourceService.UnitDown:input_type -> ledgerd.v1.UnitDownRequest
-	3,  // 17: ledgerd.v1.ResourceService.UnitUp:input_type -> ledgerd.v1.UnitUpRequest
-	12, // 18: ledgerd.v1.ResourceService.List:input_type -> ledgerd.v1.ResourceServiceListRequest
-	5,  // 19: ledgerd.v1.ResourceService.Create:output_type -> ledgerd.v1.CreateResponse
-	7,  // 20: ledgerd.v1.ResourceService.UpdateCapacity:output_type -> ledgerd.v1.UpdateCapacityResponse
-	9,  // 21: ledgerd.v1.ResourceService.Delete:output_type -> ledgerd.v1.DeleteResponse
-	11, // 22: ledgerd.v1.ResourceService.SetPolicy:output_type -> ledgerd.v1.SetPolicyResponse
-	2,  // 23: ledgerd.v1.ResourceService.UnitDown:output_type -> ledgerd.v1.UnitDownResponse
-	4,  // 24: ledgerd.v1.ResourceService.UnitUp:output_type -> ledgerd.v1.UnitUpResponse
-	13, // 25: ledgerd.v1.ResourceService.List:output_type -> ledgerd.v1.ResourceServiceListResponse
-	19, // [19:26] is the sub-list for method output_type
-	12, // [12:19] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	16, // 0: ledgerd.v1.CreateRequest.resource:type_name -> ledgerd.v1.Resource
+	17, // 1: ledgerd.v1.UnitDownRequest.from:type_name -> google.protobuf.Timestamp
+	17, // 2: ledgerd.v1.UnitDownRequest.to:type_name -> google.protobuf.Timestamp
+	16, // 3: ledgerd.v1.UnitDownResponse.resource:type_name -> ledgerd.v1.Resource
+	16, // 4: ledgerd.v1.ChangeUnitsResponse.resource:type_name -> ledgerd.v1.Resource
+	16, // 5: ledgerd.v1.UnitUpResponse.resource:type_name -> ledgerd.v1.Resource
+	16, // 6: ledgerd.v1.CreateResponse.resource:type_name -> ledgerd.v1.Resource
+	17, // 7: ledgerd.v1.UpdateCapacityRequest.from:type_name -> google.protobuf.Timestamp
+	17, // 8: ledgerd.v1.UpdateCapacityRequest.to:type_name -> google.protobuf.Timestamp
+	16, // 9: ledgerd.v1.UpdateCapacityResponse.resource:type_name -> ledgerd.v1.Resource
+	18, // 10: ledgerd.v1.SetPolicyRequest.policy:type_name -> ledgerd.v1.Policy
+	16, // 11: ledgerd.v1.SetPolicyResponse.resource:type_name -> ledgerd.v1.Resource
+	16, // 12: ledgerd.v1.ResourceServiceListResponse.resources:type_name -> ledgerd.v1.Resource
+	0,  // 13: ledgerd.v1.ResourceService.Create:input_type -> ledgerd.v1.CreateRequest
+	8,  // 14: ledgerd.v1.ResourceService.UpdateCapacity:input_type -> ledgerd.v1.UpdateCapacityRequest
+	10, // 15: ledgerd.v1.ResourceService.Delete:input_type -> ledgerd.v1.DeleteRequest
+	12, // 16: ledgerd.v1.ResourceService.SetPolicy:input_type -> ledgerd.v1.SetPolicyRequest
+	1,  // 17: ledgerd.v1.ResourceService.UnitDown:input_type -> ledgerd.v1.UnitDownRequest
+	5,  // 18: ledgerd.v1.ResourceService.UnitUp:input_type -> ledgerd.v1.UnitUpRequest
+	3,  // 19: ledgerd.v1.ResourceService.ChangeUnits:input_type -> ledgerd.v1.ChangeUnitsRequest
+	14, // 20: ledgerd.v1.ResourceService.List:input_type -> ledgerd.v1.ResourceServiceListRequest
+	7,  // 21: ledgerd.v1.ResourceService.Create:output_type -> ledgerd.v1.CreateResponse
+	9,  // 22: ledgerd.v1.ResourceService.UpdateCapacity:output_type -> ledgerd.v1.UpdateCapacityResponse
+	11, // 23: ledgerd.v1.ResourceService.Delete:output_type -> ledgerd.v1.DeleteResponse
+	13, // 24: ledgerd.v1.ResourceService.SetPolicy:output_type -> ledgerd.v1.SetPolicyResponse
+	2,  // 25: ledgerd.v1.ResourceService.UnitDown:output_type -> ledgerd.v1.UnitDownResponse
+	6,  // 26: ledgerd.v1.ResourceService.UnitUp:output_type -> ledgerd.v1.UnitUpResponse
+	4,  // 27: ledgerd.v1.ResourceService.ChangeUnits:output_type -> ledgerd.v1.ChangeUnitsResponse
+	15, // 28: ledgerd.v1.ResourceService.List:output_type -> ledgerd.v1.ResourceServiceListResponse
+	21, // [21:29] is the sub-list for method output_type
+	13, // [13:21] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_v1_resource_proto_init() }
@@ -982,7 +1116,7 @@ func file_ledgerd_v1_resource_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_v1_resource_proto_rawDesc), len(file_ledgerd_v1_resource_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

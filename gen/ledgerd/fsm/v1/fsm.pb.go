@@ -201,6 +201,10 @@ const (
 	// (payload: set_materialization). Written by the bridge on the leader.
 	// Version 4.
 	Command_TYPE_SET_MATERIALIZATION Command_Type = 30
+	// Add units to and remove units from a resource with units (payload:
+	// change_units). Bookings on a removed unit move to spare units.
+	// Version 4.
+	Command_TYPE_CHANGE_UNITS Command_Type = 31
 	// Take one unit of a resource with units out of service over a window
 	// (payload: unit_down). Version 4.
 	Command_TYPE_UNIT_DOWN Command_Type = 15
@@ -241,6 +245,7 @@ var (
 		26: "TYPE_APPROVE",
 		27: "TYPE_DENY",
 		30: "TYPE_SET_MATERIALIZATION",
+		31: "TYPE_CHANGE_UNITS",
 		15: "TYPE_UNIT_DOWN",
 		16: "TYPE_UNIT_UP",
 		20: "TYPE_CREATE_SERIES",
@@ -267,6 +272,7 @@ var (
 		"TYPE_APPROVE":             26,
 		"TYPE_DENY":                27,
 		"TYPE_SET_MATERIALIZATION": 30,
+		"TYPE_CHANGE_UNITS":        31,
 		"TYPE_UNIT_DOWN":           15,
 		"TYPE_UNIT_UP":             16,
 		"TYPE_CREATE_SERIES":       20,
@@ -391,7 +397,7 @@ func (x Reservation_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reservation_State.Descriptor instead.
 func (Reservation_State) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{32, 0}
 }
 
 // What kind of row this is.
@@ -440,7 +446,7 @@ func (x Reservation_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reservation_Kind.Descriptor instead.
 func (Reservation_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31, 1}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{32, 1}
 }
 
 // Outcome class.
@@ -513,7 +519,7 @@ func (x Result_Status) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Result_Status.Descriptor instead.
 func (Result_Status) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{35, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{36, 0}
 }
 
 // What kind of conflict.
@@ -583,7 +589,7 @@ func (x Conflict_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Conflict_Kind.Descriptor instead.
 func (Conflict_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{40, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{41, 0}
 }
 
 // What changed.
@@ -644,6 +650,8 @@ const (
 	Event_TYPE_LIMITS_CHANGED Event_Type = 33
 	// A reservation's materialization record changed (reservation = after).
 	Event_TYPE_MATERIALIZATION_CHANGED Event_Type = 35
+	// A resource's unit set changed (resource = after).
+	Event_TYPE_UNITS_CHANGED Event_Type = 36
 	// A booking that had not started was moved to other units to make
 	// room (reservation = after; its parts, or its pending modification's,
 	// name the new units).
@@ -682,6 +690,7 @@ var (
 		32: "TYPE_DENIED",
 		33: "TYPE_LIMITS_CHANGED",
 		35: "TYPE_MATERIALIZATION_CHANGED",
+		36: "TYPE_UNITS_CHANGED",
 		20: "TYPE_UNITS_REMAPPED",
 		21: "TYPE_UNIT_DOWN",
 		22: "TYPE_UNIT_UP",
@@ -712,6 +721,7 @@ var (
 		"TYPE_DENIED":                  32,
 		"TYPE_LIMITS_CHANGED":          33,
 		"TYPE_MATERIALIZATION_CHANGED": 35,
+		"TYPE_UNITS_CHANGED":           36,
 		"TYPE_UNITS_REMAPPED":          20,
 		"TYPE_UNIT_DOWN":               21,
 		"TYPE_UNIT_UP":                 22,
@@ -742,7 +752,7 @@ func (x Event_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Event_Type.Descriptor instead.
 func (Event_Type) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{41, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{42, 0}
 }
 
 // The materialization states.
@@ -805,7 +815,7 @@ func (x Materialization_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Materialization_State.Descriptor instead.
 func (Materialization_State) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{50, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{51, 0}
 }
 
 // Command is one log entry: a typed, versioned envelope around one payload.
@@ -863,6 +873,7 @@ type Command struct {
 	//	*Command_SetLimits
 	//	*Command_Decision
 	//	*Command_SetMaterialization
+	//	*Command_ChangeUnits
 	Payload       isCommand_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1125,6 +1136,15 @@ func (x *Command) GetSetMaterialization() *SetMaterialization {
 	return nil
 }
 
+func (x *Command) GetChangeUnits() *ChangeUnits {
+	if x != nil {
+		if x, ok := x.Payload.(*Command_ChangeUnits); ok {
+			return x.ChangeUnits
+		}
+	}
+	return nil
+}
+
 type isCommand_Payload interface {
 	isCommand_Payload()
 }
@@ -1224,6 +1244,11 @@ type Command_SetMaterialization struct {
 	SetMaterialization *SetMaterialization `protobuf:"bytes,50,opt,name=set_materialization,json=setMaterialization,proto3,oneof"`
 }
 
+type Command_ChangeUnits struct {
+	// For TYPE_CHANGE_UNITS.
+	ChangeUnits *ChangeUnits `protobuf:"bytes,51,opt,name=change_units,json=changeUnits,proto3,oneof"`
+}
+
 func (*Command_CreateResource) isCommand_Payload() {}
 
 func (*Command_UpdateResource) isCommand_Payload() {}
@@ -1261,6 +1286,8 @@ func (*Command_SetLimits) isCommand_Payload() {}
 func (*Command_Decision) isCommand_Payload() {}
 
 func (*Command_SetMaterialization) isCommand_Payload() {}
+
+func (*Command_ChangeUnits) isCommand_Payload() {}
 
 // LimitSpec is what one tenant may book on one resource, and when a
 // request of it must wait for an operator. Every field is optional: zero
@@ -2933,6 +2960,78 @@ func (x *UnitDown) GetId() string {
 	return ""
 }
 
+// ChangeUnits changes the unit set of a resource with units: the units in
+// add join it (after the existing ones, in the order given), those in
+// remove leave it, and the capacity becomes the new number of units. A
+// removed unit's down windows end. Bookings on a removed unit that have
+// not started move to units free over their whole window (each move an
+// Event.TYPE_UNITS_REMAPPED); the entry is refused (Conflict.KIND_CAPACITY
+// listing the reservations) when one has started, when no spare unit is
+// free for it, or under UNIT_POLICY_REFUSE. Adding units only adds
+// capacity: nothing moves.
+type ChangeUnits struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The resource (must have units).
+	Resource string `protobuf:"bytes,1,opt,name=resource,proto3" json:"resource,omitempty"`
+	// Units to add: names not yet on the resource.
+	Add []string `protobuf:"bytes,2,rep,name=add,proto3" json:"add,omitempty"`
+	// Units to remove: names on the resource. At least one unit must stay.
+	Remove        []string `protobuf:"bytes,3,rep,name=remove,proto3" json:"remove,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangeUnits) Reset() {
+	*x = ChangeUnits{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangeUnits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangeUnits) ProtoMessage() {}
+
+func (x *ChangeUnits) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangeUnits.ProtoReflect.Descriptor instead.
+func (*ChangeUnits) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ChangeUnits) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *ChangeUnits) GetAdd() []string {
+	if x != nil {
+		return x.Add
+	}
+	return nil
+}
+
+func (x *ChangeUnits) GetRemove() []string {
+	if x != nil {
+		return x.Remove
+	}
+	return nil
+}
+
 // UnitUp ends a down window of a unit at once.
 type UnitUp struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2946,7 +3045,7 @@ type UnitUp struct {
 
 func (x *UnitUp) Reset() {
 	*x = UnitUp{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2958,7 +3057,7 @@ func (x *UnitUp) String() string {
 func (*UnitUp) ProtoMessage() {}
 
 func (x *UnitUp) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2971,7 +3070,7 @@ func (x *UnitUp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnitUp.ProtoReflect.Descriptor instead.
 func (*UnitUp) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{22}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *UnitUp) GetResource() string {
@@ -3008,7 +3107,7 @@ type UpdateResource struct {
 
 func (x *UpdateResource) Reset() {
 	*x = UpdateResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3020,7 +3119,7 @@ func (x *UpdateResource) String() string {
 func (*UpdateResource) ProtoMessage() {}
 
 func (x *UpdateResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3033,7 +3132,7 @@ func (x *UpdateResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateResource.ProtoReflect.Descriptor instead.
 func (*UpdateResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{23}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *UpdateResource) GetName() string {
@@ -3080,7 +3179,7 @@ type DeleteResource struct {
 
 func (x *DeleteResource) Reset() {
 	*x = DeleteResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3092,7 +3191,7 @@ func (x *DeleteResource) String() string {
 func (*DeleteResource) ProtoMessage() {}
 
 func (x *DeleteResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3105,7 +3204,7 @@ func (x *DeleteResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResource.ProtoReflect.Descriptor instead.
 func (*DeleteResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{24}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeleteResource) GetName() string {
@@ -3138,7 +3237,7 @@ type Part struct {
 
 func (x *Part) Reset() {
 	*x = Part{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3150,7 +3249,7 @@ func (x *Part) String() string {
 func (*Part) ProtoMessage() {}
 
 func (x *Part) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3163,7 +3262,7 @@ func (x *Part) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Part.ProtoReflect.Descriptor instead.
 func (*Part) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Part) GetResource() string {
@@ -3217,7 +3316,7 @@ type ReservationRequest struct {
 
 func (x *ReservationRequest) Reset() {
 	*x = ReservationRequest{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3229,7 +3328,7 @@ func (x *ReservationRequest) String() string {
 func (*ReservationRequest) ProtoMessage() {}
 
 func (x *ReservationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3242,7 +3341,7 @@ func (x *ReservationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationRequest.ProtoReflect.Descriptor instead.
 func (*ReservationRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{26}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ReservationRequest) GetId() string {
@@ -3312,7 +3411,7 @@ type Target struct {
 
 func (x *Target) Reset() {
 	*x = Target{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3324,7 +3423,7 @@ func (x *Target) String() string {
 func (*Target) ProtoMessage() {}
 
 func (x *Target) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3337,7 +3436,7 @@ func (x *Target) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Target.ProtoReflect.Descriptor instead.
 func (*Target) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Target) GetId() string {
@@ -3381,7 +3480,7 @@ type Modify struct {
 
 func (x *Modify) Reset() {
 	*x = Modify{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3393,7 +3492,7 @@ func (x *Modify) String() string {
 func (*Modify) ProtoMessage() {}
 
 func (x *Modify) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3406,7 +3505,7 @@ func (x *Modify) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modify.ProtoReflect.Descriptor instead.
 func (*Modify) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{28}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Modify) GetId() string {
@@ -3483,7 +3582,7 @@ type Complete struct {
 
 func (x *Complete) Reset() {
 	*x = Complete{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3495,7 +3594,7 @@ func (x *Complete) String() string {
 func (*Complete) ProtoMessage() {}
 
 func (x *Complete) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3508,7 +3607,7 @@ func (x *Complete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Complete.ProtoReflect.Descriptor instead.
 func (*Complete) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{29}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Complete) GetId() string {
@@ -3534,7 +3633,7 @@ type Expire struct {
 
 func (x *Expire) Reset() {
 	*x = Expire{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3546,7 +3645,7 @@ func (x *Expire) String() string {
 func (*Expire) ProtoMessage() {}
 
 func (x *Expire) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3559,7 +3658,7 @@ func (x *Expire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expire.ProtoReflect.Descriptor instead.
 func (*Expire) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{30}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31}
 }
 
 // Reservation is one row of the reservation table.
@@ -3625,7 +3724,7 @@ type Reservation struct {
 
 func (x *Reservation) Reset() {
 	*x = Reservation{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3637,7 +3736,7 @@ func (x *Reservation) String() string {
 func (*Reservation) ProtoMessage() {}
 
 func (x *Reservation) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3650,7 +3749,7 @@ func (x *Reservation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reservation.ProtoReflect.Descriptor instead.
 func (*Reservation) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Reservation) GetId() string {
@@ -3840,7 +3939,7 @@ type Modification struct {
 
 func (x *Modification) Reset() {
 	*x = Modification{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3852,7 +3951,7 @@ func (x *Modification) String() string {
 func (*Modification) ProtoMessage() {}
 
 func (x *Modification) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3865,7 +3964,7 @@ func (x *Modification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modification.ProtoReflect.Descriptor instead.
 func (*Modification) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{32}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Modification) GetParts() []*Part {
@@ -3918,7 +4017,7 @@ type CapacityWindow struct {
 
 func (x *CapacityWindow) Reset() {
 	*x = CapacityWindow{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3930,7 +4029,7 @@ func (x *CapacityWindow) String() string {
 func (*CapacityWindow) ProtoMessage() {}
 
 func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3943,7 +4042,7 @@ func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapacityWindow.ProtoReflect.Descriptor instead.
 func (*CapacityWindow) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{33}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CapacityWindow) GetFromMillis() int64 {
@@ -4000,7 +4099,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4012,7 +4111,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4025,7 +4124,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{34}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Resource) GetName() string {
@@ -4156,7 +4255,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4168,7 +4267,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4181,7 +4280,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{35}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Result) GetStatus() Result_Status {
@@ -4387,7 +4486,7 @@ type LimitExceeded struct {
 
 func (x *LimitExceeded) Reset() {
 	*x = LimitExceeded{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4399,7 +4498,7 @@ func (x *LimitExceeded) String() string {
 func (*LimitExceeded) ProtoMessage() {}
 
 func (x *LimitExceeded) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4412,7 +4511,7 @@ func (x *LimitExceeded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitExceeded.ProtoReflect.Descriptor instead.
 func (*LimitExceeded) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{36}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *LimitExceeded) GetTenant() string {
@@ -4500,7 +4599,7 @@ type Move struct {
 
 func (x *Move) Reset() {
 	*x = Move{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4512,7 +4611,7 @@ func (x *Move) String() string {
 func (*Move) ProtoMessage() {}
 
 func (x *Move) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4525,7 +4624,7 @@ func (x *Move) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Move.ProtoReflect.Descriptor instead.
 func (*Move) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{37}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Move) GetId() string {
@@ -4566,7 +4665,7 @@ type Rejected struct {
 
 func (x *Rejected) Reset() {
 	*x = Rejected{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[38]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4578,7 +4677,7 @@ func (x *Rejected) String() string {
 func (*Rejected) ProtoMessage() {}
 
 func (x *Rejected) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[38]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4591,7 +4690,7 @@ func (x *Rejected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejected.ProtoReflect.Descriptor instead.
 func (*Rejected) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{38}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Rejected) GetLaterOk() bool {
@@ -4628,7 +4727,7 @@ type Invalid struct {
 
 func (x *Invalid) Reset() {
 	*x = Invalid{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[39]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4640,7 +4739,7 @@ func (x *Invalid) String() string {
 func (*Invalid) ProtoMessage() {}
 
 func (x *Invalid) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[39]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4653,7 +4752,7 @@ func (x *Invalid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invalid.ProtoReflect.Descriptor instead.
 func (*Invalid) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{39}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Invalid) GetField() string {
@@ -4685,7 +4784,7 @@ type Conflict struct {
 
 func (x *Conflict) Reset() {
 	*x = Conflict{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[40]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4697,7 +4796,7 @@ func (x *Conflict) String() string {
 func (*Conflict) ProtoMessage() {}
 
 func (x *Conflict) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[40]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4710,7 +4809,7 @@ func (x *Conflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conflict.ProtoReflect.Descriptor instead.
 func (*Conflict) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{40}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Conflict) GetKind() Conflict_Kind {
@@ -4757,7 +4856,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[41]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4769,7 +4868,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[41]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4782,7 +4881,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{41}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Event) GetVersion() uint64 {
@@ -4851,7 +4950,7 @@ type IdempotencyRecord struct {
 
 func (x *IdempotencyRecord) Reset() {
 	*x = IdempotencyRecord{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[42]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4863,7 +4962,7 @@ func (x *IdempotencyRecord) String() string {
 func (*IdempotencyRecord) ProtoMessage() {}
 
 func (x *IdempotencyRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[42]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4876,7 +4975,7 @@ func (x *IdempotencyRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IdempotencyRecord.ProtoReflect.Descriptor instead.
 func (*IdempotencyRecord) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{42}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *IdempotencyRecord) GetOwner() string {
@@ -4943,7 +5042,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[43]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4955,7 +5054,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[43]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4968,7 +5067,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{43}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Snapshot) GetAppliedIndex() uint64 {
@@ -5073,7 +5172,7 @@ type SchedulerItem struct {
 
 func (x *SchedulerItem) Reset() {
 	*x = SchedulerItem{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[44]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5085,7 +5184,7 @@ func (x *SchedulerItem) String() string {
 func (*SchedulerItem) ProtoMessage() {}
 
 func (x *SchedulerItem) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[44]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5098,7 +5197,7 @@ func (x *SchedulerItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerItem.ProtoReflect.Descriptor instead.
 func (*SchedulerItem) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{44}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SchedulerItem) GetId() string {
@@ -5196,7 +5295,7 @@ type ReleaseModel struct {
 
 func (x *ReleaseModel) Reset() {
 	*x = ReleaseModel{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[45]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5208,7 +5307,7 @@ func (x *ReleaseModel) String() string {
 func (*ReleaseModel) ProtoMessage() {}
 
 func (x *ReleaseModel) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[45]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5221,7 +5320,7 @@ func (x *ReleaseModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseModel.ProtoReflect.Descriptor instead.
 func (*ReleaseModel) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{45}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ReleaseModel) GetPriorWeight() int64 {
@@ -5265,7 +5364,7 @@ type RatioCount struct {
 
 func (x *RatioCount) Reset() {
 	*x = RatioCount{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[46]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5277,7 +5376,7 @@ func (x *RatioCount) String() string {
 func (*RatioCount) ProtoMessage() {}
 
 func (x *RatioCount) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[46]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5290,7 +5389,7 @@ func (x *RatioCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RatioCount.ProtoReflect.Descriptor instead.
 func (*RatioCount) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{46}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RatioCount) GetPermille() uint32 {
@@ -5320,7 +5419,7 @@ type OwnerRatios struct {
 
 func (x *OwnerRatios) Reset() {
 	*x = OwnerRatios{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[47]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5332,7 +5431,7 @@ func (x *OwnerRatios) String() string {
 func (*OwnerRatios) ProtoMessage() {}
 
 func (x *OwnerRatios) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[47]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5345,7 +5444,7 @@ func (x *OwnerRatios) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OwnerRatios.ProtoReflect.Descriptor instead.
 func (*OwnerRatios) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{47}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *OwnerRatios) GetOwner() string {
@@ -5376,7 +5475,7 @@ type SetMaterialization struct {
 
 func (x *SetMaterialization) Reset() {
 	*x = SetMaterialization{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[48]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5388,7 +5487,7 @@ func (x *SetMaterialization) String() string {
 func (*SetMaterialization) ProtoMessage() {}
 
 func (x *SetMaterialization) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[48]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5401,7 +5500,7 @@ func (x *SetMaterialization) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetMaterialization.ProtoReflect.Descriptor instead.
 func (*SetMaterialization) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{48}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *SetMaterialization) GetUpdates() []*MaterializationUpdate {
@@ -5424,7 +5523,7 @@ type MaterializationUpdate struct {
 
 func (x *MaterializationUpdate) Reset() {
 	*x = MaterializationUpdate{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[49]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5436,7 +5535,7 @@ func (x *MaterializationUpdate) String() string {
 func (*MaterializationUpdate) ProtoMessage() {}
 
 func (x *MaterializationUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[49]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5449,7 +5548,7 @@ func (x *MaterializationUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MaterializationUpdate.ProtoReflect.Descriptor instead.
 func (*MaterializationUpdate) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{49}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *MaterializationUpdate) GetId() string {
@@ -5494,7 +5593,7 @@ type Materialization struct {
 
 func (x *Materialization) Reset() {
 	*x = Materialization{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[50]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5506,7 +5605,7 @@ func (x *Materialization) String() string {
 func (*Materialization) ProtoMessage() {}
 
 func (x *Materialization) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[50]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5519,7 +5618,7 @@ func (x *Materialization) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Materialization.ProtoReflect.Descriptor instead.
 func (*Materialization) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{50}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Materialization) GetState() Materialization_State {
@@ -5582,7 +5681,7 @@ var File_ledgerd_fsm_v1_fsm_proto protoreflect.FileDescriptor
 
 const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\n" +
-	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\x9b\x0f\n" +
+	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xf4\x0f\n" +
 	"\aCommand\x120\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1c.ledgerd.fsm.v1.Command.TypeR\x04type\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\rR\aversion\x12\x1d\n" +
@@ -5617,7 +5716,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\n" +
 	"set_limits\x18( \x01(\v2\x19.ledgerd.fsm.v1.SetLimitsH\x00R\tsetLimits\x126\n" +
 	"\bdecision\x18) \x01(\v2\x18.ledgerd.fsm.v1.DecisionH\x00R\bdecision\x12U\n" +
-	"\x13set_materialization\x182 \x01(\v2\".ledgerd.fsm.v1.SetMaterializationH\x00R\x12setMaterialization\"\xef\x03\n" +
+	"\x13set_materialization\x182 \x01(\v2\".ledgerd.fsm.v1.SetMaterializationH\x00R\x12setMaterialization\x12@\n" +
+	"\fchange_units\x183 \x01(\v2\x1b.ledgerd.fsm.v1.ChangeUnitsH\x00R\vchangeUnits\"\x86\x04\n" +
 	"\x04Type\x12\x10\n" +
 	"\fTYPE_UNKNOWN\x10\x00\x12\x18\n" +
 	"\x14TYPE_CREATE_RESOURCE\x10\x01\x12\x18\n" +
@@ -5639,7 +5739,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x0fTYPE_SET_LIMITS\x10\x19\x12\x10\n" +
 	"\fTYPE_APPROVE\x10\x1a\x12\r\n" +
 	"\tTYPE_DENY\x10\x1b\x12\x1c\n" +
-	"\x18TYPE_SET_MATERIALIZATION\x10\x1e\x12\x12\n" +
+	"\x18TYPE_SET_MATERIALIZATION\x10\x1e\x12\x15\n" +
+	"\x11TYPE_CHANGE_UNITS\x10\x1f\x12\x12\n" +
 	"\x0eTYPE_UNIT_DOWN\x10\x0f\x12\x10\n" +
 	"\fTYPE_UNIT_UP\x10\x10\x12\x16\n" +
 	"\x12TYPE_CREATE_SERIES\x10\x14\x12\x16\n" +
@@ -5789,7 +5890,11 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\vfrom_millis\x18\x03 \x01(\x03R\n" +
 	"fromMillis\x12\x1b\n" +
 	"\tto_millis\x18\x04 \x01(\x03R\btoMillis\x12\x0e\n" +
-	"\x02id\x18\x05 \x01(\tR\x02id\"4\n" +
+	"\x02id\x18\x05 \x01(\tR\x02id\"S\n" +
+	"\vChangeUnits\x12\x1a\n" +
+	"\bresource\x18\x01 \x01(\tR\bresource\x12\x10\n" +
+	"\x03add\x18\x02 \x03(\tR\x03add\x12\x16\n" +
+	"\x06remove\x18\x03 \x03(\tR\x06remove\"4\n" +
 	"\x06UnitUp\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\"\xa6\x01\n" +
@@ -5987,7 +6092,7 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\vKIND_IN_USE\x10\x03\x12\x11\n" +
 	"\rKIND_CAPACITY\x10\x04\x12\x18\n" +
 	"\x14KIND_RESOURCE_EXISTS\x10\x05\x12\x1d\n" +
-	"\x19KIND_APPROVAL_UNSUPPORTED\x10\x1e\"\xa1\a\n" +
+	"\x19KIND_APPROVAL_UNSUPPORTED\x10\x1e\"\xb9\a\n" +
 	"\x05Event\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x04R\aversion\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\rR\x03seq\x12.\n" +
@@ -5995,7 +6100,7 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\tat_millis\x18\x04 \x01(\x03R\batMillis\x12=\n" +
 	"\vreservation\x18\x05 \x01(\v2\x1b.ledgerd.fsm.v1.ReservationR\vreservation\x124\n" +
 	"\bresource\x18\x06 \x01(\v2\x18.ledgerd.fsm.v1.ResourceR\bresource\x121\n" +
-	"\x05limit\x18< \x01(\v2\x1b.ledgerd.fsm.v1.TenantLimitR\x05limit\"\xf6\x04\n" +
+	"\x05limit\x18< \x01(\v2\x1b.ledgerd.fsm.v1.TenantLimitR\x05limit\"\x8e\x05\n" +
 	"\x04Type\x12\x10\n" +
 	"\fTYPE_UNKNOWN\x10\x00\x12\r\n" +
 	"\tTYPE_HELD\x10\x01\x12\x12\n" +
@@ -6022,7 +6127,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\rTYPE_APPROVED\x10\x1f\x12\x0f\n" +
 	"\vTYPE_DENIED\x10 \x12\x17\n" +
 	"\x13TYPE_LIMITS_CHANGED\x10!\x12 \n" +
-	"\x1cTYPE_MATERIALIZATION_CHANGED\x10#\x12\x17\n" +
+	"\x1cTYPE_MATERIALIZATION_CHANGED\x10#\x12\x16\n" +
+	"\x12TYPE_UNITS_CHANGED\x10$\x12\x17\n" +
 	"\x13TYPE_UNITS_REMAPPED\x10\x14\x12\x12\n" +
 	"\x0eTYPE_UNIT_DOWN\x10\x15\x12\x10\n" +
 	"\fTYPE_UNIT_UP\x10\x16\"\x88\x01\n" +
@@ -6116,7 +6222,7 @@ func file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP() []byte {
 }
 
 var file_ledgerd_fsm_v1_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
+var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_ledgerd_fsm_v1_fsm_proto_goTypes = []any{
 	(AdmissionPolicy)(0),          // 0: ledgerd.fsm.v1.AdmissionPolicy
 	(UnitPolicy)(0),               // 1: ledgerd.fsm.v1.UnitPolicy
@@ -6149,142 +6255,144 @@ var file_ledgerd_fsm_v1_fsm_proto_goTypes = []any{
 	(*CoPlacement)(nil),           // 28: ledgerd.fsm.v1.CoPlacement
 	(*CreateResource)(nil),        // 29: ledgerd.fsm.v1.CreateResource
 	(*UnitDown)(nil),              // 30: ledgerd.fsm.v1.UnitDown
-	(*UnitUp)(nil),                // 31: ledgerd.fsm.v1.UnitUp
-	(*UpdateResource)(nil),        // 32: ledgerd.fsm.v1.UpdateResource
-	(*DeleteResource)(nil),        // 33: ledgerd.fsm.v1.DeleteResource
-	(*Part)(nil),                  // 34: ledgerd.fsm.v1.Part
-	(*ReservationRequest)(nil),    // 35: ledgerd.fsm.v1.ReservationRequest
-	(*Target)(nil),                // 36: ledgerd.fsm.v1.Target
-	(*Modify)(nil),                // 37: ledgerd.fsm.v1.Modify
-	(*Complete)(nil),              // 38: ledgerd.fsm.v1.Complete
-	(*Expire)(nil),                // 39: ledgerd.fsm.v1.Expire
-	(*Reservation)(nil),           // 40: ledgerd.fsm.v1.Reservation
-	(*Modification)(nil),          // 41: ledgerd.fsm.v1.Modification
-	(*CapacityWindow)(nil),        // 42: ledgerd.fsm.v1.CapacityWindow
-	(*Resource)(nil),              // 43: ledgerd.fsm.v1.Resource
-	(*Result)(nil),                // 44: ledgerd.fsm.v1.Result
-	(*LimitExceeded)(nil),         // 45: ledgerd.fsm.v1.LimitExceeded
-	(*Move)(nil),                  // 46: ledgerd.fsm.v1.Move
-	(*Rejected)(nil),              // 47: ledgerd.fsm.v1.Rejected
-	(*Invalid)(nil),               // 48: ledgerd.fsm.v1.Invalid
-	(*Conflict)(nil),              // 49: ledgerd.fsm.v1.Conflict
-	(*Event)(nil),                 // 50: ledgerd.fsm.v1.Event
-	(*IdempotencyRecord)(nil),     // 51: ledgerd.fsm.v1.IdempotencyRecord
-	(*Snapshot)(nil),              // 52: ledgerd.fsm.v1.Snapshot
-	(*SchedulerItem)(nil),         // 53: ledgerd.fsm.v1.SchedulerItem
-	(*ReleaseModel)(nil),          // 54: ledgerd.fsm.v1.ReleaseModel
-	(*RatioCount)(nil),            // 55: ledgerd.fsm.v1.RatioCount
-	(*OwnerRatios)(nil),           // 56: ledgerd.fsm.v1.OwnerRatios
-	(*SetMaterialization)(nil),    // 57: ledgerd.fsm.v1.SetMaterialization
-	(*MaterializationUpdate)(nil), // 58: ledgerd.fsm.v1.MaterializationUpdate
-	(*Materialization)(nil),       // 59: ledgerd.fsm.v1.Materialization
-	nil,                           // 60: ledgerd.fsm.v1.CreateSeries.LabelsEntry
-	nil,                           // 61: ledgerd.fsm.v1.Series.LabelsEntry
-	nil,                           // 62: ledgerd.fsm.v1.SubmitJob.LabelsEntry
-	nil,                           // 63: ledgerd.fsm.v1.CoReserve.LabelsEntry
-	nil,                           // 64: ledgerd.fsm.v1.CreateResource.LabelsEntry
-	nil,                           // 65: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	nil,                           // 66: ledgerd.fsm.v1.Reservation.LabelsEntry
-	nil,                           // 67: ledgerd.fsm.v1.Resource.LabelsEntry
+	(*ChangeUnits)(nil),           // 31: ledgerd.fsm.v1.ChangeUnits
+	(*UnitUp)(nil),                // 32: ledgerd.fsm.v1.UnitUp
+	(*UpdateResource)(nil),        // 33: ledgerd.fsm.v1.UpdateResource
+	(*DeleteResource)(nil),        // 34: ledgerd.fsm.v1.DeleteResource
+	(*Part)(nil),                  // 35: ledgerd.fsm.v1.Part
+	(*ReservationRequest)(nil),    // 36: ledgerd.fsm.v1.ReservationRequest
+	(*Target)(nil),                // 37: ledgerd.fsm.v1.Target
+	(*Modify)(nil),                // 38: ledgerd.fsm.v1.Modify
+	(*Complete)(nil),              // 39: ledgerd.fsm.v1.Complete
+	(*Expire)(nil),                // 40: ledgerd.fsm.v1.Expire
+	(*Reservation)(nil),           // 41: ledgerd.fsm.v1.Reservation
+	(*Modification)(nil),          // 42: ledgerd.fsm.v1.Modification
+	(*CapacityWindow)(nil),        // 43: ledgerd.fsm.v1.CapacityWindow
+	(*Resource)(nil),              // 44: ledgerd.fsm.v1.Resource
+	(*Result)(nil),                // 45: ledgerd.fsm.v1.Result
+	(*LimitExceeded)(nil),         // 46: ledgerd.fsm.v1.LimitExceeded
+	(*Move)(nil),                  // 47: ledgerd.fsm.v1.Move
+	(*Rejected)(nil),              // 48: ledgerd.fsm.v1.Rejected
+	(*Invalid)(nil),               // 49: ledgerd.fsm.v1.Invalid
+	(*Conflict)(nil),              // 50: ledgerd.fsm.v1.Conflict
+	(*Event)(nil),                 // 51: ledgerd.fsm.v1.Event
+	(*IdempotencyRecord)(nil),     // 52: ledgerd.fsm.v1.IdempotencyRecord
+	(*Snapshot)(nil),              // 53: ledgerd.fsm.v1.Snapshot
+	(*SchedulerItem)(nil),         // 54: ledgerd.fsm.v1.SchedulerItem
+	(*ReleaseModel)(nil),          // 55: ledgerd.fsm.v1.ReleaseModel
+	(*RatioCount)(nil),            // 56: ledgerd.fsm.v1.RatioCount
+	(*OwnerRatios)(nil),           // 57: ledgerd.fsm.v1.OwnerRatios
+	(*SetMaterialization)(nil),    // 58: ledgerd.fsm.v1.SetMaterialization
+	(*MaterializationUpdate)(nil), // 59: ledgerd.fsm.v1.MaterializationUpdate
+	(*Materialization)(nil),       // 60: ledgerd.fsm.v1.Materialization
+	nil,                           // 61: ledgerd.fsm.v1.CreateSeries.LabelsEntry
+	nil,                           // 62: ledgerd.fsm.v1.Series.LabelsEntry
+	nil,                           // 63: ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	nil,                           // 64: ledgerd.fsm.v1.CoReserve.LabelsEntry
+	nil,                           // 65: ledgerd.fsm.v1.CreateResource.LabelsEntry
+	nil,                           // 66: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	nil,                           // 67: ledgerd.fsm.v1.Reservation.LabelsEntry
+	nil,                           // 68: ledgerd.fsm.v1.Resource.LabelsEntry
 }
 var file_ledgerd_fsm_v1_fsm_proto_depIdxs = []int32{
 	2,  // 0: ledgerd.fsm.v1.Command.type:type_name -> ledgerd.fsm.v1.Command.Type
 	29, // 1: ledgerd.fsm.v1.Command.create_resource:type_name -> ledgerd.fsm.v1.CreateResource
-	32, // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
-	33, // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
-	35, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
-	36, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
-	37, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
-	39, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
-	38, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
+	33, // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
+	34, // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
+	36, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
+	37, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
+	38, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
+	40, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
+	39, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
 	23, // 9: ledgerd.fsm.v1.Command.set_policy:type_name -> ledgerd.fsm.v1.SetPolicy
 	24, // 10: ledgerd.fsm.v1.Command.submit_job:type_name -> ledgerd.fsm.v1.SubmitJob
 	25, // 11: ledgerd.fsm.v1.Command.co_reserve:type_name -> ledgerd.fsm.v1.CoReserve
 	30, // 12: ledgerd.fsm.v1.Command.unit_down:type_name -> ledgerd.fsm.v1.UnitDown
-	31, // 13: ledgerd.fsm.v1.Command.unit_up:type_name -> ledgerd.fsm.v1.UnitUp
+	32, // 13: ledgerd.fsm.v1.Command.unit_up:type_name -> ledgerd.fsm.v1.UnitUp
 	14, // 14: ledgerd.fsm.v1.Command.create_series:type_name -> ledgerd.fsm.v1.CreateSeries
 	17, // 15: ledgerd.fsm.v1.Command.expand_series:type_name -> ledgerd.fsm.v1.ExpandSeries
 	18, // 16: ledgerd.fsm.v1.Command.cancel_series:type_name -> ledgerd.fsm.v1.CancelSeries
 	11, // 17: ledgerd.fsm.v1.Command.set_limits:type_name -> ledgerd.fsm.v1.SetLimits
 	13, // 18: ledgerd.fsm.v1.Command.decision:type_name -> ledgerd.fsm.v1.Decision
-	57, // 19: ledgerd.fsm.v1.Command.set_materialization:type_name -> ledgerd.fsm.v1.SetMaterialization
-	10, // 20: ledgerd.fsm.v1.SetLimits.spec:type_name -> ledgerd.fsm.v1.LimitSpec
-	10, // 21: ledgerd.fsm.v1.TenantLimit.spec:type_name -> ledgerd.fsm.v1.LimitSpec
-	34, // 22: ledgerd.fsm.v1.CreateSeries.parts:type_name -> ledgerd.fsm.v1.Part
-	60, // 23: ledgerd.fsm.v1.CreateSeries.labels:type_name -> ledgerd.fsm.v1.CreateSeries.LabelsEntry
-	15, // 24: ledgerd.fsm.v1.CreateSeries.first:type_name -> ledgerd.fsm.v1.SeriesBatch
-	16, // 25: ledgerd.fsm.v1.SeriesBatch.book:type_name -> ledgerd.fsm.v1.SeriesOccurrence
-	15, // 26: ledgerd.fsm.v1.ExpandSeries.batches:type_name -> ledgerd.fsm.v1.SeriesBatch
-	14, // 27: ledgerd.fsm.v1.CancelSeries.then:type_name -> ledgerd.fsm.v1.CreateSeries
-	34, // 28: ledgerd.fsm.v1.Series.parts:type_name -> ledgerd.fsm.v1.Part
-	61, // 29: ledgerd.fsm.v1.Series.labels:type_name -> ledgerd.fsm.v1.Series.LabelsEntry
-	19, // 30: ledgerd.fsm.v1.SeriesOutcome.series:type_name -> ledgerd.fsm.v1.Series
-	21, // 31: ledgerd.fsm.v1.SeriesOutcome.skipped:type_name -> ledgerd.fsm.v1.SeriesSkip
-	5,  // 32: ledgerd.fsm.v1.SeriesSkip.status:type_name -> ledgerd.fsm.v1.Result.Status
-	0,  // 33: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
-	22, // 34: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	34, // 35: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
-	62, // 36: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
-	26, // 37: ledgerd.fsm.v1.CoReserve.subs:type_name -> ledgerd.fsm.v1.CoSub
-	63, // 38: ledgerd.fsm.v1.CoReserve.labels:type_name -> ledgerd.fsm.v1.CoReserve.LabelsEntry
-	28, // 39: ledgerd.fsm.v1.CoAdmission.placements:type_name -> ledgerd.fsm.v1.CoPlacement
-	40, // 40: ledgerd.fsm.v1.CoPlacement.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	64, // 41: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
-	22, // 42: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	1,  // 43: ledgerd.fsm.v1.CreateResource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
-	34, // 44: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
-	65, // 45: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	34, // 46: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
-	66, // 47: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
-	34, // 48: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
-	3,  // 49: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	41, // 50: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
-	4,  // 51: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	59, // 52: ledgerd.fsm.v1.Reservation.materialization:type_name -> ledgerd.fsm.v1.Materialization
-	34, // 53: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
-	67, // 54: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
-	42, // 55: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
-	22, // 56: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	1,  // 57: ledgerd.fsm.v1.Resource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
-	30, // 58: ledgerd.fsm.v1.Resource.unit_downs:type_name -> ledgerd.fsm.v1.UnitDown
-	5,  // 59: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
-	40, // 60: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	43, // 61: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
-	46, // 62: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
-	27, // 63: ledgerd.fsm.v1.Result.co_admission:type_name -> ledgerd.fsm.v1.CoAdmission
-	12, // 64: ledgerd.fsm.v1.Result.limit:type_name -> ledgerd.fsm.v1.TenantLimit
-	20, // 65: ledgerd.fsm.v1.Result.series:type_name -> ledgerd.fsm.v1.SeriesOutcome
-	47, // 66: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
-	48, // 67: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
-	49, // 68: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
-	45, // 69: ledgerd.fsm.v1.Result.limit_exceeded:type_name -> ledgerd.fsm.v1.LimitExceeded
-	6,  // 70: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
-	3,  // 71: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	7,  // 72: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
-	40, // 73: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	43, // 74: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
-	12, // 75: ledgerd.fsm.v1.Event.limit:type_name -> ledgerd.fsm.v1.TenantLimit
-	44, // 76: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
-	43, // 77: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
-	40, // 78: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
-	51, // 79: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
-	50, // 80: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
-	53, // 81: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
-	54, // 82: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
-	12, // 83: ledgerd.fsm.v1.Snapshot.limits:type_name -> ledgerd.fsm.v1.TenantLimit
-	19, // 84: ledgerd.fsm.v1.Snapshot.series:type_name -> ledgerd.fsm.v1.Series
-	4,  // 85: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	55, // 86: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
-	56, // 87: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
-	55, // 88: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
-	58, // 89: ledgerd.fsm.v1.SetMaterialization.updates:type_name -> ledgerd.fsm.v1.MaterializationUpdate
-	59, // 90: ledgerd.fsm.v1.MaterializationUpdate.materialization:type_name -> ledgerd.fsm.v1.Materialization
-	8,  // 91: ledgerd.fsm.v1.Materialization.state:type_name -> ledgerd.fsm.v1.Materialization.State
-	92, // [92:92] is the sub-list for method output_type
-	92, // [92:92] is the sub-list for method input_type
-	92, // [92:92] is the sub-list for extension type_name
-	92, // [92:92] is the sub-list for extension extendee
-	0,  // [0:92] is the sub-list for field type_name
+	58, // 19: ledgerd.fsm.v1.Command.set_materialization:type_name -> ledgerd.fsm.v1.SetMaterialization
+	31, // 20: ledgerd.fsm.v1.Command.change_units:type_name -> ledgerd.fsm.v1.ChangeUnits
+	10, // 21: ledgerd.fsm.v1.SetLimits.spec:type_name -> ledgerd.fsm.v1.LimitSpec
+	10, // 22: ledgerd.fsm.v1.TenantLimit.spec:type_name -> ledgerd.fsm.v1.LimitSpec
+	35, // 23: ledgerd.fsm.v1.CreateSeries.parts:type_name -> ledgerd.fsm.v1.Part
+	61, // 24: ledgerd.fsm.v1.CreateSeries.labels:type_name -> ledgerd.fsm.v1.CreateSeries.LabelsEntry
+	15, // 25: ledgerd.fsm.v1.CreateSeries.first:type_name -> ledgerd.fsm.v1.SeriesBatch
+	16, // 26: ledgerd.fsm.v1.SeriesBatch.book:type_name -> ledgerd.fsm.v1.SeriesOccurrence
+	15, // 27: ledgerd.fsm.v1.ExpandSeries.batches:type_name -> ledgerd.fsm.v1.SeriesBatch
+	14, // 28: ledgerd.fsm.v1.CancelSeries.then:type_name -> ledgerd.fsm.v1.CreateSeries
+	35, // 29: ledgerd.fsm.v1.Series.parts:type_name -> ledgerd.fsm.v1.Part
+	62, // 30: ledgerd.fsm.v1.Series.labels:type_name -> ledgerd.fsm.v1.Series.LabelsEntry
+	19, // 31: ledgerd.fsm.v1.SeriesOutcome.series:type_name -> ledgerd.fsm.v1.Series
+	21, // 32: ledgerd.fsm.v1.SeriesOutcome.skipped:type_name -> ledgerd.fsm.v1.SeriesSkip
+	5,  // 33: ledgerd.fsm.v1.SeriesSkip.status:type_name -> ledgerd.fsm.v1.Result.Status
+	0,  // 34: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
+	22, // 35: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	35, // 36: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
+	63, // 37: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	26, // 38: ledgerd.fsm.v1.CoReserve.subs:type_name -> ledgerd.fsm.v1.CoSub
+	64, // 39: ledgerd.fsm.v1.CoReserve.labels:type_name -> ledgerd.fsm.v1.CoReserve.LabelsEntry
+	28, // 40: ledgerd.fsm.v1.CoAdmission.placements:type_name -> ledgerd.fsm.v1.CoPlacement
+	41, // 41: ledgerd.fsm.v1.CoPlacement.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	65, // 42: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
+	22, // 43: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	1,  // 44: ledgerd.fsm.v1.CreateResource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
+	35, // 45: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
+	66, // 46: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	35, // 47: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
+	67, // 48: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
+	35, // 49: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
+	3,  // 50: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	42, // 51: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
+	4,  // 52: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	60, // 53: ledgerd.fsm.v1.Reservation.materialization:type_name -> ledgerd.fsm.v1.Materialization
+	35, // 54: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
+	68, // 55: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
+	43, // 56: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
+	22, // 57: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	1,  // 58: ledgerd.fsm.v1.Resource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
+	30, // 59: ledgerd.fsm.v1.Resource.unit_downs:type_name -> ledgerd.fsm.v1.UnitDown
+	5,  // 60: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
+	41, // 61: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	44, // 62: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
+	47, // 63: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
+	27, // 64: ledgerd.fsm.v1.Result.co_admission:type_name -> ledgerd.fsm.v1.CoAdmission
+	12, // 65: ledgerd.fsm.v1.Result.limit:type_name -> ledgerd.fsm.v1.TenantLimit
+	20, // 66: ledgerd.fsm.v1.Result.series:type_name -> ledgerd.fsm.v1.SeriesOutcome
+	48, // 67: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
+	49, // 68: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
+	50, // 69: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
+	46, // 70: ledgerd.fsm.v1.Result.limit_exceeded:type_name -> ledgerd.fsm.v1.LimitExceeded
+	6,  // 71: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
+	3,  // 72: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	7,  // 73: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
+	41, // 74: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	44, // 75: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
+	12, // 76: ledgerd.fsm.v1.Event.limit:type_name -> ledgerd.fsm.v1.TenantLimit
+	45, // 77: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
+	44, // 78: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
+	41, // 79: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
+	52, // 80: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
+	51, // 81: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
+	54, // 82: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
+	55, // 83: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
+	12, // 84: ledgerd.fsm.v1.Snapshot.limits:type_name -> ledgerd.fsm.v1.TenantLimit
+	19, // 85: ledgerd.fsm.v1.Snapshot.series:type_name -> ledgerd.fsm.v1.Series
+	4,  // 86: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	56, // 87: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
+	57, // 88: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
+	56, // 89: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
+	59, // 90: ledgerd.fsm.v1.SetMaterialization.updates:type_name -> ledgerd.fsm.v1.MaterializationUpdate
+	60, // 91: ledgerd.fsm.v1.MaterializationUpdate.materialization:type_name -> ledgerd.fsm.v1.Materialization
+	8,  // 92: ledgerd.fsm.v1.Materialization.state:type_name -> ledgerd.fsm.v1.Materialization.State
+	93, // [93:93] is the sub-list for method output_type
+	93, // [93:93] is the sub-list for method input_type
+	93, // [93:93] is the sub-list for extension type_name
+	93, // [93:93] is the sub-list for extension extendee
+	0,  // [0:93] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_fsm_v1_fsm_proto_init() }
@@ -6312,12 +6420,13 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 		(*Command_SetLimits)(nil),
 		(*Command_Decision)(nil),
 		(*Command_SetMaterialization)(nil),
+		(*Command_ChangeUnits)(nil),
 	}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[23].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[26].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[28].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[24].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[27].OneofWrappers = []any{}
 	file_ledgerd_fsm_v1_fsm_proto_msgTypes[29].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[35].OneofWrappers = []any{
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[30].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[36].OneofWrappers = []any{
 		(*Result_Rejected)(nil),
 		(*Result_Invalid)(nil),
 		(*Result_Conflict)(nil),
@@ -6329,7 +6438,7 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_fsm_v1_fsm_proto_rawDesc), len(file_ledgerd_fsm_v1_fsm_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   59,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -48,6 +48,9 @@ const (
 	ResourceServiceUnitDownProcedure = "/ledgerd.v1.ResourceService/UnitDown"
 	// ResourceServiceUnitUpProcedure is the fully-qualified name of the ResourceService's UnitUp RPC.
 	ResourceServiceUnitUpProcedure = "/ledgerd.v1.ResourceService/UnitUp"
+	// ResourceServiceChangeUnitsProcedure is the fully-qualified name of the ResourceService's
+	// ChangeUnits RPC.
+	ResourceServiceChangeUnitsProcedure = "/ledgerd.v1.ResourceService/ChangeUnits"
 	// ResourceServiceListProcedure is the fully-qualified name of the ResourceService's List RPC.
 	ResourceServiceListProcedure = "/ledgerd.v1.ResourceService/List"
 )
@@ -76,6 +79,13 @@ type ResourceServiceClient interface {
 	UnitDown(context.Context, *connect.Request[v1.UnitDownRequest]) (*connect.Response[v1.UnitDownResponse], error)
 	// UnitUp ends a unit's down window at once.
 	UnitUp(context.Context, *connect.Request[v1.UnitUpRequest]) (*connect.Response[v1.UnitUpResponse], error)
+	// ChangeUnits adds units to and removes units from a resource with units
+	// (nodes joining or leaving a partition). Bookings on a removed unit
+	// that have not started move to spare units (each move an
+	// EVENT_TYPE_UNITS_REMAPPED event); when one has started, has no spare
+	// unit, or the resource's unit policy is UNIT_POLICY_REFUSE, the change
+	// is refused with FailedPrecondition listing the reservations.
+	ChangeUnits(context.Context, *connect.Request[v1.ChangeUnitsRequest]) (*connect.Response[v1.ChangeUnitsResponse], error)
 	// List returns every resource.
 	List(context.Context, *connect.Request[v1.ResourceServiceListRequest]) (*connect.Response[v1.ResourceServiceListResponse], error)
 }
@@ -127,6 +137,12 @@ func NewResourceServiceClient(httpClient connect.HTTPClient, baseURL string, opt
 			connect.WithSchema(resourceServiceMethods.ByName("UnitUp")),
 			connect.WithClientOptions(opts...),
 		),
+		changeUnits: connect.NewClient[v1.ChangeUnitsRequest, v1.ChangeUnitsResponse](
+			httpClient,
+			baseURL+ResourceServiceChangeUnitsProcedure,
+			connect.WithSchema(resourceServiceMethods.ByName("ChangeUnits")),
+			connect.WithClientOptions(opts...),
+		),
 		list: connect.NewClient[v1.ResourceServiceListRequest, v1.ResourceServiceListResponse](
 			httpClient,
 			baseURL+ResourceServiceListProcedure,
@@ -145,6 +161,7 @@ type resourceServiceClient struct {
 	setPolicy      *connect.Client[v1.SetPolicyRequest, v1.SetPolicyResponse]
 	unitDown       *connect.Client[v1.UnitDownRequest, v1.UnitDownResponse]
 	unitUp         *connect.Client[v1.UnitUpRequest, v1.UnitUpResponse]
+	changeUnits    *connect.Client[v1.ChangeUnitsRequest, v1.ChangeUnitsResponse]
 	list           *connect.Client[v1.ResourceServiceListRequest, v1.ResourceServiceListResponse]
 }
 
@@ -178,6 +195,11 @@ func (c *resourceServiceClient) UnitUp(ctx context.Context, req *connect.Request
 	return c.unitUp.CallUnary(ctx, req)
 }
 
+// ChangeUnits calls ledgerd.v1.ResourceService.ChangeUnits.
+func (c *resourceServiceClient) ChangeUnits(ctx context.Context, req *connect.Request[v1.ChangeUnitsRequest]) (*connect.Response[v1.ChangeUnitsResponse], error) {
+	return c.changeUnits.CallUnary(ctx, req)
+}
+
 // List calls ledgerd.v1.ResourceService.List.
 func (c *resourceServiceClient) List(ctx context.Context, req *connect.Request[v1.ResourceServiceListRequest]) (*connect.Response[v1.ResourceServiceListResponse], error) {
 	return c.list.CallUnary(ctx, req)
@@ -207,6 +229,13 @@ type ResourceServiceHandler interface {
 	UnitDown(context.Context, *connect.Request[v1.UnitDownRequest]) (*connect.Response[v1.UnitDownResponse], error)
 	// UnitUp ends a unit's down window at once.
 	UnitUp(context.Context, *connect.Request[v1.UnitUpRequest]) (*connect.Response[v1.UnitUpResponse], error)
+	// ChangeUnits adds units to and removes units from a resource with units
+	// (nodes joining or leaving a partition). Bookings on a removed unit
+	// that have not started move to spare units (each move an
+	// EVENT_TYPE_UNITS_REMAPPED event); when one has started, has no spare
+	// unit, or the resource's unit policy is UNIT_POLICY_REFUSE, the change
+	// is refused with FailedPrecondition listing the reservations.
+	ChangeUnits(context.Context, *connect.Request[v1.ChangeUnitsRequest]) (*connect.Response[v1.ChangeUnitsResponse], error)
 	// List returns every resource.
 	List(context.Context, *connect.Request[v1.ResourceServiceListRequest]) (*connect.Response[v1.ResourceServiceListResponse], error)
 }
@@ -254,6 +283,12 @@ func NewResourceServiceHandler(svc ResourceServiceHandler, opts ...connect.Handl
 		connect.WithSchema(resourceServiceMethods.ByName("UnitUp")),
 		connect.WithHandlerOptions(opts...),
 	)
+	resourceServiceChangeUnitsHandler := connect.NewUnaryHandler(
+		ResourceServiceChangeUnitsProcedure,
+		svc.ChangeUnits,
+		connect.WithSchema(resourceServiceMethods.ByName("ChangeUnits")),
+		connect.WithHandlerOptions(opts...),
+	)
 	resourceServiceListHandler := connect.NewUnaryHandler(
 		ResourceServiceListProcedure,
 		svc.List,
@@ -275,6 +310,8 @@ func NewResourceServiceHandler(svc ResourceServiceHandler, opts ...connect.Handl
 			resourceServiceUnitDownHandler.ServeHTTP(w, r)
 		case ResourceServiceUnitUpProcedure:
 			resourceServiceUnitUpHandler.ServeHTTP(w, r)
+		case ResourceServiceChangeUnitsProcedure:
+			resourceServiceChangeUnitsHandler.ServeHTTP(w, r)
 		case ResourceServiceListProcedure:
 			resourceServiceListHandler.ServeHTTP(w, r)
 		default:
@@ -308,6 +345,10 @@ func (UnimplementedResourceServiceHandler) UnitDown(context.Context, *connect.Re
 
 func (UnimplementedResourceServiceHandler) UnitUp(context.Context, *connect.Request[v1.UnitUpRequest]) (*connect.Response[v1.UnitUpResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("ledgerd.v1.ResourceService.UnitUp is not implemented"))
+}
+
+func (UnimplementedResourceServiceHandler) ChangeUnits(context.Context, *connect.Request[v1.ChangeUnitsRequest]) (*connect.Response[v1.ChangeUnitsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("ledgerd.v1.ResourceService.ChangeUnits is not implemented"))
 }
 
 func (UnimplementedResourceServiceHandler) List(context.Context, *connect.Request[v1.ResourceServiceListRequest]) (*connect.Response[v1.ResourceServiceListResponse], error) {

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ledgerd/v1/resource.proto.
  */
 export const file_ledgerd_v1_resource: GenFile = /*@__PURE__*/
-  fileDesc("ChlsZWRnZXJkL3YxL3Jlc291cmNlLnByb3RvEgpsZWRnZXJkLnYxIl8KDUNyZWF0ZVJlcXVlc3QSJgoIcmVzb3VyY2UYASABKAsyFC5sZWRnZXJkLnYxLlJlc291cmNlEhcKD2lkZW1wb3RlbmN5X2tleRgCIAEoCRINCgVub2RlcxgoIAEoCSKkAQoPVW5pdERvd25SZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEdW5pdBgCIAEoCRIoCgRmcm9tGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgJ0bxgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASCgoCaWQYBSABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAYgASgJIkYKEFVuaXREb3duUmVzcG9uc2USJgoIcmVzb3VyY2UYASABKAsyFC5sZWRnZXJkLnYxLlJlc291cmNlEgoKAmlkGAIgASgJIkIKDVVuaXRVcFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIKCgJpZBgCIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkiOAoOVW5pdFVwUmVzcG9uc2USJgoIcmVzb3VyY2UYASABKAsyFC5sZWRnZXJkLnYxLlJlc291cmNlIjgKDkNyZWF0ZVJlc3BvbnNlEiYKCHJlc291cmNlGAEgASgLMhQubGVkZ2VyZC52MS5SZXNvdXJjZSKiAQoVVXBkYXRlQ2FwYWNpdHlSZXF1ZXN0EgwKBG5hbWUYASABKAkSEAoIY2FwYWNpdHkYAiABKAMSKAoEZnJvbRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoCdG8YBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2lkZW1wb3RlbmN5X2tleRgFIAEoCSJAChZVcGRhdGVDYXBhY2l0eVJlc3BvbnNlEiYKCHJlc291cmNlGAEgASgLMhQubGVkZ2VyZC52MS5SZXNvdXJjZSJFCg1EZWxldGVSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZm9yY2UYAiABKAgSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIhAKDkRlbGV0ZVJlc3BvbnNlIo8BChBTZXRQb2xpY3lSZXF1ZXN0EgwKBG5hbWUYASABKAkSIgoGcG9saWN5GAIgASgOMhIubGVkZ2VyZC52MS5Qb2xpY3kSHAoUbWluX3N1Y2Nlc3NfcGVybWlsbGUYAyABKA0SEgoKbWF4X3B1c2hlcxgEIAEoDRIXCg9pZGVtcG90ZW5jeV9rZXkYBSABKAkiOwoRU2V0UG9saWN5UmVzcG9uc2USJgoIcmVzb3VyY2UYASABKAsyFC5sZWRnZXJkLnYxLlJlc291cmNlIisKGlJlc291cmNlU2VydmljZUxpc3RSZXF1ZXN0Eg0KBXN0YWxlGAEgASgIIkYKG1Jlc291cmNlU2VydmljZUxpc3RSZXNwb25zZRInCglyZXNvdXJjZXMYASADKAsyFC5sZWRnZXJkLnYxLlJlc291cmNlMpwECg9SZXNvdXJjZVNlcnZpY2USPwoGQ3JlYXRlEhkubGVkZ2VyZC52MS5DcmVhdGVSZXF1ZXN0GhoubGVkZ2VyZC52MS5DcmVhdGVSZXNwb25zZRJXCg5VcGRhdGVDYXBhY2l0eRIhLmxlZGdlcmQudjEuVXBkYXRlQ2FwYWNpdHlSZXF1ZXN0GiIubGVkZ2VyZC52MS5VcGRhdGVDYXBhY2l0eVJlc3BvbnNlEj8KBkRlbGV0ZRIZLmxlZGdlcmQudjEuRGVsZXRlUmVxdWVzdBoaLmxlZGdlcmQudjEuRGVsZXRlUmVzcG9uc2USSAoJU2V0UG9saWN5EhwubGVkZ2VyZC52MS5TZXRQb2xpY3lSZXF1ZXN0Gh0ubGVkZ2VyZC52MS5TZXRQb2xpY3lSZXNwb25zZRJFCghVbml0RG93bhIbLmxlZGdlcmQudjEuVW5pdERvd25SZXF1ZXN0GhwubGVkZ2VyZC52MS5Vbml0RG93blJlc3BvbnNlEj8KBlVuaXRVcBIZLmxlZGdlcmQudjEuVW5pdFVwUmVxdWVzdBoaLmxlZGdlcmQudjEuVW5pdFVwUmVzcG9uc2USXAoETGlzdBImLmxlZGdlcmQudjEuUmVzb3VyY2VTZXJ2aWNlTGlzdFJlcXVlc3QaJy5sZWRnZXJkLnYxLlJlc291cmNlU2VydmljZUxpc3RSZXNwb25zZSIDkAIBQjVaM2dpdGh1Yi5jb20vbGVkZ2VyZC9sZWRnZXJkL2dlbi9sZWRnZXJkL3YxO2xlZGdlcmR2MWIGcHJvdG8z", [file_google_protobuf_timestamp, file_ledgerd_v1_types]);
+  fileDesc("ChlsZWRnZXJkL3YxL3Jlc291cmNlLnByb3RvEgpsZWRnZXJkLnYxIl8KDUNyZWF0ZVJlcXVlc3QSJgoIcmVzb3VyY2UYASABKAsyFC5sZWRnZXJkLnYxLlJlc291cmNlEhcKD2lkZW1wb3RlbmN5X2tleRgCIAEoCRINCgVub2RlcxgoIAEoCSKkAQoPVW5pdERvd25SZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEdW5pdBgCIAEoCRIoCgRmcm9tGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBImCgJ0bxgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASCgoCaWQYBSABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAYgASgJIkYKEFVuaXREb3duUmVzcG9uc2USJgoIcmVzb3VyY2UYASABKAsyFC5sZWRnZXJkLnYxLlJlc291cmNlEgoKAmlkGAIgASgJIlgKEkNoYW5nZVVuaXRzUmVxdWVzdBIMCgRuYW1lGAEgASgJEgsKA2FkZBgCIAEoCRIOCgZyZW1vdmUYAyABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJIj0KE0NoYW5nZVVuaXRzUmVzcG9uc2USJgoIcmVzb3VyY2UYASABKAsyFC5sZWRnZXJkLnYxLlJlc291cmNlIkIKDVVuaXRVcFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIKCgJpZBgCIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkiOAoOVW5pdFVwUmVzcG9uc2USJgoIcmVzb3VyY2UYASABKAsyFC5sZWRnZXJkLnYxLlJlc291cmNlIjgKDkNyZWF0ZVJlc3BvbnNlEiYKCHJlc291cmNlGAEgASgLMhQubGVkZ2VyZC52MS5SZXNvdXJjZSKiAQoVVXBkYXRlQ2FwYWNpdHlSZXF1ZXN0EgwKBG5hbWUYASABKAkSEAoIY2FwYWNpdHkYAiABKAMSKAoEZnJvbRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoCdG8YBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2lkZW1wb3RlbmN5X2tleRgFIAEoCSJAChZVcGRhdGVDYXBhY2l0eVJlc3BvbnNlEiYKCHJlc291cmNlGAEgASgLMhQubGVkZ2VyZC52MS5SZXNvdXJjZSJFCg1EZWxldGVSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZm9yY2UYAiABKAgSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIhAKDkRlbGV0ZVJlc3BvbnNlIo8BChBTZXRQb2xpY3lSZXF1ZXN0EgwKBG5hbWUYASABKAkSIgoGcG9saWN5GAIgASgOMhIubGVkZ2VyZC52MS5Qb2xpY3kSHAoUbWluX3N1Y2Nlc3NfcGVybWlsbGUYAyABKA0SEgoKbWF4X3B1c2hlcxgEIAEoDRIXCg9pZGVtcG90ZW5jeV9rZXkYBSABKAkiOwoRU2V0UG9saWN5UmVzcG9uc2USJgoIcmVzb3VyY2UYASABKAsyFC5sZWRnZXJkLnYxLlJlc291cmNlIisKGlJlc291cmNlU2VydmljZUxpc3RSZXF1ZXN0Eg0KBXN0YWxlGAEgASgIIkYKG1Jlc291cmNlU2VydmljZUxpc3RSZXNwb25zZRInCglyZXNvdXJjZXMYASADKAsyFC5sZWRnZXJkLnYxLlJlc291cmNlMuwECg9SZXNvdXJjZVNlcnZpY2USPwoGQ3JlYXRlEhkubGVkZ2VyZC52MS5DcmVhdGVSZXF1ZXN0GhoubGVkZ2VyZC52MS5DcmVhdGVSZXNwb25zZRJXCg5VcGRhdGVDYXBhY2l0eRIhLmxlZGdlcmQudjEuVXBkYXRlQ2FwYWNpdHlSZXF1ZXN0GiIubGVkZ2VyZC52MS5VcGRhdGVDYXBhY2l0eVJlc3BvbnNlEj8KBkRlbGV0ZRIZLmxlZGdlcmQudjEuRGVsZXRlUmVxdWVzdBoaLmxlZGdlcmQudjEuRGVsZXRlUmVzcG9uc2USSAoJU2V0UG9saWN5EhwubGVkZ2VyZC52MS5TZXRQb2xpY3lSZXF1ZXN0Gh0ubGVkZ2VyZC52MS5TZXRQb2xpY3lSZXNwb25zZRJFCghVbml0RG93bhIbLmxlZGdlcmQudjEuVW5pdERvd25SZXF1ZXN0GhwubGVkZ2VyZC52MS5Vbml0RG93blJlc3BvbnNlEj8KBlVuaXRVcBIZLmxlZGdlcmQudjEuVW5pdFVwUmVxdWVzdBoaLmxlZGdlcmQudjEuVW5pdFVwUmVzcG9uc2USTgoLQ2hhbmdlVW5pdHMSHi5sZWRnZXJkLnYxLkNoYW5nZVVuaXRzUmVxdWVzdBofLmxlZGdlcmQudjEuQ2hhbmdlVW5pdHNSZXNwb25zZRJcCgRMaXN0EiYubGVkZ2VyZC52MS5SZXNvdXJjZVNlcnZpY2VMaXN0UmVxdWVzdBonLmxlZGdlcmQudjEuUmVzb3VyY2VTZXJ2aWNlTGlzdFJlc3BvbnNlIgOQAgFCNVozZ2l0aHViLmNvbS9sZWRnZXJkL2xlZGdlcmQvZ2VuL2xlZGdlcmQvdjE7bGVkZ2VyZHYxYgZwcm90bzM", [file_google_protobuf_timestamp, file_ledgerd_v1_types]);
 
 /**
  * CreateRequest describes a new resource.
@@ -138,6 +138,71 @@ export const UnitDownResponseSchema: GenMessage<UnitDownResponse> = /*@__PURE__*
   messageDesc(file_ledgerd_v1_resource, 2);
 
 /**
+ * ChangeUnitsRequest changes the unit set of a resource with units.
+ *
+ * @generated from message ledgerd.v1.ChangeUnitsRequest
+ */
+export type ChangeUnitsRequest = Message<"ledgerd.v1.ChangeUnitsRequest"> & {
+  /**
+   * Resource name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Units to add, as a Slurm-style hostlist (e.g. "n[65-68]"); names not
+   * yet on the resource.
+   *
+   * @generated from field: string add = 2;
+   */
+  add: string;
+
+  /**
+   * Units to remove, as a hostlist; names on the resource. At least one
+   * unit must stay.
+   *
+   * @generated from field: string remove = 3;
+   */
+  remove: string;
+
+  /**
+   * Deduplicates retries.
+   *
+   * @generated from field: string idempotency_key = 4;
+   */
+  idempotencyKey: string;
+};
+
+/**
+ * Describes the message ledgerd.v1.ChangeUnitsRequest.
+ * Use `create(ChangeUnitsRequestSchema)` to create a new message.
+ */
+export const ChangeUnitsRequestSchema: GenMessage<ChangeUnitsRequest> = /*@__PURE__*/
+  messageDesc(file_ledgerd_v1_resource, 3);
+
+/**
+ * ChangeUnitsResponse returns the resource after the change.
+ *
+ * @generated from message ledgerd.v1.ChangeUnitsResponse
+ */
+export type ChangeUnitsResponse = Message<"ledgerd.v1.ChangeUnitsResponse"> & {
+  /**
+   * The resource with its new units.
+   *
+   * @generated from field: ledgerd.v1.Resource resource = 1;
+   */
+  resource?: Resource | undefined;
+};
+
+/**
+ * Describes the message ledgerd.v1.ChangeUnitsResponse.
+ * Use `create(ChangeUnitsResponseSchema)` to create a new message.
+ */
+export const ChangeUnitsResponseSchema: GenMessage<ChangeUnitsResponse> = /*@__PURE__*/
+  messageDesc(file_ledgerd_v1_resource, 4);
+
+/**
  * UnitUpRequest ends a down window.
  *
  * @generated from message ledgerd.v1.UnitUpRequest
@@ -170,7 +235,7 @@ export type UnitUpRequest = Message<"ledgerd.v1.UnitUpRequest"> & {
  * Use `create(UnitUpRequestSchema)` to create a new message.
  */
 export const UnitUpRequestSchema: GenMessage<UnitUpRequest> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_resource, 3);
+  messageDesc(file_ledgerd_v1_resource, 5);
 
 /**
  * UnitUpResponse returns the resource after the change.
@@ -191,7 +256,7 @@ export type UnitUpResponse = Message<"ledgerd.v1.UnitUpResponse"> & {
  * Use `create(UnitUpResponseSchema)` to create a new message.
  */
 export const UnitUpResponseSchema: GenMessage<UnitUpResponse> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_resource, 4);
+  messageDesc(file_ledgerd_v1_resource, 6);
 
 /**
  * CreateResponse returns the created resource.
@@ -212,7 +277,7 @@ export type CreateResponse = Message<"ledgerd.v1.CreateResponse"> & {
  * Use `create(CreateResponseSchema)` to create a new message.
  */
 export const CreateResponseSchema: GenMessage<CreateResponse> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_resource, 5);
+  messageDesc(file_ledgerd_v1_resource, 7);
 
 /**
  * UpdateCapacityRequest sets capacity, optionally over [from, to) only.
@@ -261,7 +326,7 @@ export type UpdateCapacityRequest = Message<"ledgerd.v1.UpdateCapacityRequest"> 
  * Use `create(UpdateCapacityRequestSchema)` to create a new message.
  */
 export const UpdateCapacityRequestSchema: GenMessage<UpdateCapacityRequest> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_resource, 6);
+  messageDesc(file_ledgerd_v1_resource, 8);
 
 /**
  * UpdateCapacityResponse returns the resource after the change.
@@ -282,7 +347,7 @@ export type UpdateCapacityResponse = Message<"ledgerd.v1.UpdateCapacityResponse"
  * Use `create(UpdateCapacityResponseSchema)` to create a new message.
  */
 export const UpdateCapacityResponseSchema: GenMessage<UpdateCapacityResponse> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_resource, 7);
+  messageDesc(file_ledgerd_v1_resource, 9);
 
 /**
  * DeleteRequest removes a resource.
@@ -317,7 +382,7 @@ export type DeleteRequest = Message<"ledgerd.v1.DeleteRequest"> & {
  * Use `create(DeleteRequestSchema)` to create a new message.
  */
 export const DeleteRequestSchema: GenMessage<DeleteRequest> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_resource, 8);
+  messageDesc(file_ledgerd_v1_resource, 10);
 
 /**
  * DeleteResponse is empty on success.
@@ -332,7 +397,7 @@ export type DeleteResponse = Message<"ledgerd.v1.DeleteResponse"> & {
  * Use `create(DeleteResponseSchema)` to create a new message.
  */
 export const DeleteResponseSchema: GenMessage<DeleteResponse> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_resource, 9);
+  messageDesc(file_ledgerd_v1_resource, 11);
 
 /**
  * SetPolicyRequest sets a resource's admission policy and its parameters.
@@ -383,7 +448,7 @@ export type SetPolicyRequest = Message<"ledgerd.v1.SetPolicyRequest"> & {
  * Use `create(SetPolicyRequestSchema)` to create a new message.
  */
 export const SetPolicyRequestSchema: GenMessage<SetPolicyRequest> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_resource, 10);
+  messageDesc(file_ledgerd_v1_resource, 12);
 
 /**
  * SetPolicyResponse returns the resource after the change.
@@ -404,7 +469,7 @@ export type SetPolicyResponse = Message<"ledgerd.v1.SetPolicyResponse"> & {
  * Use `create(SetPolicyResponseSchema)` to create a new message.
  */
 export const SetPolicyResponseSchema: GenMessage<SetPolicyResponse> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_resource, 11);
+  messageDesc(file_ledgerd_v1_resource, 13);
 
 /**
  * ResourceServiceListRequest lists resources.
@@ -425,7 +490,7 @@ export type ResourceServiceListRequest = Message<"ledgerd.v1.ResourceServiceList
  * Use `create(ResourceServiceListRequestSchema)` to create a new message.
  */
 export const ResourceServiceListRequestSchema: GenMessage<ResourceServiceListRequest> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_resource, 12);
+  messageDesc(file_ledgerd_v1_resource, 14);
 
 /**
  * ResourceServiceListResponse returns every resource, sorted by name.
@@ -446,7 +511,7 @@ export type ResourceServiceListResponse = Message<"ledgerd.v1.ResourceServiceLis
  * Use `create(ResourceServiceListResponseSchema)` to create a new message.
  */
 export const ResourceServiceListResponseSchema: GenMessage<ResourceServiceListResponse> = /*@__PURE__*/
-  messageDesc(file_ledgerd_v1_resource, 13);
+  messageDesc(file_ledgerd_v1_resource, 15);
 
 /**
  * ResourceService manages the resources that can be booked. Mutations need
@@ -524,6 +589,21 @@ export const ResourceService: GenService<{
     methodKind: "unary";
     input: typeof UnitUpRequestSchema;
     output: typeof UnitUpResponseSchema;
+  },
+  /**
+   * ChangeUnits adds units to and removes units from a resource with units
+   * (nodes joining or leaving a partition). Bookings on a removed unit
+   * that have not started move to spare units (each move an
+   * EVENT_TYPE_UNITS_REMAPPED event); when one has started, has no spare
+   * unit, or the resource's unit policy is UNIT_POLICY_REFUSE, the change
+   * is refused with FailedPrecondition listing the reservations.
+   *
+   * @generated from rpc ledgerd.v1.ResourceService.ChangeUnits
+   */
+  changeUnits: {
+    methodKind: "unary";
+    input: typeof ChangeUnitsRequestSchema;
+    output: typeof ChangeUnitsResponseSchema;
   },
   /**
    * List returns every resource.
