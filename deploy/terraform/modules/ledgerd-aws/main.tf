@@ -39,6 +39,7 @@ module "config" {
   config_dir        = local.config_dir
   tls_dir           = local.tls_dir
   dead_server_grace = var.dead_server_grace
+  raft_timing       = var.raft_timing
   binary_url        = var.binary_url
   binary_sha256     = var.binary_sha256
   secrets_region    = data.aws_region.current.name

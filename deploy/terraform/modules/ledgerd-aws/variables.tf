@@ -217,6 +217,17 @@ variable "dead_server_grace" {
   default     = "2m"
 }
 
+variable "raft_timing" {
+  description = "Raft timing and the forward deadline, passed to every node (see the ledgerd-config module): heartbeat_timeout, election_timeout, leader_lease_timeout, forward_timeout; unset fields keep the agent's defaults."
+  type = object({
+    heartbeat_timeout    = optional(string)
+    election_timeout     = optional(string)
+    leader_lease_timeout = optional(string)
+    forward_timeout      = optional(string)
+  })
+  default = {}
+}
+
 variable "enable_ssm" {
   description = "Attach AmazonSSMManagedInstanceCore so operators reach the nodes with Session Manager instead of SSH."
   type        = bool

@@ -39,6 +39,12 @@ locals {
       { for k, v in { insecure = true } : k => v if var.insecure },
       { for k, v in { gossip_key = var.gossip_key } : k => v if v != null },
       { for k, v in { dead_server_grace = var.dead_server_grace } : k => v if v != null },
+      { for k, v in {
+        raft_heartbeat_timeout    = var.raft_timing.heartbeat_timeout
+        raft_election_timeout     = var.raft_timing.election_timeout
+        raft_leader_lease_timeout = var.raft_timing.leader_lease_timeout
+        forward_timeout           = var.raft_timing.forward_timeout
+      } : k => v if v != null },
       { for k, v in { tokens_file = local.tokens_file } : k => v if v != null },
       { for k, v in { cors_origins = var.cors_origins } : k => v if length(v) > 0 },
       { for k, v in {

@@ -146,6 +146,17 @@ variable "dead_server_grace" {
   default     = null
 }
 
+variable "raft_timing" {
+  description = "Raft timing and the forward deadline (Go durations; docs/operations.md, \"A leader that stalls or dies\"): heartbeat_timeout, election_timeout, leader_lease_timeout (at most heartbeat_timeout), forward_timeout. An unset field keeps the agent's default (1s, 1s, 500ms, 10s)."
+  type = object({
+    heartbeat_timeout    = optional(string)
+    election_timeout     = optional(string)
+    leader_lease_timeout = optional(string)
+    forward_timeout      = optional(string)
+  })
+  default = {}
+}
+
 variable "data_device" {
   description = "Block device (ideally a stable /dev/disk/by-id path) that cloud-init formats once and mounts at data_dir; empty uses the root disk. A map from node name to device, so each node can name its own volume."
   type        = map(string)
