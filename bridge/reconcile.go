@@ -70,6 +70,11 @@ type Action struct {
 	Have Reservation
 	// Fields are the fields an update writes (Diff's answer).
 	Fields []Field
+	// Shorten, on a delete of an active reservation, is the same
+	// reservation ending about now: what Apply writes instead when the
+	// manager refuses the delete because jobs still run in it (ErrInUse),
+	// so that a reservation completed early stops holding its nodes.
+	Shorten *Spec
 	// Why says in words why the action is needed.
 	Why string
 }
@@ -215,7 +220,17 @@ func Reconcile(desired []Spec, observed []Reservation, prefix string, now time.T
 	}
 	for _, name := range sortedKeys(owned) {
 		if _, ok := want[name]; !ok {
-			deletes = append(deletes, Action{Op: OpDelete, Name: name, Have: owned[name], Why: "not desired"})
+			have := owned[name]
+			a := Action{Op: OpDelete, Name: name, Have: have, Why: "not desired"}
+			// Whole seconds (the manager's granularity), in the future:
+			// the manager refuses an end in the past.
+			end := now.Truncate(time.Second).Add(2 * time.Second)
+			if !have.Start.After(now) && have.End.After(end) {
+				sh := have.Spec()
+				sh.End = end
+				a.Shorten = &sh
+			}
+			deletes = append(deletes, a)
 			p.Drift = append(p.Drift, Drift{Name: name, Kind: DriftOrphan})
 		}
 	}
@@ -381,6 +396,11 @@ func Owns(prefix, name string) bool {
 type Result struct {
 	Action Action
 	Err    error
+	// Shortened is set when a delete was refused because jobs still run
+	// in the reservation and Apply ended it about now instead
+	// (Action.Shorten); Err is then the shortening's outcome. The manager
+	// drops the reservation once that end has passed.
+	Shortened bool
 }
 
 // Apply performs the actions in order through d and returns one Result per
@@ -395,6 +415,7 @@ func Apply(ctx context.Context, d Driver, actions []Action) ([]Result, error) {
 			return out, fmt.Errorf("apply: stopped before %s: %w", a.Name, err)
 		}
 		var err error
+		shortened := false
 		switch a.Op {
 		case OpCreate:
 			err = d.Create(ctx, a.Want)
@@ -405,10 +426,15 @@ func Apply(ctx context.Context, d Driver, actions []Action) ([]Result, error) {
 			if errors.Is(err, ErrUnknownReservation) {
 				err = nil // already gone: the goal is reached
 			}
+			if errors.Is(err, ErrInUse) && a.Shorten != nil {
+				// Jobs still run in it: end it now instead; the next
+				// round deletes it once it is over or empty.
+				err, shortened = d.Update(ctx, *a.Shorten, a.Have), true
+			}
 		default:
 			err = fmt.Errorf("apply %s: unknown op %q", a.Name, a.Op)
 		}
-		out = append(out, Result{Action: a, Err: err})
+		out = append(out, Result{Action: a, Err: err, Shortened: shortened})
 		if errors.Is(err, ErrUnavailable) {
 			return out, fmt.Errorf("apply: stopped at %s: %w", a, err)
 		}

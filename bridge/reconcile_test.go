@@ -398,3 +398,56 @@ func TestStatuses(t *testing.T) {
 		t.Fatalf("unavailable: %+v", s)
 	}
 }
+
+// TestShortenWhenInUse: a reservation that is not desired any more is
+// deleted; when it is active and the manager refuses the delete because
+// jobs still run in it (ErrInUse), Apply ends it about now instead, so a
+// reservation completed early stops holding its nodes. A future one, or
+// one that ends within the next two seconds, is never shortened.
+func TestShortenWhenInUse(t *testing.T) {
+	now := at(30).Add(1500 * time.Millisecond)
+	observed := []Reservation{
+		res(pfx+"active", "n1", 10, 60),
+		res(pfx+"future", "n2", 40, 60),
+		res(pfx+"ending", "n3", 0, 0),
+	}
+	observed[2].End = now.Add(time.Second) // ends before the shortened end would
+	p := Reconcile(nil, observed, pfx, now)
+	if got := summary(p); got != "delete active; delete ending; delete future" {
+		t.Fatalf("plan %q", got)
+	}
+	want := now.Truncate(time.Second).Add(2 * time.Second)
+	for _, a := range p.Actions {
+		switch strings.TrimPrefix(a.Name, pfx) {
+		case "active":
+			if a.Shorten == nil || !a.Shorten.End.Equal(want) || !a.Shorten.Start.Equal(a.Have.Start) || !slices.Equal(a.Shorten.Nodes, a.Have.Nodes) {
+				t.Fatalf("active: shorten %+v, want the same reservation ending at %v", a.Shorten, want)
+			}
+		default:
+			if a.Shorten != nil {
+				t.Fatalf("%s: shortened to %+v, want a plain delete", a.Name, a.Shorten)
+			}
+		}
+	}
+
+	m := newModel(pfx, now, observed)
+	m.failAt, m.failErr = 2, ErrInUse // the first call is the list below
+	if _, err := m.Reservations(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	results, err := Apply(context.Background(), m, p.Actions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := results[0]; r.Err != nil || !r.Shortened {
+		t.Fatalf("in-use delete: %+v, want shortened without error", r)
+	}
+	if got := m.res[pfx+"active"]; !got.End.Equal(want) {
+		t.Fatalf("active now ends at %v, want %v", got.End, want)
+	}
+	for _, r := range results[1:] {
+		if r.Err != nil || r.Shortened {
+			t.Fatalf("%s: %+v, want deleted", r.Action.Name, r)
+		}
+	}
+}

@@ -302,7 +302,8 @@ func (f *Follower) round(ctx context.Context) (Report, error) {
 }
 
 // removals are the REMOVED records of reservations whose Slurm
-// reservation the round deleted and that nobody wants there any more
+// reservation the round deleted (or, with jobs still in it, ended about
+// now: Result.Shortened) and that nobody wants there any more
 // (cancelled, over, or otherwise not desired): only for reservations
 // that have a record, so that `get` does not keep saying materialized.
 func (f *Follower) removals(ctx context.Context, rep Report, byName map[string]wanted) ([]ledger.MaterializationUpdate, error) {
@@ -328,8 +329,15 @@ func (f *Follower) removals(ctx context.Context, rep Report, byName map[string]w
 			continue
 		}
 		why := strings.ToLower(strings.TrimPrefix(r.GetState().String(), "RESERVATION_STATE_"))
+		msg := "deleted from the resource manager: the reservation is " + why + " (" + a.Why + ")"
+		if res.Shortened {
+			// Jobs still ran in it, so the manager would not delete it;
+			// it ends there at Shorten.End and the manager drops it then.
+			msg = "ended early in the resource manager at " + a.Shorten.End.UTC().Format(time.RFC3339) +
+				": the reservation is " + why + " and jobs still ran in it, so it could not be deleted"
+		}
 		out = append(out, ledger.MaterializationUpdate{ID: id, Name: a.Name, State: ledgerdv1.MaterializationState_MATERIALIZATION_STATE_REMOVED,
-			Message: truncate("deleted from the resource manager: the reservation is "+why+" ("+a.Why+")", 1024)})
+			Message: truncate(msg, 1024)})
 	}
 	return out, nil
 }

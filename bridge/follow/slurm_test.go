@@ -188,10 +188,10 @@ func TestSlurmFollowsLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := filepath.Join(c.Dir, "jobs", "hello.sh")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"node=$SLURMD_NODENAME start=$(date +%s)\"\nsleep 30\n"), 0o755); err != nil {
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"node=$SLURMD_NODENAME start=$(date +%s)\"\nsleep 300\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out := c.Run(t, "sbatch", "--parsable", "--reservation="+m.GetName(), "-N", "1", "-t", "1",
+	out := c.Run(t, "sbatch", "--parsable", "--reservation="+m.GetName(), "-N", "1", "-t", "5",
 		"-D", filepath.Join(c.Dir, "jobs"), "-o", filepath.Join(c.Dir, "jobs", "out-%j.txt"), script)
 	id := strings.TrimSpace(strings.Split(out, ";")[0])
 	if _, err := strconv.Atoi(id); err != nil {
@@ -219,7 +219,30 @@ func TestSlurmFollowsLedger(t *testing.T) {
 	if ran := time.Unix(sec, 0); ran.Before(winStart) || !ran.Before(winEnd) {
 		t.Fatalf("job started at %v, outside the booked window [%v, %v)", ran, winStart, winEnd)
 	}
+
+	// Completed early in the ledger while the job still runs: Slurm will
+	// not delete a reservation with jobs in it, so the bridge ends it
+	// about now instead and records it removed; the nodes are free for
+	// other work from then on.
+	if _, err := l.Complete(ctx, ledger.Write{Tenant: "physics"}, job.GetId(), 0); err != nil {
+		t.Fatal(err)
+	}
+	completed := time.Now()
+	rec := waitRecord(t, a, job.GetId(), ledgerdv1.MaterializationState_MATERIALIZATION_STATE_REMOVED)
+	if msg := rec.GetMaterialization().GetMessage(); !strings.Contains(msg, "ended early in the resource manager") {
+		t.Fatalf("completed reservation recorded %q, want it ended early (the job still runs)", msg)
+	}
+	if kv, ok := scontrolShow(t, c)[m.GetName()]; ok {
+		end, err := time.ParseInLocation("2006-01-02T15:04:05", kv["EndTime"], time.UTC)
+		if err != nil || !end.Before(winEnd) || end.After(completed.Add(time.Minute)) {
+			t.Fatalf("Slurm's reservation ends at %q, want about %v (completed early; booked until %v)", kv["EndTime"], completed, winEnd)
+		}
+	}
 	c.Run(t, "scancel", id)
+	testwait.Until(t, deadline, "Slurm to drop the reservation completed early", func() bool {
+		_, ok := scontrolShow(t, c)[m.GetName()]
+		return !ok
+	})
 
 	// Cancel in the ledger: the bridge deletes it in Slurm (once the
 	// cancelled job has left it).
@@ -231,8 +254,7 @@ func TestSlurmFollowsLedger(t *testing.T) {
 		return !ok
 	})
 	waitRecord(t, a, later.GetId(), ledgerdv1.MaterializationState_MATERIALIZATION_STATE_REMOVED)
-	r, _ = l.Get(ctx, job.GetId(), false)
-	checkSlurmHolds(t, c, r)
+	checkSlurmHolds(t, c)
 	if _, ok := scontrolShow(t, c)["hand"]; !ok {
 		t.Error("the hand-made reservation is gone")
 	}
