@@ -133,3 +133,12 @@ func (s *logStore) Close() error {
 	}
 	return s.close()
 }
+
+// IsMonotonic implements raft.MonotonicLogStore: raft-wal refuses a gap
+// in the indexes, so after restoring an operator's snapshot Raft must
+// drop the old log rather than leave a gap behind it. Without this the
+// restore fails with "non-monotonic log entries".
+func (s *logStore) IsMonotonic() bool {
+	m, ok := s.LogStore.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}
