@@ -14,13 +14,15 @@ import (
 // TestShortCampaign is the default-suite chaos run: a 3-node cluster of real
 // `ledgerd agent` processes (built without -race), 6 clients, and a few
 // faults — kill the leader, isolate the leader, pause a node, a bridge
-// partition — for about 25 seconds, then the full check. It is skipped
+// partition — for about 25 seconds, then the full check. Its agents keep
+// the Raft log in raft.db (LogStore "boltdb"), the store of data dirs
+// created before raft-wal became the default. It is skipped
 // with -short and when the agent cannot be built or does not start.
 func TestShortCampaign(t *testing.T) {
 	rep := shortCampaign(t, Config{
 		Nodes: 3, Clients: 6, Groups: 2, Duration: 25 * time.Second,
 		Nemeses:   []string{"kill-leader", "partition-leader", "pause", "partition-bridge"},
-		Recurring: true,
+		Recurring: true, LogStore: "boltdb",
 	})
 	n := 0
 	for _, m := range rep.Ops {
@@ -37,8 +39,8 @@ func TestShortCampaign(t *testing.T) {
 // a whole and the leader writes back to back, while nodes are killed and
 // partitioned. Besides the verdict it requires that Batch calls really
 // carried several operations. Its agents keep the Raft log in raft-wal
-// (LogStore "wal"), so the default suite kills and partitions that store
-// too while TestShortCampaign covers raft.db.
+// (LogStore "wal", the default for new data dirs), while TestShortCampaign
+// covers raft.db.
 func TestShortBatchCampaign(t *testing.T) {
 	rep := shortCampaign(t, Config{
 		Nodes: 3, Clients: 6, Groups: 2, Duration: 20 * time.Second, Client: ClientBatch, LogStore: "wal",
