@@ -126,7 +126,28 @@ func openLogStore(dir, kind string, bolt raft.LogStore, log *slog.Logger) (*logS
 	if err != nil {
 		return nil, fmt.Errorf("cluster: open %s: %w", wd, err)
 	}
-	return &logStore{LogStore: w, kind: kind, close: w.Close}, nil
+	return &logStore{LogStore: walLog{w}, kind: kind, close: w.Close}, nil
+}
+
+// walLog is raft-wal's log with raft-boltdb's answer for entries below
+// the first index. raft-wal deletes a head of the log by moving the first
+// index and removes a segment file only once all of it is behind; until
+// then GetLog still returns the entries "deleted". The leader would then
+// replicate a new server from the old log rather than send it the
+// snapshot that replaced it: correct, since those entries are committed,
+// but it diverges from what the snapshot and compaction settings promise.
+type walLog struct{ *raftwal.WAL }
+
+// GetLog implements raft.LogStore.
+func (w walLog) GetLog(index uint64, l *raft.Log) error {
+	first, err := w.FirstIndex()
+	if err != nil {
+		return err
+	}
+	if index < first {
+		return raft.ErrLogNotFound
+	}
+	return w.WAL.GetLog(index, l)
 }
 
 // Close closes the WAL (raft.db is closed by its owner).

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
 	"github.com/ledgerd/ledgerd/internal/testnet"
 )
 
@@ -70,6 +73,60 @@ func TestResolveLogStore(t *testing.T) {
 				}
 			case err != nil || got != tc.want:
 				t.Fatalf("ResolveLogStore = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// Both log stores answer ErrLogNotFound for entries deleted from the head
+// of the log, so that the leader sends a snapshot to a follower that needs
+// them, and refuse a gap in the indexes only where the store says it does.
+func TestLogStoreHeadDeletion(t *testing.T) {
+	for _, kind := range logStores {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"), BoltOptions: boltOptions()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer bolt.Close()
+			ls, err := openLogStore(dir, kind, bolt, testLogger())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ls.Close()
+			var logs []*raft.Log
+			for i := uint64(1); i <= 20; i++ {
+				logs = append(logs, &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: fmt.Appendf(nil, "e%d", i)})
+			}
+			if err := ls.StoreLogs(logs); err != nil {
+				t.Fatal(err)
+			}
+			if err := ls.DeleteRange(1, 12); err != nil {
+				t.Fatal(err)
+			}
+			if first, err := ls.FirstIndex(); err != nil || first != 13 {
+				t.Fatalf("FirstIndex after deleting 1..12 = %d, %v; want 13", first, err)
+			}
+			for _, i := range []uint64{1, 12} {
+				var l raft.Log
+				if err := ls.GetLog(i, &l); !errors.Is(err, raft.ErrLogNotFound) {
+					t.Errorf("GetLog(%d) after deleting it = %v (%q), want ErrLogNotFound", i, err, l.Data)
+				}
+			}
+			var l raft.Log
+			if err := ls.GetLog(13, &l); err != nil || string(l.Data) != "e13" {
+				t.Fatalf("GetLog(13) = %q, %v; want e13", l.Data, err)
+			}
+			if got, want := ls.IsMonotonic(), kind == LogStoreWAL; got != want {
+				t.Errorf("IsMonotonic = %v, want %v", got, want)
+			}
+			cache, err := raft.NewLogCache(4, ls)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !cache.IsMonotonic() && kind == LogStoreWAL {
+				t.Error("the log cache hides that raft-wal is monotonic")
 			}
 		})
 	}
