@@ -28,7 +28,7 @@ const (
 // DefaultLogStore is the log store of a new data directory when
 // Config.LogStore is empty: raft-wal, which measured 1.2-1.8x ledgerd's
 // committed writes and about 2x raw Raft's Apply rate of raft.db on the
-// same machine (benchmarks/results/logstore). A data directory keeps the
+// same machine (benchmarks/results/logstore/README.md). A data directory keeps the
 // kind it was created with, so nodes whose data directories predate the
 // choice stay on raft.db.
 const DefaultLogStore = LogStoreWAL
