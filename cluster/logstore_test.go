@@ -215,6 +215,14 @@ func TestLogStoreCrashChild(t *testing.T) {
 			os.Exit(3)
 		}
 		fmt.Printf("ack %d\n", i)
+		if i == 200 {
+			// At least one snapshot, however fast the writes go, so
+			// the restart restores it and replays the log after it.
+			if err := tn.node.raft.Snapshot().Error(); err != nil {
+				fmt.Printf("error snapshot: %v\n", err)
+				os.Exit(3)
+			}
+		}
 	}
 }
 
