@@ -276,6 +276,7 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 		ElectionTimeout:    time.Duration(a.cfg.RaftElectionTimeout),
 		LeaderLeaseTimeout: time.Duration(a.cfg.RaftLeaderLeaseTimeout),
 
+		LogStore:           a.cfg.RaftLogStore,
 		SnapshotThreshold:  a.cfg.SnapshotThreshold,
 		SnapshotInterval:   time.Duration(a.cfg.SnapshotInterval),
 		TrailingLogs:       a.cfg.TrailingLogs,
@@ -315,6 +316,9 @@ func (a *Agent) createNode() error {
 	}
 	a.reloadMetrics(a.reg)
 	node, err := cluster.New(cfg, a.fsm)
+	if errors.Is(err, cluster.ErrLogStoreMismatch) {
+		return fmt.Errorf("config: raft_log_store: %w", err)
+	}
 	if err != nil {
 		return err
 	}

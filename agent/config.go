@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ledgerd/ledgerd/cluster"
 	"github.com/ledgerd/ledgerd/fsm"
 )
 
@@ -93,7 +94,12 @@ type Config struct {
 	// after a crash to about SnapshotThreshold plus two SnapshotIntervals
 	// of writes; a graceful stop snapshots so the next start replays
 	// almost nothing.
-	SnapshotThreshold  uint64   `json:"snapshot_threshold"`
+	SnapshotThreshold uint64 `json:"snapshot_threshold"`
+	// RaftLogStore is where the Raft log lives: "boltdb" (raft.db) or
+	// "wal" (DATA_DIR/wal/, hashicorp/raft-wal); empty keeps what the data
+	// dir holds, or cluster.DefaultLogStore for a new one. A node cannot
+	// switch in place (cluster.Config.LogStore).
+	RaftLogStore       string   `json:"raft_log_store"`
 	SnapshotInterval   Duration `json:"snapshot_interval"`
 	TrailingLogs       uint64   `json:"trailing_logs"`
 	SnapshotOnShutdown bool     `json:"snapshot_on_shutdown"`
@@ -358,6 +364,11 @@ func (c *Config) checkRaftTiming() error {
 	}
 	if c.ForwardTimeout < 0 {
 		return fmt.Errorf("config: forward_timeout: must not be negative, got %s", time.Duration(c.ForwardTimeout))
+	}
+	switch c.RaftLogStore {
+	case "", cluster.LogStoreBoltDB, cluster.LogStoreWAL:
+	default:
+		return fmt.Errorf("config: raft_log_store: want %q or %q (or empty), got %q", cluster.LogStoreBoltDB, cluster.LogStoreWAL, c.RaftLogStore)
 	}
 	return nil
 }

@@ -53,6 +53,8 @@ func TestAgentConfigRejectsBadInputNamingTheKey(t *testing.T) {
 		{"snapshot threshold", `{"data_dir":"d"}`, []string{"-snapshot-threshold", "-1"}, nil, "snapshot-threshold"},
 		{"snapshot interval", `{"data_dir":"d","snapshot_interval":"1ms"}`, nil, nil, "snapshot_interval"},
 		{"snapshot on shutdown", `{"data_dir":"d"}`, nil, map[string]string{"LEDGERD_SNAPSHOT_ON_SHUTDOWN": "sometimes"}, "LEDGERD_SNAPSHOT_ON_SHUTDOWN"},
+		{"raft log store", `{"data_dir":"d","raft_log_store":"rocksdb"}`, nil, nil, "raft_log_store"},
+		{"raft log store flag", `{"data_dir":"d"}`, []string{"-raft-log-store", "WAL"}, nil, "raft_log_store"},
 		{"trailing logs type", `{"data_dir":"d","trailing_logs":"many"}`, nil, nil, "trailing_logs"},
 		{"idempotency max keys", `{"data_dir":"d","idempotency_max_keys":-5}`, nil, nil, "idempotency_max_keys"},
 		{"idempotency max keys flag", `{"data_dir":"d"}`, []string{"-idempotency-max-keys", "many"}, nil, "idempotency-max-keys"},

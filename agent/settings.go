@@ -165,6 +165,7 @@ var settings = []setting{
 	{"raft_leader_lease_timeout", "a leader that cannot reach a majority for this long steps down (default 500ms, at most raft_heartbeat_timeout)", durSetter(func(c *Config) *Duration { return &c.RaftLeaderLeaseTimeout })},
 	{"forward_timeout", "bound on a forwarded write or read-index call to a leader that keeps its leadership but does not answer; a leadership change ends the call at once (default 10s)", durSetter(func(c *Config) *Duration { return &c.ForwardTimeout })},
 	{"ready_max_lag", "committed entries the node may have left to apply while /readyz still says ready (0: 250)", intSetter(func(c *Config) *int { return &c.ReadyMaxLag })},
+	{"raft_log_store", "where the Raft log lives: boltdb (raft.db) or wal (DATA_DIR/wal/); empty keeps what the data dir holds, or the default for a new one; a node cannot switch in place", str(func(c *Config) *string { return &c.RaftLogStore })},
 	{"snapshot_threshold", "entries logged since the last snapshot that make the next check take one", uintSetter(func(c *Config) *uint64 { return &c.SnapshotThreshold })},
 	{"snapshot_interval", "how often to check whether a snapshot is due (randomly up to twice as long)", func(c *Config, v string) error {
 		d, err := time.ParseDuration(v)

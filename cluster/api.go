@@ -31,8 +31,15 @@ type Config struct {
 	// NodeName is a human-readable name shown in Members; defaults to the
 	// host name. It is not the Raft server ID (see the node-id file).
 	NodeName string
-	// DataDir holds raft.db, snapshots/ and the node-id file. Required.
+	// DataDir holds raft.db, snapshots/ and the node-id file (and wal/
+	// with LogStoreWAL). Required.
 	DataDir string
+	// LogStore is where the Raft log lives: LogStoreBoltDB (raft.db) or
+	// LogStoreWAL (DataDir/wal/, hashicorp/raft-wal); raft.db stays the
+	// stable store with both. Empty keeps what DataDir holds, or takes
+	// DefaultLogStore for a new DataDir. A data directory keeps its kind:
+	// New fails with ErrLogStoreMismatch when it holds the other one.
+	LogStore string
 	// RaftBind is the host:port the Raft transport listens on. Required.
 	RaftBind string
 	// RaftAdvertise is the host:port peers dial for Raft; defaults to the

@@ -55,6 +55,9 @@ func (c Config) withDefaults() (Config, error) {
 	default:
 		return c, fmt.Errorf("cluster: Config.GossipKey must be 16, 24 or 32 bytes, got %d", len(c.GossipKey))
 	}
+	if err := checkLogStoreKind(c.LogStore); err != nil {
+		return c, fmt.Errorf("cluster: Config.LogStore: %w", err)
+	}
 	if err := c.checkMigration(); err != nil {
 		return c, err
 	}

@@ -1,5 +1,6 @@
 // Package cluster wires a raft.FSM into a replicated service: hashicorp/raft
-// with raft-boltdb/v2 for the log and stable store, a file snapshot store, a
+// with raft-boltdb/v2 for the stable store and hashicorp/raft-wal (or
+// raft-boltdb/v2, Config.LogStore) for the log, a file snapshot store, a
 // TCP (optionally mutual-TLS) transport, memberlist gossip for discovery,
 // bootstrap and membership, and raft-autopilot for promoting caught-up
 // non-voters and pruning dead servers. DESIGN.md explains the protocols.

@@ -16,7 +16,11 @@ import (
 )
 
 func TestFullClusterRestartKeepsCommittedEntries(t *testing.T) {
-	c := newCluster(t, 3, nil)
+	forEachLogStore(t, testFullClusterRestartKeepsCommittedEntries)
+}
+
+func testFullClusterRestartKeepsCommittedEntries(t *testing.T, store func(*Config)) {
+	c := newCluster(t, 3, store)
 	c.waitVoters(3)
 	var want []string
 	for i := range 30 {
@@ -42,11 +46,16 @@ func TestFullClusterRestartKeepsCommittedEntries(t *testing.T) {
 }
 
 func TestSnapshotTruncationAndRestore(t *testing.T) {
+	forEachLogStore(t, testSnapshotTruncationAndRestore)
+}
+
+func testSnapshotTruncationAndRestore(t *testing.T, store func(*Config)) {
 	small := func(cfg *Config) {
 		cfg.SnapshotThreshold = 16
 		cfg.SnapshotInterval = 50 * time.Millisecond
 		cfg.TrailingLogs = 4
 	}
+	small = chain(small, store)
 	c := newCluster(t, 3, small)
 	c.waitVoters(3)
 	var want []string
@@ -58,7 +67,7 @@ func TestSnapshotTruncationAndRestore(t *testing.T) {
 	for _, tn := range c.nodes {
 		waitFor(t, 10*time.Second, tn.name+" snapshot and log truncation", func() bool {
 			list, err := tn.node.snaps.List()
-			first, _ := tn.node.store.FirstIndex()
+			first, _ := tn.node.logs.FirstIndex()
 			return err == nil && len(list) > 0 && first > 20
 		})
 	}

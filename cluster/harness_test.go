@@ -110,10 +110,36 @@ func testConfig(tn *tnode) Config {
 		ReconcileInterval:       200 * time.Millisecond,
 		ServerStabilizationTime: 400 * time.Millisecond,
 	}
+	cfg.LogStore = os.Getenv("LEDGERD_TEST_LOG_STORE") // the whole suite on one store: LEDGERD_TEST_LOG_STORE=wal
 	if tn.tweak != nil {
 		tn.tweak(&cfg)
 	}
 	return cfg
+}
+
+// logStores are the log store kinds the key restart, crash and snapshot
+// tests run over.
+var logStores = []string{LogStoreBoltDB, LogStoreWAL}
+
+// forEachLogStore runs test once per log store kind, as a subtest named
+// after it; store sets the kind in a node's Config.
+func forEachLogStore(t *testing.T, test func(t *testing.T, store func(*Config))) {
+	for _, kind := range logStores {
+		t.Run(kind, func(t *testing.T) {
+			test(t, func(cfg *Config) { cfg.LogStore = kind })
+		})
+	}
+}
+
+// chain applies the non-nil config tweaks in order.
+func chain(tweaks ...func(*Config)) func(*Config) {
+	return func(cfg *Config) {
+		for _, f := range tweaks {
+			if f != nil {
+				f(cfg)
+			}
+		}
+	}
 }
 
 func (tn *tnode) setAddrs(a []string) { tn.raftAddr, tn.gossipAddr, tn.rpcAddr = a[0], a[1], a[2] }

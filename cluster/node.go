@@ -36,8 +36,9 @@ type Node struct {
 	log *slog.Logger
 
 	fsm    *trackedFSM
-	store  *raftboltdb.BoltStore
-	logs   *raft.LogCache // recent entries in memory, in front of store
+	store  *raftboltdb.BoltStore // stable store; the log too with LogStoreBoltDB
+	wal    *logStore             // the log store (store itself, or raft-wal)
+	logs   *raft.LogCache        // recent entries in memory, in front of wal
 	snaps  *raft.FileSnapshotStore
 	trans  *raft.NetworkTransport
 	raft   *raft.Raft
@@ -213,12 +214,21 @@ func (n *Node) createRaft() error {
 	if err := raft.ValidateConfig(rc); err != nil {
 		return fmt.Errorf("cluster: raft config: %w", err)
 	}
+	kind, err := ResolveLogStore(cfg.DataDir, cfg.LogStore)
+	if err != nil {
+		return fmt.Errorf("cluster: Config.LogStore: %w", err)
+	}
 	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db"), BoltOptions: boltOptions()})
 	if err != nil {
 		return fmt.Errorf("cluster: open raft.db: %w", err)
 	}
 	n.store = store
-	n.log.Info("opened raft.db", "since_start", time.Since(n.started).Round(time.Millisecond))
+	ls, err := openLogStore(cfg.DataDir, kind, store, n.log)
+	if err != nil {
+		return err
+	}
+	n.wal = ls
+	n.log.Info("opened raft.db", "log_store", kind, "since_start", time.Since(n.started).Round(time.Millisecond))
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, newHclog(n.log, "snapshot"))
 	if err != nil {
 		return fmt.Errorf("cluster: open snapshot store: %w", err)
@@ -234,14 +244,14 @@ func (n *Node) createRaft() error {
 		Timeout: 10 * time.Second,
 		Logger:  newHclog(n.log, "transport"),
 	})
-	n.hadState, err = raft.HasExistingState(store, store, snaps)
+	n.hadState, err = raft.HasExistingState(ls, store, snaps)
 	if err != nil {
 		return fmt.Errorf("cluster: inspect raft state: %w", err)
 	}
 	// Recent entries are served from memory: replication to followers
 	// and the FSM goroutine would otherwise read every entry just written
-	// back from raft.db.
-	logs, err := raft.NewLogCache(logCacheSize, store)
+	// back from the log store.
+	logs, err := raft.NewLogCache(logCacheSize, ls)
 	if err != nil {
 		return fmt.Errorf("cluster: log cache: %w", err)
 	}
@@ -317,6 +327,7 @@ func (n *Node) closeResources() {
 	if n.trans != nil {
 		_ = n.trans.Close()
 	}
+	_ = n.wal.Close()
 	if n.store != nil {
 		_ = n.store.Close()
 	}
@@ -449,6 +460,9 @@ func (n *Node) stop() error {
 	}
 	if err := n.trans.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: transport close: %w", err))
+	}
+	if err := n.wal.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: close log store: %w", err))
 	}
 	if err := n.store.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: close raft.db: %w", err))

@@ -21,7 +21,8 @@ import (
 // into a one-server cluster.
 type RecoverConfig struct {
 	// DataDir is the stopped server's data directory (node-id, raft.db,
-	// snapshots). Required.
+	// snapshots, wal/ with LogStoreWAL; the log store is the one it
+	// holds). Required.
 	DataDir string
 	// RaftAddr is the Raft address the server advertises when it starts
 	// again (its raft_advertise, or raft_addr). Required.
@@ -103,21 +104,33 @@ func Recover(cfg RecoverConfig, fsm raft.FSM) (RecoverInfo, error) {
 		return info, fmt.Errorf("cluster: recover: open raft.db: %w", err)
 	}
 	defer store.Close()
+	kind, err := DataDirLogStore(cfg.DataDir)
+	if err != nil {
+		return info, fmt.Errorf("cluster: recover: %w", err)
+	}
+	if kind == "" {
+		kind = LogStoreBoltDB
+	}
+	ls, err := openLogStore(cfg.DataDir, kind, store, log)
+	if err != nil {
+		return info, fmt.Errorf("cluster: recover: %w", err)
+	}
+	defer ls.Close()
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, newHclog(log, "snapshot"))
 	if err != nil {
 		return info, fmt.Errorf("cluster: recover: open snapshot store: %w", err)
 	}
-	has, err := raft.HasExistingState(store, store, snaps)
+	has, err := raft.HasExistingState(ls, store, snaps)
 	if err != nil {
 		return info, fmt.Errorf("cluster: recover: inspect raft state: %w", err)
 	}
 	if !has {
 		return info, fmt.Errorf("cluster: recover: %s holds no raft state; nothing to recover", cfg.DataDir)
 	}
-	if info.LastIndex, err = store.LastIndex(); err != nil {
+	if info.LastIndex, err = ls.LastIndex(); err != nil {
 		return info, fmt.Errorf("cluster: recover: read last index: %w", err)
 	}
-	if info.Previous, err = lastConfiguration(store); err != nil {
+	if info.Previous, err = lastConfiguration(ls); err != nil {
 		return info, err
 	}
 	if ss, err := snaps.List(); err == nil && len(ss) > 0 && ss[0].Index > info.LastIndex {
@@ -127,7 +140,7 @@ func Recover(cfg RecoverConfig, fsm raft.FSM) (RecoverInfo, error) {
 		}
 	}
 	if cfg.TruncateFrom > 0 {
-		if err := truncateLog(store, snaps, cfg.TruncateFrom, &info); err != nil {
+		if err := truncateLog(ls, snaps, cfg.TruncateFrom, &info); err != nil {
 			return info, err
 		}
 		log.Warn("recover: dropped log entries that are never applied", "from", cfg.TruncateFrom, "entries", info.Dropped)
@@ -139,7 +152,7 @@ func Recover(cfg RecoverConfig, fsm raft.FSM) (RecoverInfo, error) {
 	conf := raft.Configuration{Servers: []raft.Server{{
 		Suffrage: raft.Voter, ID: raft.ServerID(id), Address: raft.ServerAddress(cfg.RaftAddr),
 	}}}
-	if err := raft.RecoverCluster(rc, newTrackedFSM(fsm), store, store, snaps, trans, conf); err != nil {
+	if err := raft.RecoverCluster(rc, newTrackedFSM(fsm), ls, store, snaps, trans, conf); err != nil {
 		return info, fmt.Errorf("cluster: recover: %w", err)
 	}
 	return info, nil
@@ -147,7 +160,7 @@ func Recover(cfg RecoverConfig, fsm raft.FSM) (RecoverInfo, error) {
 
 // lastConfiguration scans the log backwards for the newest configuration
 // entry.
-func lastConfiguration(store *raftboltdb.BoltStore) ([]raft.Server, error) {
+func lastConfiguration(store raft.LogStore) ([]raft.Server, error) {
 	first, err := store.FirstIndex()
 	if err != nil {
 		return nil, fmt.Errorf("cluster: recover: read first index: %w", err)
@@ -170,7 +183,7 @@ func lastConfiguration(store *raftboltdb.BoltStore) ([]raft.Server, error) {
 
 // truncateLog deletes the log entries from index from on, which must lie
 // above the newest snapshot (a snapshot already reflects its entries).
-func truncateLog(store *raftboltdb.BoltStore, snaps *raft.FileSnapshotStore, from uint64, info *RecoverInfo) error {
+func truncateLog(store raft.LogStore, snaps *raft.FileSnapshotStore, from uint64, info *RecoverInfo) error {
 	last, err := store.LastIndex()
 	if err != nil {
 		return fmt.Errorf("cluster: recover: read last index: %w", err)

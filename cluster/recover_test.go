@@ -16,8 +16,10 @@ import (
 // acknowledged write is there (from the snapshot and from the log after
 // it) and that it takes writes; then a fresh server joins and receives the
 // whole state.
-func TestRecoverLostQuorum(t *testing.T) {
-	c := newCluster(t, 3, nil)
+func TestRecoverLostQuorum(t *testing.T) { forEachLogStore(t, testRecoverLostQuorum) }
+
+func testRecoverLostQuorum(t *testing.T, store func(*Config)) {
+	c := newCluster(t, 3, store)
 	c.waitVoters(3)
 	l := c.leader()
 	var acked []string

@@ -38,18 +38,20 @@ func TestSoleVoter(t *testing.T) {
 // shutdown snapshot (no command left to replay); after a crash it replays
 // the log. Either way it elects itself long before its 20 s heartbeat
 // timeout would have let it campaign.
-func TestOneServerRestart(t *testing.T) {
+func TestOneServerRestart(t *testing.T) { forEachLogStore(t, testOneServerRestart) }
+
+func testOneServerRestart(t *testing.T, store func(*Config)) {
 	for _, tc := range []struct {
 		name     string
 		graceful bool
 	}{{"graceful", true}, {"crash", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &tcluster{t: t}
-			tn := c.add(1, func(cfg *Config) {
+			tn := c.add(1, chain(func(cfg *Config) {
 				cfg.HeartbeatTimeout, cfg.ElectionTimeout = 20*time.Second, 20*time.Second
 				cfg.SnapshotOnShutdown = true
 				cfg.SnapshotThreshold, cfg.SnapshotInterval = 1<<40, time.Hour // no automatic snapshot
-			})
+			}, store))
 			t.Cleanup(c.stopAll)
 			c.start(tn)
 			waitFor(t, 5*time.Second, "the bootstrapped server to elect itself", tn.node.IsLeader)

@@ -2,8 +2,10 @@ package jepsen
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,13 +14,15 @@ import (
 // TestShortCampaign is the default-suite chaos run: a 3-node cluster of real
 // `ledgerd agent` processes (built without -race), 6 clients, and a few
 // faults — kill the leader, isolate the leader, pause a node, a bridge
-// partition — for about 25 seconds, then the full check. It is skipped
+// partition — for about 25 seconds, then the full check. Its agents keep
+// the Raft log in raft.db (LogStore "boltdb"), the store of data dirs
+// created before raft-wal became the default. It is skipped
 // with -short and when the agent cannot be built or does not start.
 func TestShortCampaign(t *testing.T) {
 	rep := shortCampaign(t, Config{
 		Nodes: 3, Clients: 6, Groups: 2, Duration: 25 * time.Second,
 		Nemeses:   []string{"kill-leader", "partition-leader", "pause", "partition-bridge"},
-		Recurring: true,
+		Recurring: true, LogStore: "boltdb",
 	})
 	n := 0
 	for _, m := range rep.Ops {
@@ -34,10 +38,12 @@ func TestShortCampaign(t *testing.T) {
 // on a node share Batch calls, which a follower forwards to the leader as
 // a whole and the leader writes back to back, while nodes are killed and
 // partitioned. Besides the verdict it requires that Batch calls really
-// carried several operations.
+// carried several operations. Its agents keep the Raft log in raft-wal
+// (LogStore "wal", the default for new data dirs), while TestShortCampaign
+// covers raft.db.
 func TestShortBatchCampaign(t *testing.T) {
 	rep := shortCampaign(t, Config{
-		Nodes: 3, Clients: 6, Groups: 2, Duration: 20 * time.Second, Client: ClientBatch,
+		Nodes: 3, Clients: 6, Groups: 2, Duration: 20 * time.Second, Client: ClientBatch, LogStore: "wal",
 		Nemeses: []string{"kill", "partition-leader", "kill-leader", "partition-halves"},
 	})
 	b := rep.Batches
@@ -104,7 +110,37 @@ func shortCampaign(t *testing.T, cfg Config) *Report {
 	if !rep.Pass {
 		t.Errorf("campaign failed (seed %d); output in %s", rep.Seed, dir)
 	}
+	if cfg.LogStore != "" {
+		checkLogStore(t, dir, cfg.LogStore)
+	}
 	return rep
+}
+
+// checkLogStore fails t unless every node data dir under dir records the
+// log store kind (the raft-log-store file) and at least one does.
+func checkLogStore(t *testing.T, dir, kind string) {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "raft-log-store" {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if got := strings.TrimSpace(string(b)); got != kind {
+			t.Errorf("%s says %q, want %q", path, got, kind)
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		t.Errorf("look for the nodes' log stores: %v", err)
+	}
+	if n == 0 {
+		t.Errorf("no node data dir under %s records a log store; want %q", dir, kind)
+	}
 }
 
 type testWriter struct{ t *testing.T }

@@ -17,7 +17,9 @@ type Report struct {
 	Clients int      `json:"clients"`
 	Nemeses []string `json:"nemeses"`
 	// Client is the client mode (ClientUnary or ClientBatch).
-	Client   string        `json:"client,omitempty"`
+	Client string `json:"client,omitempty"`
+	// LogStore is the agents' raft_log_store (empty: the agent default).
+	LogStore string        `json:"log_store,omitempty"`
 	Duration time.Duration `json:"duration_ns"`
 	// Ops counts operations by kind and outcome code.
 	Ops map[OpKind]map[Code]int `json:"ops"`
@@ -193,8 +195,12 @@ func (r *Report) Text() string {
 	if mode == "" {
 		mode = ClientUnary
 	}
-	fmt.Fprintf(&b, "ledgerd chaos run: %s  (seed %d, %d nodes, %d %s clients, %v, nemeses %s)\n",
-		verdict, r.Seed, r.Nodes, r.Clients, mode, r.Duration.Round(time.Second), strings.Join(r.Nemeses, ","))
+	store := ""
+	if r.LogStore != "" {
+		store = ", log store " + r.LogStore
+	}
+	fmt.Fprintf(&b, "ledgerd chaos run: %s  (seed %d, %d nodes, %d %s clients, %v, nemeses %s%s)\n",
+		verdict, r.Seed, r.Nodes, r.Clients, mode, r.Duration.Round(time.Second), strings.Join(r.Nemeses, ","), store)
 	b.WriteString("\noperations (by outcome):\n")
 	kinds := make([]string, 0, len(r.Ops))
 	for k := range r.Ops {

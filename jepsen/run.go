@@ -37,6 +37,9 @@ type Config struct {
 	Settle time.Duration
 	// ExtraArgs are appended to every agent command line.
 	ExtraArgs []string
+	// LogStore is the agents' raft_log_store ("boltdb" or "wal"); empty
+	// takes the agent's default.
+	LogStore string
 	// Insecure runs the nodes with -insecure and the clients over plain
 	// http; only for comparing with the insecure mode. By default the run
 	// makes its own CA, certificates, gossip key and token (Security) and
@@ -85,6 +88,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Progress == nil {
 		c.Progress = io.Discard
 	}
+	switch c.LogStore {
+	case "", "boltdb", "wal":
+	default:
+		return c, fmt.Errorf("campaign: LogStore must be \"boltdb\" or \"wal\" (or empty), got %q", c.LogStore)
+	}
 	switch c.Client {
 	case "":
 		c.Client = ClientUnary
@@ -116,7 +124,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 	}
-	cl, err := NewCluster(ClusterConfig{Bin: cfg.Bin, Dir: cfg.Dir, Nodes: cfg.Nodes, Log: cfg.Progress, ExtraArgs: cfg.ExtraArgs, Seed: cfg.Seed, Insecure: cfg.Insecure})
+	extra := cfg.ExtraArgs
+	if cfg.LogStore != "" {
+		extra = append(slices.Clip(extra), "-raft-log-store", cfg.LogStore)
+	}
+	cl, err := NewCluster(ClusterConfig{Bin: cfg.Bin, Dir: cfg.Dir, Nodes: cfg.Nodes, Log: cfg.Progress, ExtraArgs: extra, Seed: cfg.Seed, Insecure: cfg.Insecure})
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +191,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	watch := NewLeaderWatch(cl, rec.Now)
 	sched := &Schedule{Cluster: cl, Nemeses: cfg.Nemeses, Quiet: cfg.Quiet, Hold: cfg.Hold, Combine: cfg.Combine,
 		Seed: cfg.Seed, Clock: rec.Now, Log: cfg.Progress}
-	rep := &Report{Seed: cfg.Seed, Nodes: cfg.Nodes, Clients: cfg.Clients, Nemeses: cfg.Nemeses, Client: cfg.Client}
+	rep := &Report{Seed: cfg.Seed, Nodes: cfg.Nodes, Clients: cfg.Clients, Nemeses: cfg.Nemeses, Client: cfg.Client, LogStore: cfg.LogStore}
 
 	say("running workload for %v (nemeses: %v)", cfg.Duration, cfg.Nemeses)
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)

@@ -28,6 +28,7 @@ bench_pki() {
 # http, only to measure what security costs. Sets $addrs (comma-separated
 # API addresses), the array agent_pid and the array client_tls (the
 # loadgen flags that reach these agents: CA, client certificate, token).
+# The array agent_extra, if set, is appended to every agent's command line.
 agents_start() {
 	local n=$1 base=$2 mode=${3:-on} i join=() sec scheme=https
 	agent_pid=()
@@ -51,7 +52,7 @@ agents_start() {
 		"$work/ledgerd" agent -node-name "n$i" -data-dir "$work/data-$base-$i" \
 			-http-addr "127.0.0.1:$((base + i))" -raft-addr "127.0.0.1:$((base + 10 + i))" \
 			-gossip-addr "127.0.0.1:$((base + 20 + i))" -bootstrap-expect "$n" "${join[@]}" \
-			-log-level warn "${sec[@]}" >"$work/agent-$base-$i.log" 2>&1 &
+			-log-level warn "${sec[@]}" ${agent_extra[@]+"${agent_extra[@]}"} >"$work/agent-$base-$i.log" 2>&1 &
 		agent_pid[i]=$!
 		addrs="$addrs,127.0.0.1:$((base + i))"
 	done

@@ -28,6 +28,8 @@
 # compare.
 # OUT (optional) receives run-LIVE.log, the agent logs and pprof output.
 # AGENT_GOMEMLIMIT (optional) is passed to the agent as GOMEMLIMIT.
+# RAFT_LOG_STORE (optional: boltdb or wal) is the prefill's and the agent's
+# raft_log_store.
 # KEEP=DIR saves a copy of the prefilled data dir there; PREFILLED=DIR
 # starts from such a copy instead of running the prefill (the addresses
 # below are recorded in it).
@@ -84,9 +86,10 @@ get() {
 data="$work/data"
 http=127.0.0.1:18201
 addrs=(-node-name n1 -data-dir "$data" -http-addr "$http" -raft-addr 127.0.0.1:18211 -gossip-addr 127.0.0.1:18221)
+if [ -n "${RAFT_LOG_STORE:-}" ]; then addrs+=(-raft-log-store "$RAFT_LOG_STORE"); fi
 resources=$((LIVE / 100 > 8 ? LIVE / 100 : 8))
 
-say "# $(date -u +%FT%TZ) LIVE=$LIVE ${AGENT_GOMEMLIMIT:+GOMEMLIMIT=$AGENT_GOMEMLIMIT }commit $(git rev-parse --short HEAD) $(go version | cut -d' ' -f3) $(nproc) cores"
+say "# $(date -u +%FT%TZ) LIVE=$LIVE ${RAFT_LOG_STORE:+RAFT_LOG_STORE=$RAFT_LOG_STORE }${AGENT_GOMEMLIMIT:+GOMEMLIMIT=$AGENT_GOMEMLIMIT }commit $(git rev-parse --short HEAD) $(go version | cut -d' ' -f3) $(nproc) cores"
 say "# load: $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ -n "${PREFILLED:-}" ]; then
 	cp -a "$PREFILLED" "$data"
@@ -96,7 +99,7 @@ else
 		"$work/prefill" "${addrs[@]}" "${prefill_sec[@]}" -live "$LIVE" -snapshot-interval 1h 2>&1 | grep -v '^prefill: [0-9]*/' | tee -a "$log"
 	if [ -n "${KEEP:-}" ]; then cp -a "$data" "$KEEP"; fi
 fi
-say "data dir: $(du -sh "$data" | cut -f1) ($(du -sh "$data/raft.db" | cut -f1) raft.db, snapshot $(du -ch "$data"/snapshots/*/state.bin | tail -1 | cut -f1))"
+say "data dir: $(du -sh "$data" | cut -f1) ($(du -sh "$data/raft.db" | cut -f1) raft.db,${RAFT_LOG_STORE:+ $(du -sh "$data/wal" 2>/dev/null | cut -f1) wal/,} snapshot $(du -ch "$data"/snapshots/*/state.bin | tail -1 | cut -f1))"
 
 # mem LABEL: VmRSS, RssAnon, RssFile of the agent, its peak resident set
 # since it started (VmHWM), and its Go heap.

@@ -31,6 +31,16 @@
 # Cells of the first setting carry the plain labels ("3 nodes"), which the
 # report's bars judge; the others say ", no TLS" or ", TLS" after them.
 #
+# LOG_STORES (a comma-separated list of boltdb and wal; default boltdb) is
+# where raw raft's nodes and the 3-node ledgerd agents of the default-mix
+# cells keep the Raft log (the agents' raft_log_store), each cell run once
+# per store back to back; the cells of the first store carry the plain
+# labels, the others ", wal" (or ", boltdb") after the base label. Every
+# other ledgerd cell runs on the first store.
+#
+#   LOG_STORES=boltdb,wal CLIENTS=1,16,64 SKIP='reserve-mix ledgerd-unary ledgerd-nodes etcd postgres recovery' \
+#     OUT=benchmarks/results/logstore scripts/bench-service.sh   # the committed log store run
+#
 # Results go to $OUT (default benchmarks/results/service): service.jsonl (one
 # JSON result per cell), run.log (the tables as printed), env.txt, recovery.md,
 # and results.md / throughput.svg / latency-cdf.svg rendered from the JSON.
@@ -45,6 +55,7 @@ CLIENTS=${CLIENTS:-1,16,64,256}
 RECOVERY_LIVE=${RECOVERY_LIVE:-100000}
 OUT=${OUT:-benchmarks/results/service}
 TLS=${TLS:-on}
+LOG_STORES=${LOG_STORES:-boltdb}
 SKIP=${SKIP:-} # space-separated: rawraft ledgerd ledgerd-unary ledgerd-nodes etcd postgres recovery reserve-mix
 
 mkdir -p "$OUT"
@@ -78,7 +89,7 @@ log="$out/run.log"
 	echo "cores: $(nproc)"
 	echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
 	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "settings: DURATION=$DURATION LIVE=$LIVE CLIENTS=$CLIENTS RECOVERY_LIVE=$RECOVERY_LIVE TLS=$TLS"
+	echo "settings: DURATION=$DURATION LIVE=$LIVE CLIENTS=$CLIENTS RECOVERY_LIVE=$RECOVERY_LIVE TLS=$TLS LOG_STORES=$LOG_STORES"
 } >"$out/env.txt"
 common=(-live "$LIVE" -duration "$DURATION" -json "$json" -quiet)
 step() { echo "== $* (load $(cut -d' ' -f1 /proc/loadavg))" | tee -a "$log"; }
@@ -91,6 +102,25 @@ for m in "${modes[@]}"; do
 		exit 2
 	}
 done
+read -ra stores <<<"${LOG_STORES//,/ }"
+for s in "${stores[@]}"; do
+	[[ $s == boltdb || $s == wal ]] || {
+		echo "LOG_STORES=$LOG_STORES: want boltdb, wal or both (comma-separated)" >&2
+		exit 2
+	}
+done
+# slabel BASE STORE: BASE, with the store named unless it is the first.
+slabel() { if [[ $2 == "${stores[0]}" ]]; then echo "$1"; else echo "$1, $2"; fi; }
+# storebase BASE STORE: agents of each store get their own ports and data
+# directories (a data directory keeps its log store).
+storebase() {
+	local k
+	for k in "${!stores[@]}"; do [[ ${stores[k]} == "$2" ]] && break; done
+	echo $(($1 + 2000 * k))
+}
+# Agents run on the first store unless a cell says otherwise.
+agent_extra=(-raft-log-store "${stores[0]}")
+
 # label BASE MODE: the report label of a cell.
 label() {
 	if [[ $2 == "${modes[0]}" ]]; then
@@ -113,20 +143,26 @@ peer_tls() { [[ $1 == on ]] && echo "-ca-file $ca_file -cert-file $pki_dir/serve
 # load of the machine.
 if ! skip rawraft; then
 	for mode in "${modes[@]}"; do
-		step "raw raft, 3 nodes, reserve mix, TLS $mode"
-		# shellcheck disable=SC2046
-		"$work/loadgen" -system rawraft -nodes 3 -mix reserve -label "$(label "3 nodes" "$mode")" $(peer_tls "$mode") \
-			-clients "$CLIENTS" "${common[@]}" | tee -a "$log"
+		for store in "${stores[@]}"; do
+			step "raw raft, 3 nodes, reserve mix, log store $store, TLS $mode"
+			# shellcheck disable=SC2046
+			"$work/loadgen" -system rawraft -nodes 3 -mix reserve -log-store "$store" -label "$(label "$(slabel "3 nodes" "$store")" "$mode")" $(peer_tls "$mode") \
+				-clients "$CLIENTS" "${common[@]}" | tee -a "$log"
+		done
 	done
 fi
 
 if ! skip ledgerd; then
 	for mode in "${modes[@]}"; do
-		step "ledgerd, 3 nodes, default mix, TLS $mode"
-		agents_start 3 "$(portbase 17500 "$mode")" "$mode"
-		"$work/loadgen" -system ledgerd -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "3 nodes" "$mode")" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
-		agents_stop
+		for store in "${stores[@]}"; do
+			step "ledgerd, 3 nodes, default mix, log store $store, TLS $mode"
+			agent_extra=(-raft-log-store "$store")
+			agents_start 3 "$(storebase "$(portbase 17500 "$mode")" "$store")" "$mode"
+			"$work/loadgen" -system ledgerd -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "$(slabel "3 nodes" "$store")" "$mode")" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
+			agents_stop
+		done
 	done
+	agent_extra=(-raft-log-store "${stores[0]}")
 	if ! skip reserve-mix; then
 		for mode in "${modes[@]}"; do
 			step "ledgerd, 3 nodes, reserve mix, TLS $mode"

@@ -63,6 +63,8 @@ type Config struct {
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
+	// RaftLogStore is the agent's raft_log_store (empty: its default).
+	RaftLogStore string
 	// Progress, if set, receives a line every ProgressEvery (default 10s).
 	Progress      io.Writer
 	ProgressEvery time.Duration
@@ -139,6 +141,7 @@ func Prefill(ctx context.Context, c Config) (Result, error) {
 	cfg.SnapshotThreshold, cfg.TrailingLogs = c.SnapshotThreshold, c.TrailingLogs
 	cfg.SnapshotInterval = agent.Duration(c.SnapshotInterval)
 	cfg.SnapshotOnShutdown = true
+	cfg.RaftLogStore = c.RaftLogStore
 	cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSCAFile = c.TLSCertFile, c.TLSKeyFile, c.TLSCAFile
 	cfg.TLSVerifyIncoming, cfg.TLSHTTP = c.TLSCertFile != "", c.TLSCertFile != ""
 	cfg.GossipKey, cfg.TokensFile, cfg.Insecure = c.GossipKey, c.TokensFile, c.Insecure

@@ -16,12 +16,14 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	raftwal "github.com/hashicorp/raft-wal"
 	"go.etcd.io/bbolt"
 )
 
 // RawRaft is the ceiling: n in-process hashicorp/raft nodes on loopback TCP
-// with the store ledgerd uses (raft-boltdb/v2 with the same bolt options,
-// behind the same log cache), ledgerd's raft configuration (raft's defaults
+// with the stores ledgerd uses (raft-boltdb/v2 with the same bolt options
+// as the stable store, and as the log store or hashicorp/raft-wal in a
+// wal/ directory beside it, behind the same log cache), ledgerd's raft configuration (raft's defaults
 // and the agent's snapshot settings), and a no-op FSM. Every write
 // of the mix becomes as many Apply calls of a command of ledgerd's size as
 // ledgerd makes Raft entries (hold+commit and modify: two), a read becomes
@@ -29,6 +31,7 @@ import (
 type RawRaft struct {
 	nodes  []*raft.Raft
 	stores []*raftboltdb.BoltStore
+	wals   []*raftwal.WAL
 	trans  []*raft.NetworkTransport
 	dir    string
 	rmDir  bool
@@ -68,13 +71,19 @@ const logCacheSize = 512
 var rawCommand = make([]byte, 90)
 
 // NewRawRaft starts n nodes under dir (a temporary directory when empty)
-// and waits for a leader. With tc the nodes' transport is TLS with it, as
+// with their Raft log in logStore ("boltdb", the default when empty, or
+// "wal", as ledgerd's raft_log_store) and waits for a leader. With tc the nodes' transport is TLS with it, as
 // a secured ledgerd's Raft transport is (tc must carry a certificate for
 // 127.0.0.1 that serves as server and client, the CA as RootCAs and
 // ClientCAs, and RequireAndVerifyClientCert); nil is plain TCP.
-func NewRawRaft(n int, dir string, tc *tls.Config) (*RawRaft, error) {
+func NewRawRaft(n int, dir string, tc *tls.Config, logStore string) (*RawRaft, error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("rawraft: nodes = %d: must be > 0", n)
+	}
+	switch logStore {
+	case "", "boltdb", "wal":
+	default:
+		return nil, fmt.Errorf("rawraft: log store %q: want boltdb or wal", logStore)
 	}
 	r := &RawRaft{dir: dir}
 	if dir == "" {
@@ -121,10 +130,25 @@ func NewRawRaft(n int, dir string, tc *tls.Config) (*RawRaft, error) {
 			r.Close()
 			return nil, fmt.Errorf("rawraft: snapshots %d: %w", i, err)
 		}
+		var log raft.LogStore = store
+		if logStore == "wal" {
+			wd := filepath.Join(d, "wal")
+			if err := os.MkdirAll(wd, 0o755); err != nil {
+				r.Close()
+				return nil, fmt.Errorf("rawraft: %w", err)
+			}
+			w, err := raftwal.Open(wd)
+			if err != nil {
+				r.Close()
+				return nil, fmt.Errorf("rawraft: wal %d: %w", i, err)
+			}
+			r.wals = append(r.wals, w)
+			log = w
+		}
 		// The store stack of a ledgerd node: recent entries cached in
-		// memory in front of raft-boltdb, so that replication does not
+		// memory in front of the log store, so that replication does not
 		// read every entry just written back from disk.
-		logs, err := raft.NewLogCache(logCacheSize, store)
+		logs, err := raft.NewLogCache(logCacheSize, log)
 		if err != nil {
 			r.Close()
 			return nil, fmt.Errorf("rawraft: log cache %d: %w", i, err)
@@ -278,6 +302,9 @@ func (r *RawRaft) Close() error {
 	}
 	for _, t := range r.trans {
 		errs = append(errs, t.Close())
+	}
+	for _, w := range r.wals {
+		errs = append(errs, w.Close())
 	}
 	for _, s := range r.stores {
 		errs = append(errs, s.Close())

@@ -21,9 +21,10 @@ func TestRawRaftRuns(t *testing.T) {
 		name  string
 		nodes int
 		tls   *tls.Config
-	}{{"1 node, tcp", 1, nil}, {"3 nodes, tls", 3, raftTLS(t)}} {
+		store string
+	}{{"1 node, tcp", 1, nil, ""}, {"3 nodes, tls", 3, raftTLS(t), "boltdb"}, {"3 nodes, wal", 3, nil, "wal"}} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := NewRawRaft(tc.nodes, t.TempDir(), tc.tls)
+			r, err := NewRawRaft(tc.nodes, t.TempDir(), tc.tls, tc.store)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -40,7 +41,7 @@ func TestRawRaftRuns(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewRawRaft(0, "", nil); err == nil {
+	if _, err := NewRawRaft(0, "", nil, ""); err == nil {
 		t.Fatal("zero nodes accepted")
 	}
 }

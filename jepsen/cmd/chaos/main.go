@@ -36,6 +36,7 @@ func run(args []string) int {
 		think    = fs.Duration("think", 0, "each client's pause between operations (long campaigns: keeps the history small enough to check)")
 		client   = fs.String("client", jepsen.ClientUnary, "how clients talk to their node: unary (one Connect call per operation) or batch (the coalescing client: concurrent operations share Batch calls)")
 	)
+	logStore := fs.String("log-store", "", "the agents' raft_log_store: boltdb or wal (default: the agent's default)")
 	recurring := fs.Bool("recurring", false, "also book standing reservations throughout the run and check that each occurrence is booked exactly once, the endless ones by the leader's tick under the faults")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: go run ./jepsen/cmd/chaos [flags]\n\nRuns a chaos campaign against real ledgerd processes and checks linearizability and invariants.\n\n")
@@ -67,7 +68,7 @@ func run(args []string) int {
 	rep, err := jepsen.Run(ctx, jepsen.Config{
 		Bin: *bin, Dir: *dir, Nodes: *nodes, Clients: *clients, Groups: *groups, Duration: *duration,
 		Nemeses: nem, Quiet: *quiet, Hold: *hold, Combine: *combine, Seed: *seed, CheckTimeout: *check,
-		Client: *client, Insecure: *insecure, Progress: os.Stdout, Recurring: *recurring, Think: *think,
+		Client: *client, Insecure: *insecure, Progress: os.Stdout, Recurring: *recurring, Think: *think, LogStore: *logStore,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)

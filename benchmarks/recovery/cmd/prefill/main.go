@@ -39,6 +39,7 @@ func main() {
 	flag.Uint64Var(&c.SnapshotThreshold, "snapshot-threshold", 16384, "as the agent's snapshot_threshold (its default)")
 	flag.DurationVar(&c.SnapshotInterval, "snapshot-interval", 10*time.Second, "as the agent's snapshot_interval (its default)")
 	flag.Uint64Var(&c.TrailingLogs, "trailing-logs", 10240, "as the agent's trailing_logs (its default)")
+	flag.StringVar(&c.RaftLogStore, "raft-log-store", "", "agent raft_log_store: boltdb or wal (default: the agent's)")
 	flag.StringVar(&c.TLSCertFile, "tls-cert-file", "", "agent tls_cert_file (a server certificate: `ledgerd tls cert create -server`)")
 	flag.StringVar(&c.TLSKeyFile, "tls-key-file", "", "agent tls_key_file")
 	flag.StringVar(&c.TLSCAFile, "tls-ca-file", "", "agent tls_ca_file")

@@ -43,6 +43,7 @@ func run() error {
 	keyFile := flag.String("key-file", "", "ledgerd: client key for mutual TLS; rawraft: the nodes' key")
 	nodes := flag.Int("nodes", 0, "cluster size (rawraft: nodes to start; ledgerd: for the report)")
 	dir := flag.String("dir", "", "rawraft data directory (default: a temporary one)")
+	logStore := flag.String("log-store", "boltdb", "rawraft: where the nodes keep the Raft log, boltdb or wal (ledgerd's raft_log_store)")
 	report := flag.String("report", "", "instead of a run: read this JSON-lines result file and write tables and plots to -out")
 	out := flag.String("out", ".", "directory for -report")
 	cpuprofile := flag.String("cpuprofile", "", "write the load generator's own CPU profile to this file")
@@ -98,7 +99,7 @@ func run() error {
 			}
 			tc.ClientCAs, tc.ClientAuth, tc.MinVersion = tc.RootCAs, tls.RequireAndVerifyClientCert, tls.VersionTLS13
 		}
-		r, err := service.NewRawRaft(*nodes, *dir, tc)
+		r, err := service.NewRawRaft(*nodes, *dir, tc, *logStore)
 		if err != nil {
 			return err
 		}
