@@ -3,8 +3,6 @@ package fsm
 import (
 	"bytes"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -70,30 +68,9 @@ var bridgeGoldenStatuses = []fsmv1.Result_Status{OK, OK, OK, OK}
 // entries: version 4, decoding back to what was written.
 func TestGoldenBridgeCommands(t *testing.T) {
 	for _, g := range bridgeGoldenCommands() {
-		b, err := Encode(g.cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b, err = Stamp(b, g.now); err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join("testdata", "commands", g.file)
-		checkGolden(t, path, b)
-		stored, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dec, err := Decode(stored)
-		if err != nil {
-			t.Fatalf("%s: stored entry no longer decodes: %v", path, err)
-		}
-		want := proto.CloneOf(g.cmd)
-		want.Version, want.NowMillis = entryVersion(g.cmd), g.now
-		if !proto.Equal(dec, want) {
-			t.Fatalf("%s decodes to\n%v\nwant\n%v", path, dec, want)
-		}
+		dec := checkGoldenEntry(t, g)
 		if g.cmd.GetType() == fsmv1.Command_TYPE_SET_MATERIALIZATION && dec.GetVersion() != versionBridge {
-			t.Errorf("%s: version %d, want %d", path, dec.GetVersion(), versionBridge)
+			t.Errorf("%s: version %d, want %d", g.file, dec.GetVersion(), versionBridge)
 		}
 	}
 }

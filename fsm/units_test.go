@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -612,31 +610,15 @@ const unitsGoldenPrefix = 25
 // TestGoldenUnitsCommands pins the encoding of the unit entries.
 func TestGoldenUnitsCommands(t *testing.T) {
 	for _, g := range unitsGoldenCommands() {
-		b, err := Encode(g.cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b, err = Stamp(b, g.now); err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join("testdata", "commands", g.file)
-		checkGolden(t, path, b)
-		stored, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dec, err := Decode(stored)
-		if err != nil {
-			t.Fatalf("%s: stored entry no longer decodes: %v", path, err)
-		}
+		dec := checkGoldenEntry(t, g)
 		if want := entryVersion(g.cmd); dec.GetVersion() != want {
-			t.Errorf("%s: version %d, want %d", path, dec.GetVersion(), want)
+			t.Errorf("%s: version %d, want %d", g.file, dec.GetVersion(), want)
 		}
 		if g.cmd.GetType() != fsmv1.Command_TYPE_RESERVE && g.cmd.GetType() != fsmv1.Command_TYPE_HOLD &&
 			g.cmd.GetType() != fsmv1.Command_TYPE_MODIFY && g.cmd.GetType() != fsmv1.Command_TYPE_COMMIT && dec.GetVersion() != versionUnits {
 			// Bookings on a resource with units need no new version:
 			// only a version 4 replica can have such a resource.
-			t.Errorf("%s: version %d, want %d", path, dec.GetVersion(), versionUnits)
+			t.Errorf("%s: version %d, want %d", g.file, dec.GetVersion(), versionUnits)
 		}
 	}
 }

@@ -1,10 +1,6 @@
 package fsm
 
 import (
-	"bytes"
-	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -231,59 +227,13 @@ func unitsChangeGoldenCommands() []goldenEntry {
 // same bytes and hold the new unit set and the moved bookings.
 func TestGoldenUnitsChangeSnapshot(t *testing.T) {
 	for _, g := range unitsChangeGoldenCommands() {
-		b, err := Encode(g.cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b, err = Stamp(b, g.now); err != nil {
-			t.Fatal(err)
-		}
-		checkGolden(t, filepath.Join("testdata", "commands", g.file), b)
-		if dec, err := Decode(b); err != nil || dec.GetVersion() != versionUnits {
-			t.Fatalf("%s: %v version %d", g.file, err, dec.GetVersion())
+		if dec := checkGoldenEntry(t, g); dec.GetVersion() != versionUnits {
+			t.Fatalf("%s: version %d", g.file, dec.GetVersion())
 		}
 	}
-	f, err := New(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var entries []goldenEntry
-	entries = append(entries, goldenCommands()[:unitsGoldenPrefix]...)
-	entries = append(entries, unitsGoldenCommands()...)
-	entries = append(entries, unitsChangeGoldenCommands()...)
+	entries := slices.Concat(goldenCommands()[:unitsGoldenPrefix], unitsGoldenCommands(), unitsChangeGoldenCommands())
 	statuses := slices.Concat(goldenStatuses[:unitsGoldenPrefix], unitsGoldenStatuses, []fsmv1.Result_Status{OK})
-	for i, g := range entries {
-		b, err := os.ReadFile(filepath.Join("testdata", "commands", g.file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := DecodeResult(f.ApplyCommand(uint64(i+1), b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.GetStatus() != statuses[i] {
-			t.Fatalf("%s: %s (%s), want %s", g.file, res.GetStatus(), res.GetMessage(), statuses[i])
-		}
-	}
-	checkInvariants(t, f)
-	snap := snapshotBytes(t, f)
-	path := filepath.Join("testdata", "snapshot-v1-units-change.golden")
-	checkGolden(t, path, snap)
-	stored, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := New(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Restore(io.NopCloser(bytes.NewReader(stored))); err != nil {
-		t.Fatalf("stored snapshot does not restore: %v", err)
-	}
-	if again := snapshotBytes(t, r); !bytes.Equal(again, stored) {
-		t.Fatal("stored snapshot does not re-encode to the same bytes")
-	}
-	checkInvariants(t, r)
+	r := goldenReplayOf(t, entries, statuses, "snapshot-v1-units-change.golden")
 	res, _ := r.Resource("batch/nodes")
 	if !slices.Equal(res.GetUnits(), []string{"n1", "n4", "n5", "n6"}) || res.GetCapacity() != 4 {
 		t.Errorf("batch/nodes after the change: %v", res)
