@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ledgerd/ledgerd/internal/testwait"
 )
 
 // TestSeriesLeaderKilledBetweenExpansions runs the standing reservations
@@ -67,17 +69,17 @@ func TestSeriesLeaderKilledBetweenExpansions(t *testing.T) {
 	// single calls fail for a moment).
 	retry := func(what string, args ...string) string {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			code, out, errOut := cli(args...)
-			if code == 0 {
-				return out
+		code, out, errOut := -1, "", ""
+		defer func() {
+			if code != 0 {
+				t.Logf("%s: last exit %d: %s", what, code, errOut)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: exit %d: %s", what, code, errOut)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		}()
+		testwait.Every(t, 20*time.Second, 200*time.Millisecond, what, func() bool {
+			code, out, errOut = cli(args...)
+			return code == 0
+		})
+		return out
 	}
 	type seriesJSON struct {
 		Booked         int    `json:"booked"`
@@ -102,17 +104,13 @@ func TestSeriesLeaderKilledBetweenExpansions(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			s := get()
-			if s.DecidedThrough > through {
-				return s
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no expansion past %s within 15s of stepping the clocks to +%s", through, offset)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		var s seriesJSON
+		testwait.Every(t, 15*time.Second, 200*time.Millisecond,
+			fmt.Sprintf("an expansion past %s after stepping the clocks to +%s", through, offset), func() bool {
+				s = get()
+				return s.DecidedThrough > through
+			})
+		return s
 	}
 
 	retry("create gpu", "resources", "create", "gpu", "-capacity", "8", "-unit", "GPUs")

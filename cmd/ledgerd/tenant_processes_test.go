@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ledgerd/ledgerd/internal/testnet"
+	"github.com/ledgerd/ledgerd/internal/testwait"
 )
 
 // TestApprovalAcrossLeaderKill drives limits and approval through the CLI
@@ -68,17 +69,20 @@ func TestApprovalAcrossLeaderKill(t *testing.T) {
 	// deadline with the last output (no leader yet, a dead node).
 	until := func(what, token string, alive []*agentProc, check func(out string) bool, args ...string) string {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			out, errOut, err := cli(token, alive, args...)
-			if err == nil && check(out) {
-				return out
+		var out, errOut string
+		var err error
+		ok := false
+		defer func() {
+			if !ok {
+				t.Logf("%s: last output %q, stderr %q, err %v", what, out, errOut, err)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: last output %q, stderr %q, err %v", what, out, errOut, err)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		}()
+		testwait.Every(t, 30*time.Second, 200*time.Millisecond, what, func() bool {
+			out, errOut, err = cli(token, alive, args...)
+			ok = err == nil && check(out)
+			return ok
+		})
+		return out
 	}
 	ops := sec.token
 	anyOut := func(string) bool { return true }

@@ -16,12 +16,20 @@ const Interval = 20 * time.Millisecond
 // fails the test with what (and the time waited) if timeout passes first.
 func Until(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	Every(t, timeout, Interval, what, cond)
+}
+
+// Every is Until re-checking every `every` instead of every Interval, for
+// conditions that are costly to check (a CLI process, a cluster-wide
+// query) on a machine that is already busy.
+func Every(t testing.TB, timeout, every time.Duration, what string, cond func() bool) {
+	t.Helper()
 	if cond() {
 		return
 	}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	tick := time.NewTicker(Interval)
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -33,4 +34,17 @@ func TestUntil(t *testing.T) {
 	if !strings.HasPrefix(f.failed, "waited") {
 		t.Fatalf("a condition that never holds did not fail the test: %q", f.failed)
 	}
+}
+
+func TestEvery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int32
+		start := time.Now()
+		Every(t, time.Minute, time.Second, "three checks", func() bool { return n.Add(1) >= 3 })
+		// The first check is immediate, the next two one period apart
+		// each (fake time: exact).
+		if n.Load() != 3 || time.Since(start) != 2*time.Second {
+			t.Fatalf("checked %d times over %s, want 3 over 2s", n.Load(), time.Since(start))
+		}
+	})
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/ledgerd/ledgerd/agent/pki"
 	"github.com/ledgerd/ledgerd/internal/testbin"
 	"github.com/ledgerd/ledgerd/internal/testnet"
+	"github.com/ledgerd/ledgerd/internal/testwait"
 	"github.com/ledgerd/ledgerd/rpc/client"
 )
 
@@ -478,9 +479,9 @@ func waitReady(agents []*agent, sec *security, timeout time.Duration) error {
 // it), and it satisfies want (if given).
 func findLeader(t *testing.T, agents []*agent, want func(*agent) bool) *agent {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var leader *agent
+	var leader *agent
+	testwait.Every(t, 30*time.Second, 50*time.Millisecond, "a leader that every agent agrees on", func() bool {
+		leader = nil
 		agree := true
 		for _, a := range agents {
 			l, err := leaderSeenBy(a)
@@ -500,14 +501,9 @@ func findLeader(t *testing.T, agents []*agent, want func(*agent) bool) *agent {
 			}
 			leader = named
 		}
-		if agree && leader != nil && (want == nil || want(leader)) {
-			return leader
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no leader that every agent agrees on within 30s (last: %v)", leader)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return agree && leader != nil && (want == nil || want(leader))
+	})
+	return leader
 }
 
 // leaderSeenBy returns the API address of the leader agent a names.
