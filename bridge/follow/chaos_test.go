@@ -58,7 +58,7 @@ func TestChaosLedgerAndSlurm(t *testing.T) {
 	// makes the hand-made reservation durable before the nemesis starts.
 	c.StopController(t)
 	c.StartController(t)
-	hand := scontrolShow(t, c)["handmade"]
+	hand := c.ShowReservations(t)["handmade"]
 
 	cl := agenttest.NewClusterWith(t, 3, rpc.Options{}, func(_ int, cfg *agent.Config) {
 		cfg.SlurmBridge = &agent.SlurmBridgeConfig{
@@ -162,7 +162,7 @@ func TestChaosLedgerAndSlurm(t *testing.T) {
 // ownedName picks one of the bridge's reservations in Slurm ("" if none).
 func ownedName(t *testing.T, c *slurmtest.Cluster) string {
 	var names []string
-	for n := range scontrolShow(t, c) {
+	for n := range c.ShowReservations(t) {
 		if strings.HasPrefix(n, "ledgerd-") {
 			names = append(names, n)
 		}
@@ -179,7 +179,7 @@ func ownedName(t *testing.T, c *slurmtest.Cluster) string {
 // with their units and windows, no two overlap on a node, and the
 // hand-made one is unchanged.
 func mismatch(t *testing.T, c *slurmtest.Cluster, l ledgerReader, ids []string, hand map[string]string) string {
-	show := scontrolShow(t, c)
+	show := c.ShowReservations(t)
 	if fmt.Sprint(show["handmade"]) != fmt.Sprint(hand) {
 		return fmt.Sprintf("hand-made reservation changed: %v, was %v", show["handmade"], hand)
 	}

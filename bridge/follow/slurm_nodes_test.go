@@ -100,7 +100,7 @@ func TestSlurmFollowsPartitionNodes(t *testing.T) {
 	if slices.Contains(r.GetUnits(), gone) || !slices.Contains(next, r.GetUnits()[0]) {
 		t.Fatalf("booking on %v after %s left the partition %v", r.GetUnits(), gone, next)
 	}
-	t.Logf("booking %s moved from %s to %v; Slurm: %v", r.GetId(), gone, r.GetUnits(), scontrolShow(t, c)["ledgerd-"+r.GetId()]["Nodes"])
+	t.Logf("booking %s moved from %s to %v; Slurm: %v", r.GetId(), gone, r.GetUnits(), c.ShowReservations(t)["ledgerd-"+r.GetId()]["Nodes"])
 	evs, err := l.History(ctx, 0, 0, 1000)
 	if err != nil {
 		t.Fatal(err)

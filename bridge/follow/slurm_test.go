@@ -55,37 +55,12 @@ func slurmAgent(t *testing.T, c *slurmtest.Cluster) *agent.Agent {
 	return a
 }
 
-// scontrolShow returns the reservations `scontrol show reservation -o`
-// prints (in UTC), by name: the test's own view of Slurm.
-func scontrolShow(t *testing.T, c *slurmtest.Cluster) map[string]map[string]string {
-	t.Helper()
-	cmd := c.Command(context.Background(), "scontrol", "show", "reservation", "-o")
-	cmd.Env = append(cmd.Env, "TZ=UTC")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("scontrol show reservation -o: %v", err)
-	}
-	res := map[string]map[string]string{}
-	for _, line := range strings.Split(string(out), "\n") {
-		if !strings.HasPrefix(line, "ReservationName=") {
-			continue
-		}
-		kv := map[string]string{}
-		for _, w := range strings.Fields(line) {
-			k, v, _ := strings.Cut(w, "=")
-			kv[k] = v
-		}
-		res[kv["ReservationName"]] = kv
-	}
-	return res
-}
-
 // checkSlurmHolds checks that Slurm's reservations with the prefix are
 // exactly the given ledger reservations, with their units as nodes and
 // their windows.
 func checkSlurmHolds(t *testing.T, c *slurmtest.Cluster, rs ...*ledgerdv1.Reservation) {
 	t.Helper()
-	show := scontrolShow(t, c)
+	show := c.ShowReservations(t)
 	var got, want []string
 	for name := range show {
 		if strings.HasPrefix(name, "ledgerd-") {
@@ -177,7 +152,7 @@ func TestSlurmFollowsLedger(t *testing.T) {
 	}
 	laterNow, _ := l.Get(ctx, later.GetId(), false)
 	checkSlurmHolds(t, c, r, laterNow)
-	if _, ok := scontrolShow(t, c)["hand"]; !ok {
+	if _, ok := c.ShowReservations(t)["hand"]; !ok {
 		t.Error("the hand-made reservation is gone")
 	}
 
@@ -232,7 +207,7 @@ func TestSlurmFollowsLedger(t *testing.T) {
 	if msg := rec.GetMaterialization().GetMessage(); !strings.Contains(msg, "ended early in the resource manager") {
 		t.Fatalf("completed reservation recorded %q, want it ended early (the job still runs)", msg)
 	}
-	if kv, ok := scontrolShow(t, c)[m.GetName()]; ok {
+	if kv, ok := c.ShowReservations(t)[m.GetName()]; ok {
 		end, err := time.ParseInLocation("2006-01-02T15:04:05", kv["EndTime"], time.UTC)
 		if err != nil || !end.Before(winEnd) || end.After(completed.Add(time.Minute)) {
 			t.Fatalf("Slurm's reservation ends at %q, want about %v (completed early; booked until %v)", kv["EndTime"], completed, winEnd)
@@ -240,7 +215,7 @@ func TestSlurmFollowsLedger(t *testing.T) {
 	}
 	c.Run(t, "scancel", id)
 	testwait.Until(t, deadline, "Slurm to drop the reservation completed early", func() bool {
-		_, ok := scontrolShow(t, c)[m.GetName()]
+		_, ok := c.ShowReservations(t)[m.GetName()]
 		return !ok
 	})
 
@@ -250,12 +225,12 @@ func TestSlurmFollowsLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	testwait.Until(t, deadline, "Slurm to drop the cancelled reservation", func() bool {
-		_, ok := scontrolShow(t, c)["ledgerd-"+later.GetId()]
+		_, ok := c.ShowReservations(t)["ledgerd-"+later.GetId()]
 		return !ok
 	})
 	waitRecord(t, a, later.GetId(), ledgerdv1.MaterializationState_MATERIALIZATION_STATE_REMOVED)
 	checkSlurmHolds(t, c)
-	if _, ok := scontrolShow(t, c)["hand"]; !ok {
+	if _, ok := c.ShowReservations(t)["hand"]; !ok {
 		t.Error("the hand-made reservation is gone")
 	}
 }

@@ -53,7 +53,7 @@ func TestChaosAgainstSlurm(t *testing.T) {
 	// loss would be the bridge's doing.
 	c.StopController(t)
 	c.StartController(t)
-	hand := raw(t, c)
+	hand := c.ShowReservations(t)
 
 	nodes := c.NodeNames
 	randomDesired := func() []bridge.Spec {
@@ -110,7 +110,7 @@ func TestChaosAgainstSlurm(t *testing.T) {
 func nemesis(t *testing.T, c *slurmtest.Cluster, r *rand.Rand, step int) (string, func()) {
 	owned := func() []string {
 		var out []string
-		for name := range raw(t, c) {
+		for name := range c.ShowReservations(t) {
 			if bridge.Owns(prefix, name) {
 				out = append(out, name)
 			}
@@ -219,7 +219,7 @@ func roundOnce(ctx context.Context, d bridge.Driver, desired []bridge.Spec) (bri
 // the accepted set.
 func check(t *testing.T, c *slurmtest.Cluster, desired []bridge.Spec, accepted []string, hand map[string]map[string]string, step int, what string) {
 	t.Helper()
-	all := raw(t, c)
+	all := c.ShowReservations(t)
 	var owned []string
 	for name := range all {
 		if bridge.Owns(prefix, name) {

@@ -47,31 +47,6 @@ func newDriver(t *testing.T, c *slurmtest.Cluster, zone string, onRetry func(str
 	return d
 }
 
-// raw returns Slurm's reservations as `scontrol show reservation -o`
-// prints them (run as root, in UTC), by name: the test's independent view.
-func raw(t *testing.T, c *slurmtest.Cluster) map[string]map[string]string {
-	t.Helper()
-	cmd := c.Command(context.Background(), "scontrol", "show", "reservation", "-o")
-	cmd.Env = append(cmd.Env, "TZ=UTC")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("scontrol show reservation -o: %v", err)
-	}
-	res := map[string]map[string]string{}
-	for _, line := range strings.Split(string(out), "\n") {
-		if !strings.HasPrefix(line, "ReservationName=") {
-			continue
-		}
-		kv := map[string]string{}
-		for _, w := range strings.Fields(line) {
-			k, v, _ := strings.Cut(w, "=")
-			kv[k] = v
-		}
-		res[kv["ReservationName"]] = kv
-	}
-	return res
-}
-
 func utc(t time.Time) string { return t.UTC().Format(slurm.TimeLayout) }
 
 func mustKind(t *testing.T, err, kind error) {
@@ -102,7 +77,7 @@ func TestDriverAgainstSlurm(t *testing.T) {
 	c.Run(t, "scontrol", "create", "reservation", "ReservationName=maint", "StartTime="+utc(hour.Add(7*time.Hour)),
 		"EndTime="+utc(hour.Add(8*time.Hour)), "Nodes=n1,n2", "Users=root", "Flags=MAINT")
 	foreign := func(t *testing.T) map[string]map[string]string {
-		all := raw(t, c)
+		all := c.ShowReservations(t)
 		return map[string]map[string]string{"handmade": all["handmade"], "maint": all["maint"]}
 	}
 	handBefore := foreign(t)
@@ -135,7 +110,7 @@ func TestDriverAgainstSlurm(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		all := raw(t, c)
+		all := c.ShowReservations(t)
 		for _, tc := range []struct {
 			spec             bridge.Spec
 			nodes, who, list string
@@ -196,7 +171,7 @@ func TestDriverAgainstSlurm(t *testing.T) {
 		ghost := r1
 		ghost.Name = prefix + "404"
 		mustKind(t, d.Update(ctx, ghost, bridge.Reservation{Name: ghost.Name}), bridge.ErrUnknownReservation)
-		if _, ok := raw(t, c)[prefix+"6"]; ok {
+		if _, ok := c.ShowReservations(t)[prefix+"6"]; ok {
 			t.Fatal("a refused name reached Slurm")
 		}
 	})
@@ -213,7 +188,7 @@ func TestDriverAgainstSlurm(t *testing.T) {
 		if err := d.Update(ctx, want, have); err != nil {
 			t.Fatal(err)
 		}
-		got := raw(t, c)[r1.Name]
+		got := c.ShowReservations(t)[r1.Name]
 		for k, v := range map[string]string{"Nodes": "n1", "StartTime": utc(want.Start), "EndTime": utc(want.End), "Users": "(null)", "Accounts": "chemistry"} {
 			if got[k] != v {
 				t.Errorf("after update %s=%s, want %s", k, got[k], v)
@@ -270,7 +245,7 @@ func TestDriverAgainstSlurm(t *testing.T) {
 				}
 			}
 		}
-		all := raw(t, c)
+		all := c.ShowReservations(t)
 		var owned []string
 		for name := range all {
 			if strings.HasPrefix(name, prefix) {
@@ -363,7 +338,7 @@ func TestDriverAgainstSlurm(t *testing.T) {
 	})
 
 	t.Run("controller restart during a create", func(t *testing.T) {
-		before := raw(t, c)
+		before := c.ShowReservations(t)
 		var mu sync.Mutex
 		var attempts []time.Time
 		retried := make(chan struct{}, 1)
@@ -403,7 +378,7 @@ func TestDriverAgainstSlurm(t *testing.T) {
 		n := len(attempts)
 		mu.Unlock()
 		t.Logf("create retried %d times across the restart", n)
-		after := raw(t, c)
+		after := c.ShowReservations(t)
 		for name, kv := range before {
 			if got := after[name]; got == nil || got["Nodes"] != kv["Nodes"] || got["StartTime"] != kv["StartTime"] || got["EndTime"] != kv["EndTime"] {
 				t.Errorf("reservation %s did not survive the restart: before %v, after %v", name, kv, got)

@@ -287,6 +287,33 @@ func (c *Cluster) Run(tb testing.TB, name string, args ...string) string {
 	return out
 }
 
+// ShowReservations returns Slurm's reservations as `scontrol show
+// reservation -o` prints them (run as root, times in UTC), each as its
+// key=value fields, by name: a test's view of Slurm that does not go
+// through the driver under test.
+func (c *Cluster) ShowReservations(tb testing.TB) map[string]map[string]string {
+	tb.Helper()
+	cmd := c.Command(context.Background(), "scontrol", "show", "reservation", "-o")
+	cmd.Env = append(cmd.Env, "TZ=UTC")
+	out, err := cmd.Output()
+	if err != nil {
+		tb.Fatalf("slurmtest: scontrol show reservation -o: %v", err)
+	}
+	res := map[string]map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if !strings.HasPrefix(line, "ReservationName=") {
+			continue
+		}
+		kv := map[string]string{}
+		for _, w := range strings.Fields(line) {
+			k, v, _ := strings.Cut(w, "=")
+			kv[k] = v
+		}
+		res[kv["ReservationName"]] = kv
+	}
+	return res
+}
+
 // Try is Run that returns the error (with stderr) instead of failing.
 func (c *Cluster) Try(name string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
