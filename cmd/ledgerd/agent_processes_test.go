@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -132,6 +133,12 @@ func (p *securePKI) client(t *testing.T, procs ...*agentProc) *client.Client {
 // directories.
 func startAgents(t *testing.T, bin string, sec *securePKI) []*agentProc {
 	t.Helper()
+	return startAgentsWith(t, bin, sec, nil)
+}
+
+// startAgentsWith is startAgents with extra arguments for every agent.
+func startAgentsWith(t *testing.T, bin string, sec *securePKI, extra []string) []*agentProc {
+	t.Helper()
 	var procs []*agentProc
 	testnet.Start(t, 9, func(a []string) error {
 		data := t.TempDir()
@@ -143,7 +150,7 @@ func startAgents(t *testing.T, bin string, sec *securePKI) []*agentProc {
 			args := []string{"agent", "-node-name", p.name, "-data-dir", filepath.Join(data, p.name),
 				"-http-addr", p.http, "-raft-addr", p.raft, "-gossip-addr", p.gossip, "-bootstrap-expect", "3",
 				"-dead-server-grace", "5s", "-log-format", "json"}
-			args = append(args, sec.args(p.name)...)
+			args = append(append(args, sec.args(p.name)...), extra...)
 			for j, o := range procs {
 				if j != i {
 					args = append(args, "-retry-join", o.gossip)
@@ -211,25 +218,11 @@ func waitReady(procs []*agentProc, conf *tls.Config, timeout time.Duration) erro
 // catches up; and that SIGTERM gives a clean exit. It builds the binary,
 // so it only runs with LEDGERD_E2E=1 (scripts/three-nodes.sh sets it).
 func TestThreeAgentProcesses(t *testing.T) {
-	if os.Getenv("LEDGERD_E2E") == "" {
-		t.Skip("set LEDGERD_E2E=1 (or run scripts/three-nodes.sh) to start real agent processes")
-	}
-	bin := filepath.Join(t.TempDir(), "ledgerd")
-	build := exec.Command("go", "build", "-tags", "hashicorpmetrics", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := e2eBinary(t)
 	start := time.Now()
 	sec := makePKI(t, bin, []string{"head-1", "head-2", "head-3"})
 	procs := startAgents(t, bin, sec)
-	t.Cleanup(func() {
-		for _, p := range procs {
-			p.stop()
-			if t.Failed() {
-				t.Logf("--- %s log (tail) ---\n%s", p.name, tail(p.log.String(), 3000))
-			}
-		}
-	})
+	stopWithLogs(t, procs)
 	t.Logf("three secured agents ready in %s", time.Since(start).Round(time.Millisecond))
 
 	// Without a token the API refuses; over plain http nothing answers.
@@ -431,4 +424,57 @@ func mustReserve(t *testing.T, sec *securePKI, procs []*agentProc, key string, n
 		return nil
 	})
 	return id
+}
+
+// e2eBinary skips the test unless LEDGERD_E2E is set and returns the
+// ledgerd binary, built once per test run for every process test.
+func e2eBinary(t *testing.T) string {
+	t.Helper()
+	if os.Getenv("LEDGERD_E2E") == "" {
+		t.Skip("set LEDGERD_E2E=1 (or run scripts/three-nodes.sh) to start real agent processes")
+	}
+	e2eBuild.once.Do(func() {
+		dir, err := os.MkdirTemp("", "ledgerd-e2e-")
+		if err != nil {
+			e2eBuild.err = err
+			return
+		}
+		e2eBuild.dir = dir
+		e2eBuild.bin = filepath.Join(dir, "ledgerd")
+		if out, err := exec.Command("go", "build", "-tags", "hashicorpmetrics", "-o", e2eBuild.bin, ".").CombinedOutput(); err != nil {
+			e2eBuild.err = fmt.Errorf("%w\n%s", err, out)
+		}
+	})
+	if e2eBuild.err != nil {
+		t.Fatalf("build: %v", e2eBuild.err)
+	}
+	return e2eBuild.bin
+}
+
+// e2eBuild is the binary e2eBinary built; TestMain removes its directory.
+var e2eBuild struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if e2eBuild.dir != "" {
+		_ = os.RemoveAll(e2eBuild.dir)
+	}
+	os.Exit(code)
+}
+
+// stopWithLogs stops procs when the test ends, logging the tail of each
+// one's log if the test failed.
+func stopWithLogs(t *testing.T, procs []*agentProc) {
+	t.Cleanup(func() {
+		for _, p := range procs {
+			p.stop()
+			if t.Failed() {
+				t.Logf("--- %s log (tail) ---\n%s", p.name, tail(p.log.String(), 3000))
+			}
+		}
+	})
 }

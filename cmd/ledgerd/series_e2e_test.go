@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -25,24 +24,11 @@ import (
 // skipped. Waits poll the CLI under deadlines. It builds the binary, so
 // it runs only with LEDGERD_E2E=1, like TestThreeAgentProcesses.
 func TestSeriesLeaderKilledBetweenExpansions(t *testing.T) {
-	if os.Getenv("LEDGERD_E2E") == "" {
-		t.Skip("set LEDGERD_E2E=1 (or run scripts/three-nodes.sh) to start real agent processes")
-	}
-	bin := filepath.Join(t.TempDir(), "ledgerd")
-	if out, err := exec.Command("go", "build", "-tags", "hashicorpmetrics", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := e2eBinary(t)
 	start := time.Now()
 	sec := makePKI(t, bin, []string{"head-1", "head-2", "head-3"})
 	procs := startAgents(t, bin, sec)
-	t.Cleanup(func() {
-		for _, p := range procs {
-			p.stop()
-			if t.Failed() {
-				t.Logf("--- %s log (tail) ---\n%s", p.name, tail(p.log.String(), 3000))
-			}
-		}
-	})
+	stopWithLogs(t, procs)
 	dataDir := func(p *agentProc) string {
 		for i, a := range p.args {
 			if a == "-data-dir" {

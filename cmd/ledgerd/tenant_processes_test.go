@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ledgerd/ledgerd/internal/testnet"
 	"github.com/ledgerd/ledgerd/internal/testwait"
 )
 
@@ -26,13 +24,7 @@ import (
 // holds every step. It builds the binary, so it only runs with
 // LEDGERD_E2E=1.
 func TestApprovalAcrossLeaderKill(t *testing.T) {
-	if os.Getenv("LEDGERD_E2E") == "" {
-		t.Skip("set LEDGERD_E2E=1 (or run scripts/three-nodes.sh) to start real agent processes")
-	}
-	bin := filepath.Join(t.TempDir(), "ledgerd")
-	if out, err := exec.Command("go", "build", "-tags", "hashicorpmetrics", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := e2eBinary(t)
 	sec := makePKI(t, bin, []string{"head-1", "head-2", "head-3"})
 	const tenantToken = "e2e-physics-token"
 	tokens := `{"tokens":[{"token":"` + sec.token + `","tenant":"ops","operator":true},{"token":"` + tenantToken + `","tenant":"physics"}]}`
@@ -46,14 +38,7 @@ func TestApprovalAcrossLeaderKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	procs := startAgentsWith(t, bin, sec, []string{"-config", conf})
-	t.Cleanup(func() {
-		for _, p := range procs {
-			p.stop()
-			if t.Failed() {
-				t.Logf("--- %s log (tail) ---\n%s", p.name, tail(p.log.String(), 3000))
-			}
-		}
-	})
+	stopWithLogs(t, procs)
 	cli := func(token string, alive []*agentProc, args ...string) (string, string, error) {
 		var addrs []string
 		for _, p := range alive {
@@ -148,38 +133,4 @@ func TestApprovalAcrossLeaderKill(t *testing.T) {
 	}
 	out = until("usage", tenantToken, alive, func(out string) bool { return strings.Contains(out, `"booked_unit_seconds":"144000"`) }, "usage", "-json")
 	t.Logf("usage of physics after the approval: %s", strings.TrimSpace(out))
-}
-
-// startAgentsWith is startAgents with extra arguments for every agent.
-func startAgentsWith(t *testing.T, bin string, sec *securePKI, extra []string) []*agentProc {
-	t.Helper()
-	var procs []*agentProc
-	testnet.Start(t, 9, func(a []string) error {
-		data := t.TempDir()
-		procs = make([]*agentProc, 3)
-		for i := range procs {
-			procs[i] = &agentProc{name: fmt.Sprintf("head-%d", i+1), http: a[3*i], raft: a[3*i+1], gossip: a[3*i+2], log: new(bytes.Buffer)}
-		}
-		for i, p := range procs {
-			args := []string{"agent", "-node-name", p.name, "-data-dir", filepath.Join(data, p.name),
-				"-http-addr", p.http, "-raft-addr", p.raft, "-gossip-addr", p.gossip, "-bootstrap-expect", "3",
-				"-dead-server-grace", "5s", "-log-format", "json"}
-			args = append(append(args, sec.args(p.name)...), extra...)
-			for j, o := range procs {
-				if j != i {
-					args = append(args, "-retry-join", o.gossip)
-				}
-			}
-			p.args = args
-			p.start(t, bin)
-		}
-		if err := waitReady(procs, sec.tls, 60*time.Second); err != nil {
-			for _, p := range procs {
-				p.stop()
-			}
-			return err
-		}
-		return nil
-	})
-	return procs
 }
