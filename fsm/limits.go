@@ -124,18 +124,18 @@ func (l *limitState) useOf(owner, resource string) *usage {
 	return u
 }
 
-// accountRow is account for a row message.
-func (l *limitState) accountRow(r *fsmv1.Reservation, sign int64) {
+// accountRow is account for a row message whose meta (metaOf) the
+// caller already has.
+func (l *limitState) accountRow(r *fsmv1.Reservation, m *rowMeta, sign int64) {
 	if !l.limited() || r == nil || !countsState(r.GetState()) {
 		return
 	}
-	m := metaOf(r)
 	parts := scanParts(r.GetParts(), nil)
 	var pend []scanPart
 	if p := r.GetPending(); p != nil {
 		pend = scanParts(p.GetParts(), nil)
 	}
-	l.account(r.GetOwner(), &m, parts, pend, sign)
+	l.account(r.GetOwner(), m, parts, pend, sign)
 }
 
 func scanParts(ps []*fsmv1.Part, buf []scanPart) []scanPart {

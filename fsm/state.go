@@ -196,7 +196,7 @@ func (s *state) put(id string, r *fsmv1.Reservation) {
 	m := metaOf(r)
 	m.id = key
 	s.link(&m)
-	s.lim.accountRow(r, 1)
+	s.lim.accountRow(r, &m, 1)
 	s.lastPut = r
 	if r.Materialization != nil {
 		s.notePin(key)
