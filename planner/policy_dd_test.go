@@ -29,21 +29,35 @@ import (
 //	prob res= qty= start= end=                  Probability
 //	items res=                                  Items
 func TestPolicyDataDriven(t *testing.T) {
-	paths, err := filepath.Glob("testdata/policy/*.txt")
+	runScriptsPerTimeline(t, "testdata/policy/*.txt", func(_ *testing.T, _ string, f TimelineFactory) func(int, string) string {
+		s := NewScheduler(New(f))
+		return func(_ int, cmd string) string { return runPolicyCmd(s, cmd) }
+	})
+}
+
+// runScriptsPerTimeline runs every script that glob matches (the format
+// of TestDataDriven) once per exact timeline, list then indexed, each on
+// the fresh state that start makes for it (t is the script's subtest): start returns the function
+// that runs one command (with its script line) and prints its output.
+// Both timelines must print the same; the output must match the script,
+// or -rewrite writes it.
+func runScriptsPerTimeline(t *testing.T, glob string, start func(t *testing.T, path string, f TimelineFactory) func(line int, cmd string) string) {
+	t.Helper()
+	paths, err := filepath.Glob(glob)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(paths) == 0 {
-		t.Fatal("no scripts in testdata/policy")
+		t.Fatalf("no scripts match %s", glob)
 	}
 	for _, path := range paths {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			ds, trailer := parseScript(t, path)
 			var first []string
 			for fi, f := range []TimelineFactory{NewList, NewIndexed} {
-				s := NewScheduler(New(f))
+				run := start(t, path, f)
 				for i, d := range ds {
-					out := runPolicyCmd(s, d.cmd)
+					out := run(d.line, d.cmd)
 					if fi == 0 {
 						first = append(first, out)
 						d.actual = out

@@ -3,7 +3,6 @@ package planner
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,45 +30,18 @@ import (
 //	                                                  the booking's first letter, # down, . free;
 //	                                                  then the summed free capacity
 func TestUnitsDataDriven(t *testing.T) {
-	paths, err := filepath.Glob("testdata/units/*.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(paths) == 0 {
-		t.Fatal("no scripts in testdata/units")
-	}
-	for _, path := range paths {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			ds, trailer := parseScript(t, path)
-			var first []string
-			for fi, f := range []TimelineFactory{NewList, NewIndexed} {
-				var u *UnitSchedule
-				for i, d := range ds {
-					out := runUnitsCmd(t, &u, f, d.cmd)
-					if u != nil {
-						if err := checkUnits(u); err != nil {
-							t.Fatalf("%s:%d: %v", path, d.line, err)
-						}
-					}
-					if fi == 0 {
-						first = append(first, out)
-						d.actual = out
-					} else if out != first[i] {
-						t.Fatalf("%s:%d: timelines disagree:\nlist:    %s\nindexed: %s", path, d.line, first[i], out)
-					}
+	runScriptsPerTimeline(t, "testdata/units/*.txt", func(t *testing.T, path string, f TimelineFactory) func(int, string) string {
+		var u *UnitSchedule
+		return func(line int, cmd string) string {
+			out := runUnitsCmd(t, &u, f, cmd)
+			if u != nil {
+				if err := checkUnits(u); err != nil {
+					t.Fatalf("%s:%d: %v", path, line, err)
 				}
 			}
-			if *flagRewrite {
-				writeScript(t, path, ds, trailer)
-				return
-			}
-			for _, d := range ds {
-				if d.actual != d.expected {
-					t.Errorf("%s:%d: %s\n got:\n%s\nwant:\n%s", path, d.line, d.cmd, d.actual, d.expected)
-				}
-			}
-		})
-	}
+			return out
+		}
+	})
 }
 
 func runUnitsCmd(t *testing.T, up **UnitSchedule, f TimelineFactory, line string) string {
