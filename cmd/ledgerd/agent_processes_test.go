@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/internal/testbin"
 	"github.com/ledgerd/ledgerd/internal/testnet"
 	"github.com/ledgerd/ledgerd/internal/testwait"
 	"github.com/ledgerd/ledgerd/rpc/client"
@@ -427,42 +427,19 @@ func mustReserve(t *testing.T, sec *securePKI, procs []*agentProc, key string, n
 }
 
 // e2eBinary skips the test unless LEDGERD_E2E is set and returns the
-// ledgerd binary, built once per test run for every process test.
+// ledgerd binary (testbin: built once per test run for every process
+// test).
 func e2eBinary(t *testing.T) string {
 	t.Helper()
 	if os.Getenv("LEDGERD_E2E") == "" {
 		t.Skip("set LEDGERD_E2E=1 (or run scripts/three-nodes.sh) to start real agent processes")
 	}
-	e2eBuild.once.Do(func() {
-		dir, err := os.MkdirTemp("", "ledgerd-e2e-")
-		if err != nil {
-			e2eBuild.err = err
-			return
-		}
-		e2eBuild.dir = dir
-		e2eBuild.bin = filepath.Join(dir, "ledgerd")
-		if out, err := exec.Command("go", "build", "-tags", "hashicorpmetrics", "-o", e2eBuild.bin, ".").CombinedOutput(); err != nil {
-			e2eBuild.err = fmt.Errorf("%w\n%s", err, out)
-		}
-	})
-	if e2eBuild.err != nil {
-		t.Fatalf("build: %v", e2eBuild.err)
-	}
-	return e2eBuild.bin
-}
-
-// e2eBuild is the binary e2eBinary built; TestMain removes its directory.
-var e2eBuild struct {
-	once     sync.Once
-	dir, bin string
-	err      error
+	return testbin.Ledgerd(t)
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if e2eBuild.dir != "" {
-		_ = os.RemoveAll(e2eBuild.dir)
-	}
+	testbin.Cleanup()
 	os.Exit(code)
 }
 
