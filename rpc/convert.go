@@ -40,6 +40,33 @@ func tsMs(field string, ts *timestamppb.Timestamp) (int64, error) {
 	return ms, nil
 }
 
+// windowMs converts a request's [from, to) window: from defaults to
+// defFrom; to is required when requireTo is set and otherwise 0 (no end)
+// when absent; a given to must be after from. Errors name the field.
+func windowMs(from, to *timestamppb.Timestamp, defFrom int64, requireTo bool) (int64, int64, error) {
+	f := defFrom
+	if from != nil {
+		var err error
+		if f, err = tsMs("from", from); err != nil {
+			return 0, 0, err
+		}
+	}
+	if to == nil {
+		if requireTo {
+			return 0, 0, &ledger.FieldError{Field: "to", Reason: "required"}
+		}
+		return f, 0, nil
+	}
+	t, err := tsMs("to", to)
+	if err != nil {
+		return 0, 0, err
+	}
+	if t <= f {
+		return 0, 0, &ledger.FieldError{Field: "to", Reason: "must be after from"}
+	}
+	return f, t, nil
+}
+
 // durationMs validates a Duration and converts it to milliseconds
 // (sub-millisecond precision is truncated) without the saturation of
 // time.Duration, which ends at 292 years.

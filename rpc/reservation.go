@@ -248,18 +248,8 @@ func (h *reservations) List(ctx context.Context, req *connect.Request[ledgerdv1.
 			return nil, h.s.fail(&ledger.FieldError{Field: fmt.Sprintf("states[%d]", i), Reason: "unknown state"})
 		}
 	}
-	if m.From != nil {
-		if q.From, err = tsMs("from", m.From); err != nil {
-			return nil, h.s.fail(err)
-		}
-	}
-	if m.To != nil {
-		if q.To, err = tsMs("to", m.To); err != nil {
-			return nil, h.s.fail(err)
-		}
-		if q.To <= q.From {
-			return nil, h.s.fail(&ledger.FieldError{Field: "to", Reason: "must be after from"})
-		}
+	if q.From, q.To, err = windowMs(m.From, m.To, 0, false); err != nil {
+		return nil, h.s.fail(err)
 	}
 	if len(m.PageToken) > 256 {
 		return nil, h.s.fail(&ledger.FieldError{Field: "page_token", Reason: "malformed"})
@@ -319,22 +309,9 @@ func (h *reservations) Offers(ctx context.Context, req *connect.Request[ledgerdv
 // Availability implements ReservationService.Availability.
 func (h *reservations) Availability(ctx context.Context, req *connect.Request[ledgerdv1.AvailabilityRequest]) (*connect.Response[ledgerdv1.AvailabilityResponse], error) {
 	m := req.Msg
-	from := h.s.nowMs()
-	var err error
-	if m.From != nil {
-		if from, err = tsMs("from", m.From); err != nil {
-			return nil, h.s.fail(err)
-		}
-	}
-	if m.To == nil {
-		return nil, h.s.fail(&ledger.FieldError{Field: "to", Reason: "required"})
-	}
-	to, err := tsMs("to", m.To)
+	from, to, err := windowMs(m.From, m.To, h.s.nowMs(), true)
 	if err != nil {
 		return nil, h.s.fail(err)
-	}
-	if to <= from {
-		return nil, h.s.fail(&ledger.FieldError{Field: "to", Reason: "must be after from"})
 	}
 	res, blocks, err := h.l.Availability(ctx, m.Resource, from, to)
 	if err != nil {

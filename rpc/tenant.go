@@ -152,18 +152,8 @@ func (h *tenants) Usage(ctx context.Context, req *connect.Request[ledgerdv1.Usag
 	if q.Tenant, err = h.ownTenant(p, m.Tenant); err != nil {
 		return nil, err
 	}
-	if m.From != nil {
-		if q.From, err = tsMs("from", m.From); err != nil {
-			return nil, h.s.fail(err)
-		}
-	}
-	if m.To != nil {
-		if q.To, err = tsMs("to", m.To); err != nil {
-			return nil, h.s.fail(err)
-		}
-		if q.To <= q.From {
-			return nil, h.s.fail(&ledger.FieldError{Field: "to", Reason: "must be after from"})
-		}
+	if q.From, q.To, err = windowMs(m.From, m.To, 0, false); err != nil {
+		return nil, h.s.fail(err)
 	}
 	rows, err := t.Usage(ctx, q)
 	if err != nil {

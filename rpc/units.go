@@ -67,20 +67,9 @@ func (h *resources) UnitDown(ctx context.Context, req *connect.Request[ledgerdv1
 	if err != nil {
 		return nil, err
 	}
-	a := ledger.UnitDownArgs{Write: w, Name: m.Name, Unit: m.Unit, ID: m.Id, From: h.s.nowMs()}
-	if m.From != nil {
-		if a.From, err = tsMs("from", m.From); err != nil {
-			return nil, h.s.fail(err)
-		}
-	}
-	if m.To == nil {
-		return nil, h.s.fail(&ledger.FieldError{Field: "to", Reason: "required"})
-	}
-	if a.To, err = tsMs("to", m.To); err != nil {
+	a := ledger.UnitDownArgs{Write: w, Name: m.Name, Unit: m.Unit, ID: m.Id}
+	if a.From, a.To, err = windowMs(m.From, m.To, h.s.nowMs(), true); err != nil {
 		return nil, h.s.fail(err)
-	}
-	if a.To <= a.From {
-		return nil, h.s.fail(&ledger.FieldError{Field: "to", Reason: "must be after from"})
 	}
 	out, id, err := ul.UnitDown(ctx, a)
 	if err != nil {
