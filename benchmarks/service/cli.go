@@ -44,7 +44,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.JSON, "json", "", "append one JSON result per run to this file")
 	fs.StringVar(&f.Label, "label", "", "label of the system in reports, e.g. \"3 nodes\"")
 	fs.BoolVar(&f.Quiet, "quiet", false, "no progress lines")
-	fs.StringVar(&f.CPUPids, "cpu-pids", "", "process ids of the system's servers, comma-separated: their CPU time per operation is reported")
+	fs.StringVar(&f.CPUPids, "cpu-pids", "", "process ids of the system's servers, comma-separated: their CPU time per operation, with that of all their descendants, is reported")
 }
 
 // ClientCounts parses the -clients list.

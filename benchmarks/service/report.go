@@ -53,7 +53,8 @@ type Result struct {
 	// CPUOwnPerOp is the load generator's CPU time per operation of the
 	// measured phase, in microseconds (the whole system's for one run in
 	// this process: raw raft, embedded etcd); CPUServersPerOp is that of
-	// the server processes named by Config.CPUPids.
+	// the server processes named by Config.CPUPids and their descendants.
+	// Their sum is the CPU of every process of the system per operation.
 	CPUOwnPerOp     float64 `json:"cpu_own_us_per_op,omitempty"`
 	CPUServersPerOp float64 `json:"cpu_servers_us_per_op,omitempty"`
 	VerifyError     string  `json:"verify_error,omitempty"`

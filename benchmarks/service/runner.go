@@ -82,9 +82,11 @@ type Config struct {
 	// Existing are live bookings left by an earlier run on the same system
 	// (Result.Bookings); the prefill only tops them up to Live.
 	Existing []Booking
-	// CPUPids are the system's server processes (ledgerd agents) whose CPU
-	// time over the measured phase is reported with the load generator's
-	// own; a system run inside this process needs none.
+	// CPUPids are the system's server processes (ledgerd agents,
+	// PostgreSQL postmasters) whose CPU time over the measured phase, with
+	// that of all their descendants (a postmaster's backends), is reported
+	// with the load generator's own; a system run inside this process
+	// (raw raft, embedded etcd) needs none.
 	CPUPids []int
 }
 
