@@ -1,13 +1,59 @@
 #!/usr/bin/env bash
 # Service benchmark: ledgerd (1/3/5 agents as real processes) against raw
-# hashicorp/raft Apply, an embedded 3-member etcd and a local PostgreSQL,
-# with the same closed-loop workload (benchmarks/service), one after the
-# other on this machine. Then cold start / recovery time and resident memory
-# of a one-node ledgerd holding RECOVERY_LIVE reservations.
+# hashicorp/raft Apply, an embedded 3-member etcd, a one-node PostgreSQL and
+# a PostgreSQL primary with a synchronous streaming standby, with the same
+# closed-loop workload (benchmarks/service), one after the other on this
+# machine. Then cold start / recovery time and resident memory of a one-node
+# ledgerd holding RECOVERY_LIVE reservations.
 #
 #   scripts/bench-service.sh                 # the whole matrix (about 30 min)
 #   DURATION=5s CLIENTS=1,16 scripts/bench-service.sh   # quicker
 #   TLS=on,off scripts/bench-service.sh      # every cell with and without TLS, side by side
+#
+#   TLS=on DURATION=10s CLIENTS=1,16,64,256 SKIP='ledgerd-unary ledgerd-nodes recovery' \
+#     OUT=benchmarks/results/write-path-baseline scripts/bench-service.sh   # the write-path baseline
+#
+# Variables:
+#   DURATION       measured time per cell (default 15s)
+#   LIVE           live reservations held during every cell (default 10000)
+#   CLIENTS        closed-loop client counts of the default-mix cells and of
+#                  raw raft (default 1,16,64,256); the reserve-mix cells of
+#                  ledgerd run at 1 and 64 clients (the one-client p50 bar and
+#                  the raw raft bar), those of etcd and PostgreSQL at 64
+#   RECOVERY_LIVE  reservations of the recovery cell (default 100000)
+#   TLS            on, off or both (below; default on)
+#   LOG_STORES     boltdb, wal or both (below; default boltdb)
+#   OUT            results directory (default benchmarks/results/service)
+#   SKIP           cells to leave out, space-separated: rawraft ledgerd
+#                  ledgerd-unary ledgerd-nodes etcd postgres postgres-standby
+#                  recovery reserve-mix
+#
+# The systems and their labels in the report (system, label):
+#   raw raft, "3 nodes"        hashicorp/raft Apply in the load generator
+#   ledgerd, "N nodes"         N agents (secured unless TLS=off)
+#   etcd, "3 nodes"            3 embedded members in peerbench
+#   postgresql, "1 nodes"      one server on 127.0.0.1:5499
+#   postgresql, "primary + sync standby"
+#                              a primary on 127.0.0.1:5501 with
+#                              synchronous_standby_names=standby1 and a
+#                              streaming standby (pg_basebackup -R) on
+#                              127.0.0.1:5502 whose application_name is
+#                              standby1: a commit returns once the standby
+#                              has flushed it. Before every cell and after
+#                              it the script checks pg_stat_replication on
+#                              the primary (state streaming, sync_state
+#                              sync, ssl as the TLS setting says) and fails
+#                              if the standby is not synchronous.
+# Every PostgreSQL server runs fsync=on and synchronous_commit=on (checked
+# with SHOW before measuring), in a temporary directory as the postgres
+# user, from the Debian package (installed with apt-get if missing);
+# everything is stopped and removed on exit.
+#
+# CPU per operation: every cell reports the CPU time of all processes of
+# the system per operation of its measured phase: the load generator (in
+# which raw raft and etcd run) plus the ledgerd agents' processes or each
+# PostgreSQL postmaster's whole process tree (backends, WAL writer, sender
+# and receiver, startup process), passed as -cpu-pids.
 #
 #   TLS=on,off DURATION=8s CLIENTS=1,16,64 SKIP='ledgerd-unary ledgerd-nodes recovery' \
 #     OUT=benchmarks/results/service-tls scripts/bench-service.sh   # the committed TLS cost run
@@ -24,10 +70,12 @@
 #        and peer TLS info, client-cert-auth); PostgreSQL runs with ssl=on
 #        and a self-signed certificate, and the benchmark connects with
 #        sslmode=require (encrypted, the server not verified, no client
-#        certificate: PostgreSQL's common setting).
+#        certificate: PostgreSQL's common setting); the standby's
+#        replication connection uses sslmode=require too.
 #   off  the same without TLS: ledgerd agents with -insecure over plain
 #        http (no authentication at all), raw raft over TCP, etcd over http,
-#        PostgreSQL with sslmode=disable. Only to show what security costs.
+#        PostgreSQL with sslmode=disable (clients and the standby's
+#        replication connection). Only to show what security costs.
 # Cells of the first setting carry the plain labels ("3 nodes"), which the
 # report's bars judge; the others say ", no TLS" or ", TLS" after them.
 #
@@ -42,10 +90,12 @@
 #     OUT=benchmarks/results/logstore scripts/bench-service.sh   # the committed log store run
 #
 # Results go to $OUT (default benchmarks/results/service): service.jsonl (one
-# JSON result per cell), run.log (the tables as printed), env.txt, recovery.md,
-# and results.md / throughput.svg / latency-cdf.svg rendered from the JSON.
-# PostgreSQL (the Debian package) is started as the postgres user on
-# 127.0.0.1:5499 in a temporary data directory; it is skipped if not installed.
+# JSON result per cell), run.log (the tables as printed, with the load
+# average at every step), env.txt, recovery.md, and results.md /
+# throughput.svg / latency-cdf.svg rendered from the JSON: results.md opens
+# with the bars of the write-path goals (ledgerd 3 nodes against each peer
+# per client count, met or not met) and a table of throughput beside CPU
+# per operation for every system.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -56,20 +106,22 @@ RECOVERY_LIVE=${RECOVERY_LIVE:-100000}
 OUT=${OUT:-benchmarks/results/service}
 TLS=${TLS:-on}
 LOG_STORES=${LOG_STORES:-boltdb}
-SKIP=${SKIP:-} # space-separated: rawraft ledgerd ledgerd-unary ledgerd-nodes etcd postgres recovery reserve-mix
+SKIP=${SKIP:-} # space-separated: rawraft ledgerd ledgerd-unary ledgerd-nodes etcd postgres postgres-standby recovery reserve-mix
 
 mkdir -p "$OUT"
 out=$(cd "$OUT" && pwd)
 work=$(mktemp -d -t ledgerd-bench-XXXXXX)
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh
-pgdir=""
+pg_root="" pgbin=""
+pg_up=() # data directories of the running PostgreSQL servers
 cleanup() {
 	agents_stop || true
-	if [[ -n "$pgdir" ]]; then
-		su postgres -c "$pgbin/pg_ctl -D $pgdir/data -m fast stop" >/dev/null 2>&1 || true
-		rm -rf "$pgdir"
-	fi
+	local d
+	for d in ${pg_up[@]+"${pg_up[@]}"}; do
+		runuser -u postgres -- "$pgbin/pg_ctl" -D "$d" -m immediate stop >/dev/null 2>&1 || true
+	done
+	[[ -n "$pg_root" ]] && rm -rf "$pg_root"
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -138,6 +190,80 @@ portbase() { if [[ $2 == on ]]; then echo "$1"; else echo $(($1 + 1000)); fi; }
 # mutual TLS with the cluster's server certificate, or none.
 peer_tls() { [[ $1 == on ]] && echo "-ca-file $ca_file -cert-file $pki_dir/server-n1.pem -key-file $pki_dir/server-n1-key.pem" || true; }
 
+# The label of the PostgreSQL primary + synchronous standby cells.
+pg_standby_label="primary + sync standby"
+
+# pg_sslmode MODE: the libpq sslmode of a TLS setting.
+pg_sslmode() { if [[ $1 == on ]]; then echo require; else echo disable; fi; }
+# pg_initdb DIR: a new cluster in DIR owned by postgres, trusting local
+# connections (loopback only; replication included).
+pg_initdb() { runuser -u postgres -- "$pgbin/initdb" -D "$1" -U postgres --auth=trust >>"$work/pg.log" 2>&1; }
+# pg_start DIR PORT [-c NAME=VALUE...]: starts the server of DIR on
+# 127.0.0.1:PORT, durable (fsync, synchronous commit), ssl=on.
+pg_start() {
+	local d=$1 port=$2
+	shift 2
+	runuser -u postgres -- "$pgbin/pg_ctl" -D "$d" -l "$d.log" -w -t 120 start -o "-p $port -k $pg_root \
+-c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=256MB -c fsync=on -c synchronous_commit=on \
+-c ssl=on -c ssl_cert_file=$pg_root/server.crt -c ssl_key_file=$pg_root/server.key $*" >/dev/null || {
+		echo "postgresql in $d did not start:" >&2
+		tail -20 "$d.log" >&2
+		exit 1
+	}
+	pg_up+=("$d")
+}
+# pg_stop DIR: stops the server of DIR.
+pg_stop() {
+	runuser -u postgres -- "$pgbin/pg_ctl" -D "$1" -m fast -w stop >/dev/null
+	local keep=() d
+	for d in "${pg_up[@]}"; do [[ $d == "$1" ]] || keep+=("$d"); done
+	pg_up=(${keep[@]+"${keep[@]}"})
+}
+# pg_pid DIR: the postmaster's process id (the root of the server's tree).
+pg_pid() { head -1 "$1/postmaster.pid"; }
+# pg_sql PORT SQL: runs SQL on the server at PORT, prints the bare result.
+pg_sql() { runuser -u postgres -- "$pgbin/psql" -h "$pg_root" -p "$1" -U postgres -XAtqc "$2"; }
+# pg_reset PORT: drops the benchmark's tables.
+pg_reset() { pg_sql "$1" 'DROP TABLE IF EXISTS bookings; DROP TABLE IF EXISTS resources' >/dev/null 2>&1; }
+# pg_check_durable PORT: fails unless the server fsyncs and commits
+# synchronously.
+pg_check_durable() {
+	local got
+	got=$(pg_sql "$1" "SELECT current_setting('fsync') || ',' || current_setting('synchronous_commit')")
+	[[ $got == on,on ]] || {
+		echo "postgresql on $1: fsync,synchronous_commit = $got, want on,on" >&2
+		exit 1
+	}
+}
+# pg_conninfo DIR PRIMARYPORT MODE: points the standby of DIR at the
+# primary as standby1, over TLS or not, and reloads it if it runs (the WAL
+# receiver reconnects with the new settings).
+pg_conninfo() {
+	local conf=$1/postgresql.auto.conf
+	sed -i '/^primary_conninfo/d' "$conf"
+	echo "primary_conninfo = 'host=127.0.0.1 port=$2 user=postgres application_name=standby1 sslmode=$(pg_sslmode "$3")'" >>"$conf"
+	if [[ -f $1/postmaster.pid ]]; then runuser -u postgres -- "$pgbin/pg_ctl" -D "$1" reload >/dev/null; fi
+}
+# pg_wait_sync PORT MODE: waits up to 60 s until the primary at PORT has
+# standby1 streaming as its synchronous standby, over TLS iff MODE is on;
+# fails loudly otherwise.
+pg_wait_sync() {
+	local want=false got="" t
+	[[ $2 == on ]] && want=true
+	for ((t = 0; t < 300; t++)); do
+		got=$(pg_sql "$1" "SELECT s.state || ',' || s.sync_state || ',' || coalesce(l.ssl::text, 'none')
+			FROM pg_stat_replication s LEFT JOIN pg_stat_ssl l ON l.pid = s.pid
+			WHERE s.application_name = 'standby1'" 2>&1 | paste -sd' ' -)
+		if [[ $got == "streaming,sync,$want" ]]; then
+			echo "postgresql on $1: standby1 streaming, sync_state = sync, ssl = $want" | tee -a "$log"
+			return 0
+		fi
+		sleep 0.2
+	done
+	echo "postgresql on $1: standby1 is not a synchronous standby with ssl = $want after 60 s: pg_stat_replication says '${got:-no row}'" >&2
+	exit 1
+}
+
 # Each system's cells run once per TLS setting back to back, so that the
 # two figures of a pair are measured minutes apart at most, under the same
 # load of the machine.
@@ -167,7 +293,7 @@ if ! skip ledgerd; then
 		for mode in "${modes[@]}"; do
 			step "ledgerd, 3 nodes, reserve mix, TLS $mode"
 			agents_start 3 "$(portbase 17600 "$mode")" "$mode"
-			"$work/loadgen" -system ledgerd -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "3 nodes" "$mode")" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
+			"$work/loadgen" -system ledgerd -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "3 nodes" "$mode")" -mix reserve -clients 1,64 "${common[@]}" | tee -a "$log"
 			agents_stop
 		done
 	fi
@@ -222,31 +348,86 @@ if ! skip etcd; then
 	fi
 fi
 
-pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
-if ! skip postgres && [[ -n "$pgbin" ]]; then
-	pgdir=$(mktemp -d -t ledgerd-pg-XXXXXX)
-	# ssl=on with a self-signed certificate; each setting picks sslmode in
-	# the connection string (require: encrypted, disable: clear text).
+# PostgreSQL: one node, then a primary with a synchronous streaming
+# standby. Every server runs fsync=on and synchronous_commit=on (checked
+# before each cell), ssl=on with a self-signed certificate; each TLS
+# setting picks sslmode in the clients' connection string (require:
+# encrypted, disable: clear text) and in the standby's replication
+# connection. The CPU of each server's whole process tree (postmaster,
+# backends, WAL sender and receiver, writers) is counted per operation.
+if ! skip postgres || ! skip postgres-standby; then
+	pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
+	if [[ -z "$pgbin" ]]; then
+		echo "PostgreSQL is not installed: installing the Debian package" | tee -a "$log"
+		apt-get install -y -q postgresql >>"$work/apt.log" 2>&1 || {
+			echo "apt-get install postgresql failed (run apt-get update first?): $work/apt.log" >&2
+			exit 1
+		}
+		pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+	fi
+	pgver=$("$pgbin/postgres" --version | awk '{print $3}')
+	echo "postgresql: $pgver" >>"$out/env.txt"
+	pg_root=$(mktemp -d -t ledgerd-pg-XXXXXX)
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=127.0.0.1 \
-		-keyout "$pgdir/server.key" -out "$pgdir/server.crt" 2>/dev/null
-	chmod 600 "$pgdir/server.key"
-	chown -R postgres "$pgdir"
-	su postgres -c "$pgbin/initdb -D $pgdir/data -U postgres --auth=trust" >"$work/initdb.log"
-	su postgres -c "$pgbin/pg_ctl -D $pgdir/data -l $pgdir/pg.log -w start -o '-p 5499 -k $pgdir -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=256MB -c ssl=on -c ssl_cert_file=$pgdir/server.crt -c ssl_key_file=$pgdir/server.key'" >/dev/null
-	pg_reset() { su postgres -c "$pgbin/psql -h $pgdir -p 5499 -U postgres -qc 'DROP TABLE IF EXISTS bookings; DROP TABLE IF EXISTS resources'" >/dev/null 2>&1; }
+		-keyout "$pg_root/server.key" -out "$pg_root/server.crt" 2>/dev/null
+	chmod 600 "$pg_root/server.key"
+	chown -R postgres "$pg_root"
+fi
+
+if ! skip postgres; then
+	port=5499
+	pg_initdb "$pg_root/one"
+	pg_start "$pg_root/one" "$port"
+	pg_check_durable "$port"
 	for mode in "${modes[@]}"; do
-		sslmode=disable
-		[[ $mode == on ]] && sslmode=require
-		dsn="postgres://postgres@127.0.0.1:5499/postgres?sslmode=$sslmode"
-		pg_reset
-		step "postgresql $("$pgbin/postgres" --version | awk '{print $3}'), 1 node, default mix, TLS $mode"
-		"$work/peerbench" -system postgres -dsn "$dsn" -label "$(label "1 nodes" "$mode")" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
+		dsn="postgres://postgres@127.0.0.1:$port/postgres?sslmode=$(pg_sslmode "$mode")"
+		pg_reset "$port"
+		step "postgresql $pgver, 1 node, default mix, TLS $mode"
+		"$work/peerbench" -system postgres -nodes 1 -dsn "$dsn" -cpu-pids "$(pg_pid "$pg_root/one")" -label "$(label "1 nodes" "$mode")" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
 		if ! skip reserve-mix; then
-			pg_reset
+			pg_reset "$port"
 			step "postgresql, 1 node, reserve mix, TLS $mode"
-			"$work/peerbench" -system postgres -dsn "$dsn" -label "$(label "1 nodes" "$mode")" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
+			"$work/peerbench" -system postgres -nodes 1 -dsn "$dsn" -cpu-pids "$(pg_pid "$pg_root/one")" -label "$(label "1 nodes" "$mode")" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
 		fi
 	done
+	pg_stop "$pg_root/one"
+fi
+
+if ! skip postgres-standby; then
+	# A primary on 5501 whose commits wait for the standby named standby1
+	# (synchronous_commit=on: until the standby has flushed the commit
+	# record to its disk), and that standby on 5502, streaming from it.
+	primary=5501 standby=5502
+	pg_initdb "$pg_root/primary"
+	pg_start "$pg_root/primary" "$primary" -c synchronous_standby_names=standby1
+	runuser -u postgres -- "$pgbin/pg_basebackup" -h 127.0.0.1 -p "$primary" -U postgres -D "$pg_root/standby" -R -X stream -c fast \
+		>>"$work/pg.log" 2>&1
+	pg_conninfo "$pg_root/standby" "$primary" "${modes[0]}"
+	pg_start "$pg_root/standby" "$standby"
+	pg_check_durable "$primary"
+	pg_check_durable "$standby"
+	[[ $(pg_sql "$standby" "SELECT pg_is_in_recovery()") == t ]] || {
+		echo "postgresql on $standby is not a standby" >&2
+		exit 1
+	}
+	for mode in "${modes[@]}"; do
+		pg_conninfo "$pg_root/standby" "$primary" "$mode"
+		pg_wait_sync "$primary" "$mode"
+		dsn="postgres://postgres@127.0.0.1:$primary/postgres?sslmode=$(pg_sslmode "$mode")"
+		pids="$(pg_pid "$pg_root/primary"),$(pg_pid "$pg_root/standby")"
+		pg_reset "$primary"
+		step "postgresql $pgver, primary + sync standby, default mix, TLS $mode"
+		"$work/peerbench" -system postgres -nodes 2 -dsn "$dsn" -cpu-pids "$pids" -label "$(label "$pg_standby_label" "$mode")" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
+		pg_wait_sync "$primary" "$mode" # still synchronous at the end of the cells
+		if ! skip reserve-mix; then
+			pg_reset "$primary"
+			step "postgresql, primary + sync standby, reserve mix, TLS $mode"
+			"$work/peerbench" -system postgres -nodes 2 -dsn "$dsn" -cpu-pids "$pids" -label "$(label "$pg_standby_label" "$mode")" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
+			pg_wait_sync "$primary" "$mode"
+		fi
+	done
+	pg_stop "$pg_root/standby"
+	pg_stop "$pg_root/primary"
 fi
 
 if ! skip recovery; then

@@ -86,3 +86,11 @@ func WriteTLSCost(w io.Writer, rs []*Result) error {
 	_, err := fmt.Fprintln(w)
 	return err
 }
+
+// clientNote names the client mode of a ledgerd result, if recorded.
+func clientNote(r *Result) string {
+	if r.Client == "" {
+		return ""
+	}
+	return ", " + r.Client + " client"
+}

@@ -4,6 +4,12 @@
 //
 //	go run ./cmd/peerbench -system etcd -nodes 3 -clients 1,16,64 -live 10000
 //	go run ./cmd/peerbench -system postgres -dsn postgres://postgres@127.0.0.1:5499/postgres -clients 64
+//	go run ./cmd/peerbench -system postgres -nodes 2 -label "primary + sync standby" -cpu-pids 4242,4343 \
+//	    -dsn postgres://postgres@127.0.0.1:5501/postgres -clients 64
+//
+// The PostgreSQL servers are started by the caller (scripts/bench-service.sh);
+// -cpu-pids names their postmasters so that the CPU of every server process
+// is counted per operation.
 package main
 
 import (
@@ -28,7 +34,7 @@ func run() error {
 	var f service.Flags
 	f.Register(flag.CommandLine)
 	system := flag.String("system", "etcd", "etcd or postgres")
-	nodes := flag.Int("nodes", 3, "etcd members")
+	nodes := flag.Int("nodes", 3, "etcd: members to start; postgres: servers behind -dsn, for the report (default 1)")
 	port := flag.Int("port", 23790, "etcd: first client port (peer ports are 100 higher)")
 	dir := flag.String("dir", "", "etcd data directory (default: a temporary one)")
 	dsn := flag.String("dsn", "postgres://postgres@127.0.0.1:5499/postgres", "PostgreSQL connection string")
@@ -71,6 +77,14 @@ func run() error {
 			return err
 		}
 		sys, n = p, 1
+		flag.Visit(func(fl *flag.Flag) {
+			if fl.Name == "nodes" {
+				n = *nodes // a primary and its standbys
+			}
+		})
+		if n <= 0 {
+			return fmt.Errorf("-nodes %d: must be > 0", n)
+		}
 	default:
 		return fmt.Errorf("-system %q: want etcd or postgres", *system)
 	}

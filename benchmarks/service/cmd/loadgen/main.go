@@ -143,7 +143,8 @@ func clientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 	return tc, nil
 }
 
-// writeReport renders results.md (table and bars), throughput.svg and
+// writeReport renders results.md (bars, throughput and CPU per operation
+// per system and client count, TLS cost, every cell), throughput.svg and
 // latency-cdf.svg (reserve latency at 64 clients, default mix) into out.
 func writeReport(in, out string) error {
 	rs, err := service.ReadResults(in)
@@ -154,6 +155,12 @@ func writeReport(in, out string) error {
 	md.WriteString("## Bars\n\n")
 	if err := service.WriteBars(&md, rs); err != nil {
 		return err
+	}
+	md.WriteString("## Throughput and CPU per operation\n\n")
+	for _, mix := range []string{"default", "reserve"} {
+		if err := service.WriteSummary(&md, rs, mix); err != nil {
+			return err
+		}
 	}
 	var tlsCost strings.Builder
 	if err := service.WriteTLSCost(&tlsCost, rs); err != nil {
