@@ -231,14 +231,14 @@ func WriteBars(w io.Writer, rs []*Result) error {
 			}
 		}
 	}
-	first := "the run's TLS setting"
+	first := "in the run's TLS setting (env.txt)"
 	switch other {
 	case noTLSSuffix:
-		first = "TLS on"
+		first = "with TLS on"
 	case tlsSuffix:
-		first = "TLS off"
+		first = "with TLS off"
 	}
-	fmt.Fprintf(w, "Ledgerd 3 nodes against each peer, %s (ledgerd and its peers alike), default mix unless the goal says otherwise:\n\n", first)
+	fmt.Fprintf(w, "Ledgerd 3 nodes against each peer, %s for ledgerd and its peers alike, default mix unless the goal says otherwise:\n\n", first)
 	if err := WriteBarsTable(w, Bars(rs, "")); err != nil {
 		return err
 	}

@@ -123,7 +123,7 @@ func TestWriteBars(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"Ledgerd 3 nodes against each peer, TLS on (ledgerd and its peers alike)",
+		"Ledgerd 3 nodes against each peer, with TLS on for ledgerd and its peers alike",
 		"| ≥ PostgreSQL, 1 node | 64 | 1900 committed/s | 1800 committed/s | 1.06× | ≥ 1× | **met** | 40.0 / 10.0 | 1000 / 450 |",
 		"| ≥ 2× PostgreSQL, primary + sync standby | 1 | 150 committed/s | 300 committed/s | 0.50× | — | no bar | 6.5 / 30.0 | 1000 / 650 |",
 		"| ≥ 2× PostgreSQL, primary + sync standby | 256 | — | — | — | ≥ 2× | not measured | — | — |",

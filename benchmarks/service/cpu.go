@@ -150,3 +150,31 @@ func parseStat(b []byte) (procStat, error) {
 	ps.cpu, ps.children = v[0]+v[1], v[2]+v[3]
 	return ps, nil
 }
+
+// loadAvg1 returns the machine's one-minute load average (/proc/loadavg),
+// or 0 where it cannot be read: reports print it beside each cell, since
+// on shared cores throughput follows it.
+func loadAvg1() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	v, err := parseLoadAvg(b)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// parseLoadAvg reads the first field of a /proc/loadavg line.
+func parseLoadAvg(b []byte) (float64, error) {
+	f := bytes.Fields(b)
+	if len(f) == 0 {
+		return 0, errors.New("loadavg: empty")
+	}
+	v, err := strconv.ParseFloat(string(f[0]), 64)
+	if err != nil {
+		return 0, fmt.Errorf("loadavg: first field %q: %w", f[0], err)
+	}
+	return v, nil
+}

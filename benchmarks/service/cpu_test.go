@@ -141,3 +141,21 @@ func TestReadCPUCountsChildren(t *testing.T) {
 		t.Fatalf("tree CPU fell from %.2fs to %.2fs when the child was waited for", running.others, reaped.others)
 	}
 }
+
+func TestParseLoadAvg(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want float64
+		ok   bool
+	}{
+		{"10.22 6.45 3.97 3/104 21316\n", 10.22, true},
+		{"0.00 0.01 0.05 1/1 1", 0, true},
+		{"", 0, false},
+		{"x 1 2", 0, false},
+	} {
+		got, err := parseLoadAvg([]byte(c.line))
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("%q: got %v, %v; want %v (ok %v)", c.line, got, err, c.want, c.ok)
+		}
+	}
+}

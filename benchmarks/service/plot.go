@@ -51,8 +51,8 @@ func (r *Result) Series() string {
 
 // WriteMarkdown writes one table row per result.
 func WriteMarkdown(w io.Writer, rs []*Result) error {
-	fmt.Fprintln(w, "| system | mix | clients | live (target) | resources | ops/s | committed/s | committed p50 / p99 ms | read p99 ms | CPU µs/op | acceptance | errors | read-back |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+	fmt.Fprintln(w, "| system | mix | clients | live (target) | resources | ops/s | committed/s | committed p50 / p99 ms | read p99 ms | CPU µs/op | acceptance | errors | read-back | load avg start → end |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|")
 	for _, r := range rs {
 		var p50, readP99 float64
 		for _, s := range r.Ops {
@@ -81,9 +81,13 @@ func WriteMarkdown(w io.Writer, rs []*Result) error {
 		if r.Client != "" {
 			name += " (" + r.Client + " client)"
 		}
-		if _, err := fmt.Fprintf(w, "| %s | %s | %d | %d (%d) | %d | %.0f | %.0f | %.1f / %.1f | %.1f | %.0f | %.1f%% | %d | %s |\n",
+		load := "—"
+		if r.LoadStart > 0 || r.LoadEnd > 0 {
+			load = fmt.Sprintf("%.1f → %.1f", r.LoadStart, r.LoadEnd)
+		}
+		if _, err := fmt.Fprintf(w, "| %s | %s | %d | %d (%d) | %d | %.0f | %.0f | %.1f / %.1f | %.1f | %.0f | %.1f%% | %d | %s | %s |\n",
 			name, r.Mix, r.Clients, r.Live, r.TargetLive, r.Resources, r.OpsPerSecond, r.Committed, p50, r.CommittedP99, readP99,
-			r.CPUOwnPerOp+r.CPUServersPerOp, 100*r.AcceptanceRate, errs, check); err != nil {
+			r.CPUOwnPerOp+r.CPUServersPerOp, 100*r.AcceptanceRate, errs, check, load); err != nil {
 			return fmt.Errorf("write table: %w", err)
 		}
 	}

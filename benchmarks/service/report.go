@@ -58,6 +58,10 @@ type Result struct {
 	CPUOwnPerOp     float64 `json:"cpu_own_us_per_op,omitempty"`
 	CPUServersPerOp float64 `json:"cpu_servers_us_per_op,omitempty"`
 	VerifyError     string  `json:"verify_error,omitempty"`
+	// LoadStart and LoadEnd are the machine's one-minute load average when
+	// the measured phase began and ended (0: not read).
+	LoadStart float64 `json:"loadavg_start,omitempty"`
+	LoadEnd   float64 `json:"loadavg_end,omitempty"`
 
 	// Bookings are the live bookings at the end, to carry into the next run.
 	Bookings []Booking `json:"-"`
@@ -116,8 +120,8 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "total %.0f ops/s, committed reservations %.0f/s (p99 %.2f ms), acceptance %.1f%%\n",
 		r.OpsPerSecond, r.Committed, r.CommittedP99, 100*r.AcceptanceRate)
-	fmt.Fprintf(w, "CPU per operation: %.0f us (load generator process %.0f us, server processes %.0f us)\n",
-		r.CPUOwnPerOp+r.CPUServersPerOp, r.CPUOwnPerOp, r.CPUServersPerOp)
+	fmt.Fprintf(w, "CPU per operation: %.0f us (load generator process %.0f us, server processes %.0f us); load average %.2f → %.2f\n",
+		r.CPUOwnPerOp+r.CPUServersPerOp, r.CPUOwnPerOp, r.CPUServersPerOp, r.LoadStart, r.LoadEnd)
 	if len(r.Errors) > 0 {
 		keys := make([]string, 0, len(r.Errors))
 		for k := range r.Errors {

@@ -257,6 +257,7 @@ func Run(ctx context.Context, sys System, cfg Config) (*Result, error) {
 	runEnd, _ := mctx.Deadline()
 	defer mcancel()
 	stop = make(chan struct{})
+	res.LoadStart = loadAvg1()
 	cpu0, cpuErr := readCPU(cfg.CPUPids)
 	start := time.Now()
 	go progress(cfg.Progress, "run", stop, func() string {
@@ -369,6 +370,7 @@ func Run(ctx context.Context, sys System, cfg Config) (*Result, error) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	cpu1, err := readCPU(cfg.CPUPids)
+	res.LoadEnd = loadAvg1()
 	close(stop)
 	if firstErr != nil {
 		return nil, firstErr

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 )
 
 // WriteSummary writes, for one mix, a Markdown table with a row per
@@ -28,7 +29,9 @@ func WriteSummary(w io.Writer, rs []*Result, mix string) error {
 		if r.Label != "" {
 			name += " " + r.Label
 		}
-		name += clientNote(r)
+		if r.Client != "" && !strings.Contains(r.Label, r.Client) {
+			name += clientNote(r)
+		}
 		s := byName[name]
 		if s == nil {
 			s = &series{name: name, cells: map[int]*Result{}}
