@@ -63,7 +63,8 @@ agents_start() {
 			sleep 0.1
 			t=$((t + 1))
 			if ((t > 600)); then
-				echo "agent $i not ready after 60s" >&2
+				echo "agent $i not ready after 60s (another run on ports $base+1..$((base + 20 + n))? PORT_OFFSET moves them); its log ends:" >&2
+				tail -5 "$work/agent-$base-$i.log" >&2
 				return 1
 			fi
 		done

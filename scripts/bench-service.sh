@@ -24,6 +24,10 @@
 #   TLS            on, off or both (below; default on)
 #   LOG_STORES     boltdb, wal or both (below; default boltdb)
 #   OUT            results directory (default benchmarks/results/service)
+#   PORT_OFFSET    added to every loopback port the script uses (default 0;
+#                  e.g. 5000 when another run of this script shares the
+#                  machine: ledgerd 17500-20900, etcd 23790-23992 and
+#                  24790-24992, PostgreSQL 5499-5502 then move up by it)
 #   SKIP           cells to leave out, space-separated: rawraft ledgerd
 #                  ledgerd-unary ledgerd-nodes etcd postgres postgres-standby
 #                  recovery reserve-mix
@@ -32,12 +36,12 @@
 #   raw raft, "3 nodes"        hashicorp/raft Apply in the load generator
 #   ledgerd, "N nodes"         N agents (secured unless TLS=off)
 #   etcd, "3 nodes"            3 embedded members in peerbench
-#   postgresql, "1 nodes"      one server on 127.0.0.1:5499
+#   postgresql, "1 nodes"      one server on 127.0.0.1:5499 (+ PORT_OFFSET)
 #   postgresql, "primary + sync standby"
-#                              a primary on 127.0.0.1:5501 with
+#                              a primary on 127.0.0.1:5501 (+ offset) with
 #                              synchronous_standby_names=standby1 and a
 #                              streaming standby (pg_basebackup -R) on
-#                              127.0.0.1:5502 whose application_name is
+#                              127.0.0.1:5502 (+ offset), application_name
 #                              standby1: a commit returns once the standby
 #                              has flushed it. Before every cell and after
 #                              it the script checks pg_stat_replication on
@@ -106,6 +110,7 @@ RECOVERY_LIVE=${RECOVERY_LIVE:-100000}
 OUT=${OUT:-benchmarks/results/service}
 TLS=${TLS:-on}
 LOG_STORES=${LOG_STORES:-boltdb}
+PORT_OFFSET=${PORT_OFFSET:-0}
 SKIP=${SKIP:-} # space-separated: rawraft ledgerd ledgerd-unary ledgerd-nodes etcd postgres postgres-standby recovery reserve-mix
 
 mkdir -p "$OUT"
@@ -141,7 +146,7 @@ log="$out/run.log"
 	echo "cores: $(nproc)"
 	echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
 	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "settings: DURATION=$DURATION LIVE=$LIVE CLIENTS=$CLIENTS RECOVERY_LIVE=$RECOVERY_LIVE TLS=$TLS LOG_STORES=$LOG_STORES"
+	echo "settings: DURATION=$DURATION LIVE=$LIVE CLIENTS=$CLIENTS RECOVERY_LIVE=$RECOVERY_LIVE TLS=$TLS LOG_STORES=$LOG_STORES SKIP=$SKIP PORT_OFFSET=$PORT_OFFSET"
 } >"$out/env.txt"
 common=(-live "$LIVE" -duration "$DURATION" -json "$json" -quiet)
 step() { echo "== $* (load $(cut -d' ' -f1 /proc/loadavg))" | tee -a "$log"; }
@@ -185,7 +190,7 @@ label() {
 }
 # portbase BASE MODE: agents of the off setting get their own ports and
 # data directories.
-portbase() { if [[ $2 == on ]]; then echo "$1"; else echo $(($1 + 1000)); fi; }
+portbase() { if [[ $2 == on ]]; then echo $(($1 + PORT_OFFSET)); else echo $(($1 + 1000 + PORT_OFFSET)); fi; }
 # peer_tls MODE: the flags that put raw raft's transport (loadgen) on
 # mutual TLS with the cluster's server certificate, or none.
 peer_tls() { [[ $1 == on ]] && echo "-ca-file $ca_file -cert-file $pki_dir/server-n1.pem -key-file $pki_dir/server-n1-key.pem" || true; }
@@ -334,7 +339,7 @@ if ! skip etcd; then
 		etls=()
 		[[ $mode == on ]] && etls=(-tls-ca-file "$ca_file" -tls-cert-file "$pki_dir/server-n1.pem" -tls-key-file "$pki_dir/server-n1-key.pem")
 		step "etcd, 3 members, default mix, TLS $mode"
-		"$work/peerbench" -system etcd -nodes 3 -dir "$work/etcd" "${etls[@]}" -label "$(label "3 nodes" "$mode")" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
+		"$work/peerbench" -system etcd -nodes 3 -port $((23790 + PORT_OFFSET)) -dir "$work/etcd" "${etls[@]}" -label "$(label "3 nodes" "$mode")" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
 		rm -rf "$work/etcd"
 	done
 	if ! skip reserve-mix; then
@@ -342,7 +347,7 @@ if ! skip etcd; then
 			etls=()
 			[[ $mode == on ]] && etls=(-tls-ca-file "$ca_file" -tls-cert-file "$pki_dir/server-n1.pem" -tls-key-file "$pki_dir/server-n1-key.pem")
 			step "etcd, 3 members, reserve mix, TLS $mode"
-			"$work/peerbench" -system etcd -nodes 3 -port 24790 -dir "$work/etcd2" "${etls[@]}" -label "$(label "3 nodes" "$mode")" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
+			"$work/peerbench" -system etcd -nodes 3 -port $((24790 + PORT_OFFSET)) -dir "$work/etcd2" "${etls[@]}" -label "$(label "3 nodes" "$mode")" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
 			rm -rf "$work/etcd2"
 		done
 	fi
@@ -375,7 +380,7 @@ if ! skip postgres || ! skip postgres-standby; then
 fi
 
 if ! skip postgres; then
-	port=5499
+	port=$((5499 + PORT_OFFSET))
 	pg_initdb "$pg_root/one"
 	pg_start "$pg_root/one" "$port"
 	pg_check_durable "$port"
@@ -397,7 +402,7 @@ if ! skip postgres-standby; then
 	# A primary on 5501 whose commits wait for the standby named standby1
 	# (synchronous_commit=on: until the standby has flushed the commit
 	# record to its disk), and that standby on 5502, streaming from it.
-	primary=5501 standby=5502
+	primary=$((5501 + PORT_OFFSET)) standby=$((5502 + PORT_OFFSET))
 	pg_initdb "$pg_root/primary"
 	pg_start "$pg_root/primary" "$primary" -c synchronous_standby_names=standby1
 	runuser -u postgres -- "$pgbin/pg_basebackup" -h 127.0.0.1 -p "$primary" -U postgres -D "$pg_root/standby" -R -X stream -c fast \
