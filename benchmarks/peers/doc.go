@@ -6,9 +6,10 @@
 //     resource, fit is decided by the client (service.EarliestFit) and the
 //     new list is committed with a compare on the resource key's revision,
 //     retried on conflict.
-//   - Postgres: one PostgreSQL server; admission in a transaction holding
-//     the resource's row lock (SELECT ... FOR UPDATE), fit decided by the
-//     client the same way.
+//   - Postgres: one PostgreSQL server (or a primary with a synchronous
+//     standby: the caller starts the servers, the client code is the same);
+//     admission in a transaction holding the resource's row lock (SELECT
+//     ... FOR UPDATE), fit decided by the client the same way.
 //
 // Both can read their whole state back and check that no resource is booked
 // over capacity (service.Verifier).
