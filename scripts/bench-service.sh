@@ -10,7 +10,7 @@
 #   DURATION=5s CLIENTS=1,16 scripts/bench-service.sh   # quicker
 #   TLS=on,off scripts/bench-service.sh      # every cell with and without TLS, side by side
 #
-#   TLS=on DURATION=10s CLIENTS=1,16,64,256 SKIP='ledgerd-unary ledgerd-nodes recovery' \
+#   TLS=on DURATION=10s CLIENTS=1,16,64,256 PORT_OFFSET=5000 \
 #     OUT=benchmarks/results/write-path-baseline scripts/bench-service.sh   # the write-path baseline
 #
 # Variables:
@@ -258,7 +258,7 @@ pg_wait_sync() {
 	for ((t = 0; t < 300; t++)); do
 		got=$(pg_sql "$1" "SELECT s.state || ',' || s.sync_state || ',' || coalesce(l.ssl::text, 'none')
 			FROM pg_stat_replication s LEFT JOIN pg_stat_ssl l ON l.pid = s.pid
-			WHERE s.application_name = 'standby1'" 2>&1 | paste -sd' ' -)
+			WHERE s.application_name = 'standby1'" 2>&1 | paste -sd' ' -) || true # a refused query is retried
 		if [[ $got == "streaming,sync,$want" ]]; then
 			echo "postgresql on $1: standby1 streaming, sync_state = sync, ssl = $want" | tee -a "$log"
 			return 0
@@ -355,7 +355,7 @@ fi
 
 # PostgreSQL: one node, then a primary with a synchronous streaming
 # standby. Every server runs fsync=on and synchronous_commit=on (checked
-# before each cell), ssl=on with a self-signed certificate; each TLS
+# before measuring), ssl=on with a self-signed certificate; each TLS
 # setting picks sslmode in the clients' connection string (require:
 # encrypted, disable: clear text) and in the standby's replication
 # connection. The CPU of each server's whole process tree (postmaster,
@@ -399,9 +399,10 @@ if ! skip postgres; then
 fi
 
 if ! skip postgres-standby; then
-	# A primary on 5501 whose commits wait for the standby named standby1
-	# (synchronous_commit=on: until the standby has flushed the commit
-	# record to its disk), and that standby on 5502, streaming from it.
+	# A primary on 5501 (+ PORT_OFFSET) whose commits wait for the standby
+	# named standby1 (synchronous_commit=on: until the standby has flushed
+	# the commit record to its disk), and that standby on 5502, streaming
+	# from it.
 	primary=$((5501 + PORT_OFFSET)) standby=$((5502 + PORT_OFFSET))
 	pg_initdb "$pg_root/primary"
 	pg_start "$pg_root/primary" "$primary" -c synchronous_standby_names=standby1
