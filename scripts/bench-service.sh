@@ -22,7 +22,7 @@
 #                  the raw raft bar), those of etcd and PostgreSQL at 64
 #   RECOVERY_LIVE  reservations of the recovery cell (default 100000)
 #   TLS            on, off or both (below; default on)
-#   LOG_STORES     boltdb, wal or both (below; default boltdb)
+#   LOG_STORES     boltdb, wal or both (below; default wal)
 #   OUT            results directory (default benchmarks/results/service)
 #   PORT_OFFSET    added to every loopback port the script uses (default 0;
 #                  e.g. 5000 when another run of this script shares the
@@ -83,7 +83,8 @@
 # Cells of the first setting carry the plain labels ("3 nodes"), which the
 # report's bars judge; the others say ", no TLS" or ", TLS" after them.
 #
-# LOG_STORES (a comma-separated list of boltdb and wal; default boltdb) is
+# LOG_STORES (a comma-separated list of boltdb and wal; default wal, the
+# agent's own default for a new data dir) is
 # where raw raft's nodes and the 3-node ledgerd agents of the default-mix
 # cells keep the Raft log (the agents' raft_log_store), each cell run once
 # per store back to back; the cells of the first store carry the plain
@@ -109,7 +110,7 @@ CLIENTS=${CLIENTS:-1,16,64,256}
 RECOVERY_LIVE=${RECOVERY_LIVE:-100000}
 OUT=${OUT:-benchmarks/results/service}
 TLS=${TLS:-on}
-LOG_STORES=${LOG_STORES:-boltdb}
+LOG_STORES=${LOG_STORES:-wal}
 PORT_OFFSET=${PORT_OFFSET:-0}
 SKIP=${SKIP:-} # space-separated: rawraft ledgerd ledgerd-unary ledgerd-nodes etcd postgres postgres-standby recovery reserve-mix
 
