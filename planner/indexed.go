@@ -309,6 +309,9 @@ func (t *IndexedTimeline) nextBelowBefore(ci, bi int, amount, limit int64) (int,
 // free >= amount over [s, s+duration). A notBefore before the origin is
 // treated as the origin. Invalid arguments yield ok == false.
 func (t *IndexedTimeline) Earliest(amount, duration, notBefore, latestStart int64) (int64, bool) {
+	if t.rev != nil {
+		return t.shortEarliest(amount, duration, notBefore, latestStart)
+	}
 	if amount <= 0 || duration <= 0 {
 		return 0, false
 	}
@@ -317,9 +320,6 @@ func (t *IndexedTimeline) Earliest(amount, duration, notBefore, latestStart int6
 	}
 	if notBefore > latestStart || latestStart > MaxTime-duration {
 		return 0, false
-	}
-	if t.rev != nil {
-		return t.shortEarliest(amount, duration, notBefore, latestStart)
 	}
 	cand := notBefore
 	ci, bi := t.locate(cand)
@@ -458,7 +458,7 @@ func (t *IndexedTimeline) Book(start, end, amount int64) error {
 		// The window the preceding Earliest found in the short layout:
 		// known to fit, and its last block is known.
 		f.ok = false
-		t.shortAdd(start, end, f.at, f.last, -amount)
+		t.shortBookFit(start, end, amount, f.at, f.last)
 		return nil
 	}
 	s, ok, err := t.checkWindow("book", start, end, amount)

@@ -108,6 +108,15 @@ func (t *IndexedTimeline) shortWindow(at int, end int64) (last int, mn, mx int64
 // move is written so that the compiler can use a conditional move, as
 // whether a block has enough free is as good as random.
 func (t *IndexedTimeline) shortEarliest(amount, duration, notBefore, latestStart int64) (int64, bool) {
+	if amount <= 0 || duration <= 0 {
+		return 0, false
+	}
+	if o := t.Origin(); notBefore < o {
+		notBefore = o
+	}
+	if notBefore > latestStart || latestStart > MaxTime-duration {
+		return 0, false
+	}
 	b := t.rev
 	cand, at := notBefore, len(b)-1
 	for i := len(b) - 1; i > 0; i-- {
@@ -236,6 +245,55 @@ func (t *IndexedTimeline) shortAdd(start, end int64, at, last int, delta int64) 
 	// Same backing array: only the length is stored (no write barrier).
 	t.rev = t.rev[:m]
 	t.n = m
+}
+
+// shortBookFit books amount over the window [start, end) that
+// shortEarliest found, from block rev[at] to block rev[last]: every block of
+// it has at least amount free and start >= origin.
+//
+// The usual booking lands inside blocks at both ends (a new boundary at
+// start and at end): the blocks before the window in time move up by two
+// places, the window's by one; that case and the one where the window
+// starts on a boundary are written straight, the others go to shortAdd.
+func (t *IndexedTimeline) shortBookFit(start, end, amount int64, at, last int) {
+	b := t.rev
+	n := len(b)
+	if n+2 > cap(b) || end == MaxTime || last == 0 || at >= n || last > at {
+		t.shortAdd(start, end, at, last, -amount)
+		return
+	}
+	if b[last-1].start == end {
+		t.shortAdd(start, end, at, last, -amount)
+		return
+	}
+	ps, fs, fe := b[at].start, b[at].free, b[last].free
+	if ps != start {
+		// Both edges split: [last, at] -> [last+1, at+1], (at, n) -> (at+2, n+2).
+		b = b[:n+2]
+		copy(b[at+3:], b[at+1:n])
+		for k := at; k >= last; k-- {
+			b[k+1] = sblock{start: b[k].start, free: b[k].free - amount}
+		}
+		b[at+2] = sblock{start: ps, free: fs}
+		b[at+1].start = start
+		b[last] = sblock{start: end, free: fe}
+		t.rev = t.rev[:n+2]
+		t.n = n + 2
+		return
+	}
+	if at+1 < n && fs-amount == b[at+1].free {
+		t.shortAdd(start, end, at, last, -amount)
+		return
+	}
+	// Only the end splits: [last, at] -> [last+1, at+1], (at, n) -> (at+1, n+1).
+	b = b[:n+1]
+	copy(b[at+2:], b[at+1:n])
+	for k := at; k >= last; k-- {
+		b[k+1] = sblock{start: b[k].start, free: b[k].free - amount}
+	}
+	b[last] = sblock{start: end, free: fe}
+	t.rev = t.rev[:n+1]
+	t.n = n + 1
 }
 
 // b2i is 1 for true and 0 for false.
