@@ -95,9 +95,14 @@ func (t *IndexedTimeline) shortWindow(at int, end int64) (last int, mn, mx int64
 	}
 }
 
-// shortEarliest is Earliest in the short layout (arguments checked,
-// notBefore clipped to the origin): the candidate walk of the plain list,
-// from the head.
+// Earliest returns the earliest start s in [notBefore, latestStart] such that
+// free >= amount over [s, s+duration). A notBefore before the origin is
+// treated as the origin. Invalid arguments yield ok == false.
+//
+// In the short layout it is the candidate walk of the plain list, from the
+// head; the chunked layout has its own search (chunkedEarliest). The walk is
+// written here rather than in a helper: one call less per search is a few
+// per cent of an admission at these sizes.
 //
 // One loop both finds notBefore and walks on from it, so that a search
 // costs one loop exit, not two (each is a mispredicted branch, which at
@@ -107,7 +112,11 @@ func (t *IndexedTimeline) shortWindow(at int, end int64) (last int, mn, mx int64
 // the candidate fits once a block ends at least duration after it. The
 // move is written so that the compiler can use a conditional move, as
 // whether a block has enough free is as good as random.
-func (t *IndexedTimeline) shortEarliest(amount, duration, notBefore, latestStart int64) (int64, bool) {
+func (t *IndexedTimeline) Earliest(amount, duration, notBefore, latestStart int64) (int64, bool) {
+	b := t.rev
+	if b == nil {
+		return t.chunkedEarliest(amount, duration, notBefore, latestStart)
+	}
 	if amount <= 0 || duration <= 0 {
 		return 0, false
 	}
@@ -117,7 +126,6 @@ func (t *IndexedTimeline) shortEarliest(amount, duration, notBefore, latestStart
 	if notBefore > latestStart || latestStart > MaxTime-duration {
 		return 0, false
 	}
-	b := t.rev
 	cand, at := notBefore, len(b)-1
 	for i := len(b) - 1; i > 0; i-- {
 		// at follows the block containing cand, for Book.
@@ -321,6 +329,68 @@ func shiftBlocks(b []sblock, from, to, d int) {
 	for k := from; k < to; k++ {
 		b[k+d] = b[k]
 	}
+}
+
+// shortAdvanceNear is Advance in the short layout (origin < now < MaxTime,
+// at least five blocks) when now lies in one of the first four blocks: it
+// reports false, changing nothing, when now lies further on.
+//
+// Whether now passes the first block's end is as good as random (the
+// blocks near the head are short), so it counts the boundaries now
+// reaches among the next four without a branch: starts decrease with the
+// index, so those boundaries are a suffix and their count is how many
+// blocks go.
+func (t *IndexedTimeline) shortAdvanceNear(now int64) bool {
+	b := t.rev
+	n := len(b)
+	c := b2i(b[n-2].start <= now) + b2i(b[n-3].start <= now) + b2i(b[n-4].start <= now) + b2i(b[n-5].start <= now)
+	if c == 4 {
+		return false
+	}
+	n -= c
+	b[n-1].start = now
+	// Same backing array: only the length is stored.
+	t.rev = t.rev[:n]
+	t.n = n
+	t.origin = now
+	return true
+}
+
+// Advance forgets every block that ends at or before now; the block that
+// contains now is clipped to start at now.
+//
+// In the short layout the blocks that end are cut off the end of the
+// slice. Whether now passes the first block's end is as good as random
+// (the blocks near the head are short: bookings start there), so the
+// usual case counts the boundaries now reaches among the next four
+// without a branch: starts decrease with the index, so those boundaries
+// are a suffix of the slice and their count is how many blocks go. The
+// remembered fit stays: block indices count from the far end and do not
+// move, and Book's use of it checks that the window does not start before
+// the origin.
+func (t *IndexedTimeline) Advance(now int64) {
+	if now <= t.origin {
+		return
+	}
+	b := t.rev
+	if b == nil || now >= MaxTime {
+		t.chunkedAdvance(now)
+		return
+	}
+	if n := len(b); n >= 5 {
+		c := b2i(b[n-2].start <= now) + b2i(b[n-3].start <= now) + b2i(b[n-4].start <= now) + b2i(b[n-5].start <= now)
+		if c < 4 {
+			n -= c
+			b[n-1].start = now
+			// Same backing array: only the length is stored (no
+			// write barrier).
+			t.rev = t.rev[:n]
+			t.n = n
+			t.origin = now
+			return
+		}
+	}
+	t.shortAdvance(now)
 }
 
 // shortAdvance is Advance in the short layout (origin < now < MaxTime):
