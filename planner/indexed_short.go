@@ -256,7 +256,7 @@ func (t *IndexedTimeline) shortAdd(start, end int64, at, last int, delta int64) 
 }
 
 // shortBookFit books amount over the window [start, end) that
-// shortEarliest found, from block rev[at] to block rev[last]: every block of
+// Earliest found, from block rev[at] to block rev[last]: every block of
 // it has at least amount free and start >= origin.
 //
 // The usual booking lands inside blocks at both ends (a new boundary at
@@ -275,33 +275,33 @@ func (t *IndexedTimeline) shortBookFit(start, end, amount int64, at, last int) {
 		return
 	}
 	ps, fs, fe := b[at].start, b[at].free, b[last].free
-	if ps != start {
-		// Both edges split: [last, at] -> [last+1, at+1], (at, n) -> (at+2, n+2).
-		b = b[:n+2]
-		copy(b[at+3:], b[at+1:n])
-		for k := at; k >= last; k-- {
-			b[k+1] = sblock{start: b[k].start, free: b[k].free - amount}
+	// d is how far the blocks before the window in time move: two places
+	// when start splits block at, one when the window starts on a
+	// boundary (and does not merge there, which shortAdd handles).
+	d := 2
+	if ps == start {
+		if at+1 < n && fs-amount == b[at+1].free {
+			t.shortAdd(start, end, at, last, -amount)
+			return
 		}
+		d = 1
+	}
+	b = b[:n+d]
+	shiftBlocks(b, at+1, n, d)
+	// The window [last, at] moves up by one place and loses amount.
+	w := b[last : at+2]
+	for k := len(w) - 2; k >= 0; k-- {
+		w[k+1] = sblock{start: w[k].start, free: w[k].free - amount}
+	}
+	if d == 2 {
+		// Block at's part before start keeps its free amount.
 		b[at+2] = sblock{start: ps, free: fs}
 		b[at+1].start = start
-		b[last] = sblock{start: end, free: fe}
-		t.rev = t.rev[:n+2]
-		t.n = n + 2
-		return
-	}
-	if at+1 < n && fs-amount == b[at+1].free {
-		t.shortAdd(start, end, at, last, -amount)
-		return
-	}
-	// Only the end splits: [last, at] -> [last+1, at+1], (at, n) -> (at+1, n+1).
-	b = b[:n+1]
-	copy(b[at+2:], b[at+1:n])
-	for k := at; k >= last; k-- {
-		b[k+1] = sblock{start: b[k].start, free: b[k].free - amount}
 	}
 	b[last] = sblock{start: end, free: fe}
-	t.rev = t.rev[:n+1]
-	t.n = n + 1
+	// Same backing array: only the length is stored (no write barrier).
+	t.rev = t.rev[:n+d]
+	t.n = n + d
 }
 
 // b2i is 1 for true and 0 for false.
@@ -329,31 +329,6 @@ func shiftBlocks(b []sblock, from, to, d int) {
 	for k := from; k < to; k++ {
 		b[k+d] = b[k]
 	}
-}
-
-// shortAdvanceNear is Advance in the short layout (origin < now < MaxTime,
-// at least five blocks) when now lies in one of the first four blocks: it
-// reports false, changing nothing, when now lies further on.
-//
-// Whether now passes the first block's end is as good as random (the
-// blocks near the head are short), so it counts the boundaries now
-// reaches among the next four without a branch: starts decrease with the
-// index, so those boundaries are a suffix and their count is how many
-// blocks go.
-func (t *IndexedTimeline) shortAdvanceNear(now int64) bool {
-	b := t.rev
-	n := len(b)
-	c := b2i(b[n-2].start <= now) + b2i(b[n-3].start <= now) + b2i(b[n-4].start <= now) + b2i(b[n-5].start <= now)
-	if c == 4 {
-		return false
-	}
-	n -= c
-	b[n-1].start = now
-	// Same backing array: only the length is stored.
-	t.rev = t.rev[:n]
-	t.n = n
-	t.origin = now
-	return true
 }
 
 // Advance forgets every block that ends at or before now; the block that
