@@ -156,7 +156,7 @@ func (t *IndexedTimeline) Earliest(amount, duration, notBefore, latestStart int6
 	return cand, true
 }
 
-// setFit remembers the window [start, end) shortEarliest found for amount,
+// setFit remembers the window [start, end) Earliest found for amount,
 // from block rev[at] to block rev[last]. (Field by field: a composite
 // literal is built on the stack and copied.)
 func (t *IndexedTimeline) setFit(start, end, amount int64, at, last int) {
