@@ -305,10 +305,9 @@ func (t *IndexedTimeline) nextBelowBefore(ci, bi int, amount, limit int64) (int,
 	return 0, 0, false
 }
 
-// Earliest returns the earliest start s in [notBefore, latestStart] such that
-// free >= amount over [s, s+duration). A notBefore before the origin is
-// treated as the origin. Invalid arguments yield ok == false.
-func (t *IndexedTimeline) Earliest(amount, duration, notBefore, latestStart int64) (int64, bool) {
+// chunkedEarliest is Earliest in the chunked layout (Earliest, in
+// indexed_short.go, hands over to it).
+func (t *IndexedTimeline) chunkedEarliest(amount, duration, notBefore, latestStart int64) (int64, bool) {
 	if amount <= 0 || duration <= 0 {
 		return 0, false
 	}
@@ -317,9 +316,6 @@ func (t *IndexedTimeline) Earliest(amount, duration, notBefore, latestStart int6
 	}
 	if notBefore > latestStart || latestStart > MaxTime-duration {
 		return 0, false
-	}
-	if t.rev != nil {
-		return t.shortEarliest(amount, duration, notBefore, latestStart)
 	}
 	cand := notBefore
 	ci, bi := t.locate(cand)
@@ -458,7 +454,7 @@ func (t *IndexedTimeline) Book(start, end, amount int64) error {
 		// The window the preceding Earliest found in the short layout:
 		// known to fit, and its last block is known.
 		f.ok = false
-		t.shortAdd(start, end, f.at, f.last, -amount)
+		t.shortBookFit(start, end, amount, f.at, f.last)
 		return nil
 	}
 	s, ok, err := t.checkWindow("book", start, end, amount)
@@ -794,24 +790,10 @@ func (t *IndexedTimeline) refresh(ci int) {
 	t.seg.set(ci, c.mn, c.mx)
 }
 
-// Advance forgets every block that ends at or before now; the block that
-// contains now is clipped to start at now.
-func (t *IndexedTimeline) Advance(now int64) {
+// chunkedAdvance is Advance in the chunked layout, and in the short one
+// when now is MaxTime (Advance, in indexed_short.go, hands over to it).
+func (t *IndexedTimeline) chunkedAdvance(now int64) {
 	if now <= t.origin {
-		return
-	}
-	if b := t.rev; b != nil && now < MaxTime {
-		// The remembered fit stays: block indices count from the far
-		// end and do not move, and Book's use of it checks that the
-		// window does not start before the origin.
-		if n := len(b); n == 1 || b[n-2].start > now {
-			// now lies in the first block (the usual case: blocks are
-			// long against the time between two requests).
-			b[n-1].start = now
-			t.origin = now
-			return
-		}
-		t.shortAdvance(now)
 		return
 	}
 	t.fit.ok = false // block positions move

@@ -95,9 +95,14 @@ func (t *IndexedTimeline) shortWindow(at int, end int64) (last int, mn, mx int64
 	}
 }
 
-// shortEarliest is Earliest in the short layout (arguments checked,
-// notBefore clipped to the origin): the candidate walk of the plain list,
-// from the head.
+// Earliest returns the earliest start s in [notBefore, latestStart] such that
+// free >= amount over [s, s+duration). A notBefore before the origin is
+// treated as the origin. Invalid arguments yield ok == false.
+//
+// In the short layout it is the candidate walk of the plain list, from the
+// head; the chunked layout has its own search (chunkedEarliest). The walk is
+// written here rather than in a helper: one call less per search is a few
+// per cent of an admission at these sizes.
 //
 // One loop both finds notBefore and walks on from it, so that a search
 // costs one loop exit, not two (each is a mispredicted branch, which at
@@ -107,8 +112,20 @@ func (t *IndexedTimeline) shortWindow(at int, end int64) (last int, mn, mx int64
 // the candidate fits once a block ends at least duration after it. The
 // move is written so that the compiler can use a conditional move, as
 // whether a block has enough free is as good as random.
-func (t *IndexedTimeline) shortEarliest(amount, duration, notBefore, latestStart int64) (int64, bool) {
+func (t *IndexedTimeline) Earliest(amount, duration, notBefore, latestStart int64) (int64, bool) {
 	b := t.rev
+	if b == nil {
+		return t.chunkedEarliest(amount, duration, notBefore, latestStart)
+	}
+	if amount <= 0 || duration <= 0 {
+		return 0, false
+	}
+	if o := t.Origin(); notBefore < o {
+		notBefore = o
+	}
+	if notBefore > latestStart || latestStart > MaxTime-duration {
+		return 0, false
+	}
 	cand, at := notBefore, len(b)-1
 	for i := len(b) - 1; i > 0; i-- {
 		// at follows the block containing cand, for Book.
@@ -139,7 +156,7 @@ func (t *IndexedTimeline) shortEarliest(amount, duration, notBefore, latestStart
 	return cand, true
 }
 
-// setFit remembers the window [start, end) shortEarliest found for amount,
+// setFit remembers the window [start, end) Earliest found for amount,
 // from block rev[at] to block rev[last]. (Field by field: a composite
 // literal is built on the stack and copied.)
 func (t *IndexedTimeline) setFit(start, end, amount int64, at, last int) {
@@ -238,6 +255,55 @@ func (t *IndexedTimeline) shortAdd(start, end int64, at, last int, delta int64) 
 	t.n = m
 }
 
+// shortBookFit books amount over the window [start, end) that
+// Earliest found, from block rev[at] to block rev[last]: every block of
+// it has at least amount free and start >= origin.
+//
+// The usual booking lands inside blocks at both ends (a new boundary at
+// start and at end): the blocks before the window in time move up by two
+// places, the window's by one; that case and the one where the window
+// starts on a boundary are written straight, the others go to shortAdd.
+func (t *IndexedTimeline) shortBookFit(start, end, amount int64, at, last int) {
+	b := t.rev
+	n := len(b)
+	if n+2 > cap(b) || end == MaxTime || last == 0 || at >= n || last > at {
+		t.shortAdd(start, end, at, last, -amount)
+		return
+	}
+	if b[last-1].start == end {
+		t.shortAdd(start, end, at, last, -amount)
+		return
+	}
+	ps, fs, fe := b[at].start, b[at].free, b[last].free
+	// d is how far the blocks before the window in time move: two places
+	// when start splits block at, one when the window starts on a
+	// boundary (and does not merge there, which shortAdd handles).
+	d := 2
+	if ps == start {
+		if at+1 < n && fs-amount == b[at+1].free {
+			t.shortAdd(start, end, at, last, -amount)
+			return
+		}
+		d = 1
+	}
+	b = b[:n+d]
+	shiftBlocks(b, at+1, n, d)
+	// The window [last, at] moves up by one place and loses amount.
+	w := b[last : at+2]
+	for k := len(w) - 2; k >= 0; k-- {
+		w[k+1] = sblock{start: w[k].start, free: w[k].free - amount}
+	}
+	if d == 2 {
+		// Block at's part before start keeps its free amount.
+		b[at+2] = sblock{start: ps, free: fs}
+		b[at+1].start = start
+	}
+	b[last] = sblock{start: end, free: fe}
+	// Same backing array: only the length is stored (no write barrier).
+	t.rev = t.rev[:n+d]
+	t.n = n + d
+}
+
 // b2i is 1 for true and 0 for false.
 func b2i(x bool) int {
 	if x {
@@ -263,6 +329,43 @@ func shiftBlocks(b []sblock, from, to, d int) {
 	for k := from; k < to; k++ {
 		b[k+d] = b[k]
 	}
+}
+
+// Advance forgets every block that ends at or before now; the block that
+// contains now is clipped to start at now.
+//
+// In the short layout the blocks that end are cut off the end of the
+// slice. Whether now passes the first block's end is as good as random
+// (the blocks near the head are short: bookings start there), so the
+// usual case counts the boundaries now reaches among the next four
+// without a branch: starts decrease with the index, so those boundaries
+// are a suffix of the slice and their count is how many blocks go. The
+// remembered fit stays: block indices count from the far end and do not
+// move, and Book's use of it checks that the window does not start before
+// the origin.
+func (t *IndexedTimeline) Advance(now int64) {
+	if now <= t.origin {
+		return
+	}
+	b := t.rev
+	if b == nil || now >= MaxTime {
+		t.chunkedAdvance(now)
+		return
+	}
+	if n := len(b); n >= 5 {
+		c := b2i(b[n-2].start <= now) + b2i(b[n-3].start <= now) + b2i(b[n-4].start <= now) + b2i(b[n-5].start <= now)
+		if c < 4 {
+			n -= c
+			b[n-1].start = now
+			// Same backing array: only the length is stored (no
+			// write barrier).
+			t.rev = t.rev[:n]
+			t.n = n
+			t.origin = now
+			return
+		}
+	}
+	t.shortAdvance(now)
 }
 
 // shortAdvance is Advance in the short layout (origin < now < MaxTime):
