@@ -72,7 +72,9 @@
 //     but only once every server applies envelope version GroupVersion.
 //     Apply returns []any for such an entry, one encoded Result per
 //     member, for the caller of each. A command from another node that is
-//     itself a group is refused: only the leader builds groups.
+//     itself a group is refused: only the leader builds groups. Several
+//     reservations of one group may take their ID from the index: they
+//     are named GroupAutoID(index, n).
 //  6. Give every replica the same Config; apply TickCommand (stamped)
 //     periodically so holds expire without other traffic; wait for
 //     changes with Notify (a channel closed after each apply) instead of

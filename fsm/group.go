@@ -20,8 +20,12 @@ import (
 //
 //   - HOLD and RESERVE: their row is created at the index (created and
 //     updated version), which is the same alone or grouped. A request
-//     without a client-chosen ID gets AutoID(index), so at most one such
-//     member may be in a group (a second one would collide with it).
+//     without a client-chosen ID (every one the public API makes) gets its
+//     ID from the index: the first such member of a group gets AutoID(i),
+//     as it would alone, and the n-th after it AutoID(i)+"-n"
+//     (GroupAutoID) — the one other thing besides the event sequence that
+//     a group changes, for the same reason: two members must not share a
+//     name that the index alone would give both.
 //   - COMMIT, ABORT, MODIFY and CANCEL: they change a named row, stamped
 //     with the index and log time.
 //
@@ -48,8 +52,8 @@ const (
 )
 
 // groupPayloadField is the field number of Command.group and
-// groupMembersField that of Group.members (TestGroupFieldNumbers checks
-// them against the schema); requestIDField is ReservationRequest.id.
+// groupMembersField that of Group.members; the others are Command's
+// (TestGroupFieldNumbers checks them all against the schema).
 const (
 	typeField         protowire.Number = 1
 	versionField      protowire.Number = 2
@@ -58,176 +62,117 @@ const (
 	requestField      protowire.Number = 13
 	targetField       protowire.Number = 14
 	modifyField       protowire.Number = 15
-	requestIDField    protowire.Number = 1
 )
 
-// groupable reports whether a command of type t may be a group member, and
-// whether it takes an ID from the index when its request names none.
-func groupable(t fsmv1.Command_Type) (ok, autoID bool) {
+// groupable reports whether a command of type t may be a group member.
+func groupable(t fsmv1.Command_Type) bool {
 	switch t {
-	case fsmv1.Command_TYPE_HOLD, fsmv1.Command_TYPE_RESERVE:
-		return true, true
-	case fsmv1.Command_TYPE_COMMIT, fsmv1.Command_TYPE_ABORT, fsmv1.Command_TYPE_MODIFY, fsmv1.Command_TYPE_CANCEL:
-		return true, false
+	case fsmv1.Command_TYPE_HOLD, fsmv1.Command_TYPE_RESERVE, fsmv1.Command_TYPE_COMMIT,
+		fsmv1.Command_TYPE_ABORT, fsmv1.Command_TYPE_MODIFY, fsmv1.Command_TYPE_CANCEL:
+		return true
 	}
-	return false, false
+	return false
 }
 
-// memberInfo is what GroupCommands reads from a member's bytes.
-type memberInfo struct {
-	now    int64
-	autoID bool
+// takesAutoID reports whether member m gets its reservation ID from the
+// index (a hold or reserve whose request names none).
+func takesAutoID(m *fsmv1.Command) bool {
+	t := m.GetType()
+	return (t == fsmv1.Command_TYPE_HOLD || t == fsmv1.Command_TYPE_RESERVE) && m.GetRequest().GetId() == ""
 }
 
 // scanMember reads, without decoding the payload, whether the encoded
-// command b may be a group member, its now_millis and whether it would
-// take an ID from the index. It is conservative: anything it does not
-// read exactly as the decoder would (a repeated type, stamp or payload
-// field, a wire type that does not match the schema) is not groupable, so
-// the leader proposes it alone. It reads the envelope of well-formed
-// commands only; members are still decoded and checked in full by every
-// replica (checkGroup).
-func scanMember(b []byte) (memberInfo, bool) {
+// command b may be a group member, and its now_millis. It is
+// conservative: anything it does not read exactly as the decoder would (a
+// repeated type or stamp, several payload fields, a wire type that does
+// not match the schema) is not groupable, so the leader proposes it
+// alone. It reads the envelope of well-formed commands only; members are
+// still decoded and checked in full by every replica (checkGroup).
+func scanMember(b []byte) (now int64, ok bool) {
 	var (
-		info                  memberInfo
-		typ                   uint64
-		sawType, sawNow       bool
-		payload               protowire.Number
-		payloadBytes          []byte
-		payloadFields, idSeen int
+		typ             uint64
+		sawType, sawNow bool
+		payload         protowire.Number
+		payloadFields   int
 	)
 	for rest := b; len(rest) > 0; {
 		num, wt, n := protowire.ConsumeTag(rest)
 		if n < 0 {
-			return info, false
+			return 0, false
 		}
 		rest = rest[n:]
 		switch {
 		case num == typeField || num == nowMillisField:
 			if wt != protowire.VarintType {
-				return info, false
+				return 0, false
 			}
 			v, m := protowire.ConsumeVarint(rest)
 			if m < 0 {
-				return info, false
+				return 0, false
 			}
 			rest = rest[m:]
 			if num == typeField {
 				if sawType {
-					return info, false
+					return 0, false
 				}
 				typ, sawType = v, true
 			} else {
 				if sawNow {
-					return info, false
+					return 0, false
 				}
-				info.now, sawNow = int64(v), true
+				now, sawNow = int64(v), true
 			}
 			continue
 		case num >= 10:
-			// Every field from 10 on is a payload of the oneof.
+			// Every field from 10 on is a payload of the oneof, a
+			// message.
 			if wt != protowire.BytesType {
-				return info, false
+				return 0, false
 			}
-			v, m := protowire.ConsumeBytes(rest)
-			if m < 0 {
-				return info, false
-			}
-			rest = rest[m:]
-			payload, payloadBytes = num, v
+			payload = num
 			payloadFields++
-			continue
 		}
 		m := protowire.ConsumeFieldValue(num, wt, rest)
 		if m < 0 {
-			return info, false
+			return 0, false
 		}
 		rest = rest[m:]
 	}
-	if !sawType || payloadFields != 1 {
-		return info, false
-	}
 	t := fsmv1.Command_Type(typ)
-	ok, auto := groupable(t)
-	if !ok || uint64(t) != typ {
-		return info, false
+	if !sawType || payloadFields != 1 || uint64(t) != typ || !groupable(t) {
+		return 0, false
 	}
+	want := targetField
 	switch t {
 	case fsmv1.Command_TYPE_HOLD, fsmv1.Command_TYPE_RESERVE:
-		if payload != requestField {
-			return info, false
-		}
+		want = requestField
 	case fsmv1.Command_TYPE_MODIFY:
-		if payload != modifyField {
-			return info, false
-		}
-	default:
-		if payload != targetField {
-			return info, false
-		}
+		want = modifyField
 	}
-	if auto {
-		id := ""
-		for rest := payloadBytes; len(rest) > 0; {
-			num, wt, n := protowire.ConsumeTag(rest)
-			if n < 0 {
-				return info, false
-			}
-			rest = rest[n:]
-			if num == requestIDField {
-				if wt != protowire.BytesType {
-					return info, false
-				}
-				v, m := protowire.ConsumeBytes(rest)
-				if m < 0 {
-					return info, false
-				}
-				id, idSeen = string(v), idSeen+1
-				rest = rest[m:]
-				continue
-			}
-			m := protowire.ConsumeFieldValue(num, wt, rest)
-			if m < 0 {
-				return info, false
-			}
-			rest = rest[m:]
-		}
-		if idSeen > 1 {
-			return info, false
-		}
-		info.autoID = id == ""
-	}
-	return info, true
+	return now, payload == want
 }
 
 // GroupCommands is the leader's group builder (cluster.Config.Group). cmds
 // are stamped, well-formed commands about to be proposed, in order. It
 // returns the longest prefix of at least two that may share one log entry
-// (every one a group-safe admission with the same now_millis, at most one
-// taking its ID from the index, within MaxGroupMembers and MaxGroupBytes)
-// as the encoded TYPE_GROUP entry and its length n; n < 2 (and no entry)
-// when cmds[0] must be proposed alone. It does not decode the members: it
-// reads their envelopes (scanMember) and copies their bytes. It never
-// panics.
+// (every one a group-safe admission with the same now_millis, within
+// MaxGroupMembers and MaxGroupBytes) as the encoded TYPE_GROUP entry and
+// its length n; n < 2 (and no entry) when cmds[0] must be proposed alone.
+// It does not decode the members: it reads their envelopes (scanMember)
+// and copies their bytes. It never panics.
 func GroupCommands(cmds [][]byte) ([]byte, int) {
 	if len(cmds) < 2 {
 		return nil, len(cmds)
 	}
-	first, ok := scanMember(cmds[0])
+	now, ok := scanMember(cmds[0])
 	if !ok || len(cmds[0]) > MaxGroupBytes {
 		return nil, 1
 	}
-	n, size, autos := 1, len(cmds[0]), 0
-	if first.autoID {
-		autos++
-	}
+	n, size := 1, len(cmds[0])
 	for n < len(cmds) && n < MaxGroupMembers {
-		info, ok := scanMember(cmds[n])
-		if !ok || info.now != first.now || size+len(cmds[n]) > MaxGroupBytes || (info.autoID && autos > 0) {
+		t, ok := scanMember(cmds[n])
+		if !ok || t != now || size+len(cmds[n]) > MaxGroupBytes {
 			break
-		}
-		if info.autoID {
-			autos++
 		}
 		size += len(cmds[n])
 		n++
@@ -235,7 +180,7 @@ func GroupCommands(cmds [][]byte) ([]byte, int) {
 	if n < 2 {
 		return nil, 1
 	}
-	return appendGroup(nil, first.now, cmds[:n]), n
+	return appendGroup(nil, now, cmds[:n]), n
 }
 
 // appendGroup appends the encoding of a TYPE_GROUP entry of the given
@@ -270,10 +215,10 @@ func appendGroup(b []byte, now int64, members [][]byte) []byte {
 // checkGroup decodes and checks every member of the group envelope c
 // (whose payload checkPayload has seen): at least one member, each a
 // command Decode accepts, of a group-safe type, stamped with the group's
-// now_millis, at most one taking its ID from the index; the envelope
-// itself carries no owner, key, fingerprint or privilege (a group has no
-// meaning of its own to apply them to). It returns the decoded members,
-// so that nothing is applied before the whole group is known to be good.
+// now_millis; the envelope itself carries no owner, key, fingerprint or
+// privilege (a group has no meaning of its own to apply them to). It
+// returns the decoded members, so that nothing is applied before the
+// whole group is known to be good.
 func checkGroup(c *fsmv1.Command) ([]*fsmv1.Command, error) {
 	switch {
 	case c.GetOwner() != "" || c.GetIdempotencyKey() != "" || len(c.GetFingerprint()) > 0 || c.GetPrivileged():
@@ -283,25 +228,18 @@ func checkGroup(c *fsmv1.Command) ([]*fsmv1.Command, error) {
 	}
 	raw := c.GetGroup().GetMembers()
 	out := make([]*fsmv1.Command, len(raw))
-	autos := 0
 	for i, b := range raw {
 		m, err := Decode(b)
 		if err != nil {
 			return nil, fmt.Errorf("group.members[%d]: %w", i, err)
 		}
-		ok, auto := groupable(m.GetType())
 		switch {
 		case m.GetType() == fsmv1.Command_TYPE_GROUP:
 			return nil, fmt.Errorf("%w: group.members[%d]: a group never nests", ErrMalformed, i)
-		case !ok:
+		case !groupable(m.GetType()):
 			return nil, fmt.Errorf("%w: group.members[%d]: type %s may not be grouped", ErrMalformed, i, m.GetType())
 		case m.GetNowMillis() != c.GetNowMillis():
 			return nil, fmt.Errorf("%w: group.members[%d]: now_millis %d differs from the group's %d", ErrMalformed, i, m.GetNowMillis(), c.GetNowMillis())
-		}
-		if auto && m.GetRequest().GetId() == "" {
-			if autos++; autos > 1 {
-				return nil, fmt.Errorf("%w: group.members[%d]: a second request.id assigned from the log index", ErrMalformed, i)
-			}
 		}
 		out[i] = m
 	}
@@ -329,12 +267,18 @@ func decodeEntry(b []byte) (*fsmv1.Command, []*fsmv1.Command, error) {
 
 // applyGroup applies the members of a group entry at index, in order, and
 // returns one encoded Result per member. The event sequence number starts
-// at zero for the entry and continues across the members; everything else
-// is per member, as in applyEncoded.
+// at zero for the entry and continues across the members, and the members
+// that take their ID from the index are numbered (GroupAutoID); everything
+// else is per member, as in applyEncoded.
 func (s *state) applyGroup(index uint64, members []*fsmv1.Command) []any {
 	s.seq = 0
 	out := make([]any, len(members))
+	autos := 0
 	for i, m := range members {
+		s.autoN = autos
+		if takesAutoID(m) {
+			autos++
+		}
 		res, enc := s.applyMember(index, m)
 		if enc == nil {
 			enc = encodeResult(res)

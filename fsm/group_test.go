@@ -48,9 +48,6 @@ func TestGroupFieldNumbers(t *testing.T) {
 	if got := (&fsmv1.Group{}).ProtoReflect().Descriptor().Fields().ByName("members").Number(); got != groupMembersField {
 		t.Errorf("Group.members is field %d, the code uses %d", got, groupMembersField)
 	}
-	if got := (&fsmv1.ReservationRequest{}).ProtoReflect().Descriptor().Fields().ByName("id").Number(); got != requestIDField {
-		t.Errorf("ReservationRequest.id is field %d, the code uses %d", got, requestIDField)
-	}
 	// scanMember takes every field from 10 on for a payload of the oneof.
 	for i := range cmd.Len() {
 		f := cmd.Get(i)
@@ -122,8 +119,7 @@ func TestGroupCommandsSplits(t *testing.T) {
 		{"empty", nil, 0},
 		{"one", [][]byte{h("a")}, 1},
 		{"all", [][]byte{h("a"), c("a"), h("b"), c("b")}, 4},
-		{"one auto ID", [][]byte{h("a"), h(""), c("a")}, 3},
-		{"second auto ID", [][]byte{h(""), c("a"), h(""), c("b")}, 2},
+		{"IDs from the index", [][]byte{h(""), c("a"), h(""), c("b"), h("")}, 5},
 		{"tick first", [][]byte{stamped(t, now, tick()), h("a"), h("b")}, 1},
 		{"tick inside", [][]byte{h("a"), h("b"), stamped(t, now, tick()), h("c")}, 2},
 		{"unit down inside", [][]byte{h("a"), unitDown, h("b")}, 1},
@@ -173,7 +169,6 @@ func TestDecodeGroupRefuses(t *testing.T) {
 		"unit down": groupCmd(now, h, stamped(t, now, &fsmv1.Command{Type: fsmv1.Command_TYPE_UNIT_DOWN, Owner: "ops",
 			Payload: &fsmv1.Command_UnitDown{UnitDown: &fsmv1.UnitDown{Resource: "n", Unit: "u", FromMillis: 1, ToMillis: 2}}})),
 		"other stamp":    groupCmd(now, h, stamped(t, now+1, commit("a"))),
-		"two auto IDs":   groupCmd(now, stamped(t, now, hold("", "cpu", 1, 10)), stamped(t, now, reserve("", "cpu", 1, 10))),
 		"owner":          func() *fsmv1.Command { c := groupCmd(now, h); c.Owner = "alice"; return c }(),
 		"key":            func() *fsmv1.Command { c := groupCmd(now, h); c.IdempotencyKey = "k"; return c }(),
 		"privileged":     func() *fsmv1.Command { c := groupCmd(now, h); c.Privileged = true; return c }(),
@@ -320,8 +315,8 @@ func (g *groupGen) member() *fsmv1.Command {
 	switch k := g.r.IntN(100); {
 	case k < 30:
 		id := g.id()
-		if g.r.IntN(6) == 0 {
-			id = "" // the ID comes from the index
+		if g.r.IntN(3) == 0 {
+			id = "" // the ID comes from the index, as for every request of the public API
 		}
 		res := []string{"cpu", "gpu", "batch"}[g.r.IntN(3)]
 		typ := fsmv1.Command_TYPE_HOLD
@@ -361,6 +356,26 @@ func (g *groupGen) member() *fsmv1.Command {
 		c.Version = versionGroup // what the edge writes once every server runs this release
 	}
 	return c
+}
+
+// applyAlone applies the encoded command b to f as the lone entry at
+// index, except that a reservation ID it takes from the index is
+// GroupAutoID(index, autoN): the one thing besides the event sequence
+// that a group numbers across its members.
+func applyAlone(t testing.TB, f *FSM, index uint64, b []byte, autoN int) []byte {
+	t.Helper()
+	cmd, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.st.seq, f.st.autoN = 0, autoN
+	res, enc := f.st.applyMember(index, cmd)
+	if enc == nil {
+		enc = encodeResult(res)
+	}
+	return enc
 }
 
 // renumber gives the events that f's member-by-member replay appended
@@ -439,9 +454,13 @@ func TestGroupMatchesMembers(t *testing.T) {
 						t.Fatalf("entry %d: %d results for %d members", index, len(got), n)
 					}
 					var seq uint32
+					autos := 0
 					for i, m := range members {
 						before := len(alone.st.history)
-						want := alone.ApplyCommand(index, m)
+						want := applyAlone(t, alone, index, m, autos)
+						if dec, _ := Decode(m); n >= 2 && takesAutoID(dec) {
+							autos++
+						}
 						seq = renumber(alone, before, seq)
 						if gb, _ := got[i].([]byte); !bytes.Equal(gb, want) {
 							a, _ := DecodeResult(gb)
@@ -491,12 +510,14 @@ func groupGoldenCommands(t testing.TB) []goldenEntry {
 			m(4_000, byBroker(hold("g-2", "cluster/cores", 125, 60_000, withStart(500_000)))),
 			m(4_000, byBroker(modify(AutoID(26), []*fsmv1.Part{part("cluster/cores", 6)}, ptr(int64(700_000)), nil))),
 		)},
-		// A retried key answered from its record, a commit of the
-		// modification, a short hold, a cancel refused for its owner
-		// and the owner's own.
+		// A retried key answered from its record (it still counts as
+		// taking its ID from the index), a commit of the modification,
+		// a second ID from the index (GroupAutoID(27, 1)), a short
+		// hold, a cancel refused for its owner and the owner's own.
 		{"71_group.bin", 4_100, groupCmd(4_100,
 			m(4_100, byBroker(reserve("", "cluster/cores", 4, 60_000, withWindow(600_000, 10_000_000), withKey("g2")))),
 			m(4_100, byBroker(commit(AutoID(26)))),
+			m(4_100, byBroker(reserve("", "cluster/cores", 2, 60_000, withWindow(600_000, 10_000_000)))),
 			m(4_100, byBroker(hold("g-3", "cluster/cores", 2, 60_000, withStart(800_000), withTTL(100), withKey("g3")))),
 			m(4_100, cancel("g-1", withOwner("intruder"))),
 			m(4_100, byBroker(cancel("g-1"))),
@@ -514,7 +535,7 @@ func groupGoldenCommands(t testing.TB) []goldenEntry {
 // groupGoldenStatuses are the member results of 70_–72_, in order.
 var groupGoldenStatuses = []fsmv1.Result_Status{
 	OK, OK, OK, REJECTED, OK,
-	OK, OK, OK, DENIED, OK,
+	OK, OK, OK, OK, DENIED, OK,
 	OK, CONFLICT, OK,
 }
 
@@ -525,7 +546,7 @@ func TestGoldenGroupSnapshot(t *testing.T) {
 	statuses := slices.Concat(goldenStatuses[:edgeGolden], groupGoldenStatuses)
 	g := goldenReplayOf(t, entries, statuses, "snapshot-v1-group.golden")
 	for id, want := range map[string]fsmv1.Reservation_State{
-		"g-1": CANCELLED, AutoID(26): COMMITTED, "g-3": EXPIRED, "g-4": ABORTED,
+		"g-1": CANCELLED, AutoID(26): COMMITTED, "g-3": EXPIRED, "g-4": ABORTED, GroupAutoID(27, 1): COMMITTED,
 	} {
 		if r, ok := g.Get(id); !ok || r.GetState() != want {
 			t.Errorf("%s: %v, want %s", id, r.GetState(), want)
