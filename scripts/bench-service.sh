@@ -56,6 +56,7 @@ RECOVERY_LIVE=${RECOVERY_LIVE:-100000}
 OUT=${OUT:-benchmarks/results/service}
 TLS=${TLS:-on}
 LOG_STORES=${LOG_STORES:-boltdb}
+LOADGEN_FLAGS=${LOADGEN_FLAGS:-} # more loadgen flags for every cell
 SKIP=${SKIP:-} # space-separated: rawraft ledgerd ledgerd-unary ledgerd-nodes etcd postgres recovery reserve-mix
 
 mkdir -p "$OUT"
@@ -89,9 +90,13 @@ log="$out/run.log"
 	echo "cores: $(nproc)"
 	echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
 	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "settings: DURATION=$DURATION LIVE=$LIVE CLIENTS=$CLIENTS RECOVERY_LIVE=$RECOVERY_LIVE TLS=$TLS LOG_STORES=$LOG_STORES"
+	echo "settings: DURATION=$DURATION LIVE=$LIVE CLIENTS=$CLIENTS RECOVERY_LIVE=$RECOVERY_LIVE TLS=$TLS LOG_STORES=$LOG_STORES LOADGEN_FLAGS=$LOADGEN_FLAGS"
 } >"$out/env.txt"
 common=(-live "$LIVE" -duration "$DURATION" -json "$json" -quiet)
+# LOADGEN_FLAGS passes further flags to every loadgen cell, e.g.
+# LOADGEN_FLAGS='-batch-inflight 4' (several Batch calls in flight per node).
+read -ra loadgen_flags <<<"${LOADGEN_FLAGS:-}"
+common+=("${loadgen_flags[@]}")
 step() { echo "== $* (load $(cut -d' ' -f1 /proc/loadavg))" | tee -a "$log"; }
 
 # TLS settings in run order; the first one's cells carry the plain labels.
