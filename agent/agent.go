@@ -19,6 +19,7 @@ import (
 	"github.com/ledgerd/ledgerd/bridge"
 	"github.com/ledgerd/ledgerd/cluster"
 	"github.com/ledgerd/ledgerd/fsm"
+	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"github.com/ledgerd/ledgerd/internal/tlssniff"
 	"github.com/ledgerd/ledgerd/ledger/replicated"
 	"github.com/ledgerd/ledgerd/rpc"
@@ -282,6 +283,8 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 		TrailingLogs:       a.cfg.TrailingLogs,
 		SnapshotOnShutdown: a.cfg.SnapshotOnShutdown,
 		Stamp:              fsm.Stamp,
+		Group:              fsm.GroupCommands,
+		GroupVersion:       fsm.GroupVersion,
 		Check:              checkForwarded,
 		Idempotent:         idempotent,
 		Now:                now,
@@ -329,9 +332,14 @@ func (a *Agent) createNode() error {
 // checkForwarded refuses, before it enters the log, a command a peer
 // forwarded that this node's FSM could not apply (undecodable, an unknown
 // type or a newer envelope version): applying it would stop every replica.
+// It also refuses a group: only the leader builds groups, and only once
+// every server can apply them, so a forwarded one would bypass that gate.
 // Commands built in this process are well formed by construction.
 func checkForwarded(cmd []byte) error {
-	_, err := fsm.Decode(cmd)
+	c, err := fsm.Decode(cmd)
+	if err == nil && c.GetType() == fsmv1.Command_TYPE_GROUP {
+		return fmt.Errorf("forwarded command: %w: a group is built by the leader, never forwarded", fsm.ErrMalformed)
+	}
 	return err
 }
 

@@ -118,6 +118,23 @@ type Config struct {
 	// they fail with ErrOutcomeUnknown as before. It is called
 	// concurrently, only on that path, and must not modify cmd.
 	Idempotent func(cmd []byte) bool
+	// Group, if set, lets several commands of one batch share a log entry
+	// (group commit): on the leader, after Check and Stamp, it is called
+	// with the stamped commands of the batch still to be proposed, in
+	// order, and returns how many of them from the front form one entry
+	// (n >= 2) and that entry, or n < 2 when the first one is to be
+	// proposed alone. The entry is proposed as it is (not stamped again).
+	// The FSM must answer a group entry with []any, one response per
+	// member in order, each []byte or error as for a lone command; every
+	// member's caller gets its own. Groups are proposed only while
+	// CommonEnvelopeVersion is at least GroupVersion, so a server that
+	// cannot apply them never meets one. Group runs on the caller's
+	// goroutine, concurrently with other writes, and must not modify the
+	// commands.
+	Group func(cmds [][]byte) (entry []byte, n int)
+	// GroupVersion is the FSM envelope version from which every server
+	// can apply a group entry (see Group); it must be set with Group.
+	GroupVersion uint32
 	// Now is the wall clock handed to Stamp and compared with NextDue;
 	// default time.Now. Chaos tests replace it with a skewed clock to move
 	// this node's idea of log time.

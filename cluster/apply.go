@@ -229,9 +229,11 @@ func (e *refusedError) Unwrap() error { return e.err }
 // applyLocalBatch is the leader's side of every write, local or
 // forwarded, the tick included: it checks (commands from peers, with
 // Config.Check), stamps and proposes every command, then waits for all of
-// them with a single goroutine (not one per command). It never forwards.
-// When ctx ends first, the commands whose outcome is not yet known fail
-// with ErrOutcomeUnknown.
+// them with a single goroutine (not one per command). With Config.Group,
+// once every server can apply groups, runs of commands the hook groups
+// share one log entry each; every command still gets its own result. It
+// never forwards. When ctx ends first, the commands whose outcome is not
+// yet known fail with ErrOutcomeUnknown.
 func (n *Node) applyLocalBatch(ctx context.Context, cmds [][]byte, fromPeer bool) []Result {
 	out := make([]Result, len(cmds))
 	if n.raft.State() != raft.Leader {
@@ -248,7 +250,11 @@ func (n *Node) applyLocalBatch(ctx context.Context, cmds [][]byte, fromPeer bool
 	if d, ok := ctx.Deadline(); ok {
 		timeout = max(time.Until(d), time.Millisecond)
 	}
-	futures := make([]raft.ApplyFuture, len(cmds))
+	// One stamp for the whole batch: the members of a group must carry
+	// the same log time (it is the group's).
+	now := n.cfg.Now().UnixMilli()
+	ready := make([][]byte, 0, len(cmds)) // stamped commands to propose
+	pos := make([]int, 0, len(cmds))      // their positions in cmds
 	for i, cmd := range cmds {
 		if fromPeer && n.cfg.Check != nil {
 			if err := n.cfg.Check(cmd); err != nil {
@@ -257,27 +263,26 @@ func (n *Node) applyLocalBatch(ctx context.Context, cmds [][]byte, fromPeer bool
 			}
 		}
 		if n.cfg.Stamp != nil {
-			stamped, err := n.cfg.Stamp(cmd, n.cfg.Now().UnixMilli())
+			stamped, err := n.cfg.Stamp(cmd, now)
 			if err != nil {
 				out[i].Err = fmt.Errorf("cluster: stamp command: %w", err)
 				continue
 			}
 			cmd = stamped
 		}
-		futures[i] = n.raft.Apply(cmd, timeout)
+		ready, pos = append(ready, cmd), append(pos, i)
 	}
-	// The waiter fills its own slice and publishes how far it got, so a
-	// caller that stops waiting never races with it.
+	props := n.propose(ready, pos, timeout)
+	// The waiter fills its own slice and publishes how many proposals it
+	// has answered, so a caller that stops waiting never races with it.
 	got := make([]Result, len(cmds))
 	var known atomic.Int64
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for i, f := range futures {
-			if f != nil {
-				got[i].Data, got[i].Err = futureResult(f)
-			}
-			known.Store(int64(i + 1))
+		for k, p := range props {
+			futureResults(p.f, p.members, got)
+			known.Store(int64(k + 1))
 		}
 	}()
 	// Also watch shutdown: a future raft never took from its buffered
@@ -293,16 +298,52 @@ func (n *Node) applyLocalBatch(ctx context.Context, cmds [][]byte, fromPeer bool
 		gaveUp = errNodeShutdown
 	}
 	k := int(known.Load())
-	for i := range futures {
-		switch {
-		case futures[i] == nil: // refused or stamping failed; out[i] holds the error
-		case i < k:
-			out[i] = got[i]
-		default:
-			out[i].Err = fmt.Errorf("cluster: apply: %w: %w", ErrOutcomeUnknown, gaveUp)
+	for j, p := range props {
+		for _, i := range p.members {
+			if j < k {
+				out[i] = got[i]
+			} else {
+				out[i].Err = fmt.Errorf("cluster: apply: %w: %w", ErrOutcomeUnknown, gaveUp)
+			}
 		}
 	}
 	return out
+}
+
+// proposal is one log entry applyLocalBatch proposed: a lone command or a
+// group, and the positions in the batch of the commands it carries.
+type proposal struct {
+	f       raft.ApplyFuture
+	members []int
+}
+
+// propose hands the stamped commands to raft in order, as groups where
+// Config.Group makes them and grouping is allowed, else one entry each.
+// pos[i] is the position in the batch of cmds[i].
+func (n *Node) propose(cmds [][]byte, pos []int, timeout time.Duration) []proposal {
+	props := make([]proposal, 0, len(cmds))
+	group := len(cmds) >= 2 && n.groupAllowed()
+	for i := 0; i < len(cmds); {
+		entry, k := cmds[i], 1
+		if group {
+			if g, m := n.cfg.Group(cmds[i:]); m >= 2 && m <= len(cmds)-i && g != nil {
+				entry, k = g, m
+				n.m.groupEntries.Inc()
+				n.m.groupedCommands.Add(float64(m))
+			}
+		}
+		props = append(props, proposal{f: n.raft.Apply(entry, timeout), members: pos[i : i+k]})
+		i += k
+	}
+	return props
+}
+
+// groupAllowed reports whether the leader may propose group entries:
+// Config.Group is set and every server of the configuration announces
+// an envelope version that has them (design invariant 12: a server that
+// cannot decode an entry stops on it).
+func (n *Node) groupAllowed() bool {
+	return n.cfg.Group != nil && n.CommonEnvelopeVersion() >= n.cfg.GroupVersion
 }
 
 // seq returns 0..n-1.
@@ -314,20 +355,47 @@ func seq(n int) []int {
 	return s
 }
 
-// futureResult waits for f and returns the FSM's result the way Apply
-// does.
-func futureResult(f raft.ApplyFuture) ([]byte, error) {
+// futureResults waits for f, the entry of the batch commands at
+// positions members, and sets each one's result in out: the FSM's result
+// the way Apply returns it, or the entry's error for all of them. A group
+// entry's response is one per member ([]any).
+func futureResults(f raft.ApplyFuture, members []int, out []Result) {
 	if err := f.Error(); err != nil {
-		return nil, fmt.Errorf("cluster: apply: %w", mapRaftErr(err))
+		err = fmt.Errorf("cluster: apply: %w", mapRaftErr(err))
+		for _, i := range members {
+			out[i] = Result{Err: err}
+		}
+		return
 	}
-	switch r := f.Response().(type) {
+	resp := f.Response()
+	if len(members) == 1 {
+		out[members[0]] = response(resp)
+		return
+	}
+	rs, ok := resp.([]any)
+	if !ok || len(rs) != len(members) {
+		// The entry is committed; only its answer is unusable.
+		err := &ApplyError{Msg: fmt.Sprintf("fsm returned %T for a group of %d, want []any with one response per member", resp, len(members))}
+		for _, i := range members {
+			out[i] = Result{Err: err}
+		}
+		return
+	}
+	for j, i := range members {
+		out[i] = response(rs[j])
+	}
+}
+
+// response turns one FSM response into a Result the way Apply returns it.
+func response(r any) Result {
+	switch r := r.(type) {
 	case nil:
-		return nil, nil
+		return Result{}
 	case []byte:
-		return r, nil
+		return Result{Data: r}
 	case error:
-		return nil, &ApplyError{Msg: r.Error()}
+		return Result{Err: &ApplyError{Msg: r.Error()}}
 	default:
-		return nil, fmt.Errorf("cluster: fsm returned %T, want []byte or error", r)
+		return Result{Err: fmt.Errorf("cluster: fsm returned %T, want []byte or error", r)}
 	}
 }

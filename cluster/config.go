@@ -70,6 +70,9 @@ func (c Config) withDefaults() (Config, error) {
 			return c, fmt.Errorf("cluster: Config.%s must not be negative, got %s", name, d)
 		}
 	}
+	if c.Group != nil && c.GroupVersion == 0 {
+		return c, fmt.Errorf("cluster: Config.GroupVersion is required with Config.Group")
+	}
 	if c.ReadyLag < 0 {
 		return c, fmt.Errorf("cluster: Config.ReadyLag must be >= 0, got %d", c.ReadyLag)
 	}

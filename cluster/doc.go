@@ -9,7 +9,9 @@
 // path: Apply is a batch of one; a follower forwards the commands to the
 // leader in one HTTP request to /internal/applybatch; the leader checks
 // commands from peers with Config.Check and stamps its clock into every
-// command with Config.Stamp; a forward or read-index call to a leader
+// command with Config.Stamp, and, with Config.Group once every server
+// can apply it, lets runs of a batch's commands share one log entry
+// while each keeps its own result; a forward or read-index call to a leader
 // that stops answering ends as soon as this node sees the leadership
 // move, and goes to the new leader); ReadBarrier for linearizable reads (callers
 // that accept stale data read the FSM without it); a leader tick for
@@ -29,7 +31,8 @@
 // into configuration changes.
 //
 // Caller's duties: supply an FSM whose Apply is deterministic and returns
-// []byte (or an error); validate commands that arrive from other servers in
+// []byte (or an error), and, for a group entry built by Config.Group,
+// []any with one such response per member; validate commands that arrive from other servers in
 // Config.Check (the leader runs it on every forwarded command before it
 // enters the log: an undecodable entry would stop every replica), and keep
 // Config.Stamp, which the leader runs on every command, to stamping

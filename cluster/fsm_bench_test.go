@@ -67,8 +67,9 @@ type benchNode struct {
 }
 
 // startBenchCluster starts three servers bootstrapping together, each with
-// the FSM mk returns, and waits for three voters.
-func startBenchCluster(b *testing.B, mk func() raft.FSM, stamp func([]byte, int64) ([]byte, error)) *Node {
+// the FSM mk returns, and waits for three voters. tweak, if set, changes
+// each server's Config.
+func startBenchCluster(b *testing.B, mk func() raft.FSM, stamp func([]byte, int64) ([]byte, error), tweak func(*Config)) *Node {
 	b.Helper()
 	var nodes []benchNode
 	stop := func() {
@@ -94,7 +95,7 @@ func startBenchCluster(b *testing.B, mk func() raft.FSM, stamp func([]byte, int6
 				stop()
 				return err
 			}
-			n, err := New(Config{
+			cfg := Config{
 				NodeName: fmt.Sprintf("b%d", i), DataDir: filepath.Join(b.TempDir(), "data"),
 				RaftBind: raftAddr, GossipBind: gossip, RPCAdvertise: rpcAddr, RetryJoin: join,
 				BootstrapExpect: 3, Stamp: stamp, Logger: testLogger(),
@@ -102,7 +103,11 @@ func startBenchCluster(b *testing.B, mk func() raft.FSM, stamp func([]byte, int6
 				// tests' tight timings lose leadership under this load on a
 				// small machine, which would measure elections, not writes.
 				ReconcileInterval: 200 * time.Millisecond, ServerStabilizationTime: 400 * time.Millisecond,
-			}, mk())
+			}
+			if tweak != nil {
+				tweak(&cfg)
+			}
+			n, err := New(cfg, mk())
 			if err != nil {
 				ln.Close()
 				stop()
@@ -177,7 +182,7 @@ func benchFSMvsRaw(b *testing.B, writers int, kind string) {
 			return f
 		}
 	}
-	leader := startBenchCluster(b, mk, stamp)
+	leader := startBenchCluster(b, mk, stamp, nil)
 	ctx := context.Background()
 	// Resources first, for both kinds, so the logs look alike.
 	for r := range 16 {

@@ -16,6 +16,8 @@ type metrics struct {
 	applyErrs        *prometheus.CounterVec
 	forwarded        prometheus.Counter
 	rerouted         prometheus.Counter
+	groupEntries     prometheus.Counter
+	groupedCommands  prometheus.Counter
 	failureTolerance prometheus.Gauge
 }
 
@@ -34,6 +36,14 @@ func newMetrics(n *Node) *metrics {
 			Name: "ledgerd_apply_rerouted_total",
 			Help: "Writes sent again, with their idempotency key, after the leadership moved while their outcome was unknown.",
 		}),
+		groupEntries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ledgerd_group_entries_total",
+			Help: "Log entries this node proposed as leader that carry several commands (group commit).",
+		}),
+		groupedCommands: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ledgerd_grouped_commands_total",
+			Help: "Commands this node proposed as leader inside group entries.",
+		}),
 		forwarded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ledgerd_forwarded_writes_total",
 			Help: "Writes this node forwarded to the leader.",
@@ -51,7 +61,7 @@ func newMetrics(n *Node) *metrics {
 	for _, class := range applyErrorClasses {
 		m.applyErrs.WithLabelValues(class)
 	}
-	m.all = []prometheus.Collector{m.applyDur, m.applyErrs, m.forwarded, m.rerouted, m.failureTolerance,
+	m.all = []prometheus.Collector{m.applyDur, m.applyErrs, m.forwarded, m.rerouted, m.groupEntries, m.groupedCommands, m.failureTolerance,
 		gauge("ledgerd_raft_state", "Raft state: 0 follower, 1 candidate, 2 leader, 3 shutdown.",
 			func() float64 { return float64(n.raft.State()) }),
 		gauge("ledgerd_raft_is_leader", "1 if this node is the Raft leader.", func() float64 {

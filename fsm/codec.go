@@ -15,7 +15,7 @@ import (
 // appear. Encode writes the lowest version that has every feature the
 // command uses (minVersion), so entries that older replicas understand
 // stay readable to them during a rolling upgrade.
-const CurrentVersion uint32 = max(versionUnits, versionSeries, versionLimits, versionBridge)
+const CurrentVersion uint32 = max(versionUnits, versionSeries, versionLimits, versionBridge, versionGroup)
 
 // versionPolicies is the first envelope version with admission policies
 // and variable jobs (TYPE_SET_POLICY, TYPE_SUBMIT_JOB,
@@ -63,6 +63,8 @@ const MaxTimeMillis int64 = 253402300799999
 // minVersion returns the lowest envelope version that can carry c.
 func minVersion(c *fsmv1.Command) uint32 {
 	switch {
+	case c.GetType() == fsmv1.Command_TYPE_GROUP:
+		return versionGroup
 	case usesUnits(c):
 		return versionUnits
 	case c.GetType() == fsmv1.Command_TYPE_CREATE_SERIES, c.GetType() == fsmv1.Command_TYPE_EXPAND_SERIES,
@@ -133,15 +135,30 @@ func Encode(cmd *fsmv1.Command) ([]byte, error) {
 // cluster layer calls it on every command forwarded by another node before
 // proposing it (Stamp does not check); bytes made by Encode in-process
 // need no such check.
+//
+// A group entry (TYPE_GROUP) is accepted only when every member is: each
+// decodes and passes these checks, is of a type that may be grouped, and
+// is not itself a group (see group.go); DecodeGroup returns the members.
 func Decode(b []byte) (*fsmv1.Command, error) {
-	cmd := new(fsmv1.Command)
-	if err := proto.Unmarshal(b, cmd); err != nil {
-		return nil, fmt.Errorf("decode command: %w: %v", ErrMalformed, err)
-	}
-	if err := checkEnvelope(cmd); err != nil {
+	cmd, _, err := decodeChecked(b)
+	if err != nil {
 		return nil, fmt.Errorf("decode command: %w", err)
 	}
 	return cmd, nil
+}
+
+// decodeChecked parses and checks b, returning a group's decoded members
+// too (nil for a lone command).
+func decodeChecked(b []byte) (*fsmv1.Command, []*fsmv1.Command, error) {
+	cmd := new(fsmv1.Command)
+	if err := proto.Unmarshal(b, cmd); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	members, err := checkEnvelopeMembers(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cmd, members, nil
 }
 
 // Stamp returns a copy of the encoded command with the leader's clock
@@ -256,13 +273,26 @@ func encodeResult(r *fsmv1.Result) []byte {
 // checkEnvelope verifies what every replica must agree on before applying:
 // the version, a known type, and the payload that type requires.
 func checkEnvelope(c *fsmv1.Command) error {
+	_, err := checkEnvelopeMembers(c)
+	return err
+}
+
+// checkEnvelopeMembers is checkEnvelope that also returns the decoded
+// members of a group (nil for a lone command).
+func checkEnvelopeMembers(c *fsmv1.Command) ([]*fsmv1.Command, error) {
 	if v := c.GetVersion(); v == 0 || v > CurrentVersion {
-		return fmt.Errorf("%w: version %d not supported (this release applies 1..%d)", ErrMalformed, v, CurrentVersion)
+		return nil, fmt.Errorf("%w: version %d not supported (this release applies 1..%d)", ErrMalformed, v, CurrentVersion)
 	}
 	if v, need := c.GetVersion(), minVersion(c); v < need {
-		return fmt.Errorf("%w: version %d entry uses features of version %d", ErrMalformed, v, need)
+		return nil, fmt.Errorf("%w: version %d entry uses features of version %d", ErrMalformed, v, need)
 	}
-	return checkPayload(c)
+	if err := checkPayload(c); err != nil {
+		return nil, err
+	}
+	if c.GetType() == fsmv1.Command_TYPE_GROUP {
+		return checkGroup(c)
+	}
+	return nil, nil
 }
 
 // checkPayload verifies that c has a known type and the payload that type
@@ -310,6 +340,8 @@ func checkPayload(c *fsmv1.Command) error {
 		ok = c.GetSetMaterialization() != nil
 	case fsmv1.Command_TYPE_CHANGE_UNITS:
 		ok = c.GetChangeUnits() != nil
+	case fsmv1.Command_TYPE_GROUP:
+		ok = c.GetGroup() != nil
 	default:
 		return fmt.Errorf("%w: unknown type %d", ErrMalformed, int32(c.GetType()))
 	}

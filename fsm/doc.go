@@ -65,7 +65,17 @@
 //     ErrMalformed to the sender; that is what keeps Apply from panicking.
 //     Commands encoded in-process by Encode (and TickCommand) need no
 //     such check: Encode refuses what Decode would.
-//  5. Give every replica the same Config; apply TickCommand (stamped)
+//  5. The leader may let several admissions share one log entry (group
+//     commit, group.go): GroupCommands takes the stamped commands it is
+//     about to propose and returns a TYPE_GROUP entry of the longest
+//     group-safe prefix, which it proposes as is (never stamped again),
+//     but only once every server applies envelope version GroupVersion.
+//     Apply returns []any for such an entry, one encoded Result per
+//     member, for the caller of each. A command from another node that is
+//     itself a group is refused: only the leader builds groups. Several
+//     reservations of one group may take their ID from the index: they
+//     are named GroupAutoID(index, n).
+//  6. Give every replica the same Config; apply TickCommand (stamped)
 //     periodically so holds expire without other traffic; wait for
 //     changes with Notify (a channel closed after each apply) instead of
 //     polling. Read methods may be called from any goroutine at any time.

@@ -148,8 +148,10 @@ func New(cfg Config) (*FSM, error) {
 }
 
 // Apply applies one committed log entry and returns the encoded Result
-// ([]byte). Entries that are not commands (configuration changes,
-// barriers) return nil. An entry that Decode refuses panics: every replica
+// ([]byte); a group entry (TYPE_GROUP) returns []any with one encoded
+// Result ([]byte) per member, in order, which the cluster hands back to
+// each member's caller. Entries that are not commands (configuration
+// changes, barriers) return nil. An entry that Decode refuses panics: every replica
 // would refuse it identically, and skipping it would silently diverge from
 // a replica of a newer release that understands it.
 func (f *FSM) Apply(l *raft.Log) interface{} {
@@ -177,25 +179,44 @@ func (f *FSM) applyLocked(l *raft.Log) interface{} {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
-	return f.applyCommandLocked(l.Index, l.Data)
+	return f.applyEntryLocked(l.Index, l.Data)
 }
 
 // ApplyCommand is Apply without the raft wrapper, for offline replay and
 // tests: it applies the encoded command data as log entry index and
 // returns the encoded Result. Indexes must increase from call to call. It
-// panics on an entry Decode refuses, exactly like Apply.
+// panics on an entry Decode refuses, exactly like Apply. A group entry is
+// applied too, but its results are only returned by ApplyEntry:
+// ApplyCommand returns nil for it.
 func (f *FSM) ApplyCommand(index uint64, data []byte) []byte {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := f.applyCommandLocked(index, data)
-	f.wakeLocked()
+	out, _ := f.ApplyEntry(index, data)[0].([]byte)
 	return out
 }
 
-func (f *FSM) applyCommandLocked(index uint64, data []byte) []byte {
-	cmd, err := Decode(data)
+// ApplyEntry is ApplyCommand that returns what Apply returns for the
+// entry, one element per command: the encoded Result ([]byte) of a lone
+// command, or one encoded Result per member of a group, in order.
+func (f *FSM) ApplyEntry(index uint64, data []byte) []any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.applyEntryLocked(index, data)
+	f.wakeLocked()
+	if group, ok := out.([]any); ok {
+		return group
+	}
+	return []any{out}
+}
+
+// applyEntryLocked applies one encoded log entry: a lone command returns
+// its encoded Result ([]byte), a group one encoded Result per member
+// ([]any of []byte).
+func (f *FSM) applyEntryLocked(index uint64, data []byte) any {
+	cmd, members, err := decodeEntry(data)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: log entry %d cannot be applied (replicas must not diverge): %v", index, err))
+	}
+	if members != nil {
+		return f.st.applyGroup(index, members)
 	}
 	res, enc := f.st.applyEncoded(index, cmd)
 	if enc != nil {

@@ -65,17 +65,21 @@ func FuzzApply(f *testing.F) {
 			return
 		}
 		m := fuzzBase(t)
-		res, err := DecodeResult(m.ApplyCommand(100, data))
-		if err != nil {
-			t.Fatalf("result: %v", err)
-		}
-		if res.GetStatus() == fsmv1.Result_STATUS_UNKNOWN {
-			t.Fatal("result without status")
+		// A group entry answers once per member.
+		for _, out := range m.ApplyEntry(100, data) {
+			b, _ := out.([]byte)
+			res, err := DecodeResult(b)
+			if err != nil {
+				t.Fatalf("result: %v", err)
+			}
+			if res.GetStatus() == fsmv1.Result_STATUS_UNKNOWN {
+				t.Fatal("result without status")
+			}
 		}
 		checkInvariants(t, m)
 		// Applying the same entry again (as a later index) must not
 		// panic either.
-		m.ApplyCommand(101, data)
+		m.ApplyEntry(101, data)
 		checkInvariants(t, m)
 	})
 }
@@ -86,7 +90,7 @@ func TestApplyPanicsOnMalformed(t *testing.T) {
 		"garbage":      {0xff, 0xff, 0xff},
 		"unknown type": {0x08, 0x63, 0x10, 0x01},
 		"no payload":   {0x08, 0x04, 0x10, 0x01},
-		"new version":  {0x08, 0x0a, 0x10, 0x05, 0x82, 0x01, 0x00},
+		"new version":  {0x08, 0x0a, 0x10, 0x7f, 0x82, 0x01, 0x00},
 		"old version":  {0x08, 0x0c, 0x10, 0x01, 0x92, 0x01, 0x00},
 		// CreateResource{name: "x", policy: {}} as a version-1 entry.
 		"policy in v1": {0x08, 0x01, 0x10, 0x01, 0x52, 0x05, 0x0a, 0x01, 0x78, 0x2a, 0x00},

@@ -155,7 +155,7 @@ func checkGolden(t *testing.T, path string, got []byte) {
 // that stored entries still decode to the same commands.
 func TestGoldenCommands(t *testing.T) {
 	seen := map[fsmv1.Command_Type]bool{}
-	for _, g := range slices.Concat(goldenCommands(), unitsGoldenCommands(), limitsGoldenCommands(), bridgeGoldenCommands(), unitsChangeGoldenCommands()) {
+	for _, g := range slices.Concat(goldenCommands(), unitsGoldenCommands(), limitsGoldenCommands(), bridgeGoldenCommands(), unitsChangeGoldenCommands(), groupGoldenCommands(t)) {
 		checkGoldenEntry(t, g)
 		seen[g.cmd.GetType()] = true
 	}
@@ -255,7 +255,8 @@ type goldenEntry = struct {
 }
 
 // goldenReplayOf is goldenReplay for an explicit selection of entries
-// and the statuses they must produce, applied at indexes 1, 2, ...
+// and the statuses they must produce, applied at indexes 1, 2, ...: one
+// status per result, so a group entry takes one per member.
 func goldenReplayOf(t *testing.T, entries []goldenEntry, statuses []fsmv1.Result_Status, name string) *FSM {
 	t.Helper()
 	f, err := New(Config{})
@@ -275,13 +276,23 @@ func goldenReplayOf(t *testing.T, entries []goldenEntry, statuses []fsmv1.Result
 				t.Fatal(err)
 			}
 		}
-		res, err := DecodeResult(f.ApplyCommand(uint64(i+1), b))
-		if err != nil {
-			t.Fatal(err)
+		for j, out := range f.ApplyEntry(uint64(i+1), b) {
+			enc, _ := out.([]byte)
+			res, err := DecodeResult(enc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(statuses) == 0 {
+				t.Fatalf("%s: result %d: more results than statuses", g.file, j)
+			}
+			if res.GetStatus() != statuses[0] {
+				t.Fatalf("%s: result %d: %s (%s), want %s", g.file, j, res.GetStatus(), res.GetMessage(), statuses[0])
+			}
+			statuses = statuses[1:]
 		}
-		if res.GetStatus() != statuses[i] {
-			t.Fatalf("%s: %s (%s), want %s", g.file, res.GetStatus(), res.GetMessage(), statuses[i])
-		}
+	}
+	if len(statuses) > 0 {
+		t.Fatalf("%d statuses left over: fewer results than statuses", len(statuses))
 	}
 	checkInvariants(t, f)
 	snap := snapshotBytes(t, f)

@@ -16,6 +16,19 @@ import (
 // by log entry index without a client-chosen ID. IDs sort by index.
 func AutoID(index uint64) string { return fmt.Sprintf("%s%020d", AutoIDPrefix, index) }
 
+// GroupAutoID returns the ID the state machine assigns to the reservation
+// of the n-th member (from 0, counting only the members that take their
+// ID from the index) of the group entry at index: AutoID(index) for the
+// first, so a group with one such member names it as if it were alone,
+// and AutoID(index) + "-n" for the others. These IDs stay unique, sort in
+// log order (index, then member) and keep the reserved prefix.
+func GroupAutoID(index uint64, n int) string {
+	if n == 0 {
+		return AutoID(index)
+	}
+	return fmt.Sprintf("%s%020d-%d", AutoIDPrefix, index, n)
+}
+
 // newID resolves the ID of a new row (empty: assigned from the log index)
 // and checks it, and the owner, before anything is booked.
 func (s *state) newID(cmd *fsmv1.Command, field, id string) (string, *fsmv1.Result) {
@@ -29,7 +42,7 @@ func (s *state) newID(cmd *fsmv1.Command, field, id string) (string, *fsmv1.Resu
 		return "", fe.result()
 	}
 	if id == "" {
-		id = AutoID(s.index)
+		id = GroupAutoID(s.index, s.autoN)
 	}
 	if s.resv.has(id) {
 		return "", conflict(fsmv1.Conflict_KIND_DUPLICATE_ID, fmt.Sprintf("reservation %q already exists", id))

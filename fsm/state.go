@@ -93,6 +93,10 @@ type state struct {
 	// Per-entry scratch: next event seq and the number of expirations.
 	seq     uint32
 	expired int64
+	// autoN is, while a group member is applied, how many members before
+	// it took their reservation ID from the index (0 for a lone entry):
+	// the member's own is then GroupAutoID(index, autoN).
+	autoN int
 
 	// pol is the admission scheduler and its counters (policy.go).
 	pol policyState
@@ -340,10 +344,20 @@ func (s *state) pruneIdem() { s.idem.prune(s.now, s.cfg.IdempotencyWindow) }
 // (to remember an idempotency key), so the caller need not encode it
 // again; otherwise the bytes are nil.
 func (s *state) applyEncoded(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, []byte) {
+	s.seq, s.autoN = 0, 0
+	return s.applyMember(index, cmd)
+}
+
+// applyMember is applyEncoded without starting the event sequence over:
+// the events it emits continue from s.seq, and a reservation ID taken
+// from the index is GroupAutoID(index, s.autoN). A group entry applies
+// each of its members with it (applyGroup); everything else it resets per
+// call, so a member is applied exactly as if it were the entry alone.
+func (s *state) applyMember(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, []byte) {
 	s.index = index
 	s.now = max(s.now, cmd.GetNowMillis())
 	s.ver = cmd.GetVersion()
-	s.seq, s.expired, s.pol.moves = 0, 0, nil
+	s.expired, s.pol.moves = 0, nil
 	s.lastPut = nil
 	defer s.syncPins()
 

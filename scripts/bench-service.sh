@@ -112,6 +112,7 @@ OUT=${OUT:-benchmarks/results/service}
 TLS=${TLS:-on}
 LOG_STORES=${LOG_STORES:-wal}
 PORT_OFFSET=${PORT_OFFSET:-0}
+LOADGEN_FLAGS=${LOADGEN_FLAGS:-} # more loadgen flags for every cell
 SKIP=${SKIP:-} # space-separated: rawraft ledgerd ledgerd-unary ledgerd-nodes etcd postgres postgres-standby recovery reserve-mix
 
 mkdir -p "$OUT"
@@ -147,9 +148,12 @@ log="$out/run.log"
 	echo "cores: $(nproc)"
 	echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
 	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "settings: DURATION=$DURATION LIVE=$LIVE CLIENTS=$CLIENTS RECOVERY_LIVE=$RECOVERY_LIVE TLS=$TLS LOG_STORES=$LOG_STORES SKIP=$SKIP PORT_OFFSET=$PORT_OFFSET"
+	echo "settings: DURATION=$DURATION LIVE=$LIVE CLIENTS=$CLIENTS RECOVERY_LIVE=$RECOVERY_LIVE TLS=$TLS LOG_STORES=$LOG_STORES SKIP=$SKIP PORT_OFFSET=$PORT_OFFSET LOADGEN_FLAGS=$LOADGEN_FLAGS"
 } >"$out/env.txt"
 common=(-live "$LIVE" -duration "$DURATION" -json "$json" -quiet)
+# LOADGEN_FLAGS passes further flags to every loadgen cell, e.g.
+# LOADGEN_FLAGS='-batch-inflight 4' (several Batch calls in flight per node).
+read -ra loadgen_flags <<<"${LOADGEN_FLAGS:-}"
 step() { echo "== $* (load $(cut -d' ' -f1 /proc/loadavg))" | tee -a "$log"; }
 
 # TLS settings in run order; the first one's cells carry the plain labels.
@@ -278,7 +282,7 @@ if ! skip rawraft; then
 		for store in "${stores[@]}"; do
 			step "raw raft, 3 nodes, reserve mix, log store $store, TLS $mode"
 			# shellcheck disable=SC2046
-			"$work/loadgen" -system rawraft -nodes 3 -mix reserve -log-store "$store" -label "$(label "$(slabel "3 nodes" "$store")" "$mode")" $(peer_tls "$mode") \
+			"$work/loadgen" "${loadgen_flags[@]}" -system rawraft -nodes 3 -mix reserve -log-store "$store" -label "$(label "$(slabel "3 nodes" "$store")" "$mode")" $(peer_tls "$mode") \
 				-clients "$CLIENTS" "${common[@]}" | tee -a "$log"
 		done
 	done
@@ -290,7 +294,7 @@ if ! skip ledgerd; then
 			step "ledgerd, 3 nodes, default mix, log store $store, TLS $mode"
 			agent_extra=(-raft-log-store "$store")
 			agents_start 3 "$(storebase "$(portbase 17500 "$mode")" "$store")" "$mode"
-			"$work/loadgen" -system ledgerd -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "$(slabel "3 nodes" "$store")" "$mode")" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
+			"$work/loadgen" "${loadgen_flags[@]}" -system ledgerd -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "$(slabel "3 nodes" "$store")" "$mode")" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
 			agents_stop
 		done
 	done
@@ -299,7 +303,7 @@ if ! skip ledgerd; then
 		for mode in "${modes[@]}"; do
 			step "ledgerd, 3 nodes, reserve mix, TLS $mode"
 			agents_start 3 "$(portbase 17600 "$mode")" "$mode"
-			"$work/loadgen" -system ledgerd -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "3 nodes" "$mode")" -mix reserve -clients 1,64 "${common[@]}" | tee -a "$log"
+			"$work/loadgen" "${loadgen_flags[@]}" -system ledgerd -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "3 nodes" "$mode")" -mix reserve -clients 1,64 "${common[@]}" | tee -a "$log"
 			agents_stop
 		done
 	fi
@@ -311,14 +315,14 @@ if ! skip ledgerd && ! skip ledgerd-unary; then
 	for mode in "${modes[@]}"; do
 		step "ledgerd, 3 nodes, default mix, unary client, TLS $mode"
 		agents_start 3 "$(portbase 17650 "$mode")" "$mode"
-		"$work/loadgen" -system ledgerd -coalesce=false -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "3 nodes, unary" "$mode")" -clients 64 "${common[@]}" | tee -a "$log"
+		"$work/loadgen" "${loadgen_flags[@]}" -system ledgerd -coalesce=false -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "3 nodes, unary" "$mode")" -clients 64 "${common[@]}" | tee -a "$log"
 		agents_stop
 	done
 	if ! skip reserve-mix; then
 		for mode in "${modes[@]}"; do
 			step "ledgerd, 3 nodes, reserve mix, unary client, TLS $mode"
 			agents_start 3 "$(portbase 17680 "$mode")" "$mode"
-			"$work/loadgen" -system ledgerd -coalesce=false -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "3 nodes, unary" "$mode")" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
+			"$work/loadgen" "${loadgen_flags[@]}" -system ledgerd -coalesce=false -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "3 nodes, unary" "$mode")" -mix reserve -clients 64 "${common[@]}" | tee -a "$log"
 			agents_stop
 		done
 	fi
@@ -329,7 +333,7 @@ if ! skip ledgerd-nodes; then
 		for mode in "${modes[@]}"; do
 			step "ledgerd, $n nodes, default mix, TLS $mode"
 			agents_start "$n" "$(portbase $((17700 + 100 * n)) "$mode")" "$mode"
-			"$work/loadgen" -system ledgerd -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "$n nodes" "$mode")" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
+			"$work/loadgen" "${loadgen_flags[@]}" -system ledgerd -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "$(label "$n nodes" "$mode")" -clients "$CLIENTS" "${common[@]}" | tee -a "$log"
 			agents_stop
 		done
 	done
@@ -445,7 +449,7 @@ if ! skip recovery; then
 	agents_start 1 "$base" "$mode"
 	pid=${agent_pid[1]}
 	rss0=$(rss_kib "$pid")
-	"$work/loadgen" -system ledgerd -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "1 node, recovery" -mix reserve -clients 64 \
+	"$work/loadgen" "${loadgen_flags[@]}" -system ledgerd -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "1 node, recovery" -mix reserve -clients 64 \
 		-live "$RECOVERY_LIVE" -resources $((RECOVERY_LIVE / 100)) -duration 5s -json "$out/recovery.jsonl" -quiet | tee -a "$log"
 	rss1=$(rss_kib "$pid")
 	du_kib=$(du -sk "$work/data-$base-1" | cut -f1)

@@ -21,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [[ "${1:-}" == "test" ]]; then
-	exec env LEDGERD_E2E=1 go test -tags hashicorpmetrics -run 'TestThreeAgentProcesses|TestSeriesLeaderKilledBetweenExpansions|TestApprovalAcrossLeaderKill' -count=1 -v ./cmd/ledgerd
+	exec env LEDGERD_E2E=1 go test -tags hashicorpmetrics -run 'TestThreeAgentProcesses|TestSeriesLeaderKilledBetweenExpansions|TestApprovalAcrossLeaderKill|TestGroupCommitAcrossLeaderKill' -count=1 -v ./cmd/ledgerd
 fi
 
 work=$(mktemp -d -t ledgerd-3nodes-XXXXXX)

@@ -221,6 +221,13 @@ const (
 	// on, and optionally create the series that replaces it (payload:
 	// cancel_series). Version 4.
 	Command_TYPE_CANCEL_SERIES Command_Type = 22
+	// Several admissions sharing one log entry (payload: group): the
+	// leader's group commit. The members are applied in order, each as if
+	// it were the entry alone at this index and log time, except that the
+	// event sequence numbers continue from member to member. Only HOLD and
+	// RESERVE with a client-chosen ID, COMMIT, ABORT, MODIFY and CANCEL may
+	// be members; a group never nests. Version 5.
+	Command_TYPE_GROUP Command_Type = 35
 )
 
 // Enum value maps for Command_Type.
@@ -251,6 +258,7 @@ var (
 		20: "TYPE_CREATE_SERIES",
 		21: "TYPE_EXPAND_SERIES",
 		22: "TYPE_CANCEL_SERIES",
+		35: "TYPE_GROUP",
 	}
 	Command_Type_value = map[string]int32{
 		"TYPE_UNKNOWN":             0,
@@ -278,6 +286,7 @@ var (
 		"TYPE_CREATE_SERIES":       20,
 		"TYPE_EXPAND_SERIES":       21,
 		"TYPE_CANCEL_SERIES":       22,
+		"TYPE_GROUP":               35,
 	}
 )
 
@@ -397,7 +406,7 @@ func (x Reservation_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reservation_State.Descriptor instead.
 func (Reservation_State) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{32, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{33, 0}
 }
 
 // What kind of row this is.
@@ -446,7 +455,7 @@ func (x Reservation_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reservation_Kind.Descriptor instead.
 func (Reservation_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{32, 1}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{33, 1}
 }
 
 // Outcome class.
@@ -519,7 +528,7 @@ func (x Result_Status) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Result_Status.Descriptor instead.
 func (Result_Status) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{36, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{37, 0}
 }
 
 // What kind of conflict.
@@ -589,7 +598,7 @@ func (x Conflict_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Conflict_Kind.Descriptor instead.
 func (Conflict_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{41, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{42, 0}
 }
 
 // What changed.
@@ -752,7 +761,7 @@ func (x Event_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Event_Type.Descriptor instead.
 func (Event_Type) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{42, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{43, 0}
 }
 
 // The materialization states.
@@ -815,7 +824,7 @@ func (x Materialization_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Materialization_State.Descriptor instead.
 func (Materialization_State) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{51, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{52, 0}
 }
 
 // Command is one log entry: a typed, versioned envelope around one payload.
@@ -829,7 +838,7 @@ type Command struct {
 	// windows and the end-of-time bound of 9999-12-31T23:59:59.999Z on every
 	// time; 4 for resources with units and unit down windows, standing
 	// reservations, per-tenant limits with approval, and materialization
-	// records). Replicas refuse versions they do not know.
+	// records; 5 for groups). Replicas refuse versions they do not know.
 	Version uint32 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
 	// The leader's clock when it proposed the entry (Unix ms). The state
 	// machine uses max(previous log time, now_millis), so log time never runs
@@ -874,6 +883,7 @@ type Command struct {
 	//	*Command_Decision
 	//	*Command_SetMaterialization
 	//	*Command_ChangeUnits
+	//	*Command_Group
 	Payload       isCommand_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1145,6 +1155,15 @@ func (x *Command) GetChangeUnits() *ChangeUnits {
 	return nil
 }
 
+func (x *Command) GetGroup() *Group {
+	if x != nil {
+		if x, ok := x.Payload.(*Command_Group); ok {
+			return x.Group
+		}
+	}
+	return nil
+}
+
 type isCommand_Payload interface {
 	isCommand_Payload()
 }
@@ -1249,6 +1268,11 @@ type Command_ChangeUnits struct {
 	ChangeUnits *ChangeUnits `protobuf:"bytes,51,opt,name=change_units,json=changeUnits,proto3,oneof"`
 }
 
+type Command_Group struct {
+	// For TYPE_GROUP.
+	Group *Group `protobuf:"bytes,60,opt,name=group,proto3,oneof"`
+}
+
 func (*Command_CreateResource) isCommand_Payload() {}
 
 func (*Command_UpdateResource) isCommand_Payload() {}
@@ -1289,6 +1313,64 @@ func (*Command_SetMaterialization) isCommand_Payload() {}
 
 func (*Command_ChangeUnits) isCommand_Payload() {}
 
+func (*Command_Group) isCommand_Payload() {}
+
+// Group is the payload of TYPE_GROUP: the members of one group-commit log
+// entry, in the order they are applied.
+//
+// Each member is a complete encoded Command envelope, stamped, exactly the
+// bytes the leader would have proposed had the member been an entry of its
+// own (not a nested Command message): the leader builds a group by
+// concatenating the bytes it already has, without decoding or re-encoding
+// any member, and every member keeps its own envelope version, owner,
+// idempotency key and fingerprint byte for byte. A replica decodes and
+// checks every member before it applies any. Every member carries the
+// group's now_millis.
+type Group struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The encoded members, at least one; none is itself a group.
+	Members       [][]byte `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Group) Reset() {
+	*x = Group{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Group) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Group) ProtoMessage() {}
+
+func (x *Group) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Group.ProtoReflect.Descriptor instead.
+func (*Group) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Group) GetMembers() [][]byte {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
 // LimitSpec is what one tenant may book on one resource, and when a
 // request of it must wait for an operator. Every field is optional: zero
 // means "no limit" (or "no approval"). Held, committed and
@@ -1326,7 +1408,7 @@ type LimitSpec struct {
 
 func (x *LimitSpec) Reset() {
 	*x = LimitSpec{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1338,7 +1420,7 @@ func (x *LimitSpec) String() string {
 func (*LimitSpec) ProtoMessage() {}
 
 func (x *LimitSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1351,7 +1433,7 @@ func (x *LimitSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitSpec.ProtoReflect.Descriptor instead.
 func (*LimitSpec) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{1}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *LimitSpec) GetMaxUnits() int64 {
@@ -1443,7 +1525,7 @@ type SetLimits struct {
 
 func (x *SetLimits) Reset() {
 	*x = SetLimits{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1455,7 +1537,7 @@ func (x *SetLimits) String() string {
 func (*SetLimits) ProtoMessage() {}
 
 func (x *SetLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1468,7 +1550,7 @@ func (x *SetLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetLimits.ProtoReflect.Descriptor instead.
 func (*SetLimits) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{2}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SetLimits) GetTenant() string {
@@ -1509,7 +1591,7 @@ type TenantLimit struct {
 
 func (x *TenantLimit) Reset() {
 	*x = TenantLimit{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1521,7 +1603,7 @@ func (x *TenantLimit) String() string {
 func (*TenantLimit) ProtoMessage() {}
 
 func (x *TenantLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1534,7 +1616,7 @@ func (x *TenantLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantLimit.ProtoReflect.Descriptor instead.
 func (*TenantLimit) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{3}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *TenantLimit) GetTenant() string {
@@ -1578,7 +1660,7 @@ type Decision struct {
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1590,7 +1672,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1603,7 +1685,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{4}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Decision) GetId() string {
@@ -1646,7 +1728,7 @@ type CreateSeries struct {
 
 func (x *CreateSeries) Reset() {
 	*x = CreateSeries{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1658,7 +1740,7 @@ func (x *CreateSeries) String() string {
 func (*CreateSeries) ProtoMessage() {}
 
 func (x *CreateSeries) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1671,7 +1753,7 @@ func (x *CreateSeries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSeries.ProtoReflect.Descriptor instead.
 func (*CreateSeries) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{5}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CreateSeries) GetId() string {
@@ -1733,7 +1815,7 @@ type SeriesBatch struct {
 
 func (x *SeriesBatch) Reset() {
 	*x = SeriesBatch{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1745,7 +1827,7 @@ func (x *SeriesBatch) String() string {
 func (*SeriesBatch) ProtoMessage() {}
 
 func (x *SeriesBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1758,7 +1840,7 @@ func (x *SeriesBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesBatch.ProtoReflect.Descriptor instead.
 func (*SeriesBatch) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{6}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SeriesBatch) GetSeriesId() string {
@@ -1796,7 +1878,7 @@ type SeriesOccurrence struct {
 
 func (x *SeriesOccurrence) Reset() {
 	*x = SeriesOccurrence{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1808,7 +1890,7 @@ func (x *SeriesOccurrence) String() string {
 func (*SeriesOccurrence) ProtoMessage() {}
 
 func (x *SeriesOccurrence) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1821,7 +1903,7 @@ func (x *SeriesOccurrence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesOccurrence.ProtoReflect.Descriptor instead.
 func (*SeriesOccurrence) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{7}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SeriesOccurrence) GetKey() int64 {
@@ -1849,7 +1931,7 @@ type ExpandSeries struct {
 
 func (x *ExpandSeries) Reset() {
 	*x = ExpandSeries{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1861,7 +1943,7 @@ func (x *ExpandSeries) String() string {
 func (*ExpandSeries) ProtoMessage() {}
 
 func (x *ExpandSeries) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1874,7 +1956,7 @@ func (x *ExpandSeries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpandSeries.ProtoReflect.Descriptor instead.
 func (*ExpandSeries) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{8}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ExpandSeries) GetBatches() []*SeriesBatch {
@@ -1902,7 +1984,7 @@ type CancelSeries struct {
 
 func (x *CancelSeries) Reset() {
 	*x = CancelSeries{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1914,7 +1996,7 @@ func (x *CancelSeries) String() string {
 func (*CancelSeries) ProtoMessage() {}
 
 func (x *CancelSeries) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1927,7 +2009,7 @@ func (x *CancelSeries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelSeries.ProtoReflect.Descriptor instead.
 func (*CancelSeries) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{9}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CancelSeries) GetId() string {
@@ -1989,7 +2071,7 @@ type Series struct {
 
 func (x *Series) Reset() {
 	*x = Series{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2001,7 +2083,7 @@ func (x *Series) String() string {
 func (*Series) ProtoMessage() {}
 
 func (x *Series) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2014,7 +2096,7 @@ func (x *Series) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Series.ProtoReflect.Descriptor instead.
 func (*Series) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{10}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Series) GetId() string {
@@ -2132,7 +2214,7 @@ type SeriesOutcome struct {
 
 func (x *SeriesOutcome) Reset() {
 	*x = SeriesOutcome{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2144,7 +2226,7 @@ func (x *SeriesOutcome) String() string {
 func (*SeriesOutcome) ProtoMessage() {}
 
 func (x *SeriesOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2157,7 +2239,7 @@ func (x *SeriesOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesOutcome.ProtoReflect.Descriptor instead.
 func (*SeriesOutcome) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{11}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SeriesOutcome) GetSeries() *Series {
@@ -2210,7 +2292,7 @@ type SeriesSkip struct {
 
 func (x *SeriesSkip) Reset() {
 	*x = SeriesSkip{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2222,7 +2304,7 @@ func (x *SeriesSkip) String() string {
 func (*SeriesSkip) ProtoMessage() {}
 
 func (x *SeriesSkip) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2235,7 +2317,7 @@ func (x *SeriesSkip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesSkip.ProtoReflect.Descriptor instead.
 func (*SeriesSkip) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{12}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SeriesSkip) GetId() string {
@@ -2299,7 +2381,7 @@ type PolicySpec struct {
 
 func (x *PolicySpec) Reset() {
 	*x = PolicySpec{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2311,7 +2393,7 @@ func (x *PolicySpec) String() string {
 func (*PolicySpec) ProtoMessage() {}
 
 func (x *PolicySpec) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2324,7 +2406,7 @@ func (x *PolicySpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicySpec.ProtoReflect.Descriptor instead.
 func (*PolicySpec) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PolicySpec) GetPolicy() AdmissionPolicy {
@@ -2362,7 +2444,7 @@ type SetPolicy struct {
 
 func (x *SetPolicy) Reset() {
 	*x = SetPolicy{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2374,7 +2456,7 @@ func (x *SetPolicy) String() string {
 func (*SetPolicy) ProtoMessage() {}
 
 func (x *SetPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2387,7 +2469,7 @@ func (x *SetPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicy.ProtoReflect.Descriptor instead.
 func (*SetPolicy) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{14}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SetPolicy) GetName() string {
@@ -2427,7 +2509,7 @@ type SubmitJob struct {
 
 func (x *SubmitJob) Reset() {
 	*x = SubmitJob{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2439,7 +2521,7 @@ func (x *SubmitJob) String() string {
 func (*SubmitJob) ProtoMessage() {}
 
 func (x *SubmitJob) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2452,7 +2534,7 @@ func (x *SubmitJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJob.ProtoReflect.Descriptor instead.
 func (*SubmitJob) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{15}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SubmitJob) GetId() string {
@@ -2517,7 +2599,7 @@ type CoReserve struct {
 
 func (x *CoReserve) Reset() {
 	*x = CoReserve{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2529,7 +2611,7 @@ func (x *CoReserve) String() string {
 func (*CoReserve) ProtoMessage() {}
 
 func (x *CoReserve) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2542,7 +2624,7 @@ func (x *CoReserve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoReserve.ProtoReflect.Descriptor instead.
 func (*CoReserve) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{16}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CoReserve) GetId() string {
@@ -2596,7 +2678,7 @@ type CoSub struct {
 
 func (x *CoSub) Reset() {
 	*x = CoSub{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2608,7 +2690,7 @@ func (x *CoSub) String() string {
 func (*CoSub) ProtoMessage() {}
 
 func (x *CoSub) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2621,7 +2703,7 @@ func (x *CoSub) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoSub.ProtoReflect.Descriptor instead.
 func (*CoSub) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CoSub) GetAmount() int64 {
@@ -2659,7 +2741,7 @@ type CoAdmission struct {
 
 func (x *CoAdmission) Reset() {
 	*x = CoAdmission{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2671,7 +2753,7 @@ func (x *CoAdmission) String() string {
 func (*CoAdmission) ProtoMessage() {}
 
 func (x *CoAdmission) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2684,7 +2766,7 @@ func (x *CoAdmission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoAdmission.ProtoReflect.Descriptor instead.
 func (*CoAdmission) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{18}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CoAdmission) GetPlacements() []*CoPlacement {
@@ -2717,7 +2799,7 @@ type CoPlacement struct {
 
 func (x *CoPlacement) Reset() {
 	*x = CoPlacement{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2729,7 +2811,7 @@ func (x *CoPlacement) String() string {
 func (*CoPlacement) ProtoMessage() {}
 
 func (x *CoPlacement) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2742,7 +2824,7 @@ func (x *CoPlacement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoPlacement.ProtoReflect.Descriptor instead.
 func (*CoPlacement) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CoPlacement) GetResource() string {
@@ -2795,7 +2877,7 @@ type CreateResource struct {
 
 func (x *CreateResource) Reset() {
 	*x = CreateResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2807,7 +2889,7 @@ func (x *CreateResource) String() string {
 func (*CreateResource) ProtoMessage() {}
 
 func (x *CreateResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2820,7 +2902,7 @@ func (x *CreateResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateResource.ProtoReflect.Descriptor instead.
 func (*CreateResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{20}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CreateResource) GetName() string {
@@ -2897,7 +2979,7 @@ type UnitDown struct {
 
 func (x *UnitDown) Reset() {
 	*x = UnitDown{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2909,7 +2991,7 @@ func (x *UnitDown) String() string {
 func (*UnitDown) ProtoMessage() {}
 
 func (x *UnitDown) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2922,7 +3004,7 @@ func (x *UnitDown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnitDown.ProtoReflect.Descriptor instead.
 func (*UnitDown) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *UnitDown) GetResource() string {
@@ -2983,7 +3065,7 @@ type ChangeUnits struct {
 
 func (x *ChangeUnits) Reset() {
 	*x = ChangeUnits{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2995,7 +3077,7 @@ func (x *ChangeUnits) String() string {
 func (*ChangeUnits) ProtoMessage() {}
 
 func (x *ChangeUnits) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3008,7 +3090,7 @@ func (x *ChangeUnits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeUnits.ProtoReflect.Descriptor instead.
 func (*ChangeUnits) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{22}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ChangeUnits) GetResource() string {
@@ -3045,7 +3127,7 @@ type UnitUp struct {
 
 func (x *UnitUp) Reset() {
 	*x = UnitUp{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3057,7 +3139,7 @@ func (x *UnitUp) String() string {
 func (*UnitUp) ProtoMessage() {}
 
 func (x *UnitUp) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3070,7 +3152,7 @@ func (x *UnitUp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnitUp.ProtoReflect.Descriptor instead.
 func (*UnitUp) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{23}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *UnitUp) GetResource() string {
@@ -3107,7 +3189,7 @@ type UpdateResource struct {
 
 func (x *UpdateResource) Reset() {
 	*x = UpdateResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3119,7 +3201,7 @@ func (x *UpdateResource) String() string {
 func (*UpdateResource) ProtoMessage() {}
 
 func (x *UpdateResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3132,7 +3214,7 @@ func (x *UpdateResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateResource.ProtoReflect.Descriptor instead.
 func (*UpdateResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{24}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *UpdateResource) GetName() string {
@@ -3179,7 +3261,7 @@ type DeleteResource struct {
 
 func (x *DeleteResource) Reset() {
 	*x = DeleteResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3191,7 +3273,7 @@ func (x *DeleteResource) String() string {
 func (*DeleteResource) ProtoMessage() {}
 
 func (x *DeleteResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3204,7 +3286,7 @@ func (x *DeleteResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResource.ProtoReflect.Descriptor instead.
 func (*DeleteResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeleteResource) GetName() string {
@@ -3237,7 +3319,7 @@ type Part struct {
 
 func (x *Part) Reset() {
 	*x = Part{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3249,7 +3331,7 @@ func (x *Part) String() string {
 func (*Part) ProtoMessage() {}
 
 func (x *Part) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3262,7 +3344,7 @@ func (x *Part) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Part.ProtoReflect.Descriptor instead.
 func (*Part) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{26}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Part) GetResource() string {
@@ -3316,7 +3398,7 @@ type ReservationRequest struct {
 
 func (x *ReservationRequest) Reset() {
 	*x = ReservationRequest{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3328,7 +3410,7 @@ func (x *ReservationRequest) String() string {
 func (*ReservationRequest) ProtoMessage() {}
 
 func (x *ReservationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3341,7 +3423,7 @@ func (x *ReservationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationRequest.ProtoReflect.Descriptor instead.
 func (*ReservationRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ReservationRequest) GetId() string {
@@ -3411,7 +3493,7 @@ type Target struct {
 
 func (x *Target) Reset() {
 	*x = Target{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3423,7 +3505,7 @@ func (x *Target) String() string {
 func (*Target) ProtoMessage() {}
 
 func (x *Target) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3436,7 +3518,7 @@ func (x *Target) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Target.ProtoReflect.Descriptor instead.
 func (*Target) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{28}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Target) GetId() string {
@@ -3480,7 +3562,7 @@ type Modify struct {
 
 func (x *Modify) Reset() {
 	*x = Modify{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3492,7 +3574,7 @@ func (x *Modify) String() string {
 func (*Modify) ProtoMessage() {}
 
 func (x *Modify) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3505,7 +3587,7 @@ func (x *Modify) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modify.ProtoReflect.Descriptor instead.
 func (*Modify) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{29}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Modify) GetId() string {
@@ -3582,7 +3664,7 @@ type Complete struct {
 
 func (x *Complete) Reset() {
 	*x = Complete{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3594,7 +3676,7 @@ func (x *Complete) String() string {
 func (*Complete) ProtoMessage() {}
 
 func (x *Complete) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3607,7 +3689,7 @@ func (x *Complete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Complete.ProtoReflect.Descriptor instead.
 func (*Complete) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{30}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Complete) GetId() string {
@@ -3633,7 +3715,7 @@ type Expire struct {
 
 func (x *Expire) Reset() {
 	*x = Expire{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3645,7 +3727,7 @@ func (x *Expire) String() string {
 func (*Expire) ProtoMessage() {}
 
 func (x *Expire) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3658,7 +3740,7 @@ func (x *Expire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expire.ProtoReflect.Descriptor instead.
 func (*Expire) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{32}
 }
 
 // Reservation is one row of the reservation table.
@@ -3724,7 +3806,7 @@ type Reservation struct {
 
 func (x *Reservation) Reset() {
 	*x = Reservation{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3736,7 +3818,7 @@ func (x *Reservation) String() string {
 func (*Reservation) ProtoMessage() {}
 
 func (x *Reservation) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3749,7 +3831,7 @@ func (x *Reservation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reservation.ProtoReflect.Descriptor instead.
 func (*Reservation) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{32}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Reservation) GetId() string {
@@ -3939,7 +4021,7 @@ type Modification struct {
 
 func (x *Modification) Reset() {
 	*x = Modification{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3951,7 +4033,7 @@ func (x *Modification) String() string {
 func (*Modification) ProtoMessage() {}
 
 func (x *Modification) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3964,7 +4046,7 @@ func (x *Modification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modification.ProtoReflect.Descriptor instead.
 func (*Modification) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{33}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Modification) GetParts() []*Part {
@@ -4017,7 +4099,7 @@ type CapacityWindow struct {
 
 func (x *CapacityWindow) Reset() {
 	*x = CapacityWindow{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4029,7 +4111,7 @@ func (x *CapacityWindow) String() string {
 func (*CapacityWindow) ProtoMessage() {}
 
 func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4042,7 +4124,7 @@ func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapacityWindow.ProtoReflect.Descriptor instead.
 func (*CapacityWindow) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{34}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CapacityWindow) GetFromMillis() int64 {
@@ -4099,7 +4181,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4111,7 +4193,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4124,7 +4206,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{35}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Resource) GetName() string {
@@ -4255,7 +4337,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4267,7 +4349,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4280,7 +4362,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{36}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Result) GetStatus() Result_Status {
@@ -4486,7 +4568,7 @@ type LimitExceeded struct {
 
 func (x *LimitExceeded) Reset() {
 	*x = LimitExceeded{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4498,7 +4580,7 @@ func (x *LimitExceeded) String() string {
 func (*LimitExceeded) ProtoMessage() {}
 
 func (x *LimitExceeded) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4511,7 +4593,7 @@ func (x *LimitExceeded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitExceeded.ProtoReflect.Descriptor instead.
 func (*LimitExceeded) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{37}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *LimitExceeded) GetTenant() string {
@@ -4599,7 +4681,7 @@ type Move struct {
 
 func (x *Move) Reset() {
 	*x = Move{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[38]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4611,7 +4693,7 @@ func (x *Move) String() string {
 func (*Move) ProtoMessage() {}
 
 func (x *Move) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[38]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4624,7 +4706,7 @@ func (x *Move) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Move.ProtoReflect.Descriptor instead.
 func (*Move) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{38}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Move) GetId() string {
@@ -4665,7 +4747,7 @@ type Rejected struct {
 
 func (x *Rejected) Reset() {
 	*x = Rejected{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[39]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4677,7 +4759,7 @@ func (x *Rejected) String() string {
 func (*Rejected) ProtoMessage() {}
 
 func (x *Rejected) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[39]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4690,7 +4772,7 @@ func (x *Rejected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejected.ProtoReflect.Descriptor instead.
 func (*Rejected) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{39}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Rejected) GetLaterOk() bool {
@@ -4727,7 +4809,7 @@ type Invalid struct {
 
 func (x *Invalid) Reset() {
 	*x = Invalid{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[40]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4739,7 +4821,7 @@ func (x *Invalid) String() string {
 func (*Invalid) ProtoMessage() {}
 
 func (x *Invalid) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[40]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4752,7 +4834,7 @@ func (x *Invalid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invalid.ProtoReflect.Descriptor instead.
 func (*Invalid) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{40}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Invalid) GetField() string {
@@ -4784,7 +4866,7 @@ type Conflict struct {
 
 func (x *Conflict) Reset() {
 	*x = Conflict{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[41]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4796,7 +4878,7 @@ func (x *Conflict) String() string {
 func (*Conflict) ProtoMessage() {}
 
 func (x *Conflict) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[41]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4809,7 +4891,7 @@ func (x *Conflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conflict.ProtoReflect.Descriptor instead.
 func (*Conflict) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{41}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Conflict) GetKind() Conflict_Kind {
@@ -4856,7 +4938,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[42]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4868,7 +4950,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[42]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4881,7 +4963,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{42}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Event) GetVersion() uint64 {
@@ -4950,7 +5032,7 @@ type IdempotencyRecord struct {
 
 func (x *IdempotencyRecord) Reset() {
 	*x = IdempotencyRecord{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[43]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4962,7 +5044,7 @@ func (x *IdempotencyRecord) String() string {
 func (*IdempotencyRecord) ProtoMessage() {}
 
 func (x *IdempotencyRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[43]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4975,7 +5057,7 @@ func (x *IdempotencyRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IdempotencyRecord.ProtoReflect.Descriptor instead.
 func (*IdempotencyRecord) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{43}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *IdempotencyRecord) GetOwner() string {
@@ -5042,7 +5124,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[44]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5054,7 +5136,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[44]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5067,7 +5149,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{44}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Snapshot) GetAppliedIndex() uint64 {
@@ -5172,7 +5254,7 @@ type SchedulerItem struct {
 
 func (x *SchedulerItem) Reset() {
 	*x = SchedulerItem{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[45]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5184,7 +5266,7 @@ func (x *SchedulerItem) String() string {
 func (*SchedulerItem) ProtoMessage() {}
 
 func (x *SchedulerItem) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[45]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5197,7 +5279,7 @@ func (x *SchedulerItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerItem.ProtoReflect.Descriptor instead.
 func (*SchedulerItem) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{45}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SchedulerItem) GetId() string {
@@ -5295,7 +5377,7 @@ type ReleaseModel struct {
 
 func (x *ReleaseModel) Reset() {
 	*x = ReleaseModel{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[46]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5307,7 +5389,7 @@ func (x *ReleaseModel) String() string {
 func (*ReleaseModel) ProtoMessage() {}
 
 func (x *ReleaseModel) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[46]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5320,7 +5402,7 @@ func (x *ReleaseModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseModel.ProtoReflect.Descriptor instead.
 func (*ReleaseModel) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{46}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ReleaseModel) GetPriorWeight() int64 {
@@ -5364,7 +5446,7 @@ type RatioCount struct {
 
 func (x *RatioCount) Reset() {
 	*x = RatioCount{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[47]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5376,7 +5458,7 @@ func (x *RatioCount) String() string {
 func (*RatioCount) ProtoMessage() {}
 
 func (x *RatioCount) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[47]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5389,7 +5471,7 @@ func (x *RatioCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RatioCount.ProtoReflect.Descriptor instead.
 func (*RatioCount) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{47}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RatioCount) GetPermille() uint32 {
@@ -5419,7 +5501,7 @@ type OwnerRatios struct {
 
 func (x *OwnerRatios) Reset() {
 	*x = OwnerRatios{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[48]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5431,7 +5513,7 @@ func (x *OwnerRatios) String() string {
 func (*OwnerRatios) ProtoMessage() {}
 
 func (x *OwnerRatios) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[48]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5444,7 +5526,7 @@ func (x *OwnerRatios) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OwnerRatios.ProtoReflect.Descriptor instead.
 func (*OwnerRatios) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{48}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *OwnerRatios) GetOwner() string {
@@ -5475,7 +5557,7 @@ type SetMaterialization struct {
 
 func (x *SetMaterialization) Reset() {
 	*x = SetMaterialization{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[49]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5487,7 +5569,7 @@ func (x *SetMaterialization) String() string {
 func (*SetMaterialization) ProtoMessage() {}
 
 func (x *SetMaterialization) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[49]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5500,7 +5582,7 @@ func (x *SetMaterialization) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetMaterialization.ProtoReflect.Descriptor instead.
 func (*SetMaterialization) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{49}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *SetMaterialization) GetUpdates() []*MaterializationUpdate {
@@ -5523,7 +5605,7 @@ type MaterializationUpdate struct {
 
 func (x *MaterializationUpdate) Reset() {
 	*x = MaterializationUpdate{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[50]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5535,7 +5617,7 @@ func (x *MaterializationUpdate) String() string {
 func (*MaterializationUpdate) ProtoMessage() {}
 
 func (x *MaterializationUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[50]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5548,7 +5630,7 @@ func (x *MaterializationUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MaterializationUpdate.ProtoReflect.Descriptor instead.
 func (*MaterializationUpdate) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{50}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *MaterializationUpdate) GetId() string {
@@ -5593,7 +5675,7 @@ type Materialization struct {
 
 func (x *Materialization) Reset() {
 	*x = Materialization{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[51]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5605,7 +5687,7 @@ func (x *Materialization) String() string {
 func (*Materialization) ProtoMessage() {}
 
 func (x *Materialization) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[51]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5618,7 +5700,7 @@ func (x *Materialization) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Materialization.ProtoReflect.Descriptor instead.
 func (*Materialization) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{51}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Materialization) GetState() Materialization_State {
@@ -5681,7 +5763,7 @@ var File_ledgerd_fsm_v1_fsm_proto protoreflect.FileDescriptor
 
 const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\n" +
-	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xf4\x0f\n" +
+	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xb3\x10\n" +
 	"\aCommand\x120\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1c.ledgerd.fsm.v1.Command.TypeR\x04type\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\rR\aversion\x12\x1d\n" +
@@ -5717,7 +5799,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"set_limits\x18( \x01(\v2\x19.ledgerd.fsm.v1.SetLimitsH\x00R\tsetLimits\x126\n" +
 	"\bdecision\x18) \x01(\v2\x18.ledgerd.fsm.v1.DecisionH\x00R\bdecision\x12U\n" +
 	"\x13set_materialization\x182 \x01(\v2\".ledgerd.fsm.v1.SetMaterializationH\x00R\x12setMaterialization\x12@\n" +
-	"\fchange_units\x183 \x01(\v2\x1b.ledgerd.fsm.v1.ChangeUnitsH\x00R\vchangeUnits\"\x86\x04\n" +
+	"\fchange_units\x183 \x01(\v2\x1b.ledgerd.fsm.v1.ChangeUnitsH\x00R\vchangeUnits\x12-\n" +
+	"\x05group\x18< \x01(\v2\x15.ledgerd.fsm.v1.GroupH\x00R\x05group\"\x96\x04\n" +
 	"\x04Type\x12\x10\n" +
 	"\fTYPE_UNKNOWN\x10\x00\x12\x18\n" +
 	"\x14TYPE_CREATE_RESOURCE\x10\x01\x12\x18\n" +
@@ -5745,8 +5828,12 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\fTYPE_UNIT_UP\x10\x10\x12\x16\n" +
 	"\x12TYPE_CREATE_SERIES\x10\x14\x12\x16\n" +
 	"\x12TYPE_EXPAND_SERIES\x10\x15\x12\x16\n" +
-	"\x12TYPE_CANCEL_SERIES\x10\x16B\t\n" +
-	"\apayload\"\xd2\x03\n" +
+	"\x12TYPE_CANCEL_SERIES\x10\x16\x12\x0e\n" +
+	"\n" +
+	"TYPE_GROUP\x10#B\t\n" +
+	"\apayload\"!\n" +
+	"\x05Group\x12\x18\n" +
+	"\amembers\x18\x01 \x03(\fR\amembers\"\xd2\x03\n" +
 	"\tLimitSpec\x12\x1b\n" +
 	"\tmax_units\x18\x01 \x01(\x03R\bmaxUnits\x12&\n" +
 	"\x0fmax_unit_millis\x18\x02 \x01(\x03R\rmaxUnitMillis\x12#\n" +
@@ -6222,7 +6309,7 @@ func file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP() []byte {
 }
 
 var file_ledgerd_fsm_v1_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
 var file_ledgerd_fsm_v1_fsm_proto_goTypes = []any{
 	(AdmissionPolicy)(0),          // 0: ledgerd.fsm.v1.AdmissionPolicy
 	(UnitPolicy)(0),               // 1: ledgerd.fsm.v1.UnitPolicy
@@ -6234,165 +6321,167 @@ var file_ledgerd_fsm_v1_fsm_proto_goTypes = []any{
 	(Event_Type)(0),               // 7: ledgerd.fsm.v1.Event.Type
 	(Materialization_State)(0),    // 8: ledgerd.fsm.v1.Materialization.State
 	(*Command)(nil),               // 9: ledgerd.fsm.v1.Command
-	(*LimitSpec)(nil),             // 10: ledgerd.fsm.v1.LimitSpec
-	(*SetLimits)(nil),             // 11: ledgerd.fsm.v1.SetLimits
-	(*TenantLimit)(nil),           // 12: ledgerd.fsm.v1.TenantLimit
-	(*Decision)(nil),              // 13: ledgerd.fsm.v1.Decision
-	(*CreateSeries)(nil),          // 14: ledgerd.fsm.v1.CreateSeries
-	(*SeriesBatch)(nil),           // 15: ledgerd.fsm.v1.SeriesBatch
-	(*SeriesOccurrence)(nil),      // 16: ledgerd.fsm.v1.SeriesOccurrence
-	(*ExpandSeries)(nil),          // 17: ledgerd.fsm.v1.ExpandSeries
-	(*CancelSeries)(nil),          // 18: ledgerd.fsm.v1.CancelSeries
-	(*Series)(nil),                // 19: ledgerd.fsm.v1.Series
-	(*SeriesOutcome)(nil),         // 20: ledgerd.fsm.v1.SeriesOutcome
-	(*SeriesSkip)(nil),            // 21: ledgerd.fsm.v1.SeriesSkip
-	(*PolicySpec)(nil),            // 22: ledgerd.fsm.v1.PolicySpec
-	(*SetPolicy)(nil),             // 23: ledgerd.fsm.v1.SetPolicy
-	(*SubmitJob)(nil),             // 24: ledgerd.fsm.v1.SubmitJob
-	(*CoReserve)(nil),             // 25: ledgerd.fsm.v1.CoReserve
-	(*CoSub)(nil),                 // 26: ledgerd.fsm.v1.CoSub
-	(*CoAdmission)(nil),           // 27: ledgerd.fsm.v1.CoAdmission
-	(*CoPlacement)(nil),           // 28: ledgerd.fsm.v1.CoPlacement
-	(*CreateResource)(nil),        // 29: ledgerd.fsm.v1.CreateResource
-	(*UnitDown)(nil),              // 30: ledgerd.fsm.v1.UnitDown
-	(*ChangeUnits)(nil),           // 31: ledgerd.fsm.v1.ChangeUnits
-	(*UnitUp)(nil),                // 32: ledgerd.fsm.v1.UnitUp
-	(*UpdateResource)(nil),        // 33: ledgerd.fsm.v1.UpdateResource
-	(*DeleteResource)(nil),        // 34: ledgerd.fsm.v1.DeleteResource
-	(*Part)(nil),                  // 35: ledgerd.fsm.v1.Part
-	(*ReservationRequest)(nil),    // 36: ledgerd.fsm.v1.ReservationRequest
-	(*Target)(nil),                // 37: ledgerd.fsm.v1.Target
-	(*Modify)(nil),                // 38: ledgerd.fsm.v1.Modify
-	(*Complete)(nil),              // 39: ledgerd.fsm.v1.Complete
-	(*Expire)(nil),                // 40: ledgerd.fsm.v1.Expire
-	(*Reservation)(nil),           // 41: ledgerd.fsm.v1.Reservation
-	(*Modification)(nil),          // 42: ledgerd.fsm.v1.Modification
-	(*CapacityWindow)(nil),        // 43: ledgerd.fsm.v1.CapacityWindow
-	(*Resource)(nil),              // 44: ledgerd.fsm.v1.Resource
-	(*Result)(nil),                // 45: ledgerd.fsm.v1.Result
-	(*LimitExceeded)(nil),         // 46: ledgerd.fsm.v1.LimitExceeded
-	(*Move)(nil),                  // 47: ledgerd.fsm.v1.Move
-	(*Rejected)(nil),              // 48: ledgerd.fsm.v1.Rejected
-	(*Invalid)(nil),               // 49: ledgerd.fsm.v1.Invalid
-	(*Conflict)(nil),              // 50: ledgerd.fsm.v1.Conflict
-	(*Event)(nil),                 // 51: ledgerd.fsm.v1.Event
-	(*IdempotencyRecord)(nil),     // 52: ledgerd.fsm.v1.IdempotencyRecord
-	(*Snapshot)(nil),              // 53: ledgerd.fsm.v1.Snapshot
-	(*SchedulerItem)(nil),         // 54: ledgerd.fsm.v1.SchedulerItem
-	(*ReleaseModel)(nil),          // 55: ledgerd.fsm.v1.ReleaseModel
-	(*RatioCount)(nil),            // 56: ledgerd.fsm.v1.RatioCount
-	(*OwnerRatios)(nil),           // 57: ledgerd.fsm.v1.OwnerRatios
-	(*SetMaterialization)(nil),    // 58: ledgerd.fsm.v1.SetMaterialization
-	(*MaterializationUpdate)(nil), // 59: ledgerd.fsm.v1.MaterializationUpdate
-	(*Materialization)(nil),       // 60: ledgerd.fsm.v1.Materialization
-	nil,                           // 61: ledgerd.fsm.v1.CreateSeries.LabelsEntry
-	nil,                           // 62: ledgerd.fsm.v1.Series.LabelsEntry
-	nil,                           // 63: ledgerd.fsm.v1.SubmitJob.LabelsEntry
-	nil,                           // 64: ledgerd.fsm.v1.CoReserve.LabelsEntry
-	nil,                           // 65: ledgerd.fsm.v1.CreateResource.LabelsEntry
-	nil,                           // 66: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	nil,                           // 67: ledgerd.fsm.v1.Reservation.LabelsEntry
-	nil,                           // 68: ledgerd.fsm.v1.Resource.LabelsEntry
+	(*Group)(nil),                 // 10: ledgerd.fsm.v1.Group
+	(*LimitSpec)(nil),             // 11: ledgerd.fsm.v1.LimitSpec
+	(*SetLimits)(nil),             // 12: ledgerd.fsm.v1.SetLimits
+	(*TenantLimit)(nil),           // 13: ledgerd.fsm.v1.TenantLimit
+	(*Decision)(nil),              // 14: ledgerd.fsm.v1.Decision
+	(*CreateSeries)(nil),          // 15: ledgerd.fsm.v1.CreateSeries
+	(*SeriesBatch)(nil),           // 16: ledgerd.fsm.v1.SeriesBatch
+	(*SeriesOccurrence)(nil),      // 17: ledgerd.fsm.v1.SeriesOccurrence
+	(*ExpandSeries)(nil),          // 18: ledgerd.fsm.v1.ExpandSeries
+	(*CancelSeries)(nil),          // 19: ledgerd.fsm.v1.CancelSeries
+	(*Series)(nil),                // 20: ledgerd.fsm.v1.Series
+	(*SeriesOutcome)(nil),         // 21: ledgerd.fsm.v1.SeriesOutcome
+	(*SeriesSkip)(nil),            // 22: ledgerd.fsm.v1.SeriesSkip
+	(*PolicySpec)(nil),            // 23: ledgerd.fsm.v1.PolicySpec
+	(*SetPolicy)(nil),             // 24: ledgerd.fsm.v1.SetPolicy
+	(*SubmitJob)(nil),             // 25: ledgerd.fsm.v1.SubmitJob
+	(*CoReserve)(nil),             // 26: ledgerd.fsm.v1.CoReserve
+	(*CoSub)(nil),                 // 27: ledgerd.fsm.v1.CoSub
+	(*CoAdmission)(nil),           // 28: ledgerd.fsm.v1.CoAdmission
+	(*CoPlacement)(nil),           // 29: ledgerd.fsm.v1.CoPlacement
+	(*CreateResource)(nil),        // 30: ledgerd.fsm.v1.CreateResource
+	(*UnitDown)(nil),              // 31: ledgerd.fsm.v1.UnitDown
+	(*ChangeUnits)(nil),           // 32: ledgerd.fsm.v1.ChangeUnits
+	(*UnitUp)(nil),                // 33: ledgerd.fsm.v1.UnitUp
+	(*UpdateResource)(nil),        // 34: ledgerd.fsm.v1.UpdateResource
+	(*DeleteResource)(nil),        // 35: ledgerd.fsm.v1.DeleteResource
+	(*Part)(nil),                  // 36: ledgerd.fsm.v1.Part
+	(*ReservationRequest)(nil),    // 37: ledgerd.fsm.v1.ReservationRequest
+	(*Target)(nil),                // 38: ledgerd.fsm.v1.Target
+	(*Modify)(nil),                // 39: ledgerd.fsm.v1.Modify
+	(*Complete)(nil),              // 40: ledgerd.fsm.v1.Complete
+	(*Expire)(nil),                // 41: ledgerd.fsm.v1.Expire
+	(*Reservation)(nil),           // 42: ledgerd.fsm.v1.Reservation
+	(*Modification)(nil),          // 43: ledgerd.fsm.v1.Modification
+	(*CapacityWindow)(nil),        // 44: ledgerd.fsm.v1.CapacityWindow
+	(*Resource)(nil),              // 45: ledgerd.fsm.v1.Resource
+	(*Result)(nil),                // 46: ledgerd.fsm.v1.Result
+	(*LimitExceeded)(nil),         // 47: ledgerd.fsm.v1.LimitExceeded
+	(*Move)(nil),                  // 48: ledgerd.fsm.v1.Move
+	(*Rejected)(nil),              // 49: ledgerd.fsm.v1.Rejected
+	(*Invalid)(nil),               // 50: ledgerd.fsm.v1.Invalid
+	(*Conflict)(nil),              // 51: ledgerd.fsm.v1.Conflict
+	(*Event)(nil),                 // 52: ledgerd.fsm.v1.Event
+	(*IdempotencyRecord)(nil),     // 53: ledgerd.fsm.v1.IdempotencyRecord
+	(*Snapshot)(nil),              // 54: ledgerd.fsm.v1.Snapshot
+	(*SchedulerItem)(nil),         // 55: ledgerd.fsm.v1.SchedulerItem
+	(*ReleaseModel)(nil),          // 56: ledgerd.fsm.v1.ReleaseModel
+	(*RatioCount)(nil),            // 57: ledgerd.fsm.v1.RatioCount
+	(*OwnerRatios)(nil),           // 58: ledgerd.fsm.v1.OwnerRatios
+	(*SetMaterialization)(nil),    // 59: ledgerd.fsm.v1.SetMaterialization
+	(*MaterializationUpdate)(nil), // 60: ledgerd.fsm.v1.MaterializationUpdate
+	(*Materialization)(nil),       // 61: ledgerd.fsm.v1.Materialization
+	nil,                           // 62: ledgerd.fsm.v1.CreateSeries.LabelsEntry
+	nil,                           // 63: ledgerd.fsm.v1.Series.LabelsEntry
+	nil,                           // 64: ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	nil,                           // 65: ledgerd.fsm.v1.CoReserve.LabelsEntry
+	nil,                           // 66: ledgerd.fsm.v1.CreateResource.LabelsEntry
+	nil,                           // 67: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	nil,                           // 68: ledgerd.fsm.v1.Reservation.LabelsEntry
+	nil,                           // 69: ledgerd.fsm.v1.Resource.LabelsEntry
 }
 var file_ledgerd_fsm_v1_fsm_proto_depIdxs = []int32{
 	2,  // 0: ledgerd.fsm.v1.Command.type:type_name -> ledgerd.fsm.v1.Command.Type
-	29, // 1: ledgerd.fsm.v1.Command.create_resource:type_name -> ledgerd.fsm.v1.CreateResource
-	33, // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
-	34, // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
-	36, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
-	37, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
-	38, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
-	40, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
-	39, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
-	23, // 9: ledgerd.fsm.v1.Command.set_policy:type_name -> ledgerd.fsm.v1.SetPolicy
-	24, // 10: ledgerd.fsm.v1.Command.submit_job:type_name -> ledgerd.fsm.v1.SubmitJob
-	25, // 11: ledgerd.fsm.v1.Command.co_reserve:type_name -> ledgerd.fsm.v1.CoReserve
-	30, // 12: ledgerd.fsm.v1.Command.unit_down:type_name -> ledgerd.fsm.v1.UnitDown
-	32, // 13: ledgerd.fsm.v1.Command.unit_up:type_name -> ledgerd.fsm.v1.UnitUp
-	14, // 14: ledgerd.fsm.v1.Command.create_series:type_name -> ledgerd.fsm.v1.CreateSeries
-	17, // 15: ledgerd.fsm.v1.Command.expand_series:type_name -> ledgerd.fsm.v1.ExpandSeries
-	18, // 16: ledgerd.fsm.v1.Command.cancel_series:type_name -> ledgerd.fsm.v1.CancelSeries
-	11, // 17: ledgerd.fsm.v1.Command.set_limits:type_name -> ledgerd.fsm.v1.SetLimits
-	13, // 18: ledgerd.fsm.v1.Command.decision:type_name -> ledgerd.fsm.v1.Decision
-	58, // 19: ledgerd.fsm.v1.Command.set_materialization:type_name -> ledgerd.fsm.v1.SetMaterialization
-	31, // 20: ledgerd.fsm.v1.Command.change_units:type_name -> ledgerd.fsm.v1.ChangeUnits
-	10, // 21: ledgerd.fsm.v1.SetLimits.spec:type_name -> ledgerd.fsm.v1.LimitSpec
-	10, // 22: ledgerd.fsm.v1.TenantLimit.spec:type_name -> ledgerd.fsm.v1.LimitSpec
-	35, // 23: ledgerd.fsm.v1.CreateSeries.parts:type_name -> ledgerd.fsm.v1.Part
-	61, // 24: ledgerd.fsm.v1.CreateSeries.labels:type_name -> ledgerd.fsm.v1.CreateSeries.LabelsEntry
-	15, // 25: ledgerd.fsm.v1.CreateSeries.first:type_name -> ledgerd.fsm.v1.SeriesBatch
-	16, // 26: ledgerd.fsm.v1.SeriesBatch.book:type_name -> ledgerd.fsm.v1.SeriesOccurrence
-	15, // 27: ledgerd.fsm.v1.ExpandSeries.batches:type_name -> ledgerd.fsm.v1.SeriesBatch
-	14, // 28: ledgerd.fsm.v1.CancelSeries.then:type_name -> ledgerd.fsm.v1.CreateSeries
-	35, // 29: ledgerd.fsm.v1.Series.parts:type_name -> ledgerd.fsm.v1.Part
-	62, // 30: ledgerd.fsm.v1.Series.labels:type_name -> ledgerd.fsm.v1.Series.LabelsEntry
-	19, // 31: ledgerd.fsm.v1.SeriesOutcome.series:type_name -> ledgerd.fsm.v1.Series
-	21, // 32: ledgerd.fsm.v1.SeriesOutcome.skipped:type_name -> ledgerd.fsm.v1.SeriesSkip
-	5,  // 33: ledgerd.fsm.v1.SeriesSkip.status:type_name -> ledgerd.fsm.v1.Result.Status
-	0,  // 34: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
-	22, // 35: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	35, // 36: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
-	63, // 37: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
-	26, // 38: ledgerd.fsm.v1.CoReserve.subs:type_name -> ledgerd.fsm.v1.CoSub
-	64, // 39: ledgerd.fsm.v1.CoReserve.labels:type_name -> ledgerd.fsm.v1.CoReserve.LabelsEntry
-	28, // 40: ledgerd.fsm.v1.CoAdmission.placements:type_name -> ledgerd.fsm.v1.CoPlacement
-	41, // 41: ledgerd.fsm.v1.CoPlacement.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	65, // 42: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
-	22, // 43: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	1,  // 44: ledgerd.fsm.v1.CreateResource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
-	35, // 45: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
-	66, // 46: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	35, // 47: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
-	67, // 48: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
-	35, // 49: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
-	3,  // 50: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	42, // 51: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
-	4,  // 52: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	60, // 53: ledgerd.fsm.v1.Reservation.materialization:type_name -> ledgerd.fsm.v1.Materialization
-	35, // 54: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
-	68, // 55: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
-	43, // 56: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
-	22, // 57: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	1,  // 58: ledgerd.fsm.v1.Resource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
-	30, // 59: ledgerd.fsm.v1.Resource.unit_downs:type_name -> ledgerd.fsm.v1.UnitDown
-	5,  // 60: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
-	41, // 61: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	44, // 62: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
-	47, // 63: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
-	27, // 64: ledgerd.fsm.v1.Result.co_admission:type_name -> ledgerd.fsm.v1.CoAdmission
-	12, // 65: ledgerd.fsm.v1.Result.limit:type_name -> ledgerd.fsm.v1.TenantLimit
-	20, // 66: ledgerd.fsm.v1.Result.series:type_name -> ledgerd.fsm.v1.SeriesOutcome
-	48, // 67: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
-	49, // 68: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
-	50, // 69: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
-	46, // 70: ledgerd.fsm.v1.Result.limit_exceeded:type_name -> ledgerd.fsm.v1.LimitExceeded
-	6,  // 71: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
-	3,  // 72: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	7,  // 73: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
-	41, // 74: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	44, // 75: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
-	12, // 76: ledgerd.fsm.v1.Event.limit:type_name -> ledgerd.fsm.v1.TenantLimit
-	45, // 77: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
-	44, // 78: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
-	41, // 79: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
-	52, // 80: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
-	51, // 81: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
-	54, // 82: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
-	55, // 83: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
-	12, // 84: ledgerd.fsm.v1.Snapshot.limits:type_name -> ledgerd.fsm.v1.TenantLimit
-	19, // 85: ledgerd.fsm.v1.Snapshot.series:type_name -> ledgerd.fsm.v1.Series
-	4,  // 86: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	56, // 87: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
-	57, // 88: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
-	56, // 89: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
-	59, // 90: ledgerd.fsm.v1.SetMaterialization.updates:type_name -> ledgerd.fsm.v1.MaterializationUpdate
-	60, // 91: ledgerd.fsm.v1.MaterializationUpdate.materialization:type_name -> ledgerd.fsm.v1.Materialization
-	8,  // 92: ledgerd.fsm.v1.Materialization.state:type_name -> ledgerd.fsm.v1.Materialization.State
-	93, // [93:93] is the sub-list for method output_type
-	93, // [93:93] is the sub-list for method input_type
-	93, // [93:93] is the sub-list for extension type_name
-	93, // [93:93] is the sub-list for extension extendee
-	0,  // [0:93] is the sub-list for field type_name
+	30, // 1: ledgerd.fsm.v1.Command.create_resource:type_name -> ledgerd.fsm.v1.CreateResource
+	34, // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
+	35, // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
+	37, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
+	38, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
+	39, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
+	41, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
+	40, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
+	24, // 9: ledgerd.fsm.v1.Command.set_policy:type_name -> ledgerd.fsm.v1.SetPolicy
+	25, // 10: ledgerd.fsm.v1.Command.submit_job:type_name -> ledgerd.fsm.v1.SubmitJob
+	26, // 11: ledgerd.fsm.v1.Command.co_reserve:type_name -> ledgerd.fsm.v1.CoReserve
+	31, // 12: ledgerd.fsm.v1.Command.unit_down:type_name -> ledgerd.fsm.v1.UnitDown
+	33, // 13: ledgerd.fsm.v1.Command.unit_up:type_name -> ledgerd.fsm.v1.UnitUp
+	15, // 14: ledgerd.fsm.v1.Command.create_series:type_name -> ledgerd.fsm.v1.CreateSeries
+	18, // 15: ledgerd.fsm.v1.Command.expand_series:type_name -> ledgerd.fsm.v1.ExpandSeries
+	19, // 16: ledgerd.fsm.v1.Command.cancel_series:type_name -> ledgerd.fsm.v1.CancelSeries
+	12, // 17: ledgerd.fsm.v1.Command.set_limits:type_name -> ledgerd.fsm.v1.SetLimits
+	14, // 18: ledgerd.fsm.v1.Command.decision:type_name -> ledgerd.fsm.v1.Decision
+	59, // 19: ledgerd.fsm.v1.Command.set_materialization:type_name -> ledgerd.fsm.v1.SetMaterialization
+	32, // 20: ledgerd.fsm.v1.Command.change_units:type_name -> ledgerd.fsm.v1.ChangeUnits
+	10, // 21: ledgerd.fsm.v1.Command.group:type_name -> ledgerd.fsm.v1.Group
+	11, // 22: ledgerd.fsm.v1.SetLimits.spec:type_name -> ledgerd.fsm.v1.LimitSpec
+	11, // 23: ledgerd.fsm.v1.TenantLimit.spec:type_name -> ledgerd.fsm.v1.LimitSpec
+	36, // 24: ledgerd.fsm.v1.CreateSeries.parts:type_name -> ledgerd.fsm.v1.Part
+	62, // 25: ledgerd.fsm.v1.CreateSeries.labels:type_name -> ledgerd.fsm.v1.CreateSeries.LabelsEntry
+	16, // 26: ledgerd.fsm.v1.CreateSeries.first:type_name -> ledgerd.fsm.v1.SeriesBatch
+	17, // 27: ledgerd.fsm.v1.SeriesBatch.book:type_name -> ledgerd.fsm.v1.SeriesOccurrence
+	16, // 28: ledgerd.fsm.v1.ExpandSeries.batches:type_name -> ledgerd.fsm.v1.SeriesBatch
+	15, // 29: ledgerd.fsm.v1.CancelSeries.then:type_name -> ledgerd.fsm.v1.CreateSeries
+	36, // 30: ledgerd.fsm.v1.Series.parts:type_name -> ledgerd.fsm.v1.Part
+	63, // 31: ledgerd.fsm.v1.Series.labels:type_name -> ledgerd.fsm.v1.Series.LabelsEntry
+	20, // 32: ledgerd.fsm.v1.SeriesOutcome.series:type_name -> ledgerd.fsm.v1.Series
+	22, // 33: ledgerd.fsm.v1.SeriesOutcome.skipped:type_name -> ledgerd.fsm.v1.SeriesSkip
+	5,  // 34: ledgerd.fsm.v1.SeriesSkip.status:type_name -> ledgerd.fsm.v1.Result.Status
+	0,  // 35: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
+	23, // 36: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	36, // 37: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
+	64, // 38: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	27, // 39: ledgerd.fsm.v1.CoReserve.subs:type_name -> ledgerd.fsm.v1.CoSub
+	65, // 40: ledgerd.fsm.v1.CoReserve.labels:type_name -> ledgerd.fsm.v1.CoReserve.LabelsEntry
+	29, // 41: ledgerd.fsm.v1.CoAdmission.placements:type_name -> ledgerd.fsm.v1.CoPlacement
+	42, // 42: ledgerd.fsm.v1.CoPlacement.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	66, // 43: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
+	23, // 44: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	1,  // 45: ledgerd.fsm.v1.CreateResource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
+	36, // 46: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
+	67, // 47: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	36, // 48: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
+	68, // 49: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
+	36, // 50: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
+	3,  // 51: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	43, // 52: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
+	4,  // 53: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	61, // 54: ledgerd.fsm.v1.Reservation.materialization:type_name -> ledgerd.fsm.v1.Materialization
+	36, // 55: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
+	69, // 56: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
+	44, // 57: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
+	23, // 58: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	1,  // 59: ledgerd.fsm.v1.Resource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
+	31, // 60: ledgerd.fsm.v1.Resource.unit_downs:type_name -> ledgerd.fsm.v1.UnitDown
+	5,  // 61: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
+	42, // 62: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	45, // 63: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
+	48, // 64: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
+	28, // 65: ledgerd.fsm.v1.Result.co_admission:type_name -> ledgerd.fsm.v1.CoAdmission
+	13, // 66: ledgerd.fsm.v1.Result.limit:type_name -> ledgerd.fsm.v1.TenantLimit
+	21, // 67: ledgerd.fsm.v1.Result.series:type_name -> ledgerd.fsm.v1.SeriesOutcome
+	49, // 68: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
+	50, // 69: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
+	51, // 70: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
+	47, // 71: ledgerd.fsm.v1.Result.limit_exceeded:type_name -> ledgerd.fsm.v1.LimitExceeded
+	6,  // 72: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
+	3,  // 73: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	7,  // 74: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
+	42, // 75: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	45, // 76: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
+	13, // 77: ledgerd.fsm.v1.Event.limit:type_name -> ledgerd.fsm.v1.TenantLimit
+	46, // 78: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
+	45, // 79: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
+	42, // 80: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
+	53, // 81: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
+	52, // 82: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
+	55, // 83: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
+	56, // 84: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
+	13, // 85: ledgerd.fsm.v1.Snapshot.limits:type_name -> ledgerd.fsm.v1.TenantLimit
+	20, // 86: ledgerd.fsm.v1.Snapshot.series:type_name -> ledgerd.fsm.v1.Series
+	4,  // 87: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	57, // 88: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
+	58, // 89: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
+	57, // 90: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
+	60, // 91: ledgerd.fsm.v1.SetMaterialization.updates:type_name -> ledgerd.fsm.v1.MaterializationUpdate
+	61, // 92: ledgerd.fsm.v1.MaterializationUpdate.materialization:type_name -> ledgerd.fsm.v1.Materialization
+	8,  // 93: ledgerd.fsm.v1.Materialization.state:type_name -> ledgerd.fsm.v1.Materialization.State
+	94, // [94:94] is the sub-list for method output_type
+	94, // [94:94] is the sub-list for method input_type
+	94, // [94:94] is the sub-list for extension type_name
+	94, // [94:94] is the sub-list for extension extendee
+	0,  // [0:94] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_fsm_v1_fsm_proto_init() }
@@ -6421,12 +6510,13 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 		(*Command_Decision)(nil),
 		(*Command_SetMaterialization)(nil),
 		(*Command_ChangeUnits)(nil),
+		(*Command_Group)(nil),
 	}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[24].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[27].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[29].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[25].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[28].OneofWrappers = []any{}
 	file_ledgerd_fsm_v1_fsm_proto_msgTypes[30].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[36].OneofWrappers = []any{
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[31].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[37].OneofWrappers = []any{
 		(*Result_Rejected)(nil),
 		(*Result_Invalid)(nil),
 		(*Result_Conflict)(nil),
@@ -6438,7 +6528,7 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_fsm_v1_fsm_proto_rawDesc), len(file_ledgerd_fsm_v1_fsm_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   60,
+			NumMessages:   61,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
