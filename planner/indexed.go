@@ -113,9 +113,15 @@ func (c *chunk) resample(i int) {
 // the starts, without a branch, so that the cache misses of the two
 // arrays overlap instead of following one another.
 func (c *chunk) find(x int64) (int, int64) {
-	ns := (len(c.start) + sampleStep - 1) >> sampleShift
-	lo := lastAtMost(c.samp[:ns], x) << sampleShift
-	hi := min(lo+sampleStep, len(c.start))
+	// The search runs over the whole sample array, whose unused tail
+	// holds MaxInt64, rather than over the samples in use: its loads then
+	// need nothing from the chunk header and overlap the header's miss.
+	lo := lastAtMost(c.samp[:], x) << sampleShift
+	n := len(c.start)
+	if lo >= n {
+		lo = (n - 1) &^ (sampleStep - 1) // only x == MaxInt64 gets here
+	}
+	hi := min(lo+sampleStep, n)
 	st, fr := c.start[lo:hi], c.free[lo:hi]
 	bi, f := 0, fr[0]
 	for j := 1; j < len(st) && j < len(fr); j++ {
