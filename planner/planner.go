@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 )
@@ -302,7 +303,8 @@ func profileMax(c *ListTimeline) int64 {
 // false and LaterOK/LaterStart give the earliest start after the window
 // (ignoring the deadline), if any. Find changes nothing.
 func (p *Planner) Find(req Request) (Decision, error) {
-	parts, latest, err := p.checkRequest(req)
+	var buf partsBuf
+	parts, latest, err := p.checkRequest(req, buf[:0])
 	if err != nil {
 		return Decision{}, err
 	}
@@ -354,7 +356,8 @@ func coEarliest(parts []resPart, duration, notBefore, latest int64) (int64, bool
 // same feasible stretch as a candidate, so these are the distinct choices.
 // Offers changes nothing.
 func (p *Planner) Offers(req Request, k int) ([]int64, error) {
-	parts, latest, err := p.checkRequest(req)
+	var buf partsBuf
+	parts, latest, err := p.checkRequest(req, buf[:0])
 	if err != nil {
 		return nil, err
 	}
@@ -433,7 +436,8 @@ func (p *Planner) Reserve(id string, req Request) (Decision, error) {
 	if err := p.checkNewID(id); err != nil {
 		return Decision{}, err
 	}
-	parts, latest, err := p.checkRequest(req)
+	var buf partsBuf
+	parts, latest, err := p.checkRequest(req, buf[:0])
 	if err != nil {
 		return Decision{}, err
 	}
@@ -454,7 +458,8 @@ func (p *Planner) Book(b Booking) error {
 	if err := p.checkNewID(b.ID); err != nil {
 		return err
 	}
-	parts, err := p.checkRect(b.Parts, b.Start, b.End)
+	var buf partsBuf
+	parts, err := p.checkRect(b.Parts, b.Start, b.End, buf[:0])
 	if err != nil {
 		return err
 	}
@@ -524,7 +529,8 @@ func (p *Planner) Modify(id string, parts []Part, start, end int64) error {
 		return fmt.Errorf("modify %q: %w", id, ErrUnknownBooking)
 	}
 	e := *p.bookings.at(slot)
-	np, err := p.checkRect(parts, start, end)
+	var buf partsBuf
+	np, err := p.checkRect(parts, start, end, buf[:0])
 	if err != nil {
 		return err
 	}
@@ -550,6 +556,23 @@ func (p *Planner) bookParts(parts []resPart, start, end int64) error {
 	start = max(start, p.origin)
 	if end <= start {
 		return nil
+	}
+	if len(parts) == 1 {
+		// One part: the indexed timeline's Book checks the window itself
+		// and changes nothing when it does not fit (after an Earliest
+		// that found this window it skips even the check), so a check
+		// here would only look the window up twice.
+		if t, ok := parts[0].res.tl.(*IndexedTimeline); ok {
+			rp := parts[0]
+			if err := t.Book(start, end, rp.amount); err != nil {
+				if errors.Is(err, ErrNoCapacity) {
+					return fmt.Errorf("resource %q over [%d,%d): %w", rp.res.name, start, end, ErrNoCapacity)
+				}
+				return fmt.Errorf("resource %q: %w", rp.res.name, err)
+			}
+			p.touch(rp.res)
+			return nil
+		}
 	}
 	for _, rp := range parts {
 		if rp.res.tl.MinFree(start, end) < rp.amount {

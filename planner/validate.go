@@ -22,12 +22,25 @@ func (p *Planner) checkNewID(id string) error {
 	return nil
 }
 
-// checkParts resolves and validates the parts of a request or booking.
+// partsBuf is the usual room for resolved parts: an admission names one
+// resource, a co-allocation a few. The callers on the admission path keep
+// one on their stack and resolve into it, so that validating a request
+// does not allocate.
+type partsBuf [4]resPart
+
+// checkParts resolves and validates the parts of a request or booking
+// into a new slice.
 func (p *Planner) checkParts(parts []Part) ([]resPart, error) {
+	return p.checkPartsTo(make([]resPart, 0, len(parts)), parts)
+}
+
+// checkPartsTo is checkParts appending to out[:0], which it returns; out
+// grows (onto the heap) only when it is too short.
+func (p *Planner) checkPartsTo(out []resPart, parts []Part) ([]resPart, error) {
 	if len(parts) == 0 {
 		return nil, &FieldError{Field: "parts", Reason: "must not be empty"}
 	}
-	out := make([]resPart, 0, len(parts))
+	out = out[:0]
 	// Field names are formatted only on error: this runs on every
 	// admission and every booking of a bulk load.
 	for i, pt := range parts {
@@ -51,10 +64,10 @@ func (p *Planner) checkParts(parts []Part) ([]resPart, error) {
 	return out, nil
 }
 
-// checkRequest validates a request and returns its resolved parts and the
-// latest start its window allows.
-func (p *Planner) checkRequest(req Request) ([]resPart, int64, error) {
-	parts, err := p.checkParts(req.Parts)
+// checkRequest validates a request and returns its resolved parts (in
+// buf's storage when they fit) and the latest start its window allows.
+func (p *Planner) checkRequest(req Request, buf []resPart) ([]resPart, int64, error) {
+	parts, err := p.checkPartsTo(buf, req.Parts)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -76,9 +89,10 @@ func (p *Planner) checkRequest(req Request) ([]resPart, int64, error) {
 	return parts, req.Deadline - req.Duration, nil
 }
 
-// checkRect validates an exact rectangle parts × [start, end).
-func (p *Planner) checkRect(parts []Part, start, end int64) ([]resPart, error) {
-	rp, err := p.checkParts(parts)
+// checkRect validates an exact rectangle parts × [start, end) and returns
+// the resolved parts (in buf's storage when they fit).
+func (p *Planner) checkRect(parts []Part, start, end int64, buf []resPart) ([]resPart, error) {
+	rp, err := p.checkPartsTo(buf, parts)
 	if err != nil {
 		return nil, err
 	}
