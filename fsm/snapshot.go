@@ -259,11 +259,13 @@ const (
 // splitSnapshot is a snapshot body as Restore reads it: the message
 // without reservations and idempotency records, the encoded reservations
 // (aliasing the file, not yet checked: rebuild scans them), and the
-// idempotency records in their compact store.
+// idempotency records in their compact store (or, from splitBody, still
+// encoded in idemRaw, aliasing the file).
 type splitSnapshot struct {
-	msg  *fsmv1.Snapshot
-	rows [][]byte
-	idem *idemStore
+	msg     *fsmv1.Snapshot
+	rows    [][]byte
+	idem    *idemStore
+	idemRaw [][]byte
 }
 
 // decodeSplit is DecodeSnapshot for Restore: it leaves the reservations
@@ -279,11 +281,49 @@ type splitSnapshot struct {
 // by run, with merging (decoding concatenated bytes is merging their
 // decodings), rather than copied out first.
 func decodeSplit(b []byte) (splitSnapshot, error) {
+	out, err := splitBody(b)
+	if err != nil {
+		return out, err
+	}
+	if out.idem, err = decodeIdem(out.idemRaw); err != nil {
+		return out, err
+	}
+	out.idemRaw = nil
+	return out, nil
+}
+
+// splitBody is decodeSplit without decoding the idempotency records: they
+// are left in idemRaw for decodeIdem.
+func splitBody(b []byte) (splitSnapshot, error) {
 	var out splitSnapshot
 	body, err := checkHeader(b)
 	if err != nil {
 		return out, err
 	}
+	// Count the reservations and records first (a walk over the tags is
+	// cheap next to the rest), so that their lists are allocated once:
+	// growing them by doubling copied tens of megabytes at 1M rows.
+	var nRows, nIdem int
+	for at := 0; at < len(body); {
+		num, typ, n := protowire.ConsumeTag(body[at:])
+		if n < 0 {
+			return out, fmt.Errorf("%w: body: %v", ErrBadSnapshot, protowire.ParseError(n))
+		}
+		m := protowire.ConsumeFieldValue(num, typ, body[at+n:])
+		if m < 0 {
+			return out, fmt.Errorf("%w: body: %v", ErrBadSnapshot, protowire.ParseError(m))
+		}
+		if typ == protowire.BytesType {
+			switch num {
+			case snapshotResvField:
+				nRows++
+			case snapshotIdemField:
+				nIdem++
+			}
+		}
+		at += n + m
+	}
+	out.rows, out.idemRaw = make([][]byte, 0, nRows), make([][]byte, 0, nIdem)
 	msg := new(fsmv1.Snapshot)
 	merge := proto.UnmarshalOptions{Merge: true}
 	flush := func(run []byte) error {
@@ -295,24 +335,17 @@ func decodeSplit(b []byte) (splitSnapshot, error) {
 		}
 		return nil
 	}
-	var raw [][]byte
 	runStart := 0
 	for at := 0; at < len(body); {
 		num, typ, n := protowire.ConsumeTag(body[at:])
-		if n < 0 {
-			return out, fmt.Errorf("%w: body: %v", ErrBadSnapshot, protowire.ParseError(n))
-		}
 		m := protowire.ConsumeFieldValue(num, typ, body[at+n:])
-		if m < 0 {
-			return out, fmt.Errorf("%w: body: %v", ErrBadSnapshot, protowire.ParseError(m))
-		}
 		if (num == snapshotIdemField || num == snapshotResvField) && typ == protowire.BytesType {
 			if err := flush(body[runStart:at]); err != nil {
 				return out, err
 			}
 			v, _ := protowire.ConsumeBytes(body[at+n : at+n+m])
 			if num == snapshotIdemField {
-				raw = append(raw, v)
+				out.idemRaw = append(out.idemRaw, v)
 			} else {
 				out.rows = append(out.rows, v)
 			}
@@ -323,20 +356,26 @@ func decodeSplit(b []byte) (splitSnapshot, error) {
 	if err := flush(body[runStart:]); err != nil {
 		return out, err
 	}
+	out.msg = msg
+	return out, nil
+}
+
+// decodeIdem decodes the encoded idempotency records raw into their
+// compact store, checking each.
+func decodeIdem(raw [][]byte) (*idemStore, error) {
 	idem := new(idemStore)
 	idem.grow(len(raw))
 	var check fsmv1.Result
 	for i, r := range raw {
 		e, err := decodeIdemRecord(r, &check)
 		if err != nil {
-			return out, badf("idempotency[%d]: %v", i, err)
+			return nil, badf("idempotency[%d]: %v", i, err)
 		}
 		if !idem.add(e.owner, e.key, e.at, e.result) {
-			return out, badf("idempotency[%d]: duplicate key", i)
+			return nil, badf("idempotency[%d]: duplicate key", i)
 		}
 	}
-	out.msg, out.idem = msg, idem
-	return out, nil
+	return idem, nil
 }
 
 // decodeIdemRecord reads one encoded IdempotencyRecord (owner = 1, key =
@@ -401,14 +440,70 @@ func badf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrBadSnapshot, fmt.Sprintf(format, args...))
 }
 
-// rebuild makes a fresh state from a split snapshot: the tables as
-// stored, and a planner rebuilt from them. The planner starts at the
-// snapshot's log time; bookings and capacity windows that began earlier
-// are entered from that instant on, which gives exactly the free profile
-// the original planner has from its origin on (the only part it consults).
-func rebuild(cfg Config, split splitSnapshot) (*state, error) {
+// StageRunner runs the stages of a restore (FSM.RestoreWith) and returns
+// once every one has returned. The stages are independent: each builds
+// its own part of the new state from data that none of them changes, so a
+// runner may run them in any order or at the same time, on other
+// goroutines, with the same outcome (the fsm package itself starts none).
+// A stage never panics on bad input; it records its error, and the
+// restore reports the first one in stage order.
+type StageRunner func(stages []func())
+
+// runInOrder runs stages one after the other: the default StageRunner.
+func runInOrder(stages []func()) {
+	for _, f := range stages {
+		f()
+	}
+}
+
+// restoreJob is a restore cut into stages. prepareRestore checks the
+// snapshot's tables and scans every row once, in order; the stages then
+// build the stores from what it collected, each its own part of the state
+// and nothing else, so that they may run at the same time (see
+// FSM.RestoreWith); finish checks the rest and assembles the state. Each
+// stage is deterministic and its outcome does not depend on the others',
+// so the state is the same whatever order or overlap they run in.
+type restoreJob struct {
+	s     *state
+	split splitSnapshot
+	// rows are the stored rows in ID order and ids their IDs (substrings
+	// of the rows).
+	rows, ids []string
+	// timers are the rows' timers, in row order.
+	timers []timer
+	// books, unitBooks: the live rows' planner and unit bookings.
+	books     bookings
+	unitBooks map[string][]planner.UnitBooking
+	// scheduledIDs are the scheduled rows; pinIDs the live rows with a
+	// materialization record (restorePins).
+	scheduledIDs, pinIDs []string
+	// tracking: the limits table has entries, so the stage usage builds
+	// their usage.
+	tracking bool
+	// errs holds each stage's error, by stage.
+	errs [stageCount]error
+}
+
+// The stages of a restore, longest first (so that a runner with fewer
+// workers than stages starts the long ones first).
+const (
+	stagePlanner = iota
+	stageIdem
+	stageTimers
+	stageTable
+	stageUsage
+	stageCount
+)
+
+// prepareRestore checks the resources and rows of split and collects
+// what the stages build from. The planner starts at the snapshot's log
+// time; bookings and capacity windows that began earlier are entered from
+// that instant on, which gives exactly the free profile the original
+// planner has from its origin on (the only part it consults).
+func prepareRestore(cfg Config, split splitSnapshot) (*restoreJob, error) {
 	msg := split.msg
 	s := newState(cfg)
+	j := &restoreJob{s: s, split: split}
 	s.index, s.now = msg.GetAppliedIndex(), msg.GetNowMillis()
 	if s.now < 0 {
 		return nil, badf("negative log time %d", s.now)
@@ -440,26 +535,26 @@ func rebuild(cfg Config, split splitSnapshot) (*state, error) {
 		}
 		s.resources[name] = r
 	}
+	if err := s.restoreLimitTable(msg); err != nil {
+		return nil, err
+	}
+	j.tracking = len(s.lim.table) > 0
 
-	rows := split.rows
-	s.resv = newRowStore(len(rows))
+	raw := split.rows
+	j.rows, j.ids = make([]string, len(raw)), make([]string, len(raw))
+	j.timers = make([]timer, 0, len(raw))
 	// The live rows' bookings go to the planner in one bulk Load (sorted
 	// edges per resource) rather than one admission check per row.
-	books := bookings{list: make([]planner.Booking, 0, len(rows)), parts: make([]planner.Part, 0, len(rows))}
-	var sc rowScan
-	var scheduledIDs []string
-	// pinIDs are the live rows with a materialization record (restorePins).
-	var pinIDs []string
-	// The unit bookings of the live rows, per resource with units.
-	var unitBooks map[string][]planner.UnitBooking
+	j.books = bookings{list: make([]planner.Booking, 0, len(raw)), parts: make([]planner.Part, 0, len(raw))}
 	for _, r := range s.resources {
 		if len(r.GetUnits()) > 0 {
-			unitBooks = make(map[string][]planner.UnitBooking)
+			j.unitBooks = make(map[string][]planner.UnitBooking)
 			break
 		}
 	}
+	var sc rowScan
 	prev = ""
-	for i, b := range rows {
+	for i, b := range raw {
 		// One copy per row: the string is the stored row, and its ID
 		// (a substring) the key.
 		row := string(b)
@@ -476,60 +571,143 @@ func rebuild(cfg Config, split splitSnapshot) (*state, error) {
 			return nil, badf("reservations[%d]: unknown state %d", i, int32(st))
 		}
 		if sc.scheduled() {
-			scheduledIDs = append(scheduledIDs, id)
+			j.scheduledIDs = append(j.scheduledIDs, id)
 		}
 		if !isTerminal(st) && !sc.scheduled() {
 			// The planner keeps its own copy of the ID: a row substring
 			// would keep this row's bytes alive after the row changes.
 			key := strings.Clone(id)
-			books.add(s, key, sc.parts, sc.start, sc.end, origin)
+			j.books.add(s, key, sc.parts, sc.start, sc.end, origin)
 			if sc.hasPending {
-				books.add(s, modKey(key), sc.pendParts, sc.pendStart, sc.pendEnd, origin)
+				j.books.add(s, modKey(key), sc.pendParts, sc.pendStart, sc.pendEnd, origin)
 			}
-			if unitBooks != nil {
-				collectUnits(unitBooks, key, sc.parts, sc.start, sc.end, origin)
+			if j.unitBooks != nil {
+				collectUnits(j.unitBooks, key, sc.parts, sc.start, sc.end, origin)
 				if sc.hasPending {
-					collectUnits(unitBooks, modKey(key), sc.pendParts, sc.pendStart, sc.pendEnd, origin)
+					collectUnits(j.unitBooks, modKey(key), sc.pendParts, sc.pendStart, sc.pendEnd, origin)
 				}
 			}
 		}
+		j.rows[i], j.ids[i] = row, id
+		// The counts here; the timers go to their tree in a stage.
+		j.timers = s.timersFor(j.timers, &sc.rowMeta)
+		s.byState[st]++
+		if sc.hasPending {
+			s.pendingMods++
+		}
+		if sc.hasRecord && j.unitBooks != nil && !isTerminal(st) {
+			j.pinIDs = append(j.pinIDs, id)
+		}
+	}
+	return j, nil
+}
+
+// stages returns the independent stages of j, indexed by the stage
+// constants. Each writes only its own part of the state (and its slot of
+// errs) and reads only what prepareRestore left, which nothing changes
+// until finish.
+func (j *restoreJob) stages() []func() {
+	return []func(){
+		stagePlanner: func() { j.errs[stagePlanner] = j.buildPlanner() },
+		stageIdem:    func() { j.errs[stageIdem] = j.buildIdem() },
+		stageTimers:  j.buildTimers,
+		stageTable:   j.buildTable,
+		stageUsage:   j.buildUsage,
+	}
+}
+
+// buildPlanner books the live rows (and unit down windows) in the planner
+// and the unit schedules: s.plan, s.units.
+func (j *restoreJob) buildPlanner() error {
+	s := j.s
+	if j.unitBooks != nil {
+		if err := s.restoreUnits(j.unitBooks, &j.books); err != nil {
+			return err
+		}
+	}
+	if err := s.plan.Load(j.books.list); err != nil {
+		return badf("reservations: %v", err)
+	}
+	return nil
+}
+
+// buildIdem decodes the idempotency records: s.idem.
+func (j *restoreJob) buildIdem() error {
+	idem := j.split.idem
+	if idem == nil {
+		var err error
+		if idem, err = decodeIdem(j.split.idemRaw); err != nil {
+			return err
+		}
+	}
+	j.s.idem = *idem
+	return nil
+}
+
+// buildTimers enters the rows' timers: s.timers.
+func (j *restoreJob) buildTimers() {
+	for _, t := range j.timers {
+		j.s.timers.ReplaceOrInsert(t)
+	}
+}
+
+// buildTable stores the rows and their IDs: s.resv, s.ids.
+func (j *restoreJob) buildTable() {
+	s := j.s
+	s.resv = newRowStore(len(j.rows))
+	for i, row := range j.rows {
 		// IDs are new and ascending: no old row to unlink, and ids
 		// grows at its right edge.
-		s.resv.insert(id, row)
-		s.ids.ReplaceOrInsert(id)
-		s.link(&sc.rowMeta)
-		if sc.hasRecord && unitBooks != nil && !isTerminal(st) {
-			pinIDs = append(pinIDs, id)
-		}
+		s.resv.insert(j.ids[i], row)
+		s.ids.ReplaceOrInsert(j.ids[i])
 	}
-	if unitBooks != nil {
-		if err := s.restoreUnits(unitBooks, &books); err != nil {
+}
+
+// buildUsage builds the usage the limits need of every row, in bulk
+// (usageBuilder): s.lim.use.
+func (j *restoreJob) buildUsage() {
+	if !j.tracking {
+		return
+	}
+	s := j.s
+	b := newUsageBuilder()
+	var sc rowScan
+	for _, row := range j.rows {
+		if err := scanRow(row, &sc); err != nil {
+			// prepareRestore scanned it.
+			panic(fmt.Sprintf("fsm: restored reservation: %v", err))
+		}
+		b.account(sc.owner, &sc.rowMeta, sc.parts, sc.pendParts)
+	}
+	s.lim.use = b.build()
+}
+
+// finish reports the first stage's error, restores what needs the
+// stores built (pins, scheduler, series) and returns the state.
+func (j *restoreJob) finish() (*state, error) {
+	for _, err := range j.errs {
+		if err != nil {
 			return nil, err
 		}
-		s.restorePins(pinIDs)
 	}
-	if err := s.plan.Load(books.list); err != nil {
-		return nil, badf("reservations: %v", err)
+	s, msg := j.s, j.split.msg
+	if j.unitBooks != nil {
+		s.restorePins(j.pinIDs)
 	}
-	if err := s.restoreScheduler(msg, scheduledIDs); err != nil {
+	if err := s.restoreScheduler(msg, j.scheduledIDs); err != nil {
 		return nil, err
 	}
 	if err := s.restoreSeries(msg); err != nil {
 		return nil, err
 	}
-	if err := s.restoreLimits(msg); err != nil {
-		return nil, err
-	}
-
-	s.idem = *split.idem
 	// A snapshot written under a larger cap (or none) keeps only the
 	// newest keys, as applying its log under this cap would have — but
 	// not the young ones that version 3 entries keep past the cap (see
 	// IdempotencyMinAge): before version 3 the cap was never exceeded, so
 	// this is what applying the log gives.
-	s.idem.trimKeeping(cfg.IdempotencyMaxKeys, s.now, cfg.IdempotencyMinAge)
+	s.idem.trimKeeping(s.cfg.IdempotencyMaxKeys, s.now, s.cfg.IdempotencyMinAge)
 	s.history = append(s.history, msg.GetHistory()...)
-	if n := len(s.history) - cfg.HistoryLimit; n > 0 {
+	if n := len(s.history) - s.cfg.HistoryLimit; n > 0 {
 		s.history = s.history[n:]
 	}
 	return s, nil

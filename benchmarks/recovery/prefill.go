@@ -103,8 +103,8 @@ type Result struct {
 	// ExtraKeys the idempotency keys of the unit resources, limits and
 	// series requests.
 	SeriesBooked, ExtraKeys int
-	Elapsed            time.Duration
-	AppliedIndex       uint64
+	Elapsed                 time.Duration
+	AppliedIndex            uint64
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -15,6 +15,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"sync"
 	"syscall"
 	"time"
 
@@ -31,14 +32,34 @@ const clusterHeader = 16
 func main() {
 	dir := flag.String("data-dir", "", "agent data_dir (the agent must be stopped)")
 	cpu := flag.String("cpuprofile", "", "write a CPU profile of the restore here")
+	stages := flag.String("stages", "concurrent", "how to run the restore's independent stages: concurrent (as the agent does) or in-order")
 	flag.Parse()
-	if err := run(*dir, *cpu); err != nil {
+	var runner fsm.StageRunner
+	switch *stages {
+	case "concurrent":
+		runner = concurrently
+	case "in-order":
+	default:
+		fmt.Fprintln(os.Stderr, "restoreprof: -stages: want concurrent or in-order")
+		os.Exit(2)
+	}
+	if err := run(*dir, *cpu, runner); err != nil {
 		fmt.Fprintln(os.Stderr, "restoreprof:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, cpuFile string) error {
+// concurrently runs each stage on its own goroutine, as the agent's
+// cluster node does.
+func concurrently(stages []func()) {
+	var wg sync.WaitGroup
+	for _, f := range stages {
+		wg.Go(f)
+	}
+	wg.Wait()
+}
+
+func run(dir, cpuFile string, runner fsm.StageRunner) error {
 	snaps, err := raft.NewFileSnapshotStore(dir, 2, io.Discard)
 	if err != nil {
 		return err
@@ -82,7 +103,7 @@ func run(dir, cpuFile string) error {
 	if err != nil {
 		return err
 	}
-	if err := l.Restore(io.NopCloser(bytes.NewReader(data[clusterHeader:]))); err != nil {
+	if err := l.RestoreWith(io.NopCloser(bytes.NewReader(data[clusterHeader:])), runner); err != nil {
 		return err
 	}
 	took, cpu := time.Since(t1), cpuTime()-cpu1
