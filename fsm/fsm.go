@@ -237,7 +237,8 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 }
 
 // RestoreWith is Restore with the independent stages of the rebuild run
-// by run (nil: one after the other, as Restore does). See StageRunner.
+// by run (nil: one after the other, as Restore does), so that a caller
+// may spread them over several cores. See StageRunner.
 func (f *FSM) RestoreWith(rc io.ReadCloser, run StageRunner) error {
 	defer rc.Close()
 	data, err := readSnapshot(rc)
@@ -255,7 +256,11 @@ func (f *FSM) RestoreWith(rc io.ReadCloser, run StageRunner) error {
 	if run == nil {
 		run = runInOrder
 	}
-	run(j.stages())
+	run(j.scanStages())
+	if err := j.scanErr(); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	run(j.buildStages())
 	st, err := j.finish()
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)

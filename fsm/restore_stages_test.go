@@ -158,3 +158,70 @@ func TestRestoreStagesFirstError(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreStagesReportFirstBadRow: whatever the runner, a snapshot
+// with several bad rows or records is refused with the error of the
+// first one, as a scan of everything in order would find it, also where
+// the rows are cut into scan chunks.
+func TestRestoreStagesReportFirstBadRow(t *testing.T) {
+	const n = 20
+	rows := func() []*fsmv1.Reservation {
+		out := make([]*fsmv1.Reservation, n)
+		for i := range out {
+			out[i] = &fsmv1.Reservation{Id: fmt.Sprintf("r%02d", i), Owner: "t", Parts: []*fsmv1.Part{{Resource: "cpu", Amount: 1}},
+				StartMillis: int64(100 + 10*i), EndMillis: int64(105 + 10*i), State: fsmv1.Reservation_STATE_COMMITTED, UpdatedVersion: 1, UpdatedMillis: 10}
+		}
+		return out
+	}
+	// Records as raw fields: the encoder refuses what these test (a
+	// duplicate key, a result whose message is not UTF-8).
+	ok := encResult(t, &fsmv1.Result{Status: fsmv1.Result_STATUS_OK})
+	notUTF8 := append(slices.Clone(ok), strField(2, "\xff")...)
+	rec := func(key string, r []byte) []byte {
+		return idemField(strField(1, "t"), strField(2, key), resultField(r))
+	}
+	boundary := n * 2 / scanChunks
+	cases := []struct {
+		name string
+		edit func(*fsmv1.Snapshot)
+		recs [][]byte
+		want string
+	}{
+		{"two bad states", func(m *fsmv1.Snapshot) {
+			m.Reservations[3].State = 99
+			m.Reservations[15].State = 98
+		}, nil, "reservations[3]: unknown state 99"},
+		{"order broken at a chunk boundary", func(m *fsmv1.Snapshot) {
+			m.Reservations[boundary].Id = "r00x"
+			m.Reservations[17].State = 98
+		}, nil, fmt.Sprintf("reservations not sorted by ID at %d", boundary)},
+		{"bad row before a bad record", func(m *fsmv1.Snapshot) {
+			m.Reservations[n-1].State = 98
+		}, [][]byte{rec("a", notUTF8)}, fmt.Sprintf("reservations[%d]: unknown state 98", n-1)},
+		{"duplicate before an undecodable result", func(*fsmv1.Snapshot) {},
+			[][]byte{rec("a", ok), rec("b", ok), rec("a", ok), rec("c", ok), rec("d", ok), rec("e", notUTF8)}, "idempotency[2]: duplicate key"},
+		{"undecodable result before a duplicate", func(*fsmv1.Snapshot) {},
+			[][]byte{rec("a", ok), rec("b", notUTF8), rec("c", ok), rec("d", ok), rec("a", ok)}, "idempotency[1]: result"},
+	}
+	for _, tc := range cases {
+		msg := &fsmv1.Snapshot{AppliedIndex: 3, NowMillis: 10, Resources: []*fsmv1.Resource{{Name: "cpu", Capacity: 1}}, Reservations: rows()}
+		tc.edit(msg)
+		good, err := EncodeSnapshot(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := frameBody(slices.Concat(append([][]byte{good[headerLen:]}, tc.recs...)...))
+		for name, run := range stageRunners {
+			t.Run(tc.name+"/"+name, func(t *testing.T) {
+				f, err := New(Config{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = f.RestoreWith(io.NopCloser(bytes.NewReader(bad)), run)
+				if err == nil || !bytes.Contains([]byte(err.Error()), []byte(tc.want)) {
+					t.Fatalf("err = %v, want %q", err, tc.want)
+				}
+			})
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"strings"
 	"unicode/utf8"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
@@ -380,7 +379,7 @@ func decodeIdem(raw [][]byte) (*idemStore, error) {
 
 // decodeIdemRecord reads one encoded IdempotencyRecord (owner = 1, key =
 // 2, at_millis = 3, result = 4), checking that the result decodes into
-// check. Unknown fields and fields of an unexpected wire type are skipped,
+// check (unless check is nil). Unknown fields and fields of an unexpected wire type are skipped,
 // as proto.Unmarshal keeps them as unknown. The owner and key alias b;
 // the result does too unless the record repeats the field, whose
 // occurrences are then concatenated (merged).
@@ -430,6 +429,9 @@ func decodeIdemRecord(b []byte, check *fsmv1.Result) (idemRecord, error) {
 	if len(e.key) == 0 || !seenResult {
 		return e, errors.New("empty key or result")
 	}
+	if check == nil {
+		return e, nil
+	}
 	if err := proto.Unmarshal(e.result, check); err != nil {
 		return e, fmt.Errorf("result: %w", err)
 	}
@@ -438,279 +440,6 @@ func decodeIdemRecord(b []byte, check *fsmv1.Result) (idemRecord, error) {
 
 func badf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrBadSnapshot, fmt.Sprintf(format, args...))
-}
-
-// StageRunner runs the stages of a restore (FSM.RestoreWith) and returns
-// once every one has returned. The stages are independent: each builds
-// its own part of the new state from data that none of them changes, so a
-// runner may run them in any order or at the same time, on other
-// goroutines, with the same outcome (the fsm package itself starts none).
-// A stage never panics on bad input; it records its error, and the
-// restore reports the first one in stage order.
-type StageRunner func(stages []func())
-
-// runInOrder runs stages one after the other: the default StageRunner.
-func runInOrder(stages []func()) {
-	for _, f := range stages {
-		f()
-	}
-}
-
-// restoreJob is a restore cut into stages. prepareRestore checks the
-// snapshot's tables and scans every row once, in order; the stages then
-// build the stores from what it collected, each its own part of the state
-// and nothing else, so that they may run at the same time (see
-// FSM.RestoreWith); finish checks the rest and assembles the state. Each
-// stage is deterministic and its outcome does not depend on the others',
-// so the state is the same whatever order or overlap they run in.
-type restoreJob struct {
-	s     *state
-	split splitSnapshot
-	// rows are the stored rows in ID order and ids their IDs (substrings
-	// of the rows).
-	rows, ids []string
-	// timers are the rows' timers, in row order.
-	timers []timer
-	// books, unitBooks: the live rows' planner and unit bookings.
-	books     bookings
-	unitBooks map[string][]planner.UnitBooking
-	// scheduledIDs are the scheduled rows; pinIDs the live rows with a
-	// materialization record (restorePins).
-	scheduledIDs, pinIDs []string
-	// tracking: the limits table has entries, so the stage usage builds
-	// their usage.
-	tracking bool
-	// errs holds each stage's error, by stage.
-	errs [stageCount]error
-}
-
-// The stages of a restore, longest first (so that a runner with fewer
-// workers than stages starts the long ones first).
-const (
-	stagePlanner = iota
-	stageIdem
-	stageTimers
-	stageTable
-	stageUsage
-	stageCount
-)
-
-// prepareRestore checks the resources and rows of split and collects
-// what the stages build from. The planner starts at the snapshot's log
-// time; bookings and capacity windows that began earlier are entered from
-// that instant on, which gives exactly the free profile the original
-// planner has from its origin on (the only part it consults).
-func prepareRestore(cfg Config, split splitSnapshot) (*restoreJob, error) {
-	msg := split.msg
-	s := newState(cfg)
-	j := &restoreJob{s: s, split: split}
-	s.index, s.now = msg.GetAppliedIndex(), msg.GetNowMillis()
-	if s.now < 0 {
-		return nil, badf("negative log time %d", s.now)
-	}
-	s.plan.Advance(s.now)
-	origin := s.plan.Origin()
-
-	prev := ""
-	for i, r := range msg.GetResources() {
-		name := r.GetName()
-		if why := validResourceName(name); why != "" {
-			return nil, badf("resources[%d].name: %s", i, why)
-		}
-		if i > 0 && name <= prev {
-			return nil, badf("resources not sorted by name at %d (%q after %q)", i, name, prev)
-		}
-		prev = name
-		if err := s.plan.AddResource(name, r.GetCapacity()); err != nil {
-			return nil, badf("resources[%d]: %v", i, err)
-		}
-		for j, w := range r.GetWindows() {
-			from := max(w.GetFromMillis(), origin)
-			if w.GetToMillis() <= from {
-				continue
-			}
-			if err := s.plan.SetCapacity(name, from, w.GetToMillis(), w.GetCapacity()); err != nil {
-				return nil, badf("resources[%d].windows[%d]: %v", i, j, err)
-			}
-		}
-		s.resources[name] = r
-	}
-	if err := s.restoreLimitTable(msg); err != nil {
-		return nil, err
-	}
-	j.tracking = len(s.lim.table) > 0
-
-	raw := split.rows
-	j.rows, j.ids = make([]string, len(raw)), make([]string, len(raw))
-	j.timers = make([]timer, 0, len(raw))
-	// The live rows' bookings go to the planner in one bulk Load (sorted
-	// edges per resource) rather than one admission check per row.
-	j.books = bookings{list: make([]planner.Booking, 0, len(raw)), parts: make([]planner.Part, 0, len(raw))}
-	for _, r := range s.resources {
-		if len(r.GetUnits()) > 0 {
-			j.unitBooks = make(map[string][]planner.UnitBooking)
-			break
-		}
-	}
-	var sc rowScan
-	prev = ""
-	for i, b := range raw {
-		// One copy per row: the string is the stored row, and its ID
-		// (a substring) the key.
-		row := string(b)
-		if err := scanRow(row, &sc); err != nil {
-			return nil, badf("reservations[%d]: %v", i, err)
-		}
-		id := sc.id
-		if i > 0 && id <= prev {
-			return nil, badf("reservations not sorted by ID at %d (%q after %q)", i, id, prev)
-		}
-		prev = id
-		st := sc.state
-		if _, known := fsmv1.Reservation_State_name[int32(st)]; !known || st == fsmv1.Reservation_STATE_UNKNOWN {
-			return nil, badf("reservations[%d]: unknown state %d", i, int32(st))
-		}
-		if sc.scheduled() {
-			j.scheduledIDs = append(j.scheduledIDs, id)
-		}
-		if !isTerminal(st) && !sc.scheduled() {
-			// The planner keeps its own copy of the ID: a row substring
-			// would keep this row's bytes alive after the row changes.
-			key := strings.Clone(id)
-			j.books.add(s, key, sc.parts, sc.start, sc.end, origin)
-			if sc.hasPending {
-				j.books.add(s, modKey(key), sc.pendParts, sc.pendStart, sc.pendEnd, origin)
-			}
-			if j.unitBooks != nil {
-				collectUnits(j.unitBooks, key, sc.parts, sc.start, sc.end, origin)
-				if sc.hasPending {
-					collectUnits(j.unitBooks, modKey(key), sc.pendParts, sc.pendStart, sc.pendEnd, origin)
-				}
-			}
-		}
-		j.rows[i], j.ids[i] = row, id
-		// The counts here; the timers go to their tree in a stage.
-		j.timers = s.timersFor(j.timers, &sc.rowMeta)
-		s.byState[st]++
-		if sc.hasPending {
-			s.pendingMods++
-		}
-		if sc.hasRecord && j.unitBooks != nil && !isTerminal(st) {
-			j.pinIDs = append(j.pinIDs, id)
-		}
-	}
-	return j, nil
-}
-
-// stages returns the independent stages of j, indexed by the stage
-// constants. Each writes only its own part of the state (and its slot of
-// errs) and reads only what prepareRestore left, which nothing changes
-// until finish.
-func (j *restoreJob) stages() []func() {
-	return []func(){
-		stagePlanner: func() { j.errs[stagePlanner] = j.buildPlanner() },
-		stageIdem:    func() { j.errs[stageIdem] = j.buildIdem() },
-		stageTimers:  j.buildTimers,
-		stageTable:   j.buildTable,
-		stageUsage:   j.buildUsage,
-	}
-}
-
-// buildPlanner books the live rows (and unit down windows) in the planner
-// and the unit schedules: s.plan, s.units.
-func (j *restoreJob) buildPlanner() error {
-	s := j.s
-	if j.unitBooks != nil {
-		if err := s.restoreUnits(j.unitBooks, &j.books); err != nil {
-			return err
-		}
-	}
-	if err := s.plan.Load(j.books.list); err != nil {
-		return badf("reservations: %v", err)
-	}
-	return nil
-}
-
-// buildIdem decodes the idempotency records: s.idem.
-func (j *restoreJob) buildIdem() error {
-	idem := j.split.idem
-	if idem == nil {
-		var err error
-		if idem, err = decodeIdem(j.split.idemRaw); err != nil {
-			return err
-		}
-	}
-	j.s.idem = *idem
-	return nil
-}
-
-// buildTimers enters the rows' timers: s.timers.
-func (j *restoreJob) buildTimers() {
-	for _, t := range j.timers {
-		j.s.timers.ReplaceOrInsert(t)
-	}
-}
-
-// buildTable stores the rows and their IDs: s.resv, s.ids.
-func (j *restoreJob) buildTable() {
-	s := j.s
-	s.resv = newRowStore(len(j.rows))
-	for i, row := range j.rows {
-		// IDs are new and ascending: no old row to unlink, and ids
-		// grows at its right edge.
-		s.resv.insert(j.ids[i], row)
-		s.ids.ReplaceOrInsert(j.ids[i])
-	}
-}
-
-// buildUsage builds the usage the limits need of every row, in bulk
-// (usageBuilder): s.lim.use.
-func (j *restoreJob) buildUsage() {
-	if !j.tracking {
-		return
-	}
-	s := j.s
-	b := newUsageBuilder()
-	var sc rowScan
-	for _, row := range j.rows {
-		if err := scanRow(row, &sc); err != nil {
-			// prepareRestore scanned it.
-			panic(fmt.Sprintf("fsm: restored reservation: %v", err))
-		}
-		b.account(sc.owner, &sc.rowMeta, sc.parts, sc.pendParts)
-	}
-	s.lim.use = b.build()
-}
-
-// finish reports the first stage's error, restores what needs the
-// stores built (pins, scheduler, series) and returns the state.
-func (j *restoreJob) finish() (*state, error) {
-	for _, err := range j.errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	s, msg := j.s, j.split.msg
-	if j.unitBooks != nil {
-		s.restorePins(j.pinIDs)
-	}
-	if err := s.restoreScheduler(msg, j.scheduledIDs); err != nil {
-		return nil, err
-	}
-	if err := s.restoreSeries(msg); err != nil {
-		return nil, err
-	}
-	// A snapshot written under a larger cap (or none) keeps only the
-	// newest keys, as applying its log under this cap would have — but
-	// not the young ones that version 3 entries keep past the cap (see
-	// IdempotencyMinAge): before version 3 the cap was never exceeded, so
-	// this is what applying the log gives.
-	s.idem.trimKeeping(s.cfg.IdempotencyMaxKeys, s.now, s.cfg.IdempotencyMinAge)
-	s.history = append(s.history, msg.GetHistory()...)
-	if n := len(s.history) - s.cfg.HistoryLimit; n > 0 {
-		s.history = s.history[n:]
-	}
-	return s, nil
 }
 
 // bookings collects the planner bookings of a restored table, their
