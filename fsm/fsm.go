@@ -260,6 +260,7 @@ func (f *FSM) RestoreWith(rc io.ReadCloser, run StageRunner) error {
 	if err := j.scanErr(); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
+	j.dropInput()
 	run(j.buildStages())
 	st, err := j.finish()
 	if err != nil {

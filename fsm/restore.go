@@ -38,12 +38,13 @@ const (
 // restoreJob is a restore cut into stages:
 //
 //   - prepareRestore (in order): the resources, the limit table;
-//   - the scan stages: each scans a slice of the rows (scanChunk) and
-//     collects what the stores are built from; the check stages check
-//     that the idempotency results decode;
-//   - the build stages: the planner and unit schedules, the idempotency
-//     store, the timers, the row table and IDs, the limits usage — each
-//     its own part of the state;
+//   - the scan stages: the idempotency store; each scan stage scans a
+//     slice of the rows (scanChunk) and collects what the stores are
+//     built from; the check stages check that the idempotency results
+//     decode;
+//   - the build stages: the planner and unit schedules, the timers, the
+//     row table and IDs, the limits usage — each its own part of the
+//     state;
 //   - finish (in order): the first error, pins, scheduler, series,
 //     counts.
 //
@@ -63,9 +64,9 @@ type restoreJob struct {
 	rows, ids []string
 	chunks    [scanChunks]scanOut
 	checkErr  [checkChunks]idemErr
-	// Build stage errors.
+	addErr    idemErr
+	// planErr is the planner stage's error.
 	planErr error
-	addErr  idemErr
 }
 
 // scanOut is what one scan stage collects from its rows, in row order.
@@ -144,10 +145,13 @@ func prepareRestore(cfg Config, split splitSnapshot) (*restoreJob, error) {
 // number of rows).
 func (j *restoreJob) bound(c int) int { return len(j.rows) * c / scanChunks }
 
-// scanStages returns the stages of the first call: the row scans, then
-// the idempotency result checks.
+// scanStages returns the stages of the first call: the idempotency
+// store, the row scans and the idempotency result checks. They copy out
+// everything the state keeps of the snapshot's bytes, so that the file's
+// buffer (hundreds of megabytes at 1M rows) can be collected while the
+// build stages allocate the stores: see dropInput.
 func (j *restoreJob) scanStages() []func() {
-	var out []func()
+	out := []func(){j.buildIdem}
 	for c := range scanChunks {
 		out = append(out, func() { j.scanChunk(c) })
 	}
@@ -157,10 +161,17 @@ func (j *restoreJob) scanStages() []func() {
 	return out
 }
 
+// dropInput forgets the snapshot's bytes (the encoded rows and records
+// alias the file's buffer), once the scan stages have copied what they
+// keep.
+func (j *restoreJob) dropInput() {
+	j.split.rows, j.split.idemRaw, j.split.idem = nil, nil, nil
+}
+
 // buildStages returns the stages of the second call, longest first (so
 // that a runner with fewer workers than stages starts those first).
 func (j *restoreJob) buildStages() []func() {
-	return []func(){j.buildPlanner, j.buildIdem, j.buildTimers, j.buildTable, j.buildUsage}
+	return []func(){j.buildPlanner, j.buildTimers, j.buildTable, j.buildUsage}
 }
 
 // scanChunk scans the rows of chunk c: it checks each (encoding, ID
@@ -258,16 +269,15 @@ func (j *restoreJob) checkIdem(c int) {
 	}
 }
 
-// scanErr returns the first bad row: the build stages need every row.
-// (Bad idempotency records are reported by finish, which also knows the
-// duplicates.)
+// scanErr returns the first error of the scan stages: the first bad row,
+// then the first bad idempotency record. The build stages need every row.
 func (j *restoreJob) scanErr() error {
 	for c := range j.chunks {
 		if err := j.chunks[c].err; err != nil {
 			return err
 		}
 	}
-	return nil
+	return j.idemError()
 }
 
 // idemError returns the error of the first bad idempotency record:
@@ -365,22 +375,16 @@ func (j *restoreJob) buildUsage() {
 	}
 	all := j.chunks[0].usage
 	for c := 1; c < scanChunks; c++ {
-		for k, es := range j.chunks[c].usage.edges {
-			all.edges[k] = append(all.edges[k], es...)
-		}
+		all.merge(j.chunks[c].usage)
 	}
 	j.s.lim.use = all.build()
 }
 
-// finish reports the first error of the build stages (the planner's,
-// then the first bad idempotency record), restores what needs the stores
+// finish reports the error of the build stages (the planner's), restores what needs the stores
 // built (pins, scheduler, series) and returns the state.
 func (j *restoreJob) finish() (*state, error) {
 	if j.planErr != nil {
 		return nil, j.planErr
-	}
-	if err := j.idemError(); err != nil {
-		return nil, err
 	}
 	s, msg := j.s, j.split.msg
 	var pinIDs, scheduledIDs []string

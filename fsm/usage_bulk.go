@@ -18,26 +18,67 @@ type usageEdge struct{ at, delta int64 }
 // ones that adding the rows one by one gives (a usage's steps are
 // canonical: one step function has one representation).
 type usageBuilder struct {
-	edges map[limitKey][]usageEdge
+	// keys[i] has the edges lists[i]; index finds i by owner, then by
+	// resource (one string per lookup: most rows have one owner, cached
+	// in owner/byRes).
+	keys  []limitKey
+	lists [][]usageEdge
+	index map[string]map[string]int
+	owner string
+	byRes map[string]int
 }
 
 func newUsageBuilder() *usageBuilder {
-	return &usageBuilder{edges: make(map[limitKey][]usageEdge)}
+	return &usageBuilder{index: make(map[string]map[string]int)}
 }
 
-// addRect is usage.add(s, e, a) on the usage of k, recorded.
+// addRect is usage.add(s, e, a) on the usage of (owner, resource),
+// recorded.
 func (b *usageBuilder) addRect(owner, resource string, s, e, a int64) {
 	if e <= s || a == 0 {
 		return
 	}
-	k := limitKey{owner, resource}
-	es, ok := b.edges[k]
-	if !ok {
-		// The names may be substrings of a stored row: the map keeps
-		// its own copies, not the row.
-		k = limitKey{strings.Clone(owner), strings.Clone(resource)}
+	if b.byRes == nil || owner != b.owner {
+		m, ok := b.index[owner]
+		if !ok {
+			// The names may be substrings of a stored row: the builder
+			// keeps its own copies, not the row.
+			owner = strings.Clone(owner)
+			m = make(map[string]int)
+			b.index[owner] = m
+		}
+		b.owner, b.byRes = owner, m
 	}
-	b.edges[k] = append(es, usageEdge{s, a}, usageEdge{e, -a})
+	i, ok := b.byRes[resource]
+	if !ok {
+		i = len(b.keys)
+		b.keys = append(b.keys, limitKey{b.owner, strings.Clone(resource)})
+		b.lists = append(b.lists, nil)
+		b.byRes[b.keys[i].resource] = i
+	}
+	b.lists[i] = append(b.lists[i], usageEdge{s, a}, usageEdge{e, -a})
+}
+
+// merge adds the edges o recorded (its names are its own copies).
+func (b *usageBuilder) merge(o *usageBuilder) {
+	for i, k := range o.keys {
+		if b.byRes == nil || k.tenant != b.owner {
+			m, ok := b.index[k.tenant]
+			if !ok {
+				m = make(map[string]int)
+				b.index[k.tenant] = m
+			}
+			b.owner, b.byRes = k.tenant, m
+		}
+		j, ok := b.byRes[k.resource]
+		if !ok {
+			j = len(b.keys)
+			b.keys = append(b.keys, k)
+			b.lists = append(b.lists, nil)
+			b.byRes[k.resource] = j
+		}
+		b.lists[j] = append(b.lists[j], o.lists[i]...)
+	}
 }
 
 // account records what limitState.account(owner, m, parts, pend, +1)
@@ -65,9 +106,9 @@ func (b *usageBuilder) account(owner string, m *rowMeta, parts, pend []scanPart)
 // build returns the usages, without the ones that are 0 everywhere (as
 // account deletes them).
 func (b *usageBuilder) build() map[limitKey]*usage {
-	out := make(map[limitKey]*usage, len(b.edges))
-	for k, es := range b.edges {
-		if u := usageFromEdges(es); !u.empty() {
+	out := make(map[limitKey]*usage, len(b.keys))
+	for i, k := range b.keys {
+		if u := usageFromEdges(b.lists[i]); !u.empty() {
 			out[k] = u
 		}
 	}

@@ -65,8 +65,11 @@ func TestUsageBuilderMatchesAccount(t *testing.T) {
 		var l limitState
 		l.use = make(map[limitKey]*usage)
 		b := newUsageBuilder()
+		// The same rows split over two builders, merged (as the scan
+		// chunks of a restore are).
+		halves := [2]*usageBuilder{newUsageBuilder(), newUsageBuilder()}
 		res := []string{"cpu", "gpu", "net"}
-		for range 1 + rng.IntN(40) {
+		for row := range 1 + rng.IntN(40) {
 			m := states[rng.IntN(len(states))]
 			m.start = int64(rng.IntN(100))
 			m.end = m.start + 1 + int64(rng.IntN(40))
@@ -89,23 +92,26 @@ func TestUsageBuilderMatchesAccount(t *testing.T) {
 			owner := []string{"alice", "bob"}[rng.IntN(2)]
 			l.account(owner, &m, parts, pend, 1)
 			b.account(owner, &m, parts, pend)
+			halves[row%2].account(owner, &m, parts, pend)
 		}
-		got := b.build()
-		if len(got) != len(l.use) {
-			t.Fatalf("seed %d: %d usages built, %d accounted", seed, len(got), len(l.use))
-		}
-		for k, u := range l.use {
-			g, ok := got[k]
-			if !ok {
-				t.Fatalf("seed %d: usage %v not built", seed, k)
+		halves[0].merge(halves[1])
+		for _, got := range []map[limitKey]*usage{b.build(), halves[0].build()} {
+			if len(got) != len(l.use) {
+				t.Fatalf("seed %d: %d usages built, %d accounted", seed, len(got), len(l.use))
 			}
-			gs, ws := usageSteps(g), usageSteps(u)
-			if len(gs) != len(ws) {
-				t.Fatalf("seed %d %v: %v built, %v accounted", seed, k, gs, ws)
-			}
-			for i := range gs {
-				if gs[i] != ws[i] {
+			for k, u := range l.use {
+				g, ok := got[k]
+				if !ok {
+					t.Fatalf("seed %d: usage %v not built", seed, k)
+				}
+				gs, ws := usageSteps(g), usageSteps(u)
+				if len(gs) != len(ws) {
 					t.Fatalf("seed %d %v: %v built, %v accounted", seed, k, gs, ws)
+				}
+				for i := range gs {
+					if gs[i] != ws[i] {
+						t.Fatalf("seed %d %v: %v built, %v accounted", seed, k, gs, ws)
+					}
 				}
 			}
 		}
