@@ -32,6 +32,7 @@ const clusterHeader = 16
 func main() {
 	dir := flag.String("data-dir", "", "agent data_dir (the agent must be stopped)")
 	cpu := flag.String("cpuprofile", "", "write a CPU profile of the restore here")
+	mem := flag.String("memprofile", "", "write a heap profile of the restored ledger here (after a collection)")
 	stages := flag.String("stages", "concurrent", "how to run the restore's independent stages: concurrent (as the agent does) or in-order")
 	flag.Parse()
 	var runner fsm.StageRunner
@@ -43,7 +44,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "restoreprof: -stages: want concurrent or in-order")
 		os.Exit(2)
 	}
-	if err := run(*dir, *cpu, runner); err != nil {
+	if err := run(*dir, *cpu, *mem, runner); err != nil {
 		fmt.Fprintln(os.Stderr, "restoreprof:", err)
 		os.Exit(1)
 	}
@@ -59,7 +60,7 @@ func concurrently(stages []func()) {
 	wg.Wait()
 }
 
-func run(dir, cpuFile string, runner fsm.StageRunner) error {
+func run(dir, cpuFile, memFile string, runner fsm.StageRunner) error {
 	snaps, err := raft.NewFileSnapshotStore(dir, 2, io.Discard)
 	if err != nil {
 		return err
@@ -85,6 +86,11 @@ func run(dir, cpuFile string, runner fsm.StageRunner) error {
 		return errors.New("not a ledgerd snapshot")
 	}
 	read, size := time.Since(t0), len(data)
+	if memFile != "" {
+		// Every allocation of the restore sampled, so the profile adds
+		// up to the heap the ledger holds.
+		runtime.MemProfileRate = 4096
+	}
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -118,6 +124,16 @@ func run(dir, cpuFile string, runner fsm.StageRunner) error {
 		"%d live, %d idempotency keys; heap held by the ledger %d MiB (%.0f B per live reservation)\n",
 		list[0].ID, size>>20, read.Round(time.Millisecond), took.Round(time.Millisecond), cpu.Round(time.Millisecond),
 		float64(cpu.Microseconds())/float64(max(live, 1)), live, st.IdempotencyKeys, heap>>20, float64(heap)/float64(max(live, 1)))
+	if memFile != "" {
+		f, err := os.Create(memFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+			return err
+		}
+	}
 	runtime.KeepAlive(l)
 	return nil
 }
