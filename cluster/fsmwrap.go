@@ -218,8 +218,15 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 	}
 	index := binary.BigEndian.Uint64(hdr[8:])
 	var err error
+	// The wall time of each call of the stage runner (the scan stages,
+	// then the build stages), for the log line.
+	var calls []time.Duration
 	if sr, ok := f.inner.(stagedRestorer); ok {
-		err = sr.RestoreWith(readCloser{tr, rc}, runConcurrently)
+		err = sr.RestoreWith(readCloser{tr, rc}, func(stages []func()) {
+			t := time.Now()
+			runConcurrently(stages)
+			calls = append(calls, time.Since(t).Round(time.Millisecond))
+		})
 	} else {
 		err = f.inner.Restore(readCloser{tr, rc})
 	}
@@ -241,7 +248,8 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 	if f.log != nil {
 		took := time.Since(start)
 		f.log.Info("restored snapshot", "index", index, "bytes", tr.n, "took", took.Round(time.Millisecond),
-			"read", tr.d.Round(time.Millisecond), "decode_and_rebuild", (took - tr.d).Round(time.Millisecond))
+			"read", tr.d.Round(time.Millisecond), "decode_and_rebuild", (took - tr.d).Round(time.Millisecond),
+			"stage_calls", calls)
 	}
 	return nil
 }
