@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -224,6 +225,17 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 	if sr, ok := f.inner.(stagedRestorer); ok {
 		err = sr.RestoreWith(readCloser{tr, rc}, func(stages []func()) {
 			t := time.Now()
+			if len(calls) == 1 {
+				// Between the scan and the build stages the snapshot's
+				// bytes (hundreds of MB at 1M rows) have become garbage,
+				// but the collector's goal was set while they were live:
+				// the build stages would grow the heap to about twice
+				// the restored state plus the file before the next cycle
+				// (1.8 GiB against 1.45 GiB peak resident for a 1M-row
+				// restore, for no more CPU). One cycle here takes them
+				// back first.
+				runtime.GC()
+			}
 			runConcurrently(stages)
 			calls = append(calls, time.Since(t).Round(time.Millisecond))
 		})

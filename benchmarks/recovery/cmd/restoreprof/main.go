@@ -33,12 +33,22 @@ func main() {
 	dir := flag.String("data-dir", "", "agent data_dir (the agent must be stopped)")
 	cpu := flag.String("cpuprofile", "", "write a CPU profile of the restore here")
 	mem := flag.String("memprofile", "", "write a heap profile of the restored ledger here (after a collection)")
-	stages := flag.String("stages", "concurrent", "how to run the restore's independent stages: concurrent (as the agent does) or in-order")
+	stages := flag.String("stages", "concurrent", "how to run the restore's independent stages: concurrent, concurrent-gc (a collection between scan and build) or in-order")
 	flag.Parse()
 	var runner fsm.StageRunner
 	switch *stages {
 	case "concurrent":
 		runner = concurrently
+	case "concurrent-gc":
+		// As the agent does: a collection before the build stages,
+		// once the scan stages have dropped the snapshot's bytes.
+		calls := 0
+		runner = func(stages []func()) {
+			if calls++; calls == 2 {
+				runtime.GC()
+			}
+			concurrently(stages)
+		}
 	case "in-order":
 	default:
 		fmt.Fprintln(os.Stderr, "restoreprof: -stages: want concurrent or in-order")
@@ -124,6 +134,11 @@ func run(dir, cpuFile, memFile string, runner fsm.StageRunner) error {
 		"%d live, %d idempotency keys; heap held by the ledger %d MiB (%.0f B per live reservation)\n",
 		list[0].ID, size>>20, read.Round(time.Millisecond), took.Round(time.Millisecond), cpu.Round(time.Millisecond),
 		float64(cpu.Microseconds())/float64(max(live, 1)), live, st.IdempotencyKeys, heap>>20, float64(heap)/float64(max(live, 1)))
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		// The file's bytes (read whole above) are part of it.
+		fmt.Printf("restoreprof: peak resident set of the process %d MiB\n", ru.Maxrss>>10)
+	}
 	if memFile != "" {
 		f, err := os.Create(memFile)
 		if err != nil {
