@@ -36,7 +36,7 @@ func runConcurrently(stages []func()) {
 	for _, f := range stages[1:] {
 		wg.Go(f)
 	}
-	// The first (longest) stage runs here rather than on a new goroutine.
+	// The first stage runs here rather than on a new goroutine.
 	stages[0]()
 	wg.Wait()
 }
