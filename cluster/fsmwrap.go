@@ -6,13 +6,40 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/ledgerd/ledgerd/fsm"
 )
+
+// stagedRestorer is an application FSM whose restore is cut into
+// independent stages that the caller may run at the same time
+// (fsm.FSM.RestoreWith).
+type stagedRestorer interface {
+	RestoreWith(rc io.ReadCloser, run fsm.StageRunner) error
+}
+
+// runConcurrently is the fsm.StageRunner of a node: one goroutine per
+// stage, so that a restore uses every core instead of one. The stages
+// build disjoint parts of the state (the fsm package documents that they
+// may overlap); the Go scheduler spreads them over GOMAXPROCS threads.
+func runConcurrently(stages []func()) {
+	if len(stages) == 0 {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, f := range stages[1:] {
+		wg.Go(f)
+	}
+	// The first stage runs here rather than on a new goroutine.
+	stages[0]()
+	wg.Wait()
+}
 
 // snapMagic starts every snapshot the wrapper writes; the 8 bytes after it
 // are the index of the last entry the FSM had applied, so a follower that
@@ -191,7 +218,31 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("cluster: not a ledgerd snapshot (bad magic %q)", hdr[:8])
 	}
 	index := binary.BigEndian.Uint64(hdr[8:])
-	if err := f.inner.Restore(readCloser{tr, rc}); err != nil {
+	var err error
+	// The wall time of each call of the stage runner (the scan stages,
+	// then the build stages), for the log line.
+	var calls []time.Duration
+	if sr, ok := f.inner.(stagedRestorer); ok {
+		err = sr.RestoreWith(readCloser{tr, rc}, func(stages []func()) {
+			t := time.Now()
+			if len(calls) == 1 {
+				// Between the scan and the build stages the snapshot's
+				// bytes (hundreds of MB at 1M rows) have become garbage,
+				// but the collector's goal was set while they were live:
+				// the build stages would grow the heap to about twice
+				// the restored state plus the file before the next cycle
+				// (1.8 GiB against 1.45 GiB peak resident for a 1M-row
+				// restore, for no more CPU). One cycle here takes them
+				// back first.
+				runtime.GC()
+			}
+			runConcurrently(stages)
+			calls = append(calls, time.Since(t).Round(time.Millisecond))
+		})
+	} else {
+		err = f.inner.Restore(readCloser{tr, rc})
+	}
+	if err != nil {
 		return err
 	}
 	// Never move backwards: after an operator restore the restored state
@@ -209,7 +260,8 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 	if f.log != nil {
 		took := time.Since(start)
 		f.log.Info("restored snapshot", "index", index, "bytes", tr.n, "took", took.Round(time.Millisecond),
-			"read", tr.d.Round(time.Millisecond), "decode_and_rebuild", (took - tr.d).Round(time.Millisecond))
+			"read", tr.d.Round(time.Millisecond), "decode_and_rebuild", (took - tr.d).Round(time.Millisecond),
+			"stage_calls", calls)
 	}
 	return nil
 }

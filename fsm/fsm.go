@@ -254,16 +254,36 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 // decodes and verifies everything and rebuilds the planner before it swaps
 // state in; on error the old state is untouched.
 func (f *FSM) Restore(rc io.ReadCloser) error {
+	return f.RestoreWith(rc, nil)
+}
+
+// RestoreWith is Restore with the independent stages of the rebuild run
+// by run (nil: one after the other, as Restore does), so that a caller
+// may spread them over several cores. See StageRunner.
+func (f *FSM) RestoreWith(rc io.ReadCloser, run StageRunner) error {
 	defer rc.Close()
 	data, err := readSnapshot(rc)
 	if err != nil {
 		return fmt.Errorf("restore: read: %w", err)
 	}
-	parts, err := decodeSplit(data)
+	parts, err := splitBody(data)
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
-	st, err := rebuild(f.cfg, parts)
+	j, err := prepareRestore(f.cfg, parts)
+	if err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	if run == nil {
+		run = runInOrder
+	}
+	run(j.scanStages())
+	if err := j.scanErr(); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	j.dropInput()
+	run(j.buildStages())
+	st, err := j.finish()
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -150,13 +151,42 @@ func FuzzSnapshot(f *testing.F) {
 	}
 	f.Add(snapshotBytes(f, empty)[headerLen:])
 	f.Add(materializedSnapshot(f)[headerLen:])
+	// Enough rows for every scan chunk, with a limit (usage stage) and an
+	// idempotency record.
+	lim, err := New(Config{DefaultHoldTTL: 100})
+	if err != nil {
+		f.Fatal(err)
+	}
+	h = &harness{t: f, f: lim}
+	h.must(1000, OK, createRes("cpu", 16))
+	h.must(1000, OK, setLimits("*", "cpu", &fsmv1.LimitSpec{MaxUnits: 12}))
+	for i := range 6 {
+		h.must(1000, OK, reserve(fmt.Sprintf("r%d", i), "cpu", 2, 100, withStart(int64(1100+50*i)), withKey(fmt.Sprintf("k%d", i))))
+	}
+	f.Add(snapshotBytes(f, lim)[headerLen:])
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, in := range [][]byte{data, frameSnapshot(data)} {
 			m, err := New(Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := m.Restore(io.NopCloser(bytes.NewReader(in))); err != nil {
+			err = m.Restore(io.NopCloser(bytes.NewReader(in)))
+			// The stages run backwards and concurrently give the same
+			// outcome: the same error, or the same state.
+			for name, run := range stageRunners {
+				m3, merr := New(Config{})
+				if merr != nil {
+					t.Fatal(merr)
+				}
+				err3 := m3.RestoreWith(io.NopCloser(bytes.NewReader(in)), run)
+				if (err == nil) != (err3 == nil) || err != nil && err.Error() != err3.Error() {
+					t.Fatalf("%s: restore error %v, in order %v", name, err3, err)
+				}
+				if err == nil && !bytes.Equal(snapshotBytes(t, m3), snapshotBytes(t, m)) {
+					t.Fatalf("%s: restored state differs from the one restored in order", name)
+				}
+			}
+			if err != nil {
 				continue
 			}
 			once := snapshotBytes(t, m)

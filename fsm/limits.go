@@ -145,19 +145,20 @@ func scanParts(ps []*fsmv1.Part, buf []scanPart) []scanPart {
 	return buf
 }
 
-// startTracking builds the usage of every row: the table just got its
-// first entry (or was restored with entries).
+// startTracking builds the usage of every row, in bulk (usageBuilder):
+// the table just got its first entry.
 func (s *state) startTracking() {
-	s.lim.use = make(map[limitKey]*usage)
+	b := newUsageBuilder()
 	var sc rowScan
 	s.ids.Ascend(func(id string) bool {
 		row, _ := s.resv.raw(id)
 		if err := scanRow(row, &sc); err != nil {
 			panic(fmt.Sprintf("fsm: stored reservation %q: %v", id, err))
 		}
-		s.lim.account(sc.owner, &sc.rowMeta, sc.parts, sc.pendParts, 1)
+		b.account(sc.owner, &sc.rowMeta, sc.parts, sc.pendParts)
 		return true
 	})
+	s.lim.use = b.build()
 }
 
 // setLimits applies TYPE_SET_LIMITS.
@@ -401,8 +402,9 @@ func (s *state) captureLimits(msg *fsmv1.Snapshot) {
 	}
 }
 
-// restoreLimits loads the limit table of a snapshot and builds the usage.
-func (s *state) restoreLimits(msg *fsmv1.Snapshot) error {
+// restoreLimitTable loads the limit table of a snapshot; the usage is
+// built by the restore's usage stage (restoreJob.buildUsage).
+func (s *state) restoreLimitTable(msg *fsmv1.Snapshot) error {
 	var prev *fsmv1.TenantLimit
 	for i, e := range msg.GetLimits() {
 		if fe := checkSetLimits(&fsmv1.SetLimits{Tenant: e.GetTenant(), Resource: e.GetResource(), Spec: e.GetSpec()}); fe != nil {
@@ -419,9 +421,6 @@ func (s *state) restoreLimits(msg *fsmv1.Snapshot) error {
 			s.lim.table = make(map[limitKey]*fsmv1.TenantLimit)
 		}
 		s.lim.table[limitKey{e.GetTenant(), e.GetResource()}] = e
-	}
-	if len(s.lim.table) > 0 {
-		s.startTracking()
 	}
 	return nil
 }

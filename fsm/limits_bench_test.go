@@ -29,3 +29,34 @@ func BenchmarkAdmissionLimits(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAdmissionLimitsUsageBuild is BenchmarkAdmissionLimits with
+// the usage built two ways: in bulk (usageBuilder, what SetLimits and
+// restore do) and by one add per row (how it was built before). The two
+// give the same step functions in B-trees of different shape (bulk
+// inserts ascend); an admission must not cost more on either.
+func BenchmarkAdmissionLimitsUsageBuild(b *testing.B) {
+	const live = 100_000
+	for _, build := range []string{"bulk", "incremental"} {
+		b.Run(fmt.Sprintf("live=%d/usage=%s", live, build), func(b *testing.B) {
+			f, idx := loaded(b, live)
+			h := &harness{t: b, f: f, index: idx - 1}
+			h.must(0, OK, setLimits("alice", "*", &fsmv1.LimitSpec{MaxUnits: 1 << 40, MaxUnitMillis: 1 << 60, WindowMillis: 1_000}))
+			idx = h.index + 1
+			if build == "incremental" {
+				s := f.st
+				s.lim.use = make(map[limitKey]*usage)
+				var sc rowScan
+				s.ids.Ascend(func(id string) bool {
+					row, _ := s.resv.raw(id)
+					if err := scanRow(row, &sc); err != nil {
+						b.Fatal(err)
+					}
+					s.lim.account(sc.owner, &sc.rowMeta, sc.parts, sc.pendParts, 1)
+					return true
+				})
+			}
+			holdAbortLoop(b, f, idx)
+		})
+	}
+}

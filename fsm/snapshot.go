@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"strings"
 	"unicode/utf8"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
@@ -259,11 +258,13 @@ const (
 // splitSnapshot is a snapshot body as Restore reads it: the message
 // without reservations and idempotency records, the encoded reservations
 // (aliasing the file, not yet checked: rebuild scans them), and the
-// idempotency records in their compact store.
+// idempotency records in their compact store (or, from splitBody, still
+// encoded in idemRaw, aliasing the file).
 type splitSnapshot struct {
-	msg  *fsmv1.Snapshot
-	rows [][]byte
-	idem *idemStore
+	msg     *fsmv1.Snapshot
+	rows    [][]byte
+	idem    *idemStore
+	idemRaw [][]byte
 }
 
 // decodeSplit is DecodeSnapshot for Restore: it leaves the reservations
@@ -279,11 +280,49 @@ type splitSnapshot struct {
 // by run, with merging (decoding concatenated bytes is merging their
 // decodings), rather than copied out first.
 func decodeSplit(b []byte) (splitSnapshot, error) {
+	out, err := splitBody(b)
+	if err != nil {
+		return out, err
+	}
+	if out.idem, err = decodeIdem(out.idemRaw); err != nil {
+		return out, err
+	}
+	out.idemRaw = nil
+	return out, nil
+}
+
+// splitBody is decodeSplit without decoding the idempotency records: they
+// are left in idemRaw for decodeIdem.
+func splitBody(b []byte) (splitSnapshot, error) {
 	var out splitSnapshot
 	body, err := checkHeader(b)
 	if err != nil {
 		return out, err
 	}
+	// Count the reservations and records first (a walk over the tags is
+	// cheap next to the rest), so that their lists are allocated once:
+	// growing them by doubling copied tens of megabytes at 1M rows.
+	var nRows, nIdem int
+	for at := 0; at < len(body); {
+		num, typ, n := protowire.ConsumeTag(body[at:])
+		if n < 0 {
+			return out, fmt.Errorf("%w: body: %v", ErrBadSnapshot, protowire.ParseError(n))
+		}
+		m := protowire.ConsumeFieldValue(num, typ, body[at+n:])
+		if m < 0 {
+			return out, fmt.Errorf("%w: body: %v", ErrBadSnapshot, protowire.ParseError(m))
+		}
+		if typ == protowire.BytesType {
+			switch num {
+			case snapshotResvField:
+				nRows++
+			case snapshotIdemField:
+				nIdem++
+			}
+		}
+		at += n + m
+	}
+	out.rows, out.idemRaw = make([][]byte, 0, nRows), make([][]byte, 0, nIdem)
 	msg := new(fsmv1.Snapshot)
 	merge := proto.UnmarshalOptions{Merge: true}
 	flush := func(run []byte) error {
@@ -295,24 +334,17 @@ func decodeSplit(b []byte) (splitSnapshot, error) {
 		}
 		return nil
 	}
-	var raw [][]byte
 	runStart := 0
 	for at := 0; at < len(body); {
 		num, typ, n := protowire.ConsumeTag(body[at:])
-		if n < 0 {
-			return out, fmt.Errorf("%w: body: %v", ErrBadSnapshot, protowire.ParseError(n))
-		}
 		m := protowire.ConsumeFieldValue(num, typ, body[at+n:])
-		if m < 0 {
-			return out, fmt.Errorf("%w: body: %v", ErrBadSnapshot, protowire.ParseError(m))
-		}
 		if (num == snapshotIdemField || num == snapshotResvField) && typ == protowire.BytesType {
 			if err := flush(body[runStart:at]); err != nil {
 				return out, err
 			}
 			v, _ := protowire.ConsumeBytes(body[at+n : at+n+m])
 			if num == snapshotIdemField {
-				raw = append(raw, v)
+				out.idemRaw = append(out.idemRaw, v)
 			} else {
 				out.rows = append(out.rows, v)
 			}
@@ -323,25 +355,31 @@ func decodeSplit(b []byte) (splitSnapshot, error) {
 	if err := flush(body[runStart:]); err != nil {
 		return out, err
 	}
+	out.msg = msg
+	return out, nil
+}
+
+// decodeIdem decodes the encoded idempotency records raw into their
+// compact store, checking each.
+func decodeIdem(raw [][]byte) (*idemStore, error) {
 	idem := new(idemStore)
 	idem.grow(len(raw))
 	var check fsmv1.Result
 	for i, r := range raw {
 		e, err := decodeIdemRecord(r, &check)
 		if err != nil {
-			return out, badf("idempotency[%d]: %v", i, err)
+			return nil, badf("idempotency[%d]: %v", i, err)
 		}
 		if !idem.add(e.owner, e.key, e.at, e.result) {
-			return out, badf("idempotency[%d]: duplicate key", i)
+			return nil, badf("idempotency[%d]: duplicate key", i)
 		}
 	}
-	out.msg, out.idem = msg, idem
-	return out, nil
+	return idem, nil
 }
 
 // decodeIdemRecord reads one encoded IdempotencyRecord (owner = 1, key =
 // 2, at_millis = 3, result = 4), checking that the result decodes into
-// check. Unknown fields and fields of an unexpected wire type are skipped,
+// check (unless check is nil). Unknown fields and fields of an unexpected wire type are skipped,
 // as proto.Unmarshal keeps them as unknown. The owner and key alias b;
 // the result does too unless the record repeats the field, whose
 // occurrences are then concatenated (merged).
@@ -391,6 +429,9 @@ func decodeIdemRecord(b []byte, check *fsmv1.Result) (idemRecord, error) {
 	if len(e.key) == 0 || !seenResult {
 		return e, errors.New("empty key or result")
 	}
+	if check == nil {
+		return e, nil
+	}
 	if err := proto.Unmarshal(e.result, check); err != nil {
 		return e, fmt.Errorf("result: %w", err)
 	}
@@ -399,140 +440,6 @@ func decodeIdemRecord(b []byte, check *fsmv1.Result) (idemRecord, error) {
 
 func badf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrBadSnapshot, fmt.Sprintf(format, args...))
-}
-
-// rebuild makes a fresh state from a split snapshot: the tables as
-// stored, and a planner rebuilt from them. The planner starts at the
-// snapshot's log time; bookings and capacity windows that began earlier
-// are entered from that instant on, which gives exactly the free profile
-// the original planner has from its origin on (the only part it consults).
-func rebuild(cfg Config, split splitSnapshot) (*state, error) {
-	msg := split.msg
-	s := newState(cfg)
-	s.index, s.now = msg.GetAppliedIndex(), msg.GetNowMillis()
-	if s.now < 0 {
-		return nil, badf("negative log time %d", s.now)
-	}
-	s.plan.Advance(s.now)
-	origin := s.plan.Origin()
-
-	prev := ""
-	for i, r := range msg.GetResources() {
-		name := r.GetName()
-		if why := validResourceName(name); why != "" {
-			return nil, badf("resources[%d].name: %s", i, why)
-		}
-		if i > 0 && name <= prev {
-			return nil, badf("resources not sorted by name at %d (%q after %q)", i, name, prev)
-		}
-		prev = name
-		if err := s.plan.AddResource(name, r.GetCapacity()); err != nil {
-			return nil, badf("resources[%d]: %v", i, err)
-		}
-		for j, w := range r.GetWindows() {
-			from := max(w.GetFromMillis(), origin)
-			if w.GetToMillis() <= from {
-				continue
-			}
-			if err := s.plan.SetCapacity(name, from, w.GetToMillis(), w.GetCapacity()); err != nil {
-				return nil, badf("resources[%d].windows[%d]: %v", i, j, err)
-			}
-		}
-		s.resources[name] = r
-	}
-
-	rows := split.rows
-	s.resv = newRowStore(len(rows))
-	// The live rows' bookings go to the planner in one bulk Load (sorted
-	// edges per resource) rather than one admission check per row.
-	books := bookings{list: make([]planner.Booking, 0, len(rows)), parts: make([]planner.Part, 0, len(rows))}
-	var sc rowScan
-	var scheduledIDs []string
-	// pinIDs are the live rows with a materialization record (restorePins).
-	var pinIDs []string
-	// The unit bookings of the live rows, per resource with units.
-	var unitBooks map[string][]planner.UnitBooking
-	for _, r := range s.resources {
-		if len(r.GetUnits()) > 0 {
-			unitBooks = make(map[string][]planner.UnitBooking)
-			break
-		}
-	}
-	prev = ""
-	for i, b := range rows {
-		// One copy per row: the string is the stored row, and its ID
-		// (a substring) the key.
-		row := string(b)
-		if err := scanRow(row, &sc); err != nil {
-			return nil, badf("reservations[%d]: %v", i, err)
-		}
-		id := sc.id
-		if i > 0 && id <= prev {
-			return nil, badf("reservations not sorted by ID at %d (%q after %q)", i, id, prev)
-		}
-		prev = id
-		st := sc.state
-		if _, known := fsmv1.Reservation_State_name[int32(st)]; !known || st == fsmv1.Reservation_STATE_UNKNOWN {
-			return nil, badf("reservations[%d]: unknown state %d", i, int32(st))
-		}
-		if sc.scheduled() {
-			scheduledIDs = append(scheduledIDs, id)
-		}
-		if !isTerminal(st) && !sc.scheduled() {
-			// The planner keeps its own copy of the ID: a row substring
-			// would keep this row's bytes alive after the row changes.
-			key := strings.Clone(id)
-			books.add(s, key, sc.parts, sc.start, sc.end, origin)
-			if sc.hasPending {
-				books.add(s, modKey(key), sc.pendParts, sc.pendStart, sc.pendEnd, origin)
-			}
-			if unitBooks != nil {
-				collectUnits(unitBooks, key, sc.parts, sc.start, sc.end, origin)
-				if sc.hasPending {
-					collectUnits(unitBooks, modKey(key), sc.pendParts, sc.pendStart, sc.pendEnd, origin)
-				}
-			}
-		}
-		// IDs are new and ascending: no old row to unlink, and ids
-		// grows at its right edge.
-		s.resv.insert(id, row)
-		s.ids.ReplaceOrInsert(id)
-		s.link(&sc.rowMeta)
-		if sc.hasRecord && unitBooks != nil && !isTerminal(st) {
-			pinIDs = append(pinIDs, id)
-		}
-	}
-	if unitBooks != nil {
-		if err := s.restoreUnits(unitBooks, &books); err != nil {
-			return nil, err
-		}
-		s.restorePins(pinIDs)
-	}
-	if err := s.plan.Load(books.list); err != nil {
-		return nil, badf("reservations: %v", err)
-	}
-	if err := s.restoreScheduler(msg, scheduledIDs); err != nil {
-		return nil, err
-	}
-	if err := s.restoreSeries(msg); err != nil {
-		return nil, err
-	}
-	if err := s.restoreLimits(msg); err != nil {
-		return nil, err
-	}
-
-	s.idem = *split.idem
-	// A snapshot written under a larger cap (or none) keeps only the
-	// newest keys, as applying its log under this cap would have — but
-	// not the young ones that version 3 entries keep past the cap (see
-	// IdempotencyMinAge): before version 3 the cap was never exceeded, so
-	// this is what applying the log gives.
-	s.idem.trimKeeping(cfg.IdempotencyMaxKeys, s.now, cfg.IdempotencyMinAge)
-	s.history = append(s.history, msg.GetHistory()...)
-	if n := len(s.history) - cfg.HistoryLimit; n > 0 {
-		s.history = s.history[n:]
-	}
-	return s, nil
 }
 
 // bookings collects the planner bookings of a restored table, their

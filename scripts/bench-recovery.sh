@@ -163,6 +163,7 @@ pid=""
 
 # Where the restore's CPU goes: the newest snapshot restored in-process
 # under the CPU profiler.
-"$work/restoreprof" -data-dir "$data" -cpuprofile "$out/restore-cpu-$LIVE.pb.gz" | tee -a "$log"
+"$work/restoreprof" -data-dir "$data" -cpuprofile "$out/restore-cpu-$LIVE.pb.gz" -memprofile "$out/restore-heap-$LIVE.pb.gz" | tee -a "$log"
 go tool pprof -top -cum "$out/restore-cpu-$LIVE.pb.gz" 2>/dev/null | head -40 >"$out/restore-cpu-$LIVE.top"
+go tool pprof -sample_index=inuse_space -top "$out/restore-heap-$LIVE.pb.gz" 2>/dev/null | head -30 >"$out/restore-heap-$LIVE.top"
 say "# load at end: $(cut -d' ' -f1-3 /proc/loadavg)"

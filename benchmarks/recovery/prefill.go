@@ -57,6 +57,20 @@ type Config struct {
 	// Workers is the number of concurrent writers (default 256): enough
 	// for raft to batch many entries per disk write.
 	Workers int
+	// UnitResources resources (default 16; negative: none) are made of
+	// UnitsEach named units (default 64) each; one writer in UnitEvery
+	// (default 32) books on them instead, so that about 1/UnitEvery of the
+	// reservations carry a unit mapping.
+	UnitResources, UnitsEach, UnitEvery int
+	// Series recurring series (default 8; negative: none) are booked
+	// hourly over the horizon on the first resources, before the writers
+	// start.
+	Series int
+	// Limits tenant limit entries (default: one per tenant "*" on every
+	// resource, plus one on each unit resource; negative: none) are set
+	// generously (they never reject), so that apply and restore keep the
+	// limits' usage accounting as a site with limits does.
+	Limits int
 	// Seed seeds the request shapes.
 	Seed uint64
 	// Snapshot settings, as the agent's keys of the same names.
@@ -85,8 +99,12 @@ type Config struct {
 type Result struct {
 	Accepted, Rejected int
 	Resources          int
-	Elapsed            time.Duration
-	AppliedIndex       uint64
+	// SeriesBooked is the number of reservations the series booked;
+	// ExtraKeys the idempotency keys of the unit resources, limits and
+	// series requests.
+	SeriesBooked, ExtraKeys int
+	Elapsed                 time.Duration
+	AppliedIndex            uint64
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -117,6 +135,21 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Workers == 0 {
 		c.Workers = 256
+	}
+	if c.UnitResources == 0 {
+		c.UnitResources = 16
+	}
+	if c.UnitsEach == 0 {
+		c.UnitsEach = 64
+	}
+	if c.UnitEvery == 0 {
+		c.UnitEvery = 32
+	}
+	if c.Series == 0 {
+		c.Series = 8
+	}
+	if c.Limits == 0 {
+		c.Limits = 1 + max(c.UnitResources, 0)
 	}
 	if c.ProgressEvery == 0 {
 		c.ProgressEvery = 10 * time.Second
@@ -164,7 +197,7 @@ func Prefill(ctx context.Context, c Config) (Result, error) {
 
 func fill(ctx context.Context, c Config, node *cluster.Node, f *fsm.FSM, led *replicated.Ledger) (Result, error) {
 	start := time.Now()
-	res := Result{Resources: c.Resources}
+	res := Result{Resources: c.Resources + max(c.UnitResources, 0)}
 	for !node.Ready() {
 		select {
 		case <-ctx.Done():
@@ -181,6 +214,10 @@ func fill(ctx context.Context, c Config, node *cluster.Node, f *fsm.FSM, led *re
 	if err := createResources(ctx, led, w, names, c.Capacity, c.Workers); err != nil {
 		return res, err
 	}
+	unitNames, err := extras(ctx, c, led, w, names, &res)
+	if err != nil {
+		return res, err
+	}
 	var accepted, rejected atomic.Int64
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -188,7 +225,11 @@ func fill(ctx context.Context, c Config, node *cluster.Node, f *fsm.FSM, led *re
 	defer stop()
 	var wg sync.WaitGroup
 	for i := range c.Workers {
-		sh, err := service.NewShaper(service.ShaperConfig{Resources: names, Capacity: c.Capacity,
+		names, capacity := names, c.Capacity
+		if len(unitNames) > 0 && i%c.UnitEvery == c.UnitEvery-1 {
+			names, capacity = unitNames, int64(c.UnitsEach)
+		}
+		sh, err := service.NewShaper(service.ShaperConfig{Resources: names, Capacity: capacity,
 			Base: c.Base.UnixMilli(), Horizon: c.Horizon.Milliseconds(), Slack: c.Slack, Seed: c.Seed*1_000_003 + uint64(i)})
 		if err != nil {
 			return res, fmt.Errorf("prefill: %w", err)
@@ -233,6 +274,55 @@ func createResources(ctx context.Context, led *replicated.Ledger, w ledger.Write
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// extras creates what a site has beside plain resources, so that restore
+// and memory are measured with them present: resources made of named
+// units (whose names it returns), a few hourly series and generous tenant
+// limits.
+func extras(ctx context.Context, c Config, led *replicated.Ledger, w ledger.Write, names []string, res *Result) ([]string, error) {
+	var unitNames []string
+	for i := range max(c.UnitResources, 0) {
+		name := fmt.Sprintf("nodes-%02d", i)
+		units := make([]string, c.UnitsEach)
+		for j := range units {
+			units[j] = fmt.Sprintf("n%02d-%03d", i, j)
+		}
+		w.IdempotencyKey = client.NewKey()
+		r := &ledgerdv1.Resource{Name: name, Capacity: int64(len(units)), Units: units, Policy: ledgerdv1.Policy_POLICY_REJECT}
+		if _, err := led.CreateResource(ctx, w, r); err != nil {
+			return nil, fmt.Errorf("prefill: create unit resource %s: %w", name, err)
+		}
+		res.ExtraKeys++
+		unitNames = append(unitNames, name)
+	}
+	big := &ledger.LimitSpec{MaxUnits: 1 << 40}
+	for i := range max(c.Limits, 0) {
+		resource := fsm.AnyResource
+		if i > 0 && i <= len(unitNames) {
+			resource = unitNames[i-1]
+		} else if i > 0 {
+			resource = names[(i-1-len(unitNames))%len(names)]
+		}
+		w.IdempotencyKey = client.NewKey()
+		if _, err := led.SetLimits(ctx, ledger.LimitsArgs{Write: w, Tenant: "*", Resource: resource, Spec: big}); err != nil {
+			return nil, fmt.Errorf("prefill: set limits on %s: %w", resource, err)
+		}
+		res.ExtraKeys++
+	}
+	for i := range max(c.Series, 0) {
+		w.IdempotencyKey = client.NewKey()
+		out, err := led.ReserveSeries(ctx, ledger.SeriesArgs{Write: w, ID: fmt.Sprintf("series-%02d", i),
+			Parts:    []ledger.Part{{Resource: names[i%len(names)], Amount: 1}},
+			Duration: 10 * 60 * 1000, Repeat: "FREQ=HOURLY", Start: c.Base.UnixMilli(), HasStart: true,
+			Horizon: c.Horizon.Milliseconds()})
+		if err != nil {
+			return nil, fmt.Errorf("prefill: series %d: %w", i, err)
+		}
+		res.ExtraKeys++
+		res.SeriesBooked += len(out.GetBooked())
+	}
+	return unitNames, nil
 }
 
 // writer reserves shapes until live reservations were accepted in total.

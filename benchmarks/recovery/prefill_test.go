@@ -35,14 +35,15 @@ func TestPrefillSmoke(t *testing.T) {
 			DataDir: filepath.Join(t.TempDir(), "data"), NodeName: "n1",
 			RaftAddr: a[0], GossipAddr: a[1], HTTPAddr: a[2],
 			Live: 300, Workers: 8, Seed: 7,
+			UnitResources: 2, UnitsEach: 16, UnitEvery: 4, Series: 2,
 		}
 		sec.apply(&c)
 		var err error
 		res, err = Prefill(ctx, c)
 		return err
 	})
-	if res.Accepted < c.Live || res.Resources != 8 || res.AppliedIndex == 0 {
-		t.Fatalf("result %+v, want >= %d accepted on 8 resources", res, c.Live)
+	if res.Accepted < c.Live || res.Resources != 10 || res.AppliedIndex == 0 || res.SeriesBooked == 0 || res.ExtraKeys != 2+3+2 {
+		t.Fatalf("result %+v, want >= %d accepted on 8+2 resources, series booked, 7 extra keys", res, c.Live)
 	}
 
 	snaps, err := raft.NewFileSnapshotStore(c.DataDir, 2, io.Discard)
@@ -72,10 +73,13 @@ func TestPrefillSmoke(t *testing.T) {
 		}
 	}
 	st := f.Stats()
-	if got := st.ByState[fsmv1.Reservation_STATE_COMMITTED]; got != res.Accepted || st.Bookings != res.Accepted {
-		t.Errorf("reopened: %d committed, %d bookings; want %d of each", got, st.Bookings, res.Accepted)
+	if got, want := st.ByState[fsmv1.Reservation_STATE_COMMITTED], res.Accepted+res.SeriesBooked; got != want || st.Bookings != want {
+		t.Errorf("reopened: %d committed, %d bookings; want %d of each", got, st.Bookings, want)
 	}
-	if want := res.Accepted + res.Rejected + res.Resources; st.IdempotencyKeys != want {
+	if got := len(f.Limits()); got != 3 {
+		t.Errorf("reopened: %d limit entries, want 3", got)
+	}
+	if want := res.Accepted + res.Rejected + 8 + res.ExtraKeys; st.IdempotencyKeys != want {
 		t.Errorf("reopened: %d idempotency keys, want %d (one per logged request)", st.IdempotencyKeys, want)
 	}
 	if err := node.Shutdown(ctx); err != nil {

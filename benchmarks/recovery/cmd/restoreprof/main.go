@@ -15,6 +15,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"sync"
 	"syscall"
 	"time"
 
@@ -31,14 +32,45 @@ const clusterHeader = 16
 func main() {
 	dir := flag.String("data-dir", "", "agent data_dir (the agent must be stopped)")
 	cpu := flag.String("cpuprofile", "", "write a CPU profile of the restore here")
+	mem := flag.String("memprofile", "", "write a heap profile of the restored ledger here (after a collection)")
+	stages := flag.String("stages", "concurrent", "how to run the restore's independent stages: concurrent, concurrent-gc (a collection between scan and build) or in-order")
 	flag.Parse()
-	if err := run(*dir, *cpu); err != nil {
+	var runner fsm.StageRunner
+	switch *stages {
+	case "concurrent":
+		runner = concurrently
+	case "concurrent-gc":
+		// As the agent does: a collection before the build stages,
+		// once the scan stages have dropped the snapshot's bytes.
+		calls := 0
+		runner = func(stages []func()) {
+			if calls++; calls == 2 {
+				runtime.GC()
+			}
+			concurrently(stages)
+		}
+	case "in-order":
+	default:
+		fmt.Fprintln(os.Stderr, "restoreprof: -stages: want concurrent or in-order")
+		os.Exit(2)
+	}
+	if err := run(*dir, *cpu, *mem, runner); err != nil {
 		fmt.Fprintln(os.Stderr, "restoreprof:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, cpuFile string) error {
+// concurrently runs each stage on its own goroutine, as the agent's
+// cluster node does.
+func concurrently(stages []func()) {
+	var wg sync.WaitGroup
+	for _, f := range stages {
+		wg.Go(f)
+	}
+	wg.Wait()
+}
+
+func run(dir, cpuFile, memFile string, runner fsm.StageRunner) error {
 	snaps, err := raft.NewFileSnapshotStore(dir, 2, io.Discard)
 	if err != nil {
 		return err
@@ -64,6 +96,11 @@ func run(dir, cpuFile string) error {
 		return errors.New("not a ledgerd snapshot")
 	}
 	read, size := time.Since(t0), len(data)
+	if memFile != "" {
+		// Every allocation of the restore sampled, so the profile adds
+		// up to the heap the ledger holds.
+		runtime.MemProfileRate = 4096
+	}
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -82,7 +119,7 @@ func run(dir, cpuFile string) error {
 	if err != nil {
 		return err
 	}
-	if err := l.Restore(io.NopCloser(bytes.NewReader(data[clusterHeader:]))); err != nil {
+	if err := l.RestoreWith(io.NopCloser(bytes.NewReader(data[clusterHeader:])), runner); err != nil {
 		return err
 	}
 	took, cpu := time.Since(t1), cpuTime()-cpu1
@@ -97,6 +134,21 @@ func run(dir, cpuFile string) error {
 		"%d live, %d idempotency keys; heap held by the ledger %d MiB (%.0f B per live reservation)\n",
 		list[0].ID, size>>20, read.Round(time.Millisecond), took.Round(time.Millisecond), cpu.Round(time.Millisecond),
 		float64(cpu.Microseconds())/float64(max(live, 1)), live, st.IdempotencyKeys, heap>>20, float64(heap)/float64(max(live, 1)))
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		// The file's bytes (read whole above) are part of it.
+		fmt.Printf("restoreprof: peak resident set of the process %d MiB\n", ru.Maxrss>>10)
+	}
+	if memFile != "" {
+		f, err := os.Create(memFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+			return err
+		}
+	}
 	runtime.KeepAlive(l)
 	return nil
 }

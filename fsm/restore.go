@@ -1,0 +1,420 @@
+package fsm
+
+import (
+	"strings"
+
+	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"github.com/ledgerd/ledgerd/planner"
+)
+
+// StageRunner runs stages of a restore (FSM.RestoreWith) and returns once
+// every one has returned. The stages given in one call are independent:
+// each builds its own part of the new state from data that none of them
+// changes, so a runner may run them in any order or at the same time, on
+// other goroutines, with the same outcome (the fsm package itself starts
+// none). A restore calls its runner twice (scanning, then building). A
+// stage never panics on bad input; it records its error, and the restore
+// reports the first one in a fixed order, whatever the runner did.
+type StageRunner func(stages []func())
+
+// runInOrder runs stages one after the other: the default StageRunner.
+func runInOrder(stages []func()) {
+	for _, f := range stages {
+		f()
+	}
+}
+
+// Restore stages. The rows are scanned in scanChunks slices and the
+// idempotency results checked in checkChunks (first call of the runner);
+// then the stores are built, one stage each (second call). The numbers
+// are fixed, not taken from the machine, so that nothing a replica
+// computes depends on where it runs (the outcome does not depend on them
+// either).
+const (
+	scanChunks  = 4
+	checkChunks = 2
+)
+
+// restoreJob is a restore cut into stages:
+//
+//   - prepareRestore (in order): the resources, the limit table;
+//   - the scan stages: the idempotency store; each scan stage scans a
+//     slice of the rows (scanChunk) and collects what the stores are
+//     built from; the check stages check that the idempotency results
+//     decode;
+//   - the build stages: the planner and unit schedules, the timers, the
+//     row table and IDs, the limits usage — each its own part of the
+//     state;
+//   - finish (in order): the first error, pins, scheduler, series,
+//     counts.
+//
+// Each stage is deterministic and reads nothing another stage of the same
+// call writes, so the state is the same whatever order or overlap they
+// run in.
+type restoreJob struct {
+	s      *state
+	split  splitSnapshot
+	origin int64
+	// hasUnits: some resource has units (unit bookings are collected).
+	hasUnits bool
+	// tracking: the limits table has entries (usage is collected).
+	tracking bool
+	// rows are the stored rows in ID order and ids their IDs (substrings
+	// of the rows); scan chunk c fills [bound(c), bound(c+1)).
+	rows, ids []string
+	chunks    [scanChunks]scanOut
+	checkErr  [checkChunks]idemErr
+	addErr    idemErr
+	// planErr is the planner stage's error.
+	planErr error
+}
+
+// scanOut is what one scan stage collects from its rows, in row order.
+type scanOut struct {
+	err          error
+	timers       []timer
+	books        bookings
+	unitBooks    map[string][]planner.UnitBooking
+	scheduledIDs []string
+	pinIDs       []string
+	byState      map[fsmv1.Reservation_State]int
+	pendingMods  int
+	usage        *usageBuilder
+}
+
+// idemErr is the first bad idempotency record a stage found (at is its
+// index; -1: none).
+type idemErr struct {
+	at  int
+	err error
+}
+
+// prepareRestore checks the resources and limits of split and sets up
+// the stages. The planner starts at the snapshot's log time; bookings and
+// capacity windows that began earlier are entered from that instant on,
+// which gives exactly the free profile the original planner has from its
+// origin on (the only part it consults).
+func prepareRestore(cfg Config, split splitSnapshot) (*restoreJob, error) {
+	msg := split.msg
+	s := newState(cfg)
+	j := &restoreJob{s: s, split: split}
+	s.index, s.now = msg.GetAppliedIndex(), msg.GetNowMillis()
+	if s.now < 0 {
+		return nil, badf("negative log time %d", s.now)
+	}
+	s.plan.Advance(s.now)
+	j.origin = s.plan.Origin()
+
+	prev := ""
+	for i, r := range msg.GetResources() {
+		name := r.GetName()
+		if why := validResourceName(name); why != "" {
+			return nil, badf("resources[%d].name: %s", i, why)
+		}
+		if i > 0 && name <= prev {
+			return nil, badf("resources not sorted by name at %d (%q after %q)", i, name, prev)
+		}
+		prev = name
+		if err := s.plan.AddResource(name, r.GetCapacity()); err != nil {
+			return nil, badf("resources[%d]: %v", i, err)
+		}
+		for k, w := range r.GetWindows() {
+			from := max(w.GetFromMillis(), j.origin)
+			if w.GetToMillis() <= from {
+				continue
+			}
+			if err := s.plan.SetCapacity(name, from, w.GetToMillis(), w.GetCapacity()); err != nil {
+				return nil, badf("resources[%d].windows[%d]: %v", i, k, err)
+			}
+		}
+		s.resources[name] = r
+		if len(r.GetUnits()) > 0 {
+			j.hasUnits = true
+		}
+	}
+	if err := s.restoreLimitTable(msg); err != nil {
+		return nil, err
+	}
+	j.tracking = len(s.lim.table) > 0
+	n := len(split.rows)
+	j.rows, j.ids = make([]string, n), make([]string, n)
+	return j, nil
+}
+
+// bound returns the first row of scan chunk c (bound(scanChunks) is the
+// number of rows).
+func (j *restoreJob) bound(c int) int { return len(j.rows) * c / scanChunks }
+
+// scanStages returns the stages of the first call: the idempotency
+// store, the row scans and the idempotency result checks. They copy out
+// everything the state keeps of the snapshot's bytes, so that the file's
+// buffer (hundreds of megabytes at 1M rows) can be collected while the
+// build stages allocate the stores: see dropInput.
+func (j *restoreJob) scanStages() []func() {
+	out := []func(){j.buildIdem}
+	for c := range scanChunks {
+		out = append(out, func() { j.scanChunk(c) })
+	}
+	for c := range checkChunks {
+		out = append(out, func() { j.checkIdem(c) })
+	}
+	return out
+}
+
+// dropInput forgets the snapshot's bytes (the encoded rows and records
+// alias the file's buffer), once the scan stages have copied what they
+// keep.
+func (j *restoreJob) dropInput() {
+	j.split.rows, j.split.idemRaw, j.split.idem = nil, nil, nil
+}
+
+// buildStages returns the stages of the second call, longest first (so
+// that a runner with fewer workers than stages starts those first).
+func (j *restoreJob) buildStages() []func() {
+	return []func(){j.buildPlanner, j.buildTimers, j.buildTable, j.buildUsage}
+}
+
+// scanChunk scans the rows of chunk c: it checks each (encoding, ID
+// order, state), keeps its string in rows and its ID in ids, and collects
+// its timers, planner and unit bookings, counts and usage. It stops at
+// the first bad row, with the error a scan of every row in order reports
+// first for it.
+func (j *restoreJob) scanChunk(c int) {
+	s, raw := j.s, j.split.rows
+	lo, hi := j.bound(c), j.bound(c+1)
+	out := &j.chunks[c]
+	out.byState = make(map[fsmv1.Reservation_State]int)
+	out.timers = make([]timer, 0, hi-lo)
+	out.books = bookings{list: make([]planner.Booking, 0, hi-lo), parts: make([]planner.Part, 0, hi-lo)}
+	if j.hasUnits {
+		out.unitBooks = make(map[string][]planner.UnitBooking)
+	}
+	if j.tracking {
+		out.usage = newUsageBuilder()
+	}
+	var sc rowScan
+	prev := ""
+	if lo > 0 && lo < hi {
+		// The ID before the chunk, for the order check of its first row
+		// (if that row is bad, the chunk before reports it).
+		if scanRow(string(raw[lo-1]), &sc) == nil {
+			prev = sc.id
+		}
+	}
+	for i := lo; i < hi; i++ {
+		// One copy per row: the string is the stored row, and its ID
+		// (a substring) the key.
+		row := string(raw[i])
+		if err := scanRow(row, &sc); err != nil {
+			out.err = badf("reservations[%d]: %v", i, err)
+			return
+		}
+		id := sc.id
+		if i > 0 && id <= prev {
+			out.err = badf("reservations not sorted by ID at %d (%q after %q)", i, id, prev)
+			return
+		}
+		prev = id
+		st := sc.state
+		if _, known := fsmv1.Reservation_State_name[int32(st)]; !known || st == fsmv1.Reservation_STATE_UNKNOWN {
+			out.err = badf("reservations[%d]: unknown state %d", i, int32(st))
+			return
+		}
+		if sc.scheduled() {
+			out.scheduledIDs = append(out.scheduledIDs, id)
+		}
+		if !isTerminal(st) && !sc.scheduled() {
+			// The planner keeps its own copy of the ID: a row substring
+			// would keep this row's bytes alive after the row changes.
+			key := strings.Clone(id)
+			out.books.add(s, key, sc.parts, sc.start, sc.end, j.origin)
+			if sc.hasPending {
+				out.books.add(s, modKey(key), sc.pendParts, sc.pendStart, sc.pendEnd, j.origin)
+			}
+			if out.unitBooks != nil {
+				collectUnits(out.unitBooks, key, sc.parts, sc.start, sc.end, j.origin)
+				if sc.hasPending {
+					collectUnits(out.unitBooks, modKey(key), sc.pendParts, sc.pendStart, sc.pendEnd, j.origin)
+				}
+			}
+		}
+		j.rows[i], j.ids[i] = row, id
+		out.timers = s.timersFor(out.timers, &sc.rowMeta)
+		out.byState[st]++
+		if sc.hasPending {
+			out.pendingMods++
+		}
+		if sc.hasRecord && out.unitBooks != nil && !isTerminal(st) {
+			out.pinIDs = append(out.pinIDs, id)
+		}
+		if out.usage != nil {
+			out.usage.account(sc.owner, &sc.rowMeta, sc.parts, sc.pendParts)
+		}
+	}
+}
+
+// checkIdem checks that the results of check chunk c of the idempotency
+// records decode (and that the records do), stopping at the first bad
+// one.
+func (j *restoreJob) checkIdem(c int) {
+	raw := j.split.idemRaw
+	lo, hi := len(raw)*c/checkChunks, len(raw)*(c+1)/checkChunks
+	j.checkErr[c] = idemErr{at: -1}
+	var check fsmv1.Result
+	for i := lo; i < hi; i++ {
+		if _, err := decodeIdemRecord(raw[i], &check); err != nil {
+			j.checkErr[c] = idemErr{i, badf("idempotency[%d]: %v", i, err)}
+			return
+		}
+	}
+}
+
+// scanErr returns the first error of the scan stages: the first bad row,
+// then the first bad idempotency record. The build stages need every row.
+func (j *restoreJob) scanErr() error {
+	for c := range j.chunks {
+		if err := j.chunks[c].err; err != nil {
+			return err
+		}
+	}
+	return j.idemError()
+}
+
+// idemError returns the error of the first bad idempotency record:
+// undecodable (checkIdem) or a duplicate (buildIdem), whichever comes
+// first; a record both refuse is reported as the check does (a scan of
+// every record in order checks a record before it stores it).
+func (j *restoreJob) idemError() error {
+	for _, c := range j.checkErr {
+		if c.err != nil && (j.addErr.err == nil || c.at <= j.addErr.at) {
+			return c.err
+		}
+	}
+	return j.addErr.err
+}
+
+// buildPlanner books the live rows (and unit down windows) in the planner
+// and the unit schedules: s.plan, s.units.
+func (j *restoreJob) buildPlanner() {
+	s := j.s
+	n := 0
+	for c := range j.chunks {
+		n += len(j.chunks[c].books.list)
+	}
+	books := bookings{list: make([]planner.Booking, 0, n)}
+	for c := range j.chunks {
+		books.list = append(books.list, j.chunks[c].books.list...)
+	}
+	if j.hasUnits {
+		unitBooks := make(map[string][]planner.UnitBooking)
+		for c := range j.chunks {
+			for res, ubs := range j.chunks[c].unitBooks {
+				unitBooks[res] = append(unitBooks[res], ubs...)
+			}
+		}
+		if err := s.restoreUnits(unitBooks, &books); err != nil {
+			j.planErr = err
+			return
+		}
+	}
+	if err := s.plan.Load(books.list); err != nil {
+		j.planErr = badf("reservations: %v", err)
+	}
+}
+
+// buildIdem stores the idempotency records (checked by checkIdem):
+// s.idem. A duplicate key stops it.
+func (j *restoreJob) buildIdem() {
+	j.addErr = idemErr{at: -1}
+	if j.split.idem != nil {
+		j.s.idem = *j.split.idem
+		return
+	}
+	raw := j.split.idemRaw
+	idem := &j.s.idem
+	idem.grow(len(raw))
+	for i, r := range raw {
+		e, err := decodeIdemRecord(r, nil)
+		if err != nil {
+			j.addErr = idemErr{i, badf("idempotency[%d]: %v", i, err)}
+			return
+		}
+		if !idem.add(e.owner, e.key, e.at, e.result) {
+			j.addErr = idemErr{i, badf("idempotency[%d]: duplicate key", i)}
+			return
+		}
+	}
+}
+
+// buildTimers enters the rows' timers: s.timers.
+func (j *restoreJob) buildTimers() {
+	for c := range j.chunks {
+		for _, t := range j.chunks[c].timers {
+			j.s.timers.ReplaceOrInsert(t)
+		}
+	}
+}
+
+// buildTable stores the rows and their IDs: s.resv, s.ids.
+func (j *restoreJob) buildTable() {
+	s := j.s
+	s.resv = newRowStore(len(j.rows))
+	for i, row := range j.rows {
+		// IDs are new and ascending: no old row to unlink, and ids
+		// grows at its right edge.
+		s.resv.insert(j.ids[i], row)
+		s.ids.ReplaceOrInsert(j.ids[i])
+	}
+}
+
+// buildUsage builds the usage the limits need of every row, in bulk
+// (usageBuilder): s.lim.use.
+func (j *restoreJob) buildUsage() {
+	if !j.tracking {
+		return
+	}
+	all := j.chunks[0].usage
+	for c := 1; c < scanChunks; c++ {
+		all.merge(j.chunks[c].usage)
+	}
+	j.s.lim.use = all.build()
+}
+
+// finish reports the error of the build stages (the planner's), restores what needs the stores
+// built (pins, scheduler, series) and returns the state.
+func (j *restoreJob) finish() (*state, error) {
+	if j.planErr != nil {
+		return nil, j.planErr
+	}
+	s, msg := j.s, j.split.msg
+	var pinIDs, scheduledIDs []string
+	for c := range j.chunks {
+		out := &j.chunks[c]
+		for st, n := range out.byState {
+			s.byState[st] += n
+		}
+		s.pendingMods += out.pendingMods
+		pinIDs = append(pinIDs, out.pinIDs...)
+		scheduledIDs = append(scheduledIDs, out.scheduledIDs...)
+	}
+	if j.hasUnits {
+		s.restorePins(pinIDs)
+	}
+	if err := s.restoreScheduler(msg, scheduledIDs); err != nil {
+		return nil, err
+	}
+	if err := s.restoreSeries(msg); err != nil {
+		return nil, err
+	}
+	// A snapshot written under a larger cap (or none) keeps only the
+	// newest keys, as applying its log under this cap would have — but
+	// not the young ones that version 3 entries keep past the cap (see
+	// IdempotencyMinAge): before version 3 the cap was never exceeded, so
+	// this is what applying the log gives.
+	s.idem.trimKeeping(s.cfg.IdempotencyMaxKeys, s.now, s.cfg.IdempotencyMinAge)
+	s.history = append(s.history, msg.GetHistory()...)
+	if n := len(s.history) - s.cfg.HistoryLimit; n > 0 {
+		s.history = s.history[n:]
+	}
+	return s, nil
+}

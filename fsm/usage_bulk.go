@@ -1,0 +1,138 @@
+package fsm
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// usageEdge is a change of a usage's level at instant at.
+type usageEdge struct{ at, delta int64 }
+
+// usageBuilder collects the usage of many rows as level changes per
+// (tenant, resource) and builds each usage once, in one sweep over its
+// sorted edges, instead of one add per row: an add walks and updates
+// every step its interval covers, which made tracking a million rows
+// (restore with limits set) cost seconds. It contributes exactly what
+// limitState.account does for each row, so the usages it builds are the
+// ones that adding the rows one by one gives (a usage's steps are
+// canonical: one step function has one representation).
+type usageBuilder struct {
+	// keys[i] has the edges lists[i]; index finds i by owner, then by
+	// resource (one string per lookup: most rows have one owner, cached
+	// in owner/byRes).
+	keys  []limitKey
+	lists [][]usageEdge
+	index map[string]map[string]int
+	owner string
+	byRes map[string]int
+}
+
+func newUsageBuilder() *usageBuilder {
+	return &usageBuilder{index: make(map[string]map[string]int)}
+}
+
+// addRect is usage.add(s, e, a) on the usage of (owner, resource),
+// recorded.
+func (b *usageBuilder) addRect(owner, resource string, s, e, a int64) {
+	if e <= s || a == 0 {
+		return
+	}
+	if b.byRes == nil || owner != b.owner {
+		m, ok := b.index[owner]
+		if !ok {
+			// The names may be substrings of a stored row: the builder
+			// keeps its own copies, not the row.
+			owner = strings.Clone(owner)
+			m = make(map[string]int)
+			b.index[owner] = m
+		}
+		b.owner, b.byRes = owner, m
+	}
+	i, ok := b.byRes[resource]
+	if !ok {
+		i = len(b.keys)
+		b.keys = append(b.keys, limitKey{b.owner, strings.Clone(resource)})
+		b.lists = append(b.lists, nil)
+		b.byRes[b.keys[i].resource] = i
+	}
+	b.lists[i] = append(b.lists[i], usageEdge{s, a}, usageEdge{e, -a})
+}
+
+// merge adds the edges o recorded (its names are its own copies).
+func (b *usageBuilder) merge(o *usageBuilder) {
+	for i, k := range o.keys {
+		if b.byRes == nil || k.tenant != b.owner {
+			m, ok := b.index[k.tenant]
+			if !ok {
+				m = make(map[string]int)
+				b.index[k.tenant] = m
+			}
+			b.owner, b.byRes = k.tenant, m
+		}
+		j, ok := b.byRes[k.resource]
+		if !ok {
+			j = len(b.keys)
+			b.keys = append(b.keys, k)
+			b.lists = append(b.lists, nil)
+			b.byRes[k.resource] = j
+		}
+		b.lists[j] = append(b.lists[j], o.lists[i]...)
+	}
+}
+
+// account records what limitState.account(owner, m, parts, pend, +1)
+// adds.
+func (b *usageBuilder) account(owner string, m *rowMeta, parts, pend []scanPart) {
+	if !countsState(m.state) {
+		return
+	}
+	for _, p := range parts {
+		b.addRect(owner, p.resource, m.start, m.end, p.amount)
+	}
+	if !m.hasPending {
+		return
+	}
+	for _, q := range pend {
+		b.addRect(owner, q.resource, m.pendStart, m.pendEnd, q.amount)
+		for _, p := range parts {
+			if p.resource == q.resource {
+				b.addRect(owner, q.resource, max(m.start, m.pendStart), min(m.end, m.pendEnd), -min(p.amount, q.amount))
+			}
+		}
+	}
+}
+
+// build returns the usages, without the ones that are 0 everywhere (as
+// account deletes them).
+func (b *usageBuilder) build() map[limitKey]*usage {
+	out := make(map[limitKey]*usage, len(b.keys))
+	for i, k := range b.keys {
+		if u := usageFromEdges(b.lists[i]); !u.empty() {
+			out[k] = u
+		}
+	}
+	return out
+}
+
+// usageFromEdges builds the usage whose level changes by delta at each
+// edge (in any order): its steps in canonical form (sorted, adjacent
+// levels different, the first not 0). Levels wrap as add's do, so the
+// outcome equals adding the rectangles one by one.
+func usageFromEdges(es []usageEdge) *usage {
+	slices.SortFunc(es, func(a, b usageEdge) int { return cmp.Compare(a.at, b.at) })
+	u := newUsage()
+	var level, prev int64
+	for i := 0; i < len(es); {
+		at := es[i].at
+		for ; i < len(es) && es[i].at == at; i++ {
+			level += es[i].delta
+		}
+		if level != prev {
+			// Ascending: each goes to the right edge of the tree.
+			u.steps.ReplaceOrInsert(&ustep{at: at, level: level})
+			prev = level
+		}
+	}
+	return u
+}
