@@ -148,13 +148,31 @@ func startBenchCluster(b *testing.B, mk func() raft.FSM, stamp func([]byte, int6
 // benchCommand is reservation i: one unit on one of 16 resources for an
 // hour, at one of 720 hourly starts, so every command is admitted and the
 // planner holds many bookings.
+// createBenchResources creates the 16 resources res-00 … res-15 that
+// benchCommand books on, through leader.
+func createBenchResources(b *testing.B, ctx context.Context, leader *Node) {
+	for r := range 16 {
+		cmd, err := fsm.Encode(&fsmv1.Command{
+			Type: fsmv1.Command_TYPE_CREATE_RESOURCE, IdempotencyKey: fmt.Sprintf("res-%02d", r), Owner: "bench",
+			Payload: &fsmv1.Command_CreateResource{CreateResource: &fsmv1.CreateResource{
+				Name: fmt.Sprintf("res-%02d", r), Capacity: 1 << 40, Unit: "units"}},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := leader.Apply(ctx, cmd); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func benchCommand(b *testing.B, i int) []byte {
 	const hour = int64(time.Hour / time.Millisecond)
 	base := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 	cmd, err := fsm.Encode(&fsmv1.Command{
 		Type: fsmv1.Command_TYPE_RESERVE, IdempotencyKey: fmt.Sprintf("bench-%09d", i), Owner: "bench",
 		Payload: &fsmv1.Command_Request{Request: &fsmv1.ReservationRequest{
-			Id:              fmt.Sprintf("r-%09d", i),
+			Id:              fmt.Sprintf("bench-%09d", i), // not "r-": that prefix is the state machine's own
 			Parts:           []*fsmv1.Part{{Resource: fmt.Sprintf("res-%02d", i%16), Amount: 1}},
 			DurationMillis:  hour,
 			NotBeforeMillis: base + int64(i%720)*hour,
@@ -185,26 +203,26 @@ func benchFSMvsRaw(b *testing.B, writers int, kind string) {
 	leader := startBenchCluster(b, mk, stamp, nil)
 	ctx := context.Background()
 	// Resources first, for both kinds, so the logs look alike.
-	for r := range 16 {
-		cmd, err := fsm.Encode(&fsmv1.Command{
-			Type: fsmv1.Command_TYPE_CREATE_RESOURCE, IdempotencyKey: fmt.Sprintf("res-%02d", r), Owner: "bench",
-			Payload: &fsmv1.Command_CreateResource{CreateResource: &fsmv1.CreateResource{
-				Name: fmt.Sprintf("res-%02d", r), Capacity: 1 << 40, Unit: "units"}},
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := leader.Apply(ctx, cmd); err != nil {
-			b.Fatal(err)
-		}
-	}
+	createBenchResources(b, ctx, leader)
 	// The raw kind sends exactly the bytes the ledger's leader would log.
 	stampNow := time.Now().UnixMilli()
 	write := func(i int) error {
 		cmd := benchCommand(b, i)
 		if kind != "raw" {
-			_, err := leader.Apply(ctx, cmd)
-			return err
+			out, err := leader.Apply(ctx, cmd)
+			if err != nil || !ledger {
+				return err
+			}
+			// The ledger must admit every write, or the benchmark times
+			// refusals.
+			res, err := fsm.DecodeResult(out)
+			if err != nil {
+				return err
+			}
+			if res.GetStatus() != fsmv1.Result_STATUS_OK {
+				return fmt.Errorf("write %d: %v: %s", i, res.GetStatus(), res.GetMessage())
+			}
+			return nil
 		}
 		stamped, err := fsm.Stamp(cmd, stampNow)
 		if err != nil {

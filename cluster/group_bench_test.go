@@ -48,19 +48,7 @@ func benchGroupCommit(b *testing.B, callers, batch int, group bool) {
 		return f
 	}, fsm.Stamp, tweak)
 	ctx := context.Background()
-	for r := range 16 {
-		cmd, err := fsm.Encode(&fsmv1.Command{
-			Type: fsmv1.Command_TYPE_CREATE_RESOURCE, IdempotencyKey: fmt.Sprintf("res-%02d", r), Owner: "bench",
-			Payload: &fsmv1.Command_CreateResource{CreateResource: &fsmv1.CreateResource{
-				Name: fmt.Sprintf("res-%02d", r), Capacity: 1 << 40, Unit: "units"}},
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := leader.Apply(ctx, cmd); err != nil {
-			b.Fatal(err)
-		}
-	}
+	createBenchResources(b, ctx, leader)
 	if group {
 		waitFor(b, 30*time.Second, "every server to announce groups", func() bool {
 			return leader.CommonEnvelopeVersion() >= fsm.GroupVersion
