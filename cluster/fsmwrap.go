@@ -13,18 +13,18 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-
-	"github.com/ledgerd/ledgerd/fsm"
 )
 
 // stagedRestorer is an application FSM whose restore is cut into
 // independent stages that the caller may run at the same time
-// (fsm.FSM.RestoreWith).
+// (the ledger FSM's RestoreWith). run is given the stages of one call
+// and returns once every one has returned. The package names the plain
+// function type so that it need not import the application's FSM.
 type stagedRestorer interface {
-	RestoreWith(rc io.ReadCloser, run fsm.StageRunner) error
+	RestoreWith(rc io.ReadCloser, run func(stages []func())) error
 }
 
-// runConcurrently is the fsm.StageRunner of a node: one goroutine per
+// runConcurrently is the stage runner of a node: one goroutine per
 // stage, so that a restore uses every core instead of one. The stages
 // build disjoint parts of the state (the fsm package documents that they
 // may overlap); the Go scheduler spreads them over GOMAXPROCS threads.

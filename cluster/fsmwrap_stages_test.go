@@ -4,7 +4,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ledgerd/ledgerd/fsm"
 )
+
+// The ledger's FSM restores in stages through the node's runner: if its
+// RestoreWith stopped matching stagedRestorer, the node would fall back to
+// a one-goroutine restore without a word.
+var _ stagedRestorer = (*fsm.FSM)(nil)
 
 // TestRunConcurrently: every stage runs exactly once, the runner returns
 // only after all of them, and they overlap (the first stage waits for the

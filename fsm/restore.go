@@ -15,7 +15,11 @@ import (
 // none). A restore calls its runner twice (scanning, then building). A
 // stage never panics on bad input; it records its error, and the restore
 // reports the first one in a fixed order, whatever the runner did.
-type StageRunner func(stages []func())
+//
+// It is an alias, not a defined type, so that a caller such as the
+// cluster's node can name the plain function type in an interface
+// without importing this package.
+type StageRunner = func(stages []func())
 
 // runInOrder runs stages one after the other: the default StageRunner.
 func runInOrder(stages []func()) {
