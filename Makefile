@@ -89,7 +89,7 @@ unitsexp: ## concrete units: count-only vs refuse vs remap on KTH and Lublin (se
 simexp: ## policy simulator: reject / move-variable / relaxed; TRACE=, CAPACITY=, OUT= (see benchmarks/sim)
 	$(GO) run -tags $(TAGS) ./benchmarks/sim/cmd/simexp $(TRACE_ARGS) -out $(or $(OUT),benchmarks/sim/results) $(SIMFLAGS)
 
-bench-service: ## ledgerd vs raw raft, etcd and PostgreSQL (see benchmarks/results)
+bench-service: ## ledgerd vs raw raft, etcd, PostgreSQL (one node and with a sync standby) (see benchmarks/results)
 	scripts/bench-service.sh
 
 bench-recovery: ## restart time and RSS of one agent at 100k and 1M reservations (benchmarks/results/recovery)
