@@ -480,15 +480,36 @@ func (t *IndexedTimeline) rangeMinMax(start, end int64) (mn, mx int64) {
 // that window and to the origin. The result is freshly allocated and never
 // nil.
 func (t *IndexedTimeline) Blocks(from, to int64) []Block {
+	out := []Block{}
+	t.each(from, to, func(b Block) bool {
+		out = append(out, b)
+		return true
+	})
+	return out
+}
+
+// each calls fn with the blocks Blocks returns, in order, until fn returns
+// false, without collecting them: Usage walks every timeline this way on
+// each metrics scrape, where collecting the blocks of a million bookings
+// made about a hundred megabytes of garbage per scrape.
+func (t *IndexedTimeline) each(from, to int64, fn func(Block) bool) {
 	if o := t.Origin(); from < o {
 		from = o
 	}
-	out := []Block{}
 	if from >= to {
-		return out
+		return
 	}
-	if t.rev != nil {
-		return t.shortBlocks(out, from, to)
+	if b := t.rev; b != nil {
+		for i := t.shortFind(from); i >= 0 && b[i].start < to; i-- {
+			e := MaxTime
+			if i > 0 {
+				e = b[i-1].start
+			}
+			if !fn(Block{Start: max(b[i].start, from), End: min(e, to), Free: b[i].free}) {
+				return
+			}
+		}
+		return
 	}
 	ci, bi := t.locate(from)
 	for ; ci < len(t.chunks); ci, bi = ci+1, 0 {
@@ -496,13 +517,14 @@ func (t *IndexedTimeline) Blocks(from, to int64) []Block {
 		for j := bi; j < len(c.start); j++ {
 			s := c.start[j]
 			if s >= to {
-				return out
+				return
 			}
 			e := t.blockEnd(ci, j)
-			out = append(out, Block{Start: max(s, from), End: min(e, to), Free: c.free[j]})
+			if !fn(Block{Start: max(s, from), End: min(e, to), Free: c.free[j]}) {
+				return
+			}
 		}
 	}
-	return out
 }
 
 // checkWindow validates a Book/Release window and clips it to the origin.

@@ -391,20 +391,6 @@ func (t *IndexedTimeline) shortNextChange(x int64) (int64, bool) {
 	return t.rev[i-1].start, true
 }
 
-// shortBlocks appends the blocks intersecting [from, to) (origin <= from <
-// to), clipped to it, to out.
-func (t *IndexedTimeline) shortBlocks(out []Block, from, to int64) []Block {
-	b := t.rev
-	for i := t.shortFind(from); i >= 0 && b[i].start < to; i-- {
-		e := MaxTime
-		if i > 0 {
-			e = b[i-1].start
-		}
-		out = append(out, Block{Start: max(b[i].start, from), End: min(e, to), Free: b[i].free})
-	}
-	return out
-}
-
 // shortFirstEnd returns the end of the first block.
 func (t *IndexedTimeline) shortFirstEnd() int64 {
 	if n := len(t.rev); n > 1 {

@@ -55,25 +55,49 @@ func (p *Planner) Usage(resource string, from, to int64) (Usage, error) {
 		return Usage{}, err
 	}
 	u := Usage{Resource: resource, From: from, To: to}
-	tooLong := &FieldError{Field: "to", Reason: "window too long: area overflows int64"}
-	var ok bool
-	for _, c := range r.capacity.Blocks(from, to) {
-		if u.CapacityArea, ok = mulAdd(u.CapacityArea, c.Free, c.End-c.Start); !ok {
-			return Usage{}, tooLong
-		}
+	ok := true
+	eachBlock(r.capacity, from, to, func(c Block) bool {
+		u.CapacityArea, ok = mulAdd(u.CapacityArea, c.Free, c.End-c.Start)
+		return ok
+	})
+	if !ok {
+		return Usage{}, errAreaOverflow()
 	}
-	for _, b := range r.tl.Blocks(from, to) {
-		a, ok := mulAdd(0, b.Free, b.End-b.Start)
-		if !ok {
-			return Usage{}, tooLong
+	eachBlock(r.tl, from, to, func(b Block) bool {
+		var a int64
+		if a, ok = mulAdd(0, b.Free, b.End-b.Start); !ok {
+			return false
 		}
 		u.LargestFreeBlock = max(u.LargestFreeBlock, a)
-		if u.FreeArea, ok = mulAdd(u.FreeArea, a, 1); !ok {
-			return Usage{}, tooLong
-		}
+		u.FreeArea, ok = mulAdd(u.FreeArea, a, 1)
+		return ok
+	})
+	if !ok {
+		return Usage{}, errAreaOverflow()
 	}
 	u.BookedArea = u.CapacityArea - u.FreeArea
 	return u, nil
+}
+
+// errAreaOverflow is Usage's error for a window whose areas overflow
+// int64, made only when it happens.
+func errAreaOverflow() error {
+	return &FieldError{Field: "to", Reason: "window too long: area overflows int64"}
+}
+
+// eachBlock calls fn with the blocks tl.Blocks(from, to) returns, in
+// order, until fn returns false. The indexed timeline hands them over one
+// by one instead of in a fresh slice (see IndexedTimeline.each).
+func eachBlock(tl Timeline, from, to int64, fn func(Block) bool) {
+	if it, ok := tl.(*IndexedTimeline); ok {
+		it.each(from, to, fn)
+		return
+	}
+	for _, b := range tl.Blocks(from, to) {
+		if !fn(b) {
+			return
+		}
+	}
 }
 
 // mulAdd returns acc + x*y for non-negative operands, and false on
