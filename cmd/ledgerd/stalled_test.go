@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"regexp"
 	"syscall"
@@ -44,6 +45,9 @@ func TestStalledConnectionsDoNotStarveReadyz(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c", `ulimit -n 512 && exec "$0" agent -dev -http-addr 127.0.0.1:0 -log-level error`, bin)
+	// The agent is killed, not shut down, so it never removes its dev
+	// data dir: make that dir under the test's own temporary directory.
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
