@@ -382,18 +382,10 @@ func (t *IndexedTimeline) nextBelowBefore(ci, bi int, amount, limit int64) (int,
 	return 0, 0, false
 }
 
-// chunkedEarliest is Earliest in the chunked layout (Earliest, in
-// indexed_short.go, hands over to it).
+// chunkedEarliest is Earliest in the chunked layout: Earliest, in
+// indexed_short.go, checks the arguments, clips notBefore to the origin
+// and hands over to it.
 func (t *IndexedTimeline) chunkedEarliest(amount, duration, notBefore, latestStart int64) (int64, bool) {
-	if amount <= 0 || duration <= 0 {
-		return 0, false
-	}
-	if o := t.Origin(); notBefore < o {
-		notBefore = o
-	}
-	if notBefore > latestStart || latestStart > MaxTime-duration {
-		return 0, false
-	}
 	cand := notBefore
 	ci, bi, f := t.locateFree(cand)
 	for {

@@ -113,10 +113,6 @@ func (t *IndexedTimeline) shortWindow(at int, end int64) (last int, mn, mx int64
 // move is written so that the compiler can use a conditional move, as
 // whether a block has enough free is as good as random.
 func (t *IndexedTimeline) Earliest(amount, duration, notBefore, latestStart int64) (int64, bool) {
-	b := t.rev
-	if b == nil {
-		return t.chunkedEarliest(amount, duration, notBefore, latestStart)
-	}
 	if amount <= 0 || duration <= 0 {
 		return 0, false
 	}
@@ -125,6 +121,10 @@ func (t *IndexedTimeline) Earliest(amount, duration, notBefore, latestStart int6
 	}
 	if notBefore > latestStart || latestStart > MaxTime-duration {
 		return 0, false
+	}
+	b := t.rev
+	if b == nil {
+		return t.chunkedEarliest(amount, duration, notBefore, latestStart)
 	}
 	cand, at := notBefore, len(b)-1
 	for i := len(b) - 1; i > 0; i-- {
