@@ -157,7 +157,8 @@ const (
 	rerouteWait = 100 * time.Millisecond
 )
 
-// waitMoved waits until moved is closed or d has passed.
+// waitMoved waits until moved is closed or d has passed (a nil moved:
+// until d has passed), failing when ctx ends or the node shuts down.
 func (n *Node) waitMoved(ctx context.Context, moved <-chan struct{}, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -195,16 +196,9 @@ func (n *Node) waitLeaderChange(ctx context.Context, deadline time.Time) error {
 	if time.Now().After(deadline) {
 		return fmt.Errorf("no leader within %s: %w", n.cfg.LeaderWait, ErrNoLeader)
 	}
-	t := time.NewTimer(min(25*time.Millisecond, time.Until(deadline)+time.Millisecond))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-n.ctx.Done():
-		return ErrShutdown
-	}
+	// A nil channel never closes: only the pause, the caller or shutdown
+	// ends the wait.
+	return n.waitMoved(ctx, nil, min(25*time.Millisecond, time.Until(deadline)+time.Millisecond))
 }
 
 // errNodeShutdown is why a leader stopped waiting for entries it had
