@@ -72,10 +72,12 @@ func TestGroupCommitAcrossLeaderKill(t *testing.T) {
 		wg    sync.WaitGroup
 	)
 	from := time.Now()
-	deadline := time.Now().Add(90 * time.Second)
+	// Every write, retries included, ends by this deadline or fails the test.
+	runCtx, stopRun := context.WithTimeout(context.Background(), 90*time.Second)
+	defer stopRun()
 	reserve := func(c *client.Client, key string) {
 		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(runCtx, 5*time.Second)
 			r, err := c.Reserve(ctx, &ledgerdv1.ReserveRequest{IdempotencyKey: key, Shape: &ledgerdv1.Shape{
 				Parts:    []*ledgerdv1.ResourceAmount{{Resource: "cpu", Amount: 1}},
 				Duration: durationpb.New(time.Hour), NotBefore: timestamppb.New(from), Deadline: timestamppb.New(from.Add(24 * time.Hour)),
@@ -87,11 +89,16 @@ func TestGroupCommitAcrossLeaderKill(t *testing.T) {
 				mu.Unlock()
 				return
 			}
-			if time.Now().After(deadline) {
+			// A retry of the same key after a short pause, until it is
+			// acknowledged or the run's deadline fails the test.
+			pause := time.NewTimer(20 * time.Millisecond)
+			select {
+			case <-pause.C:
+			case <-runCtx.Done():
+				pause.Stop()
 				t.Errorf("reserve %s: still failing at the deadline: %v", key, err)
 				return
 			}
-			time.Sleep(20 * time.Millisecond) // a retry of the same key, after a failure
 		}
 	}
 	const writersPerClient = 24
