@@ -471,19 +471,30 @@ func (s *state) modifyUnits(id string, pp []planner.Part, start, end int64) *fsm
 	return nil
 }
 
+// unitResource looks up the resource a unit command names, and its unit
+// schedule: NOT_FOUND when there is no such resource, INVALID on field
+// when it has no units.
+func (s *state) unitResource(name, field string) (*fsmv1.Resource, *planner.UnitSchedule, *fsmv1.Result) {
+	old, found := s.resources[name]
+	if !found {
+		return nil, nil, notFound(fmt.Sprintf("resource %q not found", name))
+	}
+	us := s.units[old.GetName()]
+	if us == nil {
+		return nil, nil, invalid(field, fmt.Sprintf("resource %q has no units", old.GetName()))
+	}
+	return old, us, nil
+}
+
 // unitDown takes a unit out of service over a window (TYPE_UNIT_DOWN).
 func (s *state) unitDown(cmd *fsmv1.Command) *fsmv1.Result {
 	c := cmd.GetUnitDown()
 	if fe := checkUnitDown(c); fe != nil {
 		return fe.result()
 	}
-	old, found := s.resources[c.GetResource()]
-	if !found {
-		return notFound(fmt.Sprintf("resource %q not found", c.GetResource()))
-	}
-	us := s.units[old.GetName()]
-	if us == nil {
-		return invalid("unit_down.resource", fmt.Sprintf("resource %q has no units", old.GetName()))
+	old, us, bad := s.unitResource(c.GetResource(), "unit_down.resource")
+	if bad != nil {
+		return bad
 	}
 	if !slices.Contains(old.GetUnits(), c.GetUnit()) {
 		return invalid("unit_down.unit", fmt.Sprintf("resource %q has no unit %q", old.GetName(), c.GetUnit()))
@@ -543,13 +554,9 @@ func (s *state) unitUp(cmd *fsmv1.Command) *fsmv1.Result {
 	if fe := checkUnitUp(c, s.ver); fe != nil {
 		return fe.result()
 	}
-	old, found := s.resources[c.GetResource()]
-	if !found {
-		return notFound(fmt.Sprintf("resource %q not found", c.GetResource()))
-	}
-	us := s.units[old.GetName()]
-	if us == nil {
-		return invalid("unit_up.resource", fmt.Sprintf("resource %q has no units", old.GetName()))
+	old, us, bad := s.unitResource(c.GetResource(), "unit_up.resource")
+	if bad != nil {
+		return bad
 	}
 	if err := us.RemoveDown(c.GetId()); err != nil {
 		return notFound(fmt.Sprintf("no down window %q in effect on %q", c.GetId(), old.GetName()))
