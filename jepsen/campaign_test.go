@@ -38,7 +38,8 @@ func TestShortCampaign(t *testing.T) {
 // on a node share Batch calls, which a follower forwards to the leader as
 // a whole and the leader writes back to back, while nodes are killed and
 // partitioned. Besides the verdict it requires that Batch calls really
-// carried several operations. Its agents keep the Raft log in raft-wal
+// carried several operations and that the leaders wrote some of them as
+// shared log entries (group commit). Its agents keep the Raft log in raft-wal
 // (LogStore "wal", the default for new data dirs), while TestShortCampaign
 // covers raft.db.
 func TestShortBatchCampaign(t *testing.T) {
@@ -52,6 +53,12 @@ func TestShortBatchCampaign(t *testing.T) {
 	}
 	if b.Multi == 0 || b.Undecodable != 0 {
 		t.Errorf("batching: %s (%d undecodable): want calls with more than one operation", b.Text(), b.Undecodable)
+	}
+	// Batches of several admissions reach the leader as a whole (a
+	// follower forwards them), so its log must hold shared entries.
+	g := rep.Groups
+	if g == nil || g.Entries == 0 || g.Commands < 2*g.Entries {
+		t.Errorf("group commit: %+v: want group entries of at least two commands each", g)
 	}
 	batched := 0
 	for kind, m := range rep.Ops {

@@ -199,6 +199,19 @@ func (c *Cluster) Node(name string) *Node {
 	return nil
 }
 
+// apiAddr is the named node's API address (host:port), read under the
+// lock that guards its ports; "" for an unknown node.
+func (c *Cluster) apiAddr(name string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.nodes {
+		if n.Name == name {
+			return n.APIAddr()
+		}
+	}
+	return ""
+}
+
 // Client returns the API client for a node (shared ID map across nodes).
 func (c *Cluster) Client(name string) Client { return c.connect(name) }
 

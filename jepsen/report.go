@@ -42,6 +42,9 @@ type Report struct {
 	ProbeOK     int `json:"probe_ok,omitempty"`
 	// Batches describes the Batch calls of a batch-mode run.
 	Batches *BatchSummary `json:"batches,omitempty"`
+	// Groups counts the log entries that carried several admissions
+	// (group commit), read from the nodes' metrics.
+	Groups *GroupStats `json:"groups,omitempty"`
 	// TTLProbes counts acknowledged short-TTL probe holds, which the
 	// holds-expire invariant requires to be gone by the end.
 	TTLProbes int `json:"ttl_probes"`
@@ -223,6 +226,9 @@ func (r *Report) Text() string {
 	fmt.Fprintf(&b, "  total    %6d\n", total)
 	if r.Batches != nil {
 		fmt.Fprintf(&b, "\nbatching: %s\n", r.Batches.Text())
+	}
+	if r.Groups != nil {
+		fmt.Fprintf(&b, "\ngroup commit: %s\n", r.Groups.Text())
 	}
 	a := r.Availability
 	fmt.Fprintf(&b, "\navailability: outside faults %.1f%% definite, %.1f ok/s over %v; during faults %.1f%% definite, %.1f ok/s over %v\n",

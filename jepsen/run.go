@@ -2,6 +2,7 @@ package jepsen
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -196,9 +197,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	say("running workload for %v (nemeses: %v)", cfg.Duration, cfg.Nemeses)
 	runCtx, stop := context.WithTimeout(ctx, cfg.Duration)
 	sched.Burst = func(paused string) { prober.Burst(runCtx, paused) }
-	aux := make(chan struct{}, 2)
+	aux := make(chan struct{}, 3)
 	go func() { prober.Run(runCtx); aux <- struct{}{} }()
 	go func() { watch.Run(runCtx); aux <- struct{}{} }()
+	var tlsConf *tls.Config
+	token := ""
+	if sec := cl.Security(); sec != nil {
+		tlsConf, token = sec.ClientTLS(), sec.Token
+	}
+	groups := newGroupSampler(cl.Names(), cl.apiAddr, tlsConf, token)
+	go func() { groups.Run(runCtx, time.Second); aux <- struct{}{} }()
 	done := make(chan struct{})
 	go func() { sched.Run(runCtx); close(done) }()
 	progress := time.NewTicker(5 * time.Second)
@@ -234,6 +242,7 @@ loop:
 	<-rdone
 	rep.TTLProbes = <-probes
 	stop()
+	<-aux
 	<-aux
 	<-aux
 	total := rec.Now()
@@ -280,6 +289,10 @@ loop:
 		s := batches.Summary()
 		rep.Batches = &s
 	}
+	// The last sample: every node is back and the cluster settled.
+	groups.SampleAll(ctx)
+	g := groups.Stats()
+	rep.Groups = &g
 	rep.Faults = sched.Faults()
 	rep.Links = cl.LinkStats()
 	rep.Ops, rep.Latency, rep.Availability = Summarize(h, rep.Faults, total)

@@ -1,0 +1,184 @@
+package jepsen
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// GroupStats counts the shared log entries (group commit) the leaders of
+// a run proposed: how many entries carried several admissions, and how
+// many admissions they carried. It is read from every node's metrics,
+// which count from the process's start, so a node that was killed and
+// restarted contributes what it counted before the kill (up to its last
+// sample) plus what it counted since.
+type GroupStats struct {
+	// Entries is the number of group entries proposed.
+	Entries int64 `json:"entries"`
+	// Commands is the number of commands those entries carried.
+	Commands int64 `json:"commands"`
+	// Samples is the number of metric scrapes that answered.
+	Samples int `json:"samples"`
+}
+
+// Text is the report's one-line summary.
+func (g GroupStats) Text() string {
+	if g.Entries == 0 {
+		return fmt.Sprintf("no group entry proposed (%d metric samples)", g.Samples)
+	}
+	return fmt.Sprintf("%d group entries carried %d commands (%.1f per entry; %d metric samples)",
+		g.Entries, g.Commands, float64(g.Commands)/float64(g.Entries), g.Samples)
+}
+
+// The counters the cluster package exports (cluster/metrics.go).
+const (
+	metricGroupEntries  = "ledgerd_group_entries_total"
+	metricGroupCommands = "ledgerd_grouped_commands_total"
+)
+
+// groupCounter follows one counter of one node across restarts: banked
+// holds what earlier processes counted, last the current process's latest
+// sample.
+type groupCounter struct{ banked, last int64 }
+
+// observe takes a new sample; a value below the last one means the
+// process restarted and began counting from zero again.
+func (c *groupCounter) observe(v int64) {
+	if v < c.last {
+		c.banked += c.last
+	}
+	c.last = v
+}
+
+func (c groupCounter) total() int64 { return c.banked + c.last }
+
+// groupSampler scrapes every node's metrics at a fixed interval during the
+// run and once more at its end.
+type groupSampler struct {
+	names  []string
+	addr   func(name string) string // the node's API host:port now
+	scheme string
+	token  string
+	hc     *http.Client
+
+	mu       sync.Mutex
+	entries  map[string]*groupCounter
+	commands map[string]*groupCounter
+	samples  int
+}
+
+func newGroupSampler(names []string, addr func(string) string, tlsConf *tls.Config, token string) *groupSampler {
+	s := &groupSampler{
+		names: names, addr: addr, scheme: "http", token: token,
+		entries: map[string]*groupCounter{}, commands: map[string]*groupCounter{},
+		hc: &http.Client{Transport: &http.Transport{
+			DialContext:     (&net.Dialer{Timeout: time.Second}).DialContext,
+			TLSClientConfig: tlsConf.Clone(),
+		}},
+	}
+	if tlsConf != nil {
+		s.scheme = "https"
+	}
+	for _, n := range names {
+		s.entries[n], s.commands[n] = &groupCounter{}, &groupCounter{}
+	}
+	return s
+}
+
+// Run samples every interval until ctx ends.
+func (s *groupSampler) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		s.SampleAll(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// SampleAll scrapes every node once; nodes that do not answer (killed,
+// paused, cut off) are skipped.
+func (s *groupSampler) SampleAll(ctx context.Context) {
+	for _, name := range s.names {
+		cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		e, c, err := s.scrape(cctx, s.addr(name))
+		cancel()
+		if err != nil {
+			continue
+		}
+		s.mu.Lock()
+		s.entries[name].observe(e)
+		s.commands[name].observe(c)
+		s.samples++
+		s.mu.Unlock()
+	}
+}
+
+func (s *groupSampler) scrape(ctx context.Context, addr string) (entries, commands int64, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.scheme+"://"+addr+"/metrics", nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("metrics of %s: %s", addr, resp.Status)
+	}
+	return parseGroupCounters(resp.Body)
+}
+
+// parseGroupCounters reads the two group counters from a Prometheus text
+// exposition; a counter that is absent reads as zero (a node that never
+// led proposes no group).
+func parseGroupCounters(r io.Reader) (entries, commands int64, err error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok || (name != metricGroupEntries && name != metricGroupCommands) {
+			continue
+		}
+		f, perr := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if perr != nil {
+			return 0, 0, fmt.Errorf("metric %s: value %q: %w", name, value, perr)
+		}
+		if name == metricGroupEntries {
+			entries = int64(f)
+		} else {
+			commands = int64(f)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, 0, fmt.Errorf("reading metrics: %w", err)
+	}
+	return entries, commands, nil
+}
+
+// Stats sums the counters over every node and incarnation.
+func (s *groupSampler) Stats() GroupStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := GroupStats{Samples: s.samples}
+	for _, n := range s.names {
+		g.Entries += s.entries[n].total()
+		g.Commands += s.commands[n].total()
+	}
+	return g
+}
