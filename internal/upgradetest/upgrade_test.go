@@ -20,10 +20,13 @@ import (
 	"time"
 
 	"github.com/ledgerd/ledgerd/agent/pki"
+	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/internal/testbin"
 	"github.com/ledgerd/ledgerd/internal/testnet"
 	"github.com/ledgerd/ledgerd/internal/testwait"
 	"github.com/ledgerd/ledgerd/rpc/client"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // previousRelease is the commit of the release this tree upgrades from.
@@ -64,6 +67,12 @@ func unavailable(t *testing.T, err error) {
 //
 // Writes through a follower must show in its forwarded-writes counter, so
 // the test cannot pass by the client reaching the leader directly.
+//
+// Each step also sends a burst of concurrent reserves through this tree's
+// coalescing Go client (burstThroughLeader). While a server of the
+// previous release is a member, a new leader must write them one entry
+// each (that server cannot apply a group entry); once all three run this
+// tree, some must share entries (group commit, envelope version 5).
 //
 // The mixed cluster runs secured throughout, with the keys both releases
 // know: server certificates with the server role (which the new servers
@@ -113,8 +122,9 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 	cli.run("resources", "create", "cpu", "-capacity", "100000", "-addr", leader.http)
 
 	var booked []string
-	check := func(phase string) {
+	check := func(phase string, groups groupWant) {
 		t.Helper()
+		booked = append(booked, burstThroughLeader(t, agents, sec, phase, groups)...)
 		l := findLeader(t, agents, nil)
 		t.Logf("%s: leader %s", phase, l)
 		for _, a := range agents {
@@ -162,7 +172,7 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 		t.Logf("%s: 9 writes through 3 servers acknowledged; all %d bookings listed committed on every server", phase, len(booked))
 	}
 
-	check("all-old")
+	check("all-old", groupsUnknown)
 	for _, a := range agents {
 		if a != leader {
 			a.restart(t, newBin, "new")
@@ -174,7 +184,7 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 		t.Logf("leadership moved from %s to %s while the followers were upgraded: the old-leader phase runs under %s this time", leader, l, l)
 		leader = l
 	}
-	check("old-leader-new-followers")
+	check("old-leader-new-followers", groupsUnknown)
 
 	// The one server still on the old release.
 	var oldOne *agent
@@ -190,10 +200,10 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 			t.Fatalf("leader after the transfer is %s, want a new server", newLeader)
 		}
 	}
-	check("new-leader-old-follower")
+	check("new-leader-old-follower", groupsNone)
 
 	oldOne.restart(t, newBin, "new")
-	check("all-new")
+	check("all-new", groupsSome)
 	t.Logf("rolling upgrade from %s: %d bookings, cluster phases took %s", old.commit[:12], len(booked), time.Since(clusterStart).Round(time.Millisecond))
 }
 
@@ -524,6 +534,17 @@ func leaderSeenBy(a *agent) (string, error) {
 // forwarded reads the agent's ledgerd_forwarded_writes_total.
 func forwarded(t *testing.T, a *agent) int {
 	t.Helper()
+	v, ok := metric(t, a, "ledgerd_forwarded_writes_total")
+	if !ok {
+		t.Fatalf("%s: /metrics has no ledgerd_forwarded_writes_total", a)
+	}
+	return v
+}
+
+// metric reads one unlabelled counter or gauge from a's /metrics; ok is
+// false when a does not export it.
+func metric(t *testing.T, a *agent, name string) (int, bool) {
+	t.Helper()
 	hc := a.sec.httpClient()
 	defer hc.CloseIdleConnections()
 	resp, err := hc.Get("https://" + a.http + "/metrics")
@@ -534,16 +555,118 @@ func forwarded(t *testing.T, a *agent) int {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "ledgerd_forwarded_writes_total "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if err != nil {
-				t.Fatalf("%s: ledgerd_forwarded_writes_total %q: %v", a, v, err)
+				t.Fatalf("%s: %s %q: %v", a, name, v, err)
 			}
-			return int(f)
+			return int(f), true
 		}
 	}
-	t.Fatalf("%s: /metrics has no ledgerd_forwarded_writes_total (err %v)", a, sc.Err())
-	return 0
+	if err := sc.Err(); err != nil {
+		t.Fatalf("%s: reading /metrics: %v", a, err)
+	}
+	return 0, false
+}
+
+// groupWant is what a phase expects of group commit (several admissions
+// in one log entry, envelope version 5), which a leader may use only once
+// every server announces that it can apply it.
+type groupWant int
+
+const (
+	// groupsUnknown: the leader may run a release without group commit.
+	groupsUnknown groupWant = iota
+	// groupsNone: a server of the previous release is a member, so the
+	// leader must write one entry per admission.
+	groupsNone
+	// groupsSome: every server runs this tree, so a burst of concurrent
+	// admissions must share entries.
+	groupsSome
+)
+
+// burstSize is how many reserves burstThroughLeader sends at once.
+const burstSize = 24
+
+// burstThroughLeader sends burstSize concurrent reserves through this
+// tree's Go client, which coalesces them into Batch calls, and returns
+// the booked IDs. It checks the leader's group counter against want. For
+// groupsSome it repeats the burst until the leader has written a group
+// entry: the last server's new gossip metadata takes a moment to reach
+// the leader after its restart, and the leader proposes groups only
+// once it has. It fails the test if none appears within a minute.
+func burstThroughLeader(t *testing.T, agents []*agent, sec *security, phase string, want groupWant) []string {
+	t.Helper()
+	addrs := make([]string, len(agents))
+	for i, a := range agents {
+		addrs[i] = a.http
+	}
+	c, err := client.New(addrs, client.Options{Token: sec.token, TLS: sec.tls.Clone()})
+	if err != nil {
+		t.Fatalf("%s: client: %v", phase, err)
+	}
+	var ids []string
+	deadline := time.Now().Add(time.Minute)
+	for round := 0; ; round++ {
+		l := findLeader(t, agents, nil)
+		before, _ := metric(t, l, "ledgerd_group_entries_total")
+		ids = append(ids, reserveBurst(t, c, fmt.Sprintf("%s-burst%d", phase, round))...)
+		after, exported := metric(t, l, "ledgerd_group_entries_total")
+		if now := findLeader(t, agents, nil); now != l {
+			t.Logf("%s: leadership moved from %s to %s during the burst; its group count is not checked", phase, l, now)
+			continue
+		}
+		switch want {
+		case groupsNone:
+			if after != before {
+				t.Fatalf("%s: leader %s wrote %d group entries while a server of the previous release is a member", phase, l, after-before)
+			}
+			t.Logf("%s: %d concurrent reserves through %s, no group entry (an old server is a member)", phase, burstSize, l)
+			return ids
+		case groupsSome:
+			if !exported {
+				t.Fatalf("%s: leader %s exports no ledgerd_group_entries_total", phase, l)
+			}
+			if after > before {
+				t.Logf("%s: %d concurrent reserves through %s shared %d group entries (burst %d)", phase, burstSize, l, after-before, round+1)
+				return ids
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d bursts of %d concurrent reserves, and leader %s wrote no group entry in a minute", phase, round+1, burstSize, l)
+			}
+		default:
+			return ids
+		}
+	}
+}
+
+// reserveBurst books burstSize reservations at once and returns their IDs.
+func reserveBurst(t *testing.T, c *client.Client, prefix string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ids := make([]string, burstSize)
+	errs := make([]error, burstSize)
+	var wg sync.WaitGroup
+	for i := range burstSize {
+		wg.Go(func() {
+			r, err := c.Reserve(ctx, &ledgerdv1.ReserveRequest{IdempotencyKey: fmt.Sprintf("%s-%d", prefix, i), Shape: &ledgerdv1.Shape{
+				Parts:    []*ledgerdv1.ResourceAmount{{Resource: "cpu", Amount: 1}},
+				Duration: durationpb.New(time.Hour), NotBefore: timestamppb.New(time.Now().Add(time.Hour)),
+			}})
+			if err == nil && r.GetState() != ledgerdv1.ReservationState_RESERVATION_STATE_COMMITTED {
+				err = fmt.Errorf("state %s, want committed", r.GetState())
+			}
+			ids[i], errs[i] = r.GetId(), err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("%s: reserve %d of the burst: %v", prefix, i, err)
+		}
+	}
+	return ids
 }
 
 // syncBuffer is a bytes.Buffer the process writes to while the test may
