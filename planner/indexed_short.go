@@ -261,27 +261,32 @@ func (t *IndexedTimeline) shortAdd(start, end int64, at, last int, delta int64) 
 //
 // The usual booking lands inside blocks at both ends (a new boundary at
 // start and at end): the blocks before the window in time move up by two
-// places, the window's by one; that case and the one where the window
-// starts on a boundary are written straight, the others go to shortAdd.
+// places, the window's by one. That case, the one where the window starts
+// on a boundary (the blocks before it move by one place, or stay when the
+// window's first block merges into the block before it) and the one
+// ending in the open-ended last block are written straight; the others
+// (an end on a boundary or at MaxTime, a full slice) go to shortAdd.
 func (t *IndexedTimeline) shortBookFit(start, end, amount int64, at, last int) {
 	b := t.rev
 	n := len(b)
-	if n+2 > cap(b) || end == MaxTime || last == 0 || at >= n || last > at {
+	if n+2 > cap(b) || end == MaxTime || at >= n || last > at || last < 0 {
 		t.shortAdd(start, end, at, last, -amount)
 		return
 	}
-	if b[last-1].start == end {
+	// The block after the window in time starts at end: no new boundary
+	// there, maybe a merge.
+	if last > 0 && b[last-1].start == end {
 		t.shortAdd(start, end, at, last, -amount)
 		return
 	}
 	ps, fs, fe := b[at].start, b[at].free, b[last].free
 	// d is how far the blocks before the window in time move: two places
 	// when start splits block at, one when the window starts on a
-	// boundary (and does not merge there, which shortAdd handles).
+	// boundary, none when it also merges there.
 	d := 2
 	if ps == start {
 		if at+1 < n && fs-amount == b[at+1].free {
-			t.shortAdd(start, end, at, last, -amount)
+			t.shortBookMerged(end, amount, fe, at, last)
 			return
 		}
 		d = 1
@@ -302,6 +307,21 @@ func (t *IndexedTimeline) shortBookFit(start, end, amount int64, at, last int) {
 	// Same backing array: only the length is stored (no write barrier).
 	t.rev = t.rev[:n+d]
 	t.n = n + d
+}
+
+// shortBookMerged is shortBookFit for a window that starts where block
+// at starts and whose first block, having lost amount, has the free
+// amount of the block before it: block at merges into that block, the
+// blocks before the window stay, the window's other blocks move up by one
+// place and lose amount, and the new boundary at end (free fe) takes
+// index last. The count of blocks does not change.
+func (t *IndexedTimeline) shortBookMerged(end, amount, fe int64, at, last int) {
+	b := t.rev
+	w := b[last : at+1]
+	for k := len(w) - 2; k >= 0; k-- {
+		w[k+1] = sblock{start: w[k].start, free: w[k].free - amount}
+	}
+	b[last] = sblock{start: end, free: fe}
 }
 
 // b2i is 1 for true and 0 for false.

@@ -74,11 +74,14 @@ func (p shortPair) admit(t *testing.T, what string, amount, duration, notBefore,
 // TestShortBookFitShapes books the fit Earliest found in every shape the
 // short layout's booking of a fit distinguishes: a window inside blocks at
 // both ends (two blocks added), one starting on a boundary (one added),
-// one whose start merges with the block before it, one ending on a
-// boundary, one running to MaxTime, and one that needs a larger slice.
+// one whose start merges with the block before it (within one block or
+// across several), one ending on a boundary, one ending in the open-ended
+// last block, one running to MaxTime, and one that needs a larger slice.
 func TestShortBookFitShapes(t *testing.T) {
 	// 0..10 free 5, 10..20 free 2, 20..30 free 5, 30.. free 8.
 	base := []Block{{0, 10, 5}, {10, 20, 2}, {20, 30, 5}, {30, MaxTime, 8}}
+	// base with 30..40 free 6 before the open-ended block.
+	five := []Block{{0, 10, 5}, {10, 20, 2}, {20, 30, 5}, {30, 40, 6}, {40, MaxTime, 8}}
 	for _, tc := range []struct {
 		name                                   string
 		blocks                                 []Block
@@ -97,6 +100,10 @@ func TestShortBookFitShapes(t *testing.T) {
 		{"window spans blocks", base, 2, 24, 5, 100, 5, 2},
 		{"open-ended block only", base, 7, 5, 40, 100, 40, 2},
 		{"first block only", []Block{{0, MaxTime, 9}}, 4, 7, 3, 100, 3, 2},
+		{"inside a block, runs into the open-ended block", base, 1, 10, 25, 100, 25, 2},
+		{"start merges, runs into the open-ended block", base, 3, 15, 20, 100, 20, 0},
+		{"start merges, window spans blocks", five, 3, 15, 20, 100, 20, 0},
+		{"starts on a boundary, runs into the open-ended block", five, 2, 15, 30, 100, 30, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newShortPair(t, tc.blocks)

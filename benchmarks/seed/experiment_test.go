@@ -204,20 +204,7 @@ func TestConfigValidate(t *testing.T) {
 // cpu-ns/request is what the experiment reports: the replaying thread's CPU
 // time over the timed loop (not the decision hashing) per request.
 func BenchmarkReplay(b *testing.B) {
-	cfg := DefaultConfig()
-	gen, err := workload.NewLublin(workload.LublinConfig{MaxNodes: cfg.Capacity, Seed: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	jobs := gen.Generate(2000)
-	natural := jobs[len(jobs)-1].Submit / float64(len(jobs)-1)
-	for i := range jobs {
-		jobs[i].Submit *= 200 / natural
-	}
-	rs, _, err := workload.FromSynth(jobs, cfg.reservationConfig(false, cfg.Capacity))
-	if err != nil {
-		b.Fatal(err)
-	}
+	cfg, _, rs := synthBenchStream(b)
 	h := cfg.Horizon * cfg.TimeScale
 	for _, c := range cfg.Contenders() {
 		b.Run(c.Name, func(b *testing.B) {
@@ -245,30 +232,7 @@ func BenchmarkReplay(b *testing.B) {
 // repository (kthTrace). Profile it to see where a trace replay spends its
 // time (results/profile-replay-*-kth.txt).
 func BenchmarkReplayTrace(b *testing.B) {
-	cfg := DefaultConfig()
-	path := kthTrace(b)
-	if path == "" {
-		b.Skip("KTH trace not available")
-	}
-	trace, err := workload.LoadTrace(path, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	capacity, _, err := trace.Capacity(0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	jobs := trace.Jobs
-	t0 := jobs[0].Submit
-	for i := range jobs {
-		if jobs[i].Submit >= 0 {
-			jobs[i].Submit -= t0
-		}
-	}
-	rs, _, err := workload.FromTally(jobs, cfg.reservationConfig(true, capacity))
-	if err != nil {
-		b.Fatal(err)
-	}
+	cfg, capacity, rs := traceBenchStream(b)
 	h := cfg.Horizon * cfg.TimeScale
 	for _, c := range cfg.Contenders() {
 		if c.Name != "indexed" && c.Name != "slotted-90" {
