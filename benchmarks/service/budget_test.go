@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -36,6 +38,9 @@ import (
 //	                       adds propose, the disk syncs, replication and
 //	                       the commit round
 //	hop=api/log=raft-3     the whole path: client → leader's API → Raft
+//
+// and two at 64 callers (clients=64) for the CPU per operation when the
+// client coalesces: the edge alone and the API on the one-replica ledger.
 //
 // Besides the mean (ns/op) each reports its p50 in microseconds and the
 // process's CPU per operation. The differences give the budget: api −
@@ -92,6 +97,18 @@ func BenchmarkReserveBudget(b *testing.B) {
 		createCPU(b, l)
 		measure(b, viaLedger(b, l))
 	})
+	// 64 callers at once: the coalescing client sends Batch calls of
+	// many operations, so these give the edge's CPU per operation under
+	// load (less sensitive to other work on the machine than a
+	// throughput).
+	b.Run("hop=edge/ledger=stub/clients=64", func(b *testing.B) {
+		measureParallel(b, 64, viaAPI(b, []string{serveStub(b)}))
+	})
+	b.Run("hop=api/log=local/clients=64", func(b *testing.B) {
+		s := agenttest.NewSite(b, agenttest.Options{})
+		createCPU(b, s.Ledger)
+		measureParallel(b, 64, viaAPI(b, s.Addrs))
+	})
 	c := agenttest.NewCluster(b, 3, rpc.Options{})
 	leader := c.WaitLeader(30 * time.Second)
 	createCPU(b, leader.Agent.Ledger())
@@ -99,32 +116,51 @@ func BenchmarkReserveBudget(b *testing.B) {
 		measure(b, viaLedger(b, leader.Agent.Ledger()))
 	})
 	b.Run("hop=api/log=raft-3", func(b *testing.B) {
-		call := viaAPI(b, c.Addrs())
-		call(-1) // learn the leader
-		measure(b, func(i int) { call(1_000_000 + i) })
+		measure(b, viaAPI(b, c.Addrs()))
 	})
 }
 
 // measure runs call once per iteration and reports the p50 latency and
 // the process's CPU per operation beside the mean.
 func measure(b *testing.B, call func(i int)) {
-	for i := range 50 { // warm up: connections, the leader, the pools
-		call(-100 - i)
+	for range 50 { // warm up: connections, the leader, the pools
+		call(nextKey())
 	}
 	var lat []time.Duration
 	b.ReportAllocs()
 	cpu0 := processCPU(b)
-	i := 0
 	for b.Loop() {
 		t0 := time.Now()
-		call(i)
+		call(nextKey())
 		lat = append(lat, time.Since(t0))
-		i++
 	}
 	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2])/1e3, "p50-us")
 }
+
+// measureParallel runs call from clients goroutines at once and reports
+// the process's CPU per operation.
+func measureParallel(b *testing.B, clients int, call func(i int)) {
+	for range 50 {
+		call(nextKey())
+	}
+	b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.ReportAllocs()
+	cpu0 := processCPU(b)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			call(nextKey())
+		}
+	})
+	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
+// budgetKeys numbers the operations of the budget: every one has its own
+// idempotency key, across sub-benchmarks and the rounds of RunParallel.
+var budgetKeys atomic.Int64
+
+func nextKey() int { return int(budgetKeys.Add(1)) }
 
 // processCPU is the CPU time (user + system) the process has used.
 func processCPU(b *testing.B) time.Duration {
