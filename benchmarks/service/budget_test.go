@@ -38,6 +38,9 @@ import (
 //	                       adds propose, the disk syncs, replication and
 //	                       the commit round
 //	hop=api/log=raft-3     the whole path: client → leader's API → Raft
+//	hop=rawraft/log=raft-3 raw hashicorp/raft Apply of one entry on 3
+//	                       in-process nodes with a no-op state machine
+//	                       (the loadgen's raw raft system), for the bar
 //
 // and two at 64 callers (clients=64) for the CPU per operation when the
 // client coalesces: the edge alone and the API on the one-replica ledger.
@@ -108,6 +111,18 @@ func BenchmarkReserveBudget(b *testing.B) {
 		s := agenttest.NewSite(b, agenttest.Options{})
 		createCPU(b, s.Ledger)
 		measureParallel(b, 64, viaAPI(b, s.Addrs))
+	})
+	b.Run("hop=rawraft/log=raft-3", func(b *testing.B) {
+		r, err := NewRawRaft(3, b.TempDir(), nil, "wal")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = r.Close() })
+		measure(b, func(int) {
+			if _, err := r.Reserve(ctx, Shape{}); err != nil {
+				b.Fatal(err)
+			}
+		})
 	})
 	c := agenttest.NewCluster(b, 3, rpc.Options{})
 	leader := c.WaitLeader(30 * time.Second)
