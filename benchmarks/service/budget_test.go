@@ -38,6 +38,7 @@ import (
 //	                       adds propose, the disk syncs, replication and
 //	                       the commit round
 //	hop=api/log=raft-3     the whole path: client → leader's API → Raft
+//	                       (leader-only: the client knows only the leader)
 //	hop=rawraft/log=raft-3 raw hashicorp/raft Apply of one entry on 3
 //	                       in-process nodes with a no-op state machine
 //	                       (the loadgen's raw raft system), for the bar
@@ -132,6 +133,9 @@ func BenchmarkReserveBudget(b *testing.B) {
 	})
 	b.Run("hop=api/log=raft-3", func(b *testing.B) {
 		measure(b, viaAPI(b, c.Addrs()))
+	})
+	b.Run("hop=api/log=raft-3/leader-only", func(b *testing.B) {
+		measure(b, viaAPI(b, []string{leader.Addr}))
 	})
 }
 
