@@ -20,6 +20,13 @@ import (
 // together in request order and their reads share one barrier. The
 // interceptor charged the call one rate-limit token; every further
 // operation takes its own.
+//
+// A batch of one operation (what a coalescing client sends at low load)
+// has nothing to gather: it runs on the request's goroutine straight
+// through the server's Ledger, exactly as its unary call would, without
+// a pipeline or a goroutine of its own. The operations of a longer batch
+// run on the server's operation workers (see opWorkers), whose stacks
+// have already grown through the handler chain.
 func (h *reservations) Batch(ctx context.Context, req *connect.Request[ledgerdv1.BatchRequest]) (*connect.Response[ledgerdv1.BatchResponse], error) {
 	ops := req.Msg.Operations
 	if len(ops) > h.s.opts.MaxBatch {
@@ -30,6 +37,10 @@ func (h *reservations) Batch(ctx context.Context, req *connect.Request[ledgerdv1
 		return nil, err
 	}
 	results := make([]*ledgerdv1.BatchResult, len(ops))
+	if len(ops) == 1 {
+		results[0] = h.runOp(ctx, 0, ops[0])
+		return connect.NewResponse(&ledgerdv1.BatchResponse{Results: results}), nil
+	}
 	var pl ledger.Pipeline
 	if pr, ok := h.l.(ledger.Pipeliner); ok {
 		pl = pr.Pipeline(len(ops))
@@ -53,7 +64,9 @@ func (h *reservations) Batch(ctx context.Context, req *connect.Request[ledgerdv1
 		if pl != nil {
 			oh = &reservations{s: h.s, l: pl.Op(i)}
 		}
-		wg.Go(func() {
+		wg.Add(1)
+		h.s.workers.Go(func() {
+			defer wg.Done()
 			defer done(i)
 			results[i] = oh.runOp(ctx, i, op)
 		})

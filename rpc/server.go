@@ -72,6 +72,8 @@ type Server struct {
 	limiter *rateLimiter
 	// unauth limits failed authentications per remote address.
 	unauth *rateLimiter
+	// workers runs the operations of Batch calls.
+	workers opWorkers
 }
 
 // compressMinBytes is the smallest message that is compressed (when the
@@ -113,7 +115,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{opts: opts, unauth: newRateLimiter(unauthRate, unauthBurst, opts.Now)}
+	s := &Server{opts: opts, unauth: newRateLimiter(unauthRate, unauthBurst, opts.Now), workers: newOpWorkers()}
 	if opts.RateLimit > 0 {
 		s.limiter = newRateLimiter(opts.RateLimit, opts.RateBurst, opts.Now)
 	}

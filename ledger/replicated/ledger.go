@@ -14,7 +14,6 @@ import (
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
 	"github.com/ledgerd/ledgerd/ledger"
 	"github.com/ledgerd/ledgerd/planner"
-	"google.golang.org/protobuf/proto"
 )
 
 // Log is what Ledger needs from the cluster layer; *cluster.Node
@@ -128,13 +127,14 @@ func (l *Ledger) applyResult(ctx context.Context, op string, cmd *fsmv1.Command)
 	}
 	// The newest checks run whatever version is written: they only add
 	// refusals (the end of time), so nothing accepted here is refused
-	// by a replica of any version.
-	chk := cmd
-	if cmd.Version != fsm.CurrentVersion {
-		chk = proto.CloneOf(cmd)
-		chk.Version = fsm.CurrentVersion
-	}
-	if err := l.fsm.Check(chk); err != nil {
+	// by a replica of any version. Check only reads the command, so it
+	// sees it with the current version for the call (no copy: the
+	// command is this call's own).
+	given := cmd.Version
+	cmd.Version = fsm.CurrentVersion
+	err := l.fsm.Check(cmd)
+	cmd.Version = given
+	if err != nil {
 		var fe *fsm.FieldError
 		if errors.As(err, &fe) {
 			return nil, fmt.Errorf("%s: %w", op, &ledger.FieldError{Field: fe.Field, Reason: fe.Reason})

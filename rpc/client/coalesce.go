@@ -58,6 +58,17 @@ func (b *batcher) submit(ctx context.Context, op *ledgerdv1.BatchOperation) (*le
 	b.queue = append(b.queue, p)
 	batch := b.startLocked()
 	b.mu.Unlock()
+	if len(batch) == 1 && batch[0] == p {
+		// The call leaves alone (what happens at low load): it makes the
+		// Batch call itself, with its own context, instead of handing it
+		// to a goroutine and waiting to be woken. Only this call waits
+		// on it, so nothing needs the detached context of send.
+		b.call(ctx, batch)
+		if ctx.Err() != nil && p.err != nil {
+			return nil, ctxError(ctx)
+		}
+		return p.res, p.err
+	}
 	if batch != nil {
 		go b.send(batch)
 	}
@@ -65,13 +76,17 @@ func (b *batcher) submit(ctx context.Context, op *ledgerdv1.BatchOperation) (*le
 	case <-p.done:
 		return p.res, p.err
 	case <-ctx.Done():
-		// What a unary call returns when its context ends first.
-		code := connect.CodeCanceled
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			code = connect.CodeDeadlineExceeded
-		}
-		return nil, connect.NewError(code, ctx.Err())
+		return nil, ctxError(ctx)
 	}
+}
+
+// ctxError is what a unary call returns when its context ends first.
+func ctxError(ctx context.Context) error {
+	code := connect.CodeCanceled
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		code = connect.CodeDeadlineExceeded
+	}
+	return connect.NewError(code, ctx.Err())
 }
 
 // startLocked takes the next batch off the queue when a slot is free,
@@ -117,16 +132,22 @@ func batchContext(batch []*pendingOp) (context.Context, context.CancelFunc) {
 	return context.WithDeadline(context.Background(), latest)
 }
 
-// send makes one Batch call for batch, hands every call its answer, then
-// starts the next batch if calls are waiting.
+// send makes one Batch call for batch in a context of its own (see
+// batchContext), hands every call its answer, then starts the next batch
+// if calls are waiting.
 func (b *batcher) send(batch []*pendingOp) {
+	ctx, cancel := batchContext(batch)
+	defer cancel()
+	b.call(ctx, batch)
+}
+
+// call is send in ctx.
+func (b *batcher) call(ctx context.Context, batch []*pendingOp) {
 	ops := make([]*ledgerdv1.BatchOperation, len(batch))
 	for i, p := range batch {
 		ops[i] = p.op
 	}
-	ctx, cancel := batchContext(batch)
 	resp, err := b.rpc.Batch(ctx, connect.NewRequest(&ledgerdv1.BatchRequest{Operations: ops}))
-	cancel()
 	var leader string
 	switch {
 	case err != nil:
