@@ -3,6 +3,7 @@ package fsm
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -262,10 +263,55 @@ func DecodeResult(b []byte) (*fsmv1.Result, error) {
 	return r, nil
 }
 
+// resultReservationField is the field number of Result.reservation
+// (TestResultReservationField checks it against the schema).
+const resultReservationField protowire.Number = 6
+
+// encodeResult returns the deterministic encoding of r. The reservation
+// in it, most of the bytes, is written by the row codec (appendRow) and
+// spliced in at its place in field order; the generic encoder writes the
+// rest. The bytes are those the generic encoder writes for the whole
+// result (TestEncodeResultMatchesProto).
 func encodeResult(r *fsmv1.Result) []byte {
-	b, err := marshalOpts.Marshal(r)
+	rv := r.Reservation
+	if rv == nil || !rowEncodable(rv) {
+		b, err := marshalOpts.Marshal(r)
+		if err != nil {
+			panic(fmt.Sprintf("fsm: encode result: %v", err))
+		}
+		return b
+	}
+	size := rowSize(rv)
+	field := protowire.SizeTag(resultReservationField) + protowire.SizeBytes(size)
+	// r is the caller's own message, not yet shared with any reader:
+	// it is encoded without its reservation, which is then put back.
+	r.Reservation = nil
+	b, err := marshalOpts.MarshalAppend(make([]byte, 0, field+64+len(r.Message)), r)
+	r.Reservation = rv
 	if err != nil {
 		panic(fmt.Sprintf("fsm: encode result: %v", err))
+	}
+	// The encoder writes fields in number order: the reservation goes
+	// before the first field numbered above it.
+	at := 0
+	for at < len(b) {
+		num, typ, n := protowire.ConsumeTag(b[at:])
+		if n < 0 || num > resultReservationField {
+			break
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[at+n:])
+		if m < 0 {
+			break
+		}
+		at += n + m
+	}
+	b = slices.Grow(b, field)[:len(b)+field]
+	copy(b[at+field:], b[at:len(b)-field])
+	hdr := protowire.AppendTag(b[at:at], resultReservationField, protowire.BytesType)
+	hdr = protowire.AppendVarint(hdr, uint64(size))
+	// The row is written into the gap, within b's capacity.
+	if row := mustAppendRow(hdr[len(hdr):len(hdr)], rv); len(row) != size || len(hdr)+size != field {
+		panic(fmt.Sprintf("fsm: encode result: reservation of %d bytes, sized %d", len(row), size))
 	}
 	return b
 }

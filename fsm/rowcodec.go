@@ -121,6 +121,36 @@ func appendRow(b []byte, r *fsmv1.Reservation) ([]byte, error) {
 	return b, nil
 }
 
+// rowSize is the length of appendRow's encoding of r, for a row
+// rowEncodable accepts.
+func rowSize(r *fsmv1.Reservation) int {
+	n := stringSize(resvID, r.Id) + stringSize(resvOwner, r.Owner)
+	for k, v := range r.Labels {
+		n += protowire.SizeTag(resvLabels) + protowire.SizeBytes(protowire.SizeTag(1)+protowire.SizeBytes(len(k))+protowire.SizeTag(2)+protowire.SizeBytes(len(v)))
+	}
+	for _, p := range r.Parts {
+		n += protowire.SizeTag(resvParts) + protowire.SizeBytes(partSize(p))
+	}
+	n += varintSize(resvStart, uint64(r.StartMillis)) + varintSize(resvEnd, uint64(r.EndMillis)) +
+		varintSize(resvState, uint64(int64(r.State))) + varintSize(resvHoldExp, uint64(r.HoldExpiresMillis)) +
+		varintSize(resvCreatedVersion, r.CreatedVersion) + varintSize(resvUpdatedVersion, r.UpdatedVersion) +
+		varintSize(resvCreatedMillis, uint64(r.CreatedMillis)) + varintSize(resvUpdated, uint64(r.UpdatedMillis))
+	if m := r.Pending; m != nil {
+		n += protowire.SizeTag(resvPending) + protowire.SizeBytes(modificationSize(m))
+	}
+	n += varintSize(resvRequestedDuration, uint64(r.RequestedDurationMillis)) + varintSize(resvActualEnd, uint64(r.ActualEndMillis)) +
+		varintSize(resvKind, uint64(int64(r.Kind))) + varintSize(resvProbability, uint64(r.ProbabilityPermille))
+	if r.Relaxed {
+		n += varintSize(resvRelaxed, 1)
+	}
+	n += varintSize(resvPushes, uint64(r.Pushes)) + varintSize(resvShortUnits, uint64(r.ShortUnits)) +
+		varintSize(resvNotBefore, uint64(r.NotBeforeMillis))
+	if m := r.Materialization; m != nil {
+		n += protowire.SizeTag(resvMaterialization) + protowire.SizeBytes(marshalOpts.Size(m))
+	}
+	return n + stringSize(resvApprovalReason, r.ApprovalReason) + stringSize(resvDecisionReason, r.DecisionReason)
+}
+
 // rowEncodable reports whether appendRow writes r itself: no unknown
 // fields in it or its parts and modification, and valid UTF-8 in every
 // string (the generic encoder refuses invalid UTF-8; Decode does too, so
