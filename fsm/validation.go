@@ -263,6 +263,10 @@ func checkLabels(field string, labels map[string]string) *FieldError {
 	if len(labels) > maxLabels {
 		return fieldErr(field, fmt.Sprintf("more than %d labels", maxLabels))
 	}
+	if len(labels) == 0 {
+		// Most requests carry none: skip collecting and sorting no keys.
+		return nil
+	}
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		switch {
 		case k == "":
