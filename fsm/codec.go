@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"unicode/utf8"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -282,6 +283,9 @@ func encodeResult(r *fsmv1.Result) []byte {
 		return b
 	}
 	size := rowSize(rv)
+	if plainResult(r) {
+		return appendPlainResult(nil, r, size)
+	}
 	field := protowire.SizeTag(resultReservationField) + protowire.SizeBytes(size)
 	// r is the caller's own message, not yet shared with any reader:
 	// it is encoded without its reservation, which is then put back.
@@ -312,6 +316,49 @@ func encodeResult(r *fsmv1.Result) []byte {
 	// The row is written into the gap, within b's capacity.
 	if row := mustAppendRow(hdr[len(hdr):len(hdr)], rv); len(row) != size || len(hdr)+size != field {
 		panic(fmt.Sprintf("fsm: encode result: reservation of %d bytes, sized %d", len(row), size))
+	}
+	return b
+}
+
+// plainResult reports whether r has nothing but what appendPlainResult
+// writes: the scalars, the message, the reservation and the
+// fingerprint. That is the result of nearly every admission; the others
+// (a resource, moves, a co-admission, a refusal's detail, a limit,
+// series outcomes) go through the generic encoder. r's reservation is
+// one rowEncodable accepts.
+func plainResult(r *fsmv1.Result) bool {
+	return r.Resource == nil && len(r.Moved) == 0 && r.CoAdmission == nil && r.Detail == nil &&
+		r.Limit == nil && len(r.Series) == 0 && len(r.ProtoReflect().GetUnknown()) == 0 &&
+		utf8.ValidString(r.Message)
+}
+
+// appendPlainResult appends the deterministic encoding of a result
+// plainResult accepts, whose reservation encodes in rowSize bytes.
+func appendPlainResult(b []byte, r *fsmv1.Result, rowSize int) []byte {
+	n := varintSize(1, uint64(int64(r.Status))) + stringSize(2, r.Message) + varintSize(3, r.Version) +
+		varintSize(4, uint64(r.NowMillis)) + protowire.SizeTag(resultReservationField) + protowire.SizeBytes(rowSize) +
+		varintSize(8, uint64(r.Expired))
+	if r.Replayed {
+		n += varintSize(5, 1)
+	}
+	if len(r.Fingerprint) > 0 {
+		n += protowire.SizeTag(14) + protowire.SizeBytes(len(r.Fingerprint))
+	}
+	b = slices.Grow(b, n)
+	b = appendVarint(b, 1, uint64(int64(r.Status)))
+	b = appendString(b, 2, r.Message)
+	b = appendVarint(b, 3, r.Version)
+	b = appendVarint(b, 4, uint64(r.NowMillis))
+	if r.Replayed {
+		b = appendVarint(b, 5, 1)
+	}
+	b = protowire.AppendTag(b, resultReservationField, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(rowSize))
+	b = mustAppendRow(b, r.Reservation)
+	b = appendVarint(b, 8, uint64(r.Expired))
+	if len(r.Fingerprint) > 0 {
+		b = protowire.AppendTag(b, 14, protowire.BytesType)
+		b = protowire.AppendBytes(b, r.Fingerprint)
 	}
 	return b
 }
