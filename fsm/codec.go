@@ -152,9 +152,12 @@ func Decode(b []byte) (*fsmv1.Command, error) {
 // decodeChecked parses and checks b, returning a group's decoded members
 // too (nil for a lone command).
 func decodeChecked(b []byte) (*fsmv1.Command, []*fsmv1.Command, error) {
-	cmd := new(fsmv1.Command)
-	if err := proto.Unmarshal(b, cmd); err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	cmd, ok := decodeCommandFast(b)
+	if !ok {
+		cmd = new(fsmv1.Command)
+		if err := proto.Unmarshal(b, cmd); err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
 	}
 	members, err := checkEnvelopeMembers(cmd)
 	if err != nil {
