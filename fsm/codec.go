@@ -153,6 +153,9 @@ func Decode(b []byte) (*fsmv1.Command, error) {
 // too (nil for a lone command).
 func decodeChecked(b []byte) (*fsmv1.Command, []*fsmv1.Command, error) {
 	cmd, ok := decodeCommandFast(b)
+	if ok && verifyCodec {
+		verifyCommand(b, cmd)
+	}
 	if !ok {
 		cmd = new(fsmv1.Command)
 		if err := proto.Unmarshal(b, cmd); err != nil {
@@ -276,18 +279,39 @@ const resultReservationField protowire.Number = 6
 // spliced in at its place in field order; the generic encoder writes the
 // rest. The bytes are those the generic encoder writes for the whole
 // result (TestEncodeResultMatchesProto).
-func encodeResult(r *fsmv1.Result) []byte {
+func encodeResult(r *fsmv1.Result) []byte { return encodeResultRow(r, nil, "") }
+
+// encodeResult is encodeResult for the entry just applied: a result
+// that reports the row put stored last (as most do) takes that row's
+// stored encoding instead of encoding it again.
+func (s *state) encodeResult(r *fsmv1.Result) []byte {
+	b := encodeResultRow(r, s.lastPut, s.lastRow)
+	if verifyCodec {
+		verifyResult(r, b)
+	}
+	return b
+}
+
+// encodeResultRow is encodeResult where known, when not nil, is a
+// stored row message and row its stored encoding.
+func encodeResultRow(r *fsmv1.Result, known *fsmv1.Reservation, row string) []byte {
 	rv := r.Reservation
-	if rv == nil || !rowEncodable(rv) {
+	if rv == nil || (rv != known && !rowEncodable(rv)) {
 		b, err := marshalOpts.Marshal(r)
 		if err != nil {
 			panic(fmt.Sprintf("fsm: encode result: %v", err))
 		}
 		return b
 	}
-	size := rowSize(rv)
+	if rv != known {
+		row = ""
+	}
+	size := len(row)
+	if row == "" {
+		size = rowSize(rv)
+	}
 	if plainResult(r) {
-		return appendPlainResult(nil, r, size)
+		return appendPlainResult(nil, r, size, row)
 	}
 	field := protowire.SizeTag(resultReservationField) + protowire.SizeBytes(size)
 	// r is the caller's own message, not yet shared with any reader:
@@ -317,7 +341,9 @@ func encodeResult(r *fsmv1.Result) []byte {
 	hdr := protowire.AppendTag(b[at:at], resultReservationField, protowire.BytesType)
 	hdr = protowire.AppendVarint(hdr, uint64(size))
 	// The row is written into the gap, within b's capacity.
-	if row := mustAppendRow(hdr[len(hdr):len(hdr)], rv); len(row) != size || len(hdr)+size != field {
+	if row != "" {
+		copy(b[at+len(hdr):], row)
+	} else if row := mustAppendRow(hdr[len(hdr):len(hdr)], rv); len(row) != size || len(hdr)+size != field {
 		panic(fmt.Sprintf("fsm: encode result: reservation of %d bytes, sized %d", len(row), size))
 	}
 	return b
@@ -336,8 +362,9 @@ func plainResult(r *fsmv1.Result) bool {
 }
 
 // appendPlainResult appends the deterministic encoding of a result
-// plainResult accepts, whose reservation encodes in rowSize bytes.
-func appendPlainResult(b []byte, r *fsmv1.Result, rowSize int) []byte {
+// plainResult accepts, whose reservation encodes in rowSize bytes: row
+// when it is not empty, else appendRow's.
+func appendPlainResult(b []byte, r *fsmv1.Result, rowSize int, row string) []byte {
 	n := varintSize(1, uint64(int64(r.Status))) + stringSize(2, r.Message) + varintSize(3, r.Version) +
 		varintSize(4, uint64(r.NowMillis)) + protowire.SizeTag(resultReservationField) + protowire.SizeBytes(rowSize) +
 		varintSize(8, uint64(r.Expired))
@@ -357,7 +384,11 @@ func appendPlainResult(b []byte, r *fsmv1.Result, rowSize int) []byte {
 	}
 	b = protowire.AppendTag(b, resultReservationField, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(rowSize))
-	b = mustAppendRow(b, r.Reservation)
+	if row != "" {
+		b = append(b, row...)
+	} else {
+		b = mustAppendRow(b, r.Reservation)
+	}
 	b = appendVarint(b, 8, uint64(r.Expired))
 	if len(r.Fingerprint) > 0 {
 		b = protowire.AppendTag(b, 14, protowire.BytesType)

@@ -55,6 +55,9 @@ func (t *rowStore) get(id string) (*fsmv1.Reservation, bool) {
 // row and its ID (a substring of the row).
 func (t *rowStore) set(r *fsmv1.Reservation) (row, id string) {
 	b := mustAppendRow(t.buf[:0], r)
+	if verifyCodec {
+		verifyRow(r, b)
+	}
 	t.buf = b
 	row = string(b)
 	id = rowID(row)
@@ -76,6 +79,9 @@ func (t *rowStore) del(id string) { delete(t.m, id) }
 // fast one does not read itself.
 func decodeRow(row string) *fsmv1.Reservation {
 	if r, ok := decodeRowFast(row); ok {
+		if verifyCodec {
+			verifyDecodedRow(row, r)
+		}
 		return r
 	}
 	r := new(fsmv1.Reservation)

@@ -69,8 +69,11 @@ type state struct {
 	// timers holds exactly timersFor(r) for every r in resv.
 	timers *btree.BTreeG[timer]
 	// lastPut is the row put stored last (nil after a removal), so the
-	// entry's result need not decode it again; scan is put's scratch.
+	// entry's result need not decode it again, and lastRow its encoding
+	// as stored, so the result need not encode it again either (put's
+	// rows are not changed once stored); scan is put's scratch.
 	lastPut *fsmv1.Reservation
+	lastRow string
 	scan    rowScan
 
 	// idem remembers each idempotency key, scoped by owner, with its
@@ -190,10 +193,10 @@ func (s *state) put(id string, r *fsmv1.Reservation) {
 	if r == nil {
 		s.resv.del(id)
 		s.ids.Delete(id)
-		s.lastPut = nil
+		s.lastPut, s.lastRow = nil, ""
 		return
 	}
-	_, key := s.resv.set(r)
+	row, key := s.resv.set(r)
 	// Replacing the ID (even an equal one) keeps the tree's string the
 	// current row's, so it does not keep the old row alive.
 	s.ids.ReplaceOrInsert(key)
@@ -201,7 +204,7 @@ func (s *state) put(id string, r *fsmv1.Reservation) {
 	m.id = key
 	s.link(&m)
 	s.lim.accountRow(r, &m, 1)
-	s.lastPut = r
+	s.lastPut, s.lastRow = r, row
 	if r.Materialization != nil {
 		s.notePin(key)
 	}
@@ -358,7 +361,7 @@ func (s *state) applyMember(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, []
 	s.now = max(s.now, cmd.GetNowMillis())
 	s.ver = cmd.GetVersion()
 	s.expired, s.pol.moves = 0, nil
-	s.lastPut = nil
+	s.lastPut, s.lastRow = nil, ""
 	defer s.syncPins()
 
 	// Time first: whatever log time makes due happens before the command,
@@ -417,7 +420,7 @@ func (s *state) applyMember(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, []
 		res.Fingerprint = fp
 	}
 	if key != "" {
-		enc := encodeResult(res)
+		enc := s.encodeResult(res)
 		s.idem.add([]byte(owner), []byte(key), s.now, enc)
 		if s.ver >= versionEdge {
 			// A key younger than IdempotencyMinAge may belong to a
