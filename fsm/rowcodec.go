@@ -480,3 +480,21 @@ func mustAppendRow(b []byte, r *fsmv1.Reservation) []byte {
 	}
 	return out
 }
+
+// cloneRow returns a new message with r's fields, sharing its labels,
+// parts, modification and materialization record, which a stored row
+// never changes in place. It stands in for decoding a row that put has
+// just stored (s.lastPut) when a timer of the same entry changes it at
+// once; the caller may only assign r's top-level fields.
+func cloneRow(r *fsmv1.Reservation) *fsmv1.Reservation {
+	return &fsmv1.Reservation{
+		Id: r.Id, Owner: r.Owner, Labels: r.Labels, Parts: r.Parts,
+		StartMillis: r.StartMillis, EndMillis: r.EndMillis, State: r.State, HoldExpiresMillis: r.HoldExpiresMillis,
+		CreatedVersion: r.CreatedVersion, UpdatedVersion: r.UpdatedVersion,
+		CreatedMillis: r.CreatedMillis, UpdatedMillis: r.UpdatedMillis, Pending: r.Pending,
+		RequestedDurationMillis: r.RequestedDurationMillis, ActualEndMillis: r.ActualEndMillis,
+		Kind: r.Kind, ProbabilityPermille: r.ProbabilityPermille, Relaxed: r.Relaxed, Pushes: r.Pushes,
+		ShortUnits: r.ShortUnits, NotBeforeMillis: r.NotBeforeMillis,
+		ApprovalReason: r.ApprovalReason, DecisionReason: r.DecisionReason, Materialization: r.Materialization,
+	}
+}

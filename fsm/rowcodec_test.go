@@ -123,6 +123,9 @@ func checkRowCodec(t *testing.T, r *fsmv1.Reservation) {
 	if !proto.Equal(dec, ref) {
 		t.Fatalf("decodeRowFast read\n%v\nthe generic decoder\n%v", dec, ref)
 	}
+	if c := cloneRow(ref); !proto.Equal(c, ref) {
+		t.Fatalf("cloneRow gave\n%v\nfor\n%v", c, ref)
+	}
 	if again := mustAppendRow(nil, dec); !bytes.Equal(again, want) {
 		t.Fatalf("re-encoding the fast decoding differs:\n%x\n%x", again, want)
 	}
@@ -250,7 +253,7 @@ func TestRowCodecCoversSchema(t *testing.T) {
 		}
 		slices.Sort(got)
 		if !slices.Equal(got, tc.want) {
-			t.Errorf("%s has fields %v; the row codec knows %v: teach rowcodec.go (or plainResult in codec.go) the change",
+			t.Errorf("%s has fields %v; the row codec knows %v: teach rowcodec.go (appendRow, rowSize, decodeRowFast, cloneRow) or plainResult in codec.go the change",
 				tc.msg.ProtoReflect().Descriptor().FullName(), got, tc.want)
 		}
 	}

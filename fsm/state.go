@@ -297,7 +297,17 @@ func (s *state) runTimers() {
 
 // fire performs one timer's work (the timer is already removed).
 func (s *state) fire(t timer) {
-	r, _ := s.resv.get(t.id)
+	var r *fsmv1.Reservation
+	if p := s.lastPut; p != nil && p.Id == t.id && len(p.ProtoReflect().GetUnknown()) == 0 {
+		// Due in the entry that stored it (a reservation made for
+		// now activates at once): the message put kept is the row.
+		r = cloneRow(p)
+		if verifyCodec {
+			verifyDecodedRow(s.lastRow, r)
+		}
+	} else {
+		r, _ = s.resv.get(t.id)
+	}
 	switch t.kind {
 	case timerHoldExpiry:
 		s.releaseRow(r)
