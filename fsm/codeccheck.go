@@ -50,3 +50,11 @@ func verifyCommand(b []byte, c *fsmv1.Command) {
 		panic(fmt.Sprintf("fsm: command codec read %v, the generic decoder %v (%v) from %x", c, want, err, b))
 	}
 }
+
+// verifyMeta panics unless m is the rowMeta scanRow reads from row.
+func verifyMeta(row string, m rowMeta) {
+	var sc rowScan
+	if err := scanRow(row, &sc); err != nil || sc.rowMeta != m {
+		panic(fmt.Sprintf("fsm: scanMeta read %+v, scanRow %+v (%v) from %x", m, sc.rowMeta, err, row))
+	}
+}

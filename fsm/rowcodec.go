@@ -498,3 +498,57 @@ func cloneRow(r *fsmv1.Reservation) *fsmv1.Reservation {
 		ApprovalReason: r.ApprovalReason, DecisionReason: r.DecisionReason, Materialization: r.Materialization,
 	}
 }
+
+// scanMeta reads what the table's bookkeeping needs of a stored row
+// (rowMeta) as scanRow does, without the rest: labels and parts are
+// skipped by their length and nothing is checked beyond the fields it
+// reads. put uses it on the row it replaces when no tenant limit needs
+// the owner and parts; a stored row was written by appendRow or checked
+// by scanRow, so its form is known. With verifyCodec, put compares the
+// two.
+func scanMeta(row string, m *rowMeta) error {
+	*m = rowMeta{}
+	for b := row; len(b) > 0; {
+		f, err := nextField(b)
+		if err != nil {
+			return err
+		}
+		b = b[f.size:]
+		switch f.num {
+		case resvID:
+			m.id = f.str
+		case resvStart:
+			m.start = int64(f.x)
+		case resvEnd:
+			m.end = int64(f.x)
+		case resvState:
+			m.state = fsmv1.Reservation_State(int32(f.x))
+		case resvHoldExp:
+			m.holdExp = int64(f.x)
+		case resvUpdated:
+			m.update = int64(f.x)
+		case resvPending:
+			m.hasPending = true
+			for p := f.str; len(p) > 0; {
+				g, err := nextField(p)
+				if err != nil {
+					return fmt.Errorf("pending: %w", err)
+				}
+				p = p[g.size:]
+				switch g.num {
+				case modStart:
+					m.pendStart = int64(g.x)
+				case modEnd:
+					m.pendEnd = int64(g.x)
+				case modHoldExp:
+					m.pendExp = int64(g.x)
+				}
+			}
+		case resvKind:
+			m.kind = fsmv1.Reservation_Kind(int32(f.x))
+		case resvProbability:
+			m.probability = uint32(f.x)
+		}
+	}
+	return nil
+}

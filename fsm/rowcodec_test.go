@@ -123,6 +123,13 @@ func checkRowCodec(t *testing.T, r *fsmv1.Reservation) {
 	if !proto.Equal(dec, ref) {
 		t.Fatalf("decodeRowFast read\n%v\nthe generic decoder\n%v", dec, ref)
 	}
+	var sc rowScan
+	if ref.GetId() != "" && scanRow(string(want), &sc) == nil {
+		var m rowMeta
+		if err := scanMeta(string(want), &m); err != nil || m != sc.rowMeta {
+			t.Fatalf("scanMeta read %+v (%v), scanRow %+v", m, err, sc.rowMeta)
+		}
+	}
 	if c := cloneRow(ref); !proto.Equal(c, ref) {
 		t.Fatalf("cloneRow gave\n%v\nfor\n%v", c, ref)
 	}

@@ -182,8 +182,15 @@ func (s *state) timersFor(buf []timer, m *rowMeta) []timer {
 // the counters consistent. r must not be changed afterwards.
 func (s *state) put(id string, r *fsmv1.Reservation) {
 	if old, had := s.resv.raw(id); had {
-		if err := scanRow(old, &s.scan); err != nil {
+		if s.lim.limited() {
+			// The usage accounting needs the owner and the parts too.
+			if err := scanRow(old, &s.scan); err != nil {
+				panic(fmt.Sprintf("fsm: stored reservation %q: %v", id, err))
+			}
+		} else if err := scanMeta(old, &s.scan.rowMeta); err != nil {
 			panic(fmt.Sprintf("fsm: stored reservation %q: %v", id, err))
+		} else if verifyCodec {
+			verifyMeta(old, s.scan.rowMeta)
 		}
 		s.unlink(&s.scan.rowMeta)
 		if s.lim.limited() {
