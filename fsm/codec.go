@@ -343,7 +343,7 @@ func encodeResultRow(r *fsmv1.Result, known *fsmv1.Reservation, row string) []by
 	// The row is written into the gap, within b's capacity.
 	if row != "" {
 		copy(b[at+len(hdr):], row)
-	} else if row := mustAppendRow(hdr[len(hdr):len(hdr)], rv); len(row) != size || len(hdr)+size != field {
+	} else if row := mustAppendRow(hdr[len(hdr):], rv); len(row) != size || len(hdr)+size != field {
 		panic(fmt.Sprintf("fsm: encode result: reservation of %d bytes, sized %d", len(row), size))
 	}
 	return b
