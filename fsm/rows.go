@@ -110,6 +110,10 @@ func rowID(row string) string {
 // start with one (truncated, longer than 64 bits, or padded with a
 // trailing zero byte, which a deterministic encoder never writes).
 func varintS(b string) (uint64, int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		// One byte, as most tags, lengths and small values are.
+		return uint64(b[0]), 1
+	}
 	var x uint64
 	for i := 0; i < len(b) && i < 10; i++ {
 		c := b[i]

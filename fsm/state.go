@@ -74,6 +74,11 @@ type state struct {
 	// rows are not changed once stored); scan is put's scratch.
 	lastPut *fsmv1.Reservation
 	lastRow string
+	// gotRow is the row getForChange decoded last and gotMeta its
+	// bookkeeping fields, read before the caller changed the message:
+	// put takes them instead of scanning the row it replaces again.
+	gotRow  string
+	gotMeta rowMeta
 	scan    rowScan
 
 	// idem remembers each idempotency key, scoped by owner, with its
@@ -186,6 +191,12 @@ func (s *state) put(id string, r *fsmv1.Reservation) {
 			// The usage accounting needs the owner and the parts too.
 			if err := scanRow(old, &s.scan); err != nil {
 				panic(fmt.Sprintf("fsm: stored reservation %q: %v", id, err))
+			}
+		} else if old == s.gotRow {
+			// The row the command decoded: its fields are known.
+			s.scan.rowMeta = s.gotMeta
+			if verifyCodec {
+				verifyMeta(old, s.scan.rowMeta)
 			}
 		} else if err := scanMeta(old, &s.scan.rowMeta); err != nil {
 			panic(fmt.Sprintf("fsm: stored reservation %q: %v", id, err))
@@ -313,7 +324,7 @@ func (s *state) fire(t timer) {
 			verifyDecodedRow(s.lastRow, r)
 		}
 	} else {
-		r, _ = s.resv.get(t.id)
+		r, _ = s.getForChange(t.id)
 	}
 	switch t.kind {
 	case timerHoldExpiry:
@@ -378,7 +389,7 @@ func (s *state) applyMember(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, []
 	s.now = max(s.now, cmd.GetNowMillis())
 	s.ver = cmd.GetVersion()
 	s.expired, s.pol.moves = 0, nil
-	s.lastPut, s.lastRow = nil, ""
+	s.lastPut, s.lastRow, s.gotRow = nil, "", ""
 	defer s.syncPins()
 
 	// Time first: whatever log time makes due happens before the command,
@@ -450,6 +461,18 @@ func (s *state) applyMember(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, []
 		return res, enc
 	}
 	return res, nil
+}
+
+// getForChange is resv.get for a row the current entry is about to
+// change: it remembers the row and its bookkeeping fields for put.
+func (s *state) getForChange(id string) (*fsmv1.Reservation, bool) {
+	row, ok := s.resv.raw(id)
+	if !ok {
+		return nil, false
+	}
+	r := decodeRow(row)
+	s.gotRow, s.gotMeta = row, metaOf(r)
+	return r, true
 }
 
 // current returns row id as stored: the message put stored last when it

@@ -779,7 +779,7 @@ func (s *state) owned(cmd *fsmv1.Command, field, id string) (*fsmv1.Reservation,
 	if fe := checkTargetID(field, id, s.ver); fe != nil {
 		return nil, fe.result()
 	}
-	r, found := s.resv.get(id)
+	r, found := s.getForChange(id)
 	if !found {
 		return nil, notFound(fmt.Sprintf("reservation %q not found", id))
 	}
