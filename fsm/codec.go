@@ -3,6 +3,8 @@ package fsm
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"unicode/utf8"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -150,9 +152,15 @@ func Decode(b []byte) (*fsmv1.Command, error) {
 // decodeChecked parses and checks b, returning a group's decoded members
 // too (nil for a lone command).
 func decodeChecked(b []byte) (*fsmv1.Command, []*fsmv1.Command, error) {
-	cmd := new(fsmv1.Command)
-	if err := proto.Unmarshal(b, cmd); err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	cmd, ok := decodeCommandFast(b)
+	if ok && verifyCodec {
+		verifyCommand(b, cmd)
+	}
+	if !ok {
+		cmd = new(fsmv1.Command)
+		if err := proto.Unmarshal(b, cmd); err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
 	}
 	members, err := checkEnvelopeMembers(cmd)
 	if err != nil {
@@ -262,10 +270,129 @@ func DecodeResult(b []byte) (*fsmv1.Result, error) {
 	return r, nil
 }
 
-func encodeResult(r *fsmv1.Result) []byte {
-	b, err := marshalOpts.Marshal(r)
+// resultReservationField is the field number of Result.reservation
+// (TestResultReservationField checks it against the schema).
+const resultReservationField protowire.Number = 6
+
+// encodeResult returns the deterministic encoding of r. The reservation
+// in it, most of the bytes, is written by the row codec (appendRow) and
+// spliced in at its place in field order; the generic encoder writes the
+// rest. The bytes are those the generic encoder writes for the whole
+// result (TestEncodeResultMatchesProto).
+func encodeResult(r *fsmv1.Result) []byte { return encodeResultRow(r, nil, "") }
+
+// encodeResult is encodeResult for the entry just applied: a result
+// that reports the row put stored last (as most do) takes that row's
+// stored encoding instead of encoding it again.
+func (s *state) encodeResult(r *fsmv1.Result) []byte {
+	b := encodeResultRow(r, s.lastPut, s.lastRow)
+	if verifyCodec {
+		verifyResult(r, b)
+	}
+	return b
+}
+
+// encodeResultRow is encodeResult where known, when not nil, is a
+// stored row message and row its stored encoding.
+func encodeResultRow(r *fsmv1.Result, known *fsmv1.Reservation, row string) []byte {
+	rv := r.Reservation
+	if rv == nil || (rv != known && !rowEncodable(rv)) {
+		b, err := marshalOpts.Marshal(r)
+		if err != nil {
+			panic(fmt.Sprintf("fsm: encode result: %v", err))
+		}
+		return b
+	}
+	if rv != known {
+		row = ""
+	}
+	size := len(row)
+	if row == "" {
+		size = rowSize(rv)
+	}
+	if plainResult(r) {
+		return appendPlainResult(nil, r, size, row)
+	}
+	field := protowire.SizeTag(resultReservationField) + protowire.SizeBytes(size)
+	// r is the caller's own message, not yet shared with any reader:
+	// it is encoded without its reservation, which is then put back.
+	r.Reservation = nil
+	b, err := marshalOpts.MarshalAppend(make([]byte, 0, field+64+len(r.Message)), r)
+	r.Reservation = rv
 	if err != nil {
 		panic(fmt.Sprintf("fsm: encode result: %v", err))
+	}
+	// The encoder writes fields in number order: the reservation goes
+	// before the first field numbered above it.
+	at := 0
+	for at < len(b) {
+		num, typ, n := protowire.ConsumeTag(b[at:])
+		if n < 0 || num > resultReservationField {
+			break
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[at+n:])
+		if m < 0 {
+			break
+		}
+		at += n + m
+	}
+	b = slices.Grow(b, field)[:len(b)+field]
+	copy(b[at+field:], b[at:len(b)-field])
+	hdr := protowire.AppendTag(b[at:at], resultReservationField, protowire.BytesType)
+	hdr = protowire.AppendVarint(hdr, uint64(size))
+	// The row is written into the gap, within b's capacity.
+	if row != "" {
+		copy(b[at+len(hdr):], row)
+	} else if row := mustAppendRow(hdr[len(hdr):], rv); len(row) != size || len(hdr)+size != field {
+		panic(fmt.Sprintf("fsm: encode result: reservation of %d bytes, sized %d", len(row), size))
+	}
+	return b
+}
+
+// plainResult reports whether r has nothing but what appendPlainResult
+// writes: the scalars, the message, the reservation and the
+// fingerprint. That is the result of nearly every admission; the others
+// (a resource, moves, a co-admission, a refusal's detail, a limit,
+// series outcomes) go through the generic encoder. r's reservation is
+// one rowEncodable accepts.
+func plainResult(r *fsmv1.Result) bool {
+	return r.Resource == nil && len(r.Moved) == 0 && r.CoAdmission == nil && r.Detail == nil &&
+		r.Limit == nil && len(r.Series) == 0 && len(r.ProtoReflect().GetUnknown()) == 0 &&
+		utf8.ValidString(r.Message)
+}
+
+// appendPlainResult appends the deterministic encoding of a result
+// plainResult accepts, whose reservation encodes in rowSize bytes: row
+// when it is not empty, else appendRow's.
+func appendPlainResult(b []byte, r *fsmv1.Result, rowSize int, row string) []byte {
+	n := varintSize(1, uint64(int64(r.Status))) + stringSize(2, r.Message) + varintSize(3, r.Version) +
+		varintSize(4, uint64(r.NowMillis)) + protowire.SizeTag(resultReservationField) + protowire.SizeBytes(rowSize) +
+		varintSize(8, uint64(r.Expired))
+	if r.Replayed {
+		n += varintSize(5, 1)
+	}
+	if len(r.Fingerprint) > 0 {
+		n += protowire.SizeTag(14) + protowire.SizeBytes(len(r.Fingerprint))
+	}
+	b = slices.Grow(b, n)
+	b = appendVarint(b, 1, uint64(int64(r.Status)))
+	b = appendString(b, 2, r.Message)
+	b = appendVarint(b, 3, r.Version)
+	b = appendVarint(b, 4, uint64(r.NowMillis))
+	if r.Replayed {
+		b = appendVarint(b, 5, 1)
+	}
+	b = protowire.AppendTag(b, resultReservationField, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(rowSize))
+	if row != "" {
+		b = append(b, row...)
+	} else {
+		b = mustAppendRow(b, r.Reservation)
+	}
+	b = appendVarint(b, 8, uint64(r.Expired))
+	if len(r.Fingerprint) > 0 {
+		b = protowire.AppendTag(b, 14, protowire.BytesType)
+		b = protowire.AppendBytes(b, r.Fingerprint)
 	}
 	return b
 }

@@ -222,7 +222,7 @@ func (f *FSM) applyEntryLocked(index uint64, data []byte) any {
 	if enc != nil {
 		return enc
 	}
-	return encodeResult(res)
+	return f.st.encodeResult(res)
 }
 
 // wakeLocked wakes everyone waiting on Notify.

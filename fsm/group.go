@@ -281,7 +281,7 @@ func (s *state) applyGroup(index uint64, members []*fsmv1.Command) []any {
 		}
 		res, enc := s.applyMember(index, m)
 		if enc == nil {
-			enc = encodeResult(res)
+			enc = s.encodeResult(res)
 		}
 		out[i] = enc
 	}

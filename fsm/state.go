@@ -69,8 +69,16 @@ type state struct {
 	// timers holds exactly timersFor(r) for every r in resv.
 	timers *btree.BTreeG[timer]
 	// lastPut is the row put stored last (nil after a removal), so the
-	// entry's result need not decode it again; scan is put's scratch.
+	// entry's result need not decode it again, and lastRow its encoding
+	// as stored, so the result need not encode it again either (put's
+	// rows are not changed once stored); scan is put's scratch.
 	lastPut *fsmv1.Reservation
+	lastRow string
+	// gotRow is the row getForChange decoded last and gotMeta its
+	// bookkeeping fields, read before the caller changed the message:
+	// put takes them instead of scanning the row it replaces again.
+	gotRow  string
+	gotMeta rowMeta
 	scan    rowScan
 
 	// idem remembers each idempotency key, scoped by owner, with its
@@ -179,8 +187,21 @@ func (s *state) timersFor(buf []timer, m *rowMeta) []timer {
 // the counters consistent. r must not be changed afterwards.
 func (s *state) put(id string, r *fsmv1.Reservation) {
 	if old, had := s.resv.raw(id); had {
-		if err := scanRow(old, &s.scan); err != nil {
+		if s.lim.limited() {
+			// The usage accounting needs the owner and the parts too.
+			if err := scanRow(old, &s.scan); err != nil {
+				panic(fmt.Sprintf("fsm: stored reservation %q: %v", id, err))
+			}
+		} else if old == s.gotRow {
+			// The row the command decoded: its fields are known.
+			s.scan.rowMeta = s.gotMeta
+			if verifyCodec {
+				verifyMeta(old, s.scan.rowMeta)
+			}
+		} else if err := scanMeta(old, &s.scan.rowMeta); err != nil {
 			panic(fmt.Sprintf("fsm: stored reservation %q: %v", id, err))
+		} else if verifyCodec {
+			verifyMeta(old, s.scan.rowMeta)
 		}
 		s.unlink(&s.scan.rowMeta)
 		if s.lim.limited() {
@@ -190,10 +211,10 @@ func (s *state) put(id string, r *fsmv1.Reservation) {
 	if r == nil {
 		s.resv.del(id)
 		s.ids.Delete(id)
-		s.lastPut = nil
+		s.lastPut, s.lastRow = nil, ""
 		return
 	}
-	_, key := s.resv.set(r)
+	row, key := s.resv.set(r)
 	// Replacing the ID (even an equal one) keeps the tree's string the
 	// current row's, so it does not keep the old row alive.
 	s.ids.ReplaceOrInsert(key)
@@ -201,7 +222,7 @@ func (s *state) put(id string, r *fsmv1.Reservation) {
 	m.id = key
 	s.link(&m)
 	s.lim.accountRow(r, &m, 1)
-	s.lastPut = r
+	s.lastPut, s.lastRow = r, row
 	if r.Materialization != nil {
 		s.notePin(key)
 	}
@@ -294,7 +315,17 @@ func (s *state) runTimers() {
 
 // fire performs one timer's work (the timer is already removed).
 func (s *state) fire(t timer) {
-	r, _ := s.resv.get(t.id)
+	var r *fsmv1.Reservation
+	if p := s.lastPut; p != nil && p.Id == t.id && len(p.ProtoReflect().GetUnknown()) == 0 {
+		// Due in the entry that stored it (a reservation made for
+		// now activates at once): the message put kept is the row.
+		r = cloneRow(p)
+		if verifyCodec {
+			verifyDecodedRow(s.lastRow, r)
+		}
+	} else {
+		r, _ = s.getForChange(t.id)
+	}
 	switch t.kind {
 	case timerHoldExpiry:
 		s.releaseRow(r)
@@ -358,7 +389,7 @@ func (s *state) applyMember(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, []
 	s.now = max(s.now, cmd.GetNowMillis())
 	s.ver = cmd.GetVersion()
 	s.expired, s.pol.moves = 0, nil
-	s.lastPut = nil
+	s.lastPut, s.lastRow, s.gotRow = nil, "", ""
 	defer s.syncPins()
 
 	// Time first: whatever log time makes due happens before the command,
@@ -417,7 +448,7 @@ func (s *state) applyMember(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, []
 		res.Fingerprint = fp
 	}
 	if key != "" {
-		enc := encodeResult(res)
+		enc := s.encodeResult(res)
 		s.idem.add([]byte(owner), []byte(key), s.now, enc)
 		if s.ver >= versionEdge {
 			// A key younger than IdempotencyMinAge may belong to a
@@ -430,6 +461,18 @@ func (s *state) applyMember(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, []
 		return res, enc
 	}
 	return res, nil
+}
+
+// getForChange is resv.get for a row the current entry is about to
+// change: it remembers the row and its bookkeeping fields for put.
+func (s *state) getForChange(id string) (*fsmv1.Reservation, bool) {
+	row, ok := s.resv.raw(id)
+	if !ok {
+		return nil, false
+	}
+	r := decodeRow(row)
+	s.gotRow, s.gotMeta = row, metaOf(r)
+	return r, true
 }
 
 // current returns row id as stored: the message put stored last when it

@@ -263,6 +263,10 @@ func checkLabels(field string, labels map[string]string) *FieldError {
 	if len(labels) > maxLabels {
 		return fieldErr(field, fmt.Sprintf("more than %d labels", maxLabels))
 	}
+	if len(labels) == 0 {
+		// Most requests carry none: skip collecting and sorting no keys.
+		return nil
+	}
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		switch {
 		case k == "":
@@ -775,7 +779,7 @@ func (s *state) owned(cmd *fsmv1.Command, field, id string) (*fsmv1.Reservation,
 	if fe := checkTargetID(field, id, s.ver); fe != nil {
 		return nil, fe.result()
 	}
-	r, found := s.resv.get(id)
+	r, found := s.getForChange(id)
 	if !found {
 		return nil, notFound(fmt.Sprintf("reservation %q not found", id))
 	}
