@@ -395,7 +395,7 @@ func admitOnce(tb testing.TB, p *Planner, r benchReq, parts []Part) {
 	if err := p.Book(Booking{ID: "bench", Parts: parts, Start: d.Start, End: d.Start + r.duration}); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := p.Release("bench"); err != nil {
+	if err := p.Remove("bench"); err != nil {
 		tb.Fatal(err)
 	}
 }
