@@ -137,6 +137,37 @@ func (c *chunk) find(x int64) (int, int64) {
 	return lo + bi, f
 }
 
+// findWarm is find for the first lookup of an Earliest. That lookup is
+// usually followed by a Book in the same chunk, which shifts the chunk's
+// tail from the window on by one or two places: hundreds of cold starts
+// and free amounts. findWarm reads one value per cache line of that tail
+// (from the run after x's on, in both arrays) while the lines of x's own
+// run are on their way, so that all these misses overlap instead of
+// coming one after another in the shift. It returns the sum of what it
+// read, which the caller keeps so that the loads are not dropped.
+func (c *chunk) findWarm(x int64) (int, int64, int64) {
+	lo := lastAtMost(c.samp[:], x) << sampleShift
+	n := len(c.start)
+	if lo >= n {
+		lo = (n - 1) &^ (sampleStep - 1)
+	}
+	hi := min(lo+sampleStep, n)
+	st, fr := c.start[lo:hi], c.free[lo:hi]
+	var w int64
+	// One load per 64-byte line of each array: the loads do not depend
+	// on one another, so they are all in flight at once.
+	for k := lo + sampleStep; k < n; k += 8 {
+		w += c.start[k] + c.free[k]
+	}
+	bi, f := 0, fr[0]
+	for j := 1; j < len(st) && j < len(fr); j++ {
+		if st[j] <= x {
+			bi, f = j, fr[j]
+		}
+	}
+	return lo + bi, f, w
+}
+
 // IndexedTimeline is a Timeline that keeps the canonical free-block list in
 // one flat slice while it is short and in chunked flat arrays under a
 // min/max segment tree once it is long (see the layout comment above), so
@@ -194,6 +225,9 @@ type IndexedTimeline struct {
 	// window against the origin). Only a cache: without it Book looks the
 	// window up.
 	fit fitCache
+	// warm keeps the sum of the values findWarm read, so that the
+	// compiler keeps those loads. Its value means nothing.
+	warm int64
 }
 
 // fitCache is the window of the last Earliest. In the short layout
@@ -278,6 +312,22 @@ func (t *IndexedTimeline) locateFree(x int64) (ci, bi int, f int64) {
 	bi, f = c.find(x)
 	t.hintBi = bi
 	return ci, bi, f
+}
+
+// locateWarm is locateFree for the first lookup of an Earliest: when the
+// lookup lands in another chunk than the last one, it also reads that
+// chunk's tail (see findWarm).
+func (t *IndexedTimeline) locateWarm(x int64) (ci, bi int, f int64) {
+	ci = t.hint
+	if n := len(t.firsts); ci >= n || t.firsts[ci] > x || (ci+1 < n && t.firsts[ci+1] <= x) {
+		ci = lastAtMost(t.firsts, x)
+		var w int64
+		bi, f, w = t.chunks[ci].findWarm(x)
+		t.warm += w
+		t.hint, t.hintBi = ci, bi
+		return ci, bi, f
+	}
+	return t.locateFree(x)
 }
 
 // fingerProbe is how many blocks locate walks from the last block found
@@ -387,7 +437,7 @@ func (t *IndexedTimeline) nextBelowBefore(ci, bi int, amount, limit int64) (int,
 // and hands over to it.
 func (t *IndexedTimeline) chunkedEarliest(amount, duration, notBefore, latestStart int64) (int64, bool) {
 	cand := notBefore
-	ci, bi, f := t.locateFree(cand)
+	ci, bi, f := t.locateWarm(cand)
 	for {
 		if f < amount {
 			var ok bool
@@ -710,7 +760,12 @@ func (t *IndexedTimeline) merge2(sci, sbi, eci, ebi int) bool {
 // adjusted updates the summary of chunk ci after delta was added to its
 // blocks [from, to), whose old values ranged over [rmn, rmx]. It avoids a
 // rescan of the chunk whenever the extremes can be derived: the whole chunk
-// moved, or the side that moved away from an extreme did not hold it.
+// moved, or the side that moved away from an extreme did not hold it, or
+// the old extreme is still found outside the range. That last test is a
+// search that stops at the first hit; free amounts repeat, so it usually
+// stops early, where the rescan (two compares per block) reads the whole
+// chunk. An admission's Release, which raises the window its Book lowered
+// and so often held the chunk's minimum, needed that rescan every time.
 func (t *IndexedTimeline) adjusted(ci, from, to int, rmn, rmx, delta int64) {
 	if len(t.chunks) == 1 {
 		return // a lone chunk's summary is not kept
@@ -719,11 +774,14 @@ func (t *IndexedTimeline) adjusted(ci, from, to int, rmn, rmx, delta int64) {
 	switch {
 	case from == 0 && to == len(c.free):
 		c.mn, c.mx = c.mn+delta, c.mx+delta
-	case delta < 0 && rmx < c.mx:
-		// The maximum lies outside the range; the minimum can only drop.
+	case delta < 0 && (rmx < c.mx || slices.Contains(c.free, c.mx)):
+		// The maximum lies outside the range, or is still found there;
+		// the minimum can only drop. (No block of the range can hold the
+		// old maximum any more: each fell by -delta from at most rmx.)
 		c.mn = min(c.mn, rmn+delta)
-	case delta > 0 && rmn > c.mn:
-		// The minimum lies outside the range; the maximum can only rise.
+	case delta > 0 && (rmn > c.mn || slices.Contains(c.free, c.mn)):
+		// Likewise: the minimum is still there; the maximum can only
+		// rise.
 		c.mx = max(c.mx, rmx+delta)
 	default:
 		c.mn, c.mx = minMax(c.free)
