@@ -40,9 +40,10 @@ import (
 //     contiguous chunk, which the CPU prefetches well. Inserting or deleting
 //     a block moves at most chunkCap elements inside one chunk.
 //   - Structural changes (a chunk splits, or an underfull chunk is merged
-//     with or refilled from a neighbour) rebuild the segment tree in
-//     O(number of chunks); a split leaves two chunks of chunkCap/2 and a
-//     merge or refill leaves chunks of at least 3/8 chunkCap, so at least
+//     with or refilled from a neighbour) rebuild the segment tree from
+//     that chunk on, O(number of chunks); a split leaves two chunks of
+//     chunkCap/2 and a merge or refill leaves chunks of at least 3/8
+//     chunkCap, so at least
 //     chunkCap/8 insertions or deletions separate two structural changes
 //     of a chunk and the amortised cost is small.
 //
@@ -51,6 +52,7 @@ import (
 // blocks touched).
 const (
 	// chunkCap is the most blocks a chunk holds; a full chunk splits in two.
+	// (256 was measured beside it: benchmarks/planner/README.md.)
 	chunkCap = 512
 	// chunkMin is the fewest blocks a chunk holds when there are several:
 	// below it, the chunk is merged with a neighbour (when the two fit in
@@ -81,7 +83,7 @@ const (
 // after. A lookup of a random instant among a million blocks then reads
 // the chunk header and its samples (adjacent cache lines, fetched
 // together), and one run of sampleStep starts (two lines), instead of
-// the seven or eight dependent misses of a binary search over 512
+// the seven or eight dependent misses of a binary search over chunkCap
 // starts. Invariant: samp is current whenever the chunk is not being
 // modified (resample restores it after a shift of start).
 type chunk struct {
@@ -894,20 +896,12 @@ func (t *IndexedTimeline) removeAt(ci, bi int) bool {
 
 // splitChunk cuts chunk ci into two halves, each allocated with room to
 // grow to chunkCap without reallocating.
-//
-// The new chunk's starts and free amounts are the two halves of one
-// allocation of 2*chunkCap values (4 KiB, exactly one page, at 256 blocks
-// a chunk), so that the lookup of a run and the shift of a tail, which
-// read both arrays at the same index, take one TLB miss instead of two.
-// Three-index slices keep either array from growing into the other; an
-// append beyond chunkCap would move the array out, which stays correct.
 func (t *IndexedTimeline) splitChunk(ci int) {
 	c := t.chunks[ci]
 	half := len(c.start) / 2
-	buf := make([]int64, 2*chunkCap)
 	right := &chunk{
-		start: append(buf[:0:chunkCap], c.start[half:]...),
-		free:  append(buf[chunkCap:chunkCap:2*chunkCap], c.free[half:]...),
+		start: append(make([]int64, 0, chunkCap), c.start[half:]...),
+		free:  append(make([]int64, 0, chunkCap), c.free[half:]...),
 	}
 	c.start = c.start[:half:cap(c.start)]
 	c.free = c.free[:half:cap(c.free)]
