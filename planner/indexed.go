@@ -43,9 +43,8 @@ import (
 //     with or refilled from a neighbour) rebuild the segment tree from
 //     that chunk on, O(number of chunks); a split leaves two chunks of
 //     chunkCap/2 and a merge or refill leaves chunks of at least 3/8
-//     chunkCap, so at least
-//     chunkCap/8 insertions or deletions separate two structural changes
-//     of a chunk and the amortised cost is small.
+//     chunkCap, so at least chunkCap/8 insertions or deletions separate
+//     two structural changes of a chunk and the amortised cost is small.
 //
 // Searches therefore cost O(log n + chunkCap) per skipped run instead of the
 // list's O(n) walk from the head, and Book/Release cost O(log n + chunkCap +
