@@ -156,7 +156,7 @@ func (s *state) deleteResource(c *fsmv1.DeleteResource) *fsmv1.Result {
 		return conflict(fsmv1.Conflict_KIND_IN_USE, fmt.Sprintf("resource %q carries %d scheduled reservation(s) or job(s)", old.GetName(), n))
 	}
 	for _, d := range old.GetUnitDowns() {
-		_, _ = s.plan.Release(downKey(old.GetName(), d.GetId()))
+		_ = s.plan.Remove(downKey(old.GetName(), d.GetId()))
 	}
 	if err := s.plan.RemoveResource(old.GetName()); err != nil {
 		return s.fromPlanner(err, deleteFields)

@@ -294,7 +294,7 @@ func (s *state) emit(t fsmv1.Event_Type, r *fsmv1.Reservation, res *fsmv1.Resour
 // booking is tolerated: the planner forgets bookings that ended before its
 // origin on its own.
 func (s *state) release(key string) {
-	_, _ = s.plan.Release(key)
+	_ = s.plan.Remove(key)
 	if s.units != nil {
 		s.releaseUnits(key)
 	}

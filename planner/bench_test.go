@@ -354,6 +354,36 @@ func BenchmarkTimelineLookup(b *testing.B) {
 	}
 }
 
+// BenchmarkTimelineBuild measures the growth of a bare indexed timeline:
+// the fixture's n reservations booked one by one in arrival order into an
+// empty timeline, which splits chunks (and rebuilds the segment tree) as
+// it grows. It reports the CPU time per booking; it is the cost that
+// smaller chunks would raise, beside the admission they speed up.
+func BenchmarkTimelineBuild(b *testing.B) {
+	for _, live := range benchLive {
+		b.Run("live="+live.name, func(b *testing.B) {
+			_, ix := fixtures(b, live.n)
+			var blocks int
+			cpu := startCPU()
+			for b.Loop() {
+				tl := NewIndexed(benchCapacity, 0)
+				for _, pl := range ix.placed {
+					if err := tl.Book(pl.start, pl.end, pl.amount); err != nil {
+						b.Fatal(err)
+					}
+				}
+				blocks = tl.Len()
+			}
+			if b.N > 0 {
+				b.ReportMetric(float64(cpuNanos()-cpu.t0)/float64(b.N*live.n), "cpu-ns/booking")
+			}
+			if blocks != ix.tl.Len() {
+				b.Fatalf("built %d blocks, the fixture holds %d", blocks, ix.tl.Len())
+			}
+		})
+	}
+}
+
 // BenchmarkRelease measures releasing one live reservation (cycling through
 // all of them) and booking it back at the same place, so that n stays
 // constant.
@@ -395,7 +425,7 @@ func admitOnce(tb testing.TB, p *Planner, r benchReq, parts []Part) {
 	if err := p.Book(Booking{ID: "bench", Parts: parts, Start: d.Start, End: d.Start + r.duration}); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := p.Release("bench"); err != nil {
+	if err := p.Remove("bench"); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -40,17 +40,18 @@ import (
 //     contiguous chunk, which the CPU prefetches well. Inserting or deleting
 //     a block moves at most chunkCap elements inside one chunk.
 //   - Structural changes (a chunk splits, or an underfull chunk is merged
-//     with or refilled from a neighbour) rebuild the segment tree in
-//     O(number of chunks); a split leaves two chunks of chunkCap/2 and a
-//     merge or refill leaves chunks of at least 3/8 chunkCap, so at least
-//     chunkCap/8 insertions or deletions separate two structural changes
-//     of a chunk and the amortised cost is small.
+//     with or refilled from a neighbour) rebuild the segment tree from
+//     that chunk on, O(number of chunks); a split leaves two chunks of
+//     chunkCap/2 and a merge or refill leaves chunks of at least 3/8
+//     chunkCap, so at least chunkCap/8 insertions or deletions separate
+//     two structural changes of a chunk and the amortised cost is small.
 //
 // Searches therefore cost O(log n + chunkCap) per skipped run instead of the
 // list's O(n) walk from the head, and Book/Release cost O(log n + chunkCap +
 // blocks touched).
 const (
 	// chunkCap is the most blocks a chunk holds; a full chunk splits in two.
+	// (256 was measured beside it: benchmarks/planner/README.md.)
 	chunkCap = 512
 	// chunkMin is the fewest blocks a chunk holds when there are several:
 	// below it, the chunk is merged with a neighbour (when the two fit in
@@ -81,7 +82,7 @@ const (
 // after. A lookup of a random instant among a million blocks then reads
 // the chunk header and its samples (adjacent cache lines, fetched
 // together), and one run of sampleStep starts (two lines), instead of
-// the seven or eight dependent misses of a binary search over 512
+// the seven or eight dependent misses of a binary search over chunkCap
 // starts. Invariant: samp is current whenever the chunk is not being
 // modified (resample restores it after a shift of start).
 type chunk struct {
@@ -135,6 +136,37 @@ func (c *chunk) find(x int64) (int, int64) {
 		}
 	}
 	return lo + bi, f
+}
+
+// findWarm is find for the first lookup of an Earliest. That lookup is
+// usually followed by a Book in the same chunk, which shifts the chunk's
+// tail from the window on by one or two places: hundreds of cold starts
+// and free amounts. findWarm reads one value per cache line of that tail
+// (from the run after x's on, in both arrays) while the lines of x's own
+// run are on their way, so that all these misses overlap instead of
+// coming one after another in the shift. It returns the sum of what it
+// read, which the caller keeps so that the loads are not dropped.
+func (c *chunk) findWarm(x int64) (int, int64, int64) {
+	lo := lastAtMost(c.samp[:], x) << sampleShift
+	n := len(c.start)
+	if lo >= n {
+		lo = (n - 1) &^ (sampleStep - 1)
+	}
+	hi := min(lo+sampleStep, n)
+	st, fr := c.start[lo:hi], c.free[lo:hi]
+	var w int64
+	// One load per 64-byte line of each array: the loads do not depend
+	// on one another, so they are all in flight at once.
+	for k := lo + sampleStep; k < n; k += 8 {
+		w += c.start[k] + c.free[k]
+	}
+	bi, f := 0, fr[0]
+	for j := 1; j < len(st) && j < len(fr); j++ {
+		if st[j] <= x {
+			bi, f = j, fr[j]
+		}
+	}
+	return lo + bi, f, w
 }
 
 // IndexedTimeline is a Timeline that keeps the canonical free-block list in
@@ -194,6 +226,9 @@ type IndexedTimeline struct {
 	// window against the origin). Only a cache: without it Book looks the
 	// window up.
 	fit fitCache
+	// warm keeps the sum of the values findWarm read, so that the
+	// compiler keeps those loads. Its value means nothing.
+	warm int64
 }
 
 // fitCache is the window of the last Earliest. In the short layout
@@ -278,6 +313,22 @@ func (t *IndexedTimeline) locateFree(x int64) (ci, bi int, f int64) {
 	bi, f = c.find(x)
 	t.hintBi = bi
 	return ci, bi, f
+}
+
+// locateWarm is locateFree for the first lookup of an Earliest: when the
+// lookup lands in another chunk than the last one, it also reads that
+// chunk's tail (see findWarm).
+func (t *IndexedTimeline) locateWarm(x int64) (ci, bi int, f int64) {
+	ci = t.hint
+	if n := len(t.firsts); ci >= n || t.firsts[ci] > x || (ci+1 < n && t.firsts[ci+1] <= x) {
+		ci = lastAtMost(t.firsts, x)
+		var w int64
+		bi, f, w = t.chunks[ci].findWarm(x)
+		t.warm += w
+		t.hint, t.hintBi = ci, bi
+		return ci, bi, f
+	}
+	return t.locateFree(x)
 }
 
 // fingerProbe is how many blocks locate walks from the last block found
@@ -387,7 +438,7 @@ func (t *IndexedTimeline) nextBelowBefore(ci, bi int, amount, limit int64) (int,
 // and hands over to it.
 func (t *IndexedTimeline) chunkedEarliest(amount, duration, notBefore, latestStart int64) (int64, bool) {
 	cand := notBefore
-	ci, bi, f := t.locateFree(cand)
+	ci, bi, f := t.locateWarm(cand)
 	for {
 		if f < amount {
 			var ok bool
@@ -595,11 +646,13 @@ func (t *IndexedTimeline) Release(start, end, amount int64) error {
 // add adds delta (non-zero) to the free amount over [start, end), with
 // origin <= start < end, and restores canonical form.
 func (t *IndexedTimeline) add(start, end, delta int64) {
-	t.split2(start, end)
-	if end < MaxTime {
-		t.splitAt(end)
+	sci, sbi, ok := t.split2(start, end)
+	if !ok {
+		if end < MaxTime {
+			t.splitAt(end)
+		}
+		sci, sbi = t.splitAt(start)
 	}
-	sci, sbi := t.splitAt(start)
 	// Walk the blocks of the window; (eci, ebi) ends up at the block that
 	// starts at end, if there is one.
 	eci, ebi, haveEnd := sci, sbi, false
@@ -641,23 +694,36 @@ const split2Scan = 32
 // chunk's tail when both fall strictly inside blocks of one chunk that has
 // room for two more (the usual Book: a window of a few blocks). At a
 // million blocks the tail of a chunk is hundreds of elements, and moving
-// it once instead of twice is a large part of a booking's cost. Otherwise
-// it does nothing and splitAt does the work.
-func (t *IndexedTimeline) split2(start, end int64) {
+// it once instead of twice is a large part of a booking's cost. It
+// reports whether both edges are boundaries now (also when they already
+// were, as for a Release of a booked window, with both in one chunk), and
+// then the position of the block that starts at start, so that add need
+// not look either edge up again. Otherwise nothing changed and splitAt
+// does the work.
+func (t *IndexedTimeline) split2(start, end int64) (ci, bi int, ok bool) {
 	if end == MaxTime {
-		return
+		return 0, 0, false
 	}
-	ci, bi := t.locate(start)
+	ci, bi = t.locate(start)
 	c := t.chunks[ci]
-	if c.start[bi] == start || len(c.start)+2 > chunkCap {
-		return
+	atStart := c.start[bi] == start
+	if !atStart && len(c.start)+2 > chunkCap {
+		return 0, 0, false
 	}
 	j, stop := bi+1, min(len(c.start), bi+1+split2Scan)
 	for j < stop && c.start[j] < end {
 		j++
 	}
-	if j == stop || c.start[j] == end {
-		return
+	if j == stop {
+		// end lies beyond the scan or the chunk.
+		return 0, 0, false
+	}
+	if atStart || c.start[j] == end {
+		// One edge is a boundary already: both are when both are.
+		if atStart && c.start[j] == end {
+			return ci, bi, true
+		}
+		return 0, 0, false
 	}
 	fs, fe := c.free[bi], c.free[j-1]
 	c.start = insert2(c.start, bi+1, j, start, end)
@@ -667,6 +733,7 @@ func (t *IndexedTimeline) split2(start, end int64) {
 	// The new blocks repeat their neighbours' free amounts: the chunk's
 	// summary is unchanged, and neither lands at index 0.
 	t.hintBi = bi + 1
+	return ci, bi + 1, true
 }
 
 // insert2 returns a with x inserted at index i and y at index j (i <= j,
@@ -710,7 +777,12 @@ func (t *IndexedTimeline) merge2(sci, sbi, eci, ebi int) bool {
 // adjusted updates the summary of chunk ci after delta was added to its
 // blocks [from, to), whose old values ranged over [rmn, rmx]. It avoids a
 // rescan of the chunk whenever the extremes can be derived: the whole chunk
-// moved, or the side that moved away from an extreme did not hold it.
+// moved, or the side that moved away from an extreme did not hold it, or
+// the old extreme is still found outside the range. That last test is a
+// search that stops at the first hit; free amounts repeat, so it usually
+// stops early, where the rescan (two compares per block) reads the whole
+// chunk. An admission's Release, which raises the window its Book lowered
+// and so often held the chunk's minimum, needed that rescan every time.
 func (t *IndexedTimeline) adjusted(ci, from, to int, rmn, rmx, delta int64) {
 	if len(t.chunks) == 1 {
 		return // a lone chunk's summary is not kept
@@ -719,11 +791,14 @@ func (t *IndexedTimeline) adjusted(ci, from, to int, rmn, rmx, delta int64) {
 	switch {
 	case from == 0 && to == len(c.free):
 		c.mn, c.mx = c.mn+delta, c.mx+delta
-	case delta < 0 && rmx < c.mx:
-		// The maximum lies outside the range; the minimum can only drop.
+	case delta < 0 && (rmx < c.mx || slices.Contains(c.free, c.mx)):
+		// The maximum lies outside the range, or is still found there;
+		// the minimum can only drop. (No block of the range can hold the
+		// old maximum any more: each fell by -delta from at most rmx.)
 		c.mn = min(c.mn, rmn+delta)
-	case delta > 0 && rmn > c.mn:
-		// The minimum lies outside the range; the maximum can only rise.
+	case delta > 0 && (rmn > c.mn || slices.Contains(c.free, c.mn)):
+		// Likewise: the minimum is still there; the maximum can only
+		// rise.
 		c.mx = max(c.mx, rmx+delta)
 	default:
 		c.mn, c.mx = minMax(c.free)
@@ -800,7 +875,7 @@ func (t *IndexedTimeline) removeAt(ci, bi int) bool {
 	if len(c.start) == 0 {
 		t.chunks = slices.Delete(t.chunks, ci, ci+1)
 		t.firsts = slices.Delete(t.firsts, ci, ci+1)
-		t.seg.build(t.chunks)
+		t.seg.rebuildFrom(t.chunks, ci)
 		return true
 	}
 	if bi == 0 {
@@ -833,7 +908,7 @@ func (t *IndexedTimeline) splitChunk(ci int) {
 	right.summarize()
 	t.chunks = slices.Insert(t.chunks, ci+1, right)
 	t.firsts = slices.Insert(t.firsts, ci+1, right.start[0])
-	t.seg.build(t.chunks)
+	t.seg.rebuildFrom(t.chunks, ci)
 }
 
 // rebalance restores the minimum fill of chunk ci when there are several
@@ -874,7 +949,7 @@ func (t *IndexedTimeline) rebalance(ci int) bool {
 		b.summarize()
 	}
 	a.summarize()
-	t.seg.build(t.chunks)
+	t.seg.rebuildFrom(t.chunks, l)
 	return true
 }
 
@@ -1014,7 +1089,9 @@ func minMax(fr []int64) (mn, mx int64) {
 // the last chunk hold the neutral (MaxInt64, MinInt64) so that no search
 // ever selects them.
 type segTree struct {
-	size   int
+	size int
+	// n is the number of leaves in use (chunks) at the last build.
+	n      int
 	mn, mx []int64
 }
 
@@ -1042,6 +1119,41 @@ func (s *segTree) build(chunks []*chunk) {
 		s.mn[i] = min(s.mn[2*i], s.mn[2*i+1])
 		s.mx[i] = max(s.mx[2*i], s.mx[2*i+1])
 	}
+	s.n = len(chunks)
+}
+
+// rebuildFrom is build after a change that left the chunks before from
+// as they were (a chunk split, emptied or rebalanced at from, and every
+// later chunk shifted by one place): it recomputes only the leaves from
+// from on and their ancestors, about half the tree for a change at a
+// random place, instead of all of it. A change of the tree's size falls
+// back to build.
+func (s *segTree) rebuildFrom(chunks []*chunk, from int) {
+	size := 1
+	for size < len(chunks) {
+		size <<= 1
+	}
+	if size != s.size || from <= 0 {
+		s.build(chunks)
+		return
+	}
+	// Leaves [from, end) may have changed: the ones in use now and the
+	// ones in use before, which may now be past the last chunk.
+	end := max(len(chunks), s.n)
+	for i := from; i < end; i++ {
+		if i < len(chunks) {
+			s.mn[size+i], s.mx[size+i] = chunks[i].mn, chunks[i].mx
+		} else {
+			s.mn[size+i], s.mx[size+i] = math.MaxInt64, math.MinInt64
+		}
+	}
+	for lo, hi := (size+from)>>1, (size+end-1)>>1; lo >= 1; lo, hi = lo>>1, hi>>1 {
+		for i := lo; i <= hi; i++ {
+			s.mn[i] = min(s.mn[2*i], s.mn[2*i+1])
+			s.mx[i] = max(s.mx[2*i], s.mx[2*i+1])
+		}
+	}
+	s.n = len(chunks)
 }
 
 // set stores the summary of leaf k and updates its ancestors.

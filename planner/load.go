@@ -210,7 +210,7 @@ func (p *Planner) loadEach(bs []Booking) error {
 // unload releases the bookings bs that a failed Load stored, last first.
 func (p *Planner) unload(bs []Booking) {
 	for _, b := range slices.Backward(bs) {
-		_, _ = p.Release(b.ID)
+		_ = p.Remove(b.ID)
 	}
 }
 

@@ -471,20 +471,47 @@ func (p *Planner) Book(b Booking) error {
 }
 
 // Release removes the booking id and frees its capacity; it returns the
-// booking as it was.
+// booking as it was. The returned value costs an allocation (its Parts);
+// a caller that does not need it calls Remove.
 func (p *Planner) Release(id string) (Booking, error) {
 	slot, ok := p.bookings.find(id)
 	if !ok {
 		return Booking{}, fmt.Errorf("release %q: %w", id, ErrUnknownBooking)
 	}
-	e := *p.bookings.at(slot)
-	b := p.booking(e)
-	parts := p.partsOf(e)
-	if err := p.releaseParts(parts, e.start, e.end); err != nil {
-		return Booking{}, fmt.Errorf("release %q: %w", id, err)
+	b := p.booking(*p.bookings.at(slot))
+	if err := p.releaseSlot(id, slot); err != nil {
+		return Booking{}, err
+	}
+	return b, nil
+}
+
+// Remove is Release without the returned booking: it removes the booking
+// id and frees its capacity, with the same checks and errors, and does
+// not allocate. The ledger's state machine, which never reads the removed
+// booking, releases through it.
+func (p *Planner) Remove(id string) error {
+	slot, ok := p.bookings.find(id)
+	if !ok {
+		return fmt.Errorf("release %q: %w", id, ErrUnknownBooking)
+	}
+	return p.releaseSlot(id, slot)
+}
+
+// releaseSlot frees the capacity of the live booking id, stored in slot,
+// and forgets it; on error nothing has changed.
+func (p *Planner) releaseSlot(id string, slot uint32) error {
+	e := p.bookings.at(slot)
+	var err error
+	if e.res != noRes {
+		err = p.releaseOne(p.byIdx[e.res], e.amount, e.start, e.end)
+	} else {
+		err = p.releaseParts(p.multi[id], e.start, e.end)
+	}
+	if err != nil {
+		return fmt.Errorf("release %q: %w", id, err)
 	}
 	p.forget(slot)
-	return b, nil
+	return nil
 }
 
 // Get returns the live booking id.
@@ -610,6 +637,21 @@ func (p *Planner) releaseParts(parts []resPart, start, end int64) error {
 	return nil
 }
 
+// releaseOne is releaseParts for a single part, without building the
+// parts slice: what releasing a single-part booking needs.
+func (p *Planner) releaseOne(r *resource, amount, start, end int64) error {
+	start = max(start, p.origin)
+	if end <= start {
+		return nil
+	}
+	if err := r.tl.Release(start, end, amount); err != nil {
+		p.touch(r)
+		return fmt.Errorf("resource %q: %w", r.name, err)
+	}
+	p.touch(r)
+	return nil
+}
+
 // touchParts re-keys the resources of parts after a write to them.
 func (p *Planner) touchParts(parts []resPart) {
 	for _, rp := range parts {
@@ -654,10 +696,12 @@ func (p *Planner) link(slot uint32, parts []resPart) int {
 // handled by the caller).
 func (p *Planner) forget(slot uint32) {
 	e := p.bookings.at(slot)
-	for _, rp := range p.partsOf(*e) {
-		rp.res.refs--
-	}
-	if e.res == noRes {
+	if e.res != noRes {
+		p.byIdx[e.res].refs--
+	} else {
+		for _, rp := range p.multi[e.id] {
+			rp.res.refs--
+		}
 		delete(p.multi, e.id)
 	}
 	p.expiry.remove(&p.bookings, slot)

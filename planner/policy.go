@@ -403,7 +403,7 @@ func (s *Scheduler) moveVariable(it *Item, pol ResourcePolicy) ([]Move, error) {
 		return nil, refused()
 	}
 	for _, o := range movable {
-		if _, err := s.p.Release(o.ID); err != nil {
+		if err := s.p.Remove(o.ID); err != nil {
 			return nil, fmt.Errorf("move variable jobs: %w", err)
 		}
 	}
@@ -646,7 +646,7 @@ func (s *Scheduler) compress(resource string) {
 			continue
 		}
 		old, dur := o.Start, o.End-o.Start
-		if _, err := s.p.Release(o.ID); err != nil {
+		if err := s.p.Remove(o.ID); err != nil {
 			continue
 		}
 		// The old slot is free again, so the earliest start is <= old.
@@ -735,7 +735,7 @@ func (s *Scheduler) advanceResource(name string, now int64, rep *AdvanceReport) 
 		}
 		v := Violation{ID: next.ID, Resource: name, At: at, Short: busy + next.Amount - capAt, Kind: next.Kind}
 		if s.p.has(next.ID) {
-			_, _ = s.p.Release(next.ID)
+			_ = s.p.Remove(next.ID)
 		}
 		if next.Kind == KindReservation {
 			s.remove(next)

@@ -73,7 +73,7 @@ func (s *Scheduler) CoReserve(id, owner string, subs []SubRequest, candidates []
 	undo := func() {
 		for _, it := range placed {
 			if s.p.has(it.ID) {
-				_, _ = s.p.Release(it.ID)
+				_ = s.p.Remove(it.ID)
 			}
 			s.remove(it)
 		}

@@ -50,7 +50,7 @@ func (s *Scheduler) Drop(id string) error {
 // resource into the freed capacity.
 func (s *Scheduler) drop(it *Item) error {
 	if s.p.has(it.ID) {
-		if _, err := s.p.Release(it.ID); err != nil {
+		if err := s.p.Remove(it.ID); err != nil {
 			return err
 		}
 	}
