@@ -291,6 +291,7 @@ loop:
 	}
 	// The last sample: every node is back and the cluster settled.
 	groups.SampleAll(ctx)
+	groups.hc.CloseIdleConnections()
 	g := groups.Stats()
 	rep.Groups = &g
 	rep.Faults = sched.Faults()
