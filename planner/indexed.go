@@ -25,17 +25,19 @@ import (
 //   - Memory: a block costs 16 bytes of payload. Every chunk but a lone one
 //     holds at least chunkCap/4 blocks in at most chunkCap slots, so the
 //     arrays cost at most 64 bytes per block even in the worst case (about
-//     20 on average), the chunk object with its samples (320 bytes) at most
-//     2.5 more, and a reservation adds at most two blocks: the timeline
+//     20 on average), the chunk object (64 bytes), its samples (256 bytes)
+//     and its run descriptor (48 bytes) at most 2.9 more, and a reservation adds at most two blocks: the timeline
 //     stays within 133 bytes per live reservation by construction (about
 //     35 measured at a million).
 //     A pointer-based treap or AVL node would need 40–64 bytes per block
 //     before allocator overhead and would scatter blocks over the heap.
 //   - Speed: locating a time is a binary search over the chunk heads, then
 //     a search of the chunk's samples (every sampleStep-th start, kept in
-//     the chunk object) and a scan of one run of sampleStep starts; at a
-//     million blocks that is two cache misses that mostly overlap (the
-//     chunk object, the run) rather than a chain of eight. Skipping a run of blocks with too little (or enough)
+//     one flat array for all chunks) and a scan of one run of sampleStep
+//     starts found through a flat array of the chunks' slices; at a
+//     million blocks the heads, samples and slices take about 1 MiB and
+//     stay cached, so the run is the lookup's only cold miss rather than
+//     the last of a chain of eight. Skipping a run of blocks with too little (or enough)
 //     free capacity is one descent of the segment tree plus a scan of one
 //     contiguous chunk, which the CPU prefetches well. Inserting or deleting
 //     a block moves at most chunkCap elements inside one chunk.
@@ -76,59 +78,107 @@ const (
 // consults it (every segment tree search starts behind the current chunk,
 // and there is none). splitChunk recomputes it when a second chunk appears.
 //
-// samp is a two-level index into start, kept in the chunk object itself
-// so that it arrives with the chunk header: samp[k] ==
-// start[k*sampleStep] for every k*sampleStep < len(start), and MaxInt64
-// after. A lookup of a random instant among a million blocks then reads
-// the chunk header and its samples (adjacent cache lines, fetched
-// together), and one run of sampleStep starts (two lines), instead of
-// the seven or eight dependent misses of a binary search over chunkCap
-// starts. Invariant: samp is current whenever the chunk is not being
-// modified (resample restores it after a shift of start).
+// The chunk's samples and a copy of its two slice headers live outside
+// the chunk object, in the timeline's flat samp and runs arrays (see
+// IndexedTimeline), so that a lookup need not wait for the chunk object
+// before it knows where the run it wants lies.
 type chunk struct {
 	start  []int64
 	free   []int64
 	mn, mx int64
-	samp   [chunkSamples]int64
 }
 
-// summarize recomputes mn and mx and the samples: the whole summary of a
-// chunk whose blocks were replaced.
-func (c *chunk) summarize() {
+// chunkRun is a copy of a chunk's two slice headers, kept in the flat
+// runs array of the timeline (see IndexedTimeline.runs).
+type chunkRun struct {
+	start, free []int64
+}
+
+// samples returns the sample array of chunk ci (see IndexedTimeline.samp).
+func (t *IndexedTimeline) samples(ci int) []int64 {
+	k := ci * chunkSamples
+	return t.samp[k : k+chunkSamples : k+chunkSamples]
+}
+
+// summarize recomputes the minimum, maximum, samples and run of chunk
+// ci: the whole summary of a chunk whose blocks were replaced.
+func (t *IndexedTimeline) summarize(ci int) {
+	c := t.chunks[ci]
 	c.mn, c.mx = minMax(c.free)
-	c.resample(0)
+	t.resample(ci, 0)
 }
 
-// resample recomputes the samples of blocks from index i on, after start
-// changed there (an insertion or a removal shifts every later block).
-func (c *chunk) resample(i int) {
-	st := c.start
+// resample records chunk ci's slices in runs and recomputes its samples
+// of blocks from index i on, after start changed there (an insertion or
+// a removal shifts every later block, and may have moved the arrays).
+// Every change of a chunk's slices is followed by resample or summarize.
+func (t *IndexedTimeline) resample(ci, i int) {
+	c := t.chunks[ci]
+	t.runs[ci] = chunkRun{start: c.start, free: c.free}
+	st, samp := c.start, t.samples(ci)
 	k := i >> sampleShift
 	for ; k<<sampleShift < len(st); k++ {
-		c.samp[k] = st[k<<sampleShift]
+		samp[k] = st[k<<sampleShift]
 	}
-	for ; k < chunkSamples && c.samp[k] != math.MaxInt64; k++ {
-		c.samp[k] = math.MaxInt64
+	for ; k < chunkSamples && samp[k] != math.MaxInt64; k++ {
+		samp[k] = math.MaxInt64
 	}
 }
 
-// find returns the index of the last block starting at or before x, which
-// must not lie before the chunk's first start, and that block's free
-// amount: a search of the samples, then a scan of the run of starts
-// between two samples. The scan reads the run's free amounts alongside
-// the starts, without a branch, so that the cache misses of the two
-// arrays overlap instead of following one another.
-func (c *chunk) find(x int64) (int, int64) {
+// insertChunk inserts c at position ci of the chunks, with its head,
+// samples and run. The caller rebuilds the segment tree.
+func (t *IndexedTimeline) insertChunk(ci int, c *chunk) {
+	t.chunks = slices.Insert(t.chunks, ci, c)
+	t.firsts = slices.Insert(t.firsts, ci, c.start[0])
+	t.runs = slices.Insert(t.runs, ci, chunkRun{})
+	t.samp = slices.Insert(t.samp, ci*chunkSamples, maxSamples[:]...)
+	t.resample(ci, 0)
+}
+
+// deleteChunks removes the chunks at positions [i, j), with their heads,
+// samples and runs. The caller rebuilds the segment tree.
+func (t *IndexedTimeline) deleteChunks(i, j int) {
+	t.chunks = slices.Delete(t.chunks, i, j)
+	t.firsts = slices.Delete(t.firsts, i, j)
+	t.runs = slices.Delete(t.runs, i, j)
+	t.samp = slices.Delete(t.samp, i*chunkSamples, j*chunkSamples)
+}
+
+// clearChunks removes every chunk, keeping the arrays' storage.
+func (t *IndexedTimeline) clearChunks() {
+	clear(t.chunks)
+	clear(t.runs)
+	t.chunks, t.firsts, t.runs, t.samp = t.chunks[:0], t.firsts[:0], t.runs[:0], t.samp[:0]
+}
+
+// maxSamples is the sample array of a chunk with no blocks.
+var maxSamples = func() (s [chunkSamples]int64) {
+	for k := range s {
+		s[k] = math.MaxInt64
+	}
+	return s
+}()
+
+// find returns the index of the last block of chunk ci starting at or
+// before x, which must not lie before the chunk's first start, and that
+// block's free amount: a search of the samples, then a scan of the run
+// of starts between two samples. Neither step reads the chunk object:
+// the samples and the run's slices come from the flat samp and runs
+// arrays, which stay cached, so the run is the only cold read. The scan
+// reads the run's free amounts alongside the starts, without a branch,
+// so that the cache misses of the two arrays overlap instead of
+// following one another.
+func (t *IndexedTimeline) find(ci int, x int64) (int, int64) {
 	// The search runs over the whole sample array, whose unused tail
-	// holds MaxInt64, rather than over the samples in use: its loads then
-	// need nothing from the chunk header and overlap the header's miss.
-	lo := lastAtMost(c.samp[:], x) << sampleShift
-	n := len(c.start)
+	// holds MaxInt64, rather than over the samples in use.
+	lo := lastAtMost(t.samples(ci), x) << sampleShift
+	r := &t.runs[ci]
+	n := len(r.start)
 	if lo >= n {
 		lo = (n - 1) &^ (sampleStep - 1) // only x == MaxInt64 gets here
 	}
 	hi := min(lo+sampleStep, n)
-	st, fr := c.start[lo:hi], c.free[lo:hi]
+	st, fr := r.start[lo:hi], r.free[lo:hi]
 	bi, f := 0, fr[0]
 	for j := 1; j < len(st) && j < len(fr); j++ {
 		if st[j] <= x {
@@ -145,20 +195,24 @@ func (c *chunk) find(x int64) (int, int64) {
 // (from the run after x's on, in both arrays) while the lines of x's own
 // run are on their way, so that all these misses overlap instead of
 // coming one after another in the shift. It returns the sum of what it
-// read, which the caller keeps so that the loads are not dropped.
-func (c *chunk) findWarm(x int64) (int, int64, int64) {
-	lo := lastAtMost(c.samp[:], x) << sampleShift
-	n := len(c.start)
+// read, which the caller keeps so that the loads are not dropped. It
+// also reads the chunk object, which the Book needs next, while the run
+// is on its way.
+func (t *IndexedTimeline) findWarm(ci int, x int64) (int, int64, int64) {
+	lo := lastAtMost(t.samples(ci), x) << sampleShift
+	r := &t.runs[ci]
+	n := len(r.start)
 	if lo >= n {
 		lo = (n - 1) &^ (sampleStep - 1)
 	}
 	hi := min(lo+sampleStep, n)
-	st, fr := c.start[lo:hi], c.free[lo:hi]
-	var w int64
+	st, fr := r.start[lo:hi], r.free[lo:hi]
+	// The chunk object: its load does not depend on the run's.
+	w := t.chunks[ci].mn
 	// One load per 64-byte line of each array: the loads do not depend
 	// on one another, so they are all in flight at once.
 	for k := lo + sampleStep; k < n; k += 8 {
-		w += c.start[k] + c.free[k]
+		w += r.start[k] + r.free[k]
 	}
 	bi, f := 0, fr[0]
 	for j := 1; j < len(st) && j < len(fr); j++ {
@@ -193,6 +247,24 @@ type IndexedTimeline struct {
 	// firsts mirrors the first start of every chunk for binary search.
 	// Invariant: len(firsts) == len(chunks), firsts[i] == chunks[i].start[0].
 	firsts []int64
+	// samp is a two-level index into the chunks' starts, chunkSamples
+	// entries per chunk in chunk order: samp[i*chunkSamples+k] ==
+	// chunks[i].start[k*sampleStep] for every k*sampleStep <
+	// len(chunks[i].start), and MaxInt64 after. It is one flat array
+	// rather than a field of each chunk so that it stays cached (256
+	// bytes per chunk, under 1 MiB at a million blocks) and a lookup of
+	// a random instant finds its run of sampleStep starts (two lines)
+	// without first waiting for the chunk object: the run is its only
+	// cold read, instead of the seven or eight dependent misses of a
+	// binary search over chunkCap starts. Invariant: current whenever
+	// the chunks are not being modified (resample restores it).
+	samp []int64
+	// runs mirrors the slices of every chunk, so that a lookup finds the
+	// run's address without reading the chunk object. Invariant:
+	// len(runs) == len(chunks), and runs[i] holds chunks[i].start and
+	// chunks[i].free (same arrays, same lengths) whenever the chunks are
+	// not being modified.
+	runs []chunkRun
 	// seg summarises the free amounts of every chunk.
 	// Invariant: with several chunks, leaf i holds the min and max of
 	// chunks[i].free (a lone chunk's leaf may be stale, see chunk).
@@ -284,7 +356,7 @@ func (t *IndexedTimeline) locateFree(x int64) (ci, bi int, f int64) {
 		// into the wrong chunk, and probing it would cost a cache miss
 		// at a random place of this one.
 		ci = lastAtMost(t.firsts, x)
-		bi, f = t.chunks[ci].find(x)
+		bi, f = t.find(ci, x)
 		t.hint, t.hintBi = ci, bi
 		return ci, bi, f
 	}
@@ -310,7 +382,7 @@ func (t *IndexedTimeline) locateFree(x int64) (ci, bi int, f int64) {
 			}
 		}
 	}
-	bi, f = c.find(x)
+	bi, f = t.find(ci, x)
 	t.hintBi = bi
 	return ci, bi, f
 }
@@ -323,7 +395,7 @@ func (t *IndexedTimeline) locateWarm(x int64) (ci, bi int, f int64) {
 	if n := len(t.firsts); ci >= n || t.firsts[ci] > x || (ci+1 < n && t.firsts[ci+1] <= x) {
 		ci = lastAtMost(t.firsts, x)
 		var w int64
-		bi, f, w = t.chunks[ci].findWarm(x)
+		bi, f, w = t.findWarm(ci, x)
 		t.warm += w
 		t.hint, t.hintBi = ci, bi
 		return ci, bi, f
@@ -728,7 +800,7 @@ func (t *IndexedTimeline) split2(start, end int64) (ci, bi int, ok bool) {
 	fs, fe := c.free[bi], c.free[j-1]
 	c.start = insert2(c.start, bi+1, j, start, end)
 	c.free = insert2(c.free, bi+1, j, fs, fe)
-	c.resample(bi + 1)
+	t.resample(ci, bi+1)
 	t.n += 2
 	// The new blocks repeat their neighbours' free amounts: the chunk's
 	// summary is unchanged, and neither lands at index 0.
@@ -766,7 +838,7 @@ func (t *IndexedTimeline) merge2(sci, sbi, eci, ebi int) bool {
 		copy(a[ebi-1:], a[ebi+1:])
 	}
 	c.start, c.free = c.start[:n-2], c.free[:n-2]
-	c.resample(sbi)
+	t.resample(sci, sbi)
 	t.n -= 2
 	// The removed blocks repeated their predecessors' free amounts: the
 	// summary is unchanged, and the chunk's first block stays.
@@ -850,7 +922,7 @@ func (t *IndexedTimeline) insertAt(ci, bi int, s, f int64) (int, int) {
 	c := t.chunks[ci]
 	c.start = slices.Insert(c.start, bi, s)
 	c.free = slices.Insert(c.free, bi, f)
-	c.resample(bi)
+	t.resample(ci, bi)
 	if bi == 0 {
 		t.firsts[ci] = s
 	}
@@ -871,10 +943,9 @@ func (t *IndexedTimeline) removeAt(ci, bi int) bool {
 	c.start = slices.Delete(c.start, bi, bi+1)
 	c.free = slices.Delete(c.free, bi, bi+1)
 	t.n--
-	c.resample(bi)
+	t.resample(ci, bi)
 	if len(c.start) == 0 {
-		t.chunks = slices.Delete(t.chunks, ci, ci+1)
-		t.firsts = slices.Delete(t.firsts, ci, ci+1)
+		t.deleteChunks(ci, ci+1)
 		t.seg.rebuildFrom(t.chunks, ci)
 		return true
 	}
@@ -904,10 +975,10 @@ func (t *IndexedTimeline) splitChunk(ci int) {
 	}
 	c.start = c.start[:half:cap(c.start)]
 	c.free = c.free[:half:cap(c.free)]
-	c.summarize()
-	right.summarize()
-	t.chunks = slices.Insert(t.chunks, ci+1, right)
-	t.firsts = slices.Insert(t.firsts, ci+1, right.start[0])
+	c.mn, c.mx = minMax(c.free)
+	right.mn, right.mx = minMax(right.free)
+	t.resample(ci, half)
+	t.insertChunk(ci+1, right)
 	t.seg.rebuildFrom(t.chunks, ci)
 }
 
@@ -930,8 +1001,7 @@ func (t *IndexedTimeline) rebalance(ci int) bool {
 	case total <= chunkCap*3/4:
 		a.start = append(a.start, b.start...)
 		a.free = append(a.free, b.free...)
-		t.chunks = slices.Delete(t.chunks, l+1, l+2)
-		t.firsts = slices.Delete(t.firsts, l+1, l+2)
+		t.deleteChunks(l+1, l+2)
 	case len(a.start) < half:
 		k := half - len(a.start)
 		a.start = append(a.start, b.start[:k]...)
@@ -939,16 +1009,16 @@ func (t *IndexedTimeline) rebalance(ci int) bool {
 		b.start = slices.Delete(b.start, 0, k)
 		b.free = slices.Delete(b.free, 0, k)
 		t.firsts[l+1] = b.start[0]
-		b.summarize()
+		t.summarize(l + 1)
 	default:
 		b.start = slices.Insert(b.start, 0, a.start[half:]...)
 		b.free = slices.Insert(b.free, 0, a.free[half:]...)
 		a.start = a.start[:half]
 		a.free = a.free[:half]
 		t.firsts[l+1] = b.start[0]
-		b.summarize()
+		t.summarize(l + 1)
 	}
-	a.summarize()
+	t.summarize(l)
 	t.seg.rebuildFrom(t.chunks, l)
 	return true
 }
@@ -979,7 +1049,7 @@ func (t *IndexedTimeline) chunkedAdvance(now int64) {
 		// now lies in the first block: only its start moves, no free
 		// amount changes, so every summary stays valid.
 		t.chunks[0].start[0] = now
-		t.chunks[0].samp[0] = now
+		t.samp[0] = now
 		t.firsts[0] = now
 		t.origin = now
 		return
@@ -989,8 +1059,7 @@ func (t *IndexedTimeline) chunkedAdvance(now int64) {
 		for _, c := range t.chunks[:ci] {
 			t.n -= len(c.start)
 		}
-		t.chunks = slices.Delete(t.chunks, 0, ci)
-		t.firsts = slices.Delete(t.firsts, 0, ci)
+		t.deleteChunks(0, ci)
 	}
 	c := t.chunks[0]
 	if bi > 0 {
@@ -1005,7 +1074,7 @@ func (t *IndexedTimeline) chunkedAdvance(now int64) {
 		t.toShort()
 		return
 	}
-	c.summarize()
+	t.summarize(0)
 	if !t.rebalance(0) {
 		if ci > 0 {
 			t.seg.build(t.chunks)
@@ -1024,8 +1093,8 @@ func (t *IndexedTimeline) checkInvariants() error {
 	if len(t.chunks) < 2 {
 		return fmt.Errorf("chunks: %d chunks in the chunked layout, want at least 2", len(t.chunks))
 	}
-	if len(t.chunks) == 0 || len(t.chunks) != len(t.firsts) {
-		return fmt.Errorf("chunks: %d chunks, %d heads", len(t.chunks), len(t.firsts))
+	if len(t.chunks) == 0 || len(t.chunks) != len(t.firsts) || len(t.chunks) != len(t.runs) || len(t.samp) != len(t.chunks)*chunkSamples {
+		return fmt.Errorf("chunks: %d chunks, %d heads, %d runs, %d samples", len(t.chunks), len(t.firsts), len(t.runs), len(t.samp))
 	}
 	if t.chunks[0].start[0] != t.origin {
 		return fmt.Errorf("first block starts at %d, origin is %d", t.chunks[0].start[0], t.origin)
@@ -1049,7 +1118,10 @@ func (t *IndexedTimeline) checkInvariants() error {
 		} else if lmn, lmx := t.seg.leaf(i); len(t.chunks) > 1 && (lmn != mn || lmx != mx) {
 			return fmt.Errorf("chunk %d: summary (%d,%d), actual (%d,%d)", i, lmn, lmx, mn, mx)
 		}
-		for k, v := range c.samp {
+		if r := t.runs[i]; len(r.start) != len(c.start) || len(r.free) != len(c.free) || &r.start[0] != &c.start[0] || &r.free[0] != &c.free[0] {
+			return fmt.Errorf("chunk %d: run descriptor does not match the chunk's slices", i)
+		}
+		for k, v := range t.samples(i) {
 			want := int64(math.MaxInt64)
 			if j := k << sampleShift; j < len(c.start) {
 				want = c.start[j]
