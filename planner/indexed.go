@@ -35,12 +35,13 @@ import (
 //     a search of the chunk's samples (every sampleStep-th start, kept in
 //     one flat array for all chunks) and a scan of one run of sampleStep
 //     starts found through a flat array of the chunks' slices; at a
-//     million blocks the heads, samples and slices take about 1 MiB and
-//     stay cached, so the run is the lookup's only cold miss rather than
-//     the last of a chain of eight. Skipping a run of blocks with too little (or enough)
+//     million blocks the heads, samples and slices take about 1 MiB, so
+//     that the run's address is known without the chunk object, rather
+//     than after a chain of eight misses. Skipping a run of blocks with too little (or enough)
 //     free capacity is one descent of the segment tree plus a scan of one
 //     contiguous chunk, which the CPU prefetches well. Inserting or deleting
-//     a block moves at most chunkCap elements inside one chunk.
+//     a block moves the blocks on the shorter side of it inside one chunk
+//     (at most chunkCap/2, a quarter of the chunk on average; see chunk).
 //   - Structural changes (a chunk splits, or an underfull chunk is merged
 //     with or refilled from a neighbour) rebuild the segment tree from
 //     that chunk on, O(number of chunks); a split leaves two chunks of
@@ -61,7 +62,7 @@ const (
 	chunkMin = chunkCap / 4
 	// sampleShift sets the sample step of a chunk: every 1<<sampleShift-th
 	// start is copied into the chunk's sample array.
-	sampleShift = 4
+	sampleShift = 5
 	// sampleStep is the number of blocks between two samples.
 	sampleStep = 1 << sampleShift
 	// chunkSamples is the length of a chunk's sample array.
@@ -78,20 +79,72 @@ const (
 // consults it (every segment tree search starts behind the current chunk,
 // and there is none). splitChunk recomputes it when a second chunk appears.
 //
-// The chunk's samples and a copy of its two slice headers live outside
-// the chunk object, in the timeline's flat samp and runs arrays (see
-// IndexedTimeline), so that a lookup need not wait for the chunk object
-// before it knows where the run it wants lies.
+// The blocks of a chunk occupy a window [off, off+n) of its backing
+// arrays sb and fb, with room on both sides, and start and free are that
+// window. An insertion or removal moves the blocks on the shorter side of
+// the change (the head [0, i) towards or away from the window's start, or
+// the tail as before), so that it moves a quarter of the chunk on average
+// instead of half: at a million blocks those are cold lines, read once
+// before the shift. The chunk's samples and a copy of its backing arrays
+// and window live outside the chunk object, in the timeline's flat samp
+// and runs arrays (see IndexedTimeline), so that a lookup need not wait
+// for the chunk object before it knows where its run lies.
+//
+// Invariant: start == sb[off:off+len(start)] and free ==
+// fb[off:off+len(free)] (same arrays), len(sb) == len(fb) <= chunkCap,
+// whenever the chunk is not being modified; code that changes start and
+// free as plain slices (append, slices.Insert) calls adopt after.
 type chunk struct {
 	start  []int64
 	free   []int64
 	mn, mx int64
+	sb, fb []int64
+	off    int
 }
 
-// chunkRun is a copy of a chunk's two slice headers, kept in the flat
-// runs array of the timeline (see IndexedTimeline.runs).
+// newChunk returns a chunk holding copies of start and free, centred in
+// backing arrays of room slots (at least len(start)).
+func newChunk(start, free []int64, room int) *chunk {
+	c := makeChunk(len(start), room)
+	copy(c.start, start)
+	copy(c.free, free)
+	return c
+}
+
+// makeChunk returns a chunk of n zero blocks centred in backing arrays of
+// room slots (at least n).
+func makeChunk(n, room int) *chunk {
+	room = max(room, n)
+	c := &chunk{sb: make([]int64, room), fb: make([]int64, room), off: (room - n) / 2}
+	c.view(n)
+	return c
+}
+
+// view sets start and free to the window of n blocks from off.
+func (c *chunk) view(n int) {
+	c.start = c.sb[c.off : c.off+n]
+	c.free = c.fb[c.off : c.off+n]
+}
+
+// adopt restores the window invariant after start and free were changed
+// as plain slices: in place when they still begin at the window's first
+// slot, otherwise by copying them into new centred backing arrays.
+func (c *chunk) adopt() {
+	n := len(c.start)
+	if n > 0 && c.off+n <= len(c.sb) && c.off+n <= len(c.fb) && &c.start[0] == &c.sb[c.off] && &c.free[0] == &c.fb[c.off] {
+		c.view(n)
+		return
+	}
+	nc := newChunk(c.start, c.free, chunkCap)
+	c.sb, c.fb, c.off = nc.sb, nc.fb, nc.off
+	c.view(n)
+}
+
+// chunkRun is a copy of a chunk's backing arrays and window, kept in the
+// flat runs array of the timeline (see IndexedTimeline.runs).
 type chunkRun struct {
-	start, free []int64
+	sb, fb []int64
+	off, n int
 }
 
 // samples returns the sample array of chunk ci (see IndexedTimeline.samp).
@@ -100,29 +153,192 @@ func (t *IndexedTimeline) samples(ci int) []int64 {
 	return t.samp[k : k+chunkSamples : k+chunkSamples]
 }
 
-// summarize recomputes the minimum, maximum, samples and run of chunk
-// ci: the whole summary of a chunk whose blocks were replaced.
+// summarize restores the window of chunk ci (see adopt) and recomputes
+// its minimum, maximum, samples and run: the whole summary of a chunk
+// whose blocks were replaced.
 func (t *IndexedTimeline) summarize(ci int) {
 	c := t.chunks[ci]
+	c.adopt()
 	c.mn, c.mx = minMax(c.free)
-	t.resample(ci, 0)
+	t.resample(ci, 0, chunkCap)
 }
 
-// resample records chunk ci's slices in runs and recomputes its samples
-// of blocks from index i on, after start changed there (an insertion or
-// a removal shifts every later block, and may have moved the arrays).
-// Every change of a chunk's slices is followed by resample or summarize.
-func (t *IndexedTimeline) resample(ci, i int) {
+// resample records chunk ci's window in runs and recomputes its samples
+// of the slot groups that overlap slots [lo, hi) of its backing arrays,
+// after blocks moved there or the window's edges did. Every change of a
+// chunk's blocks is followed by resample or summarize.
+func (t *IndexedTimeline) resample(ci, lo, hi int) {
 	c := t.chunks[ci]
-	t.runs[ci] = chunkRun{start: c.start, free: c.free}
-	st, samp := c.start, t.samples(ci)
-	k := i >> sampleShift
-	for ; k<<sampleShift < len(st); k++ {
-		samp[k] = st[k<<sampleShift]
+	n := len(c.start)
+	t.runs[ci] = chunkRun{sb: c.sb, fb: c.fb, off: c.off, n: n}
+	samp := t.samples(ci)
+	end := c.off + n
+	hi = min(hi, chunkCap)
+	for g := max(lo, 0) >> sampleShift; g<<sampleShift < hi; g++ {
+		a := g << sampleShift
+		switch {
+		case a+sampleStep <= c.off:
+			samp[g] = math.MinInt64
+		case a >= end:
+			samp[g] = math.MaxInt64
+		default:
+			samp[g] = c.sb[max(a, c.off)]
+		}
 	}
-	for ; k < chunkSamples && samp[k] != math.MaxInt64; k++ {
-		samp[k] = math.MaxInt64
+}
+
+// wantSample is the sample of slot group g of chunk c (see
+// IndexedTimeline.samp).
+func wantSample(c *chunk, g int) int64 {
+	a := g << sampleShift
+	switch {
+	case a+sampleStep <= c.off:
+		return math.MinInt64
+	case a >= c.off+len(c.start):
+		return math.MaxInt64
 	}
+	return c.sb[max(a, c.off)]
+}
+
+// headSide reports whether an insertion of k blocks into chunk ci
+// should move the head of the window rather than the tail: the head when
+// head (the caller's choice: the shorter side) is set and there is room
+// before the window, or when there is none after it. When neither side
+// has room it first centres the window.
+func (t *IndexedTimeline) headSide(ci, k int, head bool) bool {
+	c := t.chunks[ci]
+	n := len(c.start)
+	if c.off < k && c.off+n+k > len(c.sb) {
+		// No room on either side: centre the window, in arrays of
+		// chunkCap slots when the present ones are too small.
+		size := len(c.sb)
+		if n+k > size {
+			size = chunkCap
+		}
+		sb, fb := c.sb, c.fb
+		if size != len(c.sb) {
+			sb, fb = make([]int64, size), make([]int64, size)
+		}
+		off := (size - n - k) / 2 // room for k after the window at least
+		copy(sb[off:off+n], c.start)
+		copy(fb[off:off+n], c.free)
+		c.sb, c.fb, c.off = sb, fb, off
+		c.view(n)
+		t.resample(ci, 0, chunkCap)
+	}
+	switch {
+	case c.off < k:
+		return false
+	case c.off+n+k > len(c.sb):
+		return true
+	}
+	return head
+}
+
+// insert2 inserts x before index i and y before index j (i <= j, indices
+// before the insertions) of chunk ci: x lands at i, y at j+1. The
+// chunk must have room for two more blocks.
+func (t *IndexedTimeline) insert2(ci, i, j int, x, fx, y, fy int64) {
+	c := t.chunks[ci]
+	n := len(c.start)
+	if t.headSide(ci, 2, i < n-j) {
+		o := c.off - 2
+		for _, p := range [2]struct {
+			a    []int64
+			x, y int64
+		}{{c.sb[o : o+n+2], x, y}, {c.fb[o : o+n+2], fx, fy}} {
+			a := p.a
+			copy(a[0:i], a[2:i+2])
+			a[i] = p.x
+			copy(a[i+1:j+1], a[i+2:j+2])
+			a[j+1] = p.y
+		}
+		c.off = o
+		c.view(n + 2)
+		t.resample(ci, o, o+j+2)
+		return
+	}
+	o := c.off
+	for _, p := range [2]struct {
+		a    []int64
+		x, y int64
+	}{{c.sb[o : o+n+2], x, y}, {c.fb[o : o+n+2], fx, fy}} {
+		a := p.a
+		copy(a[j+2:], a[j:n])
+		copy(a[i+1:j+1], a[i:j])
+		a[i], a[j+1] = p.x, p.y
+	}
+	c.view(n + 2)
+	t.resample(ci, o+i, o+n+2)
+}
+
+// insert1 inserts (s, f) before index i of chunk ci, which must have room
+// for one more block.
+func (t *IndexedTimeline) insert1(ci, i int, s, f int64) {
+	c := t.chunks[ci]
+	n := len(c.start)
+	if t.headSide(ci, 1, i < n-i) {
+		o := c.off - 1
+		a, b := c.sb[o:o+n+1], c.fb[o:o+n+1]
+		copy(a[0:i], a[1:i+1])
+		copy(b[0:i], b[1:i+1])
+		a[i], b[i] = s, f
+		c.off = o
+		c.view(n + 1)
+		t.resample(ci, o, o+i+1)
+		return
+	}
+	o := c.off
+	a, b := c.sb[o:o+n+1], c.fb[o:o+n+1]
+	copy(a[i+1:], a[i:n])
+	copy(b[i+1:], b[i:n])
+	a[i], b[i] = s, f
+	c.view(n + 1)
+	t.resample(ci, o+i, o+n+1)
+}
+
+// delete1 removes the block at index i of chunk ci.
+func (t *IndexedTimeline) delete1(ci, i int) {
+	c := t.chunks[ci]
+	n := len(c.start)
+	o := c.off
+	a, b := c.sb[o:o+n], c.fb[o:o+n]
+	if i < n-1-i {
+		copy(a[1:i+1], a[0:i])
+		copy(b[1:i+1], b[0:i])
+		c.off = o + 1
+		c.view(n - 1)
+		t.resample(ci, o, o+i+1)
+		return
+	}
+	copy(a[i:], a[i+1:])
+	copy(b[i:], b[i+1:])
+	c.view(n - 1)
+	t.resample(ci, o+i, o+n)
+}
+
+// delete2 removes the blocks at indices i < j of chunk ci.
+func (t *IndexedTimeline) delete2(ci, i, j int) {
+	c := t.chunks[ci]
+	n := len(c.start)
+	o := c.off
+	a, b := c.sb[o:o+n], c.fb[o:o+n]
+	if i < n-1-j {
+		for _, a := range [2][]int64{a, b} {
+			copy(a[i+2:j+1], a[i+1:j])
+			copy(a[2:i+2], a[0:i])
+		}
+		c.off = o + 2
+		c.view(n - 2)
+		t.resample(ci, o, o+j+1)
+		return
+	}
+	for _, a := range [2][]int64{a, b} {
+		copy(a[i:], a[i+1:j])
+		copy(a[j-1:], a[j+1:])
+	}
+	c.view(n - 2)
+	t.resample(ci, o+i, o+n)
 }
 
 // insertChunk inserts c at position ci of the chunks, with its head,
@@ -132,7 +348,7 @@ func (t *IndexedTimeline) insertChunk(ci int, c *chunk) {
 	t.firsts = slices.Insert(t.firsts, ci, c.start[0])
 	t.runs = slices.Insert(t.runs, ci, chunkRun{})
 	t.samp = slices.Insert(t.samp, ci*chunkSamples, maxSamples[:]...)
-	t.resample(ci, 0)
+	t.summarize(ci)
 }
 
 // deleteChunks removes the chunks at positions [i, j), with their heads,
@@ -162,65 +378,70 @@ var maxSamples = func() (s [chunkSamples]int64) {
 // find returns the index of the last block of chunk ci starting at or
 // before x, which must not lie before the chunk's first start, and that
 // block's free amount: a search of the samples, then a scan of the run
-// of starts between two samples. Neither step reads the chunk object:
-// the samples and the run's slices come from the flat samp and runs
-// arrays, which stay cached, so the run is the only cold read. The scan
-// reads the run's free amounts alongside the starts, without a branch,
-// so that the cache misses of the two arrays overlap instead of
-// following one another.
+// of starts of one slot group. Neither step reads the chunk object: the
+// samples and the run's arrays come from the flat samp and runs arrays,
+// so the run is the only read that depends on a cold one. The scan reads
+// the run's free amounts alongside the starts, without a branch, so that
+// the cache misses of the two arrays overlap instead of following one
+// another.
 func (t *IndexedTimeline) find(ci int, x int64) (int, int64) {
-	// The search runs over the whole sample array, whose unused tail
-	// holds MaxInt64, rather than over the samples in use.
-	lo := lastAtMost(t.samples(ci), x) << sampleShift
-	r := &t.runs[ci]
-	n := len(r.start)
-	if lo >= n {
-		lo = (n - 1) &^ (sampleStep - 1) // only x == MaxInt64 gets here
+	r, lo, hi := t.group(ci, x)
+	return r.scan(lo, hi, x)
+}
+
+// group returns the run descriptor of chunk ci and the slots [lo, hi)
+// of the slot group holding the last block starting at or before x.
+func (t *IndexedTimeline) group(ci int, x int64) (r *chunkRun, lo, hi int) {
+	// The search runs over the whole sample array, whose groups outside
+	// the window hold MinInt64 (before) and MaxInt64 (after).
+	g := lastAtMost(t.samples(ci), x)
+	r = &t.runs[ci]
+	end := r.off + r.n
+	lo = max(g<<sampleShift, r.off)
+	if lo >= end {
+		// Only x == MaxInt64 gets here: the last group of the window.
+		lo = max((end-1)&^(sampleStep-1), r.off)
 	}
-	hi := min(lo+sampleStep, n)
-	st, fr := r.start[lo:hi], r.free[lo:hi]
+	return r, lo, min((lo|(sampleStep-1))+1, end)
+}
+
+// scan returns the index (in the window) of the last block of slots
+// [lo, hi) starting at or before x, and its free amount.
+func (r *chunkRun) scan(lo, hi int, x int64) (int, int64) {
+	st, fr := r.sb[lo:hi], r.fb[lo:hi]
 	bi, f := 0, fr[0]
 	for j := 1; j < len(st) && j < len(fr); j++ {
 		if st[j] <= x {
 			bi, f = j, fr[j]
 		}
 	}
-	return lo + bi, f
+	return lo + bi - r.off, f
 }
 
 // findWarm is find for the first lookup of an Earliest. That lookup is
-// usually followed by a Book in the same chunk, which shifts the chunk's
-// tail from the window on by one or two places: hundreds of cold starts
-// and free amounts. findWarm reads one value per cache line of that tail
-// (from the run after x's on, in both arrays) while the lines of x's own
-// run are on their way, so that all these misses overlap instead of
-// coming one after another in the shift. It returns the sum of what it
-// read, which the caller keeps so that the loads are not dropped. It
-// also reads the chunk object, which the Book needs next, while the run
-// is on its way.
+// usually followed by a Book in the same chunk, which shifts the shorter
+// side of the chunk from the window on (the head before it or the tail
+// after it) by one or two places: up to hundreds of cold starts and free
+// amounts. findWarm reads one value per cache line of that side (in both
+// arrays, up to the run of x) while the lines of x's own run are on their
+// way, so that all these misses overlap instead of coming one after
+// another in the shift. It returns the sum of what it read, which the
+// caller keeps so that the loads are not dropped. It also reads the
+// chunk object, which the Book needs next.
 func (t *IndexedTimeline) findWarm(ci int, x int64) (int, int64, int64) {
-	lo := lastAtMost(t.samples(ci), x) << sampleShift
-	r := &t.runs[ci]
-	n := len(r.start)
-	if lo >= n {
-		lo = (n - 1) &^ (sampleStep - 1)
-	}
-	hi := min(lo+sampleStep, n)
-	st, fr := r.start[lo:hi], r.free[lo:hi]
-	// The chunk object: its load does not depend on the run's.
-	w := t.chunks[ci].mn
+	r, lo, hi := t.group(ci, x)
 	// One load per 64-byte line of each array: the loads do not depend
-	// on one another, so they are all in flight at once.
-	for k := lo + sampleStep; k < n; k += 8 {
-		w += r.start[k] + r.free[k]
+	// on one another or on the run, so they are all in flight at once.
+	from, to := r.off, lo
+	if lo-r.off >= r.off+r.n-hi {
+		from, to = hi, r.off+r.n
 	}
-	bi, f := 0, fr[0]
-	for j := 1; j < len(st) && j < len(fr); j++ {
-		if st[j] <= x {
-			bi, f = j, fr[j]
-		}
+	w := t.chunks[ci].mn // its load does not depend on the run's either
+	for k := from; k < to; k += 8 {
+		w += r.sb[k] + r.fb[k]
 	}
-	return lo + bi, f, w
+	bi, f := r.scan(lo, hi, x)
+	return bi, f, w
 }
 
 // IndexedTimeline is a Timeline that keeps the canonical free-block list in
@@ -798,9 +1019,7 @@ func (t *IndexedTimeline) split2(start, end int64) (ci, bi int, ok bool) {
 		return 0, 0, false
 	}
 	fs, fe := c.free[bi], c.free[j-1]
-	c.start = insert2(c.start, bi+1, j, start, end)
-	c.free = insert2(c.free, bi+1, j, fs, fe)
-	t.resample(ci, bi+1)
+	t.insert2(ci, bi+1, j, start, fs, end, fe)
 	t.n += 2
 	// The new blocks repeat their neighbours' free amounts: the chunk's
 	// summary is unchanged, and neither lands at index 0.
@@ -808,20 +1027,9 @@ func (t *IndexedTimeline) split2(start, end int64) (ci, bi int, ok bool) {
 	return ci, bi + 1, true
 }
 
-// insert2 returns a with x inserted at index i and y at index j (i <= j,
-// indices of a before the insertions): x lands at i, y at j+1.
-func insert2(a []int64, i, j int, x, y int64) []int64 {
-	n := len(a)
-	a = append(a, 0, 0)
-	copy(a[j+2:], a[j:n])
-	copy(a[i+1:j+1], a[i:j])
-	a[i], a[j+1] = x, y
-	return a
-}
-
 // merge2 removes both edges of a window, the block at (sci, sbi) where it
 // starts and the block at (eci, ebi) where it ends, with one shift of the
-// chunk's tail, when both now equal their predecessors inside one chunk
+// chunk's shorter side, when both now equal their predecessors inside one chunk
 // and the chunk stays at least chunkMin long (or is alone). It reports
 // whether it did; otherwise nothing changed and mergePos does the work.
 func (t *IndexedTimeline) merge2(sci, sbi, eci, ebi int) bool {
@@ -833,12 +1041,7 @@ func (t *IndexedTimeline) merge2(sci, sbi, eci, ebi int) bool {
 	if c.free[sbi] != c.free[sbi-1] || c.free[ebi] != c.free[ebi-1] || (len(t.chunks) > 1 && n-2 < chunkMin) {
 		return false
 	}
-	for _, a := range [][]int64{c.start, c.free} {
-		copy(a[sbi:], a[sbi+1:ebi])
-		copy(a[ebi-1:], a[ebi+1:])
-	}
-	c.start, c.free = c.start[:n-2], c.free[:n-2]
-	t.resample(sci, sbi)
+	t.delete2(sci, sbi, ebi)
 	t.n -= 2
 	// The removed blocks repeated their predecessors' free amounts: the
 	// summary is unchanged, and the chunk's first block stays.
@@ -919,10 +1122,8 @@ func (t *IndexedTimeline) insertAt(ci, bi int, s, f int64) (int, int) {
 			ci, bi = ci+1, bi-half
 		}
 	}
+	t.insert1(ci, bi, s, f)
 	c := t.chunks[ci]
-	c.start = slices.Insert(c.start, bi, s)
-	c.free = slices.Insert(c.free, bi, f)
-	t.resample(ci, bi)
 	if bi == 0 {
 		t.firsts[ci] = s
 	}
@@ -939,11 +1140,9 @@ func (t *IndexedTimeline) insertAt(ci, bi int, s, f int64) (int, int) {
 // block of the timeline is never removed). It reports whether chunks were
 // restructured (a chunk emptied or merged).
 func (t *IndexedTimeline) removeAt(ci, bi int) bool {
+	t.delete1(ci, bi)
 	c := t.chunks[ci]
-	c.start = slices.Delete(c.start, bi, bi+1)
-	c.free = slices.Delete(c.free, bi, bi+1)
 	t.n--
-	t.resample(ci, bi)
 	if len(c.start) == 0 {
 		t.deleteChunks(ci, ci+1)
 		t.seg.rebuildFrom(t.chunks, ci)
@@ -964,20 +1163,14 @@ func (t *IndexedTimeline) removeAt(ci, bi int) bool {
 	return false
 }
 
-// splitChunk cuts chunk ci into two halves, each allocated with room to
-// grow to chunkCap without reallocating.
+// splitChunk cuts chunk ci into two halves, the new one allocated with
+// room to grow to chunkCap without reallocating.
 func (t *IndexedTimeline) splitChunk(ci int) {
 	c := t.chunks[ci]
 	half := len(c.start) / 2
-	right := &chunk{
-		start: append(make([]int64, 0, chunkCap), c.start[half:]...),
-		free:  append(make([]int64, 0, chunkCap), c.free[half:]...),
-	}
-	c.start = c.start[:half:cap(c.start)]
-	c.free = c.free[:half:cap(c.free)]
-	c.mn, c.mx = minMax(c.free)
-	right.mn, right.mx = minMax(right.free)
-	t.resample(ci, half)
+	right := newChunk(c.start[half:], c.free[half:], chunkCap)
+	c.view(half)
+	t.summarize(ci)
 	t.insertChunk(ci+1, right)
 	t.seg.rebuildFrom(t.chunks, ci)
 }
@@ -1049,7 +1242,7 @@ func (t *IndexedTimeline) chunkedAdvance(now int64) {
 		// now lies in the first block: only its start moves, no free
 		// amount changes, so every summary stays valid.
 		t.chunks[0].start[0] = now
-		t.samp[0] = now
+		t.samp[t.chunks[0].off>>sampleShift] = now
 		t.firsts[0] = now
 		t.origin = now
 		return
@@ -1118,15 +1311,15 @@ func (t *IndexedTimeline) checkInvariants() error {
 		} else if lmn, lmx := t.seg.leaf(i); len(t.chunks) > 1 && (lmn != mn || lmx != mx) {
 			return fmt.Errorf("chunk %d: summary (%d,%d), actual (%d,%d)", i, lmn, lmx, mn, mx)
 		}
-		if r := t.runs[i]; len(r.start) != len(c.start) || len(r.free) != len(c.free) || &r.start[0] != &c.start[0] || &r.free[0] != &c.free[0] {
+		if r := t.runs[i]; r.n != len(c.start) || r.off != c.off || len(r.sb) != len(c.sb) || len(r.fb) != len(c.fb) || &r.sb[0] != &c.sb[0] || &r.fb[0] != &c.fb[0] {
 			return fmt.Errorf("chunk %d: run descriptor does not match the chunk's slices", i)
 		}
+		if len(c.sb) != len(c.fb) || len(c.sb) > chunkCap || c.off < 0 || c.off+len(c.start) > len(c.sb) ||
+			&c.start[0] != &c.sb[c.off] || &c.free[0] != &c.fb[c.off] {
+			return fmt.Errorf("chunk %d: blocks are not the window [%d,%d) of its %d slots", i, c.off, c.off+len(c.start), len(c.sb))
+		}
 		for k, v := range t.samples(i) {
-			want := int64(math.MaxInt64)
-			if j := k << sampleShift; j < len(c.start) {
-				want = c.start[j]
-			}
-			if v != want {
+			if want := wantSample(c, k); v != want {
 				return fmt.Errorf("chunk %d: sample %d is %d, want %d", i, k, v, want)
 			}
 		}

@@ -463,7 +463,7 @@ func (t *IndexedTimeline) buildChunks(n int, at func(int) (int64, int64)) {
 	for c := range k {
 		lo, hi := c*n/k, (c+1)*n/k
 		room := hi - lo + (hi-lo)/4 + 4
-		ch := &chunk{start: make([]int64, hi-lo, room), free: make([]int64, hi-lo, room)}
+		ch := makeChunk(hi-lo, room)
 		for i := range hi - lo {
 			ch.start[i], ch.free[i] = at(lo + i)
 		}
