@@ -25,10 +25,11 @@ import (
 //   - Memory: a block costs 16 bytes of payload. Every chunk but a lone one
 //     holds at least chunkCap/4 blocks in at most chunkCap slots, so the
 //     arrays cost at most 64 bytes per block even in the worst case (about
-//     20 on average), the chunk object (64 bytes), its samples (256 bytes)
-//     and its run descriptor (48 bytes) at most 2.9 more, and a reservation adds at most two blocks: the timeline
-//     stays within 133 bytes per live reservation by construction (about
-//     35 measured at a million).
+//     20 on average), the chunk object (128 bytes with allocator
+//     rounding), its samples (256 bytes) and its run descriptor (64
+//     bytes) at most 3.5 more, and a reservation adds at most two blocks:
+//     the timeline stays within 135 bytes per live reservation by
+//     construction (about 35 measured at a million).
 //     A pointer-based treap or AVL node would need 40–64 bytes per block
 //     before allocator overhead and would scatter blocks over the heap.
 //   - Speed: locating a time is a binary search over the chunk heads, then
