@@ -25,20 +25,24 @@ import (
 //   - Memory: a block costs 16 bytes of payload. Every chunk but a lone one
 //     holds at least chunkCap/4 blocks in at most chunkCap slots, so the
 //     arrays cost at most 64 bytes per block even in the worst case (about
-//     20 on average), the chunk object with its samples (320 bytes) at most
-//     2.5 more, and a reservation adds at most two blocks: the timeline
-//     stays within 133 bytes per live reservation by construction (about
-//     35 measured at a million).
+//     20 on average), the chunk object (128 bytes with allocator
+//     rounding), its samples (256 bytes) and its run descriptor (64
+//     bytes) at most 3.5 more, and a reservation adds at most two blocks:
+//     the timeline stays within 135 bytes per live reservation by
+//     construction (about 35 measured at a million).
 //     A pointer-based treap or AVL node would need 40–64 bytes per block
 //     before allocator overhead and would scatter blocks over the heap.
 //   - Speed: locating a time is a binary search over the chunk heads, then
 //     a search of the chunk's samples (every sampleStep-th start, kept in
-//     the chunk object) and a scan of one run of sampleStep starts; at a
-//     million blocks that is two cache misses that mostly overlap (the
-//     chunk object, the run) rather than a chain of eight. Skipping a run of blocks with too little (or enough)
+//     one flat array for all chunks) and a scan of one run of sampleStep
+//     starts found through a flat array of the chunks' slices; at a
+//     million blocks the heads, samples and slices take about 1 MiB, so
+//     that the run's address is known without the chunk object, rather
+//     than after a chain of eight misses. Skipping a run of blocks with too little (or enough)
 //     free capacity is one descent of the segment tree plus a scan of one
 //     contiguous chunk, which the CPU prefetches well. Inserting or deleting
-//     a block moves at most chunkCap elements inside one chunk.
+//     a block moves the blocks on the shorter side of it inside one chunk
+//     (at most chunkCap/2, a quarter of the chunk on average; see chunk).
 //   - Structural changes (a chunk splits, or an underfull chunk is merged
 //     with or refilled from a neighbour) rebuild the segment tree from
 //     that chunk on, O(number of chunks); a split leaves two chunks of
@@ -59,7 +63,7 @@ const (
 	chunkMin = chunkCap / 4
 	// sampleShift sets the sample step of a chunk: every 1<<sampleShift-th
 	// start is copied into the chunk's sample array.
-	sampleShift = 4
+	sampleShift = 5
 	// sampleStep is the number of blocks between two samples.
 	sampleStep = 1 << sampleShift
 	// chunkSamples is the length of a chunk's sample array.
@@ -76,97 +80,369 @@ const (
 // consults it (every segment tree search starts behind the current chunk,
 // and there is none). splitChunk recomputes it when a second chunk appears.
 //
-// samp is a two-level index into start, kept in the chunk object itself
-// so that it arrives with the chunk header: samp[k] ==
-// start[k*sampleStep] for every k*sampleStep < len(start), and MaxInt64
-// after. A lookup of a random instant among a million blocks then reads
-// the chunk header and its samples (adjacent cache lines, fetched
-// together), and one run of sampleStep starts (two lines), instead of
-// the seven or eight dependent misses of a binary search over chunkCap
-// starts. Invariant: samp is current whenever the chunk is not being
-// modified (resample restores it after a shift of start).
+// The blocks of a chunk occupy a window [off, off+n) of its backing
+// arrays sb and fb, with room on both sides, and start and free are that
+// window. An insertion or removal moves the blocks on the shorter side of
+// the change (the head [0, i) towards or away from the window's start, or
+// the tail as before), so that it moves a quarter of the chunk on average
+// instead of half: at a million blocks those are cold lines, read once
+// before the shift. The chunk's samples and a copy of its backing arrays
+// and window live outside the chunk object, in the timeline's flat samp
+// and runs arrays (see IndexedTimeline), so that a lookup need not wait
+// for the chunk object before it knows where its run lies.
+//
+// Invariant: start == sb[off:off+len(start)] and free ==
+// fb[off:off+len(free)] (same arrays), len(sb) == len(fb) <= chunkCap,
+// whenever the chunk is not being modified; code that changes start and
+// free as plain slices (append, slices.Insert) calls adopt after.
 type chunk struct {
 	start  []int64
 	free   []int64
 	mn, mx int64
-	samp   [chunkSamples]int64
+	sb, fb []int64
+	off    int
 }
 
-// summarize recomputes mn and mx and the samples: the whole summary of a
-// chunk whose blocks were replaced.
-func (c *chunk) summarize() {
-	c.mn, c.mx = minMax(c.free)
-	c.resample(0)
+// newChunk returns a chunk holding copies of start and free, centred in
+// backing arrays of room slots (at least len(start)).
+func newChunk(start, free []int64, room int) *chunk {
+	c := makeChunk(len(start), room)
+	copy(c.start, start)
+	copy(c.free, free)
+	return c
 }
 
-// resample recomputes the samples of blocks from index i on, after start
-// changed there (an insertion or a removal shifts every later block).
-func (c *chunk) resample(i int) {
-	st := c.start
-	k := i >> sampleShift
-	for ; k<<sampleShift < len(st); k++ {
-		c.samp[k] = st[k<<sampleShift]
-	}
-	for ; k < chunkSamples && c.samp[k] != math.MaxInt64; k++ {
-		c.samp[k] = math.MaxInt64
-	}
+// makeChunk returns a chunk of n zero blocks centred in backing arrays of
+// room slots (at least n).
+func makeChunk(n, room int) *chunk {
+	room = max(room, n)
+	c := &chunk{sb: make([]int64, room), fb: make([]int64, room), off: (room - n) / 2}
+	c.view(n)
+	return c
 }
 
-// find returns the index of the last block starting at or before x, which
-// must not lie before the chunk's first start, and that block's free
-// amount: a search of the samples, then a scan of the run of starts
-// between two samples. The scan reads the run's free amounts alongside
-// the starts, without a branch, so that the cache misses of the two
-// arrays overlap instead of following one another.
-func (c *chunk) find(x int64) (int, int64) {
-	// The search runs over the whole sample array, whose unused tail
-	// holds MaxInt64, rather than over the samples in use: its loads then
-	// need nothing from the chunk header and overlap the header's miss.
-	lo := lastAtMost(c.samp[:], x) << sampleShift
+// view sets start and free to the window of n blocks from off.
+func (c *chunk) view(n int) {
+	c.start = c.sb[c.off : c.off+n]
+	c.free = c.fb[c.off : c.off+n]
+}
+
+// adopt restores the window invariant after start and free were changed
+// as plain slices: in place when they still begin at the window's first
+// slot, otherwise by copying them into new centred backing arrays.
+func (c *chunk) adopt() {
 	n := len(c.start)
-	if lo >= n {
-		lo = (n - 1) &^ (sampleStep - 1) // only x == MaxInt64 gets here
+	if n > 0 && c.off+n <= len(c.sb) && c.off+n <= len(c.fb) && &c.start[0] == &c.sb[c.off] && &c.free[0] == &c.fb[c.off] {
+		c.view(n)
+		return
 	}
-	hi := min(lo+sampleStep, n)
-	st, fr := c.start[lo:hi], c.free[lo:hi]
+	nc := newChunk(c.start, c.free, chunkCap)
+	c.sb, c.fb, c.off = nc.sb, nc.fb, nc.off
+	c.view(n)
+}
+
+// chunkRun is a copy of a chunk's backing arrays and window, kept in the
+// flat runs array of the timeline (see IndexedTimeline.runs).
+type chunkRun struct {
+	sb, fb []int64
+	off, n int
+}
+
+// samples returns the sample array of chunk ci (see IndexedTimeline.samp).
+func (t *IndexedTimeline) samples(ci int) []int64 {
+	k := ci * chunkSamples
+	return t.samp[k : k+chunkSamples : k+chunkSamples]
+}
+
+// summarize restores the window of chunk ci (see adopt) and recomputes
+// its minimum, maximum, samples and run: the whole summary of a chunk
+// whose blocks were replaced.
+func (t *IndexedTimeline) summarize(ci int) {
+	c := t.chunks[ci]
+	c.adopt()
+	c.mn, c.mx = minMax(c.free)
+	t.resample(ci, 0, chunkCap)
+}
+
+// resample records chunk ci's window in runs and recomputes its samples
+// of the slot groups that overlap slots [lo, hi) of its backing arrays,
+// after blocks moved there or the window's edges did. Every change of a
+// chunk's blocks is followed by resample or summarize.
+func (t *IndexedTimeline) resample(ci, lo, hi int) {
+	c := t.chunks[ci]
+	n := len(c.start)
+	t.runs[ci] = chunkRun{sb: c.sb, fb: c.fb, off: c.off, n: n}
+	samp := t.samples(ci)
+	end := c.off + n
+	hi = min(hi, chunkCap)
+	for g := max(lo, 0) >> sampleShift; g<<sampleShift < hi; g++ {
+		a := g << sampleShift
+		switch {
+		case a+sampleStep <= c.off:
+			samp[g] = math.MinInt64
+		case a >= end:
+			samp[g] = math.MaxInt64
+		default:
+			samp[g] = c.sb[max(a, c.off)]
+		}
+	}
+}
+
+// wantSample is the sample of slot group g of chunk c (see
+// IndexedTimeline.samp).
+func wantSample(c *chunk, g int) int64 {
+	a := g << sampleShift
+	switch {
+	case a+sampleStep <= c.off:
+		return math.MinInt64
+	case a >= c.off+len(c.start):
+		return math.MaxInt64
+	}
+	return c.sb[max(a, c.off)]
+}
+
+// headSide reports whether an insertion of k blocks into chunk ci
+// should move the head of the window rather than the tail: the head when
+// head (the caller's choice: the shorter side) is set and there is room
+// before the window, or when there is none after it. When neither side
+// has room it first centres the window.
+func (t *IndexedTimeline) headSide(ci, k int, head bool) bool {
+	c := t.chunks[ci]
+	n := len(c.start)
+	if c.off < k && c.off+n+k > len(c.sb) {
+		// No room on either side: centre the window, in arrays of
+		// chunkCap slots when the present ones are too small.
+		size := len(c.sb)
+		if n+k > size {
+			size = chunkCap
+		}
+		sb, fb := c.sb, c.fb
+		if size != len(c.sb) {
+			sb, fb = make([]int64, size), make([]int64, size)
+		}
+		off := (size - n - k) / 2 // room for k after the window at least
+		copy(sb[off:off+n], c.start)
+		copy(fb[off:off+n], c.free)
+		c.sb, c.fb, c.off = sb, fb, off
+		c.view(n)
+		t.resample(ci, 0, chunkCap)
+	}
+	switch {
+	case c.off < k:
+		return false
+	case c.off+n+k > len(c.sb):
+		return true
+	}
+	return head
+}
+
+// insert2 inserts x before index i and y before index j (i <= j, indices
+// before the insertions) of chunk ci: x lands at i, y at j+1. The
+// chunk must have room for two more blocks.
+func (t *IndexedTimeline) insert2(ci, i, j int, x, fx, y, fy int64) {
+	c := t.chunks[ci]
+	n := len(c.start)
+	if t.headSide(ci, 2, i < n-j) {
+		o := c.off - 2
+		for _, p := range [2]struct {
+			a    []int64
+			x, y int64
+		}{{c.sb[o : o+n+2], x, y}, {c.fb[o : o+n+2], fx, fy}} {
+			a := p.a
+			copy(a[0:i], a[2:i+2])
+			a[i] = p.x
+			copy(a[i+1:j+1], a[i+2:j+2])
+			a[j+1] = p.y
+		}
+		c.off = o
+		c.view(n + 2)
+		t.resample(ci, o, o+j+2)
+		return
+	}
+	o := c.off
+	for _, p := range [2]struct {
+		a    []int64
+		x, y int64
+	}{{c.sb[o : o+n+2], x, y}, {c.fb[o : o+n+2], fx, fy}} {
+		a := p.a
+		copy(a[j+2:], a[j:n])
+		copy(a[i+1:j+1], a[i:j])
+		a[i], a[j+1] = p.x, p.y
+	}
+	c.view(n + 2)
+	t.resample(ci, o+i, o+n+2)
+}
+
+// insert1 inserts (s, f) before index i of chunk ci, which must have room
+// for one more block.
+func (t *IndexedTimeline) insert1(ci, i int, s, f int64) {
+	c := t.chunks[ci]
+	n := len(c.start)
+	if t.headSide(ci, 1, i < n-i) {
+		o := c.off - 1
+		a, b := c.sb[o:o+n+1], c.fb[o:o+n+1]
+		copy(a[0:i], a[1:i+1])
+		copy(b[0:i], b[1:i+1])
+		a[i], b[i] = s, f
+		c.off = o
+		c.view(n + 1)
+		t.resample(ci, o, o+i+1)
+		return
+	}
+	o := c.off
+	a, b := c.sb[o:o+n+1], c.fb[o:o+n+1]
+	copy(a[i+1:], a[i:n])
+	copy(b[i+1:], b[i:n])
+	a[i], b[i] = s, f
+	c.view(n + 1)
+	t.resample(ci, o+i, o+n+1)
+}
+
+// delete1 removes the block at index i of chunk ci.
+func (t *IndexedTimeline) delete1(ci, i int) {
+	c := t.chunks[ci]
+	n := len(c.start)
+	o := c.off
+	a, b := c.sb[o:o+n], c.fb[o:o+n]
+	if i < n-1-i {
+		copy(a[1:i+1], a[0:i])
+		copy(b[1:i+1], b[0:i])
+		c.off = o + 1
+		c.view(n - 1)
+		t.resample(ci, o, o+i+1)
+		return
+	}
+	copy(a[i:], a[i+1:])
+	copy(b[i:], b[i+1:])
+	c.view(n - 1)
+	t.resample(ci, o+i, o+n)
+}
+
+// delete2 removes the blocks at indices i < j of chunk ci.
+func (t *IndexedTimeline) delete2(ci, i, j int) {
+	c := t.chunks[ci]
+	n := len(c.start)
+	o := c.off
+	a, b := c.sb[o:o+n], c.fb[o:o+n]
+	if i < n-1-j {
+		for _, a := range [2][]int64{a, b} {
+			copy(a[i+2:j+1], a[i+1:j])
+			copy(a[2:i+2], a[0:i])
+		}
+		c.off = o + 2
+		c.view(n - 2)
+		t.resample(ci, o, o+j+1)
+		return
+	}
+	for _, a := range [2][]int64{a, b} {
+		copy(a[i:], a[i+1:j])
+		copy(a[j-1:], a[j+1:])
+	}
+	c.view(n - 2)
+	t.resample(ci, o+i, o+n)
+}
+
+// insertChunk inserts c at position ci of the chunks, with its head,
+// samples and run. The caller rebuilds the segment tree.
+func (t *IndexedTimeline) insertChunk(ci int, c *chunk) {
+	t.chunks = slices.Insert(t.chunks, ci, c)
+	t.firsts = slices.Insert(t.firsts, ci, c.start[0])
+	t.runs = slices.Insert(t.runs, ci, chunkRun{})
+	t.samp = slices.Insert(t.samp, ci*chunkSamples, maxSamples[:]...)
+	t.summarize(ci)
+}
+
+// deleteChunks removes the chunks at positions [i, j), with their heads,
+// samples and runs. The caller rebuilds the segment tree.
+func (t *IndexedTimeline) deleteChunks(i, j int) {
+	t.chunks = slices.Delete(t.chunks, i, j)
+	t.firsts = slices.Delete(t.firsts, i, j)
+	t.runs = slices.Delete(t.runs, i, j)
+	t.samp = slices.Delete(t.samp, i*chunkSamples, j*chunkSamples)
+}
+
+// clearChunks removes every chunk, keeping the arrays' storage.
+func (t *IndexedTimeline) clearChunks() {
+	clear(t.chunks)
+	clear(t.runs)
+	t.chunks, t.firsts, t.runs, t.samp = t.chunks[:0], t.firsts[:0], t.runs[:0], t.samp[:0]
+}
+
+// maxSamples is the sample array of a chunk with no blocks.
+var maxSamples = func() (s [chunkSamples]int64) {
+	for k := range s {
+		s[k] = math.MaxInt64
+	}
+	return s
+}()
+
+// find returns the index of the last block of chunk ci starting at or
+// before x, which must not lie before the chunk's first start, and that
+// block's free amount: a search of the samples, then a scan of the run
+// of starts of one slot group. Neither step reads the chunk object: the
+// samples and the run's arrays come from the flat samp and runs arrays,
+// so the run is the only read that depends on a cold one. The scan reads
+// the run's free amounts alongside the starts, without a branch, so that
+// the cache misses of the two arrays overlap instead of following one
+// another.
+func (t *IndexedTimeline) find(ci int, x int64) (int, int64) {
+	r, lo, hi := t.group(ci, x)
+	return r.scan(lo, hi, x)
+}
+
+// group returns the run descriptor of chunk ci and the slots [lo, hi)
+// of the slot group holding the last block starting at or before x.
+func (t *IndexedTimeline) group(ci int, x int64) (r *chunkRun, lo, hi int) {
+	// The search runs over the whole sample array, whose groups outside
+	// the window hold MinInt64 (before) and MaxInt64 (after).
+	g := lastAtMost(t.samples(ci), x)
+	r = &t.runs[ci]
+	end := r.off + r.n
+	lo = max(g<<sampleShift, r.off)
+	if lo >= end {
+		// Only x == MaxInt64 gets here: the last group of the window.
+		lo = max((end-1)&^(sampleStep-1), r.off)
+	}
+	return r, lo, min((lo|(sampleStep-1))+1, end)
+}
+
+// scan returns the index (in the window) of the last block of slots
+// [lo, hi) starting at or before x, and its free amount.
+func (r *chunkRun) scan(lo, hi int, x int64) (int, int64) {
+	st, fr := r.sb[lo:hi], r.fb[lo:hi]
 	bi, f := 0, fr[0]
 	for j := 1; j < len(st) && j < len(fr); j++ {
 		if st[j] <= x {
 			bi, f = j, fr[j]
 		}
 	}
-	return lo + bi, f
+	return lo + bi - r.off, f
 }
 
 // findWarm is find for the first lookup of an Earliest. That lookup is
-// usually followed by a Book in the same chunk, which shifts the chunk's
-// tail from the window on by one or two places: hundreds of cold starts
-// and free amounts. findWarm reads one value per cache line of that tail
-// (from the run after x's on, in both arrays) while the lines of x's own
-// run are on their way, so that all these misses overlap instead of
-// coming one after another in the shift. It returns the sum of what it
-// read, which the caller keeps so that the loads are not dropped.
-func (c *chunk) findWarm(x int64) (int, int64, int64) {
-	lo := lastAtMost(c.samp[:], x) << sampleShift
-	n := len(c.start)
-	if lo >= n {
-		lo = (n - 1) &^ (sampleStep - 1)
-	}
-	hi := min(lo+sampleStep, n)
-	st, fr := c.start[lo:hi], c.free[lo:hi]
-	var w int64
+// usually followed by a Book in the same chunk, which shifts the shorter
+// side of the chunk from the window on (the head before it or the tail
+// after it) by one or two places: up to hundreds of cold starts and free
+// amounts. findWarm reads one value per cache line of that side (in both
+// arrays, up to the run of x) while the lines of x's own run are on their
+// way, so that all these misses overlap instead of coming one after
+// another in the shift. It returns the sum of what it read, which the
+// caller keeps so that the loads are not dropped. It also reads the
+// chunk object, which the Book needs next.
+func (t *IndexedTimeline) findWarm(ci int, x int64) (int, int64, int64) {
+	r, lo, hi := t.group(ci, x)
 	// One load per 64-byte line of each array: the loads do not depend
-	// on one another, so they are all in flight at once.
-	for k := lo + sampleStep; k < n; k += 8 {
-		w += c.start[k] + c.free[k]
+	// on one another or on the run, so they are all in flight at once.
+	from, to := r.off, lo
+	if lo-r.off >= r.off+r.n-hi {
+		from, to = hi, r.off+r.n
 	}
-	bi, f := 0, fr[0]
-	for j := 1; j < len(st) && j < len(fr); j++ {
-		if st[j] <= x {
-			bi, f = j, fr[j]
-		}
+	w := t.chunks[ci].mn // its load does not depend on the run's either
+	for k := from; k < to; k += 8 {
+		w += r.sb[k] + r.fb[k]
 	}
-	return lo + bi, f, w
+	bi, f := r.scan(lo, hi, x)
+	return bi, f, w
 }
 
 // IndexedTimeline is a Timeline that keeps the canonical free-block list in
@@ -193,6 +469,24 @@ type IndexedTimeline struct {
 	// firsts mirrors the first start of every chunk for binary search.
 	// Invariant: len(firsts) == len(chunks), firsts[i] == chunks[i].start[0].
 	firsts []int64
+	// samp is a two-level index into the chunks' starts, chunkSamples
+	// entries per chunk in chunk order: samp[i*chunkSamples+k] ==
+	// chunks[i].start[k*sampleStep] for every k*sampleStep <
+	// len(chunks[i].start), and MaxInt64 after. It is one flat array
+	// rather than a field of each chunk so that it stays cached (256
+	// bytes per chunk, under 1 MiB at a million blocks) and a lookup of
+	// a random instant finds its run of sampleStep starts (two lines)
+	// without first waiting for the chunk object: the run is its only
+	// cold read, instead of the seven or eight dependent misses of a
+	// binary search over chunkCap starts. Invariant: current whenever
+	// the chunks are not being modified (resample restores it).
+	samp []int64
+	// runs mirrors the slices of every chunk, so that a lookup finds the
+	// run's address without reading the chunk object. Invariant:
+	// len(runs) == len(chunks), and runs[i] holds chunks[i].start and
+	// chunks[i].free (same arrays, same lengths) whenever the chunks are
+	// not being modified.
+	runs []chunkRun
 	// seg summarises the free amounts of every chunk.
 	// Invariant: with several chunks, leaf i holds the min and max of
 	// chunks[i].free (a lone chunk's leaf may be stale, see chunk).
@@ -284,7 +578,7 @@ func (t *IndexedTimeline) locateFree(x int64) (ci, bi int, f int64) {
 		// into the wrong chunk, and probing it would cost a cache miss
 		// at a random place of this one.
 		ci = lastAtMost(t.firsts, x)
-		bi, f = t.chunks[ci].find(x)
+		bi, f = t.find(ci, x)
 		t.hint, t.hintBi = ci, bi
 		return ci, bi, f
 	}
@@ -310,7 +604,7 @@ func (t *IndexedTimeline) locateFree(x int64) (ci, bi int, f int64) {
 			}
 		}
 	}
-	bi, f = c.find(x)
+	bi, f = t.find(ci, x)
 	t.hintBi = bi
 	return ci, bi, f
 }
@@ -323,7 +617,7 @@ func (t *IndexedTimeline) locateWarm(x int64) (ci, bi int, f int64) {
 	if n := len(t.firsts); ci >= n || t.firsts[ci] > x || (ci+1 < n && t.firsts[ci+1] <= x) {
 		ci = lastAtMost(t.firsts, x)
 		var w int64
-		bi, f, w = t.chunks[ci].findWarm(x)
+		bi, f, w = t.findWarm(ci, x)
 		t.warm += w
 		t.hint, t.hintBi = ci, bi
 		return ci, bi, f
@@ -726,9 +1020,7 @@ func (t *IndexedTimeline) split2(start, end int64) (ci, bi int, ok bool) {
 		return 0, 0, false
 	}
 	fs, fe := c.free[bi], c.free[j-1]
-	c.start = insert2(c.start, bi+1, j, start, end)
-	c.free = insert2(c.free, bi+1, j, fs, fe)
-	c.resample(bi + 1)
+	t.insert2(ci, bi+1, j, start, fs, end, fe)
 	t.n += 2
 	// The new blocks repeat their neighbours' free amounts: the chunk's
 	// summary is unchanged, and neither lands at index 0.
@@ -736,20 +1028,9 @@ func (t *IndexedTimeline) split2(start, end int64) (ci, bi int, ok bool) {
 	return ci, bi + 1, true
 }
 
-// insert2 returns a with x inserted at index i and y at index j (i <= j,
-// indices of a before the insertions): x lands at i, y at j+1.
-func insert2(a []int64, i, j int, x, y int64) []int64 {
-	n := len(a)
-	a = append(a, 0, 0)
-	copy(a[j+2:], a[j:n])
-	copy(a[i+1:j+1], a[i:j])
-	a[i], a[j+1] = x, y
-	return a
-}
-
 // merge2 removes both edges of a window, the block at (sci, sbi) where it
 // starts and the block at (eci, ebi) where it ends, with one shift of the
-// chunk's tail, when both now equal their predecessors inside one chunk
+// chunk's shorter side, when both now equal their predecessors inside one chunk
 // and the chunk stays at least chunkMin long (or is alone). It reports
 // whether it did; otherwise nothing changed and mergePos does the work.
 func (t *IndexedTimeline) merge2(sci, sbi, eci, ebi int) bool {
@@ -761,12 +1042,7 @@ func (t *IndexedTimeline) merge2(sci, sbi, eci, ebi int) bool {
 	if c.free[sbi] != c.free[sbi-1] || c.free[ebi] != c.free[ebi-1] || (len(t.chunks) > 1 && n-2 < chunkMin) {
 		return false
 	}
-	for _, a := range [][]int64{c.start, c.free} {
-		copy(a[sbi:], a[sbi+1:ebi])
-		copy(a[ebi-1:], a[ebi+1:])
-	}
-	c.start, c.free = c.start[:n-2], c.free[:n-2]
-	c.resample(sbi)
+	t.delete2(sci, sbi, ebi)
 	t.n -= 2
 	// The removed blocks repeated their predecessors' free amounts: the
 	// summary is unchanged, and the chunk's first block stays.
@@ -847,10 +1123,8 @@ func (t *IndexedTimeline) insertAt(ci, bi int, s, f int64) (int, int) {
 			ci, bi = ci+1, bi-half
 		}
 	}
+	t.insert1(ci, bi, s, f)
 	c := t.chunks[ci]
-	c.start = slices.Insert(c.start, bi, s)
-	c.free = slices.Insert(c.free, bi, f)
-	c.resample(bi)
 	if bi == 0 {
 		t.firsts[ci] = s
 	}
@@ -867,14 +1141,11 @@ func (t *IndexedTimeline) insertAt(ci, bi int, s, f int64) (int, int) {
 // block of the timeline is never removed). It reports whether chunks were
 // restructured (a chunk emptied or merged).
 func (t *IndexedTimeline) removeAt(ci, bi int) bool {
+	t.delete1(ci, bi)
 	c := t.chunks[ci]
-	c.start = slices.Delete(c.start, bi, bi+1)
-	c.free = slices.Delete(c.free, bi, bi+1)
 	t.n--
-	c.resample(bi)
 	if len(c.start) == 0 {
-		t.chunks = slices.Delete(t.chunks, ci, ci+1)
-		t.firsts = slices.Delete(t.firsts, ci, ci+1)
+		t.deleteChunks(ci, ci+1)
 		t.seg.rebuildFrom(t.chunks, ci)
 		return true
 	}
@@ -893,21 +1164,15 @@ func (t *IndexedTimeline) removeAt(ci, bi int) bool {
 	return false
 }
 
-// splitChunk cuts chunk ci into two halves, each allocated with room to
-// grow to chunkCap without reallocating.
+// splitChunk cuts chunk ci into two halves, the new one allocated with
+// room to grow to chunkCap without reallocating.
 func (t *IndexedTimeline) splitChunk(ci int) {
 	c := t.chunks[ci]
 	half := len(c.start) / 2
-	right := &chunk{
-		start: append(make([]int64, 0, chunkCap), c.start[half:]...),
-		free:  append(make([]int64, 0, chunkCap), c.free[half:]...),
-	}
-	c.start = c.start[:half:cap(c.start)]
-	c.free = c.free[:half:cap(c.free)]
-	c.summarize()
-	right.summarize()
-	t.chunks = slices.Insert(t.chunks, ci+1, right)
-	t.firsts = slices.Insert(t.firsts, ci+1, right.start[0])
+	right := newChunk(c.start[half:], c.free[half:], chunkCap)
+	c.view(half)
+	t.summarize(ci)
+	t.insertChunk(ci+1, right)
 	t.seg.rebuildFrom(t.chunks, ci)
 }
 
@@ -930,8 +1195,7 @@ func (t *IndexedTimeline) rebalance(ci int) bool {
 	case total <= chunkCap*3/4:
 		a.start = append(a.start, b.start...)
 		a.free = append(a.free, b.free...)
-		t.chunks = slices.Delete(t.chunks, l+1, l+2)
-		t.firsts = slices.Delete(t.firsts, l+1, l+2)
+		t.deleteChunks(l+1, l+2)
 	case len(a.start) < half:
 		k := half - len(a.start)
 		a.start = append(a.start, b.start[:k]...)
@@ -939,16 +1203,16 @@ func (t *IndexedTimeline) rebalance(ci int) bool {
 		b.start = slices.Delete(b.start, 0, k)
 		b.free = slices.Delete(b.free, 0, k)
 		t.firsts[l+1] = b.start[0]
-		b.summarize()
+		t.summarize(l + 1)
 	default:
 		b.start = slices.Insert(b.start, 0, a.start[half:]...)
 		b.free = slices.Insert(b.free, 0, a.free[half:]...)
 		a.start = a.start[:half]
 		a.free = a.free[:half]
 		t.firsts[l+1] = b.start[0]
-		b.summarize()
+		t.summarize(l + 1)
 	}
-	a.summarize()
+	t.summarize(l)
 	t.seg.rebuildFrom(t.chunks, l)
 	return true
 }
@@ -979,7 +1243,7 @@ func (t *IndexedTimeline) chunkedAdvance(now int64) {
 		// now lies in the first block: only its start moves, no free
 		// amount changes, so every summary stays valid.
 		t.chunks[0].start[0] = now
-		t.chunks[0].samp[0] = now
+		t.samp[t.chunks[0].off>>sampleShift] = now
 		t.firsts[0] = now
 		t.origin = now
 		return
@@ -989,8 +1253,7 @@ func (t *IndexedTimeline) chunkedAdvance(now int64) {
 		for _, c := range t.chunks[:ci] {
 			t.n -= len(c.start)
 		}
-		t.chunks = slices.Delete(t.chunks, 0, ci)
-		t.firsts = slices.Delete(t.firsts, 0, ci)
+		t.deleteChunks(0, ci)
 	}
 	c := t.chunks[0]
 	if bi > 0 {
@@ -1005,7 +1268,7 @@ func (t *IndexedTimeline) chunkedAdvance(now int64) {
 		t.toShort()
 		return
 	}
-	c.summarize()
+	t.summarize(0)
 	if !t.rebalance(0) {
 		if ci > 0 {
 			t.seg.build(t.chunks)
@@ -1024,8 +1287,8 @@ func (t *IndexedTimeline) checkInvariants() error {
 	if len(t.chunks) < 2 {
 		return fmt.Errorf("chunks: %d chunks in the chunked layout, want at least 2", len(t.chunks))
 	}
-	if len(t.chunks) == 0 || len(t.chunks) != len(t.firsts) {
-		return fmt.Errorf("chunks: %d chunks, %d heads", len(t.chunks), len(t.firsts))
+	if len(t.chunks) == 0 || len(t.chunks) != len(t.firsts) || len(t.chunks) != len(t.runs) || len(t.samp) != len(t.chunks)*chunkSamples {
+		return fmt.Errorf("chunks: %d chunks, %d heads, %d runs, %d samples", len(t.chunks), len(t.firsts), len(t.runs), len(t.samp))
 	}
 	if t.chunks[0].start[0] != t.origin {
 		return fmt.Errorf("first block starts at %d, origin is %d", t.chunks[0].start[0], t.origin)
@@ -1049,12 +1312,15 @@ func (t *IndexedTimeline) checkInvariants() error {
 		} else if lmn, lmx := t.seg.leaf(i); len(t.chunks) > 1 && (lmn != mn || lmx != mx) {
 			return fmt.Errorf("chunk %d: summary (%d,%d), actual (%d,%d)", i, lmn, lmx, mn, mx)
 		}
-		for k, v := range c.samp {
-			want := int64(math.MaxInt64)
-			if j := k << sampleShift; j < len(c.start) {
-				want = c.start[j]
-			}
-			if v != want {
+		if r := t.runs[i]; r.n != len(c.start) || r.off != c.off || len(r.sb) != len(c.sb) || len(r.fb) != len(c.fb) || &r.sb[0] != &c.sb[0] || &r.fb[0] != &c.fb[0] {
+			return fmt.Errorf("chunk %d: run descriptor does not match the chunk's slices", i)
+		}
+		if len(c.sb) != len(c.fb) || len(c.sb) > chunkCap || c.off < 0 || c.off+len(c.start) > len(c.sb) ||
+			&c.start[0] != &c.sb[c.off] || &c.free[0] != &c.fb[c.off] {
+			return fmt.Errorf("chunk %d: blocks are not the window [%d,%d) of its %d slots", i, c.off, c.off+len(c.start), len(c.sb))
+		}
+		for k, v := range t.samples(i) {
+			if want := wantSample(c, k); v != want {
 				return fmt.Errorf("chunk %d: sample %d is %d, want %d", i, k, v, want)
 			}
 		}

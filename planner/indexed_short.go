@@ -448,7 +448,7 @@ func (t *IndexedTimeline) toShort() {
 		b[n-1-i] = sblock{start: c.start[i], free: c.free[i]}
 	}
 	t.rev, t.spare = b, nil
-	t.chunks, t.firsts = t.chunks[:0], t.firsts[:0]
+	t.clearChunks()
 	t.hint, t.hintBi = 0, 0
 	t.fit.ok = false
 }
@@ -459,18 +459,19 @@ func (t *IndexedTimeline) toShort() {
 // quarter of its length to grow into.
 func (t *IndexedTimeline) buildChunks(n int, at func(int) (int64, int64)) {
 	k := (n + chunkCap*3/4 - 1) / (chunkCap * 3 / 4)
-	t.chunks = t.chunks[:0]
-	t.firsts = t.firsts[:0]
+	t.clearChunks()
 	for c := range k {
 		lo, hi := c*n/k, (c+1)*n/k
 		room := hi - lo + (hi-lo)/4 + 4
-		ch := &chunk{start: make([]int64, hi-lo, room), free: make([]int64, hi-lo, room)}
+		ch := makeChunk(hi-lo, room)
 		for i := range hi - lo {
 			ch.start[i], ch.free[i] = at(lo + i)
 		}
-		ch.summarize()
 		t.chunks = append(t.chunks, ch)
 		t.firsts = append(t.firsts, ch.start[0])
+		t.runs = append(t.runs, chunkRun{})
+		t.samp = append(t.samp, maxSamples[:]...)
+		t.summarize(c)
 	}
 	t.n = n
 	t.hint, t.hintBi = 0, 0

@@ -929,3 +929,44 @@ func TestIndexedLoneChunkRoundTrip(t *testing.T) {
 	step("advance", func(tl Timeline) error { tl.Advance(7); return nil })
 	step("book to the end", func(tl Timeline) error { return tl.Book(8, MaxTime, 3) })
 }
+
+// TestIndexedFindEveryBlock looks up, in every chunk, the start of every
+// block, the instant just before the next block and MaxTime, after
+// bookings that moved the chunks' windows in both directions (an
+// insertion moves the shorter side of its chunk), and compares with a
+// plain search of the chunk's blocks.
+func TestIndexedFindEveryBlock(t *testing.T) {
+	tl := NewIndexed(100, 0).(*IndexedTimeline)
+	// Unit blocks alternating between 99 and 98 free, booked from both
+	// ends towards the middle so that both sides of windows move.
+	for i := range int64(1500) {
+		for _, x := range []int64{i, 2999 - i} {
+			if err := tl.Book(x, x+1, x%2+1); err != nil {
+				t.Fatalf("book %d: %v", x, err)
+			}
+		}
+	}
+	if err := tl.checkInvariants(); err != nil {
+		t.Fatal(err)
+	}
+	if len(tl.chunks) < 4 {
+		t.Fatalf("only %d chunks", len(tl.chunks))
+	}
+	for ci, c := range tl.chunks {
+		last := ci+1 == len(tl.chunks)
+		for bi, s := range c.start {
+			xs := []int64{s}
+			if bi+1 < len(c.start) {
+				xs = append(xs, c.start[bi+1]-1)
+			} else if last {
+				xs = append(xs, MaxTime, math.MaxInt64)
+			}
+			for _, x := range xs {
+				gbi, gf := tl.find(ci, x)
+				if gbi != bi || gf != c.free[bi] {
+					t.Fatalf("chunk %d: find(%d) = (%d, %d), want (%d, %d)", ci, x, gbi, gf, bi, c.free[bi])
+				}
+			}
+		}
+	}
+}

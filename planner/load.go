@@ -235,7 +235,7 @@ func (t *IndexedTimeline) loadBlocks(blocks []Block) {
 			b[n-1-i] = sblock{start: bl.Start, free: bl.Free}
 		}
 		t.rev, t.spare = b, nil
-		t.chunks, t.firsts = t.chunks[:0], t.firsts[:0]
+		t.clearChunks()
 		t.n = n
 		return
 	}
