@@ -514,40 +514,17 @@ func scanMeta(row string, m *rowMeta) error {
 			return err
 		}
 		b = b[f.size:]
-		switch f.num {
-		case resvID:
-			m.id = f.str
-		case resvStart:
-			m.start = int64(f.x)
-		case resvEnd:
-			m.end = int64(f.x)
-		case resvState:
-			m.state = fsmv1.Reservation_State(int32(f.x))
-		case resvHoldExp:
-			m.holdExp = int64(f.x)
-		case resvUpdated:
-			m.update = int64(f.x)
-		case resvPending:
-			m.hasPending = true
-			for p := f.str; len(p) > 0; {
-				g, err := nextField(p)
-				if err != nil {
-					return fmt.Errorf("pending: %w", err)
-				}
-				p = p[g.size:]
-				switch g.num {
-				case modStart:
-					m.pendStart = int64(g.x)
-				case modEnd:
-					m.pendEnd = int64(g.x)
-				case modHoldExp:
-					m.pendExp = int64(g.x)
-				}
+		if m.take(f) || f.num != resvPending {
+			continue
+		}
+		m.hasPending = true
+		for p := f.str; len(p) > 0; {
+			g, err := nextField(p)
+			if err != nil {
+				return fmt.Errorf("pending: %w", err)
 			}
-		case resvKind:
-			m.kind = fsmv1.Reservation_Kind(int32(f.x))
-		case resvProbability:
-			m.probability = uint32(f.x)
+			p = p[g.size:]
+			m.takePending(g)
 		}
 	}
 	return nil

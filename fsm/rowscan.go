@@ -123,9 +123,10 @@ func scanRow(row string, sc *rowScan) error {
 		if err := f.check(resvKinds[f.num]); err != nil {
 			return fmt.Errorf("%s: %w", fieldName(f.num), err)
 		}
+		if sc.rowMeta.take(f) {
+			continue
+		}
 		switch f.num {
-		case resvID:
-			sc.id = f.str
 		case resvOwner:
 			sc.owner = f.str
 		case resvLabels:
@@ -141,25 +142,11 @@ func scanRow(row string, sc *rowScan) error {
 			if sc.parts, err = scanPartMsg(f.str, sc.parts); err != nil {
 				return fmt.Errorf("parts[%d]: %w", len(sc.parts), err)
 			}
-		case resvStart:
-			sc.start = int64(f.x)
-		case resvEnd:
-			sc.end = int64(f.x)
-		case resvState:
-			sc.state = fsmv1.Reservation_State(int32(f.x))
-		case resvHoldExp:
-			sc.holdExp = int64(f.x)
-		case resvUpdated:
-			sc.update = int64(f.x)
 		case resvPending:
 			sc.hasPending = true
 			if err := scanModification(f.str, sc); err != nil {
 				return fmt.Errorf("pending.%w", err)
 			}
-		case resvKind:
-			sc.kind = fsmv1.Reservation_Kind(int32(f.x))
-		case resvProbability:
-			sc.probability = uint32(f.x)
 		case resvMaterialization:
 			if err := checkRecord(f.str); err != nil {
 				return fmt.Errorf("materialization: %w", err)
@@ -326,16 +313,49 @@ func scanModification(b string, sc *rowScan) error {
 		if err := f.check(k); err != nil {
 			return fmt.Errorf("%s: %w", names[f.num], err)
 		}
-		switch f.num {
-		case 2:
-			sc.pendStart = int64(f.x)
-		case 3:
-			sc.pendEnd = int64(f.x)
-		case 4:
-			sc.pendExp = int64(f.x)
-		}
+		sc.rowMeta.takePending(f)
 	}
 	return nil
+}
+
+// take stores f in m when it is one of the row's scalar bookkeeping
+// fields (everything of rowMeta but the pending modification) and
+// reports whether it was. scanRow and scanMeta both read them through it.
+func (m *rowMeta) take(f field) bool {
+	switch f.num {
+	case resvID:
+		m.id = f.str
+	case resvStart:
+		m.start = int64(f.x)
+	case resvEnd:
+		m.end = int64(f.x)
+	case resvState:
+		m.state = fsmv1.Reservation_State(int32(f.x))
+	case resvHoldExp:
+		m.holdExp = int64(f.x)
+	case resvUpdated:
+		m.update = int64(f.x)
+	case resvKind:
+		m.kind = fsmv1.Reservation_Kind(int32(f.x))
+	case resvProbability:
+		m.probability = uint32(f.x)
+	default:
+		return false
+	}
+	return true
+}
+
+// takePending stores f, a field of the pending Modification, in m when
+// it is one of its times.
+func (m *rowMeta) takePending(f field) {
+	switch f.num {
+	case modStart:
+		m.pendStart = int64(f.x)
+	case modEnd:
+		m.pendEnd = int64(f.x)
+	case modHoldExp:
+		m.pendExp = int64(f.x)
+	}
 }
 
 // scanLabel reads one labels map entry and returns its key. The
