@@ -48,6 +48,9 @@ func TestOpWorkersNeverWait(t *testing.T) {
 			t.Fatal("no idle worker took an operation")
 		}
 		<-done
+		// Inside the bubble this sleep advances the fake clock past the
+		// workers' idle timers (no real time passes); synctest.Wait then
+		// returns once every worker has acted on its timer.
 		time.Sleep(opIdle + time.Millisecond)
 		synctest.Wait()
 		select {
