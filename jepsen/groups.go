@@ -69,16 +69,18 @@ type groupSampler struct {
 	token  string
 	hc     *http.Client
 
-	mu       sync.Mutex
-	entries  map[string]*groupCounter
-	commands map[string]*groupCounter
-	samples  int
+	mu      sync.Mutex
+	nodes   map[string]*nodeGroups
+	samples int
 }
+
+// nodeGroups is one node's two counters.
+type nodeGroups struct{ entries, commands groupCounter }
 
 func newGroupSampler(names []string, addr func(string) string, tlsConf *tls.Config, token string) *groupSampler {
 	s := &groupSampler{
 		names: names, addr: addr, scheme: "http", token: token,
-		entries: map[string]*groupCounter{}, commands: map[string]*groupCounter{},
+		nodes: map[string]*nodeGroups{},
 		hc: &http.Client{Transport: &http.Transport{
 			DialContext:     (&net.Dialer{Timeout: time.Second}).DialContext,
 			TLSClientConfig: tlsConf.Clone(),
@@ -88,7 +90,7 @@ func newGroupSampler(names []string, addr func(string) string, tlsConf *tls.Conf
 		s.scheme = "https"
 	}
 	for _, n := range names {
-		s.entries[n], s.commands[n] = &groupCounter{}, &groupCounter{}
+		s.nodes[n] = &nodeGroups{}
 	}
 	return s
 }
@@ -118,8 +120,8 @@ func (s *groupSampler) SampleAll(ctx context.Context) {
 			continue
 		}
 		s.mu.Lock()
-		s.entries[name].observe(e)
-		s.commands[name].observe(c)
+		s.nodes[name].entries.observe(e)
+		s.nodes[name].commands.observe(c)
 		s.samples++
 		s.mu.Unlock()
 	}
@@ -177,8 +179,8 @@ func (s *groupSampler) Stats() GroupStats {
 	defer s.mu.Unlock()
 	g := GroupStats{Samples: s.samples}
 	for _, n := range s.names {
-		g.Entries += s.entries[n].total()
-		g.Commands += s.commands[n].total()
+		g.Entries += s.nodes[n].entries.total()
+		g.Commands += s.nodes[n].commands.total()
 	}
 	return g
 }
