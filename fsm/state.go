@@ -315,17 +315,7 @@ func (s *state) runTimers() {
 
 // fire performs one timer's work (the timer is already removed).
 func (s *state) fire(t timer) {
-	var r *fsmv1.Reservation
-	if p := s.lastPut; p != nil && p.Id == t.id && len(p.ProtoReflect().GetUnknown()) == 0 {
-		// Due in the entry that stored it (a reservation made for
-		// now activates at once): the message put kept is the row.
-		r = cloneRow(p)
-		if verifyCodec {
-			verifyDecodedRow(s.lastRow, r)
-		}
-	} else {
-		r, _ = s.getForChange(t.id)
-	}
+	r, _ := s.getForChange(t.id)
 	switch t.kind {
 	case timerHoldExpiry:
 		s.releaseRow(r)
@@ -464,8 +454,19 @@ func (s *state) applyMember(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, []
 }
 
 // getForChange is resv.get for a row the current entry is about to
-// change: it remembers the row and its bookkeeping fields for put.
+// change: it remembers the row and its bookkeeping fields for put. The
+// row put stored last (a timer due in the entry that stored it: a
+// reservation made for now activates at once) is copied from the message
+// put kept instead of decoded again.
 func (s *state) getForChange(id string) (*fsmv1.Reservation, bool) {
+	if p := s.lastPut; p != nil && p.Id == id && len(p.ProtoReflect().GetUnknown()) == 0 {
+		r := cloneRow(p)
+		if verifyCodec {
+			verifyDecodedRow(s.lastRow, r)
+		}
+		s.gotRow, s.gotMeta = s.lastRow, metaOf(p)
+		return r, true
+	}
 	row, ok := s.resv.raw(id)
 	if !ok {
 		return nil, false
