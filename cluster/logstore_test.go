@@ -241,7 +241,10 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "data")
 		addrs := testnet.Addrs(t, 3)
 		cmd := exec.Command(os.Args[0], "-test.run=^TestLogStoreCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashEnvDir+"="+dir, crashEnvAddrs+"="+strings.Join(addrs, ","), crashEnvStore+"="+kind)
+		// The child is killed, so its own t.TempDir cleanup never runs:
+		// its temporary directories go under one of ours instead.
+		cmd.Env = append(os.Environ(), crashEnvDir+"="+dir, crashEnvAddrs+"="+strings.Join(addrs, ","), crashEnvStore+"="+kind,
+			"TMPDIR="+t.TempDir())
 		cmd.Stderr = os.Stderr
 		out, err := cmd.StdoutPipe()
 		if err != nil {
