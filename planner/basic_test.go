@@ -285,3 +285,57 @@ func TestRestoreRejectsBadSnapshots(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveAfterResourceChurn checks that a validation resolves a name
+// to the resource that holds it now, not to the one an earlier
+// validation resolved (the Planner remembers the last one): after the
+// resource is removed, the name is unknown; after it is added again with
+// another capacity, requests see the new one; other names still resolve.
+func TestResolveAfterResourceChurn(t *testing.T) {
+	for _, impl := range []struct {
+		name string
+		f    TimelineFactory
+	}{{"list", NewList}, {"indexed", NewIndexed}} {
+		t.Run(impl.name, func(t *testing.T) {
+			p := New(impl.f)
+			for _, r := range []struct {
+				name string
+				c    int64
+			}{{"cpu", 8}, {"gpu", 2}} {
+				if err := p.AddResource(r.name, r.c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			req := func(res string, amount int64) Request {
+				return Request{Parts: []Part{{res, amount}}, Duration: 10, NotBefore: 0, Deadline: 100}
+			}
+			if d, err := p.Find(req("cpu", 8)); err != nil || !d.Fits || d.Start != 0 {
+				t.Fatalf("find cpu 8: %+v, %v", d, err)
+			}
+			if err := p.RemoveResource("cpu"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.Find(req("cpu", 1)); !errors.Is(err, ErrUnknownResource) {
+				t.Fatalf("find on removed cpu: err %v, want ErrUnknownResource", err)
+			}
+			if err := p.Book(Booking{ID: "x", Parts: []Part{{"cpu", 1}}, Start: 0, End: 10}); !errors.Is(err, ErrUnknownResource) {
+				t.Fatalf("book on removed cpu: err %v, want ErrUnknownResource", err)
+			}
+			if err := p.AddResource("cpu", 4); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.Find(req("cpu", 8)); !errors.Is(err, ErrInvalid) {
+				t.Fatalf("find cpu 8 on capacity 4: err %v, want ErrInvalid", err)
+			}
+			if err := p.Book(Booking{ID: "x", Parts: []Part{{"cpu", 4}}, Start: 0, End: 10}); err != nil {
+				t.Fatal(err)
+			}
+			if d, err := p.Find(req("gpu", 2)); err != nil || !d.Fits || d.Start != 0 {
+				t.Fatalf("find gpu 2: %+v, %v", d, err)
+			}
+			if d, err := p.Find(req("cpu", 1)); err != nil || !d.Fits || d.Start != 10 {
+				t.Fatalf("find cpu 1 after booking x: %+v, %v", d, err)
+			}
+		})
+	}
+}

@@ -70,17 +70,37 @@ func (t *bookTable) len() int { return t.n }
 
 // find returns the slot of the booking id.
 func (t *bookTable) find(id string) (uint32, bool) {
-	if t.n == 0 {
-		return 0, false
+	s, _, ok := t.probe(id, hashID(id))
+	return s, ok
+}
+
+// cellRef is where the index holds, or would hold, a booking ID: its
+// hash and its index cell, found by probe, for an add or remove that
+// follows with no other change of the table in between (the cell is
+// checked against the index's size, which only a rehash changes).
+type cellRef struct {
+	h    uint64
+	cell uint64
+	size int
+}
+
+// probe looks id (whose hash is h) up: the slot and the index cell
+// holding it when it is live, otherwise the empty cell at the end of its
+// probe sequence, where add would place it. An admission hashes and
+// probes each ID once for its check and its insertion, and once for its
+// lookup and its removal, instead of twice each.
+func (t *bookTable) probe(id string, h uint64) (uint32, cellRef, bool) {
+	if len(t.index) == 0 {
+		return 0, cellRef{h: h}, false
 	}
 	mask := uint64(len(t.index) - 1)
-	for i := hashID(id) & mask; ; i = (i + 1) & mask {
+	for i := h & mask; ; i = (i + 1) & mask {
 		c := t.index[i]
 		if c == 0 {
-			return 0, false
+			return 0, cellRef{h: h, cell: i, size: len(t.index)}, false
 		}
 		if t.at(c-1).id == id {
-			return c - 1, true
+			return c - 1, cellRef{h: h, cell: i, size: len(t.index)}, true
 		}
 	}
 }
@@ -98,6 +118,13 @@ func (t *bookTable) has(id string) bool {
 
 // add stores e (whose ID must not be live) and returns its slot.
 func (t *bookTable) add(e entry) uint32 {
+	return t.addAt(e, cellRef{h: hashID(e.id)})
+}
+
+// addAt is add with the ID's hash, and its empty index cell when ref
+// came from a probe of the current index (a rehash on the way makes the
+// cell stale, and then only the hash is used).
+func (t *bookTable) addAt(e entry, ref cellRef) uint32 {
 	if (t.n+1)*2 > len(t.index) {
 		t.rehash(max(minIndex, 2*len(t.index)))
 	}
@@ -113,7 +140,11 @@ func (t *bookTable) add(e entry) uint32 {
 		t.hw++
 	}
 	*t.at(s) = e
-	t.place(s)
+	if ref.size == len(t.index) && ref.size > 0 && t.index[ref.cell] == 0 {
+		t.index[ref.cell] = s + 1
+	} else {
+		t.placeHash(s, ref.h)
+	}
 	t.n++
 	return s
 }
@@ -133,8 +164,13 @@ func (t *bookTable) grow(n int) {
 // place puts slot s into the index at the first empty cell of its probe
 // sequence.
 func (t *bookTable) place(s uint32) {
+	t.placeHash(s, hashID(t.at(s).id))
+}
+
+// placeHash is place with the hash of the slot's ID.
+func (t *bookTable) placeHash(s uint32, h uint64) {
 	mask := uint64(len(t.index) - 1)
-	i := hashID(t.at(s).id) & mask
+	i := h & mask
 	for t.index[i] != 0 {
 		i = (i + 1) & mask
 	}
@@ -163,6 +199,22 @@ func (t *bookTable) remove(s uint32) {
 	for t.index[i] != s+1 {
 		i = (i + 1) & mask
 	}
+	t.removeCell(s, i)
+}
+
+// removeAt is remove for a slot whose index cell ref came from a probe
+// of the current index; a stale ref falls back to remove.
+func (t *bookTable) removeAt(s uint32, ref cellRef) {
+	if ref.size != len(t.index) || ref.size == 0 || t.index[ref.cell] != s+1 {
+		t.remove(s)
+		return
+	}
+	t.removeCell(s, ref.cell)
+}
+
+// removeCell frees slot s, held by index cell i.
+func (t *bookTable) removeCell(s uint32, i uint64) {
+	mask := uint64(len(t.index) - 1)
 	for j := i; ; {
 		t.index[i] = 0
 		for {

@@ -9,7 +9,8 @@ import (
 
 // TestBookTableModel drives a bookTable and a Go map with the same seeded
 // random adds and removes (IDs from a small pool, so slots and index cells
-// are reused and probe runs collide) and checks after every step that
+// are reused and probe runs collide; every other add and remove goes
+// through the index cell a probe found) and checks after every step that
 // both hold the same bookings, that every ID resolves to its own record,
 // and that the slot of each live booking is stable until it is removed.
 func TestBookTableModel(t *testing.T) {
@@ -30,17 +31,31 @@ func TestBookTableModel(t *testing.T) {
 			for step := range tc.steps {
 				id := "b" + strconv.Itoa(rng.IntN(tc.pool))
 				if slot, ok := model[id]; ok {
-					got, found := bt.find(id)
+					got, ref, found := bt.probe(id, hashID(id))
 					if !found || got != slot {
-						t.Fatalf("step %d: find(%q) = %d, %v; want %d", step, id, got, found, slot)
+						t.Fatalf("step %d: probe(%q) = %d, %v; want %d", step, id, got, found, slot)
 					}
-					bt.remove(slot)
+					// Every other step removes through the cell the probe
+					// found, the others look it up again.
+					if step%2 == 1 {
+						bt.removeAt(slot, ref)
+					} else {
+						bt.remove(slot)
+					}
 					delete(model, id)
 				} else {
-					if bt.has(id) {
+					_, ref, found := bt.probe(id, hashID(id))
+					if found || bt.has(id) {
 						t.Fatalf("step %d: removed %q still found", step, id)
 					}
-					model[id] = bt.add(entry{id: id, amount: int64(step), start: int64(step), end: int64(step) + 1})
+					e := entry{id: id, amount: int64(step), start: int64(step), end: int64(step) + 1}
+					// Likewise for adds; a ref taken before the add's
+					// rehash (growth) is stale and must not be used.
+					if step%2 == 1 {
+						model[id] = bt.addAt(e, ref)
+					} else {
+						model[id] = bt.add(e)
+					}
 				}
 				if bt.len() != len(model) {
 					t.Fatalf("step %d: len %d, want %d", step, bt.len(), len(model))

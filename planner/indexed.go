@@ -1067,12 +1067,12 @@ func (t *IndexedTimeline) adjusted(ci, from, to int, rmn, rmx, delta int64) {
 	switch {
 	case from == 0 && to == len(c.free):
 		c.mn, c.mx = c.mn+delta, c.mx+delta
-	case delta < 0 && (rmx < c.mx || slices.Contains(c.free, c.mx)):
+	case delta < 0 && (rmx < c.mx || containsNear(c.free, from, to, c.mx)):
 		// The maximum lies outside the range, or is still found there;
 		// the minimum can only drop. (No block of the range can hold the
 		// old maximum any more: each fell by -delta from at most rmx.)
 		c.mn = min(c.mn, rmn+delta)
-	case delta > 0 && (rmn > c.mn || slices.Contains(c.free, c.mn)):
+	case delta > 0 && (rmn > c.mn || containsNear(c.free, from, to, c.mn)):
 		// Likewise: the minimum is still there; the maximum can only
 		// rise.
 		c.mx = max(c.mx, rmx+delta)
@@ -1080,6 +1080,22 @@ func (t *IndexedTimeline) adjusted(ci, from, to int, rmn, rmx, delta int64) {
 		c.mn, c.mx = minMax(c.free)
 	}
 	t.seg.set(ci, c.mn, c.mx)
+}
+
+// nearScan is how many blocks on each side of a changed range
+// containsNear reads before it searches the whole chunk.
+const nearScan = 8
+
+// containsNear reports whether v occurs in fr outside [from, to). It
+// first reads the nearScan blocks on each side of the range, whose lines
+// the change just touched, and only then the rest of the chunk, whose
+// far end is usually cold at a million blocks.
+func containsNear(fr []int64, from, to int, v int64) bool {
+	a, b := max(from-nearScan, 0), min(to+nearScan, len(fr))
+	if slices.Contains(fr[a:from], v) || slices.Contains(fr[to:b], v) {
+		return true
+	}
+	return slices.Contains(fr[:a], v) || slices.Contains(fr[b:], v)
 }
 
 // splitAt makes x a block boundary (x >= origin) and returns the position

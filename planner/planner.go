@@ -35,6 +35,11 @@ type Planner struct {
 	// resources by name; names holds the same keys, sorted.
 	resources map[string]*resource
 	names     []string
+	// last is the resource the last validated part named, so that the
+	// several validations of one admission (Find, then Book) resolve its
+	// name with a string comparison instead of a map lookup. Only a
+	// cache: nil, or a resource in resources (RemoveResource clears it).
+	last *resource
 	// byIdx maps a resource's idx to it (nil for a removed resource);
 	// freeIdx holds the removed resources' indices for reuse, last freed
 	// first.
@@ -145,6 +150,9 @@ func (p *Planner) RemoveResource(name string) error {
 		return fmt.Errorf("remove resource %q: %d live booking(s): %w", name, r.refs, ErrInUse)
 	}
 	delete(p.resources, name)
+	if p.last == r {
+		p.last = nil
+	}
 	p.trims.remove(r.hpos)
 	p.byIdx[r.idx] = nil
 	p.freeIdx = append(p.freeIdx, r.idx)
@@ -433,7 +441,8 @@ func (l *ListTimeline) NextChange(t int64) (int64, bool) {
 // nothing fits in the window it returns the Decision (with LaterOK and
 // LaterStart filled in) and an error wrapping ErrNoCapacity.
 func (p *Planner) Reserve(id string, req Request) (Decision, error) {
-	if err := p.checkNewID(id); err != nil {
+	ref, err := p.checkNewIDCell(id)
+	if err != nil {
 		return Decision{}, err
 	}
 	var buf partsBuf
@@ -448,14 +457,15 @@ func (p *Planner) Reserve(id string, req Request) (Decision, error) {
 	if err := p.bookParts(parts, d.Start, d.Start+req.Duration); err != nil {
 		return Decision{}, fmt.Errorf("reserve %q: %w", id, err)
 	}
-	p.store(id, parts, d.Start, d.Start+req.Duration)
+	p.storeAt(id, ref, parts, d.Start, d.Start+req.Duration)
 	return d, nil
 }
 
 // Book books the exact rectangle b: every part over [b.Start, b.End), or
 // nothing (an error wrapping ErrNoCapacity) if one part does not fit.
 func (p *Planner) Book(b Booking) error {
-	if err := p.checkNewID(b.ID); err != nil {
+	ref, err := p.checkNewIDCell(b.ID)
+	if err != nil {
 		return err
 	}
 	var buf partsBuf
@@ -466,7 +476,7 @@ func (p *Planner) Book(b Booking) error {
 	if err := p.bookParts(parts, b.Start, b.End); err != nil {
 		return fmt.Errorf("book %q: %w", b.ID, err)
 	}
-	p.store(b.ID, parts, b.Start, b.End)
+	p.storeAt(b.ID, ref, parts, b.Start, b.End)
 	return nil
 }
 
@@ -490,16 +500,22 @@ func (p *Planner) Release(id string) (Booking, error) {
 // not allocate. The ledger's state machine, which never reads the removed
 // booking, releases through it.
 func (p *Planner) Remove(id string) error {
-	slot, ok := p.bookings.find(id)
+	slot, ref, ok := p.bookings.probe(id, hashID(id))
 	if !ok {
 		return fmt.Errorf("release %q: %w", id, ErrUnknownBooking)
 	}
-	return p.releaseSlot(id, slot)
+	return p.releaseSlotAt(id, slot, ref)
 }
 
 // releaseSlot frees the capacity of the live booking id, stored in slot,
 // and forgets it; on error nothing has changed.
 func (p *Planner) releaseSlot(id string, slot uint32) error {
+	return p.releaseSlotAt(id, slot, cellRef{})
+}
+
+// releaseSlotAt is releaseSlot with the slot's index cell when ref came
+// from a probe of the current index (see bookTable.removeAt).
+func (p *Planner) releaseSlotAt(id string, slot uint32, ref cellRef) error {
 	e := p.bookings.at(slot)
 	var err error
 	if e.res != noRes {
@@ -510,7 +526,7 @@ func (p *Planner) releaseSlot(id string, slot uint32) error {
 	if err != nil {
 		return fmt.Errorf("release %q: %w", id, err)
 	}
-	p.forget(slot)
+	p.forgetAt(slot, ref)
 	return nil
 }
 
@@ -664,6 +680,12 @@ func (p *Planner) store(id string, parts []resPart, start, end int64) {
 	p.expiry.up(&p.bookings, p.storeOnly(id, parts, start, end))
 }
 
+// storeAt is store with where the table indexes id (from
+// checkNewIDCell, with no change of the table since).
+func (p *Planner) storeAt(id string, ref cellRef, parts []resPart, start, end int64) {
+	p.expiry.up(&p.bookings, p.link(p.bookings.addAt(newEntry(id, parts, start, end), ref), parts))
+}
+
 // storeOnly is store without restoring the expiry heap's order: the new
 // slot is appended at the heap's end, and its position returned.
 func (p *Planner) storeOnly(id string, parts []resPart, start, end int64) int {
@@ -695,6 +717,12 @@ func (p *Planner) link(slot uint32, parts []resPart) int {
 // forget drops the booking in slot from the tables (its capacity is
 // handled by the caller).
 func (p *Planner) forget(slot uint32) {
+	p.forgetAt(slot, cellRef{})
+}
+
+// forgetAt is forget with the slot's index cell when ref came from a
+// probe of the current index (a zero ref makes the table find it).
+func (p *Planner) forgetAt(slot uint32, ref cellRef) {
 	e := p.bookings.at(slot)
 	if e.res != noRes {
 		p.byIdx[e.res].refs--
@@ -705,7 +733,7 @@ func (p *Planner) forget(slot uint32) {
 		delete(p.multi, e.id)
 	}
 	p.expiry.remove(&p.bookings, slot)
-	p.bookings.remove(slot)
+	p.bookings.removeAt(slot, ref)
 }
 
 // partsOf returns the resolved parts of a booking.

@@ -13,13 +13,22 @@ import "fmt"
 
 // checkNewID validates the ID of a booking about to be created.
 func (p *Planner) checkNewID(id string) error {
+	_, err := p.checkNewIDCell(id)
+	return err
+}
+
+// checkNewIDCell is checkNewID that also returns where the booking table
+// would index id, for a store that follows with no other change of the
+// table in between (see bookTable.probe).
+func (p *Planner) checkNewIDCell(id string) (cellRef, error) {
 	if id == "" {
-		return &FieldError{Field: "id", Reason: "must not be empty"}
+		return cellRef{}, &FieldError{Field: "id", Reason: "must not be empty"}
 	}
-	if p.has(id) {
-		return fmt.Errorf("booking %q: %w", id, ErrDuplicateID)
+	_, ref, ok := p.bookings.probe(id, hashID(id))
+	if ok {
+		return cellRef{}, fmt.Errorf("booking %q: %w", id, ErrDuplicateID)
 	}
-	return nil
+	return ref, nil
 }
 
 // partsBuf is the usual room for resolved parts: an admission names one
@@ -44,9 +53,13 @@ func (p *Planner) checkPartsTo(out []resPart, parts []Part) ([]resPart, error) {
 	// Field names are formatted only on error: this runs on every
 	// admission and every booking of a bulk load.
 	for i, pt := range parts {
-		r, ok := p.resources[pt.Resource]
-		if !ok {
-			return nil, partErr(p, i, pt.Resource)
+		r := p.last
+		if r == nil || r.name != pt.Resource {
+			var ok bool
+			if r, ok = p.resources[pt.Resource]; !ok {
+				return nil, partErr(p, i, pt.Resource)
+			}
+			p.last = r
 		}
 		for _, prev := range out {
 			if prev.res == r {
