@@ -69,9 +69,8 @@ type Options struct {
 	// round; with 64 callers on 3 nodes, 1 did 6-17 % more operations/s
 	// than 2 at 15-25 % less CPU per operation in the default mix).
 	MaxInFlight int
-	// HTTP1 speaks HTTP/1.1 over TLS instead of HTTP/2 (Connect and
-	// gRPC-Web only: gRPC needs HTTP/2; ignored without TLS, where the
-	// client speaks h2c). An HTTP/1.1 server answers a request on the
+	// HTTP1 speaks HTTP/1.1 instead of HTTP/2 (over TLS, or instead of
+	// h2c without it); Connect and gRPC-Web only, gRPC needs HTTP/2. An HTTP/1.1 server answers a request on the
 	// connection's own goroutine, where HTTP/2 passes it between the
 	// connection's reader, its serve loop and a handler goroutine and
 	// back, each hand-off a possible wake-up of an idle thread: at one
@@ -242,8 +241,8 @@ func (c *Client) hinted(err error) *endpoint {
 
 // httpClient speaks HTTP/2 to every node: over TLS with ALPN, or in clear
 // text with prior knowledge (h2c), so streams in both directions work.
-// With http1 (and TLS) it speaks HTTP/1.1 only, keeping up to 64 idle
-// connections per node. The transport gets its own copy of cfg: it adds
+// With http1 it speaks HTTP/1.1 only, keeping up to 64 idle connections
+// per node. The transport gets its own copy of cfg: it adds
 // "h2" to the copy's ALPN list, which would otherwise leak into the
 // caller's other transports.
 func httpClient(cfg *tls.Config, http1 bool) *http.Client {
@@ -259,7 +258,7 @@ func httpClient(cfg *tls.Config, http1 bool) *http.Client {
 		ForceAttemptHTTP2:   true,
 	}
 	p := new(http.Protocols)
-	if cfg != nil && http1 {
+	if http1 {
 		p.SetHTTP1(true)
 		t.ForceAttemptHTTP2 = false
 		t.MaxIdleConnsPerHost = 64

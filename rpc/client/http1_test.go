@@ -36,6 +36,22 @@ func TestHTTPVersionOverTLS(t *testing.T) {
 	}
 }
 
+// TestHTTP1WithoutTLS: HTTP1 replaces h2c with plain HTTP/1.1.
+func TestHTTP1WithoutTLS(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Proto", r.Proto)
+	}))
+	t.Cleanup(srv.Close)
+	resp, err := httpClient(nil, true).Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get("X-Proto"); got != "HTTP/1.1" {
+		t.Fatalf("server saw %s, want HTTP/1.1", got)
+	}
+}
+
 // TestHTTP1RefusesGRPC: gRPC needs HTTP/2, so the combination is an error
 // that names the option instead of calls that fail later.
 func TestHTTP1RefusesGRPC(t *testing.T) {
