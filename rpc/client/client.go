@@ -69,6 +69,16 @@ type Options struct {
 	// round; with 64 callers on 3 nodes, 1 did 6-17 % more operations/s
 	// than 2 at 15-25 % less CPU per operation in the default mix).
 	MaxInFlight int
+	// HTTP1 speaks HTTP/1.1 instead of HTTP/2 (over TLS, or instead of
+	// h2c without it); Connect and gRPC-Web only, gRPC needs HTTP/2. An HTTP/1.1 server answers a request on the
+	// connection's own goroutine, where HTTP/2 passes it between the
+	// connection's reader, its serve loop and a handler goroutine and
+	// back, each hand-off a possible wake-up of an idle thread: at one
+	// caller that is a measurable part of a write's latency. The
+	// coalescing client keeps MaxInFlight Batch calls in flight per node,
+	// so a few kept-alive connections per node carry them; unary calls
+	// (NoCoalesce) open one connection per concurrent call.
+	HTTP1 bool
 }
 
 // endpoint is one node's generated clients.
@@ -129,9 +139,12 @@ func New(addrs []string, opts Options) (*Client, error) {
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = 1
 	}
+	if opts.HTTP1 && opts.Protocol == ProtocolGRPC {
+		return nil, errors.New("client: Options.HTTP1: the gRPC protocol needs HTTP/2")
+	}
 	hc := opts.HTTPClient
 	if hc == nil {
-		hc = httpClient(opts.TLS)
+		hc = httpClient(opts.TLS, opts.HTTP1)
 	}
 	// Requests are small; compressing them costs more CPU than it saves.
 	copts := []connect.ClientOption{connect.WithCompressMinBytes(1024)}
@@ -228,9 +241,11 @@ func (c *Client) hinted(err error) *endpoint {
 
 // httpClient speaks HTTP/2 to every node: over TLS with ALPN, or in clear
 // text with prior knowledge (h2c), so streams in both directions work.
-// The transport gets its own copy of cfg: it adds "h2" to the copy's ALPN
-// list, which would otherwise leak into the caller's other transports.
-func httpClient(cfg *tls.Config) *http.Client {
+// With http1 it speaks HTTP/1.1 only, keeping up to 64 idle connections
+// per node. The transport gets its own copy of cfg: it adds
+// "h2" to the copy's ALPN list, which would otherwise leak into the
+// caller's other transports.
+func httpClient(cfg *tls.Config, http1 bool) *http.Client {
 	if cfg != nil {
 		cfg = cfg.Clone()
 	}
@@ -243,7 +258,11 @@ func httpClient(cfg *tls.Config) *http.Client {
 		ForceAttemptHTTP2:   true,
 	}
 	p := new(http.Protocols)
-	if cfg != nil {
+	if http1 {
+		p.SetHTTP1(true)
+		t.ForceAttemptHTTP2 = false
+		t.MaxIdleConnsPerHost = 64
+	} else if cfg != nil {
 		p.SetHTTP2(true)
 		p.SetHTTP1(true)
 	} else {

@@ -153,7 +153,7 @@ func TestCoalescedCallsAnswerAsUnary(t *testing.T) {
 	}
 	run := func(coalesce bool) ([]outcome, *batchCounter) {
 		s := newSite(t, 1)
-		counter := &batchCounter{next: httpClient(nil).Transport}
+		counter := &batchCounter{next: httpClient(nil, false).Transport}
 		mk := func(token string) *Client {
 			c, err := New(s.Addrs, Options{Token: token, MaxAttempts: 1, HTTPClient: &http.Client{Transport: counter}, NoCoalesce: !coalesce})
 			if err != nil {
@@ -230,7 +230,7 @@ func oldServer(t *testing.T, s *agenttest.Site, batch func(w http.ResponseWriter
 func TestCoalescingFallsBackToUnary(t *testing.T) {
 	s := newSite(t, 1)
 	addr := oldServer(t, s, func(w http.ResponseWriter, r *http.Request, _ http.Handler) { http.NotFound(w, r) })
-	counter := &batchCounter{next: httpClient(nil).Transport}
+	counter := &batchCounter{next: httpClient(nil, false).Transport}
 	c, err := New([]string{addr}, Options{Token: agenttest.TokenAcme, MaxAttempts: 1, HTTPClient: &http.Client{Transport: counter}})
 	if err != nil {
 		t.Fatal(err)
@@ -307,7 +307,7 @@ func TestCoalescedBrokersOnRealCluster(t *testing.T) {
 		t.Skip("starts a real Raft cluster")
 	}
 	c := agenttest.NewCluster(t, 3, rpctestAPI(t))
-	counter := &batchCounter{next: httpClient(nil).Transport}
+	counter := &batchCounter{next: httpClient(nil, false).Transport}
 	cl, err := New(c.Addrs(), Options{Token: agenttest.TokenOps, MaxAttempts: 20, BaseBackoff: 10 * time.Millisecond, HTTPClient: &http.Client{Transport: counter}})
 	if err != nil {
 		t.Fatal(err)

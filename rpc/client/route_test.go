@@ -72,7 +72,7 @@ func testWritesGoStraightToTheLeader(t *testing.T, coalesce bool) {
 	c := agenttest.NewCluster(t, 3, rpctestAPI(t))
 	leader := c.WaitLeader(15 * time.Second)
 	follower := slices.IndexFunc(c.Servers, func(s *agenttest.Server) bool { return s != leader })
-	rec := &hostRecorder{next: httpClient(nil).Transport}
+	rec := &hostRecorder{next: httpClient(nil, false).Transport}
 	cl, err := New(c.Addrs(), Options{Token: agenttest.TokenOps, HTTPClient: &http.Client{Transport: rec}, NoCoalesce: !coalesce})
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +149,7 @@ func testWritesGoStraightToTheLeader(t *testing.T, coalesce bool) {
 			followers = append(followers, s.Addr)
 		}
 	}
-	rec2 := &hostRecorder{next: httpClient(nil).Transport}
+	rec2 := &hostRecorder{next: httpClient(nil, false).Transport}
 	fc, err := New(followers, Options{Token: agenttest.TokenOps, HTTPClient: &http.Client{Transport: rec2}, NoCoalesce: !coalesce})
 	if err != nil {
 		t.Fatal(err)

@@ -48,6 +48,7 @@ func run() error {
 	out := flag.String("out", ".", "directory for -report")
 	cpuprofile := flag.String("cpuprofile", "", "write the load generator's own CPU profile to this file")
 	coalesce := flag.Bool("coalesce", true, "ledgerd: coalesce concurrent calls into Batch calls (false: one API call per operation)")
+	http1 := flag.Bool("http1", false, "ledgerd: speak HTTP/1.1 to the agents instead of HTTP/2 (client Options.HTTP1)")
 	inFlight := flag.Int("batch-inflight", 0, "ledgerd: Batch calls in flight per node before calls queue (0: the client's default)")
 	flag.Parse()
 	if *report != "" {
@@ -74,7 +75,7 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		l, err := service.NewLedgerd(strings.Split(*addrs, ","), client.Options{Token: *token, TLS: tc, NoCoalesce: !*coalesce, MaxInFlight: *inFlight}, f.Label)
+		l, err := service.NewLedgerd(strings.Split(*addrs, ","), client.Options{Token: *token, TLS: tc, NoCoalesce: !*coalesce, MaxInFlight: *inFlight, HTTP1: *http1}, f.Label)
 		if err != nil {
 			return err
 		}
