@@ -222,6 +222,14 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 	// The wall time of each call of the stage runner (the scan stages,
 	// then the build stages), for the log line.
 	var calls []time.Duration
+	// gcOff: the collector is off for the build stages (gcPercent is
+	// the setting to put back).
+	gcOff, gcPercent := false, 0
+	defer func() {
+		if gcOff {
+			debug.SetGCPercent(gcPercent)
+		}
+	}()
 	if sr, ok := f.inner.(stagedRestorer); ok {
 		err = sr.RestoreWith(readCloser{tr, rc}, func(stages []func()) {
 			t := time.Now()
@@ -235,6 +243,17 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 				// restore, for no more CPU). One cycle here takes them
 				// back first.
 				runtime.GC()
+				// Then the collector stays off until the cycle after
+				// the restore. The build stages allocate the new state
+				// and little else, so a cycle during them (at 1M rows
+				// one starts soon after they do and lasts most of their
+				// time) frees almost nothing while it marks the growing
+				// state and slows every store with its write barrier:
+				// without it the build stages of a 1M-row restore take
+				// 1.9 s instead of 3 s, and the heap peaks about 5 %
+				// higher. A memory limit (GOMEMLIMIT, -memory-limit)
+				// still starts cycles when the heap reaches it.
+				gcPercent, gcOff = debug.SetGCPercent(-1), true
 			}
 			runConcurrently(stages)
 			calls = append(calls, time.Since(t).Round(time.Millisecond))
@@ -263,6 +282,12 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 	// the restore's own peak before the cycle ended.
 	collectStart := time.Now()
 	debug.FreeOSMemory()
+	if gcOff {
+		// After the cycle, so that the goal is set from the restored
+		// state alone rather than starting a cycle of its own at once.
+		debug.SetGCPercent(gcPercent)
+		gcOff = false
+	}
 	collect := time.Since(collectStart)
 	if f.log != nil {
 		took := time.Since(start)
