@@ -1,12 +1,16 @@
 package fsm
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/google/btree"
+	"google.golang.org/protobuf/proto"
+
+	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 )
 
 // timerCmp must order timers exactly as timerLess, the tree's order:
@@ -64,5 +68,45 @@ func TestBuildTimersMergesChunks(t *testing.T) {
 	j.s.timers.Ascend(func(tm timer) bool { got = append(got, tm); return true })
 	if !slices.Equal(got, want) {
 		t.Fatalf("tree holds %d timers, want %d in order", len(got), len(want))
+	}
+}
+
+// A scan chunk books each row once, and twice when it has a pending
+// modification: with enough of those a chunk outgrows its region of the
+// shared booking list and buildPlanner must copy instead of moving the
+// regions together. Either way the restored planner must hold every
+// booking: the snapshot writes back byte for byte and the free profile is
+// the original's, under every stage runner.
+func TestRestoreBookingsOutgrowRegion(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		rows     int
+		modified func(i int) bool
+	}{
+		{"none modified", 9, func(int) bool { return false }},
+		{"one modified", 9, func(i int) bool { return i == 4 }},
+		{"all modified", 9, func(int) bool { return true }},
+		{"one row modified", 1, func(int) bool { return true }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Config{DefaultHoldTTL: 100})
+			h.must(0, OK, createRes("cpu", 1000))
+			for i := range tc.rows {
+				id := fmt.Sprintf("r%02d", i)
+				h.must(0, OK, reserve(id, "cpu", 4, 100, withStart(1000+int64(i)*10)))
+				if tc.modified(i) {
+					h.must(0, OK, modify(id, []*fsmv1.Part{part("cpu", 6)}, proto.Int64(5000+int64(i)*10), nil))
+				}
+			}
+			snap := snapshotBytes(t, h.f)
+			for name, run := range stageRunners {
+				r := restoredWith(t, Config{DefaultHoldTTL: 100}, snap, run)
+				if again := snapshotBytes(t, r); !bytes.Equal(snap, again) {
+					t.Fatalf("%s: snapshot→restore→snapshot changed the bytes", name)
+				}
+				sameProfiles(t, name, h.f, r)
+				checkInvariants(t, r)
+			}
+		})
 	}
 }
