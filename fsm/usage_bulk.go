@@ -134,7 +134,7 @@ func usageFromEdges(es []usageEdge) *usage {
 			prev = level
 		}
 	}
-	// Ascending, in two passes: full nodes (see insertInOrder).
+	// Ascending, in two passes (see insertInOrder).
 	insertInOrder(u.steps, steps)
 	return u
 }
