@@ -144,3 +144,53 @@ func gaugeValue(t *testing.T, n *Node, name string) float64 {
 	t.Fatalf("no gauge %s", name)
 	return 0
 }
+
+// tickGatedFSM blocks applying a tick until release is closed, and
+// closes blocked when the first tick arrives.
+type tickGatedFSM struct {
+	*kvFSM
+	once    sync.Once
+	blocked chan struct{}
+	release chan struct{}
+}
+
+func (g *tickGatedFSM) Apply(l *raft.Log) any {
+	if strings.HasPrefix(string(l.Data), "tick") {
+		g.once.Do(func() { close(g.blocked) })
+		<-g.release
+	}
+	return g.kvFSM.Apply(l)
+}
+
+// TestLeaderReadyWithoutWaitingForItsTick: a leader is ready once its
+// term's barrier is applied (every entry of an earlier term, the only
+// ones that can have been acknowledged without its FSM), even while the
+// FSM is still applying the first tick of its term. A node restarted
+// after a long stop otherwise waited for that tick to fire every timer
+// of the downtime before it answered ready.
+func TestLeaderReadyWithoutWaitingForItsTick(t *testing.T) {
+	c := &tcluster{t: t}
+	g := &tickGatedFSM{blocked: make(chan struct{}), release: make(chan struct{})}
+	tn := c.add(1, func(cfg *Config) {
+		cfg.Tick = func() []byte { return []byte("tick") }
+		cfg.TickInterval = 5 * time.Millisecond
+	})
+	tn.wrap = func(f *kvFSM) raft.FSM { g.kvFSM = f; return g }
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(g.release)
+		}
+	}
+	t.Cleanup(c.stopAll)
+	t.Cleanup(release) // runs first: raft waits for the FSM to stop
+	c.start(tn)
+	select {
+	case <-g.blocked:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no tick reached the FSM within 20s")
+	}
+	waitFor(t, 10*time.Second, "the leader ready while its first tick is being applied", tn.node.Ready)
+	release()
+}

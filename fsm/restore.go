@@ -1,7 +1,11 @@
 package fsm
 
 import (
+	"cmp"
+	"slices"
 	"strings"
+
+	"github.com/google/btree"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"github.com/ledgerd/ledgerd/planner"
@@ -66,9 +70,13 @@ type restoreJob struct {
 	// rows are the stored rows in ID order and ids their IDs (substrings
 	// of the rows); scan chunk c fills [bound(c), bound(c+1)).
 	rows, ids []string
-	chunks    [scanChunks]scanOut
-	checkErr  [checkChunks]idemErr
-	addErr    idemErr
+	// books holds the planner bookings: scan chunk c appends to its own
+	// region [bound(c), bound(c+1)), and buildPlanner moves the regions
+	// together instead of copying them into a new list.
+	books    []planner.Booking
+	chunks   [scanChunks]scanOut
+	checkErr [checkChunks]idemErr
+	addErr   idemErr
 	// planErr is the planner stage's error.
 	planErr error
 }
@@ -142,6 +150,7 @@ func prepareRestore(cfg Config, split splitSnapshot) (*restoreJob, error) {
 	j.tracking = len(s.lim.table) > 0
 	n := len(split.rows)
 	j.rows, j.ids = make([]string, n), make([]string, n)
+	j.books = make([]planner.Booking, n)
 	return j, nil
 }
 
@@ -189,7 +198,10 @@ func (j *restoreJob) scanChunk(c int) {
 	out := &j.chunks[c]
 	out.byState = make(map[fsmv1.Reservation_State]int)
 	out.timers = make([]timer, 0, hi-lo)
-	out.books = bookings{list: make([]planner.Booking, 0, hi-lo), parts: make([]planner.Part, 0, hi-lo)}
+	// Its own region of j.books, capped: a chunk with more bookings than
+	// rows (pending modifications book twice) moves to a list of its own
+	// rather than into the next region.
+	out.books = bookings{list: j.books[lo:lo:hi], parts: make([]planner.Part, 0, hi-lo)}
 	if j.hasUnits {
 		out.unitBooks = make(map[string][]planner.UnitBooking)
 	}
@@ -255,6 +267,22 @@ func (j *restoreJob) scanChunk(c int) {
 			out.usage.account(sc.owner, &sc.rowMeta, sc.parts, sc.pendParts)
 		}
 	}
+	// Sorted here, in a stage of its own per chunk, so that buildTimers
+	// merges the chunks and enters the timers in order: ascending inserts
+	// keep the tree's right edge in cache instead of descending to a
+	// random leaf for each of a million timers.
+	slices.SortFunc(out.timers, timerCmp)
+}
+
+// timerCmp is timerLess as a three-way comparison, for sorting.
+func timerCmp(a, b timer) int {
+	if c := cmp.Compare(a.at, b.at); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.kind, b.kind); c != 0 {
+		return c
+	}
+	return strings.Compare(a.id, b.id)
 }
 
 // checkIdem checks that the results of check chunk c of the idempotency
@@ -301,13 +329,32 @@ func (j *restoreJob) idemError() error {
 // and the unit schedules: s.plan, s.units.
 func (j *restoreJob) buildPlanner() {
 	s := j.s
-	n := 0
+	n, inPlace := 0, true
 	for c := range j.chunks {
-		n += len(j.chunks[c].books.list)
+		l := len(j.chunks[c].books.list)
+		n += l
+		inPlace = inPlace && l <= j.bound(c+1)-j.bound(c)
 	}
-	books := bookings{list: make([]planner.Booking, 0, n)}
+	var books bookings
+	if inPlace {
+		// Each region moves down to where the ones before it end (never
+		// past its own start, so nothing unmoved is overwritten): one
+		// list of n bookings without a second one beside it (56 MB at
+		// 1M rows).
+		books.list = j.books[:0]
+		for c := range j.chunks {
+			books.list = append(books.list, j.chunks[c].books.list...)
+		}
+		clear(j.books[n:])
+	} else {
+		books.list = make([]planner.Booking, 0, n)
+		for c := range j.chunks {
+			books.list = append(books.list, j.chunks[c].books.list...)
+		}
+	}
+	j.books = nil
 	for c := range j.chunks {
-		books.list = append(books.list, j.chunks[c].books.list...)
+		j.chunks[c].books.list = nil
 	}
 	if j.hasUnits {
 		unitBooks := make(map[string][]planner.UnitBooking)
@@ -336,7 +383,11 @@ func (j *restoreJob) buildIdem() {
 	}
 	raw := j.split.idemRaw
 	idem := &j.s.idem
-	idem.grow(len(raw))
+	// One key more than the records: the index the first key a replayed
+	// or new entry adds needs. At the key cap (the usual case on a busy
+	// node) that key would otherwise rebuild the whole index on the FSM
+	// goroutine, delaying the first apply after a restart.
+	idem.grow(len(raw) + 1)
 	for i, r := range raw {
 		e, err := decodeIdemRecord(r, nil)
 		if err != nil {
@@ -350,11 +401,56 @@ func (j *restoreJob) buildIdem() {
 	}
 }
 
-// buildTimers enters the rows' timers: s.timers.
+// buildTimers enters the rows' timers: s.timers. Each chunk's timers
+// are sorted (scanChunk); they are merged here and entered in ascending
+// order, in the two passes of insertInOrder.
 func (j *restoreJob) buildTimers() {
-	for c := range j.chunks {
-		for _, t := range j.chunks[c].timers {
-			j.s.timers.ReplaceOrInsert(t)
+	for _, first := range []bool{true, false} {
+		var heads [scanChunks][]timer
+		for c := range j.chunks {
+			heads[c] = j.chunks[c].timers
+		}
+		for rank := 0; ; rank++ {
+			best := -1
+			for c := range heads {
+				if len(heads[c]) > 0 && (best < 0 || timerLess(heads[c][0], heads[best][0])) {
+					best = c
+				}
+			}
+			if best < 0 {
+				break
+			}
+			if inFirstPass(rank) == first {
+				j.s.timers.ReplaceOrInsert(heads[best][0])
+			}
+			heads[best] = heads[best][1:]
+		}
+	}
+}
+
+// inFirstPass reports whether the item at position i of a sorted list
+// goes into the tree in insertInOrder's first pass: three in five, evenly
+// spread.
+func inFirstPass(i int) bool { return i%5%2 == 0 }
+
+// insertInOrder enters sorted items into the empty tree t in two
+// ascending passes: three items in five first, then the other two.
+// Ascending inserts keep the path being written in cache (a random order
+// descends to a cold leaf for each item), but a single pass leaves every
+// node half full: a node splits in the middle and its left half never
+// receives another item. The second pass puts its items into the gaps,
+// filling the nodes to about four fifths: room for the entries that come
+// after a restore without splitting (a pass of every other item fills
+// them completely, and then the first new item in each splits it, which
+// made later inserts slower and the tree larger than a random order's).
+// A million timers take about half the time of a random order and a fifth
+// less memory.
+func insertInOrder[T any](t *btree.BTreeG[T], items []T) {
+	for _, first := range []bool{true, false} {
+		for i, it := range items {
+			if inFirstPass(i) == first {
+				t.ReplaceOrInsert(it)
+			}
 		}
 	}
 }
@@ -364,11 +460,10 @@ func (j *restoreJob) buildTable() {
 	s := j.s
 	s.resv = newRowStore(len(j.rows))
 	for i, row := range j.rows {
-		// IDs are new and ascending: no old row to unlink, and ids
-		// grows at its right edge.
+		// IDs are new and ascending: no old row to unlink.
 		s.resv.insert(j.ids[i], row)
-		s.ids.ReplaceOrInsert(j.ids[i])
 	}
+	insertInOrder(s.ids, j.ids)
 }
 
 // buildUsage builds the usage the limits need of every row, in bulk

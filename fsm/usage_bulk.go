@@ -122,6 +122,7 @@ func (b *usageBuilder) build() map[limitKey]*usage {
 func usageFromEdges(es []usageEdge) *usage {
 	slices.SortFunc(es, func(a, b usageEdge) int { return cmp.Compare(a.at, b.at) })
 	u := newUsage()
+	var steps []*ustep
 	var level, prev int64
 	for i := 0; i < len(es); {
 		at := es[i].at
@@ -129,10 +130,11 @@ func usageFromEdges(es []usageEdge) *usage {
 			level += es[i].delta
 		}
 		if level != prev {
-			// Ascending: each goes to the right edge of the tree.
-			u.steps.ReplaceOrInsert(&ustep{at: at, level: level})
+			steps = append(steps, &ustep{at: at, level: level})
 			prev = level
 		}
 	}
+	// Ascending, in two passes (see insertInOrder).
+	insertInOrder(u.steps, steps)
 	return u
 }
