@@ -163,8 +163,10 @@ func (s *state) advanceUnits() {
 // of one booking are on the schedules of its parts; a missing one is
 // tolerated (a schedule forgets bookings that ended before its origin).
 func (s *state) releaseUnits(key string) {
+	// Forget, not Release: Release builds the booking and, on the
+	// schedules that do not hold key (all but a few), an error.
 	for _, us := range s.units {
-		_, _ = us.Release(key)
+		us.Forget(key)
 	}
 }
 

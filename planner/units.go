@@ -523,6 +523,20 @@ func (u *UnitSchedule) Release(id string) (UnitBooking, error) {
 	return b, nil
 }
 
+// Forget removes the booking id and frees its units, like Release, and
+// reports whether it was there. It builds neither the booking nor an
+// error, for callers that release a key on every schedule that might hold
+// it (most do not).
+func (u *UnitSchedule) Forget(id string) bool {
+	r, ok := u.books[id]
+	if !ok {
+		return false
+	}
+	u.removeRec(r)
+	delete(u.books, id)
+	return true
+}
+
 // SetMovable sets the movable flag of booking id: false once the booking
 // is materialized in a resource manager (it then never moves), true again
 // if that materialization is withdrawn.

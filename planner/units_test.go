@@ -3,6 +3,7 @@ package planner
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -252,5 +253,33 @@ func TestUnitsBadInput(t *testing.T) {
 	}
 	if _, err := u.Release("nope"); !errors.Is(err, ErrUnknownBooking) {
 		t.Errorf("release unknown: %v", err)
+	}
+}
+
+// TestUnitsForgetMatchesRelease: Forget leaves a schedule in the state
+// Release leaves, and reports what Release's error reports.
+func TestUnitsForgetMatchesRelease(t *testing.T) {
+	build := func() *UnitSchedule {
+		u := mustUnits(t, 3, FitBest)
+		mustBook(t, u, "a", 5, 8, true, "n1")
+		mustBook(t, u, "b", 8, 12, true, "n1")
+		mustBook(t, u, "c", 0, 20, true, "n2")
+		return u
+	}
+	for _, id := range []string{"a", "b", "c", "nope"} {
+		r, f := build(), build()
+		_, err := r.Release(id)
+		if got := f.Forget(id); got != (err == nil) {
+			t.Fatalf("Forget(%q) = %v, Release error %v", id, got, err)
+		}
+		if !reflect.DeepEqual(r.Snapshot(), f.Snapshot()) {
+			t.Fatalf("after %q: Forget left %+v, Release %+v", id, f.Snapshot(), r.Snapshot())
+		}
+		if err := checkUnits(f); err != nil {
+			t.Fatalf("after Forget(%q): %v", id, err)
+		}
+		if f.Forget(id) {
+			t.Fatalf("Forget(%q) twice reported it there", id)
+		}
 	}
 }
