@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestHTTPVersionOverTLS checks what each setting of Options.HTTP1 speaks
+// TestHTTPVersionOverTLS checks what each transport httpClient builds speaks
 // to a server that offers both HTTP/1.1 and HTTP/2 over TLS.
 func TestHTTPVersionOverTLS(t *testing.T) {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -52,14 +52,51 @@ func TestHTTP1WithoutTLS(t *testing.T) {
 	}
 }
 
-// TestHTTP1RefusesGRPC: gRPC needs HTTP/2, so the combination is an error
-// that names the option instead of calls that fail later.
-func TestHTTP1RefusesGRPC(t *testing.T) {
-	_, err := New([]string{"127.0.0.1:1"}, Options{HTTP1: true, Protocol: ProtocolGRPC})
-	if err == nil || !strings.Contains(err.Error(), "HTTP1") {
-		t.Fatalf("New(HTTP1, gRPC) = %v, want an error naming Options.HTTP1", err)
+// TestHTTPVersionOptions: what each Options.HTTP speaks with each client
+// mode and protocol, and the combinations refused with an error naming
+// the option instead of calls that fail later.
+func TestHTTPVersionOptions(t *testing.T) {
+	for _, tc := range []struct {
+		opts    Options
+		want    HTTPVersion
+		wantErr string
+	}{
+		{opts: Options{}, want: HTTP1},
+		{opts: Options{Protocol: ProtocolGRPCWeb}, want: HTTP1},
+		{opts: Options{NoCoalesce: true}, want: HTTP2},
+		{opts: Options{Protocol: ProtocolGRPC}, want: HTTP2},
+		{opts: Options{HTTP: HTTP2}, want: HTTP2},
+		{opts: Options{HTTP: HTTP1, NoCoalesce: true}, want: HTTP1},
+		{opts: Options{HTTP: HTTP1, Protocol: ProtocolGRPC}, wantErr: "Options.HTTP"},
+		{opts: Options{HTTP: 7}, wantErr: "Options.HTTP"},
+	} {
+		_, err := New([]string{"127.0.0.1:1"}, tc.opts)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("New(%+v) = %v, want an error naming %s", tc.opts, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("New(%+v): %v", tc.opts, err)
+			continue
+		}
+		if got := tc.opts.HTTP.resolve(tc.opts); got != tc.want {
+			t.Errorf("Options%+v speaks %s, want %s", tc.opts, got, tc.want)
+		}
 	}
-	if _, err := New([]string{"127.0.0.1:1"}, Options{HTTP1: true, Protocol: ProtocolGRPCWeb}); err != nil {
-		t.Fatalf("New(HTTP1, gRPC-Web): %v", err)
+}
+
+// TestParseHTTPVersion: the flag spellings round-trip and a bad one names
+// what it wants.
+func TestParseHTTPVersion(t *testing.T) {
+	for _, v := range []HTTPVersion{HTTPAuto, HTTP1, HTTP2} {
+		got, err := ParseHTTPVersion(v.String())
+		if err != nil || got != v {
+			t.Errorf("ParseHTTPVersion(%q) = %v, %v", v.String(), got, err)
+		}
+	}
+	if _, err := ParseHTTPVersion("3"); err == nil || !strings.Contains(err.Error(), "auto, 1.1 or 2") {
+		t.Errorf("ParseHTTPVersion(3) = %v", err)
 	}
 }

@@ -48,9 +48,17 @@ func run() error {
 	out := flag.String("out", ".", "directory for -report")
 	cpuprofile := flag.String("cpuprofile", "", "write the load generator's own CPU profile to this file")
 	coalesce := flag.Bool("coalesce", true, "ledgerd: coalesce concurrent calls into Batch calls (false: one API call per operation)")
-	http1 := flag.Bool("http1", false, "ledgerd: speak HTTP/1.1 to the agents instead of HTTP/2 (client Options.HTTP1)")
+	httpVersion := flag.String("http", "auto", "ledgerd: the HTTP version the client speaks to the agents: auto (the client's default: 1.1 when coalescing, else 2), 1.1 or 2")
+	http1 := flag.Bool("http1", false, "ledgerd: the same as -http 1.1")
 	inFlight := flag.Int("batch-inflight", 0, "ledgerd: Batch calls in flight per node before calls queue (0: the client's default)")
 	flag.Parse()
+	hv, err := client.ParseHTTPVersion(*httpVersion)
+	if err != nil {
+		return fmt.Errorf("-http: %w", err)
+	}
+	if *http1 {
+		hv = client.HTTP1
+	}
 	if *report != "" {
 		return writeReport(*report, *out)
 	}
@@ -75,7 +83,7 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		l, err := service.NewLedgerd(strings.Split(*addrs, ","), client.Options{Token: *token, TLS: tc, NoCoalesce: !*coalesce, MaxInFlight: *inFlight, HTTP1: *http1}, f.Label)
+		l, err := service.NewLedgerd(strings.Split(*addrs, ","), client.Options{Token: *token, TLS: tc, NoCoalesce: !*coalesce, MaxInFlight: *inFlight, HTTP: hv}, f.Label)
 		if err != nil {
 			return err
 		}
@@ -112,7 +120,7 @@ func run() error {
 	if f.Label == "" {
 		f.Label = fmt.Sprintf("%d nodes", *nodes)
 	}
-	_, err := service.RunAll(ctx, sys, f, *nodes, os.Stdout)
+	_, err = service.RunAll(ctx, sys, f, *nodes, os.Stdout)
 	return err
 }
 
