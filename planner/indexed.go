@@ -101,7 +101,43 @@ type chunk struct {
 	mn, mx int64
 	sb, fb []int64
 	off    int
+	// dup is the number of copies among the chunk's slots (see
+	// copies below). Invariant: dup <= maxDup.
+	dup int
 }
+
+// Copies: room inside a chunk.
+//
+// A slot of a chunk's window may hold a copy of the slot after it (same
+// start, same free): a block of zero length that no reader can tell from
+// the block it copies, since every lookup lands on the last slot of a
+// run of equal slots (the block itself, which ends where the next
+// distinct start begins) and every search over free amounts sees the
+// copy's free beside the block's. A block merged away (Remove, Release)
+// becomes a copy of its predecessor by a write of its start, instead of
+// a shift of the shorter side of the chunk; an insertion (Book) takes the
+// nearest copy within copyReach slots and moves only the blocks between,
+// which the lookup has just read. Only when there is none does a change
+// move the shorter side as before.
+//
+// Invariant: the slots of a chunk are non-decreasing in start; two
+// neighbouring slots with the same start have the same free (the first
+// is a copy); the last slot of a chunk is never a copy (copies never
+// reach into the next chunk); neighbouring blocks (the last slots of
+// their runs) differ in free as before. t.n counts blocks, not copies.
+// A chunk holds at most maxDup copies; one that would hold more, or a
+// chunk that is split, merged, refilled or handed over to the short
+// layout, is compacted first (compact).
+const (
+	// maxDup is the most copies a chunk holds.
+	maxDup = chunkCap / 8
+	// copyReach is how far from the change an insertion looks for a copy.
+	copyReach = sampleStep
+	// dupWarm is the number of copies from which the first lookup of an
+	// Earliest no longer reads ahead the shorter side of its chunk: the
+	// Book will most likely find a copy near the change.
+	dupWarm = 8
+)
 
 // newChunk returns a chunk holding copies of start and free, centred in
 // backing arrays of room slots (at least len(start)).
@@ -161,7 +197,131 @@ func (t *IndexedTimeline) summarize(ci int) {
 	c := t.chunks[ci]
 	c.adopt()
 	c.mn, c.mx = minMax(c.free)
+	c.dup = countDup(c.start)
 	t.resample(ci, 0, chunkCap)
+}
+
+// countDup returns the number of copies among the slots st.
+func countDup(st []int64) int {
+	d := 0
+	for j := 1; j < len(st); j++ {
+		if st[j] == st[j-1] {
+			d++
+		}
+	}
+	return d
+}
+
+// compact removes every copy of chunk ci (see copies) and returns the
+// new index of slot keep (the number of blocks before it; keep may be
+// len(start)), for a caller about to change the chunk's blocks as a
+// plain list. A chunk without copies is left as it is.
+func (t *IndexedTimeline) compact(ci, keep int) int {
+	c := t.chunks[ci]
+	if c.dup == 0 {
+		return keep
+	}
+	st, fr := c.start, c.free
+	w, nk := 0, keep
+	for j := range st {
+		if j == keep {
+			nk = w
+		}
+		if j+1 < len(st) && st[j+1] == st[j] {
+			continue
+		}
+		st[w], fr[w] = st[j], fr[j]
+		w++
+	}
+	if keep >= len(st) {
+		nk = w
+	}
+	c.view(w)
+	c.dup = 0
+	t.resample(ci, 0, chunkCap)
+	return nk
+}
+
+// groupStart returns the first slot of the run of equal slots that ends
+// at slot bi of chunk c: bi itself unless copies of it precede it.
+func groupStart(c *chunk, bi int) int {
+	for bi > 0 && c.start[bi-1] == c.start[bi] {
+		bi--
+	}
+	return bi
+}
+
+// groupLen returns the number of slots of chunk c from slot g on that
+// hold the same start as slot g.
+func groupLen(c *chunk, g int) int {
+	q := g + 1
+	for q < len(c.start) && c.start[q] == c.start[g] {
+		q++
+	}
+	return q - g
+}
+
+// placeCopy inserts block (s, f) after the block at slot k of chunk ci
+// (the last slot of its run) into the nearest copy within copyReach
+// slots, moving only the slots between, and returns the index where the
+// block landed; ok is false when there is no copy in reach (nothing
+// changed).
+func (t *IndexedTimeline) placeCopy(ci, k int, s, f int64) (int, bool) {
+	c := t.chunks[ci]
+	if c.dup == 0 {
+		return 0, false
+	}
+	st, fr := c.start, c.free
+	n := len(st)
+	// A copy at p (p+1 < n, st[p] == st[p+1]) right of k: move [k+1, p)
+	// one to the right. Left of k (p < k): move [p+1, k] one to the left.
+	right, left := -1, -1
+	for p := k + 1; p+1 < n && p <= k+copyReach; p++ {
+		if st[p] == st[p+1] {
+			right = p
+			break
+		}
+	}
+	for p := k - 1; p >= 0 && p >= k-copyReach && (right < 0 || k-p < right-k); p-- {
+		if st[p] == st[p+1] {
+			left = p
+			break
+		}
+	}
+	switch {
+	case left >= 0:
+		copy(st[left:k], st[left+1:k+1])
+		copy(fr[left:k], fr[left+1:k+1])
+		st[k], fr[k] = s, f
+		c.dup--
+		t.resample(ci, c.off+left, c.off+k+1)
+		return k, true
+	case right >= 0:
+		copy(st[k+2:right+1], st[k+1:right])
+		copy(fr[k+2:right+1], fr[k+1:right])
+		st[k+1], fr[k+1] = s, f
+		c.dup--
+		t.resample(ci, c.off+k+1, c.off+right+1)
+		return k + 1, true
+	}
+	return 0, false
+}
+
+// copyOut turns the block whose run of slots starts at slot g of chunk
+// c (g > 0), and which has the same free as the block before it, into
+// copies of that block: the merge of the two, without moving a slot. The
+// chunk gains one copy (the predecessor's last slot; the block's own
+// copies were counted already). It returns how many slots it rewrote
+// (the caller resamples them).
+func copyOut(c *chunk, g int) int {
+	st := c.start
+	s, prev := st[g], st[g-1]
+	q := g
+	for ; q < len(st) && st[q] == s; q++ {
+		st[q] = prev
+	}
+	c.dup++
+	return q - g
 }
 
 // resample records chunk ci's window in runs and recomputes its samples
@@ -437,7 +597,11 @@ func (t *IndexedTimeline) findWarm(ci int, x int64) (int, int64, int64) {
 	if lo-r.off >= r.off+r.n-hi {
 		from, to = hi, r.off+r.n
 	}
-	w := t.chunks[ci].mn // its load does not depend on the run's either
+	c := t.chunks[ci] // its load does not depend on the run's either
+	w := c.mn
+	if c.dup >= dupWarm {
+		to = from
+	}
 	for k := from; k < to; k += 8 {
 		w += r.sb[k] + r.fb[k]
 	}
@@ -856,6 +1020,9 @@ func (t *IndexedTimeline) each(from, to int64, fn func(Block) bool) {
 			if s >= to {
 				return
 			}
+			if j+1 < len(c.start) && c.start[j+1] == s {
+				continue // a copy (see copies)
+			}
 			e := t.blockEnd(ci, j)
 			if !fn(Block{Start: max(s, from), End: min(e, to), Free: c.free[j]}) {
 				return
@@ -947,6 +1114,8 @@ func (t *IndexedTimeline) add(start, end, delta int64) {
 		}
 		sci, sbi = t.splitAt(start)
 	}
+	// From the first slot of start's block: its copies change with it.
+	sbi = groupStart(t.chunks[sci], sbi)
 	// Walk the blocks of the window; (eci, ebi) ends up at the block that
 	// starts at end, if there is one.
 	eci, ebi, haveEnd := sci, sbi, false
@@ -1001,7 +1170,7 @@ func (t *IndexedTimeline) split2(start, end int64) (ci, bi int, ok bool) {
 	ci, bi = t.locate(start)
 	c := t.chunks[ci]
 	atStart := c.start[bi] == start
-	if !atStart && len(c.start)+2 > chunkCap {
+	if !atStart && len(c.start)+2 > chunkCap && c.dup == 0 {
 		return 0, 0, false
 	}
 	j, stop := bi+1, min(len(c.start), bi+1+split2Scan)
@@ -1020,6 +1189,31 @@ func (t *IndexedTimeline) split2(start, end int64) (ci, bi int, ok bool) {
 		return 0, 0, false
 	}
 	fs, fe := c.free[bi], c.free[j-1]
+	if xi, ok := t.placeCopy(ci, bi, start, fs); ok {
+		// start took a copy; end takes another (or is inserted by
+		// splitAt, which finds start a boundary already).
+		t.n++
+		t.hintBi = xi
+		j = xi + 1
+		for j < len(c.start) && c.start[j] < end {
+			j++
+		}
+		if j == len(c.start) {
+			return 0, 0, false
+		}
+		if _, ok := t.placeCopy(ci, j-1, end, fe); !ok {
+			return 0, 0, false
+		}
+		t.n++
+		if c.start[xi] != start {
+			xi-- // end's copy lay before start: the slots between moved left
+		}
+		t.hintBi = xi
+		return ci, xi, true
+	}
+	if len(c.start)+2 > chunkCap {
+		return 0, 0, false
+	}
 	t.insert2(ci, bi+1, j, start, fs, end, fe)
 	t.n += 2
 	// The new blocks repeat their neighbours' free amounts: the chunk's
@@ -1039,7 +1233,21 @@ func (t *IndexedTimeline) merge2(sci, sbi, eci, ebi int) bool {
 	}
 	c := t.chunks[sci]
 	n := len(c.start)
-	if c.free[sbi] != c.free[sbi-1] || c.free[ebi] != c.free[ebi-1] || (len(t.chunks) > 1 && n-2 < chunkMin) {
+	if c.free[sbi] != c.free[sbi-1] || c.free[ebi] != c.free[ebi-1] {
+		return false
+	}
+	if gs, ge := groupLen(c, sbi), groupLen(c, ebi); c.dup+2 <= maxDup {
+		// Both edges become copies of their predecessors: no slot
+		// moves, the summary is unchanged, and so are the heads.
+		copyOut(c, sbi)
+		copyOut(c, ebi)
+		t.resample(sci, c.off+sbi, c.off+sbi+gs)
+		t.resample(sci, c.off+ebi, c.off+ebi+ge)
+		t.n -= 2
+		t.hintBi = sbi - 1
+		return true
+	}
+	if c.dup > 0 || (len(t.chunks) > 1 && n-2 < chunkMin) {
 		return false
 	}
 	t.delete2(sci, sbi, ebi)
@@ -1110,13 +1318,14 @@ func (t *IndexedTimeline) splitAt(x int64) (ci, bi int) {
 }
 
 // mergePos removes the block at (ci, bi) if it has the same free amount as
-// the block before it. It reports whether chunks were restructured, which
-// invalidates positions.
+// the block before it. It reports whether chunks were restructured or
+// blocks moved (see removeAt), which invalidates positions.
 func (t *IndexedTimeline) mergePos(ci, bi int) (restructured bool) {
+	c := t.chunks[ci]
+	bi = groupStart(c, bi)
 	if ci == 0 && bi == 0 {
 		return false
 	}
-	c := t.chunks[ci]
 	var prev int64
 	if bi > 0 {
 		prev = c.free[bi-1]
@@ -1133,6 +1342,19 @@ func (t *IndexedTimeline) mergePos(ci, bi int) (restructured bool) {
 // insertAt inserts block (s, f) before position bi of chunk ci and returns
 // the position it landed at.
 func (t *IndexedTimeline) insertAt(ci, bi int, s, f int64) (int, int) {
+	if bi > 0 {
+		if at, ok := t.placeCopy(ci, bi-1, s, f); ok {
+			t.n++
+			if c := t.chunks[ci]; len(t.chunks) > 1 && (f < c.mn || f > c.mx) {
+				c.mn, c.mx = min(c.mn, f), max(c.mx, f)
+				t.seg.set(ci, c.mn, c.mx)
+			}
+			return ci, at
+		}
+	}
+	if len(t.chunks[ci].start) >= chunkCap {
+		bi = t.compact(ci, bi) // a chunk with copies has room without them
+	}
 	if len(t.chunks[ci].start) >= chunkCap {
 		t.splitChunk(ci)
 		if half := len(t.chunks[ci].start); bi > half {
@@ -1155,8 +1377,21 @@ func (t *IndexedTimeline) insertAt(ci, bi int, s, f int64) (int, int) {
 // removeAt deletes the block at (ci, bi), which has the same free amount
 // as the block before it (the caller merges equal neighbours; the first
 // block of the timeline is never removed). It reports whether chunks were
-// restructured (a chunk emptied or merged).
+// restructured (a chunk emptied or merged) or the chunk's blocks moved
+// (its copies were compacted away).
 func (t *IndexedTimeline) removeAt(ci, bi int) bool {
+	if c := t.chunks[ci]; bi > 0 {
+		if g := groupLen(c, bi); c.dup < maxDup {
+			// The block becomes a copy of its predecessor: nothing
+			// moves, the extremes and the head stay.
+			copyOut(c, bi)
+			t.resample(ci, c.off+bi, c.off+bi+g)
+			t.n--
+			return false
+		}
+	}
+	moved := t.chunks[ci].dup > 0 // compact moves the chunk's blocks
+	bi = t.compact(ci, bi)
 	t.delete1(ci, bi)
 	c := t.chunks[ci]
 	t.n--
@@ -1177,12 +1412,13 @@ func (t *IndexedTimeline) removeAt(ci, bi int) bool {
 	}
 	// Otherwise the removed block had the same free as its predecessor
 	// in this chunk, so the extremes are unchanged.
-	return false
+	return moved
 }
 
 // splitChunk cuts chunk ci into two halves, the new one allocated with
 // room to grow to chunkCap without reallocating.
 func (t *IndexedTimeline) splitChunk(ci int) {
+	t.compact(ci, 0)
 	c := t.chunks[ci]
 	half := len(c.start) / 2
 	right := newChunk(c.start[half:], c.free[half:], chunkCap)
@@ -1205,6 +1441,10 @@ func (t *IndexedTimeline) rebalance(ci int) bool {
 	if ci+1 == len(t.chunks) {
 		l = ci - 1
 	}
+	// The blocks move as plain lists: without copies, so that no run of
+	// equal slots is cut between two chunks.
+	t.compact(l, 0)
+	t.compact(l+1, 0)
 	a, b := t.chunks[l], t.chunks[l+1]
 	total := len(a.start) + len(b.start)
 	switch half := total / 2; {
@@ -1267,15 +1507,16 @@ func (t *IndexedTimeline) chunkedAdvance(now int64) {
 	ci, bi := t.locate(now)
 	if ci > 0 {
 		for _, c := range t.chunks[:ci] {
-			t.n -= len(c.start)
+			t.n -= len(c.start) - c.dup
 		}
 		t.deleteChunks(0, ci)
 	}
 	c := t.chunks[0]
 	if bi > 0 {
+		// Blocks before bi, not their copies (summarize recounts them).
+		t.n -= bi - countDup(c.start[:bi+1])
 		c.start = slices.Delete(c.start, 0, bi)
 		c.free = slices.Delete(c.free, 0, bi)
-		t.n -= bi
 	}
 	c.start[0] = now
 	t.firsts[0] = now
@@ -1341,6 +1582,12 @@ func (t *IndexedTimeline) checkInvariants() error {
 			}
 		}
 		for j := range c.start {
+			if j+1 < len(c.start) && c.start[j+1] == c.start[j] {
+				if c.free[j+1] != c.free[j] {
+					return fmt.Errorf("chunk %d slot %d: a copy of start %d with free %d, not %d", i, j, c.start[j], c.free[j], c.free[j+1])
+				}
+				continue
+			}
 			if havePrev && c.start[j] <= prevStart {
 				return fmt.Errorf("chunk %d block %d: start %d not after %d", i, j, c.start[j], prevStart)
 			}
@@ -1349,6 +1596,11 @@ func (t *IndexedTimeline) checkInvariants() error {
 			}
 			havePrev, prevStart, prevFree = true, c.start[j], c.free[j]
 			n++
+		}
+	}
+	for i, c := range t.chunks {
+		if d := countDup(c.start); d != c.dup || d > maxDup {
+			return fmt.Errorf("chunk %d: %d copies, recorded %d (at most %d)", i, d, c.dup, maxDup)
 		}
 	}
 	if n != t.n {
