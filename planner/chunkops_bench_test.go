@@ -112,3 +112,29 @@ func BenchmarkChunkShift(b *testing.B) {
 		})
 	}
 }
+
+// delete2 removes the blocks at indices i < j of chunk ci by moving the
+// shorter side of the chunk: what a Remove did before a merged block
+// became a copy (see copies), kept to measure that path.
+func (t *IndexedTimeline) delete2(ci, i, j int) {
+	c := t.chunks[ci]
+	n := len(c.start)
+	o := c.off
+	a, b := c.sb[o:o+n], c.fb[o:o+n]
+	if i < n-1-j {
+		for _, a := range [2][]int64{a, b} {
+			copy(a[i+2:j+1], a[i+1:j])
+			copy(a[2:i+2], a[0:i])
+		}
+		c.off = o + 2
+		c.view(n - 2)
+		t.resample(ci, o, o+j+1)
+		return
+	}
+	for _, a := range [2][]int64{a, b} {
+		copy(a[i:], a[i+1:j])
+		copy(a[j-1:], a[j+1:])
+	}
+	c.view(n - 2)
+	t.resample(ci, o+i, o+n)
+}

@@ -49,12 +49,21 @@ import (
 //     chunkCap/2 and a merge or refill leaves chunks of at least 3/8
 //     chunkCap, so at least chunkCap/8 insertions or deletions separate
 //     two structural changes of a chunk and the amortised cost is small.
+//   - Room inside a chunk: a slot may hold a copy of the next one (see
+//     copies), so that a merge rewrites one start in place and an
+//     insertion moves only the slots up to a nearby copy, within the
+//     lines its lookup just read; only a chunk without a copy in reach
+//     moves the shorter side of the change. Copies cost no memory
+//     beyond the slots (at most chunkCap/8 per chunk, and a chunk still
+//     holds at least chunkMin blocks besides them), so the bound above
+//     holds.
 //
 // Searches therefore cost O(log n + chunkCap) per skipped run instead of the
 // list's O(n) walk from the head, and Book/Release cost O(log n + chunkCap +
 // blocks touched).
 const (
-	// chunkCap is the most blocks a chunk holds; a full chunk splits in two.
+	// chunkCap is the most slots (blocks and their copies) a chunk holds;
+	// a full chunk without copies splits in two.
 	// (256 was measured beside it: benchmarks/planner/README.md.)
 	chunkCap = 512
 	// chunkMin is the fewest blocks a chunk holds when there are several:
@@ -82,10 +91,10 @@ const (
 //
 // The blocks of a chunk occupy a window [off, off+n) of its backing
 // arrays sb and fb, with room on both sides, and start and free are that
-// window. An insertion or removal moves the blocks on the shorter side of
-// the change (the head [0, i) towards or away from the window's start, or
-// the tail as before), so that it moves a quarter of the chunk on average
-// instead of half: at a million blocks those are cold lines, read once
+// window. An insertion without a copy in reach (see copies) moves the
+// blocks on the shorter side of the change (the head [0, i) towards or
+// away from the window's start, or the tail as before), so that it moves
+// a quarter of the chunk on average instead of half: at a million blocks those are cold lines, read once
 // before the shift. The chunk's samples and a copy of its backing arrays
 // and window live outside the chunk object, in the timeline's flat samp
 // and runs arrays (see IndexedTimeline), so that a lookup need not wait
@@ -478,30 +487,6 @@ func (t *IndexedTimeline) delete1(ci, i int) {
 	t.resample(ci, o+i, o+n)
 }
 
-// delete2 removes the blocks at indices i < j of chunk ci.
-func (t *IndexedTimeline) delete2(ci, i, j int) {
-	c := t.chunks[ci]
-	n := len(c.start)
-	o := c.off
-	a, b := c.sb[o:o+n], c.fb[o:o+n]
-	if i < n-1-j {
-		for _, a := range [2][]int64{a, b} {
-			copy(a[i+2:j+1], a[i+1:j])
-			copy(a[2:i+2], a[0:i])
-		}
-		c.off = o + 2
-		c.view(n - 2)
-		t.resample(ci, o, o+j+1)
-		return
-	}
-	for _, a := range [2][]int64{a, b} {
-		copy(a[i:], a[i+1:j])
-		copy(a[j-1:], a[j+1:])
-	}
-	c.view(n - 2)
-	t.resample(ci, o+i, o+n)
-}
-
 // insertChunk inserts c at position ci of the chunks, with its head,
 // samples and run. The caller rebuilds the segment tree.
 func (t *IndexedTimeline) insertChunk(ci int, c *chunk) {
@@ -588,7 +573,9 @@ func (r *chunkRun) scan(lo, hi int, x int64) (int, int64) {
 // way, so that all these misses overlap instead of coming one after
 // another in the shift. It returns the sum of what it read, which the
 // caller keeps so that the loads are not dropped. It also reads the
-// chunk object, which the Book needs next.
+// chunk object, which the Book needs next. A chunk holding dupWarm
+// copies or more is not read ahead: its Book most likely takes a copy
+// near x (see copies) and moves nothing cold.
 func (t *IndexedTimeline) findWarm(ci int, x int64) (int, int64, int64) {
 	r, lo, hi := t.group(ci, x)
 	// One load per 64-byte line of each array: the loads do not depend
@@ -1153,16 +1140,17 @@ func (t *IndexedTimeline) add(start, end, delta int64) {
 // leaves the work to two single splits.
 const split2Scan = 32
 
-// split2 makes both start and end block boundaries with one shift of the
-// chunk's tail when both fall strictly inside blocks of one chunk that has
-// room for two more (the usual Book: a window of a few blocks). At a
+// split2 makes both start and end block boundaries in place when both
+// fall strictly inside blocks of one chunk, with copies near both edges
+// (see copies) or else room for two more blocks (the usual Book: a window
+// of a few blocks). At a
 // million blocks the tail of a chunk is hundreds of elements, and moving
 // it once instead of twice is a large part of a booking's cost. It
 // reports whether both edges are boundaries now (also when they already
 // were, as for a Release of a booked window, with both in one chunk), and
 // then the position of the block that starts at start, so that add need
-// not look either edge up again. Otherwise nothing changed and splitAt
-// does the work.
+// not look either edge up again. Otherwise splitAt does the work: nothing
+// changed, or start became a boundary already (then t.n counts it).
 func (t *IndexedTimeline) split2(start, end int64) (ci, bi int, ok bool) {
 	if end == MaxTime {
 		return 0, 0, false
@@ -1223,10 +1211,12 @@ func (t *IndexedTimeline) split2(start, end int64) (ci, bi int, ok bool) {
 }
 
 // merge2 removes both edges of a window, the block at (sci, sbi) where it
-// starts and the block at (eci, ebi) where it ends, with one shift of the
-// chunk's shorter side, when both now equal their predecessors inside one chunk
-// and the chunk stays at least chunkMin long (or is alone). It reports
-// whether it did; otherwise nothing changed and mergePos does the work.
+// starts and the block at (eci, ebi) where it ends (the first slots of
+// their runs), by turning each into copies of its predecessor (see
+// copies), when both now equal their predecessors inside one chunk, the
+// chunk has room for two more copies and still holds chunkMin blocks
+// after (or is alone). It reports whether it did; otherwise nothing
+// changed and mergePos does the work.
 func (t *IndexedTimeline) merge2(sci, sbi, eci, ebi int) bool {
 	if sci != eci || sbi == 0 || ebi <= sbi {
 		return false
@@ -1236,24 +1226,18 @@ func (t *IndexedTimeline) merge2(sci, sbi, eci, ebi int) bool {
 	if c.free[sbi] != c.free[sbi-1] || c.free[ebi] != c.free[ebi-1] {
 		return false
 	}
-	if gs, ge := groupLen(c, sbi), groupLen(c, ebi); c.dup+2 <= maxDup {
-		// Both edges become copies of their predecessors: no slot
-		// moves, the summary is unchanged, and so are the heads.
-		copyOut(c, sbi)
-		copyOut(c, ebi)
-		t.resample(sci, c.off+sbi, c.off+sbi+gs)
-		t.resample(sci, c.off+ebi, c.off+ebi+ge)
-		t.n -= 2
-		t.hintBi = sbi - 1
-		return true
-	}
-	if c.dup > 0 || (len(t.chunks) > 1 && n-2 < chunkMin) {
+	if c.dup+2 > maxDup || (len(t.chunks) > 1 && n-c.dup-2 < chunkMin) {
 		return false
 	}
-	t.delete2(sci, sbi, ebi)
+	// Both edges become copies of their predecessors: no slot moves.
+	// The removed blocks repeated their predecessors' free amounts, so
+	// the summary is unchanged, and the chunk's first block stays.
+	gs, ge := groupLen(c, sbi), groupLen(c, ebi)
+	copyOut(c, sbi)
+	copyOut(c, ebi)
+	t.resample(sci, c.off+sbi, c.off+sbi+gs)
+	t.resample(sci, c.off+ebi, c.off+ebi+ge)
 	t.n -= 2
-	// The removed blocks repeated their predecessors' free amounts: the
-	// summary is unchanged, and the chunk's first block stays.
 	t.hintBi = sbi - 1
 	return true
 }
@@ -1339,8 +1323,11 @@ func (t *IndexedTimeline) mergePos(ci, bi int) (restructured bool) {
 	return t.removeAt(ci, bi)
 }
 
-// insertAt inserts block (s, f) before position bi of chunk ci and returns
-// the position it landed at.
+// insertAt inserts block (s, f) before position bi of chunk ci (the first
+// slot of a block's run of slots, or the chunk's end) and returns the
+// position it landed at: into the nearest copy in reach if there is one
+// (see copies), otherwise moving the shorter side of the chunk, which is
+// compacted or split first when it is full.
 func (t *IndexedTimeline) insertAt(ci, bi int, s, f int64) (int, int) {
 	if bi > 0 {
 		if at, ok := t.placeCopy(ci, bi-1, s, f); ok {
@@ -1381,7 +1368,7 @@ func (t *IndexedTimeline) insertAt(ci, bi int, s, f int64) (int, int) {
 // (its copies were compacted away).
 func (t *IndexedTimeline) removeAt(ci, bi int) bool {
 	if c := t.chunks[ci]; bi > 0 {
-		if g := groupLen(c, bi); c.dup < maxDup {
+		if g := groupLen(c, bi); c.dup < maxDup && (len(t.chunks) == 1 || len(c.start)-c.dup > chunkMin) {
 			// The block becomes a copy of its predecessor: nothing
 			// moves, the extremes and the head stay.
 			copyOut(c, bi)
@@ -1434,7 +1421,7 @@ func (t *IndexedTimeline) splitChunk(ci int) {
 // both hold half of their sum (at least 3/8 chunkCap each). It reports
 // whether it changed the chunks (and then it has rebuilt the index).
 func (t *IndexedTimeline) rebalance(ci int) bool {
-	if len(t.chunks) < 2 || len(t.chunks[ci].start) >= chunkMin {
+	if c := t.chunks[ci]; len(t.chunks) < 2 || len(c.start)-c.dup >= chunkMin {
 		return false
 	}
 	l := ci
@@ -1557,8 +1544,8 @@ func (t *IndexedTimeline) checkInvariants() error {
 		if len(c.start) == 0 || len(c.start) != len(c.free) || len(c.start) > chunkCap {
 			return fmt.Errorf("chunk %d: %d starts, %d frees", i, len(c.start), len(c.free))
 		}
-		if len(t.chunks) > 1 && len(c.start) < chunkMin {
-			return fmt.Errorf("chunk %d of %d holds %d blocks, fewer than %d", i, len(t.chunks), len(c.start), chunkMin)
+		if len(t.chunks) > 1 && len(c.start)-c.dup < chunkMin {
+			return fmt.Errorf("chunk %d of %d holds %d blocks, fewer than %d", i, len(t.chunks), len(c.start)-c.dup, chunkMin)
 		}
 		if t.firsts[i] != c.start[0] {
 			return fmt.Errorf("chunk %d: head %d, first start %d", i, t.firsts[i], c.start[0])
