@@ -143,8 +143,9 @@ const (
 	// copyReach is how far from the change an insertion looks for a copy.
 	copyReach = sampleStep
 	// dupWarm is the number of copies from which the first lookup of an
-	// Earliest no longer reads ahead the shorter side of its chunk: the
-	// Book will most likely find a copy near the change.
+	// Earliest no longer reads ahead the shorter side of its chunk even
+	// when its run holds no copy: the Book will most likely find one in
+	// reach of the change.
 	dupWarm = 8
 )
 
@@ -573,9 +574,10 @@ func (r *chunkRun) scan(lo, hi int, x int64) (int, int64) {
 // way, so that all these misses overlap instead of coming one after
 // another in the shift. It returns the sum of what it read, which the
 // caller keeps so that the loads are not dropped. It also reads the
-// chunk object, which the Book needs next. A chunk holding dupWarm
-// copies or more is not read ahead: its Book most likely takes a copy
-// near x (see copies) and moves nothing cold.
+// chunk object, which the Book needs next. A chunk holding copies is
+// read ahead only when x's run holds none and the chunk fewer than
+// dupWarm: otherwise its Book most likely takes a copy near x (see
+// copies) and moves nothing cold.
 func (t *IndexedTimeline) findWarm(ci int, x int64) (int, int64, int64) {
 	r, lo, hi := t.group(ci, x)
 	// One load per 64-byte line of each array: the loads do not depend
@@ -586,14 +588,34 @@ func (t *IndexedTimeline) findWarm(ci int, x int64) (int, int64, int64) {
 	}
 	c := t.chunks[ci] // its load does not depend on the run's either
 	w := c.mn
-	if c.dup >= dupWarm {
-		to = from
+	if c.dup == 0 {
+		for k := from; k < to; k += 8 {
+			w += r.sb[k] + r.fb[k]
+		}
+		bi, f := r.scan(lo, hi, x)
+		return bi, f, w
 	}
-	for k := from; k < to; k += 8 {
-		w += r.sb[k] + r.fb[k]
-	}
+	// The chunk holds copies: the Book takes one if there is one near x.
+	// Whether the run holds one is known once the run is here; only
+	// without one are the lines of the shorter side read, late.
 	bi, f := r.scan(lo, hi, x)
+	if c.dup < dupWarm && !r.hasCopy(lo, hi) {
+		for k := from; k < to; k += 8 {
+			w += r.sb[k] + r.fb[k]
+		}
+	}
 	return bi, f, w
+}
+
+// hasCopy reports whether slots [lo, hi) hold a copy (see copies).
+func (r *chunkRun) hasCopy(lo, hi int) bool {
+	st := r.sb[lo:hi]
+	for j := 1; j < len(st); j++ {
+		if st[j] == st[j-1] {
+			return true
+		}
+	}
+	return false
 }
 
 // IndexedTimeline is a Timeline that keeps the canonical free-block list in
