@@ -49,12 +49,21 @@ import (
 //     chunkCap/2 and a merge or refill leaves chunks of at least 3/8
 //     chunkCap, so at least chunkCap/8 insertions or deletions separate
 //     two structural changes of a chunk and the amortised cost is small.
+//   - Room inside a chunk: a slot may hold a copy of the next one (see
+//     copies), so that a merge rewrites one start in place and an
+//     insertion moves only the slots up to a nearby copy, within the
+//     lines its lookup just read; only a chunk without a copy in reach
+//     moves the shorter side of the change. Copies cost no memory
+//     beyond the slots (at most chunkCap/8 per chunk, and a chunk still
+//     holds at least chunkMin blocks besides them), so the bound above
+//     holds.
 //
 // Searches therefore cost O(log n + chunkCap) per skipped run instead of the
 // list's O(n) walk from the head, and Book/Release cost O(log n + chunkCap +
 // blocks touched).
 const (
-	// chunkCap is the most blocks a chunk holds; a full chunk splits in two.
+	// chunkCap is the most slots (blocks and their copies) a chunk holds;
+	// a full chunk without copies splits in two.
 	// (256 was measured beside it: benchmarks/planner/README.md.)
 	chunkCap = 512
 	// chunkMin is the fewest blocks a chunk holds when there are several:
@@ -82,10 +91,10 @@ const (
 //
 // The blocks of a chunk occupy a window [off, off+n) of its backing
 // arrays sb and fb, with room on both sides, and start and free are that
-// window. An insertion or removal moves the blocks on the shorter side of
-// the change (the head [0, i) towards or away from the window's start, or
-// the tail as before), so that it moves a quarter of the chunk on average
-// instead of half: at a million blocks those are cold lines, read once
+// window. An insertion without a copy in reach (see copies) moves the
+// blocks on the shorter side of the change (the head [0, i) towards or
+// away from the window's start, or the tail as before), so that it moves
+// a quarter of the chunk on average instead of half: at a million blocks those are cold lines, read once
 // before the shift. The chunk's samples and a copy of its backing arrays
 // and window live outside the chunk object, in the timeline's flat samp
 // and runs arrays (see IndexedTimeline), so that a lookup need not wait
@@ -101,7 +110,44 @@ type chunk struct {
 	mn, mx int64
 	sb, fb []int64
 	off    int
+	// dup is the number of copies among the chunk's slots (see
+	// copies below). Invariant: dup <= maxDup.
+	dup int
 }
+
+// Copies: room inside a chunk.
+//
+// A slot of a chunk's window may hold a copy of the slot after it (same
+// start, same free): a block of zero length that no reader can tell from
+// the block it copies, since every lookup lands on the last slot of a
+// run of equal slots (the block itself, which ends where the next
+// distinct start begins) and every search over free amounts sees the
+// copy's free beside the block's. A block merged away (Remove, Release)
+// becomes a copy of its predecessor by a write of its start, instead of
+// a shift of the shorter side of the chunk; an insertion (Book) takes the
+// nearest copy within copyReach slots and moves only the blocks between,
+// which the lookup has just read. Only when there is none does a change
+// move the shorter side as before.
+//
+// Invariant: the slots of a chunk are non-decreasing in start; two
+// neighbouring slots with the same start have the same free (the first
+// is a copy); the last slot of a chunk is never a copy (copies never
+// reach into the next chunk); neighbouring blocks (the last slots of
+// their runs) differ in free as before. t.n counts blocks, not copies.
+// A chunk holds at most maxDup copies; one that would hold more, or a
+// chunk that is split, merged, refilled or handed over to the short
+// layout, is compacted first (compact).
+const (
+	// maxDup is the most copies a chunk holds.
+	maxDup = chunkCap / 8
+	// copyReach is how far from the change an insertion looks for a copy.
+	copyReach = sampleStep
+	// dupWarm is the number of copies from which the first lookup of an
+	// Earliest no longer reads ahead the shorter side of its chunk even
+	// when its run holds no copy: the Book will most likely find one in
+	// reach of the change.
+	dupWarm = 8
+)
 
 // newChunk returns a chunk holding copies of start and free, centred in
 // backing arrays of room slots (at least len(start)).
@@ -161,7 +207,131 @@ func (t *IndexedTimeline) summarize(ci int) {
 	c := t.chunks[ci]
 	c.adopt()
 	c.mn, c.mx = minMax(c.free)
+	c.dup = countDup(c.start)
 	t.resample(ci, 0, chunkCap)
+}
+
+// countDup returns the number of copies among the slots st.
+func countDup(st []int64) int {
+	d := 0
+	for j := 1; j < len(st); j++ {
+		if st[j] == st[j-1] {
+			d++
+		}
+	}
+	return d
+}
+
+// compact removes every copy of chunk ci (see copies) and returns the
+// new index of slot keep (the number of blocks before it; keep may be
+// len(start)), for a caller about to change the chunk's blocks as a
+// plain list. A chunk without copies is left as it is.
+func (t *IndexedTimeline) compact(ci, keep int) int {
+	c := t.chunks[ci]
+	if c.dup == 0 {
+		return keep
+	}
+	st, fr := c.start, c.free
+	w, nk := 0, keep
+	for j := range st {
+		if j == keep {
+			nk = w
+		}
+		if j+1 < len(st) && st[j+1] == st[j] {
+			continue
+		}
+		st[w], fr[w] = st[j], fr[j]
+		w++
+	}
+	if keep >= len(st) {
+		nk = w
+	}
+	c.view(w)
+	c.dup = 0
+	t.resample(ci, 0, chunkCap)
+	return nk
+}
+
+// groupStart returns the first slot of the run of equal slots that ends
+// at slot bi of chunk c: bi itself unless copies of it precede it.
+func groupStart(c *chunk, bi int) int {
+	for bi > 0 && c.start[bi-1] == c.start[bi] {
+		bi--
+	}
+	return bi
+}
+
+// groupLen returns the number of slots of chunk c from slot g on that
+// hold the same start as slot g.
+func groupLen(c *chunk, g int) int {
+	q := g + 1
+	for q < len(c.start) && c.start[q] == c.start[g] {
+		q++
+	}
+	return q - g
+}
+
+// placeCopy inserts block (s, f) after the block at slot k of chunk ci
+// (the last slot of its run) into the nearest copy within copyReach
+// slots, moving only the slots between, and returns the index where the
+// block landed; ok is false when there is no copy in reach (nothing
+// changed).
+func (t *IndexedTimeline) placeCopy(ci, k int, s, f int64) (int, bool) {
+	c := t.chunks[ci]
+	if c.dup == 0 {
+		return 0, false
+	}
+	st, fr := c.start, c.free
+	n := len(st)
+	// A copy at p (p+1 < n, st[p] == st[p+1]) right of k: move [k+1, p)
+	// one to the right. Left of k (p < k): move [p+1, k] one to the left.
+	right, left := -1, -1
+	for p := k + 1; p+1 < n && p <= k+copyReach; p++ {
+		if st[p] == st[p+1] {
+			right = p
+			break
+		}
+	}
+	for p := k - 1; p >= 0 && p >= k-copyReach && (right < 0 || k-p < right-k); p-- {
+		if st[p] == st[p+1] {
+			left = p
+			break
+		}
+	}
+	switch {
+	case left >= 0:
+		copy(st[left:k], st[left+1:k+1])
+		copy(fr[left:k], fr[left+1:k+1])
+		st[k], fr[k] = s, f
+		c.dup--
+		t.resample(ci, c.off+left, c.off+k+1)
+		return k, true
+	case right >= 0:
+		copy(st[k+2:right+1], st[k+1:right])
+		copy(fr[k+2:right+1], fr[k+1:right])
+		st[k+1], fr[k+1] = s, f
+		c.dup--
+		t.resample(ci, c.off+k+1, c.off+right+1)
+		return k + 1, true
+	}
+	return 0, false
+}
+
+// copyOut turns the block whose run of slots starts at slot g of chunk
+// c (g > 0), and which has the same free as the block before it, into
+// copies of that block: the merge of the two, without moving a slot. The
+// chunk gains one copy (the predecessor's last slot; the block's own
+// copies were counted already). It returns how many slots it rewrote
+// (the caller resamples them).
+func copyOut(c *chunk, g int) int {
+	st := c.start
+	s, prev := st[g], st[g-1]
+	q := g
+	for ; q < len(st) && st[q] == s; q++ {
+		st[q] = prev
+	}
+	c.dup++
+	return q - g
 }
 
 // resample records chunk ci's window in runs and recomputes its samples
@@ -318,30 +488,6 @@ func (t *IndexedTimeline) delete1(ci, i int) {
 	t.resample(ci, o+i, o+n)
 }
 
-// delete2 removes the blocks at indices i < j of chunk ci.
-func (t *IndexedTimeline) delete2(ci, i, j int) {
-	c := t.chunks[ci]
-	n := len(c.start)
-	o := c.off
-	a, b := c.sb[o:o+n], c.fb[o:o+n]
-	if i < n-1-j {
-		for _, a := range [2][]int64{a, b} {
-			copy(a[i+2:j+1], a[i+1:j])
-			copy(a[2:i+2], a[0:i])
-		}
-		c.off = o + 2
-		c.view(n - 2)
-		t.resample(ci, o, o+j+1)
-		return
-	}
-	for _, a := range [2][]int64{a, b} {
-		copy(a[i:], a[i+1:j])
-		copy(a[j-1:], a[j+1:])
-	}
-	c.view(n - 2)
-	t.resample(ci, o+i, o+n)
-}
-
 // insertChunk inserts c at position ci of the chunks, with its head,
 // samples and run. The caller rebuilds the segment tree.
 func (t *IndexedTimeline) insertChunk(ci int, c *chunk) {
@@ -428,7 +574,10 @@ func (r *chunkRun) scan(lo, hi int, x int64) (int, int64) {
 // way, so that all these misses overlap instead of coming one after
 // another in the shift. It returns the sum of what it read, which the
 // caller keeps so that the loads are not dropped. It also reads the
-// chunk object, which the Book needs next.
+// chunk object, which the Book needs next. A chunk holding copies is
+// read ahead only when x's run holds none and the chunk fewer than
+// dupWarm: otherwise its Book most likely takes a copy near x (see
+// copies) and moves nothing cold.
 func (t *IndexedTimeline) findWarm(ci int, x int64) (int, int64, int64) {
 	r, lo, hi := t.group(ci, x)
 	// One load per 64-byte line of each array: the loads do not depend
@@ -437,12 +586,36 @@ func (t *IndexedTimeline) findWarm(ci int, x int64) (int, int64, int64) {
 	if lo-r.off >= r.off+r.n-hi {
 		from, to = hi, r.off+r.n
 	}
-	w := t.chunks[ci].mn // its load does not depend on the run's either
-	for k := from; k < to; k += 8 {
-		w += r.sb[k] + r.fb[k]
+	c := t.chunks[ci] // its load does not depend on the run's either
+	w := c.mn
+	if c.dup == 0 {
+		for k := from; k < to; k += 8 {
+			w += r.sb[k] + r.fb[k]
+		}
+		bi, f := r.scan(lo, hi, x)
+		return bi, f, w
 	}
+	// The chunk holds copies: the Book takes one if there is one near x.
+	// Whether the run holds one is known once the run is here; only
+	// without one are the lines of the shorter side read, late.
 	bi, f := r.scan(lo, hi, x)
+	if c.dup < dupWarm && !r.hasCopy(lo, hi) {
+		for k := from; k < to; k += 8 {
+			w += r.sb[k] + r.fb[k]
+		}
+	}
 	return bi, f, w
+}
+
+// hasCopy reports whether slots [lo, hi) hold a copy (see copies).
+func (r *chunkRun) hasCopy(lo, hi int) bool {
+	st := r.sb[lo:hi]
+	for j := 1; j < len(st); j++ {
+		if st[j] == st[j-1] {
+			return true
+		}
+	}
+	return false
 }
 
 // IndexedTimeline is a Timeline that keeps the canonical free-block list in
@@ -856,6 +1029,9 @@ func (t *IndexedTimeline) each(from, to int64, fn func(Block) bool) {
 			if s >= to {
 				return
 			}
+			if j+1 < len(c.start) && c.start[j+1] == s {
+				continue // a copy (see copies)
+			}
 			e := t.blockEnd(ci, j)
 			if !fn(Block{Start: max(s, from), End: min(e, to), Free: c.free[j]}) {
 				return
@@ -947,6 +1123,8 @@ func (t *IndexedTimeline) add(start, end, delta int64) {
 		}
 		sci, sbi = t.splitAt(start)
 	}
+	// From the first slot of start's block: its copies change with it.
+	sbi = groupStart(t.chunks[sci], sbi)
 	// Walk the blocks of the window; (eci, ebi) ends up at the block that
 	// starts at end, if there is one.
 	eci, ebi, haveEnd := sci, sbi, false
@@ -984,16 +1162,17 @@ func (t *IndexedTimeline) add(start, end, delta int64) {
 // leaves the work to two single splits.
 const split2Scan = 32
 
-// split2 makes both start and end block boundaries with one shift of the
-// chunk's tail when both fall strictly inside blocks of one chunk that has
-// room for two more (the usual Book: a window of a few blocks). At a
+// split2 makes both start and end block boundaries in place when both
+// fall strictly inside blocks of one chunk, with copies near both edges
+// (see copies) or else room for two more blocks (the usual Book: a window
+// of a few blocks). At a
 // million blocks the tail of a chunk is hundreds of elements, and moving
 // it once instead of twice is a large part of a booking's cost. It
 // reports whether both edges are boundaries now (also when they already
 // were, as for a Release of a booked window, with both in one chunk), and
 // then the position of the block that starts at start, so that add need
-// not look either edge up again. Otherwise nothing changed and splitAt
-// does the work.
+// not look either edge up again. Otherwise splitAt does the work: nothing
+// changed, or start became a boundary already (then t.n counts it).
 func (t *IndexedTimeline) split2(start, end int64) (ci, bi int, ok bool) {
 	if end == MaxTime {
 		return 0, 0, false
@@ -1001,7 +1180,7 @@ func (t *IndexedTimeline) split2(start, end int64) (ci, bi int, ok bool) {
 	ci, bi = t.locate(start)
 	c := t.chunks[ci]
 	atStart := c.start[bi] == start
-	if !atStart && len(c.start)+2 > chunkCap {
+	if !atStart && len(c.start)+2 > chunkCap && c.dup == 0 {
 		return 0, 0, false
 	}
 	j, stop := bi+1, min(len(c.start), bi+1+split2Scan)
@@ -1020,6 +1199,31 @@ func (t *IndexedTimeline) split2(start, end int64) (ci, bi int, ok bool) {
 		return 0, 0, false
 	}
 	fs, fe := c.free[bi], c.free[j-1]
+	if xi, ok := t.placeCopy(ci, bi, start, fs); ok {
+		// start took a copy; end takes another (or is inserted by
+		// splitAt, which finds start a boundary already).
+		t.n++
+		t.hintBi = xi
+		j = xi + 1
+		for j < len(c.start) && c.start[j] < end {
+			j++
+		}
+		if j == len(c.start) {
+			return 0, 0, false
+		}
+		if _, ok := t.placeCopy(ci, j-1, end, fe); !ok {
+			return 0, 0, false
+		}
+		t.n++
+		if c.start[xi] != start {
+			xi-- // end's copy lay before start: the slots between moved left
+		}
+		t.hintBi = xi
+		return ci, xi, true
+	}
+	if len(c.start)+2 > chunkCap {
+		return 0, 0, false
+	}
 	t.insert2(ci, bi+1, j, start, fs, end, fe)
 	t.n += 2
 	// The new blocks repeat their neighbours' free amounts: the chunk's
@@ -1029,23 +1233,33 @@ func (t *IndexedTimeline) split2(start, end int64) (ci, bi int, ok bool) {
 }
 
 // merge2 removes both edges of a window, the block at (sci, sbi) where it
-// starts and the block at (eci, ebi) where it ends, with one shift of the
-// chunk's shorter side, when both now equal their predecessors inside one chunk
-// and the chunk stays at least chunkMin long (or is alone). It reports
-// whether it did; otherwise nothing changed and mergePos does the work.
+// starts and the block at (eci, ebi) where it ends (the first slots of
+// their runs), by turning each into copies of its predecessor (see
+// copies), when both now equal their predecessors inside one chunk, the
+// chunk has room for two more copies and still holds chunkMin blocks
+// after (or is alone). It reports whether it did; otherwise nothing
+// changed and mergePos does the work.
 func (t *IndexedTimeline) merge2(sci, sbi, eci, ebi int) bool {
 	if sci != eci || sbi == 0 || ebi <= sbi {
 		return false
 	}
 	c := t.chunks[sci]
 	n := len(c.start)
-	if c.free[sbi] != c.free[sbi-1] || c.free[ebi] != c.free[ebi-1] || (len(t.chunks) > 1 && n-2 < chunkMin) {
+	if c.free[sbi] != c.free[sbi-1] || c.free[ebi] != c.free[ebi-1] {
 		return false
 	}
-	t.delete2(sci, sbi, ebi)
+	if c.dup+2 > maxDup || (len(t.chunks) > 1 && n-c.dup-2 < chunkMin) {
+		return false
+	}
+	// Both edges become copies of their predecessors: no slot moves.
+	// The removed blocks repeated their predecessors' free amounts, so
+	// the summary is unchanged, and the chunk's first block stays.
+	gs, ge := groupLen(c, sbi), groupLen(c, ebi)
+	copyOut(c, sbi)
+	copyOut(c, ebi)
+	t.resample(sci, c.off+sbi, c.off+sbi+gs)
+	t.resample(sci, c.off+ebi, c.off+ebi+ge)
 	t.n -= 2
-	// The removed blocks repeated their predecessors' free amounts: the
-	// summary is unchanged, and the chunk's first block stays.
 	t.hintBi = sbi - 1
 	return true
 }
@@ -1110,13 +1324,14 @@ func (t *IndexedTimeline) splitAt(x int64) (ci, bi int) {
 }
 
 // mergePos removes the block at (ci, bi) if it has the same free amount as
-// the block before it. It reports whether chunks were restructured, which
-// invalidates positions.
+// the block before it. It reports whether chunks were restructured or
+// blocks moved (see removeAt), which invalidates positions.
 func (t *IndexedTimeline) mergePos(ci, bi int) (restructured bool) {
+	c := t.chunks[ci]
+	bi = groupStart(c, bi)
 	if ci == 0 && bi == 0 {
 		return false
 	}
-	c := t.chunks[ci]
 	var prev int64
 	if bi > 0 {
 		prev = c.free[bi-1]
@@ -1130,9 +1345,25 @@ func (t *IndexedTimeline) mergePos(ci, bi int) (restructured bool) {
 	return t.removeAt(ci, bi)
 }
 
-// insertAt inserts block (s, f) before position bi of chunk ci and returns
-// the position it landed at.
+// insertAt inserts block (s, f) before position bi of chunk ci (the first
+// slot of a block's run of slots, or the chunk's end) and returns the
+// position it landed at: into the nearest copy in reach if there is one
+// (see copies), otherwise moving the shorter side of the chunk, which is
+// compacted or split first when it is full.
 func (t *IndexedTimeline) insertAt(ci, bi int, s, f int64) (int, int) {
+	if bi > 0 {
+		if at, ok := t.placeCopy(ci, bi-1, s, f); ok {
+			t.n++
+			if c := t.chunks[ci]; len(t.chunks) > 1 && (f < c.mn || f > c.mx) {
+				c.mn, c.mx = min(c.mn, f), max(c.mx, f)
+				t.seg.set(ci, c.mn, c.mx)
+			}
+			return ci, at
+		}
+	}
+	if len(t.chunks[ci].start) >= chunkCap {
+		bi = t.compact(ci, bi) // a chunk with copies has room without them
+	}
 	if len(t.chunks[ci].start) >= chunkCap {
 		t.splitChunk(ci)
 		if half := len(t.chunks[ci].start); bi > half {
@@ -1155,8 +1386,21 @@ func (t *IndexedTimeline) insertAt(ci, bi int, s, f int64) (int, int) {
 // removeAt deletes the block at (ci, bi), which has the same free amount
 // as the block before it (the caller merges equal neighbours; the first
 // block of the timeline is never removed). It reports whether chunks were
-// restructured (a chunk emptied or merged).
+// restructured (a chunk emptied or merged) or the chunk's blocks moved
+// (its copies were compacted away).
 func (t *IndexedTimeline) removeAt(ci, bi int) bool {
+	if c := t.chunks[ci]; bi > 0 {
+		if g := groupLen(c, bi); c.dup < maxDup && (len(t.chunks) == 1 || len(c.start)-c.dup > chunkMin) {
+			// The block becomes a copy of its predecessor: nothing
+			// moves, the extremes and the head stay.
+			copyOut(c, bi)
+			t.resample(ci, c.off+bi, c.off+bi+g)
+			t.n--
+			return false
+		}
+	}
+	moved := t.chunks[ci].dup > 0 // compact moves the chunk's blocks
+	bi = t.compact(ci, bi)
 	t.delete1(ci, bi)
 	c := t.chunks[ci]
 	t.n--
@@ -1177,12 +1421,13 @@ func (t *IndexedTimeline) removeAt(ci, bi int) bool {
 	}
 	// Otherwise the removed block had the same free as its predecessor
 	// in this chunk, so the extremes are unchanged.
-	return false
+	return moved
 }
 
 // splitChunk cuts chunk ci into two halves, the new one allocated with
 // room to grow to chunkCap without reallocating.
 func (t *IndexedTimeline) splitChunk(ci int) {
+	t.compact(ci, 0)
 	c := t.chunks[ci]
 	half := len(c.start) / 2
 	right := newChunk(c.start[half:], c.free[half:], chunkCap)
@@ -1198,13 +1443,17 @@ func (t *IndexedTimeline) splitChunk(ci int) {
 // both hold half of their sum (at least 3/8 chunkCap each). It reports
 // whether it changed the chunks (and then it has rebuilt the index).
 func (t *IndexedTimeline) rebalance(ci int) bool {
-	if len(t.chunks) < 2 || len(t.chunks[ci].start) >= chunkMin {
+	if c := t.chunks[ci]; len(t.chunks) < 2 || len(c.start)-c.dup >= chunkMin {
 		return false
 	}
 	l := ci
 	if ci+1 == len(t.chunks) {
 		l = ci - 1
 	}
+	// The blocks move as plain lists: without copies, so that no run of
+	// equal slots is cut between two chunks.
+	t.compact(l, 0)
+	t.compact(l+1, 0)
 	a, b := t.chunks[l], t.chunks[l+1]
 	total := len(a.start) + len(b.start)
 	switch half := total / 2; {
@@ -1267,15 +1516,16 @@ func (t *IndexedTimeline) chunkedAdvance(now int64) {
 	ci, bi := t.locate(now)
 	if ci > 0 {
 		for _, c := range t.chunks[:ci] {
-			t.n -= len(c.start)
+			t.n -= len(c.start) - c.dup
 		}
 		t.deleteChunks(0, ci)
 	}
 	c := t.chunks[0]
 	if bi > 0 {
+		// Blocks before bi, not their copies (summarize recounts them).
+		t.n -= bi - countDup(c.start[:bi+1])
 		c.start = slices.Delete(c.start, 0, bi)
 		c.free = slices.Delete(c.free, 0, bi)
-		t.n -= bi
 	}
 	c.start[0] = now
 	t.firsts[0] = now
@@ -1316,8 +1566,8 @@ func (t *IndexedTimeline) checkInvariants() error {
 		if len(c.start) == 0 || len(c.start) != len(c.free) || len(c.start) > chunkCap {
 			return fmt.Errorf("chunk %d: %d starts, %d frees", i, len(c.start), len(c.free))
 		}
-		if len(t.chunks) > 1 && len(c.start) < chunkMin {
-			return fmt.Errorf("chunk %d of %d holds %d blocks, fewer than %d", i, len(t.chunks), len(c.start), chunkMin)
+		if len(t.chunks) > 1 && len(c.start)-c.dup < chunkMin {
+			return fmt.Errorf("chunk %d of %d holds %d blocks, fewer than %d", i, len(t.chunks), len(c.start)-c.dup, chunkMin)
 		}
 		if t.firsts[i] != c.start[0] {
 			return fmt.Errorf("chunk %d: head %d, first start %d", i, t.firsts[i], c.start[0])
@@ -1341,6 +1591,12 @@ func (t *IndexedTimeline) checkInvariants() error {
 			}
 		}
 		for j := range c.start {
+			if j+1 < len(c.start) && c.start[j+1] == c.start[j] {
+				if c.free[j+1] != c.free[j] {
+					return fmt.Errorf("chunk %d slot %d: a copy of start %d with free %d, not %d", i, j, c.start[j], c.free[j], c.free[j+1])
+				}
+				continue
+			}
 			if havePrev && c.start[j] <= prevStart {
 				return fmt.Errorf("chunk %d block %d: start %d not after %d", i, j, c.start[j], prevStart)
 			}
@@ -1349,6 +1605,11 @@ func (t *IndexedTimeline) checkInvariants() error {
 			}
 			havePrev, prevStart, prevFree = true, c.start[j], c.free[j]
 			n++
+		}
+	}
+	for i, c := range t.chunks {
+		if d := countDup(c.start); d != c.dup || d > maxDup {
+			return fmt.Errorf("chunk %d: %d copies, recorded %d (at most %d)", i, d, c.dup, maxDup)
 		}
 	}
 	if n != t.n {

@@ -437,6 +437,8 @@ func (t *IndexedTimeline) maybeShort() {
 
 // toShort moves the blocks of a lone chunk into the short layout.
 func (t *IndexedTimeline) toShort() {
+	t.chunks[0].dup = countDup(t.chunks[0].start)
+	t.compact(0, 0)
 	c := t.chunks[0]
 	n := len(c.start)
 	b := t.spare

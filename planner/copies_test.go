@@ -1,0 +1,125 @@
+package planner
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestIndexedCopies drives the copies of the chunked layout (see copies in
+// indexed.go) through every path against the list timeline and the
+// profile model: admissions (Earliest, Book, Release of the same window)
+// at random places leave copies where their windows merged back and take
+// them again; chunks reach maxDup and are compacted; chunks holding
+// copies are split, refilled, merged, trimmed by Advance and handed back
+// to the short layout. The invariants (a copy equals the slot after it,
+// the count of copies, chunkMin blocks besides the copies) are checked
+// after every step.
+func TestIndexedCopies(t *testing.T) {
+	const capacity, horizon = 64, 12_000
+	d := newDiffRun(capacity, horizon)
+	d.fullCheckEvery = 97
+	d.stateEvery = 3
+	rng := rand.New(rand.NewPCG(7, 11))
+	type win struct{ s, e, a int64 }
+	var held []win
+	apply := func(what string, op tlOp) {
+		t.Helper()
+		if err := d.apply(op); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	// A fragmented timeline of several chunks, built without copies.
+	for range 2500 {
+		s := rng.Int64N(horizon - 40)
+		w := win{s, s + 1 + rng.Int64N(30), 1 + rng.Int64N(8)}
+		if d.indexed.MinFree(w.s, w.e) >= w.a {
+			apply("fill", tlOp{kind: opBook, a: w.s, b: w.e, c: w.a})
+			held = append(held, w)
+		}
+	}
+	if len(d.indexed.chunks) < 4 {
+		t.Fatalf("only %d chunks after the fill", len(d.indexed.chunks))
+	}
+	// Admissions: each leaves its window's edges as copies (or takes
+	// copies left by earlier ones). Count what the chunks go through.
+	sawCap, sawCopies := false, false
+	see := func() {
+		for _, c := range d.indexed.chunks {
+			sawCopies = sawCopies || c.dup > 0
+			sawCap = sawCap || c.dup >= maxDup-1
+		}
+	}
+	for range 3000 {
+		amount, dur := 1+rng.Int64N(16), 1+rng.Int64N(40)
+		s, ok := d.indexed.Earliest(amount, dur, rng.Int64N(horizon-200), horizon-dur)
+		apply("admission earliest", tlOp{kind: opEarliest, a: amount, b: dur, c: s, d: horizon - dur})
+		if !ok {
+			continue
+		}
+		if d.step%2 == 0 {
+			// Booked by the step above (diffRun books what Earliest
+			// found on every even step): release it.
+			apply("admission release", tlOp{kind: opRelease, a: s, b: s + dur, c: amount})
+		}
+		see()
+	}
+	if !sawCopies {
+		t.Fatalf("admissions left no copies")
+	}
+	// Heal everything in random order: merges into copies, compactions,
+	// refills and merges of chunks with copies, down to the short layout.
+	rng.Shuffle(len(held), func(i, j int) { held[i], held[j] = held[j], held[i] })
+	for k, w := range held {
+		apply("heal", tlOp{kind: opRelease, a: w.s, b: w.e, c: w.a})
+		if k%500 == 0 {
+			apply("advance", tlOp{kind: opAdvance, a: int64(k) * 2})
+		}
+		see()
+	}
+	if !sawCap {
+		t.Fatalf("no chunk filled its copies")
+	}
+	if d.indexed.rev == nil {
+		t.Fatalf("%d blocks in %d chunks after healing, want the short layout", d.indexed.n, len(d.indexed.chunks))
+	}
+	if err := d.compareState(true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCompactKeep checks the index compact returns for every slot of a
+// chunk with copies: the position of the block whose run of slots starts
+// there (or the chunk's end).
+func TestCompactKeep(t *testing.T) {
+	st := []int64{1, 3, 3, 3, 5, 8, 8, 9}
+	fr := []int64{4, 2, 2, 2, 7, 1, 1, 4}
+	want := map[int]int{0: 0, 1: 1, 4: 2, 5: 3, 7: 4, 8: 5}
+	for keep, w := range want {
+		tl := &IndexedTimeline{}
+		c := newChunk(st, fr, chunkCap)
+		tl.chunks = []*chunk{c}
+		tl.firsts = []int64{st[0]}
+		tl.runs = make([]chunkRun, 1)
+		tl.samp = append([]int64(nil), maxSamples[:]...)
+		tl.summarize(0)
+		if c.dup != 3 {
+			t.Fatalf("countDup = %d, want 3", c.dup)
+		}
+		if got := tl.compact(0, keep); got != w {
+			t.Errorf("compact(keep=%d) = %d, want %d", keep, got, w)
+		}
+		if want := []int64{1, 3, 5, 8, 9}; len(c.start) != len(want) || c.dup != 0 {
+			t.Fatalf("after compact: starts %v, dup %d", c.start, c.dup)
+		}
+		for j, s := range []int64{1, 3, 5, 8, 9} {
+			if c.start[j] != s || c.free[j] != []int64{4, 2, 7, 1, 4}[j] {
+				t.Fatalf("after compact: starts %v frees %v", c.start, c.free)
+			}
+		}
+		for g, v := range tl.samples(0) {
+			if w := wantSample(c, g); v != w {
+				t.Fatalf("after compact: sample %d is %d, want %d", g, v, w)
+			}
+		}
+	}
+}
