@@ -53,7 +53,10 @@ type pipeSlot struct {
 	slot int
 }
 
-var _ Log = pipeSlot{}
+var (
+	_ Log       = pipeSlot{}
+	_ resultLog = pipeSlot{}
+)
 
 func newPipeline(r BatchLog, n int, op func(Log) ledger.Ledger) *pipeline {
 	return &pipeline{r: r, n: n, events: make(chan pipeEvent, n), op: op}
@@ -68,11 +71,16 @@ func (p *pipeline) Done(slot int) {
 }
 
 // Apply hands cmd to the pipeline and waits for its result.
-func (s pipeSlot) Apply(_ context.Context, cmd []byte) ([]byte, error) {
+func (s pipeSlot) Apply(ctx context.Context, cmd []byte) ([]byte, error) {
+	r := s.ApplyResult(ctx, cmd)
+	return r.Data, r.Err
+}
+
+// ApplyResult is Apply returning the whole cluster.Result (resultLog).
+func (s pipeSlot) ApplyResult(_ context.Context, cmd []byte) cluster.Result {
 	ch := make(chan cluster.Result, 1)
 	s.p.events <- pipeEvent{kind: pipeApply, slot: s.slot, cmd: cmd, reply: ch}
-	r := <-ch
-	return r.Data, r.Err
+	return <-ch
 }
 
 // ReadBarrier waits for the batch's shared read barrier.
