@@ -25,7 +25,7 @@ cleanup() {
 trap cleanup EXIT
 bench_build
 base=$((17900 + PORT_OFFSET))
-agent_extra=(-raft-log-store wal -pprof)
+agent_extra=(-raft-log-store wal -pprof true)
 agents_start 3 "$base" on
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/run.txt"
 "$work/loadgen" -system ledgerd -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "3 nodes" \

@@ -40,16 +40,14 @@ for k in order:
 # Ratios to raw raft in the same run and TLS setting (the machine's load
 # moves both; the ratio is what the bars use).
 print()
-print('| run | TLS | reserve mix 64: ledgerd ops/s ÷ raw raft | default mix 64: ledgerd ops/s ÷ raw raft | 1 client: reserve p50 ledgerd ÷ raw raft | load |')
-print('|' + '---|' * 6)
+print('| run | reserve mix 64: ledgerd ops/s ÷ raw raft | default mix 64: ledgerd ops/s ÷ raw raft | load |')
+print('|' + '---|' * 4)
 for r in runs:
-    for tls, suf in (('on', ''), ('off', ', no TLS')):
-        def g(system, mix, clients):
-            return cells.get((system, '3 nodes' + suf, mix, clients), {}).get(r)
-        rr64, rr1 = g('raw raft', 'reserve', 64), g('raw raft', 'reserve', 1)
-        lr64, ld64, lr1 = g('ledgerd', 'reserve', 64), g('ledgerd', 'default', 64), g('ledgerd', 'reserve', 1)
-        if not (rr64 and lr64 and ld64 and rr1 and lr1): continue
-        print(f"| {r} | {tls} | {lr64['ops']/rr64['ops']*100:.0f} % | {ld64['ops']/rr64['ops']*100:.0f} % | {lr1['p50']:.2f} ÷ {rr1['p50']:.2f} = {lr1['p50']/rr1['p50']:.2f}× | {(lr64['load']+rr64['load'])/2:.1f} |")
+    def g(system, mix, clients):
+        return cells.get((system, '3 nodes', mix, clients), {}).get(r)
+    rr64, lr64, ld64 = g('raw raft', 'reserve', 64), g('ledgerd', 'reserve', 64), g('ledgerd', 'default', 64)
+    if not (rr64 and lr64 and ld64): continue
+    print(f"| {r} | {lr64['ops']/rr64['ops']*100:.0f} % | {ld64['ops']/rr64['ops']*100:.0f} % | {(lr64['load']+rr64['load'])/2:.1f} |")
 
 # Pairs: branch ÷ main of the agents' CPU per operation, run by run (a
 # pair is A<i> and B<i>, run back to back).
