@@ -125,7 +125,7 @@ type Config struct {
 	// (n >= 2) and that entry, or n < 2 when the first one is to be
 	// proposed alone. The entry is proposed as it is (not stamped again).
 	// The FSM must answer a group entry with []any, one response per
-	// member in order, each []byte or error as for a lone command; every
+	// member in order, each []byte, EncodedResponse or error as for a lone command; every
 	// member's caller gets its own. Groups are proposed only while
 	// CommonEnvelopeVersion is at least GroupVersion, so a server that
 	// cannot apply them never meets one. Group runs on the caller's

@@ -21,6 +21,26 @@ func (e *ApplyError) Error() string { return "cluster: fsm: " + e.Msg }
 type Result struct {
 	Data []byte
 	Err  error
+	// Value is the FSM's response itself when it is an
+	// EncodedResponse and the command was applied by this node's FSM
+	// (this node led); Data is then its EncodedResult. It is nil for a
+	// command forwarded to the leader, whose answer crosses the network
+	// as Data alone.
+	Value any
+}
+
+// EncodedResponse is an FSM response that carries its encoding: the
+// node answers Data with EncodedResult and hands the response itself to
+// a local caller as Value, so that the leader need not decode the bytes
+// its FSM just encoded. An FSM may return it in place of []byte.
+type EncodedResponse interface {
+	EncodedResult() []byte
+}
+
+// ApplyResult is Apply returning the whole Result: on the leader its
+// Value is the FSM's response itself when that is an EncodedResponse.
+func (n *Node) ApplyResult(ctx context.Context, cmd []byte) Result {
+	return n.ApplyBatch(ctx, [][]byte{cmd})[0]
 }
 
 // Apply replicates cmd through the Raft log and returns the FSM's result.
@@ -387,9 +407,11 @@ func response(r any) Result {
 		return Result{}
 	case []byte:
 		return Result{Data: r}
+	case EncodedResponse:
+		return Result{Data: r.EncodedResult(), Value: r}
 	case error:
 		return Result{Err: &ApplyError{Msg: r.Error()}}
 	default:
-		return Result{Err: fmt.Errorf("cluster: fsm returned %T, want []byte or error", r)}
+		return Result{Err: fmt.Errorf("cluster: fsm returned %T, want []byte, an EncodedResponse or error", r)}
 	}
 }

@@ -22,17 +22,36 @@ func (n *Node) CommonEnvelopeVersion() uint32 {
 	if fut.Error() != nil {
 		return 1
 	}
-	return commonEnvelope(n.id, n.cfg.EnvelopeVersion, fut.Configuration().Servers, n.gossip.snapshot())
+	// The leader asks on every write: the gossip view is read in place,
+	// under its lock, rather than copied.
+	g := n.gossip
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return envelopeOf(n.id, n.cfg.EnvelopeVersion, fut.Configuration().Servers, func(id string) (peer, bool) {
+		if p, ok := g.peers[id]; ok {
+			return *p, true
+		}
+		return peer{}, false
+	})
 }
 
 // commonEnvelope is CommonEnvelopeVersion on given inputs.
 func commonEnvelope(self string, own uint32, servers []raft.Server, peers map[string]peer) uint32 {
+	return envelopeOf(self, own, servers, func(id string) (peer, bool) {
+		p, ok := peers[id]
+		return p, ok
+	})
+}
+
+// envelopeOf is commonEnvelope with the gossip view given as a lookup
+// by server ID.
+func envelopeOf(self string, own uint32, servers []raft.Server, lookup func(id string) (peer, bool)) uint32 {
 	v := max(own, 1)
 	for _, s := range servers {
 		if string(s.ID) == self {
 			continue
 		}
-		p, ok := peers[string(s.ID)]
+		p, ok := lookup(string(s.ID))
 		if !ok || p.meta.Envelope == 0 || (p.status != statusAlive && p.status != statusSuspect) {
 			return 1
 		}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -124,5 +125,30 @@ func TestRaftLogsRoutedAtInfo(t *testing.T) {
 	_, _ = w.Write([]byte("[DEBUG] memberlist: probe\n[WARN] memberlist: suspect x\n"))
 	if out := buf.String(); strings.Contains(out, "probe") || !strings.Contains(out, "level=WARN") {
 		t.Errorf("memberlist lines: %s", out)
+	}
+}
+
+// encodedStub is an FSM response that carries its encoding.
+type encodedStub struct{ b []byte }
+
+func (s *encodedStub) EncodedResult() []byte { return s.b }
+
+// TestResponseEncoded checks that an EncodedResponse reaches the local
+// caller as Value with its bytes as Data, and that plain bytes and
+// errors keep their meaning.
+func TestResponseEncoded(t *testing.T) {
+	stub := &encodedStub{b: []byte("ok")}
+	if r := response(stub); string(r.Data) != "ok" || r.Value != any(stub) || r.Err != nil {
+		t.Fatalf("response(EncodedResponse) = %+v", r)
+	}
+	if r := response([]byte("raw")); string(r.Data) != "raw" || r.Value != nil || r.Err != nil {
+		t.Fatalf("response([]byte) = %+v", r)
+	}
+	var ae *ApplyError
+	if r := response(errors.New("no")); !errors.As(r.Err, &ae) || r.Value != nil {
+		t.Fatalf("response(error) = %+v", r)
+	}
+	if r := response(42); r.Err == nil {
+		t.Fatal("response(int) has no error")
 	}
 }

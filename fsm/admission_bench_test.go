@@ -112,7 +112,7 @@ func BenchmarkApplyAdmissions(b *testing.B) {
 							out = out[0].([]any)
 						}
 						for _, o := range out {
-							if r, err := DecodeResult(o.([]byte)); err != nil || r.GetStatus() != OK {
+							if r, err := DecodeResult(o.(*Applied).EncodedResult()); err != nil || r.GetStatus() != OK {
 								b.Fatalf("%s: result %v, %v", flow.name, r, err)
 							}
 						}

@@ -44,6 +44,12 @@
 //     errors wrapped with %w (ErrBadSnapshot, planner sentinels), for
 //     errors.Is.
 //
+// Apply answers each command with an *Applied: the encoded Result (what
+// a forwarded caller receives and what an idempotency record keeps) and
+// the Result message it encodes. The node whose FSM applied the command
+// reads the message (ResultOf) instead of decoding the bytes; it shares
+// rows with the state and must only be read.
+//
 // Caller's duties, along the path of a write:
 //
 //  1. The edge (the node that received the request) builds the command and
@@ -70,8 +76,8 @@
 //     about to propose and returns a TYPE_GROUP entry of the longest
 //     group-safe prefix, which it proposes as is (never stamped again),
 //     but only once every server applies envelope version GroupVersion.
-//     Apply returns []any for such an entry, one encoded Result per
-//     member, for the caller of each. A command from another node that is
+//     Apply returns []any for such an entry, one *Applied per member,
+//     for the caller of each. A command from another node that is
 //     itself a group is refused: only the leader builds groups. Several
 //     reservations of one group may take their ID from the index: they
 //     are named GroupAutoID(index, n).

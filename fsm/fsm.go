@@ -147,10 +147,10 @@ func New(cfg Config) (*FSM, error) {
 	return &FSM{cfg: c, st: newState(c), notify: make(chan struct{})}, nil
 }
 
-// Apply applies one committed log entry and returns the encoded Result
-// ([]byte); a group entry (TYPE_GROUP) returns []any with one encoded
-// Result ([]byte) per member, in order, which the cluster hands back to
-// each member's caller. Entries that are not commands (configuration
+// Apply applies one committed log entry and returns its Result as an
+// *Applied (the encoded Result and the message); a group entry
+// (TYPE_GROUP) returns []any with one *Applied per member, in order,
+// which the cluster hands back to each member's caller. Entries that are not commands (configuration
 // changes, barriers) return nil. An entry that Decode refuses panics: every replica
 // would refuse it identically, and skipping it would silently diverge from
 // a replica of a newer release that understands it.
@@ -193,6 +193,15 @@ func (f *FSM) ApplyCommand(index uint64, data []byte) []byte {
 	return out
 }
 
+// encodedOf returns the encoded Result of a command's *Applied (nil for
+// anything else).
+func encodedOf(v any) any {
+	if a, ok := v.(*Applied); ok {
+		return a.enc
+	}
+	return v
+}
+
 // ApplyEntry is ApplyCommand that returns what Apply returns for the
 // entry, one element per command: the encoded Result ([]byte) of a lone
 // command, or one encoded Result per member of a group, in order.
@@ -202,14 +211,16 @@ func (f *FSM) ApplyEntry(index uint64, data []byte) []any {
 	out := f.applyEntryLocked(index, data)
 	f.wakeLocked()
 	if group, ok := out.([]any); ok {
+		for i, m := range group {
+			group[i] = encodedOf(m)
+		}
 		return group
 	}
-	return []any{out}
+	return []any{encodedOf(out)}
 }
 
 // applyEntryLocked applies one encoded log entry: a lone command returns
-// its encoded Result ([]byte), a group one encoded Result per member
-// ([]any of []byte).
+// its *Applied, a group one *Applied per member ([]any).
 func (f *FSM) applyEntryLocked(index uint64, data []byte) any {
 	cmd, members, err := decodeEntry(data)
 	if err != nil {
@@ -219,10 +230,10 @@ func (f *FSM) applyEntryLocked(index uint64, data []byte) any {
 		return f.st.applyGroup(index, members)
 	}
 	res, enc := f.st.applyEncoded(index, cmd)
-	if enc != nil {
-		return enc
+	if enc == nil {
+		enc = f.st.encodeResult(res)
 	}
-	return f.st.encodeResult(res)
+	return newApplied(res, enc)
 }
 
 // wakeLocked wakes everyone waiting on Notify.

@@ -266,7 +266,7 @@ func decodeEntry(b []byte) (*fsmv1.Command, []*fsmv1.Command, error) {
 }
 
 // applyGroup applies the members of a group entry at index, in order, and
-// returns one encoded Result per member. The event sequence number starts
+// returns one *Applied per member. The event sequence number starts
 // at zero for the entry and continues across the members, and the members
 // that take their ID from the index are numbered (GroupAutoID); everything
 // else is per member, as in applyEncoded.
@@ -283,7 +283,7 @@ func (s *state) applyGroup(index uint64, members []*fsmv1.Command) []any {
 		if enc == nil {
 			enc = s.encodeResult(res)
 		}
-		out[i] = enc
+		out[i] = newApplied(res, enc)
 	}
 	return out
 }

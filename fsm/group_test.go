@@ -640,7 +640,7 @@ func BenchmarkApplyGroup(b *testing.B) {
 					out = out[0].([]any)
 				}
 				for _, o := range out {
-					if r, err := DecodeResult(o.([]byte)); err != nil || r.GetStatus() != OK || r.GetReplayed() {
+					if r, err := DecodeResult(o.(*Applied).EncodedResult()); err != nil || r.GetStatus() != OK || r.GetReplayed() {
 						b.Fatalf("result %v, %v: every reserve must book", r, err)
 					}
 				}

@@ -519,8 +519,7 @@ func TestApplyBatchMatchesApply(t *testing.T) {
 	}
 	got := batch.f.ApplyBatch(logs)
 	for i := range want {
-		wb, _ := want[i].([]byte)
-		gb, _ := got[i].([]byte)
+		wb, gb := appliedBytes(want[i]), appliedBytes(got[i])
 		if !bytes.Equal(wb, gb) || (want[i] == nil) != (got[i] == nil) {
 			t.Fatalf("entry %d differs", i)
 		}

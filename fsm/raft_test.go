@@ -119,11 +119,11 @@ func TestRaftCluster(t *testing.T) {
 		if err := fut.Error(); err != nil {
 			t.Fatal(err)
 		}
-		b, ok := fut.Response().([]byte)
+		a, ok := fut.Response().(*Applied)
 		if !ok {
-			t.Fatalf("Apply returned %T, want []byte", fut.Response())
+			t.Fatalf("Apply returned %T, want *Applied", fut.Response())
 		}
-		res, err := DecodeResult(b)
+		res, err := DecodeResult(a.EncodedResult())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -42,6 +42,16 @@ type Ledger struct {
 	series seriesConfig
 }
 
+// resultLog is the optional part of a Log that returns the whole
+// cluster.Result of a write: *cluster.Node and the pipeline's slots
+// implement it. On the leader its Value is the FSM's *fsm.Applied, whose
+// Result message the ledger reads instead of decoding the bytes.
+type resultLog interface {
+	ApplyResult(ctx context.Context, cmd []byte) cluster.Result
+}
+
+var _ resultLog = (*cluster.Node)(nil)
+
 // Versioner is the optional part of a Log that knows the cluster's
 // members: CommonEnvelopeVersion returns the highest fsm envelope version
 // that every server of the Raft configuration can apply (a server whose
@@ -149,11 +159,18 @@ func (l *Ledger) applyResult(ctx context.Context, op string, cmd *fsmv1.Command)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	out, err := l.log.Apply(ctx, b)
-	if err != nil {
-		return nil, clusterErr(op, err)
+	var r cluster.Result
+	if rl, ok := l.log.(resultLog); ok {
+		r = rl.ApplyResult(ctx, b)
+	} else {
+		r.Data, r.Err = l.log.Apply(ctx, b)
 	}
-	res, err := fsm.DecodeResult(out)
+	if r.Err != nil {
+		return nil, clusterErr(op, r.Err)
+	}
+	// Applied here (this node leads): the FSM's own message, read-only;
+	// forwarded: the leader's bytes, decoded.
+	res, err := fsm.ResultOf(r.Value, r.Data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}

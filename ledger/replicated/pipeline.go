@@ -27,6 +27,11 @@ type pipeline struct {
 	r      BatchLog
 	n      int
 	events chan pipeEvent
+	// replies holds one reply channel per slot, made on its first call
+	// and only touched by that slot's operation: an operation's log calls
+	// are sequential and each is answered exactly once before its next,
+	// so a slot's channel is free again when its call returns.
+	replies []chan cluster.Result
 	// op makes the ledger view of one operation.
 	op func(Log) ledger.Ledger
 }
@@ -53,10 +58,13 @@ type pipeSlot struct {
 	slot int
 }
 
-var _ Log = pipeSlot{}
+var (
+	_ Log       = pipeSlot{}
+	_ resultLog = pipeSlot{}
+)
 
 func newPipeline(r BatchLog, n int, op func(Log) ledger.Ledger) *pipeline {
-	return &pipeline{r: r, n: n, events: make(chan pipeEvent, n), op: op}
+	return &pipeline{r: r, n: n, events: make(chan pipeEvent, n), replies: make([]chan cluster.Result, n), op: op}
 }
 
 // Op returns the Ledger operation slot must use.
@@ -67,17 +75,32 @@ func (p *pipeline) Done(slot int) {
 	p.events <- pipeEvent{kind: pipeDone, slot: slot}
 }
 
+// reply returns the slot's reply channel.
+func (s pipeSlot) reply() chan cluster.Result {
+	ch := s.p.replies[s.slot]
+	if ch == nil {
+		ch = make(chan cluster.Result, 1)
+		s.p.replies[s.slot] = ch
+	}
+	return ch
+}
+
 // Apply hands cmd to the pipeline and waits for its result.
-func (s pipeSlot) Apply(_ context.Context, cmd []byte) ([]byte, error) {
-	ch := make(chan cluster.Result, 1)
-	s.p.events <- pipeEvent{kind: pipeApply, slot: s.slot, cmd: cmd, reply: ch}
-	r := <-ch
+func (s pipeSlot) Apply(ctx context.Context, cmd []byte) ([]byte, error) {
+	r := s.ApplyResult(ctx, cmd)
 	return r.Data, r.Err
+}
+
+// ApplyResult is Apply returning the whole cluster.Result (resultLog).
+func (s pipeSlot) ApplyResult(_ context.Context, cmd []byte) cluster.Result {
+	ch := s.reply()
+	s.p.events <- pipeEvent{kind: pipeApply, slot: s.slot, cmd: cmd, reply: ch}
+	return <-ch
 }
 
 // ReadBarrier waits for the batch's shared read barrier.
 func (s pipeSlot) ReadBarrier(context.Context) error {
-	ch := make(chan cluster.Result, 1)
+	ch := s.reply()
 	s.p.events <- pipeEvent{kind: pipeBarrier, slot: s.slot, reply: ch}
 	return (<-ch).Err
 }
