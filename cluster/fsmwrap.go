@@ -222,12 +222,11 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 	// The wall time of each call of the stage runner (the scan stages,
 	// then the build stages), for the log line.
 	var calls []time.Duration
-	// gcOff: the collector is off for the build stages (gcPercent is
-	// the setting to put back).
-	gcOff, gcPercent := false, 0
+	// gcOff: the collector is off for the build stages (pauseGC).
+	gcOff := false
 	defer func() {
 		if gcOff {
-			debug.SetGCPercent(gcPercent)
+			resumeGC()
 		}
 	}()
 	if sr, ok := f.inner.(stagedRestorer); ok {
@@ -253,7 +252,8 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 				// 1.9 s instead of 3 s, and the heap peaks about 5 %
 				// higher. A memory limit (GOMEMLIMIT, -memory-limit)
 				// still starts cycles when the heap reaches it.
-				gcPercent, gcOff = debug.SetGCPercent(-1), true
+				pauseGC()
+				gcOff = true
 			}
 			runConcurrently(stages)
 			calls = append(calls, time.Since(t).Round(time.Millisecond))
@@ -285,7 +285,7 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 	if gcOff {
 		// After the cycle, so that the goal is set from the restored
 		// state alone rather than starting a cycle of its own at once.
-		debug.SetGCPercent(gcPercent)
+		resumeGC()
 		gcOff = false
 	}
 	collect := time.Since(collectStart)

@@ -1,0 +1,101 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"runtime/debug"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// TestGCPauseNests: the collector stays off until the last of several
+// overlapping pauses ends, and then gets the setting it had before the
+// first, whatever order they end in.
+func TestGCPauseNests(t *testing.T) {
+	orig := debug.SetGCPercent(137)
+	t.Cleanup(func() { debug.SetGCPercent(orig) })
+	pauseGC()
+	pauseGC()
+	if got := debug.SetGCPercent(-1); got != -1 {
+		t.Fatalf("during two pauses GOGC = %d, want -1 (off)", got)
+	}
+	resumeGC()
+	if got := debug.SetGCPercent(-1); got != -1 {
+		t.Fatalf("with one pause left GOGC = %d, want -1 (off)", got)
+	}
+	resumeGC()
+	if got := debug.SetGCPercent(137); got != 137 {
+		t.Fatalf("after both pauses GOGC = %d, want 137", got)
+	}
+}
+
+// gatedRestorer's second stage call blocks until release is closed, with
+// started closed when it begins: two restores can be made to overlap in
+// their build stages.
+type gatedRestorer struct{ started, release chan struct{} }
+
+func (g *gatedRestorer) Apply(*raft.Log) any                 { return nil }
+func (g *gatedRestorer) Snapshot() (raft.FSMSnapshot, error) { return nil, nil }
+func (g *gatedRestorer) Restore(io.ReadCloser) error         { return nil }
+func (g *gatedRestorer) RestoreWith(rc io.ReadCloser, run func([]func())) error {
+	defer rc.Close()
+	run([]func(){func() {}})
+	run([]func(){func() { close(g.started); <-g.release }})
+	return nil
+}
+
+func snapStream(index uint64) io.ReadCloser {
+	var b [16]byte
+	copy(b[:8], snapMagic[:])
+	binary.BigEndian.PutUint64(b[8:], index)
+	return io.NopCloser(bytes.NewReader(b[:]))
+}
+
+// TestOverlappingRestoresRestoreGC: two nodes of one process restoring at
+// once, the first finishing first, leave the collector as it was (each
+// used to save and put back the setting on its own, so the second put
+// back the first's "off").
+func TestOverlappingRestoresRestoreGC(t *testing.T) {
+	orig := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(orig) })
+	a := &gatedRestorer{make(chan struct{}), make(chan struct{})}
+	b := &gatedRestorer{make(chan struct{}), make(chan struct{})}
+	fa, fb := newTrackedFSM(a), newTrackedFSM(b)
+	doneA, doneB := make(chan error, 1), make(chan error, 1)
+	wait := func(ch <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+	waitErr := func(ch <-chan error, what string) {
+		t.Helper()
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+	go func() { doneA <- fa.Restore(snapStream(5)) }()
+	wait(a.started, "restore A's build stage")
+	go func() { doneB <- fb.Restore(snapStream(7)) }()
+	wait(b.started, "restore B's build stage")
+	close(a.release)
+	waitErr(doneA, "restore A")
+	if got := debug.SetGCPercent(-1); got != -1 {
+		t.Fatalf("with restore B still building GOGC = %d, want -1 (off)", got)
+	}
+	close(b.release)
+	waitErr(doneB, "restore B")
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Fatalf("after both restores GOGC = %d, want 100", got)
+	}
+}
