@@ -77,16 +77,17 @@ type Options struct {
 type HTTPVersion int
 
 const (
-	// HTTPAuto speaks HTTP/1.1 when the client coalesces calls and its
-	// protocol allows it (Connect, gRPC-Web), HTTP/2 otherwise. An
-	// HTTP/1.1 server answers a request on the connection's own
-	// goroutine, where HTTP/2 passes it between the connection's reader,
-	// its serve loop and a handler goroutine and back, each hand-off a
-	// possible wake-up of an idle thread: at one caller that was 15 % of
-	// a write's latency, and at 16 callers HTTP/1.1 carried about a fifth
-	// more operations. The coalescing client keeps MaxInFlight Batch
-	// calls in flight per node, so a few kept-alive connections carry
-	// them; unary calls (NoCoalesce) would need one connection per
+	// HTTPAuto sends the coalescing client's Batch calls over HTTP/1.1
+	// when the protocol allows it (Connect, gRPC-Web) and every other
+	// call over HTTP/2. An HTTP/1.1 server answers a request on the
+	// connection's own goroutine, where HTTP/2 passes it between the
+	// connection's reader, its serve loop and a handler goroutine and
+	// back, each hand-off a possible wake-up of an idle thread: at one
+	// caller that was 15 % of a write's latency, and at 16 callers
+	// HTTP/1.1 carried about a fifth more operations. A node has at most
+	// MaxInFlight Batch calls in flight, so a few kept-alive connections
+	// carry them; the other calls (unary ones, lists, streams, and
+	// everything of a NoCoalesce client) would need one connection per
 	// concurrent call, so they multiplex over HTTP/2.
 	HTTPAuto HTTPVersion = iota
 	// HTTP1 speaks HTTP/1.1 only (over TLS, or in clear text instead of
@@ -123,15 +124,16 @@ func ParseHTTPVersion(s string) (HTTPVersion, error) {
 	return 0, fmt.Errorf("http version %q: want auto, 1.1 or 2", s)
 }
 
-// resolve returns the version a client with opts speaks.
-func (v HTTPVersion) resolve(opts Options) HTTPVersion {
-	if v != HTTPAuto {
-		return v
+// versions returns the versions a client with opts speaks for its Batch
+// calls and for every other call.
+func (v HTTPVersion) versions(opts Options) (batch, other HTTPVersion) {
+	switch {
+	case v != HTTPAuto:
+		return v, v
+	case opts.Protocol == ProtocolGRPC:
+		return HTTP2, HTTP2
 	}
-	if opts.NoCoalesce || opts.Protocol == ProtocolGRPC {
-		return HTTP2
-	}
-	return HTTP1
+	return HTTP1, HTTP2
 }
 
 // endpoint is one node's generated clients.
@@ -149,11 +151,14 @@ type endpoint struct {
 // Client is a ledgerd client over a list of nodes of one cluster. It is safe
 // for concurrent use.
 type Client struct {
-	opts  Options
-	eps   []*endpoint
-	next  atomic.Uint64
-	hc    *http.Client
-	copts []connect.ClientOption
+	opts Options
+	eps  []*endpoint
+	next atomic.Uint64
+	hc   *http.Client
+	// batchHC carries the Batch calls of the coalescing client (HTTPAuto:
+	// HTTP/1.1 while hc speaks HTTP/2).
+	batchHC *http.Client
+	copts   []connect.ClientOption
 	// leader is the node the last response named as leader: writes go
 	// there directly instead of through a follower's forwarding hop.
 	leader atomic.Pointer[leaderRef]
@@ -201,9 +206,14 @@ func New(addrs []string, opts Options) (*Client, error) {
 	default:
 		return nil, fmt.Errorf("client: Options.HTTP = %d: want HTTPAuto, HTTP1 or HTTP2", int(opts.HTTP))
 	}
-	hc := opts.HTTPClient
+	hc, bhc := opts.HTTPClient, opts.HTTPClient
 	if hc == nil {
-		hc = httpClient(opts.TLS, opts.HTTP.resolve(opts) == HTTP1)
+		batch, other := opts.HTTP.versions(opts)
+		hc = httpClient(opts.TLS, other == HTTP1)
+		bhc = hc
+		if batch != other && !opts.NoCoalesce {
+			bhc = httpClient(opts.TLS, batch == HTTP1)
+		}
 	}
 	// Requests are small; compressing them costs more CPU than it saves.
 	copts := []connect.ClientOption{connect.WithCompressMinBytes(1024)}
@@ -216,7 +226,7 @@ func New(addrs []string, opts Options) (*Client, error) {
 	default:
 		return nil, fmt.Errorf("client: unknown protocol %d", opts.Protocol)
 	}
-	c := &Client{opts: opts, hc: hc}
+	c := &Client{opts: opts, hc: hc, batchHC: bhc}
 	if opts.Token != "" {
 		copts = append(copts, connect.WithInterceptors(bearer(opts.Token)))
 	}
@@ -257,7 +267,7 @@ func (c *Client) endpoint(a string) *endpoint {
 		// datacenter network (4-6 % of the CPU of a loaded run), so
 		// batches ask for uncompressed answers.
 		plain := append(slices.Clone(c.copts), connect.WithAcceptCompression("gzip", nil, nil))
-		ep.batch = &batcher{rpc: ledgerdv1connect.NewReservationServiceClient(c.hc, a, plain...), maxBatch: c.opts.MaxBatch, maxInFlight: c.opts.MaxInFlight}
+		ep.batch = &batcher{rpc: ledgerdv1connect.NewReservationServiceClient(c.batchHC, a, plain...), maxBatch: c.opts.MaxBatch, maxInFlight: c.opts.MaxInFlight}
 	}
 	return ep
 }

@@ -17,9 +17,10 @@
 // the call moves on with the same key (routing.go).
 //
 // Concurrent calls to one node travel together as Batch calls
-// (coalesce.go) over kept-alive HTTP/1.1 connections; unary clients
-// (Options.NoCoalesce) and the gRPC protocol multiplex over HTTP/2
-// (Options.HTTP says why and overrides it).
+// (coalesce.go) over kept-alive HTTP/1.1 connections; every other call
+// (lists, streams, everything of an Options.NoCoalesce client) and the
+// gRPC protocol multiplex over HTTP/2 (Options.HTTP says why and
+// overrides it).
 //
 // CoAllocate (coalloc.go) books one request on several ledgerd clusters
 // (sites) with the hold → commit / abort protocol of HARC and PluS; see its

@@ -52,25 +52,26 @@ func TestHTTP1WithoutTLS(t *testing.T) {
 	}
 }
 
-// TestHTTPVersionOptions: what each Options.HTTP speaks with each client
-// mode and protocol, and the combinations refused with an error naming
-// the option instead of calls that fail later.
+// TestHTTPVersionOptions: what each Options.HTTP speaks for Batch calls
+// and for every other call, with each client mode and protocol, and the
+// combinations refused with an error naming the option instead of calls
+// that fail later.
 func TestHTTPVersionOptions(t *testing.T) {
 	for _, tc := range []struct {
-		opts    Options
-		want    HTTPVersion
-		wantErr string
+		opts         Options
+		batch, other HTTPVersion
+		wantErr      string
 	}{
-		{opts: Options{}, want: HTTP1},
-		{opts: Options{Protocol: ProtocolGRPCWeb}, want: HTTP1},
-		{opts: Options{NoCoalesce: true}, want: HTTP2},
-		{opts: Options{Protocol: ProtocolGRPC}, want: HTTP2},
-		{opts: Options{HTTP: HTTP2}, want: HTTP2},
-		{opts: Options{HTTP: HTTP1, NoCoalesce: true}, want: HTTP1},
+		{opts: Options{}, batch: HTTP1, other: HTTP2},
+		{opts: Options{Protocol: ProtocolGRPCWeb}, batch: HTTP1, other: HTTP2},
+		{opts: Options{NoCoalesce: true}, batch: HTTP1, other: HTTP2},
+		{opts: Options{Protocol: ProtocolGRPC}, batch: HTTP2, other: HTTP2},
+		{opts: Options{HTTP: HTTP2}, batch: HTTP2, other: HTTP2},
+		{opts: Options{HTTP: HTTP1, NoCoalesce: true}, batch: HTTP1, other: HTTP1},
 		{opts: Options{HTTP: HTTP1, Protocol: ProtocolGRPC}, wantErr: "Options.HTTP"},
 		{opts: Options{HTTP: 7}, wantErr: "Options.HTTP"},
 	} {
-		_, err := New([]string{"127.0.0.1:1"}, tc.opts)
+		c, err := New([]string{"127.0.0.1:1"}, tc.opts)
 		if tc.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("New(%+v) = %v, want an error naming %s", tc.opts, err, tc.wantErr)
@@ -81,8 +82,15 @@ func TestHTTPVersionOptions(t *testing.T) {
 			t.Errorf("New(%+v): %v", tc.opts, err)
 			continue
 		}
-		if got := tc.opts.HTTP.resolve(tc.opts); got != tc.want {
-			t.Errorf("Options%+v speaks %s, want %s", tc.opts, got, tc.want)
+		batch, other := tc.opts.HTTP.versions(tc.opts)
+		if batch != tc.batch || other != tc.other {
+			t.Errorf("Options%+v speaks %s for batches and %s otherwise, want %s and %s", tc.opts, batch, other, tc.batch, tc.other)
+		}
+		// The transports the client built: one shared unless the two
+		// versions differ on a coalescing client.
+		shared := c.hc == c.batchHC
+		if want := batch == other || tc.opts.NoCoalesce; shared != want {
+			t.Errorf("Options%+v: batch and other calls share a transport = %v, want %v", tc.opts, shared, want)
 		}
 	}
 }
