@@ -35,7 +35,9 @@ func (t *IndexedTimeline) firstEnd() int64 {
 	if t.rev != nil {
 		return t.shortFirstEnd()
 	}
-	return t.blockEnd(0, 0)
+	// Slot 0 may be the first of a run of copies of the first block:
+	// its end is that of the run's last slot.
+	return t.blockEnd(0, groupLen(t.chunks[0], 0)-1)
 }
 
 // track registers a new resource for trimming.

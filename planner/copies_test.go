@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -121,5 +122,84 @@ func TestCompactKeep(t *testing.T) {
 				t.Fatalf("after compact: sample %d is %d, want %d", g, v, w)
 			}
 		}
+	}
+}
+
+// TestFirstEndSkipsCopies: when the first block of a chunked timeline
+// absorbs the next one, the merged slot becomes a copy of slot 0, and the
+// first block's end (the trim key of its resource) is that of the run,
+// not the copy's zero length.
+func TestFirstEndSkipsCopies(t *testing.T) {
+	p := New(NewIndexed)
+	if err := p.AddResource("cpu", 4); err != nil {
+		t.Fatal(err)
+	}
+	for i := int64(0); i < 600; i++ {
+		if err := p.Book(Booking{ID: fmt.Sprint("b", i), Parts: []Part{{"cpu", 1}}, Start: 2*i + 1, End: 2*i + 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tl := p.resources["cpu"].tl.(*IndexedTimeline)
+	if tl.rev != nil {
+		t.Fatal("the timeline is still in the short layout; the test needs chunks")
+	}
+	if err := p.Remove("b0"); err != nil { // [0,1), [1,2), [2,3) merge into [0,3)
+		t.Fatal(err)
+	}
+	if got := tl.firstEnd(); got != 3 {
+		t.Fatalf("firstEnd = %d, want 3 (the end of the merged first block)", got)
+	}
+}
+
+// TestShortLayoutStaysWithinShortMax: the booking Earliest found in a
+// short layout of 511 blocks splits a block at both ends; the 513 blocks
+// go into chunks instead of overfilling the short layout.
+func TestShortLayoutStaysWithinShortMax(t *testing.T) {
+	tl := NewIndexed(4, 0).(*IndexedTimeline)
+	for i := int64(0); i < (shortMax-1)/2; i++ { // 1 + 2·255 = 511 blocks
+		if err := tl.Book(4*i+1, 4*i+2, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tl.rev == nil || len(tl.rev) != shortMax-1 {
+		t.Fatalf("setup: short layout %v with %d blocks, want %d", tl.rev != nil, len(tl.rev), shortMax-1)
+	}
+	// A window inside the free block [2, 5): new boundaries at 3 and 4.
+	s, ok := tl.Earliest(4, 1, 3, 3)
+	if !ok || s != 3 {
+		t.Fatalf("Earliest = %d, %v; want 3", s, ok)
+	}
+	if err := tl.Book(3, 4, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := tl.checkInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAdvanceLeavesNoLoneChunk: an Advance whose rebalance merges the
+// last two chunks moves the blocks into the short layout, as every other
+// operation does, instead of leaving one chunk in the chunked layout.
+func TestAdvanceLeavesNoLoneChunk(t *testing.T) {
+	merged := 0
+	for seed := range uint64(40) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		tl := NewIndexed(8, 0).(*IndexedTimeline)
+		for i := int64(0); i < 700; i++ {
+			_ = tl.Book(3*i+1+rng.Int64N(2), 3*i+3, 1+rng.Int64N(3))
+		}
+		for now := int64(0); now < 2200; now += 1 + rng.Int64N(40) {
+			chunked := tl.rev == nil && len(tl.chunks) == 2
+			tl.Advance(now)
+			if err := tl.checkInvariants(); err != nil {
+				t.Fatalf("seed %d, Advance(%d): %v", seed, now, err)
+			}
+			if chunked && tl.rev != nil {
+				merged++
+			}
+		}
+	}
+	if merged == 0 {
+		t.Fatal("no Advance moved two chunks into the short layout: the test covers nothing")
 	}
 }

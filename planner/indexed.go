@@ -81,8 +81,9 @@ const (
 
 // chunk is a run of consecutive canonical blocks.
 //
-// Invariant: len(start) == len(free) >= 1; start is strictly increasing;
-// when the timeline has several chunks, mn and mx are the minimum and
+// Invariant: len(start) == len(free) >= 1; start is non-decreasing (a
+// run of equal starts is one block and its copies, see placeCopy); when
+// the timeline has several chunks, mn and mx are the minimum and
 // maximum of free whenever the chunk is not being modified. A lone chunk
 // exists only inside an operation (at its end the blocks move into the
 // short layout); its summary is not kept up to date, since no search
@@ -1542,6 +1543,8 @@ func (t *IndexedTimeline) chunkedAdvance(now int64) {
 			t.seg.set(0, c.mn, c.mx)
 		}
 	}
+	// rebalance may have merged the last two chunks into one.
+	t.maybeShort()
 }
 
 // checkInvariants verifies every structural invariant; tests call it after

@@ -269,7 +269,8 @@ func (t *IndexedTimeline) shortAdd(start, end int64, at, last int, delta int64) 
 func (t *IndexedTimeline) shortBookFit(start, end, amount int64, at, last int) {
 	b := t.rev
 	n := len(b)
-	if n+2 > cap(b) || end == MaxTime || at >= n || last > at || last < 0 {
+	// Past shortMax blocks shortAdd moves the timeline into chunks.
+	if n+2 > cap(b) || n+2 > shortMax || end == MaxTime || at >= n || last > at || last < 0 {
 		t.shortAdd(start, end, at, last, -amount)
 		return
 	}
