@@ -75,7 +75,11 @@ func (p *pipeline) Done(slot int) {
 	p.events <- pipeEvent{kind: pipeDone, slot: slot}
 }
 
-// reply returns the slot's reply channel.
+// reply returns the slot's reply channel. One channel per slot is enough
+// because an operation makes its log calls (Apply, ReadBarrier) one after
+// another and waits for each answer: nothing in the ledger calls the log
+// concurrently within one operation. An operation that did would read
+// another call's answer, so it would need a channel per call again.
 func (s pipeSlot) reply() chan cluster.Result {
 	ch := s.p.replies[s.slot]
 	if ch == nil {
