@@ -48,7 +48,7 @@ func run() error {
 	out := flag.String("out", ".", "directory for -report")
 	cpuprofile := flag.String("cpuprofile", "", "write the load generator's own CPU profile to this file")
 	coalesce := flag.Bool("coalesce", true, "ledgerd: coalesce concurrent calls into Batch calls (false: one API call per operation)")
-	httpVersion := flag.String("http", "auto", "ledgerd: the HTTP version the client speaks to the agents: auto (the client's default: 1.1 when coalescing, else 2), 1.1 or 2")
+	httpVersion := flag.String("http", "auto", "ledgerd: the HTTP version the client speaks to the agents: auto (the client's default: Batch calls over 1.1, the rest over 2), 1.1 or 2")
 	http1 := flag.Bool("http1", false, "ledgerd: the same as -http 1.1")
 	inFlight := flag.Int("batch-inflight", 0, "ledgerd: Batch calls in flight per node before calls queue (0: the client's default)")
 	flag.Parse()
