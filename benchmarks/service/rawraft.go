@@ -215,7 +215,18 @@ func (r *RawRaft) apply(ctx context.Context, k int) error {
 				l = r.findLeader()
 			}
 			if l == nil {
-				return raft.ErrNotLeader
+				// An election is under way (a leader lost its lease
+				// on a loaded machine): wait it out as a refused
+				// Apply is waited out below.
+				if attempt >= 50 {
+					return raft.ErrNotLeader
+				}
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("apply: no leader: %w", ctx.Err())
+				case <-time.After(20 * time.Millisecond):
+				}
+				continue
 			}
 			timeout := 10 * time.Second
 			if d, ok := ctx.Deadline(); ok {

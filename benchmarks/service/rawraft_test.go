@@ -5,11 +5,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/xml"
+	"errors"
 	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/ledgerd/ledgerd/agent/pki"
 )
 
@@ -113,5 +115,20 @@ func TestReportRendering(t *testing.T) {
 	}
 	if got := strings.Count(b.String(), "\n"); got != len(rs)+2 {
 		t.Fatalf("table has %d lines, want %d", got, len(rs)+2)
+	}
+}
+
+// TestRawRaftWaitsOutAnElection: with no node leader (an election under
+// way) an Apply waits for one instead of failing at once, and stops when
+// its context ends, or after about a second without a leader.
+func TestRawRaftWaitsOutAnElection(t *testing.T) {
+	r := &RawRaft{} // no nodes: never a leader
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := r.apply(ctx, 1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("apply with no leader and a cancelled context = %v, want context.Canceled", err)
+	}
+	if err := r.apply(context.Background(), 1); !errors.Is(err, raft.ErrNotLeader) {
+		t.Fatalf("apply with no leader = %v, want raft.ErrNotLeader after waiting", err)
 	}
 }
