@@ -1,6 +1,9 @@
 package rpc
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // opWorkers runs the operations of Batch calls on goroutines that outlive
 // one operation. A goroutine starts with a small stack, and an operation's
@@ -19,25 +22,43 @@ import "time"
 type opWorkers struct {
 	// work is unbuffered: a send succeeds only when a worker waits.
 	work chan func()
+	// live counts the running workers (nil in the zero value): Wait
+	// returns once every worker has gone idle for opIdle and exited.
+	live *sync.WaitGroup
 }
 
 // opIdle is how long a worker waits for its next operation.
 const opIdle = 2 * time.Second
 
-func newOpWorkers() opWorkers { return opWorkers{work: make(chan func())} }
+func newOpWorkers() opWorkers {
+	return opWorkers{work: make(chan func()), live: new(sync.WaitGroup)}
+}
 
 // Go runs f on an idle worker or a new one; it never blocks.
 func (w *opWorkers) Go(f func()) {
 	select {
 	case w.work <- f:
 	default:
+		if w.live != nil {
+			w.live.Add(1)
+		}
 		go w.loop(f)
+	}
+}
+
+// Wait returns once no worker runs: each has been idle for opIdle.
+func (w *opWorkers) Wait() {
+	if w.live != nil {
+		w.live.Wait()
 	}
 }
 
 // loop runs f, then whatever it is handed next, until it has been idle for
 // opIdle.
 func (w *opWorkers) loop(f func()) {
+	if w.live != nil {
+		defer w.live.Done()
+	}
 	var idle *time.Timer
 	for {
 		f()

@@ -48,11 +48,13 @@ func TestOpWorkersNeverWait(t *testing.T) {
 			t.Fatal("no idle worker took an operation")
 		}
 		<-done
-		// Inside the bubble this sleep advances the fake clock past the
-		// workers' idle timers (no real time passes); synctest.Wait then
-		// returns once every worker has acted on its timer.
-		time.Sleep(opIdle + time.Millisecond)
-		synctest.Wait()
+		// Waiting for the workers to exit blocks the bubble durably, so
+		// its fake clock moves on to the workers' idle timers.
+		start := time.Now()
+		w.Wait()
+		if idle := time.Since(start); idle < opIdle {
+			t.Fatalf("the workers exited after %s idle, want %s", idle, opIdle)
+		}
 		select {
 		case w.work <- func() {}:
 			t.Fatal("a worker still waits after opIdle")
