@@ -38,7 +38,7 @@ func TestInsertInOrder(t *testing.T) {
 			items[i] = 3 * i
 		}
 		tr := btree.NewOrderedG[int](32)
-		insertInOrder(tr, items)
+		insertInOrder(tr, slices.Values(items))
 		var got []int
 		tr.Ascend(func(v int) bool { got = append(got, v); return true })
 		if !slices.Equal(got, items) || tr.Len() != n {

@@ -135,6 +135,6 @@ func usageFromEdges(es []usageEdge) *usage {
 		}
 	}
 	// Ascending, in two passes (see insertInOrder).
-	insertInOrder(u.steps, steps)
+	insertInOrder(u.steps, slices.Values(steps))
 	return u
 }
