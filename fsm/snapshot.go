@@ -378,8 +378,9 @@ func decodeIdem(raw [][]byte) (*idemStore, error) {
 }
 
 // decodeIdemRecord reads one encoded IdempotencyRecord (owner = 1, key =
-// 2, at_millis = 3, result = 4), checking that the result decodes into
-// check (unless check is nil). Unknown fields and fields of an unexpected wire type are skipped,
+// 2, at_millis = 3, result = 4), checking that the result decodes as a
+// Result (unless check is nil; check is the generic decoder's scratch
+// when wellFormed cannot tell). Unknown fields and fields of an unexpected wire type are skipped,
 // as proto.Unmarshal keeps them as unknown. The owner and key alias b;
 // the result does too unless the record repeats the field, whose
 // occurrences are then concatenated (merged).
@@ -429,9 +430,11 @@ func decodeIdemRecord(b []byte, check *fsmv1.Result) (idemRecord, error) {
 	if len(e.key) == 0 || !seenResult {
 		return e, errors.New("empty key or result")
 	}
-	if check == nil {
+	if check == nil || wellFormed(e.result, resultDesc, 0) {
 		return e, nil
 	}
+	// Refused or beyond wellFormed: the generic decoder decides, and
+	// names the problem.
 	if err := proto.Unmarshal(e.result, check); err != nil {
 		return e, fmt.Errorf("result: %w", err)
 	}
