@@ -430,7 +430,7 @@ func decodeIdemRecord(b []byte, check *fsmv1.Result) (idemRecord, error) {
 	if len(e.key) == 0 || !seenResult {
 		return e, errors.New("empty key or result")
 	}
-	if check == nil || wellFormed(e.result, resultDesc, 0) {
+	if check == nil || wellFormed(e.result, resultShape, 0) {
 		return e, nil
 	}
 	// Refused or beyond wellFormed: the generic decoder decides, and

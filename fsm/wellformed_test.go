@@ -6,6 +6,7 @@ import (
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // wellFormedSeeds are encoded Results touching every kind of field the
@@ -40,7 +41,7 @@ func wellFormedSeeds(t testing.TB) [][]byte {
 // refuse).
 func checkWellFormed(t *testing.T, b []byte) {
 	t.Helper()
-	got := wellFormed(b, resultDesc, 0)
+	got := wellFormed(b, resultShape, 0)
 	err := proto.Unmarshal(b, new(fsmv1.Result))
 	if got && err != nil {
 		t.Fatalf("wellFormed accepts %x, which proto.Unmarshal refuses: %v", b, err)
@@ -122,14 +123,14 @@ func TestWellFormedAgreesWithUnmarshal(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := wellFormed(tc.b, resultDesc, 0); got != tc.want {
+			if got := wellFormed(tc.b, resultShape, 0); got != tc.want {
 				t.Fatalf("wellFormed(%x) = %v, want %v", tc.b, got, tc.want)
 			}
 			checkWellFormed(t, tc.b)
 		})
 	}
 	for i, b := range seeds {
-		if !wellFormed(b, resultDesc, 0) {
+		if !wellFormed(b, resultShape, 0) {
 			t.Fatalf("seed %d refused", i)
 		}
 		// Every truncation and every single-byte change of a seed.
@@ -161,7 +162,7 @@ func BenchmarkIdemResultCheck(b *testing.B) {
 	b.Run("wellFormed", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if !wellFormed(res, resultDesc, 0) {
+			if !wellFormed(res, resultShape, 0) {
 				b.Fatal("refused")
 			}
 		}
@@ -175,4 +176,40 @@ func BenchmarkIdemResultCheck(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestResultShapeMatchesDescriptor: every field of Result and of the
+// messages it contains has its kind in resultShape, and no other number
+// is known.
+func TestResultShapeMatchesDescriptor(t *testing.T) {
+	seen := map[protoreflect.FullName]bool{}
+	var walk func(md protoreflect.MessageDescriptor, sh *msgShape)
+	walk = func(md protoreflect.MessageDescriptor, sh *msgShape) {
+		if seen[md.FullName()] {
+			return
+		}
+		seen[md.FullName()] = true
+		known := 0
+		for num := range protowire.Number(maxDenseField + 8) {
+			fd := md.Fields().ByNumber(num)
+			got := sh.field(num)
+			if fd == nil {
+				if got.kind != 0 {
+					t.Fatalf("%s: field %d in the shape, not in the schema", md.FullName(), num)
+				}
+				continue
+			}
+			known++
+			if got.kind != fd.Kind() || got.list != fd.IsList() {
+				t.Fatalf("%s.%s: shape %v list=%v, schema %v list=%v", md.FullName(), fd.Name(), got.kind, got.list, fd.Kind(), fd.IsList())
+			}
+			if fd.Kind() == protoreflect.MessageKind {
+				walk(fd.Message(), got.msg)
+			}
+		}
+		if known != md.Fields().Len() {
+			t.Fatalf("%s: %d fields below %d, schema has %d", md.FullName(), known, maxDenseField+8, md.Fields().Len())
+		}
+	}
+	walk(resultDesc, resultShape)
 }
