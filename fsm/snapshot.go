@@ -453,21 +453,18 @@ type bookings struct {
 }
 
 // add adds the booking of parts over [max(start, origin), end) under key;
-// a booking wholly in the past needs no capacity and is skipped. Resource
-// names are the resource table's strings, not the row's substrings, so
-// the planner does not keep rows alive.
-func (b *bookings) add(s *state, key string, parts []scanPart, start, end, origin int64) {
+// a booking wholly in the past needs no capacity and is skipped. The
+// parts' resource names are the resource table's strings
+// (restoreJob.resolve), not the row's substrings, so the planner does
+// not keep rows alive.
+func (b *bookings) add(key string, parts []scanPart, start, end, origin int64) {
 	start = max(start, origin)
 	if end <= start {
 		return
 	}
 	from := len(b.parts)
 	for _, p := range parts {
-		name := p.resource
-		if res, ok := s.resources[name]; ok {
-			name = res.GetName()
-		}
-		b.parts = append(b.parts, planner.Part{Resource: name, Amount: p.amount})
+		b.parts = append(b.parts, planner.Part{Resource: p.resource, Amount: p.amount})
 	}
 	b.list = append(b.list, planner.Booking{ID: key, Parts: b.parts[from:len(b.parts):len(b.parts)], Start: start, End: end})
 }
