@@ -499,9 +499,11 @@ func (j *restoreJob) buildUsage() {
 		return
 	}
 	all := j.chunks[0].usage
+	var rest [scanChunks - 1]*usageBuilder
 	for c := 1; c < scanChunks; c++ {
-		all.merge(j.chunks[c].usage)
+		rest[c-1] = j.chunks[c].usage
 	}
+	all.merge(rest[:]...)
 	j.s.lim.use = all.build()
 }
 
