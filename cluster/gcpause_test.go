@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 	"runtime/debug"
 	"testing"
@@ -97,5 +98,64 @@ func TestOverlappingRestoresRestoreGC(t *testing.T) {
 	waitErr(doneB, "restore B")
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Fatalf("after both restores GOGC = %d, want 100", got)
+	}
+}
+
+// TestStartRestoreCollectsBesideShortTail: a restore on the node's start
+// with a short log tail returns with the collector still off and leaves
+// its collection running, which turns the collector back on when it ends;
+// with a long tail, on a follower's snapshot install (no start log), or
+// when the log cannot be read, the restore returns with it on again.
+func TestStartRestoreCollectsBesideShortTail(t *testing.T) {
+	orig := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(orig) })
+	const index = 1000
+	for _, tc := range []struct {
+		name   string
+		last   func() (uint64, error)
+		beside bool
+	}{
+		{"no tail", func() (uint64, error) { return index, nil }, true},
+		{"log behind snapshot", func() (uint64, error) { return 10, nil }, true},
+		{"short tail", func() (uint64, error) { return index + collectBesideTail, nil }, true},
+		{"long tail", func() (uint64, error) { return index + collectBesideTail + 1, nil }, false},
+		{"log error", func() (uint64, error) { return 0, errors.New("boom") }, false},
+		{"not on start", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &gatedRestorer{make(chan struct{}), make(chan struct{})}
+			close(g.release)
+			f := newTrackedFSM(g)
+			if tc.last != nil {
+				f.startLog.Store(&tc.last)
+			}
+			if err := f.Restore(snapStream(index)); err != nil {
+				t.Fatal(err)
+			}
+			done := f.collected.Load()
+			if !tc.beside {
+				if done != nil {
+					t.Fatal("collection left running beside the start")
+				}
+				if got := debug.SetGCPercent(100); got != 100 {
+					t.Fatalf("after the restore GOGC = %d, want 100", got)
+				}
+				return
+			}
+			if done == nil {
+				t.Fatal("restore collected before returning, want beside the start")
+			}
+			select {
+			case <-*done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("timed out waiting for the collection beside the start")
+			}
+			if got := debug.SetGCPercent(100); got != 100 {
+				t.Fatalf("after the collection GOGC = %d, want 100", got)
+			}
+			if f.Applied() != index {
+				t.Fatalf("applied = %d, want %d", f.Applied(), index)
+			}
+		})
 	}
 }

@@ -258,7 +258,10 @@ func (n *Node) createRaft() error {
 	n.logs = logs
 	// NewRaft restores the newest snapshot before it returns; the entries
 	// after it are replayed once a leader commits them.
+	lastLog := ls.LastIndex
+	n.fsm.startLog.Store(&lastLog)
 	r, err := raft.NewRaft(rc, n.fsm, logs, store, snaps, n.trans)
+	n.fsm.startLog.Store(nil)
 	if err != nil {
 		return fmt.Errorf("cluster: start raft: %w", err)
 	}

@@ -80,6 +80,9 @@ type restoreJob struct {
 	addErr   idemErr
 	// planErr is the planner stage's error.
 	planErr error
+	// names maps each resource's name to the resource table's own
+	// string of it (resolve).
+	names map[string]string
 }
 
 // scanOut is what one scan stage collects from its rows, in row order.
@@ -119,6 +122,7 @@ func prepareRestore(cfg Config, split splitSnapshot) (*restoreJob, error) {
 	j.origin = s.plan.Origin()
 
 	prev := ""
+	j.names = make(map[string]string, len(msg.GetResources()))
 	for i, r := range msg.GetResources() {
 		name := r.GetName()
 		if why := validResourceName(name); why != "" {
@@ -141,6 +145,7 @@ func prepareRestore(cfg Config, split splitSnapshot) (*restoreJob, error) {
 			}
 		}
 		s.resources[name] = r
+		j.names[name] = name
 		if len(r.GetUnits()) > 0 {
 			j.hasUnits = true
 		}
@@ -240,13 +245,18 @@ func (j *restoreJob) scanChunk(c int) {
 		if sc.scheduled() {
 			out.scheduledIDs = append(out.scheduledIDs, id)
 		}
-		if !isTerminal(st) && !sc.scheduled() {
+		books := !isTerminal(st) && !sc.scheduled()
+		if books || (out.usage != nil && countsState(st)) {
+			j.resolve(sc.parts)
+			j.resolve(sc.pendParts)
+		}
+		if books {
 			// The planner keeps its own copy of the ID: a row substring
 			// would keep this row's bytes alive after the row changes.
 			key := strings.Clone(id)
-			out.books.add(s, key, sc.parts, sc.start, sc.end, j.origin)
+			out.books.add(key, sc.parts, sc.start, sc.end, j.origin)
 			if sc.hasPending {
-				out.books.add(s, modKey(key), sc.pendParts, sc.pendStart, sc.pendEnd, j.origin)
+				out.books.add(modKey(key), sc.pendParts, sc.pendStart, sc.pendEnd, j.origin)
 			}
 			if out.unitBooks != nil {
 				collectUnits(out.unitBooks, key, sc.parts, sc.start, sc.end, j.origin)
@@ -273,6 +283,21 @@ func (j *restoreJob) scanChunk(c int) {
 	// keep the tree's right edge in cache instead of descending to a
 	// random leaf for each of a million timers.
 	slices.SortFunc(out.timers, timerCmp)
+}
+
+// resolve replaces the resource names of parts (substrings of a row) by
+// the resource table's strings of them, once per part, for the planner
+// bookings, the unit bookings and the usage alike: the planner and the
+// stores keep no row alive through a name, and a name is looked up
+// once, in a map of names only (at 1M rows there are 10k resources, and
+// reaching each one's message for its name was a cache miss per part).
+// A name the table lacks stays as it is (the planner refuses it).
+func (j *restoreJob) resolve(parts []scanPart) {
+	for k := range parts {
+		if name, ok := j.names[parts[k].resource]; ok {
+			parts[k].resource = name
+		}
+	}
 }
 
 // timerCmp is timerLess as a three-way comparison, for sorting.
@@ -474,9 +499,11 @@ func (j *restoreJob) buildUsage() {
 		return
 	}
 	all := j.chunks[0].usage
+	var rest [scanChunks - 1]*usageBuilder
 	for c := 1; c < scanChunks; c++ {
-		all.merge(j.chunks[c].usage)
+		rest[c-1] = j.chunks[c].usage
 	}
+	all.merge(rest[:]...)
 	j.s.lim.use = all.build()
 }
 

@@ -378,8 +378,9 @@ func decodeIdem(raw [][]byte) (*idemStore, error) {
 }
 
 // decodeIdemRecord reads one encoded IdempotencyRecord (owner = 1, key =
-// 2, at_millis = 3, result = 4), checking that the result decodes into
-// check (unless check is nil). Unknown fields and fields of an unexpected wire type are skipped,
+// 2, at_millis = 3, result = 4), checking that the result decodes as a
+// Result (unless check is nil; check is the generic decoder's scratch
+// when wellFormed cannot tell). Unknown fields and fields of an unexpected wire type are skipped,
 // as proto.Unmarshal keeps them as unknown. The owner and key alias b;
 // the result does too unless the record repeats the field, whose
 // occurrences are then concatenated (merged).
@@ -429,9 +430,11 @@ func decodeIdemRecord(b []byte, check *fsmv1.Result) (idemRecord, error) {
 	if len(e.key) == 0 || !seenResult {
 		return e, errors.New("empty key or result")
 	}
-	if check == nil {
+	if check == nil || wellFormed(e.result, resultShape, 0) {
 		return e, nil
 	}
+	// Refused or beyond wellFormed: the generic decoder decides, and
+	// names the problem.
 	if err := proto.Unmarshal(e.result, check); err != nil {
 		return e, fmt.Errorf("result: %w", err)
 	}
@@ -450,21 +453,18 @@ type bookings struct {
 }
 
 // add adds the booking of parts over [max(start, origin), end) under key;
-// a booking wholly in the past needs no capacity and is skipped. Resource
-// names are the resource table's strings, not the row's substrings, so
-// the planner does not keep rows alive.
-func (b *bookings) add(s *state, key string, parts []scanPart, start, end, origin int64) {
+// a booking wholly in the past needs no capacity and is skipped. The
+// parts' resource names are the resource table's strings
+// (restoreJob.resolve), not the row's substrings, so the planner does
+// not keep rows alive.
+func (b *bookings) add(key string, parts []scanPart, start, end, origin int64) {
 	start = max(start, origin)
 	if end <= start {
 		return
 	}
 	from := len(b.parts)
 	for _, p := range parts {
-		name := p.resource
-		if res, ok := s.resources[name]; ok {
-			name = res.GetName()
-		}
-		b.parts = append(b.parts, planner.Part{Resource: name, Amount: p.amount})
+		b.parts = append(b.parts, planner.Part{Resource: p.resource, Amount: p.amount})
 	}
 	b.list = append(b.list, planner.Booking{ID: key, Parts: b.parts[from:len(b.parts):len(b.parts)], Start: start, End: end})
 }

@@ -59,26 +59,55 @@ func (b *usageBuilder) addRect(owner, resource string, s, e, a int64) {
 	b.lists[i] = append(b.lists[i], usageEdge{s, a}, usageEdge{e, -a})
 }
 
-// merge adds the edges o recorded (its names are its own copies).
-func (b *usageBuilder) merge(o *usageBuilder) {
-	for i, k := range o.keys {
-		if b.byRes == nil || k.tenant != b.owner {
-			m, ok := b.index[k.tenant]
-			if !ok {
-				m = make(map[string]int)
-				b.index[k.tenant] = m
-			}
-			b.owner, b.byRes = k.tenant, m
+// merge adds the edges the builders os recorded (their names are their
+// own copies). Each list grows once, to its final length: appending the
+// builders one by one regrew the long lists (a million rows' edges) for
+// each and copied them again every time.
+func (b *usageBuilder) merge(os ...*usageBuilder) {
+	slots := make([][]int, len(os))
+	for c, o := range os {
+		slots[c] = make([]int, len(o.keys))
+		for i, k := range o.keys {
+			slots[c][i] = b.slot(k)
 		}
-		j, ok := b.byRes[k.resource]
-		if !ok {
-			j = len(b.keys)
-			b.keys = append(b.keys, k)
-			b.lists = append(b.lists, nil)
-			b.byRes[k.resource] = j
-		}
-		b.lists[j] = append(b.lists[j], o.lists[i]...)
 	}
+	add := make([]int, len(b.keys))
+	for c, o := range os {
+		for i, j := range slots[c] {
+			add[j] += len(o.lists[i])
+		}
+	}
+	for j, n := range add {
+		if n > 0 {
+			b.lists[j] = slices.Grow(b.lists[j], n)
+		}
+	}
+	for c, o := range os {
+		for i, j := range slots[c] {
+			b.lists[j] = append(b.lists[j], o.lists[i]...)
+		}
+	}
+}
+
+// slot returns the index of key k's edges, adding the key (whose names
+// the builder then keeps) if it is new.
+func (b *usageBuilder) slot(k limitKey) int {
+	if b.byRes == nil || k.tenant != b.owner {
+		m, ok := b.index[k.tenant]
+		if !ok {
+			m = make(map[string]int)
+			b.index[k.tenant] = m
+		}
+		b.owner, b.byRes = k.tenant, m
+	}
+	j, ok := b.byRes[k.resource]
+	if !ok {
+		j = len(b.keys)
+		b.keys = append(b.keys, k)
+		b.lists = append(b.lists, nil)
+		b.byRes[k.resource] = j
+	}
+	return j
 }
 
 // account records what limitState.account(owner, m, parts, pend, +1)

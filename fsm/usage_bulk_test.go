@@ -65,9 +65,9 @@ func TestUsageBuilderMatchesAccount(t *testing.T) {
 		var l limitState
 		l.use = make(map[limitKey]*usage)
 		b := newUsageBuilder()
-		// The same rows split over two builders, merged (as the scan
+		// The same rows split over three builders, merged (as the scan
 		// chunks of a restore are).
-		halves := [2]*usageBuilder{newUsageBuilder(), newUsageBuilder()}
+		thirds := [3]*usageBuilder{newUsageBuilder(), newUsageBuilder(), newUsageBuilder()}
 		res := []string{"cpu", "gpu", "net"}
 		for row := range 1 + rng.IntN(40) {
 			m := states[rng.IntN(len(states))]
@@ -92,10 +92,10 @@ func TestUsageBuilderMatchesAccount(t *testing.T) {
 			owner := []string{"alice", "bob"}[rng.IntN(2)]
 			l.account(owner, &m, parts, pend, 1)
 			b.account(owner, &m, parts, pend)
-			halves[row%2].account(owner, &m, parts, pend)
+			thirds[row%3].account(owner, &m, parts, pend)
 		}
-		halves[0].merge(halves[1])
-		for _, got := range []map[limitKey]*usage{b.build(), halves[0].build()} {
+		thirds[0].merge(thirds[1], thirds[2])
+		for _, got := range []map[limitKey]*usage{b.build(), thirds[0].build()} {
 			if len(got) != len(l.use) {
 				t.Fatalf("seed %d: %d usages built, %d accounted", seed, len(got), len(l.use))
 			}

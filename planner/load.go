@@ -37,11 +37,15 @@ func (p *Planner) Load(bs []Booking) error {
 	slots := make([]uint32, len(bs))
 	p.bookings.grow(len(bs))
 	for i, b := range bs {
-		if p.bookings.has(b.ID) {
+		// One hash and one probe per ID for its check and its insertion
+		// (the index was sized above, so no rehash makes the cell stale):
+		// at a million bookings each probe is a cache miss or two.
+		_, ref, dup := p.bookings.probe(b.ID, hashID(b.ID))
+		if dup {
 			p.dropSlots(slots[:i])
 			return fmt.Errorf("load bookings[%d] %q: %w", i, b.ID, ErrDuplicateID)
 		}
-		slots[i] = p.bookings.add(newEntry(b.ID, parts[offs[i]:offs[i+1]], b.Start, b.End))
+		slots[i] = p.bookings.addAt(newEntry(b.ID, parts[offs[i]:offs[i+1]], b.Start, b.End), ref)
 	}
 	// Per resource (by idx): the booked amount's change points, two per
 	// part, counted first so that each list is allocated once.

@@ -164,3 +164,36 @@ func TestLoadRefusesAndChangesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadTableAsAdd checks that Load's single probe per ID leaves the
+// booking table exactly as a lookup followed by an add of each ID does
+// (same slots, same index cells): the table's orders follow from its
+// sequence of calls, so Load must not change them.
+func TestLoadTableAsAdd(t *testing.T) {
+	for _, f := range []TimelineFactory{NewList, NewIndexed} {
+		for seed := range uint64(20) {
+			r := rand.New(rand.NewPCG(seed, 7))
+			bs := randomBookings(t, loadBase(t, f), r, 400)
+			got := loadBase(t, f)
+			if err := got.Load(bs); err != nil {
+				t.Fatalf("seed %d: Load: %v", seed, err)
+			}
+			want := loadBase(t, f)
+			want.bookings.grow(len(bs))
+			for _, b := range bs {
+				if want.bookings.has(b.ID) {
+					t.Fatalf("seed %d: %q duplicated", seed, b.ID)
+				}
+				want.bookings.add(newEntry(b.ID, nil, b.Start, b.End))
+			}
+			if !slices.Equal(got.bookings.index, want.bookings.index) || got.bookings.hw != want.bookings.hw {
+				t.Fatalf("seed %d: index differs from lookup-then-add (hw %d, want %d)", seed, got.bookings.hw, want.bookings.hw)
+			}
+			for s := range want.bookings.hw {
+				if g, w := got.bookings.at(s).id, want.bookings.at(s).id; g != w {
+					t.Fatalf("seed %d: slot %d holds %q, want %q", seed, s, g, w)
+				}
+			}
+		}
+	}
+}

@@ -128,7 +128,7 @@ start() {
 	# CPU the agent used to get there (user + system), which the shared
 	# machine's load does not inflate the way it inflates wall time.
 	say "$1: ready $(echo "$t1 - $t0" | bc) s after exec, $(cpu_s) s CPU (load $(cut -d' ' -f1 /proc/loadavg))"
-	grep -E 'msg="(agent starting|opened raft.db|restored snapshot|raft started|became leader|node ready)"' "$alog" |
+	grep -E 'msg="(agent starting|opened raft.db|restored snapshot|collected after restore|raft started|became leader|node ready)"' "$alog" |
 		sed -E 's/^time=[^ ]*T([^ ]*) level=[A-Z]+ /  \1 /; s/ node=n1 id=[^ ]*//' | tee -a "$log"
 }
 
