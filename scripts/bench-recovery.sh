@@ -33,6 +33,9 @@
 # KEEP=DIR saves a copy of the prefilled data dir there; PREFILLED=DIR
 # starts from such a copy instead of running the prefill (the addresses
 # below are recorded in it).
+# KEEP_CRASH=DIR saves a copy of the data dir as the SIGKILL left it
+# (before the crash restart), to replay its log tail again with
+# `restoreprof -replay`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LIVE=${LIVE:-100000}
@@ -155,6 +158,7 @@ load 5s
 sleep 1
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null || true
+if [ -n "${KEEP_CRASH:-}" ]; then cp -a "$data" "$KEEP_CRASH"; fi
 start crash "crash restart (SIGKILL)"
 mem "RSS after crash restart"
 kill -TERM "$pid"
