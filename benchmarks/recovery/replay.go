@@ -136,13 +136,37 @@ func ReadLogTail(dir string, after uint64) (LogTail, error) {
 	return tail, nil
 }
 
+// Operations counts the group entries of tail and the operations its
+// commands carry (a group's members counted one by one). It decodes every
+// command, so it is kept out of the replay's own time.
+func (tail LogTail) Operations() (groups, ops int, err error) {
+	for _, l := range tail.Entries {
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		cmd, err := fsm.Decode(l.Data)
+		if err != nil {
+			return 0, 0, fmt.Errorf("log entry %d: %w", l.Index, err)
+		}
+		members, err := fsm.DecodeGroup(cmd)
+		if err != nil {
+			return 0, 0, fmt.Errorf("log entry %d: %w", l.Index, err)
+		}
+		if members != nil {
+			groups++
+			ops += len(members)
+		} else {
+			ops++
+		}
+	}
+	return groups, ops, nil
+}
+
 // ReplayStats counts what Replay handed to the FSM.
 type ReplayStats struct {
-	// Entries is the number of log entries after the snapshot; Commands
-	// those of them that are commands, Groups the group entries among
-	// them and Operations the commands they carry (a group's members
-	// counted one by one).
-	Entries, Commands, Groups, Operations int
+	// Entries is the number of log entries after the snapshot and
+	// Commands those of them that are commands.
+	Entries, Commands int
 	// Batches is the number of ApplyBatch calls.
 	Batches int
 	// LastIndex is the index of the last entry applied.
@@ -179,18 +203,6 @@ func Replay(f *fsm.FSM, tail LogTail) (ReplayStats, error) {
 		switch l.Type {
 		case raft.LogCommand:
 			st.Commands++
-			cmd, err := fsm.Decode(l.Data)
-			if err != nil {
-				return st, fmt.Errorf("log entry %d: %w", l.Index, err)
-			}
-			if members, err := fsm.DecodeGroup(cmd); err != nil {
-				return st, fmt.Errorf("log entry %d: %w", l.Index, err)
-			} else if members != nil {
-				st.Groups++
-				st.Operations += len(members)
-			} else {
-				st.Operations++
-			}
 		case raft.LogNoop, raft.LogAddPeerDeprecated, raft.LogRemovePeerDeprecated:
 			continue
 		}
