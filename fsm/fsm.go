@@ -197,7 +197,7 @@ func (f *FSM) ApplyCommand(index uint64, data []byte) []byte {
 // anything else).
 func encodedOf(v any) any {
 	if a, ok := v.(*Applied); ok {
-		return a.enc
+		return a.EncodedResult()
 	}
 	return v
 }
@@ -230,10 +230,8 @@ func (f *FSM) applyEntryLocked(index uint64, data []byte) any {
 		return f.st.applyGroup(index, members)
 	}
 	res, enc := f.st.applyEncoded(index, cmd)
-	if enc == nil {
-		enc = f.st.encodeResult(res)
-	}
-	return newApplied(res, enc)
+	// Encoded only if someone asks (Applied).
+	return newApplied(res, enc, f.st.lastPut, f.st.lastRow)
 }
 
 // wakeLocked wakes everyone waiting on Notify.

@@ -280,10 +280,8 @@ func (s *state) applyGroup(index uint64, members []*fsmv1.Command) []any {
 			autos++
 		}
 		res, enc := s.applyMember(index, m)
-		if enc == nil {
-			enc = s.encodeResult(res)
-		}
-		out[i] = newApplied(res, enc)
+		// Encoded only if someone asks (Applied).
+		out[i] = newApplied(res, enc, s.lastPut, s.lastRow)
 	}
 	return out
 }
