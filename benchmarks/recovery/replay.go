@@ -16,6 +16,7 @@ import (
 
 	"github.com/ledgerd/ledgerd/cluster"
 	"github.com/ledgerd/ledgerd/fsm"
+	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 )
 
 // snapshotHeader is the prefix the cluster package writes before the
@@ -136,30 +137,47 @@ func ReadLogTail(dir string, after uint64) (LogTail, error) {
 	return tail, nil
 }
 
-// Operations counts the group entries of tail and the operations its
-// commands carry (a group's members counted one by one). It decodes every
-// command, so it is kept out of the replay's own time.
-func (tail LogTail) Operations() (groups, ops int, err error) {
+// TailOps counts the commands of a log tail.
+type TailOps struct {
+	// Groups is the number of group entries; Operations the commands
+	// the tail carries (a group's members counted one by one) and Keyed
+	// those of them with an idempotency key (their results are encoded
+	// and stored in the key's record as they are applied).
+	Groups, Operations, Keyed int
+}
+
+// Operations counts the commands of tail. It decodes every command, so
+// it is kept out of the replay's own time.
+func (tail LogTail) Operations() (TailOps, error) {
+	var n TailOps
+	count := func(c *fsmv1.Command) {
+		n.Operations++
+		if c.GetIdempotencyKey() != "" {
+			n.Keyed++
+		}
+	}
 	for _, l := range tail.Entries {
 		if l.Type != raft.LogCommand {
 			continue
 		}
 		cmd, err := fsm.Decode(l.Data)
 		if err != nil {
-			return 0, 0, fmt.Errorf("log entry %d: %w", l.Index, err)
+			return n, fmt.Errorf("log entry %d: %w", l.Index, err)
 		}
 		members, err := fsm.DecodeGroup(cmd)
 		if err != nil {
-			return 0, 0, fmt.Errorf("log entry %d: %w", l.Index, err)
+			return n, fmt.Errorf("log entry %d: %w", l.Index, err)
 		}
-		if members != nil {
-			groups++
-			ops += len(members)
-		} else {
-			ops++
+		if members == nil {
+			count(cmd)
+			continue
+		}
+		n.Groups++
+		for _, m := range members {
+			count(m)
 		}
 	}
-	return groups, ops, nil
+	return n, nil
 }
 
 // ReplayStats counts what Replay handed to the FSM.
