@@ -1,9 +1,7 @@
 package fsm
 
 import (
-	"bytes"
 	"math/rand/v2"
-	"sync"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -102,70 +100,5 @@ func TestAppliedMessageMatchesBytes(t *testing.T) {
 	}
 	if _, err := ResultOf(nil, []byte{0xff}); err == nil {
 		t.Fatal("ResultOf decoded garbage")
-	}
-}
-
-// TestAppliedEncodesLazilyToTheSameBytes applies a generated stream
-// twice: once encoding every result right after its entry (ApplyEntry,
-// what apply did before results were encoded on demand), once keeping the
-// *Applied answers and asking for their bytes only after the whole stream,
-// several goroutines at a time. The bytes must be identical, however many
-// entries applied in between: an answer nobody asks for is never encoded,
-// and one asked for late is what it would have been at once.
-func TestAppliedEncodesLazilyToTheSameBytes(t *testing.T) {
-	g := &gen{r: rand.New(rand.NewPCG(29, 0x5eed)), now: 1_000}
-	cmds := g.stream(t, 600)
-	eager, lazy := newHarness(t, propConfig), newHarness(t, propConfig)
-	var want [][]byte
-	var got []*Applied
-	index := uint64(0)
-	for i := 0; i < len(cmds); {
-		entry, n := cmds[i], 1
-		if i%3 == 0 && i+4 <= len(cmds) {
-			if e, m := GroupCommands(cmds[i : i+4]); m >= 2 {
-				entry, n = e, m
-			}
-		}
-		index++
-		for _, v := range eager.f.ApplyEntry(index, entry) {
-			want = append(want, v.([]byte))
-		}
-		switch v := lazy.f.Apply(&raft.Log{Index: index, Type: raft.LogCommand, Data: entry}).(type) {
-		case *Applied:
-			got = append(got, v)
-		case []any:
-			for _, m := range v {
-				got = append(got, m.(*Applied))
-			}
-		default:
-			t.Fatalf("entry %d: Apply returned %T", index, v)
-		}
-		i += n
-	}
-	if len(got) != len(want) {
-		t.Fatalf("%d lazy answers, %d eager ones", len(got), len(want))
-	}
-	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Go(func() {
-			// Each goroutine asks in another order, for the bytes or the
-			// message first.
-			for j := range got {
-				a := got[(j*(w+1))%len(got)]
-				if w%2 == 0 {
-					_ = a.Result()
-				}
-				_ = a.EncodedResult()
-			}
-		})
-	}
-	wg.Wait()
-	for i, a := range got {
-		if !bytes.Equal(a.EncodedResult(), want[i]) {
-			t.Fatalf("result %d: encoded late\n%x\nat once\n%x", i, a.EncodedResult(), want[i])
-		}
-	}
-	if a, b := eager.f.AppliedIndex(), lazy.f.AppliedIndex(); a != b || a != index {
-		t.Fatalf("applied %d and %d, want %d", a, b, index)
 	}
 }

@@ -285,13 +285,7 @@ func encodeResult(r *fsmv1.Result) []byte { return encodeResultRow(r, nil, "") }
 // that reports the row put stored last (as most do) takes that row's
 // stored encoding instead of encoding it again.
 func (s *state) encodeResult(r *fsmv1.Result) []byte {
-	return encodeResultOf(r, s.lastPut, s.lastRow)
-}
-
-// encodeResultOf is encodeResultRow checked against the generic encoder
-// in the tests' verifying mode.
-func encodeResultOf(r *fsmv1.Result, known *fsmv1.Reservation, row string) []byte {
-	b := encodeResultRow(r, known, row)
+	b := encodeResultRow(r, s.lastPut, s.lastRow)
 	if verifyCodec {
 		verifyResult(r, b)
 	}

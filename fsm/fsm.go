@@ -197,7 +197,7 @@ func (f *FSM) ApplyCommand(index uint64, data []byte) []byte {
 // anything else).
 func encodedOf(v any) any {
 	if a, ok := v.(*Applied); ok {
-		return a.EncodedResult()
+		return a.enc
 	}
 	return v
 }
@@ -230,8 +230,10 @@ func (f *FSM) applyEntryLocked(index uint64, data []byte) any {
 		return f.st.applyGroup(index, members)
 	}
 	res, enc := f.st.applyEncoded(index, cmd)
-	// Encoded only if someone asks (Applied).
-	return newApplied(res, enc, f.st.lastPut, f.st.lastRow)
+	if enc == nil {
+		enc = f.st.encodeResult(res)
+	}
+	return newApplied(res, enc)
 }
 
 // wakeLocked wakes everyone waiting on Notify.

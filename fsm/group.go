@@ -280,8 +280,10 @@ func (s *state) applyGroup(index uint64, members []*fsmv1.Command) []any {
 			autos++
 		}
 		res, enc := s.applyMember(index, m)
-		// Encoded only if someone asks (Applied).
-		out[i] = newApplied(res, enc, s.lastPut, s.lastRow)
+		if enc == nil {
+			enc = s.encodeResult(res)
+		}
+		out[i] = newApplied(res, enc)
 	}
 	return out
 }
