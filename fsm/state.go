@@ -377,7 +377,7 @@ func (s *state) fire(t timer) {
 		s.put(t.id, n)
 		s.emit(fsmv1.Event_TYPE_ACTIVATED, n, nil)
 	case timerComplete:
-		s.release(t.id)
+		s.releaseOwn(r)
 		n := s.change(r)
 		n.State = fsmv1.Reservation_STATE_COMPLETED
 		s.put(t.id, n)
