@@ -195,7 +195,7 @@ func (s *state) put(id string, r *fsmv1.Reservation) {
 		had bool
 	)
 	switch {
-	case id == s.absent:
+	case s.absent != "" && id == s.absent:
 		// newID found it missing, and nothing has been stored since.
 		if verifyCodec {
 			if _, ok := s.resv.raw(id); ok {
