@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 )
@@ -31,10 +32,12 @@ func idemMismatch(key string, fp []byte, first *fsmv1.Result) *fsmv1.Result {
 //	uvarint len(result) | result
 //
 // and an open-addressing hash table (linear probing, at most half full)
-// maps (owner, key) to a record's position, with 8 more bits of the hash
-// per cell so that a probe rarely reads a record that is not the one
-// sought. A key costs its record bytes plus at most 18 bytes of index
-// cells: no per-key allocation, map entry, string header or slice header. The oldest records are pruned from the
+// maps (owner, key) to a record's position, with the low 32 bits of the
+// hash per cell: a probe rarely reads a record that is not the one
+// sought, and a deletion finds where a later member of its probe run
+// belongs (its home cell) without reading that member's record, a cache
+// miss at a quarter million keys. A key costs its record bytes plus at
+// most 24 bytes of index cells: no per-key allocation, map entry, string header or slice header. The oldest records are pruned from the
 // front, and a chunk is dropped once every record in it is pruned.
 //
 // Records are never changed once written and chunks never move, so a
@@ -50,9 +53,10 @@ type idemStore struct {
 	// front is the offset of the oldest live record in chunks[0].
 	front int
 	// index holds pos+1 per cell (0: empty), pos = seq<<32 | offset;
-	// tags holds the top byte of the hash of the cell's key.
+	// tags holds the low 32 bits of the hash of the cell's key (so its
+	// home cell, while the index has at most 1<<32 cells).
 	index []uint64
-	tags  []uint8
+	tags  []uint32
 	n     int
 }
 
@@ -140,7 +144,7 @@ func idemFind[T string | []byte](s *idemStore, owner, key T) (idemRecord, bool) 
 		if c == 0 {
 			return idemRecord{}, false
 		}
-		if s.tags[i] != uint8(h>>56) {
+		if s.tags[i] != uint32(h) {
 			continue
 		}
 		if r := s.record(c - 1); string(r.owner) == string(owner) && string(r.key) == string(key) {
@@ -160,7 +164,7 @@ func (s *idemStore) add(owner, key []byte, at int64, result []byte) bool {
 	mask := uint64(len(s.index) - 1)
 	i := h & mask
 	for ; s.index[i] != 0; i = (i + 1) & mask {
-		if s.tags[i] != uint8(h>>56) {
+		if s.tags[i] != uint32(h) {
 			continue
 		}
 		if r := s.record(s.index[i] - 1); string(r.owner) == string(owner) && string(r.key) == string(key) {
@@ -182,7 +186,7 @@ func (s *idemStore) add(owner, key []byte, at int64, result []byte) bool {
 	c = append(c, key...)
 	c = binary.AppendUvarint(c, uint64(len(result)))
 	s.chunks[last] = append(c, result...)
-	s.index[i], s.tags[i] = pos+1, uint8(h>>56)
+	s.index[i], s.tags[i] = pos+1, uint32(h)
 	s.n++
 	return true
 }
@@ -195,7 +199,7 @@ func (s *idemStore) place(pos, h uint64) {
 		i = (i + 1) & mask
 	}
 	s.index[i] = pos + 1
-	s.tags[i] = uint8(h >> 56)
+	s.tags[i] = uint32(h)
 }
 
 // grow sizes the index for n more keys (at most half full), rebuilding it
@@ -209,7 +213,7 @@ func (s *idemStore) grow(n int) {
 		return
 	}
 	old := s.index
-	s.index, s.tags = make([]uint64, size), make([]uint8, size)
+	s.index, s.tags = make([]uint64, size), make([]uint32, size)
 	for _, c := range old {
 		if c != 0 {
 			r := s.record(c - 1)
@@ -281,8 +285,17 @@ func (s *idemStore) unindex(pos, h uint64) {
 			if c == 0 {
 				return
 			}
-			r := s.record(c - 1)
-			k := idemHash(r.owner, r.key) & mask
+			// The member's home cell, from its tag.
+			k := uint64(s.tags[j]) & mask
+			if mask > math.MaxUint32 {
+				r := s.record(c - 1)
+				k = idemHash(r.owner, r.key) & mask
+			}
+			if verifyCodec {
+				if r := s.record(c - 1); idemHash(r.owner, r.key)&mask != k {
+					panic(fmt.Sprintf("fsm: idempotency index cell %d: tag %#x is not its key's hash", j, s.tags[j]))
+				}
+			}
 			if i <= j {
 				if i < k && k <= j {
 					continue

@@ -144,7 +144,7 @@ func (s *state) submitJob(cmd *fsmv1.Command) *fsmv1.Result {
 // or degraded) have nothing left to give back.
 func (s *state) releaseRow(r *fsmv1.Reservation) {
 	if !scheduled(r) {
-		s.release(r.GetId())
+		s.releaseOwn(r)
 		s.replan(r.GetParts())
 		return
 	}

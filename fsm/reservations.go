@@ -64,6 +64,7 @@ func (s *state) newID(cmd *fsmv1.Command, field, id string) (string, *fsmv1.Resu
 	if s.resv.has(id) {
 		return "", conflict(fsmv1.Conflict_KIND_DUPLICATE_ID, fmt.Sprintf("reservation %q already exists", id))
 	}
+	s.absent = id
 	return id, nil
 }
 

@@ -79,7 +79,11 @@ type state struct {
 	// put takes them instead of scanning the row it replaces again.
 	gotRow  string
 	gotMeta rowMeta
-	scan    rowScan
+	// absent is an ID newID has just found missing from resv, so that
+	// put, which usually stores it next, need not look it up again. Only
+	// put changes resv, and every put clears it.
+	absent string
+	scan   rowScan
 
 	// idem remembers each idempotency key, scoped by owner, with its
 	// encoded first Result, in apply order (so also in log time order):
@@ -186,7 +190,31 @@ func (s *state) timersFor(buf []timer, m *rowMeta) []timer {
 // put stores r under its ID (r == nil removes id), keeping ids, timers and
 // the counters consistent. r must not be changed afterwards.
 func (s *state) put(id string, r *fsmv1.Reservation) {
-	if old, had := s.resv.raw(id); had {
+	var (
+		old string
+		had bool
+	)
+	switch {
+	case s.absent != "" && id == s.absent:
+		// newID found it missing, and nothing has been stored since.
+		if verifyCodec {
+			if _, ok := s.resv.raw(id); ok {
+				panic(fmt.Sprintf("fsm: reservation %q noted absent is stored", id))
+			}
+		}
+	case s.gotRow != "" && id == s.gotMeta.id:
+		// The row getForChange read, still stored: put clears gotRow.
+		old, had = s.gotRow, true
+		if verifyCodec {
+			if cur, _ := s.resv.raw(id); cur != old {
+				panic(fmt.Sprintf("fsm: reservation %q changed since getForChange read it", id))
+			}
+		}
+	default:
+		old, had = s.resv.raw(id)
+	}
+	s.absent = ""
+	if had {
 		if s.lim.limited() {
 			// The usage accounting needs the owner and the parts too.
 			if err := scanRow(old, &s.scan); err != nil {
@@ -208,6 +236,8 @@ func (s *state) put(id string, r *fsmv1.Reservation) {
 			s.lim.account(s.scan.owner, &s.scan.rowMeta, s.scan.parts, s.scan.pendParts, -1)
 		}
 	}
+	// Whatever getForChange read is replaced now (see above).
+	s.gotRow = ""
 	if r == nil {
 		s.resv.del(id)
 		s.ids.Delete(id)
@@ -347,7 +377,7 @@ func (s *state) fire(t timer) {
 		s.put(t.id, n)
 		s.emit(fsmv1.Event_TYPE_ACTIVATED, n, nil)
 	case timerComplete:
-		s.release(t.id)
+		s.releaseOwn(r)
 		n := s.change(r)
 		n.State = fsmv1.Reservation_STATE_COMPLETED
 		s.put(t.id, n)
@@ -379,7 +409,7 @@ func (s *state) applyMember(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, []
 	s.now = max(s.now, cmd.GetNowMillis())
 	s.ver = cmd.GetVersion()
 	s.expired, s.pol.moves = 0, nil
-	s.lastPut, s.lastRow, s.gotRow = nil, "", ""
+	s.lastPut, s.lastRow, s.gotRow, s.absent = nil, "", "", ""
 	defer s.syncPins()
 
 	// Time first: whatever log time makes due happens before the command,

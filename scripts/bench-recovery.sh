@@ -33,6 +33,10 @@
 # KEEP=DIR saves a copy of the prefilled data dir there; PREFILLED=DIR
 # starts from such a copy instead of running the prefill (the addresses
 # below are recorded in it).
+# KEEP_CRASH=DIR saves a copy of the data dir as the SIGKILL left it
+# (before the crash restart), to replay its log tail again with
+# `restoreprof -replay`; the run ends with one such replay under the CPU
+# profiler (replay-cpu-LIVE.top).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LIVE=${LIVE:-100000}
@@ -155,6 +159,7 @@ load 5s
 sleep 1
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null || true
+if [ -n "${KEEP_CRASH:-}" ]; then cp -a "$data" "$KEEP_CRASH"; fi
 start crash "crash restart (SIGKILL)"
 mem "RSS after crash restart"
 kill -TERM "$pid"
@@ -166,4 +171,10 @@ pid=""
 "$work/restoreprof" -data-dir "$data" -cpuprofile "$out/restore-cpu-$LIVE.pb.gz" -memprofile "$out/restore-heap-$LIVE.pb.gz" | tee -a "$log"
 go tool pprof -top -cum "$out/restore-cpu-$LIVE.pb.gz" 2>/dev/null | head -40 >"$out/restore-cpu-$LIVE.top"
 go tool pprof -sample_index=inuse_space -top "$out/restore-heap-$LIVE.pb.gz" 2>/dev/null | head -30 >"$out/restore-heap-$LIVE.top"
+if [ -n "${KEEP_CRASH:-}" ]; then
+	# Where the crash restart's replay goes: the kept crash dir's log tail
+	# replayed in-process under the CPU profiler.
+	"$work/restoreprof" -replay -data-dir "$KEEP_CRASH" -cpuprofile "$out/replay-cpu-$LIVE.pb.gz" | tee -a "$log"
+	go tool pprof -top -cum "$out/replay-cpu-$LIVE.pb.gz" 2>/dev/null | head -60 >"$out/replay-cpu-$LIVE.top"
+fi
 say "# load at end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -3,7 +3,15 @@
 // profiler, and prints the time to read the file, the time to restore it,
 // and the Go heap the restored ledger holds.
 //
+// With -replay it restores the snapshot without profiling and then
+// replays the log entries after it (a crashed agent's log tail, see
+// KEEP_CRASH in scripts/bench-recovery.sh) as a restarting node's raft
+// hands them to the FSM, under the CPU profiler: it prints the entries and
+// operations replayed and the wall and CPU time of the replay alone, and
+// the applied index and row count the replayed state ends with.
+//
 //	go run -tags hashicorpmetrics ./benchmarks/recovery/cmd/restoreprof -data-dir /tmp/d -cpuprofile cpu.pb.gz
+//	go run -tags hashicorpmetrics ./benchmarks/recovery/cmd/restoreprof -replay -data-dir /tmp/crash -cpuprofile replay.pb.gz
 package main
 
 import (
@@ -14,6 +22,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"sync"
 	"syscall"
@@ -21,6 +30,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/ledgerd/ledgerd/benchmarks/recovery"
 	"github.com/ledgerd/ledgerd/fsm"
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 )
@@ -34,6 +44,7 @@ func main() {
 	cpu := flag.String("cpuprofile", "", "write a CPU profile of the restore here")
 	mem := flag.String("memprofile", "", "write a heap profile of the restored ledger here (after a collection)")
 	stages := flag.String("stages", "concurrent", "how to run the restore's independent stages: concurrent, concurrent-gc (a collection between scan and build) or in-order")
+	replay := flag.Bool("replay", false, "profile the replay of the log entries after the snapshot instead of the restore")
 	flag.Parse()
 	var runner fsm.StageRunner
 	switch *stages {
@@ -53,6 +64,13 @@ func main() {
 	default:
 		fmt.Fprintln(os.Stderr, "restoreprof: -stages: want concurrent or in-order")
 		os.Exit(2)
+	}
+	if *replay {
+		if err := runReplay(*dir, *cpu, runner); err != nil {
+			fmt.Fprintln(os.Stderr, "restoreprof:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(*dir, *cpu, *mem, runner); err != nil {
 		fmt.Fprintln(os.Stderr, "restoreprof:", err)
@@ -161,4 +179,67 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// runReplay restores the newest snapshot of dir, reads the log entries
+// after it into memory, and replays them under the CPU profiler.
+func runReplay(dir, cpuFile string, runner fsm.StageRunner) error {
+	snap, err := recovery.ReadNewestSnapshot(dir)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	l, err := recovery.RestoreSnapshot(snap, runner)
+	if err != nil {
+		return err
+	}
+	restored := time.Since(t0)
+	snap.Body = nil
+	tail, err := recovery.ReadLogTail(dir, snap.Index)
+	if err != nil {
+		return err
+	}
+	ops, err := tail.Operations()
+	if err != nil {
+		return err
+	}
+	// As the node does after a restore (cluster's trackedFSM.Restore):
+	// one collection, so the replay does not pay for the restore's garbage.
+	debug.FreeOSMemory()
+	if cpuFile != "" {
+		f, err := os.Create(cpuFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
+	var gc0, gc1 runtime.MemStats
+	runtime.ReadMemStats(&gc0)
+	t1, cpu1 := time.Now(), cpuTime()
+	st, err := recovery.Replay(l, tail)
+	took, cpu := time.Since(t1), cpuTime()-cpu1
+	pprof.StopCPUProfile()
+	runtime.ReadMemStats(&gc1)
+	if err != nil {
+		return err
+	}
+	stats := l.Stats()
+	rows := 0
+	for _, n := range stats.ByState {
+		rows += n
+	}
+	fmt.Printf("restoreprof: snapshot %s at %d restored in %s; log tail read in %s\n",
+		snap.ID, snap.Index, restored.Round(time.Millisecond), tail.Read.Round(time.Millisecond))
+	fmt.Printf("restoreprof: replay of %d entries (%d commands, %d groups, %d operations of which %d keyed, %d batches): %s wall, %s CPU "+
+		"(%.1f us CPU per entry, %.2f us per operation), %d GC cycles, %d MiB allocated\n",
+		st.Entries, st.Commands, ops.Groups, ops.Operations, ops.Keyed, st.Batches, took.Round(time.Millisecond), cpu.Round(time.Millisecond),
+		float64(cpu.Nanoseconds())/1e3/float64(max(st.Entries, 1)), float64(cpu.Nanoseconds())/1e3/float64(max(ops.Operations, 1)),
+		gc1.NumGC-gc0.NumGC, (gc1.TotalAlloc-gc0.TotalAlloc)>>20)
+	fmt.Printf("restoreprof: replayed state: applied index %d (last entry %d), %d reservations, %d bookings, %d idempotency keys\n",
+		l.AppliedIndex(), st.LastIndex, rows, stats.Bookings, stats.IdempotencyKeys)
+	runtime.KeepAlive(l)
+	return nil
 }
