@@ -3,6 +3,7 @@ package replicated_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -58,6 +59,70 @@ func BenchmarkHoldPath(b *testing.B) {
 						NotBefore: start + int64(i%997)*60_000, Deadline: ledger.NoDeadline}})
 				if err != nil {
 					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// BenchmarkPipelineBatch measures one API Batch's trip through the
+// pipeline on the leader of a three-node cluster, below the HTTP edge:
+// mix=read+write is two linearizable Gets and six one-phase Holds (its
+// barrier and its writes go to the log together); mix=write is eight
+// Holds (one ApplyBatch) and mix=read eight Gets (one barrier), what each
+// half costs alone. ns/op is one whole batch; cpu-ns/op
+// the process's CPU time per batch, all three nodes included.
+func BenchmarkPipelineBatch(b *testing.B) {
+	ctx := context.Background()
+	c := agenttest.NewCluster(b, 3, rpc.Options{})
+	led := c.WaitLeader(10 * time.Second).Agent.Ledger()
+	w := ledger.Write{Tenant: "bench", Operator: true, IdempotencyKey: "res"}
+	if _, err := led.CreateResource(ctx, w, &ledgerdv1.Resource{Name: "cpu", Capacity: 1 << 40}); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	hold := func(l ledger.Ledger, i int) (*ledgerdv1.Reservation, error) {
+		w := ledger.Write{Tenant: "bench", Operator: true, IdempotencyKey: fmt.Sprintf("k%d", i)}
+		r, _, err := l.Hold(ctx, ledger.HoldArgs{Write: w, Commit: true,
+			Shape: ledger.Shape{Parts: []ledger.Part{{Resource: "cpu", Amount: 1}}, Duration: 3_600_000,
+				NotBefore: start + int64(i%997)*60_000, Deadline: ledger.NoDeadline}})
+		return r, err
+	}
+	r, err := hold(led, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := r.GetId()
+	next := 0 // idempotency keys, fresh across sub-benchmarks and -count
+	for _, mix := range []string{"read+write", "write", "read"} {
+		b.Run("mix="+mix, func(b *testing.B) {
+			const n = 8
+			reads := map[string]int{"read+write": 2, "write": 0, "read": n}[mix]
+			errs := make([]error, n)
+			b.ReportAllocs()
+			cpu0 := processCPU(b)
+			for b.Loop() {
+				p := led.Pipeline(n)
+				var wg sync.WaitGroup
+				for i := range n {
+					next++
+					k := next
+					wg.Go(func() {
+						defer p.Done(i)
+						if i < reads {
+							_, errs[i] = p.Op(i).Get(ctx, id, false)
+						} else {
+							_, errs[i] = hold(p.Op(i), k)
+						}
+					})
+				}
+				p.Run(ctx)
+				wg.Wait()
+				for i, err := range errs {
+					if err != nil {
+						b.Fatalf("operation %d: %v", i, err)
+					}
 				}
 			}
 			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
