@@ -294,7 +294,9 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 		f.collected.Store(&done)
 		off := gcOff
 		gcOff = false
+		besideCollections.Add(1)
 		go func() {
+			defer besideCollections.Done()
 			defer close(done)
 			collectStart := time.Now()
 			debug.FreeOSMemory()
@@ -336,10 +338,18 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 // reservations), which a cycle beside them slows by a third.
 const collectBesideTail = 256
 
+// besideCollections counts the collections restores left running beside
+// a node's start; each holds a collector pause until it ends. Tests that
+// read or set GOGC themselves wait for them first.
+var besideCollections sync.WaitGroup
+
 // startTail returns how many entries of the local log follow the snapshot
 // at index, if this restore is the one of the node's start.
+// Only the first restore after the pointer is set asks: a snapshot a
+// leader installs later, even while NewRaft is still returning, is not a
+// start.
 func (f *trackedFSM) startTail(index uint64) (uint64, bool) {
-	last := f.startLog.Load()
+	last := f.startLog.Swap(nil)
 	if last == nil {
 		return 0, false
 	}

@@ -16,6 +16,7 @@ import (
 // overlapping pauses ends, and then gets the setting it had before the
 // first, whatever order they end in.
 func TestGCPauseNests(t *testing.T) {
+	waitBesideCollections(t)
 	orig := debug.SetGCPercent(137)
 	t.Cleanup(func() { debug.SetGCPercent(orig) })
 	pauseGC()
@@ -60,6 +61,7 @@ func snapStream(index uint64) io.ReadCloser {
 // used to save and put back the setting on its own, so the second put
 // back the first's "off").
 func TestOverlappingRestoresRestoreGC(t *testing.T) {
+	waitBesideCollections(t)
 	orig := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(orig) })
 	a := &gatedRestorer{make(chan struct{}), make(chan struct{})}
@@ -107,6 +109,7 @@ func TestOverlappingRestoresRestoreGC(t *testing.T) {
 // with a long tail, on a follower's snapshot install (no start log), or
 // when the log cannot be read, the restore returns with it on again.
 func TestStartRestoreCollectsBesideShortTail(t *testing.T) {
+	waitBesideCollections(t)
 	orig := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(orig) })
 	const index = 1000
@@ -155,6 +158,77 @@ func TestStartRestoreCollectsBesideShortTail(t *testing.T) {
 			}
 			if f.Applied() != index {
 				t.Fatalf("applied = %d, want %d", f.Applied(), index)
+			}
+		})
+	}
+}
+
+// waitBesideCollections waits for the collections earlier tests' restores
+// left running beside a start: each holds a collector pause, so GOGC reads
+// -1 until it ends.
+func waitBesideCollections(t *testing.T) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		besideCollections.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("timed out waiting for collections left running beside a start")
+	}
+}
+
+// TestStartTailAsksOnce: only the first restore after the node sets its
+// log's last index counts as the start's; a snapshot installed later
+// collects before returning.
+func TestStartTailAsksOnce(t *testing.T) {
+	last := func() (uint64, error) { return 1000, nil }
+	f := newTrackedFSM(&gatedRestorer{make(chan struct{}), make(chan struct{})})
+	f.startLog.Store(&last)
+	if tail, ok := f.startTail(1000); !ok || tail != 0 {
+		t.Fatalf("first startTail = %d, %v; want 0, true", tail, ok)
+	}
+	if _, ok := f.startTail(1000); ok {
+		t.Fatal("second startTail answered: a later restore would be taken for the start's")
+	}
+}
+
+// TestSoleServer: the beside collection is only for a node whose newest
+// snapshot records a configuration of one server.
+func TestSoleServer(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		servers int
+		want    bool
+	}{
+		{"no snapshot", -1, false},
+		{"one server", 1, true},
+		{"three servers", 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snaps, err := raft.NewFileSnapshotStore(t.TempDir(), 1, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.servers >= 0 {
+				var conf raft.Configuration
+				for i := range tc.servers {
+					id := raft.ServerID(string(rune('a' + i)))
+					conf.Servers = append(conf.Servers, raft.Server{ID: id, Address: raft.ServerAddress(id)})
+				}
+				_, trans := raft.NewInmemTransport("")
+				sink, err := snaps.Create(raft.SnapshotVersionMax, 10, 1, conf, 1, trans)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := sink.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := soleServer(snaps); got != tc.want {
+				t.Fatalf("soleServer = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -258,8 +258,15 @@ func (n *Node) createRaft() error {
 	n.logs = logs
 	// NewRaft restores the newest snapshot before it returns; the entries
 	// after it are replayed once a leader commits them.
-	lastLog := ls.LastIndex
-	n.fsm.startLog.Store(&lastLog)
+	// A restore here may leave its closing collection running beside the
+	// node's start when the local log holds all the node will replay: in a
+	// configuration of one server. A member of a larger cluster also
+	// receives what the leader committed while it was down, which its
+	// local log does not show (trackedFSM.startTail).
+	if soleServer(snaps) {
+		lastLog := ls.LastIndex
+		n.fsm.startLog.Store(&lastLog)
+	}
 	r, err := raft.NewRaft(rc, n.fsm, logs, store, snaps, n.trans)
 	n.fsm.startLog.Store(nil)
 	if err != nil {
@@ -489,4 +496,15 @@ func (n *Node) otherVoters() int {
 		}
 	}
 	return c
+}
+
+// soleServer reports whether the newest snapshot in snaps records a
+// configuration of exactly one server (false when there is none or it
+// cannot be listed).
+func soleServer(snaps raft.SnapshotStore) bool {
+	metas, err := snaps.List()
+	if err != nil || len(metas) == 0 {
+		return false
+	}
+	return len(metas[0].Configuration.Servers) == 1
 }

@@ -236,7 +236,10 @@ func Replay(f *fsm.FSM, tail LogTail) (ReplayStats, error) {
 }
 
 // RestoreSnapshot restores s into a new FSM with the stages run by run
-// (nil: in order).
+// (nil: in order). The FSM has the default settings (fsm.Config{}): a
+// node configured otherwise (idempotency cap, retention, history limit)
+// replays its tail with those, so its replayed state may differ from this
+// one's, and so may the cost.
 func RestoreSnapshot(s Snapshot, run fsm.StageRunner) (*fsm.FSM, error) {
 	f, err := fsm.New(fsm.Config{})
 	if err != nil {
