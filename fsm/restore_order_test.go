@@ -7,7 +7,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/google/btree"
 	"google.golang.org/protobuf/proto"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
@@ -29,20 +28,70 @@ func TestTimerCmpAgreesWithTimerLess(t *testing.T) {
 	}
 }
 
-// insertInOrder must leave the tree holding exactly the items, in order,
-// for every length (odd, even, one, none).
-func TestInsertInOrder(t *testing.T) {
+// loadSorted must leave the set holding exactly the items, in order, for
+// every length (odd, even, one, none), and the set must then take random
+// insertions and deletions like one built item by item: a sorted list is
+// the reference, compared after every change in whole, ascending from a
+// pivot and descending from it.
+func TestLoadSorted(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 3, 63, 64, 65, 1000, 4097} {
 		items := make([]int, n)
 		for i := range items {
 			items[i] = 3 * i
 		}
-		tr := btree.NewOrderedG[int](32)
-		insertInOrder(tr, slices.Values(items))
+		tr := newSortedSet(32, func(a, b int) bool { return a < b })
+		tr.loadSorted(slices.Values(items))
 		var got []int
 		tr.Ascend(func(v int) bool { got = append(got, v); return true })
 		if !slices.Equal(got, items) || tr.Len() != n {
 			t.Fatalf("n=%d: tree holds %d items, in order %v", n, tr.Len(), slices.Equal(got, items))
+		}
+		r := rand.New(rand.NewPCG(uint64(n), 9))
+		ref := slices.Clone(items)
+		for step := range 300 {
+			v := r.IntN(3*n + 10)
+			if i, found := slices.BinarySearch(ref, v); found {
+				tr.Delete(v)
+				ref = slices.Delete(ref, i, i+1)
+			} else {
+				tr.ReplaceOrInsert(v)
+				ref = slices.Insert(ref, i, v)
+			}
+			got = got[:0]
+			tr.Ascend(func(v int) bool { got = append(got, v); return true })
+			if !slices.Equal(got, ref) || tr.Len() != len(ref) {
+				t.Fatalf("n=%d step %d (item %d): tree holds %d items, want %d, in order %v", n, step, v, tr.Len(), len(ref), slices.Equal(got, ref))
+			}
+			p := r.IntN(3*n + 10)
+			i, _ := slices.BinarySearch(ref, p)
+			var up []int
+			tr.AscendGreaterOrEqual(p, func(v int) bool { up = append(up, v); return len(up) < 5 })
+			if want := ref[i:min(i+5, len(ref))]; !slices.Equal(up, want) {
+				t.Fatalf("n=%d step %d: ascending from %d gives %v, want %v", n, step, p, up, want)
+			}
+			hi := p + r.IntN(40)
+			var rng []int
+			tr.AscendRange(p, hi, func(v int) bool { rng = append(rng, v); return true })
+			j, _ := slices.BinarySearch(ref, hi)
+			if want := ref[i:j]; !slices.Equal(rng, want) {
+				t.Fatalf("n=%d step %d: [%d, %d) gives %v, want %v", n, step, p, hi, rng, want)
+			}
+			var down []int
+			tr.DescendLessOrEqual(p, func(v int) bool { down = append(down, v); return len(down) < 3 })
+			k, found := slices.BinarySearch(ref, p)
+			if found {
+				k++
+			}
+			var wantDown []int
+			for x := k - 1; x >= 0 && len(wantDown) < 3; x-- {
+				wantDown = append(wantDown, ref[x])
+			}
+			if !slices.Equal(down, wantDown) {
+				t.Fatalf("n=%d step %d: descending from %d gives %v, want %v", n, step, p, down, wantDown)
+			}
+			if m, ok := tr.Min(); ok != (len(ref) > 0) || ok && m != ref[0] {
+				t.Fatalf("n=%d step %d: Min = %d, %v", n, step, m, ok)
+			}
 		}
 	}
 }

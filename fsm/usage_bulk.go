@@ -163,7 +163,7 @@ func usageFromEdges(es []usageEdge) *usage {
 			prev = level
 		}
 	}
-	// Ascending, in two passes (see insertInOrder).
-	insertInOrder(u.steps, slices.Values(steps))
+	// Ascending, in two passes (see loadSorted).
+	u.steps.loadSorted(slices.Values(steps))
 	return u
 }
