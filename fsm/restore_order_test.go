@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/btree"
 	"google.golang.org/protobuf/proto"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
@@ -24,6 +25,24 @@ func TestTimerCmpAgreesWithTimerLess(t *testing.T) {
 		c := timerCmp(a, b)
 		if (c < 0) != timerLess(a, b) || (c > 0) != timerLess(b, a) {
 			t.Fatalf("timerCmp(%v, %v) = %d, timerLess says a<b %v, b<a %v", a, b, c, timerLess(a, b), timerLess(b, a))
+		}
+	}
+}
+
+// insertInOrder must leave the tree holding exactly the items, in order,
+// for every length (odd, even, one, none).
+func TestInsertInOrder(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 3, 63, 64, 65, 1000, 4097} {
+		items := make([]int, n)
+		for i := range items {
+			items[i] = 3 * i
+		}
+		tr := btree.NewOrderedG[int](32)
+		insertInOrder(tr, slices.Values(items))
+		var got []int
+		tr.Ascend(func(v int) bool { got = append(got, v); return true })
+		if !slices.Equal(got, items) || tr.Len() != n {
+			t.Fatalf("n=%d: tree holds %d items, in order %v", n, tr.Len(), slices.Equal(got, items))
 		}
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"github.com/tidwall/btree"
 )
 
-// sortedSet is the ordered set the state keeps its reservation IDs, its
-// timers and each limit's usage steps in: a B-tree without locks (the
+// sortedSet is the ordered set the state keeps its reservation IDs and its
+// timers in: a B-tree without locks (the
 // state is only touched by Apply's goroutine, or by the restore stage
 // that owns the tree). Its methods keep the names and meanings the state
 // has always used; iteration is in ascending order of less, never

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+
+	"github.com/google/btree"
 )
 
 // usage is one tenant's booked units on one resource as a step function
@@ -26,7 +28,7 @@ import (
 // Levels are sums of int64 amounts with wrapping arithmetic, so a removal
 // exactly undoes its add whatever the values; integrals are 128-bit.
 type usage struct {
-	steps sortedSet[*ustep]
+	steps *btree.BTreeG[*ustep]
 }
 
 // ustep is u(t) = level for t in [at, next step's at).
@@ -37,7 +39,7 @@ type ustep struct {
 
 func stepLess(a, b *ustep) bool { return a.at < b.at }
 
-func newUsage() *usage { return &usage{steps: newSortedSet(16, stepLess)} }
+func newUsage() *usage { return &usage{steps: btree.NewG(16, stepLess)} }
 
 // empty reports whether u is 0 everywhere.
 func (u *usage) empty() bool { return u.steps.Len() == 0 }
