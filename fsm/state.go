@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/google/btree"
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"github.com/ledgerd/ledgerd/planner"
 	"google.golang.org/protobuf/proto"
@@ -64,9 +65,9 @@ type state struct {
 	resv      rowStore
 	// ids holds the keys of resv, sorted: the same strings as the keys
 	// (substrings of the current rows).
-	ids sortedSet[string]
+	ids *btree.BTreeG[string]
 	// timers holds exactly timersFor(r) for every r in resv.
-	timers sortedSet[timer]
+	timers *btree.BTreeG[timer]
 	// lastPut is the row put stored last (nil after a removal), so the
 	// entry's result need not decode it again, and lastRow its encoding
 	// as stored, so the result need not encode it again either (put's
@@ -130,8 +131,8 @@ func newState(cfg Config) *state {
 		cfg:       cfg,
 		resources: make(map[string]*fsmv1.Resource),
 		resv:      newRowStore(0),
-		ids:       newSortedSet(32, func(a, b string) bool { return a < b }),
-		timers:    newSortedSet(32, timerLess),
+		ids:       btree.NewOrderedG[string](32),
+		timers:    btree.NewG(32, timerLess),
 		plan:      planner.New(cfg.Timelines),
 		byState:   make(map[fsmv1.Reservation_State]int),
 	}

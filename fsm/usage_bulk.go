@@ -2,11 +2,8 @@ package fsm
 
 import (
 	"cmp"
-	"iter"
 	"slices"
 	"strings"
-
-	"github.com/google/btree"
 )
 
 // usageEdge is a change of a usage's level at instant at.
@@ -169,23 +166,4 @@ func usageFromEdges(es []usageEdge) *usage {
 	// Ascending, in two passes (see insertInOrder).
 	insertInOrder(u.steps, slices.Values(steps))
 	return u
-}
-
-// insertInOrder enters sorted items into the empty tree t in two
-// ascending passes, as sortedSet.loadSorted does and for the same reason
-// (leaves about four fifths full): three items in five first, then the
-// other two. A limit's usage steps stay in a google/btree tree: there is
-// one per owner and limit, most of them small, and the sortedSet version
-// of them made the restored heap 8–9 MiB larger at 1M rows and the
-// restore no faster (benchmarks/results/recovery-1m/round5-*).
-func insertInOrder[T any](t *btree.BTreeG[T], items iter.Seq[T]) {
-	for _, first := range []bool{true, false} {
-		i := 0
-		for it := range items {
-			if inFirstPass(i) == first {
-				t.ReplaceOrInsert(it)
-			}
-			i++
-		}
-	}
 }
