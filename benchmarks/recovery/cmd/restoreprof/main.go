@@ -123,14 +123,11 @@ func run(dir, cpuFile, memFile string, runner fsm.StageRunner) error {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	if cpuFile != "" {
-		f, err := os.Create(cpuFile)
+		f, err := startCPUProfile(cpuFile)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
 	}
 	t1, cpu1 := time.Now(), cpuTime()
 	l, err := fsm.New(fsm.Config{})
@@ -207,14 +204,11 @@ func runReplay(dir, cpuFile string, runner fsm.StageRunner) error {
 	// one collection, so the replay does not pay for the restore's garbage.
 	debug.FreeOSMemory()
 	if cpuFile != "" {
-		f, err := os.Create(cpuFile)
+		f, err := startCPUProfile(cpuFile)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
 	}
 	var gc0, gc1 runtime.MemStats
 	runtime.ReadMemStats(&gc0)
@@ -242,4 +236,18 @@ func runReplay(dir, cpuFile string, runner fsm.StageRunner) error {
 		l.AppliedIndex(), st.LastIndex, rows, stats.Bookings, stats.IdempotencyKeys)
 	runtime.KeepAlive(l)
 	return nil
+}
+
+// startCPUProfile creates path and starts the CPU profiler writing to it;
+// the caller stops the profiler, then closes the file.
+func startCPUProfile(path string) (*os.File, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return f, nil
 }
