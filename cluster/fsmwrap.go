@@ -303,6 +303,9 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 			if off {
 				resumeGC()
 			}
+			// The node serves soon: its first cycle under load comes
+			// earlier than twice the restored state.
+			lowerGCOnce(afterRestoreGCPercent)
 			if f.log != nil {
 				f.log.Info("collected after restore", "index", index, "tail", tail,
 					"took", time.Since(collectStart).Round(time.Millisecond))

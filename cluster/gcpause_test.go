@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"runtime"
 	"runtime/debug"
 	"testing"
 	"time"
@@ -148,13 +149,18 @@ func TestStartRestoreCollectsBesideShortTail(t *testing.T) {
 			if done == nil {
 				t.Fatal("restore collected before returning, want beside the start")
 			}
+			gen := loweringGen()
 			select {
 			case <-*done:
 			case <-time.After(30 * time.Second):
 				t.Fatal("timed out waiting for the collection beside the start")
 			}
+			if got := loweringGen(); got != gen+1 {
+				t.Fatalf("after the collection %d lowerings of GOGC, want 1", got-gen)
+			}
+			waitLoweringEnds(t)
 			if got := debug.SetGCPercent(100); got != 100 {
-				t.Fatalf("after the collection GOGC = %d, want 100", got)
+				t.Fatalf("after the collection and the next cycle GOGC = %d, want 100", got)
 			}
 			if f.Applied() != index {
 				t.Fatalf("applied = %d, want %d", f.Applied(), index)
@@ -177,6 +183,100 @@ func waitBesideCollections(t *testing.T) {
 	case <-done:
 	case <-time.After(time.Minute):
 		t.Fatal("timed out waiting for collections left running beside a start")
+	}
+	// And for the lowered setting they leave until the next cycle.
+	waitLoweringEnds(t)
+}
+
+// loweringGen returns how many times lowerGCOnce has lowered GOGC.
+func loweringGen() uint64 {
+	gcPause.mu.Lock()
+	defer gcPause.mu.Unlock()
+	return gcPause.gen
+}
+
+// gcSetting returns GOGC and whether lowerGCOnce's setting is in force.
+func gcSetting() (percent int, lowered bool) {
+	gcPause.mu.Lock()
+	defer gcPause.mu.Unlock()
+	percent = debug.SetGCPercent(-1)
+	debug.SetGCPercent(percent)
+	return percent, gcPause.lowered
+}
+
+// waitLoweringEnds runs a cycle and waits for the lowering in force, if
+// any, to end.
+func waitLoweringEnds(t *testing.T) {
+	t.Helper()
+	gcPause.mu.Lock()
+	lowered, ended := gcPause.lowered, gcPause.ended
+	gcPause.mu.Unlock()
+	if !lowered {
+		return
+	}
+	runtime.GC()
+	select {
+	case <-ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("timed out waiting for the lowered GOGC to end after a cycle")
+	}
+}
+
+// TestLowerGCOnce: the setting is lowered until the end of the next
+// cycle and then put back; not when it is already lower or off, nor while
+// a restore holds the collector off; and a pause that starts while it is
+// lowered puts back the setting from before the lowering.
+func TestLowerGCOnce(t *testing.T) {
+	waitBesideCollections(t)
+	orig := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(orig) })
+	for _, tc := range []struct {
+		name        string
+		setting     int
+		pauseBefore bool
+		pauseDuring bool
+		wantLowered bool
+	}{
+		{"default", 100, false, false, true},
+		{"high", 400, false, false, true},
+		{"already lower", 30, false, false, false},
+		{"equal", afterRestoreGCPercent, false, false, false},
+		{"off", -1, false, false, false},
+		{"restore holding the collector off", 100, true, false, false},
+		{"pause while lowered", 100, false, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			debug.SetGCPercent(tc.setting)
+			if tc.pauseBefore {
+				pauseGC()
+			}
+			gen := loweringGen()
+			lowerGCOnce(afterRestoreGCPercent)
+			if got := loweringGen() != gen; got != tc.wantLowered {
+				t.Fatalf("lowered = %v, want %v", got, tc.wantLowered)
+			}
+			if tc.pauseBefore {
+				resumeGC()
+			}
+			// A cycle the test did not ask for may already have ended it.
+			if p, lowered := gcSetting(); lowered && p != afterRestoreGCPercent {
+				t.Fatalf("while lowered GOGC = %d, want %d", p, afterRestoreGCPercent)
+			} else if !tc.wantLowered && p != tc.setting {
+				t.Fatalf("not lowered, GOGC = %d, want %d", p, tc.setting)
+			}
+			if tc.pauseDuring {
+				pauseGC()
+				waitLoweringEnds(t)
+				if p, _ := gcSetting(); p != -1 {
+					t.Fatalf("paused after the lowering ended GOGC = %d, want -1 (off)", p)
+				}
+				resumeGC()
+			}
+			waitLoweringEnds(t)
+			if p, lowered := gcSetting(); lowered || p != tc.setting {
+				t.Fatalf("after the next cycle GOGC = %d (lowered %v), want %d", p, lowered, tc.setting)
+			}
+		})
 	}
 }
 

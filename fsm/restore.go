@@ -212,7 +212,7 @@ func (j *restoreJob) scanChunk(c int) {
 		out.unitBooks = make(map[string][]planner.UnitBooking)
 	}
 	if j.tracking {
-		out.usage = newUsageBuilder()
+		out.usage = newUsageBuilderFor(hi - lo)
 	}
 	var sc rowScan
 	prev := ""

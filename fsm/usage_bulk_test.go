@@ -66,8 +66,8 @@ func TestUsageBuilderMatchesAccount(t *testing.T) {
 		l.use = make(map[limitKey]*usage)
 		b := newUsageBuilder()
 		// The same rows split over three builders, merged (as the scan
-		// chunks of a restore are).
-		thirds := [3]*usageBuilder{newUsageBuilder(), newUsageBuilder(), newUsageBuilder()}
+		// chunks of a restore are, some with room for their edges).
+		thirds := [3]*usageBuilder{newUsageBuilder(), newUsageBuilderFor(1), newUsageBuilderFor(20)}
 		res := []string{"cpu", "gpu", "net"}
 		for row := range 1 + rng.IntN(40) {
 			m := states[rng.IntN(len(states))]
