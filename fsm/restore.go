@@ -361,27 +361,25 @@ func (j *restoreJob) buildPlanner() {
 		n += l
 		inPlace = inPlace && l <= j.bound(c+1)-j.bound(c)
 	}
+	// In place, each region moves down to where the ones before it end
+	// (never past its own start, so nothing unmoved is overwritten): one
+	// list of n bookings without a second one beside it (56 MB at 1M
+	// rows). A chunk that outgrew its region has a list of its own, and
+	// then the lists are copied into a new one.
 	var books bookings
 	if inPlace {
-		// Each region moves down to where the ones before it end (never
-		// past its own start, so nothing unmoved is overwritten): one
-		// list of n bookings without a second one beside it (56 MB at
-		// 1M rows).
 		books.list = j.books[:0]
-		for c := range j.chunks {
-			books.list = append(books.list, j.chunks[c].books.list...)
-		}
-		clear(j.books[n:])
 	} else {
 		books.list = make([]planner.Booking, 0, n)
-		for c := range j.chunks {
-			books.list = append(books.list, j.chunks[c].books.list...)
-		}
 	}
-	j.books = nil
 	for c := range j.chunks {
+		books.list = append(books.list, j.chunks[c].books.list...)
 		j.chunks[c].books.list = nil
 	}
+	if inPlace {
+		clear(j.books[n:])
+	}
+	j.books = nil
 	if j.hasUnits {
 		unitBooks := make(map[string][]planner.UnitBooking)
 		for c := range j.chunks {
