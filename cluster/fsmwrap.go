@@ -61,11 +61,11 @@ type trackedFSM struct {
 	// log, if set, receives one line per restore with its timings.
 	log *slog.Logger
 
-	// startLog, while raft restores the newest snapshot on startup
-	// (NewRaft), returns the index of the last entry in the local log;
-	// nil once NewRaft has returned. Restore compares it with the
-	// snapshot's index to learn how many entries will be replayed on top
-	// of it (collectAfterRestore).
+	// startLog, set by a one-server node while raft restores the newest
+	// snapshot on startup (NewRaft), returns the index of the last entry
+	// in the local log. The first restore takes it (startTail) and
+	// compares it with the snapshot's index to learn how many entries
+	// will be replayed on top of it.
 	startLog atomic.Pointer[func() (uint64, error)]
 	// collected is closed by the collection a restore leaves running
 	// beside the node's start (nil: none left running); tests wait on it.
@@ -299,10 +299,7 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 			defer besideCollections.Done()
 			defer close(done)
 			collectStart := time.Now()
-			debug.FreeOSMemory()
-			if off {
-				resumeGC()
-			}
+			closingCollection(off)
 			// The node serves soon: its first cycle under load comes
 			// earlier than twice the restored state.
 			lowerGCOnce(afterRestoreGCPercent)
@@ -323,15 +320,21 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 	// follower that installs a leader's snapshot does not know how many
 	// entries follow it, and collects here too.
 	collectStart := time.Now()
-	debug.FreeOSMemory()
-	if gcOff {
-		// After the cycle, so that the goal is set from the restored
-		// state alone rather than starting a cycle of its own at once.
-		resumeGC()
-		gcOff = false
-	}
+	closingCollection(gcOff)
+	gcOff = false
 	f.logRestore(start, index, tr, calls, time.Since(collectStart).Round(time.Millisecond).String())
 	return nil
+}
+
+// closingCollection is a restore's closing collection: one forced cycle
+// that returns the freed pages, then the end of the restore's collector
+// pause (off), after the cycle, so that the goal is set from the restored
+// state alone rather than starting a cycle of its own at once.
+func closingCollection(off bool) {
+	debug.FreeOSMemory()
+	if off {
+		resumeGC()
+	}
 }
 
 // collectBesideTail is the longest log tail after a snapshot restored on
