@@ -193,8 +193,8 @@ func (f *FSM) ApplyCommand(index uint64, data []byte) []byte {
 	return out
 }
 
-// encodedOf returns the encoded Result of a command's *Applied (nil for
-// anything else).
+// encodedOf returns the encoded Result of a command's *Applied, and
+// anything else (nil for an entry that is not a command) as it is.
 func encodedOf(v any) any {
 	if a, ok := v.(*Applied); ok {
 		return a.enc
