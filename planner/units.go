@@ -513,13 +513,11 @@ func (u *UnitSchedule) checkRecord(id string, start, end int64, units []string) 
 
 // Release removes the booking id and frees its units.
 func (u *UnitSchedule) Release(id string) (UnitBooking, error) {
-	r, ok := u.books[id]
+	b, ok := u.Get(id)
 	if !ok {
 		return UnitBooking{}, fmt.Errorf("release %q: %w", id, ErrUnknownBooking)
 	}
-	b, _ := u.Get(id)
-	u.removeRec(r)
-	delete(u.books, id)
+	u.Forget(id)
 	return b, nil
 }
 
