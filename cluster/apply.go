@@ -25,7 +25,10 @@ type Result struct {
 	// EncodedResponse and the command was applied by this node's FSM
 	// (this node led); Data is then its EncodedResult. It is nil for a
 	// command forwarded to the leader, whose answer crosses the network
-	// as Data alone.
+	// as Data alone. A Value thus shows that this node proposed the
+	// entry as leader, saw it committed and applied it: the replicated
+	// ledger's batches rely on that to serve reads after their writes
+	// without a barrier of their own.
 	Value any
 }
 

@@ -10,7 +10,8 @@
 // barrier unless the caller accepts stale data, then reads the local FSM.
 // Cluster maps the operator view of a cluster.Node. The operations of one
 // API Batch share a pipeline (Pipeline): their writes go to the log back to
-// back in one ApplyBatch, their reads share one barrier.
+// back in one ApplyBatch, their reads share one barrier, which the writes'
+// round stands in for when this node applied them as the leader.
 //
 // Every write carries an idempotency key: one that came without gets a
 // fresh key here, on the node that takes the request, once per request,

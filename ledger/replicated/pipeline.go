@@ -19,10 +19,21 @@ type BatchLog interface {
 }
 
 // pipeline implements ledger.Pipeline on a BatchLog: it gathers what the
-// concurrent operations of one batch ask of the log. Once every unfinished operation is waiting, it serves all pending
-// read barriers with one barrier, or else proposes all pending writes in
-// one ApplyBatch in operation order; released operations carry on (a
-// modify reads after its barrier, then writes) until all are done.
+// concurrent operations of one batch ask of the log. Once every
+// unfinished operation is waiting, it proposes all pending writes in one
+// ApplyBatch in operation order, or, when only read barriers wait, serves
+// them with one barrier; released operations carry on (a modify reads
+// after its barrier, then writes) until all are done.
+//
+// Read barriers that wait beside writes are answered by the writes'
+// round when this node's FSM applied every one of them as the leader
+// (each result carries the FSM's Value): an entry this leader proposed
+// after the reads arrived and saw committed orders them after every
+// write acknowledged before they arrived, as a read through the log
+// would, so the reads that follow see those writes without a heartbeat
+// round of their own. Otherwise (a write refused, or forwarded to
+// another leader and applied there first) they take a barrier after
+// the writes.
 type pipeline struct {
 	r      BatchLog
 	n      int
@@ -133,24 +144,42 @@ func (p *pipeline) Run(ctx context.Context) {
 				applies = append(applies, w)
 			}
 		}
+		led := false
+		if len(applies) > 0 {
+			slices.SortFunc(applies, func(a, b pipeEvent) int { return a.slot - b.slot })
+			cmds := make([][]byte, len(applies))
+			for i, w := range applies {
+				cmds[i] = w.cmd
+			}
+			res := p.r.ApplyBatch(ctx, cmds)
+			led = appliedHere(res)
+			for i, r := range res {
+				applies[i].reply <- r
+			}
+		}
 		if barriers > 0 {
-			err := p.r.ReadBarrier(ctx)
+			var err error
+			if !led {
+				err = p.r.ReadBarrier(ctx)
+			}
 			for _, w := range waiting {
 				if w.kind == pipeBarrier {
 					w.reply <- cluster.Result{Err: err}
 				}
 			}
-			waiting = applies
-			continue
 		}
-		slices.SortFunc(applies, func(a, b pipeEvent) int { return a.slot - b.slot })
-		cmds := make([][]byte, len(applies))
-		for i, w := range applies {
-			cmds[i] = w.cmd
-		}
-		for i, r := range p.r.ApplyBatch(ctx, cmds) {
-			applies[i].reply <- r
-		}
-		waiting = nil
+		waiting = waiting[:0]
 	}
+}
+
+// appliedHere reports whether this node's FSM applied every command of
+// res as the leader that proposed it: each has a Value, which the cluster
+// sets only for an entry this node proposed, saw committed and applied.
+func appliedHere(res []cluster.Result) bool {
+	for _, r := range res {
+		if r.Err != nil || r.Value == nil {
+			return false
+		}
+	}
+	return len(res) > 0
 }

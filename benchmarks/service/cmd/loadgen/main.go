@@ -50,7 +50,7 @@ func run() error {
 	coalesce := flag.Bool("coalesce", true, "ledgerd: coalesce concurrent calls into Batch calls (false: one API call per operation)")
 	httpVersion := flag.String("http", "auto", "ledgerd: the HTTP version the client speaks to the agents: auto (the client's default: Batch calls over 1.1, the rest over 2), 1.1 or 2")
 	http1 := flag.Bool("http1", false, "ledgerd: the same as -http 1.1")
-	inFlight := flag.Int("batch-inflight", 0, "ledgerd: Batch calls in flight per node before calls queue (0: the client's default)")
+	inFlight := flag.Int("batch-inflight", 0, "ledgerd: Batch calls in flight per node (0: the client's default, 2; 1: one batch at a time, the default before the fair-share rule)")
 	flag.Parse()
 	hv, err := client.ParseHTTPVersion(*httpVersion)
 	if err != nil {
