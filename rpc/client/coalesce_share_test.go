@@ -2,9 +2,14 @@ package client
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -164,6 +169,152 @@ func TestBatchesStartAtAFairShare(t *testing.T) {
 					t.Fatalf("%d calls answered of %d", answered, submitted)
 				}
 			})
+		})
+	}
+}
+
+// timedBatches is a node whose Batch calls take a drawn service time (in
+// a synctest bubble's fake clock) and that records how many were in
+// flight at once and how large each was.
+type timedBatches struct {
+	ledgerdv1connect.ReservationServiceClient // only Batch is called
+	service                                   func() time.Duration
+
+	mu          sync.Mutex
+	inFlight    int
+	maxInFlight int
+	sizes       []int
+}
+
+func (n *timedBatches) Batch(ctx context.Context, req *connect.Request[ledgerdv1.BatchRequest]) (*connect.Response[ledgerdv1.BatchResponse], error) {
+	n.mu.Lock()
+	n.inFlight++
+	n.maxInFlight = max(n.maxInFlight, n.inFlight)
+	n.sizes = append(n.sizes, len(req.Msg.Operations))
+	d := n.service()
+	n.mu.Unlock()
+	time.Sleep(d)
+	n.mu.Lock()
+	n.inFlight--
+	n.mu.Unlock()
+	res := make([]*ledgerdv1.BatchResult, len(req.Msg.Operations))
+	for i := range res {
+		res[i] = &ledgerdv1.BatchResult{}
+	}
+	return connect.NewResponse(&ledgerdv1.BatchResponse{Results: res}), nil
+}
+
+// simulated is what one simulated run of a batcher saw.
+type simulated struct {
+	sizes       []int // of each batch, in start order
+	maxInFlight int   // batches in flight at once, at most
+	answered    int   // calls answered without error
+	leftover    string
+}
+
+// meanBatch is the mean number of calls per batch.
+func (s simulated) meanBatch() float64 {
+	total := 0
+	for _, n := range s.sizes {
+		total += n
+	}
+	return float64(total) / float64(len(s.sizes))
+}
+
+// simulate runs callers closed-loop callers of calls calls each against a
+// batcher inside a synctest bubble: each caller thinks 0-1 ms between
+// calls and each Batch takes 0.5-3 ms, drawn from a seeded generator on
+// the bubble's fake clock, so a run is the same every time.
+func simulate(t *testing.T, callers, calls, inFlight, maxBatch int) simulated {
+	var out simulated
+	synctest.Test(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(uint64(callers), uint64(inFlight*1000+maxBatch)))
+		var rngMu sync.Mutex
+		draw := func(lo, hi time.Duration) time.Duration {
+			rngMu.Lock()
+			defer rngMu.Unlock()
+			return lo + time.Duration(rng.Int64N(int64(hi-lo)))
+		}
+		node := &timedBatches{service: func() time.Duration { return draw(500*time.Microsecond, 3*time.Millisecond) }}
+		b := &batcher{rpc: node, maxBatch: maxBatch, maxInFlight: inFlight}
+		var answered atomic.Int64
+		var wg sync.WaitGroup
+		for range callers {
+			wg.Go(func() {
+				for range calls {
+					time.Sleep(draw(0, time.Millisecond))
+					if _, err := b.submit(context.Background(), &ledgerdv1.BatchOperation{}); err != nil {
+						t.Errorf("call failed: %v", err)
+						return
+					}
+					answered.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		out = simulated{sizes: node.sizes, maxInFlight: node.maxInFlight, answered: int(answered.Load())}
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.inFlight != 0 || b.inFlightOps != 0 || len(b.queue) != 0 {
+			out.leftover = fmt.Sprintf("%d in flight (%d calls), %d queued", b.inFlight, b.inFlightOps, len(b.queue))
+		}
+	})
+	return out
+}
+
+// TestBatcherInvariantsUnderLoad checks, over simulated closed-loop
+// callers, what must hold whatever the timing: no more than maxInFlight
+// batches at once, none larger than maxBatch, every call answered once
+// and carried by exactly one batch, nothing left behind, and a lone
+// caller never batched or delayed (one call per batch).
+func TestBatcherInvariantsUnderLoad(t *testing.T) {
+	const calls = 40
+	for _, callers := range []int{1, 3, 16, 64} {
+		for _, inFlight := range []int{1, 2, 3} {
+			for _, maxBatch := range []int{4, 128} {
+				t.Run(fmt.Sprintf("callers=%d/inflight=%d/maxbatch=%d", callers, inFlight, maxBatch), func(t *testing.T) {
+					r := simulate(t, callers, calls, inFlight, maxBatch)
+					if r.answered != callers*calls {
+						t.Fatalf("%d calls answered, want %d", r.answered, callers*calls)
+					}
+					total := 0
+					for _, n := range r.sizes {
+						if n < 1 || n > maxBatch {
+							t.Fatalf("a batch of %d calls (max %d)", n, maxBatch)
+						}
+						total += n
+					}
+					if total != callers*calls {
+						t.Fatalf("batches carried %d calls for %d calls made", total, callers*calls)
+					}
+					if r.maxInFlight > inFlight {
+						t.Fatalf("%d batches in flight at once, max %d", r.maxInFlight, inFlight)
+					}
+					if callers == 1 && len(r.sizes) != calls {
+						t.Fatalf("a lone caller's %d calls went out in %d batches", calls, len(r.sizes))
+					}
+					if r.leftover != "" {
+						t.Fatalf("the batcher was left with %s", r.leftover)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestFairShareKeepsBatchesLarge compares, over the same simulated
+// callers, the batches of two in flight with those of one: the fair
+// share must keep them at least two thirds as large. Starting a batch
+// whenever a slot was free made them 0.59-0.60 as large here, which is
+// what cost CPU per operation in the service.
+func TestFairShareKeepsBatchesLarge(t *testing.T) {
+	for _, callers := range []int{16, 64} {
+		t.Run(fmt.Sprintf("callers=%d", callers), func(t *testing.T) {
+			one := simulate(t, callers, 40, 1, 128).meanBatch()
+			two := simulate(t, callers, 40, 2, 128).meanBatch()
+			if two < one*2/3 {
+				t.Fatalf("mean batch with two in flight %.1f calls, with one %.1f: want at least two thirds", two, one)
+			}
 		})
 	}
 }
