@@ -105,7 +105,10 @@ func wellFormed(b []byte, sh *msgShape, depth int) bool {
 		}
 		b = b[n:]
 		fd := sh.field(num)
-		if fd.kind == 0 || !wireMatches(fd, typ) {
+		if fd.kind == 0 || !wireMatches(fd, typ) || typ != protowire.BytesType {
+			// An unknown field, or a known one the decoder keeps as
+			// unknown, or a scalar in its own wire type (wireMatches never
+			// matches a group): only its encoding can be wrong.
 			m := protowire.ConsumeFieldValue(num, typ, b)
 			if m < 0 {
 				return false
@@ -113,49 +116,26 @@ func wellFormed(b []byte, sh *msgShape, depth int) bool {
 			b = b[m:]
 			continue
 		}
-		switch typ {
-		case protowire.BytesType:
-			v, m := protowire.ConsumeBytes(b)
-			if m < 0 {
-				return false
-			}
-			b = b[m:]
-			switch fd.kind {
-			case protoreflect.StringKind:
-				if sh.proto3 && !utf8.Valid(v) {
-					return false
-				}
-			case protoreflect.BytesKind:
-			case protoreflect.MessageKind:
-				if !wellFormed(v, fd.msg, depth+1) {
-					return false
-				}
-			default:
-				// A packed list of scalars.
-				if !packedWellFormed(v, scalarWire(fd.kind)) {
-					return false
-				}
-			}
-		case protowire.VarintType:
-			_, m := protowire.ConsumeVarint(b)
-			if m < 0 {
-				return false
-			}
-			b = b[m:]
-		case protowire.Fixed32Type:
-			_, m := protowire.ConsumeFixed32(b)
-			if m < 0 {
-				return false
-			}
-			b = b[m:]
-		case protowire.Fixed64Type:
-			_, m := protowire.ConsumeFixed64(b)
-			if m < 0 {
-				return false
-			}
-			b = b[m:]
-		default:
+		v, m := protowire.ConsumeBytes(b)
+		if m < 0 {
 			return false
+		}
+		b = b[m:]
+		switch fd.kind {
+		case protoreflect.StringKind:
+			if sh.proto3 && !utf8.Valid(v) {
+				return false
+			}
+		case protoreflect.BytesKind:
+		case protoreflect.MessageKind:
+			if !wellFormed(v, fd.msg, depth+1) {
+				return false
+			}
+		default:
+			// A packed list of scalars.
+			if !packedWellFormed(v, scalarWire(fd.kind)) {
+				return false
+			}
 		}
 	}
 	return true
