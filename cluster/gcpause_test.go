@@ -174,16 +174,7 @@ func TestStartRestoreCollectsBesideShortTail(t *testing.T) {
 // -1 until it ends.
 func waitBesideCollections(t *testing.T) {
 	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		besideCollections.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		t.Fatal("timed out waiting for collections left running beside a start")
-	}
+	mustReturn(t, &besideCollections, "collections left running beside a start")
 	// And for the lowered setting they leave until the next cycle.
 	waitLoweringEnds(t)
 }

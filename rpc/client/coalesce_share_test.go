@@ -38,11 +38,16 @@ func (h *heldBatches) Batch(ctx context.Context, req *connect.Request[ledgerdv1.
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	res := make([]*ledgerdv1.BatchResult, hb.size)
+	return emptyResults(hb.size), nil
+}
+
+// emptyResults answers a Batch of n operations with n empty results.
+func emptyResults(n int) *connect.Response[ledgerdv1.BatchResponse] {
+	res := make([]*ledgerdv1.BatchResult, n)
 	for i := range res {
 		res[i] = &ledgerdv1.BatchResult{}
 	}
-	return connect.NewResponse(&ledgerdv1.BatchResponse{Results: res}), nil
+	return connect.NewResponse(&ledgerdv1.BatchResponse{Results: res})
 }
 
 // TestBatchesStartAtAFairShare follows a batcher step by step: which
@@ -193,15 +198,14 @@ func (n *timedBatches) Batch(ctx context.Context, req *connect.Request[ledgerdv1
 	n.sizes = append(n.sizes, len(req.Msg.Operations))
 	d := n.service()
 	n.mu.Unlock()
+	// The service time passes on the synctest bubble's fake clock: it
+	// models the batch's round, it does not wait for anything, and no
+	// assertion depends on what else ran meanwhile.
 	time.Sleep(d)
 	n.mu.Lock()
 	n.inFlight--
 	n.mu.Unlock()
-	res := make([]*ledgerdv1.BatchResult, len(req.Msg.Operations))
-	for i := range res {
-		res[i] = &ledgerdv1.BatchResult{}
-	}
-	return connect.NewResponse(&ledgerdv1.BatchResponse{Results: res}), nil
+	return emptyResults(len(req.Msg.Operations)), nil
 }
 
 // simulated is what one simulated run of a batcher saw.
@@ -245,6 +249,8 @@ func simulate(t *testing.T, callers, calls, inFlight, maxBatch int) simulated {
 		for range callers {
 			wg.Go(func() {
 				for range calls {
+					// Think time, on the bubble's fake clock like the
+					// service time.
 					time.Sleep(draw(0, time.Millisecond))
 					if _, err := b.submit(context.Background(), &ledgerdv1.BatchOperation{}); err != nil {
 						t.Errorf("call failed: %v", err)
