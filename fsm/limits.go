@@ -49,8 +49,13 @@ type limitState struct {
 	// contribution(r) over the rows r of tenant k.tenant.
 	use map[limitKey]*usage
 	// Scratch.
-	buf []ustep
-	win windowScratch
+	buf         []ustep
+	win         windowScratch
+	parts, pend []scanPart
+	rects       []rect
+	// none is the usage of a (tenant, resource) that has none: searched,
+	// never changed.
+	none *usage
 }
 
 // limited reports whether usage is being tracked.
@@ -87,11 +92,25 @@ func (l *limitState) account(owner string, m *rowMeta, parts, pend []scanPart, s
 	if !countsState(m.state) {
 		return
 	}
+	if !m.hasPending || len(pend) == 0 {
+		// The common row: each part touches its own usage once, so one
+		// lookup finds it, changes it and drops it if it became 0
+		// everywhere (with a pending shape, a usage may pass through 0
+		// between two of its changes, and is only dropped at the end).
+		for _, p := range parts {
+			k := limitKey{owner, p.resource}
+			u, ok := l.use[k]
+			if !ok {
+				u = l.useOf(owner, p.resource)
+			}
+			if u.add(m.start, m.end, sign*p.amount); u.empty() {
+				delete(l.use, k)
+			}
+		}
+		return
+	}
 	for _, p := range parts {
 		l.useOf(owner, p.resource).add(m.start, m.end, sign*p.amount)
-	}
-	if !m.hasPending {
-		pend = nil
 	}
 	for _, q := range pend {
 		u := l.useOf(owner, q.resource)
@@ -130,12 +149,15 @@ func (l *limitState) accountRow(r *fsmv1.Reservation, m *rowMeta, sign int64) {
 	if !l.limited() || r == nil || !countsState(r.GetState()) {
 		return
 	}
-	parts := scanParts(r.GetParts(), nil)
-	var pend []scanPart
+	l.parts = scanParts(r.GetParts(), l.parts[:0])
+	l.pend = l.pend[:0]
 	if p := r.GetPending(); p != nil {
-		pend = scanParts(p.GetParts(), nil)
+		l.pend = scanParts(p.GetParts(), l.pend)
 	}
-	l.account(r.GetOwner(), m, parts, pend, sign)
+	l.account(r.GetOwner(), m, l.parts, l.pend, sign)
+	// The scratch must not keep the row's strings alive.
+	clear(l.parts)
+	clear(l.pend)
 }
 
 func scanParts(ps []*fsmv1.Part, buf []scanPart) []scanPart {
@@ -290,6 +312,12 @@ func (s *state) checkRequestLimits(owner string, parts []planner.Part, start, en
 // the tenant within max_units and max_unit_millis. add returns, per
 // part, what the booking adds to the tenant's usage of that resource.
 func (s *state) checkUsageLimits(owner string, parts []planner.Part, add func(i int) []rect) *fsmv1.Result {
+	return s.usageLimits(owner, parts, 0, 0, add)
+}
+
+// usageLimits is checkUsageLimits, where a nil add is a new booking of
+// parts over [start, end): one rectangle per part, in reused memory.
+func (s *state) usageLimits(owner string, parts []planner.Part, start, end int64, add func(i int) []rect) *fsmv1.Result {
 	if !s.lim.limited() {
 		return nil
 	}
@@ -299,10 +327,19 @@ func (s *state) checkUsageLimits(owner string, parts []planner.Part, add func(i 
 		if sp.GetMaxUnits() == 0 && sp.GetMaxUnitMillis() == 0 {
 			continue
 		}
-		rs := add(i)
+		var rs []rect
+		if add == nil {
+			s.lim.rects = append(s.lim.rects[:0], rect{start, end, p.Amount})
+			rs = s.lim.rects
+		} else {
+			rs = add(i)
+		}
 		u, ok := s.lim.use[limitKey{owner, p.Resource}]
 		if !ok {
-			u = newUsage()
+			if s.lim.none == nil {
+				s.lim.none = newUsage()
+			}
+			u = s.lim.none
 		}
 		if mx := sp.GetMaxUnits(); mx > 0 {
 			if peak, _, ok := u.maxUnits(rs, s.lim.buf); ok && peak > mx {
@@ -331,12 +368,7 @@ func (s *state) admissionLimits(owner string, parts []planner.Part, start, end, 
 	if bad != nil || !usage {
 		return ttl, bad
 	}
-	return ttl, s.checkUsageLimits(owner, parts, newBookingRects(parts, start, end))
-}
-
-// newBookingRects is what a new booking of parts over [start, end) adds.
-func newBookingRects(parts []planner.Part, start, end int64) func(int) []rect {
-	return func(i int) []rect { return []rect{{start, end, parts[i].Amount}} }
+	return ttl, s.usageLimits(owner, parts, start, end, nil)
 }
 
 // modifyRects is what a pending modification to parts over [start, end)
