@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/btree"
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"github.com/ledgerd/ledgerd/planner"
 	"google.golang.org/protobuf/proto"
@@ -56,6 +57,26 @@ type limitState struct {
 	// none is the usage of a (tenant, resource) that has none: searched,
 	// never changed.
 	none *usage
+	// free is the node free list of the usages account creates: a usage
+	// is created and dropped whenever a tenant's booking on a resource
+	// is its only one, and a list of its own per usage was an allocation
+	// of 32 pointers each time.
+	free *btree.FreeListG[*ustep]
+}
+
+// newUse returns an empty usage whose tree shares l's free list.
+func (l *limitState) newUse() *usage {
+	if l.free == nil {
+		l.free = btree.NewFreeListG[*ustep](btree.DefaultFreeListSize)
+	}
+	return &usage{steps: btree.NewWithFreeListG(16, stepLess, l.free)}
+}
+
+// drop removes the usage of k, which is 0 everywhere, and gives its
+// tree's nodes to the free list.
+func (l *limitState) drop(k limitKey, u *usage) {
+	delete(l.use, k)
+	u.steps.Clear(true)
 }
 
 // limited reports whether usage is being tracked.
@@ -104,7 +125,7 @@ func (l *limitState) account(owner string, m *rowMeta, parts, pend []scanPart, s
 				u = l.useOf(owner, p.resource)
 			}
 			if u.add(m.start, m.end, sign*p.amount); u.empty() {
-				delete(l.use, k)
+				l.drop(k, u)
 			}
 		}
 		return
@@ -125,7 +146,7 @@ func (l *limitState) account(owner string, m *rowMeta, parts, pend []scanPart, s
 		for _, p := range ps {
 			k := limitKey{owner, p.resource}
 			if u, ok := l.use[k]; ok && u.empty() {
-				delete(l.use, k)
+				l.drop(k, u)
 			}
 		}
 	}
@@ -135,7 +156,7 @@ func (l *limitState) useOf(owner, resource string) *usage {
 	k := limitKey{owner, resource}
 	u, ok := l.use[k]
 	if !ok {
-		u = newUsage()
+		u = l.newUse()
 		// The names may be substrings of a stored row: the map keeps its
 		// own copies, not the row.
 		l.use[limitKey{strings.Clone(owner), strings.Clone(resource)}] = u

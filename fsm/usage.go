@@ -67,43 +67,45 @@ func (u *usage) levelAt(t int64) int64 {
 
 // add adds a units over [s, e) (a may be negative to remove a booking).
 //
-// One search finds the level before s, one walk from s to e raises the
-// steps in between and notes the steps at s and at e, and at most two
-// inserts or deletes restore the invariant: a step at s is needed unless
-// its new level repeats the one before s, and a step at e unless the one
-// already there repeats the new level before e. (This replaced a split of
-// s and e, a range walk and a merge of each, about ten searches; a step
+// One walk down from e visits the step at e, raises the steps in [s, e)
+// and stops at the first step before s, whose level is the one before s;
+// it notes the steps at s and at e, and at most two inserts or deletes
+// restore the invariant: a step at s is needed unless its new level
+// repeats the one before s, and a step at e unless the one already there
+// repeats the new level before e. (This replaced a split of s and e, a
+// range walk and a merge of each, about ten searches of the tree; a step
 // function has one canonical form, so the steps are the same.)
 func (u *usage) add(s, e, a int64) {
 	if e <= s || a == 0 {
 		return
 	}
-	// before is u(s-1), 0 before the first step.
-	var before int64
-	if s != math.MinInt64 {
-		u.steps.DescendLessOrEqual(u.pivot(s-1), func(st *ustep) bool {
+	// before is u(s-1), 0 before the first step; last is u(e-1) before
+	// the change.
+	var before, last int64
+	var atS, atE *ustep
+	inside := false
+	u.steps.DescendLessOrEqual(u.pivot(e), func(st *ustep) bool {
+		switch {
+		case st.at == e:
+			atE = st
+		case st.at >= s:
+			if !inside {
+				last, inside = st.level, true
+			}
+			if st.at == s {
+				atS = st
+			}
+			// The key (at) is unchanged, so the tree's order holds.
+			st.level += a
+		default:
 			before = st.level
 			return false
-		})
-	}
-	// last is u(e-1) before the change.
-	last := before
-	var atS, atE *ustep
-	u.steps.AscendGreaterOrEqual(u.pivot(s), func(st *ustep) bool {
-		if st.at >= e {
-			if st.at == e {
-				atE = st
-			}
-			return false
 		}
-		if st.at == s {
-			atS = st
-		}
-		last = st.level
-		// The key (at) is unchanged, so the tree's order holds.
-		st.level += a
 		return true
 	})
+	if !inside {
+		last = before
+	}
 	switch {
 	case atE == nil:
 		// u(e) was last and stays so, after a different level.
