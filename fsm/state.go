@@ -115,6 +115,10 @@ type state struct {
 
 	// units holds the unit schedule of every resource with units (units.go).
 	units map[string]*planner.UnitSchedule
+	// unitsAdvanced says that every schedule of units has been advanced
+	// to unitsNow; installing a schedule clears it.
+	unitsAdvanced bool
+	unitsNow      int64
 	// ser is the series table and the scratch of booking occurrences
 	// (series.go).
 	ser seriesState
