@@ -62,6 +62,24 @@ type limitState struct {
 	// is its only one, and a list of its own per usage was an allocation
 	// of 32 pointers each time.
 	free *btree.FreeListG[*ustep]
+	// hitKey and hit are the usage found last: an admission checks its
+	// tenant's usage of a resource and then adds to the same one. hit
+	// is nil when there is none; dropping that usage or replacing the
+	// map clears it.
+	hitKey limitKey
+	hit    *usage
+}
+
+// find returns the usage of (owner, resource).
+func (l *limitState) find(owner, resource string) (*usage, bool) {
+	if l.hit != nil && l.hitKey.tenant == owner && l.hitKey.resource == resource {
+		return l.hit, true
+	}
+	u, ok := l.use[limitKey{owner, resource}]
+	if ok {
+		l.hitKey, l.hit = limitKey{owner, resource}, u
+	}
+	return u, ok
 }
 
 // newUse returns an empty usage whose tree shares l's free list.
@@ -76,6 +94,9 @@ func (l *limitState) newUse() *usage {
 // tree's nodes to the free list.
 func (l *limitState) drop(k limitKey, u *usage) {
 	delete(l.use, k)
+	if l.hit == u {
+		l.hit, l.hitKey = nil, limitKey{}
+	}
 	u.steps.Clear(true)
 }
 
@@ -120,7 +141,7 @@ func (l *limitState) account(owner string, m *rowMeta, parts, pend []scanPart, s
 		// between two of its changes, and is only dropped at the end).
 		for _, p := range parts {
 			k := limitKey{owner, p.resource}
-			u, ok := l.use[k]
+			u, ok := l.find(owner, p.resource)
 			if !ok {
 				u = l.useOf(owner, p.resource)
 			}
@@ -201,7 +222,7 @@ func (s *state) startTracking() {
 		b.account(sc.owner, &sc.rowMeta, sc.parts, sc.pendParts)
 		return true
 	})
-	s.lim.use = b.build()
+	s.lim.use, s.lim.hit = b.build(), nil
 }
 
 // setLimits applies TYPE_SET_LIMITS.
@@ -218,7 +239,7 @@ func (s *state) setLimits(cmd *fsmv1.Command) *fsmv1.Result {
 	if c.GetSpec() == nil {
 		delete(s.lim.table, k)
 		if len(s.lim.table) == 0 {
-			s.lim.table, s.lim.use = nil, nil
+			s.lim.table, s.lim.use, s.lim.hit = nil, nil, nil
 		}
 	} else {
 		e.Spec = proto.CloneOf(c.GetSpec())
@@ -355,7 +376,7 @@ func (s *state) usageLimits(owner string, parts []planner.Part, start, end int64
 		} else {
 			rs = add(i)
 		}
-		u, ok := s.lim.use[limitKey{owner, p.Resource}]
+		u, ok := s.lim.find(owner, p.Resource)
 		if !ok {
 			if s.lim.none == nil {
 				s.lim.none = newUsage()
