@@ -68,6 +68,24 @@ type limitState struct {
 	// map clears it.
 	hitKey limitKey
 	hit    *usage
+	// specKey, specVal and specOK are the answer of spec found last on
+	// the apply path (applySpec): a request's limits are asked for by
+	// the per-request, usage and approval checks in turn. Every change
+	// of table clears specOK.
+	specKey limitKey
+	specVal *fsmv1.TenantLimit
+	specOK  bool
+}
+
+// applySpec is spec for Apply, remembering its last answer. Readers call
+// spec, which changes nothing: they run concurrently under the read lock.
+func (l *limitState) applySpec(tenant, resource string) *fsmv1.TenantLimit {
+	if l.specOK && l.specKey.tenant == tenant && l.specKey.resource == resource {
+		return l.specVal
+	}
+	e := l.spec(tenant, resource)
+	l.specKey, l.specVal, l.specOK = limitKey{tenant, resource}, e, true
+	return e
 }
 
 // find returns the usage of (owner, resource).
@@ -235,6 +253,7 @@ func (s *state) setLimits(cmd *fsmv1.Command) *fsmv1.Result {
 		return fe.result()
 	}
 	k := limitKey{c.GetTenant(), c.GetResource()}
+	s.lim.specOK = false
 	e := &fsmv1.TenantLimit{Tenant: k.tenant, Resource: k.resource, UpdatedVersion: s.index}
 	if c.GetSpec() == nil {
 		delete(s.lim.table, k)
@@ -329,7 +348,7 @@ func (s *state) checkRequestLimits(owner string, parts []planner.Part, start, en
 		return ttl, nil
 	}
 	for _, p := range parts {
-		e := s.lim.spec(owner, p.Resource)
+		e := s.lim.applySpec(owner, p.Resource)
 		sp := e.GetSpec()
 		if sp == nil {
 			continue
@@ -364,7 +383,7 @@ func (s *state) usageLimits(owner string, parts []planner.Part, start, end int64
 		return nil
 	}
 	for i, p := range parts {
-		e := s.lim.spec(owner, p.Resource)
+		e := s.lim.applySpec(owner, p.Resource)
 		sp := e.GetSpec()
 		if sp.GetMaxUnits() == 0 && sp.GetMaxUnitMillis() == 0 {
 			continue
@@ -437,7 +456,7 @@ func (s *state) approvalNeeded(owner string, parts []planner.Part, start, end in
 	}
 	why, ttl := "", int64(0)
 	for _, p := range parts {
-		e := s.lim.spec(owner, p.Resource)
+		e := s.lim.applySpec(owner, p.Resource)
 		sp := e.GetSpec()
 		var r string
 		switch {
@@ -491,6 +510,7 @@ func (s *state) restoreLimitTable(msg *fsmv1.Snapshot) error {
 			return badf("limits not sorted at %d", i)
 		}
 		prev = e
+		s.lim.specOK = false
 		if s.lim.table == nil {
 			s.lim.table = make(map[limitKey]*fsmv1.TenantLimit)
 		}

@@ -144,24 +144,35 @@ type rect struct{ s, e, a int64 }
 // when d is nowhere positive.
 func (u *usage) maxUnits(rs []rect, buf []ustep) (peak, at int64, ok bool) {
 	if len(rs) == 1 {
-		// A new booking: one rectangle, so the peak is the highest step
-		// over it, found in one walk without cutting or copying.
+		// A new booking: one rectangle, so the peak is the highest level
+		// over it, found in one walk down from its end without cutting
+		// or copying: the steps in [s, e), then the level at s from the
+		// step before s unless one starts at s (0 before the first).
+		// Equal peaks have equal levels, so the order of the walk does
+		// not change the answer.
 		r := rs[0]
 		if r.s >= r.e || r.a <= 0 {
 			return 0, 0, false
 		}
-		lv := u.levelAt(r.s)
-		peak, at = lv+r.a, lv
-		u.steps.AscendGreaterOrEqual(u.pivot(r.s+1), func(st *ustep) bool {
-			if st.at >= r.e {
+		var lv int64
+		atS := false
+		u.steps.DescendLessOrEqual(u.pivot(r.e-1), func(st *ustep) bool {
+			if st.at < r.s {
+				lv = st.level
 				return false
 			}
-			if v := st.level + r.a; v > peak {
-				peak, at = v, st.level
+			atS = st.at == r.s
+			if v := st.level + r.a; !ok || v > peak {
+				peak, at, ok = v, st.level, true
 			}
-			return true
+			return !atS
 		})
-		return peak, at, true
+		if !atS {
+			if v := lv + r.a; !ok || v > peak {
+				peak, at, ok = v, lv, true
+			}
+		}
+		return peak, at, ok
 	}
 	var cutBuf [8]int64
 	cuts := cutBuf[:0]
