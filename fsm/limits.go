@@ -62,12 +62,18 @@ type limitState struct {
 	// is its only one, and a list of its own per usage was an allocation
 	// of 32 pointers each time.
 	free *btree.FreeListG[*ustep]
-	// hitKey and hit are the usage found last: an admission checks its
-	// tenant's usage of a resource and then adds to the same one. hit
-	// is nil when there is none; dropping that usage or replacing the
-	// map clears it.
+	// hitKey, hit and hitOK are the answer of the lookup of use done
+	// last (hit nil: no usage): an admission checks its tenant's usage
+	// of a resource and then adds to the same one, most often creating
+	// it (a tenant's bookings on a resource rarely overlap in time, so
+	// most usages hold one booking). Creating or dropping a usage
+	// updates it; replacing the map clears hitOK.
 	hitKey limitKey
 	hit    *usage
+	hitOK  bool
+	// spare holds usages dropped empty, for the next ones created: a
+	// usage is created and dropped about once per booking.
+	spare []*usage
 	// specKey, specVal and specOK are the answer of spec found last on
 	// the apply path (applySpec): a request's limits are asked for by
 	// the per-request, usage and approval checks in turn. Every change
@@ -90,32 +96,49 @@ func (l *limitState) applySpec(tenant, resource string) *fsmv1.TenantLimit {
 
 // find returns the usage of (owner, resource).
 func (l *limitState) find(owner, resource string) (*usage, bool) {
-	if l.hit != nil && l.hitKey.tenant == owner && l.hitKey.resource == resource {
-		return l.hit, true
+	if l.hitOK && l.hitKey.tenant == owner && l.hitKey.resource == resource {
+		return l.hit, l.hit != nil
 	}
 	u, ok := l.use[limitKey{owner, resource}]
-	if ok {
-		l.hitKey, l.hit = limitKey{owner, resource}, u
-	}
+	l.hitKey, l.hit, l.hitOK = limitKey{owner, resource}, u, true
 	return u, ok
 }
 
-// newUse returns an empty usage whose tree shares l's free list.
-func (l *limitState) newUse() *usage {
-	if l.free == nil {
-		l.free = btree.NewFreeListG[*ustep](btree.DefaultFreeListSize)
+// create adds an empty usage for (owner, resource), which has none, and
+// returns it.
+func (l *limitState) create(owner, resource string) *usage {
+	var u *usage
+	if n := len(l.spare); n > 0 {
+		u, l.spare[n-1] = l.spare[n-1], nil
+		l.spare = l.spare[:n-1]
+	} else {
+		if l.free == nil {
+			l.free = btree.NewFreeListG[*ustep](btree.DefaultFreeListSize)
+		}
+		u = &usage{steps: btree.NewWithFreeListG(16, stepLess, l.free)}
 	}
-	return &usage{steps: btree.NewWithFreeListG(16, stepLess, l.free)}
+	// The names may be substrings of a stored row: the map keeps its
+	// own copies, not the row.
+	k := limitKey{strings.Clone(owner), strings.Clone(resource)}
+	l.use[k] = u
+	l.hitKey, l.hit, l.hitOK = k, u, true
+	return u
 }
 
-// drop removes the usage of k, which is 0 everywhere, and gives its
-// tree's nodes to the free list.
+// maxSpare bounds limitState.spare.
+const maxSpare = 64
+
+// drop removes the usage of k, which is 0 everywhere, and keeps it
+// (with its tree's nodes in the free list) for the next create.
 func (l *limitState) drop(k limitKey, u *usage) {
 	delete(l.use, k)
-	if l.hit == u {
-		l.hit, l.hitKey = nil, limitKey{}
+	if l.hitOK && l.hitKey == k {
+		l.hit = nil
 	}
 	u.steps.Clear(true)
+	if len(l.spare) < maxSpare {
+		l.spare = append(l.spare, u)
+	}
 }
 
 // limited reports whether usage is being tracked.
@@ -161,7 +184,7 @@ func (l *limitState) account(owner string, m *rowMeta, parts, pend []scanPart, s
 			k := limitKey{owner, p.resource}
 			u, ok := l.find(owner, p.resource)
 			if !ok {
-				u = l.useOf(owner, p.resource)
+				u = l.create(owner, p.resource)
 			}
 			if u.add(m.start, m.end, sign*p.amount); u.empty() {
 				l.drop(k, u)
@@ -184,7 +207,7 @@ func (l *limitState) account(owner string, m *rowMeta, parts, pend []scanPart, s
 	for _, ps := range [2][]scanPart{parts, pend} {
 		for _, p := range ps {
 			k := limitKey{owner, p.resource}
-			if u, ok := l.use[k]; ok && u.empty() {
+			if u, ok := l.find(owner, p.resource); ok && u.empty() {
 				l.drop(k, u)
 			}
 		}
@@ -192,13 +215,9 @@ func (l *limitState) account(owner string, m *rowMeta, parts, pend []scanPart, s
 }
 
 func (l *limitState) useOf(owner, resource string) *usage {
-	k := limitKey{owner, resource}
-	u, ok := l.use[k]
+	u, ok := l.find(owner, resource)
 	if !ok {
-		u = l.newUse()
-		// The names may be substrings of a stored row: the map keeps its
-		// own copies, not the row.
-		l.use[limitKey{strings.Clone(owner), strings.Clone(resource)}] = u
+		u = l.create(owner, resource)
 	}
 	return u
 }
@@ -240,7 +259,7 @@ func (s *state) startTracking() {
 		b.account(sc.owner, &sc.rowMeta, sc.parts, sc.pendParts)
 		return true
 	})
-	s.lim.use, s.lim.hit = b.build(), nil
+	s.lim.use, s.lim.hitOK = b.build(), false
 }
 
 // setLimits applies TYPE_SET_LIMITS.
@@ -258,7 +277,7 @@ func (s *state) setLimits(cmd *fsmv1.Command) *fsmv1.Result {
 	if c.GetSpec() == nil {
 		delete(s.lim.table, k)
 		if len(s.lim.table) == 0 {
-			s.lim.table, s.lim.use, s.lim.hit = nil, nil, nil
+			s.lim.table, s.lim.use, s.lim.hitOK = nil, nil, false
 		}
 	} else {
 		e.Spec = proto.CloneOf(c.GetSpec())
