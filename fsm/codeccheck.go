@@ -52,6 +52,25 @@ func verifyCommand(b []byte, c *fsmv1.Command) {
 }
 
 // verifyMeta panics unless m is the rowMeta scanRow reads from row.
+// verifyScan checks that sc's bookkeeping fields, owner and parts
+// (resource and amount) are what scanRow reads from row.
+func verifyScan(row string, sc *rowScan) {
+	var want rowScan
+	if err := scanRow(row, &want); err != nil || want.rowMeta != sc.rowMeta || want.owner != sc.owner {
+		panic(fmt.Sprintf("fsm: kept scan %+v, scanRow %+v (%v) from %x", *sc, want, err, row))
+	}
+	for _, ps := range [2][2][]scanPart{{sc.parts, want.parts}, {sc.pendParts, want.pendParts}} {
+		if len(ps[0]) != len(ps[1]) {
+			panic(fmt.Sprintf("fsm: kept %d parts, scanRow %d from %x", len(ps[0]), len(ps[1]), row))
+		}
+		for i := range ps[0] {
+			if ps[0][i].resource != ps[1][i].resource || ps[0][i].amount != ps[1][i].amount {
+				panic(fmt.Sprintf("fsm: kept part %+v, scanRow %+v from %x", ps[0][i], ps[1][i], row))
+			}
+		}
+	}
+}
+
 func verifyMeta(row string, m rowMeta) {
 	var sc rowScan
 	if err := scanRow(row, &sc); err != nil || sc.rowMeta != m {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/btree"
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"github.com/ledgerd/ledgerd/planner"
 	"google.golang.org/protobuf/proto"
@@ -49,8 +50,95 @@ type limitState struct {
 	// contribution(r) over the rows r of tenant k.tenant.
 	use map[limitKey]*usage
 	// Scratch.
-	buf []ustep
-	win windowScratch
+	buf         []ustep
+	win         windowScratch
+	parts, pend []scanPart
+	rects       []rect
+	// none is the usage of a (tenant, resource) that has none: searched,
+	// never changed.
+	none *usage
+	// free is the node free list of the usages account creates: a usage
+	// is created and dropped whenever a tenant's booking on a resource
+	// is its only one, and a list of its own per usage was an allocation
+	// of 32 pointers each time.
+	free *btree.FreeListG[*ustep]
+	// hitKey, hit and hitOK are the answer of the lookup of use done
+	// last (hit nil: no usage): an admission checks its tenant's usage
+	// of a resource and then adds to the same one, most often creating
+	// it (a tenant's bookings on a resource rarely overlap in time, so
+	// most usages hold one booking). Creating or dropping a usage
+	// updates it; replacing the map clears hitOK.
+	hitKey limitKey
+	hit    *usage
+	hitOK  bool
+	// spare holds usages dropped empty, for the next ones created: a
+	// usage is created and dropped about once per booking.
+	spare []*usage
+	// specKey, specVal and specOK are the answer of spec found last on
+	// the apply path (applySpec): a request's limits are asked for by
+	// the per-request, usage and approval checks in turn. Every change
+	// of table clears specOK.
+	specKey limitKey
+	specVal *fsmv1.TenantLimit
+	specOK  bool
+}
+
+// applySpec is spec for Apply, remembering its last answer. Readers call
+// spec, which changes nothing: they run concurrently under the read lock.
+func (l *limitState) applySpec(tenant, resource string) *fsmv1.TenantLimit {
+	if l.specOK && l.specKey.tenant == tenant && l.specKey.resource == resource {
+		return l.specVal
+	}
+	e := l.spec(tenant, resource)
+	l.specKey, l.specVal, l.specOK = limitKey{tenant, resource}, e, true
+	return e
+}
+
+// find returns the usage of (owner, resource).
+func (l *limitState) find(owner, resource string) (*usage, bool) {
+	if l.hitOK && l.hitKey.tenant == owner && l.hitKey.resource == resource {
+		return l.hit, l.hit != nil
+	}
+	u, ok := l.use[limitKey{owner, resource}]
+	l.hitKey, l.hit, l.hitOK = limitKey{owner, resource}, u, true
+	return u, ok
+}
+
+// create adds an empty usage for (owner, resource), which has none, and
+// returns it.
+func (l *limitState) create(owner, resource string) *usage {
+	var u *usage
+	if n := len(l.spare); n > 0 {
+		u, l.spare[n-1] = l.spare[n-1], nil
+		l.spare = l.spare[:n-1]
+	} else {
+		if l.free == nil {
+			l.free = btree.NewFreeListG[*ustep](btree.DefaultFreeListSize)
+		}
+		u = &usage{steps: btree.NewWithFreeListG(16, stepLess, l.free)}
+	}
+	// The names may be substrings of a stored row: the map keeps its
+	// own copies, not the row.
+	k := limitKey{strings.Clone(owner), strings.Clone(resource)}
+	l.use[k] = u
+	l.hitKey, l.hit, l.hitOK = k, u, true
+	return u
+}
+
+// maxSpare bounds limitState.spare.
+const maxSpare = 64
+
+// drop removes the usage of k, which is 0 everywhere, and keeps it
+// (with its tree's nodes in the free list) for the next create.
+func (l *limitState) drop(k limitKey, u *usage) {
+	delete(l.use, k)
+	if l.hitOK && l.hitKey == k {
+		l.hit = nil
+	}
+	u.steps.Clear(true)
+	if len(l.spare) < maxSpare {
+		l.spare = append(l.spare, u)
+	}
 }
 
 // limited reports whether usage is being tracked.
@@ -87,11 +175,25 @@ func (l *limitState) account(owner string, m *rowMeta, parts, pend []scanPart, s
 	if !countsState(m.state) {
 		return
 	}
+	if !m.hasPending || len(pend) == 0 {
+		// The common row: each part touches its own usage once, so one
+		// lookup finds it, changes it and drops it if it became 0
+		// everywhere (with a pending shape, a usage may pass through 0
+		// between two of its changes, and is only dropped at the end).
+		for _, p := range parts {
+			k := limitKey{owner, p.resource}
+			u, ok := l.find(owner, p.resource)
+			if !ok {
+				u = l.create(owner, p.resource)
+			}
+			if u.add(m.start, m.end, sign*p.amount); u.empty() {
+				l.drop(k, u)
+			}
+		}
+		return
+	}
 	for _, p := range parts {
 		l.useOf(owner, p.resource).add(m.start, m.end, sign*p.amount)
-	}
-	if !m.hasPending {
-		pend = nil
 	}
 	for _, q := range pend {
 		u := l.useOf(owner, q.resource)
@@ -105,21 +207,17 @@ func (l *limitState) account(owner string, m *rowMeta, parts, pend []scanPart, s
 	for _, ps := range [2][]scanPart{parts, pend} {
 		for _, p := range ps {
 			k := limitKey{owner, p.resource}
-			if u, ok := l.use[k]; ok && u.empty() {
-				delete(l.use, k)
+			if u, ok := l.find(owner, p.resource); ok && u.empty() {
+				l.drop(k, u)
 			}
 		}
 	}
 }
 
 func (l *limitState) useOf(owner, resource string) *usage {
-	k := limitKey{owner, resource}
-	u, ok := l.use[k]
+	u, ok := l.find(owner, resource)
 	if !ok {
-		u = newUsage()
-		// The names may be substrings of a stored row: the map keeps its
-		// own copies, not the row.
-		l.use[limitKey{strings.Clone(owner), strings.Clone(resource)}] = u
+		u = l.create(owner, resource)
 	}
 	return u
 }
@@ -130,12 +228,15 @@ func (l *limitState) accountRow(r *fsmv1.Reservation, m *rowMeta, sign int64) {
 	if !l.limited() || r == nil || !countsState(r.GetState()) {
 		return
 	}
-	parts := scanParts(r.GetParts(), nil)
-	var pend []scanPart
+	l.parts = scanParts(r.GetParts(), l.parts[:0])
+	l.pend = l.pend[:0]
 	if p := r.GetPending(); p != nil {
-		pend = scanParts(p.GetParts(), nil)
+		l.pend = scanParts(p.GetParts(), l.pend)
 	}
-	l.account(r.GetOwner(), m, parts, pend, sign)
+	l.account(r.GetOwner(), m, l.parts, l.pend, sign)
+	// The scratch must not keep the row's strings alive.
+	clear(l.parts)
+	clear(l.pend)
 }
 
 func scanParts(ps []*fsmv1.Part, buf []scanPart) []scanPart {
@@ -158,7 +259,7 @@ func (s *state) startTracking() {
 		b.account(sc.owner, &sc.rowMeta, sc.parts, sc.pendParts)
 		return true
 	})
-	s.lim.use = b.build()
+	s.lim.use, s.lim.hitOK = b.build(), false
 }
 
 // setLimits applies TYPE_SET_LIMITS.
@@ -171,11 +272,12 @@ func (s *state) setLimits(cmd *fsmv1.Command) *fsmv1.Result {
 		return fe.result()
 	}
 	k := limitKey{c.GetTenant(), c.GetResource()}
+	s.lim.specOK = false
 	e := &fsmv1.TenantLimit{Tenant: k.tenant, Resource: k.resource, UpdatedVersion: s.index}
 	if c.GetSpec() == nil {
 		delete(s.lim.table, k)
 		if len(s.lim.table) == 0 {
-			s.lim.table, s.lim.use = nil, nil
+			s.lim.table, s.lim.use, s.lim.hitOK = nil, nil, false
 		}
 	} else {
 		e.Spec = proto.CloneOf(c.GetSpec())
@@ -265,7 +367,7 @@ func (s *state) checkRequestLimits(owner string, parts []planner.Part, start, en
 		return ttl, nil
 	}
 	for _, p := range parts {
-		e := s.lim.spec(owner, p.Resource)
+		e := s.lim.applySpec(owner, p.Resource)
 		sp := e.GetSpec()
 		if sp == nil {
 			continue
@@ -290,19 +392,34 @@ func (s *state) checkRequestLimits(owner string, parts []planner.Part, start, en
 // the tenant within max_units and max_unit_millis. add returns, per
 // part, what the booking adds to the tenant's usage of that resource.
 func (s *state) checkUsageLimits(owner string, parts []planner.Part, add func(i int) []rect) *fsmv1.Result {
+	return s.usageLimits(owner, parts, 0, 0, add)
+}
+
+// usageLimits is checkUsageLimits, where a nil add is a new booking of
+// parts over [start, end): one rectangle per part, in reused memory.
+func (s *state) usageLimits(owner string, parts []planner.Part, start, end int64, add func(i int) []rect) *fsmv1.Result {
 	if !s.lim.limited() {
 		return nil
 	}
 	for i, p := range parts {
-		e := s.lim.spec(owner, p.Resource)
+		e := s.lim.applySpec(owner, p.Resource)
 		sp := e.GetSpec()
 		if sp.GetMaxUnits() == 0 && sp.GetMaxUnitMillis() == 0 {
 			continue
 		}
-		rs := add(i)
-		u, ok := s.lim.use[limitKey{owner, p.Resource}]
+		var rs []rect
+		if add == nil {
+			s.lim.rects = append(s.lim.rects[:0], rect{start, end, p.Amount})
+			rs = s.lim.rects
+		} else {
+			rs = add(i)
+		}
+		u, ok := s.lim.find(owner, p.Resource)
 		if !ok {
-			u = newUsage()
+			if s.lim.none == nil {
+				s.lim.none = newUsage()
+			}
+			u = s.lim.none
 		}
 		if mx := sp.GetMaxUnits(); mx > 0 {
 			if peak, _, ok := u.maxUnits(rs, s.lim.buf); ok && peak > mx {
@@ -331,12 +448,7 @@ func (s *state) admissionLimits(owner string, parts []planner.Part, start, end, 
 	if bad != nil || !usage {
 		return ttl, bad
 	}
-	return ttl, s.checkUsageLimits(owner, parts, newBookingRects(parts, start, end))
-}
-
-// newBookingRects is what a new booking of parts over [start, end) adds.
-func newBookingRects(parts []planner.Part, start, end int64) func(int) []rect {
-	return func(i int) []rect { return []rect{{start, end, parts[i].Amount}} }
+	return ttl, s.usageLimits(owner, parts, start, end, nil)
 }
 
 // modifyRects is what a pending modification to parts over [start, end)
@@ -363,7 +475,7 @@ func (s *state) approvalNeeded(owner string, parts []planner.Part, start, end in
 	}
 	why, ttl := "", int64(0)
 	for _, p := range parts {
-		e := s.lim.spec(owner, p.Resource)
+		e := s.lim.applySpec(owner, p.Resource)
 		sp := e.GetSpec()
 		var r string
 		switch {
@@ -417,6 +529,7 @@ func (s *state) restoreLimitTable(msg *fsmv1.Snapshot) error {
 			return badf("limits not sorted at %d", i)
 		}
 		prev = e
+		s.lim.specOK = false
 		if s.lim.table == nil {
 			s.lim.table = make(map[limitKey]*fsmv1.TenantLimit)
 		}

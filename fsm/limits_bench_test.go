@@ -45,7 +45,7 @@ func BenchmarkAdmissionLimitsUsageBuild(b *testing.B) {
 			idx = h.index + 1
 			if build == "incremental" {
 				s := f.st
-				s.lim.use = make(map[limitKey]*usage)
+				s.lim.use, s.lim.hitOK = make(map[limitKey]*usage), false
 				var sc rowScan
 				s.ids.Ascend(func(id string) bool {
 					row, _ := s.resv.raw(id)

@@ -66,7 +66,11 @@ func (s *state) hasItems() bool { return s.pol.sched != nil && s.pol.sched.Len()
 // none was set, or when there is no such resource: the scheduler keeps the
 // policy of a deleted one until the name is created again).
 func (s *state) resourcePolicy(resource string) planner.Policy {
-	if _, ok := s.resources[resource]; !ok || s.pol.sched == nil {
+	if s.pol.sched == nil {
+		// No policy was ever set: no lookup of the resource.
+		return planner.PolicyReject
+	}
+	if _, ok := s.resources[resource]; !ok {
 		return planner.PolicyReject
 	}
 	return s.pol.sched.Policy(resource).Policy

@@ -79,6 +79,12 @@ type state struct {
 	// put takes them instead of scanning the row it replaces again.
 	gotRow  string
 	gotMeta rowMeta
+	// gotScan says that gotOwner, gotParts and gotPend hold the owner
+	// and parts of gotRow, read with it while usage is tracked, so that
+	// put's accounting need not scan the row it replaces.
+	gotScan           bool
+	gotOwner          string
+	gotParts, gotPend []scanPart
 	// absent is an ID newID has just found missing from resv, so that
 	// put, which usually stores it next, need not look it up again. Only
 	// put changes resv, and every put clears it.
@@ -115,6 +121,10 @@ type state struct {
 
 	// units holds the unit schedule of every resource with units (units.go).
 	units map[string]*planner.UnitSchedule
+	// unitsAdvanced says that every schedule of units has been advanced
+	// to unitsNow; installing a schedule clears it.
+	unitsAdvanced bool
+	unitsNow      int64
 	// ser is the series table and the scratch of booking occurrences
 	// (series.go).
 	ser seriesState
@@ -215,7 +225,15 @@ func (s *state) put(id string, r *fsmv1.Reservation) {
 	}
 	s.absent = ""
 	if had {
-		if s.lim.limited() {
+		if s.lim.limited() && s.gotScan && old == s.gotRow {
+			// The row the command decoded, with its owner and parts.
+			s.scan.rowMeta, s.scan.owner = s.gotMeta, s.gotOwner
+			s.scan.parts = append(s.scan.parts[:0], s.gotParts...)
+			s.scan.pendParts = append(s.scan.pendParts[:0], s.gotPend...)
+			if verifyCodec {
+				verifyScan(old, &s.scan)
+			}
+		} else if s.lim.limited() {
 			// The usage accounting needs the owner and the parts too.
 			if err := scanRow(old, &s.scan); err != nil {
 				panic(fmt.Sprintf("fsm: stored reservation %q: %v", id, err))
@@ -238,6 +256,11 @@ func (s *state) put(id string, r *fsmv1.Reservation) {
 	}
 	// Whatever getForChange read is replaced now (see above).
 	s.gotRow = ""
+	if s.gotScan {
+		s.gotScan, s.gotOwner = false, ""
+		clear(s.gotParts)
+		clear(s.gotPend)
+	}
 	if r == nil {
 		s.resv.del(id)
 		s.ids.Delete(id)
@@ -495,6 +518,7 @@ func (s *state) getForChange(id string) (*fsmv1.Reservation, bool) {
 			verifyDecodedRow(s.lastRow, r)
 		}
 		s.gotRow, s.gotMeta = s.lastRow, metaOf(p)
+		s.noteGot(p)
 		return r, true
 	}
 	row, ok := s.resv.raw(id)
@@ -503,7 +527,23 @@ func (s *state) getForChange(id string) (*fsmv1.Reservation, bool) {
 	}
 	r := decodeRow(row)
 	s.gotRow, s.gotMeta = row, metaOf(r)
+	s.noteGot(r)
 	return r, true
+}
+
+// noteGot keeps the owner and parts of the row getForChange read, r as
+// stored, while usage is tracked (see gotScan).
+func (s *state) noteGot(r *fsmv1.Reservation) {
+	if !s.lim.limited() {
+		s.gotScan = false
+		return
+	}
+	s.gotScan, s.gotOwner = true, r.GetOwner()
+	s.gotParts = scanParts(r.GetParts(), s.gotParts[:0])
+	s.gotPend = s.gotPend[:0]
+	if p := r.GetPending(); p != nil {
+		s.gotPend = scanParts(p.GetParts(), s.gotPend)
+	}
 }
 
 // current returns row id as stored: the message put stored last when it

@@ -147,11 +147,19 @@ func (s *state) addUnits(r *fsmv1.Resource) error {
 		s.units = make(map[string]*planner.UnitSchedule)
 	}
 	s.units[r.GetName()] = us
+	s.unitsAdvanced = false
 	return nil
 }
 
 // advanceUnits moves every unit schedule's origin to the log time.
 func (s *state) advanceUnits() {
+	if s.unitsAdvanced && s.unitsNow == s.now {
+		// Every schedule has been advanced to now (the members of a
+		// group share one log time), and Advance to an origin already
+		// reached does nothing; ranging over the map did cost.
+		return
+	}
+	s.unitsAdvanced, s.unitsNow = true, s.now
 	for _, us := range s.units {
 		// Advance is per schedule and touches nothing shared: the
 		// order of the map does not matter.
@@ -679,6 +687,7 @@ func (s *state) restoreUnits(books map[string][]planner.UnitBooking, list *booki
 			s.units = make(map[string]*planner.UnitSchedule)
 		}
 		s.units[name] = us
+		s.unitsAdvanced = false
 	}
 	return nil
 }

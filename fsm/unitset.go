@@ -168,6 +168,7 @@ func (s *state) changeUnits(cmd *fsmv1.Command) *fsmv1.Result {
 		panic(fmt.Sprintf("fsm: count planner of %q refused %d units: %v", name, len(units), err))
 	}
 	s.units[name] = ns
+	s.unitsAdvanced = false
 	remaps := make([]planner.Remap, len(moving))
 	for i, b := range moving {
 		remaps[i] = planner.Remap{ID: b.ID, From: b.Units}

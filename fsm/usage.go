@@ -29,6 +29,11 @@ import (
 // exactly undoes its add whatever the values; integrals are 128-bit.
 type usage struct {
 	steps *btree.BTreeG[*ustep]
+	// key is the pivot of this usage's searches: a pointer to a field
+	// costs no allocation, where &ustep{at: t} was one per search. Only
+	// the apply path, under the state's write lock, reads or changes a
+	// usage.
+	key ustep
 }
 
 // ustep is u(t) = level for t in [at, next step's at).
@@ -44,57 +49,75 @@ func newUsage() *usage { return &usage{steps: btree.NewG(16, stepLess)} }
 // empty reports whether u is 0 everywhere.
 func (u *usage) empty() bool { return u.steps.Len() == 0 }
 
+// pivot returns the search key for instant t.
+func (u *usage) pivot(t int64) *ustep {
+	u.key = ustep{at: t}
+	return &u.key
+}
+
 // levelAt returns u(t).
 func (u *usage) levelAt(t int64) int64 {
 	var lv int64
-	u.steps.DescendLessOrEqual(&ustep{at: t}, func(st *ustep) bool {
+	u.steps.DescendLessOrEqual(u.pivot(t), func(st *ustep) bool {
 		lv = st.level
 		return false
 	})
 	return lv
 }
 
-// split makes sure a step starts at t and returns it.
-func (u *usage) split(t int64) *ustep {
-	if st, ok := u.steps.Get(&ustep{at: t}); ok {
-		return st
-	}
-	st := &ustep{at: t, level: u.levelAt(t)}
-	u.steps.ReplaceOrInsert(st)
-	return st
-}
-
 // add adds a units over [s, e) (a may be negative to remove a booking).
+//
+// One walk down from e visits the step at e, raises the steps in [s, e)
+// and stops at the first step before s, whose level is the one before s;
+// it notes the steps at s and at e, and at most two inserts or deletes
+// restore the invariant: a step at s is needed unless its new level
+// repeats the one before s, and a step at e unless the one already there
+// repeats the new level before e. (This replaced a split of s and e, a
+// range walk and a merge of each, about ten searches of the tree; a step
+// function has one canonical form, so the steps are the same.)
 func (u *usage) add(s, e, a int64) {
 	if e <= s || a == 0 {
 		return
 	}
-	u.split(s)
-	u.split(e)
-	u.steps.AscendRange(&ustep{at: s}, &ustep{at: e}, func(st *ustep) bool {
-		st.level += a
+	// before is u(s-1), 0 before the first step; last is u(e-1) before
+	// the change.
+	var before, last int64
+	var atS, atE *ustep
+	inside := false
+	u.steps.DescendLessOrEqual(u.pivot(e), func(st *ustep) bool {
+		switch {
+		case st.at == e:
+			atE = st
+		case st.at >= s:
+			if !inside {
+				last, inside = st.level, true
+			}
+			if st.at == s {
+				atS = st
+			}
+			// The key (at) is unchanged, so the tree's order holds.
+			st.level += a
+		default:
+			before = st.level
+			return false
+		}
 		return true
 	})
-	u.merge(e)
-	u.merge(s)
-}
-
-// merge removes the step at t when it repeats the level before it.
-func (u *usage) merge(t int64) {
-	st, ok := u.steps.Get(&ustep{at: t})
-	if !ok {
-		return
+	if !inside {
+		last = before
 	}
-	var prev int64
-	u.steps.DescendLessOrEqual(&ustep{at: t - 1}, func(p *ustep) bool {
-		prev = p.level
-		return false
-	})
-	if t == math.MinInt64 {
-		prev = 0
+	switch {
+	case atE == nil:
+		// u(e) was last and stays so, after a different level.
+		u.steps.ReplaceOrInsert(&ustep{at: e, level: last})
+	case atE.level == last+a:
+		u.steps.Delete(atE)
 	}
-	if st.level == prev {
-		u.steps.Delete(st)
+	switch {
+	case atS == nil:
+		u.steps.ReplaceOrInsert(&ustep{at: s, level: before + a})
+	case atS.level == before:
+		u.steps.Delete(atS)
 	}
 }
 
@@ -102,7 +125,11 @@ func (u *usage) merge(t int64) {
 // first one starts at lo (with u(lo)), and a last one at hi closes them.
 func (u *usage) segs(lo, hi int64, buf []ustep) []ustep {
 	buf = append(buf[:0], ustep{at: lo, level: u.levelAt(lo)})
-	u.steps.AscendRange(&ustep{at: lo + 1}, &ustep{at: hi}, func(st *ustep) bool {
+	// [lo+1, hi), as AscendRange reads it.
+	u.steps.AscendGreaterOrEqual(u.pivot(lo+1), func(st *ustep) bool {
+		if st.at >= hi {
+			return false
+		}
 		buf = append(buf, *st)
 		return true
 	})
@@ -116,7 +143,39 @@ type rect struct{ s, e, a int64 }
 // delta d (the sum of rs) is positive, and u at that instant; ok is false
 // when d is nowhere positive.
 func (u *usage) maxUnits(rs []rect, buf []ustep) (peak, at int64, ok bool) {
-	var cuts []int64
+	if len(rs) == 1 {
+		// A new booking: one rectangle, so the peak is the highest level
+		// over it, found in one walk down from its end without cutting
+		// or copying: the steps in [s, e), then the level at s from the
+		// step before s unless one starts at s (0 before the first).
+		// Equal peaks have equal levels, so the order of the walk does
+		// not change the answer.
+		r := rs[0]
+		if r.s >= r.e || r.a <= 0 {
+			return 0, 0, false
+		}
+		var lv int64
+		atS := false
+		u.steps.DescendLessOrEqual(u.pivot(r.e-1), func(st *ustep) bool {
+			if st.at < r.s {
+				lv = st.level
+				return false
+			}
+			atS = st.at == r.s
+			if v := st.level + r.a; !ok || v > peak {
+				peak, at, ok = v, st.level, true
+			}
+			return !atS
+		})
+		if !atS {
+			if v := lv + r.a; !ok || v > peak {
+				peak, at, ok = v, lv, true
+			}
+		}
+		return peak, at, ok
+	}
+	var cutBuf [8]int64
+	cuts := cutBuf[:0]
 	for _, r := range rs {
 		cuts = append(cuts, r.s, r.e)
 	}
