@@ -3,8 +3,10 @@ package fsm
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 )
@@ -171,6 +173,14 @@ func (s *idemStore) add(owner, key []byte, at int64, result []byte) bool {
 			return false
 		}
 	}
+	s.index[i], s.tags[i] = s.appendRecord(owner, key, at, result)+1, uint32(h)
+	s.n++
+	return true
+}
+
+// appendRecord appends a record to the log (not to the index) and
+// returns its position.
+func (s *idemStore) appendRecord(owner, key []byte, at int64, result []byte) uint64 {
 	need := 4*binary.MaxVarintLen64 + len(owner) + len(key) + len(result)
 	last := len(s.chunks) - 1
 	if last < 0 || cap(s.chunks[last])-len(s.chunks[last]) < need {
@@ -186,9 +196,138 @@ func (s *idemStore) add(owner, key []byte, at int64, result []byte) bool {
 	c = append(c, key...)
 	c = binary.AppendUvarint(c, uint64(len(result)))
 	s.chunks[last] = append(c, result...)
-	s.index[i], s.tags[i] = pos+1, uint32(h)
-	s.n++
-	return true
+	return pos
+}
+
+// idemLoadBuckets is log2 of the number of home-cell ranges load sorts
+// the records into before it indexes them: 4,096 ranges, so that the
+// index cells and tags of one range (a quarter million keys: 1,024 cells,
+// 12 KiB) stay in cache while its records are placed.
+const idemLoadBuckets = 12
+
+// load appends the records raw (encoded IdempotencyRecords, decoded by
+// decode) to an empty store whose index was sized for them (grow), as
+// adding them one by one in order would, and returns -1 and nil; or the
+// index of the first record that a scan in order refuses, for decode's
+// error or as a duplicate key, and that error (the records before it are
+// then stored).
+//
+// At a restore the records come by the hundred thousand, and adding them
+// one by one put each in a random cell of an index of tens of megabytes:
+// a cache miss or two per key, most of the time of the store's build.
+// load appends every record to the log first, sorts their positions by
+// the range of their home cells (one counting pass) and then places them
+// range by range, where the cells they probe are in cache. Which record
+// ends in which cell of a probe run depends on the order of placement
+// (the cells in use do not); lookups, deletions and snapshots do not
+// depend on it, only on the cells' contents being a valid table. A
+// duplicate key, found while placing, sends the whole index to be built
+// again in log order, which finds the first duplicate in log order.
+func (s *idemStore) load(raw [][]byte, decode func([]byte) (idemRecord, error)) (int, error) {
+	if s.n != 0 || len(s.chunks) != 0 {
+		panic("fsm: idemStore.load on a store in use")
+	}
+	// 1. The log, and each record's hash tag, in log order.
+	tags := make([]uint32, 0, len(raw))
+	bad, badErr := -1, error(nil)
+	for i, r := range raw {
+		e, err := decode(r)
+		if err != nil {
+			bad, badErr = i, err
+			break
+		}
+		s.appendRecord(e.owner, e.key, e.at, e.result)
+		tags = append(tags, uint32(idemHash(e.owner, e.key)))
+	}
+	n := len(tags)
+	s.grow(n)
+	if len(s.index) > math.MaxUint32+1 {
+		// Tags no longer give the home cell; not reached below 2^31 keys.
+		return s.indexInOrder(n, bad, badErr)
+	}
+	// 2. Positions sorted by the range of their home cell.
+	mask := uint32(len(s.index) - 1)
+	shift := bits.Len32(mask) - min(idemLoadBuckets, bits.Len32(mask))
+	var counts [1<<idemLoadBuckets + 1]int
+	for _, t := range tags {
+		counts[(t&mask)>>shift+1]++
+	}
+	for b := 1; b < len(counts); b++ {
+		counts[b] += counts[b-1]
+	}
+	type placed struct {
+		pos uint64
+		tag uint32
+	}
+	sorted := make([]placed, n)
+	s.eachPos(n, func(i int, pos uint64) {
+		b := (tags[i] & mask) >> shift
+		sorted[counts[b]] = placed{pos, tags[i]}
+		counts[b]++
+	})
+	tags = nil
+	// 3. The index, range by range.
+	for _, p := range sorted {
+		i := uint64(p.tag & mask)
+		for ; s.index[i] != 0; i = (i + 1) & uint64(mask) {
+			if s.tags[i] == p.tag && s.sameKey(s.index[i]-1, p.pos) {
+				clear(s.index)
+				clear(s.tags)
+				return s.indexInOrder(n, bad, badErr)
+			}
+		}
+		s.index[i], s.tags[i] = p.pos+1, p.tag
+	}
+	s.n = n
+	return bad, badErr
+}
+
+// indexInOrder indexes the first n records of the log (the index is
+// empty and sized for them) in log order, as add does; it returns the
+// index of the first duplicate key and its error, or bad and badErr.
+func (s *idemStore) indexInOrder(n, bad int, badErr error) (int, error) {
+	dup := -1
+	s.eachPos(n, func(i int, pos uint64) {
+		if dup >= 0 {
+			return
+		}
+		r := s.record(pos)
+		h := idemHash(r.owner, r.key)
+		mask := uint64(len(s.index) - 1)
+		k := h & mask
+		for ; s.index[k] != 0; k = (k + 1) & mask {
+			if s.tags[k] == uint32(h) && s.sameKey(s.index[k]-1, pos) {
+				dup = i
+				return
+			}
+		}
+		s.index[k], s.tags[k] = pos+1, uint32(h)
+		s.n++
+	})
+	if dup >= 0 {
+		return dup, errors.New("duplicate key")
+	}
+	return bad, badErr
+}
+
+// sameKey reports whether the records at a and b have the same owner and
+// key.
+func (s *idemStore) sameKey(a, b uint64) bool {
+	ra, rb := s.record(a), s.record(b)
+	return string(ra.owner) == string(rb.owner) && string(ra.key) == string(rb.key)
+}
+
+// eachPos calls f with the number and position of each of the first n
+// records of the log, in order.
+func (s *idemStore) eachPos(n int, f func(i int, pos uint64)) {
+	i := 0
+	for k, c := range s.chunks {
+		for off := 0; off < len(c) && i < n; i++ {
+			_, l := readIdemRecord(c[off:])
+			f(i, uint64(s.first+uint32(k))<<32|uint64(off))
+			off += l
+		}
+	}
 }
 
 // place puts pos in the first empty cell of the probe sequence of h.

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -103,6 +104,132 @@ func TestIdemStoreMatchesModel(t *testing.T) {
 				}) {
 					t.Fatalf("view %d lists %d records, want %d (or they differ)", i, len(got), len(tk.want))
 				}
+			}
+		})
+	}
+}
+
+// TestIdemLoadMatchesAdd checks the bulk load of a restore against adding
+// the same records one by one in log order: the same first refusal (a
+// record decode refuses or a duplicate key, whichever comes first in log
+// order), the same records and answers, and a store that goes on the
+// same under later adds, lookups, prunes and trims (which move the index
+// cells load placed).
+func TestIdemLoadMatchesAdd(t *testing.T) {
+	for seed := range uint64(40) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 0x10ad))
+			n := r.IntN(3000)
+			if seed < 3 {
+				n = int(seed) // empty, one, two records
+			}
+			keys := r.IntN(4*n + 1)
+			// Half the seeds have distinct keys (what a restore sees),
+			// the other half mostly some duplicate.
+			distinct := seed%2 == 0
+			if distinct {
+				keys = n
+			}
+			perm := r.Perm(n)
+			var raw [][]byte
+			for i := range n {
+				res := make([]byte, r.IntN(40))
+				if r.IntN(200) == 0 {
+					res = make([]byte, idemChunk+r.IntN(idemChunk))
+				}
+				for i := range res {
+					res[i] = byte(r.Uint32())
+				}
+				e := idemRecord{
+					at:     int64(r.IntN(1000)),
+					owner:  []byte([]string{"", "alice", "bob"}[r.IntN(3)]),
+					key:    fmt.Appendf(nil, "k%d", r.IntN(keys+1)),
+					result: res,
+				}
+				if distinct {
+					e.key = fmt.Appendf(nil, "k%d", perm[i])
+				}
+				if distinct && r.IntN(40) == 0 {
+					// An owner that is another record's key.
+					e.owner = fmt.Appendf(nil, "k%d", perm[i])
+				}
+				raw = append(raw, appendIdemRecord(nil, e))
+			}
+			badAt := -1
+			if r.IntN(4) == 0 && n > 0 {
+				badAt = r.IntN(n)
+			}
+			decode := func(b []byte) (idemRecord, error) {
+				if badAt >= 0 && len(raw) > badAt && &b[0] == &raw[badAt][0] {
+					return idemRecord{}, errors.New("bad record")
+				}
+				return decodeIdemRecord(b, nil)
+			}
+			var got, want idemStore
+			got.grow(len(raw) + 1)
+			gotAt, gotErr := got.load(raw, decode)
+			want.grow(len(raw) + 1)
+			wantAt, wantErr := -1, error(nil)
+			for i, b := range raw {
+				e, err := decode(b)
+				if err != nil {
+					wantAt, wantErr = i, err
+					break
+				}
+				if !want.add(e.owner, e.key, e.at, e.result) {
+					wantAt, wantErr = i, errors.New("duplicate key")
+					break
+				}
+			}
+			if gotAt != wantAt || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+				t.Fatalf("load refused %d (%v), adding in order %d (%v)", gotAt, gotErr, wantAt, wantErr)
+			}
+			if gotErr != nil {
+				return
+			}
+			same := func(step int) {
+				t.Helper()
+				if got.len() != want.len() {
+					t.Fatalf("step %d: %d keys, want %d", step, got.len(), want.len())
+				}
+				var g, w []idemRecord
+				got.view().each(func(e idemRecord) { g = append(g, e) })
+				want.view().each(func(e idemRecord) { w = append(w, e) })
+				if !slices.EqualFunc(g, w, func(a, b idemRecord) bool {
+					return a.at == b.at && bytes.Equal(a.owner, b.owner) && bytes.Equal(a.key, b.key) && bytes.Equal(a.result, b.result)
+				}) {
+					t.Fatalf("step %d: the logs differ", step)
+				}
+				for _, owner := range []string{"", "alice", "bob"} {
+					for k := range keys + 1 {
+						key := fmt.Sprintf("k%d", k)
+						gr, gok := got.get(owner, key)
+						wr, wok := want.get(owner, key)
+						if gok != wok || !bytes.Equal(gr, wr) {
+							t.Fatalf("step %d: get %q/%q = %v, want %v", step, owner, key, gok, wok)
+						}
+					}
+				}
+			}
+			same(-1)
+			now := int64(1000)
+			for step := range 30 {
+				switch r.IntN(3) {
+				case 0:
+					owner, key := []byte([]string{"", "alice", "bob"}[r.IntN(3)]), fmt.Appendf(nil, "k%d", r.IntN(keys+1))
+					if g, w := got.add(owner, key, now, []byte{1}), want.add(owner, key, now, []byte{1}); g != w {
+						t.Fatalf("step %d: add = %v, want %v", step, g, w)
+					}
+				case 1:
+					now += int64(r.IntN(100))
+					got.prune(now, 900)
+					want.prune(now, 900)
+				default:
+					keep := r.IntN(want.len() + 1)
+					got.trim(keep)
+					want.trim(keep)
+				}
+				same(step)
 			}
 		})
 	}

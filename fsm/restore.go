@@ -412,18 +412,14 @@ func (j *restoreJob) buildIdem() {
 	// node) that key would otherwise rebuild the whole index on the FSM
 	// goroutine, delaying the first apply after a restart.
 	idem.grow(len(raw) + 1)
-	for i, r := range raw {
-		e, err := decodeIdemRecord(r, nil)
-		if err != nil {
-			j.addErr = idemErr{i, badf("idempotency[%d]: %v", i, err)}
-			return
-		}
-		if !idem.add(e.owner, e.key, e.at, e.result) {
-			j.addErr = idemErr{i, badf("idempotency[%d]: duplicate key", i)}
-			return
-		}
+	if i, err := idem.load(raw, decodeIdemUnchecked); err != nil {
+		j.addErr = idemErr{i, badf("idempotency[%d]: %v", i, err)}
 	}
 }
+
+// decodeIdemUnchecked is decodeIdemRecord without the check of the
+// result (checkIdem checks it).
+func decodeIdemUnchecked(b []byte) (idemRecord, error) { return decodeIdemRecord(b, nil) }
 
 // buildTimers enters the rows' timers: s.timers. Each chunk's timers
 // are sorted (scanChunk); insertInOrder enters their merge, ascending.

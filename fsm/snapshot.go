@@ -365,14 +365,9 @@ func decodeIdem(raw [][]byte) (*idemStore, error) {
 	idem := new(idemStore)
 	idem.grow(len(raw))
 	var check fsmv1.Result
-	for i, r := range raw {
-		e, err := decodeIdemRecord(r, &check)
-		if err != nil {
-			return nil, badf("idempotency[%d]: %v", i, err)
-		}
-		if !idem.add(e.owner, e.key, e.at, e.result) {
-			return nil, badf("idempotency[%d]: duplicate key", i)
-		}
+	decode := func(b []byte) (idemRecord, error) { return decodeIdemRecord(b, &check) }
+	if i, err := idem.load(raw, decode); err != nil {
+		return nil, badf("idempotency[%d]: %v", i, err)
 	}
 	return idem, nil
 }
