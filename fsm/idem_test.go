@@ -234,3 +234,36 @@ func TestIdemLoadMatchesAdd(t *testing.T) {
 		})
 	}
 }
+
+// FuzzIdemRecord checks the restore's reading of a record as Persist
+// writes it against the generic reading: whatever bytes the first
+// accepts, the second accepts too and reads the same record from.
+func FuzzIdemRecord(f *testing.F) {
+	for _, e := range []idemRecord{
+		{key: []byte("k"), result: nil},
+		{owner: []byte("alice"), key: []byte("k1"), at: 1795659034365, result: []byte{0x08, 0x01}},
+		{owner: []byte("é"), key: []byte("x"), at: 1, result: make([]byte, 300)},
+	} {
+		b := appendIdemRecord(nil, e)
+		f.Add(b)
+		f.Add(append(b, 0x22, 0x00))            // result repeated
+		f.Add(append([]byte{0x18, 0x05}, b...)) // at before the owner
+		f.Add(b[:len(b)-1])
+	}
+	f.Add([]byte{0x0a, 0x00, 0x12, 0x01, 'k', 0x22, 0x00}) // empty owner written
+	f.Add([]byte{0x12, 0x01, 'k', 0x18, 0x00, 0x22, 0x00}) // zero at written
+	f.Add([]byte{0x12, 0x01, 0xff, 0x22, 0x00})            // bad UTF-8
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fast, ok := decodeIdemPersisted(b)
+		if !ok {
+			return
+		}
+		e, err := decodeIdemAny(b)
+		if err != nil {
+			t.Fatalf("generic reading refuses %x: %v", b, err)
+		}
+		if e.at != fast.at || !bytes.Equal(e.owner, fast.owner) || !bytes.Equal(e.key, fast.key) || !bytes.Equal(e.result, fast.result) {
+			t.Fatalf("%x: read %+v, generic reading %+v", b, fast, e)
+		}
+	})
+}
