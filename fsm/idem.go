@@ -228,7 +228,7 @@ func (s *idemStore) load(raw [][]byte, decode func([]byte) (idemRecord, error)) 
 		panic("fsm: idemStore.load on a store in use")
 	}
 	// 1. The log, and each record's hash tag, in log order.
-	tags := make([]uint32, 0, len(raw))
+	tags, poss := make([]uint32, 0, len(raw)), make([]uint64, 0, len(raw))
 	bad, badErr := -1, error(nil)
 	for i, r := range raw {
 		e, err := decode(r)
@@ -236,7 +236,7 @@ func (s *idemStore) load(raw [][]byte, decode func([]byte) (idemRecord, error)) 
 			bad, badErr = i, err
 			break
 		}
-		s.appendRecord(e.owner, e.key, e.at, e.result)
+		poss = append(poss, s.appendRecord(e.owner, e.key, e.at, e.result))
 		tags = append(tags, uint32(idemHash(e.owner, e.key)))
 	}
 	n := len(tags)
@@ -260,12 +260,12 @@ func (s *idemStore) load(raw [][]byte, decode func([]byte) (idemRecord, error)) 
 		tag uint32
 	}
 	sorted := make([]placed, n)
-	s.eachPos(n, func(i int, pos uint64) {
-		b := (tags[i] & mask) >> shift
-		sorted[counts[b]] = placed{pos, tags[i]}
+	for i, t := range tags {
+		b := (t & mask) >> shift
+		sorted[counts[b]] = placed{poss[i], t}
 		counts[b]++
-	})
-	tags = nil
+	}
+	tags, poss = nil, nil
 	// 3. The index, range by range.
 	for _, p := range sorted {
 		i := uint64(p.tag & mask)
