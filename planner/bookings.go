@@ -1,6 +1,11 @@
 package planner
 
-import "iter"
+import (
+	"cmp"
+	"iter"
+	"math/bits"
+	"slices"
+)
 
 // entry is a live booking in 48 bytes: its ID, its window, its single
 // part inline (res is the resource's index in Planner.byIdx, or noRes for
@@ -350,4 +355,106 @@ func (h endHeap) fix(t *bookTable, i int) {
 	if !h.down(t, i) {
 		h.up(t, i)
 	}
+}
+
+// loadBuckets is log2 of the number of home-cell ranges addNew sorts the
+// IDs into before it indexes them: 4,096 ranges, so that the index cells
+// of one range (a million bookings: 512 cells, 2 KiB) stay in cache while
+// its IDs are placed.
+const loadBuckets = 12
+
+// loadID is one ID of addNew: its hash, in two halves (12 bytes a booking
+// instead of 16), and its number in the batch.
+type loadID struct {
+	lo, hi uint32
+	i      uint32
+}
+
+func (l loadID) hash() uint64 { return uint64(l.hi)<<32 | uint64(l.lo) }
+
+// addNew stores n bookings (id(i) and entryOf(i) give the i-th) in slots
+// hw, hw+1, … in order, as n calls of add would, and returns true; or,
+// when some ID is live already or given twice, or the table has free
+// slots to reuse, it changes nothing but the index's size and returns
+// false (the caller then adds them one by one, which finds the first
+// repeated ID in order).
+//
+// At a restore the IDs come by the million, and adding them one by one
+// put each in a random cell of an index of megabytes, where its probe
+// compared the ID with those of the bookings already in the cells: a
+// cache miss or two for the cell, and more for each record and ID it
+// compared. addNew finds repeated IDs by sorting the hashes instead, and
+// places the IDs range of home cells by range. Which slot ends in which
+// cell of a probe run depends on the order of placement (the cells in use
+// do not), and nothing the table answers or iterates depends on it.
+func (t *bookTable) addNew(n int, id func(i int) string, entryOf func(i int) entry) bool {
+	t.grow(n)
+	if t.free != noSlot || uint64(len(t.index)) > 1<<32 || uint64(t.hw)+uint64(n) >= 1<<32-1 {
+		return false
+	}
+	if t.n > 0 {
+		for i := range n {
+			if t.has(id(i)) {
+				return false
+			}
+		}
+	}
+	mask := uint64(len(t.index) - 1)
+	shift := bits.Len64(mask) - min(loadBuckets, bits.Len64(mask))
+	var counts [1<<loadBuckets + 1]int
+	for i := range n {
+		counts[(hashID(id(i))&mask)>>shift+1]++
+	}
+	for b := 1; b < len(counts); b++ {
+		counts[b] += counts[b-1]
+	}
+	ranges := counts
+	// The hashes are computed twice rather than kept: at a restore the
+	// collector is off while the planner loads, and a million hashes
+	// kept would stay in memory until it runs again.
+	order := make([]loadID, n)
+	for i := range n {
+		h := hashID(id(i))
+		b := (h & mask) >> shift
+		order[counts[b]] = loadID{uint32(h), uint32(h >> 32), uint32(i)}
+		counts[b]++
+	}
+	// Repeated IDs have the same hash: sorted by hash within each range,
+	// they are neighbours.
+	for b := range 1 << loadBuckets {
+		r := order[ranges[b]:ranges[b+1]]
+		slices.SortFunc(r, func(x, y loadID) int {
+			if c := cmp.Compare(x.hash(), y.hash()); c != 0 {
+				return c
+			}
+			return cmp.Compare(x.i, y.i)
+		})
+		for k := 1; k < len(r); k++ {
+			if r[k].hash() == r[k-1].hash() {
+				for m := k - 1; m >= 0 && r[m].hash() == r[k].hash(); m-- {
+					if id(int(r[m].i)) == id(int(r[k].i)) {
+						return false
+					}
+				}
+			}
+		}
+	}
+	base := t.hw
+	for i := range n {
+		s := base + uint32(i)
+		if int(s>>chunkBits) == len(t.chunks) {
+			t.chunks = append(t.chunks, new([1 << chunkBits]entry))
+		}
+		*t.at(s) = entryOf(i)
+	}
+	t.hw += uint32(n)
+	for _, l := range order {
+		c := l.hash() & mask
+		for t.index[c] != 0 {
+			c = (c + 1) & mask
+		}
+		t.index[c] = base + l.i + 1
+	}
+	t.n += n
+	return true
 }

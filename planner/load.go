@@ -35,17 +35,25 @@ func (p *Planner) Load(bs []Booking) error {
 	}
 	// IDs first: each booking takes its slot in the table, as Book would.
 	slots := make([]uint32, len(bs))
-	p.bookings.grow(len(bs))
-	for i, b := range bs {
-		// One hash and one probe per ID for its check and its insertion
-		// (the index was sized above, so no rehash makes the cell stale):
-		// at a million bookings each probe is a cache miss or two.
-		_, ref, dup := p.bookings.probe(b.ID, hashID(b.ID))
-		if dup {
-			p.dropSlots(slots[:i])
-			return fmt.Errorf("load bookings[%d] %q: %w", i, b.ID, ErrDuplicateID)
+	base := p.bookings.hw
+	if p.bookings.addNew(len(bs), func(i int) string { return bs[i].ID }, func(i int) entry {
+		return newEntry(bs[i].ID, parts[offs[i]:offs[i+1]], bs[i].Start, bs[i].End)
+	}) {
+		for i := range slots {
+			slots[i] = base + uint32(i)
 		}
-		slots[i] = p.bookings.addAt(newEntry(b.ID, parts[offs[i]:offs[i+1]], b.Start, b.End), ref)
+	} else {
+		for i, b := range bs {
+			// One hash and one probe per ID for its check and its
+			// insertion (addNew sized the index, so no rehash makes
+			// the cell stale).
+			_, ref, dup := p.bookings.probe(b.ID, hashID(b.ID))
+			if dup {
+				p.dropSlots(slots[:i])
+				return fmt.Errorf("load bookings[%d] %q: %w", i, b.ID, ErrDuplicateID)
+			}
+			slots[i] = p.bookings.addAt(newEntry(b.ID, parts[offs[i]:offs[i+1]], b.Start, b.End), ref)
+		}
 	}
 	// Per resource (by idx): the booked amount's change points, two per
 	// part, counted first so that each list is allocated once.
