@@ -205,6 +205,44 @@ func (s *idemStore) appendRecord(owner, key []byte, at int64, result []byte) uin
 // 12 KiB) stay in cache while its records are placed.
 const idemLoadBuckets = 12
 
+// idemPlace is a record as load indexes it: its hash tag and its
+// position, packed (chunk number << idemOffBits | offset).
+type idemPlace struct{ tag, pos uint32 }
+
+// idemOffBits is the width of the offset in idemPlace.pos: a chunk of
+// idemChunk bytes (a larger record starts its own chunk).
+const idemOffBits = 18
+
+// sortByRange orders xs by range(x) (less than 1<<idemLoadBuckets) in
+// place, by cycles of swaps (no second list of the records, which would
+// be megabytes more at the restore's peak); the order within a range is
+// not kept.
+func sortByRange[T any](xs []T, rangeOf func(T) uint32) {
+	var next, end [1 << idemLoadBuckets]int
+	for _, x := range xs {
+		end[rangeOf(x)]++
+	}
+	at := 0
+	for b := range end {
+		next[b] = at
+		at += end[b]
+		end[b] = at
+	}
+	for b := range next {
+		for next[b] < end[b] {
+			x := xs[next[b]]
+			for r := rangeOf(x); r != uint32(b); r = rangeOf(x) {
+				// x belongs in range r: put it there and take the one
+				// it displaces.
+				x, xs[next[r]] = xs[next[r]], x
+				next[r]++
+			}
+			xs[next[b]] = x
+			next[b]++
+		}
+	}
+}
+
 // load appends the records raw (encoded IdempotencyRecords, decoded by
 // decode) to an empty store whose index was sized for them (grow), as
 // adding them one by one in order would, and returns -1 and nil; or the
@@ -227,8 +265,10 @@ func (s *idemStore) load(raw [][]byte, decode func([]byte) (idemRecord, error)) 
 	if s.n != 0 || len(s.chunks) != 0 {
 		panic("fsm: idemStore.load on a store in use")
 	}
-	// 1. The log, and each record's hash tag, in log order.
-	tags, poss := make([]uint32, 0, len(raw)), make([]uint64, 0, len(raw))
+	// 1. The log, and each record's hash tag and position (packed in 32
+	// bits: a chunk's number and the offset in it), in log order.
+	recs := make([]idemPlace, 0, len(raw))
+	packed := true
 	bad, badErr := -1, error(nil)
 	for i, r := range raw {
 		e, err := decode(r)
@@ -236,47 +276,34 @@ func (s *idemStore) load(raw [][]byte, decode func([]byte) (idemRecord, error)) 
 			bad, badErr = i, err
 			break
 		}
-		poss = append(poss, s.appendRecord(e.owner, e.key, e.at, e.result))
-		tags = append(tags, uint32(idemHash(e.owner, e.key)))
+		pos := s.appendRecord(e.owner, e.key, e.at, e.result)
+		chunk, off := pos>>32-uint64(s.first), uint32(pos)
+		packed = packed && chunk < 1<<(32-idemOffBits) && off < 1<<idemOffBits
+		recs = append(recs, idemPlace{tag: uint32(idemHash(e.owner, e.key)), pos: uint32(chunk)<<idemOffBits | off})
 	}
-	n := len(tags)
+	n := len(recs)
 	s.grow(n)
-	if len(s.index) > math.MaxUint32+1 {
-		// Tags no longer give the home cell; not reached below 2^31 keys.
+	if !packed || len(s.index) > math.MaxUint32+1 {
+		// A record past the packed range (a log of gigabytes), or tags
+		// that no longer give the home cell (2^31 keys).
 		return s.indexInOrder(n, bad, badErr)
 	}
-	// 2. Positions sorted by the range of their home cell.
+	// 2. The records sorted by the range of their home cells.
 	mask := uint32(len(s.index) - 1)
 	shift := bits.Len32(mask) - min(idemLoadBuckets, bits.Len32(mask))
-	var counts [1<<idemLoadBuckets + 1]int
-	for _, t := range tags {
-		counts[(t&mask)>>shift+1]++
-	}
-	for b := 1; b < len(counts); b++ {
-		counts[b] += counts[b-1]
-	}
-	type placed struct {
-		pos uint64
-		tag uint32
-	}
-	sorted := make([]placed, n)
-	for i, t := range tags {
-		b := (t & mask) >> shift
-		sorted[counts[b]] = placed{poss[i], t}
-		counts[b]++
-	}
-	tags, poss = nil, nil
+	sortByRange(recs, func(p idemPlace) uint32 { return (p.tag & mask) >> shift })
 	// 3. The index, range by range.
-	for _, p := range sorted {
+	for _, p := range recs {
+		pos := uint64(s.first+p.pos>>idemOffBits)<<32 | uint64(p.pos&(1<<idemOffBits-1))
 		i := uint64(p.tag & mask)
 		for ; s.index[i] != 0; i = (i + 1) & uint64(mask) {
-			if s.tags[i] == p.tag && s.sameKey(s.index[i]-1, p.pos) {
+			if s.tags[i] == p.tag && s.sameKey(s.index[i]-1, pos) {
 				clear(s.index)
 				clear(s.tags)
 				return s.indexInOrder(n, bad, badErr)
 			}
 		}
-		s.index[i], s.tags[i] = p.pos+1, p.tag
+		s.index[i], s.tags[i] = pos+1, p.tag
 	}
 	s.n = n
 	return bad, badErr
