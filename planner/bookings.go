@@ -363,14 +363,38 @@ func (h endHeap) fix(t *bookTable, i int) {
 // its IDs are placed.
 const loadBuckets = 12
 
-// loadID is one ID of addNew: its hash, in two halves (12 bytes a booking
-// instead of 16), and its number in the batch.
-type loadID struct {
-	lo, hi uint32
-	i      uint32
-}
+// loadID is one ID of addNew: the low half of its hash (which gives its
+// home cell, as the index has at most 1<<32 cells) and its number in the
+// batch; 8 bytes a booking.
+type loadID struct{ lo, i uint32 }
 
-func (l loadID) hash() uint64 { return uint64(l.hi)<<32 | uint64(l.lo) }
+// sortByRange orders xs by rangeOf(x) (less than 1<<loadBuckets) in
+// place, by cycles of swaps (no second list, which would be megabytes
+// more at the restore's peak); the order within a range is not kept.
+func sortByRange(xs []loadID, rangeOf func(loadID) uint32) (bounds [1<<loadBuckets + 1]int) {
+	var next [1 << loadBuckets]int
+	for _, x := range xs {
+		bounds[rangeOf(x)+1]++
+	}
+	for b := range next {
+		bounds[b+1] += bounds[b]
+		next[b] = bounds[b]
+	}
+	for b := range next {
+		for next[b] < bounds[b+1] {
+			x := xs[next[b]]
+			for r := rangeOf(x); r != uint32(b); r = rangeOf(x) {
+				// x belongs in range r: put it there and take the one
+				// it displaces.
+				x, xs[next[r]] = xs[next[r]], x
+				next[r]++
+			}
+			xs[next[b]] = x
+			next[b]++
+		}
+	}
+	return bounds
+}
 
 // addNew stores n bookings (id(i) and entryOf(i) give the i-th) in slots
 // hw, hw+1, … in order, as n calls of add would, and returns true; or,
@@ -399,42 +423,22 @@ func (t *bookTable) addNew(n int, id func(i int) string, entryOf func(i int) ent
 			}
 		}
 	}
-	mask := uint64(len(t.index) - 1)
-	shift := bits.Len64(mask) - min(loadBuckets, bits.Len64(mask))
-	var counts [1<<loadBuckets + 1]int
-	for i := range n {
-		counts[(hashID(id(i))&mask)>>shift+1]++
-	}
-	for b := 1; b < len(counts); b++ {
-		counts[b] += counts[b-1]
-	}
-	ranges := counts
-	// The hashes are computed twice rather than kept: at a restore the
-	// collector is off while the planner loads, and a million hashes
-	// kept would stay in memory until it runs again.
+	mask := uint32(len(t.index) - 1)
+	shift := bits.Len32(mask) - min(loadBuckets, bits.Len32(mask))
 	order := make([]loadID, n)
 	for i := range n {
-		h := hashID(id(i))
-		b := (h & mask) >> shift
-		order[counts[b]] = loadID{uint32(h), uint32(h >> 32), uint32(i)}
-		counts[b]++
+		order[i] = loadID{uint32(hashID(id(i))), uint32(i)}
 	}
-	// Repeated IDs have the same hash: sorted by hash within each range,
-	// they are neighbours.
+	bounds := sortByRange(order, func(l loadID) uint32 { return (l.lo & mask) >> shift })
+	// A repeated ID has the same hash: sorted by it within each range,
+	// repeats are neighbours (and so are a few other IDs, compared too).
 	for b := range 1 << loadBuckets {
-		r := order[ranges[b]:ranges[b+1]]
-		slices.SortFunc(r, func(x, y loadID) int {
-			if c := cmp.Compare(x.hash(), y.hash()); c != 0 {
-				return c
-			}
-			return cmp.Compare(x.i, y.i)
-		})
+		r := order[bounds[b]:bounds[b+1]]
+		slices.SortFunc(r, func(x, y loadID) int { return cmp.Compare(x.lo, y.lo) })
 		for k := 1; k < len(r); k++ {
-			if r[k].hash() == r[k-1].hash() {
-				for m := k - 1; m >= 0 && r[m].hash() == r[k].hash(); m-- {
-					if id(int(r[m].i)) == id(int(r[k].i)) {
-						return false
-					}
+			for m := k - 1; m >= 0 && r[m].lo == r[k].lo; m-- {
+				if id(int(r[m].i)) == id(int(r[k].i)) {
+					return false
 				}
 			}
 		}
@@ -449,7 +453,7 @@ func (t *bookTable) addNew(n int, id func(i int) string, entryOf func(i int) ent
 	}
 	t.hw += uint32(n)
 	for _, l := range order {
-		c := l.hash() & mask
+		c := l.lo & mask
 		for t.index[c] != 0 {
 			c = (c + 1) & mask
 		}
