@@ -261,17 +261,17 @@ func sortByRange[T any](xs []T, rangeOf func(T) uint32) {
 // depend on it, only on the cells' contents being a valid table. A
 // duplicate key, found while placing, sends the whole index to be built
 // again in log order, which finds the first duplicate in log order.
-func (s *idemStore) load(raw [][]byte, decode func([]byte) (idemRecord, error)) (int, error) {
+func (s *idemStore) load(raw fieldList, decode func([]byte) (idemRecord, error)) (int, error) {
 	if s.n != 0 || len(s.chunks) != 0 {
 		panic("fsm: idemStore.load on a store in use")
 	}
 	// 1. The log, and each record's hash tag and position (packed in 32
 	// bits: a chunk's number and the offset in it), in log order.
-	recs := make([]idemPlace, 0, len(raw))
+	recs := make([]idemPlace, 0, raw.len())
 	packed := true
 	bad, badErr := -1, error(nil)
-	for i, r := range raw {
-		e, err := decode(r)
+	for i := range raw.len() {
+		e, err := decode(raw.get(i))
 		if err != nil {
 			bad, badErr = i, err
 			break

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // idemModel is the plain reference for idemStore: a map and a log.
@@ -160,14 +162,14 @@ func TestIdemLoadMatchesAdd(t *testing.T) {
 				badAt = r.IntN(n)
 			}
 			decode := func(b []byte) (idemRecord, error) {
-				if badAt >= 0 && len(raw) > badAt && &b[0] == &raw[badAt][0] {
+				if badAt >= 0 && bytes.Equal(b, raw[badAt]) {
 					return idemRecord{}, errors.New("bad record")
 				}
 				return decodeIdemRecord(b, nil)
 			}
 			var got, want idemStore
 			got.grow(len(raw) + 1)
-			gotAt, gotErr := got.load(raw, decode)
+			gotAt, gotErr := got.load(fieldsOf(raw), decode)
 			want.grow(len(raw) + 1)
 			wantAt, wantErr := -1, error(nil)
 			for i, b := range raw {
@@ -233,6 +235,17 @@ func TestIdemLoadMatchesAdd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fieldsOf lists raw as the idempotency records of a snapshot body.
+func fieldsOf(raw [][]byte) fieldList {
+	var l fieldList
+	for _, r := range raw {
+		l.at = append(l.at, uint64(len(l.body)))
+		l.body = protowire.AppendTag(l.body, snapshotIdemField, protowire.BytesType)
+		l.body = protowire.AppendBytes(l.body, r)
+	}
+	return l
 }
 
 // FuzzIdemRecord checks the restore's reading of a record as Persist

@@ -154,7 +154,7 @@ func prepareRestore(cfg Config, split splitSnapshot) (*restoreJob, error) {
 		return nil, err
 	}
 	j.tracking = len(s.lim.table) > 0
-	n := len(split.rows)
+	n := split.rows.len()
 	j.rows, j.ids = make([]string, n), make([]string, n)
 	j.books = make([]planner.Booking, n)
 	return j, nil
@@ -184,7 +184,7 @@ func (j *restoreJob) scanStages() []func() {
 // alias the file's buffer), once the scan stages have copied what they
 // keep.
 func (j *restoreJob) dropInput() {
-	j.split.rows, j.split.idemRaw, j.split.idem = nil, nil, nil
+	j.split.rows, j.split.idemRaw, j.split.idem = fieldList{}, fieldList{}, nil
 }
 
 // buildStages returns the stages of the second call, longest first (so
@@ -219,14 +219,14 @@ func (j *restoreJob) scanChunk(c int) {
 	if lo > 0 && lo < hi {
 		// The ID before the chunk, for the order check of its first row
 		// (if that row is bad, the chunk before reports it).
-		if scanRow(string(raw[lo-1]), &sc) == nil {
+		if scanRow(string(raw.get(lo-1)), &sc) == nil {
 			prev = sc.id
 		}
 	}
 	for i := lo; i < hi; i++ {
 		// One copy per row: the string is the stored row, and its ID
 		// (a substring) the key.
-		row := string(raw[i])
+		row := string(raw.get(i))
 		if err := scanRow(row, &sc); err != nil {
 			out.err = badf("reservations[%d]: %v", i, err)
 			return
@@ -316,11 +316,11 @@ func timerCmp(a, b timer) int {
 // one.
 func (j *restoreJob) checkIdem(c int) {
 	raw := j.split.idemRaw
-	lo, hi := len(raw)*c/checkChunks, len(raw)*(c+1)/checkChunks
+	lo, hi := raw.len()*c/checkChunks, raw.len()*(c+1)/checkChunks
 	j.checkErr[c] = idemErr{at: -1}
 	var check fsmv1.Result
 	for i := lo; i < hi; i++ {
-		if _, err := decodeIdemRecord(raw[i], &check); err != nil {
+		if _, err := decodeIdemRecord(raw.get(i), &check); err != nil {
 			j.checkErr[c] = idemErr{i, badf("idempotency[%d]: %v", i, err)}
 			return
 		}
@@ -411,7 +411,7 @@ func (j *restoreJob) buildIdem() {
 	// or new entry adds needs. At the key cap (the usual case on a busy
 	// node) that key would otherwise rebuild the whole index on the FSM
 	// goroutine, delaying the first apply after a restart.
-	idem.grow(len(raw) + 1)
+	idem.grow(raw.len() + 1)
 	if i, err := idem.load(raw, decodeIdemUnchecked); err != nil {
 		j.addErr = idemErr{i, badf("idempotency[%d]: %v", i, err)}
 	}

@@ -50,10 +50,11 @@ func TestDecodeSplitMatchesDecodeSnapshot(t *testing.T) {
 	}
 	recs := full.Idempotency
 	full.Idempotency = nil
-	if len(split.rows) == 0 || len(split.rows) != len(full.GetReservations()) {
-		t.Fatalf("reservations: split %d, full %d", len(split.rows), len(full.GetReservations()))
+	if split.rows.len() == 0 || split.rows.len() != len(full.GetReservations()) {
+		t.Fatalf("reservations: split %d, full %d", split.rows.len(), len(full.GetReservations()))
 	}
-	for i, row := range split.rows {
+	for i := range split.rows.len() {
+		row := split.rows.get(i)
 		if want, _ := marshalOpts.Marshal(full.GetReservations()[i]); !bytes.Equal(row, want) {
 			t.Fatalf("reservations[%d]: split bytes differ from the full decode's encoding", i)
 		}

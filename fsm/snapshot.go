@@ -262,9 +262,30 @@ const (
 // encoded in idemRaw, aliasing the file).
 type splitSnapshot struct {
 	msg     *fsmv1.Snapshot
-	rows    [][]byte
+	rows    fieldList
 	idem    *idemStore
-	idemRaw [][]byte
+	idemRaw fieldList
+}
+
+// fieldList lists occurrences of a length-delimited field in a body by
+// the offset of each one's tag: 8 bytes an item instead of a 24-byte
+// slice header (at 1M rows and 1.1M idempotency records, 34 MB less
+// while a restore holds the snapshot's bytes, its peak).
+type fieldList struct {
+	body []byte
+	at   []uint64
+}
+
+// len returns the number of items.
+func (l fieldList) len() int { return len(l.at) }
+
+// get returns the value of item i (aliasing the body). The item was
+// found by splitBody, so its tag and length are well formed.
+func (l fieldList) get(i int) []byte {
+	b := l.body[l.at[i]:]
+	_, _, n := protowire.ConsumeTag(b)
+	v, _ := protowire.ConsumeBytes(b[n:])
+	return v[:len(v):len(v)]
 }
 
 // decodeSplit is DecodeSnapshot for Restore: it leaves the reservations
@@ -287,7 +308,7 @@ func decodeSplit(b []byte) (splitSnapshot, error) {
 	if out.idem, err = decodeIdem(out.idemRaw); err != nil {
 		return out, err
 	}
-	out.idemRaw = nil
+	out.idemRaw = fieldList{}
 	return out, nil
 }
 
@@ -322,7 +343,8 @@ func splitBody(b []byte) (splitSnapshot, error) {
 		}
 		at += n + m
 	}
-	out.rows, out.idemRaw = make([][]byte, 0, nRows), make([][]byte, 0, nIdem)
+	out.rows = fieldList{body, make([]uint64, 0, nRows)}
+	out.idemRaw = fieldList{body, make([]uint64, 0, nIdem)}
 	msg := new(fsmv1.Snapshot)
 	merge := proto.UnmarshalOptions{Merge: true}
 	flush := func(run []byte) error {
@@ -342,11 +364,10 @@ func splitBody(b []byte) (splitSnapshot, error) {
 			if err := flush(body[runStart:at]); err != nil {
 				return out, err
 			}
-			v, _ := protowire.ConsumeBytes(body[at+n : at+n+m])
 			if num == snapshotIdemField {
-				out.idemRaw = append(out.idemRaw, v)
+				out.idemRaw.at = append(out.idemRaw.at, uint64(at))
 			} else {
-				out.rows = append(out.rows, v)
+				out.rows.at = append(out.rows.at, uint64(at))
 			}
 			runStart = at + n + m
 		}
@@ -361,9 +382,9 @@ func splitBody(b []byte) (splitSnapshot, error) {
 
 // decodeIdem decodes the encoded idempotency records raw into their
 // compact store, checking each.
-func decodeIdem(raw [][]byte) (*idemStore, error) {
+func decodeIdem(raw fieldList) (*idemStore, error) {
 	idem := new(idemStore)
-	idem.grow(len(raw))
+	idem.grow(raw.len())
 	var check fsmv1.Result
 	decode := func(b []byte) (idemRecord, error) { return decodeIdemRecord(b, &check) }
 	if i, err := idem.load(raw, decode); err != nil {
