@@ -267,7 +267,14 @@ func FuzzIdemRecord(f *testing.F) {
 	f.Add([]byte{0x12, 0x01, 'k', 0x18, 0x00, 0x22, 0x00}) // zero at written
 	f.Add([]byte{0x12, 0x01, 0xff, 0x22, 0x00})            // bad UTF-8
 	f.Fuzz(func(t *testing.T, b []byte) {
-		fast, ok := decodeIdemPersisted(b)
+		fast, ok := decodeIdemPersisted(b, true)
+		if _, uok := decodeIdemPersisted(b, false); uok && !ok {
+			// Only the UTF-8 check refused it: the generic reading
+			// refuses it too.
+			if _, err := decodeIdemAny(b); err == nil {
+				t.Fatalf("generic reading accepts %x, refused only for its UTF-8", b)
+			}
+		}
 		if !ok {
 			return
 		}

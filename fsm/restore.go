@@ -417,9 +417,19 @@ func (j *restoreJob) buildIdem() {
 	}
 }
 
-// decodeIdemUnchecked is decodeIdemRecord without the check of the
-// result (checkIdem checks it).
-func decodeIdemUnchecked(b []byte) (idemRecord, error) { return decodeIdemRecord(b, nil) }
+// decodeIdemUnchecked is decodeIdemRecord for buildIdem: checkIdem checks
+// every record as decodeIdemRecord does, so the store's build checks
+// neither the result nor (for a record as Persist writes it) the UTF-8 of
+// owner and key again. A record that only those checks refuse is then
+// refused by checkIdem at its index, which idemError reports unless the
+// build refused an earlier one (a duplicate key: a scan in order would
+// have refused it first too).
+func decodeIdemUnchecked(b []byte) (idemRecord, error) {
+	if e, ok := decodeIdemPersisted(b, false); ok {
+		return e, nil
+	}
+	return decodeIdemAny(b)
+}
 
 // buildTimers enters the rows' timers: s.timers. Each chunk's timers
 // are sorted (scanChunk); insertInOrder enters their merge, ascending.

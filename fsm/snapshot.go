@@ -401,7 +401,7 @@ func decodeIdem(raw fieldList) (*idemStore, error) {
 // the result does too unless the record repeats the field, whose
 // occurrences are then concatenated (merged).
 func decodeIdemRecord(b []byte, check *fsmv1.Result) (idemRecord, error) {
-	e, ok := decodeIdemPersisted(b)
+	e, ok := decodeIdemPersisted(b, true)
 	if !ok {
 		var err error
 		if e, err = decodeIdemAny(b); err != nil {
@@ -421,12 +421,13 @@ func decodeIdemRecord(b []byte, check *fsmv1.Result) (idemRecord, error) {
 
 // decodeIdemPersisted reads a record as Persist writes it (appendIdemRecord:
 // owner unless empty, a non-empty key, at_millis unless zero, result,
-// each once, in that order, nothing else) with valid UTF-8 in owner and
-// key; ok is false for anything else, which decodeIdemAny then reads. On
-// such bytes the two give the same record: the generic loop's work (a
-// tag, a field value and a switch per field) was a third of a record's
-// decoding at a restore, which reads every record twice.
-func decodeIdemPersisted(b []byte) (e idemRecord, ok bool) {
+// each once, in that order, nothing else), with valid UTF-8 in owner and
+// key unless checkUTF8 is false; ok is false for anything else, which
+// decodeIdemAny then reads. On such bytes the two give the same record:
+// the generic loop's work (a tag, a field value and a switch per field)
+// was a third of a record's decoding at a restore, which reads every
+// record twice.
+func decodeIdemPersisted(b []byte, checkUTF8 bool) (e idemRecord, ok bool) {
 	if len(b) > 0 && b[0] == 1<<3|byte(protowire.BytesType) {
 		v, n := protowire.ConsumeBytes(b[1:])
 		if n < 0 || len(v) == 0 {
@@ -457,7 +458,7 @@ func decodeIdemPersisted(b []byte) (e idemRecord, ok bool) {
 		return e, false
 	}
 	e.result = v[:len(v):len(v)]
-	if !utf8.Valid(e.owner) || !utf8.Valid(e.key) {
+	if checkUTF8 && (!utf8.Valid(e.owner) || !utf8.Valid(e.key)) {
 		return e, false
 	}
 	return e, true
