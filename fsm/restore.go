@@ -68,9 +68,12 @@ type restoreJob struct {
 	hasUnits bool
 	// tracking: the limits table has entries (usage is collected).
 	tracking bool
-	// rows are the stored rows in ID order and ids their IDs (substrings
-	// of the rows); scan chunk c fills [bound(c), bound(c+1)).
-	rows, ids []string
+	// rows are the stored rows in ID order; scan chunk c fills
+	// [bound(c), bound(c+1)). Their IDs are not listed beside them
+	// (rows.go's rowID reads one again): a second list of a million strings was
+	// 16 MB more at the restore's peak, and more for the collection
+	// between the two calls to mark.
+	rows []string
 	// books holds the planner bookings: scan chunk c appends to its own
 	// region [bound(c), bound(c+1)), and buildPlanner moves the regions
 	// together instead of copying them into a new list.
@@ -155,7 +158,7 @@ func prepareRestore(cfg Config, split splitSnapshot) (*restoreJob, error) {
 	}
 	j.tracking = len(s.lim.table) > 0
 	n := split.rows.len()
-	j.rows, j.ids = make([]string, n), make([]string, n)
+	j.rows = make([]string, n)
 	j.books = make([]planner.Booking, n)
 	return j, nil
 }
@@ -265,7 +268,7 @@ func (j *restoreJob) scanChunk(c int) {
 				}
 			}
 		}
-		j.rows[i], j.ids[i] = row, id
+		j.rows[i] = row
 		out.timers = s.timersFor(out.timers, &sc.rowMeta)
 		out.byState[st]++
 		if sc.hasPending {
@@ -489,11 +492,17 @@ func insertInOrder[T any](t *btree.BTreeG[T], items iter.Seq[T]) {
 func (j *restoreJob) buildTable() {
 	s := j.s
 	s.resv = newRowStore(len(j.rows))
-	for i, row := range j.rows {
+	for _, row := range j.rows {
 		// IDs are new and ascending: no old row to unlink.
-		s.resv.insert(j.ids[i], row)
+		s.resv.insert(rowID(row), row)
 	}
-	insertInOrder(s.ids, slices.Values(j.ids))
+	insertInOrder(s.ids, func(yield func(string) bool) {
+		for _, row := range j.rows {
+			if !yield(rowID(row)) {
+				return
+			}
+		}
+	})
 }
 
 // buildUsage builds the usage the limits need of every row, in bulk
