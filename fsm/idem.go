@@ -201,7 +201,7 @@ func (s *idemStore) appendRecord(owner, key []byte, at int64, result []byte) uin
 
 // idemLoadBuckets is log2 of the number of home-cell ranges load sorts
 // the records into before it indexes them: 4,096 ranges, so that the
-// index cells and tags of one range (a quarter million keys: 1,024 cells,
+// index cells and tags of one range (at a million keys: 1,024 cells,
 // 12 KiB) stay in cache while its records are placed.
 const idemLoadBuckets = 12
 
@@ -284,8 +284,10 @@ func (s *idemStore) load(raw fieldList, decode func([]byte) (idemRecord, error))
 	n := len(recs)
 	s.grow(n)
 	if !packed || len(s.index) > math.MaxUint32+1 {
-		// A record past the packed range (a log of gigabytes), or tags
-		// that no longer give the home cell (2^31 keys).
+		// A position past the packed range (an offset past a chunk of
+		// idemChunk bytes, in the room left after a larger record, or a
+		// log of gigabytes), or tags that no longer give the home cell
+		// (2^31 keys): indexed in order, as add does.
 		return s.indexInOrder(n, bad, badErr)
 	}
 	// 2. The records sorted by the range of their home cells.
