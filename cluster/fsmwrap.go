@@ -232,6 +232,10 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 	// The wall time of each call of the stage runner (the scan stages,
 	// then the build stages), for the log line.
 	var calls []time.Duration
+	// When the first call began and the last one ended, for the log
+	// line: what the restore spends before the stages (reading and
+	// splitting the snapshot, the resources and limits) and after them.
+	var firstCall, lastEnd time.Time
 	// gcOff: the collector is off for the build stages (pauseGC).
 	gcOff := false
 	defer func() {
@@ -242,6 +246,9 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 	if sr, ok := f.inner.(stagedRestorer); ok {
 		err = sr.RestoreWith(readCloser{tr, rc}, func(stages []func()) {
 			t := time.Now()
+			if len(calls) == 0 {
+				firstCall = t
+			}
 			if len(calls) == 1 {
 				// Between the scan and the build stages the snapshot's
 				// bytes (hundreds of MB at 1M rows) have become garbage,
@@ -266,7 +273,8 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 				gcOff = true
 			}
 			runConcurrently(stages)
-			calls = append(calls, time.Since(t).Round(time.Millisecond))
+			lastEnd = time.Now()
+			calls = append(calls, lastEnd.Sub(t).Round(time.Millisecond))
 		})
 	} else {
 		err = f.inner.Restore(readCloser{tr, rc})
@@ -308,7 +316,7 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 					"took", time.Since(collectStart).Round(time.Millisecond))
 			}
 		}()
-		f.logRestore(start, index, tr, calls, "beside start")
+		f.logRestore(start, index, tr, calls, firstCall, lastEnd, "beside start")
 		return nil
 	}
 	// Otherwise it runs here, before raft hands the FSM the entries after
@@ -322,7 +330,7 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 	collectStart := time.Now()
 	closingCollection(gcOff)
 	gcOff = false
-	f.logRestore(start, index, tr, calls, time.Since(collectStart).Round(time.Millisecond).String())
+	f.logRestore(start, index, tr, calls, firstCall, lastEnd, time.Since(collectStart).Round(time.Millisecond).String())
 	return nil
 }
 
@@ -366,16 +374,23 @@ func (f *trackedFSM) startTail(index uint64) (uint64, bool) {
 	return n - min(n, index), true
 }
 
-// logRestore writes the restore's log line; collect is how long its
-// closing collection took, or where it runs.
-func (f *trackedFSM) logRestore(start time.Time, index uint64, tr *timedReader, calls []time.Duration, collect string) {
+// logRestore writes the restore's log line; first and last are when the
+// first stage call began and the last one ended (zero: no staged
+// restore), collect is how long its closing collection took, or where it
+// runs.
+func (f *trackedFSM) logRestore(start time.Time, index uint64, tr *timedReader, calls []time.Duration, first, last time.Time, collect string) {
 	if f.log == nil {
 		return
 	}
 	took := time.Since(start)
+	var before, after time.Duration
+	if !first.IsZero() {
+		before, after = first.Sub(start), time.Since(last)
+	}
 	f.log.Info("restored snapshot", "index", index, "bytes", tr.n, "took", took.Round(time.Millisecond),
 		"read", tr.d.Round(time.Millisecond), "decode_and_rebuild", (took - tr.d).Round(time.Millisecond),
-		"stage_calls", calls, "collect", collect)
+		"before_calls", before.Round(time.Millisecond), "stage_calls", calls, "after_calls", after.Round(time.Millisecond),
+		"collect", collect)
 }
 
 // timedReader counts the bytes read and the time spent inside Read.

@@ -3,8 +3,10 @@ package fsm
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 )
@@ -171,6 +173,14 @@ func (s *idemStore) add(owner, key []byte, at int64, result []byte) bool {
 			return false
 		}
 	}
+	s.index[i], s.tags[i] = s.appendRecord(owner, key, at, result)+1, uint32(h)
+	s.n++
+	return true
+}
+
+// appendRecord appends a record to the log (not to the index) and
+// returns its position.
+func (s *idemStore) appendRecord(owner, key []byte, at int64, result []byte) uint64 {
 	need := 4*binary.MaxVarintLen64 + len(owner) + len(key) + len(result)
 	last := len(s.chunks) - 1
 	if last < 0 || cap(s.chunks[last])-len(s.chunks[last]) < need {
@@ -186,9 +196,167 @@ func (s *idemStore) add(owner, key []byte, at int64, result []byte) bool {
 	c = append(c, key...)
 	c = binary.AppendUvarint(c, uint64(len(result)))
 	s.chunks[last] = append(c, result...)
-	s.index[i], s.tags[i] = pos+1, uint32(h)
-	s.n++
-	return true
+	return pos
+}
+
+// idemLoadBuckets is log2 of the number of home-cell ranges load sorts
+// the records into before it indexes them: 4,096 ranges, so that the
+// index cells and tags of one range (at a million keys: 1,024 cells,
+// 12 KiB) stay in cache while its records are placed.
+const idemLoadBuckets = 12
+
+// idemPlace is a record as load indexes it: its hash tag and its
+// position, packed (chunk number << idemOffBits | offset).
+type idemPlace struct{ tag, pos uint32 }
+
+// idemOffBits is the width of the offset in idemPlace.pos: a chunk of
+// idemChunk bytes (a larger record starts its own chunk).
+const idemOffBits = 18
+
+// sortByRange orders xs by range(x) (less than 1<<idemLoadBuckets) in
+// place, by cycles of swaps (no second list of the records, which would
+// be megabytes more at the restore's peak); the order within a range is
+// not kept.
+func sortByRange[T any](xs []T, rangeOf func(T) uint32) {
+	var next, end [1 << idemLoadBuckets]int
+	for _, x := range xs {
+		end[rangeOf(x)]++
+	}
+	at := 0
+	for b := range end {
+		next[b] = at
+		at += end[b]
+		end[b] = at
+	}
+	for b := range next {
+		for next[b] < end[b] {
+			x := xs[next[b]]
+			for r := rangeOf(x); r != uint32(b); r = rangeOf(x) {
+				// x belongs in range r: put it there and take the one
+				// it displaces.
+				x, xs[next[r]] = xs[next[r]], x
+				next[r]++
+			}
+			xs[next[b]] = x
+			next[b]++
+		}
+	}
+}
+
+// load appends the records raw (encoded IdempotencyRecords, decoded by
+// decode) to an empty store whose index was sized for them (grow), as
+// adding them one by one in order would, and returns -1 and nil; or the
+// index of the first record that a scan in order refuses, for decode's
+// error or as a duplicate key, and that error (the records before it are
+// then stored).
+//
+// At a restore the records come by the hundred thousand, and adding them
+// one by one put each in a random cell of an index of tens of megabytes:
+// a cache miss or two per key, most of the time of the store's build.
+// load appends every record to the log first, sorts their positions by
+// the range of their home cells (one counting pass) and then places them
+// range by range, where the cells they probe are in cache. Which record
+// ends in which cell of a probe run depends on the order of placement
+// (the cells in use do not); lookups, deletions and snapshots do not
+// depend on it, only on the cells' contents being a valid table. A
+// duplicate key, found while placing, sends the whole index to be built
+// again in log order, which finds the first duplicate in log order.
+func (s *idemStore) load(raw fieldList, decode func([]byte) (idemRecord, error)) (int, error) {
+	if s.n != 0 || len(s.chunks) != 0 {
+		panic("fsm: idemStore.load on a store in use")
+	}
+	// 1. The log, and each record's hash tag and position (packed in 32
+	// bits: a chunk's number and the offset in it), in log order.
+	recs := make([]idemPlace, 0, raw.len())
+	packed := true
+	bad, badErr := -1, error(nil)
+	for i := range raw.len() {
+		e, err := decode(raw.get(i))
+		if err != nil {
+			bad, badErr = i, err
+			break
+		}
+		pos := s.appendRecord(e.owner, e.key, e.at, e.result)
+		chunk, off := pos>>32-uint64(s.first), uint32(pos)
+		packed = packed && chunk < 1<<(32-idemOffBits) && off < 1<<idemOffBits
+		recs = append(recs, idemPlace{tag: uint32(idemHash(e.owner, e.key)), pos: uint32(chunk)<<idemOffBits | off})
+	}
+	n := len(recs)
+	s.grow(n)
+	if !packed || len(s.index) > math.MaxUint32+1 {
+		// A position past the packed range (an offset past a chunk of
+		// idemChunk bytes, in the room left after a larger record, or a
+		// log of gigabytes), or tags that no longer give the home cell
+		// (2^31 keys): indexed in order, as add does.
+		return s.indexInOrder(n, bad, badErr)
+	}
+	// 2. The records sorted by the range of their home cells.
+	mask := uint32(len(s.index) - 1)
+	shift := bits.Len32(mask) - min(idemLoadBuckets, bits.Len32(mask))
+	sortByRange(recs, func(p idemPlace) uint32 { return (p.tag & mask) >> shift })
+	// 3. The index, range by range.
+	for _, p := range recs {
+		pos := uint64(s.first+p.pos>>idemOffBits)<<32 | uint64(p.pos&(1<<idemOffBits-1))
+		i := uint64(p.tag & mask)
+		for ; s.index[i] != 0; i = (i + 1) & uint64(mask) {
+			if s.tags[i] == p.tag && s.sameKey(s.index[i]-1, pos) {
+				clear(s.index)
+				clear(s.tags)
+				return s.indexInOrder(n, bad, badErr)
+			}
+		}
+		s.index[i], s.tags[i] = pos+1, p.tag
+	}
+	s.n = n
+	return bad, badErr
+}
+
+// indexInOrder indexes the first n records of the log (the index is
+// empty and sized for them) in log order, as add does; it returns the
+// index of the first duplicate key and its error, or bad and badErr.
+func (s *idemStore) indexInOrder(n, bad int, badErr error) (int, error) {
+	dup := -1
+	s.eachPos(n, func(i int, pos uint64) {
+		if dup >= 0 {
+			return
+		}
+		r := s.record(pos)
+		h := idemHash(r.owner, r.key)
+		mask := uint64(len(s.index) - 1)
+		k := h & mask
+		for ; s.index[k] != 0; k = (k + 1) & mask {
+			if s.tags[k] == uint32(h) && s.sameKey(s.index[k]-1, pos) {
+				dup = i
+				return
+			}
+		}
+		s.index[k], s.tags[k] = pos+1, uint32(h)
+		s.n++
+	})
+	if dup >= 0 {
+		return dup, errors.New("duplicate key")
+	}
+	return bad, badErr
+}
+
+// sameKey reports whether the records at a and b have the same owner and
+// key.
+func (s *idemStore) sameKey(a, b uint64) bool {
+	ra, rb := s.record(a), s.record(b)
+	return string(ra.owner) == string(rb.owner) && string(ra.key) == string(rb.key)
+}
+
+// eachPos calls f with the number and position of each of the first n
+// records of the log, in order.
+func (s *idemStore) eachPos(n int, f func(i int, pos uint64)) {
+	i := 0
+	for k, c := range s.chunks {
+		for off := 0; off < len(c) && i < n; i++ {
+			_, l := readIdemRecord(c[off:])
+			f(i, uint64(s.first+uint32(k))<<32|uint64(off))
+			off += l
+		}
+	}
 }
 
 // place puts pos in the first empty cell of the probe sequence of h.

@@ -68,9 +68,12 @@ type restoreJob struct {
 	hasUnits bool
 	// tracking: the limits table has entries (usage is collected).
 	tracking bool
-	// rows are the stored rows in ID order and ids their IDs (substrings
-	// of the rows); scan chunk c fills [bound(c), bound(c+1)).
-	rows, ids []string
+	// rows are the stored rows in ID order; scan chunk c fills
+	// [bound(c), bound(c+1)). Their IDs are not listed beside them
+	// (rows.go's rowID reads one again): a second list of a million strings was
+	// 16 MB more at the restore's peak, and more for the collection
+	// between the two calls to mark.
+	rows []string
 	// books holds the planner bookings: scan chunk c appends to its own
 	// region [bound(c), bound(c+1)), and buildPlanner moves the regions
 	// together instead of copying them into a new list.
@@ -154,8 +157,8 @@ func prepareRestore(cfg Config, split splitSnapshot) (*restoreJob, error) {
 		return nil, err
 	}
 	j.tracking = len(s.lim.table) > 0
-	n := len(split.rows)
-	j.rows, j.ids = make([]string, n), make([]string, n)
+	n := split.rows.len()
+	j.rows = make([]string, n)
 	j.books = make([]planner.Booking, n)
 	return j, nil
 }
@@ -184,7 +187,7 @@ func (j *restoreJob) scanStages() []func() {
 // alias the file's buffer), once the scan stages have copied what they
 // keep.
 func (j *restoreJob) dropInput() {
-	j.split.rows, j.split.idemRaw, j.split.idem = nil, nil, nil
+	j.split.rows, j.split.idemRaw, j.split.idem = fieldList{}, fieldList{}, nil
 }
 
 // buildStages returns the stages of the second call, longest first (so
@@ -219,14 +222,14 @@ func (j *restoreJob) scanChunk(c int) {
 	if lo > 0 && lo < hi {
 		// The ID before the chunk, for the order check of its first row
 		// (if that row is bad, the chunk before reports it).
-		if scanRow(string(raw[lo-1]), &sc) == nil {
+		if scanRow(string(raw.get(lo-1)), &sc) == nil {
 			prev = sc.id
 		}
 	}
 	for i := lo; i < hi; i++ {
 		// One copy per row: the string is the stored row, and its ID
 		// (a substring) the key.
-		row := string(raw[i])
+		row := string(raw.get(i))
 		if err := scanRow(row, &sc); err != nil {
 			out.err = badf("reservations[%d]: %v", i, err)
 			return
@@ -265,7 +268,7 @@ func (j *restoreJob) scanChunk(c int) {
 				}
 			}
 		}
-		j.rows[i], j.ids[i] = row, id
+		j.rows[i] = row
 		out.timers = s.timersFor(out.timers, &sc.rowMeta)
 		out.byState[st]++
 		if sc.hasPending {
@@ -316,11 +319,11 @@ func timerCmp(a, b timer) int {
 // one.
 func (j *restoreJob) checkIdem(c int) {
 	raw := j.split.idemRaw
-	lo, hi := len(raw)*c/checkChunks, len(raw)*(c+1)/checkChunks
+	lo, hi := raw.len()*c/checkChunks, raw.len()*(c+1)/checkChunks
 	j.checkErr[c] = idemErr{at: -1}
 	var check fsmv1.Result
 	for i := lo; i < hi; i++ {
-		if _, err := decodeIdemRecord(raw[i], &check); err != nil {
+		if _, err := decodeIdemRecord(raw.get(i), &check); err != nil {
 			j.checkErr[c] = idemErr{i, badf("idempotency[%d]: %v", i, err)}
 			return
 		}
@@ -411,18 +414,24 @@ func (j *restoreJob) buildIdem() {
 	// or new entry adds needs. At the key cap (the usual case on a busy
 	// node) that key would otherwise rebuild the whole index on the FSM
 	// goroutine, delaying the first apply after a restart.
-	idem.grow(len(raw) + 1)
-	for i, r := range raw {
-		e, err := decodeIdemRecord(r, nil)
-		if err != nil {
-			j.addErr = idemErr{i, badf("idempotency[%d]: %v", i, err)}
-			return
-		}
-		if !idem.add(e.owner, e.key, e.at, e.result) {
-			j.addErr = idemErr{i, badf("idempotency[%d]: duplicate key", i)}
-			return
-		}
+	idem.grow(raw.len() + 1)
+	if i, err := idem.load(raw, decodeIdemUnchecked); err != nil {
+		j.addErr = idemErr{i, badf("idempotency[%d]: %v", i, err)}
 	}
+}
+
+// decodeIdemUnchecked is decodeIdemRecord for buildIdem: checkIdem checks
+// every record as decodeIdemRecord does, so the store's build checks
+// neither the result nor (for a record as Persist writes it) the UTF-8 of
+// owner and key again. A record that only those checks refuse is then
+// refused by checkIdem at its index, which idemError reports unless the
+// build refused an earlier one (a duplicate key: a scan in order would
+// have refused it first too).
+func decodeIdemUnchecked(b []byte) (idemRecord, error) {
+	if e, ok := decodeIdemPersisted(b, false); ok {
+		return e, nil
+	}
+	return decodeIdemAny(b)
 }
 
 // buildTimers enters the rows' timers: s.timers. Each chunk's timers
@@ -483,11 +492,17 @@ func insertInOrder[T any](t *btree.BTreeG[T], items iter.Seq[T]) {
 func (j *restoreJob) buildTable() {
 	s := j.s
 	s.resv = newRowStore(len(j.rows))
-	for i, row := range j.rows {
+	for _, row := range j.rows {
 		// IDs are new and ascending: no old row to unlink.
-		s.resv.insert(j.ids[i], row)
+		s.resv.insert(rowID(row), row)
 	}
-	insertInOrder(s.ids, slices.Values(j.ids))
+	insertInOrder(s.ids, func(yield func(string) bool) {
+		for _, row := range j.rows {
+			if !yield(rowID(row)) {
+				return
+			}
+		}
+	})
 }
 
 // buildUsage builds the usage the limits need of every row, in bulk

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"strings"
 	"testing"
 	"testing/iotest"
 
@@ -50,10 +51,11 @@ func TestDecodeSplitMatchesDecodeSnapshot(t *testing.T) {
 	}
 	recs := full.Idempotency
 	full.Idempotency = nil
-	if len(split.rows) == 0 || len(split.rows) != len(full.GetReservations()) {
-		t.Fatalf("reservations: split %d, full %d", len(split.rows), len(full.GetReservations()))
+	if split.rows.len() == 0 || split.rows.len() != len(full.GetReservations()) {
+		t.Fatalf("reservations: split %d, full %d", split.rows.len(), len(full.GetReservations()))
 	}
-	for i, row := range split.rows {
+	for i := range split.rows.len() {
+		row := split.rows.get(i)
 		if want, _ := marshalOpts.Marshal(full.GetReservations()[i]); !bytes.Equal(row, want) {
 			t.Fatalf("reservations[%d]: split bytes differ from the full decode's encoding", i)
 		}
@@ -347,5 +349,29 @@ func TestRestoreLargeSnapshot(t *testing.T) {
 	}
 	if got := snapshotBytes(t, g); !bytes.Equal(got, snap) {
 		t.Fatalf("restored state snapshots to %d bytes that differ from the %d restored", len(got), len(snap))
+	}
+}
+
+// TestRestoreIdemFirstError checks that a record refused only for the
+// UTF-8 of its key (which the store's build leaves to the check stages)
+// is reported at its own index, before a later repeat of it that the
+// build refuses as a duplicate, whatever order the stages run in.
+func TestRestoreIdemFirstError(t *testing.T) {
+	ok := encResult(t, &fsmv1.Result{Status: OK, Version: 3})
+	var body []byte
+	for _, key := range []string{"a", "k\xff", "k\xff", "b"} {
+		body = append(body, idemField(strField(1, "o"), strField(2, key), resultField(ok))...)
+	}
+	backwards := func(stages []func()) {
+		for i := len(stages) - 1; i >= 0; i-- {
+			stages[i]()
+		}
+	}
+	for name, run := range map[string]StageRunner{"in order": nil, "backwards": backwards} {
+		h := keyedHarness(t)
+		err := h.f.RestoreWith(io.NopCloser(bytes.NewReader(frameBody(body))), run)
+		if !errors.Is(err, ErrBadSnapshot) || !strings.Contains(err.Error(), "idempotency[1]: field 2: invalid UTF-8") {
+			t.Fatalf("%s: Restore: %v, want idempotency[1]'s invalid UTF-8", name, err)
+		}
 	}
 }

@@ -262,9 +262,30 @@ const (
 // encoded in idemRaw, aliasing the file).
 type splitSnapshot struct {
 	msg     *fsmv1.Snapshot
-	rows    [][]byte
+	rows    fieldList
 	idem    *idemStore
-	idemRaw [][]byte
+	idemRaw fieldList
+}
+
+// fieldList lists occurrences of a length-delimited field in a body by
+// the offset of each one's tag: 8 bytes an item instead of a 24-byte
+// slice header (at 1M rows and 1.1M idempotency records, 34 MB less
+// while a restore holds the snapshot's bytes, its peak).
+type fieldList struct {
+	body []byte
+	at   []uint64
+}
+
+// len returns the number of items.
+func (l fieldList) len() int { return len(l.at) }
+
+// get returns the value of item i (aliasing the body). The item was
+// found by splitBody, so its tag and length are well formed.
+func (l fieldList) get(i int) []byte {
+	b := l.body[l.at[i]:]
+	_, _, n := protowire.ConsumeTag(b)
+	v, _ := protowire.ConsumeBytes(b[n:])
+	return v[:len(v):len(v)]
 }
 
 // decodeSplit is DecodeSnapshot for Restore: it leaves the reservations
@@ -287,7 +308,7 @@ func decodeSplit(b []byte) (splitSnapshot, error) {
 	if out.idem, err = decodeIdem(out.idemRaw); err != nil {
 		return out, err
 	}
-	out.idemRaw = nil
+	out.idemRaw = fieldList{}
 	return out, nil
 }
 
@@ -322,7 +343,8 @@ func splitBody(b []byte) (splitSnapshot, error) {
 		}
 		at += n + m
 	}
-	out.rows, out.idemRaw = make([][]byte, 0, nRows), make([][]byte, 0, nIdem)
+	out.rows = fieldList{body, make([]uint64, 0, nRows)}
+	out.idemRaw = fieldList{body, make([]uint64, 0, nIdem)}
 	msg := new(fsmv1.Snapshot)
 	merge := proto.UnmarshalOptions{Merge: true}
 	flush := func(run []byte) error {
@@ -342,11 +364,10 @@ func splitBody(b []byte) (splitSnapshot, error) {
 			if err := flush(body[runStart:at]); err != nil {
 				return out, err
 			}
-			v, _ := protowire.ConsumeBytes(body[at+n : at+n+m])
 			if num == snapshotIdemField {
-				out.idemRaw = append(out.idemRaw, v)
+				out.idemRaw.at = append(out.idemRaw.at, uint64(at))
 			} else {
-				out.rows = append(out.rows, v)
+				out.rows.at = append(out.rows.at, uint64(at))
 			}
 			runStart = at + n + m
 		}
@@ -361,18 +382,13 @@ func splitBody(b []byte) (splitSnapshot, error) {
 
 // decodeIdem decodes the encoded idempotency records raw into their
 // compact store, checking each.
-func decodeIdem(raw [][]byte) (*idemStore, error) {
+func decodeIdem(raw fieldList) (*idemStore, error) {
 	idem := new(idemStore)
-	idem.grow(len(raw))
+	idem.grow(raw.len())
 	var check fsmv1.Result
-	for i, r := range raw {
-		e, err := decodeIdemRecord(r, &check)
-		if err != nil {
-			return nil, badf("idempotency[%d]: %v", i, err)
-		}
-		if !idem.add(e.owner, e.key, e.at, e.result) {
-			return nil, badf("idempotency[%d]: duplicate key", i)
-		}
+	decode := func(b []byte) (idemRecord, error) { return decodeIdemRecord(b, &check) }
+	if i, err := idem.load(raw, decode); err != nil {
+		return nil, badf("idempotency[%d]: %v", i, err)
 	}
 	return idem, nil
 }
@@ -385,6 +401,72 @@ func decodeIdem(raw [][]byte) (*idemStore, error) {
 // the result does too unless the record repeats the field, whose
 // occurrences are then concatenated (merged).
 func decodeIdemRecord(b []byte, check *fsmv1.Result) (idemRecord, error) {
+	e, ok := decodeIdemPersisted(b, true)
+	if !ok {
+		var err error
+		if e, err = decodeIdemAny(b); err != nil {
+			return e, err
+		}
+	}
+	if check == nil || wellFormed(e.result, resultShape, 0) {
+		return e, nil
+	}
+	// Refused or beyond wellFormed: the generic decoder decides, and
+	// names the problem.
+	if err := proto.Unmarshal(e.result, check); err != nil {
+		return e, fmt.Errorf("result: %w", err)
+	}
+	return e, nil
+}
+
+// decodeIdemPersisted reads a record as Persist writes it (appendIdemRecord:
+// owner unless empty, a non-empty key, at_millis unless zero, result,
+// each once, in that order, nothing else), with valid UTF-8 in owner and
+// key unless checkUTF8 is false; ok is false for anything else, which
+// decodeIdemAny then reads. On such bytes the two give the same record:
+// the generic loop's work (a tag, a field value and a switch per field)
+// was a third of a record's decoding at a restore, which reads every
+// record twice.
+func decodeIdemPersisted(b []byte, checkUTF8 bool) (e idemRecord, ok bool) {
+	if len(b) > 0 && b[0] == 1<<3|byte(protowire.BytesType) {
+		v, n := protowire.ConsumeBytes(b[1:])
+		if n < 0 || len(v) == 0 {
+			return e, false
+		}
+		e.owner, b = v, b[1+n:]
+	}
+	if len(b) == 0 || b[0] != 2<<3|byte(protowire.BytesType) {
+		return e, false
+	}
+	v, n := protowire.ConsumeBytes(b[1:])
+	if n < 0 || len(v) == 0 {
+		return e, false
+	}
+	e.key, b = v, b[1+n:]
+	if len(b) > 0 && b[0] == 3<<3|byte(protowire.VarintType) {
+		x, n := protowire.ConsumeVarint(b[1:])
+		if n < 0 || x == 0 {
+			return e, false
+		}
+		e.at, b = int64(x), b[1+n:]
+	}
+	if len(b) == 0 || b[0] != 4<<3|byte(protowire.BytesType) {
+		return e, false
+	}
+	v, n = protowire.ConsumeBytes(b[1:])
+	if n < 0 || 1+n != len(b) {
+		return e, false
+	}
+	e.result = v[:len(v):len(v)]
+	if checkUTF8 && (!utf8.Valid(e.owner) || !utf8.Valid(e.key)) {
+		return e, false
+	}
+	return e, true
+}
+
+// decodeIdemAny is decodeIdemRecord's reading of any encoding, without
+// the check of the result.
+func decodeIdemAny(b []byte) (idemRecord, error) {
 	var e idemRecord
 	seenResult := false // an empty result message is encoded as zero bytes
 	merged := false
@@ -429,14 +511,6 @@ func decodeIdemRecord(b []byte, check *fsmv1.Result) (idemRecord, error) {
 	}
 	if len(e.key) == 0 || !seenResult {
 		return e, errors.New("empty key or result")
-	}
-	if check == nil || wellFormed(e.result, resultShape, 0) {
-		return e, nil
-	}
-	// Refused or beyond wellFormed: the generic decoder decides, and
-	// names the problem.
-	if err := proto.Unmarshal(e.result, check); err != nil {
-		return e, fmt.Errorf("result: %w", err)
 	}
 	return e, nil
 }

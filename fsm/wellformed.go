@@ -97,18 +97,38 @@ func wellFormed(b []byte, sh *msgShape, depth int) bool {
 		return false
 	}
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || num > protowire.MaxValidNumber {
-			// ConsumeTag takes numbers up to 2^31-1; the decoder refuses
-			// those past the largest valid one.
-			return false
+		var (
+			num protowire.Number
+			typ protowire.Type
+		)
+		if b[0] < 0x80 {
+			// A one-byte tag (fields 1 to 15), as most are: read here
+			// rather than by ConsumeTag, a call per field.
+			num, typ = protowire.Number(b[0]>>3), protowire.Type(b[0]&7)
+			b = b[1:]
+			if num == 0 {
+				return false
+			}
+		} else {
+			var n int
+			num, typ, n = protowire.ConsumeTag(b)
+			if n < 0 || num > protowire.MaxValidNumber {
+				// ConsumeTag takes numbers up to 2^31-1; the decoder
+				// refuses those past the largest valid one.
+				return false
+			}
+			b = b[n:]
 		}
-		b = b[n:]
 		fd := sh.field(num)
 		if fd.kind == 0 || !wireMatches(fd, typ) || typ != protowire.BytesType {
 			// An unknown field, or a known one the decoder keeps as
 			// unknown, or a scalar in its own wire type (wireMatches never
 			// matches a group): only its encoding can be wrong.
+			if typ == protowire.VarintType && len(b) > 0 && b[0] < 0x80 {
+				// A one-byte varint.
+				b = b[1:]
+				continue
+			}
 			m := protowire.ConsumeFieldValue(num, typ, b)
 			if m < 0 {
 				return false

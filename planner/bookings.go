@@ -1,6 +1,11 @@
 package planner
 
-import "iter"
+import (
+	"cmp"
+	"iter"
+	"math/bits"
+	"slices"
+)
 
 // entry is a live booking in 48 bytes: its ID, its window, its single
 // part inline (res is the resource's index in Planner.byIdx, or noRes for
@@ -350,4 +355,110 @@ func (h endHeap) fix(t *bookTable, i int) {
 	if !h.down(t, i) {
 		h.up(t, i)
 	}
+}
+
+// loadBuckets is log2 of the number of home-cell ranges addNew sorts the
+// IDs into before it indexes them: 4,096 ranges, so that the index cells
+// of one range (a million bookings: 512 cells, 2 KiB) stay in cache while
+// its IDs are placed.
+const loadBuckets = 12
+
+// loadID is one ID of addNew: the low half of its hash (which gives its
+// home cell, as the index has at most 1<<32 cells) and its number in the
+// batch; 8 bytes a booking.
+type loadID struct{ lo, i uint32 }
+
+// sortByRange orders xs by rangeOf(x) (less than 1<<loadBuckets) in
+// place, by cycles of swaps (no second list, which would be megabytes
+// more at the restore's peak); the order within a range is not kept.
+func sortByRange(xs []loadID, rangeOf func(loadID) uint32) (bounds [1<<loadBuckets + 1]int) {
+	var next [1 << loadBuckets]int
+	for _, x := range xs {
+		bounds[rangeOf(x)+1]++
+	}
+	for b := range next {
+		bounds[b+1] += bounds[b]
+		next[b] = bounds[b]
+	}
+	for b := range next {
+		for next[b] < bounds[b+1] {
+			x := xs[next[b]]
+			for r := rangeOf(x); r != uint32(b); r = rangeOf(x) {
+				// x belongs in range r: put it there and take the one
+				// it displaces.
+				x, xs[next[r]] = xs[next[r]], x
+				next[r]++
+			}
+			xs[next[b]] = x
+			next[b]++
+		}
+	}
+	return bounds
+}
+
+// addNew stores n bookings (id(i) and entryOf(i) give the i-th) in slots
+// hw, hw+1, … in order, as n calls of add would, and returns true; or,
+// when some ID is live already or given twice, or the table has free
+// slots to reuse, it changes nothing but the index's size and returns
+// false (the caller then adds them one by one, which finds the first
+// repeated ID in order).
+//
+// At a restore the IDs come by the million, and adding them one by one
+// put each in a random cell of an index of megabytes, where its probe
+// compared the ID with those of the bookings already in the cells: a
+// cache miss or two for the cell, and more for each record and ID it
+// compared. addNew finds repeated IDs by sorting the hashes instead, and
+// places the IDs range of home cells by range. Which slot ends in which
+// cell of a probe run depends on the order of placement (the cells in use
+// do not), and nothing the table answers or iterates depends on it.
+func (t *bookTable) addNew(n int, id func(i int) string, entryOf func(i int) entry) bool {
+	t.grow(n)
+	if t.free != noSlot || uint64(len(t.index)) > 1<<32 || uint64(t.hw)+uint64(n) >= 1<<32-1 {
+		return false
+	}
+	if t.n > 0 {
+		for i := range n {
+			if t.has(id(i)) {
+				return false
+			}
+		}
+	}
+	mask := uint32(len(t.index) - 1)
+	shift := bits.Len32(mask) - min(loadBuckets, bits.Len32(mask))
+	order := make([]loadID, n)
+	for i := range n {
+		order[i] = loadID{uint32(hashID(id(i))), uint32(i)}
+	}
+	bounds := sortByRange(order, func(l loadID) uint32 { return (l.lo & mask) >> shift })
+	// A repeated ID has the same hash: sorted by it within each range,
+	// repeats are neighbours (and so are a few other IDs, compared too).
+	for b := range 1 << loadBuckets {
+		r := order[bounds[b]:bounds[b+1]]
+		slices.SortFunc(r, func(x, y loadID) int { return cmp.Compare(x.lo, y.lo) })
+		for k := 1; k < len(r); k++ {
+			for m := k - 1; m >= 0 && r[m].lo == r[k].lo; m-- {
+				if id(int(r[m].i)) == id(int(r[k].i)) {
+					return false
+				}
+			}
+		}
+	}
+	base := t.hw
+	for i := range n {
+		s := base + uint32(i)
+		if int(s>>chunkBits) == len(t.chunks) {
+			t.chunks = append(t.chunks, new([1 << chunkBits]entry))
+		}
+		*t.at(s) = entryOf(i)
+	}
+	t.hw += uint32(n)
+	for _, l := range order {
+		c := l.lo & mask
+		for t.index[c] != 0 {
+			c = (c + 1) & mask
+		}
+		t.index[c] = base + l.i + 1
+	}
+	t.n += n
+	return true
 }

@@ -34,18 +34,36 @@ func (p *Planner) Load(bs []Booking) error {
 		return p.loadEach(bs)
 	}
 	// IDs first: each booking takes its slot in the table, as Book would.
-	slots := make([]uint32, len(bs))
-	p.bookings.grow(len(bs))
-	for i, b := range bs {
-		// One hash and one probe per ID for its check and its insertion
-		// (the index was sized above, so no rehash makes the cell stale):
-		// at a million bookings each probe is a cache miss or two.
-		_, ref, dup := p.bookings.probe(b.ID, hashID(b.ID))
-		if dup {
-			p.dropSlots(slots[:i])
-			return fmt.Errorf("load bookings[%d] %q: %w", i, b.ID, ErrDuplicateID)
+	// In bulk (addNew), booking i takes slot base+i and slots stays nil;
+	// otherwise slots lists them.
+	var slots []uint32
+	base := p.bookings.hw
+	slot := func(i int) uint32 {
+		if slots == nil {
+			return base + uint32(i)
 		}
-		slots[i] = p.bookings.addAt(newEntry(b.ID, parts[offs[i]:offs[i+1]], b.Start, b.End), ref)
+		return slots[i]
+	}
+	drop := func() {
+		for i := len(bs) - 1; i >= 0; i-- {
+			p.bookings.remove(slot(i))
+		}
+	}
+	if !p.bookings.addNew(len(bs), func(i int) string { return bs[i].ID }, func(i int) entry {
+		return newEntry(bs[i].ID, parts[offs[i]:offs[i+1]], bs[i].Start, bs[i].End)
+	}) {
+		slots = make([]uint32, len(bs))
+		for i, b := range bs {
+			// One hash and one probe per ID for its check and its
+			// insertion (addNew sized the index, so no rehash makes
+			// the cell stale).
+			_, ref, dup := p.bookings.probe(b.ID, hashID(b.ID))
+			if dup {
+				p.dropSlots(slots[:i])
+				return fmt.Errorf("load bookings[%d] %q: %w", i, b.ID, ErrDuplicateID)
+			}
+			slots[i] = p.bookings.addAt(newEntry(b.ID, parts[offs[i]:offs[i+1]], b.Start, b.End), ref)
+		}
 	}
 	// Per resource (by idx): the booked amount's change points, two per
 	// part, counted first so that each list is allocated once.
@@ -73,15 +91,15 @@ func (p *Planner) Load(bs []Booking) error {
 		}
 		blocks, err := subtractBooked(r.tl.Blocks(p.origin, MaxTime), edges[r.idx])
 		if err != nil {
-			p.dropSlots(slots)
+			drop()
 			return fmt.Errorf("load: resource %q %w", name, err)
 		}
 		free[r.idx] = blocks
 	}
 	// Everything fits: link the bookings and install the timelines.
-	p.expiry = slices.Grow(p.expiry, len(slots))
-	for i, s := range slots {
-		p.link(s, parts[offs[i]:offs[i+1]])
+	p.expiry = slices.Grow(p.expiry, len(bs))
+	for i := range bs {
+		p.link(slot(i), parts[offs[i]:offs[i+1]])
 	}
 	for idx, blocks := range free {
 		if blocks != nil {
@@ -149,9 +167,9 @@ func subtractBooked(cur []Block, edges []edge) ([]Block, error) {
 
 // resolveAll validates every booking of bs and returns their resolved
 // parts, concatenated: booking i's are parts[offs[i]:offs[i+1]].
-func (p *Planner) resolveAll(bs []Booking) (parts []resPart, offs []int, err error) {
+func (p *Planner) resolveAll(bs []Booking) (parts []resPart, offs []uint32, err error) {
 	parts = make([]resPart, 0, len(bs))
-	offs = make([]int, 1, len(bs)+1)
+	offs = make([]uint32, 1, len(bs)+1)
 	for i, b := range bs {
 		if b.ID == "" {
 			return nil, nil, &FieldError{Field: fmt.Sprintf("bookings[%d].id", i), Reason: "must not be empty"}
@@ -164,7 +182,10 @@ func (p *Planner) resolveAll(bs []Booking) (parts []resPart, offs []int, err err
 			return nil, nil, fmt.Errorf("load bookings[%d]: %w", i, err)
 		}
 		parts = append(parts, rps...)
-		offs = append(offs, len(parts))
+		if len(parts) > math.MaxUint32 {
+			return nil, nil, fmt.Errorf("load bookings[%d]: more than %d parts in one Load", i, uint32(math.MaxUint32))
+		}
+		offs = append(offs, uint32(len(parts)))
 	}
 	return parts, offs, nil
 }

@@ -45,6 +45,7 @@ func main() {
 	mem := flag.String("memprofile", "", "write a heap profile of the restored ledger here (after a collection)")
 	stages := flag.String("stages", "concurrent", "how to run the restore's independent stages: concurrent, concurrent-gc (a collection between scan and build) or in-order")
 	replay := flag.Bool("replay", false, "profile the replay of the log entries after the snapshot instead of the restore")
+	times := flag.Bool("stagetimes", false, "print the wall time of each restore stage and of each call of the stage runner")
 	flag.Parse()
 	var runner fsm.StageRunner
 	switch *stages {
@@ -65,6 +66,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "restoreprof: -stages: want concurrent or in-order")
 		os.Exit(2)
 	}
+	if *times {
+		runner = timeStages(runner)
+	}
 	if *replay {
 		if err := runReplay(*dir, *cpu, runner); err != nil {
 			fmt.Fprintln(os.Stderr, "restoreprof:", err)
@@ -75,6 +79,49 @@ func main() {
 	if err := run(*dir, *cpu, *mem, runner); err != nil {
 		fmt.Fprintln(os.Stderr, "restoreprof:", err)
 		os.Exit(1)
+	}
+}
+
+// restoreStart is when the timed restore began (see timeStages).
+var restoreStart time.Time
+
+// timeStages wraps run (nil: in order) so that it prints, for each call,
+// the time since the previous call returned (for the first call: since
+// the restore began, the split of the snapshot and the resources), the
+// call's wall time and each stage's.
+func timeStages(run fsm.StageRunner) fsm.StageRunner {
+	var last time.Time
+	call := 0
+	return func(stages []func()) {
+		if call == 0 {
+			last = restoreStart
+		}
+		call++
+		start := time.Now()
+		walls := make([]time.Duration, len(stages))
+		timed := make([]func(), len(stages))
+		for i, f := range stages {
+			timed[i] = func() {
+				t := time.Now()
+				f()
+				walls[i] = time.Since(t)
+			}
+		}
+		if run == nil {
+			for _, f := range timed {
+				f()
+			}
+		} else {
+			run(timed)
+		}
+		end := time.Now()
+		fmt.Printf("restoreprof: call %d: %s after the previous, %s wall; stages", call,
+			start.Sub(last).Round(time.Millisecond), end.Sub(start).Round(time.Millisecond))
+		for _, w := range walls {
+			fmt.Printf(" %s", w.Round(time.Millisecond))
+		}
+		fmt.Println()
+		last = time.Now()
 	}
 }
 
@@ -130,6 +177,7 @@ func run(dir, cpuFile, memFile string, runner fsm.StageRunner) error {
 		defer f.Close()
 	}
 	t1, cpu1 := time.Now(), cpuTime()
+	restoreStart = t1
 	l, err := fsm.New(fsm.Config{})
 	if err != nil {
 		return err
