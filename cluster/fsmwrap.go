@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -218,13 +220,30 @@ func (f *trackedFSM) Snapshot() (raft.FSMSnapshot, error) {
 func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 	start := time.Now()
 	tr := &timedReader{r: rc}
+	// body is what the application FSM reads: the stream after the
+	// header, or the mapped file's bytes after it (snapmap.go).
+	var body io.ReadCloser = readCloser{tr, rc}
+	if sf, ok := rc.(*snapshotFile); ok {
+		if _, staged := f.inner.(stagedRestorer); staged {
+			data, release, err := sf.mapState()
+			switch {
+			case err == nil && len(data) >= 16:
+				tr = &timedReader{r: bytes.NewReader(data[:16]), n: int64(len(data)) - 16, d: time.Since(start)}
+				body = &mappedBody{Reader: bytes.NewReader(data[16:]), data: data[16:], release: release, closer: rc}
+			case err == nil:
+				release() // too short: the stream's read refuses it
+			case f.log != nil && !errors.Is(err, errNoMapping):
+				f.log.Warn("snapshot not mapped, reading it", "error", err)
+			}
+		}
+	}
 	var hdr [16]byte
 	if _, err := io.ReadFull(tr, hdr[:]); err != nil {
-		rc.Close()
+		body.Close()
 		return fmt.Errorf("cluster: read snapshot header: %w", err)
 	}
 	if [8]byte(hdr[:8]) != snapMagic {
-		rc.Close()
+		body.Close()
 		return fmt.Errorf("cluster: not a ledgerd snapshot (bad magic %q)", hdr[:8])
 	}
 	index := binary.BigEndian.Uint64(hdr[8:])
@@ -244,7 +263,7 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 		}
 	}()
 	if sr, ok := f.inner.(stagedRestorer); ok {
-		err = sr.RestoreWith(readCloser{tr, rc}, func(stages []func()) {
+		err = sr.RestoreWith(body, func(stages []func()) {
 			t := time.Now()
 			if len(calls) == 0 {
 				firstCall = t
@@ -277,7 +296,7 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 			calls = append(calls, lastEnd.Sub(t).Round(time.Millisecond))
 		})
 	} else {
-		err = f.inner.Restore(readCloser{tr, rc})
+		err = f.inner.Restore(body)
 	}
 	if err != nil {
 		return err

@@ -273,9 +273,15 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 // may spread them over several cores. See StageRunner.
 func (f *FSM) RestoreWith(rc io.ReadCloser, run StageRunner) error {
 	defer rc.Close()
-	data, err := readSnapshot(rc)
-	if err != nil {
-		return fmt.Errorf("restore: read: %w", err)
+	var data []byte
+	var release func()
+	if m, ok := rc.(SnapshotBytes); ok {
+		data, release = m.SnapshotBytes(), m.ReleaseSnapshotBytes
+	} else {
+		var err error
+		if data, err = readSnapshot(rc); err != nil {
+			return fmt.Errorf("restore: read: %w", err)
+		}
 	}
 	parts, err := splitBody(data)
 	if err != nil {
@@ -293,6 +299,12 @@ func (f *FSM) RestoreWith(rc io.ReadCloser, run StageRunner) error {
 		return fmt.Errorf("restore: %w", err)
 	}
 	j.dropInput()
+	if release != nil {
+		// Nothing of the state refers to the snapshot's bytes: the scan
+		// copied out what it keeps. The build stages allocate the state;
+		// giving the bytes back first keeps the peak lower.
+		release()
+	}
 	run(j.buildStages())
 	st, err := j.finish()
 	if err != nil {
@@ -303,6 +315,19 @@ func (f *FSM) RestoreWith(rc io.ReadCloser, run StageRunner) error {
 	f.wakeLocked()
 	f.mu.Unlock()
 	return nil
+}
+
+// SnapshotBytes is a snapshot stream whose whole content is already in
+// memory, such as a snapshot file mapped read-only: RestoreWith scans those
+// bytes in place instead of reading them into a buffer of its own.
+// Scanning reads the bytes and copies out what the state keeps, so once
+// the scan stages have returned RestoreWith calls ReleaseSnapshotBytes;
+// it never touches the bytes after that, nor after it returns. A restore
+// refused before that point only closes the stream: Close must release
+// the bytes too, and a release must be safe to repeat.
+type SnapshotBytes interface {
+	SnapshotBytes() []byte
+	ReleaseSnapshotBytes()
 }
 
 // readSnapshot reads a whole snapshot file into a buffer sized from the
