@@ -62,6 +62,10 @@ type trackedFSM struct {
 	restored atomic.Uint64
 	// log, if set, receives one line per restore with its timings.
 	log *slog.Logger
+	// snaps, if set, is the node's snapshot store, whose files a restore
+	// maps instead of reading their stream (snapmap.go). Set before raft
+	// starts.
+	snaps *mappedSnapshotStore
 
 	// startLog, set by a one-server node while raft restores the newest
 	// snapshot on startup (NewRaft), returns the index of the last entry
@@ -220,33 +224,25 @@ func (f *trackedFSM) Snapshot() (raft.FSMSnapshot, error) {
 func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 	start := time.Now()
 	tr := &timedReader{r: rc}
-	// body is what the application FSM reads: the stream after the
-	// header, or the mapped file's bytes after it (snapmap.go).
-	var body io.ReadCloser = readCloser{tr, rc}
-	if sf, ok := rc.(*snapshotFile); ok {
-		if _, staged := f.inner.(stagedRestorer); staged {
-			data, release, err := sf.mapState()
-			switch {
-			case err == nil && len(data) >= 16:
-				tr = &timedReader{r: bytes.NewReader(data[:16]), n: int64(len(data)) - 16, d: time.Since(start)}
-				body = &mappedBody{Reader: bytes.NewReader(data[16:]), data: data[16:], release: release, closer: rc}
-			case err == nil:
-				release() // too short: the stream's read refuses it
-			case f.log != nil && !errors.Is(err, errNoMapping):
-				f.log.Warn("snapshot not mapped, reading it", "error", err)
-			}
-		}
-	}
 	var hdr [16]byte
 	if _, err := io.ReadFull(tr, hdr[:]); err != nil {
-		body.Close()
+		rc.Close()
 		return fmt.Errorf("cluster: read snapshot header: %w", err)
 	}
 	if [8]byte(hdr[:8]) != snapMagic {
-		body.Close()
+		rc.Close()
 		return fmt.Errorf("cluster: not a ledgerd snapshot (bad magic %q)", hdr[:8])
 	}
 	index := binary.BigEndian.Uint64(hdr[8:])
+	// body is what the application FSM reads: the rest of the stream, or
+	// the rest of the mapped file (snapmap.go).
+	body, mapped := f.mappedBody(rc, hdr, start)
+	if !mapped {
+		body = readCloser{tr, rc}
+	} else {
+		tr.n += int64(len(body.(*mappedBody).data))
+		tr.d, tr.mapped = time.Since(start), true
+	}
 	var err error
 	// The wall time of each call of the stage runner (the scan stages,
 	// then the build stages), for the log line.
@@ -353,6 +349,39 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
+// mappedBody returns the snapshot rc streams, after the header hdr, as
+// the bytes of its mapped file (snapmap.go), when the node's store opened
+// it, the application FSM restores in stages (the ledger's scans bytes in
+// place), and the file maps.
+func (f *trackedFSM) mappedBody(rc io.ReadCloser, hdr [16]byte, start time.Time) (io.ReadCloser, bool) {
+	if f.snaps == nil {
+		return nil, false
+	}
+	if _, staged := f.inner.(stagedRestorer); !staged {
+		return nil, false
+	}
+	sf := f.snaps.claim(binary.BigEndian.Uint64(hdr[8:]), int64(len(hdr)))
+	if sf == nil {
+		return nil, false
+	}
+	data, release, err := sf.mapState()
+	switch {
+	case err != nil:
+		if f.log != nil && !errors.Is(err, errNoMapping) {
+			f.log.Warn("snapshot not mapped, reading it", "error", err)
+		}
+		return nil, false
+	case len(data) < len(hdr) || [16]byte(data[:16]) != hdr:
+		// Not the file the stream reads: read the stream.
+		release()
+		if f.log != nil {
+			f.log.Warn("snapshot not mapped, reading it", "error", "the mapped file does not start with the stream's header")
+		}
+		return nil, false
+	}
+	return &mappedBody{Reader: bytes.NewReader(data[16:]), data: data[16:], release: release, closer: rc}, true
+}
+
 // closingCollection is a restore's closing collection: one forced cycle
 // that returns the freed pages, then the end of the restore's collector
 // pause (off), after the cycle, so that the goal is set from the restored
@@ -407,7 +436,7 @@ func (f *trackedFSM) logRestore(start time.Time, index uint64, tr *timedReader, 
 		before, after = first.Sub(start), time.Since(last)
 	}
 	f.log.Info("restored snapshot", "index", index, "bytes", tr.n, "took", took.Round(time.Millisecond),
-		"read", tr.d.Round(time.Millisecond), "decode_and_rebuild", (took - tr.d).Round(time.Millisecond),
+		"read", tr.d.Round(time.Millisecond), "mapped", tr.mapped, "decode_and_rebuild", (took - tr.d).Round(time.Millisecond),
 		"before_calls", before.Round(time.Millisecond), "stage_calls", calls, "after_calls", after.Round(time.Millisecond),
 		"collect", collect)
 }
@@ -417,6 +446,9 @@ type timedReader struct {
 	r io.Reader
 	n int64
 	d time.Duration
+	// mapped: the bytes after the header were mapped (n and d count
+	// the mapping), not read.
+	mapped bool
 }
 
 func (t *timedReader) Read(p []byte) (int, error) {

@@ -267,7 +267,9 @@ func (n *Node) createRaft() error {
 		lastLog := ls.LastIndex
 		n.fsm.startLog.Store(&lastLog)
 	}
-	r, err := raft.NewRaft(rc, n.fsm, logs, store, newMappedSnapshotStore(snaps, cfg.DataDir), n.trans)
+	mapped := newMappedSnapshotStore(snaps, cfg.DataDir)
+	n.fsm.snaps = mapped
+	r, err := raft.NewRaft(rc, n.fsm, logs, store, mapped, n.trans)
 	n.fsm.startLog.Store(nil)
 	if err != nil {
 		return fmt.Errorf("cluster: start raft: %w", err)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 )
@@ -24,11 +25,18 @@ type mappedSnapshotStore struct {
 	// dir is the store's snapshots directory: state files are
 	// dir/<id>/state.bin (raft's layout).
 	dir string
+
+	// open holds the snapshots opened and not closed yet. Raft hands the
+	// FSM its own wrapper of the stream Open returns (it counts the bytes
+	// for its progress log), so the restore finds its file here (claim).
+	mu   sync.Mutex
+	open map[*snapshotFile]struct{}
 }
 
 // newMappedSnapshotStore wraps inner, a file store made on dataDir.
 func newMappedSnapshotStore(inner *raft.FileSnapshotStore, dataDir string) *mappedSnapshotStore {
-	return &mappedSnapshotStore{FileSnapshotStore: inner, dir: filepath.Join(dataDir, "snapshots")}
+	return &mappedSnapshotStore{FileSnapshotStore: inner, dir: filepath.Join(dataDir, "snapshots"),
+		open: make(map[*snapshotFile]struct{})}
 }
 
 // Open implements raft.SnapshotStore: raft's Open (which checks the
@@ -38,18 +46,65 @@ func (s *mappedSnapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser
 	if err != nil {
 		return nil, nil, err
 	}
-	return meta, &snapshotFile{ReadCloser: rc, path: filepath.Join(s.dir, id, "state.bin"), size: meta.Size}, nil
+	f := &snapshotFile{ReadCloser: rc, path: filepath.Join(s.dir, id, "state.bin"), size: meta.Size,
+		index: meta.Index, store: s}
+	s.mu.Lock()
+	s.open[f] = struct{}{}
+	s.mu.Unlock()
+	return meta, f, nil
+}
+
+// claim returns the open snapshot of the given index whose stream has
+// given exactly its first n bytes (the node's header, which the restore
+// has just read), or nil if there is no such snapshot or more than one
+// (a save streaming the same snapshot out has read more, or nothing).
+func (s *mappedSnapshotStore) claim(index uint64, n int64) *snapshotFile {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var found *snapshotFile
+	for f := range s.open {
+		if f.index != index || f.read.Load() != n || f.claimed {
+			continue
+		}
+		if found != nil {
+			return nil
+		}
+		found = f
+	}
+	if found != nil {
+		found.claimed = true
+	}
+	return found
+}
+
+// forget removes f from the open snapshots.
+func (s *mappedSnapshotStore) forget(f *snapshotFile) {
+	s.mu.Lock()
+	delete(s.open, f)
+	s.mu.Unlock()
 }
 
 // snapshotFile is an opened snapshot: the stream raft reads, and the path
 // of its state file, which mapState maps instead.
 type snapshotFile struct {
 	io.ReadCloser
-	path string
-	size int64
+	path  string
+	size  int64
+	index uint64
+	store *mappedSnapshotStore
+	// read counts the bytes read from the stream.
+	read atomic.Int64
 
-	mu    sync.Mutex
-	unmap func() error
+	mu      sync.Mutex
+	claimed bool // under store.mu
+	unmap   func() error
+}
+
+// Read reads the stream, counting.
+func (f *snapshotFile) Read(p []byte) (int, error) {
+	n, err := f.ReadCloser.Read(p)
+	f.read.Add(int64(n))
+	return n, err
 }
 
 // errNoMapping: this platform does not map files; the stream is read.
@@ -83,6 +138,7 @@ func (f *snapshotFile) release() {
 
 // Close releases the mapping, if any, and closes the stream.
 func (f *snapshotFile) Close() error {
+	f.store.forget(f)
 	f.release()
 	return f.ReadCloser.Close()
 }

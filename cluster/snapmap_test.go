@@ -92,14 +92,35 @@ func TestMappedSnapshotRestore(t *testing.T) {
 	}
 
 	// The mapped file, through the node's store.
-	_, rc, err = newMappedSnapshotStore(files, dir).Open(sink.ID())
+	store := newMappedSnapshotStore(files, dir)
+	_, rc, err = store.Open(sink.ID())
 	if err != nil {
+		t.Fatal(err)
+	}
+	// A save streaming the same snapshot out at the same time: the
+	// restore must not take its file for its own.
+	_, other, err := store.Open(sink.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(other, make([]byte, 100)); err != nil {
 		t.Fatal(err)
 	}
 	mapped := &inPlaceProbe{FSM: mustLedger(t)}
 	tracked := newTrackedFSM(mapped)
-	if err := tracked.Restore(rc); err != nil {
+	tracked.snaps = store
+	// Raft hands the FSM its own wrapper of the store's stream.
+	if err := tracked.Restore(opaque{rc}); err != nil {
 		t.Fatal(err)
+	}
+	if other.(*snapshotFile).claimed {
+		t.Fatal("the restore claimed the file a save was streaming")
+	}
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(store.open); n != 0 {
+		t.Fatalf("%d snapshots still listed open after both were closed", n)
 	}
 	if runtime.GOOS == "linux" && !mapped.inPlace {
 		t.Fatal("on Linux the restore read the stream instead of the mapped file")
@@ -116,6 +137,9 @@ func TestMappedSnapshotRestore(t *testing.T) {
 		t.Fatalf("restored index %d, want %d", got, len(cmds))
 	}
 }
+
+// opaque hides the stream's type, as raft's byte-counting wrapper does.
+type opaque struct{ io.ReadCloser }
 
 func mustLedger(t *testing.T) *fsm.FSM {
 	t.Helper()
