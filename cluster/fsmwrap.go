@@ -236,11 +236,10 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 	index := binary.BigEndian.Uint64(hdr[8:])
 	// body is what the application FSM reads: the rest of the stream, or
 	// the rest of the mapped file (snapmap.go).
-	body, mapped := f.mappedBody(rc, hdr, start)
-	if !mapped {
-		body = readCloser{tr, rc}
-	} else {
-		tr.n += int64(len(body.(*mappedBody).data))
+	var body io.ReadCloser = readCloser{tr, rc}
+	if mb := f.mapSnapshot(rc, hdr); mb != nil {
+		body = mb
+		tr.n += int64(len(mb.data))
 		tr.d, tr.mapped = time.Since(start), true
 	}
 	var err error
@@ -349,37 +348,34 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
-// mappedBody returns the snapshot rc streams, after the header hdr, as
+// mapSnapshot returns the snapshot rc streams, after the header hdr, as
 // the bytes of its mapped file (snapmap.go), when the node's store opened
 // it, the application FSM restores in stages (the ledger's scans bytes in
-// place), and the file maps.
-func (f *trackedFSM) mappedBody(rc io.ReadCloser, hdr [16]byte, start time.Time) (io.ReadCloser, bool) {
+// place), and the file maps; nil otherwise (the stream is read).
+func (f *trackedFSM) mapSnapshot(rc io.ReadCloser, hdr [16]byte) *mappedBody {
 	if f.snaps == nil {
-		return nil, false
+		return nil
 	}
 	if _, staged := f.inner.(stagedRestorer); !staged {
-		return nil, false
+		return nil
 	}
 	sf := f.snaps.claim(binary.BigEndian.Uint64(hdr[8:]), int64(len(hdr)))
 	if sf == nil {
-		return nil, false
+		return nil
 	}
 	data, release, err := sf.mapState()
-	switch {
-	case err != nil:
+	if err == nil && (len(data) < len(hdr) || [16]byte(data[:16]) != hdr) {
+		// Not the file the stream reads.
+		release()
+		err = errors.New("the mapped file does not start with the stream's header")
+	}
+	if err != nil {
 		if f.log != nil && !errors.Is(err, errNoMapping) {
 			f.log.Warn("snapshot not mapped, reading it", "error", err)
 		}
-		return nil, false
-	case len(data) < len(hdr) || [16]byte(data[:16]) != hdr:
-		// Not the file the stream reads: read the stream.
-		release()
-		if f.log != nil {
-			f.log.Warn("snapshot not mapped, reading it", "error", "the mapped file does not start with the stream's header")
-		}
-		return nil, false
+		return nil
 	}
-	return &mappedBody{Reader: bytes.NewReader(data[16:]), data: data[16:], release: release, closer: rc}, true
+	return &mappedBody{Reader: bytes.NewReader(data[16:]), data: data[16:], release: release, closer: rc}
 }
 
 // closingCollection is a restore's closing collection: one forced cycle

@@ -181,13 +181,9 @@ func (l *limitState) account(owner string, m *rowMeta, parts, pend []scanPart, s
 		// everywhere (with a pending shape, a usage may pass through 0
 		// between two of its changes, and is only dropped at the end).
 		for _, p := range parts {
-			k := limitKey{owner, p.resource}
-			u, ok := l.find(owner, p.resource)
-			if !ok {
-				u = l.create(owner, p.resource)
-			}
+			u := l.useOf(owner, p.resource)
 			if u.add(m.start, m.end, sign*p.amount); u.empty() {
-				l.drop(k, u)
+				l.drop(limitKey{owner, p.resource}, u)
 			}
 		}
 		return

@@ -44,11 +44,6 @@ func (p *Planner) Load(bs []Booking) error {
 		}
 		return slots[i]
 	}
-	drop := func() {
-		for i := len(bs) - 1; i >= 0; i-- {
-			p.bookings.remove(slot(i))
-		}
-	}
 	if !p.bookings.addNew(len(bs), func(i int) string { return bs[i].ID }, func(i int) entry {
 		return newEntry(bs[i].ID, parts[offs[i]:offs[i+1]], bs[i].Start, bs[i].End)
 	}) {
@@ -59,7 +54,7 @@ func (p *Planner) Load(bs []Booking) error {
 			// the cell stale).
 			_, ref, dup := p.bookings.probe(b.ID, hashID(b.ID))
 			if dup {
-				p.dropSlots(slots[:i])
+				p.dropSlots(i, slot)
 				return fmt.Errorf("load bookings[%d] %q: %w", i, b.ID, ErrDuplicateID)
 			}
 			slots[i] = p.bookings.addAt(newEntry(b.ID, parts[offs[i]:offs[i+1]], b.Start, b.End), ref)
@@ -91,7 +86,7 @@ func (p *Planner) Load(bs []Booking) error {
 		}
 		blocks, err := subtractBooked(r.tl.Blocks(p.origin, MaxTime), edges[r.idx])
 		if err != nil {
-			drop()
+			p.dropSlots(len(bs), slot)
 			return fmt.Errorf("load: resource %q %w", name, err)
 		}
 		free[r.idx] = blocks
@@ -112,10 +107,11 @@ func (p *Planner) Load(bs []Booking) error {
 	return nil
 }
 
-// dropSlots frees table slots a failed Load took, last first.
-func (p *Planner) dropSlots(slots []uint32) {
-	for _, s := range slices.Backward(slots) {
-		p.bookings.remove(s)
+// dropSlots frees the table slots slot(0), …, slot(n-1) that a failed
+// Load took, last first.
+func (p *Planner) dropSlots(n int, slot func(i int) uint32) {
+	for i := n - 1; i >= 0; i-- {
+		p.bookings.remove(slot(i))
 	}
 }
 

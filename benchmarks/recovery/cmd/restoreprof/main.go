@@ -82,7 +82,8 @@ func main() {
 	}
 }
 
-// restoreStart is when the timed restore began (see timeStages).
+// restoreStart is when the timed restore began (see timeStages): run and
+// runReplay set it just before they restore.
 var restoreStart time.Time
 
 // timeStages wraps run (nil: in order) so that it prints, for each call,
@@ -234,6 +235,7 @@ func runReplay(dir, cpuFile string, runner fsm.StageRunner) error {
 		return err
 	}
 	t0 := time.Now()
+	restoreStart = t0
 	l, err := recovery.RestoreSnapshot(snap, runner)
 	if err != nil {
 		return err
