@@ -250,6 +250,10 @@ func runReplay(dir, cpuFile string, runner fsm.StageRunner) error {
 	if err != nil {
 		return err
 	}
+	var dataBytes int
+	for _, e := range tail.Entries {
+		dataBytes += len(e.Data)
+	}
 	// As the node does after a restore (cluster's trackedFSM.Restore):
 	// one collection, so the replay does not pay for the restore's garbage.
 	debug.FreeOSMemory()
@@ -277,10 +281,11 @@ func runReplay(dir, cpuFile string, runner fsm.StageRunner) error {
 	}
 	fmt.Printf("restoreprof: snapshot %s at %d restored in %s; log tail read in %s\n",
 		snap.ID, snap.Index, restored.Round(time.Millisecond), tail.Read.Round(time.Millisecond))
-	fmt.Printf("restoreprof: replay of %d entries (%d commands, %d groups, %d operations of which %d keyed, %d batches): %s wall, %s CPU "+
-		"(%.1f us CPU per entry, %.2f us per operation), %d GC cycles, %d MiB allocated\n",
-		st.Entries, st.Commands, ops.Groups, ops.Operations, ops.Keyed, st.Batches, took.Round(time.Millisecond), cpu.Round(time.Millisecond),
+	fmt.Printf("restoreprof: replay of %d entries (%d commands, %d groups, %d operations of which %d keyed, %d batches, %.1f MiB of entry data): %s wall, %s CPU "+
+		"(%.1f us CPU per entry, %.2f us per operation, %.2f us per KiB), %d GC cycles, %d MiB allocated\n",
+		st.Entries, st.Commands, ops.Groups, ops.Operations, ops.Keyed, st.Batches, float64(dataBytes)/(1<<20), took.Round(time.Millisecond), cpu.Round(time.Millisecond),
 		float64(cpu.Nanoseconds())/1e3/float64(max(st.Entries, 1)), float64(cpu.Nanoseconds())/1e3/float64(max(ops.Operations, 1)),
+		float64(cpu.Nanoseconds())/1e3/max(float64(dataBytes)/1024, 1),
 		gc1.NumGC-gc0.NumGC, (gc1.TotalAlloc-gc0.TotalAlloc)>>20)
 	fmt.Printf("restoreprof: replayed state: applied index %d (last entry %d), %d reservations, %d bookings, %d idempotency keys\n",
 		l.AppliedIndex(), st.LastIndex, rows, stats.Bookings, stats.IdempotencyKeys)
