@@ -282,6 +282,7 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 		SnapshotInterval:   time.Duration(a.cfg.SnapshotInterval),
 		TrailingLogs:       a.cfg.TrailingLogs,
 		SnapshotOnShutdown: a.cfg.SnapshotOnShutdown,
+		SnapshotLogBytes:   uint64(a.cfg.SnapshotLogBytes),
 		Stamp:              fsm.Stamp,
 		Group:              fsm.GroupCommands,
 		GroupVersion:       fsm.GroupVersion,

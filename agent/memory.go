@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -38,24 +39,31 @@ func parseByteSize(v string) (ByteSize, error) {
 }
 
 // UnmarshalJSON accepts a number of bytes or a string with a unit. Its
-// errors name memory_limit, the one key of this type, because the file
-// decoder does not name the key of a value that fails its own decoding.
+// errors are json.UnmarshalTypeErrors, which the JSON decoder completes
+// with the key's name (it does not for other errors); the config file
+// reader turns them into a message naming the key (see byteSizeWant).
 func (b *ByteSize) UnmarshalJSON(data []byte) error {
+	bad := func() error {
+		return &json.UnmarshalTypeError{Value: string(data), Type: reflect.TypeFor[ByteSize]()}
+	}
 	var s string
 	if err := json.Unmarshal(data, &s); err != nil {
 		var n json.Number
 		if err := json.Unmarshal(data, &n); err != nil {
-			return fmt.Errorf("memory_limit: want bytes as a number or a string such as \"900MiB\": %w", err)
+			return bad()
 		}
 		s = n.String()
 	}
 	v, err := parseByteSize(s)
 	if err != nil {
-		return fmt.Errorf("memory_limit: %w", err)
+		return bad()
 	}
 	*b = v
 	return nil
 }
+
+// byteSizeWant is what a config file error says a ByteSize key wants.
+const byteSizeWant = `a non-negative integer of bytes, or a string such as "900MiB" (units KiB, MiB, GiB, TiB, B)`
 
 // applyMemoryLimit sets the Go runtime's soft memory limit from
 // memory_limit (0 leaves the runtime's own: GOMEMLIMIT, or none). Near

@@ -45,6 +45,41 @@ func TestMemoryLimitConfig(t *testing.T) {
 	}
 }
 
+// TestSnapshotLogBytesConfig: the second key of type ByteSize reads the
+// same spellings, and a bad value's error names this key, not
+// memory_limit.
+func TestSnapshotLogBytesConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		file string
+		args []string
+		want ByteSize
+		err  string
+	}{
+		{"default", `{"data_dir":"d"}`, nil, DefaultSnapshotLogBytes, ""},
+		{"off", `{"data_dir":"d","snapshot_log_bytes":0}`, nil, 0, ""},
+		{"file string", `{"data_dir":"d","snapshot_log_bytes":"32MiB"}`, nil, 32 << 20, ""},
+		{"flag over file", `{"data_dir":"d","snapshot_log_bytes":"32MiB"}`, []string{"-snapshot-log-bytes", "4MiB"}, 4 << 20, ""},
+		{"bad unit", `{"data_dir":"d","snapshot_log_bytes":"9MB"}`, nil, 0, `key "snapshot_log_bytes": want a non-negative integer of bytes`},
+		{"bad flag", `{"data_dir":"d"}`, []string{"-snapshot-log-bytes", "lots"}, 0, "snapshot-log-bytes"},
+		{"not a number", `{"data_dir":"d","snapshot_log_bytes":true}`, nil, 0, `key "snapshot_log_bytes"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"-insecure", "-config", writeConfig(t, tc.file)}, tc.args...)
+			cfg, _, err := ParseArgs(args, func(string) string { return "" }, io.Discard)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), "memory_limit") {
+					t.Fatalf("error = %v, want one containing %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil || cfg.SnapshotLogBytes != tc.want {
+				t.Fatalf("snapshot_log_bytes = %d (%v), want %d", cfg.SnapshotLogBytes, err, tc.want)
+			}
+		})
+	}
+}
+
 func TestApplyMemoryLimit(t *testing.T) {
 	prev := debug.SetMemoryLimit(-1)
 	defer debug.SetMemoryLimit(prev)

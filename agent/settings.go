@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -179,6 +180,11 @@ var settings = []setting{
 		c.MemoryLimit = n
 		return err
 	}},
+	{"snapshot_log_bytes", "also snapshot as soon as this much log was applied since the last snapshot, e.g. 16MiB: bounds the replay after a crash whatever the write rate (0: only snapshot_threshold)", func(c *Config, v string) error {
+		n, err := parseByteSize(v)
+		c.SnapshotLogBytes = n
+		return err
+	}},
 	{"idempotency_max_keys", "idempotency keys remembered at most, oldest forgotten first; the same on every server (0: 262144)", intSetter(func(c *Config) *int { return &c.IdempotencyMaxKeys })},
 	{"pprof", "serve Go profiles under /debug/pprof/ on the HTTP port (debugging only)", boolSetter(func(c *Config) *bool { return &c.Pprof })},
 	{"tokens_file", "API bearer-token file; empty turns API authentication off", str(func(c *Config) *string { return &c.TokensFile })},
@@ -261,7 +267,11 @@ func loadConfigFile(path string, c *Config) error {
 	if err := dec.Decode(c); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return fmt.Errorf("config %s: key %q: want %s, got %s", path, te.Field, te.Type, te.Value)
+			want := te.Type.String()
+			if te.Type == reflect.TypeFor[ByteSize]() {
+				want = byteSizeWant
+			}
+			return fmt.Errorf("config %s: key %q: want %s, got %s", path, te.Field, want, te.Value)
 		}
 		return fmt.Errorf("config %s: %w", path, err)
 	}

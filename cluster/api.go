@@ -200,6 +200,13 @@ type Config struct {
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
+	// SnapshotLogBytes, if not zero, also takes a snapshot as soon as the
+	// command bytes applied since the last snapshot reach it (snaplog.go):
+	// unlike the entry threshold this bounds the replay after a crash
+	// whatever the write rate and however many operations an entry
+	// groups. Each snapshot writes the whole state, so a small value
+	// costs CPU and disk in proportion to the state's size.
+	SnapshotLogBytes uint64
 	// SnapshotOnShutdown takes a snapshot during a graceful Shutdown
 	// (after handing over leadership, before Raft stops), so the next
 	// start restores it and replays almost nothing.

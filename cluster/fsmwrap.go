@@ -77,6 +77,10 @@ type trackedFSM struct {
 	// beside the node's start (nil: none left running); tests wait on it.
 	collected atomic.Pointer[chan struct{}]
 
+	// volume counts the log applied since the last snapshot for
+	// snapshotByVolumeLoop (snaplog.go). Set before raft starts.
+	volume *logVolume
+
 	// fatal is called, on the FSM goroutine, with the message of an
 	// entry the FSM could not apply; it must not return while the node
 	// runs. Default: panic, which stops the process.
@@ -166,6 +170,7 @@ func (f *trackedFSM) waitApplied(ctx context.Context, stop <-chan struct{}, inde
 func (f *trackedFSM) Apply(l *raft.Log) any {
 	r := f.applyOne(l)
 	f.setApplied(l.Index)
+	f.volume.applied(l)
 	return r
 }
 
@@ -204,6 +209,7 @@ func (f *trackedFSM) ApplyBatch(logs []*raft.Log) []any {
 		}
 	}
 	f.setApplied(logs[len(logs)-1].Index)
+	f.volume.applied(logs...)
 	return out
 }
 
@@ -215,7 +221,7 @@ func (f *trackedFSM) Snapshot() (raft.FSMSnapshot, error) {
 		f.snapFailures.Add(1)
 		return nil, err
 	}
-	return &trackedSnapshot{inner: s, index: f.Applied(), failures: &f.snapFailures}, nil
+	return &trackedSnapshot{inner: s, index: f.Applied(), failures: &f.snapFailures, volume: f.volume, volumeBytes: f.volume.captured()}, nil
 }
 
 // Restore implements raft.FSM. It logs how long the restore took and how
@@ -300,6 +306,8 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 	// stands in for every entry this node had applied before.
 	f.setApplied(index)
 	f.restored.Store(index)
+	// What was applied before is in the restored state or replaced by it.
+	f.volume.captured()
 	// The snapshot body and the decoding scratch are garbage now, and the
 	// collector's goal was set while they were live: left alone, the heap
 	// keeps growing to about twice the restored state plus the body before
@@ -464,6 +472,10 @@ type trackedSnapshot struct {
 	inner    raft.FSMSnapshot
 	index    uint64
 	failures *atomic.Uint64
+	// volumeBytes is the log volume the capture covered; a failed
+	// persist gives it back, since a crash would still replay it.
+	volume      *logVolume
+	volumeBytes uint64
 }
 
 func (s *trackedSnapshot) Persist(sink raft.SnapshotSink) error {
@@ -473,10 +485,12 @@ func (s *trackedSnapshot) Persist(sink raft.SnapshotSink) error {
 	if _, err := sink.Write(hdr[:]); err != nil {
 		sink.Cancel()
 		s.failures.Add(1)
+		s.volume.giveBack(s.volumeBytes)
 		return fmt.Errorf("cluster: write snapshot header: %w", err)
 	}
 	if err := s.inner.Persist(sink); err != nil {
 		s.failures.Add(1)
+		s.volume.giveBack(s.volumeBytes)
 		return err
 	}
 	return nil

@@ -77,6 +77,12 @@ func newMetrics(n *Node) *metrics {
 			Help: "Snapshots that failed to be taken or persisted since start.",
 		}, func() float64 { return float64(n.fsm.snapFailures.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "ledgerd_snapshots_by_log_volume_total",
+			Help: "Snapshots taken since start because the log applied since the last one reached Config.SnapshotLogBytes.",
+		}, func() float64 { return float64(n.snapByVolume.Load()) }),
+		gauge("ledgerd_log_bytes_since_snapshot", "Command bytes applied since the last snapshot or restore: about what a crash now would make the next start replay.",
+			func() float64 { return float64(n.fsm.volume.since.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "ledgerd_reconcile_rounds_total",
 			Help: "Rounds of the leader's membership reconciliation (gossip into the Raft configuration).",
 		}, func() float64 { return float64(n.reconcileRounds.Load()) }),

@@ -85,6 +85,8 @@ type Node struct {
 	// joinFailures counts the gossip join attempts that reached nobody
 	// (bootstrap.go); tests wait on it to know a join was tried.
 	joinFailures atomic.Uint64
+	// snapByVolume counts the snapshots snapshotByVolumeLoop took.
+	snapByVolume atomic.Uint64
 	refusedMu    sync.Mutex
 	refused      map[string]string // member ID -> last reason logged
 
@@ -130,6 +132,7 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 		cancel:   cancel,
 	}
 	n.fsm.log = n.log
+	n.fsm.volume = newLogVolume(cfg.SnapshotLogBytes)
 	if cfg.onApplyPanic != nil {
 		n.fsm.fatal = func(msg string) {
 			cfg.onApplyPanic(msg)
@@ -351,6 +354,7 @@ func (n *Node) startLoops() {
 	n.goLoop(n.bootstrapLoop)
 	n.goLoop(n.leadershipLoop)
 	n.goLoop(n.readyLoop)
+	n.goLoop(n.snapshotByVolumeLoop)
 }
 
 func (n *Node) goLoop(f func()) {
