@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"sync"
 
+	"github.com/google/btree"
 	"github.com/hashicorp/raft"
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"github.com/ledgerd/ledgerd/planner"
@@ -253,10 +255,12 @@ func (f *FSM) Notify() <-chan struct{} {
 
 // Snapshot captures the current state for raft. The capture shares the
 // immutable records of the tables (they are replaced, never changed in
-// place), so it is cheap; Persist encodes it while Apply goes on.
+// place) and clones the rows' tree lazily, so it is cheap (it does not
+// visit the rows); Persist encodes it while Apply goes on. It takes the
+// write lock because the clone marks the state's tree as shared.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	msg, rows, idem := f.st.capture()
 	return &fsmSnapshot{msg: msg, rows: rows, idem: idem}, nil
 }
@@ -377,15 +381,16 @@ func readSnapshot(r io.Reader) ([]byte, error) {
 type fsmSnapshot struct {
 	// msg is the state without reservations and idempotency records.
 	msg *fsmv1.Snapshot
-	// rows are the encoded reservations in ID order.
-	rows []string
+	// rows are the encoded reservations in ID order: a lazy copy of
+	// the state's tree, which Apply may change meanwhile.
+	rows *btree.BTreeG[string]
 	// idem is encoded into the file by Persist, outside the state lock.
 	idem idemView
 }
 
 // Persist encodes the captured state and writes it to sink.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := writeSnapshotIdem(sink, s.msg, s.rows, s.idem); err != nil {
+	if err := writeSnapshotIdem(sink, s.msg, ascend(s.rows), s.idem); err != nil {
 		_ = sink.Cancel()
 		return fmt.Errorf("persist snapshot: %w", err)
 	}
@@ -393,6 +398,11 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 		return fmt.Errorf("persist snapshot: %w", err)
 	}
 	return nil
+}
+
+// ascend walks t in order.
+func ascend(t *btree.BTreeG[string]) iter.Seq[string] {
+	return func(yield func(string) bool) { t.Ascend(yield) }
 }
 
 // Release does nothing: the capture holds no resources.

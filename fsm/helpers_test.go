@@ -154,7 +154,8 @@ func complete(id string, at *int64, opts ...reqOpt) *fsmv1.Command {
 
 // allRows decodes the reservation table, checking the store's own
 // invariants on the way: each key is its row's ID, every row is the
-// canonical encoding scanRow accepts, and ids lists exactly the keys.
+// canonical encoding scanRow accepts, and byID holds exactly the stored
+// rows in ID order.
 func allRows(t testing.TB, s *state) map[string]*fsmv1.Reservation {
 	t.Helper()
 	out := make(map[string]*fsmv1.Reservation, s.resv.len())
@@ -169,12 +170,18 @@ func allRows(t testing.TB, s *state) map[string]*fsmv1.Reservation {
 		}
 		out[id] = r
 	}
-	if s.ids.Len() != len(out) {
-		t.Fatalf("ids holds %d IDs, table %d rows", s.ids.Len(), len(out))
+	if s.byID.Len() != len(out) {
+		t.Fatalf("byID holds %d rows, table %d", s.byID.Len(), len(out))
 	}
-	s.ids.Ascend(func(id string) bool {
-		if _, ok := out[id]; !ok {
-			t.Fatalf("ids holds %q, which has no row", id)
+	prev := ""
+	s.byID.Ascend(func(row string) bool {
+		id := rowID(row)
+		if prev != "" && id <= prev {
+			t.Fatalf("byID holds %q after %q", id, prev)
+		}
+		prev = id
+		if stored, ok := s.resv.raw(id); !ok || stored != row {
+			t.Fatalf("byID holds a row of %q that is not the stored one (stored: %v)", id, ok)
 		}
 		return true
 	})

@@ -247,10 +247,9 @@ func scanParts(ps []*fsmv1.Part, buf []scanPart) []scanPart {
 func (s *state) startTracking() {
 	b := newUsageBuilder()
 	var sc rowScan
-	s.ids.Ascend(func(id string) bool {
-		row, _ := s.resv.raw(id)
+	s.byID.Ascend(func(row string) bool {
 		if err := scanRow(row, &sc); err != nil {
-			panic(fmt.Sprintf("fsm: stored reservation %q: %v", id, err))
+			panic(fmt.Sprintf("fsm: stored reservation %q: %v", rowID(row), err))
 		}
 		b.account(sc.owner, &sc.rowMeta, sc.parts, sc.pendParts)
 		return true

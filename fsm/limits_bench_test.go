@@ -47,8 +47,7 @@ func BenchmarkAdmissionLimitsUsageBuild(b *testing.B) {
 				s := f.st
 				s.lim.use, s.lim.hitOK = make(map[limitKey]*usage), false
 				var sc rowScan
-				s.ids.Ascend(func(id string) bool {
-					row, _ := s.resv.raw(id)
+				s.byID.Ascend(func(row string) bool {
 					if err := scanRow(row, &sc); err != nil {
 						b.Fatal(err)
 					}

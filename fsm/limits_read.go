@@ -60,8 +60,7 @@ func (f *FSM) Usage(from, to int64, tenant, resource string) []UsageRow {
 	defer f.mu.RUnlock()
 	rows := map[limitKey]*UsageRow{}
 	var sc rowScan
-	f.st.ids.Ascend(func(id string) bool {
-		raw, _ := f.st.resv.raw(id)
+	f.st.byID.Ascend(func(raw string) bool {
 		if err := scanRow(raw, &sc); err != nil || (tenant != "" && sc.owner != tenant) {
 			return true
 		}

@@ -220,10 +220,9 @@ func (s *state) setPolicy(c *fsmv1.SetPolicy) *fsmv1.Result {
 func (s *state) unscheduledOn(resource string) int {
 	n := 0
 	var sc rowScan
-	s.ids.Ascend(func(id string) bool {
-		row, _ := s.resv.raw(id)
+	s.byID.Ascend(func(row string) bool {
 		if err := scanRow(row, &sc); err != nil {
-			panic(fmt.Sprintf("fsm: stored reservation %q: %v", id, err))
+			panic(fmt.Sprintf("fsm: stored reservation %q: %v", rowID(row), err))
 		}
 		if !isTerminal(sc.state) && !sc.scheduled() && sc.books(resource) {
 			n++

@@ -504,6 +504,44 @@ func TestConcurrentReads(t *testing.T) {
 	}
 }
 
+// TestSnapshotIsItsCapture: Persist writes the state as it was when
+// Snapshot captured it, however much is applied in between (the rows'
+// tree is a lazy copy that Apply must not reach), and the applies after
+// the capture leave the live state as if no snapshot had been taken.
+func TestSnapshotIsItsCapture(t *testing.T) {
+	g := &gen{r: rand.New(rand.NewPCG(23, 0x5a9)), now: 1_000}
+	cmds := g.stream(t, 400)
+	for _, cut := range []int{0, 1, 150, 399} {
+		t.Run(fmt.Sprint(cut), func(t *testing.T) {
+			live, before, after := newHarness(t, propConfig), newHarness(t, propConfig), newHarness(t, propConfig)
+			apply := func(f *FSM, from, to int) {
+				for i := from; i < to; i++ {
+					f.Apply(&raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: cmds[i]})
+				}
+			}
+			apply(live.f, 0, cut)
+			snap, err := live.f.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			apply(live.f, cut, len(cmds))
+			sink := &memSink{}
+			if err := snap.Persist(sink); err != nil {
+				t.Fatal(err)
+			}
+			apply(before.f, 0, cut)
+			if !bytes.Equal(sink.Bytes(), snapshotBytes(t, before.f)) {
+				t.Fatalf("the snapshot captured after %d entries and persisted after %d differs from the state of %d entries", cut, len(cmds), cut)
+			}
+			apply(after.f, 0, len(cmds))
+			if !bytes.Equal(snapshotBytes(t, live.f), snapshotBytes(t, after.f)) {
+				t.Fatal("applying after a capture changed the live state")
+			}
+			allRows(t, live.f.st)
+		})
+	}
+}
+
 func TestApplyBatchMatchesApply(t *testing.T) {
 	g := &gen{r: rand.New(rand.NewPCG(11, 0x1ed9e4)), now: 1_000}
 	cmds := g.stream(t, 200)

@@ -101,14 +101,14 @@ func (f *FSM) List(flt Filter) (out []*fsmv1.Reservation, nextToken string, err 
 		prefix = flt.Series + "@"
 		after = max(after, prefix)
 	}
-	visit := func(id string) bool {
+	visit := func(row string) bool {
+		id := rowID(row)
 		if !strings.HasPrefix(id, prefix) {
 			return false
 		}
 		if id == after {
 			return true
 		}
-		row, _ := f.st.resv.raw(id)
 		if err := scanRow(row, &sc); err != nil {
 			panic(fmt.Sprintf("fsm: stored reservation %q: %v", id, err))
 		}
@@ -123,11 +123,9 @@ func (f *FSM) List(flt Filter) (out []*fsmv1.Reservation, nextToken string, err 
 		return true
 	}
 	if after == "" {
-		f.st.ids.Ascend(visit)
-	} else if after == prefix {
-		f.st.ids.AscendGreaterOrEqual(prefix, visit)
+		f.st.byID.Ascend(visit)
 	} else {
-		f.st.ids.AscendGreaterOrEqual(after, visit)
+		f.st.byID.AscendGreaterOrEqual(idPivot(after), visit)
 	}
 	return out, nextToken, nil
 }

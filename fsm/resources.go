@@ -107,13 +107,12 @@ func (s *state) updateResource(c *fsmv1.UpdateResource) *fsmv1.Result {
 func (s *state) clearResource(resource string) {
 	var ids []string
 	var sc rowScan
-	s.ids.Ascend(func(id string) bool {
-		row, _ := s.resv.raw(id)
+	s.byID.Ascend(func(row string) bool {
 		if err := scanRow(row, &sc); err != nil {
-			panic(fmt.Sprintf("fsm: stored reservation %q: %v", id, err))
+			panic(fmt.Sprintf("fsm: stored reservation %q: %v", rowID(row), err))
 		}
 		if sc.books(resource) {
-			ids = append(ids, id)
+			ids = append(ids, rowID(row))
 		}
 		return true
 	})

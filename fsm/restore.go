@@ -488,7 +488,7 @@ func insertInOrder[T any](t *btree.BTreeG[T], items iter.Seq[T]) {
 	}
 }
 
-// buildTable stores the rows and their IDs: s.resv, s.ids.
+// buildTable stores the rows by ID and in ID order: s.resv, s.byID.
 func (j *restoreJob) buildTable() {
 	s := j.s
 	s.resv = newRowStore(len(j.rows))
@@ -496,9 +496,9 @@ func (j *restoreJob) buildTable() {
 		// IDs are new and ascending: no old row to unlink.
 		s.resv.insert(rowID(row), row)
 	}
-	insertInOrder(s.ids, func(yield func(string) bool) {
+	insertInOrder(s.byID, func(yield func(string) bool) {
 		for _, row := range j.rows {
-			if !yield(rowID(row)) {
+			if !yield(row) {
 				return
 			}
 		}

@@ -142,12 +142,12 @@ func TestEncodeSnapshotIdem(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := encodeSnapshotIdem(msg, rows, idem)
+			got, err := encodeSnapshotIdem(msg, ascend(rows), idem)
 			if err != nil {
 				t.Fatal(err)
 			}
 			msg.Idempotency = recs
-			for _, row := range rows {
+			for row := range ascend(rows) {
 				msg.Reservations = append(msg.Reservations, decodeRow(row))
 			}
 			want, err := EncodeSnapshot(msg)
@@ -158,7 +158,7 @@ func TestEncodeSnapshotIdem(t *testing.T) {
 				t.Fatalf("compact encoding (%d bytes) differs from the plain one (%d bytes)", len(got), len(want))
 			}
 			msg.Reservations = nil
-			if _, err := encodeSnapshotIdem(msg, rows, idem); tc.keyed && err == nil {
+			if _, err := encodeSnapshotIdem(msg, ascend(rows), idem); tc.keyed && err == nil {
 				t.Fatal("records given both ways were accepted")
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -103,6 +104,26 @@ func rowID(row string) string {
 		return ""
 	}
 	return row[1+k : 1+k+int(n)]
+}
+
+// rowLess orders rows by ID (the byID tree). It runs some twenty times
+// per tree operation, so the common case (an ID shorter than 128 bytes,
+// whose length is one byte) is read inline; rowID reads the rest.
+func rowLess(a, b string) bool { return rowKey(a) < rowKey(b) }
+
+// rowKey is rowID with the one-byte length read inline.
+func rowKey(row string) string {
+	if len(row) >= 2 && row[0] == 1<<3|2 && row[1] < 0x80 && int(row[1]) <= len(row)-2 {
+		return row[2 : 2+int(row[1])]
+	}
+	return rowID(row)
+}
+
+// idPivot returns the shortest row whose ID is id: a search key for the
+// byID tree (rowLess reads nothing but the ID).
+func idPivot(id string) string {
+	b := protowire.AppendTag(nil, 1, protowire.BytesType)
+	return string(protowire.AppendString(b, id))
 }
 
 // varintS reads a minimally encoded varint from the start of b and

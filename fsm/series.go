@@ -419,7 +419,8 @@ func (s *state) cancelSeries(cmd *fsmv1.Command) *fsmv1.Result {
 	out := &fsmv1.SeriesOutcome{Series: row}
 	prefix := c.GetId() + "@"
 	var ids []string
-	s.ids.AscendGreaterOrEqual(prefix, func(id string) bool {
+	s.byID.AscendGreaterOrEqual(idPivot(prefix), func(row string) bool {
+		id := rowID(row)
 		if !strings.HasPrefix(id, prefix) {
 			return false
 		}

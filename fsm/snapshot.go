@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"iter"
 	"unicode/utf8"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
@@ -73,7 +74,7 @@ func snapshotHeader(size uint64, crc uint32) []byte {
 // encodeSnapshotIdem is EncodeSnapshot for msg (without idempotency
 // records) plus the encoded reservations rows and the compact records
 // idem; see writeSnapshotIdem.
-func encodeSnapshotIdem(msg *fsmv1.Snapshot, rows []string, idem idemView) ([]byte, error) {
+func encodeSnapshotIdem(msg *fsmv1.Snapshot, rows iter.Seq[string], idem idemView) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := writeSnapshotIdem(&buf, msg, rows, idem); err != nil {
 		return nil, err
@@ -98,7 +99,7 @@ func encodeSnapshotIdem(msg *fsmv1.Snapshot, rows []string, idem idemView) ([]by
 // twice: once to measure, once to write. msg's reservations (written
 // before rows) are detached while its other fields are encoded, and put
 // back.
-func writeSnapshotIdem(w io.Writer, msg *fsmv1.Snapshot, rows []string, idem idemView) error {
+func writeSnapshotIdem(w io.Writer, msg *fsmv1.Snapshot, rows iter.Seq[string], idem idemView) error {
 	if len(msg.GetIdempotency()) > 0 {
 		return errors.New("encode snapshot: idempotency records given twice")
 	}
@@ -150,7 +151,7 @@ func writeSnapshotIdem(w io.Writer, msg *fsmv1.Snapshot, rows []string, idem ide
 				return err
 			}
 		}
-		for _, row := range rows {
+		for row := range rows {
 			buf = protowire.AppendTag(buf, snapshotResvField, protowire.BytesType)
 			buf = protowire.AppendVarint(buf, uint64(len(row)))
 			buf = append(buf, row...)

@@ -63,9 +63,12 @@ type state struct {
 
 	resources map[string]*fsmv1.Resource
 	resv      rowStore
-	// ids holds the keys of resv, sorted: the same strings as the keys
-	// (substrings of the current rows).
-	ids *btree.BTreeG[string]
+	// byID holds the rows of resv ordered by ID (rowLess): the same
+	// strings as resv's values, so it costs only its nodes. Walks in ID
+	// order read rows from it without a lookup each, and a snapshot
+	// clones it (copy on write) instead of copying every row under the
+	// lock.
+	byID *btree.BTreeG[string]
 	// timers holds exactly timersFor(r) for every r in resv.
 	timers *btree.BTreeG[timer]
 	// lastPut is the row put stored last (nil after a removal), so the
@@ -141,7 +144,7 @@ func newState(cfg Config) *state {
 		cfg:       cfg,
 		resources: make(map[string]*fsmv1.Resource),
 		resv:      newRowStore(0),
-		ids:       btree.NewOrderedG[string](32),
+		byID:      btree.NewG(32, rowLess),
 		timers:    btree.NewG(32, timerLess),
 		plan:      planner.New(cfg.Timelines),
 		byState:   make(map[fsmv1.Reservation_State]int),
@@ -262,15 +265,16 @@ func (s *state) put(id string, r *fsmv1.Reservation) {
 		clear(s.gotPend)
 	}
 	if r == nil {
-		s.resv.del(id)
-		s.ids.Delete(id)
+		if had {
+			s.resv.del(id)
+			s.byID.Delete(old)
+		}
 		s.lastPut, s.lastRow = nil, ""
 		return
 	}
 	row, key := s.resv.set(r)
-	// Replacing the ID (even an equal one) keeps the tree's string the
-	// current row's, so it does not keep the old row alive.
-	s.ids.ReplaceOrInsert(key)
+	// The new row replaces the old one of the same ID in the tree too.
+	s.byID.ReplaceOrInsert(row)
 	m := metaOf(r)
 	m.id = key
 	s.link(&m)
@@ -610,7 +614,7 @@ func (s *state) dispatch(cmd *fsmv1.Command) *fsmv1.Result {
 // records, without its reservations and idempotency records, and the
 // encoded reservations in ID order and a view of the idempotency records
 // that go with it (encodeSnapshotIdem writes all three).
-func (s *state) capture() (*fsmv1.Snapshot, []string, idemView) {
+func (s *state) capture() (*fsmv1.Snapshot, *btree.BTreeG[string], idemView) {
 	msg := &fsmv1.Snapshot{
 		AppliedIndex: s.index,
 		NowMillis:    s.now,
@@ -620,12 +624,8 @@ func (s *state) capture() (*fsmv1.Snapshot, []string, idemView) {
 	for _, name := range slices.Sorted(maps.Keys(s.resources)) {
 		msg.Resources = append(msg.Resources, s.resources[name])
 	}
-	rows := make([]string, 0, s.resv.len())
-	s.ids.Ascend(func(id string) bool {
-		row, _ := s.resv.raw(id)
-		rows = append(rows, row)
-		return true
-	})
+	// A lazy copy: Persist walks it while Apply changes the original.
+	rows := s.byID.Clone()
 	s.captureScheduler(msg)
 	s.captureSeries(msg)
 	s.captureLimits(msg)
