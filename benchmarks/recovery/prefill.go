@@ -77,6 +77,11 @@ type Config struct {
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
+	// SnapshotLogBytes is the agent's snapshot_log_bytes. Zero (not the
+	// agent's default) leaves snapshots by log volume off: a prefill
+	// writes far more than any one restart replays, and a snapshot of a
+	// growing ledger every few MiB of it would only slow it down.
+	SnapshotLogBytes uint64
 	// RaftLogStore is the agent's raft_log_store (empty: its default).
 	RaftLogStore string
 	// Progress, if set, receives a line every ProgressEvery (default 10s).
@@ -173,6 +178,7 @@ func Prefill(ctx context.Context, c Config) (Result, error) {
 	cfg.BootstrapExpect = 1
 	cfg.SnapshotThreshold, cfg.TrailingLogs = c.SnapshotThreshold, c.TrailingLogs
 	cfg.SnapshotInterval = agent.Duration(c.SnapshotInterval)
+	cfg.SnapshotLogBytes = agent.ByteSize(c.SnapshotLogBytes)
 	cfg.SnapshotOnShutdown = true
 	cfg.RaftLogStore = c.RaftLogStore
 	cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSCAFile = c.TLSCertFile, c.TLSKeyFile, c.TLSCAFile

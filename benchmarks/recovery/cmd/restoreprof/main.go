@@ -45,6 +45,7 @@ func main() {
 	mem := flag.String("memprofile", "", "write a heap profile of the restored ledger here (after a collection)")
 	stages := flag.String("stages", "concurrent", "how to run the restore's independent stages: concurrent, concurrent-gc (a collection between scan and build) or in-order")
 	replay := flag.Bool("replay", false, "profile the replay of the log entries after the snapshot instead of the restore")
+	persist := flag.Bool("persist", false, "profile taking a snapshot of the restored state (capture, then Persist into raft's file snapshot store in a scratch directory, as a node does) instead of the restore")
 	times := flag.Bool("stagetimes", false, "print the wall time of each restore stage and of each call of the stage runner")
 	flag.Parse()
 	var runner fsm.StageRunner
@@ -68,6 +69,13 @@ func main() {
 	}
 	if *times {
 		runner = timeStages(runner)
+	}
+	if *persist {
+		if err := runPersist(*dir, *cpu, runner); err != nil {
+			fmt.Fprintln(os.Stderr, "restoreprof:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if *replay {
 		if err := runReplay(*dir, *cpu, runner); err != nil {
@@ -305,4 +313,62 @@ func startCPUProfile(path string) (*os.File, error) {
 		return nil, fmt.Errorf("cpu profile: %w", err)
 	}
 	return f, nil
+}
+
+// runPersist restores the newest snapshot of dir, then takes a snapshot
+// of that state as a node does: the capture (on the FSM goroutine, which
+// it holds up) and Persist into raft's file snapshot store (CRC, write,
+// fsync) in a scratch directory, under the CPU profiler.
+func runPersist(dir, cpuFile string, runner fsm.StageRunner) error {
+	snap, err := recovery.ReadNewestSnapshot(dir)
+	if err != nil {
+		return err
+	}
+	restoreStart = time.Now()
+	l, err := recovery.RestoreSnapshot(snap, runner)
+	if err != nil {
+		return err
+	}
+	snap.Body = nil
+	tmp, err := os.MkdirTemp("", "ledgerd-persist-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	store, err := raft.NewFileSnapshotStore(tmp, 1, io.Discard)
+	if err != nil {
+		return err
+	}
+	debug.FreeOSMemory()
+	if cpuFile != "" {
+		f, err := startCPUProfile(cpuFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+	}
+	t0, cpu0 := time.Now(), cpuTime()
+	s, err := l.Snapshot()
+	if err != nil {
+		return err
+	}
+	captured := time.Since(t0)
+	sink, err := store.Create(raft.SnapshotVersionMax, l.AppliedIndex(), 1, raft.Configuration{}, 1, nil)
+	if err != nil {
+		return err
+	}
+	if err := s.Persist(sink); err != nil {
+		return err
+	}
+	s.Release()
+	took, cpu := time.Since(t0), cpuTime()-cpu0
+	pprof.StopCPUProfile()
+	list, err := store.List()
+	if err != nil || len(list) == 0 {
+		return fmt.Errorf("list the written snapshot: %v", err)
+	}
+	fmt.Printf("restoreprof: snapshot of %s: capture %s, capture and persist %s wall, %s CPU, %d MiB written\n",
+		snap.ID, captured.Round(time.Millisecond), took.Round(time.Millisecond), cpu.Round(time.Millisecond), list[0].Size>>20)
+	runtime.KeepAlive(l)
+	return nil
 }
