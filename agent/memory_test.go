@@ -56,8 +56,8 @@ func TestSnapshotLogBytesConfig(t *testing.T) {
 		want ByteSize
 		err  string
 	}{
-		{"default", `{"data_dir":"d"}`, nil, DefaultSnapshotLogBytes, ""},
-		{"off", `{"data_dir":"d","snapshot_log_bytes":0}`, nil, 0, ""},
+		{"default: off", `{"data_dir":"d"}`, nil, 0, ""},
+		{"number", `{"data_dir":"d","snapshot_log_bytes":4096}`, nil, 4096, ""},
 		{"file string", `{"data_dir":"d","snapshot_log_bytes":"32MiB"}`, nil, 32 << 20, ""},
 		{"flag over file", `{"data_dir":"d","snapshot_log_bytes":"32MiB"}`, []string{"-snapshot-log-bytes", "4MiB"}, 4 << 20, ""},
 		{"bad unit", `{"data_dir":"d","snapshot_log_bytes":"9MB"}`, nil, 0, `key "snapshot_log_bytes": want a non-negative integer of bytes`},

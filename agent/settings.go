@@ -180,7 +180,7 @@ var settings = []setting{
 		c.MemoryLimit = n
 		return err
 	}},
-	{"snapshot_log_bytes", "also snapshot as soon as this much log was applied since the last snapshot, e.g. 16MiB: bounds the replay after a crash whatever the write rate (0: only snapshot_threshold)", func(c *Config, v string) error {
+	{"snapshot_log_bytes", "also snapshot as soon as this much log was applied since the last snapshot, e.g. 4MiB: bounds the replay after a crash whatever the write rate, at a price in write throughput (default 0: only snapshot_threshold)", func(c *Config, v string) error {
 		n, err := parseByteSize(v)
 		c.SnapshotLogBytes = n
 		return err

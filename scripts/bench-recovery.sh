@@ -27,7 +27,9 @@
 # TLS=off runs the prefill and the agent -insecure over plain http, only to
 # compare.
 # OUT (optional) receives run-LIVE.log, the agent logs and pprof output.
-# AGENT_GOMEMLIMIT (optional) is passed to the agent as GOMEMLIMIT.
+# AGENT_GOMEMLIMIT (optional) is passed to the agent as GOMEMLIMIT. Other
+# agent settings reach it through their LEDGERD_* variables, e.g.
+# LEDGERD_SNAPSHOT_LOG_BYTES=4MiB to bound the crash restart's replay.
 # RAFT_LOG_STORE (optional: boltdb or wal) is the prefill's and the agent's
 # raft_log_store.
 # KEEP=DIR saves a copy of the prefilled data dir there; PREFILLED=DIR
@@ -93,7 +95,7 @@ addrs=(-node-name n1 -data-dir "$data" -http-addr "$http" -raft-addr 127.0.0.1:1
 if [ -n "${RAFT_LOG_STORE:-}" ]; then addrs+=(-raft-log-store "$RAFT_LOG_STORE"); fi
 resources=$((LIVE / 100 > 8 ? LIVE / 100 : 8))
 
-say "# $(date -u +%FT%TZ) LIVE=$LIVE ${RAFT_LOG_STORE:+RAFT_LOG_STORE=$RAFT_LOG_STORE }${AGENT_GOMEMLIMIT:+GOMEMLIMIT=$AGENT_GOMEMLIMIT }commit $(git rev-parse --short HEAD) $(go version | cut -d' ' -f3) $(nproc) cores"
+say "# $(date -u +%FT%TZ) LIVE=$LIVE ${RAFT_LOG_STORE:+RAFT_LOG_STORE=$RAFT_LOG_STORE }${AGENT_GOMEMLIMIT:+GOMEMLIMIT=$AGENT_GOMEMLIMIT }${LEDGERD_SNAPSHOT_LOG_BYTES:+LEDGERD_SNAPSHOT_LOG_BYTES=$LEDGERD_SNAPSHOT_LOG_BYTES }commit $(git rev-parse --short HEAD) $(go version | cut -d' ' -f3) $(nproc) cores"
 say "# load: $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ -n "${PREFILLED:-}" ]; then
 	cp -a "$PREFILLED" "$data"

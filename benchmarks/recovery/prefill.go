@@ -77,10 +77,10 @@ type Config struct {
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
-	// SnapshotLogBytes is the agent's snapshot_log_bytes. Zero (not the
-	// agent's default) leaves snapshots by log volume off: a prefill
-	// writes far more than any one restart replays, and a snapshot of a
-	// growing ledger every few MiB of it would only slow it down.
+	// SnapshotLogBytes is the agent's snapshot_log_bytes (0: off, its
+	// default). A prefill writes far more than any one restart replays,
+	// and a snapshot of a growing ledger every few MiB of it would only
+	// slow it down.
 	SnapshotLogBytes uint64
 	// RaftLogStore is the agent's raft_log_store (empty: its default).
 	RaftLogStore string

@@ -44,7 +44,7 @@ func main() {
 	flag.Uint64Var(&c.SnapshotThreshold, "snapshot-threshold", 16384, "as the agent's snapshot_threshold (its default)")
 	flag.DurationVar(&c.SnapshotInterval, "snapshot-interval", 10*time.Second, "as the agent's snapshot_interval (its default)")
 	flag.Uint64Var(&c.TrailingLogs, "trailing-logs", 10240, "as the agent's trailing_logs (its default)")
-	flag.Uint64Var(&c.SnapshotLogBytes, "snapshot-log-bytes", 0, "as the agent's snapshot_log_bytes, in bytes (0, unlike the agent's default: snapshot only at the stop)")
+	flag.Uint64Var(&c.SnapshotLogBytes, "snapshot-log-bytes", 0, "as the agent's snapshot_log_bytes, in bytes (0, its default: snapshot only at the stop)")
 	flag.StringVar(&c.RaftLogStore, "raft-log-store", "", "agent raft_log_store: boltdb or wal (default: the agent's)")
 	flag.StringVar(&c.TLSCertFile, "tls-cert-file", "", "agent tls_cert_file (a server certificate: `ledgerd tls cert create -server`)")
 	flag.StringVar(&c.TLSKeyFile, "tls-key-file", "", "agent tls_key_file")
