@@ -81,6 +81,7 @@ func TestAgentLedgerMetrics(t *testing.T) {
 		{`ledgerd_fsm_resource_utilization_ratio{resource="licenses"}`, 10.0 * 6 / (50 * 24)},
 		{"ledgerd_fsm_metrics_errors", 0},
 		{"ledgerd_snapshot_failures_total", 0},
+		{"ledgerd_snapshots_by_log_volume_total", 0},
 		{"ledgerd_raft_is_leader", 1},
 	} {
 		got, ok := m[c.series]

@@ -34,9 +34,10 @@ func newLogVolume(limit uint64) *logVolume {
 }
 
 // applied adds the entries' command bytes and wakes the trigger loop when
-// the count reaches the limit.
+// the count reaches the limit. It counts with the trigger off too, for
+// the ledgerd_log_bytes_since_snapshot gauge.
 func (v *logVolume) applied(logs ...*raft.Log) {
-	if v == nil || v.limit == 0 {
+	if v == nil {
 		return
 	}
 	var n uint64
@@ -45,7 +46,7 @@ func (v *logVolume) applied(logs ...*raft.Log) {
 			n += uint64(len(l.Data))
 		}
 	}
-	if v.since.Add(n) >= v.limit {
+	if v.since.Add(n) >= v.limit && v.limit > 0 {
 		select {
 		case v.due <- struct{}{}:
 		default:
@@ -65,10 +66,10 @@ func (v *logVolume) captured() uint64 {
 // giveBack returns the bytes of a snapshot that was captured but not
 // persisted: they still have to be replayed after a crash.
 func (v *logVolume) giveBack(n uint64) {
-	if v == nil || v.limit == 0 {
+	if v == nil {
 		return
 	}
-	if v.since.Add(n) >= v.limit {
+	if v.since.Add(n) >= v.limit && v.limit > 0 {
 		select {
 		case v.due <- struct{}{}:
 		default:

@@ -49,8 +49,12 @@ func TestLogVolumeCounts(t *testing.T) {
 
 	off := newLogVolume(0)
 	off.applied(cmd(1 << 20))
+	off.giveBack(1)
 	if woken(off) {
 		t.Fatal("a zero limit must never wake the loop")
+	}
+	if got := off.since.Load(); got != 1<<20+1 {
+		t.Fatalf("with the trigger off the count is %d, want %d (the gauge still reports it)", got, 1<<20+1)
 	}
 	var none *logVolume // a node made by RecoverCluster has none
 	none.applied(cmd(1))
