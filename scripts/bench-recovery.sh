@@ -34,7 +34,9 @@
 # raft_log_store.
 # KEEP=DIR saves a copy of the prefilled data dir there; PREFILLED=DIR
 # starts from such a copy instead of running the prefill (the addresses
-# below are recorded in it).
+# below are recorded in it). A copy more than an hour old is refused (its
+# bookings have begun, so it no longer holds LIVE live reservations)
+# unless PREFILLED_AGED=ok.
 # KEEP_CRASH=DIR saves a copy of the data dir as the SIGKILL left it
 # (before the crash restart), to replay its log tail again with
 # `restoreprof -replay`; the run ends with one such replay under the CPU
@@ -44,6 +46,19 @@ cd "$(dirname "$0")/.."
 LIVE=${LIVE:-100000}
 LOAD=${LOAD:-10s}
 TLS=${TLS:-on}
+if [ -n "${PREFILLED:-}" ]; then
+	# The prefill books a horizon starting an hour after it ran; once that
+	# hour has passed, reservations begin to end and every restart holds
+	# fewer than LIVE live ones (the measured times would look better than
+	# they are). The newest snapshot's metadata is written as it stops.
+	newest=$(stat -c %Y "$PREFILLED"/snapshots/*/meta.json 2>/dev/null | sort -n | tail -1)
+	[ -n "$newest" ] || { echo "PREFILLED=$PREFILLED holds no snapshot" >&2; exit 2; }
+	age=$(($(date +%s) - newest))
+	if ((age > 3600)) && [[ ${PREFILLED_AGED:-} != ok ]]; then
+		echo "PREFILLED=$PREFILLED was made $((age / 60)) min ago: its bookings have begun, so restarts hold fewer than LIVE=$LIVE live reservations; prefill again, or set PREFILLED_AGED=ok to measure it anyway" >&2
+		exit 2
+	fi
+fi
 work=$(mktemp -d -t ledgerd-recovery-XXXXXX)
 out=${OUT:-$work/out}
 mkdir -p "$out"
@@ -99,7 +114,7 @@ say "# $(date -u +%FT%TZ) LIVE=$LIVE ${RAFT_LOG_STORE:+RAFT_LOG_STORE=$RAFT_LOG_
 say "# load: $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ -n "${PREFILLED:-}" ]; then
 	cp -a "$PREFILLED" "$data"
-	say "prefilled data dir copied from a previous prefill"
+	say "prefilled data dir copied from a prefill made $((age / 60)) min ago"
 else
 	/usr/bin/time -f "prefill process: %e s wall, %U s user, %S s sys, max RSS %M KiB" \
 		"$work/prefill" "${addrs[@]}" "${prefill_sec[@]}" -live "$LIVE" -snapshot-interval 1h 2>&1 | grep -v '^prefill: [0-9]*/' | tee -a "$log"
