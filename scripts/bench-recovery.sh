@@ -51,7 +51,7 @@ if [ -n "${PREFILLED:-}" ]; then
 	# hour has passed, reservations begin to end and every restart holds
 	# fewer than LIVE live ones (the measured times would look better than
 	# they are). The newest snapshot's metadata is written as it stops.
-	newest=$(stat -c %Y "$PREFILLED"/snapshots/*/meta.json 2>/dev/null | sort -n | tail -1)
+	newest=$(stat -c %Y "$PREFILLED"/snapshots/*/meta.json 2>/dev/null | sort -n | tail -1 || true)
 	[ -n "$newest" ] || { echo "PREFILLED=$PREFILLED holds no snapshot" >&2; exit 2; }
 	age=$(($(date +%s) - newest))
 	if ((age > 3600)) && [[ ${PREFILLED_AGED:-} != ok ]]; then
