@@ -70,6 +70,14 @@ func main() {
 	if *times {
 		runner = timeStages(runner)
 	}
+	if *mem != "" && (*replay || *persist) {
+		fmt.Fprintln(os.Stderr, "restoreprof: -memprofile profiles the restore: it cannot be combined with -replay or -persist")
+		os.Exit(2)
+	}
+	if *replay && *persist {
+		fmt.Fprintln(os.Stderr, "restoreprof: -replay and -persist: choose one")
+		os.Exit(2)
+	}
 	if *persist {
 		if err := runPersist(*dir, *cpu, runner); err != nil {
 			fmt.Fprintln(os.Stderr, "restoreprof:", err)
