@@ -113,10 +113,11 @@ func testSnapshotByLogVolume(t *testing.T, store func(*Config)) {
 		apply(t, tn, fmt.Sprintf("w%d|%s", i, v))
 		want = append(want, v)
 	}
-	// About 6 KiB were applied: at least four snapshots, and the loop
-	// catches up with the last crossing.
+	// About 6 KiB were applied, so the count crossed the limit and the
+	// loop was woken: it catches up, with one snapshot or several
+	// (how many depends on how far the applies ran ahead of it).
 	waitFor(t, 20*time.Second, "snapshots to catch up with the log", func() bool {
-		return tn.node.snapByVolume.Load() >= 4 && tn.node.fsm.volume.since.Load() < limit
+		return tn.node.snapByVolume.Load() >= 1 && tn.node.fsm.volume.since.Load() < limit
 	})
 	last := tn.node.AppliedIndex()
 	c.crash(tn)
