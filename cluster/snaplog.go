@@ -100,7 +100,7 @@ func (n *Node) snapshotByVolumeLoop() {
 		switch {
 		case err == nil:
 			n.snapByVolume.Add(1)
-			n.log.Debug("snapshot by log volume taken", "applied", n.fsm.Applied(), "took", time.Since(start).Round(time.Millisecond))
+			n.log.Info("snapshot by log volume taken", "applied", n.fsm.Applied(), "took", time.Since(start).Round(time.Millisecond))
 		case errors.Is(err, ErrShutdown), n.ctx.Err() != nil:
 			return
 		case errors.Is(err, raft.ErrNothingNewToSnapshot):

@@ -19,7 +19,7 @@ import (
 // created before raft-wal became the default. It is skipped
 // with -short and when the agent cannot be built or does not start.
 func TestShortCampaign(t *testing.T) {
-	rep := shortCampaign(t, Config{
+	rep := shortCampaign(t, &Config{
 		Nodes: 3, Clients: 6, Groups: 2, Duration: 25 * time.Second,
 		Nemeses:   []string{"kill-leader", "partition-leader", "pause", "partition-bridge"},
 		Recurring: true, LogStore: "boltdb",
@@ -41,12 +41,22 @@ func TestShortCampaign(t *testing.T) {
 // carried several operations and that the leaders wrote some of them as
 // shared log entries (group commit). Its agents keep the Raft log in raft-wal
 // (LogStore "wal", the default for new data dirs), while TestShortCampaign
-// covers raft.db.
+// covers raft.db. They also snapshot every 16 KiB of log
+// (snapshot_log_bytes), so that snapshots are taken, restored after kills
+// and sent to lagging followers throughout the faults; the run must show
+// several.
 func TestShortBatchCampaign(t *testing.T) {
-	rep := shortCampaign(t, Config{
+	cfg := Config{
 		Nodes: 3, Clients: 6, Groups: 2, Duration: 20 * time.Second, Client: ClientBatch, LogStore: "wal",
-		Nemeses: []string{"kill", "partition-leader", "kill-leader", "partition-halves"},
-	})
+		Nemeses:   []string{"kill", "partition-leader", "kill-leader", "partition-halves"},
+		ExtraArgs: []string{"-snapshot-log-bytes", "16KiB"},
+	}
+	rep := shortCampaign(t, &cfg)
+	n := countInLogs(t, cfg.Dir, "snapshot by log volume taken")
+	t.Logf("%d snapshots by log volume, %d restores of a snapshot", n, countInLogs(t, cfg.Dir, `msg="restored snapshot"`))
+	if n < 3 {
+		t.Errorf("%d snapshots by log volume in the nodes' logs, want at least 3", n)
+	}
 	b := rep.Batches
 	if b == nil {
 		t.Fatal("batch mode reported no batch statistics")
@@ -76,11 +86,11 @@ func TestShortBatchCampaign(t *testing.T) {
 }
 
 // shortCampaign runs one default-suite campaign with cfg (Bin, Dir, Seed,
-// timings and Progress filled in) and fails t unless faults were injected
+// timings and Progress filled in, in cfg) and fails t unless faults were injected
 // and the run passed. It skips with -short and when the agent cannot be
 // built or does not start. Set LEDGERD_JEPSEN_KEEP=1 to keep the output
 // directory (logs, history, report, visualizations) and print its path.
-func shortCampaign(t *testing.T, cfg Config) *Report {
+func shortCampaign(t *testing.T, cfg *Config) *Report {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("chaos campaign skipped in -short mode")
@@ -106,7 +116,7 @@ func shortCampaign(t *testing.T, cfg Config) *Report {
 	cfg.Bin, cfg.Dir, cfg.Seed = bin, dir, uint64(time.Now().UnixNano())
 	cfg.Quiet, cfg.Hold, cfg.CheckTimeout, cfg.Settle = 3*time.Second, 4*time.Second, 30*time.Second, 30*time.Second
 	cfg.Progress = testWriter{t}
-	rep, err := Run(ctx, cfg)
+	rep, err := Run(ctx, *cfg)
 	if err != nil {
 		t.Fatalf("campaign could not run: %v", err)
 	}
@@ -155,4 +165,22 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// countInLogs counts the lines of the nodes' logs in dir that contain s.
+func countInLogs(t *testing.T, dir, s string) int {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += strings.Count(string(b), s)
+	}
+	return n
 }

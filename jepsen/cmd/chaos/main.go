@@ -37,6 +37,7 @@ func run(args []string) int {
 		client   = fs.String("client", jepsen.ClientUnary, "how clients talk to their node: unary (one Connect call per operation) or batch (the coalescing client: concurrent operations share Batch calls)")
 	)
 	logStore := fs.String("log-store", "", "the agents' raft_log_store: boltdb or wal (default: the agent's default)")
+	agentArgs := fs.String("agent-args", "", "more flags for every agent command line, separated by spaces, e.g. \"-snapshot-log-bytes 16KiB\" to snapshot throughout the faults")
 	recurring := fs.Bool("recurring", false, "also book standing reservations throughout the run and check that each occurrence is booked exactly once, the endless ones by the leader's tick under the faults")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: go run ./jepsen/cmd/chaos [flags]\n\nRuns a chaos campaign against real ledgerd processes and checks linearizability and invariants.\n\n")
@@ -69,6 +70,7 @@ func run(args []string) int {
 		Bin: *bin, Dir: *dir, Nodes: *nodes, Clients: *clients, Groups: *groups, Duration: *duration,
 		Nemeses: nem, Quiet: *quiet, Hold: *hold, Combine: *combine, Seed: *seed, CheckTimeout: *check,
 		Client: *client, Insecure: *insecure, Progress: os.Stdout, Recurring: *recurring, Think: *think, LogStore: *logStore,
+		ExtraArgs: strings.Fields(*agentArgs),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
