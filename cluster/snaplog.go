@@ -46,6 +46,12 @@ func (v *logVolume) applied(logs ...*raft.Log) {
 			n += uint64(len(l.Data))
 		}
 	}
+	v.add(n)
+}
+
+// add counts n bytes and wakes the trigger loop (at most one wake-up
+// pending) once the count reaches the limit.
+func (v *logVolume) add(n uint64) {
 	if v.since.Add(n) >= v.limit && v.limit > 0 {
 		select {
 		case v.due <- struct{}{}:
@@ -66,14 +72,8 @@ func (v *logVolume) captured() uint64 {
 // giveBack returns the bytes of a snapshot that was captured but not
 // persisted: they still have to be replayed after a crash.
 func (v *logVolume) giveBack(n uint64) {
-	if v == nil {
-		return
-	}
-	if v.since.Add(n) >= v.limit && v.limit > 0 {
-		select {
-		case v.due <- struct{}{}:
-		default:
-		}
+	if v != nil {
+		v.add(n)
 	}
 }
 
