@@ -232,7 +232,7 @@ func (n *Node) createRaft() error {
 	}
 	n.wal = ls
 	n.log.Info("opened raft.db", "log_store", kind, "since_start", time.Since(n.started).Round(time.Millisecond))
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, newHclog(n.log, "snapshot"))
+	snaps, err := openSnapshotStore(cfg.DataDir, n.log)
 	if err != nil {
 		return fmt.Errorf("cluster: open snapshot store: %w", err)
 	}

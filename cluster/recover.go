@@ -116,7 +116,7 @@ func Recover(cfg RecoverConfig, fsm raft.FSM) (RecoverInfo, error) {
 		return info, fmt.Errorf("cluster: recover: %w", err)
 	}
 	defer ls.Close()
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, newHclog(log, "snapshot"))
+	snaps, err := openSnapshotStore(cfg.DataDir, log)
 	if err != nil {
 		return info, fmt.Errorf("cluster: recover: open snapshot store: %w", err)
 	}

@@ -3,6 +3,8 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -134,5 +136,44 @@ func testSnapshotByLogVolume(t *testing.T, store func(*Config)) {
 	// The restart replayed only what came after the newest snapshot.
 	if replayed := tn.node.fsm.volume.since.Load(); replayed >= limit {
 		t.Fatalf("replayed %d command bytes after the crash, want fewer than %d", replayed, limit)
+	}
+}
+
+// TestUnfinishedSnapshotRemoved: a snapshot directory left unfinished by a
+// crash (raft's <id>.tmp, which raft itself never reaps) is removed when
+// the node starts again; the complete snapshot beside it is restored.
+func TestUnfinishedSnapshotRemoved(t *testing.T) {
+	c := &tcluster{t: t}
+	tn := c.add(1, func(cfg *Config) {
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout = 20*time.Second, 20*time.Second
+		cfg.SnapshotOnShutdown = true
+		cfg.SnapshotThreshold, cfg.SnapshotInterval = 1<<40, time.Hour
+	})
+	t.Cleanup(c.stopAll)
+	c.start(tn)
+	waitFor(t, 5*time.Second, "the bootstrapped server to elect itself", tn.node.IsLeader)
+	var want []string
+	for i := range 5 {
+		apply(t, tn, fmt.Sprintf("w%d|v%d", i, i))
+		want = append(want, fmt.Sprint("v", i))
+	}
+	c.shutdown(tn)
+	left := filepath.Join(tn.dir, "snapshots", "7-99-1795700000000.tmp")
+	if err := os.MkdirAll(left, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(left, "state.bin"), make([]byte, 4096), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.restart(tn)
+	waitFor(t, 5*time.Second, "the sole voter to elect itself after a restart", tn.node.IsLeader)
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Fatalf("the unfinished snapshot is still there after a restart (stat: %v)", err)
+	}
+	if tn.node.fsm.restored.Load() == 0 {
+		t.Fatal("the complete snapshot was not restored")
+	}
+	if got := readEntries(t, tn); !slices.Equal(got, want) {
+		t.Fatalf("entries after restart = %q, want %q", got, want)
 	}
 }
