@@ -271,6 +271,23 @@ func (c *tcluster) running() []*tnode {
 	return out
 }
 
+// soloServer starts a one-server cluster whose node elects itself at once
+// (its 20 s heartbeat timeout never matters) and takes no snapshot of
+// raft's own (threshold and interval out of reach), tweaked further by
+// tweak; it waits until the node leads.
+func soloServer(t *testing.T, tweak func(*Config)) (*tcluster, *tnode) {
+	t.Helper()
+	c := &tcluster{t: t}
+	tn := c.add(1, chain(func(cfg *Config) {
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout = 20*time.Second, 20*time.Second
+		cfg.SnapshotThreshold, cfg.SnapshotInterval = 1<<40, time.Hour
+	}, tweak))
+	t.Cleanup(c.stopAll)
+	c.start(tn)
+	waitFor(t, 5*time.Second, "the bootstrapped server to elect itself", tn.node.IsLeader)
+	return c, tn
+}
+
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	testwait.Until(t, timeout, what, cond)

@@ -46,15 +46,7 @@ func testOneServerRestart(t *testing.T, store func(*Config)) {
 		graceful bool
 	}{{"graceful", true}, {"crash", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &tcluster{t: t}
-			tn := c.add(1, chain(func(cfg *Config) {
-				cfg.HeartbeatTimeout, cfg.ElectionTimeout = 20*time.Second, 20*time.Second
-				cfg.SnapshotOnShutdown = true
-				cfg.SnapshotThreshold, cfg.SnapshotInterval = 1<<40, time.Hour // no automatic snapshot
-			}, store))
-			t.Cleanup(c.stopAll)
-			c.start(tn)
-			waitFor(t, 5*time.Second, "the bootstrapped server to elect itself", tn.node.IsLeader)
+			c, tn := soloServer(t, chain(func(cfg *Config) { cfg.SnapshotOnShutdown = true }, store))
 			var want []string
 			for i := range 40 {
 				apply(t, tn, fmt.Sprintf("w%d|v%d", i, i))

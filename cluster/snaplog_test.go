@@ -100,15 +100,7 @@ func TestSnapshotByLogVolume(t *testing.T) { forEachLogStore(t, testSnapshotByLo
 
 func testSnapshotByLogVolume(t *testing.T, store func(*Config)) {
 	const limit = 1 << 10
-	c := &tcluster{t: t}
-	tn := c.add(1, chain(func(cfg *Config) {
-		cfg.HeartbeatTimeout, cfg.ElectionTimeout = 20*time.Second, 20*time.Second
-		cfg.SnapshotThreshold, cfg.SnapshotInterval = 1<<40, time.Hour // no entry-count snapshot
-		cfg.SnapshotLogBytes = limit
-	}, store))
-	t.Cleanup(c.stopAll)
-	c.start(tn)
-	waitFor(t, 5*time.Second, "the bootstrapped server to elect itself", tn.node.IsLeader)
+	c, tn := soloServer(t, chain(func(cfg *Config) { cfg.SnapshotLogBytes = limit }, store))
 	var want []string
 	for i := range 60 {
 		v := fmt.Sprintf("v%d-%s", i, strings.Repeat("x", 90))
@@ -143,15 +135,7 @@ func testSnapshotByLogVolume(t *testing.T, store func(*Config)) {
 // crash (raft's <id>.tmp, which raft itself never reaps) is removed when
 // the node starts again; the complete snapshot beside it is restored.
 func TestUnfinishedSnapshotRemoved(t *testing.T) {
-	c := &tcluster{t: t}
-	tn := c.add(1, func(cfg *Config) {
-		cfg.HeartbeatTimeout, cfg.ElectionTimeout = 20*time.Second, 20*time.Second
-		cfg.SnapshotOnShutdown = true
-		cfg.SnapshotThreshold, cfg.SnapshotInterval = 1<<40, time.Hour
-	})
-	t.Cleanup(c.stopAll)
-	c.start(tn)
-	waitFor(t, 5*time.Second, "the bootstrapped server to elect itself", tn.node.IsLeader)
+	c, tn := soloServer(t, func(cfg *Config) { cfg.SnapshotOnShutdown = true })
 	var want []string
 	for i := range 5 {
 		apply(t, tn, fmt.Sprintf("w%d|v%d", i, i))

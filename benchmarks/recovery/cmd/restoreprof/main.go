@@ -186,13 +186,11 @@ func run(dir, cpuFile, memFile string, runner fsm.StageRunner) error {
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	if cpuFile != "" {
-		f, err := startCPUProfile(cpuFile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
+	closeProfile, err := startCPUProfile(cpuFile)
+	if err != nil {
+		return err
 	}
+	defer closeProfile()
 	t1, cpu1 := time.Now(), cpuTime()
 	restoreStart = t1
 	l, err := fsm.New(fsm.Config{})
@@ -273,13 +271,11 @@ func runReplay(dir, cpuFile string, runner fsm.StageRunner) error {
 	// As the node does after a restore (cluster's trackedFSM.Restore):
 	// one collection, so the replay does not pay for the restore's garbage.
 	debug.FreeOSMemory()
-	if cpuFile != "" {
-		f, err := startCPUProfile(cpuFile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
+	closeProfile, err := startCPUProfile(cpuFile)
+	if err != nil {
+		return err
 	}
+	defer closeProfile()
 	var gc0, gc1 runtime.MemStats
 	runtime.ReadMemStats(&gc0)
 	t1, cpu1 := time.Now(), cpuTime()
@@ -309,9 +305,13 @@ func runReplay(dir, cpuFile string, runner fsm.StageRunner) error {
 	return nil
 }
 
-// startCPUProfile creates path and starts the CPU profiler writing to it;
-// the caller stops the profiler, then closes the file.
-func startCPUProfile(path string) (*os.File, error) {
+// startCPUProfile creates path and starts the CPU profiler writing to it
+// (nothing when path is empty); the caller stops the profiler when the
+// timed part ends and calls the returned function to close the file.
+func startCPUProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("cpu profile: %w", err)
@@ -320,7 +320,7 @@ func startCPUProfile(path string) (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("cpu profile: %w", err)
 	}
-	return f, nil
+	return func() { f.Close() }, nil
 }
 
 // runPersist restores the newest snapshot of dir, then takes a snapshot
@@ -348,13 +348,11 @@ func runPersist(dir, cpuFile string, runner fsm.StageRunner) error {
 		return err
 	}
 	debug.FreeOSMemory()
-	if cpuFile != "" {
-		f, err := startCPUProfile(cpuFile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
+	closeProfile, err := startCPUProfile(cpuFile)
+	if err != nil {
+		return err
 	}
+	defer closeProfile()
 	t0, cpu0 := time.Now(), cpuTime()
 	s, err := l.Snapshot()
 	if err != nil {
