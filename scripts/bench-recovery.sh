@@ -154,7 +154,7 @@ start() {
 }
 
 load() {
-	"$work/loadgen" -system ledgerd -addrs "$http" "${client_tls[@]}" -mix reserve -clients 64 -live 2000 \
+	"$work/loadgen" -system ledgerd -addrs "$http" "${client_tls[@]}" -cpu-pids "$pid" -mix reserve -clients 64 -live 2000 \
 		-resources "$resources" -duration "$1" -quiet | tail -4 | tee -a "$log"
 }
 
