@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# pair-agents.sh OUT PAIRS LOADGEN LEDGERD_A LEDGERD_B
+# pair-long.sh OUT PAIRS LOADGEN LEDGERD_A LEDGERD_B
 #
-# Alternated A/B pairs of two agent binaries under the same load
-# generator: for each pair, A then B, each side on three fresh secured
-# agents (TLS on, wal log store, empty data directories) running the
-# default mix at 16 then 64 clients, then on fresh agents the reserve mix
-# at 64 clients; 10k live, 10 s cells. Run from the repository root.
+# pair-agents.sh (benchmarks/results/write-path-5/barrier-ab/) with one
+# cell per side: the reserve mix at 64 clients for 60 s on three fresh
+# secured agents (TLS on, wal log store), 10k live; long enough for raft's
+# own snapshot check (every 10-20 s) to run on both sides. LEDGERD_A and
+# LEDGERD_B may be wrappers that exec one binary with different LEDGERD_*
+# settings. Run from the repository root.
 #
-#   pair-agents.sh out 5 bin/loadgen bin/ledgerd-main bin/ledgerd-new
+#   pair-long.sh out 2 bin/loadgen bin/ledgerd-off bin/ledgerd-16mib
 set -euo pipefail
 out=$1 pairs=$2 loadgen=$3 lda=$4 ldb=$5
 mkdir -p "$out"
