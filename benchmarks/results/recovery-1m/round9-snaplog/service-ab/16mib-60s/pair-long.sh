@@ -29,9 +29,7 @@ cell() { # label ledgerd mix clients
 	rm -rf "$work"/data-*
 }
 for ((p = 1; p <= pairs; p++)); do
-
 	cell "A-$p" "$lda" reserve 64
-
 	cell "B-$p" "$ldb" reserve 64
 done
 echo "$(date +%T) done" >>"$out/order.log"
