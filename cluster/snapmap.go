@@ -112,8 +112,9 @@ var errNoMapping = errors.New("cluster: snapshot mapping not supported here")
 
 // mapState maps the whole state file read-only. The bytes are valid until
 // release (or Close) is called; release may be called more than once.
-// Nothing must have been read from the stream: the mapping starts at the
-// file's first byte.
+// The mapping starts at the file's first byte, whatever the stream has
+// given already (the restore has read the node's header from it, and
+// compares it with the mapping's first bytes).
 func (f *snapshotFile) mapState() (data []byte, release func(), err error) {
 	data, unmap, err := mapFile(f.path, f.size)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"math/bits"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"github.com/ledgerd/ledgerd/internal/rangesort"
 )
 
 // idemMismatch returns the answer to an entry whose (owner, key) is
@@ -203,7 +204,7 @@ func (s *idemStore) appendRecord(owner, key []byte, at int64, result []byte) uin
 // the records into before it indexes them: 4,096 ranges, so that the
 // index cells and tags of one range (at a million keys: 1,024 cells,
 // 12 KiB) stay in cache while its records are placed.
-const idemLoadBuckets = 12
+const idemLoadBuckets = rangesort.Bits
 
 // idemPlace is a record as load indexes it: its hash tag and its
 // position, packed (chunk number << idemOffBits | offset).
@@ -212,36 +213,6 @@ type idemPlace struct{ tag, pos uint32 }
 // idemOffBits is the width of the offset in idemPlace.pos: a chunk of
 // idemChunk bytes (a larger record starts its own chunk).
 const idemOffBits = 18
-
-// sortByRange orders xs by range(x) (less than 1<<idemLoadBuckets) in
-// place, by cycles of swaps (no second list of the records, which would
-// be megabytes more at the restore's peak); the order within a range is
-// not kept.
-func sortByRange[T any](xs []T, rangeOf func(T) uint32) {
-	var next, end [1 << idemLoadBuckets]int
-	for _, x := range xs {
-		end[rangeOf(x)]++
-	}
-	at := 0
-	for b := range end {
-		next[b] = at
-		at += end[b]
-		end[b] = at
-	}
-	for b := range next {
-		for next[b] < end[b] {
-			x := xs[next[b]]
-			for r := rangeOf(x); r != uint32(b); r = rangeOf(x) {
-				// x belongs in range r: put it there and take the one
-				// it displaces.
-				x, xs[next[r]] = xs[next[r]], x
-				next[r]++
-			}
-			xs[next[b]] = x
-			next[b]++
-		}
-	}
-}
 
 // load appends the records raw (encoded IdempotencyRecords, decoded by
 // decode) to an empty store whose index was sized for them (grow), as
@@ -293,17 +264,16 @@ func (s *idemStore) load(raw fieldList, decode func([]byte) (idemRecord, error))
 	// 2. The records sorted by the range of their home cells.
 	mask := uint32(len(s.index) - 1)
 	shift := bits.Len32(mask) - min(idemLoadBuckets, bits.Len32(mask))
-	sortByRange(recs, func(p idemPlace) uint32 { return (p.tag & mask) >> shift })
+	rangesort.Sort(recs, func(p idemPlace) uint32 { return (p.tag & mask) >> shift })
 	// 3. The index, range by range.
 	for _, p := range recs {
 		pos := uint64(s.first+p.pos>>idemOffBits)<<32 | uint64(p.pos&(1<<idemOffBits-1))
-		i := uint64(p.tag & mask)
-		for ; s.index[i] != 0; i = (i + 1) & uint64(mask) {
-			if s.tags[i] == p.tag && s.sameKey(s.index[i]-1, pos) {
-				clear(s.index)
-				clear(s.tags)
-				return s.indexInOrder(n, bad, badErr)
-			}
+		// The tag is the hash's low half, which gives the home cell too.
+		i, dup := s.slotFor(uint64(p.tag), pos)
+		if dup {
+			clear(s.index)
+			clear(s.tags)
+			return s.indexInOrder(n, bad, badErr)
 		}
 		s.index[i], s.tags[i] = pos+1, p.tag
 	}
@@ -322,13 +292,10 @@ func (s *idemStore) indexInOrder(n, bad int, badErr error) (int, error) {
 		}
 		r := s.record(pos)
 		h := idemHash(r.owner, r.key)
-		mask := uint64(len(s.index) - 1)
-		k := h & mask
-		for ; s.index[k] != 0; k = (k + 1) & mask {
-			if s.tags[k] == uint32(h) && s.sameKey(s.index[k]-1, pos) {
-				dup = i
-				return
-			}
+		k, found := s.slotFor(h, pos)
+		if found {
+			dup = i
+			return
 		}
 		s.index[k], s.tags[k] = pos+1, uint32(h)
 		s.n++
@@ -337,6 +304,21 @@ func (s *idemStore) indexInOrder(n, bad int, badErr error) (int, error) {
 		return dup, errors.New("duplicate key")
 	}
 	return bad, badErr
+}
+
+// slotFor probes the index from the home cell of hash h for the record
+// at pos, which is in the log but not yet in the index: it returns the
+// first empty cell, or the cell of a record with the same owner and key
+// (dup).
+func (s *idemStore) slotFor(h, pos uint64) (cell uint64, dup bool) {
+	mask := uint64(len(s.index) - 1)
+	i := h & mask
+	for ; s.index[i] != 0; i = (i + 1) & mask {
+		if s.tags[i] == uint32(h) && s.sameKey(s.index[i]-1, pos) {
+			return i, true
+		}
+	}
+	return i, false
 }
 
 // sameKey reports whether the records at a and b have the same owner and

@@ -496,13 +496,7 @@ func (j *restoreJob) buildTable() {
 		// IDs are new and ascending: no old row to unlink.
 		s.resv.insert(rowID(row), row)
 	}
-	insertInOrder(s.byID, func(yield func(string) bool) {
-		for _, row := range j.rows {
-			if !yield(row) {
-				return
-			}
-		}
-	})
+	insertInOrder(s.byID, slices.Values(j.rows))
 }
 
 // buildUsage builds the usage the limits need of every row, in bulk

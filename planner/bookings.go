@@ -5,6 +5,8 @@ import (
 	"iter"
 	"math/bits"
 	"slices"
+
+	"github.com/ledgerd/ledgerd/internal/rangesort"
 )
 
 // entry is a live booking in 48 bytes: its ID, its window, its single
@@ -361,40 +363,12 @@ func (h endHeap) fix(t *bookTable, i int) {
 // IDs into before it indexes them: 4,096 ranges, so that the index cells
 // of one range (a million bookings: 512 cells, 2 KiB) stay in cache while
 // its IDs are placed.
-const loadBuckets = 12
+const loadBuckets = rangesort.Bits
 
 // loadID is one ID of addNew: the low half of its hash (which gives its
 // home cell, as the index has at most 1<<32 cells) and its number in the
 // batch; 8 bytes a booking.
 type loadID struct{ lo, i uint32 }
-
-// sortByRange orders xs by rangeOf(x) (less than 1<<loadBuckets) in
-// place, by cycles of swaps (no second list, which would be megabytes
-// more at the restore's peak); the order within a range is not kept.
-func sortByRange(xs []loadID, rangeOf func(loadID) uint32) (bounds [1<<loadBuckets + 1]int) {
-	var next [1 << loadBuckets]int
-	for _, x := range xs {
-		bounds[rangeOf(x)+1]++
-	}
-	for b := range next {
-		bounds[b+1] += bounds[b]
-		next[b] = bounds[b]
-	}
-	for b := range next {
-		for next[b] < bounds[b+1] {
-			x := xs[next[b]]
-			for r := rangeOf(x); r != uint32(b); r = rangeOf(x) {
-				// x belongs in range r: put it there and take the one
-				// it displaces.
-				x, xs[next[r]] = xs[next[r]], x
-				next[r]++
-			}
-			xs[next[b]] = x
-			next[b]++
-		}
-	}
-	return bounds
-}
 
 // addNew stores n bookings (id(i) and entryOf(i) give the i-th) in slots
 // hw, hw+1, … in order, as n calls of add would, and returns true; or,
@@ -429,7 +403,7 @@ func (t *bookTable) addNew(n int, id func(i int) string, entryOf func(i int) ent
 	for i := range n {
 		order[i] = loadID{uint32(hashID(id(i))), uint32(i)}
 	}
-	bounds := sortByRange(order, func(l loadID) uint32 { return (l.lo & mask) >> shift })
+	bounds := rangesort.Sort(order, func(l loadID) uint32 { return (l.lo & mask) >> shift })
 	// A repeated ID has the same hash: sorted by it within each range,
 	// repeats are neighbours (and so are a few other IDs, compared too).
 	for b := range 1 << loadBuckets {
@@ -453,11 +427,9 @@ func (t *bookTable) addNew(n int, id func(i int) string, entryOf func(i int) ent
 	}
 	t.hw += uint32(n)
 	for _, l := range order {
-		c := l.lo & mask
-		for t.index[c] != 0 {
-			c = (c + 1) & mask
-		}
-		t.index[c] = base + l.i + 1
+		// The low half of the hash gives the home cell (at most 1<<32
+		// cells).
+		t.placeHash(base+l.i, uint64(l.lo))
 	}
 	t.n += n
 	return true

@@ -70,9 +70,8 @@ func BenchmarkHoldPath(b *testing.B) {
 // pipeline on the leader of a three-node cluster, below the HTTP edge:
 // mix=read+write is two linearizable Gets and six one-phase Holds (the
 // writes go first and, applied on this leader, serve the Gets' barrier);
-// mix=write is eight
-// Holds (one ApplyBatch) and mix=read eight Gets (one barrier), what each
-// half costs alone. ns/op is one whole batch; cpu-ns/op
+// mix=write is eight Holds (one ApplyBatch) and mix=read eight Gets (one
+// barrier), what each half costs alone. ns/op is one whole batch; cpu-ns/op
 // the process's CPU time per batch, all three nodes included.
 func BenchmarkPipelineBatch(b *testing.B) {
 	ctx := context.Background()
