@@ -160,15 +160,21 @@ func allRows(t testing.TB, s *state) map[string]*fsmv1.Reservation {
 	t.Helper()
 	out := make(map[string]*fsmv1.Reservation, s.resv.len())
 	var sc rowScan
-	for id, row := range s.resv.m {
+	for id, row := range s.resv.all() {
 		if err := scanRow(row, &sc); err != nil || sc.id != id {
 			t.Fatalf("row %q: scan %v, id %q", id, err, sc.id)
+		}
+		if got, ok := s.resv.raw(id); !ok || got != row {
+			t.Fatalf("row %q is in the table but its lookup finds %v", id, ok)
 		}
 		r := decodeRow(row)
 		if enc, _ := marshalOpts.Marshal(r); string(enc) != row {
 			t.Fatalf("row %q is not its canonical encoding", id)
 		}
 		out[id] = r
+	}
+	if s.resv.len() != len(out) {
+		t.Fatalf("table counts %d rows, holds %d", s.resv.len(), len(out))
 	}
 	if s.byID.Len() != len(out) {
 		t.Fatalf("byID holds %d rows, table %d", s.byID.Len(), len(out))

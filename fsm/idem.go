@@ -9,6 +9,7 @@ import (
 	"math/bits"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"github.com/ledgerd/ledgerd/internal/idhash"
 	"github.com/ledgerd/ledgerd/internal/rangesort"
 )
 
@@ -74,26 +75,10 @@ type idemRecord struct {
 	owner, key, result []byte
 }
 
-// idemHash is FNV-1a over owner, a separator and key, followed by the
-// finaliser that the planner's booking table uses.
+// idemHash is the hash of a record's owner and key (idhash), with a
+// separator between them.
 func idemHash[T string | []byte](owner, key T) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(owner); i++ {
-		h ^= uint64(owner[i])
-		h *= 1099511628211
-	}
-	h ^= 0xff
-	h *= 1099511628211
-	for i := 0; i < len(key); i++ {
-		h ^= uint64(key[i])
-		h *= 1099511628211
-	}
-	h ^= h >> 33
-	h *= 0xff51afd7ed558ccd
-	h ^= h >> 33
-	h *= 0xc4ceb9fe1a85ec53
-	h ^= h >> 33
-	return h
+	return idhash.Finish(idhash.Add(idhash.AddByte(idhash.Add(idhash.Offset, owner), 0xff), key))
 }
 
 // len returns the number of remembered keys.

@@ -406,7 +406,7 @@ func TestLimitsProperty(t *testing.T) {
 				func() {
 					h.f.mu.RLock()
 					defer h.f.mu.RUnlock()
-					rowsBefore = maps.Clone(h.f.st.resv.m)
+					rowsBefore = maps.Collect(h.f.st.resv.all())
 				}()
 				r := h.apply(now, cmd)
 				if r.GetStatus() == OK && cmd.GetType() == fsmv1.Command_TYPE_SET_LIMITS {
@@ -423,7 +423,7 @@ func TestLimitsProperty(t *testing.T) {
 					h.f.mu.RLock()
 					defer h.f.mu.RUnlock()
 					rows = allRows(t, h.f.st)
-					rowsAfter = maps.Clone(h.f.st.resv.m)
+					rowsAfter = maps.Collect(h.f.st.resv.all())
 				}()
 				stats[cmd.GetType().String()+"/"+r.GetStatus().String()]++
 				switch {

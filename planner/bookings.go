@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 
+	"github.com/ledgerd/ledgerd/internal/idhash"
 	"github.com/ledgerd/ledgerd/internal/rangesort"
 )
 
@@ -56,21 +57,9 @@ type bookTable struct {
 // minIndex is the smallest index size; it must be a power of two.
 const minIndex = 16
 
-// hashID is FNV-1a over the ID bytes followed by a 64-bit finaliser that
-// spreads every input bit over the low bits used to pick a cell.
-func hashID(id string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(id); i++ {
-		h ^= uint64(id[i])
-		h *= 1099511628211
-	}
-	h ^= h >> 33
-	h *= 0xff51afd7ed558ccd
-	h ^= h >> 33
-	h *= 0xc4ceb9fe1a85ec53
-	h ^= h >> 33
-	return h
-}
+// hashID is the booking table's hash of an ID (idhash: FNV-1a and a
+// finaliser).
+func hashID(id string) uint64 { return idhash.String(id) }
 
 // len returns the number of live bookings.
 func (t *bookTable) len() int { return t.n }

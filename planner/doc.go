@@ -24,8 +24,8 @@
 // What it must not do: read a clock, draw random numbers, start goroutines,
 // do I/O, or depend on map iteration order. Time and capacity are int64;
 // the caller passes "now". It imports no time, os, net, sync, raft or
-// protobuf packages, and of this module only internal/rangesort, which
-// imports nothing (deps_test.go enforces this), so that every replica of
+// protobuf packages, and of this module only internal/rangesort and
+// internal/idhash, which import nothing (deps_test.go enforces this), so that every replica of
 // the ledger reaches the same decision from the same log.
 //
 // Caller's duties: serialise access (nothing here is safe for concurrent

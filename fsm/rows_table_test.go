@@ -1,0 +1,118 @@
+package fsm
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ledgerd/ledgerd/internal/idhash"
+)
+
+// TestRowStoreMatchesMap drives the row table and a plain map with the
+// same random inserts, replacements and deletions, over ID pools small
+// enough that probe runs collide, wrap around the table's end and are
+// cut by deletions, and checks after every step that the two hold the
+// same rows and that the table's own invariants hold.
+func TestRowStoreMatchesMap(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ids   int
+		steps int
+		del   int // per cent of steps that delete
+	}{
+		{"tiny", 6, 2000, 40},
+		{"one table", 12, 4000, 50},
+		{"growing", 500, 5000, 10},
+		{"churn", 300, 20000, 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(tc.ids), uint64(tc.steps)))
+			tab := newRowStore(0)
+			model := map[string]string{}
+			for step := range tc.steps {
+				id := fmt.Sprintf("r%d", rng.IntN(tc.ids))
+				if rng.IntN(100) < tc.del {
+					tab.del(id)
+					delete(model, id)
+				} else {
+					row := idPivot(id) + fmt.Sprintf("\x10%c", byte(step%100))
+					tab.insert(id, row)
+					model[id] = row
+				}
+				checkRowStore(t, &tab, model, step)
+			}
+		})
+	}
+}
+
+// checkRowStore compares tab with model and checks its invariants: the
+// count, the fill bound, each tag, and that every row is reachable: no
+// empty cell lies between a row's home cell and its cell.
+func checkRowStore(t *testing.T, tab *rowStore, model map[string]string, step int) {
+	t.Helper()
+	if tab.len() != len(model) {
+		t.Fatalf("step %d: len %d, model %d", step, tab.len(), len(model))
+	}
+	if tab.n > len(tab.cells)/4*3 {
+		t.Fatalf("step %d: %d rows in %d cells", step, tab.n, len(tab.cells))
+	}
+	for id, want := range model {
+		if got, ok := tab.raw(id); !ok || got != want {
+			t.Fatalf("step %d: raw(%q) = %q, %v; want %q", step, id, got, ok, want)
+		}
+		if !tab.has(id) {
+			t.Fatalf("step %d: has(%q) = false", step, id)
+		}
+	}
+	if _, ok := tab.raw("absent"); ok || tab.has("absent") {
+		t.Fatalf("step %d: an absent ID was found", step)
+	}
+	mask := uint64(len(tab.cells) - 1)
+	seen := 0
+	for i, row := range tab.cells {
+		if row == "" {
+			if tab.tags[i] != 0 {
+				t.Fatalf("step %d: empty cell %d keeps tag %#x", step, i, tab.tags[i])
+			}
+			continue
+		}
+		seen++
+		id := rowID(row)
+		if model[id] != row {
+			t.Fatalf("step %d: cell %d holds %q, model has %q", step, i, row, model[id])
+		}
+		if tab.tags[i] != uint32(idhash.String(id)) {
+			t.Fatalf("step %d: cell %d tag %#x, hash %#x", step, i, tab.tags[i], uint32(idhash.String(id)))
+		}
+		for k := uint64(tab.tags[i]) & mask; k != uint64(i); k = (k + 1) & mask {
+			if tab.cells[k] == "" {
+				t.Fatalf("step %d: row %q in cell %d is cut off from its home by empty cell %d", step, id, i, k)
+			}
+		}
+	}
+	if seen != len(model) {
+		t.Fatalf("step %d: %d cells in use, model %d", step, seen, len(model))
+	}
+	n := 0
+	for id, row := range tab.all() {
+		if model[id] != row {
+			t.Fatalf("step %d: all yields %q for %q", step, row, id)
+		}
+		n++
+	}
+	if n != len(model) {
+		t.Fatalf("step %d: all yields %d rows, model %d", step, n, len(model))
+	}
+}
+
+// TestRowCellsFor: the size holds n rows at most 3/4 full and is the
+// smallest power of two that does.
+func TestRowCellsFor(t *testing.T) {
+	for _, tc := range []struct{ n, want int }{
+		{0, 16}, {12, 16}, {13, 32}, {24, 32}, {25, 64}, {786432, 1 << 20}, {786433, 1 << 21}, {1000000, 1 << 21},
+	} {
+		if got := rowCellsFor(tc.n); got != tc.want {
+			t.Errorf("rowCellsFor(%d) = %d, want %d", tc.n, got, tc.want)
+		}
+	}
+}
