@@ -389,6 +389,7 @@ func (s *idemStore) dropWhile(drop func(idemRecord) bool) {
 		}
 		r, l := readIdemRecord(s.chunks[0][s.front:])
 		if !drop(r) {
+			s.shrink()
 			return
 		}
 		s.unindex(uint64(s.first)<<32|uint64(s.front), idemHash(r.owner, r.key))
@@ -401,6 +402,39 @@ func (s *idemStore) dropWhile(drop func(idemRecord) bool) {
 		s.first += uint32(len(s.chunks) - 1)
 		s.chunks = [][]byte{last[len(last):len(last):cap(last)]}
 		s.front = 0
+	}
+	s.shrink()
+}
+
+// shrink rebuilds the index at a quarter full once it is less than an
+// eighth full. A restore sizes the index for every record of the
+// snapshot, which a burst of writes can leave at several times the cap
+// (young keys outlive it); without this, the index sized for the burst
+// (50 MB at 1.1M keys) stayed after the cap had trimmed the records to a
+// quarter of that. Between a quarter and a half full, neither a growth
+// nor a shrink follows soon after the other.
+func (s *idemStore) shrink() {
+	if len(s.index) <= 64 || s.n*8 >= len(s.index) {
+		return
+	}
+	size := 64
+	for s.n*4 > size {
+		size *= 2
+	}
+	old, oldTags := s.index, s.tags
+	s.index, s.tags = make([]uint64, size), make([]uint32, size)
+	for i, c := range old {
+		if c == 0 {
+			continue
+		}
+		// The tag is the hash's low half, which gives the home cell in
+		// an index of at most 1<<32 cells.
+		h := uint64(oldTags[i])
+		if size > math.MaxUint32+1 {
+			r := s.record(c - 1)
+			h = idemHash(r.owner, r.key)
+		}
+		s.place(c-1, h)
 	}
 }
 

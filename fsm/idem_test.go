@@ -95,6 +95,7 @@ func TestIdemStoreMatchesModel(t *testing.T) {
 				if s.len() != len(m.log) {
 					t.Fatalf("step %d: len %d, want %d", step, s.len(), len(m.log))
 				}
+				checkIdemIndex(t, &s, step)
 			}
 			for i, tk := range views {
 				var got []idemModelRec
@@ -108,6 +109,41 @@ func TestIdemStoreMatchesModel(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkIdemIndex checks the index of s: it holds exactly s.n records,
+// each tag is its record's hash, no empty cell cuts a record off from its
+// home cell, and the index is between an eighth and a half full (or at
+// its smallest size).
+func checkIdemIndex(t *testing.T, s *idemStore, step int) {
+	t.Helper()
+	if s.n*2 > len(s.index) && s.n > 0 {
+		t.Fatalf("step %d: %d keys in %d cells: more than half full", step, s.n, len(s.index))
+	}
+	if len(s.index) > 64 && s.n*8 < len(s.index) {
+		t.Fatalf("step %d: %d keys in %d cells: under an eighth full", step, s.n, len(s.index))
+	}
+	mask := uint64(len(s.index) - 1)
+	used := 0
+	for i, c := range s.index {
+		if c == 0 {
+			continue
+		}
+		used++
+		r := s.record(c - 1)
+		h := idemHash(r.owner, r.key)
+		if s.tags[i] != uint32(h) {
+			t.Fatalf("step %d: cell %d tag %#x, hash %#x", step, i, s.tags[i], uint32(h))
+		}
+		for k := h & mask; k != uint64(i); k = (k + 1) & mask {
+			if s.index[k] == 0 {
+				t.Fatalf("step %d: key in cell %d is cut off from its home by empty cell %d", step, i, k)
+			}
+		}
+	}
+	if used != s.n {
+		t.Fatalf("step %d: %d cells in use, %d keys", step, used, s.n)
 	}
 }
 
