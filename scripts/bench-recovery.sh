@@ -27,7 +27,8 @@
 # TLS=off runs the prefill and the agent -insecure over plain http, only to
 # compare.
 # OUT (optional) receives run-LIVE.log, the agent logs and pprof output.
-# AGENT_GOMEMLIMIT (optional) is passed to the agent as GOMEMLIMIT. Other
+# AGENT_GOMEMLIMIT and AGENT_GOGC (optional) are passed to the agent as
+# GOMEMLIMIT and GOGC (the other processes keep the defaults). Other
 # agent settings reach it through their LEDGERD_* variables, e.g.
 # LEDGERD_SNAPSHOT_LOG_BYTES=4MiB to bound the crash restart's replay.
 # RAFT_LOG_STORE (optional: boltdb or wal) is the prefill's and the agent's
@@ -110,7 +111,7 @@ addrs=(-node-name n1 -data-dir "$data" -http-addr "$http" -raft-addr 127.0.0.1:1
 if [ -n "${RAFT_LOG_STORE:-}" ]; then addrs+=(-raft-log-store "$RAFT_LOG_STORE"); fi
 resources=$((LIVE / 100 > 8 ? LIVE / 100 : 8))
 
-say "# $(date -u +%FT%TZ) LIVE=$LIVE ${RAFT_LOG_STORE:+RAFT_LOG_STORE=$RAFT_LOG_STORE }${AGENT_GOMEMLIMIT:+GOMEMLIMIT=$AGENT_GOMEMLIMIT }${LEDGERD_SNAPSHOT_LOG_BYTES:+LEDGERD_SNAPSHOT_LOG_BYTES=$LEDGERD_SNAPSHOT_LOG_BYTES }commit $(git rev-parse --short HEAD) $(go version | cut -d' ' -f3) $(nproc) cores"
+say "# $(date -u +%FT%TZ) LIVE=$LIVE ${RAFT_LOG_STORE:+RAFT_LOG_STORE=$RAFT_LOG_STORE }${AGENT_GOMEMLIMIT:+GOMEMLIMIT=$AGENT_GOMEMLIMIT }${AGENT_GOGC:+GOGC=$AGENT_GOGC }${LEDGERD_SNAPSHOT_LOG_BYTES:+LEDGERD_SNAPSHOT_LOG_BYTES=$LEDGERD_SNAPSHOT_LOG_BYTES }commit $(git rev-parse --short HEAD) $(go version | cut -d' ' -f3) $(nproc) cores"
 say "# load: $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ -n "${PREFILLED:-}" ]; then
 	cp -a "$PREFILLED" "$data"
@@ -138,7 +139,7 @@ start() {
 	local t0 t1 alog="$out/agent-$LIVE-$1.log"
 	shift
 	t0=$(date +%s.%N)
-	env ${AGENT_GOMEMLIMIT:+GOMEMLIMIT=$AGENT_GOMEMLIMIT} \
+	env ${AGENT_GOMEMLIMIT:+GOMEMLIMIT=$AGENT_GOMEMLIMIT} ${AGENT_GOGC:+GOGC=$AGENT_GOGC} \
 		"$work/ledgerd" agent "${addrs[@]}" "${sec[@]}" -bootstrap-expect 1 -pprof=true >"$alog" 2>&1 &
 	pid=$!
 	until get /readyz >/dev/null 2>&1; do
