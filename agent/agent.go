@@ -106,6 +106,8 @@ type Agent struct {
 	// streams (Watch) end when the agent shuts down instead of holding
 	// the HTTP server's graceful shutdown until its deadline.
 	stopRequests context.CancelFunc
+	// stopGC ends the gc_headroom policy (keepGCHeadroom).
+	stopGC context.CancelFunc
 	// bridge is the slurm_bridge role; nil without one.
 	bridge *bridgeRole
 }
@@ -121,6 +123,9 @@ func New(cfg Config, o Options) (*Agent, error) {
 		a.log = cfg.NewLogger(os.Stderr)
 	}
 	a.applyMemoryLimit()
+	gcCtx, stopGC := context.WithCancel(context.Background())
+	a.stopGC = stopGC
+	a.keepGCHeadroom(gcCtx)
 	a.warnInsecure()
 	for _, step := range []func() error{a.createDataDir, a.createFSM, a.listenHTTP, a.createNode} {
 		if err := step(); err != nil {
@@ -387,6 +392,9 @@ func (a *Agent) Start() {
 
 // Shutdown hands over leadership, leaves the cluster, then stops HTTP.
 func (a *Agent) Shutdown(ctx context.Context) error {
+	if a.stopGC != nil {
+		a.stopGC()
+	}
 	a.stopBridge()
 	var errs []error
 	if a.node != nil {
@@ -418,6 +426,9 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 // removed. It releases what is left after a failed New, and is safe after
 // Shutdown and more than once.
 func (a *Agent) Close() {
+	if a.stopGC != nil {
+		a.stopGC()
+	}
 	a.stopBridge()
 	if a.stopRequests != nil {
 		a.stopRequests()

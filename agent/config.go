@@ -112,6 +112,10 @@ type Config struct {
 	// MemoryLimit is the Go runtime's soft memory limit in bytes (0: the
 	// runtime's own, from GOMEMLIMIT or none); see applyMemoryLimit.
 	MemoryLimit ByteSize `json:"memory_limit"`
+	// GCHeadroom caps how far the heap may grow above its live data
+	// between collections before GOGC is lowered, down to 50 (0: off,
+	// GOGC 100 or the environment's); see keepGCHeadroom.
+	GCHeadroom ByteSize `json:"gc_headroom"`
 	// IdempotencyMaxKeys caps the idempotency keys the ledger remembers
 	// (0: fsm.DefaultIdempotencyMaxKeys); see fsmConfig. Every server of
 	// a cluster must use the same value.
@@ -162,6 +166,7 @@ func DefaultConfig() Config {
 		SnapshotInterval:   Duration(DefaultSnapshotInterval),
 		TrailingLogs:       DefaultTrailingLogs,
 		SnapshotOnShutdown: true,
+		GCHeadroom:         DefaultGCHeadroom,
 	}
 }
 

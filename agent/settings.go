@@ -180,6 +180,11 @@ var settings = []setting{
 		c.MemoryLimit = n
 		return err
 	}},
+	{"gc_headroom", "how far the heap may grow above its live data between collections before the collector runs more often, down to GOGC 50: keeps a large node near 1.5x its live data instead of 2x (default 256MiB; 0: off, GOGC 100 or the environment's)", func(c *Config, v string) error {
+		n, err := parseByteSize(v)
+		c.GCHeadroom = n
+		return err
+	}},
 	{"snapshot_log_bytes", "also snapshot as soon as this much log was applied since the last snapshot, e.g. 4MiB: bounds the replay after a crash whatever the write rate, at a price in write throughput (default 0: only snapshot_threshold)", func(c *Config, v string) error {
 		n, err := parseByteSize(v)
 		c.SnapshotLogBytes = n

@@ -106,3 +106,24 @@ func endLoweredGC(gen uint64) {
 	}
 	close(gcPause.ended)
 }
+
+// SetGCPercent sets the process's GOGC the way restores expect it to be
+// changed: while a restore holds the collector off (pauseGC) or lowered
+// for its first cycle (lowerGCOnce), percent becomes the setting they put
+// back when they end, instead of undoing them now; otherwise it applies at
+// once. Code outside this package that tunes GOGC (the agent's
+// gc_headroom) goes through it: a plain debug.SetGCPercent during a
+// restore's build stages would start the collector they hold off, and be
+// overwritten when the restore ends.
+func SetGCPercent(percent int) {
+	gcPause.mu.Lock()
+	defer gcPause.mu.Unlock()
+	switch {
+	case gcPause.n > 0:
+		gcPause.saved = percent
+	case gcPause.lowered:
+		gcPause.back = percent
+	default:
+		debug.SetGCPercent(percent)
+	}
+}

@@ -324,3 +324,41 @@ func TestSoleServer(t *testing.T) {
 		})
 	}
 }
+
+// TestSetGCPercentDuringRestore: a GOGC set while a restore holds the
+// collector off or lowered does not undo them, and is the setting the
+// process has once they end; otherwise it applies at once.
+func TestSetGCPercentDuringRestore(t *testing.T) {
+	waitBesideCollections(t)
+	orig := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(orig) })
+
+	SetGCPercent(80)
+	if p, _ := gcSetting(); p != 80 {
+		t.Fatalf("with no restore GOGC = %d, want 80 at once", p)
+	}
+
+	pauseGC()
+	SetGCPercent(70)
+	if p, _ := gcSetting(); p != -1 {
+		t.Fatalf("set during a pause: GOGC = %d, want -1 (still off)", p)
+	}
+	resumeGC()
+	if p, _ := gcSetting(); p != 70 {
+		t.Fatalf("after the pause GOGC = %d, want 70 (the one set during it)", p)
+	}
+
+	gen := loweringGen()
+	lowerGCOnce(afterRestoreGCPercent)
+	if loweringGen() == gen {
+		t.Fatal("lowerGCOnce did not lower GOGC 70")
+	}
+	SetGCPercent(90)
+	if p, lowered := gcSetting(); lowered && p != afterRestoreGCPercent {
+		t.Fatalf("set while lowered: GOGC = %d, want %d until the cycle ends", p, afterRestoreGCPercent)
+	}
+	waitLoweringEnds(t)
+	if p, lowered := gcSetting(); lowered || p != 90 {
+		t.Fatalf("after the lowering GOGC = %d (lowered %v), want 90", p, lowered)
+	}
+}

@@ -124,11 +124,28 @@ fi
 say "data dir: $(du -sh "$data" | cut -f1) ($(du -sh "$data/raft.db" | cut -f1) raft.db,${RAFT_LOG_STORE:+ $(du -sh "$data/wal" 2>/dev/null | cut -f1) wal/,} snapshot $(du -ch "$data"/snapshots/*/state.bin | tail -1 | cut -f1))"
 
 # mem LABEL: VmRSS, RssAnon, RssFile of the agent, its peak resident set
-# since it started (VmHWM), and its Go heap.
+# since it started (VmHWM), and its Go heap. After peak_reset, VmHWM is
+# still the peak since the start (the larger of the one before the reset
+# and the kernel's since), and "peak since reset" is the kernel's alone.
+hwm_before=""
 mem() {
-	local s
-	s=$(awk '/^(VmRSS|RssAnon|RssFile|VmHWM):/ {printf "%s %d MiB  ", $1, $2/1024}' "/proc/$pid/status")
+	local s hwm
+	hwm=$(awk '/^VmHWM:/ {print int($2/1024)}' "/proc/$pid/status")
+	s=$(awk '/^(VmRSS|RssAnon|RssFile):/ {printf "%s %d MiB  ", $1, $2/1024}' "/proc/$pid/status")
+	if [ -n "$hwm_before" ]; then
+		s="VmHWM: $((hwm > hwm_before ? hwm : hwm_before)) MiB  $s peak since reset: $hwm MiB  "
+	else
+		s="VmHWM: $hwm MiB  $s"
+	fi
 	say "$1: $s heap_inuse $(get /metrics | awk '/^go_memstats_heap_inuse_bytes/ {printf "%d MiB", $2/1048576}')"
+}
+
+# peak_reset: the kernel restarts the agent's VmHWM from its current
+# resident set (clear_refs 5), so that the next mem also reports the peak
+# of what ran in between (the load's own, apart from the restore's).
+peak_reset() {
+	hwm_before=$(awk '/^VmHWM:/ {print int($2/1024)}' "/proc/$pid/status")
+	echo 5 >"/proc/$pid/clear_refs" 2>/dev/null || hwm_before=""
 }
 
 cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$pid/stat"; }
@@ -138,6 +155,7 @@ cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/p
 start() {
 	local t0 t1 alog="$out/agent-$LIVE-$1.log"
 	shift
+	hwm_before=""
 	t0=$(date +%s.%N)
 	env ${AGENT_GOMEMLIMIT:+GOMEMLIMIT=$AGENT_GOMEMLIMIT} ${AGENT_GOGC:+GOGC=$AGENT_GOGC} \
 		"$work/ledgerd" agent "${addrs[@]}" "${sec[@]}" -bootstrap-expect 1 -pprof=true >"$alog" 2>&1 &
@@ -162,6 +180,7 @@ load() {
 start first "first start (prefill's shutdown snapshot)"
 sleep 2
 mem "RSS after restore"
+peak_reset
 load "$LOAD"
 mem "RSS after ${LOAD} of load"
 get /debug/pprof/heap -o "$out/heap-$LIVE.pb.gz"
