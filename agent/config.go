@@ -113,8 +113,8 @@ type Config struct {
 	// runtime's own, from GOMEMLIMIT or none); see applyMemoryLimit.
 	MemoryLimit ByteSize `json:"memory_limit"`
 	// GCHeadroom caps how far the heap may grow above its live data
-	// between collections before GOGC is lowered, down to 50 (0: off,
-	// GOGC 100 or the environment's); see keepGCHeadroom.
+	// between collections before GOGC is lowered, down to 50 (0, the
+	// default: off, GOGC 100 or the environment's); see keepGCHeadroom.
 	GCHeadroom ByteSize `json:"gc_headroom"`
 	// IdempotencyMaxKeys caps the idempotency keys the ledger remembers
 	// (0: fsm.DefaultIdempotencyMaxKeys); see fsmConfig. Every server of
@@ -166,7 +166,6 @@ func DefaultConfig() Config {
 		SnapshotInterval:   Duration(DefaultSnapshotInterval),
 		TrailingLogs:       DefaultTrailingLogs,
 		SnapshotOnShutdown: true,
-		GCHeadroom:         DefaultGCHeadroom,
 	}
 }
 

@@ -10,10 +10,6 @@ import (
 	"github.com/ledgerd/ledgerd/cluster"
 )
 
-// DefaultGCHeadroom is gc_headroom's default: the heap may grow this much
-// above its live data between collections before GOGC is lowered.
-const DefaultGCHeadroom = 256 << 20
-
 // gcHeadroomMinPercent is the lowest GOGC the headroom sets: below it the
 // collector's CPU per allocated byte would grow without bound as the live
 // heap does, while its memory headroom no longer shrinks much.
@@ -32,10 +28,11 @@ const gcHeadroomPoll = 500 * time.Millisecond
 // With GOGC 100 the heap doubles between collections, so a node's resident
 // memory is about twice its live data: 1 GiB for a million reservations
 // (benchmarks/results/recovery-1m/round10-rowtable). Nodes whose ledger is
-// small keep the default and its CPU; large ones trade collector CPU for
-// memory: at 1M reservations GOGC 50 held the node at 805 MiB under load
-// instead of 1,022 MiB without a measurable CPU cost, as most of their heap
-// is encoded rows and records the collector does not scan.
+// small keep the default and its CPU; large ones trade collector CPU and
+// tail latency for memory: at 1M reservations a headroom of 256 MiB held
+// the node at 877-927 MiB at its peak under load instead of 1,018-1,029
+// MiB, for about a tenth more CPU per operation and a p99 13-44 % higher,
+// which is why it is off unless configured.
 func gcPercentFor(live, headroom uint64) int {
 	if headroom == 0 || live <= headroom {
 		return 100

@@ -66,8 +66,9 @@ func TestGCHeadroomConfig(t *testing.T) {
 		want ByteSize
 		err  string
 	}{
-		{"default", `{"data_dir":"d"}`, nil, DefaultGCHeadroom, ""},
-		{"off", `{"data_dir":"d","gc_headroom":0}`, nil, 0, ""},
+		{"default: off", `{"data_dir":"d"}`, nil, 0, ""},
+		{"zero", `{"data_dir":"d","gc_headroom":0}`, nil, 0, ""},
+		{"number", `{"data_dir":"d","gc_headroom":268435456}`, nil, 256 << 20, ""},
 		{"file string", `{"data_dir":"d","gc_headroom":"1GiB"}`, nil, 1 << 30, ""},
 		{"flag over file", `{"data_dir":"d","gc_headroom":"1GiB"}`, []string{"-gc-headroom", "64MiB"}, 64 << 20, ""},
 		{"bad unit", `{"data_dir":"d","gc_headroom":"9MB"}`, nil, 0, `key "gc_headroom"`},

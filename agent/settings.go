@@ -180,7 +180,7 @@ var settings = []setting{
 		c.MemoryLimit = n
 		return err
 	}},
-	{"gc_headroom", "how far the heap may grow above its live data between collections before the collector runs more often, down to GOGC 50: keeps a large node near 1.5x its live data instead of 2x (default 256MiB; 0: off, GOGC 100 or the environment's)", func(c *Config, v string) error {
+	{"gc_headroom", "how far the heap may grow above its live data between collections before the collector runs more often, down to GOGC 50: holds a large node nearer 1.5x its live data than 2x, for more collector CPU, e.g. 256MiB (default 0: off, GOGC 100 or the environment's)", func(c *Config, v string) error {
 		n, err := parseByteSize(v)
 		c.GCHeadroom = n
 		return err
