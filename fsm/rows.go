@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"iter"
 
-	"github.com/ledgerd/ledgerd/internal/idhash"
-
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"github.com/ledgerd/ledgerd/internal/idhash"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
@@ -38,7 +37,8 @@ type rowStore struct {
 	// empty: it starts with its ID's tag).
 	cells []string
 	// tags[i] is the low half of the ID hash of cells[i]; its low bits
-	// are the row's home cell (the table has at most 1<<32 cells).
+	// are the row's home cell while the table has at most 1<<32 cells
+	// (3G rows, far beyond any node's memory).
 	tags []uint32
 	n    int
 	// buf is put's encoding scratch; rowStore is only changed under the

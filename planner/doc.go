@@ -25,8 +25,9 @@
 // do I/O, or depend on map iteration order. Time and capacity are int64;
 // the caller passes "now". It imports no time, os, net, sync, raft or
 // protobuf packages, and of this module only internal/rangesort and
-// internal/idhash, which import nothing (deps_test.go enforces this), so that every replica of
-// the ledger reaches the same decision from the same log.
+// internal/idhash, which import nothing (deps_test.go enforces this), so
+// that every replica of the ledger reaches the same decision from the
+// same log.
 //
 // Caller's duties: serialise access (nothing here is safe for concurrent
 // use) and call Advance with a non-decreasing now.
