@@ -1,8 +1,7 @@
 package agent
 
 import (
-	"io"
-	"strings"
+	"slices"
 	"testing"
 )
 
@@ -40,52 +39,8 @@ func TestGCHeadroomStep(t *testing.T) {
 	for ; i < len(live); i++ {
 		set = nil
 		g.step()
-		if !equalInts(set, want[i]) {
+		if !slices.Equal(set, want[i]) {
 			t.Fatalf("live %d MiB (after %v): set %v, want %v", live[i], live[:i], set, want[i])
 		}
-	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func TestGCHeadroomConfig(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		file string
-		args []string
-		want ByteSize
-		err  string
-	}{
-		{"default: off", `{"data_dir":"d"}`, nil, 0, ""},
-		{"zero", `{"data_dir":"d","gc_headroom":0}`, nil, 0, ""},
-		{"number", `{"data_dir":"d","gc_headroom":268435456}`, nil, 256 << 20, ""},
-		{"file string", `{"data_dir":"d","gc_headroom":"1GiB"}`, nil, 1 << 30, ""},
-		{"flag over file", `{"data_dir":"d","gc_headroom":"1GiB"}`, []string{"-gc-headroom", "64MiB"}, 64 << 20, ""},
-		{"bad unit", `{"data_dir":"d","gc_headroom":"9MB"}`, nil, 0, `key "gc_headroom"`},
-		{"bad flag", `{"data_dir":"d"}`, []string{"-gc-headroom", "lots"}, 0, "gc-headroom"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"-insecure", "-config", writeConfig(t, tc.file)}, tc.args...)
-			cfg, _, err := ParseArgs(args, func(string) string { return "" }, io.Discard)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error = %v, want one containing %s", err, tc.err)
-				}
-				return
-			}
-			if err != nil || cfg.GCHeadroom != tc.want {
-				t.Fatalf("gc_headroom = %d (%v), want %d", cfg.GCHeadroom, err, tc.want)
-			}
-		})
 	}
 }

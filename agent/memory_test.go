@@ -45,38 +45,48 @@ func TestMemoryLimitConfig(t *testing.T) {
 	}
 }
 
-// TestSnapshotLogBytesConfig: the second key of type ByteSize reads the
-// same spellings, and a bad value's error names this key, not
-// memory_limit.
-func TestSnapshotLogBytesConfig(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		file string
-		args []string
-		want ByteSize
-		err  string
+// TestByteSizeKeys: the other keys of type ByteSize (snapshot_log_bytes,
+// gc_headroom) read the same spellings, default to off, and a bad
+// value's error names its own key, not memory_limit.
+func TestByteSizeKeys(t *testing.T) {
+	for _, k := range []struct {
+		key, flag string
+		get       func(Config) ByteSize
 	}{
-		{"default: off", `{"data_dir":"d"}`, nil, 0, ""},
-		{"number", `{"data_dir":"d","snapshot_log_bytes":4096}`, nil, 4096, ""},
-		{"file string", `{"data_dir":"d","snapshot_log_bytes":"32MiB"}`, nil, 32 << 20, ""},
-		{"flag over file", `{"data_dir":"d","snapshot_log_bytes":"32MiB"}`, []string{"-snapshot-log-bytes", "4MiB"}, 4 << 20, ""},
-		{"bad unit", `{"data_dir":"d","snapshot_log_bytes":"9MB"}`, nil, 0, `key "snapshot_log_bytes": want a non-negative integer of bytes`},
-		{"bad flag", `{"data_dir":"d"}`, []string{"-snapshot-log-bytes", "lots"}, 0, "snapshot-log-bytes"},
-		{"not a number", `{"data_dir":"d","snapshot_log_bytes":true}`, nil, 0, `key "snapshot_log_bytes"`},
+		{"snapshot_log_bytes", "-snapshot-log-bytes", func(c Config) ByteSize { return c.SnapshotLogBytes }},
+		{"gc_headroom", "-gc-headroom", func(c Config) ByteSize { return c.GCHeadroom }},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"-insecure", "-config", writeConfig(t, tc.file)}, tc.args...)
-			cfg, _, err := ParseArgs(args, func(string) string { return "" }, io.Discard)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), "memory_limit") {
-					t.Fatalf("error = %v, want one containing %s", err, tc.err)
+		with := func(v string) string { return `{"data_dir":"d","` + k.key + `":` + v + `}` }
+		for _, tc := range []struct {
+			name string
+			file string
+			args []string
+			want ByteSize
+			err  string
+		}{
+			{"default: off", `{"data_dir":"d"}`, nil, 0, ""},
+			{"zero", with("0"), nil, 0, ""},
+			{"number", with("4096"), nil, 4096, ""},
+			{"file string", with(`"32MiB"`), nil, 32 << 20, ""},
+			{"flag over file", with(`"32MiB"`), []string{k.flag, "4MiB"}, 4 << 20, ""},
+			{"bad unit", with(`"9MB"`), nil, 0, `key "` + k.key + `": want a non-negative integer of bytes`},
+			{"bad flag", `{"data_dir":"d"}`, []string{k.flag, "lots"}, 0, k.flag[1:]},
+			{"not a number", with("true"), nil, 0, `key "` + k.key + `"`},
+		} {
+			t.Run(k.key+"/"+tc.name, func(t *testing.T) {
+				args := append([]string{"-insecure", "-config", writeConfig(t, tc.file)}, tc.args...)
+				cfg, _, err := ParseArgs(args, func(string) string { return "" }, io.Discard)
+				if tc.err != "" {
+					if err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), "memory_limit") {
+						t.Fatalf("error = %v, want one containing %s", err, tc.err)
+					}
+					return
 				}
-				return
-			}
-			if err != nil || cfg.SnapshotLogBytes != tc.want {
-				t.Fatalf("snapshot_log_bytes = %d (%v), want %d", cfg.SnapshotLogBytes, err, tc.want)
-			}
-		})
+				if got := k.get(cfg); err != nil || got != tc.want {
+					t.Fatalf("%s = %d (%v), want %d", k.key, got, err, tc.want)
+				}
+			})
+		}
 	}
 }
 
