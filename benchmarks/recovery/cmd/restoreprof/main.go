@@ -15,8 +15,6 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,10 +32,6 @@ import (
 	"github.com/ledgerd/ledgerd/fsm"
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 )
-
-// clusterHeader is the prefix the cluster package writes before the FSM's
-// snapshot: 8 bytes of magic and the applied index.
-const clusterHeader = 16
 
 func main() {
 	dir := flag.String("data-dir", "", "agent data_dir (the agent must be stopped)")
@@ -67,8 +61,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "restoreprof: -stages: want concurrent or in-order")
 		os.Exit(2)
 	}
+	var clock *stageClock
 	if *times {
-		runner = timeStages(runner)
+		clock = new(stageClock)
+		runner = timeStages(runner, clock)
 	}
 	if *mem != "" && (*replay || *persist) {
 		fmt.Fprintln(os.Stderr, "restoreprof: -memprofile profiles the restore: it cannot be combined with -replay or -persist")
@@ -79,39 +75,46 @@ func main() {
 		os.Exit(2)
 	}
 	if *persist {
-		if err := runPersist(*dir, *cpu, runner); err != nil {
+		if err := runPersist(*dir, *cpu, runner, clock); err != nil {
 			fmt.Fprintln(os.Stderr, "restoreprof:", err)
 			os.Exit(1)
 		}
 		return
 	}
 	if *replay {
-		if err := runReplay(*dir, *cpu, runner); err != nil {
+		if err := runReplay(*dir, *cpu, runner, clock); err != nil {
 			fmt.Fprintln(os.Stderr, "restoreprof:", err)
 			os.Exit(1)
 		}
 		return
 	}
-	if err := run(*dir, *cpu, *mem, runner); err != nil {
+	if err := run(*dir, *cpu, *mem, runner, clock); err != nil {
 		fmt.Fprintln(os.Stderr, "restoreprof:", err)
 		os.Exit(1)
 	}
 }
 
-// restoreStart is when the timed restore began (see timeStages): run and
-// runReplay set it just before they restore.
-var restoreStart time.Time
+// stageClock holds when the timed restore began, for timeStages: each
+// command marks it (begin) just before it restores. A nil clock (no
+// -stagetimes) marks nothing.
+type stageClock struct{ start time.Time }
+
+func (c *stageClock) begin() {
+	if c != nil {
+		c.start = time.Now()
+	}
+}
 
 // timeStages wraps run (nil: in order) so that it prints, for each call,
 // the time since the previous call returned (for the first call: since
-// the restore began, the split of the snapshot and the resources), the
-// call's wall time and each stage's.
-func timeStages(run fsm.StageRunner) fsm.StageRunner {
+// clock began, the split of the snapshot and the resources), the call's
+// wall time and each stage's.
+func timeStages(run fsm.StageRunner, clock *stageClock) fsm.StageRunner {
 	var last time.Time
 	call := 0
 	return func(stages []func()) {
 		if call == 0 {
-			last = restoreStart
+			last = clock.start
 		}
 		call++
 		start := time.Now()
@@ -152,32 +155,13 @@ func concurrently(stages []func()) {
 	wg.Wait()
 }
 
-func run(dir, cpuFile, memFile string, runner fsm.StageRunner) error {
-	snaps, err := raft.NewFileSnapshotStore(dir, 2, io.Discard)
-	if err != nil {
-		return err
-	}
-	list, err := snaps.List()
-	if err != nil {
-		return err
-	}
-	if len(list) == 0 {
-		return errors.New("no snapshot in " + dir)
-	}
+func run(dir, cpuFile, memFile string, runner fsm.StageRunner, clock *stageClock) error {
 	t0 := time.Now()
-	_, rc, err := snaps.Open(list[0].ID)
+	snap, err := recovery.ReadNewestSnapshot(dir)
 	if err != nil {
 		return err
 	}
-	data, err := io.ReadAll(rc)
-	rc.Close()
-	if err != nil {
-		return fmt.Errorf("read snapshot: %w", err)
-	}
-	if len(data) < clusterHeader || string(data[:8]) != "ldgrsnp1" {
-		return errors.New("not a ledgerd snapshot")
-	}
-	read, size := time.Since(t0), len(data)
+	read, size := time.Since(t0), len(snap.Body)
 	if memFile != "" {
 		// Every allocation of the restore sampled, so the profile adds
 		// up to the heap the ledger holds.
@@ -192,12 +176,9 @@ func run(dir, cpuFile, memFile string, runner fsm.StageRunner) error {
 	}
 	defer closeProfile()
 	t1, cpu1 := time.Now(), cpuTime()
-	restoreStart = t1
-	l, err := fsm.New(fsm.Config{})
+	clock.begin()
+	l, err := recovery.RestoreSnapshot(snap, runner)
 	if err != nil {
-		return err
-	}
-	if err := l.RestoreWith(io.NopCloser(bytes.NewReader(data[clusterHeader:])), runner); err != nil {
 		return err
 	}
 	took, cpu := time.Since(t1), cpuTime()-cpu1
@@ -205,12 +186,15 @@ func run(dir, cpuFile, memFile string, runner fsm.StageRunner) error {
 	var after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&after)
+	// The snapshot's bytes are in both readings, so the difference is
+	// the ledger's.
+	runtime.KeepAlive(snap.Body)
 	st := l.Stats()
 	live := st.ByState[fsmv1.Reservation_STATE_COMMITTED] + st.ByState[fsmv1.Reservation_STATE_ACTIVE] + st.ByState[fsmv1.Reservation_STATE_HELD]
 	heap := after.HeapInuse - min(after.HeapInuse, before.HeapInuse)
 	fmt.Printf("restoreprof: snapshot %s, %d MiB, read %s, fsm restore %s wall, %s CPU (%.1f us CPU per live reservation); "+
 		"%d live, %d idempotency keys; heap held by the ledger %d MiB (%.0f B per live reservation)\n",
-		list[0].ID, size>>20, read.Round(time.Millisecond), took.Round(time.Millisecond), cpu.Round(time.Millisecond),
+		snap.ID, size>>20, read.Round(time.Millisecond), took.Round(time.Millisecond), cpu.Round(time.Millisecond),
 		float64(cpu.Microseconds())/float64(max(live, 1)), live, st.IdempotencyKeys, heap>>20, float64(heap)/float64(max(live, 1)))
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
@@ -243,13 +227,13 @@ func cpuTime() time.Duration {
 
 // runReplay restores the newest snapshot of dir, reads the log entries
 // after it into memory, and replays them under the CPU profiler.
-func runReplay(dir, cpuFile string, runner fsm.StageRunner) error {
+func runReplay(dir, cpuFile string, runner fsm.StageRunner, clock *stageClock) error {
 	snap, err := recovery.ReadNewestSnapshot(dir)
 	if err != nil {
 		return err
 	}
 	t0 := time.Now()
-	restoreStart = t0
+	clock.begin()
 	l, err := recovery.RestoreSnapshot(snap, runner)
 	if err != nil {
 		return err
@@ -327,12 +311,12 @@ func startCPUProfile(path string) (func(), error) {
 // of that state as a node does: the capture (on the FSM goroutine, which
 // it holds up) and Persist into raft's file snapshot store (CRC, write,
 // fsync) in a scratch directory, under the CPU profiler.
-func runPersist(dir, cpuFile string, runner fsm.StageRunner) error {
+func runPersist(dir, cpuFile string, runner fsm.StageRunner, clock *stageClock) error {
 	snap, err := recovery.ReadNewestSnapshot(dir)
 	if err != nil {
 		return err
 	}
-	restoreStart = time.Now()
+	clock.begin()
 	l, err := recovery.RestoreSnapshot(snap, runner)
 	if err != nil {
 		return err
