@@ -90,9 +90,9 @@ func liveHeap() uint64 {
 
 // keepGCHeadroom runs the gc_headroom policy until ctx ends: it polls the
 // live heap and sets GOGC (through the cluster, which holds the collector
-// off during a snapshot restore and puts the setting back after it). It
-// does nothing when gc_headroom is 0 or GOGC is set in the environment,
-// which then decides.
+// off during a snapshot restore and puts the setting back after it), and
+// puts back GOGC 100 when it ends. It does nothing when gc_headroom is 0
+// or GOGC is set in the environment, which then decides.
 func (a *Agent) keepGCHeadroom(ctx context.Context) {
 	if a.cfg.GCHeadroom <= 0 {
 		return
@@ -108,6 +108,9 @@ func (a *Agent) keepGCHeadroom(ctx context.Context) {
 		for {
 			select {
 			case <-ctx.Done():
+				if g.percent != 100 {
+					g.set(100)
+				}
 				return
 			case <-t.C:
 				g.step()

@@ -1,8 +1,13 @@
 package agent
 
 import (
+	"os"
+	"runtime/metrics"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/ledgerd/ledgerd/internal/testwait"
 )
 
 func TestGCPercentFor(t *testing.T) {
@@ -43,4 +48,29 @@ func TestGCHeadroomStep(t *testing.T) {
 			t.Fatalf("live %d MiB (after %v): set %v, want %v", live[i], live[:i], set, want[i])
 		}
 	}
+}
+
+// gogc reads the collector's current GOGC setting.
+func gogc() uint64 {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// TestGCHeadroomAgent: an agent whose live heap is above gc_headroom
+// lowers GOGC (here to the floor, 50, as any test process holds more
+// than 1 KiB), and puts back 100 when it stops.
+func TestGCHeadroomAgent(t *testing.T) {
+	if v, ok := os.LookupEnv("GOGC"); ok {
+		t.Skipf("GOGC=%s is set in the environment, which turns gc_headroom off", v)
+	}
+	if got := gogc(); got != 100 {
+		t.Skipf("the process runs with GOGC %d, not the default this test starts from", got)
+	}
+	_, _, stop := runDevAgent(t, "-gc-headroom", "1KiB")
+	testwait.Until(t, 30*time.Second, "GOGC lowered to 50", func() bool { return gogc() == 50 })
+	if err := stop(); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	testwait.Until(t, 30*time.Second, "GOGC back at 100 after the agent stopped", func() bool { return gogc() == 100 })
 }
