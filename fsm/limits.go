@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/google/btree"
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"github.com/ledgerd/ledgerd/planner"
 	"google.golang.org/protobuf/proto"
@@ -57,11 +56,6 @@ type limitState struct {
 	// none is the usage of a (tenant, resource) that has none: searched,
 	// never changed.
 	none *usage
-	// free is the node free list of the usages account creates: a usage
-	// is created and dropped whenever a tenant's booking on a resource
-	// is its only one, and a list of its own per usage was an allocation
-	// of 32 pointers each time.
-	free *btree.FreeListG[*ustep]
 	// hitKey, hit and hitOK are the answer of the lookup of use done
 	// last (hit nil: no usage): an admission checks its tenant's usage
 	// of a resource and then adds to the same one, most often creating
@@ -112,10 +106,7 @@ func (l *limitState) create(owner, resource string) *usage {
 		u, l.spare[n-1] = l.spare[n-1], nil
 		l.spare = l.spare[:n-1]
 	} else {
-		if l.free == nil {
-			l.free = btree.NewFreeListG[*ustep](btree.DefaultFreeListSize)
-		}
-		u = &usage{steps: btree.NewWithFreeListG(16, stepLess, l.free)}
+		u = newUsage()
 	}
 	// The names may be substrings of a stored row: the map keeps its
 	// own copies, not the row.
@@ -129,13 +120,13 @@ func (l *limitState) create(owner, resource string) *usage {
 const maxSpare = 64
 
 // drop removes the usage of k, which is 0 everywhere, and keeps it
-// (with its tree's nodes in the free list) for the next create.
+// (with its small step array, see usage.clear) for the next create.
 func (l *limitState) drop(k limitKey, u *usage) {
 	delete(l.use, k)
 	if l.hitOK && l.hitKey == k {
 		l.hit = nil
 	}
-	u.steps.Clear(true)
+	u.clear()
 	if len(l.spare) < maxSpare {
 		l.spare = append(l.spare, u)
 	}

@@ -140,23 +140,35 @@ func TestUsageMatchesReference(t *testing.T) {
 			u.add(x.s, x.e, -x.a)
 		}
 		if !u.empty() {
-			t.Fatalf("seed %d: %d steps left after removing everything", seed, u.steps.Len())
+			t.Fatalf("seed %d: %d steps left after removing everything", seed, len(usageSteps(u)))
 		}
 	}
 }
 
-// checkUsageShape checks usage's invariant: no two adjacent steps with the
-// same level, the first not 0.
+// checkUsageShape checks usage's invariant: steps sorted, no two
+// adjacent steps with the same level, the first not 0; and its chunks'
+// (none empty or over maxChunk, each one's first its first step's at).
 func checkUsageShape(t testing.TB, u *usage) {
 	t.Helper()
+	for c, ch := range u.chunks {
+		if len(ch.steps) == 0 || len(ch.steps) > maxChunk {
+			t.Fatalf("chunk %d of %d holds %d steps", c, len(u.chunks), len(ch.steps))
+		}
+		if ch.first != ch.steps[0].at {
+			t.Fatalf("chunk %d: first %d, first step at %d", c, ch.first, ch.steps[0].at)
+		}
+	}
+	steps := usageSteps(u)
 	prev := int64(0)
-	u.steps.Ascend(func(st *ustep) bool {
+	for i, st := range steps {
 		if st.level == prev {
 			t.Fatalf("redundant step at %d (level %d)", st.at, st.level)
 		}
+		if i > 0 && st.at <= steps[i-1].at {
+			t.Fatalf("step %d at %d after one at %d", i, st.at, steps[i-1].at)
+		}
 		prev = st.level
-		return true
-	})
+	}
 }
 
 func TestI128(t *testing.T) {

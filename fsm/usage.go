@@ -4,8 +4,6 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-
-	"github.com/google/btree"
 )
 
 // usage is one tenant's booked units on one resource as a step function
@@ -27,13 +25,26 @@ import (
 //
 // Levels are sums of int64 amounts with wrapping arithmetic, so a removal
 // exactly undoes its add whatever the values; integrals are 128-bit.
+//
+// The steps are stored by value in sorted chunks (see stepChunk): a
+// B-tree of pointers kept a 16-byte object per step besides its slot in
+// a node (about 30 bytes a step in all, every one a pointer for the
+// collector to scan), and a B-tree of values cannot change a level in
+// place, which made add's raise of the steps in [s, e) a tree update per
+// step. Most usages fit in one chunk, a plain sorted slice.
 type usage struct {
-	steps *btree.BTreeG[*ustep]
-	// key is the pivot of this usage's searches: a pointer to a field
-	// costs no allocation, where &ustep{at: t} was one per search. Only
-	// the apply path, under the state's write lock, reads or changes a
-	// usage.
-	key ustep
+	// chunks hold the steps in order. Invariant: no chunk is empty, each
+	// holds at most maxChunk steps and its first is its first step's at.
+	// An empty usage has no chunk; the array of its last one may stay
+	// past the end of chunks, for the next insert (see clear).
+	chunks []stepChunk
+}
+
+// stepChunk is a sorted run of a usage's steps.
+type stepChunk struct {
+	// first is steps[0].at: a search reads the chunk headers alone.
+	first int64
+	steps []ustep
 }
 
 // ustep is u(t) = level for t in [at, next step's at).
@@ -42,27 +53,182 @@ type ustep struct {
 	level int64
 }
 
-func stepLess(a, b *ustep) bool { return a.at < b.at }
+// maxChunk bounds the steps of one chunk: an insert or a delete moves up
+// to that many (8 KiB), and the usages of a tenant with bookings spread
+// over many resources (a few hundred steps each) stay in one chunk.
+const maxChunk = 512
 
-func newUsage() *usage { return &usage{steps: btree.NewG(16, stepLess)} }
+func newUsage() *usage { return &usage{} }
 
 // empty reports whether u is 0 everywhere.
-func (u *usage) empty() bool { return u.steps.Len() == 0 }
+func (u *usage) empty() bool { return len(u.chunks) == 0 }
 
-// pivot returns the search key for instant t.
-func (u *usage) pivot(t int64) *ustep {
-	u.key = ustep{at: t}
-	return &u.key
+// clear removes every step. A small array is kept for the next insert: a
+// usage is created and dropped about once per booking, most often with
+// two steps.
+func (u *usage) clear() {
+	var keep []ustep
+	if len(u.chunks) == 1 && cap(u.chunks[0].steps) <= 16 {
+		keep = u.chunks[0].steps[:0]
+	}
+	clear(u.chunks)
+	u.chunks = u.chunks[:0]
+	if keep != nil {
+		u.chunks[:1][0].steps = keep
+	}
+}
+
+// upper returns the position of the first step after t: chunk c, index i
+// in it (i may be its length). c is the last chunk whose first is at or
+// before t (0 if none), so a step at or before t is at i-1 in c when
+// i > 0, and there is none when i == 0. u must not be empty.
+func (u *usage) upper(t int64) (c, i int) {
+	cs := u.chunks
+	// The first chunk whose first is after t, less one.
+	lo, hi := 1, len(cs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if cs[m].first <= t {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	c = lo - 1
+	steps := cs[c].steps
+	lo, hi = 0, len(steps)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if steps[m].at <= t {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return c, lo
+}
+
+// ceil returns the position of the first step at or after t (c ==
+// len(u.chunks) when there is none). u must not be empty.
+func (u *usage) ceil(t int64) (c, i int) {
+	if t == math.MinInt64 {
+		return 0, 0
+	}
+	c, i = u.upper(t - 1)
+	if i == len(u.chunks[c].steps) {
+		c, i = c+1, 0
+	}
+	return c, i
+}
+
+// descend calls f on the steps at or before t, from t down, until f
+// returns false. f may change a step's level, never its at.
+func (u *usage) descend(t int64, f func(st *ustep) bool) {
+	if len(u.chunks) == 0 {
+		return
+	}
+	c, i := u.upper(t)
+	for {
+		steps := u.chunks[c].steps
+		for j := i - 1; j >= 0; j-- {
+			if !f(&steps[j]) {
+				return
+			}
+		}
+		if c == 0 {
+			return
+		}
+		c--
+		i = len(u.chunks[c].steps)
+	}
 }
 
 // levelAt returns u(t).
 func (u *usage) levelAt(t int64) int64 {
-	var lv int64
-	u.steps.DescendLessOrEqual(u.pivot(t), func(st *ustep) bool {
-		lv = st.level
-		return false
-	})
-	return lv
+	if len(u.chunks) == 0 {
+		return 0
+	}
+	c, i := u.upper(t)
+	if i == 0 {
+		// Before the first step (see upper).
+		return 0
+	}
+	return u.chunks[c].steps[i-1].level
+}
+
+// stepsFor returns a new array holding steps, with room for about a
+// quarter more (at most maxChunk in all): growing by a quarter keeps the
+// unused room of the arrays small, where append doubles them.
+func stepsFor(steps []ustep) []ustep {
+	n := len(steps)
+	want := min(maxChunk, n+n/4+2)
+	// Appended, not made: the capacity is rounded up to the size class
+	// of the allocation, which would otherwise go unused.
+	out := append([]ustep(nil), make([]ustep, max(want, n))...)[:n]
+	copy(out, steps)
+	return out
+}
+
+// insert adds st, whose at has no step.
+func (u *usage) insert(st ustep) {
+	if len(u.chunks) == 0 {
+		if cap(u.chunks) == 0 {
+			u.chunks = make([]stepChunk, 1)
+		} else {
+			u.chunks = u.chunks[:1]
+		}
+		ch := &u.chunks[0]
+		ch.first, ch.steps = st.at, append(ch.steps[:0], st)
+		return
+	}
+	c, i := u.upper(st.at)
+	ch := &u.chunks[c]
+	if len(ch.steps) == maxChunk {
+		// Split in halves, each in an array of its own with room to grow.
+		h := maxChunk / 2
+		right := stepChunk{first: ch.steps[h].at, steps: stepsFor(ch.steps[h:])}
+		ch.steps = stepsFor(ch.steps[:h])
+		u.chunks = slices.Insert(u.chunks, c+1, right)
+		if i > h {
+			c, i = c+1, i-h
+		}
+		ch = &u.chunks[c]
+	}
+	if len(ch.steps) == cap(ch.steps) {
+		ch.steps = stepsFor(ch.steps)
+	}
+	ch.steps = slices.Insert(ch.steps, i, st)
+	ch.first = ch.steps[0].at
+}
+
+// remove deletes the step at at, which exists.
+func (u *usage) remove(at int64) {
+	c, i := u.upper(at)
+	ch := &u.chunks[c]
+	ch.steps = slices.Delete(ch.steps, i-1, i)
+	switch n := len(ch.steps); {
+	case n == 0:
+		if len(u.chunks) == 1 {
+			u.clear()
+			return
+		}
+		u.chunks = slices.Delete(u.chunks, c, c+1)
+		return
+	case n < maxChunk/4 && c+1 < len(u.chunks) && n+len(u.chunks[c+1].steps) <= maxChunk/2:
+		// A chunk this small joins the next one, so that a usage that
+		// shrank does not keep many small chunks.
+		ch.steps = stepsFor(append(ch.steps, u.chunks[c+1].steps...))
+		u.chunks = slices.Delete(u.chunks, c+1, c+2)
+	case n < maxChunk/4 && c > 0 && n+len(u.chunks[c-1].steps) <= maxChunk/2:
+		prev := &u.chunks[c-1]
+		prev.steps = stepsFor(append(prev.steps, ch.steps...))
+		u.chunks = slices.Delete(u.chunks, c, c+1)
+		return
+	case cap(ch.steps) > 32 && n < cap(ch.steps)/2:
+		// Give back the room of an array that shrank to less than half.
+		ch.steps = stepsFor(ch.steps)
+	}
+	ch.first = ch.steps[0].at
 }
 
 // add adds a units over [s, e) (a may be negative to remove a booking).
@@ -80,23 +246,23 @@ func (u *usage) add(s, e, a int64) {
 		return
 	}
 	// before is u(s-1), 0 before the first step; last is u(e-1) before
-	// the change.
-	var before, last int64
-	var atS, atE *ustep
-	inside := false
-	u.steps.DescendLessOrEqual(u.pivot(e), func(st *ustep) bool {
+	// the change; levelS and levelE are the levels of the steps at s
+	// (after the change) and at e, if there are such steps.
+	var before, last, levelS, levelE int64
+	hasS, hasE, inside := false, false, false
+	u.descend(e, func(st *ustep) bool {
 		switch {
 		case st.at == e:
-			atE = st
+			levelE, hasE = st.level, true
 		case st.at >= s:
 			if !inside {
 				last, inside = st.level, true
 			}
-			if st.at == s {
-				atS = st
-			}
-			// The key (at) is unchanged, so the tree's order holds.
+			// The at is unchanged, so the order holds.
 			st.level += a
+			if st.at == s {
+				levelS, hasS = st.level, true
+			}
 		default:
 			before = st.level
 			return false
@@ -107,17 +273,17 @@ func (u *usage) add(s, e, a int64) {
 		last = before
 	}
 	switch {
-	case atE == nil:
+	case !hasE:
 		// u(e) was last and stays so, after a different level.
-		u.steps.ReplaceOrInsert(&ustep{at: e, level: last})
-	case atE.level == last+a:
-		u.steps.Delete(atE)
+		u.insert(ustep{at: e, level: last})
+	case levelE == last+a:
+		u.remove(e)
 	}
 	switch {
-	case atS == nil:
-		u.steps.ReplaceOrInsert(&ustep{at: s, level: before + a})
-	case atS.level == before:
-		u.steps.Delete(atS)
+	case !hasS:
+		u.insert(ustep{at: s, level: before + a})
+	case levelS == before:
+		u.remove(s)
 	}
 }
 
@@ -125,14 +291,20 @@ func (u *usage) add(s, e, a int64) {
 // first one starts at lo (with u(lo)), and a last one at hi closes them.
 func (u *usage) segs(lo, hi int64, buf []ustep) []ustep {
 	buf = append(buf[:0], ustep{at: lo, level: u.levelAt(lo)})
-	// [lo+1, hi), as AscendRange reads it.
-	u.steps.AscendGreaterOrEqual(u.pivot(lo+1), func(st *ustep) bool {
-		if st.at >= hi {
-			return false
+	if len(u.chunks) > 0 {
+		// The steps in [lo+1, hi), a run of each chunk at a time.
+		for c, i := u.ceil(lo + 1); c < len(u.chunks); c, i = c+1, 0 {
+			steps := u.chunks[c].steps[i:]
+			j := 0
+			for j < len(steps) && steps[j].at < hi {
+				j++
+			}
+			buf = append(buf, steps[:j]...)
+			if j < len(steps) {
+				break
+			}
 		}
-		buf = append(buf, *st)
-		return true
-	})
+	}
 	return append(buf, ustep{at: hi})
 }
 
@@ -156,7 +328,7 @@ func (u *usage) maxUnits(rs []rect, buf []ustep) (peak, at int64, ok bool) {
 		}
 		var lv int64
 		atS := false
-		u.steps.DescendLessOrEqual(u.pivot(r.e-1), func(st *ustep) bool {
+		u.descend(r.e-1, func(st *ustep) bool {
 			if st.at < r.s {
 				lv = st.level
 				return false

@@ -176,12 +176,11 @@ func (b *usageBuilder) build() map[limitKey]*usage {
 // levels different, the first not 0). Levels wrap as add's do, so the
 // outcome equals adding the rectangles one by one.
 //
-// The steps of one usage are allocated together, in one array of the
-// exact length (a first walk over the edges counts them), instead of one
-// allocation each: a million steps at a 1M-row restore were a million
-// small allocations, for the collector to mark. The array stays in
-// memory while any of its steps is in the usage: at most the steps the
-// restore built, as the steps live in place and are never moved.
+// A first walk over the edges counts the steps, so that each chunk is
+// allocated once, at its final length: a usage of up to maxChunk steps in
+// one chunk, a larger one in chunks of about three quarters of maxChunk
+// (the room left lets the inserts after a restore go without splitting
+// every chunk).
 func usageFromEdges(es []usageEdge) *usage {
 	slices.SortFunc(es, func(a, b usageEdge) int { return cmp.Compare(a.at, b.at) })
 	u := newUsage()
@@ -200,15 +199,27 @@ func usageFromEdges(es []usageEdge) *usage {
 	}
 	n := 0
 	walk(func(int64, int64) { n++ })
-	steps := make([]ustep, 0, n)
-	walk(func(at, level int64) { steps = append(steps, ustep{at: at, level: level}) })
-	// Ascending, in two passes (see insertInOrder).
-	insertInOrder(u.steps, func(yield func(*ustep) bool) {
-		for i := range steps {
-			if !yield(&steps[i]) {
-				return
-			}
+	if n == 0 {
+		return u
+	}
+	k := 1
+	if n > maxChunk {
+		k = (n + maxChunk*3/4 - 1) / (maxChunk * 3 / 4)
+	}
+	u.chunks = make([]stepChunk, 0, k)
+	// Chunk j holds the steps [j*n/k, (j+1)*n/k): sizes differ by one
+	// at most.
+	i := 0
+	walk(func(at, level int64) {
+		if j := len(u.chunks); j < k && i == j*n/k {
+			// Appended, not made: the capacity is rounded up to the
+			// allocation's size class, which would go unused otherwise.
+			steps := append([]ustep(nil), make([]ustep, (j+1)*n/k-i)...)[:0]
+			u.chunks = append(u.chunks, stepChunk{first: at, steps: steps})
 		}
+		ch := &u.chunks[len(u.chunks)-1]
+		ch.steps = append(ch.steps, ustep{at: at, level: level})
+		i++
 	})
 	return u
 }

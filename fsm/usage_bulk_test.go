@@ -9,10 +9,9 @@ import (
 // usageSteps lists u's steps.
 func usageSteps(u *usage) []ustep {
 	var out []ustep
-	u.steps.Ascend(func(st *ustep) bool {
-		out = append(out, *st)
-		return true
-	})
+	for _, ch := range u.chunks {
+		out = append(out, ch.steps...)
+	}
 	return out
 }
 
