@@ -71,6 +71,10 @@ func (t *rowStore) len() int { return t.n }
 // find returns the cell holding row id, or the empty cell ending its
 // probe run, and whether the row is there.
 func (t *rowStore) find(id string, h uint64) (uint64, bool) {
+	if len(t.cells) == 0 {
+		// The zero value: no cell yet (insert makes them).
+		return 0, false
+	}
 	mask := uint64(len(t.cells) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
 		row := t.cells[i]
@@ -132,7 +136,7 @@ func (t *rowStore) insert(id, row string) {
 		return
 	}
 	if (t.n + 1) > len(t.cells)/4*3 {
-		t.resize(2 * len(t.cells))
+		t.resize(max(minRowCells, 2*len(t.cells)))
 		i, _ = t.find(id, h)
 	}
 	t.cells[i], t.tags[i] = row, uint32(h)

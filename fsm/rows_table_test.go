@@ -18,16 +18,21 @@ func TestRowStoreMatchesMap(t *testing.T) {
 		name  string
 		ids   int
 		steps int
-		del   int // per cent of steps that delete
+		del   int  // per cent of steps that delete
+		zero  bool // start from the zero value instead of newRowStore(0)
 	}{
-		{"tiny", 6, 2000, 40},
-		{"one table", 12, 4000, 50},
-		{"growing", 500, 5000, 10},
-		{"churn", 300, 20000, 50},
+		{"tiny", 6, 2000, 40, false},
+		{"tiny, zero value", 6, 2000, 40, true},
+		{"one table", 12, 4000, 50, false},
+		{"growing", 500, 5000, 10, true},
+		{"churn", 300, 20000, 50, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(tc.ids), uint64(tc.steps)))
-			tab := newRowStore(0)
+			var tab rowStore
+			if !tc.zero {
+				tab = newRowStore(0)
+			}
 			model := map[string]string{}
 			for step := range tc.steps {
 				id := fmt.Sprintf("r%d", rng.IntN(tc.ids))
