@@ -30,7 +30,8 @@
 # AGENT_GOMEMLIMIT and AGENT_GOGC (optional) are passed to the agent as
 # GOMEMLIMIT and GOGC (the other processes keep the defaults). Other
 # agent settings reach it through their LEDGERD_* variables, e.g.
-# LEDGERD_SNAPSHOT_LOG_BYTES=4MiB to bound the crash restart's replay.
+# LEDGERD_SNAPSHOT_LOG_BYTES=4MiB to bound the crash restart's replay or
+# LEDGERD_GC_HEADROOM=256MiB; the header line lists every one set.
 # RAFT_LOG_STORE (optional: boltdb or wal) is the prefill's and the agent's
 # raft_log_store.
 # KEEP=DIR saves a copy of the prefilled data dir there; PREFILLED=DIR
@@ -111,7 +112,7 @@ addrs=(-node-name n1 -data-dir "$data" -http-addr "$http" -raft-addr 127.0.0.1:1
 if [ -n "${RAFT_LOG_STORE:-}" ]; then addrs+=(-raft-log-store "$RAFT_LOG_STORE"); fi
 resources=$((LIVE / 100 > 8 ? LIVE / 100 : 8))
 
-say "# $(date -u +%FT%TZ) LIVE=$LIVE ${RAFT_LOG_STORE:+RAFT_LOG_STORE=$RAFT_LOG_STORE }${AGENT_GOMEMLIMIT:+GOMEMLIMIT=$AGENT_GOMEMLIMIT }${AGENT_GOGC:+GOGC=$AGENT_GOGC }${LEDGERD_SNAPSHOT_LOG_BYTES:+LEDGERD_SNAPSHOT_LOG_BYTES=$LEDGERD_SNAPSHOT_LOG_BYTES }commit $(git rev-parse --short HEAD) $(go version | cut -d' ' -f3) $(nproc) cores"
+say "# $(date -u +%FT%TZ) LIVE=$LIVE ${RAFT_LOG_STORE:+RAFT_LOG_STORE=$RAFT_LOG_STORE }${AGENT_GOMEMLIMIT:+GOMEMLIMIT=$AGENT_GOMEMLIMIT }${AGENT_GOGC:+GOGC=$AGENT_GOGC }$(env | grep '^LEDGERD_' | sort | tr '\n' ' ')commit $(git rev-parse --short HEAD) $(go version | cut -d' ' -f3) $(nproc) cores"
 say "# load: $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ -n "${PREFILLED:-}" ]; then
 	cp -a "$PREFILLED" "$data"
