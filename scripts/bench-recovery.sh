@@ -45,6 +45,9 @@
 # profiler (replay-cpu-LIVE.top).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The agent settings the caller passes (LEDGERD_*), for the header; read
+# before secure-lib exports the client's own LEDGERD_ variables.
+caller_settings=$(env | grep '^LEDGERD_' | sort | tr '\n' ' ' || true)
 LIVE=${LIVE:-100000}
 LOAD=${LOAD:-10s}
 TLS=${TLS:-on}
@@ -112,7 +115,7 @@ addrs=(-node-name n1 -data-dir "$data" -http-addr "$http" -raft-addr 127.0.0.1:1
 if [ -n "${RAFT_LOG_STORE:-}" ]; then addrs+=(-raft-log-store "$RAFT_LOG_STORE"); fi
 resources=$((LIVE / 100 > 8 ? LIVE / 100 : 8))
 
-say "# $(date -u +%FT%TZ) LIVE=$LIVE ${RAFT_LOG_STORE:+RAFT_LOG_STORE=$RAFT_LOG_STORE }${AGENT_GOMEMLIMIT:+GOMEMLIMIT=$AGENT_GOMEMLIMIT }${AGENT_GOGC:+GOGC=$AGENT_GOGC }$(env | grep '^LEDGERD_' | sort | tr '\n' ' ')commit $(git rev-parse --short HEAD) $(go version | cut -d' ' -f3) $(nproc) cores"
+say "# $(date -u +%FT%TZ) LIVE=$LIVE ${RAFT_LOG_STORE:+RAFT_LOG_STORE=$RAFT_LOG_STORE }${AGENT_GOMEMLIMIT:+GOMEMLIMIT=$AGENT_GOMEMLIMIT }${AGENT_GOGC:+GOGC=$AGENT_GOGC }${caller_settings}commit $(git rev-parse --short HEAD) $(go version | cut -d' ' -f3) $(nproc) cores"
 say "# load: $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ -n "${PREFILLED:-}" ]; then
 	cp -a "$PREFILLED" "$data"
