@@ -175,21 +175,9 @@ var settings = []setting{
 	}},
 	{"trailing_logs", "log entries kept behind a snapshot for lagging followers", uintSetter(func(c *Config) *uint64 { return &c.TrailingLogs })},
 	{"snapshot_on_shutdown", "take a snapshot on graceful shutdown so the next start replays almost nothing", boolSetter(func(c *Config) *bool { return &c.SnapshotOnShutdown })},
-	{"memory_limit", "soft limit on the process's memory, e.g. 900MiB: the Go collector works harder near it (0: none, or GOMEMLIMIT)", func(c *Config, v string) error {
-		n, err := parseByteSize(v)
-		c.MemoryLimit = n
-		return err
-	}},
-	{"gc_headroom", "how far the heap may grow above its live data between collections before the collector runs more often, down to GOGC 50: holds a large node nearer 1.5x its live data than 2x, for more collector CPU, e.g. 256MiB (default 0: off, GOGC 100 or the environment's)", func(c *Config, v string) error {
-		n, err := parseByteSize(v)
-		c.GCHeadroom = n
-		return err
-	}},
-	{"snapshot_log_bytes", "also snapshot as soon as this much log was applied since the last snapshot, e.g. 4MiB: bounds the replay after a crash whatever the write rate, at a price in write throughput (default 0: only snapshot_threshold)", func(c *Config, v string) error {
-		n, err := parseByteSize(v)
-		c.SnapshotLogBytes = n
-		return err
-	}},
+	{"memory_limit", "soft limit on the process's memory, e.g. 900MiB: the Go collector works harder near it (0: none, or GOMEMLIMIT)", byteSizeSetter(func(c *Config) *ByteSize { return &c.MemoryLimit })},
+	{"gc_headroom", "how far the heap may grow above its live data between collections before the collector runs more often, down to GOGC 50: holds a large node nearer 1.5x its live data than 2x, for more collector CPU, e.g. 256MiB (default 0: off, GOGC 100 or the environment's)", byteSizeSetter(func(c *Config) *ByteSize { return &c.GCHeadroom })},
+	{"snapshot_log_bytes", "also snapshot as soon as this much log was applied since the last snapshot, e.g. 4MiB: bounds the replay after a crash whatever the write rate, at a price in write throughput (default 0: only snapshot_threshold)", byteSizeSetter(func(c *Config) *ByteSize { return &c.SnapshotLogBytes })},
 	{"idempotency_max_keys", "idempotency keys remembered at most, oldest forgotten first; the same on every server (0: 262144)", intSetter(func(c *Config) *int { return &c.IdempotencyMaxKeys })},
 	{"pprof", "serve Go profiles under /debug/pprof/ on the HTTP port (debugging only)", boolSetter(func(c *Config) *bool { return &c.Pprof })},
 	{"tokens_file", "API bearer-token file; empty turns API authentication off", str(func(c *Config) *string { return &c.TokensFile })},
@@ -232,6 +220,15 @@ func boolSetter(p func(*Config) *bool) func(*Config, string) error {
 		}
 		*p(c) = b
 		return nil
+	}
+}
+
+// byteSizeSetter parses a ByteSize ("900MiB", "4096") into *p(c).
+func byteSizeSetter(p func(*Config) *ByteSize) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := parseByteSize(v)
+		*p(c) = n
+		return err
 	}
 }
 

@@ -113,7 +113,9 @@ func (n *Node) snapshotByVolumeLoop() {
 			if !n.sleep(time.Second) {
 				return
 			}
-			v.giveBack(0)
+			// Wake this loop again while the count is still at the
+			// limit (no apply may come to do it).
+			v.add(0)
 		}
 	}
 }

@@ -465,11 +465,7 @@ func (s *idemStore) unindex(pos, h uint64) {
 					panic(fmt.Sprintf("fsm: idempotency index cell %d: tag %#x is not its key's hash", j, s.tags[j]))
 				}
 			}
-			if i <= j {
-				if i < k && k <= j {
-					continue
-				}
-			} else if i < k || k <= j {
+			if !idhash.Movable(i, j, k, mask) {
 				continue
 			}
 			s.index[i], s.tags[i] = c, s.tags[j]

@@ -154,10 +154,7 @@ func (t *rowStore) del(id string) {
 	// every row stays reachable from its home cell without tombstones.
 	mask := uint64(len(t.cells) - 1)
 	for j := (i + 1) & mask; t.cells[j] != ""; j = (j + 1) & mask {
-		home := uint64(t.tags[j]) & mask
-		// The row at j may move to i when its home is cyclically at or
-		// before i, seen from j: (j-home) >= (j-i).
-		if (j-home)&mask >= (j-i)&mask {
+		if idhash.Movable(i, j, uint64(t.tags[j]), mask) {
 			t.cells[i], t.tags[i] = t.cells[j], t.tags[j]
 			i = j
 		}

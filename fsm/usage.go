@@ -161,12 +161,14 @@ func (u *usage) levelAt(t int64) int64 {
 // unused room of the arrays small, where append doubles them.
 func stepsFor(steps []ustep) []ustep {
 	n := len(steps)
-	want := min(maxChunk, n+n/4+2)
-	// Appended, not made: the capacity is rounded up to the size class
-	// of the allocation, which would otherwise go unused.
-	out := append([]ustep(nil), make([]ustep, max(want, n))...)[:n]
-	copy(out, steps)
-	return out
+	return append(stepArray(max(min(maxChunk, n+n/4+2), n)), steps...)
+}
+
+// stepArray returns an empty array with room for at least n steps.
+// Appended, not made: the capacity is rounded up to the size class of the
+// allocation, which would otherwise go unused.
+func stepArray(n int) []ustep {
+	return append([]ustep(nil), make([]ustep, n)...)[:0]
 }
 
 // insert adds st, whose at has no step.

@@ -212,10 +212,7 @@ func usageFromEdges(es []usageEdge) *usage {
 	i := 0
 	walk(func(at, level int64) {
 		if j := len(u.chunks); j < k && i == j*n/k {
-			// Appended, not made: the capacity is rounded up to the
-			// allocation's size class, which would go unused otherwise.
-			steps := append([]ustep(nil), make([]ustep, (j+1)*n/k-i)...)[:0]
-			u.chunks = append(u.chunks, stepChunk{first: at, steps: steps})
+			u.chunks = append(u.chunks, stepChunk{first: at, steps: stepArray((j+1)*n/k - i)})
 		}
 		ch := &u.chunks[len(u.chunks)-1]
 		ch.steps = append(ch.steps, ustep{at: at, level: level})

@@ -220,14 +220,7 @@ func (t *bookTable) removeCell(s uint32, i uint64) {
 				t.release(s)
 				return
 			}
-			// The member at j may move to the hole at i unless its home
-			// cell lies cyclically in (i, j].
-			k := hashID(t.at(c-1).id) & mask
-			if i <= j {
-				if i < k && k <= j {
-					continue
-				}
-			} else if i < k || k <= j {
+			if !idhash.Movable(i, j, hashID(t.at(c-1).id), mask) {
 				continue
 			}
 			t.index[i] = c

@@ -1,8 +1,9 @@
-// Package idhash is the fixed hash that the ledger's open-addressing
-// tables probe by: the planner's booking table, the fsm's reservation
-// rows and idempotency records. It is FNV-1a over the bytes followed by a
-// 64-bit finaliser that spreads every input bit over the low bits a
-// table uses to pick a cell.
+// Package idhash is what the ledger's open-addressing tables (the
+// planner's booking table, the fsm's reservation rows and idempotency
+// records) share: the fixed hash they probe by, FNV-1a over the bytes
+// followed by a 64-bit finaliser that spreads every input bit over the
+// low bits a table uses to pick a cell, and the rule of their deletion
+// by backward shift (Movable).
 //
 // It must stay a fixed function of its input (no seed): a table's layout
 // then follows from the sequence of its calls alone, on every replica.
@@ -43,3 +44,13 @@ func Finish(h uint64) uint64 {
 
 // String returns the hash of s.
 func String[T string | []byte](s T) uint64 { return Finish(Add(Offset, s)) }
+
+// Movable reports whether, in a linear-probing table of mask+1 cells
+// (mask+1 a power of two), the entry in cell at, whose home cell is home,
+// may move back into the hole at cell hole, which comes before at in its
+// probe run. Deletion by backward shift moves each later entry of the run
+// into the hole unless its home lies cyclically in (hole, at]: there the
+// move would put it before its home, out of its own probe sequence.
+func Movable(hole, at, home, mask uint64) bool {
+	return (at-home)&mask >= (at-hole)&mask
+}

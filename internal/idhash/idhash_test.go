@@ -47,6 +47,37 @@ func TestAddByteIsAdd(t *testing.T) {
 	}
 }
 
+// TestMovable checks the backward-shift rule against its definition, for
+// every hole, position and home cell of two small tables: an entry may
+// move unless a walk from just after the hole to its position passes its
+// home cell.
+func TestMovable(t *testing.T) {
+	for _, size := range []uint64{8, 16} {
+		mask := size - 1
+		for hole := range size {
+			for at := range size {
+				if at == hole {
+					continue
+				}
+				for home := range size {
+					between := false // home in (hole, at], cyclically
+					for c := (hole + 1) & mask; ; c = (c + 1) & mask {
+						if c == home {
+							between = true
+						}
+						if c == at {
+							break
+						}
+					}
+					if got := Movable(hole, at, home, mask); got != !between {
+						t.Fatalf("size %d: Movable(hole %d, at %d, home %d) = %v, want %v", size, hole, at, home, got, !between)
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestImportsNothing keeps the package usable by the planner.
 func TestImportsNothing(t *testing.T) {
 	f, err := parser.ParseFile(token.NewFileSet(), "idhash.go", nil, parser.ImportsOnly)
