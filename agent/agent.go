@@ -288,6 +288,7 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 		TrailingLogs:       a.cfg.TrailingLogs,
 		SnapshotOnShutdown: a.cfg.SnapshotOnShutdown,
 		SnapshotLogBytes:   uint64(a.cfg.SnapshotLogBytes),
+		RestartTarget:      time.Duration(a.cfg.RestartTarget),
 		Stamp:              fsm.Stamp,
 		Group:              fsm.GroupCommands,
 		GroupVersion:       fsm.GroupVersion,

@@ -52,6 +52,8 @@ func TestAgentConfigRejectsBadInputNamingTheKey(t *testing.T) {
 		{"max request", `{"data_dir":"d"}`, []string{"-max-request-bytes", "big"}, nil, "max-request-bytes"},
 		{"snapshot threshold", `{"data_dir":"d"}`, []string{"-snapshot-threshold", "-1"}, nil, "snapshot-threshold"},
 		{"snapshot interval", `{"data_dir":"d","snapshot_interval":"1ms"}`, nil, nil, "snapshot_interval"},
+		{"restart target", `{"data_dir":"d","restart_target":"-3s"}`, nil, nil, "restart_target"},
+		{"restart target flag", `{"data_dir":"d"}`, []string{"-restart-target", "soon"}, nil, "restart-target"},
 		{"snapshot on shutdown", `{"data_dir":"d"}`, nil, map[string]string{"LEDGERD_SNAPSHOT_ON_SHUTDOWN": "sometimes"}, "LEDGERD_SNAPSHOT_ON_SHUTDOWN"},
 		{"raft log store", `{"data_dir":"d","raft_log_store":"rocksdb"}`, nil, nil, "raft_log_store"},
 		{"raft log store flag", `{"data_dir":"d"}`, []string{"-raft-log-store", "WAL"}, nil, "raft_log_store"},
@@ -129,12 +131,12 @@ func TestAgentConfigSnapshotKeys(t *testing.T) {
 		args []string
 		want Config
 	}{
-		{"defaults", `{"data_dir":"d"}`, nil, nil, Config{SnapshotThreshold: 16384, SnapshotInterval: Duration(10 * time.Second), TrailingLogs: 10240, SnapshotOnShutdown: true}},
-		{"file", `{"data_dir":"d","snapshot_threshold":100,"snapshot_interval":"1m","trailing_logs":5,"snapshot_on_shutdown":false,"pprof":true}`, nil, nil,
+		{"defaults", `{"data_dir":"d"}`, nil, nil, Config{SnapshotThreshold: 16384, SnapshotInterval: Duration(10 * time.Second), TrailingLogs: 10240, SnapshotOnShutdown: true, RestartTarget: Duration(3 * time.Second)}},
+		{"file", `{"data_dir":"d","snapshot_threshold":100,"snapshot_interval":"1m","trailing_logs":5,"snapshot_on_shutdown":false,"pprof":true,"restart_target":"0s"}`, nil, nil,
 			Config{SnapshotThreshold: 100, SnapshotInterval: Duration(time.Minute), TrailingLogs: 5, Pprof: true}},
-		{"env and flags", `{"data_dir":"d"}`, map[string]string{"LEDGERD_SNAPSHOT_ON_SHUTDOWN": "false", "LEDGERD_TRAILING_LOGS": "7"},
+		{"env and flags", `{"data_dir":"d"}`, map[string]string{"LEDGERD_SNAPSHOT_ON_SHUTDOWN": "false", "LEDGERD_TRAILING_LOGS": "7", "LEDGERD_RESTART_TARGET": "5s"},
 			[]string{"-snapshot-threshold", "9", "-snapshot-interval", "3s", "-pprof=true"},
-			Config{SnapshotThreshold: 9, SnapshotInterval: Duration(3 * time.Second), TrailingLogs: 7, Pprof: true}},
+			Config{SnapshotThreshold: 9, SnapshotInterval: Duration(3 * time.Second), TrailingLogs: 7, Pprof: true, RestartTarget: Duration(5 * time.Second)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, _, err := ParseArgs(append([]string{"-insecure", "-config", writeConfig(t, tc.file)}, tc.args...), func(k string) string { return tc.env[k] }, io.Discard)
@@ -142,9 +144,10 @@ func TestAgentConfigSnapshotKeys(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := Config{SnapshotThreshold: cfg.SnapshotThreshold, SnapshotInterval: cfg.SnapshotInterval,
-				TrailingLogs: cfg.TrailingLogs, SnapshotOnShutdown: cfg.SnapshotOnShutdown, Pprof: cfg.Pprof}
+				TrailingLogs: cfg.TrailingLogs, SnapshotOnShutdown: cfg.SnapshotOnShutdown, Pprof: cfg.Pprof, RestartTarget: cfg.RestartTarget}
 			if got.SnapshotThreshold != tc.want.SnapshotThreshold || got.SnapshotInterval != tc.want.SnapshotInterval ||
-				got.TrailingLogs != tc.want.TrailingLogs || got.SnapshotOnShutdown != tc.want.SnapshotOnShutdown || got.Pprof != tc.want.Pprof {
+				got.TrailingLogs != tc.want.TrailingLogs || got.SnapshotOnShutdown != tc.want.SnapshotOnShutdown || got.Pprof != tc.want.Pprof ||
+				got.RestartTarget != tc.want.RestartTarget {
 				t.Fatalf("snapshot settings = %+v, want %+v", got, tc.want)
 			}
 		})

@@ -207,6 +207,13 @@ type Config struct {
 	// groups. Each snapshot writes the whole state, so a small value
 	// costs CPU and disk in proportion to the state's size.
 	SnapshotLogBytes uint64
+	// RestartTarget, if not zero, keeps the restart after a crash near
+	// this long: the node measures how long restoring its snapshot and
+	// applying its log take, and snapshots by log volume once the log
+	// applied since the last snapshot would take longer than the target
+	// leaves after the restore (restarttarget.go). SnapshotLogBytes, if
+	// set too, still caps the volume.
+	RestartTarget time.Duration
 	// SnapshotOnShutdown takes a snapshot during a graceful Shutdown
 	// (after handing over leadership, before Raft stops), so the next
 	// start restores it and replays almost nothing.

@@ -80,6 +80,9 @@ type trackedFSM struct {
 	// volume counts the log applied since the last snapshot for
 	// snapshotByVolumeLoop (snaplog.go). Set before raft starts.
 	volume *logVolume
+	// restart, if set, measures what a restart costs for the restart
+	// target (restarttarget.go). Set before raft starts.
+	restart *restartModel
 
 	// fatal is called, on the FSM goroutine, with the message of an
 	// entry the FSM could not apply; it must not return while the node
@@ -168,9 +171,11 @@ func (f *trackedFSM) waitApplied(ctx context.Context, stop <-chan struct{}, inde
 
 // Apply implements raft.FSM.
 func (f *trackedFSM) Apply(l *raft.Log) any {
+	start := time.Now()
 	r := f.applyOne(l)
+	took := time.Since(start)
 	f.setApplied(l.Index)
-	f.volume.applied(l)
+	f.restart.applied(f.volume.applied(l), took)
 	return r
 }
 
@@ -194,6 +199,7 @@ func (f *trackedFSM) ApplyBatch(logs []*raft.Log) []any {
 	if len(logs) == 0 {
 		return nil
 	}
+	start := time.Now()
 	var out []any
 	if b, ok := f.inner.(raft.BatchingFSM); ok {
 		out = f.applyBatch(b, logs)
@@ -208,8 +214,9 @@ func (f *trackedFSM) ApplyBatch(logs []*raft.Log) []any {
 			}
 		}
 	}
+	took := time.Since(start)
 	f.setApplied(logs[len(logs)-1].Index)
-	f.volume.applied(logs...)
+	f.restart.applied(f.volume.applied(logs...), took)
 	return out
 }
 
@@ -221,7 +228,7 @@ func (f *trackedFSM) Snapshot() (raft.FSMSnapshot, error) {
 		f.snapFailures.Add(1)
 		return nil, err
 	}
-	return &trackedSnapshot{inner: s, index: f.Applied(), failures: &f.snapFailures, volume: f.volume, volumeBytes: f.volume.captured()}, nil
+	return &trackedSnapshot{inner: s, index: f.Applied(), failures: &f.snapFailures, volume: f.volume, volumeBytes: f.volume.captured(), restart: f.restart}, nil
 }
 
 // Restore implements raft.FSM. It logs how long the restore took and how
@@ -338,6 +345,7 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 					"took", time.Since(collectStart).Round(time.Millisecond))
 			}
 		}()
+		f.restart.restored(tr.n, time.Since(start))
 		f.logRestore(start, index, tr, calls, firstCall, lastEnd, "beside start")
 		return nil
 	}
@@ -352,6 +360,7 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 	collectStart := time.Now()
 	closingCollection(gcOff)
 	gcOff = false
+	f.restart.restored(tr.n, time.Since(start))
 	f.logRestore(start, index, tr, calls, firstCall, lastEnd, time.Since(collectStart).Round(time.Millisecond).String())
 	return nil
 }
@@ -476,6 +485,8 @@ type trackedSnapshot struct {
 	// persist gives it back, since a crash would still replay it.
 	volume      *logVolume
 	volumeBytes uint64
+	// restart learns the size of each snapshot persisted.
+	restart *restartModel
 }
 
 func (s *trackedSnapshot) Persist(sink raft.SnapshotSink) error {
@@ -488,12 +499,26 @@ func (s *trackedSnapshot) Persist(sink raft.SnapshotSink) error {
 		s.volume.giveBack(s.volumeBytes)
 		return fmt.Errorf("cluster: write snapshot header: %w", err)
 	}
-	if err := s.inner.Persist(sink); err != nil {
+	cs := &countingSink{SnapshotSink: sink, n: int64(len(hdr))}
+	if err := s.inner.Persist(cs); err != nil {
 		s.failures.Add(1)
 		s.volume.giveBack(s.volumeBytes)
 		return err
 	}
+	s.restart.persisted(cs.n)
 	return nil
+}
+
+// countingSink counts the bytes written through it.
+type countingSink struct {
+	raft.SnapshotSink
+	n int64
+}
+
+func (c *countingSink) Write(p []byte) (int, error) {
+	n, err := c.SnapshotSink.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func (s *trackedSnapshot) Release() { s.inner.Release() }

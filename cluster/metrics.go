@@ -78,10 +78,14 @@ func newMetrics(n *Node) *metrics {
 		}, func() float64 { return float64(n.fsm.snapFailures.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "ledgerd_snapshots_by_log_volume_total",
-			Help: "Snapshots taken since start because the log applied since the last one reached Config.SnapshotLogBytes.",
+			Help: "Snapshots taken since start because the log applied since the last one reached the volume limit (Config.SnapshotLogBytes, or what Config.RestartTarget leaves for the replay).",
 		}, func() float64 { return float64(n.snapByVolume.Load()) }),
 		gauge("ledgerd_log_bytes_since_snapshot", "Command bytes applied since the last snapshot or restore: about what a crash now would make the next start replay.",
 			func() float64 { return float64(n.fsm.volume.since.Load()) }),
+		gauge("ledgerd_snapshot_log_limit_bytes", "The log volume since the last snapshot at which the node snapshots (Config.SnapshotLogBytes, or what Config.RestartTarget leaves for the replay); 0: no volume trigger.",
+			func() float64 { return float64(n.fsm.volume.limit.Load()) }),
+		gauge("ledgerd_restart_estimate_seconds", "How long a restart after a crash now would take by the node's own measurements (Config.RestartTarget): restoring the newest snapshot, replaying the log since, and a fixed overhead; 0 without a target.",
+			func() float64 { return n.fsm.restart.estimate(n.fsm.volume.since.Load()).Seconds() }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "ledgerd_reconcile_rounds_total",
 			Help: "Rounds of the leader's membership reconciliation (gossip into the Raft configuration).",

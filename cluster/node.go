@@ -133,6 +133,7 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 	}
 	n.fsm.log = n.log
 	n.fsm.volume = newLogVolume(cfg.SnapshotLogBytes)
+	n.fsm.restart = newRestartModel(cfg.RestartTarget)
 	if cfg.onApplyPanic != nil {
 		n.fsm.fatal = func(msg string) {
 			cfg.onApplyPanic(msg)

@@ -13,21 +13,22 @@ import (
 	"github.com/hashicorp/raft"
 )
 
+// woken reports (and takes) a pending wake-up of v's trigger loop.
+func woken(v *logVolume) bool {
+	select {
+	case <-v.due:
+		return true
+	default:
+		return false
+	}
+}
+
 // TestLogVolumeCounts: only command bytes count, the loop is woken once
 // the count reaches the limit (one wake-up pending at most), a capture
 // resets the count and a failed snapshot gives its bytes back.
 func TestLogVolumeCounts(t *testing.T) {
 	cmd := func(n int) *raft.Log { return &raft.Log{Type: raft.LogCommand, Data: make([]byte, n)} }
 	conf := &raft.Log{Type: raft.LogConfiguration, Data: make([]byte, 500)}
-	woken := func(v *logVolume) bool {
-		select {
-		case <-v.due:
-			return true
-		default:
-			return false
-		}
-	}
-
 	v := newLogVolume(100)
 	v.applied(cmd(40), conf)
 	if got := v.since.Load(); got != 40 {

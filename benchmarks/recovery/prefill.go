@@ -179,6 +179,9 @@ func Prefill(ctx context.Context, c Config) (Result, error) {
 	cfg.SnapshotThreshold, cfg.TrailingLogs = c.SnapshotThreshold, c.TrailingLogs
 	cfg.SnapshotInterval = agent.Duration(c.SnapshotInterval)
 	cfg.SnapshotLogBytes = agent.ByteSize(c.SnapshotLogBytes)
+	// No restart target either, for the same reason: a prefill is never
+	// crash-restarted.
+	cfg.RestartTarget = 0
 	cfg.SnapshotOnShutdown = true
 	cfg.RaftLogStore = c.RaftLogStore
 	cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSCAFile = c.TLSCertFile, c.TLSKeyFile, c.TLSCAFile

@@ -1,0 +1,173 @@
+package cluster
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// A restart target. After a crash a node restores its newest snapshot and
+// replays the log applied since; the first costs about the same per
+// snapshot byte every time, the second about the same per command byte as
+// applying it did. A fixed volume trigger (SnapshotLogBytes) has to be
+// chosen for one state size: small enough for a node with a million
+// reservations, whose restore alone takes most of a few seconds, it makes
+// a node with ten thousand snapshot every few seconds for nothing; large
+// enough for that one, it lets the big node's replay run long. With
+// Config.RestartTarget the node measures both costs on itself and keeps
+// the volume trigger's limit at what the target leaves for the replay:
+//
+//	limit = (target - restartOverhead - restore) / replay cost per byte
+//
+// where restore is the newest snapshot's size times the restore cost per
+// byte this node last measured, and the replay cost is a moving average
+// of what applying took per command byte. A small state gets a limit so
+// high that raft's own trigger comes first; a state whose restore alone
+// leaves nothing of the target gets minVolumeLimit, and the loop then
+// never spends more than half its time snapshotting (snaplog.go).
+
+// restartOverhead is what a start costs besides the restore and the
+// replay: opening the stores, starting raft, hearing from a leader (about
+// 0.05-0.3 s measured on a 2-core machine).
+const restartOverhead = 300 * time.Millisecond
+
+// defaultRestoreNsPerByte is the restore cost assumed before this node has
+// restored a snapshot of at least minRestoreSample bytes: 10 ns per
+// snapshot byte, a little above the 7-8.5 ns a 1M-reservation restore
+// measured on a 2-vCPU machine.
+const defaultRestoreNsPerByte = 10.0
+
+// minRestoreSample is the smallest restore whose cost per byte is
+// trusted: below it fixed costs dominate.
+const minRestoreSample = 1 << 20
+
+// minApplySample is how many command bytes must have been applied before
+// the replay cost is estimated at all; until then the target sets no
+// limit.
+const minApplySample = 256 << 10
+
+// minVolumeLimit and maxVolumeLimit bound the derived limit.
+const (
+	minVolumeLimit = 1 << 20
+	maxVolumeLimit = 1 << 30
+)
+
+// restartModel is what a node measures of its own restart cost. The FSM
+// goroutine records applies, restores and persisted snapshots; the
+// volume loop reads them.
+type restartModel struct {
+	target time.Duration // 0: no target
+
+	// restoreNs and restoreBytes are the last restore's wall time and
+	// snapshot size.
+	restoreNs, restoreBytes atomic.Int64
+	// snapBytes is the size of the newest snapshot this node persisted
+	// or restored: what a restart would restore.
+	snapBytes atomic.Int64
+	// applyNs and applyBytes add up the FSM's apply time and the
+	// command bytes it applied, since start.
+	applyNs, applyBytes atomic.Int64
+	// replayNsPerByte is the moving average the volume loop keeps of
+	// the apply cost (float64 bits; 0: not yet estimated), for the
+	// estimate gauge.
+	replayNsPerByte atomic.Uint64
+}
+
+func newRestartModel(target time.Duration) *restartModel {
+	if target <= 0 {
+		return nil
+	}
+	return &restartModel{target: target}
+}
+
+// applied records an apply of n command bytes that took d.
+func (m *restartModel) applied(n uint64, d time.Duration) {
+	if m == nil || n == 0 {
+		return
+	}
+	m.applyNs.Add(int64(d))
+	m.applyBytes.Add(int64(n))
+}
+
+// restored records a restore of a snapshot of n bytes that took d.
+func (m *restartModel) restored(n int64, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.restoreNs.Store(int64(d))
+	m.restoreBytes.Store(n)
+	m.snapBytes.Store(n)
+}
+
+// persisted records a snapshot of n bytes written.
+func (m *restartModel) persisted(n int64) {
+	if m != nil {
+		m.snapBytes.Store(n)
+	}
+}
+
+// restoreEstimate is how long restoring the newest snapshot would take.
+func (m *restartModel) restoreEstimate() time.Duration {
+	perByte := defaultRestoreNsPerByte
+	if b := m.restoreBytes.Load(); b >= minRestoreSample {
+		perByte = float64(m.restoreNs.Load()) / float64(b)
+	}
+	return time.Duration(perByte * float64(m.snapBytes.Load()))
+}
+
+// replayCost returns the replay cost per byte the loop last estimated.
+func (m *restartModel) replayCost() float64 {
+	return math.Float64frombits(m.replayNsPerByte.Load())
+}
+
+// estimate is how long a restart would take now, with since command
+// bytes to replay (0 before the replay cost is known).
+func (m *restartModel) estimate(since uint64) time.Duration {
+	if m == nil {
+		return 0
+	}
+	return restartOverhead + m.restoreEstimate() + time.Duration(m.replayCost()*float64(since))
+}
+
+// replayAverage folds the applies since the previous call into a moving
+// average of the apply cost per byte. It is called by the volume loop
+// only, which keeps prev between calls.
+type replayAverage struct {
+	prevNs, prevBytes int64
+	avg               float64
+}
+
+// update reads m's counters and returns the new average (0: not enough
+// measured yet). Each second of applies weighs a quarter.
+func (a *replayAverage) update(m *restartModel) float64 {
+	ns, bytes := m.applyNs.Load(), m.applyBytes.Load()
+	dNs, dBytes := ns-a.prevNs, bytes-a.prevBytes
+	switch {
+	case a.avg == 0 && bytes >= minApplySample:
+		a.avg = float64(ns) / float64(bytes)
+	case a.avg != 0 && dBytes >= minApplySample/16:
+		a.avg = 0.75*a.avg + 0.25*float64(dNs)/float64(dBytes)
+	default:
+		return a.avg
+	}
+	a.prevNs, a.prevBytes = ns, bytes
+	m.replayNsPerByte.Store(math.Float64bits(a.avg))
+	return a.avg
+}
+
+// volumeLimit is the log volume whose replay, after a restore that takes
+// restore, still ends within target: (target - restartOverhead -
+// restore) / replayNsPerByte, at least minVolumeLimit and at most
+// maxVolumeLimit. met reports whether the target leaves any time for a
+// replay at all. A zero replay cost (not measured yet) gives no limit.
+func volumeLimit(target, restore time.Duration, replayNsPerByte float64) (limit uint64, met bool) {
+	if replayNsPerByte <= 0 {
+		return 0, true
+	}
+	budget := target - restartOverhead - restore
+	if budget <= 0 {
+		return minVolumeLimit, false
+	}
+	b := float64(budget) / replayNsPerByte
+	return uint64(min(max(b, minVolumeLimit), maxVolumeLimit)), true
+}
