@@ -171,9 +171,9 @@ func (f *trackedFSM) waitApplied(ctx context.Context, stop <-chan struct{}, inde
 
 // Apply implements raft.FSM.
 func (f *trackedFSM) Apply(l *raft.Log) any {
-	start := time.Now()
+	clock := f.restart.startApply()
 	r := f.applyOne(l)
-	took := time.Since(start)
+	took := f.restart.stopApply(clock)
 	f.setApplied(l.Index)
 	f.restart.applied(f.volume.applied(l), took)
 	return r
@@ -199,7 +199,7 @@ func (f *trackedFSM) ApplyBatch(logs []*raft.Log) []any {
 	if len(logs) == 0 {
 		return nil
 	}
-	start := time.Now()
+	clock := f.restart.startApply()
 	var out []any
 	if b, ok := f.inner.(raft.BatchingFSM); ok {
 		out = f.applyBatch(b, logs)
@@ -214,7 +214,7 @@ func (f *trackedFSM) ApplyBatch(logs []*raft.Log) []any {
 			}
 		}
 	}
-	took := time.Since(start)
+	took := f.restart.stopApply(clock)
 	f.setApplied(logs[len(logs)-1].Index)
 	f.restart.applied(f.volume.applied(logs...), took)
 	return out

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ledgerd/ledgerd/benchmarks/workload"
+	"github.com/ledgerd/ledgerd/internal/threadcpu"
 	"github.com/ledgerd/ledgerd/planner"
 )
 
@@ -459,7 +460,7 @@ func Replay(tl planner.Timeline, rs []workload.Reservation, horizon int64) (Repl
 	var out ReplayOutcome
 	starts := make([]int64, len(rs)) // -1: rejected
 	lenSum := 0
-	cpu0, cpuOK := threadCPU()
+	cpu0, cpuOK := threadcpu.Now()
 	begin := time.Now()
 	for i, r := range rs {
 		if n := tl.Len(); n > out.MaxLen {
@@ -484,7 +485,7 @@ func Replay(tl planner.Timeline, rs []workload.Reservation, horizon int64) (Repl
 		out.Accepted++
 	}
 	out.Elapsed = time.Since(begin)
-	if cpu1, ok := threadCPU(); ok && cpuOK {
+	if cpu1, ok := threadcpu.Now(); ok && cpuOK {
 		out.CPU = cpu1 - cpu0
 	}
 	out.MeanLen = float64(lenSum) / float64(max(len(rs), 1))

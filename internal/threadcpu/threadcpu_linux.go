@@ -1,6 +1,6 @@
 //go:build linux
 
-package seed
+package threadcpu
 
 import (
 	"syscall"
@@ -11,11 +11,9 @@ import (
 // clockThreadCPUTime is CLOCK_THREAD_CPUTIME_ID of Linux.
 const clockThreadCPUTime = 3
 
-// threadCPU returns the CPU time consumed so far by the calling OS thread.
-// Callers lock the goroutine to its thread (runtime.LockOSThread) so that
-// two readings bracket only their own work. It reports false if the clock
-// cannot be read.
-func threadCPU() (time.Duration, bool) {
+// Now returns the CPU time consumed so far by the calling OS thread. It
+// reports false if the clock cannot be read.
+func Now() (time.Duration, bool) {
 	var ts syscall.Timespec
 	_, _, errno := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTime, uintptr(unsafe.Pointer(&ts)), 0)
 	if errno != 0 {
