@@ -186,9 +186,10 @@ const (
 )
 
 // DefaultRestartTarget is the restart time after a crash the agent aims
-// for (restart_target): a node whose restore takes a fraction of it never
-// snapshots for it, while one with a million reservations snapshots by
-// log volume often enough to replay at most what the rest allows.
+// for (restart_target): a node whose restore takes a fraction of it
+// snapshots for it only under heavy writes (every 15-20 s at 10k live
+// under 64 writing clients), one with a million reservations every second
+// or two, so that it replays at most what the restore leaves.
 const DefaultRestartTarget = 3 * time.Second
 
 // Validate checks the configuration and names the offending key.
