@@ -1,11 +1,16 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // TestVolumeLimit: the limit is what the target leaves after the overhead
@@ -159,5 +164,115 @@ func TestRestartTargetSnapshots(t *testing.T) {
 	}
 	if est := m.estimate(since); est < 10*time.Second {
 		t.Fatalf("estimate %v, want at least the measured 10 s restore", est)
+	}
+}
+
+// volumeSnapshots records the "snapshot by log volume taken" lines a node
+// logs: when each was logged and how long that snapshot took.
+type volumeSnapshots struct {
+	mu   sync.Mutex
+	at   []time.Time
+	took []time.Duration
+}
+
+func (h *volumeSnapshots) Enabled(context.Context, slog.Level) bool { return true }
+func (h *volumeSnapshots) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *volumeSnapshots) WithGroup(string) slog.Handler            { return h }
+func (h *volumeSnapshots) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "snapshot by log volume taken" {
+		return nil
+	}
+	var took time.Duration
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "took" {
+			took = a.Value.Duration()
+		}
+		return true
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.at, h.took = append(h.at, r.Time), append(h.took, took)
+	return nil
+}
+
+func (h *volumeSnapshots) len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.at)
+}
+
+// persistGatedFSM holds the Persist of its snapshots until gate is closed.
+type persistGatedFSM struct {
+	*kvFSM
+	gate chan struct{}
+}
+
+func (f *persistGatedFSM) Snapshot() (raft.FSMSnapshot, error) {
+	s, err := f.kvFSM.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return gatedSnapshot{s, f.gate}, nil
+}
+
+type gatedSnapshot struct {
+	raft.FSMSnapshot
+	gate chan struct{}
+}
+
+func (s gatedSnapshot) Persist(sink raft.SnapshotSink) error {
+	<-s.gate
+	return s.FSMSnapshot.Persist(sink)
+}
+
+// TestRestartTargetDutyCycle: with a target it cannot meet, a node whose
+// log reached the limit again while a snapshot by volume was being
+// written waits, once that snapshot ends, as long as it took before it
+// starts the next.
+func TestRestartTargetDutyCycle(t *testing.T) {
+	rec := &volumeSnapshots{}
+	c := &tcluster{t: t}
+	tn := c.add(1, func(cfg *Config) {
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout = 20*time.Second, 20*time.Second
+		cfg.SnapshotThreshold, cfg.SnapshotInterval = 1<<40, time.Hour
+		cfg.RestartTarget = 3 * time.Second
+		cfg.Logger = slog.New(rec)
+	})
+	gate := make(chan struct{})
+	tn.wrap = func(f *kvFSM) raft.FSM { return &persistGatedFSM{kvFSM: f, gate: gate} }
+	t.Cleanup(c.stopAll)
+	t.Cleanup(func() {
+		select {
+		case <-gate:
+		default:
+			close(gate)
+		}
+	})
+	c.start(tn)
+	waitFor(t, 5*time.Second, "the bootstrapped server to elect itself", tn.node.IsLeader)
+	v := tn.node.fsm.volume
+	tn.node.fsm.restart.restored(minRestoreSample, 10*time.Second)
+	value := strings.Repeat("y", 100<<10)
+	for i := range 12 {
+		apply(t, tn, fmt.Sprintf("a%d|%s", i, value))
+	}
+	// The first snapshot by volume captures those and waits at the gate;
+	// meanwhile the log reaches the limit again.
+	waitFor(t, 20*time.Second, "the first snapshot by volume to capture the log", func() bool {
+		return v.limit.Load() == minVolumeLimit && v.since.Load() == 0
+	})
+	for i := range 12 {
+		apply(t, tn, fmt.Sprintf("b%d|%s", i, value))
+	}
+	close(gate)
+	waitFor(t, 20*time.Second, "a second snapshot by volume", func() bool { return rec.len() >= 2 })
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	// took is logged rounded to the millisecond.
+	const slack = time.Millisecond
+	firstEnd := rec.at[0]
+	secondStart := rec.at[1].Add(-rec.took[1])
+	if gap := secondStart.Sub(firstEnd); gap < rec.took[0]-slack {
+		t.Fatalf("the second snapshot by volume started %v after the first ended, which took %v: want a wait at least that long", gap, rec.took[0])
 	}
 }
