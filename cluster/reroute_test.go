@@ -64,11 +64,8 @@ func await[T any](t *testing.T, ch <-chan T, d time.Duration, what string) T {
 // same way (a new leader in a new term).
 func moveLeadership(t *testing.T, c *tcluster, l *tnode) *tnode {
 	t.Helper()
-	if err := l.node.raft.LeadershipTransfer().Error(); err != nil {
-		t.Fatalf("leadership transfer: %v", err)
-	}
 	var nl *tnode
-	testwait.Until(t, 20*time.Second, "a new leader", func() bool {
+	newLeader := func() bool {
 		for _, tn := range c.running() {
 			if tn != l && tn.node.raft.State() == raft.Leader {
 				nl = tn
@@ -76,7 +73,23 @@ func moveLeadership(t *testing.T, c *tcluster, l *tnode) *tnode {
 			}
 		}
 		return false
+	}
+	// Raft gives a transfer one election timeout (400 ms here) for the
+	// target to win; on a loaded machine it may not, and the old leader
+	// simply carries on. Ask again until the leadership has moved.
+	testwait.Until(t, 20*time.Second, "a leadership transfer to succeed", func() bool {
+		if newLeader() {
+			return true
+		}
+		if l.node.raft.State() != raft.Leader {
+			return false // an election is under way
+		}
+		if err := l.node.raft.LeadershipTransfer().Error(); err != nil {
+			t.Logf("leadership transfer: %v; trying again", err)
+		}
+		return false
 	})
+	testwait.Until(t, 20*time.Second, "a new leader", newLeader)
 	return nl
 }
 
