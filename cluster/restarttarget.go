@@ -72,8 +72,8 @@ type restartModel struct {
 	// command bytes it applied, since start.
 	applyNs, applyBytes atomic.Int64
 	// replayNsPerByte is the moving average the volume loop keeps of
-	// the apply cost (float64 bits; 0: not yet estimated), for the
-	// estimate gauge.
+	// the apply cost (float64 bits; 0: not yet estimated), for the limit
+	// and the estimate gauge.
 	replayNsPerByte atomic.Uint64
 }
 
@@ -175,12 +175,11 @@ func (m *restartModel) estimate(since uint64) time.Duration {
 	return restartOverhead + m.restoreEstimate() + time.Duration(m.replayCost()*float64(since))
 }
 
-// replayAverage folds the applies since the previous call into a moving
-// average of the apply cost per byte. It is called by the volume loop
-// only, which keeps prev between calls.
+// replayAverage folds the applies since the previous call into m's moving
+// average of the apply cost per byte (replayNsPerByte). It is called by
+// the volume loop only, which keeps the counters it last read.
 type replayAverage struct {
 	prevNs, prevBytes int64
-	avg               float64
 }
 
 // update reads m's counters and returns the new average (0: not enough
@@ -188,17 +187,18 @@ type replayAverage struct {
 func (a *replayAverage) update(m *restartModel) float64 {
 	ns, bytes := m.applyNs.Load(), m.applyBytes.Load()
 	dNs, dBytes := ns-a.prevNs, bytes-a.prevBytes
+	avg := m.replayCost()
 	switch {
-	case a.avg == 0 && bytes >= minApplySample:
-		a.avg = float64(ns) / float64(bytes)
-	case a.avg != 0 && dBytes >= minApplySample/16:
-		a.avg = 0.75*a.avg + 0.25*float64(dNs)/float64(dBytes)
+	case avg == 0 && bytes >= minApplySample:
+		avg = float64(ns) / float64(bytes)
+	case avg != 0 && dBytes >= minApplySample/16:
+		avg = 0.75*avg + 0.25*float64(dNs)/float64(dBytes)
 	default:
-		return a.avg
+		return avg
 	}
 	a.prevNs, a.prevBytes = ns, bytes
-	m.replayNsPerByte.Store(math.Float64bits(a.avg))
-	return a.avg
+	m.replayNsPerByte.Store(math.Float64bits(avg))
+	return avg
 }
 
 // volumeLimit is the log volume whose replay, after a restore that takes

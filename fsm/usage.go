@@ -85,27 +85,26 @@ func (u *usage) clear() {
 func (u *usage) upper(t int64) (c, i int) {
 	cs := u.chunks
 	// The first chunk whose first is after t, less one.
-	lo, hi := 1, len(cs)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if cs[m].first <= t {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	c = lo - 1
+	c = max(firstAfter(len(cs), t, func(k int) int64 { return cs[k].first }), 1) - 1
 	steps := cs[c].steps
-	lo, hi = 0, len(steps)
+	return c, firstAfter(len(steps), t, func(k int) int64 { return steps[k].at })
+}
+
+// firstAfter returns the first k in [0, n) whose key(k) is after t, or n;
+// the keys must be ascending. Written out rather than sort.Search: it
+// inlines into upper with its key, which runs at every admission's
+// limits check.
+func firstAfter(n int, t int64, key func(k int) int64) int {
+	lo, hi := 0, n
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if steps[m].at <= t {
+		if key(m) <= t {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	return c, lo
+	return lo
 }
 
 // ceil returns the position of the first step at or after t (c ==

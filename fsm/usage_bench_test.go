@@ -40,30 +40,25 @@ func BenchmarkUsageHeap(b *testing.B) {
 				var perStep float64
 				b.ReportAllocs()
 				for b.Loop() {
-					runtime.GC()
-					var before, after runtime.MemStats
-					runtime.ReadMemStats(&before)
-					var use map[limitKey]*usage
-					if build == "bulk" {
-						ub := newUsageBuilder()
-						for _, x := range bs {
-							ub.account("alice", &x.m, []scanPart{{resource: x.res, amount: x.a}}, nil)
+					grown, use := heapGrowth(func() map[limitKey]*usage {
+						if build == "bulk" {
+							ub := newUsageBuilder()
+							for _, x := range bs {
+								ub.account("alice", &x.m, []scanPart{{resource: x.res, amount: x.a}}, nil)
+							}
+							return ub.build()
 						}
-						use = ub.build()
-					} else {
 						l := &limitState{use: make(map[limitKey]*usage)}
 						for _, x := range bs {
 							l.account("alice", &x.m, []scanPart{{resource: x.res, amount: x.a}}, nil, 1)
 						}
-						use = l.use
-					}
-					runtime.GC()
-					runtime.ReadMemStats(&after)
+						return l.use
+					})
 					steps := 0
 					for _, u := range use {
 						steps += len(usageSteps(u))
 					}
-					perStep = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(steps)
+					perStep = float64(grown) / float64(steps)
 					b.ReportMetric(float64(steps)/float64(len(use)), "steps/usage")
 					runtime.KeepAlive(use)
 				}
