@@ -8,9 +8,9 @@ import (
 	"iter"
 	"sync"
 
-	"github.com/google/btree"
 	"github.com/hashicorp/raft"
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"github.com/ledgerd/ledgerd/internal/sortedlist"
 	"github.com/ledgerd/ledgerd/planner"
 )
 
@@ -255,9 +255,10 @@ func (f *FSM) Notify() <-chan struct{} {
 
 // Snapshot captures the current state for raft. The capture shares the
 // immutable records of the tables (they are replaced, never changed in
-// place) and clones the rows' tree lazily, so it is cheap (it does not
-// visit the rows); Persist encodes it while Apply goes on. It takes the
-// write lock because the clone marks the state's tree as shared.
+// place) and clones the rows' ordered list lazily (a pointer per chunk of
+// rows), so it is cheap (it does not visit the rows); Persist encodes it
+// while Apply goes on. It takes the write lock because the clone marks
+// the state's chunks as shared.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -382,8 +383,8 @@ type fsmSnapshot struct {
 	// msg is the state without reservations and idempotency records.
 	msg *fsmv1.Snapshot
 	// rows are the encoded reservations in ID order: a lazy copy of
-	// the state's tree, which Apply may change meanwhile.
-	rows *btree.BTreeG[string]
+	// the state's list, which Apply may change meanwhile.
+	rows *sortedlist.List[string]
 	// idem is encoded into the file by Persist, outside the state lock.
 	idem idemView
 }
@@ -401,7 +402,7 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 }
 
 // ascend walks t in order.
-func ascend(t *btree.BTreeG[string]) iter.Seq[string] {
+func ascend(t *sortedlist.List[string]) iter.Seq[string] {
 	return func(yield func(string) bool) { t.Ascend(yield) }
 }
 

@@ -2,11 +2,8 @@ package fsm
 
 import (
 	"cmp"
-	"iter"
 	"slices"
 	"strings"
-
-	"github.com/google/btree"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"github.com/ledgerd/ledgerd/planner"
@@ -282,9 +279,8 @@ func (j *restoreJob) scanChunk(c int) {
 		}
 	}
 	// Sorted here, in a stage of its own per chunk, so that buildTimers
-	// merges the chunks and enters the timers in order: ascending inserts
-	// keep the tree's right edge in cache instead of descending to a
-	// random leaf for each of a million timers.
+	// merges the chunks and appends the timers in order, each without a
+	// search.
 	slices.SortFunc(out.timers, timerCmp)
 }
 
@@ -434,57 +430,25 @@ func decodeIdemUnchecked(b []byte) (idemRecord, error) {
 	return decodeIdemAny(b)
 }
 
-// buildTimers enters the rows' timers: s.timers. Each chunk's timers
-// are sorted (scanChunk); insertInOrder enters their merge, ascending.
+// buildTimers merges the chunks' sorted timers into the timer list, in
+// order: each is appended without a search.
 func (j *restoreJob) buildTimers() {
-	insertInOrder(j.s.timers, func(yield func(timer) bool) {
-		var heads [scanChunks][]timer
-		for c := range j.chunks {
-			heads[c] = j.chunks[c].timers
-		}
-		for {
-			best := -1
-			for c := range heads {
-				if len(heads[c]) > 0 && (best < 0 || timerLess(heads[c][0], heads[best][0])) {
-					best = c
-				}
+	var heads [scanChunks][]timer
+	for c := range j.chunks {
+		heads[c] = j.chunks[c].timers
+	}
+	for {
+		best := -1
+		for c := range heads {
+			if len(heads[c]) > 0 && (best < 0 || timerLess(heads[c][0], heads[best][0])) {
+				best = c
 			}
-			if best < 0 || !yield(heads[best][0]) {
-				return
-			}
-			heads[best] = heads[best][1:]
 		}
-	})
-}
-
-// inFirstPass reports whether the item at position i of a sorted list
-// goes into the tree in insertInOrder's first pass: three in five, evenly
-// spread.
-func inFirstPass(i int) bool { return i%5%2 == 0 }
-
-// insertInOrder enters sorted items into the empty tree t in two
-// ascending passes: three items in five first, then the other two.
-// Ascending inserts keep the path being written in cache (a random order
-// descends to a cold leaf for each item), but a single pass leaves every
-// node half full: a node splits in the middle and its left half never
-// receives another item. The second pass puts its items into the gaps,
-// filling the nodes to about four fifths: room for the entries that come
-// after a restore without splitting (a pass of every other item fills
-// them completely, and then the first new item in each splits it, which
-// made later inserts slower and the tree larger than a random order's).
-// A million timers take about half the time of a random order and a fifth
-// less memory.
-// The items are walked once per pass, so a merge of sorted lists can be
-// handed over as it is instead of being copied into one list first.
-func insertInOrder[T any](t *btree.BTreeG[T], items iter.Seq[T]) {
-	for _, first := range []bool{true, false} {
-		i := 0
-		for it := range items {
-			if inFirstPass(i) == first {
-				t.ReplaceOrInsert(it)
-			}
-			i++
+		if best < 0 {
+			return
 		}
+		j.s.timers.Append(heads[best][0])
+		heads[best] = heads[best][1:]
 	}
 }
 
@@ -496,7 +460,9 @@ func (j *restoreJob) buildTable() {
 		// IDs are new and ascending: no old row to unlink.
 		s.resv.insert(rowID(row), row)
 	}
-	insertInOrder(s.byID, slices.Values(j.rows))
+	for _, row := range j.rows {
+		s.byID.Append(row)
+	}
 }
 
 // buildUsage builds the usage the limits need of every row, in bulk

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/google/btree"
 	"google.golang.org/protobuf/proto"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
@@ -29,25 +28,7 @@ func TestTimerCmpAgreesWithTimerLess(t *testing.T) {
 	}
 }
 
-// insertInOrder must leave the tree holding exactly the items, in order,
-// for every length (odd, even, one, none).
-func TestInsertInOrder(t *testing.T) {
-	for _, n := range []int{0, 1, 2, 3, 63, 64, 65, 1000, 4097} {
-		items := make([]int, n)
-		for i := range items {
-			items[i] = 3 * i
-		}
-		tr := btree.NewOrderedG[int](32)
-		insertInOrder(tr, slices.Values(items))
-		var got []int
-		tr.Ascend(func(v int) bool { got = append(got, v); return true })
-		if !slices.Equal(got, items) || tr.Len() != n {
-			t.Fatalf("n=%d: tree holds %d items, in order %v", n, tr.Len(), slices.Equal(got, items))
-		}
-	}
-}
-
-// buildTimers merges the chunks' sorted timers: the tree must hold each
+// buildTimers merges the chunks' sorted timers: the list must hold each
 // timer of every chunk once, whatever the chunks' lengths.
 func TestBuildTimersMergesChunks(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
@@ -67,7 +48,7 @@ func TestBuildTimersMergesChunks(t *testing.T) {
 	var got []timer
 	j.s.timers.Ascend(func(tm timer) bool { got = append(got, tm); return true })
 	if !slices.Equal(got, want) {
-		t.Fatalf("tree holds %d timers, want %d in order", len(got), len(want))
+		t.Fatalf("the list holds %d timers, want %d in order", len(got), len(want))
 	}
 }
 

@@ -7,8 +7,8 @@ import (
 	"math"
 	"slices"
 
-	"github.com/google/btree"
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"github.com/ledgerd/ledgerd/internal/sortedlist"
 	"github.com/ledgerd/ledgerd/planner"
 	"google.golang.org/protobuf/proto"
 )
@@ -64,13 +64,13 @@ type state struct {
 	resources map[string]*fsmv1.Resource
 	resv      rowStore
 	// byID holds the rows of resv ordered by ID (rowLess): the same
-	// strings as resv's values, so it costs only its nodes. Walks in ID
+	// strings as resv's values, so it costs only its chunks. Walks in ID
 	// order read rows from it without a lookup each, and a snapshot
 	// clones it (copy on write) instead of copying every row under the
 	// lock.
-	byID *btree.BTreeG[string]
+	byID *sortedlist.List[string]
 	// timers holds exactly timersFor(r) for every r in resv.
-	timers *btree.BTreeG[timer]
+	timers *sortedlist.List[timer]
 	// lastPut is the row put stored last (nil after a removal), so the
 	// entry's result need not decode it again, and lastRow its encoding
 	// as stored, so the result need not encode it again either (put's
@@ -144,8 +144,8 @@ func newState(cfg Config) *state {
 		cfg:       cfg,
 		resources: make(map[string]*fsmv1.Resource),
 		resv:      newRowStore(0),
-		byID:      btree.NewG(32, rowLess),
-		timers:    btree.NewG(32, timerLess),
+		byID:      sortedlist.New(rowLess),
+		timers:    sortedlist.New(timerLess),
 		plan:      planner.New(cfg.Timelines),
 		byState:   make(map[fsmv1.Reservation_State]int),
 	}
@@ -273,7 +273,7 @@ func (s *state) put(id string, r *fsmv1.Reservation) {
 		return
 	}
 	row, key := s.resv.set(r)
-	// The new row replaces the old one of the same ID in the tree too.
+	// The new row replaces the old one of the same ID in byID too.
 	s.byID.ReplaceOrInsert(row)
 	m := metaOf(r)
 	m.id = key
@@ -614,7 +614,7 @@ func (s *state) dispatch(cmd *fsmv1.Command) *fsmv1.Result {
 // records, without its reservations and idempotency records, and the
 // encoded reservations in ID order and a view of the idempotency records
 // that go with it (encodeSnapshotIdem writes all three).
-func (s *state) capture() (*fsmv1.Snapshot, *btree.BTreeG[string], idemView) {
+func (s *state) capture() (*fsmv1.Snapshot, *sortedlist.List[string], idemView) {
 	msg := &fsmv1.Snapshot{
 		AppliedIndex: s.index,
 		NowMillis:    s.now,
