@@ -2,10 +2,12 @@ package fsm
 
 import (
 	"cmp"
+	"math/bits"
 	"slices"
 	"strings"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"github.com/ledgerd/ledgerd/internal/rangesort"
 	"github.com/ledgerd/ledgerd/planner"
 )
 
@@ -281,7 +283,32 @@ func (j *restoreJob) scanChunk(c int) {
 	// Sorted here, in a stage of its own per chunk, so that buildTimers
 	// merges the chunks and appends the timers in order, each without a
 	// search.
-	slices.SortFunc(out.timers, timerCmp)
+	sortTimers(out.timers)
+}
+
+// sortTimers orders ts by timerCmp: first into rangesort's ranges of
+// their instants (one pass of swaps), then each range by comparisons.
+// A quarter of a million timers take a fifth of the comparisons of one
+// sort of the whole list, and each range's sort runs in cache. Instants
+// crowded into few ranges leave those ranges to the comparison sort,
+// which then does what it did alone.
+func sortTimers(ts []timer) {
+	if len(ts) < 1<<rangesort.Bits {
+		slices.SortFunc(ts, timerCmp)
+		return
+	}
+	lo, hi := ts[0].at, ts[0].at
+	for _, t := range ts {
+		lo, hi = min(lo, t.at), max(hi, t.at)
+	}
+	// The span as unsigned: hi-lo may exceed the int64 range.
+	shift := max(bits.Len64(uint64(hi)-uint64(lo))-rangesort.Bits, 0)
+	bounds := rangesort.Sort(ts, func(t timer) uint32 {
+		return uint32((uint64(t.at) - uint64(lo)) >> shift)
+	})
+	for r := range 1 << rangesort.Bits {
+		slices.SortFunc(ts[bounds[r]:bounds[r+1]], timerCmp)
+	}
 }
 
 // resolve replaces the resource names of parts (substrings of a row) by

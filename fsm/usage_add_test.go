@@ -220,7 +220,7 @@ func TestUsageChunksMatchReference(t *testing.T) {
 		}
 		var es []usageEdge
 		for _, x := range live {
-			es = append(es, usageEdge{x.s, x.a}, usageEdge{x.e, -x.a})
+			es = append(es, usageEdge{At: x.s, Delta: x.a}, usageEdge{At: x.e, Delta: -x.a})
 		}
 		bulk := usageFromEdges(es)
 		checkUsageShape(t, bulk)

@@ -78,7 +78,7 @@ func BenchmarkUsageOps(b *testing.B) {
 		for i := range n {
 			s := int64(i*7 + rng.IntN(5))
 			a := 1 + int64(rng.IntN(64))
-			es = append(es, usageEdge{s, a}, usageEdge{s + 10 + int64(rng.IntN(50)), -a})
+			es = append(es, usageEdge{At: s, Delta: a}, usageEdge{At: s + 10 + int64(rng.IntN(50)), Delta: -a})
 		}
 		u := usageFromEdges(es)
 		span := int64(n * 7)

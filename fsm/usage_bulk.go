@@ -1,13 +1,14 @@
 package fsm
 
 import (
-	"cmp"
 	"slices"
 	"strings"
+
+	"github.com/ledgerd/ledgerd/internal/stepsort"
 )
 
-// usageEdge is a change of a usage's level at instant at.
-type usageEdge struct{ at, delta int64 }
+// usageEdge is a change of a usage's level by Delta at instant At.
+type usageEdge = stepsort.Edge
 
 // usageBuilder collects the usage of many rows as level changes per
 // (tenant, resource) and builds each usage once, in one sweep over its
@@ -71,7 +72,7 @@ func (b *usageBuilder) addRect(owner, resource string, s, e, a int64) {
 		b.lists = append(b.lists, nil)
 		b.byRes[b.keys[i].resource] = i
 	}
-	b.edges = append(b.edges, usageEdge{s, a}, usageEdge{e, -a})
+	b.edges = append(b.edges, usageEdge{At: s, Delta: a}, usageEdge{At: e, Delta: -a})
 	b.keyOf = append(b.keyOf, int32(i), int32(i))
 }
 
@@ -163,8 +164,10 @@ func (b *usageBuilder) account(owner string, m *rowMeta, parts, pend []scanPart)
 func (b *usageBuilder) build() map[limitKey]*usage {
 	b.merge()
 	out := make(map[limitKey]*usage, len(b.keys))
+	var keys []uint64 // the sorts' scratch space
 	for i, k := range b.keys {
-		if u := usageFromEdges(b.lists[i]); !u.empty() {
+		keys = stepsort.Sort(b.lists[i], keys)
+		if u := usageFromSorted(b.lists[i]); !u.empty() {
 			out[k] = u
 		}
 	}
@@ -182,14 +185,19 @@ func (b *usageBuilder) build() map[limitKey]*usage {
 // (the room left lets the inserts after a restore go without splitting
 // every chunk).
 func usageFromEdges(es []usageEdge) *usage {
-	slices.SortFunc(es, func(a, b usageEdge) int { return cmp.Compare(a.at, b.at) })
+	stepsort.Sort(es, nil)
+	return usageFromSorted(es)
+}
+
+// usageFromSorted is usageFromEdges of edges sorted by instant.
+func usageFromSorted(es []usageEdge) *usage {
 	u := newUsage()
 	walk := func(step func(at, level int64)) {
 		var level, prev int64
 		for i := 0; i < len(es); {
-			at := es[i].at
-			for ; i < len(es) && es[i].at == at; i++ {
-				level += es[i].delta
+			at := es[i].At
+			for ; i < len(es) && es[i].At == at; i++ {
+				level += es[i].Delta
 			}
 			if level != prev {
 				step(at, level)

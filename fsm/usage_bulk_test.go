@@ -36,7 +36,7 @@ func TestUsageFromEdgesMatchesAdd(t *testing.T) {
 			}
 			u.add(s, e, a)
 			if e > s && a != 0 {
-				es = append(es, usageEdge{s, a}, usageEdge{e, -a})
+				es = append(es, usageEdge{At: s, Delta: a}, usageEdge{At: e, Delta: -a})
 			}
 		}
 		got, want := usageSteps(usageFromEdges(es)), usageSteps(u)

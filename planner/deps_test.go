@@ -31,6 +31,7 @@ var forbiddenImports = map[string]string{
 var allowedModulePackages = map[string]bool{
 	"github.com/ledgerd/ledgerd/internal/idhash":    true,
 	"github.com/ledgerd/ledgerd/internal/rangesort": true,
+	"github.com/ledgerd/ledgerd/internal/stepsort":  true,
 }
 
 // TestForbiddenImports fails if a non-test file of the package imports a

@@ -1,10 +1,11 @@
 package planner
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/ledgerd/ledgerd/internal/stepsort"
 )
 
 // Load books every rectangle of bs at once, with the outcome of calling
@@ -75,7 +76,7 @@ func (p *Planner) Load(bs []Booking) error {
 	for i, b := range bs {
 		start := max(b.Start, p.origin)
 		for _, rp := range parts[offs[i]:offs[i+1]] {
-			edges[rp.res.idx] = append(edges[rp.res.idx], edge{start, rp.amount}, edge{b.End, -rp.amount})
+			edges[rp.res.idx] = append(edges[rp.res.idx], edge{At: start, Delta: rp.amount}, edge{At: b.End, Delta: -rp.amount})
 		}
 	}
 	// Two passes over the resources: the first checks that every one's
@@ -86,12 +87,13 @@ func (p *Planner) Load(bs []Booking) error {
 	// timelines themselves; one scratch list, reused, costs a second sweep
 	// of the sorted edges instead.
 	var scratch []Block
+	var keys []uint64 // the edge sorts' scratch space
 	for _, name := range p.names {
 		r := p.resources[name]
 		if len(edges[r.idx]) == 0 {
 			continue
 		}
-		sortEdges(edges[r.idx])
+		keys = stepsort.Sort(edges[r.idx], keys)
 		var err error
 		if scratch, err = subtractBooked(r.tl.Blocks(p.origin, MaxTime), edges[r.idx], scratch[:0]); err != nil {
 			p.dropSlots(len(bs), slot)
@@ -129,34 +131,24 @@ func (p *Planner) dropSlots(n int, slot func(i int) uint32) {
 	}
 }
 
-// edge is a change of a resource's booked amount at instant t.
-type edge struct{ t, delta int64 }
-
-// sortEdges puts edges in the order subtractBooked reads them: by
-// instant, and at one instant ends before starts, so that the booked sum
-// never exceeds the amount booked over a stretch of time.
-func sortEdges(edges []edge) {
-	slices.SortFunc(edges, func(a, b edge) int {
-		if c := cmp.Compare(a.t, b.t); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.delta, b.delta)
-	})
-}
+// edge is a change of a resource's booked amount by Delta at instant At.
+type edge = stepsort.Edge
 
 // subtractBooked appends to out the canonical free blocks of a timeline
 // whose current blocks are cur once the bookings with the given edges
-// (sorted by sortEdges, each at or after cur's start) are booked too; it
+// (sorted by stepsort.Sort: by instant, and at one instant ends before
+// starts, so that the booked sum never exceeds the amount booked over a
+// stretch of time; each at or after cur's start) are booked too; it
 // fails, naming an instant, if they do not fit.
 func subtractBooked(cur []Block, edges []edge, out []Block) ([]Block, error) {
 	out = slices.Grow(out, len(cur)+len(edges))
 	booked, i, j := int64(0), 0, 0
 	for t := cur[0].Start; t < MaxTime; {
-		for ; j < len(edges) && edges[j].t == t; j++ {
-			if d := edges[j].delta; d > 0 && booked > math.MaxInt64-d {
+		for ; j < len(edges) && edges[j].At == t; j++ {
+			if d := edges[j].Delta; d > 0 && booked > math.MaxInt64-d {
 				return nil, fmt.Errorf("at %d: %w", t, ErrNoCapacity)
 			}
-			booked += edges[j].delta
+			booked += edges[j].Delta
 		}
 		for cur[i].End <= t {
 			i++
@@ -166,8 +158,8 @@ func subtractBooked(cur []Block, edges []edge, out []Block) ([]Block, error) {
 			return nil, fmt.Errorf("at %d: %w", t, ErrNoCapacity)
 		}
 		next := cur[i].End
-		if j < len(edges) && edges[j].t < next {
-			next = edges[j].t
+		if j < len(edges) && edges[j].At < next {
+			next = edges[j].At
 		}
 		if n := len(out); n > 0 && out[n-1].Free == f {
 			out[n-1].End = next
