@@ -7,7 +7,7 @@
 // minimum, ordered walks, a cheap clone that a snapshot walks while the
 // original changes) and one thing that tree cannot: Append takes sorted
 // items in O(1) each without a comparison beyond the last item, so a
-// restore of a million rows builds the store in a few milliseconds where
+// restore of a million rows builds the store in tens of milliseconds where
 // a million tree inserts took most of a second, and fills the chunks
 // instead of leaving split nodes half empty.
 //

@@ -165,16 +165,23 @@ func TestAppendSorted(t *testing.T) {
 	checkList(t, l, want)
 }
 
+// appended returns a list of the items {i, i} for i < n, appended in
+// order, and those items.
+func appended(n int) (*List[kv], []kv) {
+	l := New(kvLess)
+	var want []kv
+	for i := range n {
+		l.Append(kv{i, i})
+		want = append(want, kv{i, i})
+	}
+	return l, want
+}
+
 // TestCloneIsolation checks that a clone keeps its items while the
 // original changes, and the other way round, whichever changes first.
 func TestCloneIsolation(t *testing.T) {
 	for _, originalFirst := range []bool{true, false} {
-		l := New(kvLess)
-		var want []kv
-		for i := range 3_000 {
-			l.Append(kv{i, i})
-			want = append(want, kv{i, i})
-		}
+		l, want := appended(3_000)
 		c := l.Clone()
 		change := func(x *List[kv]) {
 			for i := 0; i < 3_000; i += 3 {
@@ -207,12 +214,7 @@ func fromList(l *List[kv]) *btree.BTreeG[kv] {
 // the original changes (what a snapshot does); under the race detector
 // any write to a chunk the clone can see fails it.
 func TestCloneWalkedConcurrently(t *testing.T) {
-	l := New(kvLess)
-	var want []kv
-	for i := range 20_000 {
-		l.Append(kv{i, i})
-		want = append(want, kv{i, i})
-	}
+	l, want := appended(20_000)
 	c := l.Clone()
 	done := make(chan []kv)
 	go func() {
