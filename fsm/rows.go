@@ -26,7 +26,7 @@ import (
 // string header as well as the row's. A probe compares tags before it
 // reads a row, and a deletion shifts the rest of its run back (no
 // tombstones), taking each moved row's home cell from its tag. Nothing
-// iterates the cells (the byID tree gives the order), so their layout is
+// iterates the cells (the byID list gives the order), so their layout is
 // never observable; it follows from the calls alone all the same
 // (idhash has no seed).
 //
@@ -182,7 +182,7 @@ func (t *rowStore) resize(size int) {
 }
 
 // all yields every row with its ID, in no particular order (for tests
-// and checks: the state's order is the byID tree's).
+// and checks: the state's order is the byID list's).
 func (t *rowStore) all() iter.Seq2[string, string] {
 	return func(yield func(id, row string) bool) {
 		for _, row := range t.cells {
@@ -214,7 +214,7 @@ func decodeRow(row string) *fsmv1.Reservation {
 // rowID returns the ID of an encoded row: its first field (field 1,
 // length-delimited), as the deterministic encoding puts it first. Rows
 // without an ID are never stored. It runs some twenty times per
-// operation of the byID tree (rowLess), so an ID shorter than 128 bytes,
+// search of the byID list (rowLess), so an ID shorter than 128 bytes,
 // whose length is one byte, is read here, without a call (a comparison
 // of two rows took a third longer with the call); rowIDLong reads the
 // others.
@@ -237,11 +237,11 @@ func rowIDLong(row string) string {
 	return row[1+k : 1+k+int(n)]
 }
 
-// rowLess orders rows by ID (the byID tree).
+// rowLess orders rows by ID (the byID list).
 func rowLess(a, b string) bool { return rowID(a) < rowID(b) }
 
 // idPivot returns the shortest row whose ID is id: a search key for the
-// byID tree (rowLess reads nothing but the ID).
+// byID list (rowLess reads nothing but the ID).
 func idPivot(id string) string {
 	b := protowire.AppendTag(nil, 1, protowire.BytesType)
 	return string(protowire.AppendString(b, id))
