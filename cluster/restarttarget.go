@@ -20,11 +20,10 @@ import (
 // Config.RestartTarget the node measures both costs on itself and keeps
 // the volume trigger's limit at what the target leaves for the replay:
 //
-//	limit = (target - restartOverhead - restoreMargin*restore) / replay cost per byte
+//	limit = (target - restartOverhead - restore) / replay cost per byte
 //
 // where restore is the newest snapshot's size times the restore cost per
-// byte this node last measured (with restoreMargin for the next restore
-// being slower than that one), and the replay cost is a moving average
+// byte this node last measured, and the replay cost is a moving average
 // of the CPU time applying took per command byte (applyClock). A small
 // state gets a limit so high that raft's own trigger comes first; a state
 // whose restore alone leaves nothing of the target gets minVolumeLimit,
@@ -35,13 +34,6 @@ import (
 // replay: opening the stores, starting raft, hearing from a leader (about
 // 0.05-0.3 s measured on a 2-core machine).
 const restartOverhead = 300 * time.Millisecond
-
-// restoreMargin is how much slower than the node's last restore the
-// replay's budget allows the next one to be. Two consecutive restores of
-// the same 1M-reservation state on one 2-vCPU VM took 1.62 and 2.15 s,
-// and 1.73 and 2.17 s: sized from the first alone, those crash restarts
-// ended at 3.00-3.01 s against a 3 s target.
-const restoreMargin = 1.25
 
 // defaultRestoreNsPerByte is the restore cost assumed before this node has
 // restored a snapshot of at least minRestoreSample bytes: 10 ns per
@@ -210,15 +202,15 @@ func (a *replayAverage) update(m *restartModel) float64 {
 }
 
 // volumeLimit is the log volume whose replay, after a restore that takes
-// up to restoreMargin times restore, still ends within target: (target -
-// restartOverhead - restoreMargin*restore) / replayNsPerByte, at least
-// minVolumeLimit and at most maxVolumeLimit. met reports whether the target leaves any time for a
+// restore, still ends within target: (target - restartOverhead -
+// restore) / replayNsPerByte, at least minVolumeLimit and at most
+// maxVolumeLimit. met reports whether the target leaves any time for a
 // replay at all. A zero replay cost (not measured yet) gives no limit.
 func volumeLimit(target, restore time.Duration, replayNsPerByte float64) (limit uint64, met bool) {
 	if replayNsPerByte <= 0 {
 		return 0, true
 	}
-	budget := target - restartOverhead - time.Duration(restoreMargin*float64(restore))
+	budget := target - restartOverhead - restore
 	if budget <= 0 {
 		return minVolumeLimit, false
 	}

@@ -27,12 +27,11 @@ func TestVolumeLimit(t *testing.T) {
 		met     bool
 	}{
 		{"not measured yet", 3 * time.Second, 2 * time.Second, 0, 0, true},
-		{"a second left at 100 ns per byte", 3 * time.Second, 1360 * time.Millisecond, 100, 10_000_000, true},
-		{"half a second left at 90 ns per byte", 3 * time.Second, 1760 * time.Millisecond, 90, 5_555_555, true},
-		{"the margin: without it a second would be left", 3 * time.Second, 1700 * time.Millisecond, 100, 5_750_000, true},
-		{"small budget clamps to the minimum", 3 * time.Second, 2152 * time.Millisecond, 100, minVolumeLimit, true},
+		{"a second left at 100 ns per byte", 3 * time.Second, 1700 * time.Millisecond, 100, 10_000_000, true},
+		{"half a second left at 90 ns per byte", 3 * time.Second, 2200 * time.Millisecond, 90, 5_555_555, true},
+		{"small budget clamps to the minimum", 3 * time.Second, 2690 * time.Millisecond, 100, minVolumeLimit, true},
 		{"cheap replay clamps to the maximum", 3 * time.Second, 0, 0.001, maxVolumeLimit, true},
-		{"restore uses the target up", 3 * time.Second, 2160 * time.Millisecond, 100, minVolumeLimit, false},
+		{"restore uses the target up", 3 * time.Second, 2700 * time.Millisecond, 100, minVolumeLimit, false},
 		{"restore longer than the target", 3 * time.Second, 5 * time.Second, 100, minVolumeLimit, false},
 	} {
 		got, met := volumeLimit(tc.target, tc.restore, tc.perByte)
