@@ -92,9 +92,11 @@ func newRestartModel(target time.Duration) *restartModel {
 // at 10k live under 64 clients, wall time gave a limit of 18-20 MB after
 // 10 s, CPU time 23 MB, on every server).
 type applyClock struct {
-	wall   time.Time
-	cpu    time.Duration
+	// locked: the goroutine is locked to its thread and cpu is that
+	// thread's CPU time at the start; otherwise wall is the start.
 	locked bool
+	cpu    time.Duration
+	wall   time.Time
 }
 
 // startApply starts timing an apply on the calling goroutine; every call
@@ -104,11 +106,11 @@ func (m *restartModel) startApply() applyClock {
 		return applyClock{}
 	}
 	runtime.LockOSThread()
-	cpu, ok := threadcpu.Now()
-	if !ok {
-		runtime.UnlockOSThread()
+	if cpu, ok := threadcpu.Now(); ok {
+		return applyClock{cpu: cpu, locked: true}
 	}
-	return applyClock{wall: time.Now(), cpu: cpu, locked: ok}
+	runtime.UnlockOSThread()
+	return applyClock{wall: time.Now()}
 }
 
 // stopApply returns how long the apply took (0 without a model).
@@ -117,11 +119,11 @@ func (m *restartModel) stopApply(c applyClock) time.Duration {
 		return 0
 	}
 	if c.locked {
-		cpu, ok := threadcpu.Now()
+		// The clock that was read at the start reads again on the
+		// same thread; were it to fail, the apply counts as free.
+		cpu, _ := threadcpu.Now()
 		runtime.UnlockOSThread()
-		if ok {
-			return cpu - c.cpu
-		}
+		return max(cpu-c.cpu, 0)
 	}
 	return time.Since(c.wall)
 }

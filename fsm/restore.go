@@ -484,10 +484,9 @@ func (j *restoreJob) buildTable() {
 	s := j.s
 	s.resv = newRowStore(len(j.rows))
 	for _, row := range j.rows {
-		// IDs are new and ascending: no old row to unlink.
+		// IDs are new and ascending: no old row to unlink, and each
+		// row goes at the end of byID.
 		s.resv.insert(rowID(row), row)
-	}
-	for _, row := range j.rows {
 		s.byID.Append(row)
 	}
 }

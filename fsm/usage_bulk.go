@@ -174,22 +174,17 @@ func (b *usageBuilder) build() map[limitKey]*usage {
 	return out
 }
 
-// usageFromEdges builds the usage whose level changes by delta at each
-// edge (in any order): its steps in canonical form (sorted, adjacent
-// levels different, the first not 0). Levels wrap as add's do, so the
-// outcome equals adding the rectangles one by one.
+// usageFromSorted builds the usage whose level changes by Delta at each
+// edge (sorted by instant, as stepsort.Sort leaves them): its steps in
+// canonical form (sorted, adjacent levels different, the first not 0).
+// Levels wrap as add's do, so the outcome equals adding the rectangles
+// one by one.
 //
 // A first walk over the edges counts the steps, so that each chunk is
 // allocated once, at its final length: a usage of up to maxChunk steps in
 // one chunk, a larger one in chunks of about three quarters of maxChunk
 // (the room left lets the inserts after a restore go without splitting
 // every chunk).
-func usageFromEdges(es []usageEdge) *usage {
-	stepsort.Sort(es, nil)
-	return usageFromSorted(es)
-}
-
-// usageFromSorted is usageFromEdges of edges sorted by instant.
 func usageFromSorted(es []usageEdge) *usage {
 	u := newUsage()
 	walk := func(step func(at, level int64)) {

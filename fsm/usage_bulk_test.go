@@ -4,7 +4,16 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/ledgerd/ledgerd/internal/stepsort"
 )
+
+// usageFromEdges is usageFromSorted of edges in any order (sorted first,
+// as build sorts them).
+func usageFromEdges(es []usageEdge) *usage {
+	stepsort.Sort(es, nil)
+	return usageFromSorted(es)
+}
 
 // usageSteps lists u's steps.
 func usageSteps(u *usage) []ustep {
