@@ -174,26 +174,43 @@ func subtractBooked(cur []Block, edges []edge, out []Block) ([]Block, error) {
 // resolveAll validates every booking of bs and returns their resolved
 // parts, concatenated: booking i's are parts[offs[i]:offs[i+1]].
 func (p *Planner) resolveAll(bs []Booking) (parts []resPart, offs []uint32, err error) {
+	parts, offs, at, bad := p.resolveBatch(bs)
+	if bad != nil {
+		return nil, nil, bad(at)
+	}
+	return parts, offs, nil
+}
+
+// resolveBatch is resolveAll for one batch of a load, reading the planner
+// only. On an invalid booking it returns its index in bs and bad, which
+// makes Load's error for it from its index in the whole load.
+func (p *Planner) resolveBatch(bs []Booking) (parts []resPart, offs []uint32, at int, bad func(i int) error) {
 	parts = make([]resPart, 0, len(bs))
 	offs = make([]uint32, 1, len(bs)+1)
+	var last *resource
 	for i, b := range bs {
 		if b.ID == "" {
-			return nil, nil, &FieldError{Field: fmt.Sprintf("bookings[%d].id", i), Reason: "must not be empty"}
+			return nil, nil, i, func(i int) error {
+				return &FieldError{Field: fmt.Sprintf("bookings[%d].id", i), Reason: "must not be empty"}
+			}
 		}
 		if b.End <= p.origin || b.End <= b.Start {
-			return nil, nil, &FieldError{Field: fmt.Sprintf("bookings[%d].end", i), Reason: "must be after start and origin"}
+			return nil, nil, i, func(i int) error {
+				return &FieldError{Field: fmt.Sprintf("bookings[%d].end", i), Reason: "must be after start and origin"}
+			}
 		}
-		rps, err := p.checkParts(b.Parts)
-		if err != nil {
-			return nil, nil, fmt.Errorf("load bookings[%d]: %w", i, err)
+		var err error
+		if parts, err = p.appendParts(parts, b.Parts, &last); err != nil {
+			return nil, nil, i, func(i int) error { return fmt.Errorf("load bookings[%d]: %w", i, err) }
 		}
-		parts = append(parts, rps...)
 		if len(parts) > math.MaxUint32 {
-			return nil, nil, fmt.Errorf("load bookings[%d]: more than %d parts in one Load", i, uint32(math.MaxUint32))
+			return nil, nil, i, func(i int) error {
+				return fmt.Errorf("load bookings[%d]: more than %d parts in one Load", i, uint32(math.MaxUint32))
+			}
 		}
 		offs = append(offs, uint32(len(parts)))
 	}
-	return parts, offs, nil
+	return parts, offs, 0, nil
 }
 
 // blockLoader is implemented by timelines that can take a whole canonical

@@ -46,22 +46,30 @@ func (p *Planner) checkParts(parts []Part) ([]resPart, error) {
 // checkPartsTo is checkParts appending to out[:0], which it returns; out
 // grows (onto the heap) only when it is too short.
 func (p *Planner) checkPartsTo(out []resPart, parts []Part) ([]resPart, error) {
+	return p.appendParts(out[:0], parts, &p.last)
+}
+
+// appendParts validates parts and appends them, resolved, to out. *last
+// caches the resource the previous part named (checkPartsTo passes the
+// planner's own cache; a bulk load that must not write to the planner
+// passes one of its own). Apart from *last it only reads the planner.
+func (p *Planner) appendParts(out []resPart, parts []Part, last **resource) ([]resPart, error) {
 	if len(parts) == 0 {
 		return nil, &FieldError{Field: "parts", Reason: "must not be empty"}
 	}
-	out = out[:0]
+	from := len(out)
 	// Field names are formatted only on error: this runs on every
 	// admission and every booking of a bulk load.
 	for i, pt := range parts {
-		r := p.last
+		r := *last
 		if r == nil || r.name != pt.Resource {
 			var ok bool
 			if r, ok = p.resources[pt.Resource]; !ok {
 				return nil, partErr(p, i, pt.Resource)
 			}
-			p.last = r
+			*last = r
 		}
-		for _, prev := range out {
+		for _, prev := range out[from:] {
 			if prev.res == r {
 				return nil, &FieldError{Field: fmt.Sprintf("parts[%d].resource", i), Reason: fmt.Sprintf("duplicate resource %q", pt.Resource)}
 			}
