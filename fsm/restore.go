@@ -74,17 +74,18 @@ type restoreJob struct {
 	// between the two calls to mark.
 	rows []string
 	// books holds the planner bookings: scan chunk c appends to its own
-	// region [bound(c), bound(c+1)), and buildPlanner moves the regions
-	// together instead of copying them into a new list.
+	// region [bound(c), bound(c+1)) (a chunk with more bookings than rows
+	// moves to a list of its own), which is batch c of load.
 	books    []planner.Booking
 	chunks   [scanChunks]scanOut
 	checkErr [checkChunks]idemErr
 	addErr   idemErr
-	// planErr is the planner stage's error.
-	planErr error
-	// names maps each resource's name to the resource table's own
-	// string of it (resolve).
-	names map[string]string
+	// load books the scan chunks' bookings (batch c each) and the unit
+	// down windows (batch scanChunks) in the planner, in stages of its
+	// own beside the other build stages.
+	load *planner.StagedLoad
+	// unitErr is the unit schedules' stage's error.
+	unitErr error
 }
 
 // scanOut is what one scan stage collects from its rows, in row order.
@@ -124,7 +125,6 @@ func prepareRestore(cfg Config, split splitSnapshot) (*restoreJob, error) {
 	j.origin = s.plan.Origin()
 
 	prev := ""
-	j.names = make(map[string]string, len(msg.GetResources()))
 	for i, r := range msg.GetResources() {
 		name := r.GetName()
 		if why := validResourceName(name); why != "" {
@@ -147,7 +147,6 @@ func prepareRestore(cfg Config, split splitSnapshot) (*restoreJob, error) {
 			}
 		}
 		s.resources[name] = r
-		j.names[name] = name
 		if len(r.GetUnits()) > 0 {
 			j.hasUnits = true
 		}
@@ -159,6 +158,7 @@ func prepareRestore(cfg Config, split splitSnapshot) (*restoreJob, error) {
 	n := split.rows.len()
 	j.rows = make([]string, n)
 	j.books = make([]planner.Booking, n)
+	j.load = s.plan.NewStagedLoad(scanChunks + 1)
 	return j, nil
 }
 
@@ -190,9 +190,21 @@ func (j *restoreJob) dropInput() {
 }
 
 // buildStages returns the stages of the second call, longest first (so
-// that a runner with fewer workers than stages starts those first).
+// that a runner with fewer workers than stages starts those first): the
+// planner's load (its booking table, its timelines), the row table, the
+// usage, the unit schedules, the timers. The scan stages resolved the
+// rows' bookings; the down windows' are resolved here, first.
 func (j *restoreJob) buildStages() []func() {
-	return []func(){j.buildPlanner, j.buildTimers, j.buildTable, j.buildUsage}
+	var downs []planner.Booking
+	if j.hasUnits {
+		downs = j.s.downBookings()
+	}
+	j.load.Resolve(scanChunks, downs)
+	out := append(j.load.Stages(), j.buildTable, j.buildUsage)
+	if j.hasUnits {
+		out = append(out, j.buildUnits)
+	}
+	return append(out, j.buildTimers)
 }
 
 // scanChunk scans the rows of chunk c: it checks each (encoding, ID
@@ -247,12 +259,10 @@ func (j *restoreJob) scanChunk(c int) {
 		if sc.scheduled() {
 			out.scheduledIDs = append(out.scheduledIDs, id)
 		}
-		books := !isTerminal(st) && !sc.scheduled()
-		if books || (out.usage != nil && countsState(st)) {
-			j.resolve(sc.parts)
-			j.resolve(sc.pendParts)
-		}
-		if books {
+		// The parts' resource names are substrings of the row; nothing
+		// keeps them: the planner resolves them to its resources, and the
+		// usage and unit builders copy the names they keep.
+		if !isTerminal(st) && !sc.scheduled() {
 			// The planner keeps its own copy of the ID: a row substring
 			// would keep this row's bytes alive after the row changes.
 			key := strings.Clone(id)
@@ -284,6 +294,9 @@ func (j *restoreJob) scanChunk(c int) {
 	// merges the chunks and appends the timers in order, each without a
 	// search.
 	sortTimers(out.timers)
+	// The planner checks and resolves the chunk's bookings here too,
+	// reading only the resources prepareRestore gave it.
+	j.load.Resolve(c, out.books.list)
 }
 
 // sortTimers orders ts by timerCmp: first into rangesort's ranges of
@@ -308,21 +321,6 @@ func sortTimers(ts []timer) {
 	})
 	for r := range 1 << rangesort.Bits {
 		slices.SortFunc(ts[bounds[r]:bounds[r+1]], timerCmp)
-	}
-}
-
-// resolve replaces the resource names of parts (substrings of a row) by
-// the resource table's strings of them, once per part, for the planner
-// bookings, the unit bookings and the usage alike: the planner and the
-// stores keep no row alive through a name, and a name is looked up
-// once, in a map of names only (at 1M rows there are 10k resources, and
-// reaching each one's message for its name was a cache miss per part).
-// A name the table lacks stays as it is (the planner refuses it).
-func (j *restoreJob) resolve(parts []scanPart) {
-	for k := range parts {
-		if name, ok := j.names[parts[k].resource]; ok {
-			parts[k].resource = name
-		}
 	}
 }
 
@@ -377,50 +375,16 @@ func (j *restoreJob) idemError() error {
 	return j.addErr.err
 }
 
-// buildPlanner books the live rows (and unit down windows) in the planner
-// and the unit schedules: s.plan, s.units.
-func (j *restoreJob) buildPlanner() {
-	s := j.s
-	n, inPlace := 0, true
+// buildUnits rebuilds the unit schedules from the chunks' unit bookings
+// and the resources: s.units.
+func (j *restoreJob) buildUnits() {
+	unitBooks := make(map[string][]planner.UnitBooking)
 	for c := range j.chunks {
-		l := len(j.chunks[c].books.list)
-		n += l
-		inPlace = inPlace && l <= j.bound(c+1)-j.bound(c)
-	}
-	// In place, each region moves down to where the ones before it end
-	// (never past its own start, so nothing unmoved is overwritten): one
-	// list of n bookings without a second one beside it (56 MB at 1M
-	// rows). A chunk that outgrew its region has a list of its own, and
-	// then the lists are copied into a new one.
-	var books bookings
-	if inPlace {
-		books.list = j.books[:0]
-	} else {
-		books.list = make([]planner.Booking, 0, n)
-	}
-	for c := range j.chunks {
-		books.list = append(books.list, j.chunks[c].books.list...)
-		j.chunks[c].books.list = nil
-	}
-	if inPlace {
-		clear(j.books[n:])
-	}
-	j.books = nil
-	if j.hasUnits {
-		unitBooks := make(map[string][]planner.UnitBooking)
-		for c := range j.chunks {
-			for res, ubs := range j.chunks[c].unitBooks {
-				unitBooks[res] = append(unitBooks[res], ubs...)
-			}
-		}
-		if err := s.restoreUnits(unitBooks, &books); err != nil {
-			j.planErr = err
-			return
+		for res, ubs := range j.chunks[c].unitBooks {
+			unitBooks[res] = append(unitBooks[res], ubs...)
 		}
 	}
-	if err := s.plan.Load(books.list); err != nil {
-		j.planErr = badf("reservations: %v", err)
-	}
+	j.unitErr = j.s.restoreUnits(unitBooks)
 }
 
 // buildIdem stores the idempotency records (checked by checkIdem):
@@ -506,12 +470,17 @@ func (j *restoreJob) buildUsage() {
 	j.s.lim.use = all.build()
 }
 
-// finish reports the error of the build stages (the planner's), restores what needs the stores
+// finish reports the error of the build stages (the unit schedules', then
+// the planner's), restores what needs the stores
 // built (pins, scheduler, series) and returns the state.
 func (j *restoreJob) finish() (*state, error) {
-	if j.planErr != nil {
-		return nil, j.planErr
+	if j.unitErr != nil {
+		return nil, j.unitErr
 	}
+	if err := j.load.Finish(); err != nil {
+		return nil, badf("reservations: %v", err)
+	}
+	j.books, j.load = nil, nil
 	s, msg := j.s, j.split.msg
 	var pinIDs, scheduledIDs []string
 	for c := range j.chunks {

@@ -529,9 +529,8 @@ type bookings struct {
 
 // add adds the booking of parts over [max(start, origin), end) under key;
 // a booking wholly in the past needs no capacity and is skipped. The
-// parts' resource names are the resource table's strings
-// (restoreJob.resolve), not the row's substrings, so the planner does
-// not keep rows alive.
+// parts' resource names may be substrings of a row: the planner only
+// looks them up.
 func (b *bookings) add(key string, parts []scanPart, start, end, origin int64) {
 	start = max(start, origin)
 	if end <= start {
