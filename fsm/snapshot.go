@@ -321,31 +321,10 @@ func splitBody(b []byte) (splitSnapshot, error) {
 	if err != nil {
 		return out, err
 	}
-	// Count the reservations and records first (a walk over the tags is
-	// cheap next to the rest), so that their lists are allocated once:
-	// growing them by doubling copied tens of megabytes at 1M rows.
-	var nRows, nIdem int
-	for at := 0; at < len(body); {
-		num, typ, n := protowire.ConsumeTag(body[at:])
-		if n < 0 {
-			return out, fmt.Errorf("%w: body: %v", ErrBadSnapshot, protowire.ParseError(n))
-		}
-		m := protowire.ConsumeFieldValue(num, typ, body[at+n:])
-		if m < 0 {
-			return out, fmt.Errorf("%w: body: %v", ErrBadSnapshot, protowire.ParseError(m))
-		}
-		if typ == protowire.BytesType {
-			switch num {
-			case snapshotResvField:
-				nRows++
-			case snapshotIdemField:
-				nIdem++
-			}
-		}
-		at += n + m
-	}
-	out.rows = fieldList{body, make([]uint64, 0, nRows)}
-	out.idemRaw = fieldList{body, make([]uint64, 0, nIdem)}
+	// One walk over the fields. The lists grow as they go: a first walk
+	// to count them, so that each was allocated once, took as long as
+	// the copying it saved (a few megabytes at 1M rows), in the one part
+	// of a restore that no other core shares.
 	msg := new(fsmv1.Snapshot)
 	merge := proto.UnmarshalOptions{Merge: true}
 	flush := func(run []byte) error {
@@ -357,10 +336,17 @@ func splitBody(b []byte) (splitSnapshot, error) {
 		}
 		return nil
 	}
+	out.rows.body, out.idemRaw.body = body, body
 	runStart := 0
 	for at := 0; at < len(body); {
 		num, typ, n := protowire.ConsumeTag(body[at:])
+		if n < 0 {
+			return out, fmt.Errorf("%w: body: %v", ErrBadSnapshot, protowire.ParseError(n))
+		}
 		m := protowire.ConsumeFieldValue(num, typ, body[at+n:])
+		if m < 0 {
+			return out, fmt.Errorf("%w: body: %v", ErrBadSnapshot, protowire.ParseError(m))
+		}
 		if (num == snapshotIdemField || num == snapshotResvField) && typ == protowire.BytesType {
 			if err := flush(body[runStart:at]); err != nil {
 				return out, err
