@@ -447,10 +447,10 @@ func (j *restoreJob) buildTimers() {
 func (j *restoreJob) buildTable() {
 	s := j.s
 	s.resv = newRowStore(len(j.rows))
+	// IDs are new and ascending: no old row to unlink, and each row goes
+	// at the end of byID.
+	s.resv.fillNew(j.rows)
 	for _, row := range j.rows {
-		// IDs are new and ascending: no old row to unlink, and each
-		// row goes at the end of byID.
-		s.resv.insert(rowID(row), row)
 		s.byID.Append(row)
 	}
 }

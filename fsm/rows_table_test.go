@@ -121,3 +121,64 @@ func TestRowCellsFor(t *testing.T) {
 		}
 	}
 }
+
+// TestRowStoreFillNew: a bulk fill, below and above the size where it
+// places rows by ranges of home cells, into an empty table and one that
+// holds rows already, leaves a table whose invariants hold, with the
+// cells in use that inserting the rows one by one leaves (with linear
+// probing they do not depend on the order), and which later inserts,
+// replacements and deletions keep right.
+func TestRowStoreFillNew(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		before, n int
+	}{
+		{"small", 0, 100},
+		{"ranges", 0, 20_000},
+		{"ranges onto rows", 3_000, 20_000},
+		{"ranges, table grows", 20_000, 40_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(tc.n), 3))
+			row := func(i int) string { return idPivot(fmt.Sprintf("id-%07d", i)) + "\x10\x01" }
+			got, want := newRowStore(tc.before), newRowStore(tc.before)
+			model := map[string]string{}
+			for i := range tc.before {
+				got.insert(rowID(row(i)), row(i))
+				want.insert(rowID(row(i)), row(i))
+				model[rowID(row(i))] = row(i)
+			}
+			var rows []string
+			for i := tc.before; i < tc.before+tc.n; i++ {
+				rows = append(rows, row(i))
+				want.insert(rowID(row(i)), row(i))
+				model[rowID(row(i))] = row(i)
+			}
+			got.fillNew(rows)
+			checkRowStore(t, &got, model, 0)
+			if len(got.cells) != len(want.cells) {
+				t.Fatalf("%d cells, one by one %d", len(got.cells), len(want.cells))
+			}
+			for i := range got.cells {
+				if (got.cells[i] == "") != (want.cells[i] == "") {
+					t.Fatalf("cell %d in use: %v, one by one %v", i, got.cells[i] != "", want.cells[i] != "")
+				}
+			}
+			for step := range 3_000 {
+				id := rowID(row(rng.IntN(tc.before + tc.n + 500)))
+				if rng.IntN(2) == 0 {
+					got.del(id)
+					delete(model, id)
+				} else {
+					r := idPivot(id) + "\x10\x02"
+					got.insert(id, r)
+					model[id] = r
+				}
+				if step%500 == 0 {
+					checkRowStore(t, &got, model, step)
+				}
+			}
+			checkRowStore(t, &got, model, 3_000)
+		})
+	}
+}
