@@ -37,7 +37,7 @@ func main() {
 	dir := flag.String("data-dir", "", "agent data_dir (the agent must be stopped)")
 	cpu := flag.String("cpuprofile", "", "write a CPU profile of the restore here")
 	mem := flag.String("memprofile", "", "write a heap profile of the restored ledger here (after a collection)")
-	stages := flag.String("stages", "concurrent", "how to run the restore's independent stages: concurrent, concurrent-gc (a collection between scan and build) or in-order")
+	stages := flag.String("stages", "concurrent", "how to run the restore's independent stages: concurrent, concurrent-gc (a collection between scan and build), paused (the collector off throughout but for one collection between scan and build) or in-order")
 	replay := flag.Bool("replay", false, "profile the replay of the log entries after the snapshot instead of the restore")
 	persist := flag.Bool("persist", false, "profile taking a snapshot of the restored state (capture, then Persist into raft's file snapshot store in a scratch directory, as a node does) instead of the restore")
 	times := flag.Bool("stagetimes", false, "print the wall time of each restore stage and of each call of the stage runner")
@@ -56,9 +56,25 @@ func main() {
 			}
 			concurrently(stages)
 		}
+	case "paused":
+		// The collector off for the whole restore (the scan stages
+		// too), with one collection between the calls.
+		calls, saved := 0, 0
+		runner = func(stages []func()) {
+			switch calls++; calls {
+			case 1:
+				saved = debug.SetGCPercent(-1)
+			case 2:
+				runtime.GC()
+			}
+			concurrently(stages)
+			if calls == 2 {
+				debug.SetGCPercent(saved)
+			}
+		}
 	case "in-order":
 	default:
-		fmt.Fprintln(os.Stderr, "restoreprof: -stages: want concurrent or in-order")
+		fmt.Fprintln(os.Stderr, "restoreprof: -stages: want concurrent, concurrent-gc, paused or in-order")
 		os.Exit(2)
 	}
 	var clock *stageClock
