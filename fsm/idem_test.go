@@ -277,7 +277,7 @@ func TestIdemLoadMatchesAdd(t *testing.T) {
 func fieldsOf(raw [][]byte) fieldList {
 	var l fieldList
 	for _, r := range raw {
-		l.at = append(l.at, uint64(len(l.body)))
+		l.add(uint64(len(l.body)))
 		l.body = protowire.AppendTag(l.body, snapshotIdemField, protowire.BytesType)
 		l.body = protowire.AppendBytes(l.body, r)
 	}
