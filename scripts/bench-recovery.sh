@@ -36,9 +36,9 @@
 # raft_log_store.
 # KEEP=DIR saves a copy of the prefilled data dir there; PREFILLED=DIR
 # starts from such a copy instead of running the prefill (the addresses
-# below are recorded in it). A copy more than an hour old is refused (its
-# bookings have begun, so it no longer holds LIVE live reservations)
-# unless PREFILLED_AGED=ok.
+# below are recorded in it), with the prefill's LIVE given again. A copy
+# more than an hour old is refused (its bookings have begun, so it no
+# longer holds LIVE live reservations) unless PREFILLED_AGED=ok.
 # KEEP_CRASH=DIR saves a copy of the data dir as the SIGKILL left it
 # (before the crash restart), to replay its log tail again with
 # `restoreprof -replay`; the run ends with one such replay under the CPU
@@ -48,6 +48,12 @@ cd "$(dirname "$0")/.."
 # The agent settings the caller passes (LEDGERD_*), for the header; read
 # before secure-lib exports the client's own LEDGERD_ variables.
 caller_settings=$(env | grep '^LEDGERD_' | sort | tr '\n' ' ' || true)
+if [ -n "${PREFILLED:-}" ] && [ -z "${LIVE:-}" ]; then
+	# LIVE sets the load's resources (LIVE/100) and names the outputs: a
+	# default that differs from the prefill's would load a tenth of them.
+	echo "PREFILLED=$PREFILLED: set LIVE to the prefill's LIVE as well" >&2
+	exit 2
+fi
 LIVE=${LIVE:-100000}
 LOAD=${LOAD:-10s}
 TLS=${TLS:-on}
