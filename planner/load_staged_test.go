@@ -97,17 +97,7 @@ func TestStagedLoadEqualsLoad(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 11))
 			bs := randomBookings(t, loadBase(t, fac.f), r, 300)
 			// Every other seed loads into a fresh planner (a restore's).
-			base := func() *Planner {
-				if seed%2 == 0 {
-					return loadBase(t, fac.f)
-				}
-				p := New(fac.f)
-				for _, name := range []string{"cpu", "gpu", "net"} {
-					must(t, p.AddResource(name, 1<<40))
-				}
-				p.Advance(50)
-				return p
-			}
+			base := func() *Planner { return loadTarget(t, fac.f, seed%2 == 1) }
 			want := base()
 			if err := want.Load(bs); err != nil {
 				t.Fatalf("seed %d: Load: %v", seed, err)

@@ -24,6 +24,21 @@ func loadBase(t *testing.T, f TimelineFactory) *Planner {
 	return p
 }
 
+// loadTarget is the planner a load goes into: a fresh one with the
+// resources alone (a restore's), or loadBase's.
+func loadTarget(t *testing.T, f TimelineFactory, fresh bool) *Planner {
+	t.Helper()
+	if !fresh {
+		return loadBase(t, f)
+	}
+	p := New(f)
+	for _, name := range []string{"cpu", "gpu", "net"} {
+		must(t, p.AddResource(name, 1<<40))
+	}
+	p.Advance(50)
+	return p
+}
+
 // randomBookings books random rectangles on p one by one and returns the
 // ones that fitted, in order.
 func randomBookings(t *testing.T, p *Planner, r *rand.Rand, n int) []Booking {
@@ -178,17 +193,7 @@ func TestLoadTableAsAdd(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 7))
 			bs := randomBookings(t, loadBase(t, f), r, 400)
 			fresh := seed%2 == 0
-			base := func() *Planner {
-				if !fresh {
-					return loadBase(t, f)
-				}
-				p := New(f)
-				for _, name := range []string{"cpu", "gpu", "net"} {
-					must(t, p.AddResource(name, 1<<40))
-				}
-				p.Advance(50)
-				return p
-			}
+			base := func() *Planner { return loadTarget(t, f, fresh) }
 			got := base()
 			if err := got.Load(bs); err != nil {
 				t.Fatalf("seed %d: Load: %v", seed, err)
