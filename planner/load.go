@@ -35,50 +35,13 @@ func (p *Planner) Load(bs []Booking) error {
 		return p.loadEach(bs)
 	}
 	// IDs first: each booking takes its slot in the table, as Book would.
-	// In bulk (addNew), booking i takes slot base+i and slots stays nil;
-	// otherwise slots lists them.
-	var slots []uint32
-	base := p.bookings.hw
-	slot := func(i int) uint32 {
-		if slots == nil {
-			return base + uint32(i)
-		}
-		return slots[i]
+	batch := []loadBatch{{bs: bs, parts: parts, offs: offs}}
+	slot, dup := p.storeIDs(batch, len(bs))
+	if dup >= 0 {
+		p.dropSlots(dup, slot)
+		return fmt.Errorf("load bookings[%d] %q: %w", dup, bs[dup].ID, ErrDuplicateID)
 	}
-	if !p.bookings.addNew(len(bs), func(i int) string { return bs[i].ID }, func(i int) entry {
-		return newEntry(bs[i].ID, parts[offs[i]:offs[i+1]], bs[i].Start, bs[i].End)
-	}) {
-		slots = make([]uint32, len(bs))
-		for i, b := range bs {
-			// One hash and one probe per ID for its check and its
-			// insertion (addNew sized the index, so no rehash makes
-			// the cell stale).
-			_, ref, dup := p.bookings.probe(b.ID, hashID(b.ID))
-			if dup {
-				p.dropSlots(i, slot)
-				return fmt.Errorf("load bookings[%d] %q: %w", i, b.ID, ErrDuplicateID)
-			}
-			slots[i] = p.bookings.addAt(newEntry(b.ID, parts[offs[i]:offs[i+1]], b.Start, b.End), ref)
-		}
-	}
-	// Per resource (by idx): the booked amount's change points, two per
-	// part, counted first so that each list is allocated once.
-	count := make([]int, len(p.byIdx))
-	for _, rp := range parts {
-		count[rp.res.idx] += 2
-	}
-	edges := make([][]edge, len(p.byIdx))
-	for idx, n := range count {
-		if n > 0 {
-			edges[idx] = make([]edge, 0, n)
-		}
-	}
-	for i, b := range bs {
-		start := max(b.Start, p.origin)
-		for _, rp := range parts[offs[i]:offs[i+1]] {
-			edges[rp.res.idx] = append(edges[rp.res.idx], edge{At: start, Delta: rp.amount}, edge{At: b.End, Delta: -rp.amount})
-		}
-	}
+	edges := p.bookingEdges(batch)
 	// Two passes over the resources: the first checks that every one's
 	// bookings fit, the second builds each one's free blocks again and
 	// installs them. Keeping every resource's blocks between the two (the
@@ -121,6 +84,72 @@ func (p *Planner) Load(bs []Booking) error {
 	// order is (end, slot), so its shape does not change what it yields.
 	p.expiry.heapify(&p.bookings)
 	return nil
+}
+
+// storeIDs stores the n bookings of batches (concatenated) in the table,
+// each in its slot, as n calls of add would, and returns booking i's slot
+// as slot(i). On a repeated ID it stops and returns its index as dup
+// (slot then gives the slots taken before it); dup is -1 when every ID
+// is new.
+func (p *Planner) storeIDs(batches []loadBatch, n int) (slot func(i int) uint32, dup int) {
+	at := &cursor{batches: batches}
+	id := func(i int) string {
+		b, j := at.find(i)
+		return b.bs[j].ID
+	}
+	entryOf := func(i int) entry {
+		b, j := at.find(i)
+		bk := b.bs[j]
+		return newEntry(bk.ID, b.parts[b.offs[j]:b.offs[j+1]], bk.Start, bk.End)
+	}
+	// In bulk (addNew) booking i takes slot base+i; otherwise slots
+	// lists them.
+	base := p.bookings.hw
+	if p.bookings.addNew(n, id, entryOf) {
+		return func(i int) uint32 { return base + uint32(i) }, -1
+	}
+	slots := make([]uint32, n)
+	slot = func(i int) uint32 { return slots[i] }
+	for i := range n {
+		// One hash and one probe per ID for its check and its
+		// insertion (addNew sized the index, so no rehash makes the
+		// cell stale).
+		key := id(i)
+		_, ref, dup := p.bookings.probe(key, hashID(key))
+		if dup {
+			return slot, i
+		}
+		slots[i] = p.bookings.addAt(entryOf(i), ref)
+	}
+	return slot, -1
+}
+
+// bookingEdges returns, per resource (by idx), the booked amount's change
+// points of the bookings of batches: two per part, counted first so that
+// each list is allocated once.
+func (p *Planner) bookingEdges(batches []loadBatch) [][]edge {
+	count := make([]int, len(p.byIdx))
+	for k := range batches {
+		for _, rp := range batches[k].parts {
+			count[rp.res.idx] += 2
+		}
+	}
+	edges := make([][]edge, len(p.byIdx))
+	for idx, n := range count {
+		if n > 0 {
+			edges[idx] = make([]edge, 0, n)
+		}
+	}
+	for k := range batches {
+		b := &batches[k]
+		for j, bk := range b.bs {
+			start := max(bk.Start, p.origin)
+			for _, rp := range b.parts[b.offs[j]:b.offs[j+1]] {
+				edges[rp.res.idx] = append(edges[rp.res.idx], edge{At: start, Delta: rp.amount}, edge{At: bk.End, Delta: -rp.amount})
+			}
+		}
+	}
+	return edges
 }
 
 // dropSlots frees the table slots slot(0), …, slot(n-1) that a failed

@@ -33,8 +33,6 @@ import (
 type StagedLoad struct {
 	p       *Planner
 	batches []loadBatch
-	// staged: Stages returned the stages (every batch valid).
-	staged bool
 	// idsErr and tlErr are the stages' errors (a repeated ID; a resource
 	// the bookings overbook), err the fallback stage's.
 	idsErr, tlErr, err error
@@ -83,7 +81,6 @@ func (l *StagedLoad) Stages() []func() {
 	if n == 0 {
 		return nil
 	}
-	l.staged = true
 	if !l.p.canLoadBlocks() {
 		// No bulk path: one stage books them one by one, as Load does.
 		return []func(){l.loadEach}
@@ -152,43 +149,21 @@ func (l *StagedLoad) loadIDs() {
 	for k := range l.batches {
 		n += len(l.batches[k].bs)
 	}
-	at := &cursor{batches: l.batches}
-	id := func(i int) string {
-		b, j := at.find(i)
-		return b.bs[j].ID
-	}
-	entryOf := func(i int) entry {
-		b, j := at.find(i)
-		bk := b.bs[j]
-		return newEntry(bk.ID, b.parts[b.offs[j]:b.offs[j+1]], bk.Start, bk.End)
-	}
-	var slots []uint32
-	base := p.bookings.hw
-	if !p.bookings.addNew(n, id, entryOf) {
-		slots = make([]uint32, n)
-		for i := range n {
-			key := id(i)
-			_, ref, dup := p.bookings.probe(key, hashID(key))
-			if dup {
-				l.idsErr = fmt.Errorf("load bookings[%d] %q: %w", i, key, ErrDuplicateID)
-				return
-			}
-			slots[i] = p.bookings.addAt(entryOf(i), ref)
-		}
+	slot, dup := p.storeIDs(l.batches, n)
+	if dup >= 0 {
+		b, j := (&cursor{batches: l.batches}).find(dup)
+		l.idsErr = fmt.Errorf("load bookings[%d] %q: %w", dup, b.bs[j].ID, ErrDuplicateID)
+		return
 	}
 	p.expiry = slices.Grow(p.expiry, n)
 	i := 0
 	for k := range l.batches {
 		b := &l.batches[k]
 		for j := range b.bs {
-			slot := base + uint32(i)
-			if slots != nil {
-				slot = slots[i]
-			}
 			if parts := b.parts[b.offs[j]:b.offs[j+1]]; len(parts) != 1 {
 				p.multi[b.bs[j].ID] = slices.Clone(parts)
 			}
-			p.expiry.append(&p.bookings, slot)
+			p.expiry.append(&p.bookings, slot(i))
 			i++
 		}
 	}
@@ -202,27 +177,7 @@ func (l *StagedLoad) loadIDs() {
 // resources and the trim heap only.
 func (l *StagedLoad) loadTimelines() {
 	p := l.p
-	count := make([]int, len(p.byIdx))
-	for k := range l.batches {
-		for _, rp := range l.batches[k].parts {
-			count[rp.res.idx] += 2
-		}
-	}
-	edges := make([][]edge, len(p.byIdx))
-	for idx, n := range count {
-		if n > 0 {
-			edges[idx] = make([]edge, 0, n)
-		}
-	}
-	for k := range l.batches {
-		b := &l.batches[k]
-		for j, bk := range b.bs {
-			start := max(bk.Start, p.origin)
-			for _, rp := range b.parts[b.offs[j]:b.offs[j+1]] {
-				edges[rp.res.idx] = append(edges[rp.res.idx], edge{At: start, Delta: rp.amount}, edge{At: bk.End, Delta: -rp.amount})
-			}
-		}
-	}
+	edges := p.bookingEdges(l.batches)
 	// One pass in index order, as Load installs: a resource is checked
 	// against its own blocks before they change. Load checks every
 	// resource first, in name order, and reports the first that does not
