@@ -24,6 +24,14 @@ import (
 // Edge is one change point: the amount changes by Delta at instant At.
 type Edge struct{ At, Delta int64 }
 
+// compare is Sort's order as a comparison: by instant, then by change.
+func compare(a, b Edge) int {
+	if c := cmp.Compare(a.At, b.At); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Delta, b.Delta)
+}
+
 // Sort orders es by instant and, at one instant, by change (most negative
 // first). It returns keys, which it used as scratch space, for the caller
 // to pass to the next call.
@@ -47,12 +55,7 @@ func Sort(es []Edge, keys []uint64) []uint64 {
 	tb := bits.Len64(uint64(hi) - uint64(lo))
 	db := bits.Len64(uint64(most))
 	if most == math.MaxInt64 || tb+1+db > 64 {
-		slices.SortFunc(es, func(a, b Edge) int {
-			if c := cmp.Compare(a.At, b.At); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.Delta, b.Delta)
-		})
+		slices.SortFunc(es, compare)
 		return keys
 	}
 	keys = slices.Grow(keys[:0], len(es))

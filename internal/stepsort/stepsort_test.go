@@ -1,7 +1,6 @@
 package stepsort
 
 import (
-	"cmp"
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
@@ -9,18 +8,10 @@ import (
 	"testing"
 )
 
-type edge = Edge
-
-func sortEdges(es []edge, keys []uint64) []uint64 { return Sort(es, keys) }
-
-func reference(es []edge) []edge {
+// reference is es sorted by comparisons.
+func reference(es []Edge) []Edge {
 	out := slices.Clone(es)
-	slices.SortFunc(out, func(a, b edge) int {
-		if c := cmp.Compare(a.At, b.At); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Delta, b.Delta)
-	})
+	slices.SortFunc(out, compare)
 	return out
 }
 
@@ -30,36 +21,36 @@ func reference(es []edge) []edge {
 // most negative change).
 func TestSortMatchesComparisonSort(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 1))
-	gens := map[string]func() edge{
-		"bookings": func() edge {
+	gens := map[string]func() Edge{
+		"bookings": func() Edge {
 			d := 1 + r.Int64N(64)
 			if r.IntN(2) == 0 {
 				d = -d
 			}
-			return edge{1_800_000_000_000 + r.Int64N(3_600_000*24*30), d}
+			return Edge{1_800_000_000_000 + r.Int64N(3_600_000*24*30), d}
 		},
-		"ties": func() edge { return edge{r.Int64N(4), r.Int64N(7) - 3} },
-		"wide instants": func() edge {
-			return edge{int64(r.Uint64()), r.Int64N(1000) - 500}
+		"ties": func() Edge { return Edge{r.Int64N(4), r.Int64N(7) - 3} },
+		"wide instants": func() Edge {
+			return Edge{int64(r.Uint64()), r.Int64N(1000) - 500}
 		},
-		"wide changes": func() edge {
-			return edge{r.Int64N(1000), int64(r.Uint64())}
+		"wide changes": func() Edge {
+			return Edge{r.Int64N(1000), int64(r.Uint64())}
 		},
-		"extremes": func() edge {
+		"extremes": func() Edge {
 			vals := []int64{math.MinInt64, math.MinInt64 + 1, -1, 0, 1, math.MaxInt64}
-			return edge{vals[r.IntN(len(vals))], vals[r.IntN(len(vals))]}
+			return Edge{vals[r.IntN(len(vals))], vals[r.IntN(len(vals))]}
 		},
-		"zero changes": func() edge { return edge{r.Int64N(100), 0} },
+		"zero changes": func() Edge { return Edge{r.Int64N(100), 0} },
 	}
 	var keys []uint64
 	for name, gen := range gens {
 		for _, n := range []int{0, 1, 2, 3, 17, 200, 5000} {
-			es := make([]edge, n)
+			es := make([]Edge, n)
 			for i := range es {
 				es[i] = gen()
 			}
 			want := reference(es)
-			keys = sortEdges(es, keys)
+			keys = Sort(es, keys)
 			if !slices.Equal(es, want) {
 				t.Fatalf("%s, %d edges: got %v\nwant %v", name, n, es, want)
 			}
@@ -72,12 +63,12 @@ func TestSortMatchesComparisonSort(t *testing.T) {
 func FuzzSort(f *testing.F) {
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 0xff, 0, 0, 0, 0, 0, 0, 0x80, 1, 0, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var es []edge
+		var es []Edge
 		for ; len(b) >= 16; b = b[16:] {
-			es = append(es, edge{int64(binary.LittleEndian.Uint64(b)), int64(binary.LittleEndian.Uint64(b[8:]))})
+			es = append(es, Edge{int64(binary.LittleEndian.Uint64(b)), int64(binary.LittleEndian.Uint64(b[8:]))})
 		}
 		want := reference(es)
-		sortEdges(es, nil)
+		Sort(es, nil)
 		if !slices.Equal(es, want) {
 			t.Fatalf("got %v\nwant %v", es, want)
 		}
@@ -88,31 +79,26 @@ func FuzzSort(f *testing.F) {
 // month) by comparisons and by Sort.
 func BenchmarkSort(b *testing.B) {
 	r := rand.New(rand.NewPCG(2, 2))
-	src := make([]edge, 200)
+	src := make([]Edge, 200)
 	for i := range src {
 		d := 1 + r.Int64N(64)
 		if i%2 == 1 {
 			d = -d
 		}
-		src[i] = edge{1_800_000_000_000 + r.Int64N(3_600_000*24*30), d}
+		src[i] = Edge{1_800_000_000_000 + r.Int64N(3_600_000*24*30), d}
 	}
-	es := make([]edge, len(src))
+	es := make([]Edge, len(src))
 	b.Run("comparisons", func(b *testing.B) {
 		for b.Loop() {
 			copy(es, src)
-			slices.SortFunc(es, func(a, b edge) int {
-				if c := cmp.Compare(a.At, b.At); c != 0 {
-					return c
-				}
-				return cmp.Compare(a.Delta, b.Delta)
-			})
+			slices.SortFunc(es, compare)
 		}
 	})
 	b.Run("keys", func(b *testing.B) {
 		var keys []uint64
 		for b.Loop() {
 			copy(es, src)
-			keys = sortEdges(es, keys)
+			keys = Sort(es, keys)
 		}
 	})
 }
