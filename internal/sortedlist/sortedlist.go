@@ -95,18 +95,15 @@ func (l *List[T]) ReplaceOrInsert(item T) (T, bool) {
 	ci := l.chunkFor(item)
 	i, found := l.index(l.chunks[ci].items, item)
 	c := l.mutable(ci)
-	if found {
-		old := c.items[i]
-		c.items[i] = item
-		if i == 0 {
-			l.firsts[ci] = item
-		}
-		return old, true
-	}
-	c.items = insertAt(c.items, i, item)
 	if i == 0 {
 		l.firsts[ci] = item
 	}
+	if found {
+		old := c.items[i]
+		c.items[i] = item
+		return old, true
+	}
+	c.items = insertAt(c.items, i, item)
 	l.n++
 	if len(c.items) > maxChunk {
 		l.split(ci)
@@ -161,16 +158,15 @@ func (l *List[T]) Delete(item T) (T, bool) {
 		c.items = c.items[:len(c.items)-1]
 	}
 	l.n--
-	switch {
-	case len(c.items) == 0:
+	if len(c.items) == 0 {
 		l.removeChunk(ci)
-	case len(c.items) < minChunk:
-		if i == 0 {
-			l.firsts[ci] = c.items[0]
-		}
-		l.join(ci)
-	case i == 0:
+		return old, true
+	}
+	if i == 0 {
 		l.firsts[ci] = c.items[0]
+	}
+	if len(c.items) < minChunk {
+		l.join(ci)
 	}
 	return old, true
 }
@@ -238,9 +234,7 @@ func (l *List[T]) mutable(ci int) *chunk[T] {
 	if c.owner == l.owner {
 		return c
 	}
-	items := make([]T, len(c.items), min(len(c.items)+len(c.items)/8+1, maxChunk+1))
-	copy(items, c.items)
-	c = &chunk[T]{owner: l.owner, items: items}
+	c = &chunk[T]{owner: l.owner, items: withRoom(c.items, len(c.items))}
 	l.chunks[ci] = c
 	return c
 }
@@ -288,13 +282,20 @@ func (l *List[T]) removeChunk(ci int) {
 	l.firsts = slices.Delete(l.firsts, ci, ci+1)
 }
 
+// withRoom returns a copy of s with room for n items and an eighth more,
+// never past one item over maxChunk (the largest a chunk is before it
+// splits).
+func withRoom[T any](s []T, n int) []T {
+	ns := make([]T, len(s), min(n+n/8+1, maxChunk+1))
+	copy(ns, s)
+	return ns
+}
+
 // appendAll appends more to s, which together hold at most maxChunk
 // items, growing s to no more than one item over maxChunk.
 func appendAll[T any](s, more []T) []T {
 	if n := len(s) + len(more); n > cap(s) {
-		ns := make([]T, len(s), min(n+n/8+1, maxChunk+1))
-		copy(ns, s)
-		s = ns
+		s = withRoom(s, n)
 	}
 	return append(s, more...)
 }
