@@ -195,16 +195,35 @@ func (j *restoreJob) dropInput() {
 // usage, the unit schedules, the timers. The scan stages resolved the
 // rows' bookings; the down windows' are resolved here, first.
 func (j *restoreJob) buildStages() []func() {
-	var downs []planner.Booking
-	if j.hasUnits {
-		downs = j.s.downBookings()
-	}
-	j.load.Resolve(scanChunks, downs)
+	j.load.Resolve(scanChunks, j.downBookings())
 	out := append(j.load.Stages(), j.buildTable, j.buildUsage)
 	if j.hasUnits {
 		out = append(out, j.buildUnits)
 	}
 	return append(out, j.buildTimers)
+}
+
+// downBookings returns the count bookings of the unit down windows in
+// effect (one unit each over the window from the log time on), by
+// resource name (the snapshot's order, which prepareRestore checked),
+// then in each resource's order: what the planner books beside the rows.
+func (j *restoreJob) downBookings() []planner.Booking {
+	if !j.hasUnits {
+		return nil
+	}
+	s := j.s
+	var out []planner.Booking
+	for _, r := range j.split.msg.GetResources() {
+		if len(r.GetUnits()) == 0 {
+			continue
+		}
+		name := r.GetName()
+		for _, d := range s.liveDowns(r.GetUnitDowns(), "") {
+			out = append(out, planner.Booking{ID: downKey(name, d.GetId()),
+				Parts: []planner.Part{{Resource: name, Amount: 1}}, Start: max(d.GetFromMillis(), s.now), End: d.GetToMillis()})
+		}
+	}
+	return out
 }
 
 // scanChunk scans the rows of chunk c: it checks each (encoding, ID
@@ -480,7 +499,6 @@ func (j *restoreJob) finish() (*state, error) {
 	if err := j.load.Finish(); err != nil {
 		return nil, badf("reservations: %v", err)
 	}
-	j.books, j.load = nil, nil
 	s, msg := j.s, j.split.msg
 	var pinIDs, scheduledIDs []string
 	for c := range j.chunks {

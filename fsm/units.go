@@ -659,8 +659,8 @@ func checkUnitUp(c *fsmv1.UnitUp, ver uint32) *FieldError {
 
 // restoreUnits rebuilds the unit schedules of a restored state from the
 // resource rows (units, down windows) and the bookings collected from the
-// live rows. The down windows' count bookings are downBookings', which
-// the restore loads into the planner beside the rows'.
+// live rows. The down windows' count bookings are the restore's
+// downBookings, which it loads into the planner beside the rows'.
 func (s *state) restoreUnits(books map[string][]planner.UnitBooking) error {
 	for _, name := range slices.Sorted(maps.Keys(s.resources)) {
 		r := s.resources[name]
@@ -672,10 +672,7 @@ func (s *state) restoreUnits(books map[string][]planner.UnitBooking) error {
 		}
 		snap := planner.UnitSnapshot{Origin: s.now, Units: r.GetUnits(), Bookings: books[name]}
 		slices.SortFunc(snap.Bookings, func(a, b planner.UnitBooking) int { return strings.Compare(a.ID, b.ID) })
-		for _, d := range r.GetUnitDowns() {
-			if d.GetToMillis() <= s.now {
-				continue
-			}
+		for _, d := range s.liveDowns(r.GetUnitDowns(), "") {
 			snap.Downs = append(snap.Downs, planner.UnitDown{ID: d.GetId(), Unit: d.GetUnit(), From: d.GetFromMillis(), To: d.GetToMillis()})
 		}
 		us, err := planner.RestoreUnitSchedule(snap, s.unitConfig())
@@ -689,28 +686,6 @@ func (s *state) restoreUnits(books map[string][]planner.UnitBooking) error {
 		s.unitsAdvanced = false
 	}
 	return nil
-}
-
-// downBookings returns the count bookings of the unit down windows in
-// effect (one unit each over the window from now on), by resource name,
-// then in each resource's order: what the restored planner books beside
-// the rows.
-func (s *state) downBookings() []planner.Booking {
-	var out []planner.Booking
-	for _, name := range slices.Sorted(maps.Keys(s.resources)) {
-		r := s.resources[name]
-		if len(r.GetUnits()) == 0 {
-			continue
-		}
-		for _, d := range r.GetUnitDowns() {
-			if d.GetToMillis() <= s.now {
-				continue
-			}
-			out = append(out, planner.Booking{ID: downKey(name, d.GetId()),
-				Parts: []planner.Part{{Resource: name, Amount: 1}}, Start: max(d.GetFromMillis(), s.now), End: d.GetToMillis()})
-		}
-	}
-	return out
 }
 
 // collectUnits adds the unit bookings of a live row's parts (key: the ID
