@@ -176,13 +176,21 @@ func (t *rowStore) fillNew(rows []string) {
 	}
 	rangesort.Sort(order, func(p rowPlace) uint32 { return uint32((uint64(p.tag) & mask) >> shift) })
 	for _, p := range order {
-		i := uint64(p.tag) & mask
-		for t.cells[i] != "" {
-			i = (i + 1) & mask
-		}
-		t.cells[i], t.tags[i] = rows[p.i], p.tag
+		t.place(rows[p.i], p.tag)
 	}
 	t.n += len(rows)
+}
+
+// place puts row, whose tag is tag and whose ID is not in the table, in
+// the first empty cell from its home cell on (n is the caller's to
+// count).
+func (t *rowStore) place(row string, tag uint32) {
+	mask := uint64(len(t.cells) - 1)
+	i := uint64(tag) & mask
+	for t.cells[i] != "" {
+		i = (i + 1) & mask
+	}
+	t.cells[i], t.tags[i] = row, tag
 }
 
 // del removes row id.
@@ -210,16 +218,10 @@ func (t *rowStore) del(id string) {
 func (t *rowStore) resize(size int) {
 	cells, tags := t.cells, t.tags
 	t.cells, t.tags = make([]string, size), make([]uint32, size)
-	mask := uint64(size - 1)
 	for k, row := range cells {
-		if row == "" {
-			continue
+		if row != "" {
+			t.place(row, tags[k])
 		}
-		i := uint64(tags[k]) & mask
-		for t.cells[i] != "" {
-			i = (i + 1) & mask
-		}
-		t.cells[i], t.tags[i] = row, tags[k]
 	}
 }
 
