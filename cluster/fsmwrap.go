@@ -22,6 +22,12 @@ import (
 // (the ledger FSM's RestoreWith). run is given the stages of one call
 // and returns once every one has returned. The package names the plain
 // function type so that it need not import the application's FSM.
+//
+// Such an FSM may be handed the snapshot's mapped file (mapSnapshot),
+// which skips raft's CRC of the file (snapmap.go): RestoreWith must
+// verify what it is given (the ledger's snapshot carries a CRC-32C of
+// its body, checked before anything is decoded) and refuse, without
+// changing its state, what does not verify.
 type stagedRestorer interface {
 	RestoreWith(rc io.ReadCloser, run func(stages []func())) error
 }

@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,53 +36,11 @@ func (p *inPlaceProbe) RestoreWith(rc io.ReadCloser, run func([]func())) error {
 // once the restore has returned.
 func TestMappedSnapshotRestore(t *testing.T) {
 	waitBesideCollections(t)
-	src := newTrackedFSM(mustLedger(t))
-	const hour = int64(time.Hour / time.Millisecond)
-	base := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
-	cmds := []*fsmv1.Command{{
-		Type: fsmv1.Command_TYPE_CREATE_RESOURCE, IdempotencyKey: "res", Owner: "t",
-		Payload: &fsmv1.Command_CreateResource{CreateResource: &fsmv1.CreateResource{Name: "gpu", Capacity: 64, Unit: "gpus"}},
-	}}
-	for i := range 300 {
-		cmds = append(cmds, &fsmv1.Command{
-			Type: fsmv1.Command_TYPE_RESERVE, IdempotencyKey: fmt.Sprintf("k-%d", i), Owner: fmt.Sprintf("o-%d", i%7),
-			Payload: &fsmv1.Command_Request{Request: &fsmv1.ReservationRequest{
-				Id:    fmt.Sprintf("res-%04d", i),
-				Parts: []*fsmv1.Part{{Resource: "gpu", Amount: int64(1 + i%4)}}, DurationMillis: hour,
-				NotBeforeMillis: base + int64(i%50)*hour,
-			}},
-		})
-	}
-	for i, c := range cmds {
-		b, err := fsm.Encode(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b, err = fsm.Stamp(b, base-hour); err != nil {
-			t.Fatal(err)
-		}
-		src.Apply(&raft.Log{Index: uint64(i + 1), Term: 1, Type: raft.LogCommand, Data: b})
-	}
-	dir := t.TempDir()
-	files, err := raft.NewFileSnapshotStore(dir, 2, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := src.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink, err := files.Create(raft.SnapshotVersionMax, uint64(len(cmds)), 1, raft.Configuration{}, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
+	src, dir, files, id, applied := sampleSnapshot(t)
 	want := persisted(t, src)
 
 	// The stream, through raft's own store.
-	_, rc, err := files.Open(sink.ID())
+	_, rc, err := files.Open(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,13 +55,13 @@ func TestMappedSnapshotRestore(t *testing.T) {
 
 	// The mapped file, through the node's store.
 	store := newMappedSnapshotStore(files, dir)
-	_, rc, err = store.Open(sink.ID())
+	_, rc, err = store.Open(id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A save streaming the same snapshot out at the same time: the
 	// restore must not take its file for its own.
-	_, other, err := store.Open(sink.ID())
+	_, other, err := store.Open(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,9 +95,60 @@ func TestMappedSnapshotRestore(t *testing.T) {
 			t.Fatalf("%s restore: the state writes another snapshot than the one restored", name)
 		}
 	}
-	if got := tracked.restored.Load(); got != uint64(len(cmds)) {
-		t.Fatalf("restored index %d, want %d", got, len(cmds))
+	if got := tracked.restored.Load(); got != applied {
+		t.Fatalf("restored index %d, want %d", got, applied)
 	}
+}
+
+// sampleSnapshot applies 301 commands to a ledger and persists its
+// snapshot into raft's file store in a scratch directory: the FSM, the
+// data directory, the store, the snapshot's ID and its index.
+func sampleSnapshot(t *testing.T) (src *trackedFSM, dir string, files *raft.FileSnapshotStore, id string, index uint64) {
+	t.Helper()
+	src = newTrackedFSM(mustLedger(t))
+	const hour = int64(time.Hour / time.Millisecond)
+	base := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	cmds := []*fsmv1.Command{{
+		Type: fsmv1.Command_TYPE_CREATE_RESOURCE, IdempotencyKey: "res", Owner: "t",
+		Payload: &fsmv1.Command_CreateResource{CreateResource: &fsmv1.CreateResource{Name: "gpu", Capacity: 64, Unit: "gpus"}},
+	}}
+	for i := range 300 {
+		cmds = append(cmds, &fsmv1.Command{
+			Type: fsmv1.Command_TYPE_RESERVE, IdempotencyKey: fmt.Sprintf("k-%d", i), Owner: fmt.Sprintf("o-%d", i%7),
+			Payload: &fsmv1.Command_Request{Request: &fsmv1.ReservationRequest{
+				Id:    fmt.Sprintf("res-%04d", i),
+				Parts: []*fsmv1.Part{{Resource: "gpu", Amount: int64(1 + i%4)}}, DurationMillis: hour,
+				NotBeforeMillis: base + int64(i%50)*hour,
+			}},
+		})
+	}
+	for i, c := range cmds {
+		b, err := fsm.Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err = fsm.Stamp(b, base-hour); err != nil {
+			t.Fatal(err)
+		}
+		src.Apply(&raft.Log{Index: uint64(i + 1), Term: 1, Type: raft.LogCommand, Data: b})
+	}
+	dir = t.TempDir()
+	files, err := raft.NewFileSnapshotStore(dir, 2, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := src.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := files.Create(raft.SnapshotVersionMax, uint64(len(cmds)), 1, raft.Configuration{}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	return src, dir, files, sink.ID(), uint64(len(cmds))
 }
 
 // opaque hides the stream's type, as raft's byte-counting wrapper does.
@@ -162,4 +175,131 @@ func persisted(t *testing.T, f *trackedFSM) []byte {
 		t.Fatal(err)
 	}
 	return sink.Bytes()
+}
+
+// TestSnapshotStoreOpen: the node's store opens a snapshot as raft's
+// does: the same metadata and the same bytes.
+func TestSnapshotStoreOpen(t *testing.T) {
+	_, dir, files, id, _ := sampleSnapshot(t)
+	wantMeta, rc, err := files.Open(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Close()
+	store := newMappedSnapshotStore(files, dir)
+	meta, rc, err := store.Open(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(meta, wantMeta) {
+		t.Fatalf("metadata %+v, raft's store gives %+v", meta, wantMeta)
+	}
+	got, err := io.ReadAll(opaque{rc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("the stream gives %d bytes unlike raft's store's %d", len(got), len(want))
+	}
+	if err := rc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := store.Open("1-2-3"); err == nil {
+		t.Fatal("opened a snapshot that does not exist")
+	}
+}
+
+// TestSnapshotStoreCorruption: a state file damaged after it was written
+// is refused whichever way it is read, although the node's store no
+// longer checks raft's CRC before its Open returns: a stream read past
+// the header fails on the CRC; a restore of the mapped file fails on the
+// ledger's own checksum, or does not map a file whose header's index is
+// not the snapshot's. The refused restore changes nothing.
+func TestSnapshotStoreCorruption(t *testing.T) {
+	waitBesideCollections(t)
+	empty := persisted(t, newTrackedFSM(mustLedger(t)))
+	for _, tc := range []struct {
+		name string
+		at   func(n int) int // the byte flipped, of a file of n bytes
+		// mapped: a restore that may map the file is handed the mapped
+		// file (on Linux), which fails with want; reading the stream
+		// fails on the CRC.
+		mapped bool
+		want   string
+	}{
+		{"body", func(n int) int { return n / 2 }, true, "checksum"},
+		{"body's last byte", func(n int) int { return n - 1 }, true, "checksum"},
+		{"header's index", func(int) int { return 12 }, false, "CRC mismatch"},
+		{"magic", func(int) int { return 0 }, false, "bad magic"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, dir, files, id, _ := sampleSnapshot(t)
+			path := filepath.Join(dir, "snapshots", id, "state.bin")
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[tc.at(len(b))] ^= 0x20
+			if err := os.WriteFile(path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := files.Open(id); err == nil {
+				t.Fatal("raft's store opened the damaged file")
+			}
+			store := newMappedSnapshotStore(files, dir)
+
+			// A stream read past the header: a follower being sent the
+			// snapshot.
+			_, rc, err := store.Open(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(rc, make([]byte, snapHeaderLen)); err != nil {
+				t.Fatalf("reading the header: %v", err)
+			}
+			if _, err := io.ReadAll(rc); err == nil || !strings.Contains(err.Error(), "CRC mismatch") {
+				t.Fatalf("reading past the header: %v, want a CRC mismatch", err)
+			}
+			rc.Close()
+
+			// A restore through the store, mapping the file where it can,
+			// and one reading the store's stream.
+			for _, viaMap := range []bool{true, false} {
+				_, rc, err := store.Open(id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				probe := &inPlaceProbe{FSM: mustLedger(t)}
+				tracked := newTrackedFSM(probe)
+				if viaMap {
+					tracked.snaps = store
+				}
+				wantMapped, want := viaMap && tc.mapped && runtime.GOOS == "linux", tc.want
+				if tc.mapped && !wantMapped {
+					// The stream, read past the header.
+					want = "CRC mismatch"
+				}
+				err = tracked.Restore(opaque{rc})
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Fatalf("mapping %v: restore: %v, want an error with %q", viaMap, err, want)
+				}
+				if probe.inPlace != wantMapped {
+					t.Fatalf("mapping %v: the FSM was handed the mapped file: %v, want %v", viaMap, probe.inPlace, wantMapped)
+				}
+				if got := tracked.Applied(); got != 0 {
+					t.Fatalf("mapping %v: applied index %d after a refused restore", viaMap, got)
+				}
+				if got := persisted(t, tracked); !bytes.Equal(got, empty) {
+					t.Fatalf("mapping %v: a refused restore changed the state", viaMap)
+				}
+			}
+			if n := len(store.open); n != 0 {
+				t.Fatalf("%d snapshots still listed open after every stream was closed", n)
+			}
+		})
+	}
 }
