@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"runtime"
 	"runtime/debug"
+	rtmetrics "runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,6 +84,11 @@ type trackedFSM struct {
 	// collected is closed by the collection a restore leaves running
 	// beside the node's start (nil: none left running); tests wait on it.
 	collected atomic.Pointer[chan struct{}]
+	// collectAt is the collection a start's restore left waiting for the
+	// log tail (nil: none); collectWait bounds the wait (0:
+	// collectAfterTailWait).
+	collectAt   atomic.Pointer[pendingCollection]
+	collectWait time.Duration
 
 	// volume counts the log applied since the last snapshot for
 	// snapshotByVolumeLoop (snaplog.go). Set before raft starts.
@@ -182,6 +189,9 @@ func (f *trackedFSM) Apply(l *raft.Log) any {
 	took := f.restart.stopApply(clock)
 	f.setApplied(l.Index)
 	f.restart.applied(f.volume.applied(l), took)
+	if f.collectAt.Load() != nil {
+		f.startPendingCollection(l.Index)
+	}
 	return r
 }
 
@@ -223,6 +233,9 @@ func (f *trackedFSM) ApplyBatch(logs []*raft.Log) []any {
 	took := f.restart.stopApply(clock)
 	f.setApplied(logs[len(logs)-1].Index)
 	f.restart.applied(f.volume.applied(logs...), took)
+	if f.collectAt.Load() != nil {
+		f.startPendingCollection(logs[len(logs)-1].Index)
+	}
 	return out
 }
 
@@ -334,32 +347,52 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 	// the next cycle, and the freed pages go back to the OS only slowly
 	// (at 1M reservations the agent sat at 1.2 GiB resident for a ledger
 	// of 325 MiB). One forced cycle resets the goal and returns the pages.
-	if tail, ok := f.startTail(index); ok && tail <= collectBesideTail {
+	if tail, ok := f.startTail(index); ok && tail <= collectAfterTail {
 		// A restart with a short log tail (a graceful stop leaves one
-		// entry or so after its snapshot): the cycle runs beside the
-		// node's start (the election, the tail, the readiness barrier),
-		// which need little CPU, instead of before it (0.2-0.3 s at 1M
-		// reservations). The collector stays off until the cycle ends.
+		// entry or so after its snapshot, a crash at most what the
+		// restart target lets through): the cycle runs once the tail has
+		// been applied, beside the rest of the node's start (the
+		// readiness barrier), instead of before the tail (0.15-0.3 s at
+		// 1M reservations). The collector stays off until the cycle
+		// ends: the tail's garbage waits for it, rather than a cycle
+		// running beside the tail and slowing it.
 		done := make(chan struct{})
 		f.collected.Store(&done)
 		off := gcOff
 		gcOff = false
 		besideCollections.Add(1)
-		go func() {
-			defer besideCollections.Done()
-			defer close(done)
-			collectStart := time.Now()
-			closingCollection(off)
-			// The node serves soon: its first cycle under load comes
-			// earlier than twice the restored state.
-			lowerGCOnce(afterRestoreGCPercent)
-			if f.log != nil {
-				f.log.Info("collected after restore", "index", index, "tail", tail,
-					"took", time.Since(collectStart).Round(time.Millisecond))
+		var once sync.Once
+		collect := func() {
+			once.Do(func() {
+				go func() {
+					defer besideCollections.Done()
+					defer close(done)
+					collectStart := time.Now()
+					closingCollection(off)
+					// The node serves soon: its first cycle under load
+					// comes earlier than twice the restored state.
+					lowerGCOnce(afterRestoreGCPercent)
+					if f.log != nil {
+						f.log.Info("collected after restore", "index", index, "tail", tail,
+							"took", time.Since(collectStart).Round(time.Millisecond))
+					}
+				}()
+			})
+		}
+		if tail == 0 {
+			collect()
+		} else {
+			f.collectAt.Store(&pendingCollection{index: index + tail, start: collect, allocs: heapAllocs()})
+			// Should the tail not be applied soon (a leader's snapshot
+			// replacing it, a stall), the collector does not stay off.
+			wait := f.collectWait
+			if wait <= 0 {
+				wait = collectAfterTailWait
 			}
-		}()
+			time.AfterFunc(wait, func() { f.startPendingCollection(math.MaxUint64) })
+		}
 		f.restart.restored(tr.n, time.Since(start))
-		f.logRestore(start, index, tr, restoreCalls{calls, between, firstCall, lastEnd}, "beside start")
+		f.logRestore(start, index, tr, restoreCalls{calls, between, firstCall, lastEnd}, "after the tail")
 		return nil
 	}
 	// Otherwise it runs here, before raft hands the FSM the entries after
@@ -419,12 +452,56 @@ func closingCollection(off bool) {
 	}
 }
 
-// collectBesideTail is the longest log tail after a snapshot restored on
-// startup for which the restore's closing collection runs beside the
-// node's start rather than before it. A graceful restart replays an entry
-// or two; a crash restart thousands (0.1 ms or more each at 1M
-// reservations), which a cycle beside them slows by a third.
-const collectBesideTail = 256
+// collectAfterTail is the longest log tail after a snapshot restored on
+// startup for which the restore's closing collection waits until the
+// tail has been applied, the collector off meanwhile, rather than running
+// before it. A graceful restart replays an entry or two; a crash restart
+// under a restart target a few thousand.
+const collectAfterTail = 8192
+
+// collectAfterTailWait is how long a collection waiting for the tail
+// waits at most.
+const collectAfterTailWait = 10 * time.Second
+
+// collectAfterTailBudget is how much the tail may allocate, the collector
+// off, before the collection starts anyway. At 1M reservations a crash
+// restart's tail allocated about 150 KB an entry (64 clients' groups), so
+// the restart target's usual tails (up to ~1,500 entries) end before
+// the budget does.
+const collectAfterTailBudget = 128 << 20
+
+// pendingCollection is a restore's closing collection waiting for the
+// log tail up to index to be applied; allocs is heapAllocs when it
+// began to wait.
+type pendingCollection struct {
+	index  uint64
+	start  func()
+	allocs uint64
+}
+
+// startPendingCollection starts the pending collection, if any, once
+// applied reaches its index or the tail has allocated
+// collectAfterTailBudget.
+func (f *trackedFSM) startPendingCollection(applied uint64) {
+	p := f.collectAt.Load()
+	if p == nil || applied < p.index && heapAllocs()-p.allocs < collectAfterTailBudget {
+		return
+	}
+	if f.collectAt.CompareAndSwap(p, nil) {
+		p.start()
+	}
+}
+
+// heapAllocs returns the bytes the process has allocated on the heap
+// since it started (a cumulative count, cheap to read).
+func heapAllocs() uint64 {
+	s := []rtmetrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	rtmetrics.Read(s)
+	if s[0].Value.Kind() != rtmetrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
 
 // besideCollections counts the collections restores left running beside
 // a node's start; each holds a collector pause until it ends. Tests that

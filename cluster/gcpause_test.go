@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"testing"
@@ -104,32 +105,78 @@ func TestOverlappingRestoresRestoreGC(t *testing.T) {
 	}
 }
 
-// TestStartRestoreCollectsBesideShortTail: a restore on the node's start
+// TestStartRestoreCollectsAfterShortTail: a restore on the node's start
 // with a short log tail returns with the collector still off and leaves
-// its collection running, which turns the collector back on when it ends;
-// with a long tail, on a follower's snapshot install (no start log), or
-// when the log cannot be read, the restore returns with it on again.
-func TestStartRestoreCollectsBesideShortTail(t *testing.T) {
+// its collection waiting for the tail: it starts once the tail's last
+// entry is applied (or the node is ready, the wait runs out or the tail
+// has allocated its budget), and
+// turns the collector back on when it ends. With a long tail, on a
+// follower's snapshot install (no start log), or when the log cannot be
+// read, the restore returns with the collector on again.
+func TestStartRestoreCollectsAfterShortTail(t *testing.T) {
 	waitBesideCollections(t)
 	orig := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(orig) })
 	const index = 1000
+	// release, if set, applies the tail's entries one by one and checks
+	// that the collection waits for the last; it may end the wait
+	// otherwise.
+	applyTail := func(tail uint64) func(*testing.T, *trackedFSM) {
+		return func(t *testing.T, f *trackedFSM) {
+			for i := uint64(1); i <= tail; i++ {
+				if f.collectAt.Load() == nil {
+					t.Fatalf("the collection started with %d of %d tail entries applied", i-1, tail)
+				}
+				if got, _ := gcSetting(); got != -1 {
+					t.Fatalf("GOGC = %d with %d of %d tail entries applied, want -1 (off)", got, i-1, tail)
+				}
+				if i%2 == 0 {
+					f.Apply(&raft.Log{Index: index + i, Type: raft.LogCommand})
+				} else {
+					f.ApplyBatch([]*raft.Log{{Index: index + i, Type: raft.LogCommand}})
+				}
+			}
+		}
+	}
 	for _, tc := range []struct {
-		name   string
-		last   func() (uint64, error)
-		beside bool
+		name    string
+		last    func() (uint64, error)
+		after   bool
+		release func(*testing.T, *trackedFSM)
+		wait    time.Duration
 	}{
-		{"no tail", func() (uint64, error) { return index, nil }, true},
-		{"log behind snapshot", func() (uint64, error) { return 10, nil }, true},
-		{"short tail", func() (uint64, error) { return index + collectBesideTail, nil }, true},
-		{"long tail", func() (uint64, error) { return index + collectBesideTail + 1, nil }, false},
-		{"log error", func() (uint64, error) { return 0, errors.New("boom") }, false},
-		{"not on start", nil, false},
+		{"no tail", func() (uint64, error) { return index, nil }, true, nil, 0},
+		{"log behind snapshot", func() (uint64, error) { return 10, nil }, true, nil, 0},
+		{"short tail", func() (uint64, error) { return index + 5, nil }, true, applyTail(5), 0},
+		{"longest short tail", func() (uint64, error) { return index + collectAfterTail, nil }, true, applyTail(collectAfterTail), 0},
+		{"ready first", func() (uint64, error) { return index + 5, nil }, true,
+			func(t *testing.T, f *trackedFSM) { f.startPendingCollection(math.MaxUint64) }, 0},
+		{"tail never applied", func() (uint64, error) { return index + 5, nil }, true, nil, time.Millisecond},
+		{"tail over its allocation budget", func() (uint64, error) { return index + 5, nil }, true,
+			func(t *testing.T, f *trackedFSM) {
+				f.Apply(&raft.Log{Index: index + 1, Type: raft.LogCommand})
+				if f.collectAt.Load() == nil {
+					t.Fatal("the collection started after one of five tail entries")
+				}
+				budgetSink = make([]byte, collectAfterTailBudget+1)
+				f.Apply(&raft.Log{Index: index + 2, Type: raft.LogCommand})
+				budgetSink = nil
+				if f.collectAt.Load() != nil {
+					t.Fatal("the collection still waits after the tail allocated its budget")
+				}
+			}, 0},
+		{"long tail", func() (uint64, error) { return index + collectAfterTail + 1, nil }, false, nil, 0},
+		{"log error", func() (uint64, error) { return 0, errors.New("boom") }, false, nil, 0},
+		{"not on start", nil, false, nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := &gatedRestorer{make(chan struct{}), make(chan struct{})}
 			close(g.release)
 			f := newTrackedFSM(g)
+			f.collectWait = tc.wait
+			if f.collectWait == 0 {
+				f.collectWait = time.Hour // never, in a test
+			}
 			if tc.last != nil {
 				f.startLog.Store(&tc.last)
 			}
@@ -137,9 +184,9 @@ func TestStartRestoreCollectsBesideShortTail(t *testing.T) {
 				t.Fatal(err)
 			}
 			done := f.collected.Load()
-			if !tc.beside {
+			if !tc.after {
 				if done != nil {
-					t.Fatal("collection left running beside the start")
+					t.Fatal("collection left for after the tail")
 				}
 				if got := debug.SetGCPercent(100); got != 100 {
 					t.Fatalf("after the restore GOGC = %d, want 100", got)
@@ -147,13 +194,19 @@ func TestStartRestoreCollectsBesideShortTail(t *testing.T) {
 				return
 			}
 			if done == nil {
-				t.Fatal("restore collected before returning, want beside the start")
+				t.Fatal("restore collected before returning, want after the tail")
 			}
 			gen := loweringGen()
+			if tc.release != nil {
+				tc.release(t, f)
+			}
 			select {
 			case <-*done:
 			case <-time.After(30 * time.Second):
-				t.Fatal("timed out waiting for the collection beside the start")
+				t.Fatal("timed out waiting for the collection after the tail")
+			}
+			if f.collectAt.Load() != nil {
+				t.Fatal("a collection still pending after it ran")
 			}
 			if got := loweringGen(); got != gen+1 {
 				t.Fatalf("after the collection %d lowerings of GOGC, want 1", got-gen)
@@ -162,12 +215,16 @@ func TestStartRestoreCollectsBesideShortTail(t *testing.T) {
 			if got := debug.SetGCPercent(100); got != 100 {
 				t.Fatalf("after the collection and the next cycle GOGC = %d, want 100", got)
 			}
-			if f.Applied() != index {
-				t.Fatalf("applied = %d, want %d", f.Applied(), index)
+			if f.Applied() < index {
+				t.Fatalf("applied = %d, want at least %d", f.Applied(), index)
 			}
 		})
 	}
 }
+
+// budgetSink keeps an allocation alive past the compiler's escape
+// analysis.
+var budgetSink []byte
 
 // waitBesideCollections waits for the collections earlier tests' restores
 // left running beside a start: each holds a collector pause, so GOGC reads

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 )
@@ -26,6 +27,9 @@ func (n *Node) readyLoop() {
 		cancel()
 		if err == nil {
 			n.ready.Store(true)
+			// Every entry of the start's log tail is applied: a restore's
+			// collection waiting for them need wait no longer.
+			n.fsm.startPendingCollection(math.MaxUint64)
 			applied, restored := n.fsm.Applied(), n.fsm.restored.Load()
 			n.log.Info("node ready", "since_start", time.Since(n.started).Round(time.Millisecond),
 				"applied", applied, "snapshot_restored", restored, "replayed_or_received", applied-min(applied, restored))
