@@ -38,7 +38,13 @@
 # starts from such a copy instead of running the prefill (the addresses
 # below are recorded in it), with the prefill's LIVE given again. A copy
 # more than an hour old is refused (its bookings have begun, so it no
-# longer holds LIVE live reservations) unless PREFILLED_AGED=ok.
+# longer holds LIVE live reservations) unless PREFILLED_AGED=ok. A copy
+# does not measure quite what a fresh run does: a fresh run restarts
+# within a minute of its prefill, so its snapshots keep every
+# idempotency key (keys younger than a minute outlive the key cap: 1.1M
+# at LIVE=1000000), while a copy's load is stamped minutes later and the
+# cap trims them (262,144): a smaller snapshot and a faster restart. Use
+# copies to compare builds side by side, fresh runs for the figure.
 # KEEP_CRASH=DIR saves a copy of the data dir as the SIGKILL left it
 # (before the crash restart), to replay its log tail again with
 # `restoreprof -replay`; the run ends with one such replay under the CPU
