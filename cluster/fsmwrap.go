@@ -81,8 +81,8 @@ type trackedFSM struct {
 	// compares it with the snapshot's index to learn how many entries
 	// will be replayed on top of it.
 	startLog atomic.Pointer[func() (uint64, error)]
-	// collected is closed by the collection a restore leaves running
-	// beside the node's start (nil: none left running); tests wait on it.
+	// collected is closed by the collection a restore leaves for after
+	// the log tail (nil: none left); tests wait on it.
 	collected atomic.Pointer[chan struct{}]
 	// collectAt is the collection a start's restore left waiting for the
 	// log tail (nil: none); collectWait bounds the wait (0:
@@ -360,12 +360,12 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 		f.collected.Store(&done)
 		off := gcOff
 		gcOff = false
-		besideCollections.Add(1)
+		startCollections.Add(1)
 		var once sync.Once
 		collect := func() {
 			once.Do(func() {
 				go func() {
-					defer besideCollections.Done()
+					defer startCollections.Done()
 					defer close(done)
 					collectStart := time.Now()
 					closingCollection(off)
@@ -503,10 +503,11 @@ func heapAllocs() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// besideCollections counts the collections restores left running beside
-// a node's start; each holds a collector pause until it ends. Tests that
-// read or set GOGC themselves wait for them first.
-var besideCollections sync.WaitGroup
+// startCollections counts the collections restores on a node's start
+// left for after the log tail, waiting or running; each holds a collector
+// pause until it ends. Tests that read or set GOGC themselves wait for
+// them first.
+var startCollections sync.WaitGroup
 
 // startTail returns how many entries of the local log follow the snapshot
 // at index, if this restore is the one of the node's start.

@@ -18,7 +18,7 @@ import (
 // overlapping pauses ends, and then gets the setting it had before the
 // first, whatever order they end in.
 func TestGCPauseNests(t *testing.T) {
-	waitBesideCollections(t)
+	waitStartCollections(t)
 	orig := debug.SetGCPercent(137)
 	t.Cleanup(func() { debug.SetGCPercent(orig) })
 	pauseGC()
@@ -63,7 +63,7 @@ func snapStream(index uint64) io.ReadCloser {
 // used to save and put back the setting on its own, so the second put
 // back the first's "off").
 func TestOverlappingRestoresRestoreGC(t *testing.T) {
-	waitBesideCollections(t)
+	waitStartCollections(t)
 	orig := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(orig) })
 	a := &gatedRestorer{make(chan struct{}), make(chan struct{})}
@@ -114,7 +114,7 @@ func TestOverlappingRestoresRestoreGC(t *testing.T) {
 // follower's snapshot install (no start log), or when the log cannot be
 // read, the restore returns with the collector on again.
 func TestStartRestoreCollectsAfterShortTail(t *testing.T) {
-	waitBesideCollections(t)
+	waitStartCollections(t)
 	orig := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(orig) })
 	const index = 1000
@@ -226,12 +226,12 @@ func TestStartRestoreCollectsAfterShortTail(t *testing.T) {
 // analysis.
 var budgetSink []byte
 
-// waitBesideCollections waits for the collections earlier tests' restores
-// left running beside a start: each holds a collector pause, so GOGC reads
-// -1 until it ends.
-func waitBesideCollections(t *testing.T) {
+// waitStartCollections waits for the collections earlier tests' restores
+// left for after a start's log tail: each holds a collector pause, so GOGC
+// reads -1 until it ends.
+func waitStartCollections(t *testing.T) {
 	t.Helper()
-	mustReturn(t, &besideCollections, "collections left running beside a start")
+	mustReturn(t, &startCollections, "collections left for after a start's log tail")
 	// And for the lowered setting they leave until the next cycle.
 	waitLoweringEnds(t)
 }
@@ -275,7 +275,7 @@ func waitLoweringEnds(t *testing.T) {
 // a restore holds the collector off; and a pause that starts while it is
 // lowered puts back the setting from before the lowering.
 func TestLowerGCOnce(t *testing.T) {
-	waitBesideCollections(t)
+	waitStartCollections(t)
 	orig := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(orig) })
 	for _, tc := range []struct {
@@ -386,7 +386,7 @@ func TestSoleServer(t *testing.T) {
 // collector off or lowered does not undo them, and is the setting the
 // process has once they end; otherwise it applies at once.
 func TestSetGCPercentDuringRestore(t *testing.T) {
-	waitBesideCollections(t)
+	waitStartCollections(t)
 	orig := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(orig) })
 

@@ -262,8 +262,8 @@ func (n *Node) createRaft() error {
 	n.logs = logs
 	// NewRaft restores the newest snapshot before it returns; the entries
 	// after it are replayed once a leader commits them.
-	// A restore here may leave its closing collection running beside the
-	// node's start when the local log holds all the node will replay: in a
+	// A restore here may leave its closing collection for after the log
+	// tail when the local log holds all the node will replay: in a
 	// configuration of one server. A member of a larger cluster also
 	// receives what the leader committed while it was down, which its
 	// local log does not show (trackedFSM.startTail).

@@ -35,7 +35,7 @@ func (p *inPlaceProbe) RestoreWith(rc io.ReadCloser, run func([]func())) error {
 // restore of the same file gives, byte for byte, and the mapping is gone
 // once the restore has returned.
 func TestMappedSnapshotRestore(t *testing.T) {
-	waitBesideCollections(t)
+	waitStartCollections(t)
 	src, dir, files, id, applied := sampleSnapshot(t)
 	want := persisted(t, src)
 
@@ -220,7 +220,7 @@ func TestSnapshotStoreOpen(t *testing.T) {
 // ledger's own checksum, or does not map a file whose header's index is
 // not the snapshot's. The refused restore changes nothing.
 func TestSnapshotStoreCorruption(t *testing.T) {
-	waitBesideCollections(t)
+	waitStartCollections(t)
 	empty := persisted(t, newTrackedFSM(mustLedger(t)))
 	for _, tc := range []struct {
 		name string
