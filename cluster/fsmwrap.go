@@ -547,10 +547,24 @@ func (f *trackedFSM) logRestore(start time.Time, index uint64, tr *timedReader, 
 	if !rc.first.IsZero() {
 		before, after = rc.first.Sub(start), time.Since(rc.last)
 	}
-	f.log.Info("restored snapshot", "index", index, "bytes", tr.n, "took", took.Round(time.Millisecond),
+	attrs := []any{"index", index, "bytes", tr.n, "took", took.Round(time.Millisecond),
 		"read", tr.d.Round(time.Millisecond), "mapped", tr.mapped, "decode_and_rebuild", (took - tr.d).Round(time.Millisecond),
 		"before_calls", before.Round(time.Millisecond), "stage_calls", rc.walls, "collect_between", rc.between.Round(time.Millisecond),
-		"after_calls", after.Round(time.Millisecond), "collect", collect)
+		"after_calls", after.Round(time.Millisecond), "collect", collect}
+	if s, ok := f.inner.(sizer); ok {
+		// What was restored, so that two restarts' times are compared on
+		// like states (a burst of writes leaves idempotency keys that
+		// outlive the key cap for a minute).
+		b, k := s.Sizes()
+		attrs = append(attrs, "bookings", b, "idempotency_keys", k)
+	}
+	f.log.Info("restored snapshot", attrs...)
+}
+
+// sizer is an application FSM that can say how large its state is (the
+// ledger's Sizes).
+type sizer interface {
+	Sizes() (bookings, idempotencyKeys int)
 }
 
 // timedReader counts the bytes read and the time spent inside Read.

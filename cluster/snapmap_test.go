@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -71,6 +73,8 @@ func TestMappedSnapshotRestore(t *testing.T) {
 	mapped := &inPlaceProbe{FSM: mustLedger(t)}
 	tracked := newTrackedFSM(mapped)
 	tracked.snaps = store
+	var logged bytes.Buffer
+	tracked.log = slog.New(slog.NewJSONHandler(&logged, nil))
 	// Raft hands the FSM its own wrapper of the store's stream.
 	if err := tracked.Restore(opaque{rc}); err != nil {
 		t.Fatal(err)
@@ -97,6 +101,20 @@ func TestMappedSnapshotRestore(t *testing.T) {
 	}
 	if got := tracked.restored.Load(); got != applied {
 		t.Fatalf("restored index %d, want %d", got, applied)
+	}
+	// The log line says what was restored: the source's sizes.
+	var line struct {
+		Msg             string `json:"msg"`
+		Bookings        int    `json:"bookings"`
+		IdempotencyKeys int    `json:"idempotency_keys"`
+	}
+	if err := json.Unmarshal(logged.Bytes(), &line); err != nil || line.Msg != "restored snapshot" {
+		t.Fatalf("restore's log line %q: %v", logged.String(), err)
+	}
+	st := src.inner.(*fsm.FSM).Stats()
+	if line.Bookings != st.Bookings || line.IdempotencyKeys != st.IdempotencyKeys || st.Bookings == 0 {
+		t.Fatalf("the restore logged %d bookings and %d idempotency keys, the source holds %d and %d",
+			line.Bookings, line.IdempotencyKeys, st.Bookings, st.IdempotencyKeys)
 	}
 }
 

@@ -283,6 +283,15 @@ func (f *FSM) Stats() Stats {
 	return out
 }
 
+// Sizes returns the number of live planner bookings and of remembered
+// idempotency keys: what a restore's log line reports of the state it
+// restored, without Stats' per-resource work.
+func (f *FSM) Sizes() (bookings, idempotencyKeys int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st.plan.Len(), f.st.idem.len()
+}
+
 // History returns up to limit events with Version >= from, oldest first.
 // Events of one log entry are never split across calls: a page ends at an
 // entry boundary (the first entry is returned whole even when it alone
