@@ -109,18 +109,19 @@ func TestOverlappingRestoresRestoreGC(t *testing.T) {
 // with a short log tail returns with the collector still off and leaves
 // its collection waiting for the tail: it starts once the tail's last
 // entry is applied (or the node is ready, the wait runs out or the tail
-// has allocated its budget), and
-// turns the collector back on when it ends. With a long tail, on a
-// follower's snapshot install (no start log), or when the log cannot be
-// read, the restore returns with the collector on again.
+// has allocated its budget), and turns the collector back on when it
+// ends. With a long tail, on a follower's snapshot install (no start
+// log), or when the log cannot be read, the restore returns with the
+// collector on again.
 func TestStartRestoreCollectsAfterShortTail(t *testing.T) {
 	waitStartCollections(t)
 	orig := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(orig) })
 	const index = 1000
-	// release, if set, applies the tail's entries one by one and checks
-	// that the collection waits for the last; it may end the wait
-	// otherwise.
+	// applyTail returns a release that applies the tail's entries one by
+	// one and checks that the collection waits for the last. A case's
+	// release, if set, runs after the restore; it may end the wait some
+	// other way.
 	applyTail := func(tail uint64) func(*testing.T, *trackedFSM) {
 		return func(t *testing.T, f *trackedFSM) {
 			for i := uint64(1); i <= tail; i++ {

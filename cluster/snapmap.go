@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc64"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -170,12 +171,12 @@ func (f *snapshotFile) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// check computes the state file's CRC-64 (ECMA, raft's) and compares it
-// with the metadata's. It reads through its own offsets, leaving the
-// stream's where it is.
+// check computes the state file's CRC-64 (ECMA, raft's), over the whole
+// file as raft's Open did, and compares it with the metadata's. It reads
+// through its own offsets, leaving the stream's where it is.
 func (f *snapshotFile) check() error {
 	h := crc64.New(crc64.MakeTable(crc64.ECMA))
-	if _, err := io.Copy(h, io.NewSectionReader(f.fh, 0, f.size)); err != nil {
+	if _, err := io.Copy(h, io.NewSectionReader(f.fh, 0, math.MaxInt64)); err != nil {
 		return fmt.Errorf("cluster: snapshot %s: read for its CRC: %w", f.path, err)
 	}
 	if got := h.Sum(nil); !bytes.Equal(got, f.crc) {

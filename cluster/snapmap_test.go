@@ -240,19 +240,28 @@ func TestSnapshotStoreOpen(t *testing.T) {
 func TestSnapshotStoreCorruption(t *testing.T) {
 	waitStartCollections(t)
 	empty := persisted(t, newTrackedFSM(mustLedger(t)))
+	// flip flips one bit of the byte at(len(file)).
+	flip := func(at func(n int) int) func([]byte) []byte {
+		return func(b []byte) []byte {
+			b[at(len(b))] ^= 0x20
+			return b
+		}
+	}
 	for _, tc := range []struct {
-		name string
-		at   func(n int) int // the byte flipped, of a file of n bytes
+		name   string
+		damage func([]byte) []byte
 		// mapped: a restore that may map the file is handed the mapped
 		// file (on Linux), which fails with want; reading the stream
 		// fails on the CRC.
 		mapped bool
 		want   string
 	}{
-		{"body", func(n int) int { return n / 2 }, true, "checksum"},
-		{"body's last byte", func(n int) int { return n - 1 }, true, "checksum"},
-		{"header's index", func(int) int { return 12 }, false, "CRC mismatch"},
-		{"magic", func(int) int { return 0 }, false, "bad magic"},
+		{"body", flip(func(n int) int { return n / 2 }), true, "checksum"},
+		{"body's last byte", flip(func(n int) int { return n - 1 }), true, "checksum"},
+		{"header's index", flip(func(int) int { return 12 }), false, "CRC mismatch"},
+		{"magic", flip(func(int) int { return 0 }), false, "bad magic"},
+		// The file no longer has the metadata's size: not mapped.
+		{"bytes appended", func(b []byte) []byte { return append(b, 0) }, false, "CRC mismatch"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, dir, files, id, _ := sampleSnapshot(t)
@@ -261,8 +270,7 @@ func TestSnapshotStoreCorruption(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b[tc.at(len(b))] ^= 0x20
-			if err := os.WriteFile(path, b, 0o600); err != nil {
+			if err := os.WriteFile(path, tc.damage(b), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			if _, _, err := files.Open(id); err == nil {
