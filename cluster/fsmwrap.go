@@ -361,23 +361,22 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 		off := gcOff
 		gcOff = false
 		startCollections.Add(1)
-		var once sync.Once
+		// collect is called once: here, or by whoever takes the pending
+		// collection from collectAt.
 		collect := func() {
-			once.Do(func() {
-				go func() {
-					defer startCollections.Done()
-					defer close(done)
-					collectStart := time.Now()
-					closingCollection(off)
-					// The node serves soon: its first cycle under load
-					// comes earlier than twice the restored state.
-					lowerGCOnce(afterRestoreGCPercent)
-					if f.log != nil {
-						f.log.Info("collected after restore", "index", index, "tail", tail,
-							"took", time.Since(collectStart).Round(time.Millisecond))
-					}
-				}()
-			})
+			go func() {
+				defer startCollections.Done()
+				defer close(done)
+				collectStart := time.Now()
+				closingCollection(off)
+				// The node serves soon: its first cycle under load comes
+				// earlier than twice the restored state.
+				lowerGCOnce(afterRestoreGCPercent)
+				if f.log != nil {
+					f.log.Info("collected after restore", "index", index, "tail", tail,
+						"took", time.Since(collectStart).Round(time.Millisecond))
+				}
+			}()
 		}
 		if tail == 0 {
 			collect()
