@@ -14,9 +14,9 @@ import (
 )
 
 // TestVolumeLimit: the limit is what the target leaves after the overhead
-// and the restore, divided by the replay cost, within its bounds; a
-// target the restore alone uses up gives the smallest limit and says so;
-// an unmeasured replay cost sets no limit.
+// and the restore planned a fifth slower, divided by the replay cost,
+// within its bounds; a target the restore alone uses up gives the
+// smallest limit and says so; an unmeasured replay cost sets no limit.
 func TestVolumeLimit(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -27,11 +27,13 @@ func TestVolumeLimit(t *testing.T) {
 		met     bool
 	}{
 		{"not measured yet", 3 * time.Second, 2 * time.Second, 0, 0, true},
-		{"a second left at 100 ns per byte", 3 * time.Second, 1700 * time.Millisecond, 100, 10_000_000, true},
-		{"half a second left at 90 ns per byte", 3 * time.Second, 2200 * time.Millisecond, 90, 5_555_555, true},
-		{"small budget clamps to the minimum", 3 * time.Second, 2690 * time.Millisecond, 100, minVolumeLimit, true},
+		{"a second left at 100 ns per byte", 3 * time.Second, 1700 * time.Millisecond * 5 / 6, 100, 10_000_000, true},
+		{"half a second left at 90 ns per byte", 3 * time.Second, 2200 * time.Millisecond * 5 / 6, 90, 5_555_555, true},
+		{"the restore planned a fifth slower", 3 * time.Second, 1500 * time.Millisecond, 100, 9_000_000, true},
+		{"small budget clamps to the minimum", 3 * time.Second, 2240 * time.Millisecond, 100, minVolumeLimit, true},
 		{"cheap replay clamps to the maximum", 3 * time.Second, 0, 0.001, maxVolumeLimit, true},
-		{"restore uses the target up", 3 * time.Second, 2700 * time.Millisecond, 100, minVolumeLimit, false},
+		{"restore uses the target up", 3 * time.Second, 2250 * time.Millisecond, 100, minVolumeLimit, false},
+		{"restore as long as the target less the overhead", 3 * time.Second, 2700 * time.Millisecond, 100, minVolumeLimit, false},
 		{"restore longer than the target", 3 * time.Second, 5 * time.Second, 100, minVolumeLimit, false},
 	} {
 		got, met := volumeLimit(tc.target, tc.restore, tc.perByte)
