@@ -4,10 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"runtime/metrics"
 	"time"
 
 	"github.com/ledgerd/ledgerd/cluster"
+	"github.com/ledgerd/ledgerd/internal/rtmetric"
 )
 
 // gcHeadroomMinPercent is the lowest GOGC the headroom sets: below it the
@@ -79,14 +79,7 @@ func abs(x int) int {
 }
 
 // liveHeap reads the heap the last collection found live.
-func liveHeap() uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return s[0].Value.Uint64()
-}
+func liveHeap() uint64 { return rtmetric.Uint64("/gc/heap/live:bytes") }
 
 // keepGCHeadroom runs the gc_headroom policy until ctx ends: it polls the
 // live heap and sets GOGC (through the cluster, which holds the collector

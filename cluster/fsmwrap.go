@@ -11,12 +11,13 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
-	rtmetrics "runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/ledgerd/ledgerd/internal/rtmetric"
 )
 
 // stagedRestorer is an application FSM whose restore is cut into
@@ -55,6 +56,10 @@ func runConcurrently(stages []func()) {
 // are the index of the last entry the FSM had applied, so a follower that
 // restores a snapshot knows exactly what it now reflects.
 var snapMagic = [8]byte{'l', 'd', 'g', 'r', 's', 'n', 'p', '1'}
+
+// snapHeaderLen is the length of that header (snapMagic and the applied
+// index), which a restore reads from the stream before it maps the file.
+const snapHeaderLen = 16
 
 // trackedFSM wraps the application FSM to record the index of the last
 // entry it has actually applied. raft.AppliedIndex counts entries handed to
@@ -256,7 +261,7 @@ func (f *trackedFSM) Snapshot() (raft.FSMSnapshot, error) {
 func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 	start := time.Now()
 	tr := &timedReader{r: rc}
-	var hdr [16]byte
+	var hdr [snapHeaderLen]byte
 	if _, err := io.ReadFull(tr, hdr[:]); err != nil {
 		rc.Close()
 		return fmt.Errorf("cluster: read snapshot header: %w", err)
@@ -414,7 +419,7 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 // the bytes of its mapped file (snapmap.go), when the node's store opened
 // it, the application FSM restores in stages (the ledger's scans bytes in
 // place), and the file maps; nil otherwise (the stream is read).
-func (f *trackedFSM) mapSnapshot(rc io.ReadCloser, hdr [16]byte) *mappedBody {
+func (f *trackedFSM) mapSnapshot(rc io.ReadCloser, hdr [snapHeaderLen]byte) *mappedBody {
 	if f.snaps == nil {
 		return nil
 	}
@@ -426,7 +431,7 @@ func (f *trackedFSM) mapSnapshot(rc io.ReadCloser, hdr [16]byte) *mappedBody {
 		return nil
 	}
 	data, release, err := sf.mapState()
-	if err == nil && (len(data) < len(hdr) || [16]byte(data[:16]) != hdr) {
+	if err == nil && (len(data) < len(hdr) || [snapHeaderLen]byte(data[:snapHeaderLen]) != hdr) {
 		// Not the file the stream reads.
 		release()
 		err = errors.New("the mapped file does not start with the stream's header")
@@ -437,7 +442,7 @@ func (f *trackedFSM) mapSnapshot(rc io.ReadCloser, hdr [16]byte) *mappedBody {
 		}
 		return nil
 	}
-	return &mappedBody{Reader: bytes.NewReader(data[16:]), data: data[16:], release: release, closer: rc}
+	return &mappedBody{Reader: bytes.NewReader(data[snapHeaderLen:]), data: data[snapHeaderLen:], release: release, closer: rc}
 }
 
 // closingCollection is a restore's closing collection: one forced cycle
@@ -493,14 +498,7 @@ func (f *trackedFSM) startPendingCollection(applied uint64) {
 
 // heapAllocs returns the bytes the process has allocated on the heap
 // since it started (a cumulative count, cheap to read).
-func heapAllocs() uint64 {
-	s := []rtmetrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
-	rtmetrics.Read(s)
-	if s[0].Value.Kind() != rtmetrics.KindUint64 {
-		return 0
-	}
-	return s[0].Value.Uint64()
-}
+func heapAllocs() uint64 { return rtmetric.Uint64("/gc/heap/allocs:bytes") }
 
 // startCollections counts the collections restores on a node's start
 // left for after the log tail, waiting or running; each holds a collector
@@ -602,7 +600,7 @@ type trackedSnapshot struct {
 }
 
 func (s *trackedSnapshot) Persist(sink raft.SnapshotSink) error {
-	var hdr [16]byte
+	var hdr [snapHeaderLen]byte
 	copy(hdr[:8], snapMagic[:])
 	binary.BigEndian.PutUint64(hdr[8:], s.index)
 	if _, err := sink.Write(hdr[:]); err != nil {

@@ -151,11 +151,6 @@ type snapshotFile struct {
 	unmap   func() error
 }
 
-// snapHeaderLen is the length of the node's header (snapMagic and the
-// applied index), which a restore reads from the stream before it maps
-// the file.
-const snapHeaderLen = 16
-
 // Read reads the stream, counting. The first read that would go past the
 // node's header checks the whole file's CRC first, as raft's Open did,
 // and fails if it does not match.
