@@ -29,6 +29,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/ledgerd/ledgerd/benchmarks/recovery"
+	"github.com/ledgerd/ledgerd/cluster"
 	"github.com/ledgerd/ledgerd/fsm"
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 )
@@ -39,7 +40,8 @@ func main() {
 	mem := flag.String("memprofile", "", "write a heap profile of the restored ledger here (after a collection)")
 	stages := flag.String("stages", "concurrent", "how to run the restore's independent stages: concurrent, concurrent-gc (a collection between scan and build), paused (the collector off throughout but for one collection between scan and build) or in-order")
 	replay := flag.Bool("replay", false, "profile the replay of the log entries after the snapshot instead of the restore")
-	persist := flag.Bool("persist", false, "profile taking a snapshot of the restored state (capture, then Persist into raft's file snapshot store in a scratch directory, as a node does) instead of the restore")
+	persist := flag.Bool("persist", false, "profile taking a snapshot of the restored state (capture, then Persist into a snapshot store in a scratch directory, as a node does) instead of the restore")
+	persistStore := flag.String("persist-store", "node", "the store -persist writes to: node (the node's own, as ledgerd writes snapshots) or raft (raft's file store, for a side-by-side comparison)")
 	times := flag.Bool("stagetimes", false, "print the wall time of each restore stage and of each call of the stage runner")
 	flag.Parse()
 	var runner fsm.StageRunner
@@ -91,7 +93,7 @@ func main() {
 		os.Exit(2)
 	}
 	if *persist {
-		if err := runPersist(*dir, *cpu, runner, clock); err != nil {
+		if err := runPersist(*dir, *cpu, *persistStore, runner, clock); err != nil {
 			fmt.Fprintln(os.Stderr, "restoreprof:", err)
 			os.Exit(1)
 		}
@@ -326,8 +328,9 @@ func startCPUProfile(path string) (func(), error) {
 // runPersist restores the newest snapshot of dir, then takes a snapshot
 // of that state as a node does: the capture (on the FSM goroutine, which
 // it holds up) and Persist into raft's file snapshot store (CRC, write,
-// fsync) in a scratch directory, under the CPU profiler.
-func runPersist(dir, cpuFile string, runner fsm.StageRunner, clock *stageClock) error {
+// fsync) in a scratch directory, under the CPU profiler. storeKind picks
+// the store: the node's (cluster.NewSnapshotStore) or raft's own.
+func runPersist(dir, cpuFile, storeKind string, runner fsm.StageRunner, clock *stageClock) error {
 	snap, err := recovery.ReadNewestSnapshot(dir)
 	if err != nil {
 		return err
@@ -343,7 +346,15 @@ func runPersist(dir, cpuFile string, runner fsm.StageRunner, clock *stageClock) 
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	store, err := raft.NewFileSnapshotStore(tmp, 1, io.Discard)
+	var store raft.SnapshotStore
+	switch storeKind {
+	case "node":
+		store, err = cluster.NewSnapshotStore(tmp, 1)
+	case "raft":
+		store, err = raft.NewFileSnapshotStore(tmp, 1, io.Discard)
+	default:
+		err = fmt.Errorf("-persist-store %q: want node or raft", storeKind)
+	}
 	if err != nil {
 		return err
 	}
@@ -373,8 +384,8 @@ func runPersist(dir, cpuFile string, runner fsm.StageRunner, clock *stageClock) 
 	if err != nil || len(list) == 0 {
 		return fmt.Errorf("list the written snapshot: %v", err)
 	}
-	fmt.Printf("restoreprof: snapshot of %s: capture %s, capture and persist %s wall, %s CPU, %d MiB written\n",
-		snap.ID, captured.Round(time.Millisecond), took.Round(time.Millisecond), cpu.Round(time.Millisecond), list[0].Size>>20)
+	fmt.Printf("restoreprof: snapshot of %s into the %s store: capture %s, capture and persist %s wall, %s CPU, %d MiB written\n",
+		snap.ID, storeKind, captured.Round(time.Millisecond), took.Round(time.Millisecond), cpu.Round(time.Millisecond), list[0].Size>>20)
 	runtime.KeepAlive(l)
 	return nil
 }
