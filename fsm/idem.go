@@ -11,6 +11,7 @@ import (
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"github.com/ledgerd/ledgerd/internal/idhash"
 	"github.com/ledgerd/ledgerd/internal/rangesort"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // idemMismatch returns the answer to an entry whose (owner, key) is
@@ -30,10 +31,13 @@ func idemMismatch(key string, fp []byte, first *fsmv1.Result) *fsmv1.Result {
 // first Result (the bytes the client received).
 //
 // Layout, chosen for memory at millions of keys: records are appended in
-// apply order (so also in log time order) to a chunked byte log, each as
-//
-//	uvarint at | uvarint len(owner) | owner | uvarint len(key) | key |
-//	uvarint len(result) | result
+// apply order (so also in log time order) to a chunked byte log, each in
+// the bytes a snapshot holds for it: the tag of the snapshot's
+// idempotency field, the length, and the IdempotencyRecord
+// (appendIdemRecord: owner, key and at when not empty or zero, then the
+// result). So a snapshot's idempotency records are the log's live bytes
+// as they stand (writeSnapshotIdem emits them without encoding anything),
+// at about 7 bytes per key more than a layout of lengths alone.
 //
 // and an open-addressing hash table (linear probing, at most half full)
 // maps (owner, key) to a record's position, with the low 32 bits of the
@@ -94,24 +98,43 @@ func (s *idemStore) record(pos uint64) idemRecord {
 }
 
 // readIdemRecord reads the record at the start of b and returns it and
-// its length. The bytes were written by appendIdemRecord.
+// its length. The bytes were written by appendRecord: the field's tag
+// (one byte), the IdempotencyRecord's length, its fields in order.
 func readIdemRecord(b []byte) (idemRecord, int) {
 	var r idemRecord
-	at, n := binary.Uvarint(b)
-	r.at = int64(at)
-	i := n
+	l, n := binary.Uvarint(b[1:])
+	i := 1 + n
+	end := i + int(l)
 	field := func() []byte {
-		l, n := binary.Uvarint(b[i:])
-		i += n
+		l, n := binary.Uvarint(b[i+1:])
+		i += 1 + n
 		v := b[i : i+int(l) : i+int(l)]
 		i += int(l)
 		return v
 	}
-	r.owner = field()
-	r.key = field()
+	if b[i] == idemOwnerTag {
+		r.owner = field()
+	}
+	if b[i] == idemKeyTag {
+		r.key = field()
+	}
+	if b[i] == idemAtTag {
+		at, n := binary.Uvarint(b[i+1:])
+		r.at = int64(at)
+		i += 1 + n
+	}
 	r.result = field()
-	return r, i
+	return r, end
 }
+
+// The tags of a record's fields (appendIdemRecord), and of the
+// snapshot's field that holds each record.
+const (
+	idemOwnerTag  = 1<<3 | byte(protowire.BytesType)
+	idemKeyTag    = 2<<3 | byte(protowire.BytesType)
+	idemAtTag     = 3<<3 | byte(protowire.VarintType)
+	idemRecordTag = snapshotIdemField<<3 | byte(protowire.BytesType)
+)
 
 // get returns the stored result of (owner, key); the bytes alias the
 // store and must not be changed.
@@ -167,7 +190,9 @@ func (s *idemStore) add(owner, key []byte, at int64, result []byte) bool {
 // appendRecord appends a record to the log (not to the index) and
 // returns its position.
 func (s *idemStore) appendRecord(owner, key []byte, at int64, result []byte) uint64 {
-	need := 4*binary.MaxVarintLen64 + len(owner) + len(key) + len(result)
+	e := idemRecord{at: at, owner: owner, key: key, result: result}
+	size := idemRecordSize(e)
+	need := 1 + binary.MaxVarintLen64 + size
 	last := len(s.chunks) - 1
 	if last < 0 || cap(s.chunks[last])-len(s.chunks[last]) < need {
 		s.chunks = append(s.chunks, make([]byte, 0, max(idemChunk, need)))
@@ -175,14 +200,25 @@ func (s *idemStore) appendRecord(owner, key []byte, at int64, result []byte) uin
 	}
 	c := s.chunks[last]
 	pos := uint64(s.first+uint32(last))<<32 | uint64(len(c))
-	c = binary.AppendUvarint(c, uint64(at))
-	c = binary.AppendUvarint(c, uint64(len(owner)))
-	c = append(c, owner...)
-	c = binary.AppendUvarint(c, uint64(len(key)))
-	c = append(c, key...)
-	c = binary.AppendUvarint(c, uint64(len(result)))
-	s.chunks[last] = append(c, result...)
+	c = append(c, idemRecordTag)
+	c = binary.AppendUvarint(c, uint64(size))
+	s.chunks[last] = appendIdemRecord(c, e)
 	return pos
+}
+
+// idemRecordSize is the length of appendIdemRecord's encoding of e.
+func idemRecordSize(e idemRecord) int {
+	n := 1 + protowire.SizeBytes(len(e.result))
+	if len(e.owner) > 0 {
+		n += 1 + protowire.SizeBytes(len(e.owner))
+	}
+	if len(e.key) > 0 {
+		n += 1 + protowire.SizeBytes(len(e.key))
+	}
+	if e.at != 0 {
+		n += 1 + protowire.SizeVarint(uint64(e.at))
+	}
+	return n
 }
 
 // idemLoadBuckets is log2 of the number of home-cell ranges load sorts

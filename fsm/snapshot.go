@@ -96,7 +96,8 @@ func encodeSnapshotIdem(msg *fsmv1.Snapshot, rows iter.Seq[string], idem idemVie
 // is hundreds of megabytes, and holding it (three times over, as the
 // encoding used to) was the largest spike of resident memory. The header
 // needs the body's length and checksum first, so the body is encoded
-// twice: once to measure, once to write. msg's reservations (written
+// twice: once to measure, once to write (the idempotency records are
+// the store's bytes as they stand, so that costs them only a checksum). msg's reservations (written
 // before rows) are detached while its other fields are encoded, and put
 // back.
 func writeSnapshotIdem(w io.Writer, msg *fsmv1.Snapshot, rows iter.Seq[string], idem idemView) error {
@@ -159,21 +160,14 @@ func writeSnapshotIdem(w io.Writer, msg *fsmv1.Snapshot, rows iter.Seq[string], 
 				return err
 			}
 		}
-		var rec []byte
-		var ferr error
-		idem.each(func(e idemRecord) {
-			rec = appendIdemRecord(rec[:0], e)
-			buf = protowire.AppendTag(buf, snapshotIdemField, protowire.BytesType)
-			buf = protowire.AppendBytes(buf, rec)
-			if err := flush(false); err != nil && ferr == nil {
-				ferr = err
-			}
-		})
-		if ferr != nil {
-			return ferr
-		}
 		if err := flush(true); err != nil {
 			return err
+		}
+		// The store keeps each record as these bytes (idemStore).
+		for _, c := range idem.chunks {
+			if err := emit(c); err != nil {
+				return err
+			}
 		}
 		return emit(rest[cut:])
 	}
