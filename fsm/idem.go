@@ -133,6 +133,7 @@ const (
 	idemOwnerTag  = 1<<3 | byte(protowire.BytesType)
 	idemKeyTag    = 2<<3 | byte(protowire.BytesType)
 	idemAtTag     = 3<<3 | byte(protowire.VarintType)
+	idemResultTag = 4<<3 | byte(protowire.BytesType)
 	idemRecordTag = snapshotIdemField<<3 | byte(protowire.BytesType)
 )
 
@@ -206,6 +207,65 @@ func (s *idemStore) appendRecord(owner, key []byte, at int64, result []byte) uin
 	return pos
 }
 
+// appendEncoded appends a record given as appendIdemRecord encodes it
+// (idemEncoded) to the log and returns its position.
+func (s *idemStore) appendEncoded(rec []byte) uint64 {
+	need := 1 + binary.MaxVarintLen64 + len(rec)
+	last := len(s.chunks) - 1
+	if last < 0 || cap(s.chunks[last])-len(s.chunks[last]) < need {
+		s.chunks = append(s.chunks, make([]byte, 0, max(idemChunk, need)))
+		last++
+	}
+	c := s.chunks[last]
+	pos := uint64(s.first+uint32(last))<<32 | uint64(len(c))
+	c = append(c, idemRecordTag)
+	c = binary.AppendUvarint(c, uint64(len(rec)))
+	s.chunks[last] = append(c, rec...)
+	return pos
+}
+
+// idemEncoded reports whether b is exactly appendIdemRecord's encoding
+// of e, where e was decoded from b: the same size, and each field's tag
+// and length where that encoding puts them, with e's bytes at those
+// places in b (a decoder that read fields in another order, or a record
+// that repeats a field, gives slices elsewhere). It reads only the
+// fields' headers.
+func idemEncoded(b []byte, e idemRecord) bool {
+	if len(b) != idemRecordSize(e) {
+		return false
+	}
+	i := 0
+	field := func(tag byte, v []byte) bool {
+		if i >= len(b) || b[i] != tag {
+			return false
+		}
+		l, n := binary.Uvarint(b[i+1:])
+		if n <= 0 || l != uint64(len(v)) {
+			return false
+		}
+		i += 1 + n
+		if i+len(v) > len(b) || len(v) > 0 && &b[i] != &v[0] {
+			return false
+		}
+		i += len(v)
+		return true
+	}
+	if len(e.owner) > 0 && !field(idemOwnerTag, e.owner) || len(e.key) > 0 && !field(idemKeyTag, e.key) {
+		return false
+	}
+	if e.at != 0 {
+		if i >= len(b) || b[i] != idemAtTag {
+			return false
+		}
+		at, n := binary.Uvarint(b[i+1:])
+		if n <= 0 || int64(at) != e.at {
+			return false
+		}
+		i += 1 + n
+	}
+	return field(idemResultTag, e.result) && i == len(b)
+}
+
 // idemRecordSize is the length of appendIdemRecord's encoding of e.
 func idemRecordSize(e idemRecord) int {
 	n := 1 + protowire.SizeBytes(len(e.result))
@@ -263,12 +323,19 @@ func (s *idemStore) load(raw fieldList, decode func([]byte) (idemRecord, error))
 	packed := true
 	bad, badErr := -1, error(nil)
 	for i := range raw.len() {
-		e, err := decode(raw.get(i))
+		b := raw.get(i)
+		e, err := decode(b)
 		if err != nil {
 			bad, badErr = i, err
 			break
 		}
-		pos := s.appendRecord(e.owner, e.key, e.at, e.result)
+		var pos uint64
+		if idemEncoded(b, e) {
+			// A record as Persist wrote it: its bytes are the log's.
+			pos = s.appendEncoded(b)
+		} else {
+			pos = s.appendRecord(e.owner, e.key, e.at, e.result)
+		}
 		chunk, off := pos>>32-uint64(s.first), uint32(pos)
 		packed = packed && chunk < 1<<(32-idemOffBits) && off < 1<<idemOffBits
 		recs = append(recs, idemPlace{tag: uint32(idemHash(e.owner, e.key)), pos: uint32(chunk)<<idemOffBits | off})
