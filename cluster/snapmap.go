@@ -169,8 +169,8 @@ func (f *snapshotFile) Read(p []byte) (int, error) {
 }
 
 // check computes the state file's CRC-64 (ECMA, raft's; crc64ecma), over
-// the whole file as raft's Open did, and compares it with the metadata's. It reads
-// through its own offsets, leaving the stream's where it is.
+// the whole file as raft's Open did, and compares it with the metadata's.
+// It reads through its own offsets, leaving the stream's where it is.
 func (f *snapshotFile) check() error {
 	h := crc64ecma.New()
 	if _, err := io.Copy(h, io.NewSectionReader(f.fh, 0, math.MaxInt64)); err != nil {

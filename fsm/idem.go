@@ -193,15 +193,8 @@ func (s *idemStore) add(owner, key []byte, at int64, result []byte) bool {
 func (s *idemStore) appendRecord(owner, key []byte, at int64, result []byte) uint64 {
 	e := idemRecord{at: at, owner: owner, key: key, result: result}
 	size := idemRecordSize(e)
-	need := 1 + binary.MaxVarintLen64 + size
-	last := len(s.chunks) - 1
-	if last < 0 || cap(s.chunks[last])-len(s.chunks[last]) < need {
-		s.chunks = append(s.chunks, make([]byte, 0, max(idemChunk, need)))
-		last++
-	}
-	c := s.chunks[last]
-	pos := uint64(s.first+uint32(last))<<32 | uint64(len(c))
-	c = append(c, idemRecordTag)
+	last, pos := s.room(size)
+	c := append(s.chunks[last], idemRecordTag)
 	c = binary.AppendUvarint(c, uint64(size))
 	s.chunks[last] = appendIdemRecord(c, e)
 	return pos
@@ -210,18 +203,24 @@ func (s *idemStore) appendRecord(owner, key []byte, at int64, result []byte) uin
 // appendEncoded appends a record given as appendIdemRecord encodes it
 // (idemEncoded) to the log and returns its position.
 func (s *idemStore) appendEncoded(rec []byte) uint64 {
-	need := 1 + binary.MaxVarintLen64 + len(rec)
-	last := len(s.chunks) - 1
+	last, pos := s.room(len(rec))
+	c := append(s.chunks[last], idemRecordTag)
+	c = binary.AppendUvarint(c, uint64(len(rec)))
+	s.chunks[last] = append(c, rec...)
+	return pos
+}
+
+// room returns the chunk to append a record of size bytes (framed: its
+// tag and length before it) to, starting a chunk if the last one lacks
+// the room, and the position the record will have.
+func (s *idemStore) room(size int) (last int, pos uint64) {
+	need := 1 + binary.MaxVarintLen64 + size
+	last = len(s.chunks) - 1
 	if last < 0 || cap(s.chunks[last])-len(s.chunks[last]) < need {
 		s.chunks = append(s.chunks, make([]byte, 0, max(idemChunk, need)))
 		last++
 	}
-	c := s.chunks[last]
-	pos := uint64(s.first+uint32(last))<<32 | uint64(len(c))
-	c = append(c, idemRecordTag)
-	c = binary.AppendUvarint(c, uint64(len(rec)))
-	s.chunks[last] = append(c, rec...)
-	return pos
+	return last, uint64(s.first+uint32(last))<<32 | uint64(len(s.chunks[last]))
 }
 
 // idemEncoded reports whether b is exactly appendIdemRecord's encoding

@@ -97,9 +97,9 @@ func encodeSnapshotIdem(msg *fsmv1.Snapshot, rows iter.Seq[string], idem idemVie
 // encoding used to) was the largest spike of resident memory. The header
 // needs the body's length and checksum first, so the body is encoded
 // twice: once to measure, once to write (the idempotency records are
-// the store's bytes as they stand, so that costs them only a checksum). msg's reservations (written
-// before rows) are detached while its other fields are encoded, and put
-// back.
+// the store's bytes as they stand, so that costs them only a checksum).
+// msg's reservations (written before rows) are detached while its other
+// fields are encoded, and put back.
 func writeSnapshotIdem(w io.Writer, msg *fsmv1.Snapshot, rows iter.Seq[string], idem idemView) error {
 	if len(msg.GetIdempotency()) > 0 {
 		return errors.New("encode snapshot: idempotency records given twice")

@@ -327,9 +327,9 @@ func startCPUProfile(path string) (func(), error) {
 
 // runPersist restores the newest snapshot of dir, then takes a snapshot
 // of that state as a node does: the capture (on the FSM goroutine, which
-// it holds up) and Persist into raft's file snapshot store (CRC, write,
-// fsync) in a scratch directory, under the CPU profiler. storeKind picks
-// the store: the node's (cluster.NewSnapshotStore) or raft's own.
+// it holds up) and Persist into a snapshot store (CRC, write, fsync) in
+// a scratch directory, under the CPU profiler. storeKind picks the store:
+// the node's (cluster.NewSnapshotStore) or raft's file store.
 func runPersist(dir, cpuFile, storeKind string, runner fsm.StageRunner, clock *stageClock) error {
 	snap, err := recovery.ReadNewestSnapshot(dir)
 	if err != nil {
