@@ -44,9 +44,12 @@ func idemMismatch(key string, fp []byte, first *fsmv1.Result) *fsmv1.Result {
 // hash per cell: a probe rarely reads a record that is not the one
 // sought, and a deletion finds where a later member of its probe run
 // belongs (its home cell) without reading that member's record, a cache
-// miss at a quarter million keys. A key costs its record bytes plus at
-// most 24 bytes of index cells: no per-key allocation, map entry, string header or slice header. The oldest records are pruned from the
-// front, and a chunk is dropped once every record in it is pruned.
+// miss at a quarter million keys. A key costs its record bytes plus 2 to
+// 8 index cells of 12 bytes (the index is kept between an eighth and
+// half full: grow, shrink), 24 to 48 bytes right after a restore: no
+// per-key allocation, map entry, string header or slice header. The
+// oldest records are pruned from the front, and a chunk is dropped once
+// every record in it is pruned.
 //
 // Records are never changed once written and chunks never move, so a
 // view (a snapshot's copy of the chunk headers) stays valid while
