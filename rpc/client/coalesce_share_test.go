@@ -261,6 +261,11 @@ func simulate(t *testing.T, callers, calls, inFlight, maxBatch int) simulated {
 			})
 		}
 		wg.Wait()
+		// A batch answers its calls before it gives its slot back, so
+		// the last callers can return while its goroutine still holds
+		// the slot: wait until every goroutine of the bubble is done or
+		// blocked before reading the batcher's state.
+		synctest.Wait()
 		out = simulated{sizes: node.sizes, maxInFlight: node.maxInFlight, answered: int(answered.Load())}
 		b.mu.Lock()
 		defer b.mu.Unlock()
