@@ -186,10 +186,9 @@ func (k *keyring) save() error {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("cluster: save keyring: %w", err)
 	}
-	if d, err := os.Open(k.dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
+	// Best effort: the file is written, synced and renamed; a failed
+	// directory sync leaves only the rename less durable.
+	_ = syncDir(k.dir)
 	return nil
 }
 

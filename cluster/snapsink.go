@@ -150,6 +150,7 @@ func (k *snapshotSink) finish() error {
 	if cerr := k.file.Close(); err == nil {
 		err = cerr
 	}
+	k.file = nil // closed: abandon has nothing to close
 	if err != nil {
 		return fmt.Errorf("state file: %w", err)
 	}
@@ -196,7 +197,8 @@ func (k *snapshotSink) writeMeta() error {
 	return nil
 }
 
-// syncDir syncs a directory, so that a rename in it is durable.
+// syncDir syncs a directory, so that a rename in it is durable (the
+// snapshot sink, the keyring).
 func syncDir(dir string) error {
 	fh, err := os.Open(dir)
 	if err != nil {

@@ -118,15 +118,11 @@ func TestSnapshotStoreCreate(t *testing.T) {
 		if err != nil || !bytes.Equal(got, payload) {
 			t.Fatalf("%d bytes: raft's store reads %d bytes (%v)", size, len(got), err)
 		}
-		_, theirStream, err := theirs.Open(theirID)
+		wantMeta, theirStream, err := theirs.Open(theirID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		theirStream.Close()
-		wantMeta, _, err := theirs.Open(theirID)
-		if err != nil {
-			t.Fatal(err)
-		}
 		wantMeta.ID, meta.ID = "", ""
 		if !reflect.DeepEqual(meta, wantMeta) {
 			t.Fatalf("%d bytes: metadata %+v, raft's store's %+v", size, meta, wantMeta)

@@ -227,11 +227,12 @@ func (s *idemStore) room(size int) (last int, pos uint64) {
 }
 
 // idemEncoded reports whether b is exactly appendIdemRecord's encoding
-// of e, where e was decoded from b: the same size, and each field's tag
-// and length where that encoding puts them, with e's bytes at those
-// places in b (a decoder that read fields in another order, or a record
-// that repeats a field, gives slices elsewhere). It reads only the
-// fields' headers.
+// of e, where e was decoded from b: the same size, and each of e's
+// fields' tag and length where that encoding puts them (fields in
+// another order, a repeated or unknown field, or an overlong length
+// fail one or the other). Any decoder reads a field's bytes where they
+// stand, so e's values are then those bytes. It reads only the fields'
+// headers.
 func idemEncoded(b []byte, e idemRecord) bool {
 	if len(b) != idemRecordSize(e) {
 		return false
@@ -245,12 +246,8 @@ func idemEncoded(b []byte, e idemRecord) bool {
 		if n <= 0 || l != uint64(len(v)) {
 			return false
 		}
-		i += 1 + n
-		if i+len(v) > len(b) || len(v) > 0 && &b[i] != &v[0] {
-			return false
-		}
-		i += len(v)
-		return true
+		i += 1 + n + len(v)
+		return i <= len(b)
 	}
 	if len(e.owner) > 0 && !field(idemOwnerTag, e.owner) || len(e.key) > 0 && !field(idemKeyTag, e.key) {
 		return false
@@ -583,7 +580,7 @@ func (s *idemStore) unindex(pos, h uint64) {
 // view returns the records as they stand, for a snapshot: later appends
 // and prunes do not change it.
 func (s *idemStore) view() idemView {
-	v := idemView{chunks: make([][]byte, len(s.chunks)), n: s.n}
+	v := idemView{chunks: make([][]byte, len(s.chunks))}
 	for i, c := range s.chunks {
 		v.chunks[i] = c[:len(c):len(c)]
 	}
@@ -593,19 +590,8 @@ func (s *idemStore) view() idemView {
 	return v
 }
 
-// idemView is a fixed list of idempotency records in apply order.
+// idemView is a fixed list of idempotency records in apply order: the
+// log's chunks as they stood, which Persist writes as they are.
 type idemView struct {
 	chunks [][]byte
-	n      int
-}
-
-// each calls f for every record in order.
-func (v idemView) each(f func(idemRecord)) {
-	for _, c := range v.chunks {
-		for len(c) > 0 {
-			r, l := readIdemRecord(c)
-			f(r)
-			c = c[l:]
-		}
-	}
 }

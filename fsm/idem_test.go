@@ -368,3 +368,15 @@ func TestIdemEncoded(t *testing.T) {
 		}
 	}
 }
+
+// each calls f for every record of the view in order (for tests: Persist
+// writes the chunks as they are).
+func (v idemView) each(f func(idemRecord)) {
+	for _, c := range v.chunks {
+		for len(c) > 0 {
+			r, l := readIdemRecord(c)
+			f(r)
+			c = c[l:]
+		}
+	}
+}
