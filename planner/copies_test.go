@@ -203,3 +203,75 @@ func TestAdvanceLeavesNoLoneChunk(t *testing.T) {
 		t.Fatal("no Advance moved two chunks into the short layout: the test covers nothing")
 	}
 }
+
+// TestIndexedChurn books fresh requests into a timeline of many chunks
+// and releases each booking many steps later, as a ledger does whose
+// bookings end long after they were made (BenchmarkAdmissionChurn at a
+// smaller size): copies pile up to the limit, and chunks fill and are
+// compacted or split under Books whose window starts or ends on a
+// boundary already (split2 inserts the other edge alone, and must find
+// start again after an end that moved it). Every answer and, every few
+// steps, the whole block list are compared with the list timeline, and
+// the invariants are checked.
+func TestIndexedChurn(t *testing.T) {
+	const capacity, horizon, live, lag = 128, 160_000, 8_000, 512
+	steps := 12_000
+	if raceEnabled {
+		steps = 4_000 // the race detector makes every step ten times dearer
+	}
+	d := newDiffRun(capacity, horizon)
+	d.ref = nil // the profile model is O(horizon) per check
+	d.stateEvery = 101
+	rng := rand.New(rand.NewPCG(3, 5))
+	type win struct{ s, e, a int64 }
+	var held []win
+	admit := func(what string) {
+		t.Helper()
+		a, dur := 1+rng.Int64N(32), 1+rng.Int64N(120)
+		if d.step%2 == 0 {
+			d.step++ // apply counts the step, then books on even ones
+		}
+		s, ok := d.indexed.Earliest(a, dur, rng.Int64N(horizon-200), MaxTime-dur)
+		if err := d.apply(tlOp{kind: opEarliest, a: a, b: dur, c: s, d: MaxTime - dur}); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if !ok {
+			t.Fatalf("%s: no fit for %d x %d", what, a, dur)
+		}
+		held = append(held, win{s, s + dur, a})
+	}
+	for range live {
+		admit("fill")
+	}
+	if len(d.indexed.chunks) < 20 {
+		t.Fatalf("only %d chunks after the fill", len(d.indexed.chunks))
+	}
+	full := 0
+	for i := range steps {
+		admit("churn")
+		if len(held) > live+lag {
+			// Release a booking made long ago, from anywhere in the
+			// timeline.
+			k := rng.IntN(len(held) - lag)
+			w := held[k]
+			held[k] = held[len(held)-lag-1]
+			held = append(held[:len(held)-lag-1], held[len(held)-lag:]...)
+			if err := d.apply(tlOp{kind: opRelease, a: w.s, b: w.e, c: w.a}); err != nil {
+				t.Fatalf("churn %d release: %v", i, err)
+			}
+		}
+		for _, c := range d.indexed.chunks {
+			if len(c.start) >= chunkCap-1 && c.dup > 0 {
+				full++
+				break
+			}
+		}
+	}
+	if err := d.compareState(false); err != nil {
+		t.Fatalf("after the churn: %v", err)
+	}
+	if full == 0 {
+		t.Fatalf("no chunk with copies came near its capacity: the churn does not reach compaction")
+	}
+	t.Logf("%d blocks in %d chunks; a chunk with copies near capacity after %d of the steps", d.indexed.Len(), len(d.indexed.chunks), full)
+}

@@ -283,22 +283,7 @@ func (t *IndexedTimeline) placeCopy(ci, k int, s, f int64) (int, bool) {
 		return 0, false
 	}
 	st, fr := c.start, c.free
-	n := len(st)
-	// A copy at p (p+1 < n, st[p] == st[p+1]) right of k: move [k+1, p)
-	// one to the right. Left of k (p < k): move [p+1, k] one to the left.
-	right, left := -1, -1
-	for p := k + 1; p+1 < n && p <= k+copyReach; p++ {
-		if st[p] == st[p+1] {
-			right = p
-			break
-		}
-	}
-	for p := k - 1; p >= 0 && p >= k-copyReach && (right < 0 || k-p < right-k); p-- {
-		if st[p] == st[p+1] {
-			left = p
-			break
-		}
-	}
+	left, right := nearestCopy(st, k)
 	switch {
 	case left >= 0:
 		copy(st[left:k], st[left+1:k+1])
@@ -316,6 +301,34 @@ func (t *IndexedTimeline) placeCopy(ci, k int, s, f int64) (int, bool) {
 		return k + 1, true
 	}
 	return 0, false
+}
+
+// nearestCopy returns the copy (a slot p with p+1 < len(st) and
+// st[p] == st[p+1]) within copyReach slots of slot k that an insertion
+// after k takes, as left (p < k) or right (p > k), the other -1, or both
+// -1 when there is none. A copy to the right at p moves the slots
+// [k+1, p), one to the left the slots [p+1, k]: the nearer one wins, the
+// right one at equal distance.
+//
+// The search goes outwards from k, one slot on each side per step, so
+// that it stops at the nearest copy without reading the far side: at a
+// million blocks the slots beyond k's run lie on lines the lookup did not
+// fetch, and searching the whole reach to the right first cost a cache
+// miss in most insertions whose copy lay to the left.
+func nearestCopy(st []int64, k int) (left, right int) {
+	n := len(st)
+	for d := 1; d <= copyReach; d++ {
+		if p := k + d; p+1 < n && st[p] == st[p+1] {
+			return -1, p
+		}
+		if p := k - d; p >= 0 && st[p] == st[p+1] {
+			return p, -1
+		}
+		if k+d+1 >= n && k-d <= 0 {
+			break
+		}
+	}
+	return -1, -1
 }
 
 // copyOut turns the block whose run of slots starts at slot g of chunk
@@ -924,6 +937,10 @@ func (t *IndexedTimeline) chunkedEarliest(amount, duration, notBefore, latestSta
 		nci, nbi, found := t.nextBelowBefore(ci, bi+1, amount, cand+duration)
 		if !found {
 			t.fit = fitCache{ok: true, start: cand, end: cand + duration, amount: amount}
+			// The Book of this window looks cand up first: it is here,
+			// where the search ended, which may lie beyond the reach of
+			// a probe from notBefore's block.
+			t.hint, t.hintBi = ci, bi
 			return cand, true
 		}
 		ci, bi, f = nci, nbi, t.chunks[nci].free[nbi]
@@ -1192,12 +1209,21 @@ func (t *IndexedTimeline) split2(start, end int64) (ci, bi int, ok bool) {
 		// end lies beyond the scan or the chunk.
 		return 0, 0, false
 	}
-	if atStart || c.start[j] == end {
-		// One edge is a boundary already: both are when both are.
-		if atStart && c.start[j] == end {
-			return ci, bi, true
-		}
-		return 0, 0, false
+	switch endAt := c.start[j] == end; {
+	case atStart && endAt:
+		return ci, bi, true
+	case endAt:
+		// Only start is new: its position is where it lands.
+		ci, bi = t.insertAt(ci, bi+1, start, c.free[bi])
+		return ci, bi, true
+	case atStart:
+		// Only end is new (the usual Book of a fit that begins where a
+		// block does). Inserting it may move start's slot (a copy taken
+		// left of end, a chunk compacted or split): start is looked up
+		// again, which the probe from its old slot does in a few steps.
+		t.insertAt(ci, j, end, c.free[j-1])
+		ci, bi = t.locate(start)
+		return ci, bi, true
 	}
 	fs, fe := c.free[bi], c.free[j-1]
 	if xi, ok := t.placeCopy(ci, bi, start, fs); ok {
@@ -1279,6 +1305,7 @@ func (t *IndexedTimeline) adjusted(ci, from, to int, rmn, rmx, delta int64) {
 		return // a lone chunk's summary is not kept
 	}
 	c := t.chunks[ci]
+	mn, mx := c.mn, c.mx
 	switch {
 	case from == 0 && to == len(c.free):
 		c.mn, c.mx = c.mn+delta, c.mx+delta
@@ -1294,7 +1321,12 @@ func (t *IndexedTimeline) adjusted(ci, from, to int, rmn, rmx, delta int64) {
 	default:
 		c.mn, c.mx = minMax(c.free)
 	}
-	t.seg.set(ci, c.mn, c.mx)
+	if c.mn != mn || c.mx != mx {
+		// The leaf holds the chunk's old summary: at a million blocks
+		// its line and its parents' are cold, and most changes leave
+		// the summary as it was.
+		t.seg.set(ci, c.mn, c.mx)
+	}
 }
 
 // nearScan is how many blocks on each side of a changed range

@@ -970,3 +970,63 @@ func TestIndexedFindEveryBlock(t *testing.T) {
 		}
 	}
 }
+
+// TestNearestCopy checks nearestCopy against the rule it implements,
+// written as two plain scans (the whole reach to the right, then to the
+// left while nearer): on random slot arrays with runs of copies, every k
+// must get the same copy.
+func TestNearestCopy(t *testing.T) {
+	reference := func(st []int64, k int) (left, right int) {
+		n := len(st)
+		right, left = -1, -1
+		for p := k + 1; p+1 < n && p <= k+copyReach; p++ {
+			if st[p] == st[p+1] {
+				right = p
+				break
+			}
+		}
+		for p := k - 1; p >= 0 && p >= k-copyReach && (right < 0 || k-p < right-k); p-- {
+			if st[p] == st[p+1] {
+				left = p
+				break
+			}
+		}
+		if left >= 0 {
+			right = -1
+		}
+		return left, right
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	found := [3]int{} // none, left, right
+	for trial := range 2000 {
+		n := 1 + rng.IntN(3*copyReach)
+		st := make([]int64, n)
+		var at int64
+		for i := range st {
+			// Mostly distinct starts, with copies at a rate that varies
+			// by trial: from none in reach to several.
+			if i == 0 || rng.IntN(64) >= trial%64 {
+				at += 1 + rng.Int64N(5)
+			}
+			st[i] = at
+		}
+		for k := range n {
+			l, r := nearestCopy(st, k)
+			wl, wr := reference(st, k)
+			if l != wl || r != wr {
+				t.Fatalf("trial %d, starts %v, k=%d: nearestCopy = (%d, %d), want (%d, %d)", trial, st, k, l, r, wl, wr)
+			}
+			switch {
+			case l >= 0:
+				found[1]++
+			case r >= 0:
+				found[2]++
+			default:
+				found[0]++
+			}
+		}
+	}
+	if found[0] == 0 || found[1] == 0 || found[2] == 0 {
+		t.Fatalf("cases covered (none, left, right) = %v: the generator misses one", found)
+	}
+}
