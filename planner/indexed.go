@@ -1185,12 +1185,14 @@ const split2Scan = 32
 // (see copies) or else room for two more blocks (the usual Book: a window
 // of a few blocks). At a
 // million blocks the tail of a chunk is hundreds of elements, and moving
-// it once instead of twice is a large part of a booking's cost. It
-// reports whether both edges are boundaries now (also when they already
-// were, as for a Release of a booked window, with both in one chunk), and
-// then the position of the block that starts at start, so that add need
-// not look either edge up again. Otherwise splitAt does the work: nothing
-// changed, or start became a boundary already (then t.n counts it).
+// it once instead of twice is a large part of a booking's cost. When one
+// edge is a boundary already (a fit that begins where a block does), it
+// inserts the other. It reports whether both edges are boundaries now
+// (also when they already were, as for a Release of a booked window, with
+// both in one chunk), and then the position of the block that starts at
+// start, so that add need not look either edge up again. Otherwise
+// splitAt does the work: nothing changed, or start became a boundary
+// already (then t.n counts it).
 func (t *IndexedTimeline) split2(start, end int64) (ci, bi int, ok bool) {
 	if end == MaxTime {
 		return 0, 0, false
