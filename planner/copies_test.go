@@ -275,3 +275,79 @@ func TestIndexedChurn(t *testing.T) {
 	}
 	t.Logf("%d blocks in %d chunks; a chunk with copies near capacity after %d of the steps", d.indexed.Len(), len(d.indexed.chunks), full)
 }
+
+// TestBookOneEdgeCompacts books windows that begin on a boundary and end
+// inside a block of a chunk that is full and holds its copies far from
+// the change, so that inserting the window's end compacts the chunk and
+// moves every slot, start's too; split2 must then find start where it
+// went. Every step is compared with the list timeline, and the
+// invariants are checked.
+func TestBookOneEdgeCompacts(t *testing.T) {
+	const capacity, horizon = 8, 40_000
+	d := newDiffRun(capacity, horizon)
+	d.ref = nil
+	apply := func(what string, op tlOp) {
+		t.Helper()
+		if err := d.apply(op); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	// Bookings of one unit on [10i, 10i+5): blocks alternate between
+	// capacity-1 and capacity, two per booking, over several chunks.
+	const n = 1200
+	for i := range int64(n) {
+		apply("fill", tlOp{kind: opBook, a: 10 * i, b: 10*i + 5, c: 1})
+	}
+	tl := d.indexed
+	if len(tl.chunks) < 3 {
+		t.Fatalf("%d chunks, want at least 3", len(tl.chunks))
+	}
+	c := tl.chunks[1]
+	first := c.start[0]
+	// Copies at the head of chunk 1: releasing a booking merges its two
+	// edges into copies of their predecessors.
+	released := 0
+	for i := (first+9)/10 + 3; released < 10; i++ {
+		apply("release", tlOp{kind: opRelease, a: 10 * i, b: 10*i + 5, c: 1})
+		released++
+	}
+	if c.dup == 0 || tl.chunks[1] != c {
+		t.Fatalf("no copies in chunk 1 (dup %d)", c.dup)
+	}
+	// Fill the chunk from its tail, far from those copies: one unit on
+	// [10i+7, 10i+8) and two on [10i+8, 10i+9) in the gap after booking
+	// i add three blocks, and leave [10i+5, 10i+7) whole.
+	last := c.start[len(c.start)-1]
+	i := last/10 - 1
+	for len(c.start) < chunkCap-1 && i > (first+9)/10+3+int64(released)+copyReach/2 {
+		for k, a := range []int64{1, 2} {
+			if len(c.start) < chunkCap-1 {
+				apply("grow", tlOp{kind: opBook, a: 10*i + 7 + int64(k), b: 10*i + 8 + int64(k), c: a})
+			}
+		}
+		i--
+		if tl.chunks[1] != c {
+			t.Fatalf("chunk 1 was replaced while growing")
+		}
+	}
+	if len(c.start) < chunkCap-1 {
+		t.Fatalf("chunk 1 holds %d slots, want %d", len(c.start), chunkCap-1)
+	}
+	// One-edge Books near the chunk's end: two units on [10j+5, 10j+6)
+	// begin where booking j ends (with one unit the blocks would merge)
+	// and end inside the gap's first block. The first fills the chunk;
+	// the next compacts it, and start's old slot then lies past the
+	// compacted chunk's end (a first version of split2 indexed it).
+	compacted := false
+	for j := last/10 - 2; j > last/10-40 && !compacted; j-- {
+		dup := c.dup
+		apply("one edge", tlOp{kind: opBook, a: 10*j + 5, b: 10*j + 6, c: 2})
+		compacted = dup > 0 && c.dup == 0
+	}
+	if !compacted {
+		t.Fatalf("no Book compacted chunk 1 (%d slots, %d copies)", len(c.start), c.dup)
+	}
+	if err := d.compareState(false); err != nil {
+		t.Fatal(err)
+	}
+}
