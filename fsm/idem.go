@@ -130,8 +130,10 @@ func readIdemRecord(b []byte) (idemRecord, int) {
 	return r, end
 }
 
-// The tags of a record's fields (appendIdemRecord), and of the
-// snapshot's field that holds each record.
+// The tags of a record's fields and of the snapshot's field that holds
+// each record, one byte each (the field numbers are below 16): written by
+// appendIdemRecord and frame, read by readIdemRecord, idemEncoded and
+// decodeIdemPersisted.
 const (
 	idemOwnerTag  = 1<<3 | byte(protowire.BytesType)
 	idemKeyTag    = 2<<3 | byte(protowire.BytesType)
@@ -195,10 +197,7 @@ func (s *idemStore) add(owner, key []byte, at int64, result []byte) bool {
 // returns its position.
 func (s *idemStore) appendRecord(owner, key []byte, at int64, result []byte) uint64 {
 	e := idemRecord{at: at, owner: owner, key: key, result: result}
-	size := idemRecordSize(e)
-	last, pos := s.room(size)
-	c := append(s.chunks[last], idemRecordTag)
-	c = binary.AppendUvarint(c, uint64(size))
+	last, c, pos := s.frame(idemRecordSize(e))
 	s.chunks[last] = appendIdemRecord(c, e)
 	return pos
 }
@@ -206,24 +205,26 @@ func (s *idemStore) appendRecord(owner, key []byte, at int64, result []byte) uin
 // appendEncoded appends a record given as appendIdemRecord encodes it
 // (idemEncoded) to the log and returns its position.
 func (s *idemStore) appendEncoded(rec []byte) uint64 {
-	last, pos := s.room(len(rec))
-	c := append(s.chunks[last], idemRecordTag)
-	c = binary.AppendUvarint(c, uint64(len(rec)))
+	last, c, pos := s.frame(len(rec))
 	s.chunks[last] = append(c, rec...)
 	return pos
 }
 
-// room returns the chunk to append a record of size bytes (framed: its
-// tag and length before it) to, starting a chunk if the last one lacks
-// the room, and the position the record will have.
-func (s *idemStore) room(size int) (last int, pos uint64) {
+// frame starts a record of size bytes: it returns the chunk the record
+// goes to (a new one if the last lacks the room) with the record's tag
+// and length appended, for the caller to append the record and store
+// back at chunks[last], and the position the record will have.
+func (s *idemStore) frame(size int) (last int, c []byte, pos uint64) {
 	need := 1 + binary.MaxVarintLen64 + size
 	last = len(s.chunks) - 1
 	if last < 0 || cap(s.chunks[last])-len(s.chunks[last]) < need {
 		s.chunks = append(s.chunks, make([]byte, 0, max(idemChunk, need)))
 		last++
 	}
-	return last, uint64(s.first+uint32(last))<<32 | uint64(len(s.chunks[last]))
+	c = s.chunks[last]
+	pos = uint64(s.first+uint32(last))<<32 | uint64(len(c))
+	c = append(c, idemRecordTag)
+	return last, binary.AppendUvarint(c, uint64(size)), pos
 }
 
 // idemEncoded reports whether b is exactly appendIdemRecord's encoding

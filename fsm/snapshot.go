@@ -193,19 +193,15 @@ func writeSnapshotIdem(w io.Writer, msg *fsmv1.Snapshot, rows iter.Seq[string], 
 // appendIdemRecord appends the IdempotencyRecord encoding of e.
 func appendIdemRecord(rec []byte, e idemRecord) []byte {
 	if len(e.owner) > 0 {
-		rec = protowire.AppendTag(rec, 1, protowire.BytesType)
-		rec = protowire.AppendBytes(rec, e.owner)
+		rec = protowire.AppendBytes(append(rec, idemOwnerTag), e.owner)
 	}
 	if len(e.key) > 0 {
-		rec = protowire.AppendTag(rec, 2, protowire.BytesType)
-		rec = protowire.AppendBytes(rec, e.key)
+		rec = protowire.AppendBytes(append(rec, idemKeyTag), e.key)
 	}
 	if e.at != 0 {
-		rec = protowire.AppendTag(rec, 3, protowire.VarintType)
-		rec = protowire.AppendVarint(rec, uint64(e.at))
+		rec = protowire.AppendVarint(append(rec, idemAtTag), uint64(e.at))
 	}
-	rec = protowire.AppendTag(rec, 4, protowire.BytesType)
-	return protowire.AppendBytes(rec, e.result)
+	return protowire.AppendBytes(append(rec, idemResultTag), e.result)
 }
 
 // DecodeSnapshot verifies the header and checksum and decodes the body.
@@ -427,14 +423,14 @@ func decodeIdemRecord(b []byte, check *fsmv1.Result) (idemRecord, error) {
 // was a third of a record's decoding at a restore, which reads every
 // record twice.
 func decodeIdemPersisted(b []byte, checkUTF8 bool) (e idemRecord, ok bool) {
-	if len(b) > 0 && b[0] == 1<<3|byte(protowire.BytesType) {
+	if len(b) > 0 && b[0] == idemOwnerTag {
 		v, n := protowire.ConsumeBytes(b[1:])
 		if n < 0 || len(v) == 0 {
 			return e, false
 		}
 		e.owner, b = v, b[1+n:]
 	}
-	if len(b) == 0 || b[0] != 2<<3|byte(protowire.BytesType) {
+	if len(b) == 0 || b[0] != idemKeyTag {
 		return e, false
 	}
 	v, n := protowire.ConsumeBytes(b[1:])
@@ -442,14 +438,14 @@ func decodeIdemPersisted(b []byte, checkUTF8 bool) (e idemRecord, ok bool) {
 		return e, false
 	}
 	e.key, b = v, b[1+n:]
-	if len(b) > 0 && b[0] == 3<<3|byte(protowire.VarintType) {
+	if len(b) > 0 && b[0] == idemAtTag {
 		x, n := protowire.ConsumeVarint(b[1:])
 		if n < 0 || x == 0 {
 			return e, false
 		}
 		e.at, b = int64(x), b[1+n:]
 	}
-	if len(b) == 0 || b[0] != 4<<3|byte(protowire.BytesType) {
+	if len(b) == 0 || b[0] != idemResultTag {
 		return e, false
 	}
 	v, n = protowire.ConsumeBytes(b[1:])

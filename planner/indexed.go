@@ -1222,7 +1222,8 @@ func (t *IndexedTimeline) split2(start, end int64) (ci, bi int, ok bool) {
 		// Only end is new (the usual Book of a fit that begins where a
 		// block does). Inserting it may move start's slot (a copy taken
 		// left of end, a chunk compacted or split): start is looked up
-		// again, which the probe from its old slot does in a few steps.
+		// again, which the probe from its old slot (the lookup hint)
+		// does in a few steps unless the chunk was compacted or split.
 		t.insertAt(ci, j, end, c.free[j-1])
 		ci, bi = t.locate(start)
 		return ci, bi, true

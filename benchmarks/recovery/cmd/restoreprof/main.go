@@ -88,6 +88,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "restoreprof: -memprofile profiles the restore: it cannot be combined with -replay or -persist")
 		os.Exit(2)
 	}
+	if *persistStore != "node" && *persistStore != "raft" {
+		fmt.Fprintf(os.Stderr, "restoreprof: -persist-store %q: want node or raft\n", *persistStore)
+		os.Exit(2)
+	}
 	if *replay && *persist {
 		fmt.Fprintln(os.Stderr, "restoreprof: -replay and -persist: choose one")
 		os.Exit(2)
@@ -347,13 +351,10 @@ func runPersist(dir, cpuFile, storeKind string, runner fsm.StageRunner, clock *s
 	}
 	defer os.RemoveAll(tmp)
 	var store raft.SnapshotStore
-	switch storeKind {
-	case "node":
-		store, err = cluster.NewSnapshotStore(tmp, 1)
-	case "raft":
+	if storeKind == "raft" {
 		store, err = raft.NewFileSnapshotStore(tmp, 1, io.Discard)
-	default:
-		err = fmt.Errorf("-persist-store %q: want node or raft", storeKind)
+	} else {
+		store, err = cluster.NewSnapshotStore(tmp, 1)
 	}
 	if err != nil {
 		return err
