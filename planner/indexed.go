@@ -32,14 +32,17 @@ import (
 //     construction (about 35 measured at a million).
 //     A pointer-based treap or AVL node would need 40–64 bytes per block
 //     before allocator overhead and would scatter blocks over the heap.
-//   - Speed: locating a time is a binary search over the chunk heads, then
-//     a search of the chunk's samples (every sampleStep-th start, kept in
-//     one flat array for all chunks) and a scan of one run of sampleStep
-//     starts found through a flat array of the chunks' slices; at a
-//     million blocks the heads, samples and slices take about 1 MiB, so
-//     that the run's address is known without the chunk object, rather
-//     than after a chain of eight misses. Skipping a run of blocks with too little (or enough)
-//     free capacity is one descent of the segment tree plus a scan of one
+//   - Speed: locating a time reads the chunk directory (equal buckets of
+//     time, each naming the chunk its first instant lies in; see
+//     chunkDir) and the few chunk heads it points at, instead of a binary
+//     search over all of them; then a search of the chunk's samples
+//     (every sampleStep-th start, kept in one flat array for all chunks)
+//     and a scan of one run of sampleStep starts found through a flat
+//     array of the chunks' slices. At a million blocks the directory,
+//     heads, samples and slices take about 1 MiB, so that the run's
+//     address is known without the chunk object, rather than after a
+//     chain of eight misses. Skipping a run of blocks with too little (or
+//     enough) free capacity is one descent of the segment tree plus a scan of one
 //     contiguous chunk, which the CPU prefetches well. Inserting or deleting
 //     a block moves the blocks on the shorter side of it inside one chunk
 //     (at most chunkCap/2, a quarter of the chunk on average; see chunk).
@@ -509,6 +512,7 @@ func (t *IndexedTimeline) insertChunk(ci int, c *chunk) {
 	t.firsts = slices.Insert(t.firsts, ci, c.start[0])
 	t.runs = slices.Insert(t.runs, ci, chunkRun{})
 	t.samp = slices.Insert(t.samp, ci*chunkSamples, maxSamples[:]...)
+	t.dir.inserted(ci)
 	t.summarize(ci)
 }
 
@@ -519,6 +523,7 @@ func (t *IndexedTimeline) deleteChunks(i, j int) {
 	t.firsts = slices.Delete(t.firsts, i, j)
 	t.runs = slices.Delete(t.runs, i, j)
 	t.samp = slices.Delete(t.samp, i*chunkSamples, j*chunkSamples)
+	t.dir.deleted(i, j)
 }
 
 // clearChunks removes every chunk, keeping the arrays' storage.
@@ -526,6 +531,7 @@ func (t *IndexedTimeline) clearChunks() {
 	clear(t.chunks)
 	clear(t.runs)
 	t.chunks, t.firsts, t.runs, t.samp = t.chunks[:0], t.firsts[:0], t.runs[:0], t.samp[:0]
+	t.dir.reset()
 }
 
 // maxSamples is the sample array of a chunk with no blocks.
@@ -656,6 +662,9 @@ type IndexedTimeline struct {
 	// firsts mirrors the first start of every chunk for binary search.
 	// Invariant: len(firsts) == len(chunks), firsts[i] == chunks[i].start[0].
 	firsts []int64
+	// dir tells the lookups where in firsts to search (see chunkDir).
+	// Only a cache: any content is correct.
+	dir chunkDir
 	// samp is a two-level index into the chunks' starts, chunkSamples
 	// entries per chunk in chunk order: samp[i*chunkSamples+k] ==
 	// chunks[i].start[k*sampleStep] for every k*sampleStep <
@@ -682,7 +691,7 @@ type IndexedTimeline struct {
 	n int
 	// hint is the chunk the last lookup landed in. Consecutive lookups of
 	// one operation (search, check, split, merge) usually hit the same
-	// chunk, so locate tries it before the binary search. It is only a
+	// chunk, so locate tries it before the directory. It is only a
 	// cache: any value is correct.
 	hint int
 	// hintBi is the block index (in some chunk) the last lookup landed
@@ -764,7 +773,7 @@ func (t *IndexedTimeline) locateFree(x int64) (ci, bi int, f int64) {
 		// Another chunk than the last lookup's: the block hint points
 		// into the wrong chunk, and probing it would cost a cache miss
 		// at a random place of this one.
-		ci = lastAtMost(t.firsts, x)
+		ci = t.headOf(x)
 		bi, f = t.find(ci, x)
 		t.hint, t.hintBi = ci, bi
 		return ci, bi, f
@@ -802,7 +811,7 @@ func (t *IndexedTimeline) locateFree(x int64) (ci, bi int, f int64) {
 func (t *IndexedTimeline) locateWarm(x int64) (ci, bi int, f int64) {
 	ci = t.hint
 	if n := len(t.firsts); ci >= n || t.firsts[ci] > x || (ci+1 < n && t.firsts[ci+1] <= x) {
-		ci = lastAtMost(t.firsts, x)
+		ci = t.headOf(x)
 		var w int64
 		bi, f, w = t.findWarm(ci, x)
 		t.warm += w
