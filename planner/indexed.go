@@ -42,10 +42,11 @@ import (
 //     heads, samples and slices take about 1 MiB, so that the run's
 //     address is known without the chunk object, rather than after a
 //     chain of eight misses. Skipping a run of blocks with too little (or
-//     enough) free capacity is one descent of the segment tree plus a scan of one
-//     contiguous chunk, which the CPU prefetches well. Inserting or deleting
-//     a block moves the blocks on the shorter side of it inside one chunk
-//     (at most chunkCap/2, a quarter of the chunk on average; see chunk).
+//     enough) free capacity is one descent of the segment tree plus a scan
+//     of one contiguous chunk, which the CPU prefetches well. Inserting or
+//     deleting a block moves the blocks on the shorter side of it inside
+//     one chunk (at most chunkCap/2, a quarter of the chunk on average; see
+//     chunk).
 //   - Structural changes (a chunk splits, or an underfull chunk is merged
 //     with or refilled from a neighbour) rebuild the segment tree from
 //     that chunk on, O(number of chunks); a split leaves two chunks of

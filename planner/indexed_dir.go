@@ -15,7 +15,10 @@ import (
 // equal buckets, about dirPerChunk per chunk, and records for each bucket
 // the chunk that held its first instant. A lookup then reads the entries of
 // its bucket and the next (one line) and searches the few heads between
-// them (one line): two dependent reads instead of a chain.
+// them (one line): two dependent reads instead of a chain. The buckets are
+// equal in time, so where heads crowd into a small part of the span (say,
+// most bookings in the next week and a few a year out) a bucket holds many
+// of them and its search costs about what the binary search did before.
 //
 // The directory is only a hint, like the lookup hints: a lookup checks the
 // chunk it found against the heads themselves and falls back to the full
