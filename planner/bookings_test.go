@@ -2,6 +2,7 @@ package planner
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strconv"
 	"testing"
@@ -159,5 +160,23 @@ func TestEndHeapModel(t *testing.T) {
 				t.Fatalf("step %d: root %d (end %d) but slot %d has end %d", step, best, b.end, s, e.end)
 			}
 		}
+	}
+}
+
+// TestEntryFields guards addAt's field-by-field copy of a record: a
+// field added to entry must be copied there too.
+func TestEntryFields(t *testing.T) {
+	want := []string{"id", "amount", "start", "end", "res", "pos"}
+	var got []string
+	for f := range reflect.TypeFor[entry]().Fields() {
+		got = append(got, f.Name)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("entry has fields %v; addAt copies %v: copy the new ones", got, want)
+	}
+	var bt bookTable
+	e := entry{id: "x", amount: 2, start: 3, end: 4, res: 5, pos: 6}
+	if s := bt.add(e); *bt.at(s) != e {
+		t.Fatalf("stored %+v, want %+v", *bt.at(s), e)
 	}
 }

@@ -359,7 +359,12 @@ func copyOut(c *chunk, g int) int {
 func (t *IndexedTimeline) resample(ci, lo, hi int) {
 	c := t.chunks[ci]
 	n := len(c.start)
-	t.runs[ci] = chunkRun{sb: c.sb, fb: c.fb, off: c.off, n: n}
+	// Field by field: a composite literal is built on the stack and
+	// copied with wide loads of the narrow stores just made, which stall
+	// (with the same in bookTable.addAt, -0.8 % per admission at a
+	// million blocks, in 300 interleaved pairs).
+	r := &t.runs[ci]
+	r.sb, r.fb, r.off, r.n = c.sb, c.fb, c.off, n
 	samp := t.samples(ci)
 	end := c.off + n
 	hi = min(hi, chunkCap)
