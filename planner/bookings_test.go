@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -82,6 +83,9 @@ func TestBookTableModel(t *testing.T) {
 				slices.Sort(want)
 				if !slices.Equal(ids, want) {
 					t.Fatalf("step %d: ids %v, want %v", step, ids, want)
+				}
+				if err := bt.checkIndex(); err != nil {
+					t.Fatalf("step %d: %v", step, err)
 				}
 				if int(bt.hw) > tc.pool {
 					t.Fatalf("step %d: %d slots for at most %d live bookings: free slots not reused", step, bt.hw, tc.pool)
@@ -179,4 +183,38 @@ func TestEntryFields(t *testing.T) {
 	if s := bt.add(e); *bt.at(s) != e {
 		t.Fatalf("stored %+v, want %+v", *bt.at(s), e)
 	}
+}
+
+// checkIndex verifies the index: every cell in use names a live record
+// and holds the low half of its ID's hash, no two cells name one slot,
+// as many cells are in use as bookings are live, and every cell lies in
+// the probe run of its home cell (no empty cell between them).
+func (t *bookTable) checkIndex() error {
+	mask := uint64(len(t.index) - 1)
+	seen := map[uint32]bool{}
+	for i, c := range t.index {
+		if c == 0 {
+			continue
+		}
+		s := cellSlot(c)
+		if s >= t.hw || t.at(s).id == "" {
+			return fmt.Errorf("cell %d names slot %d, which is not live", i, s)
+		}
+		if seen[s] {
+			return fmt.Errorf("cell %d names slot %d a second time", i, s)
+		}
+		seen[s] = true
+		if want := hashID(t.at(s).id) & (1<<32 - 1); cellHash(c) != want {
+			return fmt.Errorf("cell %d holds hash %#x for %q, want %#x", i, cellHash(c), t.at(s).id, want)
+		}
+		for j := cellHash(c) & mask; j != uint64(i); j = (j + 1) & mask {
+			if t.index[j] == 0 {
+				return fmt.Errorf("cell %d (%q) is past an empty cell %d of its probe run", i, t.at(s).id, j)
+			}
+		}
+	}
+	if len(seen) != t.n {
+		return fmt.Errorf("%d cells in use, %d bookings live", len(seen), t.n)
+	}
+	return nil
 }

@@ -209,7 +209,7 @@ func TestLoadTableAsAdd(t *testing.T) {
 			if got.bookings.hw != want.bookings.hw || got.bookings.len() != want.bookings.len() {
 				t.Fatalf("seed %d: hw %d, %d live; want %d, %d", seed, got.bookings.hw, got.bookings.len(), want.bookings.hw, want.bookings.len())
 			}
-			if !slices.EqualFunc(got.bookings.index, want.bookings.index, func(a, b uint32) bool { return (a == 0) == (b == 0) }) {
+			if !slices.EqualFunc(got.bookings.index, want.bookings.index, func(a, b uint64) bool { return (a == 0) == (b == 0) }) {
 				t.Fatalf("seed %d: the index cells in use differ from lookup-then-add", seed)
 			}
 			for s := range want.bookings.hw {
