@@ -65,11 +65,8 @@ type chunkDir struct {
 }
 
 // reset empties the directory, so that the next lookup rebuilds it (the
-// chunks were replaced wholesale).
-func (d *chunkDir) reset() {
-	d.idx = d.idx[:0]
-	d.built, d.changed, d.misses = 0, 0, 0
-}
+// chunks were replaced wholesale); the rebuild resets the counts.
+func (d *chunkDir) reset() { d.idx = d.idx[:0] }
 
 // inserted records that a chunk was inserted at position ci: the entries
 // naming chunks from ci on move one place right. A bucket of the chunk
@@ -81,7 +78,7 @@ func (d *chunkDir) inserted(ci int) {
 	}
 	d.changed++
 	c := uint32(ci)
-	for b := firstAtLeast(d.idx, c); b < len(d.idx); b++ {
+	for b, _ := slices.BinarySearch(d.idx, c); b < len(d.idx); b++ {
 		d.idx[b]++
 	}
 	// The last entry names the last chunk, also when ci is past it.
@@ -100,28 +97,13 @@ func (d *chunkDir) deleted(i, j int) {
 	d.changed += j - i
 	lo, hi, k := uint32(i), uint32(j), uint32(j-i)
 	to := uint32(max(i-1, 0))
-	for b := firstAtLeast(d.idx, lo); b < len(d.idx); b++ {
+	for b, _ := slices.BinarySearch(d.idx, lo); b < len(d.idx); b++ {
 		if v := d.idx[b]; v < hi {
 			d.idx[b] = to
 		} else {
 			d.idx[b] = v - k
 		}
 	}
-}
-
-// firstAtLeast returns the first index of the non-decreasing s whose
-// element is at least v, or len(s).
-func firstAtLeast(s []uint32, v uint32) int {
-	lo, hi := 0, len(s)
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if s[mid] < v {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo
 }
 
 // build makes the directory describe heads (sorted, at least one).
