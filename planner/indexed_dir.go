@@ -27,11 +27,12 @@ import (
 // behind them (chunkDir.inserted, chunkDir.deleted); a head that moves
 // (blocks moving between neighbouring chunks, Advance) leaves entries that
 // are off by one chunk, which the search's one-chunk margin on each side
-// covers. The directory is rebuilt, in O(chunks), when it is missing, when
-// the fallback has been taken dirMaxMisses times since it was built, or
-// when as many chunks have been inserted or deleted as it had (the span and
-// the bucket width then no longer fit the timeline). Both bounds make the
-// rebuild's cost a small constant per lookup or per structural change.
+// covers. The directory is emptied when the fallback has been taken
+// dirMaxMisses times since it was built, or when as many chunks have been
+// inserted or deleted as it had (the span and the bucket width then no
+// longer fit the timeline), and the next lookup rebuilds it in O(chunks).
+// Both bounds make the rebuild's cost a small constant per lookup or per
+// structural change.
 const (
 	// dirPerChunk is the number of buckets per chunk a rebuild aims at,
 	// so that a bucket rarely spans more than one chunk boundary.
@@ -76,7 +77,10 @@ func (d *chunkDir) inserted(ci int) {
 	if len(d.idx) == 0 {
 		return
 	}
-	d.changed++
+	if d.changed++; d.changed >= d.built {
+		d.reset()
+		return
+	}
 	c := uint32(ci)
 	for b, _ := slices.BinarySearch(d.idx, c); b < len(d.idx); b++ {
 		d.idx[b]++
@@ -94,7 +98,10 @@ func (d *chunkDir) deleted(i, j int) {
 	if len(d.idx) == 0 {
 		return
 	}
-	d.changed += j - i
+	if d.changed += j - i; d.changed >= d.built {
+		d.reset()
+		return
+	}
 	lo, hi, k := uint32(i), uint32(j), uint32(j-i)
 	to := uint32(max(i-1, 0))
 	for b, _ := slices.BinarySearch(d.idx, lo); b < len(d.idx); b++ {
@@ -138,7 +145,7 @@ func (d *chunkDir) build(heads []int64) {
 func (t *IndexedTimeline) headOf(x int64) int {
 	f := t.firsts
 	d := &t.dir
-	if len(d.idx) == 0 || d.misses >= dirMaxMisses || d.changed >= d.built {
+	if len(d.idx) == 0 {
 		d.build(f)
 	}
 	// Instants before base (none while the origin only advances) wrap
@@ -156,7 +163,9 @@ func (t *IndexedTimeline) headOf(x int64) int {
 			return g
 		}
 	}
-	d.misses++
 	d.fallbacks++
+	if d.misses++; d.misses >= dirMaxMisses {
+		d.reset()
+	}
 	return lastAtMost(f, x)
 }
