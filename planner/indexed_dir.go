@@ -65,8 +65,9 @@ type chunkDir struct {
 	fallbacks, rebuilds int
 }
 
-// reset empties the directory, so that the next lookup rebuilds it (the
-// chunks were replaced wholesale); the rebuild resets the counts.
+// reset empties the directory, so that the next lookup rebuilds it and
+// its counts: after the chunks were replaced wholesale, or a bound above
+// was crossed.
 func (d *chunkDir) reset() { d.idx = d.idx[:0] }
 
 // inserted records that a chunk was inserted at position ci: the entries
