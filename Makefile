@@ -6,7 +6,7 @@ TERRAFORM := $(CURDIR)/bin/terraform
 PKGS      := ./...
 
 .PHONY: test lint proto-check unit build run generate fuzz help tools-terraform deploy-check rehearsal three-nodes \
-	chaos slurm-test slurm-chaos bench-planner seedexp simexp unitsexp bench-service bench-raft bench-recovery ui-build ui-check ui-screenshots bench-ui
+	chaos slurm-test slurm-chaos bench-planner seedexp simexp unitsexp bench-service bench-raft bench-recovery pgo-profile ui-build ui-check ui-screenshots bench-ui
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -91,6 +91,9 @@ simexp: ## policy simulator: reject / move-variable / relaxed; TRACE=, CAPACITY=
 
 bench-service: ## ledgerd vs raw raft, etcd, PostgreSQL (one node and with a sync standby) (see benchmarks/results)
 	scripts/bench-service.sh
+
+pgo-profile: ## retake cmd/ledgerd/default.pgo, the profile builds of ledgerd are optimised with (see benchmarks/pgo)
+	scripts/pgo-profile.sh
 
 bench-recovery: ## restart time and RSS of one agent at 100k and 1M reservations (benchmarks/results/recovery)
 	LIVE=100000 OUT=benchmarks/results/recovery scripts/bench-recovery.sh
