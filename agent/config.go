@@ -120,6 +120,11 @@ type Config struct {
 	// between collections before GOGC is lowered, down to 50 (0, the
 	// default: off, GOGC 100 or the environment's); see keepGCHeadroom.
 	GCHeadroom ByteSize `json:"gc_headroom"`
+	// GCMinHeap is the heap size below which the collector waits: while
+	// the live heap is under half of it, GOGC is raised so that the next
+	// collection comes when the heap reaches it (0, the default: off);
+	// see keepGCHeadroom.
+	GCMinHeap ByteSize `json:"gc_min_heap"`
 	// IdempotencyMaxKeys caps the idempotency keys the ledger remembers
 	// (0: fsm.DefaultIdempotencyMaxKeys); see fsmConfig. Every server of
 	// a cluster must use the same value.

@@ -13,20 +13,52 @@ import (
 func TestGCPercentFor(t *testing.T) {
 	const mib = 1 << 20
 	for _, tc := range []struct {
-		live, headroom uint64
-		want           int
+		live, headroom, floor uint64
+		want                  int
 	}{
-		{0, 256 * mib, 100},
-		{100 * mib, 256 * mib, 100},
-		{256 * mib, 256 * mib, 100},
-		{320 * mib, 256 * mib, 80},
-		{460 * mib, 256 * mib, 55},
-		{512 * mib, 256 * mib, 50},
-		{4096 * mib, 256 * mib, gcHeadroomMinPercent},
-		{4096 * mib, 0, 100}, // off
+		{0, 256 * mib, 0, 100},
+		{100 * mib, 256 * mib, 0, 100},
+		{256 * mib, 256 * mib, 0, 100},
+		{320 * mib, 256 * mib, 0, 80},
+		{460 * mib, 256 * mib, 0, 55},
+		{512 * mib, 256 * mib, 0, 50},
+		{4096 * mib, 256 * mib, 0, gcHeadroomMinPercent},
+		{4096 * mib, 0, 0, 100}, // off
+		// The floor: the next collection at floor while live < floor/2.
+		{0, 0, 256 * mib, 100}, // nothing measured yet
+		{32 * mib, 0, 256 * mib, 700},
+		{64 * mib, 0, 256 * mib, 300},
+		{100 * mib, 0, 256 * mib, 156},
+		{128 * mib, 0, 256 * mib, 100}, // half the floor: the default reaches it
+		{200 * mib, 0, 256 * mib, 100},
+		{16 * mib, 0, 256 * mib, gcMinHeapMaxPercent}, // 1500 capped
+		{1, 0, 256 * mib, gcMinHeapMaxPercent},
+		// Both: each where it applies; the headroom wins where both would.
+		{32 * mib, 256 * mib, 256 * mib, 700},
+		{512 * mib, 256 * mib, 256 * mib, 50},
+		{300 * mib, 256 * mib, 1024 * mib, 85},
 	} {
-		if got := gcPercentFor(tc.live, tc.headroom); got != tc.want {
-			t.Errorf("gcPercentFor(%d MiB, %d MiB) = %d, want %d", tc.live/mib, tc.headroom/mib, got, tc.want)
+		if got := gcPercentFor(tc.live, tc.headroom, tc.floor); got != tc.want {
+			t.Errorf("gcPercentFor(%d MiB, headroom %d MiB, floor %d MiB) = %d, want %d", tc.live/mib, tc.headroom/mib, tc.floor/mib, got, tc.want)
+		}
+	}
+}
+
+// TestGCMinHeapStep: the floor's settings as a small heap grows and
+// shrinks: a new one when it moves by 5 % of the larger or more, 100 once
+// the heap reaches half the floor.
+func TestGCMinHeapStep(t *testing.T) {
+	const mib = 1 << 20
+	live := []uint64{0, 32, 33, 40, 64, 127, 128, 60, 10}
+	want := [][]int{nil, {700}, nil, {540}, {300}, {101}, {100}, {326}, {1000}}
+	var set []int
+	i := 0
+	g := &gcHeadroom{floor: 256 * mib, read: func() uint64 { return live[i] * mib }, set: func(p int) { set = append(set, p) }, percent: 100}
+	for ; i < len(live); i++ {
+		set = nil
+		g.step()
+		if !slices.Equal(set, want[i]) {
+			t.Fatalf("live %d MiB (after %v): set %v, want %v", live[i], live[:i], set, want[i])
 		}
 	}
 }
@@ -69,6 +101,24 @@ func TestGCHeadroomAgent(t *testing.T) {
 	}
 	_, _, stop := runDevAgent(t, "-gc-headroom", "1KiB")
 	testwait.Until(t, 30*time.Second, "GOGC lowered to 50", func() bool { return gogc() == 50 })
+	if err := stop(); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	testwait.Until(t, 30*time.Second, "GOGC back at 100 after the agent stopped", func() bool { return gogc() == 100 })
+}
+
+// TestGCMinHeapAgent: an agent whose live heap is far below gc_min_heap
+// raises GOGC (here to the cap, 1000, as no test process holds 6 GiB
+// live), and puts back 100 when it stops.
+func TestGCMinHeapAgent(t *testing.T) {
+	if v, ok := os.LookupEnv("GOGC"); ok {
+		t.Skipf("GOGC=%s is set in the environment, which turns gc_min_heap off", v)
+	}
+	if got := gogc(); got != 100 {
+		t.Skipf("the process runs with GOGC %d, not the default this test starts from", got)
+	}
+	_, _, stop := runDevAgent(t, "-gc-min-heap", "64GiB")
+	testwait.Until(t, 30*time.Second, "GOGC raised to 1000", func() bool { return gogc() == gcMinHeapMaxPercent })
 	if err := stop(); err != nil {
 		t.Fatalf("shutdown: %v", err)
 	}

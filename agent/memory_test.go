@@ -46,7 +46,7 @@ func TestMemoryLimitConfig(t *testing.T) {
 }
 
 // TestByteSizeKeys: the other keys of type ByteSize (snapshot_log_bytes,
-// gc_headroom) read the same spellings, default to off, and a bad
+// gc_headroom, gc_min_heap) read the same spellings, default to off, and a bad
 // value's error names its own key, not memory_limit.
 func TestByteSizeKeys(t *testing.T) {
 	for _, k := range []struct {
@@ -55,6 +55,7 @@ func TestByteSizeKeys(t *testing.T) {
 	}{
 		{"snapshot_log_bytes", "-snapshot-log-bytes", func(c Config) ByteSize { return c.SnapshotLogBytes }},
 		{"gc_headroom", "-gc-headroom", func(c Config) ByteSize { return c.GCHeadroom }},
+		{"gc_min_heap", "-gc-min-heap", func(c Config) ByteSize { return c.GCMinHeap }},
 	} {
 		with := func(v string) string { return `{"data_dir":"d","` + k.key + `":` + v + `}` }
 		for _, tc := range []struct {
