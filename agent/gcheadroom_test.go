@@ -44,41 +44,40 @@ func TestGCPercentFor(t *testing.T) {
 	}
 }
 
-// TestGCMinHeapStep: the floor's settings as a small heap grows and
-// shrinks: a new one when it moves by 5 % of the larger or more, 100 once
-// the heap reaches half the floor.
-func TestGCMinHeapStep(t *testing.T) {
+// TestGCHeadroomSteps: series of live heaps and the GOGC settings each
+// policy applies.
+//   - headroom: none while the heap is small, a new one when the percent
+//     moves by 5 or more, 100 again once the heap is small again;
+//   - floor: a new one when it moves by 5 % of the larger or more, 100
+//     once the heap reaches half the floor.
+func TestGCHeadroomSteps(t *testing.T) {
 	const mib = 1 << 20
-	live := []uint64{0, 32, 33, 40, 64, 127, 128, 60, 10}
-	want := [][]int{nil, {700}, nil, {540}, {300}, {101}, {100}, {326}, {1000}}
-	var set []int
-	i := 0
-	g := &gcHeadroom{floor: 256 * mib, read: func() uint64 { return live[i] * mib }, set: func(p int) { set = append(set, p) }, percent: 100}
-	for ; i < len(live); i++ {
-		set = nil
-		g.step()
-		if !slices.Equal(set, want[i]) {
-			t.Fatalf("live %d MiB (after %v): set %v, want %v", live[i], live[:i], set, want[i])
-		}
-	}
-}
-
-// TestGCHeadroomStep: a series of live heaps and the GOGC settings the
-// policy applies: none while the heap is small, a new one when the
-// percent moves by 5 or more, 100 again once the heap is small again.
-func TestGCHeadroomStep(t *testing.T) {
-	const mib = 1 << 20
-	live := []uint64{10, 200, 256, 300, 310, 320, 460, 470, 2000, 3000, 400, 100, 90}
-	want := [][]int{nil, nil, nil, {85}, nil, {80}, {55}, nil, {50}, nil, {64}, {100}, nil}
-	var set []int
-	i := 0
-	g := &gcHeadroom{headroom: 256 * mib, read: func() uint64 { return live[i] * mib }, set: func(p int) { set = append(set, p) }, percent: 100}
-	for ; i < len(live); i++ {
-		set = nil
-		g.step()
-		if !slices.Equal(set, want[i]) {
-			t.Fatalf("live %d MiB (after %v): set %v, want %v", live[i], live[:i], set, want[i])
-		}
+	for _, tc := range []struct {
+		name            string
+		headroom, floor uint64
+		live            []uint64 // MiB
+		want            [][]int
+	}{
+		{"headroom", 256 * mib, 0,
+			[]uint64{10, 200, 256, 300, 310, 320, 460, 470, 2000, 3000, 400, 100, 90},
+			[][]int{nil, nil, nil, {85}, nil, {80}, {55}, nil, {50}, nil, {64}, {100}, nil}},
+		{"floor", 0, 256 * mib,
+			[]uint64{0, 32, 33, 40, 64, 127, 128, 60, 10},
+			[][]int{nil, {700}, nil, {540}, {300}, {101}, {100}, {326}, {1000}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var set []int
+			i := 0
+			g := &gcHeadroom{headroom: tc.headroom, floor: tc.floor, read: func() uint64 { return tc.live[i] * mib },
+				set: func(p int) { set = append(set, p) }, percent: 100}
+			for ; i < len(tc.live); i++ {
+				set = nil
+				g.step()
+				if !slices.Equal(set, tc.want[i]) {
+					t.Fatalf("live %d MiB (after %v): set %v, want %v", tc.live[i], tc.live[:i], set, tc.want[i])
+				}
+			}
+		})
 	}
 }
 
