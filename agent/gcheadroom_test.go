@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"os"
 	"runtime/metrics"
 	"slices"
@@ -88,38 +89,33 @@ func gogc() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// TestGCHeadroomAgent: an agent whose live heap is above gc_headroom
-// lowers GOGC (here to the floor, 50, as any test process holds more
-// than 1 KiB), and puts back 100 when it stops.
-func TestGCHeadroomAgent(t *testing.T) {
+// TestGCPolicyAgent: an agent applies each policy to the process's GOGC
+// and puts back 100 when it stops:
+//   - gc_headroom 1KiB lowers it to 50, as any test process holds more
+//     than 1 KiB live;
+//   - gc_min_heap 64GiB raises it to the cap, 1000, as no test process
+//     holds 32 GiB live.
+func TestGCPolicyAgent(t *testing.T) {
 	if v, ok := os.LookupEnv("GOGC"); ok {
-		t.Skipf("GOGC=%s is set in the environment, which turns gc_headroom off", v)
+		t.Skipf("GOGC=%s is set in the environment, which turns gc_headroom and gc_min_heap off", v)
 	}
-	if got := gogc(); got != 100 {
-		t.Skipf("the process runs with GOGC %d, not the default this test starts from", got)
+	for _, tc := range []struct {
+		flag, value string
+		want        uint64
+	}{
+		{"-gc-headroom", "1KiB", gcHeadroomMinPercent},
+		{"-gc-min-heap", "64GiB", gcMinHeapMaxPercent},
+	} {
+		t.Run(tc.flag[1:], func(t *testing.T) {
+			if got := gogc(); got != 100 {
+				t.Skipf("the process runs with GOGC %d, not the default this test starts from", got)
+			}
+			_, _, stop := runDevAgent(t, tc.flag, tc.value)
+			testwait.Until(t, 30*time.Second, fmt.Sprintf("GOGC set to %d", tc.want), func() bool { return gogc() == tc.want })
+			if err := stop(); err != nil {
+				t.Fatalf("shutdown: %v", err)
+			}
+			testwait.Until(t, 30*time.Second, "GOGC back at 100 after the agent stopped", func() bool { return gogc() == 100 })
+		})
 	}
-	_, _, stop := runDevAgent(t, "-gc-headroom", "1KiB")
-	testwait.Until(t, 30*time.Second, "GOGC lowered to 50", func() bool { return gogc() == 50 })
-	if err := stop(); err != nil {
-		t.Fatalf("shutdown: %v", err)
-	}
-	testwait.Until(t, 30*time.Second, "GOGC back at 100 after the agent stopped", func() bool { return gogc() == 100 })
-}
-
-// TestGCMinHeapAgent: an agent whose live heap is far below gc_min_heap
-// raises GOGC (here to the cap, 1000, as no test process holds 6 GiB
-// live), and puts back 100 when it stops.
-func TestGCMinHeapAgent(t *testing.T) {
-	if v, ok := os.LookupEnv("GOGC"); ok {
-		t.Skipf("GOGC=%s is set in the environment, which turns gc_min_heap off", v)
-	}
-	if got := gogc(); got != 100 {
-		t.Skipf("the process runs with GOGC %d, not the default this test starts from", got)
-	}
-	_, _, stop := runDevAgent(t, "-gc-min-heap", "64GiB")
-	testwait.Until(t, 30*time.Second, "GOGC raised to 1000", func() bool { return gogc() == gcMinHeapMaxPercent })
-	if err := stop(); err != nil {
-		t.Fatalf("shutdown: %v", err)
-	}
-	testwait.Until(t, 30*time.Second, "GOGC back at 100 after the agent stopped", func() bool { return gogc() == 100 })
 }
