@@ -79,5 +79,10 @@ echo "pgo-profile: the state machine applying and restoring 100k reservations"
 profiles+=("$work/restore.pb.gz")
 
 go tool pprof -proto "${profiles[@]}" >"$work/merged.pgo" 2>/dev/null
-mv "$work/merged.pgo" "$out"
+# The profiles name source files and the profiled binaries by their paths
+# on this machine; the committed profile holds them relative (the build
+# uses function names and lines only: the same binary either way).
+go run ./benchmarks/pgo/cmd/pgostrip -trim "$PWD/,$(go env GOROOT)/src/,$(go env GOMODCACHE)/" \
+	"$work/merged.pgo" "$work/stripped.pgo"
+mv "$work/stripped.pgo" "$out"
 echo "pgo-profile: wrote $out ($(wc -c <"$out") bytes) from ${#profiles[@]} profiles"

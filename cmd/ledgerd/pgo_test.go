@@ -7,9 +7,11 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/ledgerd/ledgerd/fsm"
 	"github.com/ledgerd/ledgerd/planner"
@@ -22,7 +24,8 @@ import (
 // names those functions have today. A function renamed or moved since the
 // profile was taken is no longer optimised by it, without any error from
 // the toolchain: this test is what notices, and its message says how to
-// take the profile again.
+// take the profile again. It also checks that the profile names no file
+// by an absolute path (of the machine that took it).
 func TestDefaultPGO(t *testing.T) {
 	raw, err := os.ReadFile("default.pgo")
 	if err != nil {
@@ -35,6 +38,24 @@ func TestDefaultPGO(t *testing.T) {
 	prof, err := io.ReadAll(zr)
 	if err != nil {
 		t.Fatalf("default.pgo: %v", err)
+	}
+	// The string table (field 6 of pprof's Profile) holds the file names;
+	// scripts/pgo-profile.sh makes them relative (pgostrip), so that the
+	// repository holds no paths of the machine the profile was taken on.
+	var abs []string
+	for b := prof; len(b) > 0; {
+		num, typ, tl := protowire.ConsumeTag(b)
+		vl := protowire.ConsumeFieldValue(num, typ, b[max(tl, 0):])
+		if tl < 0 || vl < 0 {
+			t.Fatal("default.pgo is not a well-formed profile")
+		}
+		if s, _ := protowire.ConsumeString(b[tl:]); num == 6 && typ == protowire.BytesType && strings.HasPrefix(s, "/") {
+			abs = append(abs, s)
+		}
+		b = b[tl+vl:]
+	}
+	if len(abs) > 0 {
+		t.Errorf("default.pgo holds %d absolute paths, such as %q: take it with scripts/pgo-profile.sh, which makes them relative", len(abs), abs[0])
 	}
 	// A profile's string table holds every function name it samples, as
 	// plain bytes; each of these is on the path the profile is for.
