@@ -41,7 +41,7 @@ generate: ## regenerate protobuf/Connect code
 	$(TOOLS) buf generate
 
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
-	@for p in ./planner/ ./fsm/ ./bridge/slurm/ ./internal/hostlist/ ./benchmarks/pgo/cmd/pgostrip/; do \
+	@for p in ./planner/ ./fsm/ ./bridge/slurm/ ./internal/hostlist/ ./benchmarks/pgo/cmd/pgostrip/ ./internal/pprofstr/; do \
 	  for t in $$($(GO) test -tags $(TAGS) -list 'Fuzz.*' $$p | grep ^Fuzz); do \
 	  $(GO) test -tags $(TAGS) -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} $$p || exit 1; done; done
 

@@ -46,11 +46,11 @@ func TestGCPercentFor(t *testing.T) {
 }
 
 // TestGCHeadroomSteps: series of live heaps and the GOGC settings each
-// policy applies.
-//   - headroom: none while the heap is small, a new one when the percent
-//     moves by 5 or more, 100 again once the heap is small again;
-//   - floor: a new one when it moves by 5 % of the larger or more, 100
-//     once the heap reaches half the floor.
+// policy applies, a new one only when it moves by 5 % of the larger
+// setting or more (or back to 100).
+//   - headroom: none while the heap is small, 100 again once the heap is
+//     small again;
+//   - floor: 100 once the heap reaches half the floor.
 func TestGCHeadroomSteps(t *testing.T) {
 	const mib = 1 << 20
 	for _, tc := range []struct {

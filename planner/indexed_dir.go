@@ -18,7 +18,10 @@ import (
 // them (one line): two dependent reads instead of a chain. The buckets are
 // equal in time, so where heads crowd into a small part of the span (say,
 // most bookings in the next week and a few a year out) a bucket holds many
-// of them and its search costs about what the binary search did before.
+// of them and its search is a binary search over those. The heads are few
+// and stay in cache: one booking at 10 to 1000 times the span of a
+// million-block timeline left its lookup within the noise (331-415 ns
+// against 346-352 ns).
 //
 // The directory is only a hint, like the lookup hints: a lookup checks the
 // chunk it found against the heads themselves and falls back to the full

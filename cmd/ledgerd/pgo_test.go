@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
-	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/ledgerd/ledgerd/fsm"
+	"github.com/ledgerd/ledgerd/internal/pprofstr"
 	"github.com/ledgerd/ledgerd/planner"
 	"github.com/ledgerd/ledgerd/rpc"
 )
@@ -39,20 +39,18 @@ func TestDefaultPGO(t *testing.T) {
 	if err != nil {
 		t.Fatalf("default.pgo: %v", err)
 	}
-	// The string table (field 6 of pprof's Profile) holds the file names;
+	// The string table holds the file names;
 	// scripts/pgo-profile.sh makes them relative (pgostrip), so that the
 	// repository holds no paths of the machine the profile was taken on.
+	strs, err := pprofstr.Strings(prof)
+	if err != nil {
+		t.Fatalf("default.pgo is not a well-formed profile: %v", err)
+	}
 	var abs []string
-	for b := prof; len(b) > 0; {
-		num, typ, tl := protowire.ConsumeTag(b)
-		vl := protowire.ConsumeFieldValue(num, typ, b[max(tl, 0):])
-		if tl < 0 || vl < 0 {
-			t.Fatal("default.pgo is not a well-formed profile")
-		}
-		if s, _ := protowire.ConsumeString(b[tl:]); num == 6 && typ == protowire.BytesType && strings.HasPrefix(s, "/") {
+	for _, s := range strs {
+		if strings.HasPrefix(s, "/") {
 			abs = append(abs, s)
 		}
-		b = b[tl+vl:]
 	}
 	if len(abs) > 0 {
 		t.Errorf("default.pgo holds %d absolute paths, such as %q: take it with scripts/pgo-profile.sh, which makes them relative", len(abs), abs[0])

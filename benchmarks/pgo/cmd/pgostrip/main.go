@@ -15,7 +15,6 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,12 +22,8 @@ import (
 	"path"
 	"strings"
 
-	"google.golang.org/protobuf/encoding/protowire"
+	"github.com/ledgerd/ledgerd/internal/pprofstr"
 )
-
-// stringTableField is the field number of Profile.string_table in pprof's
-// profile.proto.
-const stringTableField = 6
 
 func main() {
 	trim := flag.String("trim", "", "comma-separated path prefixes to cut from absolute paths")
@@ -89,31 +84,7 @@ func run(in, out string, prefixes []string) error {
 // table rewritten (relative), and how many it rewrote. Every other field
 // is copied byte for byte.
 func strip(prof []byte, prefixes []string) ([]byte, int, error) {
-	out := make([]byte, 0, len(prof))
-	n := 0
-	for len(prof) > 0 {
-		num, typ, tl := protowire.ConsumeTag(prof)
-		if tl < 0 {
-			return nil, 0, errors.New("bad field tag")
-		}
-		vl := protowire.ConsumeFieldValue(num, typ, prof[tl:])
-		if vl < 0 {
-			return nil, 0, fmt.Errorf("field %d: bad value", num)
-		}
-		if num == stringTableField && typ == protowire.BytesType {
-			s, _ := protowire.ConsumeString(prof[tl:])
-			if r := relative(s, prefixes); r != s {
-				s = r
-				n++
-			}
-			out = protowire.AppendTag(out, num, typ)
-			out = protowire.AppendString(out, s)
-		} else {
-			out = append(out, prof[:tl+vl]...)
-		}
-		prof = prof[tl+vl:]
-	}
-	return out, n, nil
+	return pprofstr.Map(prof, func(s string) string { return relative(s, prefixes) })
 }
 
 // relative returns s without the longest of prefixes it starts with when s
