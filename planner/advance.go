@@ -80,6 +80,22 @@ func (p *Planner) touch(r *resource) {
 	p.trims.fix(r.hpos)
 }
 
+// touchAt is touch after a Book or Release of r's free timeline over a
+// window from start (at or after the origin) on. Such a write adds block
+// boundaries only at the window's two ends and removes only those, so the
+// free timeline's first block end can become no earlier than the lesser of
+// itself and start, and it can only move when start is at or before it.
+// The capacity profile is not written. So when start lies after r.key
+// (the lesser of the two first ends, current since the last write), the
+// key stays what it is and touch's lookups of both first ends are skipped:
+// an admission far from the origin, nearly every one, skips them.
+func (p *Planner) touchAt(r *resource, start int64) {
+	if start > r.key {
+		return
+	}
+	p.touch(r)
+}
+
 // installBlocks gives r's free timeline the canonical blocks, which start
 // at the origin.
 func (p *Planner) installBlocks(r *resource, blocks []Block) {

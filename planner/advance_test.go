@@ -92,6 +92,11 @@ func checkTrimmed(p *Planner) error {
 		if r.key <= o {
 			return fmt.Errorf("%s: trim key %d not after the origin %d", ri.Name, r.key, o)
 		}
+		// The key is current: writes that skip re-keying (touchAt) must
+		// leave it what a re-key would give.
+		if k := p.trimKey(r); r.key != k {
+			return fmt.Errorf("%s: trim key %d, re-keyed %d", ri.Name, r.key, k)
+		}
 	}
 	return nil
 }

@@ -613,7 +613,7 @@ func (p *Planner) bookParts(parts []resPart, start, end int64) error {
 				}
 				return fmt.Errorf("resource %q: %w", rp.res.name, err)
 			}
-			p.touch(rp.res)
+			p.touchAt(rp.res, start)
 			return nil
 		}
 	}
@@ -622,7 +622,7 @@ func (p *Planner) bookParts(parts []resPart, start, end int64) error {
 			return fmt.Errorf("resource %q over [%d,%d): %w", rp.res.name, start, end, ErrNoCapacity)
 		}
 	}
-	defer p.touchParts(parts)
+	defer p.touchParts(parts, start)
 	for i, rp := range parts {
 		if err := rp.res.tl.Book(start, end, rp.amount); err != nil {
 			for _, u := range slices.Backward(parts[:i]) {
@@ -641,7 +641,7 @@ func (p *Planner) releaseParts(parts []resPart, start, end int64) error {
 	if end <= start {
 		return nil
 	}
-	defer p.touchParts(parts)
+	defer p.touchParts(parts, start)
 	for i, rp := range parts {
 		if err := rp.res.tl.Release(start, end, rp.amount); err != nil {
 			for _, u := range slices.Backward(parts[:i]) {
@@ -664,17 +664,18 @@ func (p *Planner) releaseOne(r *resource, amount, start, end int64) error {
 		return nil
 	}
 	if err := r.tl.Release(start, end, amount); err != nil {
-		p.touch(r)
+		p.touchAt(r, start)
 		return fmt.Errorf("resource %q: %w", r.name, err)
 	}
-	p.touch(r)
+	p.touchAt(r, start)
 	return nil
 }
 
-// touchParts re-keys the resources of parts after a write to them.
-func (p *Planner) touchParts(parts []resPart) {
+// touchParts re-keys the resources of parts after a write to them from
+// start on.
+func (p *Planner) touchParts(parts []resPart, start int64) {
 	for _, rp := range parts {
-		p.touch(rp.res)
+		p.touchAt(rp.res, start)
 	}
 }
 
