@@ -468,6 +468,10 @@ func (s *idemStore) prune(now, window int64) {
 
 // trim forgets the oldest records until at most maxKeys are left.
 func (s *idemStore) trim(maxKeys int) {
+	if s.n <= maxKeys {
+		// Nothing to drop: not even the oldest record need be read.
+		return
+	}
 	s.dropWhile(func(idemRecord) bool { return s.n > maxKeys })
 }
 
@@ -475,6 +479,11 @@ func (s *idemStore) trim(maxKeys int) {
 // left, but none younger than minAge at log time now: those may belong
 // to requests whose clients are still retrying.
 func (s *idemStore) trimKeeping(maxKeys int, now, minAge int64) {
+	if s.n <= maxKeys {
+		// Nothing to drop (the usual case of the call before a new key
+		// is added): not even the oldest record need be read.
+		return
+	}
 	s.dropWhile(func(r idemRecord) bool { return s.n > maxKeys && now-r.at >= minAge })
 }
 

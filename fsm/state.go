@@ -273,8 +273,15 @@ func (s *state) put(id string, r *fsmv1.Reservation) {
 		return
 	}
 	row, key := s.resv.set(r)
-	// The new row replaces the old one of the same ID in byID too.
-	s.byID.ReplaceOrInsert(row)
+	if had {
+		// The new row replaces the old one of the same ID in byID too.
+		s.byID.ReplaceOrInsert(row)
+	} else {
+		// A new ID: one the state machine assigns sorts after every
+		// stored one (AutoID), so Append's one comparison with the last
+		// row usually replaces the search.
+		s.byID.Append(row)
+	}
 	m := metaOf(r)
 	m.id = key
 	s.link(&m)
