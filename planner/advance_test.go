@@ -40,6 +40,15 @@ func TestAdvanceTrimsDueResources(t *testing.T) {
 					if p.Book(Booking{ID: id, Parts: []Part{{name, 1 + rng.Int64N(3)}}, Start: s, End: s + 1 + rng.Int64N(20)}) == nil {
 						ids = append(ids, id)
 					}
+				case op == 6 && rng.IntN(2) == 0:
+					// Two parts: a failing second part rolls the first
+					// back (touchParts after both writes).
+					s := o + rng.Int64N(40)
+					id := "m" + strconv.Itoa(step)
+					other := "r" + strconv.Itoa(rng.IntN(nres))
+					if other != name && p.Book(Booking{ID: id, Parts: []Part{{name, 1 + rng.Int64N(3)}, {other, 1 + rng.Int64N(4)}}, Start: s, End: s + 1 + rng.Int64N(20)}) == nil {
+						ids = append(ids, id)
+					}
 				case op < 7 && len(ids) > 0:
 					k := rng.IntN(len(ids))
 					_, _ = p.Release(ids[k])
