@@ -165,9 +165,10 @@ type Client struct {
 	// leader is the node the last response named as leader: writes go
 	// there directly instead of through a follower's forwarding hop.
 	leader atomic.Pointer[leaderRef]
-	// moved is closed when the learned leader changes (routing.go).
+	// watches are the attempts on the learned leader, cut when it
+	// moves to another node (routing.go: attempt, leaderMoved).
 	movedMu sync.Mutex
-	moved   chan struct{}
+	watches map[*moveWatch]struct{}
 }
 
 // leaderRef is a learned leader: its API address as the server named it

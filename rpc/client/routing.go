@@ -81,24 +81,49 @@ func (c *Client) learnLeader(a string) {
 	}
 }
 
-// leaderChanged returns a channel closed the next time the learned leader
-// changes.
-func (c *Client) leaderChanged() <-chan struct{} {
-	c.movedMu.Lock()
-	defer c.movedMu.Unlock()
-	if c.moved == nil {
-		c.moved = make(chan struct{})
-	}
-	return c.moved
+// moveWatch is an attempt on the node the client knew as leader: it is cut
+// (errLeaderMoved) once the learned leader is another node (see attempt).
+type moveWatch struct {
+	ep     *endpoint
+	cancel context.CancelCauseFunc
 }
 
-// leaderMoved wakes the attempts watching the learned leader.
-func (c *Client) leaderMoved() {
+// watchLeader registers w with the learned leader's changes.
+func (c *Client) watchLeader(w *moveWatch) {
 	c.movedMu.Lock()
 	defer c.movedMu.Unlock()
-	if c.moved != nil {
-		close(c.moved)
-		c.moved = nil
+	if c.watches == nil {
+		c.watches = make(map[*moveWatch]struct{})
+	}
+	c.watches[w] = struct{}{}
+}
+
+// unwatchLeader removes w; it is a no-op once w has been cut.
+func (c *Client) unwatchLeader(w *moveWatch) {
+	c.movedMu.Lock()
+	defer c.movedMu.Unlock()
+	delete(c.watches, w)
+}
+
+// leaderMoved is called after the learned leader changed: it cuts the
+// attempts on a node that is no longer the leader. Those on a node that
+// still is, or while no leader is known, keep watching.
+func (c *Client) leaderMoved() {
+	l := c.leader.Load()
+	if l == nil {
+		return
+	}
+	var cut []*moveWatch
+	c.movedMu.Lock()
+	for w := range c.watches {
+		if w.ep != l.ep {
+			cut = append(cut, w)
+			delete(c.watches, w)
+		}
+	}
+	c.movedMu.Unlock()
+	for _, w := range cut {
+		w.cancel(errLeaderMoved)
 	}
 }
 
@@ -135,46 +160,34 @@ var errLeaderMoved = errors.New("client: the leader moved while the node did not
 
 // attempt returns the context of one attempt on ep and the function that
 // ends it, which reports why the attempt was cut short (nil when it was
-// not, or when ctx itself ended).
+// not, or when ctx itself ended). Nothing waits on the attempt's behalf:
+// the timeout is a timer's callback and the leader's move reaches it
+// through leaderMoved, so an attempt starts no goroutine and ending it
+// waits for none. (A watcher goroutine per attempt, its select and the
+// wait for it to exit, took about an eighth of a busy client's CPU.)
 func (c *Client) attempt(ctx context.Context, ep *endpoint) (context.Context, func() error) {
 	actx, cancel := context.WithCancelCause(ctx)
-	var moved <-chan struct{}
+	var w *moveWatch
 	if l := c.leader.Load(); l != nil && l.ep == ep {
-		moved = c.leaderChanged()
+		w = &moveWatch{ep: ep, cancel: cancel}
+		c.watchLeader(w)
+		// The leader may have moved between the load and the
+		// registration, and its leaderMoved missed w.
+		if l := c.leader.Load(); l != nil && l.ep != ep {
+			c.unwatchLeader(w)
+			cancel(errLeaderMoved)
+		}
 	}
 	var t *time.Timer
-	var timer <-chan time.Time
 	if c.opts.AttemptTimeout > 0 {
-		t = time.NewTimer(c.opts.AttemptTimeout)
-		timer = t.C
+		t = time.AfterFunc(c.opts.AttemptTimeout, func() { cancel(errAttemptTimeout) })
 	}
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		for {
-			select {
-			case <-done:
-				return
-			case <-actx.Done():
-				return
-			case <-timer:
-				cancel(errAttemptTimeout)
-				return
-			case <-moved:
-				if l := c.leader.Load(); l != nil && l.ep != ep {
-					cancel(errLeaderMoved)
-					return
-				}
-				moved = c.leaderChanged()
-			}
-		}
-	}()
 	return actx, func() error {
-		close(done)
-		<-finished
 		if t != nil {
 			t.Stop()
+		}
+		if w != nil {
+			c.unwatchLeader(w)
 		}
 		cause := context.Cause(actx)
 		cancel(context.Canceled)

@@ -147,3 +147,76 @@ func TestAttemptCutIsRetryable(t *testing.T) {
 		t.Fatalf("%d attempts, want 2", n)
 	}
 }
+
+// TestLeaderMovedCutsWatches drives the registry of attempts on the known
+// leader without a server: attempts on a node are cut (errLeaderMoved) by
+// the change that names another node the leader, and by no other change;
+// they keep watching while no leader is known; and ending an attempt,
+// cut or not, leaves no watch behind.
+func TestLeaderMovedCutsWatches(t *testing.T) {
+	c, err := New([]string{"http://127.0.0.1:1", "http://127.0.0.1:2"}, Options{AttemptTimeout: -1, NoCoalesce: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := c.eps[0], c.eps[1]
+	type att struct {
+		ctx context.Context
+		end func() error
+	}
+	start := func(ep *endpoint, n int) []att {
+		out := make([]att, n)
+		for i := range out {
+			out[i].ctx, out[i].end = c.attempt(context.Background(), ep)
+		}
+		return out
+	}
+	cutBy := func(as []att) (n int) {
+		for _, x := range as {
+			if errors.Is(context.Cause(x.ctx), errLeaderMoved) {
+				n++
+			}
+		}
+		return n
+	}
+	c.learnLeader("127.0.0.1:1")
+	onA := start(a, 20)
+	onB := start(b, 5) // b is not the leader: not watched
+	if n := len(c.watches); n != 20 {
+		t.Fatalf("%d watches, want the 20 attempts on the leader", n)
+	}
+	c.learnLeader("127.0.0.1:9") // not a configured node: no leader known
+	if n := cutBy(onA); n != 0 {
+		t.Fatalf("%d attempts cut while no leader is known, want 0", n)
+	}
+	c.learnLeader("127.0.0.1:1") // back to a: still the attempts' node
+	if n := cutBy(onA); n != 0 {
+		t.Fatalf("%d attempts cut when the leader came back to their node, want 0", n)
+	}
+	// Half of them end before the leader moves.
+	for _, x := range onA[:10] {
+		if err := x.end(); err != nil {
+			t.Fatalf("an attempt ended normally reports %v", err)
+		}
+	}
+	if n := len(c.watches); n != 10 {
+		t.Fatalf("%d watches after 10 of 20 attempts ended, want 10", n)
+	}
+	c.learnLeader("127.0.0.1:2")
+	if n := cutBy(onA[10:]); n != 10 {
+		t.Fatalf("%d of the 10 running attempts on the old leader cut, want 10", n)
+	}
+	if n := cutBy(onB); n != 0 {
+		t.Fatalf("%d attempts on the new leader cut, want 0", n)
+	}
+	for _, x := range onA[10:] {
+		if err := x.end(); !errors.Is(err, errLeaderMoved) {
+			t.Fatalf("a cut attempt ends with %v, want errLeaderMoved", err)
+		}
+	}
+	for _, x := range onB {
+		_ = x.end()
+	}
+	if n := len(c.watches); n != 0 {
+		t.Fatalf("%d watches left after every attempt ended", n)
+	}
+}
