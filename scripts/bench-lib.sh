@@ -7,6 +7,14 @@
 # shellcheck source=scripts/secure-lib.sh
 source scripts/secure-lib.sh
 
+# bench_scratch NAME: makes the scratch directory $work
+# (ledgerd-NAME-XXXXXX under TMPDIR) and, when the script exits, stops the
+# agents started from it and removes it.
+bench_scratch() {
+	work=$(mktemp -d -t "ledgerd-$1-XXXXXX")
+	trap 'agents_stop || true; rm -rf "$work"' EXIT
+}
+
 bench_build() {
 	go build -tags hashicorpmetrics -o "$work/ledgerd" ./cmd/ledgerd
 	go build -tags hashicorpmetrics -o "$work/loadgen" ./benchmarks/service/cmd/loadgen

@@ -28,10 +28,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-cmd/ledgerd/default.pgo}
 secs=${CPU_SECONDS:-15}
-work=$(mktemp -d -t ledgerd-pgo-XXXXXX)
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh
-trap 'agents_stop || true; rm -rf "$work"' EXIT
+bench_scratch pgo
 
 echo "pgo-profile: building ledgerd and loadgen without a profile"
 go build -pgo=off -tags hashicorpmetrics -o "$work/ledgerd" ./cmd/ledgerd

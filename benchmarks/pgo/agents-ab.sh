@@ -9,12 +9,11 @@
 # repository root; alternate the arms.
 set -euo pipefail
 bindir=$1 lbl=$2 json=$3 D=${D:-10s}
-work=$(mktemp -d -t ledgerd-pgoab-XXXXXX)
 # shellcheck source=../../scripts/bench-lib.sh
 source scripts/bench-lib.sh
+bench_scratch pgoab
 cp "$bindir/ledgerd" "$bindir/loadgen" "$work/"
 bench_pki >/dev/null
-trap 'agents_stop || true; rm -rf "$work"' EXIT
 read -ra more <<<"${AGENT_ARGS:-}"
 agent_extra=(-raft-log-store wal ${more[@]+"${more[@]}"})
 echo "== $lbl $(uptime)"

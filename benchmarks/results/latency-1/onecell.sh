@@ -8,12 +8,11 @@
 # Run from the repository root.
 set -euo pipefail
 bindir=$1 lbl=$2 json=$3 D=${D:-6s}
-work=$(mktemp -d -t ledgerd-onecell-XXXXXX)
 # shellcheck source=../../../scripts/bench-lib.sh
 source scripts/bench-lib.sh
+bench_scratch onecell
 cp "$bindir/ledgerd" "$bindir/loadgen" "$work/"
 bench_pki >/dev/null
-trap 'agents_stop || true; rm -rf "$work"' EXIT
 common=(-live 10000 -duration "$D" -json "$json" -quiet)
 read -ra lgf <<<"${LGF:-}"
 echo "== $lbl rawraft $(uptime)"

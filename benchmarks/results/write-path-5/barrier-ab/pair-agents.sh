@@ -17,10 +17,9 @@ out=$1 pairs=$2 loadgen=$3 lda=$4 ldb=$5
 duration=${DURATION:-10s}
 read -ra cells <<<"${CELLS:-default:16,64 reserve:64}"
 mkdir -p "$out"
-work=$(mktemp -d -t ledgerd-ab-XXXXXX)
 # shellcheck source=../../../../scripts/bench-lib.sh
 source scripts/bench-lib.sh
-trap 'agents_stop || true; rm -rf "$work"' EXIT
+bench_scratch ab
 cp "$lda" "$work/ledgerd"
 bench_pki >/dev/null
 agent_extra=(-raft-log-store wal)

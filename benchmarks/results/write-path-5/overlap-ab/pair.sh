@@ -11,11 +11,10 @@
 set -euo pipefail
 out=$1 pairs=$2 ledgerd=$3 lga=$4 fla=$5 lgb=$6 flb=$7
 mkdir -p "$out"
-work=$(mktemp -d -t ledgerd-ab-XXXXXX)
 # shellcheck source=../../../../scripts/bench-lib.sh
 source scripts/bench-lib.sh
+bench_scratch ab
 cp "$ledgerd" "$work/ledgerd"
-trap 'agents_stop || true; rm -rf "$work"' EXIT
 bench_pki >/dev/null
 agent_extra=(-raft-log-store wal)
 cell() { # label loadgen flags mix clients
