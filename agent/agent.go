@@ -106,7 +106,7 @@ type Agent struct {
 	// streams (Watch) end when the agent shuts down instead of holding
 	// the HTTP server's graceful shutdown until its deadline.
 	stopRequests context.CancelFunc
-	// stopGC ends the gc_headroom policy (keepGCHeadroom).
+	// stopGC ends the gc_headroom and gc_min_heap policies (keepGCPolicy).
 	stopGC context.CancelFunc
 	// bridge is the slurm_bridge role; nil without one.
 	bridge *bridgeRole
@@ -125,7 +125,7 @@ func New(cfg Config, o Options) (*Agent, error) {
 	a.applyMemoryLimit()
 	gcCtx, stopGC := context.WithCancel(context.Background())
 	a.stopGC = stopGC
-	a.keepGCHeadroom(gcCtx)
+	a.keepGCPolicy(gcCtx)
 	a.warnInsecure()
 	for _, step := range []func() error{a.createDataDir, a.createFSM, a.listenHTTP, a.createNode} {
 		if err := step(); err != nil {

@@ -118,12 +118,12 @@ type Config struct {
 	MemoryLimit ByteSize `json:"memory_limit"`
 	// GCHeadroom caps how far the heap may grow above its live data
 	// between collections before GOGC is lowered, down to 50 (0, the
-	// default: off, GOGC 100 or the environment's); see keepGCHeadroom.
+	// default: off, GOGC 100 or the environment's); see keepGCPolicy.
 	GCHeadroom ByteSize `json:"gc_headroom"`
 	// GCMinHeap is the heap size below which the collector waits: while
 	// the live heap is under half of it, GOGC is raised so that the next
 	// collection comes when the heap reaches it (0, the default: off);
-	// see keepGCHeadroom.
+	// see keepGCPolicy.
 	GCMinHeap ByteSize `json:"gc_min_heap"`
 	// IdempotencyMaxKeys caps the idempotency keys the ledger remembers
 	// (0: fsm.DefaultIdempotencyMaxKeys); see fsmConfig. Every server of

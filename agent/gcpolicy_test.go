@@ -45,13 +45,13 @@ func TestGCPercentFor(t *testing.T) {
 	}
 }
 
-// TestGCHeadroomSteps: series of live heaps and the GOGC settings each
+// TestGCPolicySteps: series of live heaps and the GOGC settings each
 // policy applies, a new one only when it moves by 5 % of the larger
 // setting or more (or back to 100).
 //   - headroom: none while the heap is small, 100 again once the heap is
 //     small again;
 //   - floor: 100 once the heap reaches half the floor.
-func TestGCHeadroomSteps(t *testing.T) {
+func TestGCPolicySteps(t *testing.T) {
 	const mib = 1 << 20
 	for _, tc := range []struct {
 		name            string
@@ -69,7 +69,7 @@ func TestGCHeadroomSteps(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var set []int
 			i := 0
-			g := &gcHeadroom{headroom: tc.headroom, floor: tc.floor, read: func() uint64 { return tc.live[i] * mib },
+			g := &gcPolicy{headroom: tc.headroom, floor: tc.floor, read: func() uint64 { return tc.live[i] * mib },
 				set: func(p int) { set = append(set, p) }, percent: 100}
 			for ; i < len(tc.live); i++ {
 				set = nil

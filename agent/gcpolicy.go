@@ -15,10 +15,10 @@ import (
 // heap does, while its memory headroom no longer shrinks much.
 const gcHeadroomMinPercent = 50
 
-// gcHeadroomPoll is how often the live heap is read. A node holding a
+// gcPolicyPoll is how often the live heap is read. A node holding a
 // million reservations collects every few seconds under load; between
 // polls its setting is at most one cycle late.
-const gcHeadroomPoll = 500 * time.Millisecond
+const gcPolicyPoll = 500 * time.Millisecond
 
 // gcMinHeapMaxPercent is the highest GOGC gc_min_heap sets: a live heap
 // so small that reaching the floor would take more does not cost the
@@ -61,9 +61,9 @@ func gcPercentFor(live, headroom, floor uint64) int {
 	return 100
 }
 
-// gcHeadroom keeps GOGC at gcPercentFor of the live heap, as measured by
+// gcPolicy keeps GOGC at gcPercentFor of the live heap, as measured by
 // the last collection.
-type gcHeadroom struct {
+type gcPolicy struct {
 	headroom, floor uint64
 	// read returns the live heap after the last collection.
 	read func() uint64
@@ -79,7 +79,7 @@ type gcHeadroom struct {
 // step reads the live heap and changes GOGC if its percent differs from
 // the last one by 5 % of the larger or more (or is back at 100): small
 // moves of the live heap do not change the setting at every poll.
-func (g *gcHeadroom) step() {
+func (g *gcPolicy) step() {
 	live := g.read()
 	p := gcPercentFor(live, g.headroom, g.floor)
 	if p == g.percent || (p != 100 && 20*abs(p-g.percent) < max(p, g.percent)) {
@@ -102,12 +102,12 @@ func abs(x int) int {
 // liveHeap reads the heap the last collection found live.
 func liveHeap() uint64 { return rtmetric.Uint64("/gc/heap/live:bytes") }
 
-// keepGCHeadroom runs the gc_headroom and gc_min_heap policies until ctx
+// keepGCPolicy runs the gc_headroom and gc_min_heap policies until ctx
 // ends: it polls the live heap and sets GOGC (through the cluster, which
 // holds the collector off during a snapshot restore and puts the setting
 // back after it), and puts back GOGC 100 when it ends. It does nothing when
 // both are 0 or GOGC is set in the environment, which then decides.
-func (a *Agent) keepGCHeadroom(ctx context.Context) {
+func (a *Agent) keepGCPolicy(ctx context.Context) {
 	if a.cfg.GCHeadroom <= 0 && a.cfg.GCMinHeap <= 0 {
 		return
 	}
@@ -115,10 +115,10 @@ func (a *Agent) keepGCHeadroom(ctx context.Context) {
 		a.log.Info("gc_headroom and gc_min_heap not applied: GOGC is set in the environment", "GOGC", v)
 		return
 	}
-	g := &gcHeadroom{headroom: uint64(a.cfg.GCHeadroom), floor: uint64(a.cfg.GCMinHeap), read: liveHeap,
+	g := &gcPolicy{headroom: uint64(a.cfg.GCHeadroom), floor: uint64(a.cfg.GCMinHeap), read: liveHeap,
 		set: cluster.SetGCPercent, percent: 100, log: a.log}
 	go func() {
-		t := time.NewTicker(gcHeadroomPoll)
+		t := time.NewTicker(gcPolicyPoll)
 		defer t.Stop()
 		for {
 			select {
