@@ -21,6 +21,14 @@ bench_build() {
 	bench_pki
 }
 
+# bench_prebuilt DIR: bench_build for binaries built elsewhere (one arm of
+# a side-by-side run): copies DIR's ledgerd and loadgen into $work and
+# makes the PKI.
+bench_prebuilt() {
+	cp "$1/ledgerd" "$1/loadgen" "$work/"
+	bench_pki >/dev/null
+}
+
 # bench_pki makes, with `ledgerd tls` and `ledgerd keygen`, one CA, server
 # certificates for agents n1..n5 (127.0.0.1), a client certificate, a
 # gossip key and a tokens file under $work/pki (see secure-lib.sh).

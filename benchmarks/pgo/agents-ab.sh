@@ -12,8 +12,7 @@ bindir=$1 lbl=$2 json=$3 D=${D:-10s}
 # shellcheck source=../../scripts/bench-lib.sh
 source scripts/bench-lib.sh
 bench_scratch pgoab
-cp "$bindir/ledgerd" "$bindir/loadgen" "$work/"
-bench_pki >/dev/null
+bench_prebuilt "$bindir"
 read -ra more <<<"${AGENT_ARGS:-}"
 agent_extra=(-raft-log-store wal ${more[@]+"${more[@]}"})
 echo "== $lbl $(uptime)"

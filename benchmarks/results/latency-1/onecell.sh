@@ -11,8 +11,7 @@ bindir=$1 lbl=$2 json=$3 D=${D:-6s}
 # shellcheck source=../../../scripts/bench-lib.sh
 source scripts/bench-lib.sh
 bench_scratch onecell
-cp "$bindir/ledgerd" "$bindir/loadgen" "$work/"
-bench_pki >/dev/null
+bench_prebuilt "$bindir"
 common=(-live 10000 -duration "$D" -json "$json" -quiet)
 read -ra lgf <<<"${LGF:-}"
 echo "== $lbl rawraft $(uptime)"
