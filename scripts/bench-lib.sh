@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Helpers shared by the bench-*.sh scripts: build the binaries, make the
-# cluster's TLS material, start and stop N `ledgerd agent` processes on
-# loopback (secured, or -insecure to compare), read an agent's RSS.
-# Source it; it expects $work (a scratch directory) to be set.
+# Helpers shared by the bench-*.sh scripts: make the scratch directory,
+# build or copy in the binaries, make the cluster's TLS material, start and
+# stop N `ledgerd agent` processes on loopback (secured, or -insecure to
+# compare), read an agent's RSS. Source it; the other helpers expect $work
+# (a scratch directory: bench_scratch makes one) to be set.
 
 # shellcheck source=scripts/secure-lib.sh
 source scripts/secure-lib.sh
