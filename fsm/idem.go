@@ -54,15 +54,32 @@ func idemMismatch(key string, fp []byte, first *fsmv1.Result) *fsmv1.Result {
 // Records are never changed once written and chunks never move, so a
 // view (a snapshot's copy of the chunk headers) stays valid while
 // records are appended and pruned; only the index changes in place.
+//
+// A chunk that is full (sealed) is kept packed: its bytes compressed (see
+// idem_pack.go), about half their size on the records of a bulk load. A
+// restored store's chunks are packed a few at a time by the next seals.
+// Reading a record of a packed chunk unpacks the whole chunk once; that
+// happens only for a retried key, a rare hash-tag collision, or the
+// oldest chunk as it is pruned, never on the path of a new key.
 // Nothing here depends on map order: the hash is a fixed function of the
 // bytes, and iteration follows the log.
 type idemStore struct {
 	// chunks holds the live chunks; chunks[i] has sequence number
-	// first+i. Only the last one is appended to.
-	chunks [][]byte
+	// first+i. Only the last one is appended to, and all but the last
+	// are packed unless packing did not pay.
+	chunks []idemSeg
 	first  uint32
 	// front is the offset of the oldest live record in chunks[0].
 	front int
+	// unpackedFront and unpacked are the oldest chunk and the last
+	// other packed chunk read, unpacked (see chunkAt).
+	unpackedFront, unpacked unpackedChunk
+	// packBuf is the scratch space of pack. While lazy is set (load),
+	// sealed chunks are left raw; backlog is the first chunk index at or
+	// after which such chunks may remain (see seal).
+	packBuf []byte
+	lazy    bool
+	backlog int
 	// index holds pos+1 per cell (0: empty), pos = seq<<32 | offset;
 	// tags holds the low 32 bits of the hash of the cell's key (so its
 	// home cell, while the index has at most 1<<32 cells).
@@ -91,8 +108,28 @@ func idemHash[T string | []byte](owner, key T) uint64 {
 // len returns the number of remembered keys.
 func (s *idemStore) len() int { return s.n }
 
-// chunkAt returns the chunk with sequence number seq.
-func (s *idemStore) chunkAt(seq uint32) []byte { return s.chunks[seq-s.first] }
+// chunkAt returns the bytes of the chunk with sequence number seq,
+// unpacking a packed chunk. The bytes of an unpacked chunk are a new
+// array each time it is unpacked, so records read earlier stay valid.
+// Two are kept for the next reads: the oldest chunk's, which pruning
+// reads record by record at every keyed write once the store is full,
+// and the last other one read (a retried key's), so that neither evicts
+// the other.
+func (s *idemStore) chunkAt(seq uint32) []byte {
+	c := &s.chunks[seq-s.first]
+	if c.z == nil {
+		return c.raw
+	}
+	keep := &s.unpacked
+	if seq == s.first {
+		keep = &s.unpackedFront
+	}
+	if keep.b != nil && keep.seq == seq {
+		return keep.b
+	}
+	*keep = unpackedChunk{seq: seq, b: c.unpack(nil)}
+	return keep.b
+}
 
 // record reads the record at pos.
 func (s *idemStore) record(pos uint64) idemRecord {
@@ -198,7 +235,7 @@ func (s *idemStore) add(owner, key []byte, at int64, result []byte) bool {
 func (s *idemStore) appendRecord(owner, key []byte, at int64, result []byte) uint64 {
 	e := idemRecord{at: at, owner: owner, key: key, result: result}
 	last, c, pos := s.frame(idemRecordSize(e))
-	s.chunks[last] = appendIdemRecord(c, e)
+	s.chunks[last].raw = appendIdemRecord(c, e)
 	return pos
 }
 
@@ -206,22 +243,26 @@ func (s *idemStore) appendRecord(owner, key []byte, at int64, result []byte) uin
 // (idemEncoded) to the log and returns its position.
 func (s *idemStore) appendEncoded(rec []byte) uint64 {
 	last, c, pos := s.frame(len(rec))
-	s.chunks[last] = append(c, rec...)
+	s.chunks[last].raw = append(c, rec...)
 	return pos
 }
 
 // frame starts a record of size bytes: it returns the chunk the record
-// goes to (a new one if the last lacks the room) with the record's tag
-// and length appended, for the caller to append the record and store
-// back at chunks[last], and the position the record will have.
+// goes to (a new one if the last lacks the room, the last one then
+// sealed and packed) with the record's tag and length appended, for the
+// caller to append the record and store back at chunks[last].raw, and
+// the position the record will have.
 func (s *idemStore) frame(size int) (last int, c []byte, pos uint64) {
 	need := 1 + binary.MaxVarintLen64 + size
 	last = len(s.chunks) - 1
-	if last < 0 || cap(s.chunks[last])-len(s.chunks[last]) < need {
-		s.chunks = append(s.chunks, make([]byte, 0, max(idemChunk, need)))
+	if last < 0 || cap(s.chunks[last].raw)-len(s.chunks[last].raw) < need {
+		if last >= 0 {
+			s.seal(last)
+		}
+		s.chunks = append(s.chunks, idemSeg{raw: make([]byte, 0, max(idemChunk, need))})
 		last++
 	}
-	c = s.chunks[last]
+	c = s.chunks[last].raw
 	pos = uint64(s.first+uint32(last))<<32 | uint64(len(c))
 	c = append(c, idemRecordTag)
 	return last, binary.AppendUvarint(c, uint64(size)), pos
@@ -314,31 +355,53 @@ const idemOffBits = 18
 // duplicate key, found while placing, sends the whole index to be built
 // again in log order, which finds the first duplicate in log order.
 func (s *idemStore) load(raw fieldList, decode func([]byte) (idemRecord, error)) (int, error) {
+	i, err, _ := s.loadPlanned(raw, decode, nil)
+	return i, err
+}
+
+// loadPlanned is load, for records laid out by spans (planIdemChunks,
+// nil for none): when every record is stored as the log holds it, the
+// chunks alias raw's body instead of copying it, and aliased is true;
+// the caller must then replace them (adoptChunks) before the body goes.
+func (s *idemStore) loadPlanned(raw fieldList, decode func([]byte) (idemRecord, error), spans []idemSpan) (bad int, badErr error, aliased bool) {
 	if s.n != 0 || len(s.chunks) != 0 {
 		panic("fsm: idemStore.load on a store in use")
 	}
+	// The chunks are not packed here but by the caller (a restore's
+	// stages) or a few at each chunk the log seals (seal): packing a
+	// million keys' chunks in this one pass would lengthen a restore by
+	// a quarter of a second or more.
+	s.lazy = true
+	defer func() { s.lazy = false }()
 	// 1. The log, and each record's hash tag and position (packed in 32
 	// bits: a chunk's number and the offset in it), in log order.
 	recs := make([]idemPlace, 0, raw.len())
 	packed := true
-	bad, badErr := -1, error(nil)
-	for i := range raw.len() {
-		b := raw.get(i)
-		e, err := decode(b)
-		if err != nil {
-			bad, badErr = i, err
-			break
+	bad = -1
+	if spans != nil {
+		if recs, aliased = s.loadSpans(raw, decode, spans, recs); aliased {
+			packed = len(spans) <= 1<<(32-idemOffBits)
 		}
-		var pos uint64
-		if idemEncoded(b, e) {
-			// A record as Persist wrote it: its bytes are the log's.
-			pos = s.appendEncoded(b)
-		} else {
-			pos = s.appendRecord(e.owner, e.key, e.at, e.result)
+	}
+	if !aliased {
+		for i := range raw.len() {
+			b := raw.get(i)
+			e, err := decode(b)
+			if err != nil {
+				bad, badErr = i, err
+				break
+			}
+			var pos uint64
+			if idemEncoded(b, e) {
+				// A record as Persist wrote it: its bytes are the log's.
+				pos = s.appendEncoded(b)
+			} else {
+				pos = s.appendRecord(e.owner, e.key, e.at, e.result)
+			}
+			chunk, off := pos>>32-uint64(s.first), uint32(pos)
+			packed = packed && chunk < 1<<(32-idemOffBits) && off < 1<<idemOffBits
+			recs = append(recs, idemPlace{tag: uint32(idemHash(e.owner, e.key)), pos: uint32(chunk)<<idemOffBits | off})
 		}
-		chunk, off := pos>>32-uint64(s.first), uint32(pos)
-		packed = packed && chunk < 1<<(32-idemOffBits) && off < 1<<idemOffBits
-		recs = append(recs, idemPlace{tag: uint32(idemHash(e.owner, e.key)), pos: uint32(chunk)<<idemOffBits | off})
 	}
 	n := len(recs)
 	s.grow(n)
@@ -347,7 +410,8 @@ func (s *idemStore) load(raw fieldList, decode func([]byte) (idemRecord, error))
 		// idemChunk bytes, in the room left after a larger record, or a
 		// log of gigabytes), or tags that no longer give the home cell
 		// (2^31 keys): indexed in order, as add does.
-		return s.indexInOrder(n, bad, badErr)
+		bad, badErr = s.indexInOrder(n, bad, badErr)
+		return bad, badErr, aliased
 	}
 	// 2. The records sorted by the range of their home cells.
 	mask := uint32(len(s.index) - 1)
@@ -361,12 +425,13 @@ func (s *idemStore) load(raw fieldList, decode func([]byte) (idemRecord, error))
 		if dup {
 			clear(s.index)
 			clear(s.tags)
-			return s.indexInOrder(n, bad, badErr)
+			bad, badErr = s.indexInOrder(n, bad, badErr)
+			return bad, badErr, aliased
 		}
 		s.index[i], s.tags[i] = pos+1, p.tag
 	}
 	s.n = n
-	return bad, badErr
+	return bad, badErr, aliased
 }
 
 // indexInOrder indexes the first n records of the log (the index is
@@ -420,10 +485,12 @@ func (s *idemStore) sameKey(a, b uint64) bool {
 // records of the log, in order.
 func (s *idemStore) eachPos(n int, f func(i int, pos uint64)) {
 	i := 0
-	for k, c := range s.chunks {
+	for k := range s.chunks {
+		seq := s.first + uint32(k)
+		c := s.chunkAt(seq)
 		for off := 0; off < len(c) && i < n; i++ {
 			_, l := readIdemRecord(c[off:])
-			f(i, uint64(s.first+uint32(k))<<32|uint64(off))
+			f(i, uint64(seq)<<32|uint64(off))
 			off += l
 		}
 	}
@@ -450,14 +517,7 @@ func (s *idemStore) grow(n int) {
 	if size == len(s.index) {
 		return
 	}
-	old := s.index
-	s.index, s.tags = make([]uint64, size), make([]uint32, size)
-	for _, c := range old {
-		if c != 0 {
-			r := s.record(c - 1)
-			s.place(c-1, idemHash(r.owner, r.key))
-		}
-	}
+	s.rehash(size)
 }
 
 // prune forgets the oldest records, those at least window older than
@@ -491,15 +551,20 @@ func (s *idemStore) trimKeeping(maxKeys int, now, minAge int64) {
 // so.
 func (s *idemStore) dropWhile(drop func(idemRecord) bool) {
 	for s.n > 0 {
-		if s.front == len(s.chunks[0]) {
+		if s.front == s.chunks[0].size() {
 			// Every record of the first chunk is gone; it is not the last
 			// chunk, since a record is left.
-			s.chunks[0] = nil
+			s.chunks[0] = idemSeg{}
 			s.chunks = s.chunks[1:]
+			s.backlog = max(s.backlog-1, 0)
+			s.unpackedFront = unpackedChunk{}
+			if s.unpacked.seq == s.first {
+				s.unpacked = unpackedChunk{}
+			}
 			s.first++
 			s.front = 0
 		}
-		r, l := readIdemRecord(s.chunks[0][s.front:])
+		r, l := readIdemRecord(s.chunkAt(s.first)[s.front:])
 		if !drop(r) {
 			s.shrink()
 			return
@@ -510,10 +575,12 @@ func (s *idemStore) dropWhile(drop func(idemRecord) bool) {
 	}
 	if len(s.chunks) > 1 || s.front > 0 {
 		// All pruned: keep only the last chunk's unused room.
-		last := s.chunks[len(s.chunks)-1]
+		last := s.chunks[len(s.chunks)-1].raw
 		s.first += uint32(len(s.chunks) - 1)
-		s.chunks = [][]byte{last[len(last):len(last):cap(last)]}
+		s.chunks = []idemSeg{{raw: last[len(last):len(last):cap(last)]}}
 		s.front = 0
+		s.backlog = 0
+		s.unpacked, s.unpackedFront = unpackedChunk{}, unpackedChunk{}
 	}
 	s.shrink()
 }
@@ -533,14 +600,20 @@ func (s *idemStore) shrink() {
 	for s.n*4 > size {
 		size *= 2
 	}
+	s.rehash(size)
+}
+
+// rehash moves the index into one of size cells. The cells' tags give
+// their home cells (the tag is the hash's low half), so records are read
+// only in an index of more than 1<<32 cells: rehashing does not unpack
+// chunks.
+func (s *idemStore) rehash(size int) {
 	old, oldTags := s.index, s.tags
 	s.index, s.tags = make([]uint64, size), make([]uint32, size)
 	for i, c := range old {
 		if c == 0 {
 			continue
 		}
-		// The tag is the hash's low half, which gives the home cell in
-		// an index of at most 1<<32 cells.
 		h := uint64(oldTags[i])
 		if size > math.MaxUint32+1 {
 			r := s.record(c - 1)
@@ -572,7 +645,10 @@ func (s *idemStore) unindex(pos, h uint64) {
 				r := s.record(c - 1)
 				k = idemHash(r.owner, r.key) & mask
 			}
-			if verifyCodec {
+			// (Checked where the record is at hand without unpacking a
+			// chunk: these reads go to random chunks, and tests check
+			// every tag against its key after each step anyway.)
+			if verifyCodec && s.chunks[uint32((c-1)>>32)-s.first].z == nil {
 				if r := s.record(c - 1); idemHash(r.owner, r.key)&mask != k {
 					panic(fmt.Sprintf("fsm: idempotency index cell %d: tag %#x is not its key's hash", j, s.tags[j]))
 				}
@@ -590,18 +666,19 @@ func (s *idemStore) unindex(pos, h uint64) {
 // view returns the records as they stand, for a snapshot: later appends
 // and prunes do not change it.
 func (s *idemStore) view() idemView {
-	v := idemView{chunks: make([][]byte, len(s.chunks))}
+	v := idemView{chunks: make([]idemSeg, len(s.chunks)), front: s.front}
 	for i, c := range s.chunks {
-		v.chunks[i] = c[:len(c):len(c)]
-	}
-	if len(v.chunks) > 0 {
-		v.chunks[0] = v.chunks[0][s.front:]
+		c.raw = c.raw[:len(c.raw):len(c.raw)]
+		v.chunks[i] = c
 	}
 	return v
 }
 
 // idemView is a fixed list of idempotency records in apply order: the
-// log's chunks as they stood, which Persist writes as they are.
+// log's chunks as they stood, which Persist writes as they are
+// (eachChunk).
 type idemView struct {
-	chunks [][]byte
+	chunks []idemSeg
+	// front is the offset of the first record in chunks[0].
+	front int
 }

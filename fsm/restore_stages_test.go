@@ -240,3 +240,45 @@ func TestRestoreStagesReportFirstBadRow(t *testing.T) {
 		}
 	}
 }
+
+// TestRestorePacksIdempotencyLog: a restore packs every sealed chunk of the
+// idempotency log in its build stages, whatever the runner (under -race,
+// the concurrent one checks that the packing stages share nothing), and
+// the packed log writes the snapshot back byte for byte and answers every
+// remembered key with its first result.
+func TestRestorePacksIdempotencyLog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads 8,000 keyed reservations")
+	}
+	const live = 8000
+	f, _ := loaded(t, live)
+	snap := snapshotBytes(t, f)
+	for name, run := range stageRunners {
+		r := restoredWith(t, Config{}, snap, run)
+		idem := &r.st.idem
+		if len(idem.chunks) < 3 {
+			t.Fatalf("%s: %d chunks; the test needs several sealed ones", name, len(idem.chunks))
+		}
+		for i, c := range idem.chunks[:len(idem.chunks)-1] {
+			if c.z == nil {
+				t.Fatalf("%s: sealed chunk %d of %d left raw after the restore", name, i, len(idem.chunks))
+			}
+		}
+		if last := idem.chunks[len(idem.chunks)-1]; last.z != nil || idem.backlog != len(idem.chunks)-1 {
+			t.Fatalf("%s: last chunk packed %v, backlog %d of %d chunks; want the last raw, no backlog", name, last.z != nil, idem.backlog, len(idem.chunks))
+		}
+		if again := snapshotBytes(t, r); !bytes.Equal(snap, again) {
+			t.Fatalf("%s: snapshot→restore (packed)→snapshot changed the bytes", name)
+		}
+		n := 0
+		f.st.idem.view().each(func(e idemRecord) {
+			n++
+			if got, ok := idem.get(string(e.owner), string(e.key)); !ok || !bytes.Equal(got, e.result) {
+				t.Fatalf("%s: %s/%s: remembered %v, result differs from the original's", name, e.owner, e.key, ok)
+			}
+		})
+		if n < live {
+			t.Fatalf("%s: the original remembers %d keys, want at least %d", name, n, live)
+		}
+	}
+}

@@ -164,10 +164,8 @@ func writeSnapshotIdem(w io.Writer, msg *fsmv1.Snapshot, rows iter.Seq[string], 
 			return err
 		}
 		// The store keeps each record as these bytes (idemStore).
-		for _, c := range idem.chunks {
-			if err := emit(c); err != nil {
-				return err
-			}
+		if err := idem.eachChunk(emit); err != nil {
+			return err
 		}
 		return emit(rest[cut:])
 	}
@@ -288,6 +286,17 @@ func (l *fieldList) add(at uint64) {
 
 // len returns the number of items.
 func (l fieldList) len() int { return l.n }
+
+// at returns the offset of item i's tag in the body.
+func (l fieldList) at(i int) int { return int(l.chunks[i>>fieldChunkBits][i&(1<<fieldChunkBits-1)]) }
+
+// fieldLen returns the length of item i as a field: its tag, its length
+// and its value.
+func (l fieldList) fieldLen(i int) int {
+	b := l.body[l.at(i):]
+	_, _, n := protowire.ConsumeTag(b)
+	return n + protowire.ConsumeFieldValue(0, protowire.BytesType, b[n:])
+}
 
 // get returns the value of item i (aliasing the body). The item was
 // found by splitBody, so its tag and length are well formed.
