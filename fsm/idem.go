@@ -57,7 +57,8 @@ func idemMismatch(key string, fp []byte, first *fsmv1.Result) *fsmv1.Result {
 //
 // A chunk that is full (sealed) is kept packed: its bytes compressed (see
 // idem_pack.go), about half their size on the records of a bulk load. A
-// restored store's chunks are packed a few at a time by the next seals.
+// restore packs its chunks in stages of its own (idem_restore.go); a
+// store loaded otherwise has them packed a few at a time by later seals.
 // Reading a record of a packed chunk unpacks the whole chunk once; that
 // happens only for a retried key, a rare hash-tag collision, or the
 // oldest chunk as it is pruned, never on the path of a new key.
