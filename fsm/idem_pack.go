@@ -23,9 +23,10 @@ import (
 // Why whole chunks and not records: one record is too small to compress,
 // and a chunk is what the log appends, prunes and snapshots anyway.
 // Reads of single records from packed chunks are rare (see idemStore),
-// and each unpacks the chunk (a fraction of a millisecond); the last one
-// unpacked is kept for the next read, which serves pruning and index
-// rebuilds walking the log in order. A snapshot unpacks every chunk as
+// and each unpacks the chunk (a fraction of a millisecond). The oldest
+// chunk and the last other one unpacked are kept for the next reads
+// (chunkAt): pruning reads the oldest record by record, and a rebuild
+// in log order reads each chunk once. A snapshot unpacks every chunk as
 // it writes it (eachChunk), so the file and its bytes are what they were
 // before chunks were packed: nothing here is visible outside the store.
 
