@@ -248,19 +248,27 @@ func (s *idemStore) appendEncoded(rec []byte) uint64 {
 	return pos
 }
 
+// idemFits reports whether a record of size bytes goes into a chunk with
+// free bytes of room left, or starts a new one of idemRoom(size): the rule
+// frame appends by and planIdemChunks lays a snapshot's records out by.
+func idemFits(free, size int) bool { return free >= 1+binary.MaxVarintLen64+size }
+
+// idemRoom is the capacity of a new chunk whose first record has size
+// bytes: idemChunk, or the record's own size when it is larger.
+func idemRoom(size int) int { return max(idemChunk, 1+binary.MaxVarintLen64+size) }
+
 // frame starts a record of size bytes: it returns the chunk the record
 // goes to (a new one if the last lacks the room, the last one then
 // sealed and packed) with the record's tag and length appended, for the
 // caller to append the record and store back at chunks[last].raw, and
 // the position the record will have.
 func (s *idemStore) frame(size int) (last int, c []byte, pos uint64) {
-	need := 1 + binary.MaxVarintLen64 + size
 	last = len(s.chunks) - 1
-	if last < 0 || cap(s.chunks[last].raw)-len(s.chunks[last].raw) < need {
+	if last < 0 || !idemFits(cap(s.chunks[last].raw)-len(s.chunks[last].raw), size) {
 		if last >= 0 {
 			s.seal(last)
 		}
-		s.chunks = append(s.chunks, idemSeg{raw: make([]byte, 0, max(idemChunk, need))})
+		s.chunks = append(s.chunks, idemSeg{raw: make([]byte, 0, idemRoom(size))})
 		last++
 	}
 	c = s.chunks[last].raw
@@ -356,7 +364,7 @@ const idemOffBits = 18
 // duplicate key, found while placing, sends the whole index to be built
 // again in log order, which finds the first duplicate in log order.
 func (s *idemStore) load(raw fieldList, decode func([]byte) (idemRecord, error)) (int, error) {
-	i, err, _ := s.loadPlanned(raw, decode, nil)
+	i, _, err := s.loadPlanned(raw, decode, nil)
 	return i, err
 }
 
@@ -364,7 +372,7 @@ func (s *idemStore) load(raw fieldList, decode func([]byte) (idemRecord, error))
 // nil for none): when every record is stored as the log holds it, the
 // chunks alias raw's body instead of copying it, and aliased is true;
 // the caller must then replace them (adoptChunks) before the body goes.
-func (s *idemStore) loadPlanned(raw fieldList, decode func([]byte) (idemRecord, error), spans []idemSpan) (bad int, badErr error, aliased bool) {
+func (s *idemStore) loadPlanned(raw fieldList, decode func([]byte) (idemRecord, error), spans []idemSpan) (bad int, aliased bool, badErr error) {
 	if s.n != 0 || len(s.chunks) != 0 {
 		panic("fsm: idemStore.load on a store in use")
 	}
@@ -377,11 +385,11 @@ func (s *idemStore) loadPlanned(raw fieldList, decode func([]byte) (idemRecord, 
 	// 1. The log, and each record's hash tag and position (packed in 32
 	// bits: a chunk's number and the offset in it), in log order.
 	recs := make([]idemPlace, 0, raw.len())
-	packed := true
+	fits := true // every position fits an idemPlace
 	bad = -1
 	if spans != nil {
 		if recs, aliased = s.loadSpans(raw, decode, spans, recs); aliased {
-			packed = len(spans) <= 1<<(32-idemOffBits)
+			fits = len(spans) <= 1<<(32-idemOffBits)
 		}
 	}
 	if !aliased {
@@ -400,19 +408,19 @@ func (s *idemStore) loadPlanned(raw fieldList, decode func([]byte) (idemRecord, 
 				pos = s.appendRecord(e.owner, e.key, e.at, e.result)
 			}
 			chunk, off := pos>>32-uint64(s.first), uint32(pos)
-			packed = packed && chunk < 1<<(32-idemOffBits) && off < 1<<idemOffBits
+			fits = fits && chunk < 1<<(32-idemOffBits) && off < 1<<idemOffBits
 			recs = append(recs, idemPlace{tag: uint32(idemHash(e.owner, e.key)), pos: uint32(chunk)<<idemOffBits | off})
 		}
 	}
 	n := len(recs)
 	s.grow(n)
-	if !packed || len(s.index) > math.MaxUint32+1 {
+	if !fits || len(s.index) > math.MaxUint32+1 {
 		// A position past the packed range (an offset past a chunk of
 		// idemChunk bytes, in the room left after a larger record, or a
 		// log of gigabytes), or tags that no longer give the home cell
 		// (2^31 keys): indexed in order, as add does.
 		bad, badErr = s.indexInOrder(n, bad, badErr)
-		return bad, badErr, aliased
+		return bad, aliased, badErr
 	}
 	// 2. The records sorted by the range of their home cells.
 	mask := uint32(len(s.index) - 1)
@@ -427,12 +435,12 @@ func (s *idemStore) loadPlanned(raw fieldList, decode func([]byte) (idemRecord, 
 			clear(s.index)
 			clear(s.tags)
 			bad, badErr = s.indexInOrder(n, bad, badErr)
-			return bad, badErr, aliased
+			return bad, aliased, badErr
 		}
 		s.index[i], s.tags[i] = pos+1, p.tag
 	}
 	s.n = n
-	return bad, badErr, aliased
+	return bad, aliased, badErr
 }
 
 // indexInOrder indexes the first n records of the log (the index is

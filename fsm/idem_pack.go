@@ -51,7 +51,7 @@ func (c *idemSeg) size() int {
 // unpack returns the chunk's records, in dst when it has the room. A
 // packed chunk that does not unpack to its length means the store's
 // memory was corrupted, not that any input was bad: nothing reaches z
-// but what pack and packSpans encoded.
+// but what idemSeg.pack encoded.
 func (c *idemSeg) unpack(dst []byte) []byte {
 	if c.z == nil {
 		return c.raw
@@ -95,13 +95,10 @@ func (s *idemStore) seal(last int) {
 		return
 	}
 	for k := 0; k < packPerSeal && s.backlog <= last; k++ {
-		s.pack(s.backlog)
+		s.packBuf = s.chunks[s.backlog].pack(s.packBuf)
 		s.backlog++
 	}
 }
-
-// pack packs chunk i, which is sealed.
-func (s *idemStore) pack(i int) { s.packBuf = s.chunks[i].pack(s.packBuf) }
 
 // pack packs the chunk, which is sealed, unless it is packed already or
 // packing would save less than packMin eighths, using buf as scratch

@@ -58,9 +58,8 @@ func planIdemChunks(raw fieldList) []idemSpan {
 		if !ok {
 			return nil
 		}
-		need := 1 + binary.MaxVarintLen64 + size
-		if len(spans) == 0 || spans[len(spans)-1].room-spans[len(spans)-1].size < need {
-			spans = append(spans, idemSpan{first: i, at: at, room: max(idemChunk, need)})
+		if len(spans) == 0 || !idemFits(spans[len(spans)-1].room-spans[len(spans)-1].size, size) {
+			spans = append(spans, idemSpan{first: i, at: at, room: idemRoom(size)})
 		}
 		sp := &spans[len(spans)-1]
 		sp.count++
@@ -93,12 +92,11 @@ func (s *idemStore) loadSpans(raw fieldList, decode func([]byte) (idemRecord, er
 		for i := sp.first; i < sp.first+sp.count; i++ {
 			b := raw.get(i)
 			e, err := decode(b)
-			framed := 1 + protowire.SizeVarint(uint64(len(b))) + len(b)
 			if err != nil || !idemEncoded(b, e) {
 				return recs[:0], false
 			}
 			recs = append(recs, idemPlace{tag: uint32(idemHash(e.owner, e.key)), pos: uint32(k)<<idemOffBits | uint32(off)})
-			off += framed
+			off += 1 + protowire.SizeBytes(len(b))
 		}
 		// Each record's framed length as the log frames it is at most
 		// the distance to the next record's offset, which the plan took

@@ -553,7 +553,7 @@ func TestIdemSpansMatchLoad(t *testing.T) {
 		}
 		var got idemStore
 		got.grow(len(raw))
-		if at, err, aliased := got.loadPlanned(fields, decode, spans); err != nil || !aliased {
+		if at, aliased, err := got.loadPlanned(fields, decode, spans); err != nil || !aliased {
 			t.Fatalf("seed %d: loadPlanned: %d, %v, aliased %v", seed, at, err, aliased)
 		}
 		same := func(when string) {
@@ -606,7 +606,7 @@ func TestIdemSpansMatchLoad(t *testing.T) {
 	for name, fields := range map[string]fieldList{"overlong length": long, "gap": gap} {
 		var s idemStore
 		s.grow(fields.len())
-		at, err, aliased := s.loadPlanned(fields, func(b []byte) (idemRecord, error) { return decodeIdemRecord(b, nil) }, planIdemChunks(fields))
+		at, aliased, err := s.loadPlanned(fields, func(b []byte) (idemRecord, error) { return decodeIdemRecord(b, nil) }, planIdemChunks(fields))
 		if err != nil || aliased {
 			t.Fatalf("%s: loadPlanned: %d, %v, aliased %v; want the records appended", name, at, err, aliased)
 		}

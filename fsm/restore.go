@@ -49,7 +49,8 @@ const (
 
 // restoreJob is a restore cut into stages:
 //
-//   - prepareRestore (in order): the resources, the limit table;
+//   - prepareRestore (in order): the resources, the limit table, the
+//     idempotency log's chunks laid out from the records' offsets;
 //   - the scan stages: the idempotency store; each scan stage scans a
 //     slice of the rows (scanChunk) and collects what the stores are
 //     built from; the check stages check that the idempotency results
@@ -172,6 +173,11 @@ func prepareRestore(cfg Config, split splitSnapshot) (*restoreJob, error) {
 	j.rows = make([]string, n)
 	j.books = make([]planner.Booking, n)
 	j.load = s.plan.NewStagedLoad(scanChunks + 1)
+	if split.idem == nil {
+		if j.idemSpans = planIdemChunks(split.idemRaw); j.idemSpans != nil {
+			j.idemChunks = make([]idemSeg, len(j.idemSpans))
+		}
+	}
 	return j, nil
 }
 
@@ -192,12 +198,9 @@ func (j *restoreJob) scanStages() []func() {
 	for c := range checkChunks {
 		out = append(out, func() { j.checkIdem(c) })
 	}
-	if j.split.idem == nil {
-		if j.idemSpans = planIdemChunks(j.split.idemRaw); j.idemSpans != nil {
-			j.idemChunks = make([]idemSeg, len(j.idemSpans))
-			for k := range packStages {
-				out = append(out, func() { packSpans(j.split.idemRaw.body, j.idemSpans, j.idemChunks, k, packStages) })
-			}
+	if j.idemSpans != nil {
+		for k := range packStages {
+			out = append(out, func() { packSpans(j.split.idemRaw.body, j.idemSpans, j.idemChunks, k, packStages) })
 		}
 	}
 	return out
@@ -447,7 +450,7 @@ func (j *restoreJob) buildIdem() {
 	// node) that key would otherwise rebuild the whole index on the FSM
 	// goroutine, delaying the first apply after a restart.
 	idem.grow(raw.len() + 1)
-	i, err, aliased := idem.loadPlanned(raw, decodeIdemUnchecked, j.idemSpans)
+	i, aliased, err := idem.loadPlanned(raw, decodeIdemUnchecked, j.idemSpans)
 	if err != nil {
 		j.addErr = idemErr{i, badf("idempotency[%d]: %v", i, err)}
 	}
