@@ -120,8 +120,12 @@ func (p *Planner) Advance(now int64) {
 		r.key = p.trimKey(r) // > now
 		p.trims.fix(0)
 	}
-	for len(p.expiry) > 0 && p.bookings.at(p.expiry[0]).end <= now {
-		p.forget(p.expiry[0])
+	for {
+		slot, ok := p.expiry.due(&p.bookings, now)
+		if !ok {
+			break
+		}
+		p.forget(slot)
 	}
 }
 

@@ -199,8 +199,8 @@ func TestExpiryCompaction(t *testing.T) {
 				must(t, p.Book(Booking{ID: id, Parts: []Part{{"cpu", 1}}, Start: int64(i), End: int64(i + 3)}))
 			}
 		}
-		if len(p.expiry) > 2*p.Len()+64 {
-			t.Fatalf("%s: %d expiry entries for %d bookings", f.name, len(p.expiry), p.Len())
+		if p.expiry.len() > 2*p.Len()+64 {
+			t.Fatalf("%s: %d expiry entries for %d bookings", f.name, p.expiry.len(), p.Len())
 		}
 		live := map[string]int64{}
 		for i := range 10 {
@@ -216,8 +216,8 @@ func TestExpiryCompaction(t *testing.T) {
 				}
 			}
 		}
-		if p.Len() != 0 || len(p.expiry) != 0 {
-			t.Fatalf("%s: %d bookings, %d expiry entries left", f.name, p.Len(), len(p.expiry))
+		if p.Len() != 0 || p.expiry.len() != 0 {
+			t.Fatalf("%s: %d bookings, %d expiry entries left", f.name, p.Len(), p.expiry.len())
 		}
 	}
 }

@@ -78,7 +78,7 @@ type admissionFixture struct {
 	p      *Planner
 	placed []placed
 	// bytesPerLive is the heap the planner holds per live reservation
-	// (timeline, booking table, expiry heap, ID strings); tlBytesPerLive
+	// (timeline, booking table, expiry set, ID strings); tlBytesPerLive
 	// is the timeline's share alone.
 	bytesPerLive, tlBytesPerLive float64
 	// tl is a bare timeline holding the same reservations.

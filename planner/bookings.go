@@ -13,7 +13,8 @@ import (
 // entry is a live booking in 48 bytes: its ID, its window, its single
 // part inline (res is the resource's index in Planner.byIdx, or noRes for
 // a multi-part booking, whose parts are kept in Planner.multi), and its
-// position in the expiry heap. A free slot of a bookTable has id == "".
+// position in the expiry set (see expirySet). A free slot of a bookTable
+// has id == "".
 type entry struct {
 	id         string
 	amount     int64
@@ -269,10 +270,10 @@ func (t *bookTable) ids() iter.Seq[string] {
 	}
 }
 
-// endHeap is the expiry heap: a binary min-heap of the live bookings'
-// slots ordered by end, then slot. Each record keeps its position (pos),
-// so a booking is removed or re-keyed in place and the heap holds exactly
-// the live bookings, 4 bytes each.
+// endHeap is the expiry set's heap (expirySet.near): a binary min-heap of
+// live bookings' slots ordered by end, then slot, 4 bytes each. Each
+// record keeps its position (pos), so a booking is removed or re-keyed in
+// place.
 type endHeap []uint32
 
 // less orders heap positions i and j.

@@ -42,8 +42,7 @@ func (p *Planner) Complete(id string, at int64) (Completion, error) {
 		p.forget(slot)
 		return c, nil
 	}
-	rec := p.bookings.at(slot)
-	rec.end = at
-	p.expiry.fix(&p.bookings, int(rec.pos))
+	p.bookings.at(slot).end = at
+	p.expiry.rekeyed(&p.bookings, slot)
 	return c, nil
 }

@@ -64,9 +64,10 @@ func (p *Planner) Load(bs []Booking) error {
 		}
 	}
 	// Everything fits: link the bookings and install the timelines.
-	p.expiry = slices.Grow(p.expiry, len(bs))
+	p.expiry.far = slices.Grow(p.expiry.far, len(bs))
 	for i := range bs {
 		p.link(slot(i), parts[offs[i]:offs[i+1]])
+		p.expiry.addUnordered(&p.bookings, slot(i))
 	}
 	for _, r := range p.byIdx {
 		if r == nil || len(edges[r.idx]) == 0 {
@@ -80,9 +81,9 @@ func (p *Planner) Load(bs []Booking) error {
 		p.installBlocks(r, blocks)
 		scratch = blocks
 	}
-	// The new slots join the expiry heap in one O(n) heapify; the heap's
-	// order is (end, slot), so its shape does not change what it yields.
-	p.expiry.heapify(&p.bookings)
+	// The new slots join the expiry set at once: its order is (end,
+	// slot), so where they land does not change what it yields.
+	p.expiry.settle(&p.bookings, p.origin)
 	return nil
 }
 

@@ -16,7 +16,7 @@ import (
 //     resolved at the same time, beside other readers, while nothing
 //     changes the planner.
 //   - Stages returns stages that change disjoint parts of the planner
-//     (the booking table with the expiry heap; the timelines with the
+//     (the booking table with the expiry set; the timelines with the
 //     resources), which may run at the same time once every batch is
 //     resolved, with no other use of the planner meanwhile.
 //   - Finish returns Load's error.
@@ -141,8 +141,8 @@ func (c *cursor) find(i int) (*loadBatch, int) {
 
 // loadIDs is the stage of the booking table: it stores every booking in
 // its slot and index cell, keeps the parts of multi-part bookings, and
-// adds the slots to the expiry heap. It writes the table, multi and the
-// expiry heap only.
+// adds the slots to the expiry set. It writes the table, multi and the
+// expiry set only.
 func (l *StagedLoad) loadIDs() {
 	p := l.p
 	n := 0
@@ -155,7 +155,7 @@ func (l *StagedLoad) loadIDs() {
 		l.idsErr = fmt.Errorf("load bookings[%d] %q: %w", dup, b.bs[j].ID, ErrDuplicateID)
 		return
 	}
-	p.expiry = slices.Grow(p.expiry, n)
+	p.expiry.far = slices.Grow(p.expiry.far, n)
 	i := 0
 	for k := range l.batches {
 		b := &l.batches[k]
@@ -163,12 +163,12 @@ func (l *StagedLoad) loadIDs() {
 			if parts := b.parts[b.offs[j]:b.offs[j+1]]; len(parts) != 1 {
 				p.multi[b.bs[j].ID] = slices.Clone(parts)
 			}
-			p.expiry.append(&p.bookings, slot(i))
+			p.expiry.addUnordered(&p.bookings, slot(i))
 			i++
 		}
 	}
-	// One O(n) heapify, as Load does: the heap's order is (end, slot).
-	p.expiry.heapify(&p.bookings)
+	// Settled at once, as Load does: the set's order is (end, slot).
+	p.expiry.settle(&p.bookings, p.origin)
 }
 
 // loadTimelines is the stage of the timelines: per resource it sorts the

@@ -67,7 +67,7 @@ func stagedLoad(p *Planner, batches [][]Booking, run string) error {
 }
 
 // sameTable fails unless a and b store the same bookings in the same
-// slots, with the same expiry heap and multi-part lists (Load's slots
+// slots, with the same expiry set and multi-part lists (Load's slots
 // are part of the outcome a staged load must give).
 func sameTable(t *testing.T, what string, a, b *Planner) {
 	t.Helper()
@@ -79,8 +79,8 @@ func sameTable(t *testing.T, what string, a, b *Planner) {
 			t.Fatalf("%s: slot %d holds %+v, want %+v", what, s, eb, ea)
 		}
 	}
-	if !slices.Equal(a.expiry, b.expiry) {
-		t.Fatalf("%s: expiry heap %v, want %v", what, b.expiry, a.expiry)
+	if ea, eb := a.expiry, b.expiry; ea.horizon != eb.horizon || !slices.Equal(ea.near, eb.near) || !slices.Equal(ea.far, eb.far) {
+		t.Fatalf("%s: expiry set %+v, want %+v", what, eb, ea)
 	}
 	if !reflect.DeepEqual(a.multi, b.multi) {
 		t.Fatalf("%s: multi-part bookings differ", what)

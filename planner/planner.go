@@ -51,7 +51,7 @@ type Planner struct {
 	multi    map[string][]resPart
 	// expiry orders the live bookings' slots by end so that Advance
 	// forgets finished bookings without scanning them all.
-	expiry endHeap
+	expiry expirySet
 }
 
 // resource is one resource's state.
@@ -687,7 +687,9 @@ func (p *Planner) store(id string, parts []resPart, start, end int64) {
 // storeAt is store with where the table indexes id (from
 // checkNewIDCell, with no change of the table since).
 func (p *Planner) storeAt(id string, ref cellRef, parts []resPart, start, end int64) {
-	p.expiry.up(&p.bookings, p.link(p.bookings.addAt(newEntry(id, parts, start, end), ref), parts))
+	slot := p.bookings.addAt(newEntry(id, parts, start, end), ref)
+	p.link(slot, parts)
+	p.expiry.add(&p.bookings, slot)
 }
 
 // newEntry is the table record of a booking.
@@ -699,17 +701,16 @@ func newEntry(id string, parts []resPart, start, end int64) entry {
 	return e
 }
 
-// link completes storing the booking in slot: its parts (kept aside for
-// a multi-part booking), the resources' reference counts, and its place at
-// the end of the expiry heap, whose position it returns.
-func (p *Planner) link(slot uint32, parts []resPart) int {
+// link completes storing the booking in slot, except for its place in
+// the expiry set: its parts (kept aside for a multi-part booking) and the
+// resources' reference counts.
+func (p *Planner) link(slot uint32, parts []resPart) {
 	if len(parts) != 1 {
 		p.multi[p.bookings.at(slot).id] = slices.Clone(parts)
 	}
 	for _, rp := range parts {
 		rp.res.refs++
 	}
-	return p.expiry.append(&p.bookings, slot)
 }
 
 // forget drops the booking in slot from the tables (its capacity is
