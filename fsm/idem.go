@@ -50,9 +50,8 @@ func idemMismatch(key string, fp []byte, first *fsmv1.Result) *fsmv1.Result {
 // restore: no per-key allocation, map entry, string header or slice
 // header. Three quarters rather than half: at 1.3M keys after a bulk load
 // the index is 24 MB instead of 48, for probe runs that stay within a
-// cache line or two of 8-byte cells. The
-// oldest records are pruned from the front, and a chunk is dropped once
-// every record in it is pruned.
+// cache line or two of 8-byte cells. The oldest records are pruned from
+// the front, and a chunk is dropped once every record in it is pruned.
 //
 // Records are never changed once written and chunks never move, so a
 // view (a snapshot's copy of the chunk headers) stays valid while
