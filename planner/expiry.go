@@ -15,7 +15,7 @@ import "slices"
 // So only the bookings that end before the horizon sit in the heap
 // (near); the others sit in an unordered list (far), where adding is an
 // append and removing moves the list's last booking into the hole.
-// When Advance reaches the horizon, refill moves it on and pulls into
+// When Advance reaches the horizon, settle moves it on and pulls into
 // the heap the far bookings that end before it.
 //
 // Invariants: every booking in far ends at or after horizon (near holds
@@ -34,7 +34,7 @@ type expirySet struct {
 }
 
 // farItem is a far booking: its slot and a copy of its record's end, so
-// that refill scans the list without reading the scattered records.
+// that settle scans the list without reading the scattered records.
 type farItem struct {
 	end  int64
 	slot uint32
@@ -43,9 +43,9 @@ type farItem struct {
 // farBit marks a record's pos as an index into far.
 const farBit = 1 << 31
 
-// horizonSamples is how many far ends refill looks at to place the
+// horizonSamples is how many far ends settle looks at to place the
 // horizon, and horizonShare the share of them it aims to pull into near:
-// each refill scans far once and pulls about an eighth of it, so a
+// each settle scans far once and pulls about an eighth of it, so a
 // booking is scanned about eight times before it expires, a sequential
 // read each, and near holds about an eighth of the bookings.
 const (
@@ -75,9 +75,11 @@ func (x *expirySet) toFar(e *entry, s uint32) {
 // that adds many and then calls settle.
 func (x *expirySet) addUnordered(t *bookTable, s uint32) { x.toFar(t.at(s), s) }
 
-// settle restores the invariants after addUnordered: the horizon moves
-// past now as Advance would move it, and the far bookings that end
-// before it go to near.
+// settle moves the horizon past now, to about the horizonShare-th
+// quantile of the far ends (nextHorizon), unless it lies further already,
+// and pulls the far bookings that end before it into near. Advance calls
+// it when now reaches the horizon; a load calls it after addUnordered,
+// which restores the invariants.
 func (x *expirySet) settle(t *bookTable, now int64) {
 	x.horizon = max(x.horizon, x.nextHorizon(now))
 	x.pull(t)
@@ -105,45 +107,32 @@ func (x *expirySet) dropFar(t *bookTable, i int) {
 }
 
 // rekeyed moves the live slot s to where its record's end, just
-// changed, belongs.
+// changed, belongs: in place when it stays on its side of the horizon,
+// else out and in again.
 func (x *expirySet) rekeyed(t *bookTable, s uint32) {
 	e := t.at(s)
-	if e.pos&farBit == 0 {
-		if e.end < x.horizon {
-			x.near.fix(t, int(e.pos))
-			return
-		}
-		x.near.remove(t, s)
-		x.toFar(e, s)
-		return
+	inFar := e.pos&farBit != 0
+	switch {
+	case inFar && e.end >= x.horizon:
+		x.far[e.pos&^farBit].end = e.end
+	case !inFar && e.end < x.horizon:
+		x.near.fix(t, int(e.pos))
+	default:
+		x.remove(t, s)
+		x.add(t, s)
 	}
-	i := int(e.pos &^ farBit)
-	if e.end >= x.horizon {
-		x.far[i].end = e.end
-		return
-	}
-	x.dropFar(t, i)
-	x.near.push(t, s)
 }
 
 // due returns the least (end, slot) live booking that ends at or before
 // now, if there is one.
 func (x *expirySet) due(t *bookTable, now int64) (uint32, bool) {
 	if now >= x.horizon {
-		x.refill(t, now)
+		x.settle(t, now)
 	}
 	if len(x.near) > 0 && t.at(x.near[0]).end <= now {
 		return x.near[0], true
 	}
 	return 0, false
-}
-
-// refill moves the horizon (at or before now) past now, to about the
-// horizonShare-th quantile of the far ends, and pulls the far bookings
-// that end before it into near.
-func (x *expirySet) refill(t *bookTable, now int64) {
-	x.horizon = x.nextHorizon(now)
-	x.pull(t)
 }
 
 // pull moves the far bookings that end before the horizon into near:
@@ -168,7 +157,7 @@ func (x *expirySet) pull(t *bookTable) {
 	}
 }
 
-// nextHorizon is the horizon refill moves to: after now, and at about
+// nextHorizon is the horizon settle moves to: after now, and at about
 // the horizonShare-th quantile of far's ends (a sample of evenly spaced
 // items), so that about that share of far is pulled. Either the pull
 // takes that share or the horizon lands past now by that quantile, so a
