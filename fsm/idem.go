@@ -620,7 +620,7 @@ func (s *idemStore) shrink() {
 // chunks.
 func (s *idemStore) rehash(size int) {
 	old, oldTags := s.index, s.tags
-	s.index, s.tags = make([]uint64, size), make([]uint32, size)
+	s.index, s.tags = probeCells[uint64](size), probeCells[uint32](size)
 	for i, c := range old {
 		if c == 0 {
 			continue

@@ -217,7 +217,7 @@ func (t *rowStore) del(id string) {
 // holds them), placing each by its tag.
 func (t *rowStore) resize(size int) {
 	cells, tags := t.cells, t.tags
-	t.cells, t.tags = make([]string, size), make([]uint32, size)
+	t.cells, t.tags = probeCells[string](size), probeCells[uint32](size)
 	for k, row := range cells {
 		if row != "" {
 			t.place(row, tags[k])
