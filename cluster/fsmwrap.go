@@ -298,26 +298,33 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 		}
 	}()
 	if sr, ok := f.inner.(stagedRestorer); ok {
+		// The collector stays off from here until the cycle after the
+		// restore. The restore allocates the new state and little else,
+		// so a cycle during it (at 1M rows several run while the state
+		// grows) frees almost nothing while it marks the growing state
+		// and slows every store with its write barrier: without one the
+		// build stages of a 1M-row restore took 1.9 s instead of 3 s,
+		// and with none in the scan stages either the whole restore
+		// 1.9-2.2 s instead of 2.3-2.5 s (restoreprof -stages paused
+		// against concurrent-gc), for a heap that peaks about 5 %
+		// higher. It goes off before the restore prepares its stages,
+		// not when the first stage starts: the preparation allocates the
+		// scan stages' outputs (the rows' list, the bookings' list, a
+		// few tens of MB at 1M rows), a cycle starting then marked them
+		// while still untouched, and a page first read maps the
+		// kernel's zero page, so the scan's writes into it took a second
+		// fault each, with a TLB flush on every CPU: a 1M-row crash
+		// restart's scan stages took 1.15-1.25 s instead of 0.83-0.84
+		// (benchmarks/results/recovery-1m/r21-first-touch). A memory
+		// limit (GOMEMLIMIT, -memory-limit) still starts cycles when the
+		// heap reaches it.
+		pauseGC()
+		gcOff = true
 		err = sr.RestoreWith(body, func(stages []func()) {
 			t := time.Now()
 			switch len(calls) {
 			case 0:
 				firstCall = t
-				// The collector stays off from here until the cycle
-				// after the restore. The stages allocate the new state
-				// and little else, so a cycle during them (at 1M rows
-				// several run while the state grows) frees almost
-				// nothing while it marks the growing state and slows
-				// every store with its write barrier: without one the
-				// build stages of a 1M-row restore took 1.9 s instead of
-				// 3 s, and with none in the scan stages either the
-				// whole restore 1.9-2.2 s instead of 2.3-2.5 s
-				// (restoreprof -stages paused against concurrent-gc),
-				// for a heap that peaks about 5 % higher. A memory
-				// limit (GOMEMLIMIT, -memory-limit) still starts cycles
-				// when the heap reaches it.
-				pauseGC()
-				gcOff = true
 			case 1:
 				// Between the scan and the build stages the snapshot's
 				// bytes (hundreds of MB at 1M rows, unless the file is

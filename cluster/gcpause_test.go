@@ -105,6 +105,51 @@ func TestOverlappingRestoresRestoreGC(t *testing.T) {
 	}
 }
 
+// preparingRestorer records the collector's setting when its RestoreWith
+// begins, before it calls the stage runner (where the ledger's restore
+// allocates the scan stages' outputs), and fails there when fail is set.
+type preparingRestorer struct {
+	gatedRestorer
+	atStart int
+	fail    bool
+}
+
+func (p *preparingRestorer) RestoreWith(rc io.ReadCloser, run func([]func())) error {
+	defer rc.Close()
+	p.atStart, _ = gcSetting()
+	if p.fail {
+		return errors.New("bad snapshot")
+	}
+	run([]func(){func() {}})
+	run([]func(){func() {}})
+	return nil
+}
+
+// TestRestorePausesGCBeforePreparing: the collector is already off when
+// a staged restore begins preparing its stages, not only once the first
+// stage runs (a cycle during the preparation marked its untouched outputs,
+// and each page the scan then wrote took a second fault), and a restore
+// refused during its preparation turns it back on.
+func TestRestorePausesGCBeforePreparing(t *testing.T) {
+	waitStartCollections(t)
+	orig := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(orig) })
+	for _, fail := range []bool{false, true} {
+		r := &preparingRestorer{fail: fail}
+		err := newTrackedFSM(r).Restore(snapStream(9))
+		if (err != nil) != fail {
+			t.Fatalf("fail=%v: Restore returned %v", fail, err)
+		}
+		if r.atStart != -1 {
+			t.Errorf("fail=%v: GOGC = %d as the restore began preparing, want -1 (off)", fail, r.atStart)
+		}
+		waitStartCollections(t)
+		if got, _ := gcSetting(); got != 100 {
+			t.Errorf("fail=%v: after the restore GOGC = %d, want 100", fail, got)
+		}
+	}
+}
+
 // TestStartRestoreCollectsAfterShortTail: a restore on the node's start
 // with a short log tail returns with the collector still off and leaves
 // its collection waiting for the tail: it starts once the tail's last

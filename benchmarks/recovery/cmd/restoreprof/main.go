@@ -59,14 +59,13 @@ func main() {
 			concurrently(stages)
 		}
 	case "paused":
-		// The collector off for the whole restore (the scan stages
-		// too), with one collection between the calls.
+		// The collector off for the whole restore (its preparation and
+		// the scan stages too), with one collection between the calls,
+		// as the agent does.
 		calls, saved := 0, 0
+		beforeRestore = func() { saved = debug.SetGCPercent(-1) }
 		runner = func(stages []func()) {
-			switch calls++; calls {
-			case 1:
-				saved = debug.SetGCPercent(-1)
-			case 2:
+			if calls++; calls == 2 {
 				runtime.GC()
 			}
 			concurrently(stages)
@@ -115,6 +114,10 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// beforeRestore runs just before each command restores (after it has
+// read the snapshot): -stages paused turns the collector off there.
+var beforeRestore = func() {}
 
 // stageClock holds when the timed restore began, for timeStages: each
 // command marks it (begin) just before it restores. A nil clock (no
@@ -198,6 +201,7 @@ func run(dir, cpuFile, memFile string, runner fsm.StageRunner, clock *stageClock
 	}
 	defer closeProfile()
 	t1, cpu1 := time.Now(), cpuTime()
+	beforeRestore()
 	clock.begin()
 	l, err := recovery.RestoreSnapshot(snap, runner)
 	if err != nil {
@@ -255,6 +259,7 @@ func runReplay(dir, cpuFile string, runner fsm.StageRunner, clock *stageClock) e
 		return err
 	}
 	t0 := time.Now()
+	beforeRestore()
 	clock.begin()
 	l, err := recovery.RestoreSnapshot(snap, runner)
 	if err != nil {
@@ -339,6 +344,7 @@ func runPersist(dir, cpuFile, storeKind string, runner fsm.StageRunner, clock *s
 	if err != nil {
 		return err
 	}
+	beforeRestore()
 	clock.begin()
 	l, err := recovery.RestoreSnapshot(snap, runner)
 	if err != nil {
