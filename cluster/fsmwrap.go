@@ -314,7 +314,7 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 		// while still untouched, and a page first read maps the
 		// kernel's zero page, so the scan's writes into it took a second
 		// fault each, with a TLB flush on every CPU: the scan stages of
-		// a restart from a 1M-row snapshot took 1.11-1.25 s instead of
+		// a restart from a 1M-row snapshot took 1.11-1.24 s instead of
 		// 0.76-0.85 (benchmarks/results/recovery-1m/r21-first-touch).
 		// A memory limit (GOMEMLIMIT, -memory-limit) still starts cycles
 		// when the heap reaches it.
