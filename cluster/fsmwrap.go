@@ -287,7 +287,8 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 	// line: what the restore spends before the stages (reading and
 	// splitting the snapshot, the resources and limits) and after them.
 	var firstCall, lastEnd time.Time
-	// gcOff: the collector is off for the build stages (pauseGC).
+	// gcOff: this restore holds the collector off (pauseGC), from before
+	// a staged restore prepares until its closing collection.
 	gcOff := false
 	// between is how long the collection between the calls took (part
 	// of the second call's time).

@@ -71,6 +71,9 @@ func (x *expirySet) toFar(e *entry, s uint32) {
 	x.far = append(x.far, farItem{end: e.end, slot: s})
 }
 
+// reserve makes room for n more addUnordered calls.
+func (x *expirySet) reserve(n int) { x.far = slices.Grow(x.far, n) }
+
 // addUnordered adds the live slot s to far whatever its end, for a load
 // that adds many and then calls settle.
 func (x *expirySet) addUnordered(t *bookTable, s uint32) { x.toFar(t.at(s), s) }

@@ -64,7 +64,7 @@ func (p *Planner) Load(bs []Booking) error {
 		}
 	}
 	// Everything fits: link the bookings and install the timelines.
-	p.expiry.far = slices.Grow(p.expiry.far, len(bs))
+	p.expiry.reserve(len(bs))
 	for i := range bs {
 		p.link(slot(i), parts[offs[i]:offs[i+1]])
 		p.expiry.addUnordered(&p.bookings, slot(i))

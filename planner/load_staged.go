@@ -155,7 +155,7 @@ func (l *StagedLoad) loadIDs() {
 		l.idsErr = fmt.Errorf("load bookings[%d] %q: %w", dup, b.bs[j].ID, ErrDuplicateID)
 		return
 	}
-	p.expiry.far = slices.Grow(p.expiry.far, n)
+	p.expiry.reserve(n)
 	i := 0
 	for k := range l.batches {
 		b := &l.batches[k]

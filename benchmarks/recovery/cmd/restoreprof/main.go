@@ -119,6 +119,14 @@ func main() {
 // read the snapshot): -stages paused turns the collector off there.
 var beforeRestore = func() {}
 
+// restore is each command's restore of snap: beforeRestore, the clock's
+// start, the restore itself.
+func restore(snap recovery.Snapshot, runner fsm.StageRunner, clock *stageClock) (*fsm.FSM, error) {
+	beforeRestore()
+	clock.begin()
+	return recovery.RestoreSnapshot(snap, runner)
+}
+
 // stageClock holds when the timed restore began, for timeStages: each
 // command marks it (begin) just before it restores. A nil clock (no
 // -stagetimes) marks nothing.
@@ -201,9 +209,7 @@ func run(dir, cpuFile, memFile string, runner fsm.StageRunner, clock *stageClock
 	}
 	defer closeProfile()
 	t1, cpu1 := time.Now(), cpuTime()
-	beforeRestore()
-	clock.begin()
-	l, err := recovery.RestoreSnapshot(snap, runner)
+	l, err := restore(snap, runner, clock)
 	if err != nil {
 		return err
 	}
@@ -259,9 +265,7 @@ func runReplay(dir, cpuFile string, runner fsm.StageRunner, clock *stageClock) e
 		return err
 	}
 	t0 := time.Now()
-	beforeRestore()
-	clock.begin()
-	l, err := recovery.RestoreSnapshot(snap, runner)
+	l, err := restore(snap, runner, clock)
 	if err != nil {
 		return err
 	}
@@ -344,9 +348,7 @@ func runPersist(dir, cpuFile, storeKind string, runner fsm.StageRunner, clock *s
 	if err != nil {
 		return err
 	}
-	beforeRestore()
-	clock.begin()
-	l, err := recovery.RestoreSnapshot(snap, runner)
+	l, err := restore(snap, runner, clock)
 	if err != nil {
 		return err
 	}
