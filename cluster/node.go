@@ -40,7 +40,7 @@ type Node struct {
 	wal    *logStore             // the log store (store itself, or raft-wal)
 	logs   *raft.LogCache        // recent entries in memory, in front of wal
 	snaps  *raft.FileSnapshotStore
-	trans  *raft.NetworkTransport
+	trans  *gatedTransport
 	raft   *raft.Raft
 	gossip *gossip
 	ap     *autopilot.Autopilot
@@ -242,12 +242,12 @@ func (n *Node) createRaft() error {
 	if err != nil {
 		return err
 	}
-	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	n.trans = &gatedTransport{NetworkTransport: raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  stream,
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
 		Logger:  newHclog(n.log, "transport"),
-	})
+	})}
 	n.hadState, err = raft.HasExistingState(ls, store, snaps)
 	if err != nil {
 		return fmt.Errorf("cluster: inspect raft state: %w", err)
@@ -341,6 +341,9 @@ func (n *Node) closeResources() {
 		return // raft may still use the stores
 	}
 	if n.trans != nil {
+		if !n.waitDone(closedCh(n.trans.gate.close), stopWait, "heartbeats in flight") {
+			return
+		}
 		_ = n.trans.Close()
 	}
 	_ = n.wal.Close()
@@ -474,6 +477,11 @@ func (n *Node) stop() error {
 	}
 	if !n.waitDone(closedCh(n.wg.Wait), stopWait, "node goroutines") {
 		errs = append(errs, fmt.Errorf("cluster: node goroutines still running after %s", stopWait))
+	}
+	// A heartbeat raft took before its shutdown may still be writing the
+	// term (gatedTransport); the stores stay open until it is done.
+	if !n.waitDone(closedCh(n.trans.gate.close), stopWait, "heartbeats in flight") {
+		return errors.Join(append(errs, fmt.Errorf("cluster: a heartbeat still in flight after %s; the stores stay open", stopWait))...)
 	}
 	if err := n.trans.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: transport close: %w", err))
