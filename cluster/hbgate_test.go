@@ -81,13 +81,14 @@ func TestGatedTransportHeartbeats(t *testing.T) {
 	}
 
 	server.gate.close()
-	errCh := make(chan error, 1)
+	type outcome struct {
+		resp *raft.AppendEntriesResponse
+		err  error
+	}
+	late := make(chan outcome, 1)
 	go func() {
 		resp, err := heartbeat()
-		if err == nil {
-			t.Errorf("heartbeat after the gate closed got a reply %+v, want an error", resp)
-		}
-		errCh <- err
+		late <- outcome{resp, err}
 	}()
 	// The dropped heartbeat waits for a reply until the transport shuts
 	// down, as one raft ignores after its shutdown does.
@@ -95,7 +96,10 @@ func TestGatedTransportHeartbeats(t *testing.T) {
 		t.Fatalf("close transport: %v", err)
 	}
 	select {
-	case <-errCh:
+	case o := <-late:
+		if o.err == nil {
+			t.Errorf("heartbeat after the gate closed got a reply %+v, want an error", o.resp)
+		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("heartbeat after the gate closed did not end 30 s after the transport shut down")
 	}
