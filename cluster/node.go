@@ -340,16 +340,32 @@ func (n *Node) closeResources() {
 	if n.raft != nil && !n.waitDone(closedCh(func() { _ = n.raft.Shutdown().Error() }), stopWait, "raft shutdown") {
 		return // raft may still use the stores
 	}
+	_, _ = n.closeStores()
+}
+
+// closeStores closes the transport, the log store and raft.db once raft
+// has shut down. A heartbeat raft took before its shutdown may still be
+// writing the term (gatedTransport): the stores stay open until it is
+// done, and for good (ok false) if it is not done within stopWait.
+func (n *Node) closeStores() (ok bool, err error) {
+	var errs []error
 	if n.trans != nil {
 		if !n.waitDone(closedCh(n.trans.gate.close), stopWait, "heartbeats in flight") {
-			return
+			return false, fmt.Errorf("cluster: a heartbeat still in flight after %s; the stores stay open", stopWait)
 		}
-		_ = n.trans.Close()
+		if err := n.trans.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("cluster: transport close: %w", err))
+		}
 	}
-	_ = n.wal.Close()
+	if err := n.wal.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: close log store: %w", err))
+	}
 	if n.store != nil {
-		_ = n.store.Close()
+		if err := n.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("cluster: close raft.db: %w", err))
+		}
 	}
+	return true, errors.Join(errs...)
 }
 
 func (n *Node) startLoops() {
@@ -478,19 +494,12 @@ func (n *Node) stop() error {
 	if !n.waitDone(closedCh(n.wg.Wait), stopWait, "node goroutines") {
 		errs = append(errs, fmt.Errorf("cluster: node goroutines still running after %s", stopWait))
 	}
-	// A heartbeat raft took before its shutdown may still be writing the
-	// term (gatedTransport); the stores stay open until it is done.
-	if !n.waitDone(closedCh(n.trans.gate.close), stopWait, "heartbeats in flight") {
-		return errors.Join(append(errs, fmt.Errorf("cluster: a heartbeat still in flight after %s; the stores stay open", stopWait))...)
+	ok, err := n.closeStores()
+	if err != nil {
+		errs = append(errs, err)
 	}
-	if err := n.trans.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("cluster: transport close: %w", err))
-	}
-	if err := n.wal.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("cluster: close log store: %w", err))
-	}
-	if err := n.store.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("cluster: close raft.db: %w", err))
+	if !ok {
+		return errors.Join(errs...)
 	}
 	n.client.CloseIdleConnections()
 	if n.m != nil && n.cfg.Registerer != nil {
