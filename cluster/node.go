@@ -17,6 +17,8 @@ import (
 	autopilot "github.com/hashicorp/raft-autopilot"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
+
+	"github.com/ledgerd/ledgerd/internal/raftgate"
 )
 
 // Version is announced in gossip meta so operators can see mixed versions
@@ -40,7 +42,7 @@ type Node struct {
 	wal    *logStore             // the log store (store itself, or raft-wal)
 	logs   *raft.LogCache        // recent entries in memory, in front of wal
 	snaps  *raft.FileSnapshotStore
-	trans  *gatedTransport
+	trans  *raftgate.Transport
 	raft   *raft.Raft
 	gossip *gossip
 	ap     *autopilot.Autopilot
@@ -242,12 +244,12 @@ func (n *Node) createRaft() error {
 	if err != nil {
 		return err
 	}
-	n.trans = &gatedTransport{NetworkTransport: raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	n.trans = raftgate.New(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  stream,
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
 		Logger:  newHclog(n.log, "transport"),
-	})}
+	}))
 	n.hadState, err = raft.HasExistingState(ls, store, snaps)
 	if err != nil {
 		return fmt.Errorf("cluster: inspect raft state: %w", err)
@@ -345,12 +347,12 @@ func (n *Node) closeResources() {
 
 // closeStores closes the transport, the log store and raft.db once raft
 // has shut down. A heartbeat raft took before its shutdown may still be
-// writing the term (gatedTransport): the stores stay open until it is
+// writing the term (raftgate): the stores stay open until it is
 // done, and for good (ok false) if it is not done within stopWait.
 func (n *Node) closeStores() (ok bool, err error) {
 	var errs []error
 	if n.trans != nil {
-		if !n.waitDone(closedCh(n.trans.gate.close), stopWait, "heartbeats in flight") {
+		if !n.waitDone(closedCh(n.trans.CloseHeartbeats), stopWait, "heartbeats in flight") {
 			return false, fmt.Errorf("cluster: a heartbeat still in flight after %s; the stores stay open", stopWait)
 		}
 		if err := n.trans.Close(); err != nil {

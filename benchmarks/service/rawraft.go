@@ -18,6 +18,8 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	raftwal "github.com/hashicorp/raft-wal"
 	"go.etcd.io/bbolt"
+
+	"github.com/ledgerd/ledgerd/internal/raftgate"
 )
 
 // RawRaft is the ceiling: n in-process hashicorp/raft nodes on loopback TCP
@@ -32,7 +34,7 @@ type RawRaft struct {
 	nodes  []*raft.Raft
 	stores []*raftboltdb.BoltStore
 	wals   []*raftwal.WAL
-	trans  []*raft.NetworkTransport
+	trans  []*raftgate.Transport
 	dir    string
 	rmDir  bool
 	ids    atomic.Uint64
@@ -110,7 +112,7 @@ func NewRawRaft(n int, dir string, tc *tls.Config, logStore string) (*RawRaft, e
 			r.Close()
 			return nil, fmt.Errorf("rawraft: transport %d: %w", i, err)
 		}
-		r.trans = append(r.trans, t)
+		r.trans = append(r.trans, raftgate.New(t))
 		servers = append(servers, raft.Server{ID: raft.ServerID(strconv.Itoa(i)), Address: t.LocalAddr()})
 	}
 	for i := range n {
@@ -311,7 +313,10 @@ func (r *RawRaft) Close() error {
 	for _, n := range r.nodes {
 		errs = append(errs, n.Shutdown().Error())
 	}
+	// A heartbeat raft took just before its shutdown may still be saving
+	// a new term: the stores close once it is done (internal/raftgate).
 	for _, t := range r.trans {
+		t.CloseHeartbeats()
 		errs = append(errs, t.Close())
 	}
 	for _, w := range r.wals {

@@ -1,4 +1,4 @@
-package cluster
+package raftgate
 
 import (
 	"io"
@@ -10,15 +10,19 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// TestHeartbeatGateWaitsForCallsInside checks the order the node relies on
-// before it closes its stores: close returns only after the calls inside
+// TestGateWaitsForCallsInside checks the order a node relies on before it
+// closes its stores: close returns only after the calls inside
 // have left, and no call gets in after it.
-func TestHeartbeatGateWaitsForCallsInside(t *testing.T) {
-	var g heartbeatGate
+func TestGateWaitsForCallsInside(t *testing.T) {
+	var g gate
 	if !g.enter() {
 		t.Fatal("an open gate turned a call away")
 	}
-	done := closedCh(g.close)
+	done := make(chan struct{})
+	go func() {
+		g.close()
+		close(done)
+	}()
 	// Let the closer run; a gate that does not wait returns by now. (A
 	// correct one can never fail this check, however the goroutines run.)
 	for range 100 {
@@ -40,11 +44,11 @@ func TestHeartbeatGateWaitsForCallsInside(t *testing.T) {
 	}
 }
 
-// TestGatedTransportHeartbeats sends raft heartbeats over real TCP
+// TestTransportHeartbeats sends raft heartbeats over real TCP
 // transports: with the gate open they reach the handler raft installed;
 // once it is closed they are dropped unanswered, and the sender sees an
 // error rather than a reply nobody gave.
-func TestGatedTransportHeartbeats(t *testing.T) {
+func TestTransportHeartbeats(t *testing.T) {
 	newTrans := func() *raft.NetworkTransport {
 		tr, err := raft.NewTCPTransport("127.0.0.1:0", nil, 1, 10*time.Second, io.Discard)
 		if err != nil {
@@ -52,7 +56,7 @@ func TestGatedTransportHeartbeats(t *testing.T) {
 		}
 		return tr
 	}
-	server := &gatedTransport{NetworkTransport: newTrans()}
+	server := New(newTrans())
 	defer server.Close()
 	client := newTrans()
 	defer client.Close()
@@ -80,7 +84,7 @@ func TestGatedTransportHeartbeats(t *testing.T) {
 		t.Fatalf("handler called %d times for one heartbeat, want 1", got)
 	}
 
-	server.gate.close()
+	server.CloseHeartbeats()
 	type outcome struct {
 		resp *raft.AppendEntriesResponse
 		err  error
