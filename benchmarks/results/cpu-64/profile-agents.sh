@@ -6,6 +6,7 @@
 # shows in its profile (raft's leaderLoop).
 #
 #   benchmarks/results/cpu-64/profile-agents.sh OUTDIR
+#   CLIENTS=16 MIX=default benchmarks/results/cpu-64/profile-agents.sh OUTDIR   # another load
 #
 # Run from the root of the tree to profile; PORT_OFFSET moves the ports.
 set -euo pipefail
@@ -29,7 +30,7 @@ agent_extra=(-raft-log-store wal -pprof true)
 agents_start 3 "$base" on
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/run.txt"
 "$work/loadgen" -system ledgerd -addrs "$addrs" "${client_tls[@]}" -cpu-pids "$(agent_pids)" -label "3 nodes" \
-	-mix "$MIX" -clients 64 -live 10000 -duration "$DURATION" >>"$out/run.txt" 2>&1 &
+	-mix "$MIX" -clients "${CLIENTS:-64}" -live 10000 -duration "$DURATION" >>"$out/run.txt" 2>&1 &
 gen=$!
 sleep "$WAIT"
 curls=()
