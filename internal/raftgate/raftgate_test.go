@@ -11,8 +11,8 @@ import (
 )
 
 // TestGateWaitsForCallsInside checks the order a node relies on before it
-// closes its stores: close returns only after the calls inside
-// have left, and no call gets in after it.
+// closes its stores: close returns only after the calls inside have left,
+// and no call gets in after it.
 func TestGateWaitsForCallsInside(t *testing.T) {
 	var g gate
 	if !g.enter() {
