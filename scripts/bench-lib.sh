@@ -30,6 +30,16 @@ bench_prebuilt() {
 	bench_pki >/dev/null
 }
 
+# bench_binaries: bench_prebuilt "$PREBUILT" when PREBUILT names a
+# directory of binaries built elsewhere, else bench_build here.
+bench_binaries() {
+	if [[ -n "${PREBUILT:-}" ]]; then
+		bench_prebuilt "$PREBUILT"
+	else
+		bench_build >/dev/null
+	fi
+}
+
 # bench_pki makes, with `ledgerd tls` and `ledgerd keygen`, one CA, server
 # certificates for agents n1..n5 (127.0.0.1), a client certificate, a
 # gossip key and a tokens file under $work/pki (see secure-lib.sh).

@@ -27,7 +27,7 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-if [[ -n "${PREBUILT:-}" ]]; then bench_prebuilt "$PREBUILT"; else bench_build >/dev/null; fi
+bench_binaries
 base=$((17900 + ${PORT_OFFSET:-0}))
 # shellcheck disable=SC2206 # AGENT_EXTRA is a list of flags
 agent_extra=(-raft-log-store wal -log-level info ${AGENT_EXTRA:-})
