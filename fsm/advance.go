@@ -19,13 +19,13 @@ func (s *state) advance() {
 		return
 	}
 	for {
-		t, timerDue := s.timers.Min()
+		t, timerDue := s.minTimer()
 		timerDue = timerDue && t.at <= s.now
 		at, eventDue := s.nextEvent()
 		eventDue = eventDue && at <= s.now
 		switch {
 		case timerDue && (!eventDue || t.at <= at):
-			s.timers.Delete(t)
+			s.timerList(t).Delete(t)
 			s.plan.Advance(t.at)
 			s.fire(t)
 		case eventDue:

@@ -17,7 +17,7 @@ import (
 // appear. Encode writes the lowest version that has every feature the
 // command uses (minVersion), so entries that older replicas understand
 // stay readable to them during a rolling upgrade.
-const CurrentVersion uint32 = max(versionUnits, versionSeries, versionLimits, versionBridge, versionGroup)
+const CurrentVersion uint32 = max(versionUnits, versionSeries, versionLimits, versionBridge, versionGroup, versionRetention)
 
 // versionPolicies is the first envelope version with admission policies
 // and variable jobs (TYPE_SET_POLICY, TYPE_SUBMIT_JOB,
@@ -65,6 +65,8 @@ const MaxTimeMillis int64 = 253402300799999
 // minVersion returns the lowest envelope version that can carry c.
 func minVersion(c *fsmv1.Command) uint32 {
 	switch {
+	case c.GetType() == fsmv1.Command_TYPE_SET_RETENTION:
+		return versionRetention
 	case c.GetType() == fsmv1.Command_TYPE_GROUP:
 		return versionGroup
 	case usesUnits(c):
@@ -469,6 +471,8 @@ func checkPayload(c *fsmv1.Command) error {
 		ok = c.GetChangeUnits() != nil
 	case fsmv1.Command_TYPE_GROUP:
 		ok = c.GetGroup() != nil
+	case fsmv1.Command_TYPE_SET_RETENTION:
+		ok = c.GetSetRetention() != nil
 	default:
 		return fmt.Errorf("%w: unknown type %d", ErrMalformed, int32(c.GetType()))
 	}

@@ -155,7 +155,7 @@ func checkGolden(t *testing.T, path string, got []byte) {
 // that stored entries still decode to the same commands.
 func TestGoldenCommands(t *testing.T) {
 	seen := map[fsmv1.Command_Type]bool{}
-	for _, g := range slices.Concat(goldenCommands(), unitsGoldenCommands(), limitsGoldenCommands(), bridgeGoldenCommands(), unitsChangeGoldenCommands(), groupGoldenCommands(t)) {
+	for _, g := range slices.Concat(goldenCommands(), unitsGoldenCommands(), limitsGoldenCommands(), bridgeGoldenCommands(), unitsChangeGoldenCommands(), groupGoldenCommands(t), retentionGoldenCommands()) {
 		checkGoldenEntry(t, g)
 		seen[g.cmd.GetType()] = true
 	}

@@ -470,6 +470,7 @@ func checkInvariants(t testing.TB, f *FSM) {
 	s := f.st
 	live := 0
 	rows := allRows(t, s)
+	checkEnded(t, s, rows)
 	for id, r := range rows {
 		switch r.GetState() {
 		case HELD, COMMITTED, ACTIVE, DEGRADED, fsmv1.Reservation_STATE_PENDING_APPROVAL:
@@ -498,7 +499,7 @@ func checkInvariants(t testing.TB, f *FSM) {
 			t.Fatalf("%s still COMMITTED at %d, started at %d", id, s.now, r.GetStartMillis())
 		case (st == ACTIVE || st == DEGRADED) && (r.GetStartMillis() > s.now || r.GetEndMillis() <= s.now):
 			t.Fatalf("%s ACTIVE at %d outside [%d,%d)", id, s.now, r.GetStartMillis(), r.GetEndMillis())
-		case isTerminal(st) && addSat(r.GetUpdatedMillis(), s.cfg.Retention) <= s.now:
+		case isTerminal(st) && addSat(r.GetUpdatedMillis(), s.retention) <= s.now:
 			t.Fatalf("%s retained past its retention (updated %d, now %d)", id, r.GetUpdatedMillis(), s.now)
 		}
 		if p := r.GetPending(); p != nil {

@@ -75,7 +75,7 @@ func (f *FSM) NextDue() (int64, bool) {
 	defer f.mu.Unlock()
 	s := f.st
 	at, ok := int64(0), false
-	if t, has := s.timers.Min(); has {
+	if t, has := s.minTimer(); has {
 		at, ok = t.at, true
 	}
 	if s.pol.sched != nil {

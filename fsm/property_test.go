@@ -298,6 +298,9 @@ func (g *gen) stream(t testing.TB, n int) [][]byte {
 				add(g.unitCommand(i*8 + j))
 			}
 			add(g.materializationCommand(i))
+		case i%64 == 40:
+			// A retention change now and then, from a source of its own.
+			add(retentionCommand(rand.New(rand.NewPCG(uint64(i), 0x7e7))))
 		}
 	}
 	return out

@@ -168,6 +168,9 @@ func prepareRestore(cfg Config, split splitSnapshot) (*restoreJob, error) {
 	if err := s.restoreLimitTable(msg); err != nil {
 		return nil, err
 	}
+	if err := s.restoreRetention(msg); err != nil {
+		return nil, err
+	}
 	j.tracking = len(s.lim.table) > 0
 	n := split.rows.len()
 	j.rows = make([]string, n)
@@ -488,7 +491,8 @@ func (j *restoreJob) buildTimers() {
 		if best < 0 {
 			return
 		}
-		j.s.timers.Append(heads[best][0])
+		t := heads[best][0]
+		j.s.timerList(t).Append(t)
 		heads[best] = heads[best][1:]
 	}
 }

@@ -69,8 +69,15 @@ type state struct {
 	// clones it (copy on write) instead of copying every row under the
 	// lock.
 	byID *sortedlist.List[string]
-	// timers holds exactly timersFor(r) for every r in resv.
+	// timers and drops hold exactly timersFor(r) for every r in resv:
+	// drops the drop timers (one per ended row), timers the others.
 	timers *sortedlist.List[timer]
+	drops  *sortedlist.List[timer]
+	// retention and maxEnded are the retention of ended rows in force,
+	// retentionSet whether an entry set them (retention.go).
+	retention    int64
+	maxEnded     int64
+	retentionSet bool
 	// lastPut is the row put stored last (nil after a removal), so the
 	// entry's result need not decode it again, and lastRow its encoding
 	// as stored, so the result need not encode it again either (put's
@@ -146,6 +153,8 @@ func newState(cfg Config) *state {
 		resv:      newRowStore(0),
 		byID:      sortedlist.New(rowLess),
 		timers:    sortedlist.New(timerLess),
+		drops:     sortedlist.New(timerLess),
+		retention: cfg.Retention,
 		plan:      planner.New(cfg.Timelines),
 		byState:   make(map[fsmv1.Reservation_State]int),
 	}
@@ -195,7 +204,7 @@ func (s *state) timersFor(buf []timer, m *rowMeta) []timer {
 	case st == fsmv1.Reservation_STATE_ACTIVE, st == fsmv1.Reservation_STATE_DEGRADED:
 		return append(buf, timer{m.end, timerComplete, id})
 	case isTerminal(st):
-		return append(buf, timer{addSat(m.update, s.cfg.Retention), timerDrop, id})
+		return append(buf, timer{addSat(m.update, s.retention), timerDrop, id})
 	}
 	return buf
 }
@@ -296,7 +305,7 @@ func (s *state) put(id string, r *fsmv1.Reservation) {
 func (s *state) unlink(m *rowMeta) {
 	var buf [2]timer
 	for _, t := range s.timersFor(buf[:0], m) {
-		s.timers.Delete(t)
+		s.timerList(t).Delete(t)
 	}
 	s.byState[m.state]--
 	if m.hasPending {
@@ -308,7 +317,7 @@ func (s *state) unlink(m *rowMeta) {
 func (s *state) link(m *rowMeta) {
 	var buf [2]timer
 	for _, t := range s.timersFor(buf[:0], m) {
-		s.timers.ReplaceOrInsert(t)
+		s.timerList(t).ReplaceOrInsert(t)
 	}
 	s.byState[m.state]++
 	if m.hasPending {
@@ -364,15 +373,33 @@ func (s *state) release(key string) {
 	}
 }
 
+// timerList returns the list that holds t: drops or timers.
+func (s *state) timerList(t timer) *sortedlist.List[timer] {
+	if t.kind == timerDrop {
+		return s.drops
+	}
+	return s.timers
+}
+
+// minTimer returns the first timer of both lists in (time, kind, id)
+// order.
+func (s *state) minTimer() (timer, bool) {
+	t, ok := s.timers.Min()
+	if d, has := s.drops.Min(); has && (!ok || timerLess(d, t)) {
+		return d, true
+	}
+	return t, ok
+}
+
 // runTimers performs all time-triggered work due at or before now, in
 // (time, kind, id) order.
 func (s *state) runTimers() {
 	for {
-		t, ok := s.timers.Min()
+		t, ok := s.minTimer()
 		if !ok || t.at > s.now {
 			return
 		}
-		s.timers.Delete(t)
+		s.timerList(t).Delete(t)
 		s.fire(t)
 	}
 }
@@ -451,6 +478,9 @@ func (s *state) applyMember(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, []
 	s.advance()
 	s.plan.Advance(s.now)
 	s.advanceUnits()
+	// Rows that time ended count against the limit even when the command
+	// turns out to be a replay that changes nothing else.
+	s.trimEnded()
 	s.pruneIdem()
 	// Keys kept past the cap for their youth (version 3) are forgotten
 	// once they are old enough, at every entry, so that the remembered
@@ -482,6 +512,7 @@ func (s *state) applyMember(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, []
 	// Work made due by the command itself (a reservation made for "now"
 	// activates at once).
 	s.advance()
+	s.trimEnded()
 	res.Moved = s.takeMoves()
 	if r := res.GetReservation(); r != nil {
 		// Report the row as it stands after this entry.
@@ -612,6 +643,8 @@ func (s *state) dispatch(cmd *fsmv1.Command) *fsmv1.Result {
 		return s.setMaterialization(cmd)
 	case fsmv1.Command_TYPE_CHANGE_UNITS:
 		return s.changeUnits(cmd)
+	case fsmv1.Command_TYPE_SET_RETENTION:
+		return s.setRetention(cmd)
 	}
 	// Decode admits only the types above.
 	panic("fsm: unreachable command type " + cmd.GetType().String())
@@ -636,6 +669,7 @@ func (s *state) capture() (*fsmv1.Snapshot, *sortedlist.List[string], idemView) 
 	s.captureScheduler(msg)
 	s.captureSeries(msg)
 	s.captureLimits(msg)
+	s.captureRetention(msg)
 	return msg, rows, s.idem.view()
 }
 

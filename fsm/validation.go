@@ -165,6 +165,8 @@ func checkCommand(cfg *Config, cmd *fsmv1.Command) *FieldError {
 		return checkSeriesCommand(cfg, cmd)
 	case fsmv1.Command_TYPE_SET_MATERIALIZATION:
 		return checkSetMaterialization(cmd.GetSetMaterialization(), ver)
+	case fsmv1.Command_TYPE_SET_RETENTION:
+		return checkSetRetention(cmd.GetSetRetention())
 	case fsmv1.Command_TYPE_CHANGE_UNITS:
 		return checkChangeUnits(cmd.GetChangeUnits(), ver)
 	case fsmv1.Command_TYPE_SET_POLICY:

@@ -228,6 +228,10 @@ const (
 	// RESERVE with a client-chosen ID, COMMIT, ABORT, MODIFY and CANCEL may
 	// be members; a group never nests. Version 5.
 	Command_TYPE_GROUP Command_Type = 35
+	// Set how long ended reservations stay readable and how many are kept
+	// at most (payload: set_retention). Proposed by the leader from its
+	// configuration. Version 6.
+	Command_TYPE_SET_RETENTION Command_Type = 36
 )
 
 // Enum value maps for Command_Type.
@@ -259,6 +263,7 @@ var (
 		21: "TYPE_EXPAND_SERIES",
 		22: "TYPE_CANCEL_SERIES",
 		35: "TYPE_GROUP",
+		36: "TYPE_SET_RETENTION",
 	}
 	Command_Type_value = map[string]int32{
 		"TYPE_UNKNOWN":             0,
@@ -287,6 +292,7 @@ var (
 		"TYPE_EXPAND_SERIES":       21,
 		"TYPE_CANCEL_SERIES":       22,
 		"TYPE_GROUP":               35,
+		"TYPE_SET_RETENTION":       36,
 	}
 )
 
@@ -406,7 +412,7 @@ func (x Reservation_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reservation_State.Descriptor instead.
 func (Reservation_State) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{33, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{34, 0}
 }
 
 // What kind of row this is.
@@ -455,7 +461,7 @@ func (x Reservation_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reservation_Kind.Descriptor instead.
 func (Reservation_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{33, 1}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{34, 1}
 }
 
 // Outcome class.
@@ -528,7 +534,7 @@ func (x Result_Status) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Result_Status.Descriptor instead.
 func (Result_Status) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{37, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{38, 0}
 }
 
 // What kind of conflict.
@@ -598,7 +604,7 @@ func (x Conflict_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Conflict_Kind.Descriptor instead.
 func (Conflict_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{42, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{43, 0}
 }
 
 // What changed.
@@ -761,7 +767,7 @@ func (x Event_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Event_Type.Descriptor instead.
 func (Event_Type) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{43, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{44, 0}
 }
 
 // The materialization states.
@@ -824,7 +830,7 @@ func (x Materialization_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Materialization_State.Descriptor instead.
 func (Materialization_State) EnumDescriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{52, 0}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{53, 0}
 }
 
 // Command is one log entry: a typed, versioned envelope around one payload.
@@ -838,7 +844,7 @@ type Command struct {
 	// windows and the end-of-time bound of 9999-12-31T23:59:59.999Z on every
 	// time; 4 for resources with units and unit down windows, standing
 	// reservations, per-tenant limits with approval, and materialization
-	// records; 5 for groups). Replicas refuse versions they do not know.
+	// records; 5 for groups; 6 for retention settings). Replicas refuse versions they do not know.
 	Version uint32 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
 	// The leader's clock when it proposed the entry (Unix ms). The state
 	// machine uses max(previous log time, now_millis), so log time never runs
@@ -884,6 +890,7 @@ type Command struct {
 	//	*Command_SetMaterialization
 	//	*Command_ChangeUnits
 	//	*Command_Group
+	//	*Command_SetRetention
 	Payload       isCommand_Payload `protobuf_oneof:"payload"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1164,6 +1171,15 @@ func (x *Command) GetGroup() *Group {
 	return nil
 }
 
+func (x *Command) GetSetRetention() *SetRetention {
+	if x != nil {
+		if x, ok := x.Payload.(*Command_SetRetention); ok {
+			return x.SetRetention
+		}
+	}
+	return nil
+}
+
 type isCommand_Payload interface {
 	isCommand_Payload()
 }
@@ -1273,6 +1289,11 @@ type Command_Group struct {
 	Group *Group `protobuf:"bytes,60,opt,name=group,proto3,oneof"`
 }
 
+type Command_SetRetention struct {
+	// For TYPE_SET_RETENTION.
+	SetRetention *SetRetention `protobuf:"bytes,61,opt,name=set_retention,json=setRetention,proto3,oneof"`
+}
+
 func (*Command_CreateResource) isCommand_Payload() {}
 
 func (*Command_UpdateResource) isCommand_Payload() {}
@@ -1315,6 +1336,68 @@ func (*Command_ChangeUnits) isCommand_Payload() {}
 
 func (*Command_Group) isCommand_Payload() {}
 
+func (*Command_SetRetention) isCommand_Payload() {}
+
+// SetRetention is the payload of TYPE_SET_RETENTION, and the retention in
+// force in a snapshot. Reservations that ended (completed, aborted,
+// expired, cancelled, denied) stay readable for retention_millis after
+// their last change, and at most max_ended of them are kept: past it the
+// ones that ended first are dropped first, before their time.
+type SetRetention struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How long an ended reservation stays readable (ms of log time), at
+	// least 1 and at most 3650 days.
+	RetentionMillis int64 `protobuf:"varint,1,opt,name=retention_millis,json=retentionMillis,proto3" json:"retention_millis,omitempty"`
+	// Most ended reservations kept; 0: no limit.
+	MaxEnded      int64 `protobuf:"varint,2,opt,name=max_ended,json=maxEnded,proto3" json:"max_ended,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetRetention) Reset() {
+	*x = SetRetention{}
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetRetention) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetRetention) ProtoMessage() {}
+
+func (x *SetRetention) ProtoReflect() protoreflect.Message {
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetRetention.ProtoReflect.Descriptor instead.
+func (*SetRetention) Descriptor() ([]byte, []int) {
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SetRetention) GetRetentionMillis() int64 {
+	if x != nil {
+		return x.RetentionMillis
+	}
+	return 0
+}
+
+func (x *SetRetention) GetMaxEnded() int64 {
+	if x != nil {
+		return x.MaxEnded
+	}
+	return 0
+}
+
 // Group is the payload of TYPE_GROUP: the members of one group-commit log
 // entry, in the order they are applied.
 //
@@ -1336,7 +1419,7 @@ type Group struct {
 
 func (x *Group) Reset() {
 	*x = Group{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1348,7 +1431,7 @@ func (x *Group) String() string {
 func (*Group) ProtoMessage() {}
 
 func (x *Group) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[1]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1361,7 +1444,7 @@ func (x *Group) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Group.ProtoReflect.Descriptor instead.
 func (*Group) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{1}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Group) GetMembers() [][]byte {
@@ -1408,7 +1491,7 @@ type LimitSpec struct {
 
 func (x *LimitSpec) Reset() {
 	*x = LimitSpec{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1420,7 +1503,7 @@ func (x *LimitSpec) String() string {
 func (*LimitSpec) ProtoMessage() {}
 
 func (x *LimitSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[2]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1433,7 +1516,7 @@ func (x *LimitSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitSpec.ProtoReflect.Descriptor instead.
 func (*LimitSpec) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{2}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *LimitSpec) GetMaxUnits() int64 {
@@ -1525,7 +1608,7 @@ type SetLimits struct {
 
 func (x *SetLimits) Reset() {
 	*x = SetLimits{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1537,7 +1620,7 @@ func (x *SetLimits) String() string {
 func (*SetLimits) ProtoMessage() {}
 
 func (x *SetLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[3]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1550,7 +1633,7 @@ func (x *SetLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetLimits.ProtoReflect.Descriptor instead.
 func (*SetLimits) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{3}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SetLimits) GetTenant() string {
@@ -1591,7 +1674,7 @@ type TenantLimit struct {
 
 func (x *TenantLimit) Reset() {
 	*x = TenantLimit{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1603,7 +1686,7 @@ func (x *TenantLimit) String() string {
 func (*TenantLimit) ProtoMessage() {}
 
 func (x *TenantLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[4]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1616,7 +1699,7 @@ func (x *TenantLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TenantLimit.ProtoReflect.Descriptor instead.
 func (*TenantLimit) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{4}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *TenantLimit) GetTenant() string {
@@ -1660,7 +1743,7 @@ type Decision struct {
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1672,7 +1755,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[5]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1685,7 +1768,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{5}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Decision) GetId() string {
@@ -1728,7 +1811,7 @@ type CreateSeries struct {
 
 func (x *CreateSeries) Reset() {
 	*x = CreateSeries{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1740,7 +1823,7 @@ func (x *CreateSeries) String() string {
 func (*CreateSeries) ProtoMessage() {}
 
 func (x *CreateSeries) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[6]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1753,7 +1836,7 @@ func (x *CreateSeries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSeries.ProtoReflect.Descriptor instead.
 func (*CreateSeries) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{6}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CreateSeries) GetId() string {
@@ -1815,7 +1898,7 @@ type SeriesBatch struct {
 
 func (x *SeriesBatch) Reset() {
 	*x = SeriesBatch{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1827,7 +1910,7 @@ func (x *SeriesBatch) String() string {
 func (*SeriesBatch) ProtoMessage() {}
 
 func (x *SeriesBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[7]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1840,7 +1923,7 @@ func (x *SeriesBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesBatch.ProtoReflect.Descriptor instead.
 func (*SeriesBatch) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{7}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SeriesBatch) GetSeriesId() string {
@@ -1878,7 +1961,7 @@ type SeriesOccurrence struct {
 
 func (x *SeriesOccurrence) Reset() {
 	*x = SeriesOccurrence{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1890,7 +1973,7 @@ func (x *SeriesOccurrence) String() string {
 func (*SeriesOccurrence) ProtoMessage() {}
 
 func (x *SeriesOccurrence) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[8]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1903,7 +1986,7 @@ func (x *SeriesOccurrence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesOccurrence.ProtoReflect.Descriptor instead.
 func (*SeriesOccurrence) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{8}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SeriesOccurrence) GetKey() int64 {
@@ -1931,7 +2014,7 @@ type ExpandSeries struct {
 
 func (x *ExpandSeries) Reset() {
 	*x = ExpandSeries{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1943,7 +2026,7 @@ func (x *ExpandSeries) String() string {
 func (*ExpandSeries) ProtoMessage() {}
 
 func (x *ExpandSeries) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[9]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1956,7 +2039,7 @@ func (x *ExpandSeries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpandSeries.ProtoReflect.Descriptor instead.
 func (*ExpandSeries) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{9}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ExpandSeries) GetBatches() []*SeriesBatch {
@@ -1984,7 +2067,7 @@ type CancelSeries struct {
 
 func (x *CancelSeries) Reset() {
 	*x = CancelSeries{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1996,7 +2079,7 @@ func (x *CancelSeries) String() string {
 func (*CancelSeries) ProtoMessage() {}
 
 func (x *CancelSeries) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[10]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2009,7 +2092,7 @@ func (x *CancelSeries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelSeries.ProtoReflect.Descriptor instead.
 func (*CancelSeries) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{10}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CancelSeries) GetId() string {
@@ -2071,7 +2154,7 @@ type Series struct {
 
 func (x *Series) Reset() {
 	*x = Series{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2083,7 +2166,7 @@ func (x *Series) String() string {
 func (*Series) ProtoMessage() {}
 
 func (x *Series) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[11]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2096,7 +2179,7 @@ func (x *Series) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Series.ProtoReflect.Descriptor instead.
 func (*Series) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{11}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Series) GetId() string {
@@ -2214,7 +2297,7 @@ type SeriesOutcome struct {
 
 func (x *SeriesOutcome) Reset() {
 	*x = SeriesOutcome{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2226,7 +2309,7 @@ func (x *SeriesOutcome) String() string {
 func (*SeriesOutcome) ProtoMessage() {}
 
 func (x *SeriesOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[12]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2239,7 +2322,7 @@ func (x *SeriesOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesOutcome.ProtoReflect.Descriptor instead.
 func (*SeriesOutcome) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{12}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SeriesOutcome) GetSeries() *Series {
@@ -2292,7 +2375,7 @@ type SeriesSkip struct {
 
 func (x *SeriesSkip) Reset() {
 	*x = SeriesSkip{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2304,7 +2387,7 @@ func (x *SeriesSkip) String() string {
 func (*SeriesSkip) ProtoMessage() {}
 
 func (x *SeriesSkip) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[13]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2317,7 +2400,7 @@ func (x *SeriesSkip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeriesSkip.ProtoReflect.Descriptor instead.
 func (*SeriesSkip) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{13}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SeriesSkip) GetId() string {
@@ -2381,7 +2464,7 @@ type PolicySpec struct {
 
 func (x *PolicySpec) Reset() {
 	*x = PolicySpec{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2393,7 +2476,7 @@ func (x *PolicySpec) String() string {
 func (*PolicySpec) ProtoMessage() {}
 
 func (x *PolicySpec) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[14]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2406,7 +2489,7 @@ func (x *PolicySpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicySpec.ProtoReflect.Descriptor instead.
 func (*PolicySpec) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{14}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PolicySpec) GetPolicy() AdmissionPolicy {
@@ -2444,7 +2527,7 @@ type SetPolicy struct {
 
 func (x *SetPolicy) Reset() {
 	*x = SetPolicy{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2456,7 +2539,7 @@ func (x *SetPolicy) String() string {
 func (*SetPolicy) ProtoMessage() {}
 
 func (x *SetPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[15]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2469,7 +2552,7 @@ func (x *SetPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPolicy.ProtoReflect.Descriptor instead.
 func (*SetPolicy) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{15}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SetPolicy) GetName() string {
@@ -2509,7 +2592,7 @@ type SubmitJob struct {
 
 func (x *SubmitJob) Reset() {
 	*x = SubmitJob{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2521,7 +2604,7 @@ func (x *SubmitJob) String() string {
 func (*SubmitJob) ProtoMessage() {}
 
 func (x *SubmitJob) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[16]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2534,7 +2617,7 @@ func (x *SubmitJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJob.ProtoReflect.Descriptor instead.
 func (*SubmitJob) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{16}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SubmitJob) GetId() string {
@@ -2599,7 +2682,7 @@ type CoReserve struct {
 
 func (x *CoReserve) Reset() {
 	*x = CoReserve{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2611,7 +2694,7 @@ func (x *CoReserve) String() string {
 func (*CoReserve) ProtoMessage() {}
 
 func (x *CoReserve) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[17]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2624,7 +2707,7 @@ func (x *CoReserve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoReserve.ProtoReflect.Descriptor instead.
 func (*CoReserve) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{17}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CoReserve) GetId() string {
@@ -2678,7 +2761,7 @@ type CoSub struct {
 
 func (x *CoSub) Reset() {
 	*x = CoSub{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2690,7 +2773,7 @@ func (x *CoSub) String() string {
 func (*CoSub) ProtoMessage() {}
 
 func (x *CoSub) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[18]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2703,7 +2786,7 @@ func (x *CoSub) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoSub.ProtoReflect.Descriptor instead.
 func (*CoSub) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{18}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CoSub) GetAmount() int64 {
@@ -2741,7 +2824,7 @@ type CoAdmission struct {
 
 func (x *CoAdmission) Reset() {
 	*x = CoAdmission{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2753,7 +2836,7 @@ func (x *CoAdmission) String() string {
 func (*CoAdmission) ProtoMessage() {}
 
 func (x *CoAdmission) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[19]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2766,7 +2849,7 @@ func (x *CoAdmission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoAdmission.ProtoReflect.Descriptor instead.
 func (*CoAdmission) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{19}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CoAdmission) GetPlacements() []*CoPlacement {
@@ -2799,7 +2882,7 @@ type CoPlacement struct {
 
 func (x *CoPlacement) Reset() {
 	*x = CoPlacement{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2811,7 +2894,7 @@ func (x *CoPlacement) String() string {
 func (*CoPlacement) ProtoMessage() {}
 
 func (x *CoPlacement) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[20]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2824,7 +2907,7 @@ func (x *CoPlacement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoPlacement.ProtoReflect.Descriptor instead.
 func (*CoPlacement) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{20}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CoPlacement) GetResource() string {
@@ -2877,7 +2960,7 @@ type CreateResource struct {
 
 func (x *CreateResource) Reset() {
 	*x = CreateResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2889,7 +2972,7 @@ func (x *CreateResource) String() string {
 func (*CreateResource) ProtoMessage() {}
 
 func (x *CreateResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[21]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2902,7 +2985,7 @@ func (x *CreateResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateResource.ProtoReflect.Descriptor instead.
 func (*CreateResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{21}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CreateResource) GetName() string {
@@ -2979,7 +3062,7 @@ type UnitDown struct {
 
 func (x *UnitDown) Reset() {
 	*x = UnitDown{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2991,7 +3074,7 @@ func (x *UnitDown) String() string {
 func (*UnitDown) ProtoMessage() {}
 
 func (x *UnitDown) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[22]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3004,7 +3087,7 @@ func (x *UnitDown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnitDown.ProtoReflect.Descriptor instead.
 func (*UnitDown) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{22}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *UnitDown) GetResource() string {
@@ -3065,7 +3148,7 @@ type ChangeUnits struct {
 
 func (x *ChangeUnits) Reset() {
 	*x = ChangeUnits{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3077,7 +3160,7 @@ func (x *ChangeUnits) String() string {
 func (*ChangeUnits) ProtoMessage() {}
 
 func (x *ChangeUnits) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[23]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3090,7 +3173,7 @@ func (x *ChangeUnits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeUnits.ProtoReflect.Descriptor instead.
 func (*ChangeUnits) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{23}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ChangeUnits) GetResource() string {
@@ -3127,7 +3210,7 @@ type UnitUp struct {
 
 func (x *UnitUp) Reset() {
 	*x = UnitUp{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3139,7 +3222,7 @@ func (x *UnitUp) String() string {
 func (*UnitUp) ProtoMessage() {}
 
 func (x *UnitUp) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[24]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3152,7 +3235,7 @@ func (x *UnitUp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnitUp.ProtoReflect.Descriptor instead.
 func (*UnitUp) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{24}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *UnitUp) GetResource() string {
@@ -3189,7 +3272,7 @@ type UpdateResource struct {
 
 func (x *UpdateResource) Reset() {
 	*x = UpdateResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3201,7 +3284,7 @@ func (x *UpdateResource) String() string {
 func (*UpdateResource) ProtoMessage() {}
 
 func (x *UpdateResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[25]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3214,7 +3297,7 @@ func (x *UpdateResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateResource.ProtoReflect.Descriptor instead.
 func (*UpdateResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{25}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *UpdateResource) GetName() string {
@@ -3261,7 +3344,7 @@ type DeleteResource struct {
 
 func (x *DeleteResource) Reset() {
 	*x = DeleteResource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3273,7 +3356,7 @@ func (x *DeleteResource) String() string {
 func (*DeleteResource) ProtoMessage() {}
 
 func (x *DeleteResource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[26]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3286,7 +3369,7 @@ func (x *DeleteResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResource.ProtoReflect.Descriptor instead.
 func (*DeleteResource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{26}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DeleteResource) GetName() string {
@@ -3319,7 +3402,7 @@ type Part struct {
 
 func (x *Part) Reset() {
 	*x = Part{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3331,7 +3414,7 @@ func (x *Part) String() string {
 func (*Part) ProtoMessage() {}
 
 func (x *Part) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[27]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3344,7 +3427,7 @@ func (x *Part) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Part.ProtoReflect.Descriptor instead.
 func (*Part) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{27}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Part) GetResource() string {
@@ -3398,7 +3481,7 @@ type ReservationRequest struct {
 
 func (x *ReservationRequest) Reset() {
 	*x = ReservationRequest{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3410,7 +3493,7 @@ func (x *ReservationRequest) String() string {
 func (*ReservationRequest) ProtoMessage() {}
 
 func (x *ReservationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[28]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3423,7 +3506,7 @@ func (x *ReservationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReservationRequest.ProtoReflect.Descriptor instead.
 func (*ReservationRequest) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{28}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ReservationRequest) GetId() string {
@@ -3493,7 +3576,7 @@ type Target struct {
 
 func (x *Target) Reset() {
 	*x = Target{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3505,7 +3588,7 @@ func (x *Target) String() string {
 func (*Target) ProtoMessage() {}
 
 func (x *Target) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[29]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3518,7 +3601,7 @@ func (x *Target) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Target.ProtoReflect.Descriptor instead.
 func (*Target) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{29}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Target) GetId() string {
@@ -3562,7 +3645,7 @@ type Modify struct {
 
 func (x *Modify) Reset() {
 	*x = Modify{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3574,7 +3657,7 @@ func (x *Modify) String() string {
 func (*Modify) ProtoMessage() {}
 
 func (x *Modify) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[30]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3587,7 +3670,7 @@ func (x *Modify) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modify.ProtoReflect.Descriptor instead.
 func (*Modify) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{30}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Modify) GetId() string {
@@ -3664,7 +3747,7 @@ type Complete struct {
 
 func (x *Complete) Reset() {
 	*x = Complete{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3676,7 +3759,7 @@ func (x *Complete) String() string {
 func (*Complete) ProtoMessage() {}
 
 func (x *Complete) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[31]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3689,7 +3772,7 @@ func (x *Complete) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Complete.ProtoReflect.Descriptor instead.
 func (*Complete) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{31}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Complete) GetId() string {
@@ -3715,7 +3798,7 @@ type Expire struct {
 
 func (x *Expire) Reset() {
 	*x = Expire{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3727,7 +3810,7 @@ func (x *Expire) String() string {
 func (*Expire) ProtoMessage() {}
 
 func (x *Expire) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[32]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3740,7 +3823,7 @@ func (x *Expire) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expire.ProtoReflect.Descriptor instead.
 func (*Expire) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{32}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{33}
 }
 
 // Reservation is one row of the reservation table.
@@ -3806,7 +3889,7 @@ type Reservation struct {
 
 func (x *Reservation) Reset() {
 	*x = Reservation{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3818,7 +3901,7 @@ func (x *Reservation) String() string {
 func (*Reservation) ProtoMessage() {}
 
 func (x *Reservation) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[33]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3831,7 +3914,7 @@ func (x *Reservation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reservation.ProtoReflect.Descriptor instead.
 func (*Reservation) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{33}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Reservation) GetId() string {
@@ -4021,7 +4104,7 @@ type Modification struct {
 
 func (x *Modification) Reset() {
 	*x = Modification{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4033,7 +4116,7 @@ func (x *Modification) String() string {
 func (*Modification) ProtoMessage() {}
 
 func (x *Modification) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[34]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4046,7 +4129,7 @@ func (x *Modification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Modification.ProtoReflect.Descriptor instead.
 func (*Modification) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{34}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Modification) GetParts() []*Part {
@@ -4099,7 +4182,7 @@ type CapacityWindow struct {
 
 func (x *CapacityWindow) Reset() {
 	*x = CapacityWindow{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4111,7 +4194,7 @@ func (x *CapacityWindow) String() string {
 func (*CapacityWindow) ProtoMessage() {}
 
 func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[35]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4124,7 +4207,7 @@ func (x *CapacityWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapacityWindow.ProtoReflect.Descriptor instead.
 func (*CapacityWindow) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{35}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CapacityWindow) GetFromMillis() int64 {
@@ -4181,7 +4264,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4193,7 +4276,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[36]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4206,7 +4289,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{36}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Resource) GetName() string {
@@ -4337,7 +4420,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4349,7 +4432,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[37]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4362,7 +4445,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{37}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Result) GetStatus() Result_Status {
@@ -4568,7 +4651,7 @@ type LimitExceeded struct {
 
 func (x *LimitExceeded) Reset() {
 	*x = LimitExceeded{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[38]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4580,7 +4663,7 @@ func (x *LimitExceeded) String() string {
 func (*LimitExceeded) ProtoMessage() {}
 
 func (x *LimitExceeded) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[38]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4593,7 +4676,7 @@ func (x *LimitExceeded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitExceeded.ProtoReflect.Descriptor instead.
 func (*LimitExceeded) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{38}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *LimitExceeded) GetTenant() string {
@@ -4681,7 +4764,7 @@ type Move struct {
 
 func (x *Move) Reset() {
 	*x = Move{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[39]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4693,7 +4776,7 @@ func (x *Move) String() string {
 func (*Move) ProtoMessage() {}
 
 func (x *Move) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[39]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4706,7 +4789,7 @@ func (x *Move) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Move.ProtoReflect.Descriptor instead.
 func (*Move) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{39}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Move) GetId() string {
@@ -4747,7 +4830,7 @@ type Rejected struct {
 
 func (x *Rejected) Reset() {
 	*x = Rejected{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[40]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4759,7 +4842,7 @@ func (x *Rejected) String() string {
 func (*Rejected) ProtoMessage() {}
 
 func (x *Rejected) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[40]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4772,7 +4855,7 @@ func (x *Rejected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejected.ProtoReflect.Descriptor instead.
 func (*Rejected) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{40}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Rejected) GetLaterOk() bool {
@@ -4809,7 +4892,7 @@ type Invalid struct {
 
 func (x *Invalid) Reset() {
 	*x = Invalid{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[41]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4821,7 +4904,7 @@ func (x *Invalid) String() string {
 func (*Invalid) ProtoMessage() {}
 
 func (x *Invalid) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[41]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4834,7 +4917,7 @@ func (x *Invalid) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invalid.ProtoReflect.Descriptor instead.
 func (*Invalid) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{41}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Invalid) GetField() string {
@@ -4866,7 +4949,7 @@ type Conflict struct {
 
 func (x *Conflict) Reset() {
 	*x = Conflict{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[42]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4878,7 +4961,7 @@ func (x *Conflict) String() string {
 func (*Conflict) ProtoMessage() {}
 
 func (x *Conflict) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[42]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4891,7 +4974,7 @@ func (x *Conflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conflict.ProtoReflect.Descriptor instead.
 func (*Conflict) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{42}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Conflict) GetKind() Conflict_Kind {
@@ -4938,7 +5021,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[43]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4950,7 +5033,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[43]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4963,7 +5046,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{43}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Event) GetVersion() uint64 {
@@ -5032,7 +5115,7 @@ type IdempotencyRecord struct {
 
 func (x *IdempotencyRecord) Reset() {
 	*x = IdempotencyRecord{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[44]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5044,7 +5127,7 @@ func (x *IdempotencyRecord) String() string {
 func (*IdempotencyRecord) ProtoMessage() {}
 
 func (x *IdempotencyRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[44]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5057,7 +5140,7 @@ func (x *IdempotencyRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IdempotencyRecord.ProtoReflect.Descriptor instead.
 func (*IdempotencyRecord) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{44}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *IdempotencyRecord) GetOwner() string {
@@ -5117,14 +5200,18 @@ type Snapshot struct {
 	Limits []*TenantLimit `protobuf:"bytes,60,rep,name=limits,proto3" json:"limits,omitempty"`
 	// The series table, sorted by ID (absent when there are none, so a
 	// state without series encodes as before).
-	Series        []*Series `protobuf:"bytes,30,rep,name=series,proto3" json:"series,omitempty"`
+	Series []*Series `protobuf:"bytes,30,rep,name=series,proto3" json:"series,omitempty"`
+	// The retention set by the last TYPE_SET_RETENTION entry; absent while
+	// none was applied (the replica's configured retention, no limit), so a
+	// state without one encodes as before.
+	Retention     *SetRetention `protobuf:"bytes,61,opt,name=retention,proto3" json:"retention,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[45]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5136,7 +5223,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[45]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5149,7 +5236,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{45}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Snapshot) GetAppliedIndex() uint64 {
@@ -5222,6 +5309,13 @@ func (x *Snapshot) GetSeries() []*Series {
 	return nil
 }
 
+func (x *Snapshot) GetRetention() *SetRetention {
+	if x != nil {
+		return x.Retention
+	}
+	return nil
+}
+
 // SchedulerItem is a reservation or variable job the admission scheduler
 // manages (mirrors planner.Item).
 type SchedulerItem struct {
@@ -5254,7 +5348,7 @@ type SchedulerItem struct {
 
 func (x *SchedulerItem) Reset() {
 	*x = SchedulerItem{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[46]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5266,7 +5360,7 @@ func (x *SchedulerItem) String() string {
 func (*SchedulerItem) ProtoMessage() {}
 
 func (x *SchedulerItem) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[46]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5279,7 +5373,7 @@ func (x *SchedulerItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerItem.ProtoReflect.Descriptor instead.
 func (*SchedulerItem) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{46}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SchedulerItem) GetId() string {
@@ -5377,7 +5471,7 @@ type ReleaseModel struct {
 
 func (x *ReleaseModel) Reset() {
 	*x = ReleaseModel{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[47]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5389,7 +5483,7 @@ func (x *ReleaseModel) String() string {
 func (*ReleaseModel) ProtoMessage() {}
 
 func (x *ReleaseModel) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[47]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5402,7 +5496,7 @@ func (x *ReleaseModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseModel.ProtoReflect.Descriptor instead.
 func (*ReleaseModel) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{47}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReleaseModel) GetPriorWeight() int64 {
@@ -5446,7 +5540,7 @@ type RatioCount struct {
 
 func (x *RatioCount) Reset() {
 	*x = RatioCount{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[48]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5458,7 +5552,7 @@ func (x *RatioCount) String() string {
 func (*RatioCount) ProtoMessage() {}
 
 func (x *RatioCount) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[48]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5471,7 +5565,7 @@ func (x *RatioCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RatioCount.ProtoReflect.Descriptor instead.
 func (*RatioCount) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{48}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RatioCount) GetPermille() uint32 {
@@ -5501,7 +5595,7 @@ type OwnerRatios struct {
 
 func (x *OwnerRatios) Reset() {
 	*x = OwnerRatios{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[49]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5513,7 +5607,7 @@ func (x *OwnerRatios) String() string {
 func (*OwnerRatios) ProtoMessage() {}
 
 func (x *OwnerRatios) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[49]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5526,7 +5620,7 @@ func (x *OwnerRatios) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OwnerRatios.ProtoReflect.Descriptor instead.
 func (*OwnerRatios) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{49}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *OwnerRatios) GetOwner() string {
@@ -5557,7 +5651,7 @@ type SetMaterialization struct {
 
 func (x *SetMaterialization) Reset() {
 	*x = SetMaterialization{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[50]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5569,7 +5663,7 @@ func (x *SetMaterialization) String() string {
 func (*SetMaterialization) ProtoMessage() {}
 
 func (x *SetMaterialization) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[50]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5582,7 +5676,7 @@ func (x *SetMaterialization) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetMaterialization.ProtoReflect.Descriptor instead.
 func (*SetMaterialization) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{50}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SetMaterialization) GetUpdates() []*MaterializationUpdate {
@@ -5605,7 +5699,7 @@ type MaterializationUpdate struct {
 
 func (x *MaterializationUpdate) Reset() {
 	*x = MaterializationUpdate{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[51]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5617,7 +5711,7 @@ func (x *MaterializationUpdate) String() string {
 func (*MaterializationUpdate) ProtoMessage() {}
 
 func (x *MaterializationUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[51]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5630,7 +5724,7 @@ func (x *MaterializationUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MaterializationUpdate.ProtoReflect.Descriptor instead.
 func (*MaterializationUpdate) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{51}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *MaterializationUpdate) GetId() string {
@@ -5675,7 +5769,7 @@ type Materialization struct {
 
 func (x *Materialization) Reset() {
 	*x = Materialization{}
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[52]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5687,7 +5781,7 @@ func (x *Materialization) String() string {
 func (*Materialization) ProtoMessage() {}
 
 func (x *Materialization) ProtoReflect() protoreflect.Message {
-	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[52]
+	mi := &file_ledgerd_fsm_v1_fsm_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5700,7 +5794,7 @@ func (x *Materialization) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Materialization.ProtoReflect.Descriptor instead.
 func (*Materialization) Descriptor() ([]byte, []int) {
-	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{52}
+	return file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Materialization) GetState() Materialization_State {
@@ -5763,7 +5857,7 @@ var File_ledgerd_fsm_v1_fsm_proto protoreflect.FileDescriptor
 
 const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\n" +
-	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\xb3\x10\n" +
+	"\x18ledgerd/fsm/v1/fsm.proto\x12\x0eledgerd.fsm.v1\"\x90\x11\n" +
 	"\aCommand\x120\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1c.ledgerd.fsm.v1.Command.TypeR\x04type\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\rR\aversion\x12\x1d\n" +
@@ -5800,7 +5894,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\bdecision\x18) \x01(\v2\x18.ledgerd.fsm.v1.DecisionH\x00R\bdecision\x12U\n" +
 	"\x13set_materialization\x182 \x01(\v2\".ledgerd.fsm.v1.SetMaterializationH\x00R\x12setMaterialization\x12@\n" +
 	"\fchange_units\x183 \x01(\v2\x1b.ledgerd.fsm.v1.ChangeUnitsH\x00R\vchangeUnits\x12-\n" +
-	"\x05group\x18< \x01(\v2\x15.ledgerd.fsm.v1.GroupH\x00R\x05group\"\x96\x04\n" +
+	"\x05group\x18< \x01(\v2\x15.ledgerd.fsm.v1.GroupH\x00R\x05group\x12C\n" +
+	"\rset_retention\x18= \x01(\v2\x1c.ledgerd.fsm.v1.SetRetentionH\x00R\fsetRetention\"\xae\x04\n" +
 	"\x04Type\x12\x10\n" +
 	"\fTYPE_UNKNOWN\x10\x00\x12\x18\n" +
 	"\x14TYPE_CREATE_RESOURCE\x10\x01\x12\x18\n" +
@@ -5830,8 +5925,12 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x12TYPE_EXPAND_SERIES\x10\x15\x12\x16\n" +
 	"\x12TYPE_CANCEL_SERIES\x10\x16\x12\x0e\n" +
 	"\n" +
-	"TYPE_GROUP\x10#B\t\n" +
-	"\apayload\"!\n" +
+	"TYPE_GROUP\x10#\x12\x16\n" +
+	"\x12TYPE_SET_RETENTION\x10$B\t\n" +
+	"\apayload\"V\n" +
+	"\fSetRetention\x12)\n" +
+	"\x10retention_millis\x18\x01 \x01(\x03R\x0fretentionMillis\x12\x1b\n" +
+	"\tmax_ended\x18\x02 \x01(\x03R\bmaxEnded\"!\n" +
 	"\x05Group\x12\x18\n" +
 	"\amembers\x18\x01 \x03(\fR\amembers\"\xd2\x03\n" +
 	"\tLimitSpec\x12\x1b\n" +
@@ -6223,7 +6322,7 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x05owner\x18\x01 \x01(\tR\x05owner\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x1b\n" +
 	"\tat_millis\x18\x03 \x01(\x03R\batMillis\x12.\n" +
-	"\x06result\x18\x04 \x01(\v2\x16.ledgerd.fsm.v1.ResultR\x06result\"\xad\x04\n" +
+	"\x06result\x18\x04 \x01(\v2\x16.ledgerd.fsm.v1.ResultR\x06result\"\xe9\x04\n" +
 	"\bSnapshot\x12#\n" +
 	"\rapplied_index\x18\x01 \x01(\x04R\fappliedIndex\x12\x1d\n" +
 	"\n" +
@@ -6235,7 +6334,8 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\x0fscheduler_items\x18\a \x03(\v2\x1d.ledgerd.fsm.v1.SchedulerItemR\x0eschedulerItems\x12A\n" +
 	"\rrelease_model\x18\b \x01(\v2\x1c.ledgerd.fsm.v1.ReleaseModelR\freleaseModel\x123\n" +
 	"\x06limits\x18< \x03(\v2\x1b.ledgerd.fsm.v1.TenantLimitR\x06limits\x12.\n" +
-	"\x06series\x18\x1e \x03(\v2\x16.ledgerd.fsm.v1.SeriesR\x06series\"\xdf\x02\n" +
+	"\x06series\x18\x1e \x03(\v2\x16.ledgerd.fsm.v1.SeriesR\x06series\x12:\n" +
+	"\tretention\x18= \x01(\v2\x1c.ledgerd.fsm.v1.SetRetentionR\tretention\"\xdf\x02\n" +
 	"\rSchedulerItem\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x124\n" +
@@ -6309,7 +6409,7 @@ func file_ledgerd_fsm_v1_fsm_proto_rawDescGZIP() []byte {
 }
 
 var file_ledgerd_fsm_v1_fsm_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
+var file_ledgerd_fsm_v1_fsm_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
 var file_ledgerd_fsm_v1_fsm_proto_goTypes = []any{
 	(AdmissionPolicy)(0),          // 0: ledgerd.fsm.v1.AdmissionPolicy
 	(UnitPolicy)(0),               // 1: ledgerd.fsm.v1.UnitPolicy
@@ -6321,167 +6421,170 @@ var file_ledgerd_fsm_v1_fsm_proto_goTypes = []any{
 	(Event_Type)(0),               // 7: ledgerd.fsm.v1.Event.Type
 	(Materialization_State)(0),    // 8: ledgerd.fsm.v1.Materialization.State
 	(*Command)(nil),               // 9: ledgerd.fsm.v1.Command
-	(*Group)(nil),                 // 10: ledgerd.fsm.v1.Group
-	(*LimitSpec)(nil),             // 11: ledgerd.fsm.v1.LimitSpec
-	(*SetLimits)(nil),             // 12: ledgerd.fsm.v1.SetLimits
-	(*TenantLimit)(nil),           // 13: ledgerd.fsm.v1.TenantLimit
-	(*Decision)(nil),              // 14: ledgerd.fsm.v1.Decision
-	(*CreateSeries)(nil),          // 15: ledgerd.fsm.v1.CreateSeries
-	(*SeriesBatch)(nil),           // 16: ledgerd.fsm.v1.SeriesBatch
-	(*SeriesOccurrence)(nil),      // 17: ledgerd.fsm.v1.SeriesOccurrence
-	(*ExpandSeries)(nil),          // 18: ledgerd.fsm.v1.ExpandSeries
-	(*CancelSeries)(nil),          // 19: ledgerd.fsm.v1.CancelSeries
-	(*Series)(nil),                // 20: ledgerd.fsm.v1.Series
-	(*SeriesOutcome)(nil),         // 21: ledgerd.fsm.v1.SeriesOutcome
-	(*SeriesSkip)(nil),            // 22: ledgerd.fsm.v1.SeriesSkip
-	(*PolicySpec)(nil),            // 23: ledgerd.fsm.v1.PolicySpec
-	(*SetPolicy)(nil),             // 24: ledgerd.fsm.v1.SetPolicy
-	(*SubmitJob)(nil),             // 25: ledgerd.fsm.v1.SubmitJob
-	(*CoReserve)(nil),             // 26: ledgerd.fsm.v1.CoReserve
-	(*CoSub)(nil),                 // 27: ledgerd.fsm.v1.CoSub
-	(*CoAdmission)(nil),           // 28: ledgerd.fsm.v1.CoAdmission
-	(*CoPlacement)(nil),           // 29: ledgerd.fsm.v1.CoPlacement
-	(*CreateResource)(nil),        // 30: ledgerd.fsm.v1.CreateResource
-	(*UnitDown)(nil),              // 31: ledgerd.fsm.v1.UnitDown
-	(*ChangeUnits)(nil),           // 32: ledgerd.fsm.v1.ChangeUnits
-	(*UnitUp)(nil),                // 33: ledgerd.fsm.v1.UnitUp
-	(*UpdateResource)(nil),        // 34: ledgerd.fsm.v1.UpdateResource
-	(*DeleteResource)(nil),        // 35: ledgerd.fsm.v1.DeleteResource
-	(*Part)(nil),                  // 36: ledgerd.fsm.v1.Part
-	(*ReservationRequest)(nil),    // 37: ledgerd.fsm.v1.ReservationRequest
-	(*Target)(nil),                // 38: ledgerd.fsm.v1.Target
-	(*Modify)(nil),                // 39: ledgerd.fsm.v1.Modify
-	(*Complete)(nil),              // 40: ledgerd.fsm.v1.Complete
-	(*Expire)(nil),                // 41: ledgerd.fsm.v1.Expire
-	(*Reservation)(nil),           // 42: ledgerd.fsm.v1.Reservation
-	(*Modification)(nil),          // 43: ledgerd.fsm.v1.Modification
-	(*CapacityWindow)(nil),        // 44: ledgerd.fsm.v1.CapacityWindow
-	(*Resource)(nil),              // 45: ledgerd.fsm.v1.Resource
-	(*Result)(nil),                // 46: ledgerd.fsm.v1.Result
-	(*LimitExceeded)(nil),         // 47: ledgerd.fsm.v1.LimitExceeded
-	(*Move)(nil),                  // 48: ledgerd.fsm.v1.Move
-	(*Rejected)(nil),              // 49: ledgerd.fsm.v1.Rejected
-	(*Invalid)(nil),               // 50: ledgerd.fsm.v1.Invalid
-	(*Conflict)(nil),              // 51: ledgerd.fsm.v1.Conflict
-	(*Event)(nil),                 // 52: ledgerd.fsm.v1.Event
-	(*IdempotencyRecord)(nil),     // 53: ledgerd.fsm.v1.IdempotencyRecord
-	(*Snapshot)(nil),              // 54: ledgerd.fsm.v1.Snapshot
-	(*SchedulerItem)(nil),         // 55: ledgerd.fsm.v1.SchedulerItem
-	(*ReleaseModel)(nil),          // 56: ledgerd.fsm.v1.ReleaseModel
-	(*RatioCount)(nil),            // 57: ledgerd.fsm.v1.RatioCount
-	(*OwnerRatios)(nil),           // 58: ledgerd.fsm.v1.OwnerRatios
-	(*SetMaterialization)(nil),    // 59: ledgerd.fsm.v1.SetMaterialization
-	(*MaterializationUpdate)(nil), // 60: ledgerd.fsm.v1.MaterializationUpdate
-	(*Materialization)(nil),       // 61: ledgerd.fsm.v1.Materialization
-	nil,                           // 62: ledgerd.fsm.v1.CreateSeries.LabelsEntry
-	nil,                           // 63: ledgerd.fsm.v1.Series.LabelsEntry
-	nil,                           // 64: ledgerd.fsm.v1.SubmitJob.LabelsEntry
-	nil,                           // 65: ledgerd.fsm.v1.CoReserve.LabelsEntry
-	nil,                           // 66: ledgerd.fsm.v1.CreateResource.LabelsEntry
-	nil,                           // 67: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	nil,                           // 68: ledgerd.fsm.v1.Reservation.LabelsEntry
-	nil,                           // 69: ledgerd.fsm.v1.Resource.LabelsEntry
+	(*SetRetention)(nil),          // 10: ledgerd.fsm.v1.SetRetention
+	(*Group)(nil),                 // 11: ledgerd.fsm.v1.Group
+	(*LimitSpec)(nil),             // 12: ledgerd.fsm.v1.LimitSpec
+	(*SetLimits)(nil),             // 13: ledgerd.fsm.v1.SetLimits
+	(*TenantLimit)(nil),           // 14: ledgerd.fsm.v1.TenantLimit
+	(*Decision)(nil),              // 15: ledgerd.fsm.v1.Decision
+	(*CreateSeries)(nil),          // 16: ledgerd.fsm.v1.CreateSeries
+	(*SeriesBatch)(nil),           // 17: ledgerd.fsm.v1.SeriesBatch
+	(*SeriesOccurrence)(nil),      // 18: ledgerd.fsm.v1.SeriesOccurrence
+	(*ExpandSeries)(nil),          // 19: ledgerd.fsm.v1.ExpandSeries
+	(*CancelSeries)(nil),          // 20: ledgerd.fsm.v1.CancelSeries
+	(*Series)(nil),                // 21: ledgerd.fsm.v1.Series
+	(*SeriesOutcome)(nil),         // 22: ledgerd.fsm.v1.SeriesOutcome
+	(*SeriesSkip)(nil),            // 23: ledgerd.fsm.v1.SeriesSkip
+	(*PolicySpec)(nil),            // 24: ledgerd.fsm.v1.PolicySpec
+	(*SetPolicy)(nil),             // 25: ledgerd.fsm.v1.SetPolicy
+	(*SubmitJob)(nil),             // 26: ledgerd.fsm.v1.SubmitJob
+	(*CoReserve)(nil),             // 27: ledgerd.fsm.v1.CoReserve
+	(*CoSub)(nil),                 // 28: ledgerd.fsm.v1.CoSub
+	(*CoAdmission)(nil),           // 29: ledgerd.fsm.v1.CoAdmission
+	(*CoPlacement)(nil),           // 30: ledgerd.fsm.v1.CoPlacement
+	(*CreateResource)(nil),        // 31: ledgerd.fsm.v1.CreateResource
+	(*UnitDown)(nil),              // 32: ledgerd.fsm.v1.UnitDown
+	(*ChangeUnits)(nil),           // 33: ledgerd.fsm.v1.ChangeUnits
+	(*UnitUp)(nil),                // 34: ledgerd.fsm.v1.UnitUp
+	(*UpdateResource)(nil),        // 35: ledgerd.fsm.v1.UpdateResource
+	(*DeleteResource)(nil),        // 36: ledgerd.fsm.v1.DeleteResource
+	(*Part)(nil),                  // 37: ledgerd.fsm.v1.Part
+	(*ReservationRequest)(nil),    // 38: ledgerd.fsm.v1.ReservationRequest
+	(*Target)(nil),                // 39: ledgerd.fsm.v1.Target
+	(*Modify)(nil),                // 40: ledgerd.fsm.v1.Modify
+	(*Complete)(nil),              // 41: ledgerd.fsm.v1.Complete
+	(*Expire)(nil),                // 42: ledgerd.fsm.v1.Expire
+	(*Reservation)(nil),           // 43: ledgerd.fsm.v1.Reservation
+	(*Modification)(nil),          // 44: ledgerd.fsm.v1.Modification
+	(*CapacityWindow)(nil),        // 45: ledgerd.fsm.v1.CapacityWindow
+	(*Resource)(nil),              // 46: ledgerd.fsm.v1.Resource
+	(*Result)(nil),                // 47: ledgerd.fsm.v1.Result
+	(*LimitExceeded)(nil),         // 48: ledgerd.fsm.v1.LimitExceeded
+	(*Move)(nil),                  // 49: ledgerd.fsm.v1.Move
+	(*Rejected)(nil),              // 50: ledgerd.fsm.v1.Rejected
+	(*Invalid)(nil),               // 51: ledgerd.fsm.v1.Invalid
+	(*Conflict)(nil),              // 52: ledgerd.fsm.v1.Conflict
+	(*Event)(nil),                 // 53: ledgerd.fsm.v1.Event
+	(*IdempotencyRecord)(nil),     // 54: ledgerd.fsm.v1.IdempotencyRecord
+	(*Snapshot)(nil),              // 55: ledgerd.fsm.v1.Snapshot
+	(*SchedulerItem)(nil),         // 56: ledgerd.fsm.v1.SchedulerItem
+	(*ReleaseModel)(nil),          // 57: ledgerd.fsm.v1.ReleaseModel
+	(*RatioCount)(nil),            // 58: ledgerd.fsm.v1.RatioCount
+	(*OwnerRatios)(nil),           // 59: ledgerd.fsm.v1.OwnerRatios
+	(*SetMaterialization)(nil),    // 60: ledgerd.fsm.v1.SetMaterialization
+	(*MaterializationUpdate)(nil), // 61: ledgerd.fsm.v1.MaterializationUpdate
+	(*Materialization)(nil),       // 62: ledgerd.fsm.v1.Materialization
+	nil,                           // 63: ledgerd.fsm.v1.CreateSeries.LabelsEntry
+	nil,                           // 64: ledgerd.fsm.v1.Series.LabelsEntry
+	nil,                           // 65: ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	nil,                           // 66: ledgerd.fsm.v1.CoReserve.LabelsEntry
+	nil,                           // 67: ledgerd.fsm.v1.CreateResource.LabelsEntry
+	nil,                           // 68: ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	nil,                           // 69: ledgerd.fsm.v1.Reservation.LabelsEntry
+	nil,                           // 70: ledgerd.fsm.v1.Resource.LabelsEntry
 }
 var file_ledgerd_fsm_v1_fsm_proto_depIdxs = []int32{
 	2,  // 0: ledgerd.fsm.v1.Command.type:type_name -> ledgerd.fsm.v1.Command.Type
-	30, // 1: ledgerd.fsm.v1.Command.create_resource:type_name -> ledgerd.fsm.v1.CreateResource
-	34, // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
-	35, // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
-	37, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
-	38, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
-	39, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
-	41, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
-	40, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
-	24, // 9: ledgerd.fsm.v1.Command.set_policy:type_name -> ledgerd.fsm.v1.SetPolicy
-	25, // 10: ledgerd.fsm.v1.Command.submit_job:type_name -> ledgerd.fsm.v1.SubmitJob
-	26, // 11: ledgerd.fsm.v1.Command.co_reserve:type_name -> ledgerd.fsm.v1.CoReserve
-	31, // 12: ledgerd.fsm.v1.Command.unit_down:type_name -> ledgerd.fsm.v1.UnitDown
-	33, // 13: ledgerd.fsm.v1.Command.unit_up:type_name -> ledgerd.fsm.v1.UnitUp
-	15, // 14: ledgerd.fsm.v1.Command.create_series:type_name -> ledgerd.fsm.v1.CreateSeries
-	18, // 15: ledgerd.fsm.v1.Command.expand_series:type_name -> ledgerd.fsm.v1.ExpandSeries
-	19, // 16: ledgerd.fsm.v1.Command.cancel_series:type_name -> ledgerd.fsm.v1.CancelSeries
-	12, // 17: ledgerd.fsm.v1.Command.set_limits:type_name -> ledgerd.fsm.v1.SetLimits
-	14, // 18: ledgerd.fsm.v1.Command.decision:type_name -> ledgerd.fsm.v1.Decision
-	59, // 19: ledgerd.fsm.v1.Command.set_materialization:type_name -> ledgerd.fsm.v1.SetMaterialization
-	32, // 20: ledgerd.fsm.v1.Command.change_units:type_name -> ledgerd.fsm.v1.ChangeUnits
-	10, // 21: ledgerd.fsm.v1.Command.group:type_name -> ledgerd.fsm.v1.Group
-	11, // 22: ledgerd.fsm.v1.SetLimits.spec:type_name -> ledgerd.fsm.v1.LimitSpec
-	11, // 23: ledgerd.fsm.v1.TenantLimit.spec:type_name -> ledgerd.fsm.v1.LimitSpec
-	36, // 24: ledgerd.fsm.v1.CreateSeries.parts:type_name -> ledgerd.fsm.v1.Part
-	62, // 25: ledgerd.fsm.v1.CreateSeries.labels:type_name -> ledgerd.fsm.v1.CreateSeries.LabelsEntry
-	16, // 26: ledgerd.fsm.v1.CreateSeries.first:type_name -> ledgerd.fsm.v1.SeriesBatch
-	17, // 27: ledgerd.fsm.v1.SeriesBatch.book:type_name -> ledgerd.fsm.v1.SeriesOccurrence
-	16, // 28: ledgerd.fsm.v1.ExpandSeries.batches:type_name -> ledgerd.fsm.v1.SeriesBatch
-	15, // 29: ledgerd.fsm.v1.CancelSeries.then:type_name -> ledgerd.fsm.v1.CreateSeries
-	36, // 30: ledgerd.fsm.v1.Series.parts:type_name -> ledgerd.fsm.v1.Part
-	63, // 31: ledgerd.fsm.v1.Series.labels:type_name -> ledgerd.fsm.v1.Series.LabelsEntry
-	20, // 32: ledgerd.fsm.v1.SeriesOutcome.series:type_name -> ledgerd.fsm.v1.Series
-	22, // 33: ledgerd.fsm.v1.SeriesOutcome.skipped:type_name -> ledgerd.fsm.v1.SeriesSkip
-	5,  // 34: ledgerd.fsm.v1.SeriesSkip.status:type_name -> ledgerd.fsm.v1.Result.Status
-	0,  // 35: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
-	23, // 36: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	36, // 37: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
-	64, // 38: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
-	27, // 39: ledgerd.fsm.v1.CoReserve.subs:type_name -> ledgerd.fsm.v1.CoSub
-	65, // 40: ledgerd.fsm.v1.CoReserve.labels:type_name -> ledgerd.fsm.v1.CoReserve.LabelsEntry
-	29, // 41: ledgerd.fsm.v1.CoAdmission.placements:type_name -> ledgerd.fsm.v1.CoPlacement
-	42, // 42: ledgerd.fsm.v1.CoPlacement.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	66, // 43: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
-	23, // 44: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	1,  // 45: ledgerd.fsm.v1.CreateResource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
-	36, // 46: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
-	67, // 47: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
-	36, // 48: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
-	68, // 49: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
-	36, // 50: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
-	3,  // 51: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	43, // 52: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
-	4,  // 53: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	61, // 54: ledgerd.fsm.v1.Reservation.materialization:type_name -> ledgerd.fsm.v1.Materialization
-	36, // 55: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
-	69, // 56: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
-	44, // 57: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
-	23, // 58: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
-	1,  // 59: ledgerd.fsm.v1.Resource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
-	31, // 60: ledgerd.fsm.v1.Resource.unit_downs:type_name -> ledgerd.fsm.v1.UnitDown
-	5,  // 61: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
-	42, // 62: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	45, // 63: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
-	48, // 64: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
-	28, // 65: ledgerd.fsm.v1.Result.co_admission:type_name -> ledgerd.fsm.v1.CoAdmission
-	13, // 66: ledgerd.fsm.v1.Result.limit:type_name -> ledgerd.fsm.v1.TenantLimit
-	21, // 67: ledgerd.fsm.v1.Result.series:type_name -> ledgerd.fsm.v1.SeriesOutcome
-	49, // 68: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
-	50, // 69: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
-	51, // 70: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
-	47, // 71: ledgerd.fsm.v1.Result.limit_exceeded:type_name -> ledgerd.fsm.v1.LimitExceeded
-	6,  // 72: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
-	3,  // 73: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
-	7,  // 74: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
-	42, // 75: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
-	45, // 76: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
-	13, // 77: ledgerd.fsm.v1.Event.limit:type_name -> ledgerd.fsm.v1.TenantLimit
-	46, // 78: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
-	45, // 79: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
-	42, // 80: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
-	53, // 81: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
-	52, // 82: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
-	55, // 83: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
-	56, // 84: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
-	13, // 85: ledgerd.fsm.v1.Snapshot.limits:type_name -> ledgerd.fsm.v1.TenantLimit
-	20, // 86: ledgerd.fsm.v1.Snapshot.series:type_name -> ledgerd.fsm.v1.Series
-	4,  // 87: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
-	57, // 88: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
-	58, // 89: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
-	57, // 90: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
-	60, // 91: ledgerd.fsm.v1.SetMaterialization.updates:type_name -> ledgerd.fsm.v1.MaterializationUpdate
-	61, // 92: ledgerd.fsm.v1.MaterializationUpdate.materialization:type_name -> ledgerd.fsm.v1.Materialization
-	8,  // 93: ledgerd.fsm.v1.Materialization.state:type_name -> ledgerd.fsm.v1.Materialization.State
-	94, // [94:94] is the sub-list for method output_type
-	94, // [94:94] is the sub-list for method input_type
-	94, // [94:94] is the sub-list for extension type_name
-	94, // [94:94] is the sub-list for extension extendee
-	0,  // [0:94] is the sub-list for field type_name
+	31, // 1: ledgerd.fsm.v1.Command.create_resource:type_name -> ledgerd.fsm.v1.CreateResource
+	35, // 2: ledgerd.fsm.v1.Command.update_resource:type_name -> ledgerd.fsm.v1.UpdateResource
+	36, // 3: ledgerd.fsm.v1.Command.delete_resource:type_name -> ledgerd.fsm.v1.DeleteResource
+	38, // 4: ledgerd.fsm.v1.Command.request:type_name -> ledgerd.fsm.v1.ReservationRequest
+	39, // 5: ledgerd.fsm.v1.Command.target:type_name -> ledgerd.fsm.v1.Target
+	40, // 6: ledgerd.fsm.v1.Command.modify:type_name -> ledgerd.fsm.v1.Modify
+	42, // 7: ledgerd.fsm.v1.Command.expire:type_name -> ledgerd.fsm.v1.Expire
+	41, // 8: ledgerd.fsm.v1.Command.complete:type_name -> ledgerd.fsm.v1.Complete
+	25, // 9: ledgerd.fsm.v1.Command.set_policy:type_name -> ledgerd.fsm.v1.SetPolicy
+	26, // 10: ledgerd.fsm.v1.Command.submit_job:type_name -> ledgerd.fsm.v1.SubmitJob
+	27, // 11: ledgerd.fsm.v1.Command.co_reserve:type_name -> ledgerd.fsm.v1.CoReserve
+	32, // 12: ledgerd.fsm.v1.Command.unit_down:type_name -> ledgerd.fsm.v1.UnitDown
+	34, // 13: ledgerd.fsm.v1.Command.unit_up:type_name -> ledgerd.fsm.v1.UnitUp
+	16, // 14: ledgerd.fsm.v1.Command.create_series:type_name -> ledgerd.fsm.v1.CreateSeries
+	19, // 15: ledgerd.fsm.v1.Command.expand_series:type_name -> ledgerd.fsm.v1.ExpandSeries
+	20, // 16: ledgerd.fsm.v1.Command.cancel_series:type_name -> ledgerd.fsm.v1.CancelSeries
+	13, // 17: ledgerd.fsm.v1.Command.set_limits:type_name -> ledgerd.fsm.v1.SetLimits
+	15, // 18: ledgerd.fsm.v1.Command.decision:type_name -> ledgerd.fsm.v1.Decision
+	60, // 19: ledgerd.fsm.v1.Command.set_materialization:type_name -> ledgerd.fsm.v1.SetMaterialization
+	33, // 20: ledgerd.fsm.v1.Command.change_units:type_name -> ledgerd.fsm.v1.ChangeUnits
+	11, // 21: ledgerd.fsm.v1.Command.group:type_name -> ledgerd.fsm.v1.Group
+	10, // 22: ledgerd.fsm.v1.Command.set_retention:type_name -> ledgerd.fsm.v1.SetRetention
+	12, // 23: ledgerd.fsm.v1.SetLimits.spec:type_name -> ledgerd.fsm.v1.LimitSpec
+	12, // 24: ledgerd.fsm.v1.TenantLimit.spec:type_name -> ledgerd.fsm.v1.LimitSpec
+	37, // 25: ledgerd.fsm.v1.CreateSeries.parts:type_name -> ledgerd.fsm.v1.Part
+	63, // 26: ledgerd.fsm.v1.CreateSeries.labels:type_name -> ledgerd.fsm.v1.CreateSeries.LabelsEntry
+	17, // 27: ledgerd.fsm.v1.CreateSeries.first:type_name -> ledgerd.fsm.v1.SeriesBatch
+	18, // 28: ledgerd.fsm.v1.SeriesBatch.book:type_name -> ledgerd.fsm.v1.SeriesOccurrence
+	17, // 29: ledgerd.fsm.v1.ExpandSeries.batches:type_name -> ledgerd.fsm.v1.SeriesBatch
+	16, // 30: ledgerd.fsm.v1.CancelSeries.then:type_name -> ledgerd.fsm.v1.CreateSeries
+	37, // 31: ledgerd.fsm.v1.Series.parts:type_name -> ledgerd.fsm.v1.Part
+	64, // 32: ledgerd.fsm.v1.Series.labels:type_name -> ledgerd.fsm.v1.Series.LabelsEntry
+	21, // 33: ledgerd.fsm.v1.SeriesOutcome.series:type_name -> ledgerd.fsm.v1.Series
+	23, // 34: ledgerd.fsm.v1.SeriesOutcome.skipped:type_name -> ledgerd.fsm.v1.SeriesSkip
+	5,  // 35: ledgerd.fsm.v1.SeriesSkip.status:type_name -> ledgerd.fsm.v1.Result.Status
+	0,  // 36: ledgerd.fsm.v1.PolicySpec.policy:type_name -> ledgerd.fsm.v1.AdmissionPolicy
+	24, // 37: ledgerd.fsm.v1.SetPolicy.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	37, // 38: ledgerd.fsm.v1.SubmitJob.part:type_name -> ledgerd.fsm.v1.Part
+	65, // 39: ledgerd.fsm.v1.SubmitJob.labels:type_name -> ledgerd.fsm.v1.SubmitJob.LabelsEntry
+	28, // 40: ledgerd.fsm.v1.CoReserve.subs:type_name -> ledgerd.fsm.v1.CoSub
+	66, // 41: ledgerd.fsm.v1.CoReserve.labels:type_name -> ledgerd.fsm.v1.CoReserve.LabelsEntry
+	30, // 42: ledgerd.fsm.v1.CoAdmission.placements:type_name -> ledgerd.fsm.v1.CoPlacement
+	43, // 43: ledgerd.fsm.v1.CoPlacement.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	67, // 44: ledgerd.fsm.v1.CreateResource.labels:type_name -> ledgerd.fsm.v1.CreateResource.LabelsEntry
+	24, // 45: ledgerd.fsm.v1.CreateResource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	1,  // 46: ledgerd.fsm.v1.CreateResource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
+	37, // 47: ledgerd.fsm.v1.ReservationRequest.parts:type_name -> ledgerd.fsm.v1.Part
+	68, // 48: ledgerd.fsm.v1.ReservationRequest.labels:type_name -> ledgerd.fsm.v1.ReservationRequest.LabelsEntry
+	37, // 49: ledgerd.fsm.v1.Modify.parts:type_name -> ledgerd.fsm.v1.Part
+	69, // 50: ledgerd.fsm.v1.Reservation.labels:type_name -> ledgerd.fsm.v1.Reservation.LabelsEntry
+	37, // 51: ledgerd.fsm.v1.Reservation.parts:type_name -> ledgerd.fsm.v1.Part
+	3,  // 52: ledgerd.fsm.v1.Reservation.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	44, // 53: ledgerd.fsm.v1.Reservation.pending:type_name -> ledgerd.fsm.v1.Modification
+	4,  // 54: ledgerd.fsm.v1.Reservation.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	62, // 55: ledgerd.fsm.v1.Reservation.materialization:type_name -> ledgerd.fsm.v1.Materialization
+	37, // 56: ledgerd.fsm.v1.Modification.parts:type_name -> ledgerd.fsm.v1.Part
+	70, // 57: ledgerd.fsm.v1.Resource.labels:type_name -> ledgerd.fsm.v1.Resource.LabelsEntry
+	45, // 58: ledgerd.fsm.v1.Resource.windows:type_name -> ledgerd.fsm.v1.CapacityWindow
+	24, // 59: ledgerd.fsm.v1.Resource.policy:type_name -> ledgerd.fsm.v1.PolicySpec
+	1,  // 60: ledgerd.fsm.v1.Resource.unit_policy:type_name -> ledgerd.fsm.v1.UnitPolicy
+	32, // 61: ledgerd.fsm.v1.Resource.unit_downs:type_name -> ledgerd.fsm.v1.UnitDown
+	5,  // 62: ledgerd.fsm.v1.Result.status:type_name -> ledgerd.fsm.v1.Result.Status
+	43, // 63: ledgerd.fsm.v1.Result.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	46, // 64: ledgerd.fsm.v1.Result.resource:type_name -> ledgerd.fsm.v1.Resource
+	49, // 65: ledgerd.fsm.v1.Result.moved:type_name -> ledgerd.fsm.v1.Move
+	29, // 66: ledgerd.fsm.v1.Result.co_admission:type_name -> ledgerd.fsm.v1.CoAdmission
+	14, // 67: ledgerd.fsm.v1.Result.limit:type_name -> ledgerd.fsm.v1.TenantLimit
+	22, // 68: ledgerd.fsm.v1.Result.series:type_name -> ledgerd.fsm.v1.SeriesOutcome
+	50, // 69: ledgerd.fsm.v1.Result.rejected:type_name -> ledgerd.fsm.v1.Rejected
+	51, // 70: ledgerd.fsm.v1.Result.invalid:type_name -> ledgerd.fsm.v1.Invalid
+	52, // 71: ledgerd.fsm.v1.Result.conflict:type_name -> ledgerd.fsm.v1.Conflict
+	48, // 72: ledgerd.fsm.v1.Result.limit_exceeded:type_name -> ledgerd.fsm.v1.LimitExceeded
+	6,  // 73: ledgerd.fsm.v1.Conflict.kind:type_name -> ledgerd.fsm.v1.Conflict.Kind
+	3,  // 74: ledgerd.fsm.v1.Conflict.state:type_name -> ledgerd.fsm.v1.Reservation.State
+	7,  // 75: ledgerd.fsm.v1.Event.type:type_name -> ledgerd.fsm.v1.Event.Type
+	43, // 76: ledgerd.fsm.v1.Event.reservation:type_name -> ledgerd.fsm.v1.Reservation
+	46, // 77: ledgerd.fsm.v1.Event.resource:type_name -> ledgerd.fsm.v1.Resource
+	14, // 78: ledgerd.fsm.v1.Event.limit:type_name -> ledgerd.fsm.v1.TenantLimit
+	47, // 79: ledgerd.fsm.v1.IdempotencyRecord.result:type_name -> ledgerd.fsm.v1.Result
+	46, // 80: ledgerd.fsm.v1.Snapshot.resources:type_name -> ledgerd.fsm.v1.Resource
+	43, // 81: ledgerd.fsm.v1.Snapshot.reservations:type_name -> ledgerd.fsm.v1.Reservation
+	54, // 82: ledgerd.fsm.v1.Snapshot.idempotency:type_name -> ledgerd.fsm.v1.IdempotencyRecord
+	53, // 83: ledgerd.fsm.v1.Snapshot.history:type_name -> ledgerd.fsm.v1.Event
+	56, // 84: ledgerd.fsm.v1.Snapshot.scheduler_items:type_name -> ledgerd.fsm.v1.SchedulerItem
+	57, // 85: ledgerd.fsm.v1.Snapshot.release_model:type_name -> ledgerd.fsm.v1.ReleaseModel
+	14, // 86: ledgerd.fsm.v1.Snapshot.limits:type_name -> ledgerd.fsm.v1.TenantLimit
+	21, // 87: ledgerd.fsm.v1.Snapshot.series:type_name -> ledgerd.fsm.v1.Series
+	10, // 88: ledgerd.fsm.v1.Snapshot.retention:type_name -> ledgerd.fsm.v1.SetRetention
+	4,  // 89: ledgerd.fsm.v1.SchedulerItem.kind:type_name -> ledgerd.fsm.v1.Reservation.Kind
+	58, // 90: ledgerd.fsm.v1.ReleaseModel.global:type_name -> ledgerd.fsm.v1.RatioCount
+	59, // 91: ledgerd.fsm.v1.ReleaseModel.owners:type_name -> ledgerd.fsm.v1.OwnerRatios
+	58, // 92: ledgerd.fsm.v1.OwnerRatios.counts:type_name -> ledgerd.fsm.v1.RatioCount
+	61, // 93: ledgerd.fsm.v1.SetMaterialization.updates:type_name -> ledgerd.fsm.v1.MaterializationUpdate
+	62, // 94: ledgerd.fsm.v1.MaterializationUpdate.materialization:type_name -> ledgerd.fsm.v1.Materialization
+	8,  // 95: ledgerd.fsm.v1.Materialization.state:type_name -> ledgerd.fsm.v1.Materialization.State
+	96, // [96:96] is the sub-list for method output_type
+	96, // [96:96] is the sub-list for method input_type
+	96, // [96:96] is the sub-list for extension type_name
+	96, // [96:96] is the sub-list for extension extendee
+	0,  // [0:96] is the sub-list for field type_name
 }
 
 func init() { file_ledgerd_fsm_v1_fsm_proto_init() }
@@ -6511,12 +6614,13 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 		(*Command_SetMaterialization)(nil),
 		(*Command_ChangeUnits)(nil),
 		(*Command_Group)(nil),
+		(*Command_SetRetention)(nil),
 	}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[25].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[28].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[30].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[26].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[29].OneofWrappers = []any{}
 	file_ledgerd_fsm_v1_fsm_proto_msgTypes[31].OneofWrappers = []any{}
-	file_ledgerd_fsm_v1_fsm_proto_msgTypes[37].OneofWrappers = []any{
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[32].OneofWrappers = []any{}
+	file_ledgerd_fsm_v1_fsm_proto_msgTypes[38].OneofWrappers = []any{
 		(*Result_Rejected)(nil),
 		(*Result_Invalid)(nil),
 		(*Result_Conflict)(nil),
@@ -6528,7 +6632,7 @@ func file_ledgerd_fsm_v1_fsm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ledgerd_fsm_v1_fsm_proto_rawDesc), len(file_ledgerd_fsm_v1_fsm_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   61,
+			NumMessages:   62,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

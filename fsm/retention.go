@@ -1,0 +1,150 @@
+package fsm
+
+import (
+	"fmt"
+
+	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
+	"github.com/ledgerd/ledgerd/internal/sortedlist"
+)
+
+// Retention of ended reservations: a reservation that ended (completed,
+// aborted, expired, cancelled, denied) stays readable for a while after
+// its last change, then it is dropped. How long, and how many ended rows
+// are kept at most, is replicated state: TYPE_SET_RETENTION sets both, so
+// every replica drops the same rows at the same entry whatever its own
+// configuration says. Until such an entry is applied a replica uses
+// Config.Retention and keeps any number.
+//
+// Every ended row has exactly one drop timer (timersFor), kept in
+// state.drops apart from the other timers, so that the row that ended
+// first is the list's minimum: past max_ended, trimEnded drops from
+// there, in the order the drops would have come anyway.
+
+// versionRetention is the envelope version of TYPE_SET_RETENTION.
+const versionRetention uint32 = 6
+
+// RetentionVersion is the envelope version every server must apply before
+// a TYPE_SET_RETENTION entry may be proposed.
+const RetentionVersion = versionRetention
+
+// MaxRetentionMillis is the longest retention TYPE_SET_RETENTION accepts:
+// 3650 days.
+const MaxRetentionMillis int64 = 3650 * 24 * 3_600_000
+
+// Retention is the retention of ended reservations in force.
+type Retention struct {
+	// Millis is how long an ended reservation stays readable after its
+	// last change, in milliseconds of log time.
+	Millis int64
+	// MaxEnded is the most ended reservations kept; 0: no limit.
+	MaxEnded int64
+	// Set says that a TYPE_SET_RETENTION entry set these values; false:
+	// they are the replica's configuration (Config.Retention, no limit).
+	Set bool
+}
+
+// checkSetRetention runs the checks of a TYPE_SET_RETENTION payload.
+func checkSetRetention(c *fsmv1.SetRetention) *FieldError {
+	if r := c.GetRetentionMillis(); r < 1 || r > MaxRetentionMillis {
+		return fieldErr("set_retention.retention_millis", fmt.Sprintf("must lie between 1 and %d (3650 days), is %d", MaxRetentionMillis, r))
+	}
+	if n := c.GetMaxEnded(); n < 0 {
+		return fieldErr("set_retention.max_ended", fmt.Sprintf("must be >= 0 (0: no limit), is %d", n))
+	}
+	return nil
+}
+
+// SetRetentionCommand returns the TYPE_SET_RETENTION command that sets r
+// (r.Set is ignored).
+func SetRetentionCommand(r Retention) *fsmv1.Command {
+	return &fsmv1.Command{Type: fsmv1.Command_TYPE_SET_RETENTION, Payload: &fsmv1.Command_SetRetention{
+		SetRetention: &fsmv1.SetRetention{RetentionMillis: r.Millis, MaxEnded: r.MaxEnded}}}
+}
+
+// setRetention applies TYPE_SET_RETENTION. A changed retention moves
+// every drop timer to the row's last change plus the new retention; rows
+// that are then due are dropped by the advance that follows the command,
+// and rows past max_ended by trimEnded, both in this entry.
+func (s *state) setRetention(cmd *fsmv1.Command) *fsmv1.Result {
+	c := cmd.GetSetRetention()
+	if fe := checkSetRetention(c); fe != nil {
+		return fe.result()
+	}
+	old := s.retention
+	s.retention, s.maxEnded, s.retentionSet = c.GetRetentionMillis(), c.GetMaxEnded(), true
+	if s.retention != old {
+		s.rekeyDrops()
+	}
+	return &fsmv1.Result{Status: fsmv1.Result_STATUS_OK}
+}
+
+// rekeyDrops rebuilds the drop timers for the current retention.
+func (s *state) rekeyDrops() {
+	ts := make([]timer, 0, s.drops.Len())
+	var m rowMeta
+	s.drops.Ascend(func(t timer) bool {
+		row, ok := s.resv.raw(t.id)
+		if !ok {
+			panic(fmt.Sprintf("fsm: drop timer of %q without its row", t.id))
+		}
+		if err := scanMeta(row, &m); err != nil {
+			panic(fmt.Sprintf("fsm: stored reservation %q: %v", t.id, err))
+		}
+		ts = append(ts, timer{addSat(m.update, s.retention), timerDrop, t.id})
+		return true
+	})
+	sortTimers(ts)
+	s.drops = sortedlist.New(timerLess)
+	for _, t := range ts {
+		s.drops.Append(t)
+	}
+}
+
+// trimEnded drops the rows that ended first while more than maxEnded
+// ended rows are kept.
+func (s *state) trimEnded() {
+	if s.maxEnded <= 0 {
+		return
+	}
+	for int64(s.drops.Len()) > s.maxEnded {
+		t, _ := s.drops.Min()
+		s.drops.Delete(t)
+		s.fire(t)
+	}
+}
+
+// captureRetention records the retention in msg once an entry set it.
+func (s *state) captureRetention(msg *fsmv1.Snapshot) {
+	if s.retentionSet {
+		msg.Retention = &fsmv1.SetRetention{RetentionMillis: s.retention, MaxEnded: s.maxEnded}
+	}
+}
+
+// restoreRetention takes the retention of a snapshot, before its rows'
+// timers are made.
+func (s *state) restoreRetention(msg *fsmv1.Snapshot) error {
+	r := msg.GetRetention()
+	if r == nil {
+		return nil
+	}
+	if fe := checkSetRetention(r); fe != nil {
+		return badf("retention: %v", fe)
+	}
+	s.retention, s.maxEnded, s.retentionSet = r.GetRetentionMillis(), r.GetMaxEnded(), true
+	return nil
+}
+
+// Retention returns the retention of ended reservations in force.
+func (f *FSM) Retention() Retention {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	s := f.st
+	return Retention{Millis: s.retention, MaxEnded: s.maxEnded, Set: s.retentionSet}
+}
+
+// EndedCount returns the number of ended reservations kept.
+func (f *FSM) EndedCount() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.drops.Len()
+}
