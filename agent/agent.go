@@ -78,6 +78,9 @@ type Agent struct {
 
 	fsm  *fsm.FSM
 	node *cluster.Node
+	// retention is the leader's tick, which also puts ended_retention
+	// and ended_max into the log.
+	retention *replicated.RetentionTicker
 	// clock is the leader's stamping clock (Options.Now or the skewable
 	// wall clock); standing reservations expand with it.
 	clock  func() time.Time
@@ -257,7 +260,11 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 	}
 	a.clock = now
 	// The leader's tick also expands standing reservations.
-	ticker := replicated.NewSeriesTicker(a.fsm, a.cfg.seriesLimits(), now, a.log)
+	series := replicated.NewSeriesTicker(a.fsm, a.cfg.seriesLimits(), now, a.log)
+	// And it puts the configured retention of ended reservations into
+	// force, once every server can apply it (createNode gives it the node).
+	ticker := replicated.NewRetentionTicker(a.fsm, a.cfg.retention(), series, now, a.log)
+	a.retention = ticker
 	c := cluster.Config{
 		NodeName:        a.cfg.NodeName,
 		DataDir:         a.cfg.DataDir,
@@ -333,6 +340,7 @@ func (a *Agent) createNode() error {
 		return err
 	}
 	a.node = node
+	a.retention.SetVersioner(node)
 	return nil
 }
 

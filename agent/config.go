@@ -129,6 +129,13 @@ type Config struct {
 	// (0: fsm.DefaultIdempotencyMaxKeys); see fsmConfig. Every server of
 	// a cluster must use the same value.
 	IdempotencyMaxKeys int `json:"idempotency_max_keys"`
+	// EndedRetention is how long ended reservations stay readable (0:
+	// 24h) and EndedMax how many are kept at most (0: no limit). The
+	// leader writes them into the log (replicated.RetentionTicker), so
+	// replicas always agree; set them alike on every server, or each
+	// leader puts its own into force.
+	EndedRetention Duration `json:"ended_retention"`
+	EndedMax       int64    `json:"ended_max"`
 	// Pprof serves net/http/pprof under /debug/pprof/ on the HTTP port.
 	Pprof bool `json:"pprof"`
 	// Public API settings (see rpc.Options).
@@ -302,6 +309,9 @@ func (c *Config) Validate(dev bool) error {
 	}
 	if c.IdempotencyMaxKeys < 0 {
 		return fmt.Errorf("config: idempotency_max_keys: must be >= 0, got %d", c.IdempotencyMaxKeys)
+	}
+	if err := c.checkRetention(); err != nil {
+		return err
 	}
 	if c.RateLimit < 0 {
 		return fmt.Errorf("config: rate_limit: must be >= 0, got %g", c.RateLimit)

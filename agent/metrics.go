@@ -24,6 +24,7 @@ type ledgerCollector struct {
 	holds, pendingMods, reservations, logTime, idemKeys, history  *prometheus.Desc
 	capacity, inUse, utilization, scrapeErrors                    *prometheus.Desc
 	relaxed, violations, pushes, waitingJobs, pinnedJobs, samples *prometheus.Desc
+	retention, maxEnded                                           *prometheus.Desc
 }
 
 func newLedgerCollector(f *fsm.FSM) *ledgerCollector {
@@ -50,6 +51,8 @@ func newLedgerCollector(f *fsm.FSM) *ledgerCollector {
 		waitingJobs: d("ledgerd_fsm_variable_jobs_waiting", "Planned variable jobs that have not started."),
 		pinnedJobs:  d("ledgerd_fsm_variable_jobs_pinned", "Waiting variable jobs moved as often as their resource allows; they are not moved again."),
 		samples:     d("ledgerd_fsm_release_model_samples", "Completions recorded in the release-time model RELAXED admission learns from."),
+		retention:   d("ledgerd_fsm_ended_retention_seconds", "How long ended reservations stay readable after their last change: the retention in force in the log (ended_retention)."),
+		maxEnded:    d("ledgerd_fsm_ended_max", "Most ended reservations kept, those that ended first dropped first; 0: no limit (ended_max, as in force in the log)."),
 	}
 }
 
@@ -57,7 +60,7 @@ func newLedgerCollector(f *fsm.FSM) *ledgerCollector {
 func (c *ledgerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.holds, c.pendingMods, c.reservations, c.logTime, c.idemKeys,
 		c.history, c.capacity, c.inUse, c.utilization, c.scrapeErrors,
-		c.relaxed, c.violations, c.pushes, c.waitingJobs, c.pinnedJobs, c.samples} {
+		c.relaxed, c.violations, c.pushes, c.waitingJobs, c.pinnedJobs, c.samples, c.retention, c.maxEnded} {
 		ch <- d
 	}
 }
@@ -78,6 +81,9 @@ func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 	g(c.logTime, float64(st.NowMillis)/1000)
 	g(c.idemKeys, float64(st.IdempotencyKeys))
 	g(c.history, float64(st.HistoryLen))
+	ret := c.f.Retention()
+	g(c.retention, float64(ret.Millis)/1000)
+	g(c.maxEnded, float64(ret.MaxEnded))
 	// Every state is exported, zeros included, so rates and alerts see a
 	// series before the first reservation reaches a state.
 	for v := range fsmv1.Reservation_State_name {

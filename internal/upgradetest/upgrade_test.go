@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -201,9 +202,35 @@ func TestRollingUpgradeFromPreviousRelease(t *testing.T) {
 		}
 	}
 	check("new-leader-old-follower", groupsNone)
+	// A new leader configured with a retention must not propose it while
+	// a server of the previous release, which could not apply it, is a
+	// member: the new servers still report none in force.
+	for _, a := range agents {
+		if a.version == "new" {
+			if got, _ := metric(t, a, "ledgerd_fsm_ended_max"); got != 0 {
+				t.Fatalf("%s: ended_max %d in force while %s runs the previous release", a, got, oldOne)
+			}
+		}
+	}
 
 	oldOne.restart(t, newBin, "new")
 	check("all-new", groupsSome)
+	// Now every server applies version 6: the leader puts the configured
+	// retention into force, at a tick that the writes below make come.
+	writes := 0
+	testwait.Every(t, 60*time.Second, time.Second, "the configured retention in force on every server", func() bool {
+		for _, a := range agents {
+			limit, _ := metric(t, a, "ledgerd_fsm_ended_max")
+			secs, _ := metric(t, a, "ledgerd_fsm_ended_retention_seconds")
+			if limit != 1000 || secs != 48*3600 {
+				writes++
+				cli.reservation("reserve", "-addr", a.http, "-res", "cpu=1", "-dur", "1h", "-after", "+1h")
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("all-new: ended_retention 48h and ended_max 1000 in force on every server (%d nudging writes)", writes)
 	t.Logf("rolling upgrade from %s: %d bookings, cluster phases took %s", old.commit[:12], len(booked), time.Since(clusterStart).Round(time.Millisecond))
 }
 
@@ -348,6 +375,7 @@ func (c *cli) reservation(args ...string) reservationJSON {
 type agent struct {
 	name, http, raft, gossip string
 	args                     []string
+	newArgs                  []string // added on this tree's binary only
 	sec                      *security
 	version                  string // "old" or "new": the binary it runs
 	cmd                      *exec.Cmd
@@ -361,7 +389,11 @@ func (a *agent) String() string { return a.name + " (" + a.version + ")" }
 func (a *agent) start(t *testing.T, bin, version string) {
 	t.Helper()
 	a.version = version
-	a.cmd = exec.Command(bin, a.args...)
+	args := a.args
+	if version == "new" {
+		args = append(slices.Clone(args), a.newArgs...)
+	}
+	a.cmd = exec.Command(bin, args...)
 	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
 	if err := a.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", a, err)
@@ -420,6 +452,10 @@ func startAgents(t *testing.T, bin string, sec *security) []*agent {
 				// as dead in between.
 				"-dead-server-grace", "2m"}
 			a.args = append(a.args, sec.args(a.name)...)
+			// Settings the previous release does not know: the leader
+			// may put them into the log only once every server runs
+			// this tree (retention, envelope version 6).
+			a.newArgs = []string{"-ended-retention", "48h", "-ended-max", "1000"}
 			for j, o := range agents {
 				if j != i {
 					a.args = append(a.args, "-retry-join", o.gossip)
