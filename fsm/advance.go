@@ -19,15 +19,15 @@ func (s *state) advance() {
 		return
 	}
 	for {
-		t, timerDue := s.minTimer()
+		t, key, timerDue := s.nextTimer(s.dropBudget > 0)
 		timerDue = timerDue && t.at <= s.now
 		at, eventDue := s.nextEvent()
 		eventDue = eventDue && at <= s.now
 		switch {
 		case timerDue && (!eventDue || t.at <= at):
-			s.timerList(t).Delete(t)
+			s.take(key)
 			s.plan.Advance(t.at)
-			s.fire(t)
+			s.fire(key)
 		case eventDue:
 			at = max(at, s.plan.Origin())
 			s.applyReport(s.scheduler().Advance(at))

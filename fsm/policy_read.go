@@ -67,16 +67,22 @@ func (f *FSM) PolicyStats() PolicyStats {
 
 // NextDue returns the earliest log time at which time-triggered work is
 // due: a hold or modification expiry, a start or end of the table's
-// rows, or an event of the scheduler (a planned start or a running
-// item's end). The leader's periodic tick (TickCommand) performs it; a
+// rows, the end of an ended row's retention, the log time itself while
+// more ended rows are kept than the limit (retention.go), or an event of
+// the scheduler (a planned start or a running item's end). The leader's periodic tick (TickCommand) performs it; a
 // caller may also schedule a tick for this instant.
 func (f *FSM) NextDue() (int64, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := f.st
 	at, ok := int64(0), false
-	if t, has := s.minTimer(); has {
+	if t, _, has := s.nextTimer(true); has {
 		at, ok = t.at, true
+	}
+	if s.maxEnded > 0 && int64(s.drops.Len()) > s.maxEnded && (!ok || s.now < at) {
+		// More ended rows than the limit: an entry's drop budget ran
+		// out (retention.go); the next entry drops more.
+		at, ok = s.now, true
 	}
 	if s.pol.sched != nil {
 		if e, has := s.pol.sched.NextEvent(); has && (!ok || e < at) {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
-	"github.com/ledgerd/ledgerd/internal/sortedlist"
 )
 
 // Retention of ended reservations: a reservation that ended (completed,
@@ -16,9 +15,21 @@ import (
 // Config.Retention and keeps any number.
 //
 // Every ended row has exactly one drop timer (timersFor), kept in
-// state.drops apart from the other timers, so that the row that ended
-// first is the list's minimum: past max_ended, trimEnded drops from
-// there, in the order the drops would have come anyway.
+// state.drops apart from the other timers and keyed by the row's last
+// change, not by when it is due: the retention is the same for every
+// row, so the order is the same, and a new retention needs no pass over
+// the rows. The row that ended first is the list's minimum: past
+// max_ended, trimEnded drops from there, in the order the drops would
+// have come anyway.
+//
+// An entry drops at most maxDropsPerEntry ended rows, counting both
+// those whose retention is up and those past the limit. Dropping costs
+// a few microseconds a row, so a shorter retention or a new limit on a
+// day of turnover (millions of ended rows) would otherwise stall every
+// replica for seconds in one entry. While rows are left over, NextDue
+// says work is due now, and the leader's ticks (and every other entry)
+// drop the rest, maxDropsPerEntry at a time. Each member of a group has
+// its own budget, as if it were a lone entry.
 
 // versionRetention is the envelope version of TYPE_SET_RETENTION.
 const versionRetention uint32 = 6
@@ -30,6 +41,10 @@ const RetentionVersion = versionRetention
 // MaxRetentionMillis is the longest retention TYPE_SET_RETENTION accepts:
 // 3650 days.
 const MaxRetentionMillis int64 = 3650 * 24 * 3_600_000
+
+// maxDropsPerEntry bounds the ended rows one entry drops (see above):
+// about 10-15 ms of work.
+const maxDropsPerEntry = 4096
 
 // Retention is the retention of ended reservations in force.
 type Retention struct {
@@ -61,54 +76,27 @@ func SetRetentionCommand(r Retention) *fsmv1.Command {
 		SetRetention: &fsmv1.SetRetention{RetentionMillis: r.Millis, MaxEnded: r.MaxEnded}}}
 }
 
-// setRetention applies TYPE_SET_RETENTION. A changed retention moves
-// every drop timer to the row's last change plus the new retention; rows
-// that are then due are dropped by the advance that follows the command,
-// and rows past max_ended by trimEnded, both in this entry.
+// setRetention applies TYPE_SET_RETENTION. Rows that a shorter retention
+// has made due are dropped by the advance that follows the command, and
+// rows past max_ended by trimEnded, both within the entry's budget.
 func (s *state) setRetention(cmd *fsmv1.Command) *fsmv1.Result {
 	c := cmd.GetSetRetention()
 	if fe := checkSetRetention(c); fe != nil {
 		return fe.result()
 	}
-	old := s.retention
 	s.retention, s.maxEnded, s.retentionSet = c.GetRetentionMillis(), c.GetMaxEnded(), true
-	if s.retention != old {
-		s.rekeyDrops()
-	}
 	return &fsmv1.Result{Status: fsmv1.Result_STATUS_OK}
 }
 
-// rekeyDrops rebuilds the drop timers for the current retention.
-func (s *state) rekeyDrops() {
-	ts := make([]timer, 0, s.drops.Len())
-	var m rowMeta
-	s.drops.Ascend(func(t timer) bool {
-		row, ok := s.resv.raw(t.id)
-		if !ok {
-			panic(fmt.Sprintf("fsm: drop timer of %q without its row", t.id))
-		}
-		if err := scanMeta(row, &m); err != nil {
-			panic(fmt.Sprintf("fsm: stored reservation %q: %v", t.id, err))
-		}
-		ts = append(ts, timer{addSat(m.update, s.retention), timerDrop, t.id})
-		return true
-	})
-	sortTimers(ts)
-	s.drops = sortedlist.New(timerLess)
-	for _, t := range ts {
-		s.drops.Append(t)
-	}
-}
-
 // trimEnded drops the rows that ended first while more than maxEnded
-// ended rows are kept.
+// ended rows are kept, within the entry's budget.
 func (s *state) trimEnded() {
 	if s.maxEnded <= 0 {
 		return
 	}
-	for int64(s.drops.Len()) > s.maxEnded {
+	for int64(s.drops.Len()) > s.maxEnded && s.dropBudget > 0 {
 		t, _ := s.drops.Min()
-		s.drops.Delete(t)
+		s.take(t)
 		s.fire(t)
 	}
 }

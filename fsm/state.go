@@ -70,7 +70,8 @@ type state struct {
 	// lock.
 	byID *sortedlist.List[string]
 	// timers and drops hold exactly timersFor(r) for every r in resv:
-	// drops the drop timers (one per ended row), timers the others.
+	// drops the drop timers (one per ended row, at the row's last
+	// change: it is due retention later), timers the others.
 	timers *sortedlist.List[timer]
 	drops  *sortedlist.List[timer]
 	// retention and maxEnded are the retention of ended rows in force,
@@ -78,6 +79,9 @@ type state struct {
 	retention    int64
 	maxEnded     int64
 	retentionSet bool
+	// dropBudget is how many more ended rows the entry being applied may
+	// drop (maxDropsPerEntry at its start).
+	dropBudget int
 	// lastPut is the row put stored last (nil after a removal), so the
 	// entry's result need not decode it again, and lastRow its encoding
 	// as stored, so the result need not encode it again either (put's
@@ -204,7 +208,7 @@ func (s *state) timersFor(buf []timer, m *rowMeta) []timer {
 	case st == fsmv1.Reservation_STATE_ACTIVE, st == fsmv1.Reservation_STATE_DEGRADED:
 		return append(buf, timer{m.end, timerComplete, id})
 	case isTerminal(st):
-		return append(buf, timer{addSat(m.update, s.retention), timerDrop, id})
+		return append(buf, timer{m.update, timerDrop, id})
 	}
 	return buf
 }
@@ -381,31 +385,52 @@ func (s *state) timerList(t timer) *sortedlist.List[timer] {
 	return s.timers
 }
 
-// minTimer returns the first timer of both lists in (time, kind, id)
-// order.
-func (s *state) minTimer() (timer, bool) {
+// nextTimer returns the first timer of both lists in (time, kind, id)
+// order, a drop timer counted as due at its row's last change plus the
+// retention, and key, the timer as stored. With drops false, or once
+// the entry's drop budget is spent, the drop timers are left out.
+func (s *state) nextTimer(drops bool) (due, key timer, ok bool) {
 	t, ok := s.timers.Min()
-	if d, has := s.drops.Min(); has && (!ok || timerLess(d, t)) {
-		return d, true
+	if drops {
+		if d, has := s.drops.Min(); has {
+			if dd := (timer{addSat(d.at, s.retention), timerDrop, d.id}); !ok || timerLess(dd, t) {
+				return dd, d, true
+			}
+		}
 	}
-	return t, ok
+	return t, t, ok
+}
+
+// take removes the stored timer key before it fires, counting a drop
+// against the entry's budget.
+func (s *state) take(key timer) {
+	s.timerList(key).Delete(key)
+	if key.kind == timerDrop {
+		s.dropBudget--
+	}
 }
 
 // runTimers performs all time-triggered work due at or before now, in
-// (time, kind, id) order.
+// (time, kind, id) order (drops within the entry's budget).
 func (s *state) runTimers() {
 	for {
-		t, ok := s.minTimer()
-		if !ok || t.at > s.now {
+		due, key, ok := s.nextTimer(s.dropBudget > 0)
+		if !ok || due.at > s.now {
 			return
 		}
-		s.timerList(t).Delete(t)
-		s.fire(t)
+		s.take(key)
+		s.fire(key)
 	}
 }
 
 // fire performs one timer's work (the timer is already removed).
 func (s *state) fire(t timer) {
+	if t.kind == timerDrop {
+		// Garbage collection: the row need not be decoded (put reads
+		// the fields it unlinks).
+		s.put(t.id, nil)
+		return
+	}
 	r, _ := s.getForChange(t.id)
 	switch t.kind {
 	case timerHoldExpiry:
@@ -443,8 +468,6 @@ func (s *state) fire(t timer) {
 		n.State = fsmv1.Reservation_STATE_COMPLETED
 		s.put(t.id, n)
 		s.emit(fsmv1.Event_TYPE_COMPLETED, n, nil)
-	case timerDrop:
-		s.put(t.id, nil)
 	}
 }
 
@@ -469,6 +492,7 @@ func (s *state) applyMember(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, []
 	s.index = index
 	s.now = max(s.now, cmd.GetNowMillis())
 	s.ver = cmd.GetVersion()
+	s.dropBudget = maxDropsPerEntry
 	s.expired, s.pol.moves = 0, nil
 	s.lastPut, s.lastRow, s.gotRow, s.absent = nil, "", "", ""
 	defer s.syncPins()
