@@ -126,8 +126,9 @@ type Config struct {
 	// see keepGCPolicy.
 	GCMinHeap ByteSize `json:"gc_min_heap"`
 	// IdempotencyMaxKeys caps the idempotency keys the ledger remembers
-	// (0: fsm.DefaultIdempotencyMaxKeys); see fsmConfig. Every server of
-	// a cluster must use the same value.
+	// (0: fsm.DefaultIdempotencyMaxKeys); see fsmConfig. The leader writes
+	// it into the log with the retention (replicated.RetentionTicker), and
+	// until that entry every server uses its own: set it alike everywhere.
 	IdempotencyMaxKeys int `json:"idempotency_max_keys"`
 	// EndedRetention is how long ended reservations stay readable (0:
 	// 24h) and EndedMax how many are kept at most (0: no limit). The

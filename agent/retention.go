@@ -16,10 +16,13 @@ const (
 	minEndedMax       = 100
 )
 
-// retention is the retention of ended reservations the configuration
-// asks for, defaults applied.
+// retention is the retention of ended reservations and the cap on
+// idempotency keys the configuration asks for, defaults applied.
 func (c *Config) retention() fsm.Retention {
-	r := fsm.Retention{Millis: fsm.DefaultRetention, MaxEnded: c.EndedMax}
+	r := fsm.Retention{Millis: fsm.DefaultRetention, MaxEnded: c.EndedMax, IdempotencyMaxKeys: fsm.DefaultIdempotencyMaxKeys}
+	if c.IdempotencyMaxKeys != 0 {
+		r.IdempotencyMaxKeys = int64(c.IdempotencyMaxKeys)
+	}
 	if c.EndedRetention != 0 {
 		r.Millis = time.Duration(c.EndedRetention).Milliseconds()
 	}

@@ -18,15 +18,17 @@ import (
 // refused naming the key.
 func TestRetentionConfig(t *testing.T) {
 	day := 24 * time.Hour.Milliseconds()
+	keys := int64(fsm.DefaultIdempotencyMaxKeys)
 	for _, tc := range []struct {
 		name, file string
 		env        map[string]string
 		want       fsm.Retention
 		err        string
 	}{
-		{"defaults", `{"data_dir":"d"}`, nil, fsm.Retention{Millis: day}, ""},
-		{"file", `{"data_dir":"d","ended_retention":"2h","ended_max":5000}`, nil, fsm.Retention{Millis: 2 * 3_600_000, MaxEnded: 5000}, ""},
-		{"env", `{"data_dir":"d"}`, map[string]string{"LEDGERD_ENDED_RETENTION": "90m", "LEDGERD_ENDED_MAX": "100"}, fsm.Retention{Millis: 90 * 60_000, MaxEnded: 100}, ""},
+		{"defaults", `{"data_dir":"d"}`, nil, fsm.Retention{Millis: day, IdempotencyMaxKeys: keys}, ""},
+		{"file", `{"data_dir":"d","ended_retention":"2h","ended_max":5000,"idempotency_max_keys":1000}`, nil, fsm.Retention{Millis: 2 * 3_600_000, MaxEnded: 5000, IdempotencyMaxKeys: 1000}, ""},
+		{"env", `{"data_dir":"d"}`, map[string]string{"LEDGERD_ENDED_RETENTION": "90m", "LEDGERD_ENDED_MAX": "100"}, fsm.Retention{Millis: 90 * 60_000, MaxEnded: 100, IdempotencyMaxKeys: keys}, ""},
+		{"huge key cap", `{"data_dir":"d","idempotency_max_keys":5000000000}`, nil, fsm.Retention{}, "idempotency_max_keys: must lie between 1 and 4294967296"},
 		{"short retention", `{"data_dir":"d","ended_retention":"30s"}`, nil, fsm.Retention{}, "ended_retention: must be 0 (24h) or at least 1m0s"},
 		{"negative retention", `{"data_dir":"d","ended_retention":"-1h"}`, nil, fsm.Retention{}, "ended_retention"},
 		{"long retention", `{"data_dir":"d","ended_retention":"87601h"}`, nil, fsm.Retention{}, "ended_retention: must lie between"},
@@ -57,7 +59,9 @@ func TestRetentionConfig(t *testing.T) {
 // dropped first.
 func TestAgentPutsRetentionIntoForce(t *testing.T) {
 	s, _ := startAgent(t, "-ended-max", "100", "-ended-retention", "2h")
-	want := fsm.Retention{Millis: 2 * 3_600_000, MaxEnded: 100, Set: true}
+	// The leader writes its cap on idempotency keys (the default) with
+	// the retention.
+	want := fsm.Retention{Millis: 2 * 3_600_000, MaxEnded: 100, IdempotencyMaxKeys: fsm.DefaultIdempotencyMaxKeys, Set: true, IdempotencyMaxKeysSet: true}
 	testwait.Until(t, 30*time.Second, "the configured retention in force", func() bool { return s.fsm.Retention() == want })
 
 	ctx := context.Background()

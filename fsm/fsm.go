@@ -25,7 +25,8 @@ type Config struct {
 	// MaxHoldTTL bounds the TTL a client may ask for. Default 1 h.
 	MaxHoldTTL int64
 	// Retention is how long terminal reservations (completed, aborted,
-	// expired, cancelled) stay readable before they are dropped. Default 24 h.
+	// expired, cancelled) stay readable before they are dropped, until a
+	// TYPE_SET_RETENTION entry sets the retention. Default 24 h.
 	Retention int64
 	// IdempotencyWindow is how long an idempotency key is remembered.
 	// Default 24 h.
@@ -33,7 +34,8 @@ type Config struct {
 	// IdempotencyMaxKeys bounds the number of remembered idempotency
 	// keys: past it the oldest are forgotten first, even inside the
 	// window, so memory stays bounded at any write rate. A retry whose
-	// key has been forgotten is applied again. Default 262,144 (see
+	// key has been forgotten is applied again. A TYPE_SET_RETENTION entry
+	// with a cap replaces it from then on. Default 262,144 (see
 	// DefaultIdempotencyMaxKeys).
 	IdempotencyMaxKeys int
 	// IdempotencyMinAge is how long (log time, ms) a key is remembered

@@ -559,7 +559,7 @@ func (j *restoreJob) finish() (*state, error) {
 	// not the young ones that version 3 entries keep past the cap (see
 	// IdempotencyMinAge): before version 3 the cap was never exceeded, so
 	// this is what applying the log gives.
-	s.idem.trimKeeping(s.cfg.IdempotencyMaxKeys, s.now, s.cfg.IdempotencyMinAge)
+	s.idem.trimKeeping(s.idemMaxKeys, s.now, s.cfg.IdempotencyMinAge)
 	s.history = append(s.history, msg.GetHistory()...)
 	if n := len(s.history) - s.cfg.HistoryLimit; n > 0 {
 		s.history = s.history[n:]

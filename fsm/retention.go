@@ -46,16 +46,27 @@ const MaxRetentionMillis int64 = 3650 * 24 * 3_600_000
 // about 10-15 ms of work.
 const maxDropsPerEntry = 4096
 
-// Retention is the retention of ended reservations in force.
+// MaxIdempotencyMaxKeys is the largest cap on idempotency keys
+// TYPE_SET_RETENTION accepts.
+const MaxIdempotencyMaxKeys int64 = 1 << 32
+
+// Retention is the retention of ended reservations and idempotency keys
+// in force.
 type Retention struct {
 	// Millis is how long an ended reservation stays readable after its
 	// last change, in milliseconds of log time.
 	Millis int64
 	// MaxEnded is the most ended reservations kept; 0: no limit.
 	MaxEnded int64
-	// Set says that a TYPE_SET_RETENTION entry set these values; false:
-	// they are the replica's configuration (Config.Retention, no limit).
-	Set bool
+	// IdempotencyMaxKeys is the most idempotency keys remembered (keys
+	// younger than Config.IdempotencyMinAge are kept past it). In a
+	// command, 0 leaves it unchanged.
+	IdempotencyMaxKeys int64
+	// Set says that a TYPE_SET_RETENTION entry set Millis and MaxEnded;
+	// false: they are the replica's configuration (Config.Retention, no
+	// limit). IdempotencyMaxKeysSet says the same of IdempotencyMaxKeys
+	// (false: Config.IdempotencyMaxKeys). Both are ignored in commands.
+	Set, IdempotencyMaxKeysSet bool
 }
 
 // checkSetRetention runs the checks of a TYPE_SET_RETENTION payload.
@@ -66,14 +77,18 @@ func checkSetRetention(c *fsmv1.SetRetention) *FieldError {
 	if n := c.GetMaxEnded(); n < 0 {
 		return fieldErr("set_retention.max_ended", fmt.Sprintf("must be >= 0 (0: no limit), is %d", n))
 	}
+	if n := c.GetIdempotencyMaxKeys(); n < 0 || n > MaxIdempotencyMaxKeys {
+		return fieldErr("set_retention.idempotency_max_keys", fmt.Sprintf("must lie between 0 (unchanged) and %d, is %d", MaxIdempotencyMaxKeys, n))
+	}
 	return nil
 }
 
 // SetRetentionCommand returns the TYPE_SET_RETENTION command that sets r
-// (r.Set is ignored).
+// (r.Set and r.IdempotencyMaxKeysSet are ignored; a zero
+// r.IdempotencyMaxKeys leaves the cap on keys as it is).
 func SetRetentionCommand(r Retention) *fsmv1.Command {
 	return &fsmv1.Command{Type: fsmv1.Command_TYPE_SET_RETENTION, Payload: &fsmv1.Command_SetRetention{
-		SetRetention: &fsmv1.SetRetention{RetentionMillis: r.Millis, MaxEnded: r.MaxEnded}}}
+		SetRetention: &fsmv1.SetRetention{RetentionMillis: r.Millis, MaxEnded: r.MaxEnded, IdempotencyMaxKeys: r.IdempotencyMaxKeys}}}
 }
 
 // setRetention applies TYPE_SET_RETENTION. Rows that a shorter retention
@@ -85,6 +100,13 @@ func (s *state) setRetention(cmd *fsmv1.Command) *fsmv1.Result {
 		return fe.result()
 	}
 	s.retention, s.maxEnded, s.retentionSet = c.GetRetentionMillis(), c.GetMaxEnded(), true
+	if n := c.GetIdempotencyMaxKeys(); n > 0 {
+		s.idemMaxKeys, s.idemMaxSet = int(n), true
+		// Forget at once what a smaller cap leaves out, so that the
+		// state after this entry is what a replica restored from it
+		// computes (restore trims with the cap too).
+		s.idem.trimKeeping(s.idemMaxKeys, s.now, s.cfg.IdempotencyMinAge)
+	}
 	return &fsmv1.Result{Status: fsmv1.Result_STATUS_OK}
 }
 
@@ -105,6 +127,9 @@ func (s *state) trimEnded() {
 func (s *state) captureRetention(msg *fsmv1.Snapshot) {
 	if s.retentionSet {
 		msg.Retention = &fsmv1.SetRetention{RetentionMillis: s.retention, MaxEnded: s.maxEnded}
+		if s.idemMaxSet {
+			msg.Retention.IdempotencyMaxKeys = int64(s.idemMaxKeys)
+		}
 	}
 }
 
@@ -119,6 +144,9 @@ func (s *state) restoreRetention(msg *fsmv1.Snapshot) error {
 		return badf("retention: %v", fe)
 	}
 	s.retention, s.maxEnded, s.retentionSet = r.GetRetentionMillis(), r.GetMaxEnded(), true
+	if n := r.GetIdempotencyMaxKeys(); n > 0 {
+		s.idemMaxKeys, s.idemMaxSet = int(n), true
+	}
 	return nil
 }
 
@@ -127,7 +155,8 @@ func (f *FSM) Retention() Retention {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	s := f.st
-	return Retention{Millis: s.retention, MaxEnded: s.maxEnded, Set: s.retentionSet}
+	return Retention{Millis: s.retention, MaxEnded: s.maxEnded, IdempotencyMaxKeys: int64(s.idemMaxKeys),
+		Set: s.retentionSet, IdempotencyMaxKeysSet: s.idemMaxSet}
 }
 
 // EndedCount returns the number of ended reservations kept.

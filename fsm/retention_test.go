@@ -17,8 +17,9 @@ import (
 // without a limit on ended rows.
 func retentionCommand(r *rand.Rand) *fsmv1.Command {
 	return SetRetentionCommand(Retention{
-		Millis:   []int64{1, 40, 300, 5_000}[r.IntN(4)],
-		MaxEnded: []int64{0, 1, 3, 10}[r.IntN(4)],
+		Millis:             []int64{1, 40, 300, 5_000}[r.IntN(4)],
+		MaxEnded:           []int64{0, 1, 3, 10}[r.IntN(4)],
+		IdempotencyMaxKeys: []int64{0, 0, 2, 20, 1_000}[r.IntN(5)],
 	})
 }
 
@@ -61,6 +62,8 @@ func TestSetRetentionRefusesBadValues(t *testing.T) {
 		{Retention{Millis: -5}, "set_retention.retention_millis"},
 		{Retention{Millis: MaxRetentionMillis + 1}, "set_retention.retention_millis"},
 		{Retention{Millis: 1000, MaxEnded: -1}, "set_retention.max_ended"},
+		{Retention{Millis: 1000, IdempotencyMaxKeys: -1}, "set_retention.idempotency_max_keys"},
+		{Retention{Millis: 1000, IdempotencyMaxKeys: MaxIdempotencyMaxKeys + 1}, "set_retention.idempotency_max_keys"},
 	} {
 		t.Run(fmt.Sprintf("%d/%d", tc.r.Millis, tc.r.MaxEnded), func(t *testing.T) {
 			h := newHarness(t, propConfig)
@@ -77,7 +80,7 @@ func TestSetRetentionRefusesBadValues(t *testing.T) {
 			if res.GetStatus() != fsmv1.Result_STATUS_INVALID || !strings.Contains(res.GetMessage(), tc.field) {
 				t.Fatalf("Apply = %s %q, want INVALID naming %s", res.GetStatus(), res.GetMessage(), tc.field)
 			}
-			if got := h.f.Retention(); got != (Retention{Millis: propConfig.Retention}) {
+			if got := h.f.Retention(); got != (Retention{Millis: propConfig.Retention, IdempotencyMaxKeys: DefaultIdempotencyMaxKeys}) {
 				t.Fatalf("Retention = %+v after a refused entry", got)
 			}
 			after := snapshotBytes(t, h.f)
@@ -119,7 +122,7 @@ func TestSetRetentionDropsOldestFirst(t *testing.T) {
 	// A shorter one drops what it made due in its own entry.
 	h.must(1_600, OK, SetRetentionCommand(Retention{Millis: 100}))
 	assertRows(t, h, nil)
-	if got := h.f.Retention(); got != (Retention{Millis: 100, Set: true}) {
+	if got := h.f.Retention(); got != (Retention{Millis: 100, IdempotencyMaxKeys: DefaultIdempotencyMaxKeys, Set: true}) {
 		t.Fatalf("Retention = %+v", got)
 	}
 	checkInvariants(t, h.f)
@@ -211,7 +214,7 @@ func TestRetentionSnapshot(t *testing.T) {
 	}
 	snap := snapshotBytes(t, h.f)
 	c := restored(t, snap)
-	if got := c.Retention(); got != (Retention{Millis: 5_000, MaxEnded: 2, Set: true}) {
+	if got := c.Retention(); got != (Retention{Millis: 5_000, MaxEnded: 2, IdempotencyMaxKeys: DefaultIdempotencyMaxKeys, Set: true}) {
 		t.Fatalf("restored Retention = %+v", got)
 	}
 	checkInvariants(t, c)
@@ -243,16 +246,18 @@ func TestRetentionSnapshot(t *testing.T) {
 	}
 }
 
-// retentionGoldenCommands is the version 6 entry of the golden script.
+// retentionGoldenCommands are the version 6 entries of the golden script.
 func retentionGoldenCommands() []goldenEntry {
 	return []goldenEntry{
 		{"80_set_retention.bin", 5_000, SetRetentionCommand(Retention{Millis: 60_000, MaxEnded: 1})},
+		{"81_set_retention_keys.bin", 5_010, SetRetentionCommand(Retention{Millis: 60_000, MaxEnded: 1, IdempotencyMaxKeys: 2})},
 	}
 }
 
-// TestGoldenRetention pins the retention entry (version 6) and the
-// snapshot after 01_–25_ and 80_: the oldest ended rows are gone, the
-// one that ended last is kept, and the retention is in the snapshot.
+// TestGoldenRetention pins the retention entries (version 6) and the
+// snapshot after 01_–25_, 80_ and 81_: the oldest ended rows are gone,
+// the one that ended last is kept, and the retention and the cap on keys
+// are in the snapshot.
 func TestGoldenRetention(t *testing.T) {
 	for _, g := range retentionGoldenCommands() {
 		if dec := checkGoldenEntry(t, g); dec.GetVersion() != versionRetention {
@@ -260,12 +265,12 @@ func TestGoldenRetention(t *testing.T) {
 		}
 	}
 	entries := slices.Concat(goldenCommands()[:edgeGolden], retentionGoldenCommands())
-	statuses := slices.Concat(goldenStatuses[:edgeGolden], []fsmv1.Result_Status{OK})
+	statuses := slices.Concat(goldenStatuses[:edgeGolden], []fsmv1.Result_Status{OK, OK})
 	f := goldenReplayOf(t, entries, statuses, "snapshot-v1-retention.golden")
 	if n := f.EndedCount(); n != 1 {
 		t.Fatalf("%d ended rows, want 1", n)
 	}
-	if got := f.Retention(); got != (Retention{Millis: 60_000, MaxEnded: 1, Set: true}) {
+	if got := f.Retention(); got != (Retention{Millis: 60_000, MaxEnded: 1, IdempotencyMaxKeys: 2, Set: true, IdempotencyMaxKeysSet: true}) {
 		t.Fatalf("Retention = %+v", got)
 	}
 }
@@ -383,4 +388,51 @@ func BenchmarkDropEntry(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/maxDropsPerEntry, "ns/drop")
+}
+
+// TestSetRetentionCapsIdempotencyKeys: an entry's cap on idempotency keys
+// replaces the replica's configured one: keys past it that are older
+// than the minimum age are forgotten in that entry (a retry of one is
+// applied again), younger ones are kept, and a restored replica keeps
+// the cap. A zero cap in a later entry leaves it unchanged.
+func TestSetRetentionCapsIdempotencyKeys(t *testing.T) {
+	cfg := Config{IdempotencyMaxKeys: 1_000, IdempotencyMinAge: 1_000}
+	h := newHarness(t, cfg)
+	h.must(1_000, OK, createRes("cpu", 100))
+	for i := range 10 {
+		h.must(int64(1_100+i), OK, reserve(fmt.Sprintf("k%d", i), "cpu", 1, 50, withStart(90_000), withKey(fmt.Sprintf("key-%d", i))))
+	}
+	// Ten keys; a cap of 3 at log time 2_000: the keys of 1_100..1_109
+	// are younger than 1 s and stay.
+	h.must(2_000, OK, SetRetentionCommand(Retention{Millis: 3_600_000, IdempotencyMaxKeys: 3}))
+	if n := h.f.Stats().IdempotencyKeys; n != 10 {
+		t.Fatalf("%d keys after the cap while all are young, want 10", n)
+	}
+	// Past the minimum age the cap applies: the oldest seven go.
+	h.must(3_000, OK, &fsmv1.Command{Type: fsmv1.Command_TYPE_EXPIRE, Payload: &fsmv1.Command_Expire{Expire: &fsmv1.Expire{}}})
+	if n := h.f.Stats().IdempotencyKeys; n != 3 {
+		t.Fatalf("%d keys past the minimum age, want the cap of 3", n)
+	}
+	// A retry of a forgotten key is a new request (the ID is taken), of
+	// a remembered one the first answer.
+	if res := h.apply(3_010, reserve("k0", "cpu", 1, 50, withStart(90_000), withKey("key-0"))); res.GetReplayed() {
+		t.Fatalf("key-0 answered from a record the cap should have forgotten: %v", res)
+	}
+	if res := h.apply(3_020, reserve("k9", "cpu", 1, 50, withStart(90_000), withKey("key-9"))); !res.GetReplayed() {
+		t.Fatalf("key-9 not answered from its record: %v", res)
+	}
+	c := restored(t, snapshotBytes(t, h.f))
+	want := Retention{Millis: 3_600_000, IdempotencyMaxKeys: 3, Set: true, IdempotencyMaxKeysSet: true}
+	if got := c.Retention(); got != want {
+		t.Fatalf("restored Retention = %+v, want %+v", got, want)
+	}
+	h.must(3_030, OK, SetRetentionCommand(Retention{Millis: 3_600_000}))
+	if got := h.f.Retention(); got != want {
+		t.Fatalf("Retention after an entry without a cap = %+v, want it unchanged %+v", got, want)
+	}
+	// A smaller cap applies in its own entry to keys past the minimum age.
+	h.must(9_000, OK, SetRetentionCommand(Retention{Millis: 3_600_000, IdempotencyMaxKeys: 1}))
+	if n := h.f.Stats().IdempotencyKeys; n != 1 {
+		t.Fatalf("%d keys after a cap of 1 on old keys, want 1 in the same entry", n)
+	}
 }

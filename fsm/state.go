@@ -75,10 +75,14 @@ type state struct {
 	timers *sortedlist.List[timer]
 	drops  *sortedlist.List[timer]
 	// retention and maxEnded are the retention of ended rows in force,
-	// retentionSet whether an entry set them (retention.go).
+	// retentionSet whether an entry set them; idemMaxKeys is the cap on
+	// idempotency keys in force, idemMaxSet whether an entry set it
+	// (retention.go).
 	retention    int64
 	maxEnded     int64
 	retentionSet bool
+	idemMaxKeys  int
+	idemMaxSet   bool
 	// dropBudget is how many more ended rows the entry being applied may
 	// drop (maxDropsPerEntry at its start).
 	dropBudget int
@@ -159,8 +163,10 @@ func newState(cfg Config) *state {
 		timers:    sortedlist.New(timerLess),
 		drops:     sortedlist.New(timerLess),
 		retention: cfg.Retention,
-		plan:      planner.New(cfg.Timelines),
-		byState:   make(map[fsmv1.Reservation_State]int),
+		// The configured cap until an entry sets one.
+		idemMaxKeys: cfg.IdempotencyMaxKeys,
+		plan:        planner.New(cfg.Timelines),
+		byState:     make(map[fsmv1.Reservation_State]int),
 	}
 }
 
@@ -511,7 +517,7 @@ func (s *state) applyMember(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, []
 	// keys after an entry depend only on the state and the log time —
 	// what a replica restored from a snapshot computes (rebuild). Before
 	// version 3 the cap is never exceeded and this does nothing.
-	s.idem.trimKeeping(s.cfg.IdempotencyMaxKeys, s.now, s.cfg.IdempotencyMinAge)
+	s.idem.trimKeeping(s.idemMaxKeys, s.now, s.cfg.IdempotencyMinAge)
 
 	owner, key := cmd.GetOwner(), cmd.GetIdempotencyKey()
 	if key != "" {
@@ -563,9 +569,9 @@ func (s *state) applyMember(index uint64, cmd *fsmv1.Command) (*fsmv1.Result, []
 			// A key younger than IdempotencyMinAge may belong to a
 			// request still in flight: its client retries until it
 			// learns the outcome, and must then get this result.
-			s.idem.trimKeeping(s.cfg.IdempotencyMaxKeys, s.now, s.cfg.IdempotencyMinAge)
+			s.idem.trimKeeping(s.idemMaxKeys, s.now, s.cfg.IdempotencyMinAge)
 		} else {
-			s.idem.trim(s.cfg.IdempotencyMaxKeys)
+			s.idem.trim(s.idemMaxKeys)
 		}
 		return res, enc
 	}

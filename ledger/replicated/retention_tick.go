@@ -17,17 +17,21 @@ type Ticker interface {
 }
 
 // RetentionTicker puts the leader's configured retention of ended
-// reservations into the log. While the retention in force (replicated
-// state, fsm.FSM.Retention) differs from the configured one and every
-// server can apply fsm.RetentionVersion, NextDue says a tick is due now and
-// Tick returns the TYPE_SET_RETENTION entry; otherwise both pass to the
-// ticker it wraps.
+// reservations and cap on idempotency keys into the log. While the values
+// in force (replicated state, fsm.FSM.Retention) differ from the
+// configured ones, or a cap on keys configured away from the default is
+// not in the log yet, and every server can apply fsm.RetentionVersion,
+// NextDue says a tick is due now and Tick returns the TYPE_SET_RETENTION
+// entry; otherwise both pass to the ticker it wraps.
 //
-// The value in force is whatever the last such entry set, so replicas
-// never disagree about which rows they keep; the configuration only
-// decides what a leader proposes. Servers configured differently would
-// each put their own value into force while they lead, so the setting
-// belongs in every server's configuration alike.
+// The values in force are whatever the last such entry set, so replicas
+// never disagree about which rows and keys they keep; the configuration
+// only decides what a leader proposes. Servers configured differently
+// would each put their own values into force while they lead, so the
+// settings belong in every server's configuration alike. (Until an entry
+// sets the cap on keys, each replica uses its own configured cap: a
+// configured cap is put into the log even where it is already in use,
+// since other servers may be configured otherwise.)
 type RetentionTicker struct {
 	fsm      *fsm.FSM
 	want     fsm.Retention
@@ -41,13 +45,14 @@ type RetentionTicker struct {
 }
 
 // NewRetentionTicker returns the tick that keeps the retention in force
-// at want (want.Set is ignored), wrapping next. want must pass
-// CheckRetention. Until SetVersioner is called no entry is proposed.
+// at want (want.Set and want.IdempotencyMaxKeysSet are ignored), wrapping
+// next. want must pass CheckRetention. Until SetVersioner is called no
+// entry is proposed.
 func NewRetentionTicker(f *fsm.FSM, want fsm.Retention, next Ticker, now func() time.Time, log *slog.Logger) *RetentionTicker {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	want.Set = false
+	want.Set, want.IdempotencyMaxKeysSet = false, false
 	return &RetentionTicker{fsm: f, want: want, next: next, now: now, log: log}
 }
 
@@ -60,6 +65,9 @@ func CheckRetention(r fsm.Retention) error {
 	if r.MaxEnded < 0 {
 		return fmt.Errorf("ended_max: must be >= 0 (0: no limit), got %d", r.MaxEnded)
 	}
+	if r.IdempotencyMaxKeys < 1 || r.IdempotencyMaxKeys > fsm.MaxIdempotencyMaxKeys {
+		return fmt.Errorf("idempotency_max_keys: must lie between 1 and %d, got %d", fsm.MaxIdempotencyMaxKeys, r.IdempotencyMaxKeys)
+	}
 	return nil
 }
 
@@ -67,10 +75,16 @@ func CheckRetention(r fsm.Retention) error {
 // versions every server applies (the cluster node, once it exists).
 func (t *RetentionTicker) SetVersioner(v Versioner) { t.versions.Store(&v) }
 
+// differs says whether got is not what the configuration asks for.
+func (t *RetentionTicker) differs(got fsm.Retention) bool {
+	return got.Millis != t.want.Millis || got.MaxEnded != t.want.MaxEnded ||
+		got.IdempotencyMaxKeys != t.want.IdempotencyMaxKeys ||
+		!got.IdempotencyMaxKeysSet && t.want.IdempotencyMaxKeys != fsm.DefaultIdempotencyMaxKeys
+}
+
 // due says whether the configured retention should be proposed now.
 func (t *RetentionTicker) due() bool {
-	got := t.fsm.Retention()
-	if got.Millis == t.want.Millis && got.MaxEnded == t.want.MaxEnded {
+	if !t.differs(t.fsm.Retention()) {
 		t.waiting.Store(false)
 		return false
 	}
@@ -80,9 +94,9 @@ func (t *RetentionTicker) due() bool {
 	}
 	if have := (*v).CommonEnvelopeVersion(); have < fsm.RetentionVersion {
 		if !t.waiting.Swap(true) {
-			t.log.Warn("the configured retention of ended reservations waits until every server runs a release that applies it",
+			t.log.Warn("the configured retention of ended reservations and idempotency keys waits until every server runs a release that applies it",
 				"ended_retention", time.Duration(t.want.Millis)*time.Millisecond, "ended_max", t.want.MaxEnded,
-				"needs_version", fsm.RetentionVersion, "every_server_applies", have)
+				"idempotency_max_keys", t.want.IdempotencyMaxKeys, "needs_version", fsm.RetentionVersion, "every_server_applies", have)
 		}
 		return false
 	}
@@ -100,9 +114,10 @@ func (t *RetentionTicker) Tick() []byte {
 		return t.next.Tick()
 	}
 	got := t.fsm.Retention()
-	t.log.Info("putting the configured retention of ended reservations into force",
+	t.log.Info("putting the configured retention of ended reservations and idempotency keys into force",
 		"ended_retention", time.Duration(t.want.Millis)*time.Millisecond, "ended_max", t.want.MaxEnded,
-		"was_retention", time.Duration(got.Millis)*time.Millisecond, "was_max", got.MaxEnded)
+		"idempotency_max_keys", t.want.IdempotencyMaxKeys,
+		"was_retention", time.Duration(got.Millis)*time.Millisecond, "was_max", got.MaxEnded, "was_keys", got.IdempotencyMaxKeys)
 	return b
 }
 

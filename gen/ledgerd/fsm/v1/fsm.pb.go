@@ -1342,16 +1342,22 @@ func (*Command_SetRetention) isCommand_Payload() {}
 // force in a snapshot. Reservations that ended (completed, aborted,
 // expired, cancelled, denied) stay readable for retention_millis after
 // their last change, and at most max_ended of them are kept: past it the
-// ones that ended first are dropped first, before their time.
+// ones that ended first are dropped first, before their time. At most
+// idempotency_max_keys idempotency keys are remembered.
 type SetRetention struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// How long an ended reservation stays readable (ms of log time), at
 	// least 1 and at most 3650 days.
 	RetentionMillis int64 `protobuf:"varint,1,opt,name=retention_millis,json=retentionMillis,proto3" json:"retention_millis,omitempty"`
 	// Most ended reservations kept; 0: no limit.
-	MaxEnded      int64 `protobuf:"varint,2,opt,name=max_ended,json=maxEnded,proto3" json:"max_ended,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxEnded int64 `protobuf:"varint,2,opt,name=max_ended,json=maxEnded,proto3" json:"max_ended,omitempty"`
+	// Most idempotency keys remembered: past it the oldest are forgotten
+	// first, except keys younger than the replica's minimum age (60 s).
+	// 0: unchanged (until an entry sets it, each replica's configuration),
+	// else at most 2^32.
+	IdempotencyMaxKeys int64 `protobuf:"varint,3,opt,name=idempotency_max_keys,json=idempotencyMaxKeys,proto3" json:"idempotency_max_keys,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *SetRetention) Reset() {
@@ -1394,6 +1400,13 @@ func (x *SetRetention) GetRetentionMillis() int64 {
 func (x *SetRetention) GetMaxEnded() int64 {
 	if x != nil {
 		return x.MaxEnded
+	}
+	return 0
+}
+
+func (x *SetRetention) GetIdempotencyMaxKeys() int64 {
+	if x != nil {
+		return x.IdempotencyMaxKeys
 	}
 	return 0
 }
@@ -5927,10 +5940,11 @@ const file_ledgerd_fsm_v1_fsm_proto_rawDesc = "" +
 	"\n" +
 	"TYPE_GROUP\x10#\x12\x16\n" +
 	"\x12TYPE_SET_RETENTION\x10$B\t\n" +
-	"\apayload\"V\n" +
+	"\apayload\"\x88\x01\n" +
 	"\fSetRetention\x12)\n" +
 	"\x10retention_millis\x18\x01 \x01(\x03R\x0fretentionMillis\x12\x1b\n" +
-	"\tmax_ended\x18\x02 \x01(\x03R\bmaxEnded\"!\n" +
+	"\tmax_ended\x18\x02 \x01(\x03R\bmaxEnded\x120\n" +
+	"\x14idempotency_max_keys\x18\x03 \x01(\x03R\x12idempotencyMaxKeys\"!\n" +
 	"\x05Group\x12\x18\n" +
 	"\amembers\x18\x01 \x03(\fR\amembers\"\xd2\x03\n" +
 	"\tLimitSpec\x12\x1b\n" +
