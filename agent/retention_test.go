@@ -28,7 +28,7 @@ func TestRetentionConfig(t *testing.T) {
 		{"defaults", `{"data_dir":"d"}`, nil, fsm.Retention{Millis: day, IdempotencyMaxKeys: keys}, ""},
 		{"file", `{"data_dir":"d","ended_retention":"2h","ended_max":5000,"idempotency_max_keys":1000}`, nil, fsm.Retention{Millis: 2 * 3_600_000, MaxEnded: 5000, IdempotencyMaxKeys: 1000}, ""},
 		{"env", `{"data_dir":"d"}`, map[string]string{"LEDGERD_ENDED_RETENTION": "90m", "LEDGERD_ENDED_MAX": "100"}, fsm.Retention{Millis: 90 * 60_000, MaxEnded: 100, IdempotencyMaxKeys: keys}, ""},
-		{"huge key cap", `{"data_dir":"d","idempotency_max_keys":5000000000}`, nil, fsm.Retention{}, "idempotency_max_keys: must lie between 1 and 4294967296"},
+		{"huge key cap", `{"data_dir":"d","idempotency_max_keys":5000000000}`, nil, fsm.Retention{}, "idempotency_max_keys: must lie between 1 and 2147483647"},
 		{"short retention", `{"data_dir":"d","ended_retention":"30s"}`, nil, fsm.Retention{}, "ended_retention: must be 0 (24h) or at least 1m0s"},
 		{"negative retention", `{"data_dir":"d","ended_retention":"-1h"}`, nil, fsm.Retention{}, "ended_retention"},
 		{"long retention", `{"data_dir":"d","ended_retention":"87601h"}`, nil, fsm.Retention{}, "ended_retention: must lie between"},

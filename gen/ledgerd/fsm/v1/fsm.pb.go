@@ -1354,7 +1354,7 @@ type SetRetention struct {
 	// Most idempotency keys remembered: past it the oldest are forgotten
 	// first, except keys younger than the replica's minimum age (60 s).
 	// 0: unchanged (until an entry sets it, each replica's configuration),
-	// else at most 2^32.
+	// else at most 2^31 - 1.
 	IdempotencyMaxKeys int64 `protobuf:"varint,3,opt,name=idempotency_max_keys,json=idempotencyMaxKeys,proto3" json:"idempotency_max_keys,omitempty"`
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
