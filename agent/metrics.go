@@ -24,7 +24,7 @@ type ledgerCollector struct {
 	holds, pendingMods, reservations, logTime, idemKeys, history  *prometheus.Desc
 	capacity, inUse, utilization, scrapeErrors                    *prometheus.Desc
 	relaxed, violations, pushes, waitingJobs, pinnedJobs, samples *prometheus.Desc
-	retention, maxEnded                                           *prometheus.Desc
+	retention, maxEnded, maxKeys                                  *prometheus.Desc
 }
 
 func newLedgerCollector(f *fsm.FSM) *ledgerCollector {
@@ -53,6 +53,7 @@ func newLedgerCollector(f *fsm.FSM) *ledgerCollector {
 		samples:     d("ledgerd_fsm_release_model_samples", "Completions recorded in the release-time model RELAXED admission learns from."),
 		retention:   d("ledgerd_fsm_ended_retention_seconds", "How long ended reservations stay readable after their last change: the retention in force in the log (ended_retention)."),
 		maxEnded:    d("ledgerd_fsm_ended_max", "Most ended reservations kept, those that ended first dropped first; 0: no limit (ended_max, as in force in the log)."),
+		maxKeys:     d("ledgerd_fsm_idempotency_max_keys", "Most idempotency keys remembered, past the minimum age (idempotency_max_keys, as in force: the log's once an entry set it, else this server's)."),
 	}
 }
 
@@ -60,7 +61,7 @@ func newLedgerCollector(f *fsm.FSM) *ledgerCollector {
 func (c *ledgerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.holds, c.pendingMods, c.reservations, c.logTime, c.idemKeys,
 		c.history, c.capacity, c.inUse, c.utilization, c.scrapeErrors,
-		c.relaxed, c.violations, c.pushes, c.waitingJobs, c.pinnedJobs, c.samples, c.retention, c.maxEnded} {
+		c.relaxed, c.violations, c.pushes, c.waitingJobs, c.pinnedJobs, c.samples, c.retention, c.maxEnded, c.maxKeys} {
 		ch <- d
 	}
 }
@@ -84,6 +85,7 @@ func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 	ret := c.f.Retention()
 	g(c.retention, float64(ret.Millis)/1000)
 	g(c.maxEnded, float64(ret.MaxEnded))
+	g(c.maxKeys, float64(ret.IdempotencyMaxKeys))
 	// Every state is exported, zeros included, so rates and alerts see a
 	// series before the first reservation reaches a state.
 	for v := range fsmv1.Reservation_State_name {

@@ -93,8 +93,9 @@ func TestAgentPutsRetentionIntoForce(t *testing.T) {
 		}
 	}
 	m := scrape(t, "http://"+s.Addr()+"/metrics")
-	if m["ledgerd_fsm_ended_max"] != 100 || m["ledgerd_fsm_ended_retention_seconds"] != 7200 {
-		t.Fatalf("metrics: ended_max %v, ended_retention_seconds %v", m["ledgerd_fsm_ended_max"], m["ledgerd_fsm_ended_retention_seconds"])
+	if m["ledgerd_fsm_ended_max"] != 100 || m["ledgerd_fsm_ended_retention_seconds"] != 7200 || m["ledgerd_fsm_idempotency_max_keys"] != fsm.DefaultIdempotencyMaxKeys {
+		t.Fatalf("metrics: ended_max %v, ended_retention_seconds %v, idempotency_max_keys %v",
+			m["ledgerd_fsm_ended_max"], m["ledgerd_fsm_ended_retention_seconds"], m["ledgerd_fsm_idempotency_max_keys"])
 	}
 	if m[`ledgerd_fsm_reservations{state="cancelled"}`] != 100 {
 		t.Fatalf("metrics: %v cancelled reservations, want 100", m[`ledgerd_fsm_reservations{state="cancelled"}`])
