@@ -12,13 +12,14 @@ import (
 
 // NewModel returns the porcupine model of a ledger with the given fixed
 // capacities and time grain (0: unknown), using decide for admission (nil
-// means DefaultDecide). It is porcupine's power-set construction over the
+// means DefaultDecide), that may drop ended reservations if endedDrops
+// (Ledger.EndedDrops). It is porcupine's power-set construction over the
 // nondeterministic Ledger.Steps.
-func NewModel(capacity map[string]int64, grain int64, decide Decider) porcupine.Model {
+func NewModel(capacity map[string]int64, grain int64, decide Decider, endedDrops bool) porcupine.Model {
 	if decide == nil {
 		decide = DefaultDecide
 	}
-	l := &Ledger{Capacity: capacity, Decide: decide, Grain: grain}
+	l := &Ledger{Capacity: capacity, Decide: decide, Grain: grain, EndedDrops: endedDrops}
 	nm := porcupine.NondeterministicModel{
 		Init:              func() []any { return []any{State{}} },
 		Step:              l.Steps,
@@ -70,7 +71,7 @@ func Check(h History, opt CheckOptions) ([]Verdict, error) {
 	if err := h.Validate(); err != nil {
 		return nil, fmt.Errorf("check: %w", err)
 	}
-	model := NewModel(h.Capacity, h.Grain, opt.Decide)
+	model := NewModel(h.Capacity, h.Grain, opt.Decide, h.EndedDrops)
 	parts := h.partition()
 	var out []Verdict
 	for gi, ops := range parts {

@@ -34,7 +34,11 @@ type History struct {
 	Groups [][]string `json:"groups"`
 	// Grain is the time grain of every window and duration (0: unknown).
 	Grain int64 `json:"grain,omitempty"`
-	Ops   []Op  `json:"ops"`
+	// EndedDrops says that the cluster may drop ended reservations during
+	// the run (it ran with ended_max): a not-found answer about a
+	// reservation that has ended is then its drop, not a lost write.
+	EndedDrops bool `json:"ended_drops,omitempty"`
+	Ops        []Op `json:"ops"`
 }
 
 // Recorder collects operations from concurrent clients. The zero value is
@@ -194,8 +198,9 @@ func (h History) partition() [][]Op {
 //     pending modification to drop).
 //
 // Terminal reservations must be retained longer than the run (the ledger
-// keeps them for a day by default). It returns the number of operations
-// resolved.
+// keeps them for a day by default); with EndedDrops a missing key may be
+// a dropped reservation, so the first rule is not used. It returns the
+// number of operations resolved.
 func (h *History) Resolve(final map[string]Status) int {
 	definite := map[string]bool{}
 	modified := map[string]bool{}
@@ -217,7 +222,7 @@ func (h *History) Resolve(final map[string]Status) int {
 		var why string
 		switch op.Input.Op {
 		case OpHold, OpReserve:
-			if !definite[op.Input.ID] && !present {
+			if !definite[op.Input.ID] && !present && !h.EndedDrops {
 				why = "no replica holds this key, so it never booked"
 			}
 		case OpCancel:

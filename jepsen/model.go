@@ -229,6 +229,23 @@ type Ledger struct {
 	// window's opening. It bounds the starts an indeterminate modify may
 	// have chosen (see Steps).
 	Grain int64
+	// EndedDrops lets the ledger drop a reservation that has ended
+	// (aborted, cancelled, expired, completed), as a cluster with
+	// ended_max does: a not-found answer about one is read as its drop,
+	// after which it is not found again; its first result still answers
+	// retries of the request that made it (idempotency records are kept
+	// apart from the rows).
+	EndedDrops bool
+}
+
+// ended reports whether a reservation in status st has ended and may be
+// dropped.
+func ended(st Status) bool {
+	switch st {
+	case StatusAborted, StatusCancelled, StatusExpired, StatusCompleted:
+		return true
+	}
+	return false
 }
 
 // Decider computes the earliest start of req given the booked shapes. It
@@ -389,6 +406,14 @@ func (l *Ledger) Steps(state any, input any, output any) []any {
 	out := output.(Output)
 	if out.Code == CodeFailed {
 		return []any{s}
+	}
+	if l.EndedDrops && out.Code == CodeNotFound && in.Op != OpHold && in.Op != OpReserve && in.Op != OpFind {
+		if r, ok := s.get(in.ID); ok && ended(r.Status) {
+			// Dropped (at the latest here): not found from now on, like
+			// a rejected request, which is remembered only for replays.
+			r.Status, r.Pending = "", nil
+			return []any{s.with(r)}
+		}
 	}
 	if in.Op == OpModify && out.Code == CodeRejected {
 		// The API searches for the new shape's start before the ledger

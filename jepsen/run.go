@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -59,6 +60,12 @@ type Config struct {
 	// leader's tick under the faults, each occurrence checked to be
 	// booked exactly once.
 	Recurring bool
+	// EndedMax, when > 0 (at least 100), runs the agents with that
+	// ended_max: ended reservations past it are dropped, oldest first,
+	// under the faults. The history then says so (History.EndedDrops), and
+	// the checker reads a not-found answer about an ended reservation as
+	// its drop.
+	EndedMax int64
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -129,6 +136,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.LogStore != "" {
 		extra = append(slices.Clip(extra), "-raft-log-store", cfg.LogStore)
 	}
+	if cfg.EndedMax > 0 {
+		extra = append(slices.Clip(extra), "-ended-max", strconv.FormatInt(cfg.EndedMax, 10))
+	}
 	cl, err := NewCluster(ClusterConfig{Bin: cfg.Bin, Dir: cfg.Dir, Nodes: cfg.Nodes, Log: cfg.Progress, ExtraArgs: extra, Seed: cfg.Seed, Insecure: cfg.Insecure})
 	if err != nil {
 		return nil, err
@@ -153,7 +163,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		batches = &BatchStats{}
 		clientFor = (&batchClients{cl: cl, stats: batches}).client
 	}
-	w, err := NewWorkload(WorkloadConfig{Clients: cfg.Clients, Groups: cfg.Groups, Seed: cfg.Seed, Retries: 4, Think: cfg.Think,
+	w, err := NewWorkload(WorkloadConfig{Clients: cfg.Clients, Groups: cfg.Groups, Seed: cfg.Seed, Retries: 4, Think: cfg.Think, OldTargets: cfg.EndedMax > 0,
 		Prefix: fmt.Sprintf("j%d", cfg.Seed%100000)}, rec, cl.Names(), clientFor)
 	if err != nil {
 		return nil, err
@@ -270,6 +280,7 @@ loop:
 	}
 
 	h := w.History()
+	h.EndedDrops = cfg.EndedMax > 0
 	if err := h.Save(filepath.Join(cfg.Dir, "history.json")); err != nil {
 		rep.Errors = append(rep.Errors, err.Error())
 	}

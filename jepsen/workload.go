@@ -39,6 +39,11 @@ type WorkloadConfig struct {
 	// 500ms), so that old bookings fall behind and the schedule never
 	// saturates into rejecting everything.
 	Slide time.Duration
+	// OldTargets makes one in eight operations on an existing reservation
+	// address any the client's group made, not one of the last twelve: a
+	// run with ended_max then reads and changes reservations the cluster
+	// may have dropped (Config.EndedMax).
+	OldTargets bool
 }
 
 func (c WorkloadConfig) withDefaults() (WorkloadConfig, error) {
@@ -261,6 +266,9 @@ func (w *Workload) nextInput(rng *rand.Rand, id, g, seq int) Input {
 	pick := ""
 	if len(known) > 0 {
 		recent := known[max(0, len(known)-12):]
+		if w.cfg.OldTargets && rng.IntN(8) == 0 {
+			recent = known
+		}
 		pick = recent[rng.IntN(len(recent))]
 	}
 	w.mu.Unlock()

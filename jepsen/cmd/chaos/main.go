@@ -38,6 +38,7 @@ func run(args []string) int {
 	)
 	logStore := fs.String("log-store", "", "the agents' raft_log_store: boltdb or wal (default: the agent's default)")
 	agentArgs := fs.String("agent-args", "", "more flags for every agent command line, separated by spaces, e.g. \"-snapshot-log-bytes 16KiB\" to snapshot throughout the faults")
+	endedMax := fs.Int64("ended-max", 0, "run the agents with this ended_max (0: none; else at least 100), so that ended reservations are dropped, oldest first, under the faults; the checker then reads a not-found answer about an ended reservation as its drop")
 	recurring := fs.Bool("recurring", false, "also book standing reservations throughout the run and check that each occurrence is booked exactly once, the endless ones by the leader's tick under the faults")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: go run ./jepsen/cmd/chaos [flags]\n\nRuns a chaos campaign against real ledgerd processes and checks linearizability and invariants.\n\n")
@@ -69,7 +70,7 @@ func run(args []string) int {
 	rep, err := jepsen.Run(ctx, jepsen.Config{
 		Bin: *bin, Dir: *dir, Nodes: *nodes, Clients: *clients, Groups: *groups, Duration: *duration,
 		Nemeses: nem, Quiet: *quiet, Hold: *hold, Combine: *combine, Seed: *seed, CheckTimeout: *check,
-		Client: *client, Insecure: *insecure, Progress: os.Stdout, Recurring: *recurring, Think: *think, LogStore: *logStore,
+		Client: *client, Insecure: *insecure, Progress: os.Stdout, Recurring: *recurring, Think: *think, LogStore: *logStore, EndedMax: *endedMax,
 		ExtraArgs: strings.Fields(*agentArgs),
 	})
 	if err != nil {
