@@ -78,8 +78,8 @@ type Agent struct {
 
 	fsm  *fsm.FSM
 	node *cluster.Node
-	// retention is the leader's tick, which also puts ended_retention
-	// and ended_max into the log.
+	// retention is the leader's tick, which also puts ended_retention,
+	// ended_max and idempotency_max_keys into the log.
 	retention *replicated.RetentionTicker
 	// clock is the leader's stamping clock (Options.Now or the skewable
 	// wall clock); standing reservations expand with it.
@@ -261,8 +261,9 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 	a.clock = now
 	// The leader's tick also expands standing reservations.
 	series := replicated.NewSeriesTicker(a.fsm, a.cfg.seriesLimits(), now, a.log)
-	// And it puts the configured retention of ended reservations into
-	// force, once every server can apply it (createNode gives it the node).
+	// And it puts the configured retention of ended reservations and the
+	// cap on idempotency keys into force, once every server can apply it
+	// (createNode gives it the node).
 	ticker := replicated.NewRetentionTicker(a.fsm, a.cfg.retention(), series, now, a.log)
 	a.retention = ticker
 	c := cluster.Config{

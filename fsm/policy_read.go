@@ -69,8 +69,9 @@ func (f *FSM) PolicyStats() PolicyStats {
 // due: a hold or modification expiry, a start or end of the table's
 // rows, the end of an ended row's retention, the log time itself while
 // more ended rows are kept than the limit (retention.go), or an event of
-// the scheduler (a planned start or a running item's end). The leader's periodic tick (TickCommand) performs it; a
-// caller may also schedule a tick for this instant.
+// the scheduler (a planned start or a running item's end). The leader's
+// periodic tick (TickCommand) performs it; a caller may also schedule a
+// tick for this instant.
 func (f *FSM) NextDue() (int64, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
