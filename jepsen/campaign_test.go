@@ -90,6 +90,29 @@ func TestShortBatchCampaign(t *testing.T) {
 // and the run passed. It skips with -short and when the agent cannot be
 // built or does not start. Set LEDGERD_JEPSEN_KEEP=1 to keep the output
 // directory (logs, history, report, visualizations) and print its path.
+// TestShortDropsCampaign runs with ended_max (Config.EndedMax): the
+// leader puts the limit into the log, ended reservations past it are
+// dropped while leaders are killed and isolated, and clients, which
+// sometimes address old reservations, must meet dropped ones. The checker
+// reads those not-found answers as drops; replicas must have dropped the
+// same reservations.
+func TestShortDropsCampaign(t *testing.T) {
+	cfg := Config{
+		Nodes: 3, Clients: 6, Groups: 2, Duration: 20 * time.Second, Client: ClientBatch, EndedMax: 100,
+		Nemeses:   []string{"kill-leader", "partition-leader"},
+		ExtraArgs: []string{"-snapshot-log-bytes", "16KiB"},
+	}
+	rep := shortCampaign(t, &cfg)
+	notFound := 0
+	for _, m := range rep.Ops {
+		notFound += m[CodeNotFound]
+	}
+	t.Logf("%d not-found answers about dropped reservations", notFound)
+	if notFound == 0 {
+		t.Error("no client met a dropped reservation: the run did not test drops")
+	}
+}
+
 func shortCampaign(t *testing.T, cfg *Config) *Report {
 	t.Helper()
 	if testing.Short() {
