@@ -61,8 +61,8 @@ rehearsal: ## three agents on 127.0.0.11-13 from rendered configs: form, lose th
 three-nodes: ## three agents on loopback with -bootstrap-expect 3; kill the leader; keep admitting
 	scripts/three-nodes.sh
 
-chaos: ## long chaos campaign against real agents (NODES, DURATION, NEMESIS, CLIENT=unary|batch, RECURRING=0 to leave out series)
-	$(GO) run -tags $(TAGS) ./jepsen/cmd/chaos -nodes $${NODES:-5} -duration $${DURATION:-10m} -nemesis $${NEMESIS:-all} -client $${CLIENT:-unary} -recurring=$$([ "$${RECURRING:-1}" = 0 ] && echo false || echo true)
+chaos: ## long chaos campaign against real agents (NODES, DURATION, NEMESIS, CLIENT=unary|batch, RECURRING=0 to leave out series, ENDED_MAX=100 to drop ended reservations)
+	$(GO) run -tags $(TAGS) ./jepsen/cmd/chaos -nodes $${NODES:-5} -duration $${DURATION:-10m} -nemesis $${NEMESIS:-all} -client $${CLIENT:-unary} -recurring=$$([ "$${RECURRING:-1}" = 0 ] && echo false || echo true) -ended-max $${ENDED_MAX:-0}
 
 slurm-test: ## the Slurm bridge's tests against a real Slurm, verbose (root; apt-get install slurmctld slurmd slurm-client munge)
 	$(GO) test -race -tags $(TAGS) -count=1 -v ./bridge/...
