@@ -136,7 +136,7 @@ type Config struct {
 	// replicas always agree; set them alike on every server, or each
 	// leader puts its own into force.
 	EndedRetention Duration `json:"ended_retention"`
-	EndedMax       int64    `json:"ended_max"`
+	EndedMax       int      `json:"ended_max"`
 	// Pprof serves net/http/pprof under /debug/pprof/ on the HTTP port.
 	Pprof bool `json:"pprof"`
 	// Public API settings (see rpc.Options).

@@ -19,7 +19,7 @@ const (
 // retention is the retention of ended reservations and the cap on
 // idempotency keys the configuration asks for, defaults applied.
 func (c *Config) retention() fsm.Retention {
-	r := fsm.Retention{Millis: fsm.DefaultRetention, MaxEnded: c.EndedMax, IdempotencyMaxKeys: fsm.DefaultIdempotencyMaxKeys}
+	r := fsm.Retention{Millis: fsm.DefaultRetention, MaxEnded: int64(c.EndedMax), IdempotencyMaxKeys: fsm.DefaultIdempotencyMaxKeys}
 	if c.IdempotencyMaxKeys != 0 {
 		r.IdempotencyMaxKeys = int64(c.IdempotencyMaxKeys)
 	}

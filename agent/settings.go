@@ -182,14 +182,7 @@ var settings = []setting{
 	{"restart_target", "aim for a restart after a crash within this long: the node measures how long its restore and its log replay take and snapshots by log volume when the replay would run past what the restore leaves; under heavy writes that costs some write throughput, most where the restore takes most of the target (default 3s; 0: off)", durSetter(func(c *Config) *Duration { return &c.RestartTarget })},
 	{"idempotency_max_keys", "idempotency keys remembered at most, oldest forgotten first (0: 262144); the leader writes it into the log, so set it alike on every server", intSetter(func(c *Config) *int { return &c.IdempotencyMaxKeys })},
 	{"ended_retention", "how long ended (completed, cancelled, aborted, expired, denied) reservations stay readable, at least 1m (0: 24h); the leader writes it into the log, so set it alike on every server", durSetter(func(c *Config) *Duration { return &c.EndedRetention })},
-	{"ended_max", "ended reservations kept at most, those that ended first dropped first, 0 or at least 100 (0: no limit); the leader writes it into the log, so set it alike on every server", func(c *Config, v string) error {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return fmt.Errorf("want an integer: %w", err)
-		}
-		c.EndedMax = n
-		return nil
-	}},
+	{"ended_max", "ended reservations kept at most, those that ended first dropped first, 0 or at least 100 (0: no limit); the leader writes it into the log, so set it alike on every server", intSetter(func(c *Config) *int { return &c.EndedMax })},
 	{"pprof", "serve Go profiles under /debug/pprof/ on the HTTP port (debugging only)", boolSetter(func(c *Config) *bool { return &c.Pprof })},
 	{"tokens_file", "API bearer-token file; empty turns API authentication off", str(func(c *Config) *string { return &c.TokensFile })},
 	{"cors_origins", "browser origins allowed to call the API; repeat or separate with commas", func(c *Config, v string) error {

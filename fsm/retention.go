@@ -101,15 +101,24 @@ func (s *state) setRetention(cmd *fsmv1.Command) *fsmv1.Result {
 	if fe := checkSetRetention(c); fe != nil {
 		return fe.result()
 	}
-	s.retention, s.maxEnded, s.retentionSet = c.GetRetentionMillis(), c.GetMaxEnded(), true
-	if n := c.GetIdempotencyMaxKeys(); n > 0 {
-		s.idemMaxKeys, s.idemMaxSet = int(n), true
+	if s.adoptRetention(c) {
 		// Forget at once what a smaller cap leaves out, so that the
 		// state after this entry is what a replica restored from it
 		// computes (restore trims with the cap too).
 		s.idem.trimKeeping(s.idemMaxKeys, s.now, s.cfg.IdempotencyMinAge)
 	}
 	return &fsmv1.Result{Status: fsmv1.Result_STATUS_OK}
+}
+
+// adoptRetention puts checked values into force, from an entry or a
+// snapshot, and reports whether they carry a cap on idempotency keys.
+func (s *state) adoptRetention(c *fsmv1.SetRetention) bool {
+	s.retention, s.maxEnded, s.retentionSet = c.GetRetentionMillis(), c.GetMaxEnded(), true
+	n := c.GetIdempotencyMaxKeys()
+	if n > 0 {
+		s.idemMaxKeys, s.idemMaxSet = int(n), true
+	}
+	return n > 0
 }
 
 // trimEnded drops the rows that ended first while more than maxEnded
@@ -145,10 +154,7 @@ func (s *state) restoreRetention(msg *fsmv1.Snapshot) error {
 	if fe := checkSetRetention(r); fe != nil {
 		return badf("retention: %v", fe)
 	}
-	s.retention, s.maxEnded, s.retentionSet = r.GetRetentionMillis(), r.GetMaxEnded(), true
-	if n := r.GetIdempotencyMaxKeys(); n > 0 {
-		s.idemMaxKeys, s.idemMaxSet = int(n), true
-	}
+	s.adoptRetention(r)
 	return nil
 }
 
@@ -159,11 +165,4 @@ func (f *FSM) Retention() Retention {
 	s := f.st
 	return Retention{Millis: s.retention, MaxEnded: s.maxEnded, IdempotencyMaxKeys: int64(s.idemMaxKeys),
 		Set: s.retentionSet, IdempotencyMaxKeysSet: s.idemMaxSet}
-}
-
-// EndedCount returns the number of ended reservations kept.
-func (f *FSM) EndedCount() int {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return f.st.drops.Len()
 }

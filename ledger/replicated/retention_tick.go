@@ -82,15 +82,17 @@ func (t *RetentionTicker) differs(got fsm.Retention) bool {
 		!got.IdempotencyMaxKeysSet && t.want.IdempotencyMaxKeys != fsm.DefaultIdempotencyMaxKeys
 }
 
-// due says whether the configured retention should be proposed now.
-func (t *RetentionTicker) due() bool {
-	if !t.differs(t.fsm.Retention()) {
+// due says whether the configured retention should be proposed now, and
+// what is in force.
+func (t *RetentionTicker) due() (fsm.Retention, bool) {
+	got := t.fsm.Retention()
+	if !t.differs(got) {
 		t.waiting.Store(false)
-		return false
+		return got, false
 	}
 	v := t.versions.Load()
 	if v == nil {
-		return false
+		return got, false
 	}
 	if have := (*v).CommonEnvelopeVersion(); have < fsm.RetentionVersion {
 		if !t.waiting.Swap(true) {
@@ -98,14 +100,15 @@ func (t *RetentionTicker) due() bool {
 				"ended_retention", time.Duration(t.want.Millis)*time.Millisecond, "ended_max", t.want.MaxEnded,
 				"idempotency_max_keys", t.want.IdempotencyMaxKeys, "needs_version", fsm.RetentionVersion, "every_server_applies", have)
 		}
-		return false
+		return got, false
 	}
-	return true
+	return got, true
 }
 
 // Tick implements Ticker.
 func (t *RetentionTicker) Tick() []byte {
-	if !t.due() {
+	got, due := t.due()
+	if !due {
 		return t.next.Tick()
 	}
 	b, err := fsm.Encode(fsm.SetRetentionCommand(t.want))
@@ -113,7 +116,6 @@ func (t *RetentionTicker) Tick() []byte {
 		t.log.Error("cannot encode the retention of ended reservations", "err", err)
 		return t.next.Tick()
 	}
-	got := t.fsm.Retention()
 	t.log.Info("putting the configured retention of ended reservations and idempotency keys into force",
 		"ended_retention", time.Duration(t.want.Millis)*time.Millisecond, "ended_max", t.want.MaxEnded,
 		"idempotency_max_keys", t.want.IdempotencyMaxKeys,
@@ -123,7 +125,7 @@ func (t *RetentionTicker) Tick() []byte {
 
 // NextDue implements Ticker.
 func (t *RetentionTicker) NextDue() (int64, bool) {
-	if t.due() {
+	if _, due := t.due(); due {
 		return t.now().UnixMilli(), true
 	}
 	return t.next.NextDue()
