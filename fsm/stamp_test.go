@@ -43,6 +43,60 @@ func TestNowMillisField(t *testing.T) {
 	}
 }
 
+// checkCommandType asserts CommandType's contract for one input: it never
+// panics, and wherever Decode accepts the bytes it reports their type.
+func checkCommandType(t testing.TB, b []byte) {
+	t.Helper()
+	got, ok := CommandType(b)
+	c, err := Decode(b)
+	if err != nil {
+		return
+	}
+	if !ok || got != c.GetType() {
+		t.Fatalf("CommandType(%x) = %v, %v; Decode reads %v", b, got, ok, c.GetType())
+	}
+}
+
+// TestCommandType: on every golden and generated command, canonical and
+// scrambled (fields reordered, a stale type field first), CommandType
+// reads the type Decode reads; a command cut inside a field is refused.
+func TestCommandType(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	types := map[fsmv1.Command_Type]bool{}
+	for _, b := range unstampedCorpus(t) {
+		checkCommandType(t, b)
+		s := scramble(t, r, b, 5)
+		// A stale type field first: the decoder lets the last one win.
+		stale := protowire.AppendVarint(protowire.AppendTag(nil, typeField, protowire.VarintType), uint64(fsmv1.Command_TYPE_EXPIRE))
+		checkCommandType(t, append(stale, s...))
+		typ, _ := CommandType(b)
+		types[typ] = true
+		// Cut inside the last field: the framing is broken, and
+		// CommandType must say so rather than read a partial value.
+		last := fields(t, b)[len(fields(t, b))-1]
+		if len(last) > 1 {
+			if _, ok := CommandType(b[:len(b)-1]); ok {
+				t.Fatalf("CommandType accepts %x, a command cut inside its last field", b[:len(b)-1])
+			}
+		}
+	}
+	if !types[fsmv1.Command_TYPE_CREATE_SERIES] || !types[fsmv1.Command_TYPE_CANCEL_SERIES] || !types[fsmv1.Command_TYPE_HOLD] {
+		t.Fatalf("the corpus lacks series or hold commands: %v", types)
+	}
+}
+
+// FuzzCommandType: CommandType never panics and agrees with Decode.
+func FuzzCommandType(f *testing.F) {
+	for i, b := range unstampedCorpus(f) {
+		if i%5 == 0 {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte{0x08})
+	f.Add([]byte{0x08, 0x80})
+	f.Fuzz(func(t *testing.T, b []byte) { checkCommandType(t, b) })
+}
+
 // unstampedCorpus returns encoded, unstamped commands: every golden
 // command and a few generated streams (every type, valid and invalid
 // fields, idempotency keys, labels, policies).
