@@ -117,6 +117,19 @@ func OccurrenceID(seriesID string, key int64) string {
 	return seriesID + "@" + time.Unix(key, 0).UTC().Format(keyLayout)
 }
 
+// KeyStart returns the instant (Unix ms) at which the occurrence with
+// key (Occurrence.Key, the second part of its OccurrenceID) of a series in
+// zone starts: its wall-clock time resolved in the zone as expansion
+// resolves it. The ledger reports a booked occurrence's start from its ID
+// with it, whichever node expanded the batch.
+func KeyStart(key int64, zone string) (int64, error) {
+	loc, err := LoadZone(zone)
+	if err != nil {
+		return 0, err
+	}
+	return instant(time.Unix(key, 0).UTC(), loc), nil
+}
+
 // ParseOccurrenceID splits an occurrence's reservation ID into its series
 // ID and key.
 func ParseOccurrenceID(id string) (seriesID string, key int64, err error) {

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -214,4 +215,45 @@ func mustCompile(t testing.TB, spec Spec) *Series {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestKeyStartMatchesExpansion: for every occurrence expansion yields
+// over a year, including the spring-forward gaps and fall-back repeats of
+// DST zones, KeyStart of its key is its start; a zone that does not exist
+// is an error.
+func TestKeyStartMatchesExpansion(t *testing.T) {
+	rules := append(slices.Clone(propRules),
+		struct{ rule, zone, start string }{"FREQ=HOURLY;BYMINUTE=30", "America/New_York", "20261031T000000"},
+		struct{ rule, zone, start string }{"FREQ=DAILY;BYHOUR=2;BYMINUTE=30", "Australia/Lord_Howe", "20260101T000000"})
+	for _, pr := range rules {
+		spec := Spec{Rule: pr.rule, Zone: pr.zone, Start: pr.start, Duration: 60_000, Horizon: 86_400_000}
+		if strings.Contains(pr.rule, "COUNT") || strings.Contains(pr.rule, "UNTIL") {
+			spec.Horizon = 0
+		}
+		s := mustCompile(t, spec)
+		from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+		to := from + 366*86_400_000
+		n := 0
+		for from < to {
+			occ := s.Occurrences(from, to)
+			if len(occ) == 0 {
+				break
+			}
+			for _, o := range occ {
+				got, err := KeyStart(o.Key, pr.zone)
+				if err != nil || got != o.Start {
+					t.Fatalf("%s in %s: KeyStart(%s) = %d, %v; expansion starts it at %d",
+						pr.rule, pr.zone, OccurrenceID("s", o.Key), got, err, o.Start)
+				}
+			}
+			n += len(occ)
+			from = occ[len(occ)-1].Start + 1
+		}
+		if n == 0 {
+			t.Fatalf("%s in %s: no occurrence in 2026", pr.rule, pr.zone)
+		}
+	}
+	if _, err := KeyStart(0, "Mars/Olympus_Mons"); err == nil {
+		t.Fatal("KeyStart in an unknown zone: nil error")
+	}
 }
