@@ -266,6 +266,9 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 	// (createNode gives it the node).
 	ticker := replicated.NewRetentionTicker(a.fsm, a.cfg.retention(), series, now, a.log)
 	a.retention = ticker
+	// The leader expands a new series' first occurrences again when the
+	// log time has overtaken some of them.
+	stamp := replicated.NewSeriesStamp(a.fsm, a.cfg.seriesLimits(), a.log)
 	c := cluster.Config{
 		NodeName:        a.cfg.NodeName,
 		DataDir:         a.cfg.DataDir,
@@ -297,7 +300,7 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 		SnapshotOnShutdown: a.cfg.SnapshotOnShutdown,
 		SnapshotLogBytes:   uint64(a.cfg.SnapshotLogBytes),
 		RestartTarget:      time.Duration(a.cfg.RestartTarget),
-		Stamp:              fsm.Stamp,
+		Stamp:              stamp.Stamp,
 		Group:              fsm.GroupCommands,
 		GroupVersion:       fsm.GroupVersion,
 		Check:              checkForwarded,

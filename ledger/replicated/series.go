@@ -118,7 +118,11 @@ func (l *Ledger) ReserveSeries(ctx context.Context, a ledger.SeriesArgs) (*ledge
 		return nil, err
 	}
 	out := res.GetSeries()[0]
-	return &ledgerdv1.ReserveSeriesResponse{Series: seriesToAPI(out.GetSeries()), Booked: bookedToAPI(res, out, cs),
+	booked, err := bookedToAPI(res, out)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return &ledgerdv1.ReserveSeriesResponse{Series: seriesToAPI(out.GetSeries()), Booked: booked,
 		Skipped: skippedToAPI(out.GetSkipped())}, nil
 }
 
@@ -202,8 +206,12 @@ func (l *Ledger) ModifySeries(ctx context.Context, a ledger.ModifySeriesArgs) (*
 	if len(outs) != 2 {
 		return nil, fmt.Errorf("%s: %d series outcomes, want 2", op, len(outs))
 	}
+	booked, err := bookedToAPI(res, outs[1])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
 	return &ledgerdv1.ModifySeriesResponse{Old: seriesToAPI(outs[0].GetSeries()), CancelledIds: outs[0].GetCancelledIds(),
-		Series: seriesToAPI(outs[1].GetSeries()), Booked: bookedToAPI(res, outs[1], then),
+		Series: seriesToAPI(outs[1].GetSeries()), Booked: booked,
 		Skipped: skippedToAPI(outs[1].GetSkipped())}, nil
 }
 
@@ -216,22 +224,28 @@ func batchToFSM(id string, b series.Batch) *fsmv1.SeriesBatch {
 }
 
 // bookedToAPI describes the occurrences an entry booked: committed
-// reservations made by the entry res answers, at the instants of the
-// batch c carried. The result names them only (it may be kept for an
-// idempotency window); the rows are ordinary ones for Get and List.
-func bookedToAPI(res *fsmv1.Result, out *fsmv1.SeriesOutcome, c *fsmv1.CreateSeries) []*ledgerdv1.Reservation {
+// reservations made by the entry res answers. Each start comes from the
+// occurrence's ID and the series' zone (series.KeyStart), not from the
+// batch this node proposed: the leader may have expanded the batch again
+// from the log time (SeriesStamp). The result names them only (it may be
+// kept for an idempotency window); the rows are ordinary ones for Get and
+// List.
+func bookedToAPI(res *fsmv1.Result, out *fsmv1.SeriesOutcome) ([]*ledgerdv1.Reservation, error) {
 	s := out.GetSeries()
 	spec, err := series.Decode(s.GetSpec())
 	if err != nil {
-		return nil
-	}
-	starts := make(map[string]int64, len(c.GetFirst().GetBook()))
-	for _, o := range c.GetFirst().GetBook() {
-		starts[series.OccurrenceID(c.GetId(), o.GetKey())] = o.GetStartMillis()
+		return nil, fmt.Errorf("stored series %q: %w", s.GetId(), err)
 	}
 	rs := make([]*ledgerdv1.Reservation, 0, len(out.GetBookedIds()))
 	for _, id := range out.GetBookedIds() {
-		start := starts[id]
+		_, key, err := series.ParseOccurrenceID(id)
+		if err != nil {
+			return nil, fmt.Errorf("booked occurrence: %w", err)
+		}
+		start, err := series.KeyStart(key, spec.Zone)
+		if err != nil {
+			return nil, fmt.Errorf("booked occurrence %q: %w", id, err)
+		}
 		rs = append(rs, reservationToAPI(&fsmv1.Reservation{
 			Id: id, Owner: s.GetOwner(), Labels: s.GetLabels(), Parts: s.GetParts(),
 			StartMillis: start, EndMillis: start + spec.Duration, State: fsmv1.Reservation_STATE_COMMITTED,
@@ -239,7 +253,7 @@ func bookedToAPI(res *fsmv1.Result, out *fsmv1.SeriesOutcome, c *fsmv1.CreateSer
 			CreatedMillis: res.GetNowMillis(), UpdatedMillis: res.GetNowMillis(),
 		}))
 	}
-	return rs
+	return rs, nil
 }
 
 // skipReason names why an occurrence could not be booked.

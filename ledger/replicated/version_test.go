@@ -22,14 +22,16 @@ import (
 )
 
 // fakeLog applies every command to its FSM at once, stamped with a fixed
-// clock, and records what it was given. common, when set, is the envelope
-// version every server applies (the log then implements Versioner).
+// clock (by stamp, the leader's stamp, when set; else fsm.Stamp), and
+// records what it was given. common, when set, is the envelope version
+// every server applies (the log then implements Versioner).
 type fakeLog struct {
 	mu    sync.Mutex
 	f     *fsm.FSM
 	now   int64
 	index uint64
 	cmds  []*fsmv1.Command
+	stamp func(cmd []byte, nowMillis int64) ([]byte, error)
 }
 
 func (l *fakeLog) Apply(_ context.Context, b []byte) ([]byte, error) {
@@ -40,7 +42,11 @@ func (l *fakeLog) Apply(_ context.Context, b []byte) ([]byte, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.cmds = append(l.cmds, cmd)
-	stamped, err := fsm.Stamp(b, l.now)
+	stamp := fsm.Stamp
+	if l.stamp != nil {
+		stamp = l.stamp
+	}
+	stamped, err := stamp(b, l.now)
 	if err != nil {
 		return nil, err
 	}
