@@ -92,19 +92,16 @@ func (r *Recurring) Run(ctx context.Context) {
 // create makes series n, retrying an indeterminate answer with the same
 // idempotency key (up to 3 attempts, on any running node).
 func (r *Recurring) create(ctx context.Context, n int) {
-	s := &recurringSeries{ID: fmt.Sprintf("%s-s%d", r.prefix, n), Endless: r.rng.IntN(3) != 0, Created: time.Now()}
+	s := &recurringSeries{ID: fmt.Sprintf("%s-s%d", r.prefix, n), Created: time.Now()}
+	endless := r.rng.IntN(3) != 0
 	tz := recurringTZ[r.rng.IntN(len(recurringTZ))]
 	req := &ledgerdv1.ReserveSeriesRequest{Id: s.ID, Parts: []*ledgerdv1.ResourceAmount{{Resource: r.resource, Amount: 1}},
 		Duration: durationpb.New(30 * time.Minute), Tz: tz, IdempotencyKey: "jepsen-" + s.ID,
 		Conflicts: ledgerdv1.SeriesConflictMode_SERIES_CONFLICT_MODE_SKIP_CONFLICTS}
+	var horizon time.Duration
+	s.Endless, s.First, req.Repeat, horizon = recurringShape(s.Created, endless)
 	if s.Endless {
-		enter := s.Created.Add(RecurringLead)
-		s.First = enter.Truncate(time.Hour).Add(time.Hour)
-		req.Repeat = "FREQ=HOURLY;BYMINUTE=0"
-		req.Horizon = durationpb.New(s.First.Sub(enter))
-	} else {
-		s.First = s.Created.Truncate(time.Hour).Add(time.Hour)
-		req.Repeat = "FREQ=HOURLY;BYMINUTE=0;COUNT=3"
+		req.Horizon = durationpb.New(horizon)
 	}
 	r.mu.Lock()
 	r.series = append(r.series, s)
@@ -133,6 +130,24 @@ func (r *Recurring) create(ctx context.Context, n int) {
 			return
 		}
 	}
+}
+
+// recurringShape is the series the workload creates at created: an
+// endless hourly one whose first occurrence, first, enters its horizon
+// RecurringLead after created, when endless is asked for and no hour
+// starts at created or before then (the creation itself would book that
+// hour); otherwise a bounded one of 3, whose first hour is first.
+func recurringShape(created time.Time, endless bool) (isEndless bool, first time.Time, repeat string, horizon time.Duration) {
+	next := created.Truncate(time.Hour).Add(time.Hour)
+	enter := created.Add(RecurringLead)
+	onTheHour := created.Truncate(time.Hour).Equal(created)
+	if endless && !onTheHour && next.After(enter) {
+		return true, next, "FREQ=HOURLY;BYMINUTE=0", next.Sub(enter)
+	}
+	if onTheHour {
+		next = created
+	}
+	return false, next, "FREQ=HOURLY;BYMINUTE=0;COUNT=3", 0
 }
 
 // definiteRefusal reports whether err says that nothing was written.
