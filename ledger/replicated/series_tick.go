@@ -142,9 +142,12 @@ func (t *SeriesTicker) batches(now int64) (out []*fsmv1.SeriesBatch, next int64,
 
 // Tick returns the entry the leader proposes when something is due: the
 // due series' batches (at most 256 series per entry), or the plain
-// expiry tick.
+// expiry tick. It expands from the log time already reached when that is
+// ahead of this leader's clock (an earlier leader's clock ran ahead): an
+// occurrence between the two would be refused as past and counted as
+// skipped, where Next passes it over.
 func (t *SeriesTicker) Tick() []byte {
-	bs, _, _ := t.batches(t.now().UnixMilli())
+	bs, _, _ := t.batches(max(t.now().UnixMilli(), t.fsm.Now()))
 	if len(bs) == 0 {
 		return fsm.TickCommand()
 	}
