@@ -17,8 +17,10 @@ import (
 // Standing reservations on the replicated ledger. The node that takes the
 // request parses the rule and expands the first occurrences with its
 // clock and the zone database embedded in package series; the log
-// carries the instants (fsm/series.go). Later occurrences of an endless
-// series are expanded by the leader's tick (SeriesTicker).
+// carries the instants (fsm/series.go). The leader's stamp expands them
+// again when the log time has overtaken one (SeriesStamp). Later
+// occurrences of an endless series are expanded by the leader's tick
+// (SeriesTicker).
 
 var _ ledger.SeriesLedger = (*Ledger)(nil)
 
@@ -31,9 +33,10 @@ type seriesConfig struct {
 
 // ConfigureSeries sets the limits of new series (the horizon an endless
 // series gets by default and the most it may ask for) and the clock the
-// first expansion uses (the leader's stamping clock). Call it before
-// serving; without it the ledger uses series.DefaultLimits and
-// time.Now.
+// first expansion on this node uses (the node's stamping clock; the
+// leader expands again from the log time if that has overtaken an
+// occurrence, see SeriesStamp). Call it before serving; without it the
+// ledger uses series.DefaultLimits and time.Now.
 func (l *Ledger) ConfigureSeries(lim series.Limits, now func() time.Time) {
 	l.series = seriesConfig{limits: lim, now: now, set: true}
 }
