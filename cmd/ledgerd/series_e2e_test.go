@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -180,5 +181,60 @@ func TestSeriesLeaderKilledBetweenExpansions(t *testing.T) {
 	if len(rows) < 3 {
 		t.Errorf("only %d occurrences booked over three expansions", len(rows))
 	}
-	t.Logf("%d occurrences, each booked once, across a leader kill; %s in all", len(rows), time.Since(start).Round(time.Millisecond))
+	t.Logf("%d occurrences, each booked once, across a leader kill", len(rows))
+
+	// A series asked of a follower whose clock is three hours behind the
+	// leader's: the follower expands from its clock, the leader stamps the
+	// entry three hours later, so every occurrence the follower proposed
+	// is past at the log time. The leader expands the batch again from
+	// the log time: all three booked, none skipped, and all or nothing
+	// (the CLI's default) does not refuse the series.
+	lead := findLeader(t, sec, alive)
+	var follower *agentProc
+	for _, p := range alive {
+		if p != lead {
+			follower = p
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dataDir(lead), "clock-offset"), []byte(fmt.Sprint((5 * time.Hour).Milliseconds())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := get()
+	testwait.Every(t, 15*time.Second, 200*time.Millisecond, "an expansion by the leader after its clock moved to +5h", func() bool {
+		return get().DecidedThrough > before.DecidedThrough
+	})
+	asked := time.Now()
+	code, out, errOut := -1, "", ""
+	for attempt := 0; attempt < 5 && code != 0 && code != 3; attempt++ {
+		code, out, errOut = runCLI(t, "reserve", "-res", "gpu=8", "-dur", "15m", "-id", "edge",
+			"-repeat", "FREQ=HOURLY;BYMINUTE=40;COUNT=3", "-tz", "UTC", "-json",
+			"-addr", follower.http, "-token", sec.token, "-ca-file", sec.ca, "-timeout", "10s")
+	}
+	if code != 0 {
+		t.Fatalf("reserve -repeat through follower %s, leader's clock 3h ahead: exit %d\n%s%s", follower.name, code, out, errOut)
+	}
+	var edge struct {
+		Booked, Skipped int
+	}
+	var starts []time.Time
+	for _, line := range strings.Split(strings.TrimSpace(retry("list -series edge", "list", "-series", "edge", "-all", "-json")), "\n") {
+		var r struct {
+			Start time.Time `json:"start"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("list -json line %q: %v", line, err)
+		}
+		starts = append(starts, r.Start)
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(retry("series get edge", "series", "get", "edge", "-json"))), &edge); err != nil {
+		t.Fatal(err)
+	}
+	if edge.Booked != 3 || edge.Skipped != 0 || len(starts) != 3 {
+		t.Fatalf("series edge: booked %d, skipped %d, %d rows; want 3 booked, none skipped", edge.Booked, edge.Skipped, len(starts))
+	}
+	slices.SortFunc(starts, time.Time.Compare)
+	if !starts[0].After(asked.Add(4 * time.Hour)) {
+		t.Errorf("the first occurrence starts at %s, before the leader's clock (about %s)", starts[0], asked.Add(5*time.Hour).UTC())
+	}
+	t.Logf("through a follower 3h behind the leader: booked %v; %s in all", starts, time.Since(start).Round(time.Millisecond))
 }
