@@ -273,7 +273,7 @@ loop:
 	}
 	// Give the new leader's expiry tick a chance to run before judging holds.
 	time.Sleep(2 * time.Second)
-	lists, readAt, convErr := converge(sctx, cl)
+	lists, readAt, convErr := converge(sctx, len(cl.Names()), cl.Lists)
 	cancel()
 	if convErr != nil {
 		rep.Errors = append(rep.Errors, convErr.Error())
@@ -375,23 +375,32 @@ func ttlProbe(ctx context.Context, cl *Cluster, resource string, base int64) int
 	return n
 }
 
-// converge reads every node until all lists agree (replication catching up
-// after the heal) or ctx ends; it returns the last lists read either way so
-// that the invariant checker can report the divergence.
-func converge(ctx context.Context, cl *Cluster) (map[string][]Reservation, time.Time, error) {
+// converge reads every node's reservations until all n replicas hold the
+// same ones, and returns that reading and when it began. When ctx ends
+// first it returns the last reading in which every node answered (if
+// any), with an error: the replicas-identical invariant then names how
+// they differ, where a reading cut short by the deadline would hide that
+// they were read at all.
+func converge(ctx context.Context, n int, read func(context.Context) (map[string][]Reservation, error)) (map[string][]Reservation, time.Time, error) {
 	var (
-		lists map[string][]Reservation
-		at    time.Time
-		err   error
+		lists, whole map[string][]Reservation
+		at, wholeAt  time.Time
+		err          error
 	)
 	for {
 		at = time.Now()
-		lists, err = cl.Lists(ctx)
-		if err == nil && len(lists) == len(cl.Names()) && identical(lists) {
-			return lists, at, nil
+		lists, err = read(ctx)
+		if err == nil && len(lists) == n {
+			if identical(lists) {
+				return lists, at, nil
+			}
+			whole, wholeAt = lists, at
 		}
 		select {
 		case <-ctx.Done():
+			if whole != nil {
+				return whole, wholeAt, fmt.Errorf("replicas did not converge: every node answered, with different reservations, until %w", ctx.Err())
+			}
 			if err == nil {
 				err = fmt.Errorf("replicas did not converge: %w", ctx.Err())
 			}
