@@ -193,21 +193,35 @@ func decodeChecked(b []byte) (*fsmv1.Command, []*fsmv1.Command, error) {
 // and commands that arrive from other nodes must pass Decode before they
 // are proposed (see the package documentation).
 func Stamp(cmd []byte, nowMillis int64) ([]byte, error) {
+	out, _, err := StampType(cmd, nowMillis)
+	return out, err
+}
+
+// StampType is Stamp that also returns the command's type as the decoder
+// reads it (the last type field; 0 when there is none), found in the same
+// walk over the fields. The leader's stamp uses it to leave every command
+// but the few it rewrites as Stamp makes it, without a second walk.
+func StampType(cmd []byte, nowMillis int64) ([]byte, fsmv1.Command_Type, error) {
 	out := make([]byte, 0, len(cmd)+stampLen(nowMillis))
 	stamped := false
+	var t fsmv1.Command_Type
 	for rest := cmd; len(rest) > 0; {
 		num, typ, n := protowire.ConsumeTag(rest)
 		if n < 0 {
-			return nil, fmt.Errorf("stamp: %w: %v", ErrMalformed, protowire.ParseError(n))
+			return nil, 0, fmt.Errorf("stamp: %w: %v", ErrMalformed, protowire.ParseError(n))
 		}
 		m := protowire.ConsumeFieldValue(num, typ, rest[n:])
 		if m < 0 {
-			return nil, fmt.Errorf("stamp: %w: field %d: %v", ErrMalformed, num, protowire.ParseError(m))
+			return nil, 0, fmt.Errorf("stamp: %w: field %d: %v", ErrMalformed, num, protowire.ParseError(m))
 		}
 		field := rest[:n+m]
 		rest = rest[n+m:]
 		if !stamped && num > nowMillisField {
 			out, stamped = appendStamp(out, nowMillis), true
+		}
+		if num == typeField && typ == protowire.VarintType {
+			v, _ := protowire.ConsumeVarint(field[n:]) // complete: ConsumeFieldValue read it
+			t = fsmv1.Command_Type(int32(v))
 		}
 		if num == nowMillisField && typ == protowire.VarintType {
 			// An earlier stamp: the decoder would let the last one
@@ -219,38 +233,7 @@ func Stamp(cmd []byte, nowMillis int64) ([]byte, error) {
 	if !stamped {
 		out = appendStamp(out, nowMillis)
 	}
-	return out, nil
-}
-
-// CommandType returns the type of the encoded command cmd without
-// decoding it: the last type field, as the decoder reads it (0 when there
-// is none). It reports false when cmd is not a sequence of complete
-// protobuf fields. The leader's stamp uses it to leave every command but
-// the few it rewrites as fsm.Stamp makes it, at the cost of one walk
-// over the bytes and no allocation.
-func CommandType(cmd []byte) (fsmv1.Command_Type, bool) {
-	var t fsmv1.Command_Type
-	for rest := cmd; len(rest) > 0; {
-		num, typ, n := protowire.ConsumeTag(rest)
-		if n < 0 {
-			return 0, false
-		}
-		rest = rest[n:]
-		if num == typeField && typ == protowire.VarintType {
-			v, m := protowire.ConsumeVarint(rest)
-			if m < 0 {
-				return 0, false
-			}
-			t, rest = fsmv1.Command_Type(int32(v)), rest[m:]
-			continue
-		}
-		m := protowire.ConsumeFieldValue(num, typ, rest)
-		if m < 0 {
-			return 0, false
-		}
-		rest = rest[m:]
-	}
-	return t, true
+	return out, t, nil
 }
 
 // nowMillisField is the field number of Command.now_millis

@@ -43,40 +43,49 @@ func TestNowMillisField(t *testing.T) {
 	}
 }
 
-// checkCommandType asserts CommandType's contract for one input: it never
-// panics, and wherever Decode accepts the bytes it reports their type.
-func checkCommandType(t testing.TB, b []byte) {
+// commandType is the type StampType reports for b, and whether it
+// accepted b.
+func commandType(b []byte) (fsmv1.Command_Type, bool) {
+	_, typ, err := StampType(b, 1_000)
+	return typ, err == nil
+}
+
+// checkStampType asserts StampType's contract on the type for one input:
+// it never panics, and wherever Decode accepts the bytes it reports their
+// type.
+func checkStampType(t testing.TB, b []byte) {
 	t.Helper()
-	got, ok := CommandType(b)
+	got, ok := commandType(b)
 	c, err := Decode(b)
 	if err != nil {
 		return
 	}
 	if !ok || got != c.GetType() {
-		t.Fatalf("CommandType(%x) = %v, %v; Decode reads %v", b, got, ok, c.GetType())
+		t.Fatalf("StampType(%x) type %v, accepted %v; Decode reads %v", b, got, ok, c.GetType())
 	}
 }
 
-// TestCommandType: on every golden and generated command, canonical and
-// scrambled (fields reordered, a stale type field first), CommandType
+// TestStampType: on every golden and generated command, canonical and
+// scrambled (fields reordered, a stale type field first), StampType
 // reads the type Decode reads; a command cut inside a field is refused.
-func TestCommandType(t *testing.T) {
+func TestStampType(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	types := map[fsmv1.Command_Type]bool{}
 	for _, b := range unstampedCorpus(t) {
-		checkCommandType(t, b)
+		checkStampType(t, b)
 		s := scramble(t, r, b, 5)
 		// A stale type field first: the decoder lets the last one win.
 		stale := protowire.AppendVarint(protowire.AppendTag(nil, typeField, protowire.VarintType), uint64(fsmv1.Command_TYPE_EXPIRE))
-		checkCommandType(t, append(stale, s...))
-		typ, _ := CommandType(b)
+		checkStampType(t, append(stale, s...))
+		typ, _ := commandType(b)
 		types[typ] = true
 		// Cut inside the last field: the framing is broken, and
-		// CommandType must say so rather than read a partial value.
-		last := fields(t, b)[len(fields(t, b))-1]
+		// StampType must say so rather than read a partial value.
+		fs := fields(t, b)
+		last := fs[len(fs)-1]
 		if len(last) > 1 {
-			if _, ok := CommandType(b[:len(b)-1]); ok {
-				t.Fatalf("CommandType accepts %x, a command cut inside its last field", b[:len(b)-1])
+			if _, ok := commandType(b[:len(b)-1]); ok {
+				t.Fatalf("StampType accepts %x, a command cut inside its last field", b[:len(b)-1])
 			}
 		}
 	}
@@ -85,8 +94,8 @@ func TestCommandType(t *testing.T) {
 	}
 }
 
-// FuzzCommandType: CommandType never panics and agrees with Decode.
-func FuzzCommandType(f *testing.F) {
+// FuzzStampType: StampType never panics and reads the type Decode reads.
+func FuzzStampType(f *testing.F) {
 	for i, b := range unstampedCorpus(f) {
 		if i%5 == 0 {
 			f.Add(b)
@@ -94,7 +103,7 @@ func FuzzCommandType(f *testing.F) {
 	}
 	f.Add([]byte{0x08})
 	f.Add([]byte{0x08, 0x80})
-	f.Fuzz(func(t *testing.T, b []byte) { checkCommandType(t, b) })
+	f.Fuzz(func(t *testing.T, b []byte) { checkStampType(t, b) })
 }
 
 // unstampedCorpus returns encoded, unstamped commands: every golden

@@ -85,11 +85,6 @@ func TestShortBatchCampaign(t *testing.T) {
 	}
 }
 
-// shortCampaign runs one default-suite campaign with cfg (Bin, Dir, Seed,
-// timings and Progress filled in, in cfg) and fails t unless faults were injected
-// and the run passed. It skips with -short and when the agent cannot be
-// built or does not start. Set LEDGERD_JEPSEN_KEEP=1 to keep the output
-// directory (logs, history, report, visualizations) and print its path.
 // TestShortDropsCampaign runs with ended_max (Config.EndedMax): the
 // leader puts the limit into the log, ended reservations past it are
 // dropped while leaders are killed and isolated, and clients, which
@@ -113,6 +108,11 @@ func TestShortDropsCampaign(t *testing.T) {
 	}
 }
 
+// shortCampaign runs one default-suite campaign with cfg (Bin, Dir, Seed,
+// timings and Progress filled in, in cfg) and fails t unless faults were injected
+// and the run passed. It skips with -short and when the agent cannot be
+// built or does not start. Set LEDGERD_JEPSEN_KEEP=1 to keep the output
+// directory (logs, history, report, visualizations) and print its path.
 func shortCampaign(t *testing.T, cfg *Config) *Report {
 	t.Helper()
 	if testing.Short() {

@@ -147,16 +147,15 @@ func (r *Recurring) create(ctx context.Context, n int) {
 // little time); otherwise a bounded one of 3, whose first hour (at or
 // after created) is first.
 func recurringShape(created time.Time, endless bool) (isEndless bool, first time.Time, repeat string, horizon time.Duration) {
-	next := created.Truncate(time.Hour).Add(time.Hour)
+	first = created.Truncate(time.Hour)
+	if first.Before(created) {
+		first = first.Add(time.Hour)
+	}
 	enter := created.Add(RecurringLead)
-	onTheHour := created.Truncate(time.Hour).Equal(created)
-	if endless && !onTheHour && !next.Before(enter.Add(recurringTickSlack)) {
-		return true, next, "FREQ=HOURLY;BYMINUTE=0", next.Sub(enter)
+	if endless && !first.Before(enter.Add(recurringTickSlack)) {
+		return true, first, "FREQ=HOURLY;BYMINUTE=0", first.Sub(enter)
 	}
-	if onTheHour {
-		next = created
-	}
-	return false, next, "FREQ=HOURLY;BYMINUTE=0;COUNT=3", 0
+	return false, first, "FREQ=HOURLY;BYMINUTE=0;COUNT=3", 0
 }
 
 // definiteRefusal reports whether err says that nothing was written.

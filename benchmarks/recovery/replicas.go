@@ -73,6 +73,7 @@ func (r *Replica) StateHash() ([32]byte, error) {
 	if err != nil {
 		return [32]byte{}, err
 	}
+	defer snap.Release()
 	var b bufferSink
 	if err := snap.Persist(&b); err != nil {
 		return [32]byte{}, err

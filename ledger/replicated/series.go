@@ -99,12 +99,7 @@ func (l *Ledger) ReserveSeries(ctx context.Context, a ledger.SeriesArgs) (*ledge
 		}
 		in.Start = day
 	}
-	// The first batch holds a whole bounded series (at most
-	// MaxOccurrences, which all or nothing is about); an endless one
-	// gets the rest of its horizon from the leader's tick.
-	lim := l.seriesLimits()
-	lim.MaxPerExpansion = max(lim.MaxPerExpansion, min(lim.MaxOccurrences, fsm.MaxSeriesBatch))
-	s, err := series.Parse(in, lim)
+	s, err := series.Parse(in, firstBatchLimits(l.seriesLimits()))
 	if err != nil {
 		return nil, seriesFieldErr(op, err)
 	}
@@ -216,6 +211,16 @@ func (l *Ledger) ModifySeries(ctx context.Context, a ledger.ModifySeriesArgs) (*
 	return &ledgerdv1.ModifySeriesResponse{Old: seriesToAPI(outs[0].GetSeries()), CancelledIds: outs[0].GetCancelledIds(),
 		Series: seriesToAPI(outs[1].GetSeries()), Booked: booked,
 		Skipped: skippedToAPI(outs[1].GetSkipped())}, nil
+}
+
+// firstBatchLimits are lim for a new series' first batch, here and when
+// the leader expands it again (SeriesStamp): it holds a whole bounded
+// series (at most MaxOccurrences, which all or nothing is about, and no
+// more than a batch of the log may); an endless one gets the rest of its
+// horizon from the leader's tick.
+func firstBatchLimits(lim series.Limits) series.Limits {
+	lim.MaxPerExpansion = max(lim.MaxPerExpansion, min(lim.MaxOccurrences, fsm.MaxSeriesBatch))
+	return lim
 }
 
 func batchToFSM(id string, b series.Batch) *fsmv1.SeriesBatch {

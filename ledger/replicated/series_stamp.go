@@ -49,9 +49,9 @@ func NewSeriesStamp(f *fsm.FSM, limits series.Limits, log *slog.Logger) *SeriesS
 // (see SeriesStamp). Like fsm.Stamp it assumes cmd is well formed and
 // refuses what is not with fsm.ErrMalformed.
 func (s *SeriesStamp) Stamp(cmd []byte, nowMillis int64) ([]byte, error) {
-	t, ok := fsm.CommandType(cmd)
-	if !ok || (t != fsmv1.Command_TYPE_CREATE_SERIES && t != fsmv1.Command_TYPE_CANCEL_SERIES) {
-		return fsm.Stamp(cmd, nowMillis)
+	stamped, t, err := fsm.StampType(cmd, nowMillis)
+	if err != nil || (t != fsmv1.Command_TYPE_CREATE_SERIES && t != fsmv1.Command_TYPE_CANCEL_SERIES) {
+		return stamped, err
 	}
 	c, err := fsm.Decode(cmd)
 	if err != nil {
@@ -65,7 +65,7 @@ func (s *SeriesStamp) Stamp(cmd []byte, nowMillis int64) ([]byte, error) {
 	// already reached (an earlier leader's clock may have been ahead).
 	at := max(nowMillis, s.fsm.Now())
 	if cs == nil || !s.expandFrom(cs, at) {
-		return fsm.Stamp(cmd, nowMillis)
+		return stamped, nil
 	}
 	c.NowMillis = nowMillis
 	out, err := fsm.Encode(c)
@@ -93,9 +93,8 @@ func (s *SeriesStamp) expandFrom(cs *fsmv1.CreateSeries, at int64) bool {
 		return false
 	}
 	spec.NotBefore = max(spec.NotBefore, at)
-	lim := s.limits
+	lim := firstBatchLimits(s.limits)
 	lim.MaxHorizon = max(lim.MaxHorizon, time.Duration(spec.Horizon)*time.Millisecond)
-	lim.MaxPerExpansion = max(lim.MaxPerExpansion, min(lim.MaxOccurrences, fsm.MaxSeriesBatch))
 	ser, err := series.Compile(spec, lim)
 	if err != nil {
 		s.log.Warn("series: first occurrences not expanded again at log time; those already past will be skipped",

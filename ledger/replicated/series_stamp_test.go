@@ -196,36 +196,34 @@ func TestSeriesStampLeavesOtherCommands(t *testing.T) {
 	}
 }
 
-// TestSeriesTickFromLogTime: a leader whose clock is behind the log time
-// an earlier leader reached expands from the log time, so the occurrence
-// in between is passed over, not refused as past and counted as skipped.
-func TestSeriesTickFromLogTime(t *testing.T) {
-	ctx := context.Background()
-	fl := newFake(t)
-	// Created half an hour before t0-3h, with a 3h horizon: booked up to
-	// t0-1h.
-	fl.now = t0 - 3*hour - hour/2
-	l := New(fl, fl.f)
-	l.ConfigureSeries(series.DefaultLimits(), func() time.Time { return time.UnixMilli(t0 - 3*hour - hour/2) })
-	seed(t, l)
-	if _, err := l.ReserveSeries(ctx, hourly("tick", "FREQ=HOURLY;BYMINUTE=0")()); err != nil {
-		t.Fatal(err)
+// BenchmarkLeaderStamp is the leader's stamp of a keyed hold with labels
+// (a typical write), as fsm.Stamp makes it and as SeriesStamp does, which
+// also needs the command's type: what the series rewrite costs every
+// other write. Compare with: benchstat -col /impl.
+func BenchmarkLeaderStamp(b *testing.B) {
+	f, err := fsm.New(fsm.Config{})
+	if err != nil {
+		b.Fatal(err)
 	}
-	// An earlier leader stamped t0+10; this one's clock reads t0-10.
-	fl.now = t0 + 10
-	if _, err := fl.Apply(ctx, fsm.TickCommand()); err != nil {
-		t.Fatal(err)
+	start := t0 + hour
+	cmd, err := fsm.Encode(&fsmv1.Command{Type: fsmv1.Command_TYPE_HOLD, Owner: "acme", IdempotencyKey: "k-0123456789",
+		Payload: &fsmv1.Command_Request{Request: &fsmv1.ReservationRequest{Id: "job-42",
+			Parts:          []*fsmv1.Part{{Resource: "cpu", Amount: 16}, {Resource: "gpu", Amount: 2}},
+			DurationMillis: hour, StartMillis: &start, Labels: map[string]string{"project": "climate", "queue": "batch"}}}})
+	if err != nil {
+		b.Fatal(err)
 	}
-	behind := NewSeriesTicker(fl.f, series.DefaultLimits(), func() time.Time { return time.UnixMilli(t0 - 10) }, nil)
-	fl.now = t0 - 10
-	if _, err := fl.Apply(ctx, behind.Tick()); err != nil {
-		t.Fatal(err)
-	}
-	row, _ := fl.f.Series("tick")
-	if row.GetSkipped() != 0 {
-		t.Fatalf("%d occurrences skipped; the one at the hour lies before the log time and is passed over", row.GetSkipped())
-	}
-	if _, err := l.Get(ctx, series.OccurrenceID("tick", time.UnixMilli(t0+3*hour).UTC().Unix()), true); err != nil {
-		t.Fatalf("the occurrence that entered the horizon at the log time: %v", err)
+	for _, impl := range []struct {
+		name  string
+		stamp func([]byte, int64) ([]byte, error)
+	}{{"fsm", fsm.Stamp}, {"series", NewSeriesStamp(f, series.DefaultLimits(), nil).Stamp}} {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := impl.stamp(cmd, t0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

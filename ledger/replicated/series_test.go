@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgerd/ledgerd/fsm"
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
 	"github.com/ledgerd/ledgerd/ledger"
 	"github.com/ledgerd/ledgerd/series"
@@ -155,5 +156,39 @@ func TestSeriesTickAcrossLeaderChanges(t *testing.T) {
 	}
 	if len(seen) != want || int(s.GetBooked()) != want {
 		t.Errorf("booked %d (%d events), want %d", s.GetBooked(), len(seen), want)
+	}
+}
+
+// TestSeriesTickFromLogTime: a leader whose clock is behind the log time
+// an earlier leader reached expands from the log time, so the occurrence
+// in between is passed over, not refused as past and counted as skipped.
+func TestSeriesTickFromLogTime(t *testing.T) {
+	ctx := context.Background()
+	fl := newFake(t)
+	// Created half an hour before t0-3h, with a 3h horizon: booked up to
+	// t0-1h.
+	fl.now = t0 - 3*hour - hour/2
+	l := New(fl, fl.f)
+	l.ConfigureSeries(series.DefaultLimits(), func() time.Time { return time.UnixMilli(t0 - 3*hour - hour/2) })
+	seed(t, l)
+	if _, err := l.ReserveSeries(ctx, hourly("tick", "FREQ=HOURLY;BYMINUTE=0")()); err != nil {
+		t.Fatal(err)
+	}
+	// An earlier leader stamped t0+10; this one's clock reads t0-10.
+	fl.now = t0 + 10
+	if _, err := fl.Apply(ctx, fsm.TickCommand()); err != nil {
+		t.Fatal(err)
+	}
+	behind := NewSeriesTicker(fl.f, series.DefaultLimits(), func() time.Time { return time.UnixMilli(t0 - 10) }, nil)
+	fl.now = t0 - 10
+	if _, err := fl.Apply(ctx, behind.Tick()); err != nil {
+		t.Fatal(err)
+	}
+	row, _ := fl.f.Series("tick")
+	if row.GetSkipped() != 0 {
+		t.Fatalf("%d occurrences skipped; the one at the hour lies before the log time and is passed over", row.GetSkipped())
+	}
+	if _, err := l.Get(ctx, series.OccurrenceID("tick", time.UnixMilli(t0+3*hour).UTC().Unix()), true); err != nil {
+		t.Fatalf("the occurrence that entered the horizon at the log time: %v", err)
 	}
 }
