@@ -342,19 +342,16 @@ func (n *Node) closeResources() {
 	if n.raft != nil && !n.waitDone(closedCh(func() { _ = n.raft.Shutdown().Error() }), stopWait, "raft shutdown") {
 		return // raft may still use the stores
 	}
-	_, _ = n.closeStores()
+	_ = n.closeStores()
 }
 
 // closeStores closes the transport, the log store and raft.db once raft
-// has shut down. A heartbeat raft took before its shutdown may still be
-// writing the term (raftgate): the stores stay open until it is
-// done, and for good (ok false) if it is not done within stopWait.
-func (n *Node) closeStores() (ok bool, err error) {
+// has shut down. raft handles every RPC, heartbeats too, on its main
+// goroutine (internal/raftgate), so none of them writes to a store after
+// its shutdown.
+func (n *Node) closeStores() error {
 	var errs []error
 	if n.trans != nil {
-		if !n.waitDone(closedCh(n.trans.CloseHeartbeats), stopWait, "heartbeats in flight") {
-			return false, fmt.Errorf("cluster: a heartbeat still in flight after %s; the stores stay open", stopWait)
-		}
 		if err := n.trans.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("cluster: transport close: %w", err))
 		}
@@ -367,7 +364,7 @@ func (n *Node) closeStores() (ok bool, err error) {
 			errs = append(errs, fmt.Errorf("cluster: close raft.db: %w", err))
 		}
 	}
-	return true, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 func (n *Node) startLoops() {
@@ -496,12 +493,8 @@ func (n *Node) stop() error {
 	if !n.waitDone(closedCh(n.wg.Wait), stopWait, "node goroutines") {
 		errs = append(errs, fmt.Errorf("cluster: node goroutines still running after %s", stopWait))
 	}
-	ok, err := n.closeStores()
-	if err != nil {
+	if err := n.closeStores(); err != nil {
 		errs = append(errs, err)
-	}
-	if !ok {
-		return errors.Join(errs...)
 	}
 	n.client.CloseIdleConnections()
 	if n.m != nil && n.cfg.Registerer != nil {

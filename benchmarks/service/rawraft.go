@@ -313,10 +313,7 @@ func (r *RawRaft) Close() error {
 	for _, n := range r.nodes {
 		errs = append(errs, n.Shutdown().Error())
 	}
-	// A heartbeat raft took just before its shutdown may still be saving
-	// a new term: the stores close once it is done (internal/raftgate).
 	for _, t := range r.trans {
-		t.CloseHeartbeats()
 		errs = append(errs, t.Close())
 	}
 	for _, w := range r.wals {

@@ -1,83 +1,46 @@
-// Package raftgate puts hashicorp/raft's heartbeat fast path behind a gate
-// that a node closes after raft's shutdown and before it closes its stores.
+// Package raftgate keeps hashicorp/raft's heartbeats on raft's main
+// goroutine.
 //
-// raft handles a heartbeat on the transport's connection goroutine, not on
-// one of its own, so raft.Shutdown does not wait for it. A heartbeat that
-// passed raft's shutdown check just before the shutdown can still write a
-// new term to the stable store after the node has closed it, and raft
-// panics when that write fails ("failed to save current term: database not
-// open"), taking the whole process down. Closing the gate waits for the
-// heartbeats in flight and turns later ones away unanswered, as raft itself
-// does once it is shut down.
+// raft's network transport has a heartbeat fast path: raft installs a
+// handler that the transport calls on its connection goroutine, outside
+// raft's main loop, so that a follower busy writing its log still answers
+// heartbeats. A heartbeat that carries a newer term changes the node's
+// term and state there, with nothing ordering it against the main loop. A
+// leader whose loop is appending client writes at that moment writes them
+// with the new term, a term it does not lead. The real leader of that
+// term has other entries at the same indices under the same term, so the
+// follower's log check sees nothing to replace and the replicas apply
+// different commands at one index (hashicorp/raft#695; termrace_test.go
+// reproduces it, and a chaos campaign found it in ledgerd). The same fast
+// path let a heartbeat write a new term to the stable store after raft
+// had shut down and the node had closed it.
+//
+// Transport drops the handler raft installs. The network transport then
+// delivers heartbeats on its consumer channel like every other RPC, and
+// raft's main loop handles them in order with its own appends and
+// elections. The cost is that a heartbeat waits for the log write in
+// progress (a few milliseconds), far below the heartbeat timeout; every
+// AppendEntries a follower handles refreshes its leader contact anyway.
 //
 // The package wraps the transport and nothing else: it must not answer a
-// heartbeat itself or change what raft sees of one that gets through.
+// heartbeat itself or change what raft sees of one.
 package raftgate
 
-import (
-	"sync"
+import "github.com/hashicorp/raft"
 
-	"github.com/hashicorp/raft"
-)
-
-// Transport is raft's network transport with its heartbeat fast path
-// behind a gate. Pass it to raft.NewRaft in place of the transport it
-// wraps, and call CloseHeartbeats after raft's shutdown, before closing
-// the log and stable stores.
+// Transport is raft's network transport without its heartbeat fast path.
+// Pass it to raft.NewRaft in place of the transport it wraps.
 type Transport struct {
 	*raft.NetworkTransport
-	gate gate
 }
 
-// New wraps t.
+// New wraps t. Any heartbeat handler already set on t is removed.
 func New(t *raft.NetworkTransport) *Transport {
+	t.SetHeartbeatHandler(nil)
 	return &Transport{NetworkTransport: t}
 }
 
-// SetHeartbeatHandler installs raft's heartbeat handler behind the gate.
-// A nil handler is passed through: the transport then sends heartbeats to
-// its consumer channel, as it does without a gate.
-func (t *Transport) SetHeartbeatHandler(cb func(raft.RPC)) {
-	if cb == nil {
-		t.NetworkTransport.SetHeartbeatHandler(nil)
-		return
-	}
-	t.NetworkTransport.SetHeartbeatHandler(func(rpc raft.RPC) {
-		if !t.gate.enter() {
-			return
-		}
-		defer t.gate.leave()
-		cb(rpc)
-	})
-}
-
-// CloseHeartbeats turns later heartbeats away and returns once every
-// heartbeat being handled has finished. It does not close the transport.
-func (t *Transport) CloseHeartbeats() { t.gate.close() }
-
-// gate lets calls in until it is closed; closing waits for the calls
-// inside to leave.
-type gate struct {
-	mu     sync.RWMutex
-	closed bool
-}
-
-// enter reports whether the caller may go on; a caller that may must call
-// leave when done.
-func (g *gate) enter() bool {
-	g.mu.RLock()
-	if g.closed {
-		g.mu.RUnlock()
-		return false
-	}
-	return true
-}
-
-func (g *gate) leave() { g.mu.RUnlock() }
-
-// close turns later calls away and returns once every call inside has left.
-func (g *gate) close() {
-	g.mu.Lock()
-	g.closed = true
-	g.mu.Unlock()
-}
+// SetHeartbeatHandler implements raft.WithHeartbeat (raft.Transport): it
+// ignores cb, so heartbeats reach raft through Consumer, on its main
+// goroutine.
+func (t *Transport) SetHeartbeatHandler(cb func(raft.RPC)) {}

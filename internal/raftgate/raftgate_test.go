@@ -2,7 +2,6 @@ package raftgate
 
 import (
 	"io"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,45 +9,10 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// TestGateWaitsForCallsInside checks the order a node relies on before it
-// closes its stores: close returns only after the calls inside have left,
-// and no call gets in after it.
-func TestGateWaitsForCallsInside(t *testing.T) {
-	var g gate
-	if !g.enter() {
-		t.Fatal("an open gate turned a call away")
-	}
-	done := make(chan struct{})
-	go func() {
-		g.close()
-		close(done)
-	}()
-	// Let the closer run; a gate that does not wait returns by now. (A
-	// correct one can never fail this check, however the goroutines run.)
-	for range 100 {
-		runtime.Gosched()
-	}
-	select {
-	case <-done:
-		t.Fatal("close returned while a call was still inside")
-	default:
-	}
-	g.leave()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("close did not return 10 s after the last call left")
-	}
-	if g.enter() {
-		t.Fatal("a closed gate let a call in")
-	}
-}
-
-// TestTransportHeartbeats sends raft heartbeats over real TCP
-// transports: with the gate open they reach the handler raft installed;
-// once it is closed they are dropped unanswered, and the sender sees an
-// error rather than a reply nobody gave.
-func TestTransportHeartbeats(t *testing.T) {
+// TestHeartbeatsReachTheConsumer sends a raft heartbeat over real TCP
+// transports: it arrives on the consumer channel raft's main loop reads,
+// and the handler raft installs for the fast path is never called.
+func TestHeartbeatsReachTheConsumer(t *testing.T) {
 	newTrans := func() *raft.NetworkTransport {
 		tr, err := raft.NewTCPTransport("127.0.0.1:0", nil, 1, 10*time.Second, io.Discard)
 		if err != nil {
@@ -61,53 +25,92 @@ func TestTransportHeartbeats(t *testing.T) {
 	client := newTrans()
 	defer client.Close()
 
-	var calls atomic.Int64
+	var fastPath atomic.Int64
 	server.SetHeartbeatHandler(func(rpc raft.RPC) {
-		calls.Add(1)
-		rpc.Respond(&raft.AppendEntriesResponse{Term: 7, Success: true}, nil)
+		fastPath.Add(1)
+		rpc.Respond(&raft.AppendEntriesResponse{Term: 99, Success: false}, nil)
 	})
-	heartbeat := func() (*raft.AppendEntriesResponse, error) {
+	type outcome struct {
+		resp raft.AppendEntriesResponse
+		err  error
+	}
+	got := make(chan outcome, 1)
+	go func() {
 		req := &raft.AppendEntriesRequest{
 			RPCHeader: raft.RPCHeader{ID: []byte("leader"), Addr: []byte(client.LocalAddr())},
 			Term:      7,
 		}
-		var resp raft.AppendEntriesResponse
-		err := client.AppendEntries("server", server.LocalAddr(), req, &resp)
-		return &resp, err
-	}
-
-	resp, err := heartbeat()
-	if err != nil || !resp.Success || resp.Term != 7 {
-		t.Fatalf("heartbeat through the open gate: resp %+v, err %v; want the handler's reply", resp, err)
-	}
-	if got := calls.Load(); got != 1 {
-		t.Fatalf("handler called %d times for one heartbeat, want 1", got)
-	}
-
-	server.CloseHeartbeats()
-	type outcome struct {
-		resp *raft.AppendEntriesResponse
-		err  error
-	}
-	late := make(chan outcome, 1)
-	go func() {
-		resp, err := heartbeat()
-		late <- outcome{resp, err}
+		var o outcome
+		o.err = client.AppendEntries("server", server.LocalAddr(), req, &o.resp)
+		got <- o
 	}()
-	// The dropped heartbeat waits for a reply until the transport shuts
-	// down, as one raft ignores after its shutdown does.
-	if err := server.Close(); err != nil {
-		t.Fatalf("close transport: %v", err)
+	select {
+	case rpc := <-server.Consumer():
+		req, ok := rpc.Command.(*raft.AppendEntriesRequest)
+		if !ok || req.Term != 7 || len(req.Entries) != 0 {
+			t.Fatalf("consumer got %#v, want the heartbeat of term 7", rpc.Command)
+		}
+		rpc.Respond(&raft.AppendEntriesResponse{Term: 7, Success: true}, nil)
+	case o := <-got:
+		t.Fatalf("heartbeat answered without reaching the consumer: %+v, err %v", o.resp, o.err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("heartbeat did not reach the consumer within 30 s")
 	}
 	select {
-	case o := <-late:
-		if o.err == nil {
-			t.Errorf("heartbeat after the gate closed got a reply %+v, want an error", o.resp)
+	case o := <-got:
+		if o.err != nil || !o.resp.Success || o.resp.Term != 7 {
+			t.Fatalf("heartbeat reply %+v, err %v; want the consumer's (term 7, success)", o.resp, o.err)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatal("heartbeat after the gate closed did not end 30 s after the transport shut down")
+		t.Fatal("heartbeat reply did not arrive within 30 s")
 	}
-	if got := calls.Load(); got != 1 {
-		t.Fatalf("handler called %d times, want 1: a heartbeat got past the closed gate", got)
+	if n := fastPath.Load(); n != 0 {
+		t.Fatalf("fast-path handler called %d times, want 0", n)
+	}
+}
+
+// TestNewDropsAnInstalledHandler checks that a handler set on the network
+// transport before it was wrapped is removed too.
+func TestNewDropsAnInstalledHandler(t *testing.T) {
+	nt, err := raft.NewTCPTransport("127.0.0.1:0", nil, 1, 10*time.Second, io.Discard)
+	if err != nil {
+		t.Fatalf("transport: %v", err)
+	}
+	var fastPath atomic.Int64
+	nt.SetHeartbeatHandler(func(rpc raft.RPC) {
+		fastPath.Add(1)
+		rpc.Respond(&raft.AppendEntriesResponse{}, nil)
+	})
+	server := New(nt)
+	defer server.Close()
+	client, err := raft.NewTCPTransport("127.0.0.1:0", nil, 1, 10*time.Second, io.Discard)
+	if err != nil {
+		t.Fatalf("transport: %v", err)
+	}
+	defer client.Close()
+	done := make(chan error, 1)
+	go func() {
+		req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ID: []byte("leader"), Addr: []byte(client.LocalAddr())}, Term: 3}
+		var resp raft.AppendEntriesResponse
+		done <- client.AppendEntries("server", server.LocalAddr(), req, &resp)
+	}()
+	select {
+	case rpc := <-server.Consumer():
+		rpc.Respond(&raft.AppendEntriesResponse{Term: 3, Success: true}, nil)
+	case err := <-done:
+		t.Fatalf("heartbeat answered on the fast path (err %v)", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("heartbeat did not reach the consumer within 30 s")
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("heartbeat: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("heartbeat reply did not arrive within 30 s")
+	}
+	if n := fastPath.Load(); n != 0 {
+		t.Fatalf("the earlier handler was called %d times, want 0", n)
 	}
 }
