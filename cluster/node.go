@@ -280,6 +280,9 @@ func (n *Node) createRaft() error {
 	if err != nil {
 		return fmt.Errorf("cluster: start raft: %w", err)
 	}
+	// Heartbeats that change nothing may now take raft's fast path;
+	// until here every heartbeat went through its main loop.
+	n.trans.Bind(r)
 	n.raft = r
 	n.raftConf = *rc
 	st := r.Stats()
@@ -346,9 +349,9 @@ func (n *Node) closeResources() {
 }
 
 // closeStores closes the transport, the log store and raft.db once raft
-// has shut down. raft handles every RPC, heartbeats too, on its main
-// goroutine (internal/raftgate), so none of them writes to a store after
-// its shutdown.
+// has shut down. Closing the transport first waits for the heartbeats
+// raft is handling off its main loop (internal/raftgate), so none of
+// them writes to a store after it is closed.
 func (n *Node) closeStores() error {
 	var errs []error
 	if n.trans != nil {

@@ -170,6 +170,7 @@ func NewRawRaft(n int, dir string, tc *tls.Config, logStore string) (*RawRaft, e
 			r.Close()
 			return nil, fmt.Errorf("rawraft: node %d: %w", i, err)
 		}
+		r.trans[i].Bind(node)
 		r.nodes = append(r.nodes, node)
 	}
 	if err := r.nodes[0].BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
