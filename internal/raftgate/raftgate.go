@@ -23,7 +23,8 @@
 // heartbeat's, which raft then ignores.
 //
 // The package wraps the transport and nothing else: it must not answer a
-// heartbeat itself or change what raft sees of one.
+// heartbeat itself (beyond refusing one after Close) or change what raft
+// sees of one.
 package raftgate
 
 import (
