@@ -10,108 +10,102 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// TestHeartbeatsReachTheConsumer sends a raft heartbeat over real TCP
-// transports: it arrives on the consumer channel raft's main loop reads,
-// and the handler raft installs for the fast path is never called.
-func TestHeartbeatsReachTheConsumer(t *testing.T) {
-	newTrans := func() *raft.NetworkTransport {
-		tr, err := raft.NewTCPTransport("127.0.0.1:0", nil, 1, 10*time.Second, io.Discard)
-		if err != nil {
-			t.Fatalf("transport: %v", err)
-		}
-		return tr
+// newTCP returns a raft network transport on a loopback port.
+func newTCP(t *testing.T) *raft.NetworkTransport {
+	t.Helper()
+	nt, err := raft.NewTCPTransport("127.0.0.1:0", nil, 3, 10*time.Second, io.Discard)
+	if err != nil {
+		t.Fatalf("transport: %v", err)
 	}
-	server := New(newTrans())
-	defer server.Close()
-	client := newTrans()
-	defer client.Close()
+	return nt
+}
 
-	var fastPath atomic.Int64
-	server.SetHeartbeatHandler(func(rpc raft.RPC) {
-		fastPath.Add(1)
-		rpc.Respond(&raft.AppendEntriesResponse{Term: 99, Success: false}, nil)
-	})
-	type outcome struct {
+// route sends a heartbeat of term from client to server and reports
+// whether it arrived on server's consumer channel (where it is answered
+// with success in that term) rather than on the fast path. It fails the
+// test if the reply does not come back as given.
+func route(t *testing.T, client *raft.NetworkTransport, server *Transport, term uint64) bool {
+	t.Helper()
+	type reply struct {
 		resp raft.AppendEntriesResponse
 		err  error
 	}
-	got := make(chan outcome, 1)
+	got := make(chan reply, 1)
 	go func() {
 		req := &raft.AppendEntriesRequest{
 			RPCHeader: raft.RPCHeader{ID: []byte("leader"), Addr: []byte(client.LocalAddr())},
-			Term:      7,
+			Term:      term,
 		}
-		var o outcome
-		o.err = client.AppendEntries("server", server.LocalAddr(), req, &o.resp)
-		got <- o
+		var r reply
+		r.err = client.AppendEntries("server", server.LocalAddr(), req, &r.resp)
+		got <- r
 	}()
+	viaConsumer := false
+	var r reply
 	select {
 	case rpc := <-server.Consumer():
 		req, ok := rpc.Command.(*raft.AppendEntriesRequest)
-		if !ok || req.Term != 7 || len(req.Entries) != 0 {
-			t.Fatalf("consumer got %#v, want the heartbeat of term 7", rpc.Command)
+		if !ok || req.Term != term || len(req.Entries) != 0 {
+			t.Fatalf("consumer got %#v, want the heartbeat of term %d", rpc.Command, term)
 		}
-		rpc.Respond(&raft.AppendEntriesResponse{Term: 7, Success: true}, nil)
-	case o := <-got:
-		t.Fatalf("heartbeat answered without reaching the consumer: %+v, err %v", o.resp, o.err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("heartbeat did not reach the consumer within 30 s")
-	}
-	select {
-	case o := <-got:
-		if o.err != nil || !o.resp.Success || o.resp.Term != 7 {
-			t.Fatalf("heartbeat reply %+v, err %v; want the consumer's (term 7, success)", o.resp, o.err)
+		viaConsumer = true
+		rpc.Respond(&raft.AppendEntriesResponse{Term: term, Success: true}, nil)
+		select {
+		case r = <-got:
+		case <-time.After(30 * time.Second):
+			t.Fatal("heartbeat reply did not arrive within 30 s")
 		}
+	case r = <-got:
 	case <-time.After(30 * time.Second):
-		t.Fatal("heartbeat reply did not arrive within 30 s")
+		t.Fatal("heartbeat neither answered nor delivered within 30 s")
 	}
-	if n := fastPath.Load(); n != 0 {
+	if r.err != nil || !r.resp.Success || r.resp.Term != term {
+		t.Fatalf("heartbeat reply %+v, err %v; want success in term %d", r.resp, r.err, term)
+	}
+	return viaConsumer
+}
+
+// fastHandler returns a fast-path handler that counts its calls and
+// answers success in term.
+func fastHandler(calls *atomic.Int64, term uint64) func(raft.RPC) {
+	return func(rpc raft.RPC) {
+		calls.Add(1)
+		rpc.Respond(&raft.AppendEntriesResponse{Term: term, Success: true}, nil)
+	}
+}
+
+// TestHeartbeatsReachTheConsumer checks that before Bind every heartbeat
+// goes to the consumer channel raft's main loop reads, and the handler
+// raft installs for the fast path is not called.
+func TestHeartbeatsReachTheConsumer(t *testing.T) {
+	server := New(newTCP(t))
+	defer server.Close()
+	client := newTCP(t)
+	defer client.Close()
+	var fast atomic.Int64
+	server.SetHeartbeatHandler(fastHandler(&fast, 7))
+	if !route(t, client, server, 7) {
+		t.Fatal("heartbeat took the fast path before Bind")
+	}
+	if n := fast.Load(); n != 0 {
 		t.Fatalf("fast-path handler called %d times, want 0", n)
 	}
 }
 
 // TestNewDropsAnInstalledHandler checks that a handler set on the network
-// transport before it was wrapped is removed too.
+// transport before it was wrapped is replaced.
 func TestNewDropsAnInstalledHandler(t *testing.T) {
-	nt, err := raft.NewTCPTransport("127.0.0.1:0", nil, 1, 10*time.Second, io.Discard)
-	if err != nil {
-		t.Fatalf("transport: %v", err)
-	}
-	var fastPath atomic.Int64
-	nt.SetHeartbeatHandler(func(rpc raft.RPC) {
-		fastPath.Add(1)
-		rpc.Respond(&raft.AppendEntriesResponse{}, nil)
-	})
+	nt := newTCP(t)
+	var earlier atomic.Int64
+	nt.SetHeartbeatHandler(fastHandler(&earlier, 3))
 	server := New(nt)
 	defer server.Close()
-	client, err := raft.NewTCPTransport("127.0.0.1:0", nil, 1, 10*time.Second, io.Discard)
-	if err != nil {
-		t.Fatalf("transport: %v", err)
-	}
+	client := newTCP(t)
 	defer client.Close()
-	done := make(chan error, 1)
-	go func() {
-		req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ID: []byte("leader"), Addr: []byte(client.LocalAddr())}, Term: 3}
-		var resp raft.AppendEntriesResponse
-		done <- client.AppendEntries("server", server.LocalAddr(), req, &resp)
-	}()
-	select {
-	case rpc := <-server.Consumer():
-		rpc.Respond(&raft.AppendEntriesResponse{Term: 3, Success: true}, nil)
-	case err := <-done:
-		t.Fatalf("heartbeat answered on the fast path (err %v)", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("heartbeat did not reach the consumer within 30 s")
+	if !route(t, client, server, 3) {
+		t.Fatal("heartbeat answered on the fast path")
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("heartbeat: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("heartbeat reply did not arrive within 30 s")
-	}
-	if n := fastPath.Load(); n != 0 {
+	if n := earlier.Load(); n != 0 {
 		t.Fatalf("the earlier handler was called %d times, want 0", n)
 	}
 }
@@ -146,52 +140,16 @@ func TestFastPathOnlyForHeartbeatsThatChangeNothing(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			newTrans := func() *raft.NetworkTransport {
-				tr, err := raft.NewTCPTransport("127.0.0.1:0", nil, 1, 10*time.Second, io.Discard)
-				if err != nil {
-					t.Fatalf("transport: %v", err)
-				}
-				return tr
-			}
-			server := New(newTrans())
+			server := New(newTCP(t))
 			defer server.Close()
-			client := newTrans()
+			client := newTCP(t)
 			defer client.Close()
 			if c.node != nil {
 				server.Bind(*c.node)
 			}
 			var fast atomic.Int64
-			server.SetHeartbeatHandler(func(rpc raft.RPC) {
-				fast.Add(1)
-				rpc.Respond(&raft.AppendEntriesResponse{Term: c.term, Success: true}, nil)
-			})
-			done := make(chan error, 1)
-			go func() {
-				req := &raft.AppendEntriesRequest{
-					RPCHeader: raft.RPCHeader{ID: []byte("leader"), Addr: []byte(client.LocalAddr())},
-					Term:      c.term,
-				}
-				var resp raft.AppendEntriesResponse
-				done <- client.AppendEntries("server", server.LocalAddr(), req, &resp)
-			}()
-			var viaConsumer bool
-			select {
-			case rpc := <-server.Consumer():
-				viaConsumer = true
-				rpc.Respond(&raft.AppendEntriesResponse{Term: c.term, Success: true}, nil)
-			case err := <-done:
-				done <- err
-			case <-time.After(30 * time.Second):
-				t.Fatal("heartbeat neither answered nor delivered within 30 s")
-			}
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatalf("heartbeat: %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatal("heartbeat reply did not arrive within 30 s")
-			}
+			server.SetHeartbeatHandler(fastHandler(&fast, c.term))
+			viaConsumer := route(t, client, server, c.term)
 			if got := fast.Load() == 1; got != c.fast || viaConsumer == c.fast {
 				t.Fatalf("fast path %v, main loop %v; want fast path %v", got, viaConsumer, c.fast)
 			}
@@ -203,10 +161,7 @@ func TestFastPathOnlyForHeartbeatsThatChangeNothing(t *testing.T) {
 // heartbeat kept off the fast path after it is refused, not left waiting,
 // and that one that changes nothing no longer reaches raft's handler.
 func TestCloseStopsTheRelay(t *testing.T) {
-	nt, err := raft.NewTCPTransport("127.0.0.1:0", nil, 1, 10*time.Second, io.Discard)
-	if err != nil {
-		t.Fatalf("transport: %v", err)
-	}
+	nt := newTCP(t)
 	g := New(nt)
 	g.Bind(fakeNode{9, raft.Follower})
 	var fast atomic.Int64

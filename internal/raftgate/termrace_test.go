@@ -40,15 +40,8 @@ type termRace struct {
 // run returns the entries the node wrote in a term it did not lead.
 func (tr termRace) run(t *testing.T) []raft.Log {
 	t.Helper()
-	newTCP := func() *raft.NetworkTransport {
-		nt, err := raft.NewTCPTransport("127.0.0.1:0", nil, 3, 10*time.Second, io.Discard)
-		if err != nil {
-			t.Fatalf("transport: %v", err)
-		}
-		return nt
-	}
-	nodeTrans := newTCP()
-	peer := newTCP() // the other leader: it only sends heartbeats
+	nodeTrans := newTCP(t)
+	peer := newTCP(t) // the other leader: it only sends heartbeats
 	defer peer.Close()
 
 	conf := raft.DefaultConfig()
