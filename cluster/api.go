@@ -207,6 +207,14 @@ type Config struct {
 	// groups. Each snapshot writes the whole state, so a small value
 	// costs CPU and disk in proportion to the state's size.
 	SnapshotLogBytes uint64
+	// LogCheckWindow is how many consecutive log indices one window of
+	// the log check covers (logcheck.go); 0 means DefaultLogCheckWindow.
+	// Servers compare windows only with peers that use the same size.
+	LogCheckWindow uint64
+	// LogCheckInterval is how often the node fetches its peers' log
+	// check sums and compares them with its own; 0 means
+	// DefaultLogCheckInterval.
+	LogCheckInterval time.Duration
 	// RestartTarget, if not zero, keeps the restart after a crash near
 	// this long: the node measures how long restoring its snapshot and
 	// applying its log take, and snapshots by log volume once the log

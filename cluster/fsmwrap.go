@@ -102,6 +102,13 @@ type trackedFSM struct {
 	// target (restarttarget.go). Set before raft starts.
 	restart *restartModel
 
+	// check, if set, sums the applied entries for the log check
+	// (logcheck.go); checked is then called, on the FSM goroutine, when
+	// a window completed, with any mismatch with a peer it revealed. Set
+	// before raft starts.
+	check   *logCheck
+	checked func([]checkMismatch)
+
 	// fatal is called, on the FSM goroutine, with the message of an
 	// entry the FSM could not apply; it must not return while the node
 	// runs. Default: panic, which stops the process.
@@ -193,11 +200,22 @@ func (f *trackedFSM) Apply(l *raft.Log) any {
 	r := f.applyOne(l)
 	took := f.restart.stopApply(clock)
 	f.setApplied(l.Index)
+	f.observe(l)
 	f.restart.applied(f.volume.applied(l), took)
 	if f.collectAt.Load() != nil {
 		f.startPendingCollection(l.Index)
 	}
 	return r
+}
+
+// observe hands applied entries to the log check.
+func (f *trackedFSM) observe(logs ...*raft.Log) {
+	if f.check == nil {
+		return
+	}
+	if completed, bad := f.check.observe(logs...); completed && f.checked != nil {
+		f.checked(bad)
+	}
 }
 
 // applyOne applies one entry, stopping the node if the FSM panics on it.
@@ -237,6 +255,7 @@ func (f *trackedFSM) ApplyBatch(logs []*raft.Log) []any {
 	}
 	took := f.restart.stopApply(clock)
 	f.setApplied(logs[len(logs)-1].Index)
+	f.observe(logs...)
 	f.restart.applied(f.volume.applied(logs...), took)
 	if f.collectAt.Load() != nil {
 		f.startPendingCollection(logs[len(logs)-1].Index)
@@ -271,6 +290,11 @@ func (f *trackedFSM) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("cluster: not a ledgerd snapshot (bad magic %q)", hdr[:8])
 	}
 	index := binary.BigEndian.Uint64(hdr[8:])
+	if f.check != nil {
+		// Even a restore that fails may have replaced part of the
+		// state: the window around it is no longer summed whole.
+		f.check.restored(index)
+	}
 	// body is what the application FSM reads: the rest of the stream, or
 	// the rest of the mapped file (snapmap.go).
 	var body io.ReadCloser = readCloser{tr, rc}

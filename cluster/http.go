@@ -21,6 +21,7 @@ import (
 const (
 	pathReadIndex = "/internal/readindex"
 	pathStatus    = "/internal/status"
+	pathLogCheck  = "/internal/logcheck"
 )
 
 // errHeader carries the error class of a failed internal call.
@@ -78,6 +79,7 @@ func (n *Node) Handler() http.Handler {
 	mux.HandleFunc("POST "+pathApplyBatch, n.serveApplyBatch)
 	mux.HandleFunc("GET "+pathReadIndex, n.serveReadIndex)
 	mux.HandleFunc("GET "+pathStatus, n.serveStatus)
+	mux.HandleFunc("GET "+pathLogCheck, n.serveLogCheck)
 	mux.HandleFunc("POST "+pathKeyring, n.serveKeyring)
 	if n.keys == nil || n.cfg.Migration == MigrationAccept {
 		return mux
@@ -269,22 +271,28 @@ func (n *Node) fetchStatusOnce(ctx context.Context, rpcAddr string) (status, err
 	var st status
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, err := n.newInternalRequest(ctx, http.MethodGet, n.scheme+"://"+rpcAddr+pathStatus, nil)
-	if err != nil {
-		return st, fmt.Errorf("cluster: status: %w", err)
-	}
-	resp, err := n.client.Do(req)
-	if err != nil {
-		return st, fmt.Errorf("cluster: status of %s: %w", rpcAddr, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("cluster: status of %s: %s", rpcAddr, resp.Status)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&st); err != nil {
+	if err := n.getInternal(ctx, rpcAddr, pathStatus, 64<<10, &st); err != nil {
 		return st, fmt.Errorf("cluster: status of %s: %w", rpcAddr, err)
 	}
 	return st, nil
+}
+
+// getInternal GETs a peer's internal endpoint (path with its query) and
+// decodes its JSON answer, at most limit bytes, into out.
+func (n *Node) getInternal(ctx context.Context, rpcAddr, path string, limit int64, out any) error {
+	req, err := n.newInternalRequest(ctx, http.MethodGet, n.scheme+"://"+rpcAddr+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := n.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return errors.New(resp.Status)
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, limit)).Decode(out)
 }
 
 // peerTransport is the HTTP transport for calls to peers' internal

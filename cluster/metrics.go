@@ -95,6 +95,14 @@ func newMetrics(n *Node) *metrics {
 			Help: "Gossip members the leader kept out of Raft, one per member and round: no proof of being a server, or a claim on a live server's Raft address.",
 		}, func() float64 { return float64(n.refusedJoins.Load()) }),
 		gauge("ledgerd_fsm_applied_index", "Last index the FSM applied.", func() float64 { return float64(n.fsm.Applied()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "ledgerd_log_check_windows_matched_total",
+			Help: "Windows of applied log entries whose sum this node found equal to a peer's (the log check), counted once per peer.",
+		}, func() float64 { m, _ := n.check.counts(); return float64(m) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "ledgerd_log_check_windows_mismatched_total",
+			Help: "Windows of applied log entries whose sum differed from a peer's: this node or that peer diverged from the cluster (alert on any increase).",
+		}, func() float64 { _, m := n.check.counts(); return float64(m) }),
 		gauge("ledgerd_ready", "1 while the node is ready (Node.Ready: a leader is known and the FSM is at most ReadyLag entries behind its commit index).", func() float64 {
 			if n.Ready() {
 				return 1

@@ -57,6 +57,9 @@ type Node struct {
 	keys     *keyring    // gossip keyring; nil when gossip is unencrypted
 	hadState bool        // raft state existed on disk at start
 
+	// check is the log check (logcheck.go).
+	check *logCheck
+
 	// readable is the term in which this node, as leader, completed a
 	// barrier; reads on the leader wait for it so the FSM reflects every
 	// entry committed by earlier leaders.
@@ -136,6 +139,8 @@ func New(cfg Config, fsm raft.FSM) (*Node, error) {
 	n.fsm.log = n.log
 	n.fsm.volume = newLogVolume(cfg.SnapshotLogBytes)
 	n.fsm.restart = newRestartModel(cfg.RestartTarget)
+	n.check = newLogCheck(cfg.LogCheckWindow)
+	n.fsm.check, n.fsm.checked = n.check, n.reportMismatches
 	if cfg.onApplyPanic != nil {
 		n.fsm.fatal = func(msg string) {
 			cfg.onApplyPanic(msg)
@@ -377,6 +382,7 @@ func (n *Node) startLoops() {
 	n.goLoop(n.leadershipLoop)
 	n.goLoop(n.readyLoop)
 	n.goLoop(n.snapshotByVolumeLoop)
+	n.goLoop(n.logCheckLoop)
 }
 
 func (n *Node) goLoop(f func()) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,7 +43,14 @@ func (g GroupStats) Text() string {
 const (
 	metricGroupEntries  = "ledgerd_group_entries_total"
 	metricGroupCommands = "ledgerd_grouped_commands_total"
+	// The log check: windows of applied entries a node found equal to,
+	// or different from, a peer's.
+	metricCheckMatched    = "ledgerd_log_check_windows_matched_total"
+	metricCheckMismatched = "ledgerd_log_check_windows_mismatched_total"
 )
+
+// sampledMetrics are the counters the sampler follows.
+var sampledMetrics = []string{metricGroupEntries, metricGroupCommands, metricCheckMatched, metricCheckMismatched}
 
 // groupCounter follows one counter of one node across restarts: banked
 // holds what earlier processes counted, last the current process's latest
@@ -60,8 +68,8 @@ func (c *groupCounter) observe(v int64) {
 
 func (c groupCounter) total() int64 { return c.banked + c.last }
 
-// groupSampler scrapes every node's metrics at a fixed interval during the
-// run and once more at its end.
+// groupSampler scrapes every node's metrics (sampledMetrics) at a fixed
+// interval during the run and once more at its end.
 type groupSampler struct {
 	names  []string
 	addr   func(name string) string // the node's API host:port now
@@ -70,17 +78,14 @@ type groupSampler struct {
 	hc     *http.Client
 
 	mu      sync.Mutex
-	nodes   map[string]*nodeGroups
+	nodes   map[string]map[string]*groupCounter // node -> metric -> counter
 	samples int
 }
-
-// nodeGroups is one node's two counters.
-type nodeGroups struct{ entries, commands groupCounter }
 
 func newGroupSampler(names []string, addr func(string) string, tlsConf *tls.Config, token string) *groupSampler {
 	s := &groupSampler{
 		names: names, addr: addr, scheme: "http", token: token,
-		nodes: map[string]*nodeGroups{},
+		nodes: map[string]map[string]*groupCounter{},
 		hc: &http.Client{Transport: &http.Transport{
 			DialContext:     (&net.Dialer{Timeout: time.Second}).DialContext,
 			TLSClientConfig: tlsConf.Clone(),
@@ -90,7 +95,10 @@ func newGroupSampler(names []string, addr func(string) string, tlsConf *tls.Conf
 		s.scheme = "https"
 	}
 	for _, n := range names {
-		s.nodes[n] = &nodeGroups{}
+		s.nodes[n] = map[string]*groupCounter{}
+		for _, m := range sampledMetrics {
+			s.nodes[n][m] = &groupCounter{}
+		}
 	}
 	return s
 }
@@ -114,63 +122,61 @@ func (s *groupSampler) Run(ctx context.Context, interval time.Duration) {
 func (s *groupSampler) SampleAll(ctx context.Context) {
 	for _, name := range s.names {
 		cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		e, c, err := s.scrape(cctx, s.addr(name))
+		vals, err := s.scrape(cctx, s.addr(name))
 		cancel()
 		if err != nil {
 			continue
 		}
 		s.mu.Lock()
-		s.nodes[name].entries.observe(e)
-		s.nodes[name].commands.observe(c)
+		for m, c := range s.nodes[name] {
+			c.observe(vals[m])
+		}
 		s.samples++
 		s.mu.Unlock()
 	}
 }
 
-func (s *groupSampler) scrape(ctx context.Context, addr string) (entries, commands int64, err error) {
+func (s *groupSampler) scrape(ctx context.Context, addr string) (map[string]int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.scheme+"://"+addr+"/metrics", nil)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	if s.token != "" {
 		req.Header.Set("Authorization", "Bearer "+s.token)
 	}
 	resp, err := s.hc.Do(req)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, 0, fmt.Errorf("metrics of %s: %s", addr, resp.Status)
+		return nil, fmt.Errorf("metrics of %s: %s", addr, resp.Status)
 	}
-	return parseGroupCounters(resp.Body)
+	return parseCounters(resp.Body)
 }
 
-// parseGroupCounters reads the two group counters from a Prometheus text
-// exposition; a counter that is absent reads as zero (a node that never
-// led proposes no group).
-func parseGroupCounters(r io.Reader) (entries, commands int64, err error) {
+// parseCounters reads sampledMetrics from a Prometheus text exposition; a
+// counter that is absent reads as zero (a node that never led proposes
+// no group; one of the previous release has no log check).
+func parseCounters(r io.Reader) (map[string]int64, error) {
+	out := map[string]int64{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		name, value, ok := strings.Cut(sc.Text(), " ")
-		if !ok || (name != metricGroupEntries && name != metricGroupCommands) {
+		if !ok || !slices.Contains(sampledMetrics, name) {
 			continue
 		}
-		f, perr := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if perr != nil {
-			return 0, 0, fmt.Errorf("metric %s: value %q: %w", name, value, perr)
+		f, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			return nil, fmt.Errorf("metric %s: value %q: %w", name, value, err)
 		}
-		if name == metricGroupEntries {
-			entries = int64(f)
-		} else {
-			commands = int64(f)
-		}
+		out[name] = int64(f)
 	}
 	if err := sc.Err(); err != nil {
-		return 0, 0, fmt.Errorf("reading metrics: %w", err)
+		return nil, fmt.Errorf("reading metrics: %w", err)
 	}
-	return entries, commands, nil
+	return out, nil
 }
 
 // Stats sums the counters over every node and incarnation.
@@ -179,8 +185,27 @@ func (s *groupSampler) Stats() GroupStats {
 	defer s.mu.Unlock()
 	g := GroupStats{Samples: s.samples}
 	for _, n := range s.names {
-		g.Entries += s.nodes[n].entries.total()
-		g.Commands += s.nodes[n].commands.total()
+		g.Entries += s.nodes[n][metricGroupEntries].total()
+		g.Commands += s.nodes[n][metricGroupCommands].total()
 	}
 	return g
+}
+
+// LogCheck is the invariant "log-check-agrees": no node found a window of
+// applied log entries that differs from a peer's (the nodes' own online
+// check, read from their metrics). Checked counts the windows compared,
+// by every node with each peer.
+func (s *groupSampler) LogCheck() InvariantResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := InvariantResult{Name: "log-check-agrees", OK: true}
+	for _, n := range s.names {
+		r.Checked += int(s.nodes[n][metricCheckMatched].total())
+		if bad := s.nodes[n][metricCheckMismatched].total(); bad > 0 {
+			r.OK = false
+			r.Checked += int(bad)
+			r.Violations = append(r.Violations, fmt.Sprintf("%s found %d windows of log entries that differ from a peer's (its log names them)", n, bad))
+		}
+	}
+	return r
 }

@@ -22,14 +22,14 @@ func TestParseGroupCounters(t *testing.T) {
 		{name: "bad value names the metric", in: "ledgerd_grouped_commands_total many\n", wantErr: `metric ledgerd_grouped_commands_total: value "many"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, c, err := parseGroupCounters(strings.NewReader(tc.in))
+			vals, err := parseCounters(strings.NewReader(tc.in))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
 				}
 				return
 			}
-			if err != nil || e != tc.entries || c != tc.cmds {
+			if e, c := vals[metricGroupEntries], vals[metricGroupCommands]; err != nil || e != tc.entries || c != tc.cmds {
 				t.Fatalf("got %d, %d, %v; want %d, %d", e, c, err, tc.entries, tc.cmds)
 			}
 		})
@@ -97,5 +97,45 @@ func TestGroupSamplerScrapes(t *testing.T) {
 	}
 	if txt := got.Text(); !strings.Contains(txt, "7 group entries carried 17 commands") {
 		t.Errorf("text %q", txt)
+	}
+}
+
+// TestLogCheckInvariant reads the nodes' log check counters: windows
+// compared count as checked, and any window a node found different fails
+// the invariant and names the node.
+func TestLogCheckInvariant(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pages   map[string]string
+		ok      bool
+		checked int
+		names   string
+	}{
+		{"all equal", map[string]string{
+			"n1": "ledgerd_log_check_windows_matched_total 6\nledgerd_log_check_windows_mismatched_total 0\n",
+			"n2": "ledgerd_log_check_windows_matched_total 5\n",
+		}, true, 11, ""},
+		{"one differs", map[string]string{
+			"n1": "ledgerd_log_check_windows_matched_total 6\nledgerd_log_check_windows_mismatched_total 2\n",
+			"n2": "ledgerd_log_check_windows_matched_total 5\nledgerd_log_check_windows_mismatched_total 1\n",
+		}, false, 14, "n1 found 2"},
+		{"previous release: no counters", map[string]string{"n1": "go_goroutines 3\n", "n2": "go_goroutines 4\n"}, true, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addrs := map[string]string{}
+			for n, page := range tc.pages {
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					_, _ = w.Write([]byte(page))
+				}))
+				defer srv.Close()
+				addrs[n] = strings.TrimPrefix(srv.URL, "http://")
+			}
+			s := newGroupSampler([]string{"n1", "n2"}, func(n string) string { return addrs[n] }, nil, "")
+			s.SampleAll(context.Background())
+			r := s.LogCheck()
+			if r.Name != "log-check-agrees" || r.OK != tc.ok || r.Checked != tc.checked || tc.names != "" && !strings.Contains(strings.Join(r.Violations, "; "), tc.names) {
+				t.Fatalf("got %+v; want ok %v, checked %d, a violation naming %q", r, tc.ok, tc.checked, tc.names)
+			}
+		})
 	}
 }

@@ -321,7 +321,7 @@ loop:
 		cancel()
 	}
 	pops := prober.Ops()
-	rep.Invariants = append(rep.Invariants, ProbesDurable(pops, lists))
+	rep.Invariants = append(rep.Invariants, ProbesDurable(pops, lists), groups.LogCheck())
 	rep.FaultAvailability = FaultAvailabilities(rep.Faults, cl.Names(), h, pops, watch.Samples(), total)
 	rep.PerNemesis = SummarizeNemeses(rep.FaultAvailability)
 	for _, p := range pops {
