@@ -52,12 +52,18 @@ type windowSum struct {
 	Sum    uint64 `json:"s"`
 }
 
-// checkClaim is what a node answers on /internal/logcheck: its window
-// size and the sums of its complete windows, oldest first.
+// checkClaim is what a node answers on /internal/logcheck: how it sums,
+// its window size and the sums of its complete windows, oldest first.
 type checkClaim struct {
+	Alg  string      `json:"a"`
 	Size uint64      `json:"n"`
 	Sums []windowSum `json:"w"`
 }
+
+// checkAlg names what a window sum covers and how. A release that sums
+// differently must change it, so that servers of two releases never
+// compare sums made two ways.
+const checkAlg = "crc64-ecma(index-le64,type,data)/1"
 
 // checkMismatch is a window whose sum differs between this node and peer.
 type checkMismatch struct {
@@ -148,13 +154,14 @@ func (c *logCheck) finish(s windowSum) {
 func (c *logCheck) claim() checkClaim {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return checkClaim{Size: c.size, Sums: append([]windowSum(nil), c.done...)}
+	return checkClaim{Alg: checkAlg, Size: c.size, Sums: append([]windowSum(nil), c.done...)}
 }
 
 // peerClaim records peer's claim and returns the mismatches it reveals.
-// A claim with another window size is not comparable and is ignored.
+// A claim summed another way or with another window size is not
+// comparable and is ignored.
 func (c *logCheck) peerClaim(peer string, cl checkClaim) []checkMismatch {
-	if cl.Size != c.size || len(cl.Sums) == 0 {
+	if cl.Alg != checkAlg || cl.Size != c.size || len(cl.Sums) == 0 {
 		return nil
 	}
 	c.mu.Lock()

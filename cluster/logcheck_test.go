@@ -52,8 +52,11 @@ func TestLogCheckSameLogsMatch(t *testing.T) {
 	if m, mm := a.counts(); m != 5 || mm != 0 {
 		t.Fatalf("matched %d, mismatched %d; want 5 and 0", m, mm)
 	}
-	if bad := a.peerClaim("c", checkClaim{Size: 16, Sums: []windowSum{{Window: 1, Sum: 1}}}); len(bad) != 0 {
+	if bad := a.peerClaim("c", checkClaim{Alg: checkAlg, Size: 16, Sums: []windowSum{{Window: 1, Sum: 1}}}); len(bad) != 0 {
 		t.Fatalf("a claim with another window size was compared: %v", bad)
+	}
+	if bad := a.peerClaim("d", checkClaim{Alg: "other", Size: 8, Sums: []windowSum{{Window: 1, Sum: 1}}}); len(bad) != 0 {
+		t.Fatalf("a claim summed another way was compared: %v", bad)
 	}
 }
 
@@ -284,8 +287,9 @@ func TestServeLogCheck(t *testing.T) {
 // holds windows 0-4: it must neither panic nor report a window it does
 // not hold, and each window counts at most once per peer.
 func FuzzPeerClaim(f *testing.F) {
-	f.Add([]byte(`{"n":8,"w":[{"w":1,"s":2},{"w":3,"s":4}]}`))
-	f.Add([]byte(`{"n":8,"w":[{"w":4,"s":0},{"w":0,"s":0},{"w":4,"s":1}]}`))
+	alg, _ := json.Marshal(checkAlg)
+	f.Add([]byte(`{"a":` + string(alg) + `,"n":8,"w":[{"w":1,"s":2},{"w":3,"s":4}]}`))
+	f.Add([]byte(`{"a":` + string(alg) + `,"n":8,"w":[{"w":4,"s":0},{"w":0,"s":0},{"w":4,"s":1}]}`))
 	f.Add([]byte(`{"n":0,"w":[]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var cl checkClaim
