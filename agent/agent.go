@@ -300,6 +300,8 @@ func (a *Agent) clusterConfig() (cluster.Config, error) {
 		SnapshotOnShutdown: a.cfg.SnapshotOnShutdown,
 		SnapshotLogBytes:   uint64(a.cfg.SnapshotLogBytes),
 		RestartTarget:      time.Duration(a.cfg.RestartTarget),
+		LogCheckWindow:     a.cfg.LogCheckWindow,
+		LogCheckInterval:   time.Duration(a.cfg.LogCheckInterval),
 		Stamp:              stamp.Stamp,
 		Group:              fsm.GroupCommands,
 		GroupVersion:       fsm.GroupVersion,

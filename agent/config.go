@@ -113,6 +113,13 @@ type Config struct {
 	// snapshotting by log volume as the node's own measured restore and
 	// replay costs require (cluster.Config.RestartTarget; 0: off).
 	RestartTarget Duration `json:"restart_target"`
+	// LogCheckWindow and LogCheckInterval tune the log check, which
+	// compares window sums of applied entries with the peers'
+	// (cluster.Config.LogCheckWindow, LogCheckInterval; 0: 16384 entries,
+	// 10s). Set the window alike on every server: peers with another
+	// size are not compared.
+	LogCheckWindow   uint64   `json:"log_check_window"`
+	LogCheckInterval Duration `json:"log_check_interval"`
 	// MemoryLimit is the Go runtime's soft memory limit in bytes (0: the
 	// runtime's own, from GOMEMLIMIT or none); see applyMemoryLimit.
 	MemoryLimit ByteSize `json:"memory_limit"`

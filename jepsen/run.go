@@ -66,7 +66,17 @@ type Config struct {
 	// the checker reads a not-found answer about an ended reservation as
 	// its drop.
 	EndedMax int64
+	// LogCheckWindow runs the agents with this log_check_window and a
+	// 2s log_check_interval, so that the servers' own log check compares
+	// windows between the faults' restarts (the log-check-agrees
+	// invariant); 0 means DefaultLogCheckWindow, < 0 leaves the agents'
+	// defaults (a binary that predates the setting).
+	LogCheckWindow int64
 }
+
+// DefaultLogCheckWindow is a campaign's log_check_window: small enough
+// that windows complete between the restarts of a 10-minute campaign.
+const DefaultLogCheckWindow = 1024
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Dir == "" {
@@ -95,6 +105,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Progress == nil {
 		c.Progress = io.Discard
+	}
+	if c.LogCheckWindow == 0 {
+		c.LogCheckWindow = DefaultLogCheckWindow
 	}
 	switch c.LogStore {
 	case "", "boltdb", "wal":
@@ -135,6 +148,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	extra := cfg.ExtraArgs
 	if cfg.LogStore != "" {
 		extra = append(slices.Clip(extra), "-raft-log-store", cfg.LogStore)
+	}
+	if cfg.LogCheckWindow > 0 {
+		extra = append(slices.Clip(extra), "-log-check-window", strconv.FormatInt(cfg.LogCheckWindow, 10), "-log-check-interval", "2s")
 	}
 	if cfg.EndedMax > 0 {
 		extra = append(slices.Clip(extra), "-ended-max", strconv.FormatInt(cfg.EndedMax, 10))

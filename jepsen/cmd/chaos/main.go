@@ -38,6 +38,7 @@ func run(args []string) int {
 	)
 	logStore := fs.String("log-store", "", "the agents' raft_log_store: boltdb or wal (default: the agent's default)")
 	agentArgs := fs.String("agent-args", "", "more flags for every agent command line, separated by spaces, e.g. \"-snapshot-log-bytes 16KiB\" to snapshot throughout the faults")
+	logCheck := fs.Int64("log-check-window", jepsen.DefaultLogCheckWindow, "run the agents with this log_check_window (and a 2s log_check_interval) so that their log check compares windows between the faults' restarts; -1 leaves the agents' defaults, for a binary older than the setting")
 	endedMax := fs.Int64("ended-max", 0, "run the agents with this ended_max (0: none; else at least 100), so that ended reservations are dropped, oldest first, under the faults; the checker then reads a not-found answer about an ended reservation as its drop")
 	recurring := fs.Bool("recurring", false, "also book standing reservations throughout the run and check that each occurrence is booked exactly once, the endless ones by the leader's tick under the faults")
 	fs.Usage = func() {
@@ -70,7 +71,7 @@ func run(args []string) int {
 	rep, err := jepsen.Run(ctx, jepsen.Config{
 		Bin: *bin, Dir: *dir, Nodes: *nodes, Clients: *clients, Groups: *groups, Duration: *duration,
 		Nemeses: nem, Quiet: *quiet, Hold: *hold, Combine: *combine, Seed: *seed, CheckTimeout: *check,
-		Client: *client, Insecure: *insecure, Progress: os.Stdout, Recurring: *recurring, Think: *think, LogStore: *logStore, EndedMax: *endedMax,
+		Client: *client, Insecure: *insecure, Progress: os.Stdout, Recurring: *recurring, Think: *think, LogStore: *logStore, EndedMax: *endedMax, LogCheckWindow: *logCheck,
 		ExtraArgs: strings.Fields(*agentArgs),
 	})
 	if err != nil {
