@@ -78,8 +78,9 @@ func (m checkMismatch) String() string {
 }
 
 // logCheck sums the entries a node applies and compares the sums with
-// its peers'. observe and restored run on the FSM goroutine, claim on
-// gossip's; all are safe for concurrent use.
+// its peers'. observe and restored run on the FSM goroutine, peerClaim
+// and retain on logCheckLoop's, claim on HTTP handlers'; all are safe for
+// concurrent use.
 type logCheck struct {
 	size uint64
 
@@ -88,7 +89,7 @@ type logCheck struct {
 	cur   uint64 // the window being summed; math.MaxUint64: none
 	sum   uint64
 	whole bool                  // cur is summed from its first index
-	done  []windowSum           // the last complete windows, oldest first
+	done  []windowSum           // the last complete windows, in window order
 	peers map[string]checkClaim // each peer's last claim
 	// compared[peer] is the newest window compared with that peer, so
 	// that a window is counted once per peer.
@@ -179,24 +180,36 @@ func (c *logCheck) compare(peer string) []checkMismatch {
 		if seen && theirs.Window <= last {
 			continue
 		}
-		for _, ours := range c.done {
-			if ours.Window != theirs.Window {
-				continue
-			}
-			c.compared[peer], last, seen = ours.Window, ours.Window, true
-			if ours.Sum == theirs.Sum {
-				c.matched++
-				break
-			}
-			out = append(out, checkMismatch{
-				Peer: peer, Window: ours.Window, First: ours.Window * c.size, Last: (ours.Window+1)*c.size - 1,
-				Ours: ours.Sum, Theirs: theirs.Sum,
-			})
-			c.mismatched++
-			break
+		i := sort.Search(len(c.done), func(i int) bool { return c.done[i].Window >= theirs.Window })
+		if i == len(c.done) || c.done[i].Window != theirs.Window {
+			continue // not finished here (yet), or not whole
 		}
+		ours := c.done[i]
+		c.compared[peer], last, seen = ours.Window, ours.Window, true
+		if ours.Sum == theirs.Sum {
+			c.matched++
+			continue
+		}
+		out = append(out, checkMismatch{
+			Peer: peer, Window: ours.Window, First: ours.Window * c.size, Last: (ours.Window+1)*c.size - 1,
+			Ours: ours.Sum, Theirs: theirs.Sum,
+		})
+		c.mismatched++
 	}
 	return out
+}
+
+// retain forgets the claims of peers for which keep is false (servers
+// that left: a replaced server comes back under a new ID).
+func (c *logCheck) retain(keep func(peer string) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for p := range c.peers {
+		if !keep(p) {
+			delete(c.peers, p)
+			delete(c.compared, p)
+		}
+	}
 }
 
 // comparedWith returns the newest window compared with peer, if any.
@@ -251,7 +264,9 @@ func (n *Node) logCheckLoop() {
 		every = DefaultLogCheckInterval
 	}
 	for n.sleep(every) {
-		for id, p := range n.gossip.snapshot() {
+		members := n.gossip.snapshot()
+		n.check.retain(func(id string) bool { _, ok := members[id]; return ok })
+		for id, p := range members {
 			if id == n.id || p.status != statusAlive || p.meta.RPC == "" {
 				continue
 			}
