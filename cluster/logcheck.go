@@ -123,7 +123,7 @@ func (c *logCheck) observe(logs ...*raft.Log) (bool, []checkMismatch) {
 	var head [9]byte
 	for _, l := range logs {
 		if w := l.Index / c.size; w != c.cur {
-			if c.cur != math.MaxUint64 && c.whole {
+			if c.whole { // false for the sentinel: no window yet
 				c.finish(windowSum{c.cur, c.sum})
 				completed = true
 			}

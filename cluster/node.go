@@ -350,18 +350,23 @@ func (n *Node) closeResources() {
 	if n.raft != nil && !n.waitDone(closedCh(func() { _ = n.raft.Shutdown().Error() }), stopWait, "raft shutdown") {
 		return // raft may still use the stores
 	}
-	_ = n.closeStores()
+	_, _ = n.closeStores()
 }
 
 // closeStores closes the transport, the log store and raft.db once raft
 // has shut down. Closing the transport first waits for the heartbeats
 // raft is handling off its main loop (internal/raftgate), so none of
-// them writes to a store after it is closed.
-func (n *Node) closeStores() error {
+// them writes to a store after it is closed; the stores stay open, for
+// good (ok false), if that wait has not ended within stopWait.
+func (n *Node) closeStores() (ok bool, err error) {
 	var errs []error
 	if n.trans != nil {
-		if err := n.trans.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("cluster: transport close: %w", err))
+		var closeErr error
+		if !n.waitDone(closedCh(func() { closeErr = n.trans.Close() }), stopWait, "transport close") {
+			return false, fmt.Errorf("cluster: a heartbeat still in flight after %s; the stores stay open", stopWait)
+		}
+		if closeErr != nil {
+			errs = append(errs, fmt.Errorf("cluster: transport close: %w", closeErr))
 		}
 	}
 	if err := n.wal.Close(); err != nil {
@@ -372,7 +377,7 @@ func (n *Node) closeStores() error {
 			errs = append(errs, fmt.Errorf("cluster: close raft.db: %w", err))
 		}
 	}
-	return errors.Join(errs...)
+	return true, errors.Join(errs...)
 }
 
 func (n *Node) startLoops() {
@@ -502,8 +507,12 @@ func (n *Node) stop() error {
 	if !n.waitDone(closedCh(n.wg.Wait), stopWait, "node goroutines") {
 		errs = append(errs, fmt.Errorf("cluster: node goroutines still running after %s", stopWait))
 	}
-	if err := n.closeStores(); err != nil {
+	ok, err := n.closeStores()
+	if err != nil {
 		errs = append(errs, err)
+	}
+	if !ok {
+		return errors.Join(errs...)
 	}
 	n.client.CloseIdleConnections()
 	if n.m != nil && n.cfg.Registerer != nil {

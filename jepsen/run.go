@@ -231,8 +231,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if sec := cl.Security(); sec != nil {
 		tlsConf, token = sec.ClientTLS(), sec.Token
 	}
-	groups := newGroupSampler(cl.Names(), cl.apiAddr, tlsConf, token)
-	go func() { groups.Run(runCtx, time.Second); aux <- struct{}{} }()
+	metrics := newMetricSampler(cl.Names(), cl.apiAddr, tlsConf, token)
+	go func() { metrics.Run(runCtx, time.Second); aux <- struct{}{} }()
 	done := make(chan struct{})
 	go func() { sched.Run(runCtx); close(done) }()
 	progress := time.NewTicker(5 * time.Second)
@@ -317,9 +317,9 @@ loop:
 		rep.Batches = &s
 	}
 	// The last sample: every node is back and the cluster settled.
-	groups.SampleAll(ctx)
-	groups.hc.CloseIdleConnections()
-	g := groups.Stats()
+	metrics.SampleAll(ctx)
+	metrics.hc.CloseIdleConnections()
+	g := metrics.Stats()
 	rep.Groups = &g
 	rep.Faults = sched.Faults()
 	rep.Links = cl.LinkStats()
@@ -337,7 +337,7 @@ loop:
 		cancel()
 	}
 	pops := prober.Ops()
-	rep.Invariants = append(rep.Invariants, ProbesDurable(pops, lists), groups.LogCheck())
+	rep.Invariants = append(rep.Invariants, ProbesDurable(pops, lists), metrics.LogCheck())
 	rep.FaultAvailability = FaultAvailabilities(rep.Faults, cl.Names(), h, pops, watch.Samples(), total)
 	rep.PerNemesis = SummarizeNemeses(rep.FaultAvailability)
 	for _, p := range pops {

@@ -68,9 +68,10 @@ func (c *groupCounter) observe(v int64) {
 
 func (c groupCounter) total() int64 { return c.banked + c.last }
 
-// groupSampler scrapes every node's metrics (sampledMetrics) at a fixed
-// interval during the run and once more at its end.
-type groupSampler struct {
+// metricSampler scrapes every node's counters (sampledMetrics: group
+// commit and the log check) at a fixed interval during the run and once
+// more at its end.
+type metricSampler struct {
 	names  []string
 	addr   func(name string) string // the node's API host:port now
 	scheme string
@@ -82,8 +83,8 @@ type groupSampler struct {
 	samples int
 }
 
-func newGroupSampler(names []string, addr func(string) string, tlsConf *tls.Config, token string) *groupSampler {
-	s := &groupSampler{
+func newMetricSampler(names []string, addr func(string) string, tlsConf *tls.Config, token string) *metricSampler {
+	s := &metricSampler{
 		names: names, addr: addr, scheme: "http", token: token,
 		nodes: map[string]map[string]*groupCounter{},
 		hc: &http.Client{Transport: &http.Transport{
@@ -104,7 +105,7 @@ func newGroupSampler(names []string, addr func(string) string, tlsConf *tls.Conf
 }
 
 // Run samples every interval until ctx ends.
-func (s *groupSampler) Run(ctx context.Context, interval time.Duration) {
+func (s *metricSampler) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -119,7 +120,7 @@ func (s *groupSampler) Run(ctx context.Context, interval time.Duration) {
 
 // SampleAll scrapes every node once; nodes that do not answer (killed,
 // paused, cut off) are skipped.
-func (s *groupSampler) SampleAll(ctx context.Context) {
+func (s *metricSampler) SampleAll(ctx context.Context) {
 	for _, name := range s.names {
 		cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		vals, err := s.scrape(cctx, s.addr(name))
@@ -136,7 +137,7 @@ func (s *groupSampler) SampleAll(ctx context.Context) {
 	}
 }
 
-func (s *groupSampler) scrape(ctx context.Context, addr string) (map[string]int64, error) {
+func (s *metricSampler) scrape(ctx context.Context, addr string) (map[string]int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.scheme+"://"+addr+"/metrics", nil)
 	if err != nil {
 		return nil, err
@@ -180,7 +181,7 @@ func parseCounters(r io.Reader) (map[string]int64, error) {
 }
 
 // Stats sums the counters over every node and incarnation.
-func (s *groupSampler) Stats() GroupStats {
+func (s *metricSampler) Stats() GroupStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := GroupStats{Samples: s.samples}
@@ -195,7 +196,7 @@ func (s *groupSampler) Stats() GroupStats {
 // applied log entries that differs from a peer's (the nodes' own online
 // check, read from their metrics). Checked counts the windows compared,
 // by every node with each peer.
-func (s *groupSampler) LogCheck() InvariantResult {
+func (s *metricSampler) LogCheck() InvariantResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := InvariantResult{Name: "log-check-agrees", OK: true}

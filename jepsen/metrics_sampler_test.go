@@ -85,7 +85,7 @@ func TestGroupSamplerScrapes(t *testing.T) {
 	defer sa.Close()
 	defer sb.Close()
 	addrs := map[string]string{"n1": strings.TrimPrefix(sa.URL, "http://"), "n2": strings.TrimPrefix(sb.URL, "http://")}
-	s := newGroupSampler([]string{"n1", "n2"}, func(n string) string { return addrs[n] }, nil, "tok")
+	s := newMetricSampler([]string{"n1", "n2"}, func(n string) string { return addrs[n] }, nil, "tok")
 	ctx := context.Background()
 	s.SampleAll(ctx) // n1: 2/5, n2: 4/10
 	s.SampleAll(ctx) // n1 restarted: 1/2; n2 no longer answers
@@ -130,7 +130,7 @@ func TestLogCheckInvariant(t *testing.T) {
 				defer srv.Close()
 				addrs[n] = strings.TrimPrefix(srv.URL, "http://")
 			}
-			s := newGroupSampler([]string{"n1", "n2"}, func(n string) string { return addrs[n] }, nil, "")
+			s := newMetricSampler([]string{"n1", "n2"}, func(n string) string { return addrs[n] }, nil, "")
 			s.SampleAll(context.Background())
 			r := s.LogCheck()
 			if r.Name != "log-check-agrees" || r.OK != tc.ok || r.Checked != tc.checked || tc.names != "" && !strings.Contains(strings.Join(r.Violations, "; "), tc.names) {
