@@ -132,16 +132,7 @@ func DiffStates(a, b *fsm.FSM, max int) ([]string, error) {
 			add("reservation %s only in the second: %v", id, rb[id])
 		}
 	}
-	sa, sb := a.LiveSeries(), b.LiveSeries()
-	byID := map[string]*fsmv1.Series{}
-	for _, s := range sb {
-		byID[s.GetId()] = s
-	}
-	for _, s := range sa {
-		if t := byID[s.GetId()]; t == nil || !proto.Equal(s, t) {
-			add("series %s differs:\n  first:  %v\n  second: %v", s.GetId(), s, t)
-		}
-	}
+	diffSeries(a.LiveSeries(), b.LiveSeries(), add)
 	ha, hb := a.History(0, 0), b.History(0, 0)
 	for i := 0; i < len(ha) || i < len(hb); i++ {
 		if i >= len(ha) || i >= len(hb) || !proto.Equal(ha[i], hb[i]) {
@@ -157,6 +148,25 @@ func DiffStates(a, b *fsm.FSM, max int) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// diffSeries adds a line for each series that differs between sa and sb,
+// or that only sb holds.
+func diffSeries(sa, sb []*fsmv1.Series, add func(format string, args ...any)) {
+	onlyB := map[string]*fsmv1.Series{}
+	for _, s := range sb {
+		onlyB[s.GetId()] = s
+	}
+	for _, s := range sa {
+		t := onlyB[s.GetId()]
+		delete(onlyB, s.GetId())
+		if t == nil || !proto.Equal(s, t) {
+			add("series %s differs:\n  first:  %v\n  second: %v", s.GetId(), s, t)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(onlyB)) {
+		add("series %s only in the second: %v", id, onlyB[id])
+	}
 }
 
 // allRows lists every reservation f holds, by ID.

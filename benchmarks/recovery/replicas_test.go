@@ -1,6 +1,7 @@
 package recovery
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -55,5 +56,23 @@ func TestDiffStates(t *testing.T) {
 	}
 	if d, _ := DiffStates(a, b, 1); len(d) != 1 {
 		t.Fatalf("max 1 gave %d lines", len(d))
+	}
+}
+
+// TestDiffSeries: a series one replica holds alone is named whichever
+// replica holds it, and equal series give no line.
+func TestDiffSeries(t *testing.T) {
+	s := func(id string, booked uint32) *fsmv1.Series { return &fsmv1.Series{Id: id, Owner: "o", Booked: booked} }
+	var lines []string
+	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
+	diffSeries([]*fsmv1.Series{s("a", 1), s("b", 2)}, []*fsmv1.Series{s("a", 1), s("b", 3), s("c", 1)}, add)
+	got := strings.Join(lines, "\n")
+	if len(lines) != 2 || !strings.Contains(got, "series b differs") || !strings.Contains(got, "series c only in the second") {
+		t.Fatalf("lines:\n%s\nwant b differing and c only in the second", got)
+	}
+	lines = nil
+	diffSeries([]*fsmv1.Series{s("c", 1)}, nil, add)
+	if len(lines) != 1 || !strings.Contains(lines[0], "series c differs") {
+		t.Fatalf("a series only in the first: %v", lines)
 	}
 }
