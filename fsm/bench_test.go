@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -87,6 +88,43 @@ func holdAbortLoop(b *testing.B, f *FSM, idx uint64) {
 		idx += 2
 	}
 	b.ReportMetric(2, "entries/op")
+}
+
+// BenchmarkApplyCancelAmongEnded measures what a follower does most under
+// the service's reserve mix: cancel one of 10,000 live reservations with
+// automatic IDs, chosen at random, and admit another, on a table that also
+// holds the ended rows of earlier ones (kept for ended_retention: a few
+// hundred thousand after a minute at the service's rate). The cancel
+// replaces its row in the byID list, which is searched for it.
+func BenchmarkApplyCancelAmongEnded(b *testing.B) {
+	for _, ended := range []int{0, 300_000} {
+		b.Run(fmt.Sprintf("ended=%d", ended), func(b *testing.B) {
+			h := newHarness(b, Config{})
+			h.must(0, OK, createRes("cpu", 128))
+			n := 0
+			admit := func() string {
+				h.must(0, OK, reserve("", "cpu", 1, 10, withWindow(int64(n*7), 0)))
+				n++
+				return AutoID(h.index)
+			}
+			for range ended {
+				h.must(0, OK, cancel(admit()))
+			}
+			const live = 10_000
+			ids := make([]string, live)
+			for i := range ids {
+				ids[i] = admit()
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
+			b.ReportAllocs()
+			for b.Loop() {
+				k := rng.IntN(live)
+				h.must(0, OK, cancel(ids[k]))
+				ids[k] = admit()
+			}
+			b.ReportMetric(2, "entries/op")
+		})
+	}
 }
 
 // BenchmarkApplyHoldCommitCancel measures the service's usual two-phase
