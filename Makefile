@@ -40,8 +40,12 @@ run: ## one-node dev cluster with sample resources
 generate: ## regenerate protobuf/Connect code
 	$(TOOLS) buf generate
 
+# Every package with a fuzz target, found rather than listed, so that a new
+# target is run without anyone remembering to add it here.
+FUZZ_PKGS = $(shell git grep -l '^func Fuzz' -- '*_test.go' | xargs -n1 dirname | sort -u | sed 's|^|./|')
+
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
-	@for p in ./planner/ ./fsm/ ./bridge/slurm/ ./internal/hostlist/ ./benchmarks/pgo/cmd/pgostrip/ ./internal/pprofstr/; do \
+	@for p in $(FUZZ_PKGS); do \
 	  for t in $$($(GO) test -tags $(TAGS) -list 'Fuzz.*' $$p | grep ^Fuzz); do \
 	  $(GO) test -tags $(TAGS) -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} $$p || exit 1; done; done
 
