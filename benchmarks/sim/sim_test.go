@@ -229,7 +229,7 @@ func TestHeineTraceFixture(t *testing.T) {
 // their counts.
 func clearWork(t workload.Tally) workload.Tally {
 	return workload.Tally{Read: t.Read, Kept: t.Kept, NoSize: t.NoSize, TooLarge: t.TooLarge, NoTime: t.NoTime, NoSubmit: t.NoSubmit,
-		Capacity: t.Capacity, RunAsEstimate: t.RunAsEstimate, ZeroRun: t.ZeroRun, CutAtRequest: t.CutAtRequest, OneUnit: t.OneUnit}
+		OutOfRange: t.OutOfRange, Capacity: t.Capacity, RunAsEstimate: t.RunAsEstimate, ZeroRun: t.ZeroRun, CutAtRequest: t.CutAtRequest, OneUnit: t.OneUnit}
 }
 
 // TestXiaoMinutesArtefact shows the rounding artefact of the paper's ÷60
@@ -302,5 +302,46 @@ func TestXiaoTrace(t *testing.T) {
 		if j.Actual != wantRun[i] || j.Requested != int64(math.Ceil(1.2*float64(wantRun[i]))) {
 			t.Errorf("job %d: actual %d requested %d, want %d and 1.2x", i, j.Actual, j.Requested, wantRun[i])
 		}
+	}
+}
+
+// TestTraceTimesOutOfRange checks that both workloads drop a trace job
+// whose times exceed workload.MaxSeconds (a corrupt line) and count it,
+// and refuse factors past maxFactor, so that no time they derive wraps
+// around.
+func TestTraceTimesOutOfRange(t *testing.T) {
+	big := int64(workload.MaxSeconds + 1)
+	trace := []workload.Job{
+		{Number: 1, Submit: 0, Run: 10, AllocProcs: 2, ReqTime: 20},
+		{Number: 2, Submit: big, Run: 10, AllocProcs: 2, ReqTime: 20},
+		{Number: 3, Submit: 5, Run: big, AllocProcs: 2, ReqTime: 20},
+		{Number: 4, Submit: 5, Run: 10, AllocProcs: 2, ReqTime: big},
+		{Number: 5, Submit: 9, Run: 10, AllocProcs: 2, ReqTime: 20},
+	}
+	jobs, tally, err := Heine(trace, HeineConfig{Share: 1, StartFactor: 2, Seed: 1, Capacity: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tally.OutOfRange != 3 || tally.Kept != 2 || tally.Kept+tally.Dropped() != tally.Read {
+		t.Fatalf("Heine tally %+v: want 3 out of range, 2 kept", tally)
+	}
+	for _, j := range jobs {
+		if j.Submit < 0 || j.Reservation && j.Start < j.Submit || j.Requested <= 0 {
+			t.Fatalf("Heine job %+v has wrapped-around times", j)
+		}
+	}
+	// Xiao reads no requested time (field 9): job 4 stays.
+	xj, xt, err := Xiao(XiaoConfig{Trace: trace, ReservationRate: 1, KLo: 1, KHi: 2, ClusterSize: 8, Enlarge: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if xt.OutOfRange != 2 || xt.Kept != 3 || len(xj) != 3 {
+		t.Fatalf("Xiao tally %+v, %d jobs: want 2 out of range, 3 kept", xt, len(xj))
+	}
+	if _, _, err := Heine(trace, HeineConfig{StartFactor: maxFactor + 1, Capacity: 8}); err == nil {
+		t.Errorf("Heine accepted StartFactor %d", maxFactor+1)
+	}
+	if _, _, err := Xiao(XiaoConfig{Trace: trace, KLo: 1, KHi: math.Inf(1), ClusterSize: 8, Enlarge: 1}); err == nil {
+		t.Errorf("Xiao accepted KHi = +Inf")
 	}
 }

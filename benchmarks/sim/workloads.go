@@ -8,6 +8,11 @@ import (
 	"github.com/ledgerd/ledgerd/benchmarks/workload"
 )
 
+// maxFactor bounds the factors a workload multiplies times with (Heine's
+// StartFactor, Xiao's k_over): with times of at most workload.MaxSeconds
+// their products stay far within int64. The papers use 0.5 to 5.
+const maxFactor = 1000
+
 // HeineConfig builds the workload of Heine et al. §4.1 from a trace: every
 // log job is a variable job, and Share of them (0..1, chosen at random)
 // are copied into reservations whose requested start is the submit time
@@ -34,8 +39,8 @@ func Heine(log []workload.Job, c HeineConfig) ([]Job, workload.Tally, error) {
 	if !(c.Share >= 0 && c.Share <= 1) {
 		return nil, tally, fmt.Errorf("sim: Share = %g: must be in [0, 1]", c.Share)
 	}
-	if !(c.StartFactor >= 0) {
-		return nil, tally, fmt.Errorf("sim: StartFactor = %g: must be >= 0", c.StartFactor)
+	if !(c.StartFactor >= 0 && c.StartFactor <= maxFactor) {
+		return nil, tally, fmt.Errorf("sim: StartFactor = %g: must be in [0, %d]", c.StartFactor, maxFactor)
 	}
 	if c.Capacity < 0 {
 		return nil, tally, fmt.Errorf("sim: Capacity = %d: must be >= 0", c.Capacity)
@@ -60,6 +65,9 @@ func Heine(log []workload.Job, c HeineConfig) ([]Job, workload.Tally, error) {
 			continue
 		case j.Submit < 0:
 			tally.NoSubmit++
+			continue
+		case j.Submit > workload.MaxSeconds || j.Run > workload.MaxSeconds || j.ReqTime > workload.MaxSeconds:
+			tally.OutOfRange++
 			continue
 		}
 		req := j.ReqTime
@@ -133,8 +141,8 @@ func Xiao(c XiaoConfig) ([]Job, workload.Tally, error) {
 		return nil, tally, fmt.Errorf("sim: Jobs = %d: must be >= 0", c.Jobs)
 	case !(c.ReservationRate >= 0 && c.ReservationRate <= 1):
 		return nil, tally, fmt.Errorf("sim: ReservationRate = %g: must be in [0, 1]", c.ReservationRate)
-	case !(c.KLo >= 1 && c.KHi >= c.KLo):
-		return nil, tally, fmt.Errorf("sim: k_over interval [%g, %g]: need 1 <= KLo <= KHi", c.KLo, c.KHi)
+	case !(c.KLo >= 1 && c.KHi >= c.KLo && c.KHi <= maxFactor):
+		return nil, tally, fmt.Errorf("sim: k_over interval [%g, %g]: need 1 <= KLo <= KHi <= %d", c.KLo, c.KHi, maxFactor)
 	case c.ClusterSize <= 0:
 		return nil, tally, fmt.Errorf("sim: ClusterSize = %d: must be > 0", c.ClusterSize)
 	case c.Enlarge <= 0:
@@ -170,6 +178,9 @@ func Xiao(c XiaoConfig) ([]Job, workload.Tally, error) {
 				continue
 			case j.Submit < 0:
 				tally.NoSubmit++
+				continue
+			case j.Submit > workload.MaxSeconds || j.Run > workload.MaxSeconds:
+				tally.OutOfRange++
 				continue
 			}
 			src = append(src, srcJob{submit: float64(j.Submit - t0), run: float64(j.Run), procs: j.Procs()})

@@ -40,14 +40,14 @@ type ReservationConfig struct {
 
 func (c ReservationConfig) check() error {
 	switch {
-	case c.StartFactor < 0 || math.IsNaN(c.StartFactor):
-		return fmt.Errorf("reservations: StartFactor = %g: must be >= 0", c.StartFactor)
-	case c.Slack < 0 || math.IsNaN(c.Slack):
-		return fmt.Errorf("reservations: Slack = %g: must be >= 0", c.Slack)
+	case !(c.StartFactor >= 0 && c.StartFactor <= math.MaxFloat64):
+		return fmt.Errorf("reservations: StartFactor = %g: must be a finite number >= 0", c.StartFactor)
+	case !(c.Slack >= 0 && c.Slack <= math.MaxFloat64):
+		return fmt.Errorf("reservations: Slack = %g: must be a finite number >= 0", c.Slack)
 	case c.TimeScale <= 0:
 		return fmt.Errorf("reservations: TimeScale = %d: must be > 0", c.TimeScale)
-	case c.OverEstimate < 0 || math.IsNaN(c.OverEstimate):
-		return fmt.Errorf("reservations: OverEstimate = %g: must be >= 0", c.OverEstimate)
+	case !(c.OverEstimate >= 0 && c.OverEstimate <= math.MaxFloat64):
+		return fmt.Errorf("reservations: OverEstimate = %g: must be a finite number >= 0", c.OverEstimate)
 	}
 	return nil
 }
@@ -65,7 +65,20 @@ func (c ReservationConfig) begin() (*rand.Rand, float64, error) {
 	return rand.New(rand.NewPCG(c.Seed, 0x72657376)), over, nil
 }
 
-// build makes one reservation from times in seconds.
+// maxUnits bounds a request's times in time units: far below where int64
+// arithmetic on them (the deadline, a planner's end) would overflow, and
+// far above any real trace (2^62 ms is 146 million years).
+const maxUnits = 1 << 62
+
+// fits reports whether a request submitted at submit for dur seconds keeps
+// every time build derives from it, up to its latest deadline (a start
+// delay of dur * StartFactor, then dur and a slack of dur * Slack), within
+// maxUnits; float64 arithmetic, so that the test itself cannot overflow.
+func (c ReservationConfig) fits(submit, dur float64) bool {
+	return float64(c.TimeScale)*(submit+dur*(1+c.StartFactor+c.Slack)) <= maxUnits
+}
+
+// build makes one reservation from times in seconds (c.fits holds).
 func (c ReservationConfig) build(rng *rand.Rand, job int64, submit, dur float64, amount int64) Reservation {
 	ts := float64(c.TimeScale)
 	d := max(int64(math.Round(dur*ts)), 1)
@@ -120,6 +133,9 @@ func FromTally(jobs []Job, c ReservationConfig) ([]Reservation, Tally, error) {
 		case j.Submit < 0:
 			tally.NoSubmit++
 			continue
+		case !c.fits(float64(j.Submit), dur):
+			tally.OutOfRange++
+			continue
 		}
 		if c.UseRequested && !requested {
 			tally.RunAsEstimate++
@@ -143,7 +159,7 @@ func FromSynth(jobs []SynthJob, c ReservationConfig) ([]Reservation, int, error)
 	out := make([]Reservation, 0, len(jobs))
 	skipped := 0
 	for i, j := range jobs {
-		if j.Nodes <= 0 || j.Runtime <= 0 || (c.MaxAmount > 0 && j.Nodes > c.MaxAmount) {
+		if j.Nodes <= 0 || j.Runtime <= 0 || (c.MaxAmount > 0 && j.Nodes > c.MaxAmount) || !c.fits(j.Submit, j.Runtime*over) {
 			skipped++
 			continue
 		}

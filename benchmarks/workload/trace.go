@@ -86,12 +86,16 @@ type Tally struct {
 	Kept int // jobs turned into requests
 
 	// Dropped jobs, by reason.
-	NoSize    int // allocated and requested processors both unknown or 0
-	TooLarge  int // more processors than the capacity
-	NoTime    int // no usable duration: run time 0 or unknown and no requested time
-	NoSubmit  int // submit time unknown
-	Capacity  int64
-	Oversized float64 // share (0..1) of the trace's work (procs x run time) in TooLarge jobs
+	NoSize   int // allocated and requested processors both unknown or 0
+	TooLarge int // more processors than the capacity
+	NoTime   int // no usable duration: run time 0 or unknown and no requested time
+	NoSubmit int // submit time unknown
+	// OutOfRange counts jobs whose submit time or duration is so large
+	// (a corrupt line, as a rule) that the request's times would not fit
+	// the time unit's int64 range.
+	OutOfRange int
+	Capacity   int64
+	Oversized  float64 // share (0..1) of the trace's work (procs x run time) in TooLarge jobs
 
 	// Adjusted jobs (kept, but not as the log says).
 	RunAsEstimate int // requested time (field 9) unknown: the run time stands in for it
@@ -106,8 +110,15 @@ type Tally struct {
 	work, tooLargeWork float64
 }
 
+// MaxSeconds is the largest submit, run or requested time (in seconds) a
+// converter accepts from a trace: about 35,000 years, far beyond any real
+// log, and small enough that the products and sums of times the
+// experiments form stay within int64. A job with a larger one (a corrupt
+// line) counts as OutOfRange.
+const MaxSeconds = 1 << 40
+
 // Dropped returns the number of jobs dropped for any reason.
-func (t Tally) Dropped() int { return t.NoSize + t.TooLarge + t.NoTime + t.NoSubmit }
+func (t Tally) Dropped() int { return t.NoSize + t.TooLarge + t.NoTime + t.NoSubmit + t.OutOfRange }
 
 // Observe records the work of job j (procs x run time) towards the
 // oversized share; tooLarge says whether j is dropped for its size.
@@ -137,6 +148,7 @@ func (t Tally) String() string {
 	}
 	add(&drops, t.NoTime, "without a run or requested time")
 	add(&drops, t.NoSubmit, "without a submit time")
+	add(&drops, t.OutOfRange, "with times too large for the time unit")
 	add(&adj, t.RunAsEstimate, "without a requested time (field 9): run time used as the estimate")
 	add(&adj, t.ZeroRun, "with run time 0 or unknown: requested time used")
 	add(&adj, t.CutAtRequest, "ran past their requested time: actual run cut at the request")

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -129,5 +130,61 @@ func TestFromTallyCountsEveryJob(t *testing.T) {
 	}
 	if tally.Kept != 5 || tally.NoTime != 2 || tally.TooLarge != 0 || tally.RunAsEstimate != 0 || tally.ZeroRun != 0 {
 		t.Errorf("run-time durations, no capacity limit: %+v", tally)
+	}
+}
+
+// TestFromTallyOutOfRange checks that a job whose times would overflow the
+// time unit (a corrupt line) is dropped and counted, not turned into a
+// request with wrapped-around times, and that the jobs beside it keep
+// what they would get without it.
+func TestFromTallyOutOfRange(t *testing.T) {
+	cfg := ReservationConfig{StartFactor: 1, Slack: 1, TimeScale: 1000, UseRequested: true, Seed: 3}
+	ok := []Job{
+		{Number: 1, Submit: 0, Run: 10, AllocProcs: 4, ReqTime: 20},
+		{Number: 3, Submit: 50, Run: 10, AllocProcs: 4, ReqTime: 20},
+	}
+	// maxUnits / 1000 / 3 seconds: the largest a duration may be at
+	// submit time 0 with a start factor and a slack of 1 each.
+	limit := int64(maxUnits / 1000 / 3)
+	jobs := []Job{
+		ok[0],
+		{Number: 2, Submit: 1_000_000_000_000_000, Run: 10, AllocProcs: 4, ReqTime: 9_000_000_000_000_000},
+		ok[1],
+		{Number: 4, Submit: 0, Run: 10, AllocProcs: 4, ReqTime: limit + 1},
+		{Number: 5, Submit: 0, Run: 10, AllocProcs: 4, ReqTime: limit - 1},
+	}
+	rs, tally, err := FromTally(jobs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tally.OutOfRange != 2 || tally.Kept != 3 || tally.Kept+tally.Dropped() != tally.Read {
+		t.Fatalf("tally %+v: want 2 out of range and 3 kept", tally)
+	}
+	if s := tally.String(); !strings.Contains(s, "2 with times too large for the time unit") {
+		t.Errorf("tally reads %q, which does not name the 2 jobs out of range", s)
+	}
+	if len(rs) != 3 || rs[0].Job != 1 || rs[1].Job != 3 || rs[2].Job != 5 {
+		t.Fatalf("kept %+v, want jobs 1, 3 and 5", rs)
+	}
+	if r := rs[2]; r.Deadline-r.Start < r.Duration || r.Deadline <= 0 {
+		t.Fatalf("job 5 at the limit: %+v overflows", r)
+	}
+	// The jobs beside the dropped ones are converted as without them: the
+	// dropped jobs draw nothing from the generator.
+	alone, _, err := FromTally(ok, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alone[0] != rs[0] || alone[1] != rs[1] {
+		t.Fatalf("with out-of-range jobs beside them: %+v, %+v; alone: %+v, %+v", rs[0], rs[1], alone[0], alone[1])
+	}
+	for _, bad := range []ReservationConfig{
+		{StartFactor: math.Inf(1), TimeScale: 1},
+		{Slack: math.Inf(1), TimeScale: 1},
+		{OverEstimate: math.Inf(1), TimeScale: 1},
+	} {
+		if _, _, err := FromTally(jobs, bad); err == nil {
+			t.Errorf("FromTally accepted %+v", bad)
+		}
 	}
 }
