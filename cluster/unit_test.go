@@ -104,6 +104,33 @@ func TestGossipMetaFitsAndRoundTrips(t *testing.T) {
 	}
 }
 
+// FuzzDecodeMeta: a peer's gossip meta, whatever its bytes, decodes to a
+// meta with an ID and a Raft address or to an error; a decoded meta
+// encodes (when it fits memberlist's limit) and decodes again to itself,
+// so what one server gossips every other reads as sent.
+func FuzzDecodeMeta(f *testing.F) {
+	f.Add([]byte(`{"id":"n1","r":"10.0.0.1:7421","h":"10.0.0.1:7420","v":"1.2","ev":2,"l":true,"in":true}`))
+	f.Add([]byte(`{"id":"n1","r":"x","e":-3,"ev":4294967295,"unknown":[1,2]}`))
+	f.Add([]byte(`{"id":"\u0000","r":"\ud800"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := decodeMeta(b)
+		if err != nil {
+			return
+		}
+		if m.ID == "" || m.Raft == "" {
+			t.Fatalf("decodeMeta(%q) = %+v without an ID or a Raft address", b, m)
+		}
+		enc, err := m.encode()
+		if err != nil {
+			return // over memberlist's limit: encode refuses it, as it should
+		}
+		again, err := decodeMeta(enc)
+		if err != nil || again != m {
+			t.Fatalf("decodeMeta(%q) = %+v; encoded %q, decoded again %+v, %v", b, m, enc, again, err)
+		}
+	})
+}
+
 func TestRaftLogsRoutedAtInfo(t *testing.T) {
 	var buf bytes.Buffer
 	l := newHclog(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), "raft")

@@ -208,6 +208,32 @@ func TestOccurrenceIDRoundTrip(t *testing.T) {
 	}
 }
 
+// FuzzOccurrenceID: any string ParseOccurrenceID accepts is the canonical
+// ID of what it parses to (so that two spellings never name one
+// occurrence), and every series ID and key in the layout's range parse
+// back from their ID.
+func FuzzOccurrenceID(f *testing.F) {
+	f.Add("lab-gpus@20261130T090000", "lab-gpus", int64(1796029200))
+	f.Add("a@b@20000101T000000", "a@b", int64(0))
+	f.Add("x@20261131T090000", "x", int64(-62135596800))
+	f.Add("x@+2026113T090000", "y", int64(253402300799))
+	f.Fuzz(func(t *testing.T, id, sid string, key int64) {
+		if s, k, err := ParseOccurrenceID(id); err == nil {
+			if again := OccurrenceID(s, k); again != id {
+				t.Fatalf("ParseOccurrenceID(%q) = %q, %d, which is written %q", id, s, k, again)
+			}
+		}
+		// Years 1 to 9999: what the layout writes in four digits.
+		if sid == "" || key < -62135596800 || key > 253402300799 {
+			return
+		}
+		s, k, err := ParseOccurrenceID(OccurrenceID(sid, key))
+		if err != nil || s != sid || k != key {
+			t.Fatalf("ParseOccurrenceID(OccurrenceID(%q, %d)) = %q, %d, %v", sid, key, s, k, err)
+		}
+	})
+}
+
 func mustCompile(t testing.TB, spec Spec) *Series {
 	t.Helper()
 	s, err := Compile(spec, DefaultLimits())

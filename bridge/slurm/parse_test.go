@@ -158,6 +158,43 @@ func TestParseNodes(t *testing.T) {
 	}
 }
 
+// FuzzParseNodes: the sinfo parser never panics, names every node once,
+// and lists the nodes in one order whatever order sinfo printed them in:
+// the order of compareNodeNames, strict between distinct names.
+func FuzzParseNodes(f *testing.F) {
+	f.Add("n10|idle|none\nn2|idle+drain|disk [root@2026-11-25T22:03:05]\nn1|down*|Not responding\nn3|MIXED+RESERVED|none\n")
+	f.Add("n99999999999999999999a|idle|none\nn99999999999999999998a|idle|none\n") // digit runs past uint64
+	f.Add("n0000000000000000000000001|idle|none\nn1|idle|none\n")
+	f.Add("n01|idle|none\nn1|idle|none\nn001|down|x\n")
+	f.Fuzz(func(t *testing.T, out string) {
+		nodes, err := ParseNodes(out)
+		if err != nil {
+			return
+		}
+		for i := 1; i < len(nodes); i++ {
+			if c := compareNodeNames(nodes[i-1].Name, nodes[i].Name); c >= 0 {
+				t.Fatalf("nodes %q and %q out of order (compare = %d)", nodes[i-1].Name, nodes[i].Name, c)
+			}
+		}
+		// The same lines in reverse order give the same nodes.
+		lines := strings.Split(out, "\n")
+		slices.Reverse(lines)
+		again, err := ParseNodes(strings.Join(lines, "\n"))
+		if err != nil {
+			t.Fatalf("the lines reversed fail: %v", err)
+		}
+		names := func(ns []bridge.Node) (s []string) {
+			for _, n := range ns {
+				s = append(s, n.Name)
+			}
+			return s
+		}
+		if !slices.Equal(names(nodes), names(again)) {
+			t.Fatalf("nodes %q, reversed input %q", names(nodes), names(again))
+		}
+	})
+}
+
 // format writes a reservation as scontrol does, for the round-trip fuzz.
 func format(r bridge.Reservation, loc *time.Location) string {
 	list := func(s []string) string {
