@@ -161,6 +161,9 @@ type Config struct {
 	SlurmBridge *SlurmBridgeConfig `json:"slurm_bridge"`
 }
 
+// minLogCheckInterval is the shortest log_check_interval other than 0.
+const minLogCheckInterval = 100 * time.Millisecond
+
 // Duration is a time.Duration written as a Go duration string ("30s").
 type Duration time.Duration
 
@@ -311,6 +314,13 @@ func (c *Config) Validate(dev bool) error {
 	}
 	if c.RestartTarget < 0 {
 		return fmt.Errorf("config: restart_target: must be positive (or 0 for off), got %s", time.Duration(c.RestartTarget))
+	}
+	if c.LogCheckInterval < 0 || c.LogCheckInterval != 0 && time.Duration(c.LogCheckInterval) < minLogCheckInterval {
+		// Below a tenth of a second the check would fetch its peers'
+		// sums in a busy loop; a negative one used to fall back to the
+		// default without a word.
+		return fmt.Errorf("config: log_check_interval: must be at least %s (or 0 for %s), got %s",
+			minLogCheckInterval, cluster.DefaultLogCheckInterval, time.Duration(c.LogCheckInterval))
 	}
 	if c.SnapshotInterval != 0 && time.Duration(c.SnapshotInterval) < 5*time.Millisecond {
 		return fmt.Errorf("config: snapshot_interval: must be at least 5ms (or 0 for the raft default), got %s", time.Duration(c.SnapshotInterval))

@@ -53,6 +53,8 @@ func TestAgentConfigRejectsBadInputNamingTheKey(t *testing.T) {
 		{"snapshot threshold", `{"data_dir":"d"}`, []string{"-snapshot-threshold", "-1"}, nil, "snapshot-threshold"},
 		{"snapshot interval", `{"data_dir":"d","snapshot_interval":"1ms"}`, nil, nil, "snapshot_interval"},
 		{"restart target", `{"data_dir":"d","restart_target":"-3s"}`, nil, nil, "restart_target"},
+		{"log check interval negative", `{"data_dir":"d","log_check_interval":"-5s"}`, nil, nil, "log_check_interval: must be at least 100ms"},
+		{"log check interval busy", `{"data_dir":"d"}`, []string{"-log-check-interval", "1ns"}, nil, "log_check_interval: must be at least 100ms"},
 		{"restart target flag", `{"data_dir":"d"}`, []string{"-restart-target", "soon"}, nil, "restart-target"},
 		{"snapshot on shutdown", `{"data_dir":"d"}`, nil, map[string]string{"LEDGERD_SNAPSHOT_ON_SHUTDOWN": "sometimes"}, "LEDGERD_SNAPSHOT_ON_SHUTDOWN"},
 		{"raft log store", `{"data_dir":"d","raft_log_store":"rocksdb"}`, nil, nil, "raft_log_store"},
