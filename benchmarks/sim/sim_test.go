@@ -338,6 +338,18 @@ func TestTraceTimesOutOfRange(t *testing.T) {
 	if xt.OutOfRange != 2 || xt.Kept != 3 || len(xj) != 3 {
 		t.Fatalf("Xiao tally %+v, %d jobs: want 2 out of range, 3 kept", xt, len(xj))
 	}
+	// A corrupt first line does not shift the others: Xiao counts times
+	// from the first usable submit time.
+	shifted, _, err := Xiao(XiaoConfig{Trace: append([]workload.Job{{Number: 0, Submit: big, Run: 10, AllocProcs: 2}}, trace...),
+		ReservationRate: 1, KLo: 1, KHi: 2, ClusterSize: 8, Enlarge: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, j := range shifted {
+		if j.Submit < 0 || j.Submit != xj[i].Submit {
+			t.Fatalf("after a corrupt first line, job %d arrives at %d, %d without it", i, j.Submit, xj[i].Submit)
+		}
+	}
 	if _, _, err := Heine(trace, HeineConfig{StartFactor: maxFactor + 1, Capacity: 8}); err == nil {
 		t.Errorf("Heine accepted StartFactor %d", maxFactor+1)
 	}

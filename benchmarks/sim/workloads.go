@@ -155,9 +155,14 @@ func Xiao(c XiaoConfig) ([]Job, workload.Tally, error) {
 	}
 	var src []srcJob
 	if c.Trace != nil {
+		// Times count from the first job with a usable submit time (a
+		// corrupt first line must not shift every other job).
 		var t0 int64
-		if len(c.Trace) > 0 {
-			t0 = c.Trace[0].Submit
+		for _, j := range c.Trace {
+			if j.Submit >= 0 && j.Submit <= workload.MaxSeconds {
+				t0 = j.Submit
+				break
+			}
 		}
 		for _, j := range c.Trace {
 			if c.Jobs > 0 && len(src) >= c.Jobs {
