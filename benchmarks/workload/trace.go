@@ -90,9 +90,10 @@ type Tally struct {
 	TooLarge int // more processors than the capacity
 	NoTime   int // no usable duration: run time 0 or unknown and no requested time
 	NoSubmit int // submit time unknown
-	// OutOfRange counts jobs whose submit time or duration is so large
-	// (a corrupt line, as a rule) that the request's times would not fit
-	// the time unit's int64 range.
+	// OutOfRange counts jobs whose times are so large (a corrupt line,
+	// as a rule) that what a converter derives from them would overflow:
+	// past 2^62 time units at the request's latest deadline (FromTally),
+	// or past MaxSeconds (the simulator's conversions).
 	OutOfRange int
 	Capacity   int64
 	Oversized  float64 // share (0..1) of the trace's work (procs x run time) in TooLarge jobs
