@@ -103,8 +103,8 @@ type trackedFSM struct {
 	restart *restartModel
 
 	// check, if set, sums the applied entries for the log check
-	// (logcheck.go); checked is then called, on the FSM goroutine, when
-	// a window completed, with any mismatch with a peer it revealed. Set
+	// (logcheck.go); checked is then called, on the FSM goroutine, with
+	// the mismatches with a peer that a completed window revealed. Set
 	// before raft starts.
 	check   *logCheck
 	checked func([]checkMismatch)
@@ -213,7 +213,7 @@ func (f *trackedFSM) observe(logs ...*raft.Log) {
 	if f.check == nil {
 		return
 	}
-	if completed, bad := f.check.observe(logs...); completed && f.checked != nil {
+	if bad := f.check.observe(logs...); len(bad) > 0 && f.checked != nil {
 		f.checked(bad)
 	}
 }

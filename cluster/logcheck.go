@@ -113,10 +113,9 @@ func (c *logCheck) restored(index uint64) {
 	c.mu.Unlock()
 }
 
-// observe adds applied entries, in log order. It reports whether a
-// window completed (the node's claim changed), and any mismatch with a
-// peer's claim that the completed windows revealed.
-func (c *logCheck) observe(logs ...*raft.Log) (bool, []checkMismatch) {
+// observe adds applied entries, in log order, and returns any mismatch
+// with a peer's claim that the windows they completed revealed.
+func (c *logCheck) observe(logs ...*raft.Log) []checkMismatch {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	completed := false
@@ -134,13 +133,13 @@ func (c *logCheck) observe(logs ...*raft.Log) (bool, []checkMismatch) {
 		c.sum = crc64ecma.Update(crc64ecma.Update(c.sum, head[:]), l.Data)
 	}
 	if !completed {
-		return false, nil
+		return nil
 	}
 	var out []checkMismatch
 	for peer := range c.peers {
 		out = append(out, c.compare(peer)...)
 	}
-	return true, out
+	return out
 }
 
 // finish keeps a complete window.

@@ -350,20 +350,20 @@ func (n *Node) closeResources() {
 	if n.raft != nil && !n.waitDone(closedCh(func() { _ = n.raft.Shutdown().Error() }), stopWait, "raft shutdown") {
 		return // raft may still use the stores
 	}
-	_, _ = n.closeStores()
+	_ = n.closeStores()
 }
 
 // closeStores closes the transport, the log store and raft.db once raft
 // has shut down. Closing the transport first waits for the heartbeats
 // raft is handling off its main loop (internal/raftgate), so none of
 // them writes to a store after it is closed; the stores stay open, for
-// good (ok false), if that wait has not ended within stopWait.
-func (n *Node) closeStores() (ok bool, err error) {
+// good (errStoresOpen), if that wait has not ended within stopWait.
+func (n *Node) closeStores() error {
 	var errs []error
 	if n.trans != nil {
 		var closeErr error
 		if !n.waitDone(closedCh(func() { closeErr = n.trans.Close() }), stopWait, "transport close") {
-			return false, fmt.Errorf("cluster: a heartbeat still in flight after %s; the stores stay open", stopWait)
+			return fmt.Errorf("cluster: a heartbeat still in flight after %s: %w", stopWait, errStoresOpen)
 		}
 		if closeErr != nil {
 			errs = append(errs, fmt.Errorf("cluster: transport close: %w", closeErr))
@@ -377,8 +377,13 @@ func (n *Node) closeStores() (ok bool, err error) {
 			errs = append(errs, fmt.Errorf("cluster: close raft.db: %w", err))
 		}
 	}
-	return true, errors.Join(errs...)
+	return errors.Join(errs...)
 }
+
+// errStoresOpen means closeStores left the stores open, since a heartbeat
+// raft handled off its main loop had not ended: the node's other
+// resources must stay too.
+var errStoresOpen = errors.New("the stores stay open")
 
 func (n *Node) startLoops() {
 	n.goLoop(n.leaderWatchLoop)
@@ -507,12 +512,11 @@ func (n *Node) stop() error {
 	if !n.waitDone(closedCh(n.wg.Wait), stopWait, "node goroutines") {
 		errs = append(errs, fmt.Errorf("cluster: node goroutines still running after %s", stopWait))
 	}
-	ok, err := n.closeStores()
-	if err != nil {
+	if err := n.closeStores(); err != nil {
 		errs = append(errs, err)
-	}
-	if !ok {
-		return errors.Join(errs...)
+		if errors.Is(err, errStoresOpen) {
+			return errors.Join(errs...)
+		}
 	}
 	n.client.CloseIdleConnections()
 	if n.m != nil && n.cfg.Registerer != nil {

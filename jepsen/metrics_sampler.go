@@ -52,21 +52,21 @@ const (
 // sampledMetrics are the counters the sampler follows.
 var sampledMetrics = []string{metricGroupEntries, metricGroupCommands, metricCheckMatched, metricCheckMismatched}
 
-// groupCounter follows one counter of one node across restarts: banked
+// restartCounter follows one counter of one node across restarts: banked
 // holds what earlier processes counted, last the current process's latest
 // sample.
-type groupCounter struct{ banked, last int64 }
+type restartCounter struct{ banked, last int64 }
 
 // observe takes a new sample; a value below the last one means the
 // process restarted and began counting from zero again.
-func (c *groupCounter) observe(v int64) {
+func (c *restartCounter) observe(v int64) {
 	if v < c.last {
 		c.banked += c.last
 	}
 	c.last = v
 }
 
-func (c groupCounter) total() int64 { return c.banked + c.last }
+func (c restartCounter) total() int64 { return c.banked + c.last }
 
 // metricSampler scrapes every node's counters (sampledMetrics: group
 // commit and the log check) at a fixed interval during the run and once
@@ -79,14 +79,14 @@ type metricSampler struct {
 	hc     *http.Client
 
 	mu      sync.Mutex
-	nodes   map[string]map[string]*groupCounter // node -> metric -> counter
+	nodes   map[string]map[string]*restartCounter // node -> metric -> counter
 	samples int
 }
 
 func newMetricSampler(names []string, addr func(string) string, tlsConf *tls.Config, token string) *metricSampler {
 	s := &metricSampler{
 		names: names, addr: addr, scheme: "http", token: token,
-		nodes: map[string]map[string]*groupCounter{},
+		nodes: map[string]map[string]*restartCounter{},
 		hc: &http.Client{Transport: &http.Transport{
 			DialContext:     (&net.Dialer{Timeout: time.Second}).DialContext,
 			TLSClientConfig: tlsConf.Clone(),
@@ -96,9 +96,9 @@ func newMetricSampler(names []string, addr func(string) string, tlsConf *tls.Con
 		s.scheme = "https"
 	}
 	for _, n := range names {
-		s.nodes[n] = map[string]*groupCounter{}
+		s.nodes[n] = map[string]*restartCounter{}
 		for _, m := range sampledMetrics {
-			s.nodes[n][m] = &groupCounter{}
+			s.nodes[n][m] = &restartCounter{}
 		}
 	}
 	return s

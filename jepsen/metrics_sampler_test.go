@@ -49,7 +49,7 @@ func TestGroupCounterAcrossRestarts(t *testing.T) {
 		{[]int64{5, 9, 2, 1, 6}, 17}, // restarted after 9 and again after 2
 		{[]int64{4, 4, 4}, 4},
 	} {
-		var c groupCounter
+		var c restartCounter
 		for _, v := range tc.samples {
 			c.observe(v)
 		}

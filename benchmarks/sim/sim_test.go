@@ -306,11 +306,11 @@ func TestXiaoTrace(t *testing.T) {
 }
 
 // TestTraceTimesOutOfRange checks that both workloads drop a trace job
-// whose times exceed workload.MaxSeconds (a corrupt line) and count it,
+// whose times exceed maxSeconds (a corrupt line) and count it,
 // and refuse factors past maxFactor, so that no time they derive wraps
 // around.
 func TestTraceTimesOutOfRange(t *testing.T) {
-	big := int64(workload.MaxSeconds + 1)
+	big := int64(maxSeconds + 1)
 	trace := []workload.Job{
 		{Number: 1, Submit: 0, Run: 10, AllocProcs: 2, ReqTime: 20},
 		{Number: 2, Submit: big, Run: 10, AllocProcs: 2, ReqTime: 20},

@@ -8,9 +8,16 @@ import (
 	"github.com/ledgerd/ledgerd/benchmarks/workload"
 )
 
+// maxSeconds is the largest submit, run or requested time (in seconds)
+// the workloads take from a trace: about 35,000 years, far beyond any
+// real log, and small enough that the products and sums of times the
+// simulator forms stay within int64. A job with a larger one (a corrupt
+// line) counts as OutOfRange.
+const maxSeconds = 1 << 40
+
 // maxFactor bounds the factors a workload multiplies times with (Heine's
-// StartFactor, Xiao's k_over): with times of at most workload.MaxSeconds
-// their products stay far within int64. The papers use 0.5 to 5.
+// StartFactor, Xiao's k_over): with times of at most maxSeconds their
+// products stay far within int64. The papers use 0.5 to 5.
 const maxFactor = 1000
 
 // HeineConfig builds the workload of Heine et al. §4.1 from a trace: every
@@ -66,7 +73,7 @@ func Heine(log []workload.Job, c HeineConfig) ([]Job, workload.Tally, error) {
 		case j.Submit < 0:
 			tally.NoSubmit++
 			continue
-		case j.Submit > workload.MaxSeconds || j.Run > workload.MaxSeconds || j.ReqTime > workload.MaxSeconds:
+		case j.Submit > maxSeconds || j.Run > maxSeconds || j.ReqTime > maxSeconds:
 			tally.OutOfRange++
 			continue
 		}
@@ -159,7 +166,7 @@ func Xiao(c XiaoConfig) ([]Job, workload.Tally, error) {
 		// corrupt first line must not shift every other job).
 		var t0 int64
 		for _, j := range c.Trace {
-			if j.Submit >= 0 && j.Submit <= workload.MaxSeconds {
+			if j.Submit >= 0 && j.Submit <= maxSeconds {
 				t0 = j.Submit
 				break
 			}
@@ -184,7 +191,7 @@ func Xiao(c XiaoConfig) ([]Job, workload.Tally, error) {
 			case j.Submit < 0:
 				tally.NoSubmit++
 				continue
-			case j.Submit > workload.MaxSeconds || j.Run > workload.MaxSeconds:
+			case j.Submit > maxSeconds || j.Run > maxSeconds:
 				tally.OutOfRange++
 				continue
 			}

@@ -93,7 +93,7 @@ type Tally struct {
 	// OutOfRange counts jobs whose times are so large (a corrupt line,
 	// as a rule) that what a converter derives from them would overflow:
 	// past 2^62 time units at the request's latest deadline (FromTally),
-	// or past MaxSeconds (the simulator's conversions).
+	// or past 2^40 s (the simulator's conversions).
 	OutOfRange int
 	Capacity   int64
 	Oversized  float64 // share (0..1) of the trace's work (procs x run time) in TooLarge jobs
@@ -110,13 +110,6 @@ type Tally struct {
 
 	work, tooLargeWork float64
 }
-
-// MaxSeconds is the largest submit, run or requested time (in seconds) a
-// converter accepts from a trace: about 35,000 years, far beyond any real
-// log, and small enough that the products and sums of times the
-// experiments form stay within int64. A job with a larger one (a corrupt
-// line) counts as OutOfRange.
-const MaxSeconds = 1 << 40
 
 // Dropped returns the number of jobs dropped for any reason.
 func (t Tally) Dropped() int { return t.NoSize + t.TooLarge + t.NoTime + t.NoSubmit + t.OutOfRange }
