@@ -1,14 +1,17 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"reflect"
 	"strings"
 	"sync/atomic"
 
@@ -76,56 +79,120 @@ func (a *Authenticator) Replace(from *Authenticator) {
 	a.creds.Store(from.creds.Load())
 }
 
-// LoadAuthFile reads a tokens file (see AuthFile).
+// LoadAuthFile reads a tokens file (see AuthFile and ParseAuthFile).
 func LoadAuthFile(path string) (*Authenticator, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("auth: read tokens file: %w", err)
 	}
-	var f AuthFile
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("auth: parse tokens file %s: %w", path, err)
-	}
-	return NewAuthenticator(f)
+	return ParseAuthFile(path, b)
 }
 
-// NewAuthenticator builds an Authenticator, checking every entry.
+// ParseAuthFile builds an Authenticator from the bytes b of the tokens
+// file name: one JSON object (see AuthFile) and nothing after it. Unknown
+// keys and values of the wrong type are errors naming the key.
+func ParseAuthFile(name string, b []byte) (*Authenticator, error) {
+	var f AuthFile
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &te) && te.Field == "":
+			return nil, fmt.Errorf("auth: tokens file %s: want a JSON object with \"tokens\" and \"certs\", got %s", name, te.Value)
+		case errors.As(err, &te):
+			return nil, fmt.Errorf("auth: tokens file %s: key %q: want %s, got %s", name, te.Field, authWant(te.Type.Kind()), te.Value)
+		}
+		if k, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return nil, fmt.Errorf("auth: tokens file %s: unknown key %s (the keys are tokens, certs and their entries' token, tenant, operator, common_name)", name, k)
+		}
+		return nil, fmt.Errorf("auth: tokens file %s: %w", name, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("auth: tokens file %s: trailing data after the JSON object", name)
+	}
+	c, err := newCredentials(f)
+	if err != nil {
+		return nil, fmt.Errorf("auth: tokens file %s: %w", name, err)
+	}
+	auth := &Authenticator{}
+	auth.creds.Store(c)
+	return auth, nil
+}
+
+// authWant says in words what a tokens file key of kind k takes.
+func authWant(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice:
+		return "a list of objects"
+	}
+	return "an object"
+}
+
+// NewAuthenticator builds an Authenticator, checking every entry: a token
+// of at least 8 characters without white space at either end (a presented
+// token is trimmed, so such a one could never match) or control characters
+// (which no header carries), or the SHA-256 of one, no token twice, a tenant for each, and no certificate common name
+// twice (which of two tenants it meant would be a guess).
 func NewAuthenticator(f AuthFile) (*Authenticator, error) {
+	c, err := newCredentials(f)
+	if err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	auth := &Authenticator{}
+	auth.creds.Store(c)
+	return auth, nil
+}
+
+// newCredentials checks the entries of f (see NewAuthenticator) and
+// builds their lookups; its errors name the entry and key.
+func newCredentials(f AuthFile) (*credentials, error) {
 	a := &credentials{byHash: map[[32]byte]Principal{}, byCN: map[string]Principal{}}
 	for i, t := range f.Tokens {
 		if t.Tenant == "" {
-			return nil, fmt.Errorf("auth: tokens[%d].tenant: required", i)
+			return nil, fmt.Errorf("tokens[%d].tenant: required", i)
 		}
 		var h [32]byte
 		switch {
 		case strings.HasPrefix(t.Token, "sha256:"):
 			raw, err := hex.DecodeString(strings.TrimPrefix(t.Token, "sha256:"))
 			if err != nil || len(raw) != 32 {
-				return nil, fmt.Errorf("auth: tokens[%d].token: sha256: needs 64 hex digits", i)
+				return nil, fmt.Errorf("tokens[%d].token: sha256: needs 64 hex digits", i)
 			}
 			copy(h[:], raw)
 		case len(t.Token) < 8:
-			return nil, fmt.Errorf("auth: tokens[%d].token: at least 8 characters required", i)
+			return nil, fmt.Errorf("tokens[%d].token: at least 8 characters required", i)
+		case strings.TrimSpace(t.Token) != t.Token:
+			return nil, fmt.Errorf("tokens[%d].token: white space at either end (a presented token is trimmed, so this one could never match)", i)
+		case strings.IndexFunc(t.Token, isControl) >= 0:
+			return nil, fmt.Errorf("tokens[%d].token: control character at byte %d (no HTTP header can carry it)", i, strings.IndexFunc(t.Token, isControl))
 		default:
 			h = sha256.Sum256([]byte(t.Token))
 		}
 		if _, dup := a.byHash[h]; dup {
-			return nil, fmt.Errorf("auth: tokens[%d].token: duplicate token", i)
+			return nil, fmt.Errorf("tokens[%d].token: duplicate token", i)
 		}
 		a.byHash[h] = Principal{Tenant: t.Tenant, Operator: t.Operator}
 	}
 	for i, c := range f.Certs {
 		if c.CommonName == "" || c.Tenant == "" {
-			return nil, fmt.Errorf("auth: certs[%d]: common_name and tenant are required", i)
+			return nil, fmt.Errorf("certs[%d]: common_name and tenant are required", i)
+		}
+		if _, dup := a.byCN[c.CommonName]; dup {
+			return nil, fmt.Errorf("certs[%d].common_name: %q given twice", i, c.CommonName)
 		}
 		a.byCN[c.CommonName] = Principal{Tenant: c.Tenant, Operator: c.Operator}
 	}
-	auth := &Authenticator{}
-	auth.creds.Store(a)
-	return auth, nil
+	return a, nil
 }
+
+// isControl reports an ASCII control character other than the tab, which
+// an HTTP header value cannot hold.
+func isControl(r rune) bool { return (r < 0x20 && r != '\t') || r == 0x7f }
 
 // devPrincipal is everyone when authentication is off.
 var devPrincipal = Principal{Tenant: "default", Operator: true}
@@ -141,8 +208,9 @@ func (auth *Authenticator) authenticate(h http.Header, peerCN string) (Principal
 	}
 	a := auth.creds.Load()
 	if v := h.Get("Authorization"); v != "" {
-		tok, ok := strings.CutPrefix(v, "Bearer ")
-		if !ok {
+		// The scheme's name is case-insensitive (RFC 9110, section 11.1).
+		scheme, tok, ok := strings.Cut(v, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
 			return Principal{}, errUnauthenticated
 		}
 		if p, ok := a.byHash[sha256.Sum256([]byte(strings.TrimSpace(tok)))]; ok {

@@ -202,22 +202,35 @@ func TestCORSOnlyForConfiguredOrigins(t *testing.T) {
 	}
 }
 
+// TestAuthFileValidation: a tokens file that cannot mean one thing is
+// refused with an error naming the file and the entry or key.
 func TestAuthFileValidation(t *testing.T) {
 	dir := t.TempDir()
-	for name, body := range map[string]string{
-		"no tenant":     `{"tokens":[{"token":"abcdefghij"}]}`,
-		"short token":   `{"tokens":[{"token":"abc","tenant":"a"}]}`,
-		"bad hash":      `{"tokens":[{"token":"sha256:zz","tenant":"a"}]}`,
-		"duplicate":     `{"tokens":[{"token":"abcdefghij","tenant":"a"},{"token":"abcdefghij","tenant":"b"}]}`,
-		"unknown field": `{"tokens":[],"extra":1}`,
-		"not json":      `tokens:`,
+	for _, tc := range []struct{ name, body, want string }{
+		{"no tenant", `{"tokens":[{"token":"abcdefghij"}]}`, "tokens[0].tenant: required"},
+		{"short token", `{"tokens":[{"token":"abc","tenant":"a"}]}`, "tokens[0].token: at least 8 characters"},
+		{"bad hash", `{"tokens":[{"token":"sha256:zz","tenant":"a"}]}`, "tokens[0].token: sha256: needs 64 hex digits"},
+		{"duplicate", `{"tokens":[{"token":"abcdefghij","tenant":"a"},{"token":"abcdefghij","tenant":"b"}]}`, "tokens[1].token: duplicate token"},
+		// sha256("abcdefghij") is the plain token of the first entry.
+		{"duplicate by hash", `{"tokens":[{"token":"abcdefghij","tenant":"a"},{"token":"sha256:72399361da6a7754fec986dca5b7cbaf1c810a28ded4abaf56b2106d06cb78b0","tenant":"b"}]}`, "tokens[1].token: duplicate token"},
+		{"white space", `{"tokens":[{"token":"abcdefghij ","tenant":"a"}]}`, "tokens[0].token: white space at either end"},
+		{"control character", `{"tokens":[{"token":"abcd\nefghij","tenant":"a"}]}`, "tokens[0].token: control character at byte 4"},
+		{"duplicate common name", `{"tokens":[],"certs":[{"common_name":"b1","tenant":"a"},{"common_name":"b1","tenant":"b"}]}`, `certs[1].common_name: "b1" given twice`},
+		{"cert without tenant", `{"certs":[{"common_name":"b1"}]}`, "certs[0]: common_name and tenant are required"},
+		{"unknown field", `{"tokens":[],"extra":1}`, `unknown key "extra"`},
+		{"wrong type", `{"tokens":[{"token":"abcdefghij","tenant":"a","operator":"yes"}]}`, `key "tokens.operator": want true or false, got string`},
+		{"not a list", `{"tokens":{"token":"abcdefghij"}}`, `key "tokens": want a list of objects, got object`},
+		{"not an object", `[{"token":"abcdefghij"}]`, `want a JSON object with "tokens" and "certs", got array`},
+		{"trailing", `{"tokens":[]} {"tokens":[]}`, "trailing data after the JSON object"},
+		{"not json", `tokens:`, "invalid character"},
 	} {
 		p := filepath.Join(dir, "tokens.json")
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		if err := os.WriteFile(p, []byte(tc.body), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := rpc.LoadAuthFile(p); err == nil {
-			t.Errorf("%s: accepted", name)
+		_, err := rpc.LoadAuthFile(p)
+		if err == nil || !strings.Contains(err.Error(), "tokens file "+p+": ") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one naming the file and %q", tc.name, err, tc.want)
 		}
 	}
 	p := filepath.Join(dir, "ok.json")
