@@ -10,16 +10,20 @@ import (
 )
 
 // TestAPIFailsClosed checks that an API that cannot be built (here: a
-// tokens file that exists but does not parse) answers 503 on every service
-// path instead of serving without its configured authentication, while
-// health and metrics stay up.
+// tokens file that stops parsing between the configuration's check, which
+// reads it, and the start) answers 503 on every service path instead of
+// serving without its configured authentication, while health and metrics
+// stay up.
 func TestAPIFailsClosed(t *testing.T) {
 	tokens := filepath.Join(t.TempDir(), "tokens.json")
-	if err := os.WriteFile(tokens, []byte("{not json"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte(`{"tokens":[{"token":"abcdefghij","tenant":"a"}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg, flags, err := ParseArgs([]string{"-dev", "-http-addr", "127.0.0.1:0", "-tokens-file", tokens}, func(string) string { return "" }, io.Discard)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tokens, []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	a := mustAgent(t, cfg, flags)

@@ -9,12 +9,14 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ledgerd/ledgerd/cluster"
 	"github.com/ledgerd/ledgerd/fsm"
+	"github.com/ledgerd/ledgerd/rpc"
 )
 
 // Config is the agent's configuration. A config file is JSON with
@@ -167,20 +169,33 @@ const minLogCheckInterval = 100 * time.Millisecond
 // Duration is a time.Duration written as a Go duration string ("30s").
 type Duration time.Duration
 
-// UnmarshalJSON implements json.Unmarshaler.
+// UnmarshalJSON reads a Go duration string; null leaves the value as it
+// was, as it does for keys of the plain types. Its errors are
+// json.UnmarshalTypeErrors, which the JSON decoder completes with the
+// key's name (see ByteSize.UnmarshalJSON).
 func (d *Duration) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("want a duration string such as \"30s\": %w", err)
+		return &json.UnmarshalTypeError{Value: string(b), Type: reflect.TypeFor[Duration]()}
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return err
+		return &json.UnmarshalTypeError{Value: string(b), Type: reflect.TypeFor[Duration]()}
 	}
 	*d = Duration(v)
 	return nil
 }
 
+// MarshalJSON writes the duration as a string UnmarshalJSON reads back.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// DefaultConfig returns the settings of an agent before its config file,
+// environment and flags.
 func DefaultConfig() Config {
 	return Config{
 		HTTPAddr:   "127.0.0.1:7420",
@@ -341,7 +356,8 @@ func (c *Config) Validate(dev bool) error {
 		return fmt.Errorf("config: max_request_bytes: must be >= 0, got %d", c.MaxRequestBytes)
 	}
 	if c.TokensFile != "" {
-		if _, err := os.Stat(c.TokensFile); err != nil {
+		// Read it whole, so that -config-check finds what the start would.
+		if _, err := rpc.LoadAuthFile(c.TokensFile); err != nil {
 			return fmt.Errorf("config: tokens_file: %w", err)
 		}
 	}

@@ -38,11 +38,15 @@ func parseByteSize(v string) (ByteSize, error) {
 	return ByteSize(n * mult), nil
 }
 
-// UnmarshalJSON accepts a number of bytes or a string with a unit. Its
+// UnmarshalJSON accepts a number of bytes or a string with a unit; null
+// leaves the value as it was, as it does for keys of the plain types. Its
 // errors are json.UnmarshalTypeErrors, which the JSON decoder completes
 // with the key's name (it does not for other errors); the config file
-// reader turns them into a message naming the key (see byteSizeWant).
+// reader turns them into a message naming the key (see decodeConfigFile).
 func (b *ByteSize) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		return nil
+	}
 	bad := func() error {
 		return &json.UnmarshalTypeError{Value: string(data), Type: reflect.TypeFor[ByteSize]()}
 	}
@@ -61,9 +65,6 @@ func (b *ByteSize) UnmarshalJSON(data []byte) error {
 	*b = v
 	return nil
 }
-
-// byteSizeWant is what a config file error says a ByteSize key wants.
-const byteSizeWant = `a non-negative integer of bytes, or a string such as "900MiB" (units KiB, MiB, GiB, TiB, B)`
 
 // applyMemoryLimit sets the Go runtime's soft memory limit from
 // memory_limit (0 leaves the runtime's own: GOMEMLIMIT, or none). Near

@@ -1,14 +1,9 @@
 package agent
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -263,34 +258,6 @@ func resetList(c *Config, key string) {
 func envName(key string) string { return "LEDGERD_" + strings.ToUpper(key) }
 
 func flagName(key string) string { return strings.ReplaceAll(key, "_", "-") }
-
-// loadConfigFile reads a JSON config file; unknown keys are errors.
-func loadConfigFile(path string, c *Config) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(c); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			want := te.Type.String()
-			if te.Type == reflect.TypeFor[ByteSize]() {
-				want = byteSizeWant
-			}
-			return fmt.Errorf("config %s: key %q: want %s, got %s", path, te.Field, want, te.Value)
-		}
-		return fmt.Errorf("config %s: %w", path, err)
-	}
-	if dec.More() {
-		return fmt.Errorf("config %s: trailing data after the JSON object", path)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return fmt.Errorf("config %s: trailing data after the JSON object", path)
-	}
-	return nil
-}
 
 // applyEnv sets every key whose LEDGERD_* variable is set.
 func applyEnv(c *Config, getenv func(string) string) error {
