@@ -43,6 +43,19 @@ func runTLS(args []string) int {
 	return runCertCreate(args[2:])
 }
 
+// maxCertDays is the longest validity -days takes: a hundred years, well
+// inside what a time.Duration holds (about 292), so that the validity
+// cannot wrap around to a negative one.
+const maxCertDays = 100 * 365
+
+// checkDays checks a -days value.
+func checkDays(days int) error {
+	if days <= 0 || days > maxCertDays {
+		return fmt.Errorf("-days must be between 1 and %d, got %d", maxCertDays, days)
+	}
+	return nil
+}
+
 func runCACreate(args []string) int {
 	fs := flag.NewFlagSet("tls ca create", flag.ContinueOnError)
 	fs.SetOutput(cliErr)
@@ -56,8 +69,8 @@ func runCACreate(args []string) int {
 	if fs.NArg() > 0 {
 		return usageErr(fs, "unexpected argument %q", fs.Arg(0))
 	}
-	if *days <= 0 {
-		return usageErr(fs, "-days must be positive, got %d", *days)
+	if err := checkDays(*days); err != nil {
+		return usageErr(fs, "%v", err)
 	}
 	ca, err := pki.NewCA(*name, time.Now(), time.Duration(*days)*24*time.Hour)
 	if err != nil {
@@ -97,8 +110,8 @@ func runCertCreate(args []string) int {
 	if *server == *client {
 		return usageErr(fs, "give exactly one of -server and -client")
 	}
-	if *days <= 0 {
-		return usageErr(fs, "-days must be positive, got %d", *days)
+	if err := checkDays(*days); err != nil {
+		return usageErr(fs, "%v", err)
 	}
 	req := pki.Request{Server: *server, Now: time.Now(), ValidFor: time.Duration(*days) * 24 * time.Hour}
 	var base string

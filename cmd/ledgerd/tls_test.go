@@ -62,7 +62,9 @@ func TestTLSCommands(t *testing.T) {
 		{[]string{"tls", "cert", "create", "-client"}, "-name"},
 		{[]string{"tls", "cert", "create", "-client", "-name", "b", "-ip", "1.2.3.4"}, "client certificates carry no addresses"},
 		{[]string{"tls", "cert", "create", "-server", "-node", "n", "-ip", "nope"}, `"nope" is not an IP address`},
-		{[]string{"tls", "ca", "create", "-days", "0"}, "-days"},
+		{[]string{"tls", "ca", "create", "-days", "0"}, "-days must be between 1 and 36500, got 0"},
+		{[]string{"tls", "ca", "create", "-days", "1000000"}, "-days must be between 1 and 36500, got 1000000"},
+		{[]string{"tls", "cert", "create", "-server", "-node", "n", "-days", "1000000"}, "-days must be between 1 and 36500, got 1000000"},
 		{[]string{"tls", "bogus"}, "Usage"},
 	} {
 		code, _, stderr := runCLI(t, bad.args...)
