@@ -3,6 +3,7 @@ package fsm
 import (
 	"cmp"
 	"maps"
+	"math"
 	"slices"
 
 	fsmv1 "github.com/ledgerd/ledgerd/gen/ledgerd/fsm/v1"
@@ -44,6 +45,9 @@ type UsageRow struct {
 	Cancelled int64
 	// Reservations is the number of rows that contributed.
 	Reservations int
+	// Saturated is set when a sum reached the int64 maximum and stopped
+	// there: the true figure is larger.
+	Saturated bool
 }
 
 // Usage reports, per tenant and resource, the unit-time of the retained
@@ -51,7 +55,8 @@ type UsageRow struct {
 // and resource when those are not empty. It reads the reservation table
 // as it stands: terminal rows are kept for Config.Retention after their
 // last change, so a period further back than that is incomplete. A read
-// scans the table once; it is not on any admission path. Sums saturate.
+// scans the table once; it is not on any admission path. Sums saturate at
+// the int64 maximum, and a row that holds one says so (Saturated).
 func (f *FSM) Usage(from, to int64, tenant, resource string) []UsageRow {
 	if to == 0 {
 		to = MaxTimeMillis + 1
@@ -107,7 +112,9 @@ func (f *FSM) Usage(from, to int64, tenant, resource string) []UsageRow {
 	})
 	out := make([]UsageRow, 0, len(keys))
 	for _, k := range keys {
-		out = append(out, *rows[k])
+		u := rows[k]
+		u.Saturated = slices.Contains([]int64{u.Booked, u.Held, u.ReleasedEarly, u.Expired, u.Cancelled}, math.MaxInt64)
+		out = append(out, *u)
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"math"
 	"strings"
 	"testing"
 
@@ -178,5 +179,25 @@ func TestCLIResourcesShowWindows(t *testing.T) {
 	code, out, errOut = runCLI(t, "resources", "-token", agenttest.TokenOps)
 	if code != exitOK || !strings.Contains(out, "WINDOWS") || !strings.Contains(out, "4 from 2030-01-01T01:00:00Z to 2030-01-01T03:00:00Z") {
 		t.Fatalf("a maintenance window: %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestUsageHoursMarksSaturatedFigures: only the figure a saturated sum
+// gives, in a row that says it saturated, carries the "+".
+func TestUsageHoursMarksSaturatedFigures(t *testing.T) {
+	const top = math.MaxInt64 / 1000
+	for _, tc := range []struct {
+		s         int64
+		saturated bool
+		want      string
+	}{
+		{5400, false, "1.50"},
+		{5400, true, "1.50"},
+		{top, false, "2562047788015.21"},
+		{top, true, "2562047788015.21+"},
+	} {
+		if got := usageHours(tc.s, tc.saturated); got != tc.want {
+			t.Errorf("usageHours(%d, %v) = %q, want %q", tc.s, tc.saturated, got, tc.want)
+		}
 	}
 }

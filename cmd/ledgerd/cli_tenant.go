@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -307,20 +308,36 @@ func runUsage(args []string) int {
 		}
 		w := table()
 		fmt.Fprintln(w, "TENANT\tRESOURCE\tBOOKED\tHELD\tRELEASED EARLY\tEXPIRED\tCANCELLED\tRESERVATIONS")
+		saturated := false
 		for _, r := range rows {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", r.Tenant, r.Resource, hours(r.BookedUnitSeconds), hours(r.HeldUnitSeconds),
-				hours(r.ReleasedEarlyUnitSeconds), hours(r.ExpiredUnitSeconds), hours(r.CancelledUnitSeconds), r.Reservations)
+			h := func(s int64) string { return usageHours(s, r.Saturated) }
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", r.Tenant, r.Resource, h(r.BookedUnitSeconds), h(r.HeldUnitSeconds),
+				h(r.ReleasedEarlyUnitSeconds), h(r.ExpiredUnitSeconds), h(r.CancelledUnitSeconds), r.Reservations)
+			saturated = saturated || r.Saturated
 		}
 		if err := w.Flush(); err != nil {
 			return err
 		}
 		fmt.Fprintln(cliOut, "(unit-hours of reservation time; -json gives unit-seconds)")
+		if saturated {
+			fmt.Fprintln(cliOut, "(+: the sum passed the largest figure the report holds and stopped there; the true one is larger)")
+		}
 		return nil
 	})
 }
 
 // hours prints unit-seconds as unit-hours with two decimals.
 func hours(s int64) string { return fmt.Sprintf("%d.%02d", s/3600, s%3600*100/3600) }
+
+// usageHours is hours for a figure of a usage row, marked with "+" when
+// the row is saturated and the figure is the one a saturated sum gives
+// (the int64 maximum of unit-milliseconds, in unit-seconds).
+func usageHours(s int64, saturated bool) string {
+	if saturated && s == math.MaxInt64/1000 {
+		return hours(s) + "+"
+	}
+	return hours(s)
+}
 
 // approvalNotes says why a reservation waited for approval and what the
 // operator answered.

@@ -74,6 +74,7 @@ func (l *Ledger) Usage(ctx context.Context, q ledger.UsageQuery) ([]*ledgerdv1.U
 			BookedUnitSeconds: r.Booked / 1000, HeldUnitSeconds: r.Held / 1000,
 			ReleasedEarlyUnitSeconds: r.ReleasedEarly / 1000, ExpiredUnitSeconds: r.Expired / 1000,
 			CancelledUnitSeconds: r.Cancelled / 1000, Reservations: int64(r.Reservations),
+			Saturated: r.Saturated,
 		}
 	}
 	return out, nil

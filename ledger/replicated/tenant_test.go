@@ -3,6 +3,7 @@ package replicated
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -84,5 +85,39 @@ func TestLimitsNeedVersion4(t *testing.T) {
 	}
 	if got := strings.Join(seen, " "); got != "limits:t approval_requested approved" {
 		t.Fatalf("events %q", got)
+	}
+}
+
+// TestUsageSaysWhenSaturated: a resource counted in large units (bytes, say)
+// passes the int64 unit-milliseconds of the report within seconds; the
+// report then says its figure is a lower bound instead of passing off the
+// int64 maximum as the sum, and rows that did not pass it do not say so.
+func TestUsageSaysWhenSaturated(t *testing.T) {
+	ctx := context.Background()
+	fl := newFake(t)
+	l := New(fl, fl.f)
+	seed(t, l)
+	const huge = int64(1) << 62
+	if _, err := l.CreateResource(ctx, op(), &ledgerdv1.Resource{Name: "bytes", Capacity: huge}); err != nil {
+		t.Fatal(err)
+	}
+	// 2^62 units for 3 s: 1.4e22 unit-milliseconds, past 2^63-1.
+	if _, _, err := l.Hold(ctx, ledger.HoldArgs{Write: op(), Commit: true, Shape: ledger.Shape{
+		Parts: []ledger.Part{{Resource: "bytes", Amount: huge}}, Duration: 3_000, NotBefore: t0 + 3_600_000, Deadline: ledger.NoDeadline}}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := l.Usage(ctx, ledger.UsageQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*ledgerdv1.UsageRow{}
+	for _, r := range rows {
+		got[r.GetResource()] = r
+	}
+	if b := got["bytes"]; b == nil || !b.GetSaturated() || b.GetBookedUnitSeconds() != math.MaxInt64/1000 {
+		t.Fatalf("bytes row %v: want saturated with booked %d", b, int64(math.MaxInt64/1000))
+	}
+	if c := got["cpu"]; c == nil || c.GetSaturated() || c.GetBookedUnitSeconds() != 5*60 {
+		t.Fatalf("cpu row %v: want 300 unit-seconds, not saturated", c)
 	}
 }

@@ -364,7 +364,11 @@ type UsageRow struct {
 	// Cancelled reservations and denied requests.
 	CancelledUnitSeconds int64 `protobuf:"varint,7,opt,name=cancelled_unit_seconds,json=cancelledUnitSeconds,proto3" json:"cancelled_unit_seconds,omitempty"`
 	// Reservations that contributed.
-	Reservations  int64 `protobuf:"varint,8,opt,name=reservations,proto3" json:"reservations,omitempty"`
+	Reservations int64 `protobuf:"varint,8,opt,name=reservations,proto3" json:"reservations,omitempty"`
+	// A sum of this row passed the largest figure the report holds (2^63-1
+	// unit-milliseconds, about 2.5 billion unit-hours) and stopped there:
+	// the figures that equal it are lower bounds of the true ones.
+	Saturated     bool `protobuf:"varint,9,opt,name=saturated,proto3" json:"saturated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -453,6 +457,13 @@ func (x *UsageRow) GetReservations() int64 {
 		return x.Reservations
 	}
 	return 0
+}
+
+func (x *UsageRow) GetSaturated() bool {
+	if x != nil {
+		return x.Saturated
+	}
+	return false
 }
 
 // UsageResponse is the report.
@@ -884,7 +895,7 @@ const file_ledgerd_v1_tenant_proto_rawDesc = "" +
 	"\bresource\x18\x02 \x01(\tR\bresource\x12.\n" +
 	"\x04from\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12*\n" +
 	"\x02to\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x02to\x12\x14\n" +
-	"\x05stale\x18\x05 \x01(\bR\x05stale\"\xe5\x02\n" +
+	"\x05stale\x18\x05 \x01(\bR\x05stale\"\x83\x03\n" +
 	"\bUsageRow\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x1a\n" +
 	"\bresource\x18\x02 \x01(\tR\bresource\x12.\n" +
@@ -893,7 +904,8 @@ const file_ledgerd_v1_tenant_proto_rawDesc = "" +
 	"\x1breleased_early_unit_seconds\x18\x05 \x01(\x03R\x18releasedEarlyUnitSeconds\x120\n" +
 	"\x14expired_unit_seconds\x18\x06 \x01(\x03R\x12expiredUnitSeconds\x124\n" +
 	"\x16cancelled_unit_seconds\x18\a \x01(\x03R\x14cancelledUnitSeconds\x12\"\n" +
-	"\freservations\x18\b \x01(\x03R\freservations\"9\n" +
+	"\freservations\x18\b \x01(\x03R\freservations\x12\x1c\n" +
+	"\tsaturated\x18\t \x01(\bR\tsaturated\"9\n" +
 	"\rUsageResponse\x12(\n" +
 	"\x04rows\x18\x01 \x03(\v2\x14.ledgerd.v1.UsageRowR\x04rows\"]\n" +
 	"\x0eApproveRequest\x12\x0e\n" +
