@@ -25,6 +25,10 @@ import (
 	"github.com/ledgerd/ledgerd/rpc"
 )
 
+// The node checks a snapshot from outside with the FSM before raft takes
+// it (cluster.RestoreSnapshot); without this the check would pass silently.
+var _ cluster.SnapshotVerifier = (*fsm.FSM)(nil)
+
 // streamGrace is how long a graceful shutdown lets requests in flight
 // finish before it ends the streams that never would.
 const streamGrace = 2 * time.Second

@@ -3,6 +3,7 @@ package cluster
 import (
 	"crypto/tls"
 	"errors"
+	"io"
 	"log/slog"
 	"time"
 
@@ -23,7 +24,22 @@ var (
 	// known: it may or may not have been committed. Retry with the same
 	// idempotency key.
 	ErrOutcomeUnknown = errors.New("cluster: outcome of write unknown")
+	// ErrBadSnapshot means a snapshot given to RestoreSnapshot is not one
+	// the state machine can take (not a snapshot file, cut short,
+	// corrupted or of an unknown format); nothing was changed.
+	ErrBadSnapshot = errors.New("cluster: bad snapshot")
 )
+
+// SnapshotVerifier is implemented by a state machine that can check a
+// snapshot without taking it. RestoreSnapshot checks every snapshot from
+// outside with it before it hands it to raft: raft stops the process when
+// the state machine refuses a snapshot it was given to restore.
+type SnapshotVerifier interface {
+	// VerifySnapshot reads the snapshot from rc (the bytes the state
+	// machine's Snapshot wrote) and returns nil when Restore would take
+	// it. It must not change the state machine.
+	VerifySnapshot(rc io.ReadCloser) error
+}
 
 // Config configures one node. Zero durations take the defaults documented
 // on each field; New validates the rest and names the offending field.

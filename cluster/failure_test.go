@@ -102,8 +102,8 @@ func testSnapshotTruncationAndRestore(t *testing.T, store func(*Config)) {
 	if err := c.follower().node.RestoreSnapshot(ctx, bytes.NewReader(buf.Bytes())); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("restore on follower = %v, want ErrNotLeader", err)
 	}
-	if err := l.node.RestoreSnapshot(ctx, bytes.NewReader([]byte("junk\n"))); err == nil {
-		t.Fatal("restore of junk succeeded")
+	if err := l.node.RestoreSnapshot(ctx, bytes.NewReader([]byte("junk\n"))); !errors.Is(err, ErrBadSnapshot) {
+		t.Fatalf("restore of junk = %v, want ErrBadSnapshot", err)
 	}
 	for {
 		err := c.leader().node.RestoreSnapshot(ctx, bytes.NewReader(buf.Bytes()))

@@ -274,6 +274,23 @@ func (f *trackedFSM) Snapshot() (raft.FSMSnapshot, error) {
 	return &trackedSnapshot{inner: s, index: f.Applied(), failures: &f.snapFailures, volume: f.volume, volumeBytes: f.volume.captured(), restart: f.restart}, nil
 }
 
+// verify checks a snapshot body from outside (the bytes Snapshot's sink
+// wrote: the wrapper's header, then the inner FSM's snapshot) without
+// restoring it: the header, and the inner FSM's own check when it has one
+// (SnapshotVerifier).
+func (f *trackedFSM) verify(body []byte) error {
+	if len(body) < snapHeaderLen {
+		return fmt.Errorf("%d bytes, shorter than the %d-byte header", len(body), snapHeaderLen)
+	}
+	if [8]byte(body[:8]) != snapMagic {
+		return fmt.Errorf("not a ledgerd snapshot (bad magic %q)", body[:8])
+	}
+	if v, ok := f.inner.(SnapshotVerifier); ok {
+		return v.VerifySnapshot(io.NopCloser(bytes.NewReader(body[snapHeaderLen:])))
+	}
+	return nil
+}
+
 // Restore implements raft.FSM. It logs how long the restore took and how
 // much of that was spent reading the snapshot stream (disk), the rest being
 // the application FSM's decoding and rebuilding.

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -108,15 +109,25 @@ func (n *Node) RestoreSnapshot(ctx context.Context, r io.Reader) error {
 	br := bufio.NewReader(r)
 	line, err := br.ReadString('\n')
 	if err != nil || strings.TrimSpace(line) != userSnapshotHeader {
-		return fmt.Errorf("cluster: restore snapshot: not a ledgerd snapshot file (first line %q)", strings.TrimSpace(line))
+		return fmt.Errorf("cluster: restore snapshot: %w: not a ledgerd snapshot file (first line %q)", ErrBadSnapshot, strings.TrimSpace(line))
 	}
 	line, err = br.ReadString('\n')
 	if err != nil {
-		return fmt.Errorf("cluster: restore snapshot: read metadata: %w", err)
+		return fmt.Errorf("cluster: restore snapshot: %w: read metadata: %w", ErrBadSnapshot, err)
 	}
 	var meta raft.SnapshotMeta
 	if err := json.Unmarshal([]byte(line), &meta); err != nil {
-		return fmt.Errorf("cluster: restore snapshot: decode metadata: %w", err)
+		return fmt.Errorf("cluster: restore snapshot: %w: decode metadata: %w", ErrBadSnapshot, err)
+	}
+	// The whole body is read and checked before raft sees it: raft
+	// stores a user snapshot and then stops the process if the state
+	// machine refuses it, which a corrupted or cut file would make it do.
+	body, err := io.ReadAll(br)
+	if err != nil {
+		return fmt.Errorf("cluster: restore snapshot: read: %w", err)
+	}
+	if err := n.fsm.verify(body); err != nil {
+		return fmt.Errorf("cluster: restore snapshot: %w: %w", ErrBadSnapshot, err)
 	}
 	// Raft refuses a restore while the latest configuration change is not
 	// yet applied (it would be lost); wait for it first.
@@ -147,7 +158,7 @@ func (n *Node) RestoreSnapshot(ctx context.Context, r io.Reader) error {
 	// it runs aside while this waits for it, ctx and shutdown. If the wait
 	// gives up, the restore may still complete.
 	done := make(chan error, 1)
-	go func() { done <- n.raft.Restore(&meta, br, timeout) }()
+	go func() { done <- n.raft.Restore(&meta, bytes.NewReader(body), timeout) }()
 	select {
 	case err := <-done:
 		if err != nil {

@@ -279,6 +279,31 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 // by run (nil: one after the other, as Restore does), so that a caller
 // may spread them over several cores. See StageRunner.
 func (f *FSM) RestoreWith(rc io.ReadCloser, run StageRunner) error {
+	st, err := f.decodeSnapshot(rc, run)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.st = st
+	f.wakeLocked()
+	f.mu.Unlock()
+	return nil
+}
+
+// VerifySnapshot decodes the snapshot read from rc as Restore would,
+// rebuilding a whole state beside this one, and drops it: nil means
+// Restore would take it. It leaves the FSM's state alone, and it needs the
+// memory of a second state while it runs. A caller about to hand a
+// snapshot from outside to raft, which stops the process when the FSM
+// refuses one it was given, checks it here first.
+func (f *FSM) VerifySnapshot(rc io.ReadCloser) error {
+	_, err := f.decodeSnapshot(rc, nil)
+	return err
+}
+
+// decodeSnapshot reads, decodes and verifies the snapshot from rc and
+// builds the state it describes, without touching f's.
+func (f *FSM) decodeSnapshot(rc io.ReadCloser, run StageRunner) (*state, error) {
 	defer rc.Close()
 	var data []byte
 	var release func()
@@ -287,23 +312,23 @@ func (f *FSM) RestoreWith(rc io.ReadCloser, run StageRunner) error {
 	} else {
 		var err error
 		if data, err = readSnapshot(rc); err != nil {
-			return fmt.Errorf("restore: read: %w", err)
+			return nil, fmt.Errorf("restore: read: %w", err)
 		}
 	}
 	parts, err := splitBody(data)
 	if err != nil {
-		return fmt.Errorf("restore: %w", err)
+		return nil, fmt.Errorf("restore: %w", err)
 	}
 	j, err := prepareRestore(f.cfg, parts)
 	if err != nil {
-		return fmt.Errorf("restore: %w", err)
+		return nil, fmt.Errorf("restore: %w", err)
 	}
 	if run == nil {
 		run = runInOrder
 	}
 	run(j.scanStages())
 	if err := j.scanErr(); err != nil {
-		return fmt.Errorf("restore: %w", err)
+		return nil, fmt.Errorf("restore: %w", err)
 	}
 	j.dropInput()
 	if release != nil {
@@ -315,13 +340,9 @@ func (f *FSM) RestoreWith(rc io.ReadCloser, run StageRunner) error {
 	run(j.buildStages())
 	st, err := j.finish()
 	if err != nil {
-		return fmt.Errorf("restore: %w", err)
+		return nil, fmt.Errorf("restore: %w", err)
 	}
-	f.mu.Lock()
-	f.st = st
-	f.wakeLocked()
-	f.mu.Unlock()
-	return nil
+	return st, nil
 }
 
 // SnapshotBytes is a snapshot stream whose whole content is already in

@@ -115,7 +115,8 @@ func TestApplyPanicsOnMalformed(t *testing.T) {
 // as a body behind a valid header (so the checksum does not hide the
 // decoder). Restore must never panic; a snapshot it accepts must re-encode
 // stably (restore∘snapshot is idempotent after one round) and accept
-// further commands.
+// further commands. VerifySnapshot, run on an FSM with a state of its own,
+// gives Restore's outcome and leaves that state alone.
 //
 // The seeds are deliberately small: the fuzzing engine minimises every new
 // interesting input, which takes very long on kilobyte-sized snapshots
@@ -164,6 +165,14 @@ func FuzzSnapshot(f *testing.F) {
 		h.must(1000, OK, reserve(fmt.Sprintf("r%d", i), "cpu", 2, 100, withStart(int64(1100+50*i)), withKey(fmt.Sprintf("k%d", i))))
 	}
 	f.Add(snapshotBytes(f, lim)[headerLen:])
+	// holder checks every input with VerifySnapshot: it must agree with
+	// Restore and leave holder's own state as it was.
+	holder, err := New(Config{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	(&harness{t: f, f: holder}).must(1000, OK, createRes("gpu", 4))
+	held := snapshotBytes(f, holder)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, in := range [][]byte{data, frameSnapshot(data)} {
 			m, err := New(Config{})
@@ -171,6 +180,13 @@ func FuzzSnapshot(f *testing.F) {
 				t.Fatal(err)
 			}
 			err = m.Restore(io.NopCloser(bytes.NewReader(in)))
+			verr := holder.VerifySnapshot(io.NopCloser(bytes.NewReader(in)))
+			if (err == nil) != (verr == nil) || err != nil && err.Error() != verr.Error() {
+				t.Fatalf("VerifySnapshot: %v, Restore: %v", verr, err)
+			}
+			if !bytes.Equal(snapshotBytes(t, holder), held) {
+				t.Fatal("VerifySnapshot changed the state of the FSM it ran on")
+			}
 			// The stages run backwards and concurrently give the same
 			// outcome: the same error, or the same state.
 			for name, run := range stageRunners {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,6 +125,26 @@ func testRealCluster(t *testing.T, n int) {
 	extra, err := ops.Reserve(ctx, &ledgerdv1.ReserveRequest{Shape: realShape(1, 3*time.Hour)})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A corrupted or cut snapshot is refused as invalid and changes
+	// nothing: raft would stop the leader if the state machine refused a
+	// snapshot it had been given to restore.
+	bodyAt := bytes.IndexByte(snap.Bytes(), '\n')
+	bodyAt += 1 + bytes.IndexByte(snap.Bytes()[bodyAt+1:], '\n') + 1
+	flipped := bytes.Clone(snap.Bytes())
+	flipped[bodyAt+40] ^= 0xff
+	for name, bad := range map[string][]byte{
+		"a flipped byte": flipped,
+		"cut in half":    snap.Bytes()[:bodyAt+(snap.Len()-bodyAt)/2],
+		"header only":    snap.Bytes()[:bodyAt],
+	} {
+		_, err := ops.RestoreSnapshot(ctx, bytes.NewReader(bad))
+		if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "bad snapshot") {
+			t.Fatalf("restore of a snapshot with %s: %v, want InvalidArgument naming a bad snapshot", name, err)
+		}
+		if _, err := ops.Get(ctx, extra.Id); err != nil {
+			t.Fatalf("after the refused restore of a snapshot with %s, the later booking: %v", name, err)
+		}
 	}
 	if _, err := ops.RestoreSnapshot(ctx, bytes.NewReader(snap.Bytes())); err != nil {
 		t.Fatalf("restore snapshot: %v", err)

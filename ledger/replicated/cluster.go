@@ -2,6 +2,7 @@ package replicated
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -88,6 +89,10 @@ func (c Cluster) SaveSnapshot(ctx context.Context, w io.Writer) (uint64, error) 
 // RestoreSnapshot implements Cluster.
 func (c Cluster) RestoreSnapshot(ctx context.Context, r io.Reader) (uint64, error) {
 	if err := c.Node.RestoreSnapshot(ctx, r); err != nil {
+		if errors.Is(err, cluster.ErrBadSnapshot) {
+			// The stream's bytes are the request's chunks.
+			return 0, &ledger.FieldError{Field: "chunk", Reason: err.Error()}
+		}
 		return 0, clusterErr("restore snapshot", err)
 	}
 	if err := c.Node.ReadBarrier(ctx); err != nil {
