@@ -26,9 +26,22 @@ var (
 	ErrOutcomeUnknown = errors.New("cluster: outcome of write unknown")
 	// ErrBadSnapshot means a snapshot given to RestoreSnapshot is not one
 	// the state machine can take (not a snapshot file, cut short,
-	// corrupted or of an unknown format); nothing was changed.
+	// corrupted or of an unknown format); nothing was changed. The error
+	// is a *BadSnapshotError.
 	ErrBadSnapshot = errors.New("cluster: bad snapshot")
 )
+
+// BadSnapshotError is RestoreSnapshot's error for a snapshot it refuses;
+// it matches ErrBadSnapshot.
+type BadSnapshotError struct {
+	// Reason says what is wrong with the file.
+	Reason error
+}
+
+func (e *BadSnapshotError) Error() string { return "cluster: bad snapshot: " + e.Reason.Error() }
+
+// Unwrap returns the reason and ErrBadSnapshot.
+func (e *BadSnapshotError) Unwrap() []error { return []error{ErrBadSnapshot, e.Reason} }
 
 // SnapshotVerifier is implemented by a state machine that can check a
 // snapshot without taking it. RestoreSnapshot checks every snapshot from

@@ -109,15 +109,15 @@ func (n *Node) RestoreSnapshot(ctx context.Context, r io.Reader) error {
 	br := bufio.NewReader(r)
 	line, err := br.ReadString('\n')
 	if err != nil || strings.TrimSpace(line) != userSnapshotHeader {
-		return fmt.Errorf("cluster: restore snapshot: %w: not a ledgerd snapshot file (first line %q)", ErrBadSnapshot, strings.TrimSpace(line))
+		return &BadSnapshotError{fmt.Errorf("not a ledgerd snapshot file (first line %q)", strings.TrimSpace(line))}
 	}
 	line, err = br.ReadString('\n')
 	if err != nil {
-		return fmt.Errorf("cluster: restore snapshot: %w: read metadata: %w", ErrBadSnapshot, err)
+		return &BadSnapshotError{fmt.Errorf("read metadata: %w", err)}
 	}
 	var meta raft.SnapshotMeta
 	if err := json.Unmarshal([]byte(line), &meta); err != nil {
-		return fmt.Errorf("cluster: restore snapshot: %w: decode metadata: %w", ErrBadSnapshot, err)
+		return &BadSnapshotError{fmt.Errorf("decode metadata: %w", err)}
 	}
 	// The whole body is read and checked before raft sees it: raft
 	// stores a user snapshot and then stops the process if the state
@@ -127,7 +127,7 @@ func (n *Node) RestoreSnapshot(ctx context.Context, r io.Reader) error {
 		return fmt.Errorf("cluster: restore snapshot: read: %w", err)
 	}
 	if err := n.fsm.verify(body); err != nil {
-		return fmt.Errorf("cluster: restore snapshot: %w: %w", ErrBadSnapshot, err)
+		return &BadSnapshotError{err}
 	}
 	// Raft refuses a restore while the latest configuration change is not
 	// yet applied (it would be lost); wait for it first.

@@ -139,7 +139,7 @@ func testRealCluster(t *testing.T, n int) {
 		"header only":    snap.Bytes()[:bodyAt],
 	} {
 		_, err := ops.RestoreSnapshot(ctx, bytes.NewReader(bad))
-		if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "bad snapshot") {
+		if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "not a snapshot this ledger can restore") {
 			t.Fatalf("restore of a snapshot with %s: %v, want InvalidArgument naming a bad snapshot", name, err)
 		}
 		if _, err := ops.Get(ctx, extra.Id); err != nil {

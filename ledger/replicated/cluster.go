@@ -89,9 +89,9 @@ func (c Cluster) SaveSnapshot(ctx context.Context, w io.Writer) (uint64, error) 
 // RestoreSnapshot implements Cluster.
 func (c Cluster) RestoreSnapshot(ctx context.Context, r io.Reader) (uint64, error) {
 	if err := c.Node.RestoreSnapshot(ctx, r); err != nil {
-		if errors.Is(err, cluster.ErrBadSnapshot) {
+		if be := (*cluster.BadSnapshotError)(nil); errors.As(err, &be) {
 			// The stream's bytes are the request's chunks.
-			return 0, &ledger.FieldError{Field: "chunk", Reason: err.Error()}
+			return 0, &ledger.FieldError{Field: "chunk", Reason: "not a snapshot this ledger can restore: " + be.Reason.Error()}
 		}
 		return 0, clusterErr("restore snapshot", err)
 	}
