@@ -17,6 +17,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -498,6 +499,17 @@ func printJSON(ms ...proto.Message) {
 
 // table returns a tab writer on cliOut.
 func table() *tabwriter.Writer { return tabwriter.NewWriter(cliOut, 0, 0, 2, ' ', 0) }
+
+// cell makes free text (labels, units, reasons) safe for a table cell on a
+// terminal: a string with a control character (a tab or newline that
+// would break the columns, an escape sequence that would drive the
+// reader's terminal) is printed Go-quoted, the rest as it is.
+func cell(s string) string {
+	if strings.IndexFunc(s, unicode.IsControl) < 0 {
+		return s
+	}
+	return strconv.Quote(s)
+}
 
 func stateName(s ledgerdv1.ReservationState) string {
 	return strings.TrimPrefix(s.String(), "RESERVATION_STATE_")

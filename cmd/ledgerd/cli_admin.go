@@ -98,9 +98,9 @@ func printResources(asJSON bool, rs ...*ledgerdv1.Resource) {
 		sort.Strings(keys)
 		var ls []string
 		for _, k := range keys {
-			ls = append(ls, k+"="+r.Labels[k])
+			ls = append(ls, cell(k)+"="+cell(r.Labels[k]))
 		}
-		line := fmt.Sprintf("%s\t%d\t%s\t%s\t%s", r.Name, r.Capacity, r.Unit, policyString(r), strings.Join(ls, ","))
+		line := fmt.Sprintf("%s\t%d\t%s\t%s\t%s", r.Name, r.Capacity, cell(r.Unit), policyString(r), strings.Join(ls, ","))
 		if windows {
 			ws := []string{}
 			for _, win := range r.Windows {

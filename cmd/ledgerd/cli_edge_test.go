@@ -201,3 +201,22 @@ func TestUsageHoursMarksSaturatedFigures(t *testing.T) {
 		}
 	}
 }
+
+// TestCellQuotesControlCharacters: free text with a control character is
+// printed quoted, so that it can neither break a table's columns nor drive
+// the reader's terminal; other text, Unicode included, is printed as is.
+func TestCellQuotesControlCharacters(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"cores", "cores"},
+		{"Grüße", "Grüße"},
+		{"", ""},
+		{"a\tb", `"a\tb"`},
+		{"x\x1b[2Jboom", `"x\x1b[2Jboom"`},
+		{"line\nbreak", `"line\nbreak"`},
+		{"del\x7f", `"del\x7f"`},
+	} {
+		if got := cell(tc.in); got != tc.want {
+			t.Errorf("cell(%q) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}

@@ -240,7 +240,7 @@ func approvalsList(args []string) int {
 		w := table()
 		fmt.Fprintln(w, "ID\tTENANT\tPARTS\tSTART\tEND\tWAITS UNTIL\tWHY")
 		for _, r := range rs {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Id, r.Tenant, partsString(r.Parts), fmtTime(r.Start), fmtTime(r.End), fmtTime(r.HoldExpiresAt), r.ApprovalReason)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Id, r.Tenant, partsString(r.Parts), fmtTime(r.Start), fmtTime(r.End), fmtTime(r.HoldExpiresAt), cell(r.ApprovalReason))
 		}
 		return w.Flush()
 	})
@@ -344,10 +344,10 @@ func usageHours(s int64, saturated bool) string {
 func approvalNotes(r *ledgerdv1.Reservation) []string {
 	var out []string
 	if r.ApprovalReason != "" {
-		out = append(out, "approval: "+r.ApprovalReason)
+		out = append(out, "approval: "+cell(r.ApprovalReason))
 	}
 	if r.DecisionReason != "" {
-		out = append(out, "decision: "+r.DecisionReason)
+		out = append(out, "decision: "+cell(r.DecisionReason))
 	}
 	return out
 }
