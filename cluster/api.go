@@ -24,6 +24,12 @@ var (
 	// known: it may or may not have been committed. Retry with the same
 	// idempotency key.
 	ErrOutcomeUnknown = errors.New("cluster: outcome of write unknown")
+	// ErrUnknownServer means a membership change named a server that is
+	// not in the Raft configuration.
+	ErrUnknownServer = errors.New("cluster: no such server")
+	// ErrIsLeader means an operation that must not run on the leader
+	// itself (removing it) named the leader.
+	ErrIsLeader = errors.New("cluster: the server is the leader")
 	// ErrBadSnapshot means a snapshot given to RestoreSnapshot is not one
 	// the state machine can take (not a snapshot file, cut short,
 	// corrupted or of an unknown format); nothing was changed. The error

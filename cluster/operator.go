@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -73,7 +74,8 @@ func (n *Node) TransferLeadership(ctx context.Context) error {
 
 // RemoveServer removes a server from the Raft configuration. Only the
 // leader may call it; it refuses to remove the leader itself (transfer
-// leadership first).
+// leadership first, ErrIsLeader) and an ID the configuration does not
+// hold (ErrUnknownServer).
 func (n *Node) RemoveServer(ctx context.Context, id string) error {
 	if n.closed.Load() {
 		return ErrShutdown
@@ -82,7 +84,21 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 		return fmt.Errorf("cluster: remove server: %w", ErrNotLeader)
 	}
 	if id == n.id {
-		return fmt.Errorf("cluster: remove server: %q is the leader; transfer leadership first", id)
+		return fmt.Errorf("cluster: remove server: %w: %q; transfer leadership first", ErrIsLeader, id)
 	}
-	return n.waitFuture(ctx, "remove server", n.raft.RemoveServer(raft.ServerID(id), 0, 0))
+	// Raft takes the removal of an ID it does not know as a no-op and
+	// reports success: an operator who mistyped the ID of a dead server
+	// would believe it gone while it still counts towards the quorum.
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return fmt.Errorf("cluster: remove server: %w", mapRaftErr(err))
+	}
+	var ids []string
+	for _, s := range cf.Configuration().Servers {
+		if string(s.ID) == id {
+			return n.waitFuture(ctx, "remove server", n.raft.RemoveServer(raft.ServerID(id), 0, 0))
+		}
+		ids = append(ids, string(s.ID))
+	}
+	return fmt.Errorf("cluster: remove server: %w: %q (the servers are %s)", ErrUnknownServer, id, strings.Join(ids, ", "))
 }

@@ -30,8 +30,14 @@ func TestOperatorRaft(t *testing.T) {
 
 	addr := s.Addr()
 	code, _, stderr = runCLI(t, "operator", "raft", "remove-peer", "-addr", addr, id)
-	if code != exitError || !strings.Contains(stderr, "transfer leadership first") {
+	if code != exitError || !strings.Contains(stderr, "failed_precondition") || !strings.Contains(stderr, "transfer leadership first") {
 		t.Fatalf("remove-peer of the leader: exit %d: %s", code, stderr)
+	}
+	// An ID the configuration does not hold is refused, naming the
+	// servers, instead of being "removed" (raft takes it as a no-op).
+	code, _, stderr = runCLI(t, "operator", "raft", "remove-peer", "-addr", addr, "no-such-server")
+	if code != exitError || !strings.Contains(stderr, "not_found") || !strings.Contains(stderr, `"no-such-server" (the servers are `+id+")") {
+		t.Fatalf("remove-peer of an unknown ID: exit %d: %s", code, stderr)
 	}
 	code, _, stderr = runCLI(t, "operator", "raft", "transfer-leader", "-addr", addr)
 	if code != exitError {

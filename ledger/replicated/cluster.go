@@ -72,6 +72,12 @@ func (c Cluster) TransferLeadership(ctx context.Context, target string) error {
 // RemoveServer implements Cluster.
 func (c Cluster) RemoveServer(ctx context.Context, id string) error {
 	if err := c.Node.RemoveServer(ctx, id); err != nil {
+		switch {
+		case errors.Is(err, cluster.ErrUnknownServer):
+			return fmt.Errorf("remove server: %w: %w", ledger.ErrNotFound, err)
+		case errors.Is(err, cluster.ErrIsLeader):
+			return fmt.Errorf("remove server: %w: %w", ledger.ErrWrongState, err)
+		}
 		return clusterErr("remove server", err)
 	}
 	return nil
