@@ -30,6 +30,9 @@ var (
 	// ErrIsLeader means an operation that must not run on the leader
 	// itself (removing it) named the leader.
 	ErrIsLeader = errors.New("cluster: the server is the leader")
+	// ErrNoOtherVoter means leadership cannot be handed over: no voter
+	// besides the leader is in the configuration.
+	ErrNoOtherVoter = errors.New("cluster: no other voter")
 	// ErrBadSnapshot means a snapshot given to RestoreSnapshot is not one
 	// the state machine can take (not a snapshot file, cut short,
 	// corrupted or of an unknown format); nothing was changed. The error

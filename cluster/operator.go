@@ -61,13 +61,26 @@ func (n *Node) health(id string, p peer, now time.Time) string {
 }
 
 // TransferLeadership hands leadership to another voter. Only the leader
-// may call it.
+// may call it; with no other voter it fails with ErrNoOtherVoter.
 func (n *Node) TransferLeadership(ctx context.Context) error {
 	if n.closed.Load() {
 		return ErrShutdown
 	}
 	if n.raft.State() != raft.Leader {
 		return fmt.Errorf("cluster: transfer leadership: %w", ErrNotLeader)
+	}
+	// Raft answers a leader without another voter with "cannot find
+	// peer", which reads as a transient failure; it is not one.
+	cf := n.raft.GetConfiguration()
+	if err := cf.Error(); err != nil {
+		return fmt.Errorf("cluster: transfer leadership: %w", mapRaftErr(err))
+	}
+	other := false
+	for _, s := range cf.Configuration().Servers {
+		other = other || (s.Suffrage == raft.Voter && string(s.ID) != n.id)
+	}
+	if !other {
+		return fmt.Errorf("cluster: transfer leadership: %w: the leader is the only voter", ErrNoOtherVoter)
 	}
 	return n.waitFuture(ctx, "transfer leadership", n.raft.LeadershipTransfer())
 }

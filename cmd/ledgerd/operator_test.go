@@ -40,8 +40,8 @@ func TestOperatorRaft(t *testing.T) {
 		t.Fatalf("remove-peer of an unknown ID: exit %d: %s", code, stderr)
 	}
 	code, _, stderr = runCLI(t, "operator", "raft", "transfer-leader", "-addr", addr)
-	if code != exitError {
-		t.Fatalf("transfer-leader with no other voter: exit %d: %s", code, stderr)
+	if code != exitError || !strings.Contains(stderr, "failed_precondition") || !strings.Contains(stderr, "the leader is the only voter") || strings.Contains(stderr, "giving up after") {
+		t.Fatalf("transfer-leader with no other voter: exit %d: %s; want a failed precondition at once, not retries", code, stderr)
 	}
 	if code, _, _ = runCLI(t, "operator", "raft", "remove-peer", "-addr", addr); code != exitUsage {
 		t.Fatalf("remove-peer without an ID: exit %d, want %d", code, exitUsage)

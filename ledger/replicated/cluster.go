@@ -59,6 +59,9 @@ func (c Cluster) TransferLeadership(ctx context.Context, target string) error {
 		return &ledger.FieldError{Field: "target_id", Reason: "naming the successor is not supported; leave it empty"}
 	}
 	if err := c.Node.TransferLeadership(ctx); err != nil {
+		if errors.Is(err, cluster.ErrNoOtherVoter) {
+			return fmt.Errorf("transfer leadership: %w: %w", ledger.ErrWrongState, err)
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("transfer leadership: %w", ctx.Err())
 		}
