@@ -165,6 +165,14 @@ func TestCLIHistoryOfOneReservation(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, ids[1]) || !strings.Contains(out, "resource_created") {
 		t.Fatalf("history of everything: %d\n%s", code, out)
 	}
+	// A mistyped ID gets a word, not only an empty table.
+	code, out, errOut = runCLI(t, "history", "r-nope")
+	if code != exitOK || strings.Count(strings.TrimSpace(out), "\n") != 0 || !strings.Contains(errOut, `no events recorded for "r-nope" from version 1 on`) {
+		t.Fatalf("history of an unknown ID: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, _, errOut = runCLI(t, "history", ids[0]); strings.Contains(errOut, "no events") {
+		t.Fatalf("history of a known ID says it has none: %s", errOut)
+	}
 }
 
 func TestCLIResourcesShowWindows(t *testing.T) {

@@ -495,6 +495,11 @@ func runHistory(args []string) int {
 				n++
 			}
 			if resp.NextVersion == v && resp.NextIndex == idx {
+				if n == 0 && id != "" {
+					// An empty table alone would not say whether the
+					// ID was mistyped.
+					fmt.Fprintf(cliErr, "no events recorded for %q from version %d on (an unknown ID?)\n", id, *from)
+				}
 				return nil // nothing newer
 			}
 			v, idx = resp.NextVersion, resp.NextIndex
