@@ -304,3 +304,26 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 		t.Logf("%s: %d writes acknowledged before the kill, %d entries after the restart", kind, acked+1, len(got))
 	})
 }
+
+// TestSecondNodeOnADataDirInUse: a second node on the data directory of a
+// running one fails with an error that names the directory, instead of
+// waiting for raft.db's lock without end.
+func TestSecondNodeOnADataDirInUse(t *testing.T) {
+	c := newCluster(t, 1, nil)
+	c.waitVoters(1)
+	first := c.nodes[0]
+	second := &tnode{name: "second", dir: first.dir, fsm: newKVFSM(), expect: 1}
+	second.setAddrs(testnet.Addrs(t, 3))
+	node, err := New(testConfig(second), second.fsm)
+	if err == nil {
+		_ = node.Shutdown(context.Background())
+		t.Fatal("a second node opened a data directory in use")
+	}
+	if want := "is an agent already running on data_dir " + first.dir; !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q, want one containing %q", err, want)
+	}
+	// The first node goes on.
+	if got := apply(t, first, "k|v"); !strings.HasPrefix(got, "ok:") {
+		t.Fatalf("apply on the first node after the refused second: %q", got)
+	}
+}

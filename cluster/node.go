@@ -17,6 +17,7 @@ import (
 	autopilot "github.com/hashicorp/raft-autopilot"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/ledgerd/ledgerd/internal/raftgate"
 )
@@ -229,7 +230,11 @@ func (n *Node) createRaft() error {
 	if err != nil {
 		return fmt.Errorf("cluster: Config.LogStore: %w", err)
 	}
-	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db"), BoltOptions: boltOptions()})
+	dbPath := filepath.Join(cfg.DataDir, "raft.db")
+	store, err := raftboltdb.New(raftboltdb.Options{Path: dbPath, BoltOptions: boltOptions()})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return fmt.Errorf("cluster: open raft.db: %s is locked by another process: is an agent already running on data_dir %s? (%w)", dbPath, cfg.DataDir, err)
+	}
 	if err != nil {
 		return fmt.Errorf("cluster: open raft.db: %w", err)
 	}
@@ -304,8 +309,12 @@ func (n *Node) createRaft() error {
 // Without the sync bolt rebuilds the list by scanning the file when it
 // opens it (about 0.1 s for a 400 MB raft.db); the hashmap list is the
 // faster of bolt's two for large lists.
+//
+// Bolt locks the file while it is open, and by default waits for the lock
+// without end: a second agent started on a data directory in use hung
+// without a word (and did not stop on SIGTERM). It waits a second.
 func boltOptions() *bbolt.Options {
-	return &bbolt.Options{NoFreelistSync: true, FreelistType: bbolt.FreelistMapType}
+	return &bbolt.Options{NoFreelistSync: true, FreelistType: bbolt.FreelistMapType, Timeout: time.Second}
 }
 
 func (n *Node) createGossip() error {
