@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ledgerd/ledgerd/ledger"
+	"github.com/ledgerd/ledgerd/ledger/replicated"
 )
 
 // TenantLimitConfig is one entry of the tenant_limits config key: the
@@ -81,12 +82,22 @@ func dayDuration(s string) (int64, error) {
 	return d.Milliseconds(), err
 }
 
+// limitKeyNames turns the state machine's public names of a SetLimits'
+// fields (limits.window) into the keys of a tenant_limits entry (window).
+var limitKeyNames = strings.NewReplacer("invalid limits.", "invalid ", "max_unit_millis and window_millis", "max_unit_hours and window")
+
 // checkTenantLimits validates the tenant_limits key.
 func (c *Config) checkTenantLimits() error {
 	seen := map[[2]string]bool{}
 	for i, t := range c.TenantLimits {
-		if _, err := t.spec(); err != nil {
+		sp, err := t.spec()
+		if err != nil {
 			return fmt.Errorf("config: tenant_limits[%d]: %w", i, err)
+		}
+		// What the state machine will check when the entry is seeded,
+		// with its field names turned into this key's.
+		if err := replicated.CheckLimits(t.Tenant, t.Resource, sp); err != nil {
+			return fmt.Errorf("config: tenant_limits[%d]: %s", i, limitKeyNames.Replace(err.Error()))
 		}
 		k := [2]string{t.Tenant, t.Resource}
 		if seen[k] {

@@ -32,6 +32,12 @@ func TestTenantLimitsConfig(t *testing.T) {
 		{"huge hours", `{"tenant":"a","resource":"cpu","max_unit_hours":9000000000000000,"window":"1d"}`, "tenant_limits[0]: max_unit_hours"},
 		{"twice", `{"tenant":"a","resource":"cpu"},{"tenant":"a","resource":"cpu","max_units":2}`, "tenant_limits[1]: a/cpu given twice"},
 		{"unknown key", `{"tenant":"a","resource":"cpu","max_cores":2}`, `"max_cores"`},
+		// What the state machine would refuse when a leader seeds the
+		// entry is refused at start, in the entry's own key names.
+		{"negative units", `{"tenant":"a","resource":"cpu","max_units":-1}`, "tenant_limits[0]: invalid max_units: must be >= 0"},
+		{"negative threshold", `{"tenant":"a","resource":"cpu","approval_above_units":-3}`, "tenant_limits[0]: invalid approval_above_units: must be >= 0"},
+		{"hours without window", `{"tenant":"a","resource":"cpu","max_unit_hours":5}`, "tenant_limits[0]: invalid window: max_unit_hours and window go together"},
+		{"bad resource", `{"tenant":"a","resource":"c p u","max_units":1}`, "tenant_limits[0]: invalid resource: character ' ' not allowed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := `{"data_dir":"d","tenant_limits":[` + tc.entries + `]}`

@@ -282,6 +282,16 @@ func (s *state) setLimits(cmd *fsmv1.Command) *fsmv1.Result {
 	return &fsmv1.Result{Status: fsmv1.Result_STATUS_OK, Limit: e}
 }
 
+// CheckSetLimits is the stateless check Apply makes of a SetLimits: nil,
+// or a *FieldError naming the field at fault. A caller that will propose
+// the command later (a config file's limits) checks it here first.
+func CheckSetLimits(c *fsmv1.SetLimits) error {
+	if fe := checkSetLimits(c); fe != nil {
+		return fe
+	}
+	return nil
+}
+
 // checkSetLimits is the stateless check of a SetLimits.
 func checkSetLimits(c *fsmv1.SetLimits) *FieldError {
 	switch t := c.GetTenant(); {

@@ -23,8 +23,19 @@ const msPerHour = 3_600_000
 // SetLimits implements ledger.Tenancy.
 func (l *Ledger) SetLimits(ctx context.Context, a ledger.LimitsArgs) (*ledgerdv1.TenantLimit, error) {
 	cmd := envelope(fsmv1.Command_TYPE_SET_LIMITS, a.Write)
-	sl := &fsmv1.SetLimits{Tenant: a.Tenant, Resource: a.Resource}
-	if sp := a.Spec; sp != nil {
+	cmd.Payload = &fsmv1.Command_SetLimits{SetLimits: setLimits(a.Tenant, a.Resource, a.Spec)}
+	res, err := l.apply(ctx, "set limits", cmd)
+	if err != nil {
+		return nil, err
+	}
+	return limitToAPI(res.GetLimit()), nil
+}
+
+// setLimits is the SetLimits command's payload for tenant's limits spec
+// on resource (nil spec: clear the entry).
+func setLimits(tenant, resource string, sp *ledger.LimitSpec) *fsmv1.SetLimits {
+	sl := &fsmv1.SetLimits{Tenant: tenant, Resource: resource}
+	if sp != nil {
 		sl.Spec = &fsmv1.LimitSpec{
 			MaxUnits: sp.MaxUnits, MaxUnitMillis: sp.MaxUnitMillis, WindowMillis: sp.Window,
 			MaxAheadMillis: sp.MaxAhead, MaxDurationMillis: sp.MaxDuration, MaxHoldTtlMillis: sp.MaxHoldTTL,
@@ -32,12 +43,15 @@ func (l *Ledger) SetLimits(ctx context.Context, a ledger.LimitsArgs) (*ledgerdv1
 			ApprovalAboveDurationMillis: sp.ApprovalAboveDuration, ApprovalTtlMillis: sp.ApprovalTTL,
 		}
 	}
-	cmd.Payload = &fsmv1.Command_SetLimits{SetLimits: sl}
-	res, err := l.apply(ctx, "set limits", cmd)
-	if err != nil {
-		return nil, err
-	}
-	return limitToAPI(res.GetLimit()), nil
+	return sl
+}
+
+// CheckLimits checks tenant's limits spec on resource as the state
+// machine will when SetLimits proposes it (fsm.CheckSetLimits), without
+// proposing anything: a config file's limits are checked at start, not
+// when a leader seeds them.
+func CheckLimits(tenant, resource string, sp *ledger.LimitSpec) error {
+	return fsm.CheckSetLimits(setLimits(tenant, resource, sp))
 }
 
 // Limits implements ledger.Tenancy.
