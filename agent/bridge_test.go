@@ -29,6 +29,8 @@ func TestSlurmBridgeConfig(t *testing.T) {
 		{`{"data_dir":"d","slurm_bridge":{"resource":"b","zone":"Mars/Olympus"}}`, "slurm_bridge.zone"},
 		{`{"data_dir":"d","slurm_bridge":{"resource":"b","tenant_map":{"t":{}}}}`, "slurm_bridge.tenant_map"},
 		{`{"data_dir":"d","slurm_bridge":{"resource":"b","horizn":"1h"}}`, "horizn"},
+		{`{"data_dir":"d","slurm_bridge":{"resource":"b","interval":"1ns"}}`, "slurm_bridge.interval: must be at least 100ms (each round runs scontrol and sinfo), got 1ns"},
+		{`{"data_dir":"d","slurm_bridge":{"resource":"b","interval":"-5s"}}`, "slurm_bridge.interval: must be at least 100ms"},
 	} {
 		_, _, err := ParseArgs([]string{"-insecure", "-config", writeConfig(t, tc.file)}, func(string) string { return "" }, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

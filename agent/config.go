@@ -166,6 +166,16 @@ type Config struct {
 // minLogCheckInterval is the shortest log_check_interval other than 0.
 const minLogCheckInterval = 100 * time.Millisecond
 
+// Floors of two timing keys other than 0 (the default). Below them a
+// setting is a mistake, not a tuning: a tick_interval of a nanosecond
+// writes a tick to the log for every due time apart, and a forward_timeout
+// shorter than a commit fails every write and read sent through a
+// follower.
+const (
+	minTickInterval   = time.Millisecond
+	minForwardTimeout = 100 * time.Millisecond
+)
+
 // Duration is a time.Duration written as a Go duration string ("30s").
 type Duration time.Duration
 
@@ -318,8 +328,8 @@ func (c *Config) Validate(dev bool) error {
 	if c.ReadyMaxLag < 0 {
 		return fmt.Errorf("config: ready_max_lag: must be >= 0, got %d", c.ReadyMaxLag)
 	}
-	if c.TickInterval < 0 {
-		return fmt.Errorf("config: tick_interval: must not be negative")
+	if c.TickInterval != 0 && c.TickInterval < Duration(minTickInterval) {
+		return fmt.Errorf("config: tick_interval: must be 0 (the default, 100ms) or at least %s, got %s", minTickInterval, time.Duration(c.TickInterval))
 	}
 	if err := c.checkSeries(); err != nil {
 		return err
@@ -436,8 +446,8 @@ func (c *Config) checkRaftTiming() error {
 	if el < hb {
 		return fmt.Errorf("config: raft_election_timeout: must be at least raft_heartbeat_timeout (%s), got %s", hb, el)
 	}
-	if c.ForwardTimeout < 0 {
-		return fmt.Errorf("config: forward_timeout: must not be negative, got %s", time.Duration(c.ForwardTimeout))
+	if c.ForwardTimeout != 0 && c.ForwardTimeout < Duration(minForwardTimeout) {
+		return fmt.Errorf("config: forward_timeout: must be 0 (the default, 10s) or at least %s, got %s", minForwardTimeout, time.Duration(c.ForwardTimeout))
 	}
 	switch c.RaftLogStore {
 	case "", cluster.LogStoreBoltDB, cluster.LogStoreWAL:

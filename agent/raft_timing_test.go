@@ -25,7 +25,7 @@ func TestRaftTimingSettings(t *testing.T) {
 		{args: []string{"-raft-heartbeat-timeout", "300ms"}, wantErr: "raft_leader_lease_timeout: must not exceed raft_heartbeat_timeout"},
 		{args: []string{"-raft-heartbeat-timeout", "2s"}, wantErr: "raft_election_timeout: must be at least raft_heartbeat_timeout"},
 		{args: []string{"-raft-election-timeout", "1ms"}, wantErr: "raft_election_timeout: must be at least 5ms"},
-		{args: []string{"-forward-timeout", "-1s"}, wantErr: "forward_timeout: must not be negative"},
+		{args: []string{"-forward-timeout", "-1s"}, wantErr: "forward_timeout: must be 0 (the default, 10s) or at least 100ms, got -1s"},
 		{args: []string{"-raft-heartbeat-timeout", "soon"}, wantErr: "raft-heartbeat-timeout"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -141,7 +141,7 @@ var settings = []setting{
 		c.DeadServerGrace = Duration(d)
 		return err
 	}},
-	{"tick_interval", "minimum gap between two ticks, the log entries that expire holds and start and end reservations when they are due (default 100ms)", func(c *Config, v string) error {
+	{"tick_interval", "minimum gap between two ticks, the log entries that expire holds and start and end reservations when they are due (default 100ms, at least 1ms)", func(c *Config, v string) error {
 		d, err := time.ParseDuration(v)
 		c.TickInterval = Duration(d)
 		return err
@@ -159,7 +159,7 @@ var settings = []setting{
 	{"raft_heartbeat_timeout", "a follower that hears nothing from the leader for this long (randomly up to twice as long) campaigns (default 1s)", durSetter(func(c *Config) *Duration { return &c.RaftHeartbeatTimeout })},
 	{"raft_election_timeout", "a candidate that has not won within this long (randomly up to twice as long) tries again (default 1s)", durSetter(func(c *Config) *Duration { return &c.RaftElectionTimeout })},
 	{"raft_leader_lease_timeout", "a leader that cannot reach a majority for this long steps down (default 500ms, at most raft_heartbeat_timeout)", durSetter(func(c *Config) *Duration { return &c.RaftLeaderLeaseTimeout })},
-	{"forward_timeout", "bound on a forwarded write or read-index call to a leader that keeps its leadership but does not answer; a leadership change ends the call at once (default 10s)", durSetter(func(c *Config) *Duration { return &c.ForwardTimeout })},
+	{"forward_timeout", "bound on a forwarded write or read-index call to a leader that keeps its leadership but does not answer; a leadership change ends the call at once (default 10s, at least 100ms)", durSetter(func(c *Config) *Duration { return &c.ForwardTimeout })},
 	{"ready_max_lag", "committed entries the node may have left to apply while /readyz still says ready (0: 250)", intSetter(func(c *Config) *int { return &c.ReadyMaxLag })},
 	{"raft_log_store", "where the Raft log lives: boltdb (raft.db) or wal (DATA_DIR/wal/); empty keeps what the data dir holds, or the default for a new one; a node cannot switch in place", str(func(c *Config) *string { return &c.RaftLogStore })},
 	{"snapshot_threshold", "entries logged since the last snapshot that make the next check take one", uintSetter(func(c *Config) *uint64 { return &c.SnapshotThreshold })},

@@ -81,8 +81,11 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultHorizon      = 7 * 24 * time.Hour
-	DefaultInterval     = 10 * time.Second
+	DefaultHorizon  = 7 * 24 * time.Hour
+	DefaultInterval = 10 * time.Second
+	// MinInterval is the shortest Interval: each round runs scontrol and
+	// sinfo, and a shorter one would keep forking them back to back.
+	MinInterval         = 100 * time.Millisecond
 	DefaultRoundTimeout = 2 * time.Minute
 	// maxUpdates is the most records one log entry carries.
 	maxUpdates = 1024
@@ -114,8 +117,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.Horizon < 0:
 		return fmt.Errorf("slurm_bridge.horizon: %s must be > 0", c.Horizon)
-	case c.Interval < 0:
-		return fmt.Errorf("slurm_bridge.interval: %s must be > 0", c.Interval)
+	case c.Interval < MinInterval:
+		return fmt.Errorf("slurm_bridge.interval: must be at least %s (each round runs scontrol and sinfo), got %s", MinInterval, c.Interval)
 	case c.RoundTimeout < 0:
 		return fmt.Errorf("slurm_bridge.round_timeout: %s must be > 0", c.RoundTimeout)
 	}
