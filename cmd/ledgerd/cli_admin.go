@@ -5,7 +5,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -278,20 +280,13 @@ func runSnapshot(args []string) int {
 	ctx, cancel := cf.context()
 	defer cancel()
 	if sub == "save" {
-		f, err := os.Create(file)
+		var v uint64
+		err := writeFileAtomic(file, func(w io.Writer) error {
+			var err error
+			v, err = c.SaveSnapshot(ctx, w)
+			return err
+		})
 		if err != nil {
-			return fail("snapshot save", err)
-		}
-		bw := bufio.NewWriter(f)
-		v, err := c.SaveSnapshot(ctx, bw)
-		if err == nil {
-			err = bw.Flush()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			_ = os.Remove(file)
 			return fail("snapshot save", err)
 		}
 		fmt.Fprintf(cliOut, "saved snapshot at version %d to %s\n", v, file)
@@ -308,4 +303,49 @@ func runSnapshot(args []string) int {
 	}
 	fmt.Fprintf(cliOut, "restored snapshot; ledger at version %d\n", v)
 	return exitOK
+}
+
+// writeFileAtomic writes what write produces to file so that file is
+// either what it was or the whole new content, durable once it returns
+// nil: a temporary file beside it (mode 0600: a snapshot holds every
+// reservation), synced, then renamed over it, then the directory synced.
+// A save that fails half-way leaves an earlier snapshot of the same name
+// as it was instead of removing it.
+func writeFileAtomic(file string, write func(io.Writer) error) (err error) {
+	dir, base := filepath.Split(file)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	bw := bufio.NewWriter(tmp)
+	if err := write(bw); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), file); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
