@@ -20,6 +20,8 @@ import (
 	"sync"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/ledgerd/ledgerd/internal/atomicfile"
 )
 
 // Gossip-key rotation. Every server keeps memberlist's keyring (the keys
@@ -162,33 +164,9 @@ func (k *keyring) save() error {
 	if err != nil {
 		return fmt.Errorf("cluster: encode keyring: %w", err)
 	}
-	path := filepath.Join(k.dir, keyringFile)
-	tmp, err := os.CreateTemp(k.dir, keyringFile+".tmp-*")
-	if err != nil {
+	if err := atomicfile.WriteBytes(filepath.Join(k.dir, keyringFile), append(b, '\n')); err != nil {
 		return fmt.Errorf("cluster: save keyring: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return fmt.Errorf("cluster: save keyring: %w", err)
-	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("cluster: save keyring: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("cluster: save keyring: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("cluster: save keyring: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("cluster: save keyring: %w", err)
-	}
-	// Best effort: the file is written, synced and renamed; a failed
-	// directory sync leaves only the rename less durable.
-	_ = syncDir(k.dir)
 	return nil
 }
 

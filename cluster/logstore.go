@@ -11,6 +11,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftwal "github.com/hashicorp/raft-wal"
+
+	"github.com/ledgerd/ledgerd/internal/atomicfile"
 )
 
 // Log store kinds (Config.LogStore). raft.db (raft-boltdb/v2) is the
@@ -112,8 +114,12 @@ type logStore struct {
 // openLogStore opens the log of kind in dir (bolt is raft.db, already
 // open) and records the kind in the data directory.
 func openLogStore(dir, kind string, bolt raft.LogStore, log *slog.Logger) (*logStore, error) {
-	if err := os.WriteFile(filepath.Join(dir, logStoreFile), []byte(kind+"\n"), 0o600); err != nil {
-		return nil, fmt.Errorf("cluster: record log store kind: %w", err)
+	// Recorded once: rewriting it at every start would open a window in
+	// which a crash leaves it torn, and the node unable to start.
+	if onDisk, err := os.ReadFile(filepath.Join(dir, logStoreFile)); err != nil || strings.TrimSpace(string(onDisk)) != kind {
+		if err := atomicfile.WriteBytes(filepath.Join(dir, logStoreFile), []byte(kind+"\n")); err != nil {
+			return nil, fmt.Errorf("cluster: record log store kind: %w", err)
+		}
 	}
 	if kind == LogStoreBoltDB {
 		return &logStore{LogStore: bolt, kind: kind}, nil

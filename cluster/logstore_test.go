@@ -327,3 +327,28 @@ func TestSecondNodeOnADataDirInUse(t *testing.T) {
 		t.Fatalf("apply on the first node after the refused second: %q", got)
 	}
 }
+
+// TestLogStoreKindRecordedOnce: a start on a data directory that records
+// its kind already leaves the file alone (rewriting it at every start
+// would let a crash in the middle tear it), and a new one gets it.
+func TestLogStoreKindRecordedOnce(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, logStoreFile)
+	if _, err := openLogStore(dir, LogStoreBoltDB, nil, testLogger()); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("kind not recorded: %v", err)
+	}
+	if _, err := openLogStore(dir, LogStoreBoltDB, nil, testLogger()); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(path)
+	if err != nil || !os.SameFile(before, after) {
+		t.Fatalf("the kind file was replaced on a start that found it right (%v)", err)
+	}
+	if kind, err := DataDirLogStore(dir); err != nil || kind != LogStoreBoltDB {
+		t.Fatalf("recorded kind %q, %v", kind, err)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ledgerd/ledgerd/internal/atomicfile"
 )
 
 // nodeIDFile is the file, beside the Raft data, that holds the server ID.
@@ -37,11 +39,7 @@ func loadOrCreateNodeID(dir string) (string, error) {
 	raw[6] = raw[6]&0x0f | 0x40 // UUID version 4
 	raw[8] = raw[8]&0x3f | 0x80
 	id := fmt.Sprintf("%x-%x-%x-%x-%x", raw[0:4], raw[4:6], raw[6:8], raw[8:10], raw[10:16])
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("cluster: write node id: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteBytes(path, []byte(id+"\n")); err != nil {
 		return "", fmt.Errorf("cluster: write node id: %w", err)
 	}
 	return id, nil

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ledgerdv1 "github.com/ledgerd/ledgerd/gen/ledgerd/v1"
+	"github.com/ledgerd/ledgerd/internal/atomicfile"
 	"github.com/ledgerd/ledgerd/rpc/client"
 )
 
@@ -281,7 +281,7 @@ func runSnapshot(args []string) int {
 	defer cancel()
 	if sub == "save" {
 		var v uint64
-		err := writeFileAtomic(file, func(w io.Writer) error {
+		err := atomicfile.Write(file, func(w io.Writer) error {
 			var err error
 			v, err = c.SaveSnapshot(ctx, w)
 			return err
@@ -303,49 +303,4 @@ func runSnapshot(args []string) int {
 	}
 	fmt.Fprintf(cliOut, "restored snapshot; ledger at version %d\n", v)
 	return exitOK
-}
-
-// writeFileAtomic writes what write produces to file so that file is
-// either what it was or the whole new content, durable once it returns
-// nil: a temporary file beside it (mode 0600: a snapshot holds every
-// reservation), synced, then renamed over it, then the directory synced.
-// A save that fails half-way leaves an earlier snapshot of the same name
-// as it was instead of removing it.
-func writeFileAtomic(file string, write func(io.Writer) error) (err error) {
-	dir, base := filepath.Split(file)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	bw := bufio.NewWriter(tmp)
-	if err := write(bw); err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), file); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -2,11 +2,8 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -229,42 +226,5 @@ func TestCellQuotesControlCharacters(t *testing.T) {
 		if got := cell(tc.in); got != tc.want {
 			t.Errorf("cell(%q) = %s, want %s", tc.in, got, tc.want)
 		}
-	}
-}
-
-// TestWriteFileAtomicKeepsTheOldFileOnFailure: a snapshot save that fails
-// half-way leaves an earlier file of the same name as it was, and no
-// temporary file; one that succeeds replaces it whole, readable by its
-// owner only.
-func TestWriteFileAtomicKeepsTheOldFileOnFailure(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "ledger.snap")
-	if err := os.WriteFile(file, []byte("old backup"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	boom := errors.New("leader went away")
-	err := writeFileAtomic(file, func(w io.Writer) error {
-		if _, err := io.WriteString(w, "half of a new"); err != nil {
-			return err
-		}
-		return boom
-	})
-	if !errors.Is(err, boom) {
-		t.Fatalf("failed save: %v, want %v", err, boom)
-	}
-	if b, _ := os.ReadFile(file); string(b) != "old backup" {
-		t.Fatalf("after a failed save the file holds %q", b)
-	}
-	if err := writeFileAtomic(file, func(w io.Writer) error { _, err := io.WriteString(w, "new backup"); return err }); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(file); string(b) != "new backup" {
-		t.Fatalf("after a save the file holds %q", b)
-	}
-	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("mode %v, %v; want 0600", fi.Mode(), err)
-	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
-		t.Fatalf("the directory holds %d entries, want the file alone", len(entries))
 	}
 }
