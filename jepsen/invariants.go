@@ -25,6 +25,11 @@ type InvariantResult struct {
 	OK         bool     `json:"ok"`
 	Checked    int      `json:"checked"` // how many items were examined
 	Violations []string `json:"violations,omitempty"`
+	// Excused counts the items the check could not judge and why (the
+	// faults made them legitimately different), so that a run that
+	// excuses many says so.
+	Excused    int    `json:"excused,omitempty"`
+	ExcusedWhy string `json:"excused_why,omitempty"`
 }
 
 type invCollector struct {

@@ -21,6 +21,11 @@ type Fault struct {
 	Start int64  `json:"start"`
 	End   int64  `json:"end"`
 	Err   string `json:"error,omitempty"`
+	// ClockOffset is the clock nemesis' jump of the leader's stamp clock.
+	// Log time never runs backwards, so after a forward jump it stays
+	// ahead of the wall clock until the wall clock catches up, about
+	// ClockOffset after End.
+	ClockOffset time.Duration `json:"clock_offset,omitempty"`
 }
 
 // Nemesis names, as accepted by -nemesis. "all" selects every one.
@@ -280,7 +285,7 @@ func (s *Schedule) inject(ctx context.Context, rng *rand.Rand, kind string) (Fau
 		// never runs backwards; a forward jump advances it.
 		t := leader()
 		d := clockJump(rng)
-		f.Targets, f.Detail = []string{t}, fmt.Sprintf("leader clock %+v", d)
+		f.Targets, f.Detail, f.ClockOffset = []string{t}, fmt.Sprintf("leader clock %+v", d), d
 		setErr(c.SetClockOffset(t, d))
 		return f, func() {
 			if err := c.ClearClockOffset(t); err != nil {

@@ -64,3 +64,45 @@ func TestRecurringShapeNeedsTheTick(t *testing.T) {
 		t.Fatalf("only %d endless series among %d times", endless, len(at))
 	}
 }
+
+// TestAheadOfWallExcusesOnlyTheJumpsReach: after a forward jump of the
+// leader's clock, log time runs ahead of the wall clock until the wall
+// clock catches up; a series whose first hour log time may reach early
+// in that time may rightly be passed over, one whose first hour lies
+// beyond the jump's reach may not. Backward jumps do not move log time
+// at all. (The run that showed it: a +5m jump at 16:58:33, series
+// created from 16:58:33 with a first hour of 17:00, and a +9m jump at
+// 17:03:27 that did not reach 18:00.)
+func TestAheadOfWallExcusesOnlyTheJumpsReach(t *testing.T) {
+	start := time.Date(2026, 11, 28, 16, 55, 15, 0, time.UTC)
+	at := func(s time.Duration) int64 { return int64(s) }
+	faults := []Fault{
+		{Kind: "clock", Start: at(198 * time.Second), End: at(202 * time.Second), ClockOffset: 5 * time.Minute},
+		{Kind: "clock", Start: at(219 * time.Second), End: at(223 * time.Second), ClockOffset: -2 * time.Minute},
+		{Kind: "kill", Start: at(221 * time.Second), End: at(225 * time.Second)},
+		{Kind: "clock", Start: at(492 * time.Second), End: at(496 * time.Second), ClockOffset: 9 * time.Minute},
+	}
+	ahead := aheadOfWall(faults, start)
+	if len(ahead) != 2 {
+		t.Fatalf("windows %v, want the two forward jumps'", ahead)
+	}
+	if w := ahead[0]; !w.From.Equal(start.Add(198*time.Second)) || !w.Until.Equal(start.Add(202*time.Second+5*time.Minute)) || w.Ahead != 5*time.Minute {
+		t.Fatalf("first window %+v", w)
+	}
+	hour := time.Date(2026, 11, 28, 17, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name           string
+		created, first time.Time
+		excused        bool
+	}{
+		{"created in the first jump, first hour in its reach", start.Add(198 * time.Second), hour, true},
+		{"created before the jump, first hour in its reach", start.Add(100 * time.Second), hour, true},
+		{"all before the jumps", start.Add(10 * time.Second), start.Add(150 * time.Second), false},
+		{"first hour beyond the second jump's reach", start.Add(495 * time.Second), hour.Add(time.Hour), false},
+		{"after the wall clock caught up", hour.Add(30 * time.Minute), hour.Add(2 * time.Hour), false},
+	} {
+		if got := mayPassOver(ahead, tc.created, tc.first); got != tc.excused {
+			t.Errorf("%s: excused %v, want %v", tc.name, got, tc.excused)
+		}
+	}
+}

@@ -276,7 +276,11 @@ func (r *Report) Text() string {
 		if !inv.OK {
 			st = "VIOLATED"
 		}
-		fmt.Fprintf(&b, "  %-22s %-8s (%d checked)\n", inv.Name, st, inv.Checked)
+		if inv.Excused > 0 {
+			fmt.Fprintf(&b, "  %-22s %-8s (%d checked, %d excused: %s)\n", inv.Name, st, inv.Checked, inv.Excused, inv.ExcusedWhy)
+		} else {
+			fmt.Fprintf(&b, "  %-22s %-8s (%d checked)\n", inv.Name, st, inv.Checked)
+		}
 		for _, v := range inv.Violations {
 			fmt.Fprintf(&b, "      %s\n", v)
 		}

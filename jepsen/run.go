@@ -333,7 +333,7 @@ loop:
 			node = cl.Names()[0]
 		}
 		cctx, cancel := context.WithTimeout(ctx, cfg.Settle)
-		rep.Invariants = append(rep.Invariants, rw.Check(cctx, node, lists, readAt)...)
+		rep.Invariants = append(rep.Invariants, rw.Check(cctx, node, lists, readAt, aheadOfWall(rep.Faults, rec.Start()))...)
 		cancel()
 	}
 	pops := prober.Ops()
