@@ -337,16 +337,21 @@ func TestLogStoreKindRecordedOnce(t *testing.T) {
 	if _, err := openLogStore(dir, LogStoreBoltDB, nil, testLogger()); err != nil {
 		t.Fatal(err)
 	}
+	// Date the file back: a rewrite, in place or by rename, moves it.
+	old := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatalf("kind not recorded: %v", err)
+	}
 	before, err := os.Stat(path)
 	if err != nil {
-		t.Fatalf("kind not recorded: %v", err)
+		t.Fatal(err)
 	}
 	if _, err := openLogStore(dir, LogStoreBoltDB, nil, testLogger()); err != nil {
 		t.Fatal(err)
 	}
 	after, err := os.Stat(path)
-	if err != nil || !os.SameFile(before, after) {
-		t.Fatalf("the kind file was replaced on a start that found it right (%v)", err)
+	if err != nil || !os.SameFile(before, after) || !after.ModTime().Equal(old) {
+		t.Fatalf("the kind file was rewritten on a start that found it right (modified %v, %v)", after.ModTime(), err)
 	}
 	if kind, err := DataDirLogStore(dir); err != nil || kind != LogStoreBoltDB {
 		t.Fatalf("recorded kind %q, %v", kind, err)
