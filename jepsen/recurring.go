@@ -274,19 +274,27 @@ type AheadWindow struct {
 }
 
 // mayPassOver reports whether a window lets log time reach first, the
-// series' first hour, before the wall clock does (by more than the
-// tick's slack) at some instant from created on: the tick then passes
-// that hour over, as it should for an hour that has started.
+// series' first hour, before the tick had to book it: the check expects
+// the booking by created + RecurringLead + recurringTickSlack, so the
+// series is at risk when log time, up to Ahead in front of the wall
+// clock inside the window, can reach first at some wall-clock instant
+// from created to that deadline. The tick then passes the hour over, as
+// it should for an hour that has started. A series booked before the
+// jump is not at risk.
 func mayPassOver(ws []AheadWindow, created, first time.Time) bool {
+	deadline := created.Add(RecurringLead + recurringTickSlack)
 	for _, w := range ws {
-		if w.From.After(first) || w.Until.Before(created) {
+		from, until := w.From, w.Until
+		if from.Before(created) {
+			from = created
+		}
+		if until.After(deadline) {
+			until = deadline
+		}
+		if from.After(until) {
 			continue
 		}
-		last := w.Until
-		if first.Before(last) {
-			last = first
-		}
-		if !last.Add(w.Ahead + recurringTickSlack).Before(first) {
+		if !until.Add(w.Ahead).Before(first) {
 			return true
 		}
 	}

@@ -90,13 +90,15 @@ func TestAheadOfWallExcusesOnlyTheJumpsReach(t *testing.T) {
 		t.Fatalf("first window %+v", w)
 	}
 	hour := time.Date(2026, 11, 28, 17, 0, 0, 0, time.UTC)
+	jump1 := start.Add(198 * time.Second)
 	for _, tc := range []struct {
 		name           string
 		created, first time.Time
 		excused        bool
 	}{
-		{"created in the first jump, first hour in its reach", start.Add(198 * time.Second), hour, true},
-		{"created before the jump, first hour in its reach", start.Add(100 * time.Second), hour, true},
+		{"created in the first jump, first hour in its reach", jump1, hour, true},
+		{"created just before the jump, booking due inside it", jump1.Add(-5 * time.Second), hour, true},
+		{"booked before the jump", jump1.Add(-RecurringLead - recurringTickSlack - time.Second), hour, false},
 		{"all before the jumps", start.Add(10 * time.Second), start.Add(150 * time.Second), false},
 		{"first hour beyond the second jump's reach", start.Add(495 * time.Second), hour.Add(time.Hour), false},
 		{"after the wall clock caught up", hour.Add(30 * time.Minute), hour.Add(2 * time.Hour), false},
