@@ -1,14 +1,13 @@
 package agent
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"reflect"
 	"strings"
+
+	"github.com/ledgerd/ledgerd/internal/strictjson"
 )
 
 // loadConfigFile reads a JSON config file into c (see decodeConfigFile).
@@ -26,31 +25,25 @@ func loadConfigFile(path string, c *Config) error {
 // every error of a key's value names the key (nested keys with dots:
 // "slurm_bridge.horizon") and says what it wants in words, not Go types.
 func decodeConfigFile(name string, b []byte, c *Config) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(c); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			if te.Field == "" {
-				return fmt.Errorf("config %s: want a JSON object of settings, got %s", name, te.Value)
-			}
-			return fmt.Errorf("config %s: key %q: want %s, got %s", name, te.Field, jsonWant(te.Type), te.Value)
+	err := strictjson.Decode(b, c)
+	var te *strictjson.TypeError
+	var uk *strictjson.UnknownKeyError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &te) && te.Key == "":
+		return fmt.Errorf("config %s: want a JSON object of settings, got %s", name, te.Got)
+	case errors.As(err, &te):
+		return fmt.Errorf("config %s: key %q: want %s, got %s", name, te.Key, jsonWant(te.Type), te.Got)
+	case errors.As(err, &uk):
+		if near := nearestKey(uk.Key); near != "" {
+			return fmt.Errorf("config %s: %v (did you mean %q?)", name, uk, near)
 		}
-		if k, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			if near := nearestKey(strings.Trim(k, `"`)); near != "" {
-				return fmt.Errorf("config %s: unknown key %s (did you mean %q?)", name, k, near)
-			}
-			return fmt.Errorf("config %s: unknown key %s", name, k)
-		}
-		return fmt.Errorf("config %s: %w", name, err)
+		return fmt.Errorf("config %s: %v", name, uk)
+	case errors.Is(err, strictjson.ErrTrailing):
+		return fmt.Errorf("config %s: %v", name, err)
 	}
-	if dec.More() {
-		return fmt.Errorf("config %s: trailing data after the JSON object", name)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return fmt.Errorf("config %s: trailing data after the JSON object", name)
-	}
-	return nil
+	return fmt.Errorf("config %s: %w", name, err)
 }
 
 // nearestKey returns the config key (at any depth) closest to k in edit
@@ -117,7 +110,9 @@ const (
 	durationWant = `a duration string such as "30s" (units ns, us, ms, s, m, h)`
 )
 
-// jsonWant says in words what JSON value a config key of type t takes.
+// jsonWant says in words what JSON value a config key of type t takes:
+// strictjson.Want, but for the key types whose JSON form is not what
+// their Go type says.
 func jsonWant(t reflect.Type) string {
 	switch t {
 	case reflect.TypeFor[ByteSize]():
@@ -125,38 +120,5 @@ func jsonWant(t reflect.Type) string {
 	case reflect.TypeFor[Duration]():
 		return durationWant
 	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return "an integer"
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "a non-negative integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		return "a list of " + plural(jsonWant(t.Elem()))
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	case reflect.Pointer:
-		return jsonWant(t.Elem())
-	}
-	return t.String()
-}
-
-// plural turns the wants of jsonWant into the plural after "a list of".
-func plural(want string) string {
-	switch want {
-	case "a string":
-		return "strings"
-	case "an object":
-		return "objects"
-	case "an integer":
-		return "integers"
-	case "a number":
-		return "numbers"
-	}
-	return want
+	return strictjson.Want(t)
 }

@@ -1,21 +1,18 @@
 package rpc
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"reflect"
 	"strings"
 	"sync/atomic"
 
 	"connectrpc.com/connect"
+	"github.com/ledgerd/ledgerd/internal/strictjson"
 	"github.com/ledgerd/ledgerd/ledger"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -93,23 +90,18 @@ func LoadAuthFile(path string) (*Authenticator, error) {
 // keys and values of the wrong type are errors naming the key.
 func ParseAuthFile(name string, b []byte) (*Authenticator, error) {
 	var f AuthFile
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		var te *json.UnmarshalTypeError
+	if err := strictjson.Decode(b, &f); err != nil {
+		var te *strictjson.TypeError
+		var uk *strictjson.UnknownKeyError
 		switch {
-		case errors.As(err, &te) && te.Field == "":
-			return nil, fmt.Errorf("auth: tokens file %s: want a JSON object with \"tokens\" and \"certs\", got %s", name, te.Value)
-		case errors.As(err, &te):
-			return nil, fmt.Errorf("auth: tokens file %s: key %q: want %s, got %s", name, te.Field, authWant(te.Type.Kind()), te.Value)
-		}
-		if k, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return nil, fmt.Errorf("auth: tokens file %s: unknown key %s (the keys are tokens, certs and their entries' token, tenant, operator, common_name)", name, k)
+		case errors.As(err, &te) && te.Key == "":
+			return nil, fmt.Errorf("auth: tokens file %s: want a JSON object with \"tokens\" and \"certs\", got %s", name, te.Got)
+		case errors.As(err, &uk):
+			return nil, fmt.Errorf("auth: tokens file %s: %v (the keys are tokens, certs and their entries' token, tenant, operator, common_name)", name, uk)
+		case errors.As(err, &te), errors.Is(err, strictjson.ErrTrailing):
+			return nil, fmt.Errorf("auth: tokens file %s: %v", name, err)
 		}
 		return nil, fmt.Errorf("auth: tokens file %s: %w", name, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("auth: tokens file %s: trailing data after the JSON object", name)
 	}
 	c, err := newCredentials(f)
 	if err != nil {
@@ -118,19 +110,6 @@ func ParseAuthFile(name string, b []byte) (*Authenticator, error) {
 	auth := &Authenticator{}
 	auth.creds.Store(c)
 	return auth, nil
-}
-
-// authWant says in words what a tokens file key of kind k takes.
-func authWant(k reflect.Kind) string {
-	switch k {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Slice:
-		return "a list of objects"
-	}
-	return "an object"
 }
 
 // NewAuthenticator builds an Authenticator, checking every entry: a token
