@@ -230,10 +230,9 @@ func (n *Node) createRaft() error {
 	if err != nil {
 		return fmt.Errorf("cluster: Config.LogStore: %w", err)
 	}
-	dbPath := filepath.Join(cfg.DataDir, "raft.db")
-	store, err := raftboltdb.New(raftboltdb.Options{Path: dbPath, BoltOptions: boltOptions()})
-	if errors.Is(err, bolterrors.ErrTimeout) {
-		return fmt.Errorf("cluster: open raft.db: %s is locked by another process: is an agent already running on data_dir %s? (%w)", dbPath, cfg.DataDir, err)
+	store, err := openRaftDB(cfg.DataDir)
+	if errors.Is(err, errRaftDBLocked) {
+		return fmt.Errorf("cluster: open raft.db: %w: is an agent already running on data_dir %s?", err, cfg.DataDir)
 	}
 	if err != nil {
 		return fmt.Errorf("cluster: open raft.db: %w", err)
@@ -315,6 +314,22 @@ func (n *Node) createRaft() error {
 // without a word (and did not stop on SIGTERM). It waits a second.
 func boltOptions() *bbolt.Options {
 	return &bbolt.Options{NoFreelistSync: true, FreelistType: bbolt.FreelistMapType, Timeout: time.Second}
+}
+
+// errRaftDBLocked means another process holds raft.db (an agent running
+// on the data directory).
+var errRaftDBLocked = errors.New("locked by another process")
+
+// openRaftDB opens dir's raft.db with boltOptions, for the node and for
+// recover alike; a lock not had within the options' timeout is
+// errRaftDBLocked, naming the file.
+func openRaftDB(dir string) (*raftboltdb.BoltStore, error) {
+	path := filepath.Join(dir, "raft.db")
+	store, err := raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: boltOptions()})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("%s is %w", path, errRaftDBLocked)
+	}
+	return store, err
 }
 
 func (n *Node) createGossip() error {

@@ -9,12 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // RecoverConfig names the data of the one surviving server Recover turns
@@ -96,9 +92,9 @@ func Recover(cfg RecoverConfig, fsm raft.FSM) (RecoverInfo, error) {
 	if _, err := os.Stat(dbPath); err != nil {
 		return info, fmt.Errorf("cluster: recover: %w", err)
 	}
-	store, err := raftboltdb.New(raftboltdb.Options{Path: dbPath, BoltOptions: &bbolt.Options{Timeout: time.Second}})
-	if errors.Is(err, bolterrors.ErrTimeout) {
-		return info, fmt.Errorf("cluster: recover: %s is locked: stop the agent first: %w", dbPath, err)
+	store, err := openRaftDB(cfg.DataDir)
+	if errors.Is(err, errRaftDBLocked) {
+		return info, fmt.Errorf("cluster: recover: %w: stop the agent first", err)
 	}
 	if err != nil {
 		return info, fmt.Errorf("cluster: recover: open raft.db: %w", err)
