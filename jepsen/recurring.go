@@ -249,14 +249,15 @@ func (r *Recurring) Check(ctx context.Context, node string, lists map[string][]R
 			}
 		}
 		missing.res.Checked++
-		if s.Endless && mayPassOver(ahead, s.Created, s.First) {
+		excused := s.Endless && mayPassOver(ahead, s.Created, s.First)
+		if excused {
 			missing.res.Excused++
 			missing.res.ExcusedWhy = "endless series whose first hour log time may have reached early, ahead of the wall clock after a forward clock jump"
 		}
 		switch {
 		case !s.Endless && len(occ) != 3:
 			missing.fail("%s: COUNT=3 series has %d occurrences", s.ID, len(occ))
-		case s.Endless && readAt.Sub(s.Created) >= RecurringLead+recurringTickSlack && !mayPassOver(ahead, s.Created, s.First):
+		case s.Endless && readAt.Sub(s.Created) >= RecurringLead+recurringTickSlack && !excused:
 			if len(occ) == 0 || occ[0].Start != s.First.UnixMilli() {
 				missing.fail("%s: the occurrence at %s (in the horizon since %s) was not booked by a tick (%d rows, decided through %q)",
 					s.ID, s.First.UTC().Format(time.RFC3339), s.Created.Add(RecurringLead).UTC().Format(time.RFC3339Nano), len(occ), got.GetDecidedThrough())
